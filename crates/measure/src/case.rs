@@ -1,0 +1,157 @@
+//! What an experiment hands upwards: raw samples and the evidence behind them.
+//!
+//! Nothing here is summarised; the statistics and report layers turn these into figures. An
+//! experiment never invents a number: a case it could not measure is an [`Unavailable`] with
+//! the reason.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Raw per-operation samples of one case, in nanoseconds and in counter ticks.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Samples {
+    /// Per-operation time of each sample, loop overhead already subtracted, ns.
+    pub per_op_ns: Vec<f64>,
+    /// The same samples in counter ticks.
+    pub per_op_ticks: Vec<f64>,
+    /// Operations timed in each sample.
+    pub iterations_per_sample: u64,
+    /// Per-operation loop overhead that was subtracted, ns (median of empty-loop samples).
+    pub loop_overhead_ns: f64,
+}
+
+/// A mechanism check: what should have happened against what the kernel counted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Check {
+    /// Short name, e.g. `switches_per_round_trip`.
+    pub name: String,
+    /// Expected value.
+    pub expected: f64,
+    /// Counted value.
+    pub counted: f64,
+    /// Whether the counted value is acceptable.
+    pub passed: bool,
+    /// How it was counted and what the bound is.
+    pub detail: String,
+}
+
+impl Check {
+    /// A check that passes when `counted >= expected * (1 - rel_tol)` (at least what was claimed).
+    pub fn at_least(name: &str, expected: f64, counted: f64, rel_tol: f64, detail: &str) -> Check {
+        Check {
+            name: name.into(),
+            expected,
+            counted,
+            passed: counted >= expected * (1.0 - rel_tol),
+            detail: detail.into(),
+        }
+    }
+
+    /// A check that passes when `|counted - expected| <= abs_tol`.
+    pub fn near(name: &str, expected: f64, counted: f64, abs_tol: f64, detail: &str) -> Check {
+        Check {
+            name: name.into(),
+            expected,
+            counted,
+            passed: (counted - expected).abs() <= abs_tol,
+            detail: detail.into(),
+        }
+    }
+}
+
+/// A named series attached to a case (a trace, the gaps of a noise run).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Series {
+    /// Series name, e.g. `visit_order`.
+    pub name: String,
+    /// Column names of each point.
+    pub columns: Vec<String>,
+    /// The points.
+    pub points: Vec<Vec<f64>>,
+}
+
+/// One measured case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Case {
+    /// Stable dotted id, e.g. `syscall.getpid`.
+    pub id: String,
+    /// One line saying what was timed.
+    pub description: String,
+    /// What one operation is (`call`, `round trip`, `hop`).
+    pub unit: String,
+    /// Parameters of this point (sweep values, placement, kind, ...).
+    pub params: BTreeMap<String, serde_json::Value>,
+    /// The samples.
+    pub samples: Samples,
+    /// Mechanism checks.
+    pub checks: Vec<Check>,
+    /// Other measured figures of the case (counters, peak memory), unit in the key.
+    pub counters: BTreeMap<String, f64>,
+    /// Warnings met while measuring.
+    pub warnings: Vec<String>,
+    /// Attached series.
+    pub series: Vec<Series>,
+}
+
+impl Case {
+    /// A case with no checks, counters or series yet.
+    pub fn new(id: impl Into<String>, description: impl Into<String>, unit: &str, samples: Samples) -> Case {
+        Case {
+            id: id.into(),
+            description: description.into(),
+            unit: unit.into(),
+            params: BTreeMap::new(),
+            samples,
+            checks: Vec::new(),
+            counters: BTreeMap::new(),
+            warnings: Vec::new(),
+            series: Vec::new(),
+        }
+    }
+
+    /// Adds a parameter.
+    pub fn param(mut self, key: &str, value: impl Into<serde_json::Value>) -> Case {
+        self.params.insert(key.into(), value.into());
+        self
+    }
+}
+
+/// A case that could not be measured here, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Unavailable {
+    /// The id the case would have had.
+    pub id: String,
+    /// What it would have measured.
+    pub description: String,
+    /// Why it was not measured (permission, missing primitive, limit).
+    pub reason: String,
+}
+
+/// A figure computed from other cases: `sum(coef * median(case))`, e.g. the switch cost
+/// `0.5 * round_trip - control`. The report layer computes it with its uncertainty.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DerivedSpec {
+    /// Stable dotted id, e.g. `switch.pipe.threads.same.switch_cost`.
+    pub id: String,
+    /// What the figure means.
+    pub description: String,
+    /// `(case id, coefficient)` terms.
+    pub terms: Vec<(String, f64)>,
+    /// Set when a term's case failed its mechanism check: the figure is then not trusted.
+    pub flagged: Option<String>,
+}
+
+/// Everything one experiment run produced.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExperimentOutput {
+    /// Measured cases, in display order.
+    pub cases: Vec<Case>,
+    /// Cases that could not be measured.
+    pub unavailable: Vec<Unavailable>,
+    /// Derived figures.
+    pub derived: Vec<DerivedSpec>,
+    /// Experiment-wide warnings.
+    pub warnings: Vec<String>,
+    /// Experiment-wide parameters (e.g. `rate_per_s` for the syscall table).
+    pub params: BTreeMap<String, serde_json::Value>,
+}

@@ -1,0 +1,279 @@
+//! The clock every oscost figure is timed with.
+//!
+//! A hardware counter (x86-64 TSC, aarch64 CNTVCT_EL0) is used when the CPU says it runs at a
+//! constant rate and the kernel trusts it; otherwise `CLOCK_MONOTONIC_RAW`. The counter's
+//! frequency is calibrated against `CLOCK_MONOTONIC_RAW` twice and the two windows must agree,
+//! so a figure converted to nanoseconds never rests on a guessed frequency. The ticks are
+//! *reference* ticks: the TSC runs at a constant rate, not at the core clock.
+#![allow(unsafe_code)]
+
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// Which counter a [`Clock`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CounterKind {
+    /// x86-64 time-stamp counter (constant reference rate).
+    Tsc,
+    /// aarch64 virtual counter CNTVCT_EL0 (a fixed-rate timer, not a cycle counter).
+    Cntvct,
+    /// `clock_gettime(CLOCK_MONOTONIC_RAW)`; ticks are nanoseconds.
+    MonotonicRaw,
+}
+
+/// What is known about the clock, stored with every result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClockInfo {
+    /// The counter read.
+    pub counter: CounterKind,
+    /// Name of the tick unit in tables (`ref-cycles` for the TSC, `ns` for the OS clock).
+    pub tick_unit: String,
+    /// Counter frequency in Hz.
+    pub frequency_hz: f64,
+    /// How the frequency was found.
+    pub frequency_source: String,
+    /// Relative disagreement between the two calibration windows, in parts per million.
+    pub calibration_spread_ppm: f64,
+    /// The frequency the kernel states, where visible (`tsc_freq_khz`, `cpu MHz`), in Hz.
+    pub kernel_stated_hz: Option<f64>,
+    /// Whether the counter is invariant (constant and non-stop) and the kernel's clock source.
+    pub invariant: bool,
+    /// Why the hardware counter was not used, when it was not.
+    pub fallback_reason: Option<String>,
+}
+
+/// A calibrated time source. Cheap to copy; `now()` is a few nanoseconds.
+#[derive(Debug, Clone)]
+pub struct Clock {
+    kind: CounterKind,
+    ns_per_tick: f64,
+    info: ClockInfo,
+}
+
+/// Calibration windows above this disagreement make the counter untrusted.
+const MAX_CALIBRATION_PPM: f64 = 50.0;
+
+impl Clock {
+    /// Detects and calibrates the best trustworthy counter (takes about 0.2 s once).
+    pub fn detect() -> Clock {
+        Self::detect_with(Duration::from_millis(100))
+    }
+
+    /// Like [`Clock::detect`] with a chosen calibration window (tests use short ones).
+    pub fn detect_with(window: Duration) -> Clock {
+        match hardware_counter_status() {
+            Ok(kind) => {
+                let a = calibrate(kind, window);
+                let b = calibrate(kind, window);
+                let hz = (a + b) / 2.0;
+                let ppm = ((a - b) / hz).abs() * 1e6;
+                if hz.is_finite() && hz > 1e6 && ppm <= MAX_CALIBRATION_PPM {
+                    let tick_unit = match kind {
+                        CounterKind::Tsc => "ref-cycles",
+                        _ => "ticks",
+                    };
+                    return Clock {
+                        kind,
+                        ns_per_tick: 1e9 / hz,
+                        info: ClockInfo {
+                            counter: kind,
+                            tick_unit: tick_unit.into(),
+                            frequency_hz: hz,
+                            frequency_source: format!(
+                                "calibrated against CLOCK_MONOTONIC_RAW, 2 x {} ms",
+                                window.as_millis()
+                            ),
+                            calibration_spread_ppm: ppm,
+                            kernel_stated_hz: kernel_stated_hz(),
+                            invariant: true,
+                            fallback_reason: None,
+                        },
+                    };
+                }
+                Self::monotonic(format!(
+                    "counter calibration unstable: {a:.0} Hz vs {b:.0} Hz ({ppm:.1} ppm)"
+                ))
+            }
+            Err(reason) => Self::monotonic(reason),
+        }
+    }
+
+    /// The OS clock, used when no hardware counter can be trusted.
+    pub fn monotonic(reason: String) -> Clock {
+        Clock {
+            kind: CounterKind::MonotonicRaw,
+            ns_per_tick: 1.0,
+            info: ClockInfo {
+                counter: CounterKind::MonotonicRaw,
+                tick_unit: "ns".into(),
+                frequency_hz: 1e9,
+                frequency_source: "CLOCK_MONOTONIC_RAW (nanoseconds)".into(),
+                calibration_spread_ppm: 0.0,
+                kernel_stated_hz: None,
+                invariant: false,
+                fallback_reason: Some(reason),
+            },
+        }
+    }
+
+    /// Reads the counter. Batch-timing only: not fenced against surrounding instructions.
+    #[inline(always)]
+    pub fn now(&self) -> u64 {
+        read_counter(self.kind)
+    }
+
+    /// Converts a tick count to nanoseconds.
+    pub fn ticks_to_ns(&self, ticks: f64) -> f64 {
+        ticks * self.ns_per_tick
+    }
+
+    /// Converts nanoseconds to ticks.
+    pub fn ns_to_ticks(&self, ns: f64) -> f64 {
+        ns / self.ns_per_tick
+    }
+
+    /// What is known about this clock.
+    pub fn info(&self) -> &ClockInfo {
+        &self.info
+    }
+}
+
+#[inline(always)]
+fn read_counter(kind: CounterKind) -> u64 {
+    match kind {
+        CounterKind::Tsc | CounterKind::Cntvct => read_hw(),
+        CounterKind::MonotonicRaw => monotonic_raw_ns(),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn read_hw() -> u64 {
+    // SAFETY: rdtscp exists on every CPU that passed `hardware_counter_status` (flag checked);
+    // it waits for earlier instructions, which is the ordering batch timing needs.
+    unsafe {
+        let mut aux = 0u32;
+        core::arch::x86_64::__rdtscp(&mut aux)
+    }
+}
+
+#[cfg(target_arch = "aarch64")]
+#[inline(always)]
+fn read_hw() -> u64 {
+    let v: u64;
+    // SAFETY: CNTVCT_EL0 is readable from EL0 on Linux; `isb` orders the read after earlier
+    // instructions as the kernel's own accessor does.
+    unsafe { core::arch::asm!("isb", "mrs {v}, cntvct_el0", v = out(reg) v, options(nomem, nostack)) };
+    v
+}
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+#[inline(always)]
+fn read_hw() -> u64 {
+    monotonic_raw_ns()
+}
+
+/// `CLOCK_MONOTONIC_RAW` in nanoseconds.
+pub fn monotonic_raw_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid, writable timespec; CLOCK_MONOTONIC_RAW exists on every Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_RAW, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn cpu_flags() -> Vec<String> {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("flags"))
+        .and_then(|l| l.split(':').nth(1))
+        .map(|s| s.split_whitespace().map(str::to_owned).collect())
+        .unwrap_or_default()
+}
+
+/// The current kernel clock source (`tsc`, `kvm-clock`, `arch_sys_counter`, ...).
+pub fn current_clocksource() -> Option<String> {
+    std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+        .ok()
+        .map(|s| s.trim().to_owned())
+}
+
+#[cfg(target_arch = "x86_64")]
+fn hardware_counter_status() -> Result<CounterKind, String> {
+    let flags = cpu_flags();
+    let has = |f: &str| flags.iter().any(|x| x == f);
+    for needed in ["constant_tsc", "nonstop_tsc", "rdtscp"] {
+        if !has(needed) {
+            return Err(format!("CPU lacks the `{needed}` flag: TSC not invariant"));
+        }
+    }
+    match current_clocksource() {
+        Some(cs) if cs == "tsc" => Ok(CounterKind::Tsc),
+        Some(cs) => Err(format!(
+            "kernel clock source is `{cs}`, not `tsc`: the kernel does not trust the TSC"
+        )),
+        None => Err("clock source unknown (no sysfs)".into()),
+    }
+}
+
+#[cfg(target_arch = "aarch64")]
+fn hardware_counter_status() -> Result<CounterKind, String> {
+    Ok(CounterKind::Cntvct)
+}
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+fn hardware_counter_status() -> Result<CounterKind, String> {
+    Err("no supported hardware counter on this architecture".into())
+}
+
+fn calibrate(kind: CounterKind, window: Duration) -> f64 {
+    let t0 = monotonic_raw_ns();
+    let c0 = read_counter(kind);
+    let target = t0 + window.as_nanos() as u64;
+    let mut t1 = t0;
+    let mut c1 = c0;
+    // Spin rather than sleep: a sleeping CPU may change speed or migrate, and spinning keeps
+    // the counter and the reference clock read back to back.
+    while t1 < target {
+        c1 = read_counter(kind);
+        t1 = monotonic_raw_ns();
+    }
+    (c1 - c0) as f64 * 1e9 / (t1 - t0) as f64
+}
+
+fn kernel_stated_hz() -> Option<f64> {
+    if let Ok(s) = std::fs::read_to_string("/sys/devices/system/cpu/cpu0/tsc_freq_khz") {
+        if let Ok(khz) = s.trim().parse::<f64>() {
+            return Some(khz * 1e3);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counter_advances_and_converts() {
+        let c = Clock::detect_with(Duration::from_millis(20));
+        let a = c.now();
+        std::thread::sleep(Duration::from_millis(5));
+        let b = c.now();
+        assert!(b > a);
+        let ns = c.ticks_to_ns((b - a) as f64);
+        assert!(ns >= 5e6, "5 ms sleep measured as {ns} ns");
+        assert!((c.ns_to_ticks(c.ticks_to_ns(1000.0)) - 1000.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn fallback_is_labelled() {
+        let c = Clock::monotonic("test".into());
+        assert_eq!(c.info().tick_unit, "ns");
+        assert_eq!(c.info().fallback_reason.as_deref(), Some("test"));
+    }
+}

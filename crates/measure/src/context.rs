@@ -1,0 +1,65 @@
+//! What every experiment is given: the clock, the sampling rules, the CPUs it may use, a
+//! progress sink and a way to notice Ctrl-C.
+
+use crate::clock::Clock;
+use crate::sampler::SamplerConfig;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Progress reporting, implemented by the CLI (a progress bar) or by nothing in tests.
+pub trait Progress: Sync {
+    /// Starts a phase of `len` steps described by `what`.
+    fn start(&self, len: u64, what: &str);
+    /// Advances by `n` steps.
+    fn inc(&self, n: u64);
+    /// Names the step in progress.
+    fn message(&self, msg: &str);
+    /// Ends the phase.
+    fn finish(&self);
+}
+
+/// A progress sink that shows nothing.
+pub struct NoProgress;
+
+impl Progress for NoProgress {
+    fn start(&self, _: u64, _: &str) {}
+    fn inc(&self, _: u64) {}
+    fn message(&self, _: &str) {}
+    fn finish(&self) {}
+}
+
+/// The run was interrupted (Ctrl-C); nothing partial is reported.
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted")]
+pub struct Cancelled;
+
+/// Everything an experiment needs from the layers above it.
+pub struct Context<'a> {
+    /// The calibrated clock.
+    pub clock: &'a Clock,
+    /// How to sample each case.
+    pub sampler: SamplerConfig,
+    /// Smaller sizes and fewer samples (`--quick`).
+    pub quick: bool,
+    /// CPUs the experiment may use (the `--cpus` set, or all online CPUs), ascending.
+    pub cpus: Vec<usize>,
+    /// Progress sink.
+    pub progress: &'a dyn Progress,
+    /// Set by the Ctrl-C handler.
+    pub cancel: &'a AtomicBool,
+}
+
+impl Context<'_> {
+    /// Returns `Err(Cancelled)` once Ctrl-C was pressed; call it between samples.
+    pub fn check_cancel(&self) -> Result<(), Cancelled> {
+        if self.cancel.load(Ordering::Relaxed) {
+            Err(Cancelled)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The first CPU of the allowed set: where single-CPU cases run.
+    pub fn first_cpu(&self) -> usize {
+        self.cpus.first().copied().unwrap_or(0)
+    }
+}

@@ -1,0 +1,102 @@
+//! The registry of experiments, in display order.
+//!
+//! Each experiment is one module exposing `NAME`, `SUMMARY`, `IN_DEFAULT_SUITE`, an `Options`
+//! type (clap arguments, whose defaults are the experiment's default size) and
+//! `run(&Options, &Context) -> Result<ExperimentOutput>`. Adding one is a new file plus one line
+//! in the `registry!` call below.
+
+use crate::case::ExperimentOutput;
+use crate::context::Context;
+use clap::{Args, FromArgMatches};
+
+pub mod syscall;
+
+/// What `oscost list` shows of an experiment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExperimentInfo {
+    /// Subcommand name and id prefix.
+    pub name: &'static str,
+    /// One line.
+    pub summary: &'static str,
+    /// Whether `oscost run` with no names runs it.
+    pub in_default_suite: bool,
+}
+
+/// An experiment's options with every flag at its default.
+fn defaults<T: Args + FromArgMatches>() -> T {
+    let cmd = T::augment_args(clap::Command::new("defaults").no_binary_name(true));
+    let matches = cmd
+        .try_get_matches_from(std::iter::empty::<String>())
+        .expect("every experiment option has a default");
+    T::from_arg_matches(&matches).expect("defaults parse")
+}
+
+macro_rules! registry {
+    ($($variant:ident => $module:ident),* $(,)?) => {
+        /// One subcommand per experiment, holding its options.
+        #[derive(Debug, Clone, clap::Subcommand)]
+        pub enum ExperimentArgs {
+            $(
+                #[doc = concat!("The `", stringify!($module), "` experiment.")]
+                #[command(about = $module::SUMMARY, long_about = $module::ABOUT)]
+                $variant($module::Options),
+            )*
+        }
+
+        /// Every registered experiment, in display order.
+        pub const REGISTRY: &[ExperimentInfo] = &[
+            $(ExperimentInfo {
+                name: $module::NAME,
+                summary: $module::SUMMARY,
+                in_default_suite: $module::IN_DEFAULT_SUITE,
+            },)*
+        ];
+
+        impl ExperimentArgs {
+            /// The experiment's name.
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $(Self::$variant(_) => $module::NAME,)*
+                }
+            }
+
+            /// Runs the experiment.
+            pub fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
+                match self {
+                    $(Self::$variant(o) => $module::run(o, ctx),)*
+                }
+            }
+
+            /// The experiment called `name` at its default size.
+            pub fn with_defaults(name: &str) -> Option<ExperimentArgs> {
+                $(if name == $module::NAME {
+                    return Some(Self::$variant(defaults::<$module::Options>()));
+                })*
+                None
+            }
+        }
+    };
+}
+
+registry! {
+    Syscall => syscall,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_well_formed_and_documented() {
+        let mut seen = std::collections::BTreeSet::new();
+        for e in REGISTRY {
+            assert!(seen.insert(e.name), "duplicate {}", e.name);
+            assert!(e.name.chars().all(|c| c.is_ascii_lowercase() || c == '-'));
+            assert!(!e.summary.is_empty());
+            assert!(ExperimentArgs::with_defaults(e.name).is_some());
+            let doc = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/methodology.md");
+            let text = std::fs::read_to_string(doc).expect("docs/methodology.md");
+            assert!(text.contains(&format!("## `{}`", e.name)), "{} undocumented", e.name);
+        }
+    }
+}

@@ -1,0 +1,177 @@
+//! The system calls the `syscall` experiment times, each exactly one call path.
+//!
+//! They go through `libc` (the thing measured is the call as a C program makes it); ids whose
+//! library wrapper could hide the kernel (getpid caching) use the raw `syscall()` entry.
+#![allow(unsafe_code)]
+
+use super::last_error;
+use std::ffi::CStr;
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+
+fn check(r: libc::c_long, call: &str) -> io::Result<libc::c_long> {
+    if r < 0 {
+        Err(last_error(call))
+    } else {
+        Ok(r)
+    }
+}
+
+/// `syscall(-1)`: the kernel's entry/exit floor, always ENOSYS.
+#[inline]
+pub fn invalid_syscall() -> i64 {
+    // SAFETY: an invalid system call number touches nothing and returns -ENOSYS.
+    unsafe { libc::syscall(-1) as i64 }
+}
+
+/// `syscall(SYS_getpid)`: never served from a library cache.
+#[inline]
+pub fn raw_getpid() -> i64 {
+    // SAFETY: getpid takes no arguments and cannot fail.
+    unsafe { libc::syscall(libc::SYS_getpid) as i64 }
+}
+
+/// `syscall(SYS_getppid)`: lmbench's null call.
+#[inline]
+pub fn raw_getppid() -> i64 {
+    // SAFETY: getppid takes no arguments and cannot fail.
+    unsafe { libc::syscall(libc::SYS_getppid) as i64 }
+}
+
+/// `clock_gettime(CLOCK_MONOTONIC)` through the vDSO: no kernel entry, a reference only.
+#[inline]
+pub fn vdso_clock_gettime() -> i64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid, writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_nsec
+}
+
+/// `syscall(SYS_clock_gettime)`: the same clock read forced through the kernel.
+#[inline]
+pub fn raw_clock_gettime() -> i64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid, writable timespec.
+    unsafe {
+        libc::syscall(
+            libc::SYS_clock_gettime,
+            libc::CLOCK_MONOTONIC,
+            &mut ts as *mut libc::timespec,
+        )
+    };
+    ts.tv_nsec
+}
+
+/// `open(path, flags, 0o600)`.
+pub fn open(path: &CStr, flags: i32) -> io::Result<OwnedFd> {
+    // SAFETY: path is NUL-terminated; the mode argument is read only with O_CREAT.
+    let fd = unsafe { libc::open(path.as_ptr(), flags | libc::O_CLOEXEC, 0o600 as libc::c_uint) };
+    check(fd as libc::c_long, "open")?;
+    // SAFETY: fd was just returned by open and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `open(path, O_RDONLY)` followed by `close`: two calls.
+#[inline]
+pub fn open_close(path: &CStr) -> io::Result<()> {
+    // SAFETY: path is NUL-terminated.
+    let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    check(fd as libc::c_long, "open")?;
+    // SAFETY: fd was just opened here and is closed exactly once.
+    check(unsafe { libc::close(fd) } as libc::c_long, "close")?;
+    Ok(())
+}
+
+/// `lseek(fd, 0, SEEK_SET)`.
+#[inline]
+pub fn lseek_start(fd: BorrowedFd) -> io::Result<()> {
+    // SAFETY: fd is open for the borrow's lifetime.
+    check(unsafe { libc::lseek(fd.as_raw_fd(), 0, libc::SEEK_SET) } as libc::c_long, "lseek")?;
+    Ok(())
+}
+
+/// `pread(fd, buf, len, 0)`: one read at offset 0.
+#[inline]
+pub fn pread_start(fd: BorrowedFd, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: buf is valid and writable for buf.len() bytes; fd is open.
+    let r = unsafe { libc::pread(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+    Ok(check(r as libc::c_long, "pread")? as usize)
+}
+
+/// `pwrite(fd, buf, len, 0)`: one write at offset 0.
+#[inline]
+pub fn pwrite_start(fd: BorrowedFd, buf: &[u8]) -> io::Result<usize> {
+    // SAFETY: buf is valid for buf.len() bytes; fd is open.
+    let r = unsafe { libc::pwrite(fd.as_raw_fd(), buf.as_ptr().cast(), buf.len(), 0) };
+    Ok(check(r as libc::c_long, "pwrite")? as usize)
+}
+
+/// `creat` + `write(len)` + `close` + `unlink`: the MINIX paper's file life cycle.
+#[inline]
+pub fn create_write_unlink(path: &CStr, buf: &[u8]) -> io::Result<()> {
+    // SAFETY: path is NUL-terminated; mode is read with O_CREAT.
+    let fd = unsafe {
+        libc::open(
+            path.as_ptr(),
+            libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC | libc::O_CLOEXEC,
+            0o600 as libc::c_uint,
+        )
+    };
+    check(fd as libc::c_long, "creat")?;
+    // SAFETY: buf is valid for buf.len() bytes; fd was just opened.
+    let w = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
+    // SAFETY: fd was opened here and is closed exactly once.
+    unsafe { libc::close(fd) };
+    check(w as libc::c_long, "write")?;
+    // SAFETY: path is NUL-terminated.
+    check(unsafe { libc::unlink(path.as_ptr()) } as libc::c_long, "unlink")?;
+    Ok(())
+}
+
+/// `stat(path)`.
+#[inline]
+pub fn stat(path: &CStr) -> io::Result<i64> {
+    // SAFETY: st is plain data, written by the kernel.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: path is NUL-terminated; st is writable.
+    check(unsafe { libc::stat(path.as_ptr(), &mut st) } as libc::c_long, "stat")?;
+    Ok(st.st_size)
+}
+
+/// `fstat(fd)`.
+#[inline]
+pub fn fstat(fd: BorrowedFd) -> io::Result<i64> {
+    // SAFETY: st is plain data, written by the kernel.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fd is open; st is writable.
+    check(unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } as libc::c_long, "fstat")?;
+    Ok(st.st_size)
+}
+
+/// `mmap(len, anonymous private)` + `munmap`, pages never touched.
+#[inline]
+pub fn mmap_munmap(len: usize) -> io::Result<()> {
+    // SAFETY: an anonymous private mapping at a kernel-chosen address aliases nothing.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(last_error("mmap"));
+    }
+    // SAFETY: p/len is exactly the mapping just created, unmapped once, never referenced again.
+    check(unsafe { libc::munmap(p, len) } as libc::c_long, "munmap")?;
+    Ok(())
+}

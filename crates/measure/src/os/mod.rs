@@ -1,0 +1,175 @@
+//! Thin, safe wrappers over the Linux calls oscost needs: the only place `unsafe` is allowed.
+//!
+//! Each wrapper does one call and turns its failure into an `io::Error` that names the call.
+//! Measured calls live in [`calls`] so that the exact call path timed is visible in one file.
+#![allow(unsafe_code)]
+
+pub mod calls;
+pub mod sysinfo;
+
+use std::io;
+
+/// Wraps the last OS error with the name of the call that failed.
+pub fn last_error(call: &str) -> io::Error {
+    let e = io::Error::last_os_error();
+    io::Error::new(e.kind(), format!("{call}: {e}"))
+}
+
+/// The calling thread's kernel task id.
+pub fn gettid() -> i32 {
+    // SAFETY: gettid has no arguments and cannot fail.
+    unsafe { libc::gettid() }
+}
+
+/// Pins the calling thread to `cpus`.
+pub fn set_affinity(cpus: &[usize]) -> io::Result<()> {
+    set_affinity_of(0, cpus)
+}
+
+/// Pins task `tid` (0 = the calling thread) to `cpus`.
+pub fn set_affinity_of(tid: i32, cpus: &[usize]) -> io::Result<()> {
+    // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &c in cpus {
+        if c >= libc::CPU_SETSIZE as usize {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("CPU {c} is beyond CPU_SETSIZE"),
+            ));
+        }
+        // SAFETY: c < CPU_SETSIZE was checked, set is a valid cpu_set_t.
+        unsafe { libc::CPU_SET(c, &mut set) };
+    }
+    // SAFETY: set is a valid cpu_set_t of the size passed.
+    let r = unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if r != 0 {
+        return Err(last_error("sched_setaffinity"));
+    }
+    Ok(())
+}
+
+/// The CPUs the calling thread may run on.
+pub fn affinity() -> io::Result<Vec<usize>> {
+    // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: set is a valid, writable cpu_set_t of the size passed.
+    let r = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if r != 0 {
+        return Err(last_error("sched_getaffinity"));
+    }
+    // SAFETY: i < CPU_SETSIZE and set is initialised.
+    Ok((0..libc::CPU_SETSIZE as usize).filter(|&i| unsafe { libc::CPU_ISSET(i, &set) }).collect())
+}
+
+/// The CPU the calling thread runs on now.
+pub fn current_cpu() -> usize {
+    // SAFETY: sched_getcpu has no arguments; a negative result means unknown.
+    let c = unsafe { libc::sched_getcpu() };
+    c.max(0) as usize
+}
+
+/// Sets the nice value of the whole process (every thread created afterwards inherits it).
+pub fn set_nice(nice: i32) -> io::Result<()> {
+    // SAFETY: PRIO_PROCESS with who=0 is the calling process; no pointers involved.
+    let r = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) };
+    if r != 0 {
+        return Err(last_error("setpriority"));
+    }
+    // On Linux setpriority(PRIO_PROCESS, 0) changes only the calling thread; that is the
+    // measuring thread, and threads it creates later inherit it.
+    Ok(())
+}
+
+/// The calling thread's nice value.
+pub fn nice() -> io::Result<i32> {
+    // SAFETY: errno is cleared first because -1 is a valid priority.
+    unsafe { *libc::__errno_location() = 0 };
+    // SAFETY: PRIO_PROCESS with who=0 is the calling thread; no pointers involved.
+    let r = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+    if r == -1 && io::Error::last_os_error().raw_os_error() != Some(0) {
+        return Err(last_error("getpriority"));
+    }
+    Ok(r)
+}
+
+/// Context switches of a task so far: (voluntary, involuntary).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Switches {
+    /// Voluntary switches (blocked waiting for something).
+    pub voluntary: u64,
+    /// Involuntary switches (preempted, or yielded).
+    pub involuntary: u64,
+}
+
+impl Switches {
+    /// Both kinds together: wake-up preemption and yields count as involuntary, so a switch
+    /// benchmark must sum them.
+    pub fn total(&self) -> u64 {
+        self.voluntary + self.involuntary
+    }
+
+    /// Switches since `earlier`.
+    pub fn since(&self, earlier: Switches) -> Switches {
+        Switches {
+            voluntary: self.voluntary.saturating_sub(earlier.voluntary),
+            involuntary: self.involuntary.saturating_sub(earlier.involuntary),
+        }
+    }
+}
+
+fn rusage(who: i32) -> libc::rusage {
+    // SAFETY: rusage is plain data; zeroed is valid.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: ru is a valid, writable rusage; `who` is one of the RUSAGE_* constants.
+    unsafe { libc::getrusage(who, &mut ru) };
+    ru
+}
+
+/// The calling thread's switches (`getrusage(RUSAGE_THREAD)`). Allocation-free and
+/// async-signal-safe, so a forked child may call it.
+pub fn thread_switches() -> Switches {
+    let ru = rusage(libc::RUSAGE_THREAD);
+    Switches {
+        voluntary: ru.ru_nvcsw as u64,
+        involuntary: ru.ru_nivcsw as u64,
+    }
+}
+
+/// The whole process's switches (`getrusage(RUSAGE_SELF)`), all threads.
+pub fn process_switches() -> Switches {
+    let ru = rusage(libc::RUSAGE_SELF);
+    Switches {
+        voluntary: ru.ru_nvcsw as u64,
+        involuntary: ru.ru_nivcsw as u64,
+    }
+}
+
+/// Peak resident memory of this process, KiB (`ru_maxrss`).
+pub fn peak_rss_kib() -> u64 {
+    rusage(libc::RUSAGE_SELF).ru_maxrss as u64
+}
+
+/// Migrations of task `tid` of this process so far (`se.nr_migrations` in
+/// `/proc/self/task/<tid>/sched`), if the kernel exposes it.
+pub fn migrations(tid: i32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/self/task/{tid}/sched")).ok()?;
+    text.lines()
+        .find(|l| l.starts_with("se.nr_migrations"))
+        .and_then(|l| l.split(':').nth(1))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// A resource limit: (soft, hard), `None` meaning unlimited.
+pub fn rlimit(resource: libc::__rlimit_resource_t) -> io::Result<(Option<u64>, Option<u64>)> {
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: rl is a valid, writable rlimit.
+    let r = unsafe { libc::getrlimit(resource, &mut rl) };
+    if r != 0 {
+        return Err(last_error("getrlimit"));
+    }
+    let f = |v: libc::rlim_t| (v != libc::RLIM_INFINITY).then_some(v as u64);
+    Ok((f(rl.rlim_cur), f(rl.rlim_max)))
+}
