@@ -1,1 +1,30 @@
-fn main(){}
+//! `oscost`: what does the operating system cost my program?
+//!
+//! The binary is the thin top layer: it parses the command line, runs experiments from the
+//! measuring layer, summarises and renders them through the report layer, and turns every
+//! failure into one line on stderr and an exit status (0 ok, 2 usage or run error, 130 Ctrl-C).
+#![deny(unsafe_code)]
+
+mod cli;
+mod config;
+mod progress;
+mod session;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    match cli::run() {
+        Ok(code) => code,
+        Err(err) => {
+            if err
+                .downcast_ref::<oscost_measure::Cancelled>()
+                .is_some()
+            {
+                eprintln!("oscost: interrupted; nothing was written");
+                return ExitCode::from(130);
+            }
+            eprintln!("oscost: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -55,7 +55,11 @@ pub fn bootstrap_median_ci(
 /// Each replicate resamples every term from one seeded stream, in term order,
 /// so the result is reproducible. Returns `None` when `terms` is empty, a term
 /// has no samples, or any sample or coefficient is non-finite.
-pub fn combine_medians(terms: &[(&[f64], f64)], resamples: usize, seed: u64) -> Option<Combination> {
+pub fn combine_medians(
+    terms: &[(&[f64], f64)],
+    resamples: usize,
+    seed: u64,
+) -> Option<Combination> {
     let valid = |(samples, coef): &(&[f64], f64)| {
         !samples.is_empty() && coef.is_finite() && samples.iter().all(|x| x.is_finite())
     };

@@ -170,7 +170,9 @@ fn tukey_on_degenerate_input() {
 
 #[test]
 fn ci_contains_median_on_varied_data() {
-    let exp_like: Vec<f64> = (1..=200).map(|i| 1000.0 + (i as f64).powi(3) / 1e3).collect();
+    let exp_like: Vec<f64> = (1..=200)
+        .map(|i| 1000.0 + (i as f64).powi(3) / 1e3)
+        .collect();
     let bimodal: Vec<f64> = (0..101)
         .map(|i| if i % 3 == 0 { 5000.0 } else { 100.0 + i as f64 })
         .collect();
@@ -203,7 +205,10 @@ fn ci_contains_median_on_varied_data() {
 fn ci_of_constant_data_and_single_sample_is_degenerate() {
     assert_eq!(bootstrap_median_ci(&[7.0; 30], 1000, 0.95, 3), [7.0, 7.0]);
     assert_eq!(bootstrap_median_ci(&[-2.5], 1000, 0.95, 3), [-2.5, -2.5]);
-    assert_eq!(bootstrap_median_ci(&[1.0, 3.0, 2.0], 0, 0.95, 3), [2.0, 2.0]);
+    assert_eq!(
+        bootstrap_median_ci(&[1.0, 3.0, 2.0], 0, 0.95, 3),
+        [2.0, 2.0]
+    );
     let empty = bootstrap_median_ci(&[], 1000, 0.95, 3);
     assert!(empty[0].is_nan() && empty[1].is_nan());
 }
@@ -273,15 +278,10 @@ fn noisy_flag_follows_relative_ci_width() {
 #[test]
 fn combine_medians_estimate_and_ci() {
     // switch cost = 0.5 * round trip - control
-    let round_trip: Vec<f64> = (0..301)
-        .map(|i| 4000.0 + ((i * 53) % 301) as f64)
-        .collect();
+    let round_trip: Vec<f64> = (0..301).map(|i| 4000.0 + ((i * 53) % 301) as f64).collect();
     let control: Vec<f64> = (0..201).map(|i| 300.0 + ((i * 17) % 201) as f64).collect();
     let c = combine_medians(&[(&round_trip, 0.5), (&control, -1.0)], 2000, 5).unwrap();
-    assert_eq!(
-        c.estimate,
-        0.5 * median(&round_trip) - median(&control)
-    );
+    assert_eq!(c.estimate, 0.5 * median(&round_trip) - median(&control));
     assert_close(c.estimate, 0.5 * 4150.0 - 400.0);
     assert_contains(c.ci95, c.estimate);
     assert!(c.ci95[1] > c.ci95[0]);

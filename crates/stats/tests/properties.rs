@@ -49,11 +49,18 @@ fn summary_invariants_hold_on_random_data() {
         let mut sorted = data.clone();
         sorted.sort_by(f64::total_cmp);
         let p50 = percentile(&sorted, 50.0);
-        assert!((p50 - s.median).abs() <= 1e-9 * s.median.abs().max(1.0), "{ctx}");
+        assert!(
+            (p50 - s.median).abs() <= 1e-9 * s.median.abs().max(1.0),
+            "{ctx}"
+        );
 
         // The summary depends on the values, not on the order they came in.
         let reversed: Vec<f64> = data.iter().rev().copied().collect();
-        assert_eq!(summarize_with(&reversed, 200, seed).as_ref(), Some(&s), "{ctx}");
+        assert_eq!(
+            summarize_with(&reversed, 200, seed).as_ref(),
+            Some(&s),
+            "{ctx}"
+        );
     }
 }
 

@@ -1,0 +1,149 @@
+//! The versioned result document (`"schema": "oscost/1"`), documented in `docs/results.md`.
+//!
+//! Units live in field names (`median_ns`, `median_cycles`). Deserialisation rejects unknown
+//! fields, so a schema change that forgets to bump the version fails the golden-file test.
+
+use oscost_measure::case::{Check, Series};
+use oscost_measure::env::{Environment, RunLoad};
+use oscost_stats::Outliers;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The schema identifier written into every document.
+pub const SCHEMA: &str = "oscost/1";
+
+/// One oscost run: the machine and every experiment's results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResultDoc {
+    /// Always [`SCHEMA`].
+    pub schema: String,
+    /// The machine and the run's settings.
+    pub environment: Environment,
+    /// Results, in the order the experiments ran.
+    pub experiments: Vec<ExperimentResult>,
+}
+
+/// The results of one experiment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExperimentResult {
+    /// Experiment name (`syscall`).
+    pub name: String,
+    /// Experiment-wide parameters.
+    pub params: BTreeMap<String, serde_json::Value>,
+    /// Measured cases.
+    pub cases: Vec<CaseResult>,
+    /// Cases that could not be measured here, with the reason.
+    pub unavailable: Vec<UnavailableCase>,
+    /// Figures computed from other cases, with their uncertainty.
+    pub derived: Vec<DerivedResult>,
+    /// Experiment-wide warnings (including a noisy machine).
+    pub warnings: Vec<String>,
+    /// How busy the machine was while this experiment ran.
+    pub load: Option<RunLoad>,
+}
+
+/// A case that could not be measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UnavailableCase {
+    /// The id it would have had.
+    pub id: String,
+    /// What it would have measured.
+    pub description: String,
+    /// Why it was not measured.
+    pub reason: String,
+}
+
+/// The cost of a case at a chosen call rate (the MINIX document's "at 10 000 calls/s").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AtRate {
+    /// Operations per second assumed.
+    pub ops_per_s: f64,
+    /// Time spent per second of wall time, ns.
+    pub ns_per_s: f64,
+    /// The same as a percentage of one second (of one CPU).
+    pub share_pct: f64,
+}
+
+/// One measured case, summarised.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaseResult {
+    /// Stable dotted id.
+    pub id: String,
+    /// What was timed.
+    pub description: String,
+    /// What one operation is.
+    pub unit: String,
+    /// Parameters of this point.
+    pub params: BTreeMap<String, serde_json::Value>,
+    /// Number of samples.
+    pub samples: usize,
+    /// Operations timed per sample.
+    pub iterations_per_sample: u64,
+    /// Per-operation loop overhead already subtracted, ns.
+    pub loop_overhead_ns: f64,
+    /// Median per-operation time, ns.
+    pub median_ns: f64,
+    /// Median absolute deviation, ns (unscaled).
+    pub mad_ns: f64,
+    /// Smallest sample, ns.
+    pub min_ns: f64,
+    /// Largest sample, ns.
+    pub max_ns: f64,
+    /// Mean, ns.
+    pub mean_ns: f64,
+    /// Sample standard deviation, ns.
+    pub stddev_ns: f64,
+    /// 5th percentile, ns.
+    pub p5_ns: f64,
+    /// 95th percentile, ns.
+    pub p95_ns: f64,
+    /// Bootstrap 95 % confidence interval of the median, ns.
+    pub ci95_ns: [f64; 2],
+    /// Median in counter ticks: reference cycles for the TSC (see `environment.clock.tick_unit`).
+    pub median_cycles: f64,
+    /// Confidence interval in counter ticks.
+    pub ci95_cycles: [f64; 2],
+    /// Tukey outlier counts (kept in every figure, only counted).
+    pub outliers: Outliers,
+    /// CI half-width above 5 % of the median.
+    pub noisy: bool,
+    /// Mechanism checks.
+    pub checks: Vec<Check>,
+    /// Whether every check passed (true when there are none).
+    pub checks_passed: bool,
+    /// Other measured figures, unit in the key.
+    pub counters: BTreeMap<String, f64>,
+    /// Cost at the experiment's chosen rate, where it has one.
+    pub at_rate: Option<AtRate>,
+    /// Warnings met while measuring.
+    pub warnings: Vec<String>,
+    /// Attached series.
+    pub series: Vec<Series>,
+    /// Every per-operation sample, ns, in the order taken.
+    pub raw_ns: Vec<f64>,
+}
+
+/// A figure computed from other cases.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DerivedResult {
+    /// Stable dotted id.
+    pub id: String,
+    /// What it means.
+    pub description: String,
+    /// `(case id, coefficient)` terms of the linear combination of medians.
+    pub terms: Vec<(String, f64)>,
+    /// The estimate, ns.
+    pub estimate_ns: f64,
+    /// Bootstrap 95 % CI of the estimate, ns.
+    pub ci95_ns: [f64; 2],
+    /// The estimate in counter ticks.
+    pub estimate_cycles: f64,
+    /// Why the figure is not trusted, when it is not.
+    pub flagged: Option<String>,
+}

@@ -1,0 +1,116 @@
+//! Turns an experiment's raw output into summarised results.
+
+use crate::schema::{AtRate, CaseResult, DerivedResult, ExperimentResult, UnavailableCase};
+use oscost_measure::case::{Case, ExperimentOutput};
+use oscost_measure::env::RunLoad;
+use oscost_stats::{combine_medians, summarize, DEFAULT_RESAMPLES, DEFAULT_SEED};
+
+/// Summarises one experiment. `ns_per_tick` converts ns figures to counter ticks.
+pub fn experiment(
+    name: &str,
+    out: ExperimentOutput,
+    ns_per_tick: f64,
+    load: Option<RunLoad>,
+) -> ExperimentResult {
+    let rate = out.params.get("rate_per_s").and_then(|v| v.as_f64());
+    let cases: Vec<CaseResult> = out
+        .cases
+        .iter()
+        .filter_map(|c| case(c, ns_per_tick, rate))
+        .collect();
+    let mut warnings = out.warnings;
+    for c in &out.cases {
+        if c.samples.per_op_ns.is_empty() {
+            warnings.push(format!("{}: no samples were taken", c.id));
+        }
+    }
+    let derived = out
+        .derived
+        .iter()
+        .filter_map(|d| {
+            let terms: Option<Vec<(&[f64], f64)>> = d
+                .terms
+                .iter()
+                .map(|(id, coef)| {
+                    out.cases
+                        .iter()
+                        .find(|c| &c.id == id)
+                        .map(|c| (c.samples.per_op_ns.as_slice(), *coef))
+                })
+                .collect();
+            let Some(terms) = terms else {
+                warnings.push(format!("{}: a term's case is missing, not derived", d.id));
+                return None;
+            };
+            let comb = combine_medians(&terms, DEFAULT_RESAMPLES, DEFAULT_SEED)?;
+            Some(DerivedResult {
+                id: d.id.clone(),
+                description: d.description.clone(),
+                terms: d.terms.clone(),
+                estimate_ns: comb.estimate,
+                ci95_ns: comb.ci95,
+                estimate_cycles: comb.estimate / ns_per_tick,
+                flagged: d.flagged.clone(),
+            })
+        })
+        .collect();
+    if let Some(load) = &load {
+        warnings.extend(load.warnings.iter().cloned());
+    }
+    ExperimentResult {
+        name: name.into(),
+        params: out.params,
+        cases,
+        unavailable: out
+            .unavailable
+            .into_iter()
+            .map(|u| UnavailableCase {
+                id: u.id,
+                description: u.description,
+                reason: u.reason,
+            })
+            .collect(),
+        derived,
+        warnings,
+        load,
+    }
+}
+
+/// Summarises one case; `None` when it has no usable samples.
+pub fn case(c: &Case, ns_per_tick: f64, rate: Option<f64>) -> Option<CaseResult> {
+    let s = summarize(&c.samples.per_op_ns)?;
+    let to_ticks = |ns: f64| ns / ns_per_tick;
+    Some(CaseResult {
+        id: c.id.clone(),
+        description: c.description.clone(),
+        unit: c.unit.clone(),
+        params: c.params.clone(),
+        samples: s.n,
+        iterations_per_sample: c.samples.iterations_per_sample,
+        loop_overhead_ns: c.samples.loop_overhead_ns,
+        median_ns: s.median,
+        mad_ns: s.mad,
+        min_ns: s.min,
+        max_ns: s.max,
+        mean_ns: s.mean,
+        stddev_ns: s.stddev,
+        p5_ns: s.p5,
+        p95_ns: s.p95,
+        ci95_ns: s.ci95,
+        median_cycles: to_ticks(s.median),
+        ci95_cycles: [to_ticks(s.ci95[0]), to_ticks(s.ci95[1])],
+        outliers: s.outliers,
+        noisy: s.noisy,
+        checks_passed: c.checks.iter().all(|k| k.passed),
+        checks: c.checks.clone(),
+        counters: c.counters.clone(),
+        at_rate: rate.map(|r| AtRate {
+            ops_per_s: r,
+            ns_per_s: s.median * r,
+            share_pct: s.median * r / 1e9 * 100.0,
+        }),
+        warnings: c.warnings.clone(),
+        series: c.series.clone(),
+        raw_ns: c.samples.per_op_ns.clone(),
+    })
+}

@@ -1,0 +1,96 @@
+//! Validated settings: the second stage after clap, where values are checked against the
+//! machine (online CPUs, writable output paths) before anything is measured.
+
+use crate::cli::GlobalOpts;
+use anyhow::Context as _;
+use oscost_measure::cpuset;
+use oscost_measure::sampler::SamplerConfig;
+use std::path::PathBuf;
+
+/// Where one rendering goes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Sink {
+    /// Standard output.
+    Stdout,
+    /// A file, written atomically at the end.
+    File(PathBuf),
+}
+
+/// Everything a session needs, checked.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// JSON destination.
+    pub json: Option<Sink>,
+    /// CSV destination.
+    pub csv: Option<Sink>,
+    /// Markdown destination.
+    pub markdown: Option<Sink>,
+    /// `--quick`.
+    pub quick: bool,
+    /// Sampling rules.
+    pub sampler: SamplerConfig,
+    /// CPUs the user asked for (`None`: whatever the process may use).
+    pub cpus: Option<Vec<usize>>,
+    /// Nice value to set, if any.
+    pub nice: Option<i32>,
+    /// `--quiet`.
+    pub quiet: bool,
+}
+
+impl Config {
+    /// Validates the global options.
+    pub fn from_global(g: &GlobalOpts) -> anyhow::Result<Config> {
+        let mut sampler = if g.quick {
+            SamplerConfig::quick()
+        } else {
+            SamplerConfig::standard()
+        };
+        if let Some(n) = g.samples {
+            sampler.samples = n as usize;
+            // More samples than the default need a proportionally larger budget.
+            let per_sample = sampler.min_sample * 3;
+            sampler.budget = sampler.budget.max(per_sample * n);
+        }
+        let cpus = g
+            .cpus
+            .as_deref()
+            .map(cpuset::parse_online)
+            .transpose()
+            .map_err(|e| anyhow::anyhow!("--cpus: {e}"))?;
+        let sink = |flag: &str, p: &Option<PathBuf>| -> anyhow::Result<Option<Sink>> {
+            match p {
+                None => Ok(None),
+                Some(p) if p.as_os_str() == "-" => Ok(Some(Sink::Stdout)),
+                Some(p) => {
+                    oscost_report::output::check_writable(p).with_context(|| format!("--{flag}"))?;
+                    Ok(Some(Sink::File(p.clone())))
+                }
+            }
+        };
+        let cfg = Config {
+            json: sink("json", &g.json)?,
+            csv: sink("csv", &g.csv)?,
+            markdown: sink("markdown", &g.markdown)?,
+            quick: g.quick,
+            sampler,
+            cpus,
+            nice: g.nice,
+            quiet: g.quiet,
+        };
+        let to_stdout = [&cfg.json, &cfg.csv, &cfg.markdown]
+            .iter()
+            .filter(|s| matches!(s, Some(Sink::Stdout)))
+            .count();
+        if to_stdout > 1 {
+            anyhow::bail!("only one of --json, --csv and --markdown can be `-` (stdout)");
+        }
+        Ok(cfg)
+    }
+
+    /// Whether stdout is taken by a machine-readable format (then tables go to stderr).
+    pub fn stdout_taken(&self) -> bool {
+        [&self.json, &self.csv, &self.markdown]
+            .iter()
+            .any(|s| matches!(s, Some(Sink::Stdout)))
+    }
+}

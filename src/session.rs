@@ -1,0 +1,148 @@
+//! One oscost invocation: set up the process, run experiments, render and write results.
+
+use crate::config::{Config, Sink};
+use crate::progress::Bar;
+use anyhow::Context as _;
+use oscost_measure::env::{Environment, LoadProbe};
+use oscost_measure::experiments::ExperimentArgs;
+use oscost_measure::{cpuset, os, Clock, Context};
+use oscost_report::{render, summarise, ResultDoc, SCHEMA};
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Applies `--nice` and `--cpus` to this process; returns the CPUs experiments may use.
+fn apply_placement(cfg: &Config) -> anyhow::Result<Vec<usize>> {
+    if let Some(n) = cfg.nice {
+        os::set_nice(n).map_err(|e| {
+            anyhow::anyhow!(
+                "--nice {n}: {e}{}",
+                if n < 0 {
+                    " (a negative nice needs root or CAP_SYS_NICE; drop --nice or use 0..19)"
+                } else {
+                    ""
+                }
+            )
+        })?;
+    }
+    match &cfg.cpus {
+        Some(cpus) => {
+            os::set_affinity(cpus)
+                .with_context(|| format!("--cpus {}: cannot pin", cpuset::format(cpus)))?;
+            Ok(cpus.clone())
+        }
+        None => Ok(os::affinity().unwrap_or_else(|_| cpuset::online())),
+    }
+}
+
+fn environment(cfg: &Config, clock: &Clock, cpus: &[usize]) -> Environment {
+    let mut env = Environment::collect(clock.info(), cpus);
+    env.git_commit = Some(env!("OSCOST_GIT_COMMIT").to_owned()).filter(|c| !c.is_empty());
+    env.nice = os::nice().ok();
+    let _ = cfg;
+    env
+}
+
+/// The text of `oscost env`.
+pub fn environment_text(cfg: &Config) -> anyhow::Result<String> {
+    let cpus = apply_placement(cfg)?;
+    let clock = Clock::detect();
+    let env = environment(cfg, &clock, &cpus);
+    if let Some(sink) = &cfg.json {
+        emit(sink, &(serde_json::to_string_pretty(&env)? + "\n"))?;
+    }
+    Ok(oscost_report::envtext::render_environment(&env))
+}
+
+/// Runs the experiments and writes every requested output.
+pub fn run(cfg: &Config, experiments: &[ExperimentArgs]) -> anyhow::Result<()> {
+    let cancel = Arc::new(AtomicBool::new(false));
+    {
+        let cancel = cancel.clone();
+        // A second Ctrl-C while the first is being honoured exits at once.
+        ctrlc::set_handler(move || {
+            if cancel.swap(true, Ordering::SeqCst) {
+                std::process::exit(130);
+            }
+        })
+        .context("installing the Ctrl-C handler")?;
+    }
+    let cpus = apply_placement(cfg)?;
+    let clock = Clock::detect();
+    let mut env = environment(cfg, &clock, &cpus);
+    let bar = Bar::new(!cfg.quiet);
+    let ctx = Context {
+        clock: &clock,
+        sampler: cfg.sampler,
+        quick: cfg.quick,
+        cpus: cpus.clone(),
+        progress: &bar,
+        cancel: &cancel,
+    };
+    let ns_per_tick = clock.ticks_to_ns(1.0);
+    let whole = LoadProbe::start();
+    let mut results = Vec::new();
+    for e in experiments {
+        let probe = LoadProbe::start();
+        let out = e.run(&ctx).map_err(|err| {
+            if cancel.load(Ordering::SeqCst) {
+                anyhow::Error::new(oscost_measure::Cancelled)
+            } else {
+                err.context(format!("{} failed", e.name()))
+            }
+        })?;
+        // Experiments may pin the measuring thread; give the next one the whole set again.
+        let _ = os::set_affinity(&cpus);
+        let result = summarise::experiment(e.name(), out, ns_per_tick, Some(probe.finish()));
+        show(cfg, &render::terminal(&result, None));
+        results.push(result);
+    }
+    env.load = Some(whole.finish());
+    let doc = ResultDoc {
+        schema: SCHEMA.into(),
+        environment: env,
+        experiments: results,
+    };
+    if let Some(s) = &cfg.json {
+        emit(s, &render::json(&doc)?)?;
+    }
+    if let Some(s) = &cfg.csv {
+        emit(s, &render::csv(&doc)?)?;
+    }
+    if let Some(s) = &cfg.markdown {
+        emit(s, &render::markdown(&doc))?;
+    }
+    Ok(())
+}
+
+/// Prints a human table: to stdout, or to stderr when stdout carries a machine format.
+fn show(cfg: &Config, text: &str) {
+    let text = if cfg.quiet {
+        text.lines()
+            .filter(|l| !l.starts_with("warning: "))
+            .map(|l| format!("{l}\n"))
+            .collect()
+    } else {
+        text.to_owned()
+    };
+    if cfg.stdout_taken() {
+        eprint!("{text}");
+    } else {
+        print!("{text}");
+        let _ = std::io::stdout().flush();
+    }
+}
+
+fn emit(sink: &Sink, contents: &str) -> anyhow::Result<()> {
+    match sink {
+        Sink::Stdout => {
+            let mut out = std::io::stdout().lock();
+            match out.write_all(contents.as_bytes()).and_then(|_| out.flush()) {
+                // A closed pipe (`| head`) is the reader's choice, not an error.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+                r => r.context("writing to stdout"),
+            }
+        }
+        Sink::File(p) => oscost_report::output::write_atomic(p, contents),
+    }
+}
