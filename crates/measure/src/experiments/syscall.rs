@@ -98,7 +98,7 @@ pub struct Options {
 
     /// Call rate for the "share of a second" figure: at this many calls per second, what part
     /// of each second goes to the call (the MINIX document used 10 000/s)
-    #[arg(long, default_value_t = 10_000.0, value_name = "CALLS_PER_S",
+    #[arg(long, default_value_t = 10_000.0, value_name = "CALLS_PER_S", allow_negative_numbers = true,
           value_parser = parse_rate)]
     pub rate: f64,
 }
