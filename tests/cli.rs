@@ -141,3 +141,37 @@ fn env_describes_the_machine() {
         .success()
         .stdout(predicate::str::contains("kernel"));
 }
+
+/// Ctrl-C mid-run: exit 130, nothing written, the temporary directory removed.
+#[test]
+fn ctrl_c_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("oscost"))
+        .env("TMPDIR", tmp.path())
+        .args(["syscall", "--quiet", "--samples", "400", "--calls", "read64k,write64k"])
+        .arg("--json")
+        .arg(&json)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the scratch directory exists, so the interrupt lands mid-measurement.
+    let t0 = std::time::Instant::now();
+    while std::fs::read_dir(tmp.path()).unwrap().count() == 0 {
+        assert!(t0.elapsed().as_secs() < 20, "oscost never created its scratch directory");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("interrupted"));
+    assert!(!json.exists());
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+}
