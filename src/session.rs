@@ -38,8 +38,9 @@ fn apply_placement(cfg: &Config) -> anyhow::Result<Vec<usize>> {
 fn environment(cfg: &Config, clock: &Clock, cpus: &[usize]) -> Environment {
     let mut env = Environment::collect(clock.info(), cpus);
     env.git_commit = Some(env!("OSCOST_GIT_COMMIT").to_owned()).filter(|c| !c.is_empty());
-    env.nice = os::nice().ok();
-    let _ = cfg;
+    env.rustc_version = Some(env!("OSCOST_RUSTC_VERSION").to_owned()).filter(|c| !c.is_empty());
+    // The nice value asked for; the one in force is `process_nice`.
+    env.nice = cfg.nice;
     env
 }
 
@@ -81,9 +82,11 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs]) -> anyhow::Result<()> {
     };
     let ns_per_tick = clock.ticks_to_ns(1.0);
     let whole = LoadProbe::start();
+    let started_before_all = os::tasks_started();
     let mut results = Vec::new();
     for e in experiments {
         let probe = LoadProbe::start();
+        let started_before = os::tasks_started();
         let out = e.run(&ctx).map_err(|err| {
             if cancel.load(Ordering::SeqCst) {
                 anyhow::Error::new(oscost_measure::Cancelled)
@@ -93,11 +96,16 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs]) -> anyhow::Result<()> {
         })?;
         // Experiments may pin the measuring thread; give the next one the whole set again.
         let _ = os::set_affinity(&cpus);
-        let result = summarise::experiment(e.name(), out, ns_per_tick, Some(probe.finish()));
+        let result = summarise::experiment(
+            e.name(),
+            out,
+            ns_per_tick,
+            Some(probe.finish_with_own_forks(os::tasks_started() - started_before)),
+        );
         show(cfg, &render::terminal(&result, None));
         results.push(result);
     }
-    env.load = Some(whole.finish());
+    env.load = Some(whole.finish_with_own_forks(os::tasks_started() - started_before_all));
     let doc = ResultDoc {
         schema: SCHEMA.into(),
         environment: env,

@@ -23,8 +23,8 @@ pub struct Environment {
     pub oscost_version: String,
     /// Git commit of oscost, filled in by the CLI when known.
     pub git_commit: Option<String>,
-    /// Version of the Rust compiler that built oscost, when the build recorded it (taken from
-    /// the `OSCOST_RUSTC_VERSION` variable at compile time).
+    /// Version of the Rust compiler that built oscost, filled in by the CLI when its build
+    /// script recorded it.
     pub rustc_version: Option<String>,
     /// The command line oscost was started with (the CLI may replace it).
     pub command_line: Vec<String>,
@@ -313,7 +313,7 @@ impl Environment {
         Environment {
             oscost_version: env!("CARGO_PKG_VERSION").to_owned(),
             git_commit: None,
-            rustc_version: option_env!("OSCOST_RUSTC_VERSION").map(str::to_owned),
+            rustc_version: None,
             command_line: std::env::args().collect(),
             nice: None,
             kernel_release,
@@ -847,7 +847,11 @@ fn read_foreign_tasks(s: &mut Snapshot, want_comm: bool) {
     // pid → (ppid, tasks)
     let mut procs: HashMap<u32, (u32, Vec<(u32, u64)>)> = HashMap::new();
     for entry in dir.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
             continue;
         };
         if pid == me {
@@ -884,8 +888,7 @@ fn read_foreign_tasks(s: &mut Snapshot, want_comm: bool) {
                 continue;
             };
             for t in tdir.flatten() {
-                let Some(tid) = t.file_name().to_str().and_then(|n| n.parse::<u32>().ok())
-                else {
+                let Some(tid) = t.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
                     continue;
                 };
                 path.clear();
@@ -1219,7 +1222,10 @@ mod tests {
 
     #[test]
     fn schedstat_and_pid_stat() {
-        assert_eq!(parse_schedstat("170551358 25295737 357\n"), Some(170_551_358));
+        assert_eq!(
+            parse_schedstat("170551358 25295737 357\n"),
+            Some(170_551_358)
+        );
         assert_eq!(parse_schedstat(""), None);
         assert_eq!(parse_schedstat("x 1 2"), None);
         let stat = "3901 (my (odd) prog) R 3889 3889 3463 0 -1 4194304 98 0 0 0 0 0 0 0 20 0 \
@@ -1236,7 +1242,9 @@ mod tests {
         let t0 = Instant::now();
         let mut a = Snapshot {
             at: Some(t0),
-            stat: Some(parse_proc_stat("cpu0 0 0 0 0 0 0 0 5\ncpu1 0 0 0 0 0 0 0 5\nprocesses 10")),
+            stat: Some(parse_proc_stat(
+                "cpu0 0 0 0 0 0 0 0 5\ncpu1 0 0 0 0 0 0 0 5\nprocesses 10",
+            )),
             ..Snapshot::default()
         };
         a.tasks.insert(100, (100, 1_000_000_000));
@@ -1262,7 +1270,10 @@ mod tests {
         assert!(!load.quiet);
         assert_eq!(load.busiest_foreign[0].comm, "busy");
         assert!(load.warnings[0].starts_with("other processes used 7.5 % of the CPUs"));
-        assert!(load.warnings.iter().any(|w| w.starts_with("2 processes or threads")));
+        assert!(load
+            .warnings
+            .iter()
+            .any(|w| w.starts_with("2 processes or threads")));
     }
 
     #[test]
@@ -1275,7 +1286,10 @@ mod tests {
         assert_eq!(hz_from_tick_ns(3_999_000), None);
         assert_eq!(bracketed("always [madvise] never"), Some("madvise".into()));
         assert_eq!(bracketed("always madvise"), None);
-        assert_eq!(parse_preempt_debugfs("none (voluntary) full lazy"), Some("voluntary".into()));
+        assert_eq!(
+            parse_preempt_debugfs("none (voluntary) full lazy"),
+            Some("voluntary".into())
+        );
         assert_eq!(parse_cpu_list(""), Some(vec![]));
         assert_eq!(parse_cpu_list("0-2,5\n"), Some(vec![0, 1, 2, 5]));
         let p = parse_cmdline("mitigations=auto,nosmt quiet nopti -- --addr 0.0.0.0");
@@ -1298,7 +1312,10 @@ mod tests {
              processor\t: 1\nmodel name\t: Other\n",
         );
         assert_eq!(ci.model.as_deref(), Some("Intel Xeon Processor"));
-        assert_eq!(ci.signature().as_deref(), Some("family 6 model 167 stepping 1"));
+        assert_eq!(
+            ci.signature().as_deref(),
+            Some("family 6 model 167 stepping 1")
+        );
         assert_eq!(ci.flags.unwrap().len(), 3);
     }
 }

@@ -30,20 +30,19 @@ impl Out {
     fn row(&mut self, label: &str, value: impl AsRef<str>) {
         let indent = 2 + LABEL_WIDTH + 1;
         let mut line = format!("  {label:<LABEL_WIDTH$} ");
-        let mut first = true;
+        let mut words = 0;
         for word in value.as_ref().split(' ') {
-            if !first && line.len() + 1 + word.len() > LINE_WIDTH && line.trim().len() > label.len()
-            {
+            if words > 0 && line.chars().count() + 1 + word.chars().count() > LINE_WIDTH {
                 self.text.push_str(line.trim_end());
                 self.text.push('\n');
                 line = " ".repeat(indent);
-                first = true;
+                words = 0;
             }
-            if !first {
+            if words > 0 {
                 line.push(' ');
             }
             line.push_str(word);
-            first = false;
+            words += 1;
         }
         self.text.push_str(line.trim_end());
         self.text.push('\n');
@@ -132,7 +131,13 @@ fn system(o: &mut Out, env: &Environment) {
     } else {
         env.boot_params
             .iter()
-            .map(|(k, v)| if v.is_empty() { k.clone() } else { format!("{k}={v}") })
+            .map(|(k, v)| {
+                if v.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{k}={v}")
+                }
+            })
             .collect::<Vec<_>>()
             .join(" ")
     };
@@ -236,10 +241,7 @@ fn cpu_and_clock(o: &mut Out, env: &Environment) {
         .map_or_else(|| NA.to_owned(), |v| v.join(" "));
     o.row(
         "clock source",
-        format!(
-            "{} (available: {available})",
-            opt(&env.clocksource_current)
-        ),
+        format!("{} (available: {available})", opt(&env.clocksource_current)),
     );
 }
 
@@ -303,8 +305,11 @@ fn security(o: &mut Out, env: &Environment) {
                     format!("{} ({})", unaffected.join(", "), unaffected.len()),
                 );
             }
+            // Names are too long to be labels; they lead the value instead, under one label.
+            let mut label = "affected";
             for (name, text) in map.iter().filter(|(_, t)| t.as_str() != "Not affected") {
-                o.row(name, text);
+                o.row(label, format!("{name}: {text}"));
+                label = "";
             }
         }
     }
@@ -313,9 +318,11 @@ fn security(o: &mut Out, env: &Environment) {
 fn power(o: &mut Out, env: &Environment) {
     let p = &env.power;
     o.section("Power & idle");
-    if p.cpufreq_driver.is_none() && p.cpufreq_governor.is_none() && p.cpufreq_cur_khz.is_none()
-    {
-        o.row("cpufreq", format!("{NA} (no cpufreq driver); boost {}", boost(env)));
+    if p.cpufreq_driver.is_none() && p.cpufreq_governor.is_none() && p.cpufreq_cur_khz.is_none() {
+        o.row(
+            "cpufreq",
+            format!("{NA} (no cpufreq driver); boost {}", boost(env)),
+        );
     } else {
         o.row(
             "cpufreq",
@@ -388,7 +395,7 @@ fn scheduler(o: &mut Out, env: &Environment) {
         || NA.to_owned(),
         |c| {
             let dynamic = if c.preempt_dynamic == Some(true) {
-                ", dynamic"
+                " (dynamic)"
             } else {
                 ""
             };
@@ -415,7 +422,7 @@ fn scheduler(o: &mut Out, env: &Environment) {
     o.row(
         "autogroup",
         format!(
-            "enabled {} ({})",
+            "{} ({})",
             yes_no(s.sched_autogroup_enabled),
             opt(&s.autogroup)
         ),
@@ -589,7 +596,10 @@ mod tests {
         assert!(lines.len() > 1);
         assert!(lines.iter().all(|l| l.len() <= LINE_WIDTH));
         assert!(lines[1].starts_with(&" ".repeat(2 + LABEL_WIDTH + 1)));
-        assert_eq!(o.text.split_whitespace().filter(|w| *w == "word").count(), 60);
+        assert_eq!(
+            o.text.split_whitespace().filter(|w| *w == "word").count(),
+            60
+        );
     }
 
     #[test]

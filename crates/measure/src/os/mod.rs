@@ -5,7 +5,9 @@
 #![allow(unsafe_code)]
 
 pub mod calls;
+pub mod ipc;
 pub mod sysinfo;
+pub mod task;
 
 use std::io;
 
@@ -58,7 +60,9 @@ pub fn affinity() -> io::Result<Vec<usize>> {
         return Err(last_error("sched_getaffinity"));
     }
     // SAFETY: i < CPU_SETSIZE and set is initialised.
-    Ok((0..libc::CPU_SETSIZE as usize).filter(|&i| unsafe { libc::CPU_ISSET(i, &set) }).collect())
+    Ok((0..libc::CPU_SETSIZE as usize)
+        .filter(|&i| unsafe { libc::CPU_ISSET(i, &set) })
+        .collect())
 }
 
 /// The CPU the calling thread runs on now.
@@ -170,6 +174,19 @@ pub fn rlimit(resource: libc::__rlimit_resource_t) -> io::Result<(Option<u64>, O
     if r != 0 {
         return Err(last_error("getrlimit"));
     }
-    let f = |v: libc::rlim_t| (v != libc::RLIM_INFINITY).then_some(v as u64);
+    let f = |v: libc::rlim_t| (v != libc::RLIM_INFINITY).then_some(v);
     Ok((f(rl.rlim_cur), f(rl.rlim_max)))
+}
+
+static TASKS_STARTED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Records that this process started `n` threads or processes, so the load probe does not
+/// count them as other programs' forks.
+pub fn count_started_tasks(n: u64) {
+    TASKS_STARTED.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Threads and processes this process started so far (as recorded by [`count_started_tasks`]).
+pub fn tasks_started() -> u64 {
+    TASKS_STARTED.load(std::sync::atomic::Ordering::Relaxed)
 }
