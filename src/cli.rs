@@ -148,7 +148,11 @@ fn list() -> String {
     let width = REGISTRY.iter().map(|e| e.name.len()).max().unwrap_or(0);
     let mut s = String::new();
     for e in REGISTRY {
-        let suite = if e.in_default_suite { "" } else { " (not in the default suite)" };
+        let suite = if e.in_default_suite {
+            ""
+        } else {
+            " (not in the default suite)"
+        };
         s += &format!("{:width$}  {}{suite}\n", e.name, e.summary);
     }
     s

@@ -62,7 +62,8 @@ impl Config {
                 None => Ok(None),
                 Some(p) if p.as_os_str() == "-" => Ok(Some(Sink::Stdout)),
                 Some(p) => {
-                    oscost_report::output::check_writable(p).with_context(|| format!("--{flag}"))?;
+                    oscost_report::output::check_writable(p)
+                        .with_context(|| format!("--{flag}"))?;
                     Ok(Some(Sink::File(p.clone())))
                 }
             }

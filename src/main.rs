@@ -16,10 +16,7 @@ fn main() -> ExitCode {
     match cli::run() {
         Ok(code) => code,
         Err(err) => {
-            if err
-                .downcast_ref::<oscost_measure::Cancelled>()
-                .is_some()
-            {
+            if err.downcast_ref::<oscost_measure::Cancelled>().is_some() {
                 eprintln!("oscost: interrupted; nothing was written");
                 return ExitCode::from(130);
             }

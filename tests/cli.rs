@@ -35,7 +35,10 @@ fn syscall_quick_gives_positive_ordered_self_consistent_figures() {
     oscost()
         .env("TMPDIR", tmp.path())
         .args(["syscall", "--quick", "--quiet", "--samples", "7"])
-        .args(["--calls", "enosys,getpid,read64k,clock-gettime-vdso,creat-write-unlink"])
+        .args([
+            "--calls",
+            "enosys,getpid,read64k,clock-gettime-vdso,creat-write-unlink",
+        ])
         .arg("--json")
         .arg(&json)
         .assert()
@@ -50,15 +53,23 @@ fn syscall_quick_gives_positive_ordered_self_consistent_figures() {
         assert!(m > 0.0, "{id} median {m}");
         let ci = c["ci95_ns"].as_array().unwrap();
         assert!(ci[0].as_f64().unwrap() <= m && m <= ci[1].as_f64().unwrap());
-        assert_eq!(c["raw_ns"].as_array().unwrap().len(), c["samples"].as_u64().unwrap() as usize);
+        assert_eq!(
+            c["raw_ns"].as_array().unwrap().len(),
+            c["samples"].as_u64().unwrap() as usize
+        );
         assert!(c["median_cycles"].as_f64().unwrap() > 0.0);
     }
     // Copying 64 KiB costs more than the null call; a real call more than the vDSO read.
     assert!(med("syscall.read64k") > med("syscall.getpid"));
     assert!(med("syscall.getpid") > med("syscall.clock-gettime-vdso"));
-    assert_eq!(case(&doc, "syscall.clock-gettime-vdso")["params"]["system_call"], false);
+    assert_eq!(
+        case(&doc, "syscall.clock-gettime-vdso")["params"]["system_call"],
+        false
+    );
     // The share at the default rate is median x 10 000 / 1e9.
-    let share = case(&doc, "syscall.getpid")["at_rate"]["share_pct"].as_f64().unwrap();
+    let share = case(&doc, "syscall.getpid")["at_rate"]["share_pct"]
+        .as_f64()
+        .unwrap();
     assert!((share - med("syscall.getpid") * 1e4 / 1e9 * 100.0).abs() < 1e-9);
     // The private temporary directory is gone.
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
@@ -70,7 +81,15 @@ fn csv_markdown_and_json_on_stdout() {
     let csv = dir.path().join("r.csv");
     let md = dir.path().join("r.md");
     let out = oscost()
-        .args(["syscall", "--quick", "--quiet", "--samples", "5", "--calls", "getppid"])
+        .args([
+            "syscall",
+            "--quick",
+            "--quiet",
+            "--samples",
+            "5",
+            "--calls",
+            "getppid",
+        ])
         .arg("--csv")
         .arg(&csv)
         .arg("--markdown")
@@ -86,7 +105,9 @@ fn csv_markdown_and_json_on_stdout() {
     let csv = std::fs::read_to_string(csv).unwrap();
     assert!(csv.starts_with("experiment,id,unit,median_ns"));
     assert_eq!(csv.lines().count(), 2);
-    assert!(std::fs::read_to_string(md).unwrap().contains("| syscall.getppid |"));
+    assert!(std::fs::read_to_string(md)
+        .unwrap()
+        .contains("| syscall.getppid |"));
 }
 
 /// Every bad input: exit 2, one line naming the problem, no file written, no panic.
@@ -115,7 +136,10 @@ fn bad_input_is_one_clear_line_and_exit_2() {
             .clone();
         let err = String::from_utf8(out.stderr).unwrap();
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
-        assert!(err.starts_with("oscost: ") && err.contains(needle), "{args:?}: {err}");
+        assert!(
+            err.starts_with("oscost: ") && err.contains(needle),
+            "{args:?}: {err}"
+        );
         assert!(!err.contains("panicked"));
         assert!(!json.exists(), "{args:?} wrote a result file");
     }
@@ -150,7 +174,14 @@ fn ctrl_c_leaves_nothing_behind() {
     let json = dir.path().join("r.json");
     let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("oscost"))
         .env("TMPDIR", tmp.path())
-        .args(["syscall", "--quiet", "--samples", "400", "--calls", "read64k,write64k"])
+        .args([
+            "syscall",
+            "--quiet",
+            "--samples",
+            "400",
+            "--calls",
+            "read64k,write64k",
+        ])
         .arg("--json")
         .arg(&json)
         .stdout(std::process::Stdio::null())
@@ -160,7 +191,10 @@ fn ctrl_c_leaves_nothing_behind() {
     // Wait until the scratch directory exists, so the interrupt lands mid-measurement.
     let t0 = std::time::Instant::now();
     while std::fs::read_dir(tmp.path()).unwrap().count() == 0 {
-        assert!(t0.elapsed().as_secs() < 20, "oscost never created its scratch directory");
+        assert!(
+            t0.elapsed().as_secs() < 20,
+            "oscost never created its scratch directory"
+        );
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     std::thread::sleep(std::time::Duration::from_millis(200));

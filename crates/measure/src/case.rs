@@ -95,7 +95,12 @@ pub struct Case {
 
 impl Case {
     /// A case with no checks, counters or series yet.
-    pub fn new(id: impl Into<String>, description: impl Into<String>, unit: &str, samples: Samples) -> Case {
+    pub fn new(
+        id: impl Into<String>,
+        description: impl Into<String>,
+        unit: &str,
+        samples: Samples,
+    ) -> Case {
         Case {
             id: id.into(),
             description: description.into(),

@@ -164,7 +164,9 @@ fn read_hw() -> u64 {
     let v: u64;
     // SAFETY: CNTVCT_EL0 is readable from EL0 on Linux; `isb` orders the read after earlier
     // instructions as the kernel's own accessor does.
-    unsafe { core::arch::asm!("isb", "mrs {v}, cntvct_el0", v = out(reg) v, options(nomem, nostack)) };
+    unsafe {
+        core::arch::asm!("isb", "mrs {v}, cntvct_el0", v = out(reg) v, options(nomem, nostack))
+    };
     v
 }
 

@@ -65,7 +65,10 @@ fn timed_batch<R, E>(
 }
 
 /// Samples an operation that cannot fail.
-pub fn measure<R>(ctx: &Context, mut op: impl FnMut() -> R) -> anyhow::Result<(Samples, Vec<String>)> {
+pub fn measure<R>(
+    ctx: &Context,
+    mut op: impl FnMut() -> R,
+) -> anyhow::Result<(Samples, Vec<String>)> {
     measure_fallible(ctx, || Ok::<R, std::convert::Infallible>(op()))
 }
 

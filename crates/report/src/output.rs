@@ -18,14 +18,22 @@ pub fn check_writable(path: &Path) -> anyhow::Result<()> {
     }
     let dir = parent_of(path);
     if !dir.is_dir() {
-        anyhow::bail!("cannot write {}: directory {} does not exist", path.display(), dir.display());
+        anyhow::bail!(
+            "cannot write {}: directory {} does not exist",
+            path.display(),
+            dir.display()
+        );
     }
     if let Err(e) = tempfile::NamedTempFile::new_in(dir) {
         // tempfile's error names its random file; the user needs the directory and the reason.
         let reason = e.raw_os_error().map_or(e.kind().to_string(), |c| {
             std::io::Error::from_raw_os_error(c).to_string()
         });
-        anyhow::bail!("cannot write {}: directory {} is not writable ({reason})", path.display(), dir.display());
+        anyhow::bail!(
+            "cannot write {}: directory {} is not writable ({reason})",
+            path.display(),
+            dir.display()
+        );
     }
     Ok(())
 }

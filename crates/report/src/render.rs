@@ -45,7 +45,11 @@ fn notes(c: &CaseResult) -> String {
     let mut n = Vec::new();
     for k in &c.checks {
         let v = format!("{} {:.2}", k.name.replace('_', " "), k.counted);
-        n.push(if k.passed { v } else { format!("FAILED: {v} (expected {:.2})", k.expected) });
+        n.push(if k.passed {
+            v
+        } else {
+            format!("FAILED: {v} (expected {:.2})", k.expected)
+        });
     }
     if c.noisy {
         n.push("noisy".into());
@@ -139,7 +143,12 @@ pub fn terminal(e: &ExperimentResult, width: Option<u16>) -> String {
     let d = derived_rows(e);
     if !d.is_empty() {
         s += "derived\n";
-        s += &table(&["figure", "estimate", "95% CI", "ref-cycles", "notes"], d, width).to_string();
+        s += &table(
+            &["figure", "estimate", "95% CI", "ref-cycles", "notes"],
+            d,
+            width,
+        )
+        .to_string();
         s.push('\n');
     }
     for u in &e.unavailable {
@@ -189,7 +198,10 @@ fn md_table(head: &[&str], rows: &[Vec<String>]) -> String {
     let mut s = format!("| {} |\n", head.join(" | "));
     s += &format!("|{}\n", head.iter().map(|_| "---|").collect::<String>());
     for r in rows {
-        s += &format!("| {} |\n", r.iter().map(|c| esc(c)).collect::<Vec<_>>().join(" | "));
+        s += &format!(
+            "| {} |\n",
+            r.iter().map(|c| esc(c)).collect::<Vec<_>>().join(" | ")
+        );
     }
     s
 }

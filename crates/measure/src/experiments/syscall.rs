@@ -80,7 +80,9 @@ impl Call {
             Call::Fstat => "fstat(fd) of a regular file",
             Call::MmapMunmap => "mmap + munmap of 64 KiB anonymous memory, untouched (2 calls)",
             Call::ClockGettimeSyscall => "clock_gettime(CLOCK_MONOTONIC) forced through the kernel",
-            Call::ClockGettimeVdso => "clock_gettime(CLOCK_MONOTONIC) via the vDSO: NOT a system call",
+            Call::ClockGettimeVdso => {
+                "clock_gettime(CLOCK_MONOTONIC) via the vDSO: NOT a system call"
+            }
         }
     }
 
@@ -106,7 +108,9 @@ pub struct Options {
 fn parse_rate(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
-        _ => Err(format!("`{s}` is not a positive number of calls per second")),
+        _ => Err(format!(
+            "`{s}` is not a positive number of calls per second"
+        )),
     }
 }
 
@@ -170,9 +174,7 @@ pub fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
                 ok_if(r == -1, "syscall(-1) did not fail with ENOSYS")
             }),
             Call::Getpid => measure_fallible(ctx, || Ok::<_, anyhow::Error>(calls::raw_getpid())),
-            Call::Getppid => {
-                measure_fallible(ctx, || Ok::<_, anyhow::Error>(calls::raw_getppid()))
-            }
+            Call::Getppid => measure_fallible(ctx, || Ok::<_, anyhow::Error>(calls::raw_getppid())),
             Call::Lseek => measure_fallible(ctx, || calls::lseek_start(fd)),
             Call::OpenClose => measure_fallible(ctx, || calls::open_close(&scratch.path)),
             Call::Read64k => measure_fallible(ctx, || {
@@ -197,10 +199,15 @@ pub fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
             }
         }
         .with_context(|| format!("measuring {}", call.id()))?;
-        let mut case = Case::new(format!("{NAME}.{}", call.id()), call.description(), "call", samples)
-            .param("call", call.id())
-            .param("system_call", call.is_syscall())
-            .param("cpu", ctx.first_cpu() as u64);
+        let mut case = Case::new(
+            format!("{NAME}.{}", call.id()),
+            call.description(),
+            "call",
+            samples,
+        )
+        .param("call", call.id())
+        .param("system_call", call.is_syscall())
+        .param("cpu", ctx.first_cpu() as u64);
         case.warnings = warnings;
         out.cases.push(case);
         ctx.progress.inc(1);
@@ -213,6 +220,9 @@ fn ok_if(cond: bool, what: &str) -> anyhow::Result<()> {
     if cond {
         Ok(())
     } else {
-        Err(anyhow::anyhow!("{what}: {}", std::io::Error::last_os_error()))
+        Err(anyhow::anyhow!(
+            "{what}: {}",
+            std::io::Error::last_os_error()
+        ))
     }
 }

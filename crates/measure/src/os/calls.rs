@@ -71,7 +71,13 @@ pub fn raw_clock_gettime() -> i64 {
 /// `open(path, flags, 0o600)`.
 pub fn open(path: &CStr, flags: i32) -> io::Result<OwnedFd> {
     // SAFETY: path is NUL-terminated; the mode argument is read only with O_CREAT.
-    let fd = unsafe { libc::open(path.as_ptr(), flags | libc::O_CLOEXEC, 0o600 as libc::c_uint) };
+    let fd = unsafe {
+        libc::open(
+            path.as_ptr(),
+            flags | libc::O_CLOEXEC,
+            0o600 as libc::c_uint,
+        )
+    };
     check(fd as libc::c_long, "open")?;
     // SAFETY: fd was just returned by open and is owned by nobody else.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
@@ -92,7 +98,10 @@ pub fn open_close(path: &CStr) -> io::Result<()> {
 #[inline]
 pub fn lseek_start(fd: BorrowedFd) -> io::Result<()> {
     // SAFETY: fd is open for the borrow's lifetime.
-    check(unsafe { libc::lseek(fd.as_raw_fd(), 0, libc::SEEK_SET) } as libc::c_long, "lseek")?;
+    check(
+        unsafe { libc::lseek(fd.as_raw_fd(), 0, libc::SEEK_SET) } as libc::c_long,
+        "lseek",
+    )?;
     Ok(())
 }
 
@@ -130,7 +139,10 @@ pub fn create_write_unlink(path: &CStr, buf: &[u8]) -> io::Result<()> {
     unsafe { libc::close(fd) };
     check(w as libc::c_long, "write")?;
     // SAFETY: path is NUL-terminated.
-    check(unsafe { libc::unlink(path.as_ptr()) } as libc::c_long, "unlink")?;
+    check(
+        unsafe { libc::unlink(path.as_ptr()) } as libc::c_long,
+        "unlink",
+    )?;
     Ok(())
 }
 
@@ -140,7 +152,10 @@ pub fn stat(path: &CStr) -> io::Result<i64> {
     // SAFETY: st is plain data, written by the kernel.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: path is NUL-terminated; st is writable.
-    check(unsafe { libc::stat(path.as_ptr(), &mut st) } as libc::c_long, "stat")?;
+    check(
+        unsafe { libc::stat(path.as_ptr(), &mut st) } as libc::c_long,
+        "stat",
+    )?;
     Ok(st.st_size)
 }
 
@@ -150,7 +165,10 @@ pub fn fstat(fd: BorrowedFd) -> io::Result<i64> {
     // SAFETY: st is plain data, written by the kernel.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: fd is open; st is writable.
-    check(unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } as libc::c_long, "fstat")?;
+    check(
+        unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } as libc::c_long,
+        "fstat",
+    )?;
     Ok(st.st_size)
 }
 
