@@ -102,7 +102,10 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs]) -> anyhow::Result<()> {
             ns_per_tick,
             Some(probe.finish_with_own_forks(os::tasks_started() - started_before)),
         );
-        show(cfg, &render::terminal(&result, None));
+        show(
+            cfg,
+            &render::terminal(&result, &clock.info().tick_unit, None),
+        );
         results.push(result);
     }
     env.load = Some(whole.finish_with_own_forks(os::tasks_started() - started_before_all));

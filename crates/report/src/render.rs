@@ -60,9 +60,9 @@ fn notes(c: &CaseResult) -> String {
     n.join("; ")
 }
 
-fn rows(e: &ExperimentResult) -> (Vec<&'static str>, Vec<Vec<String>>) {
+fn rows<'a>(e: &ExperimentResult, tick_unit: &'a str) -> (Vec<&'a str>, Vec<Vec<String>>) {
     let with_rate = e.cases.iter().any(|c| c.at_rate.is_some());
-    let mut head = vec!["case", "median", "95% CI", "ref-cycles", "min", "p95"];
+    let mut head = vec!["case", "median", "95% CI", tick_unit, "min", "p95"];
     if with_rate {
         head.push("share at rate");
     }
@@ -129,10 +129,11 @@ fn table(head: &[&str], rows: Vec<Vec<String>>, width: Option<u16>) -> Table {
 }
 
 /// The terminal view of one experiment: its table, derived figures, unavailable cases and
-/// warnings. `width` fixes the table width (tests); `None` fits the terminal.
-pub fn terminal(e: &ExperimentResult, width: Option<u16>) -> String {
+/// warnings. `tick_unit` names the counter column (`ref-cycles` for the TSC); `width` fixes
+/// the table width (tests), `None` fits the terminal.
+pub fn terminal(e: &ExperimentResult, tick_unit: &str, width: Option<u16>) -> String {
     let mut s = format!("{}\n", e.name);
-    let (head, r) = rows(e);
+    let (head, r) = rows(e, tick_unit);
     if !r.is_empty() {
         s += &table(&head, r, width).to_string();
         s.push('\n');
@@ -175,12 +176,13 @@ pub fn markdown(doc: &ResultDoc) -> String {
     );
     for e in &doc.experiments {
         s += &format!("\n## {}\n\n", e.name);
-        let (head, r) = rows(e);
+        let unit = doc.environment.clock.tick_unit.as_str();
+        let (head, r) = rows(e, unit);
         s += &md_table(&head, &r);
         let d = derived_rows(e);
         if !d.is_empty() {
             s += "\n### derived\n\n";
-            s += &md_table(&["figure", "estimate", "95% CI", "ref-cycles", "notes"], &d);
+            s += &md_table(&["figure", "estimate", "95% CI", unit, "notes"], &d);
         }
         for u in &e.unavailable {
             s += &format!("\n- not measured: `{}`: {}", u.id, u.reason);

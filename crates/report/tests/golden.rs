@@ -26,7 +26,10 @@ fn snapshot(name: &str, rendered: &str) {
         std::fs::write(&path, rendered).unwrap();
     }
     let pinned = std::fs::read_to_string(&path).unwrap_or_default();
-    assert_eq!(rendered, pinned, "{name} changed; UPDATE_GOLDEN=1 if intended");
+    assert_eq!(
+        rendered, pinned,
+        "{name} changed; UPDATE_GOLDEN=1 if intended"
+    );
 }
 
 #[test]
@@ -51,6 +54,10 @@ fn renderings_match_their_snapshots() {
     snapshot("oscost-1.csv", &render::csv(&doc).unwrap());
     snapshot(
         "oscost-1.txt",
-        &render::terminal(&doc.experiments[0], Some(120)),
+        &render::terminal(
+            &doc.experiments[0],
+            &doc.environment.clock.tick_unit,
+            Some(120),
+        ),
     );
 }
