@@ -232,19 +232,32 @@ fn hardware_counter_status() -> Result<CounterKind, String> {
     Err("no supported hardware counter on this architecture".into())
 }
 
-fn calibrate(kind: CounterKind, window: Duration) -> f64 {
-    let t0 = monotonic_raw_ns();
-    let c0 = read_counter(kind);
-    let target = t0 + window.as_nanos() as u64;
-    let mut t1 = t0;
-    let mut c1 = c0;
-    // Spin rather than sleep: a sleeping CPU may change speed or migrate, and spinning keeps
-    // the counter and the reference clock read back to back.
-    while t1 < target {
-        c1 = read_counter(kind);
-        t1 = monotonic_raw_ns();
+/// A counter reading paired with the reference clock read just before and after it. Pairs
+/// whose two clock reads are far apart were interrupted (preempted, a VM exit) and are retried,
+/// so a busy machine cannot skew the calibration by a whole time slice.
+fn paired_reading(kind: CounterKind) -> (f64, u64) {
+    let mut best = (0.0, 0, u64::MAX);
+    for _ in 0..100 {
+        let a = monotonic_raw_ns();
+        let c = read_counter(kind);
+        let b = monotonic_raw_ns();
+        let gap = b.saturating_sub(a);
+        if gap < best.2 {
+            best = ((a as f64 + b as f64) / 2.0, c, gap);
+        }
+        if gap < 1_000 {
+            break;
+        }
     }
-    (c1 - c0) as f64 * 1e9 / (t1 - t0) as f64
+    (best.0, best.1)
+}
+
+fn calibrate(kind: CounterKind, window: Duration) -> f64 {
+    let (t0, c0) = paired_reading(kind);
+    // Sleep rather than spin between the two readings: only the endpoints matter.
+    std::thread::sleep(window);
+    let (t1, c1) = paired_reading(kind);
+    c1.wrapping_sub(c0) as f64 * 1e9 / (t1 - t0)
 }
 
 fn kernel_stated_hz() -> Option<f64> {
