@@ -9,6 +9,9 @@ use crate::case::ExperimentOutput;
 use crate::context::Context;
 use clap::{Args, FromArgMatches};
 
+pub mod primitives;
+pub mod ring;
+pub mod switch;
 pub mod syscall;
 
 /// What `oscost list` shows of an experiment.
@@ -80,6 +83,9 @@ macro_rules! registry {
 
 registry! {
     Syscall => syscall,
+    Primitives => primitives,
+    Switch => switch,
+    Ring => ring,
 }
 
 #[cfg(test)]
@@ -96,7 +102,11 @@ mod tests {
             assert!(ExperimentArgs::with_defaults(e.name).is_some());
             let doc = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/methodology.md");
             let text = std::fs::read_to_string(doc).expect("docs/methodology.md");
-            assert!(text.contains(&format!("## `{}`", e.name)), "{} undocumented", e.name);
+            assert!(
+                text.contains(&format!("## `{}`", e.name)),
+                "{} undocumented",
+                e.name
+            );
         }
     }
 }

@@ -1,0 +1,524 @@
+//! `primitives`: what each synchronisation or wake-up primitive costs when called in ONE task,
+//! uncontended, so that no context switch happens (seed 003's Table 1, for today's machine).
+//!
+//! These are the no-switch controls the `switch` and `ring` experiments subtract: wherever a
+//! [`Link`] fits, the case times exactly that link's `post` + `wait` (see [`link_control`]),
+//! so the control and the ping-pong run the same code. Each case runs in a fresh thread
+//! pinned to one CPU, and a verification batch counted with `getrusage(RUSAGE_THREAD)` proves
+//! that no switch happened while it ran.
+
+use crate::case::{Case, Check, ExperimentOutput, Samples, Unavailable};
+use crate::context::{Cancelled, Context};
+use crate::os::ipc::{self, Link, PthreadMutex, SharedWords, Via};
+use crate::os::{self, Switches};
+use crate::sampler::measure_fallible;
+use anyhow::Context as _;
+use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Subcommand name and id prefix.
+pub const NAME: &str = "primitives";
+/// One line for `oscost list`.
+pub const SUMMARY: &str =
+    "Uncontended per-call cost of each wake-up and locking primitive in one task, no switch";
+/// `--help` text.
+pub const ABOUT: &str = "Uncontended per-call cost of each wake-up and locking primitive in one \
+task, no switch: the cost the switch benchmarks subtract.
+
+Every case calls the primitive in ONE thread pinned to the first CPU of the set, with nothing to \
+wake and nothing to wait for, so what is timed is the call path alone (seed 003's Table 1). For \
+the kinds the `switch` and `ring` experiments pass tokens through (pipe, socketpair, eventfd, \
+futex, POSIX and SysV semaphores, condvar, message queue, signal), the case times exactly that \
+link's post + wait, the same code the ping-pong runs. A verification batch after the samples \
+counts context switches with getrusage(RUSAGE_THREAD); each case checks it is ~0 per op. A \
+primitive this machine cannot provide is listed as unavailable with the reason.";
+/// Part of the default suite.
+pub const IN_DEFAULT_SUITE: bool = true;
+
+/// The measurable primitives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Primitive {
+    /// pthread_mutex_lock + unlock of a default pthread mutex
+    PthreadMutex,
+    /// std::sync::Mutex lock + unlock (Rust's own futex lock)
+    StdMutex,
+    /// AtomicBool compare_exchange + store(Release)
+    Spinlock,
+    /// sem_post + sem_wait on a process-shared POSIX semaphore
+    PosixSem,
+    /// semop +1 then -1 on a SysV semaphore
+    SysvSem,
+    /// futex link post + wait: FUTEX_WAKE with no waiter
+    FutexWake,
+    /// eventfd write + read
+    Eventfd,
+    /// 1-byte pipe write + read
+    Pipe,
+    /// 1-byte socketpair write + read
+    Socketpair,
+    /// mq_send + mq_receive of 1 byte
+    Mqueue,
+    /// condvar link post + wait: signal with no waiter
+    CondvarSignal,
+    /// sched_yield with nothing else runnable
+    SchedYield,
+    /// fetch_add(SeqCst) on a shared word
+    AtomicIncrement,
+    /// realtime signal to self (blocked) + sigwaitinfo
+    Signal,
+}
+
+impl Primitive {
+    /// The case id suffix (the clap value).
+    fn id(self) -> String {
+        clap::ValueEnum::to_possible_value(&self)
+            .map(|v| v.get_name().to_owned())
+            .unwrap_or_default()
+    }
+
+    /// The link whose post + wait this case times, if any (`Yield` counts: it is what the
+    /// yield ping-pong subtracts).
+    fn via(self) -> Option<Via> {
+        match self {
+            Primitive::PosixSem => Some(Via::PosixSem),
+            Primitive::SysvSem => Some(Via::SysvSem),
+            Primitive::FutexWake => Some(Via::Futex),
+            Primitive::Eventfd => Some(Via::Eventfd),
+            Primitive::Pipe => Some(Via::Pipe),
+            Primitive::Socketpair => Some(Via::Socketpair),
+            Primitive::Mqueue => Some(Via::Mqueue),
+            Primitive::CondvarSignal => Some(Via::Condvar),
+            Primitive::Signal => Some(Via::Signal),
+            Primitive::SchedYield => Some(Via::Yield),
+            Primitive::PthreadMutex
+            | Primitive::StdMutex
+            | Primitive::Spinlock
+            | Primitive::AtomicIncrement => None,
+        }
+    }
+
+    /// What one op is, as a short phrase (stored as the `op` parameter).
+    fn op(self) -> &'static str {
+        match self {
+            Primitive::PthreadMutex | Primitive::StdMutex | Primitive::Spinlock => "lock + unlock",
+            Primitive::PosixSem => "sem_post + sem_wait",
+            Primitive::SysvSem => "semop(+1) + semop(-1)",
+            Primitive::FutexWake => "fetch_add + FUTEX_WAKE(1) + CAS-decrement",
+            Primitive::Eventfd => "write(1) + read",
+            Primitive::Pipe | Primitive::Socketpair => "1-byte write + 1-byte read",
+            Primitive::Mqueue => "mq_send + mq_receive",
+            Primitive::CondvarSignal => {
+                "lock, count+1, cond_signal, unlock + lock, count-1, unlock"
+            }
+            Primitive::SchedYield => "sched_yield",
+            Primitive::AtomicIncrement => "fetch_add(1, SeqCst)",
+            Primitive::Signal => "tkill(self) + sigwaitinfo",
+        }
+    }
+
+    fn description(self) -> &'static str {
+        match self {
+            Primitive::PthreadMutex => {
+                "pthread_mutex_lock + unlock of a default (normal, process-private) pthread \
+                 mutex, uncontended"
+            }
+            Primitive::StdMutex => {
+                "std::sync::Mutex lock + unlock, uncontended (Rust's own futex lock, not pthread)"
+            }
+            Primitive::Spinlock => {
+                "spinlock: AtomicBool compare_exchange(false, true, Acquire) + store(false, \
+                 Release), uncontended"
+            }
+            Primitive::PosixSem => {
+                "sem_post + sem_wait on a process-shared POSIX semaphore in one task (the \
+                 posix-sem link's post + wait)"
+            }
+            Primitive::SysvSem => {
+                "semop(+1) + semop(-1) on a SysV semaphore in one task (the sysv-sem link's \
+                 post + wait)"
+            }
+            Primitive::FutexWake => {
+                "futex link post + wait in one task: fetch_add + FUTEX_WAKE(1) with no waiter, \
+                 then a CAS-decrement (the count is positive, so no FUTEX_WAIT)"
+            }
+            Primitive::Eventfd => "write(1) + read on an EFD_SEMAPHORE eventfd in one task",
+            Primitive::Pipe => {
+                "1-byte write + 1-byte read on a pipe in one task (lmbench's no-switch control)"
+            }
+            Primitive::Socketpair => {
+                "1-byte write + read on an AF_UNIX SOCK_STREAM socketpair in one task"
+            }
+            Primitive::Mqueue => {
+                "mq_send + mq_receive of 1 byte on a POSIX message queue in one task"
+            }
+            Primitive::CondvarSignal => {
+                "condvar link post + wait in one task: lock, count+1, pthread_cond_signal with \
+                 no waiter, unlock; lock, count-1, unlock (robust process-shared mutex)"
+            }
+            Primitive::SchedYield => {
+                "sched_yield() with nothing else runnable on the CPU: the scheduler picks the \
+                 caller again"
+            }
+            Primitive::AtomicIncrement => {
+                "fetch_add(1, SeqCst) on a word of shared memory, uncontended: no kernel entry"
+            }
+            Primitive::Signal => {
+                "tkill of a realtime signal to the own thread, which blocks it, then \
+                 sigwaitinfo takes it (the signal link's post + wait)"
+            }
+        }
+    }
+}
+
+/// Options of `oscost primitives`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Options {
+    /// Primitives to measure, comma-separated (default: all)
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "PRIMITIVE,...")]
+    pub only: Vec<Primitive>,
+}
+
+/// One no-switch measurement: the samples and what the verification batch counted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Control {
+    /// The timed samples.
+    pub samples: Samples,
+    /// Sampler warnings.
+    pub warnings: Vec<String>,
+    /// Switches of the measuring thread during the verification batch.
+    pub switches: Switches,
+    /// Ops in the verification batch.
+    pub verification_ops: u64,
+}
+
+impl Control {
+    /// Context switches (voluntary + involuntary) per op in the verification batch.
+    pub fn switches_per_op(&self) -> f64 {
+        self.switches.total() as f64 / self.verification_ops.max(1) as f64
+    }
+
+    /// The check every no-switch control must pass: ~0 switches per op.
+    pub fn no_switch_check(&self) -> Check {
+        Check::near(
+            "switches_per_op",
+            0.0,
+            self.switches_per_op(),
+            0.05,
+            &format!(
+                "getrusage(RUSAGE_THREAD) nvcsw + nivcsw over a verification batch of {} ops \
+                 run right after the samples ({} voluntary, {} involuntary); a one-task \
+                 control must not switch (bound: 0.05 per op)",
+                self.verification_ops, self.switches.voluntary, self.switches.involuntary
+            ),
+        )
+    }
+}
+
+/// The no-switch control of `via`: its post + wait in one thread, pinned to `ctx.first_cpu()`
+/// (for [`Via::Yield`], one `sched_yield` with nothing else runnable). This is the figure the
+/// `switch` and `ring` experiments subtract from a ping-pong or ring hop.
+///
+/// Runs in a thread of its own, so the caller's affinity and signal mask are untouched.
+pub fn link_control(via: Via, ctx: &Context) -> anyhow::Result<(Samples, Vec<String>)> {
+    let c = link_control_on(via, ctx, ctx.first_cpu())?;
+    Ok((c.samples, c.warnings))
+}
+
+/// [`link_control`] on a chosen CPU, with the switch count of the verification batch (use
+/// [`Control::no_switch_check`] to attach it to a case).
+pub fn link_control_on(via: Via, ctx: &Context, cpu: usize) -> anyhow::Result<Control> {
+    on_cpu(cpu, || {
+        if via == Via::Yield {
+            return timed(ctx, ipc::sched_yield);
+        }
+        let link = Link::new(via).with_context(|| format!("creating a {via} link"))?;
+        // A signal link delivers to a named thread that has the signal blocked; here that is
+        // this thread, posting to itself. The guard restores the mask when the thread ends.
+        let _block = if via == Via::Signal {
+            Some(ipc::block_link_signal_scoped()?)
+        } else {
+            None
+        };
+        link.set_waiter(os::gettid());
+        timed(ctx, || {
+            link.post()?;
+            link.wait()
+        })
+        .with_context(|| format!("measuring {via} post + wait"))
+    })
+}
+
+/// Runs `f` in a new thread pinned to `cpu` and returns its result. A fresh thread keeps the
+/// pinning and any signal mask change away from the caller, and starts with its own switch
+/// counters.
+fn on_cpu<T: Send>(cpu: usize, f: impl FnOnce() -> anyhow::Result<T> + Send) -> anyhow::Result<T> {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            os::set_affinity(&[cpu]).with_context(|| format!("pinning to CPU {cpu}"))?;
+            f()
+        })
+        .join()
+        .map_err(|_| anyhow::anyhow!("the measuring thread panicked"))?
+    })
+}
+
+/// Samples `op`, then runs a verification batch of it between two reads of the thread's
+/// switch counters. The batch is separate from the timed samples so that counting costs
+/// nothing inside them.
+fn timed<E>(ctx: &Context, mut op: impl FnMut() -> Result<(), E>) -> anyhow::Result<Control>
+where
+    E: Into<anyhow::Error>,
+{
+    let (samples, warnings) = measure_fallible(ctx, &mut op)?;
+    // Four sample batches' worth (4-16 ms at the standard settings), at least 1000 ops: long
+    // enough that one stray preemption stays far below the 0.05-per-op bound, short enough
+    // to cost little next to the samples.
+    let ops = (samples.iterations_per_sample.saturating_mul(4)).max(1000);
+    ctx.check_cancel()?;
+    let before = os::thread_switches();
+    for _ in 0..ops {
+        op().map_err(Into::into)?;
+    }
+    let switches = os::thread_switches().since(before);
+    Ok(Control {
+        samples,
+        warnings,
+        switches,
+        verification_ops: ops,
+    })
+}
+
+/// Measures one of the primitives that is not a link.
+fn measure_plain(p: Primitive, ctx: &Context, cpu: usize) -> anyhow::Result<Control> {
+    on_cpu(cpu, || match p {
+        Primitive::PthreadMutex => {
+            let m = PthreadMutex::new();
+            timed(ctx, || m.lock_unlock())
+        }
+        Primitive::StdMutex => {
+            let m = std::sync::Mutex::new(0u64);
+            timed(ctx, || {
+                let g = m.lock().map_err(|_| anyhow::anyhow!("mutex poisoned"))?;
+                black_box(&*g);
+                drop(g);
+                Ok::<(), anyhow::Error>(())
+            })
+        }
+        Primitive::Spinlock => {
+            let flag = AtomicBool::new(false);
+            let flag = black_box(&flag);
+            timed(ctx, || {
+                // Uncontended, so the first compare_exchange always succeeds; the loop is
+                // there so the code is a real lock.
+                while flag
+                    .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                    .is_err()
+                {
+                    std::hint::spin_loop();
+                }
+                flag.store(false, Ordering::Release);
+                Ok::<(), anyhow::Error>(())
+            })
+        }
+        Primitive::AtomicIncrement => {
+            let words = SharedWords::new(1).context("mapping a shared word")?;
+            let w = words.get(0);
+            timed(ctx, || {
+                black_box(w.fetch_add(1, Ordering::SeqCst));
+                Ok::<(), anyhow::Error>(())
+            })
+        }
+        _ => unreachable!("{p:?} is measured through its link"),
+    })
+}
+
+/// Runs the selected primitives.
+pub fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
+    use clap::ValueEnum;
+    let prims: Vec<Primitive> = if opts.only.is_empty() {
+        Primitive::value_variants().to_vec()
+    } else {
+        opts.only.clone()
+    };
+    let cpu = ctx.first_cpu();
+    let mut out = ExperimentOutput::default();
+    out.params.insert("cpu".into(), (cpu as u64).into());
+    ctx.progress.start(prims.len() as u64, NAME);
+    for p in prims {
+        let id = format!("{NAME}.{}", p.id());
+        ctx.progress.message(&p.id());
+        let result = match p.via() {
+            Some(via) => link_control_on(via, ctx, cpu),
+            None => measure_plain(p, ctx, cpu),
+        };
+        let c = match result {
+            Ok(c) => c,
+            // Ctrl-C ends the whole run; nothing partial is reported.
+            Err(e) if e.downcast_ref::<Cancelled>().is_some() => return Err(e),
+            // A primitive this machine lacks (or that failed mid-run) is reported with the
+            // reason, never as a figure.
+            Err(e) => {
+                out.unavailable.push(Unavailable {
+                    id,
+                    description: p.description().into(),
+                    reason: format!("{e:#}"),
+                });
+                ctx.progress.inc(1);
+                continue;
+            }
+        };
+        let mut case = Case::new(id, p.description(), "op", c.samples.clone())
+            .param("primitive", p.id())
+            .param("op", p.op())
+            .param("tasks", 1u64)
+            .param("cpu", cpu as u64);
+        if let Some(via) = p.via() {
+            case = case.param("via", via.name());
+        }
+        case.checks.push(c.no_switch_check());
+        case.counters
+            .insert("switches_per_op".into(), c.switches_per_op());
+        case.counters
+            .insert("verification_ops".into(), c.verification_ops as f64);
+        case.counters
+            .insert("voluntary_switches".into(), c.switches.voluntary as f64);
+        case.counters
+            .insert("involuntary_switches".into(), c.switches.involuntary as f64);
+        case.warnings = c.warnings;
+        out.cases.push(case);
+        ctx.progress.inc(1);
+    }
+    ctx.progress.finish();
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::Clock;
+    use crate::context::NoProgress;
+    use crate::sampler::SamplerConfig;
+    use clap::ValueEnum;
+    use std::time::Duration;
+
+    fn with_ctx<T>(f: impl FnOnce(&Context) -> T) -> T {
+        let clock = Clock::detect_with(Duration::from_millis(10));
+        let cancel = std::sync::atomic::AtomicBool::new(false);
+        // The first CPU this test may run on (CPU 0 may be outside a restricted cpuset).
+        let cpu = os::affinity().unwrap()[0];
+        let ctx = Context {
+            clock: &clock,
+            sampler: SamplerConfig::quick(),
+            quick: true,
+            cpus: vec![cpu],
+            progress: &NoProgress,
+            cancel: &cancel,
+        };
+        f(&ctx)
+    }
+
+    fn median(v: &[f64]) -> f64 {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    }
+
+    #[test]
+    fn every_case_is_measured_or_unavailable_with_a_reason() {
+        with_ctx(|ctx| {
+            let out = run(&Options { only: vec![] }, ctx).unwrap();
+            let mut ids: Vec<String> = out.cases.iter().map(|c| c.id.clone()).collect();
+            ids.extend(out.unavailable.iter().map(|u| u.id.clone()));
+            ids.sort();
+            let mut want: Vec<String> = Primitive::value_variants()
+                .iter()
+                .map(|p| format!("{NAME}.{}", p.id()))
+                .collect();
+            want.sort();
+            assert_eq!(ids, want);
+            for c in &out.cases {
+                assert!(
+                    median(&c.samples.per_op_ns) > 0.0,
+                    "{}: median not positive",
+                    c.id
+                );
+                assert_eq!(c.unit, "op");
+                assert!(c.params.contains_key("op"));
+                assert!(c.counters.contains_key("switches_per_op"), "{}", c.id);
+                assert!(
+                    c.checks.iter().any(|k| k.name == "switches_per_op"),
+                    "{}",
+                    c.id
+                );
+            }
+            for u in &out.unavailable {
+                assert!(
+                    !u.reason.is_empty(),
+                    "{} unavailable without a reason",
+                    u.id
+                );
+            }
+        });
+    }
+
+    #[test]
+    fn no_switch_checks_pass_when_quiet() {
+        with_ctx(|ctx| {
+            let only = vec![Primitive::Pipe, Primitive::FutexWake];
+            let out = run(&Options { only }, ctx).unwrap();
+            assert_eq!(out.cases.len(), 2, "unavailable: {:?}", out.unavailable);
+            for c in &out.cases {
+                for k in &c.checks {
+                    assert!(
+                        k.passed,
+                        "{}: {} = {} ({})",
+                        c.id, k.name, k.counted, k.detail
+                    );
+                }
+            }
+        });
+    }
+
+    #[test]
+    fn link_control_covers_every_via_and_leaves_the_caller_alone() {
+        with_ctx(|ctx| {
+            let before = os::affinity().unwrap();
+            for via in Via::value_variants() {
+                match link_control(*via, ctx) {
+                    Ok((s, _)) => assert!(median(&s.per_op_ns) > 0.0, "{via}"),
+                    // Only a missing primitive may fail, and it must say why.
+                    Err(e) => assert!(!format!("{e:#}").is_empty(), "{via}"),
+                }
+            }
+            assert_eq!(os::affinity().unwrap(), before);
+        });
+    }
+
+    #[test]
+    fn cancel_propagates() {
+        let clock = Clock::detect_with(Duration::from_millis(10));
+        let cancel = std::sync::atomic::AtomicBool::new(true);
+        let ctx = Context {
+            clock: &clock,
+            sampler: SamplerConfig::quick(),
+            quick: true,
+            cpus: vec![os::affinity().unwrap()[0]],
+            progress: &NoProgress,
+            cancel: &cancel,
+        };
+        let err = run(
+            &Options {
+                only: vec![Primitive::Pipe],
+            },
+            &ctx,
+        )
+        .unwrap_err();
+        assert!(err.downcast_ref::<Cancelled>().is_some());
+    }
+
+    #[test]
+    fn defaults_parse() {
+        let o = crate::experiments::ExperimentArgs::with_defaults(NAME);
+        assert!(o.is_some());
+    }
+}

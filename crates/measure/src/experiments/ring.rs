@@ -1,0 +1,1103 @@
+//! `ring`: N tasks in a ring pass K tokens, each waiting for its predecessor's token and
+//! passing it on (seed 003's csfast5; lmbench `lat_ctx`).
+//!
+//! The measuring thread is task 0 of the ring, so every hop is a hand-over between ring
+//! tasks. The ring is set up once per N and kept while its hops are sampled. This module also
+//! holds the token-passing engine the `switch` experiment uses: a ping-pong is a ring of two
+//! with one token.
+
+use crate::case::{Case, Check, DerivedSpec, ExperimentOutput, Samples, Series};
+use crate::context::Context;
+use crate::experiments::primitives;
+use crate::os::ipc::{self, Link, LinkSignalBlock, SharedWords, Via};
+use crate::os::task::{self, CpuMask, Failure, Kind, Team, WorkingSet};
+use crate::os::{self, Switches};
+use crate::sampler::{measure, measure_fallible};
+use anyhow::Context as _;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Subcommand name and id prefix.
+pub const NAME: &str = "ring";
+/// One line for `oscost list`.
+pub const SUMMARY: &str = "Per-hop time of N tasks passing K tokens around a ring";
+/// `--help` text.
+pub const ABOUT: &str = "Per-hop time of N tasks passing K tokens around a ring.
+
+Each task waits for a token from its predecessor, touches its private working set (--size, \
+lmbench lat_ctx -s) and passes the token on. The measuring thread is task 0; one sample is a \
+batch of its turns, each worth N hops. The primitive's own post + wait cost (and the \
+working-set sum, measured in one task) is subtracted to give a derived switch cost, and the \
+switches the kernel counted per hop (getrusage nvcsw + nivcsw of every task) are checked: about \
+1 per hop with one token on one CPU. Threads get 64 KiB stacks so 8192 of them fit.";
+/// Part of the default suite.
+pub const IN_DEFAULT_SUITE: bool = true;
+
+/// The sweep with `--quick` (and what a suite run should use): small rings only.
+const QUICK_SWEEP: [usize; 4] = [2, 4, 16, 64];
+/// The default sweep: powers of two from 2 to this.
+const FULL_SWEEP_MAX: usize = 1024;
+/// Rings larger than this are refused as a typo rather than tried.
+const MAX_TASKS: usize = 1 << 20;
+
+/// The primitives a ring may use: counting ones with room for any number of queued tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RingVia {
+    /// 1-byte write/read on a pipe (lmbench lat_ctx)
+    Pipe,
+    /// shared counter with FUTEX_WAKE / FUTEX_WAIT
+    Futex,
+    /// EFD_SEMAPHORE eventfd write/read
+    Eventfd,
+    /// process-shared POSIX semaphore
+    PosixSem,
+}
+
+impl RingVia {
+    fn via(self) -> Via {
+        match self {
+            RingVia::Pipe => Via::Pipe,
+            RingVia::Futex => Via::Futex,
+            RingVia::Eventfd => Via::Eventfd,
+            RingVia::PosixSem => Via::PosixSem,
+        }
+    }
+}
+
+/// Where the ring's tasks run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RingPlacement {
+    /// every task pinned to the first CPU of the set
+    Same,
+    /// no pinning within the CPU set: the scheduler places the tasks
+    Free,
+}
+
+/// Options of `oscost ring`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Options {
+    /// Ring sizes: a list (`2,4,16`) or a doubling range (`2..1024`) [default: 2..1024, or
+    /// 2,4,16,64 with --quick]
+    #[arg(long, value_name = "N,...|A..B", value_parser = parse_tasks)]
+    pub tasks: Option<TaskList>,
+
+    /// Tokens circulating at once (1 <= K < N)
+    #[arg(long, default_value_t = 1, value_name = "K")]
+    pub tokens: usize,
+
+    /// Threads of one process, or processes
+    #[arg(long, value_enum, default_value = "threads")]
+    pub kind: Kind,
+
+    /// Primitive that carries the token
+    #[arg(long, value_enum, default_value = "pipe")]
+    pub via: RingVia,
+
+    /// Private working set each task sums on every hop, KiB (lmbench -s)
+    #[arg(long, default_value_t = 0, value_name = "KIB")]
+    pub size: usize,
+
+    /// Where the tasks run
+    #[arg(long, value_enum, default_value = "same")]
+    pub placement: RingPlacement,
+
+    /// Record the order tokens visited tasks (series `visit_order`) and check it is the ring
+    /// order; the logging adds a shared atomic per hop to the timed path
+    #[arg(long)]
+    pub verify_order: bool,
+}
+
+/// Ring sizes from `--tasks`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskList(pub Vec<usize>);
+
+/// Parses `5`, `2,4,16` or `2..1024` (powers of two from 2 up to 1024; both ends included).
+/// Only the syntax is checked here; `run` checks the values so the message names the flag.
+fn parse_tasks(s: &str) -> Result<TaskList, String> {
+    let num = |t: &str| {
+        t.trim()
+            .parse::<usize>()
+            .map_err(|_| format!("`{s}` is not a list like `2,4,16` or a range like `2..1024`"))
+    };
+    if let Some((a, b)) = s.split_once("..") {
+        let (a, b) = (num(a)?, num(b)?);
+        if a == 0 || a > b {
+            return Err(format!("`{s}`: a range needs 1 <= start <= end"));
+        }
+        let mut v = Vec::new();
+        let mut n = a;
+        while n < b {
+            v.push(n);
+            n = n.saturating_mul(2);
+        }
+        v.push(b);
+        return Ok(TaskList(v));
+    }
+    s.split(',')
+        .map(num)
+        .collect::<Result<_, _>>()
+        .map(TaskList)
+}
+
+/// Checks the options before anything is spawned; returns the sizes to sweep.
+fn validate(opts: &Options, ctx: &Context) -> anyhow::Result<Vec<usize>> {
+    let sizes = match &opts.tasks {
+        Some(TaskList(v)) => v.clone(),
+        None if ctx.quick => QUICK_SWEEP.to_vec(),
+        None => std::iter::successors(Some(2usize), |n| Some(n * 2))
+            .take_while(|&n| n <= FULL_SWEEP_MAX)
+            .collect(),
+    };
+    let (Some(&min), Some(&max)) = (sizes.iter().min(), sizes.iter().max()) else {
+        anyhow::bail!("--tasks: no ring size given");
+    };
+    if min < 2 {
+        anyhow::bail!("--tasks {min}: a ring needs at least 2 tasks");
+    }
+    if max > MAX_TASKS {
+        anyhow::bail!("--tasks {max}: at most {MAX_TASKS} tasks");
+    }
+    if opts.tokens == 0 {
+        anyhow::bail!("--tokens 0: at least one token must circulate");
+    }
+    if opts.tokens >= min {
+        anyhow::bail!(
+            "--tokens {}: must be less than the number of tasks (smallest --tasks: {min})",
+            opts.tokens
+        );
+    }
+    if ctx.cpus.is_empty() {
+        anyhow::bail!("--cpus: the CPU set is empty");
+    }
+    Ok(sizes)
+}
+
+// ---------------------------------------------------------------------------------------
+// The engine: N tasks, links[i] wakes task i, task 0 is the measuring thread.
+
+/// Shared-word layout: control words first, then one tid per task, then the visit log.
+const W_STOP: usize = 0;
+const W_VOLUNTARY: usize = 1;
+const W_INVOLUNTARY: usize = 2;
+const W_READY: usize = 3;
+const W_GO: usize = 4;
+const W_LOG_NEXT: usize = 5;
+const W_TIDS: usize = 8;
+
+/// What a ring looks like; `masks[i]` pins task i (task 0 is the caller).
+pub(crate) struct RingSpec {
+    pub via: Via,
+    pub kind: Kind,
+    pub tasks: usize,
+    pub tokens: usize,
+    pub size_kib: usize,
+    pub masks: Vec<CpuMask>,
+    pub verify: bool,
+}
+
+/// Everything the tasks share. Built before any spawn; a forked child only reads it through
+/// a reference (no allocation, no drop).
+struct Ctl {
+    via: Via,
+    tasks: usize,
+    size_kib: usize,
+    log_len: usize,
+    words: SharedWords,
+    links: Vec<Link>,
+}
+
+impl Ctl {
+    fn word(&self, i: usize) -> &std::sync::atomic::AtomicU64 {
+        self.words.get(i)
+    }
+
+    fn stopped(&self) -> bool {
+        self.word(W_STOP).load(Ordering::Acquire) != 0
+    }
+
+    /// Sets the stop word and gives every task one token so a blocked one wakes and sees it.
+    fn halt(&self) {
+        self.word(W_STOP).store(1, Ordering::Release);
+        for l in &self.links {
+            // A post can only fail for a signal link whose waiter never registered; that task
+            // is not blocked on it.
+            let _ = l.post();
+        }
+    }
+
+    /// Appends task `i` to the visit log while there is room.
+    #[inline]
+    fn log_visit(&self, i: usize) {
+        if self.log_len == 0 {
+            return;
+        }
+        let at = self.word(W_LOG_NEXT).fetch_add(1, Ordering::AcqRel) as usize;
+        if at < self.log_len {
+            self.word(W_TIDS + self.tasks + at)
+                .store(i as u64, Ordering::Release);
+        }
+    }
+
+    fn add_switches(&self, d: Switches) {
+        self.word(W_VOLUNTARY)
+            .fetch_add(d.voluntary, Ordering::AcqRel);
+        self.word(W_INVOLUNTARY)
+            .fetch_add(d.involuntary, Ordering::AcqRel);
+    }
+
+    fn link(&self, i: usize) -> Result<&Link, Failure> {
+        self.links.get(i).ok_or(Failure::Setup)
+    }
+}
+
+/// Task `i`'s whole life (i >= 1). Runs in a thread or in a forked child: raw calls, atomics
+/// and its own mmap only. Its switch count starts at its first wake-up, which is inside the
+/// measured span (the parent seeds tokens only after starting its count), and ends when it
+/// sees the stop word.
+fn worker(ctl: &Ctl, i: usize) -> Result<(), Failure> {
+    ctl.word(W_TIDS + i)
+        .store(os::gettid() as u64, Ordering::Release);
+    if ctl.via == Via::Yield {
+        return yielder(ctl);
+    }
+    let own = ctl.link(i)?;
+    let next = ctl.link((i + 1) % ctl.tasks)?;
+    if ctl.via == Via::Signal {
+        ipc::block_link_signal().map_err(|_| Failure::Setup)?;
+        own.set_waiter(os::gettid());
+    }
+    let ws = WorkingSet::new(ctl.size_kib).map_err(|_| Failure::Setup)?;
+    ctl.word(W_READY).fetch_add(1, Ordering::AcqRel);
+    own.wait().map_err(|_| Failure::Wait)?;
+    let start = os::thread_switches();
+    while !ctl.stopped() {
+        ctl.log_visit(i);
+        ws.touch();
+        next.post().map_err(|_| Failure::Post)?;
+        own.wait().map_err(|_| Failure::Wait)?;
+    }
+    ctl.add_switches(os::thread_switches().since(start));
+    Ok(())
+}
+
+/// The sched_yield partner: yields until stopped, counting from when the parent says go.
+fn yielder(ctl: &Ctl) -> Result<(), Failure> {
+    ctl.word(W_READY).fetch_add(1, Ordering::AcqRel);
+    while ctl.word(W_GO).load(Ordering::Acquire) == 0 && !ctl.stopped() {
+        ipc::sched_yield().map_err(|_| Failure::Wait)?;
+    }
+    let start = os::thread_switches();
+    while !ctl.stopped() {
+        ipc::sched_yield().map_err(|_| Failure::Wait)?;
+    }
+    ctl.add_switches(os::thread_switches().since(start));
+    Ok(())
+}
+
+/// Restores the caller's affinity when dropped: experiments pin the measuring thread.
+struct AffinityRestore(Option<Vec<usize>>);
+
+impl Drop for AffinityRestore {
+    fn drop(&mut self) {
+        if let Some(cpus) = &self.0 {
+            let _ = os::set_affinity(cpus);
+        }
+    }
+}
+
+/// What the kernel counted over the measured span.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Counts {
+    /// Turns of task 0 (each worth `tasks` hops; a round trip when tasks = 2).
+    pub ops: u64,
+    /// Switches of every task, summed.
+    pub switches: Switches,
+    /// Migrations of every task, summed.
+    pub migrations: u64,
+    /// Whether the migration counter was readable for every task.
+    pub migrations_known: bool,
+    /// Peak memory of the ring, KiB (see [`Ring::peak_rss_kib`]).
+    pub peak_rss_kib: u64,
+    /// Last CPU each task ran on (from `/proc/.../stat`), task 0 first.
+    pub last_cpus: Vec<i64>,
+    /// Logged visits, in order (empty unless verifying).
+    pub visits: Vec<u64>,
+}
+
+/// A running ring. Dropping it stops and reaps every task and restores the caller's
+/// affinity (fields drop in order: the team first).
+pub(crate) struct Ring {
+    team: Team,
+    ctl: Arc<Ctl>,
+    kind: Kind,
+    tokens: usize,
+    ws: WorkingSet,
+    ops: u64,
+    seeded: bool,
+    start: Switches,
+    migrations_before: Option<u64>,
+    tids: Vec<i32>,
+    _signal: Option<LinkSignalBlock>,
+    _affinity: AffinityRestore,
+}
+
+impl Ring {
+    /// Builds the links and shared words, spawns tasks 1..N and waits until each is ready.
+    pub fn start(spec: &RingSpec, ctx: &Context) -> anyhow::Result<Ring> {
+        let n = spec.tasks;
+        anyhow::ensure!(spec.masks.len() == n, "one CPU mask per task");
+        let affinity = AffinityRestore(os::affinity().ok());
+        spec.masks[0]
+            .apply()
+            .with_context(|| format!("pinning to CPUs {:?}", spec.masks[0].cpus()))?;
+        let signal = match spec.via {
+            Via::Signal => Some(ipc::block_link_signal_scoped()?),
+            _ => None,
+        };
+        let ctl = Arc::new(build_ctl(spec)?);
+        if let Some(l) = ctl.links.first() {
+            l.set_waiter(os::gettid());
+        }
+        let halt_ctl = Arc::clone(&ctl);
+        let mut team = Team::new(spec.kind, n, 1, move || halt_ctl.halt());
+        spawn_workers(&mut team, &ctl, spec, ctx)?;
+        team.watch()?;
+        wait_ready(&team, &ctl, ctx)?;
+        let tids = (0..n)
+            .map(|i| match i {
+                0 => os::gettid(),
+                _ => ctl.word(W_TIDS + i).load(Ordering::Acquire) as i32,
+            })
+            .collect();
+        Ok(Ring {
+            team,
+            ctl,
+            kind: spec.kind,
+            tokens: spec.tokens,
+            ws: WorkingSet::new(spec.size_kib).context("mapping the working set")?,
+            ops: 0,
+            seeded: false,
+            start: Switches::default(),
+            migrations_before: None,
+            tids,
+            _signal: signal,
+            _affinity: affinity,
+        })
+    }
+
+    /// Process ids of the worker processes (empty for threads): for tests that kill one.
+    #[cfg(test)]
+    pub fn pids(&self) -> Vec<i32> {
+        self.team.pids()
+    }
+
+    /// Starts the measured span: reads task 0's switch and migration counters and releases a
+    /// yield partner.
+    pub fn begin(&mut self) {
+        self.migrations_before = self.migrations();
+        self.start = os::thread_switches();
+        self.ctl.word(W_GO).store(1, Ordering::Release);
+    }
+
+    /// One turn of task 0: touch, pass the token on, wait for the next one (N hops).
+    #[inline]
+    pub fn op(&mut self) -> anyhow::Result<()> {
+        if self.ctl.via == Via::Yield {
+            ipc::sched_yield()?;
+        } else {
+            if !self.seeded {
+                self.seed()?;
+            }
+            self.ctl.log_visit(0);
+            self.ws.touch();
+            self.ctl.links[1 % self.ctl.tasks].post()?;
+            self.ctl.links[0].wait()?;
+        }
+        self.team.check()?;
+        self.ops += 1;
+        Ok(())
+    }
+
+    /// Places tokens 2..K evenly around the ring (task 0 holds the first). Done on the first
+    /// turn, inside the measured span, so every hop they cause is counted.
+    fn seed(&mut self) -> anyhow::Result<()> {
+        self.seeded = true;
+        let n = self.ctl.tasks;
+        for j in 1..self.tokens {
+            self.ctl.links[j * n / self.tokens].post()?;
+        }
+        Ok(())
+    }
+
+    /// Ends the measured span, stops every task in order and returns what was counted.
+    pub fn end(self) -> anyhow::Result<Counts> {
+        let parent = os::thread_switches().since(self.start);
+        let after = self.migrations();
+        let peak_rss_kib = self.peak_rss_kib();
+        let last_cpus = self.last_cpus();
+        let Ring {
+            team,
+            ctl,
+            ops,
+            migrations_before,
+            ..
+        } = self;
+        team.finish()?;
+        let workers = Switches {
+            voluntary: ctl.word(W_VOLUNTARY).load(Ordering::Acquire),
+            involuntary: ctl.word(W_INVOLUNTARY).load(Ordering::Acquire),
+        };
+        let logged = (ctl.word(W_LOG_NEXT).load(Ordering::Acquire) as usize).min(ctl.log_len);
+        let visits = (0..logged)
+            .map(|k| ctl.word(W_TIDS + ctl.tasks + k).load(Ordering::Acquire))
+            .collect();
+        let (migrations, migrations_known) = match (migrations_before, after) {
+            (Some(b), Some(a)) => (a.saturating_sub(b), true),
+            _ => (0, false),
+        };
+        Ok(Counts {
+            ops,
+            switches: Switches {
+                voluntary: parent.voluntary + workers.voluntary,
+                involuntary: parent.involuntary + workers.involuntary,
+            },
+            migrations,
+            migrations_known,
+            peak_rss_kib,
+            last_cpus,
+            visits,
+        })
+    }
+
+    /// Migrations of every task so far, or `None` if any counter is unreadable.
+    fn migrations(&self) -> Option<u64> {
+        self.tids
+            .iter()
+            .enumerate()
+            .map(|(i, &tid)| match (self.kind, i) {
+                (Kind::Processes, 1..) => task::process_migrations(tid),
+                _ => os::migrations(tid),
+            })
+            .sum()
+    }
+
+    /// Threads: the process's peak RSS. Processes: the sum of every task's proportional RSS
+    /// now, while the ring is up (a child's memory is steady, so this is its peak; a plain
+    /// RSS sum would count the pages the children share with the parent once per child).
+    fn peak_rss_kib(&self) -> u64 {
+        match self.kind {
+            Kind::Threads => os::peak_rss_kib(),
+            Kind::Processes => self
+                .tids
+                .iter()
+                .enumerate()
+                .filter_map(|(i, &pid)| match i {
+                    0 => task::process_pss_kib(std::process::id() as i32),
+                    _ => task::process_pss_kib(pid),
+                })
+                .sum(),
+        }
+    }
+
+    fn last_cpus(&self) -> Vec<i64> {
+        self.tids
+            .iter()
+            .enumerate()
+            .map(|(i, &tid)| {
+                let path = match (self.kind, i) {
+                    (Kind::Processes, 1..) => format!("/proc/{tid}/stat"),
+                    _ => format!("/proc/self/task/{tid}/stat"),
+                };
+                last_cpu(&path).unwrap_or(-1)
+            })
+            .collect()
+    }
+}
+
+/// Field 39 (`processor`) of a `/proc/.../stat` line: the CPU the task last ran on.
+fn last_cpu(path: &str) -> Option<i64> {
+    let s = std::fs::read_to_string(path).ok()?;
+    s[s.rfind(')')? + 2..]
+        .split_whitespace()
+        .nth(36)?
+        .parse()
+        .ok()
+}
+
+fn build_ctl(spec: &RingSpec) -> anyhow::Result<Ctl> {
+    let n = spec.tasks;
+    let links = if spec.via.is_link() {
+        (0..n)
+            .map(|i| {
+                Link::new(spec.via)
+                    .map_err(|e| task::resource_error(e, &format!("a {} link", spec.via), i + 1, n))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?
+    } else {
+        Vec::new()
+    };
+    let log_len = if spec.verify {
+        (n * 4).clamp(256, 1 << 16)
+    } else {
+        0
+    };
+    let words = SharedWords::new(W_TIDS + n + log_len).context("mapping the shared words")?;
+    Ok(Ctl {
+        via: spec.via,
+        tasks: n,
+        size_kib: spec.size_kib,
+        log_len,
+        words,
+        links,
+    })
+}
+
+fn spawn_workers(
+    team: &mut Team,
+    ctl: &Arc<Ctl>,
+    spec: &RingSpec,
+    ctx: &Context,
+) -> anyhow::Result<()> {
+    for i in 1..spec.tasks {
+        if i % 64 == 0 {
+            ctx.check_cancel()?;
+        }
+        let c = Arc::clone(ctl);
+        team.spawn(Some(&spec.masks[i]), move || worker(&c, i))?;
+    }
+    Ok(())
+}
+
+/// Waits until every worker has registered (set its signal waiter, mapped its working set).
+fn wait_ready(team: &Team, ctl: &Ctl, ctx: &Context) -> anyhow::Result<()> {
+    let want = (ctl.tasks - 1) as u64;
+    let deadline =
+        Instant::now() + Duration::from_secs(30) + Duration::from_millis(ctl.tasks as u64);
+    while ctl.word(W_READY).load(Ordering::Acquire) < want {
+        team.check()?;
+        ctx.check_cancel()?;
+        if Instant::now() > deadline {
+            anyhow::bail!(
+                "only {} of {want} worker tasks started within the deadline",
+                ctl.word(W_READY).load(Ordering::Acquire)
+            );
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    Ok(())
+}
+
+/// Samples task 0's turns on a running ring: the span the switches are counted over is
+/// exactly the sampler's, calibration and warm-up included.
+pub(crate) fn sample(
+    spec: &RingSpec,
+    ctx: &Context,
+) -> anyhow::Result<(Samples, Vec<String>, Counts)> {
+    let mut ring = Ring::start(spec, ctx)?;
+    ring.begin();
+    let (samples, warnings) = measure_fallible(ctx, || ring.op())?;
+    let counts = ring.end()?;
+    Ok((samples, warnings, counts))
+}
+
+// ---------------------------------------------------------------------------------------
+// The experiment.
+
+fn case_id(via: Via, kind: Kind, n: usize, k: usize, size: usize) -> String {
+    format!("{NAME}.{via}.{}.n{n}.k{k}.s{size}", kind.name())
+}
+
+/// Per-turn samples to per-hop samples: one turn of task 0 is N hops.
+fn per_hop(mut s: Samples, n: usize) -> Samples {
+    let n = n as f64;
+    s.per_op_ns.iter_mut().for_each(|v| *v /= n);
+    s.per_op_ticks.iter_mut().for_each(|v| *v /= n);
+    s.loop_overhead_ns /= n;
+    s.iterations_per_sample = s.iterations_per_sample.saturating_mul(n as u64);
+    s
+}
+
+/// Replays the visit log against the ring: a visit is legal only if a token was waiting at
+/// that task. Returns the number of illegal visits and of tasks never visited (when the log
+/// is long enough that every task should appear).
+fn order_violations(visits: &[u64], n: usize, k: usize) -> (usize, usize) {
+    let mut pending = vec![0usize; n];
+    pending[0] = 1;
+    for j in 1..k {
+        pending[j * n / k] += 1;
+    }
+    let mut seen = vec![false; n];
+    let mut bad = 0;
+    for &v in visits {
+        let t = v as usize;
+        if t >= n || pending[t] == 0 {
+            bad += 1;
+            continue;
+        }
+        seen[t] = true;
+        pending[t] -= 1;
+        pending[(t + 1) % n] += 1;
+    }
+    let unvisited = if visits.len() >= 2 * n {
+        seen.iter().filter(|s| !**s).count()
+    } else {
+        0
+    };
+    (bad, unvisited)
+}
+
+fn order_check(visits: &[u64], n: usize, k: usize) -> Check {
+    let (bad, unvisited) = order_violations(visits, n, k);
+    Check::near(
+        "visit_order_violations",
+        0.0,
+        (bad + unvisited) as f64,
+        0.0,
+        &format!(
+            "replayed the first {} logged visits against the ring 0 -> 1 -> ... -> {} -> 0 \
+             with {k} token(s): {bad} visit(s) found no token waiting, {unvisited} task(s) never \
+             visited",
+            visits.len(),
+            n - 1
+        ),
+    )
+}
+
+fn order_series(visits: &[u64]) -> Series {
+    Series {
+        name: "visit_order".into(),
+        columns: vec!["visit".into(), "task".into()],
+        points: visits
+            .iter()
+            .enumerate()
+            .map(|(i, &t)| vec![i as f64, t as f64])
+            .collect(),
+    }
+}
+
+/// Every hop must hand the CPU over at least once; fewer switches than hops means tasks found
+/// tokens already waiting (several tokens) or ran side by side on other CPUs, and the per-hop
+/// time is then not a switch cost. More than one is normal for N > 2 on one CPU: EEVDF wakeup
+/// preemption switches the waker out before it blocks, and it is switched back in later only
+/// to block (method.md 3.3 rule 6). Those switches are real and part of the hop time, so they
+/// are counted and shown (`involuntary_per_hop`), not treated as a failure.
+fn switch_check(opts: &Options, per_hop: f64, counts: &Counts, hops: u64) -> Check {
+    let why_more = if opts.placement == RingPlacement::Same && opts.tokens == 1 {
+        "one token on one CPU: one hand-over per hop, plus any wakeup-preemption switches \
+         (involuntary) when N > 2"
+    } else if opts.tokens > 1 {
+        "several tokens: a task may find the next token already waiting and not switch"
+    } else {
+        "free placement: tasks on different CPUs may pass tokens without switching"
+    };
+    Check::at_least(
+        "switches_per_hop",
+        1.0,
+        per_hop,
+        0.05,
+        &format!(
+            "getrusage nvcsw + nivcsw of every task over the measured span ({} voluntary + {} \
+             involuntary) / {hops} hops; {why_more}; at least 1 required (bound -5 %)",
+            counts.switches.voluntary, counts.switches.involuntary
+        ),
+    )
+}
+
+/// Notes a hop count inflated by wakeup preemption, so the per-hop figure is read correctly.
+fn preemption_warning(case: &mut Case, n: usize) {
+    let inv = case
+        .counters
+        .get("involuntary_per_hop")
+        .copied()
+        .unwrap_or(0.0);
+    if n > 2 && inv > 0.05 {
+        case.warnings.push(format!(
+            "{inv:.2} involuntary switches per hop: wakeup preemption switches the waker out \
+             before it blocks (EEVDF, method.md 3.3 rule 6); the hop time includes them"
+        ));
+    }
+}
+
+fn ring_case(opts: &Options, ctx: &Context, n: usize, masks: Vec<CpuMask>) -> anyhow::Result<Case> {
+    let via = opts.via.via();
+    let spec = RingSpec {
+        via,
+        kind: opts.kind,
+        tasks: n,
+        tokens: opts.tokens,
+        size_kib: opts.size,
+        masks,
+        verify: opts.verify_order,
+    };
+    let cpus: Vec<Vec<usize>> = spec.masks.iter().map(|m| m.cpus().to_vec()).collect();
+    let id = case_id(via, opts.kind, n, opts.tokens, opts.size);
+    let (samples, warnings, counts) = sample(&spec, ctx).with_context(|| id.clone())?;
+    let hops = counts.ops.saturating_mul(n as u64).max(1);
+    let per = |v: u64| v as f64 / hops as f64;
+    let mut case = Case::new(
+        id,
+        format!(
+            "{n} {} pass {} token(s) around a ring via {via}, {} KiB touched per hop",
+            opts.kind.name(),
+            opts.tokens,
+            opts.size
+        ),
+        "hop",
+        per_hop(samples, n),
+    )
+    .param("tasks", n as u64)
+    .param("tokens", opts.tokens as u64)
+    .param("size_kib", opts.size as u64)
+    .param("kind", opts.kind.name())
+    .param("via", via.name())
+    .param("placement", placement_name(opts.placement))
+    .param("cpus", serde_json::json!(cpus.first()))
+    .param("last_cpus", serde_json::json!(counts.last_cpus));
+    case.warnings = warnings;
+    let sw = counts.switches;
+    case.counters
+        .insert("switches_per_hop".into(), per(sw.total()));
+    case.counters
+        .insert("voluntary_per_hop".into(), per(sw.voluntary));
+    case.counters
+        .insert("involuntary_per_hop".into(), per(sw.involuntary));
+    case.counters.insert("hops_counted".into(), hops as f64);
+    case.counters
+        .insert("peak_rss_kib".into(), counts.peak_rss_kib as f64);
+    case.checks
+        .push(switch_check(opts, per(sw.total()), &counts, hops));
+    preemption_warning(&mut case, n);
+    add_migrations(&mut case, &counts, opts.placement == RingPlacement::Same);
+    if opts.verify_order {
+        case.checks
+            .push(order_check(&counts.visits, n, opts.tokens));
+        case.series.push(order_series(&counts.visits));
+        case.warnings.push(
+            "--verify-order: every hop also appended to a shared log, which is in the timed path"
+                .into(),
+        );
+    }
+    Ok(case)
+}
+
+/// Records migrations and, when the tasks were pinned, checks there were none.
+pub(crate) fn add_migrations(case: &mut Case, counts: &Counts, pinned: bool) {
+    if !counts.migrations_known {
+        case.warnings.push(
+            "migrations not counted: se.nr_migrations is missing from /proc/<pid>/sched".into(),
+        );
+        return;
+    }
+    case.counters
+        .insert("migrations".into(), counts.migrations as f64);
+    if pinned {
+        case.checks.push(Check::near(
+            "migrations",
+            0.0,
+            counts.migrations as f64,
+            0.0,
+            "se.nr_migrations of every task over the measured span; pinned tasks must not move",
+        ));
+    }
+}
+
+fn placement_name(p: RingPlacement) -> &'static str {
+    match p {
+        RingPlacement::Same => "same",
+        RingPlacement::Free => "free",
+    }
+}
+
+fn masks_for(opts: &Options, ctx: &Context, n: usize) -> anyhow::Result<Vec<CpuMask>> {
+    let cpus = match opts.placement {
+        RingPlacement::Same => vec![ctx.first_cpu()],
+        RingPlacement::Free => ctx.cpus.clone(),
+    };
+    let mask = CpuMask::new(&cpus).context("building the CPU mask")?;
+    Ok(vec![mask; n])
+}
+
+/// The no-switch controls: the primitive's post + wait in one task, and the working-set sum.
+fn controls(
+    opts: &Options,
+    ctx: &Context,
+    out: &mut ExperimentOutput,
+) -> anyhow::Result<Vec<(String, f64)>> {
+    let via = opts.via.via();
+    let c = primitives::link_control_on(via, ctx, ctx.first_cpu())
+        .with_context(|| format!("measuring the {via} control"))?;
+    let id = format!("{NAME}.{via}.control");
+    let mut case = Case::new(
+        id.clone(),
+        format!(
+            "{}: post + wait in one task, no switch (subtracted per hop)",
+            via.describe()
+        ),
+        "post + wait",
+        c.samples.clone(),
+    )
+    .param("via", via.name())
+    .param("cpu", ctx.first_cpu() as u64);
+    case.checks.push(c.no_switch_check());
+    case.warnings = c.warnings.clone();
+    out.cases.push(case);
+    let mut terms = vec![(id, -1.0)];
+    if opts.size > 0 {
+        let tid = format!("{NAME}.touch.s{}", opts.size);
+        out.cases.push(touch_case(&tid, opts.size, ctx)?);
+        terms.push((tid, -1.0));
+    }
+    Ok(terms)
+}
+
+fn touch_case(id: &str, kib: usize, ctx: &Context) -> anyhow::Result<Case> {
+    let _restore = AffinityRestore(os::affinity().ok());
+    os::set_affinity(&[ctx.first_cpu()])?;
+    let ws = WorkingSet::new(kib).context("mapping the working set")?;
+    let (samples, warnings) = measure(ctx, || ws.touch())?;
+    let mut case = Case::new(
+        id,
+        format!(
+            "summing a private {kib} KiB working set in one task, cache-hot (subtracted per hop)"
+        ),
+        "sum",
+        samples,
+    )
+    .param("size_kib", kib as u64);
+    case.warnings = warnings;
+    Ok(case)
+}
+
+/// Runs the sweep.
+pub fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
+    let sizes = validate(opts, ctx)?;
+    let mut out = ExperimentOutput::default();
+    let control_terms = controls(opts, ctx, &mut out)?;
+    ctx.progress.start(sizes.len() as u64, NAME);
+    for &n in &sizes {
+        ctx.progress
+            .message(&format!("{n} {} via {}", opts.kind.name(), opts.via.via()));
+        let case = ring_case(opts, ctx, n, masks_for(opts, ctx, n)?)?;
+        out.derived.push(derived(&case, &control_terms));
+        out.cases.push(case);
+        ctx.progress.inc(1);
+    }
+    ctx.progress.finish();
+    Ok(out)
+}
+
+fn derived(case: &Case, control_terms: &[(String, f64)]) -> DerivedSpec {
+    let mut terms = vec![(case.id.clone(), 1.0)];
+    terms.extend(control_terms.iter().cloned());
+    DerivedSpec {
+        id: format!("{}.switch_cost", case.id),
+        description: "per-hop time minus the primitive's own post + wait (and the cache-hot \
+                      working-set sum): the hand-over, with any cache refill and any \
+                      wakeup-preemption switches (involuntary_per_hop)"
+            .into(),
+        terms,
+        flagged: failed_checks(case),
+    }
+}
+
+/// Why a case's derived figure cannot be trusted: its failed checks, or `None`.
+pub(crate) fn failed_checks(case: &Case) -> Option<String> {
+    let failed: Vec<String> = case
+        .checks
+        .iter()
+        .filter(|c| !c.passed)
+        .map(|c| {
+            format!(
+                "{} counted {:.3}, expected {}",
+                c.name, c.counted, c.expected
+            )
+        })
+        .collect();
+    (!failed.is_empty()).then(|| format!("{}: {}", case.id, failed.join("; ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::Clock;
+    use crate::context::NoProgress;
+    use crate::sampler::SamplerConfig;
+    use std::sync::atomic::AtomicBool;
+
+    fn with_ctx<T>(f: impl FnOnce(&Context) -> T) -> T {
+        let clock = Clock::monotonic("test".into());
+        let cancel = AtomicBool::new(false);
+        let ctx = Context {
+            clock: &clock,
+            sampler: SamplerConfig {
+                samples: 5,
+                warmup: Duration::from_millis(2),
+                min_sample: Duration::from_micros(500),
+                budget: Duration::from_millis(100),
+            },
+            quick: true,
+            cpus: crate::cpuset::online(),
+            progress: &NoProgress,
+            cancel: &cancel,
+        };
+        f(&ctx)
+    }
+
+    fn opts(extra: &[&str]) -> Options {
+        use clap::{Args, FromArgMatches};
+        let cmd = Options::augment_args(clap::Command::new("ring").no_binary_name(true));
+        Options::from_arg_matches(&cmd.try_get_matches_from(extra).unwrap()).unwrap()
+    }
+
+    fn spec(via: Via, kind: Kind, n: usize, k: usize, verify: bool, cpu: usize) -> RingSpec {
+        RingSpec {
+            via,
+            kind,
+            tasks: n,
+            tokens: k,
+            size_kib: 0,
+            masks: vec![CpuMask::new(&[cpu]).unwrap(); n],
+            verify,
+        }
+    }
+
+    /// Turns `ops` turns by hand (no sampler) and returns the counts.
+    fn turns(spec: &RingSpec, ctx: &Context, ops: usize) -> Counts {
+        let mut ring = Ring::start(spec, ctx).unwrap();
+        ring.begin();
+        for _ in 0..ops {
+            ring.op().unwrap();
+        }
+        ring.end().unwrap()
+    }
+
+    #[test]
+    fn parses_lists_and_ranges() {
+        assert_eq!(parse_tasks("2..16").unwrap().0, vec![2, 4, 8, 16]);
+        assert_eq!(parse_tasks("3..10").unwrap().0, vec![3, 6, 10]);
+        assert_eq!(parse_tasks("5,2").unwrap().0, vec![5, 2]);
+        assert!(parse_tasks("x").is_err() && parse_tasks("8..2").is_err());
+    }
+
+    #[test]
+    fn bad_options_are_refused_before_spawning() {
+        with_ctx(|ctx| {
+            let cases = [
+                (
+                    vec!["--tasks", "1"],
+                    "--tasks 1: a ring needs at least 2 tasks",
+                ),
+                (vec!["--tokens", "0"], "--tokens 0"),
+                (
+                    vec!["--tasks", "4,8", "--tokens", "4"],
+                    "--tokens 4: must be less",
+                ),
+            ];
+            for (args, msg) in cases {
+                let e = run(&opts(&args), ctx).unwrap_err().to_string();
+                assert!(e.starts_with(msg), "{args:?}: {e}");
+            }
+        });
+    }
+
+    #[test]
+    fn order_replay_accepts_the_ring_and_rejects_skips() {
+        assert_eq!(order_violations(&[0, 1, 2, 0, 1, 2], 3, 1), (0, 0));
+        assert_eq!(order_violations(&[0, 2], 3, 1).0, 1);
+        // N=5, K=2: tokens start at 0 and 2 and may interleave.
+        assert_eq!(order_violations(&[2, 0, 3, 1, 4, 2, 0], 5, 2), (0, 0));
+    }
+
+    #[test]
+    fn verify_order_passes_for_small_and_larger_rings() {
+        with_ctx(|ctx| {
+            for (n, k) in [(5, 2), (64, 3)] {
+                for kind in [Kind::Threads, Kind::Processes] {
+                    let c = turns(&spec(Via::Pipe, kind, n, k, true, ctx.first_cpu()), ctx, 50);
+                    // Long enough that every task must appear (the replay checks it).
+                    assert!(
+                        c.visits.len() >= 2 * n,
+                        "{n} {k}: {} visits",
+                        c.visits.len()
+                    );
+                    let (bad, unvisited) = order_violations(&c.visits, n, k);
+                    assert_eq!((bad, unvisited), (0, 0), "{kind:?} n={n} k={k}");
+                }
+            }
+        });
+    }
+
+    #[test]
+    fn one_token_on_one_cpu_switches_once_per_hop() {
+        with_ctx(|ctx| {
+            for kind in [Kind::Threads, Kind::Processes] {
+                for via in [Via::Pipe, Via::Futex, Via::Eventfd, Via::PosixSem] {
+                    let n = 8;
+                    let c = turns(&spec(via, kind, n, 1, false, ctx.first_cpu()), ctx, 300);
+                    let per_hop = c.switches.total() as f64 / (c.ops * n as u64) as f64;
+                    assert!(
+                        per_hop >= 0.95,
+                        "{via} {kind:?}: {per_hop} switches per hop"
+                    );
+                    assert_eq!(c.migrations, 0, "{via} {kind:?}");
+                }
+            }
+        });
+    }
+
+    #[test]
+    fn killing_a_worker_process_fails_the_ring_and_reaps_the_rest() {
+        with_ctx(|ctx| {
+            let mut ring = Ring::start(
+                &spec(Via::Pipe, Kind::Processes, 6, 1, false, ctx.first_cpu()),
+                ctx,
+            )
+            .unwrap();
+            ring.begin();
+            ring.op().unwrap();
+            let pids = ring.pids();
+            task::sigkill(pids[2]);
+            let err = (0..1000)
+                .find_map(|_| ring.op().err())
+                .expect("the ring must fail");
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "worker process {} was killed by signal 9 (SIGKILL)",
+                    pids[2]
+                )
+            );
+            drop(ring);
+            for pid in pids {
+                assert!(
+                    std::fs::metadata(format!("/proc/{pid}")).is_err(),
+                    "{pid} left"
+                );
+            }
+        });
+    }
+
+    #[test]
+    fn run_reports_cases_controls_and_derived_figures() {
+        with_ctx(|ctx| {
+            let out = run(&opts(&["--tasks", "2,4", "--size", "4"]), ctx).unwrap();
+            let ids: Vec<&str> = out.cases.iter().map(|c| c.id.as_str()).collect();
+            assert_eq!(
+                ids,
+                [
+                    "ring.pipe.control",
+                    "ring.touch.s4",
+                    "ring.pipe.threads.n2.k1.s4",
+                    "ring.pipe.threads.n4.k1.s4"
+                ]
+            );
+            assert_eq!(out.derived.len(), 2);
+            assert_eq!(out.derived[0].terms.len(), 3);
+            for c in &out.cases[2..] {
+                assert!(c.counters["peak_rss_kib"] > 0.0);
+                assert!(c.counters["switches_per_hop"] > 0.0);
+            }
+        });
+    }
+}

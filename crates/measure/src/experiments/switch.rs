@@ -1,0 +1,620 @@
+//! `switch`: two tasks pass a token back and forth (ping-pong), per primitive, task kind and
+//! placement (seed 003's cspipe2a; `perf bench sched pipe`).
+//!
+//! Each case is the round trip of the measuring thread (task 0) with one partner task, run on
+//! the ring engine with N = 2 and one token. Beside it the primitive's own post + wait is
+//! measured in one task (the no-switch control, method.md 3.3 rule 4), so a derived switch
+//! cost = RT/2 − control comes with its uncertainty. The switches the kernel counted over the
+//! measured span (nvcsw + nivcsw of both tasks, rule 3) are checked against what the case
+//! claims; a case that did not switch is flagged and its switch cost marked untrusted.
+
+use crate::case::{Case, Check, DerivedSpec, ExperimentOutput, Unavailable};
+use crate::context::Context;
+use crate::cpuset;
+use crate::experiments::primitives;
+use crate::experiments::ring::{self, Counts, RingSpec};
+use crate::os::ipc::{IdlePoll, Via};
+use crate::os::task::{CpuMask, Kind};
+use anyhow::Context as _;
+use serde_json::json;
+
+/// Subcommand name and id prefix.
+pub const NAME: &str = "switch";
+/// One line for `oscost list`.
+pub const SUMMARY: &str =
+    "Ping-pong round trip between two tasks per primitive, with counted switches";
+/// `--help` text.
+pub const ABOUT: &str =
+    "Ping-pong round trip between two tasks per primitive, with counted switches.
+
+The measuring thread and one partner (a thread or a forked process) pass a token back and \
+forth through the chosen primitive. Each case reports the round trip, the primitive's own \
+post + wait measured in one task beside it, the derived switch cost (RT/2 - post+wait) and the \
+switches the kernel counted per round trip (getrusage nvcsw + nivcsw of both tasks). A case \
+that did not really switch is flagged instead of reported as a switch cost. --placement cross \
+mostly measures how fast an idle CPU wakes up; the idle configuration is recorded with the \
+result, and --idle-poll holds /dev/cpu_dma_latency at 0 so the CPUs poll instead of halting.";
+/// Part of the default suite.
+pub const IN_DEFAULT_SUITE: bool = true;
+
+/// Where the two tasks run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Placement {
+    /// both pinned to the first CPU of the set
+    Same,
+    /// pinned to the first two CPUs of the set, one each
+    Cross,
+    /// not pinned within the CPU set: the scheduler decides
+    Free,
+}
+
+impl Placement {
+    fn name(self) -> &'static str {
+        match self {
+            Placement::Same => "same",
+            Placement::Cross => "cross",
+            Placement::Free => "free",
+        }
+    }
+}
+
+/// Options of `oscost switch`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Options {
+    /// Primitives, comma-separated (default: all)
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "VIA,...")]
+    pub via: Vec<Via>,
+
+    /// Task kinds, comma-separated (default: both)
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "KIND,...")]
+    pub kind: Vec<Kind>,
+
+    /// Placements, comma-separated
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "same",
+        value_name = "WHERE,..."
+    )]
+    pub placement: Vec<Placement>,
+
+    /// Hold /dev/cpu_dma_latency at 0 during the run so idle CPUs poll instead of halting
+    /// (needs root; a warning is recorded where not permitted)
+    #[arg(long)]
+    pub idle_poll: bool,
+}
+
+fn case_id(via: Via, kind: Kind, p: Placement) -> String {
+    format!("{NAME}.{via}.{}.{}", kind.name(), p.name())
+}
+
+fn control_id(via: Via) -> String {
+    format!("{NAME}.{via}.control")
+}
+
+/// The CPU mask of each of the two tasks, or why the placement is impossible here.
+fn masks(p: Placement, cpus: &[usize]) -> anyhow::Result<[CpuMask; 2]> {
+    let (a, b) = match (p, cpus) {
+        (_, []) => anyhow::bail!("--cpus: the CPU set is empty"),
+        (Placement::Same, [c, ..]) => (vec![*c], vec![*c]),
+        (Placement::Cross, [c0, c1, ..]) => (vec![*c0], vec![*c1]),
+        (Placement::Cross, _) => anyhow::bail!(
+            "--placement cross needs two CPUs in the CPU set (have: {})",
+            cpuset::format(cpus)
+        ),
+        (Placement::Free, all) => (all.to_vec(), all.to_vec()),
+    };
+    Ok([CpuMask::new(&a)?, CpuMask::new(&b)?])
+}
+
+/// Checks every option before anything is spawned.
+fn validate(opts: &Options, ctx: &Context) -> anyhow::Result<()> {
+    for &p in &opts.placement {
+        masks(p, &ctx.cpus)?;
+    }
+    Ok(())
+}
+
+/// Runs every selected primitive × kind × placement.
+pub fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
+    use clap::ValueEnum;
+    validate(opts, ctx)?;
+    let vias = pick(&opts.via, Via::value_variants());
+    let kinds = pick(&opts.kind, Kind::value_variants());
+    let mut placements = opts.placement.clone();
+    placements.dedup();
+    let mut out = ExperimentOutput::default();
+    let (_hold, held) = hold_idle_poll(opts.idle_poll, &mut out);
+    out.params.insert("idle".into(), idle::config(held));
+    let per_via = kinds.len() * placements.len();
+    ctx.progress
+        .start((vias.len() * (per_via + 1)) as u64, NAME);
+    for &via in &vias {
+        ctx.progress.message(&format!("{via} control"));
+        let control = match control_case(via, ctx) {
+            Ok(c) => c,
+            Err(e) => {
+                mark_unavailable(&mut out, via, &kinds, &placements, &format!("{e:#}"));
+                ctx.check_cancel()?;
+                ctx.progress.inc(per_via as u64 + 1);
+                continue;
+            }
+        };
+        out.cases.push(control);
+        ctx.progress.inc(1);
+        for &kind in &kinds {
+            for &p in &placements {
+                ctx.progress
+                    .message(&format!("{via} {} {}", kind.name(), p.name()));
+                let case = pingpong_case(via, kind, p, ctx, held)?;
+                out.derived.extend(derived(&case, via));
+                out.cases.push(case);
+                ctx.progress.inc(1);
+            }
+        }
+    }
+    ctx.progress.finish();
+    Ok(out)
+}
+
+fn pick<T: Copy + PartialEq>(chosen: &[T], all: &[T]) -> Vec<T> {
+    let mut v: Vec<T> = if chosen.is_empty() {
+        all.to_vec()
+    } else {
+        chosen.to_vec()
+    };
+    v.dedup();
+    v
+}
+
+/// Takes the PM QoS request if asked; not permitted is a warning, not a failure.
+fn hold_idle_poll(wanted: bool, out: &mut ExperimentOutput) -> (Option<IdlePoll>, bool) {
+    if !wanted {
+        return (None, false);
+    }
+    match IdlePoll::hold() {
+        Ok(h) => (Some(h), true),
+        Err(e) => {
+            out.warnings.push(format!(
+                "--idle-poll not in force: {e}; CPUs use their default idle states"
+            ));
+            (None, false)
+        }
+    }
+}
+
+fn mark_unavailable(
+    out: &mut ExperimentOutput,
+    via: Via,
+    kinds: &[Kind],
+    ps: &[Placement],
+    why: &str,
+) {
+    out.unavailable.push(Unavailable {
+        id: control_id(via),
+        description: format!("{}: no-switch control", via.describe()),
+        reason: why.into(),
+    });
+    for &k in kinds {
+        for &p in ps {
+            out.unavailable.push(Unavailable {
+                id: case_id(via, k, p),
+                description: format!("{via} ping-pong"),
+                reason: why.into(),
+            });
+        }
+    }
+}
+
+/// The primitive's post + wait in one task (sched_yield alone for yield), on the first CPU.
+fn control_case(via: Via, ctx: &Context) -> anyhow::Result<Case> {
+    let c = primitives::link_control_on(via, ctx, ctx.first_cpu())
+        .with_context(|| format!("{via}: measuring the no-switch control"))?;
+    let (what, unit) = match via {
+        Via::Yield => ("sched_yield with nothing else runnable".to_string(), "call"),
+        _ => (
+            format!("{}: post + wait in one task", via.describe()),
+            "post + wait",
+        ),
+    };
+    let mut case = Case::new(
+        control_id(via),
+        format!("{what}, no switch (subtracted)"),
+        unit,
+        c.samples.clone(),
+    )
+    .param("via", via.name())
+    .param("cpu", ctx.first_cpu() as u64);
+    case.checks.push(c.no_switch_check());
+    case.warnings = c.warnings.clone();
+    Ok(case)
+}
+
+fn pingpong_case(
+    via: Via,
+    kind: Kind,
+    p: Placement,
+    ctx: &Context,
+    idle_poll: bool,
+) -> anyhow::Result<Case> {
+    let masks = masks(p, &ctx.cpus)?;
+    let cpus: Vec<Vec<usize>> = masks.iter().map(|m| m.cpus().to_vec()).collect();
+    let case_cpus: Vec<usize> = match p {
+        Placement::Free => ctx.cpus.clone(),
+        _ => cpus.iter().flatten().copied().collect(),
+    };
+    let spec = RingSpec {
+        via,
+        kind,
+        tasks: 2,
+        tokens: 1,
+        size_kib: 0,
+        masks: masks.to_vec(),
+        verify: false,
+    };
+    let idle_before = idle::usage(&case_cpus);
+    let (samples, warnings, counts) =
+        ring::sample(&spec, ctx).with_context(|| case_id(via, kind, p))?;
+    let idle_after = idle::usage(&case_cpus);
+    let mut case = Case::new(
+        case_id(via, kind, p),
+        format!(
+            "{} ping-pong between two {} ({}): one round trip",
+            via.describe(),
+            kind.name(),
+            where_text(p)
+        ),
+        "round trip",
+        samples,
+    )
+    .param("via", via.name())
+    .param("kind", kind.name())
+    .param("placement", p.name())
+    .param("cpus", json!(cpus))
+    .param("last_cpus", json!(counts.last_cpus))
+    .param("idle_poll", idle_poll);
+    case.warnings = warnings;
+    add_switch_counts(&mut case, via, p, &counts);
+    ring::add_migrations(&mut case, &counts, p != Placement::Free);
+    for (state, n) in idle::delta(&idle_before, &idle_after) {
+        case.counters
+            .insert(format!("idle_entries_{state}"), n as f64);
+    }
+    Ok(case)
+}
+
+fn where_text(p: Placement) -> &'static str {
+    match p {
+        Placement::Same => "both pinned to one CPU",
+        Placement::Cross => "pinned to two different CPUs",
+        Placement::Free => "unpinned",
+    }
+}
+
+fn add_switch_counts(case: &mut Case, via: Via, p: Placement, counts: &Counts) {
+    let rts = counts.ops.max(1);
+    let per = |v: u64| v as f64 / rts as f64;
+    let sw = counts.switches;
+    case.counters
+        .insert("switches_per_round_trip".into(), per(sw.total()));
+    case.counters
+        .insert("voluntary_per_round_trip".into(), per(sw.voluntary));
+    case.counters
+        .insert("involuntary_per_round_trip".into(), per(sw.involuntary));
+    case.counters
+        .insert("round_trips_counted".into(), rts as f64);
+    let detail = format!(
+        "getrusage nvcsw + nivcsw of both tasks over the measured span ({} voluntary + {} \
+         involuntary) / {rts} round trips (calibration and warm-up included)",
+        sw.voluntary, sw.involuntary
+    );
+    case.checks
+        .push(switch_check(via, p, per(sw.total()), &detail));
+}
+
+/// What a round trip must have switched. Same CPU: exactly 2 (each task blocks or yields once),
+/// except the condvar, a lock hand-off (method.md 3.2 measured 3.4). Elsewhere at least 2:
+/// fewer means a wait found its token already there, so the figure is not a switch cost.
+fn switch_check(via: Via, p: Placement, counted: f64, detail: &str) -> Check {
+    const NAME: &str = "switches_per_round_trip";
+    match (p, via) {
+        (Placement::Same, Via::Condvar) => Check::at_least(
+            NAME,
+            2.0,
+            counted,
+            0.0,
+            &format!(
+                "{detail}; condvar ping-pong is a lock hand-off: the woken task blocks again on \
+                 the mutex the signaller still holds, ~3.4 switches per round trip on the \
+                 reference VM (method.md 3.2), so only at least 2 is required"
+            ),
+        ),
+        (Placement::Same, _) => Check::near(
+            NAME,
+            2.0,
+            counted,
+            0.1,
+            &format!("{detail}; same CPU: 2 switches per round trip (bound ±0.1)"),
+        ),
+        _ => Check::at_least(
+            NAME,
+            2.0,
+            counted,
+            0.05,
+            &format!(
+                "{detail}; {} placement: the count is recorded and at least 2 required \
+                 (fewer: a wait found its token already there, or a yield had nobody to yield \
+                 to, so no switch happened)",
+                p.name()
+            ),
+        ),
+    }
+}
+
+fn derived(case: &Case, via: Via) -> [DerivedSpec; 2] {
+    let flagged = ring::failed_checks(case);
+    [
+        DerivedSpec {
+            id: format!("{}.one_way", case.id),
+            description: "half a round trip: one post, one wait, one hand-over".into(),
+            terms: vec![(case.id.clone(), 0.5)],
+            flagged: flagged.clone(),
+        },
+        DerivedSpec {
+            id: format!("{}.switch_cost", case.id),
+            description: format!(
+                "one-way time minus the primitive's own {} in one task: the switch, including \
+                 the wake-up",
+                if via == Via::Yield {
+                    "sched_yield"
+                } else {
+                    "post + wait"
+                }
+            ),
+            terms: vec![(case.id.clone(), 0.5), (control_id(via), -1.0)],
+            flagged,
+        },
+    ]
+}
+
+/// The idle configuration that decides what a cross-CPU wake-up costs (method.md 3.3 rule 2).
+mod idle {
+    use serde_json::{json, Value};
+    use std::collections::BTreeMap;
+
+    const CPUIDLE: &str = "/sys/devices/system/cpu/cpuidle";
+
+    fn read(path: &str) -> Option<String> {
+        std::fs::read_to_string(path)
+            .ok()
+            .map(|s| s.trim().to_string())
+    }
+
+    fn state_dirs(cpu: usize) -> Vec<String> {
+        (0..)
+            .map(|i| format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle/state{i}"))
+            .take_while(|d| std::path::Path::new(d).exists())
+            .collect()
+    }
+
+    /// Driver, governor, states, the PM QoS value, halt-polling and idle kernel parameters.
+    pub fn config(idle_poll_held: bool) -> Value {
+        let states: Vec<Value> = state_dirs(0)
+            .iter()
+            .map(|d| {
+                json!({
+                    "name": read(&format!("{d}/name")),
+                    "desc": read(&format!("{d}/desc")),
+                    "latency_us": read(&format!("{d}/latency")).and_then(|v| v.parse::<u64>().ok()),
+                    "disabled": read(&format!("{d}/disable")).map(|v| v == "1"),
+                })
+            })
+            .collect();
+        let haltpoll: BTreeMap<String, Value> =
+            std::fs::read_dir("/sys/module/haltpoll/parameters")
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter_map(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    read(&e.path().to_string_lossy()).map(|v| (name, json!(v)))
+                })
+                .collect();
+        let cmdline: Vec<String> = read("/proc/cmdline")
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter(|t| t.starts_with("idle=") || t.contains("haltpoll") || t.contains("cpuidle"))
+            .map(str::to_owned)
+            .collect();
+        json!({
+            "driver": read(&format!("{CPUIDLE}/current_driver")),
+            "governor": read(&format!("{CPUIDLE}/current_governor"))
+                .or_else(|| read(&format!("{CPUIDLE}/current_governor_ro"))),
+            "states_cpu0": states,
+            "pm_qos_cpu_dma_latency_us": pm_qos(),
+            "haltpoll_parameters": haltpoll,
+            "kernel_parameters": cmdline,
+            "idle_poll_held": idle_poll_held,
+        })
+    }
+
+    /// The PM QoS CPU latency target in force, µs (reading needs root; `None` otherwise).
+    fn pm_qos() -> Option<i32> {
+        let b = std::fs::read("/dev/cpu_dma_latency").ok()?;
+        Some(i32::from_ne_bytes(b.get(..4)?.try_into().ok()?))
+    }
+
+    /// Entries into each idle state so far, summed over `cpus`, by sanitised state name.
+    pub fn usage(cpus: &[usize]) -> BTreeMap<String, u64> {
+        let mut m = BTreeMap::new();
+        for &cpu in cpus {
+            for d in state_dirs(cpu) {
+                let name = read(&format!("{d}/name"))
+                    .unwrap_or_default()
+                    .to_lowercase()
+                    .replace(|c: char| !c.is_ascii_alphanumeric(), "_");
+                let n = read(&format!("{d}/usage"))
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
+                *m.entry(name).or_insert(0) += n;
+            }
+        }
+        m
+    }
+
+    /// Entries per state between two [`usage`] readings.
+    pub fn delta(
+        before: &BTreeMap<String, u64>,
+        after: &BTreeMap<String, u64>,
+    ) -> Vec<(String, u64)> {
+        after
+            .iter()
+            .map(|(k, &a)| {
+                (
+                    k.clone(),
+                    a.saturating_sub(before.get(k).copied().unwrap_or(0)),
+                )
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::Clock;
+    use crate::context::NoProgress;
+    use crate::sampler::SamplerConfig;
+    use std::sync::atomic::AtomicBool;
+    use std::time::Duration;
+
+    fn with_ctx<T>(cpus: Vec<usize>, f: impl FnOnce(&Context) -> T) -> T {
+        let clock = Clock::monotonic("test".into());
+        let cancel = AtomicBool::new(false);
+        let ctx = Context {
+            clock: &clock,
+            sampler: SamplerConfig {
+                samples: 5,
+                warmup: Duration::from_millis(2),
+                min_sample: Duration::from_micros(500),
+                budget: Duration::from_millis(50),
+            },
+            quick: true,
+            cpus,
+            progress: &NoProgress,
+            cancel: &cancel,
+        };
+        f(&ctx)
+    }
+
+    fn opts(args: &[&str]) -> Options {
+        use clap::{Args, FromArgMatches};
+        let cmd = Options::augment_args(clap::Command::new("switch").no_binary_name(true));
+        Options::from_arg_matches(&cmd.try_get_matches_from(args).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn cross_on_one_cpu_is_refused_before_spawning() {
+        with_ctx(vec![0], |ctx| {
+            let e = run(&opts(&["--placement", "cross"]), ctx).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                "--placement cross needs two CPUs in the CPU set (have: 0)"
+            );
+        });
+    }
+
+    /// A few hundred round trips of every primitive in both kinds on one CPU: each must have
+    /// switched at least twice per round trip, counted by the kernel.
+    #[test]
+    fn every_primitive_switches_on_one_cpu() {
+        use clap::ValueEnum;
+        with_ctx(vec![crate::cpuset::online()[0]], |ctx| {
+            for &via in Via::value_variants() {
+                for kind in [Kind::Threads, Kind::Processes] {
+                    let spec = RingSpec {
+                        via,
+                        kind,
+                        tasks: 2,
+                        tokens: 1,
+                        size_kib: 0,
+                        masks: masks(Placement::Same, &ctx.cpus).unwrap().to_vec(),
+                        verify: false,
+                    };
+                    let mut r = match ring::Ring::start(&spec, ctx) {
+                        Ok(r) => r,
+                        Err(e) if via == Via::Mqueue => {
+                            eprintln!("skipping mqueue: {e:#}");
+                            continue;
+                        }
+                        Err(e) => panic!("{via} {kind:?}: {e:#}"),
+                    };
+                    r.begin();
+                    for _ in 0..300 {
+                        r.op().unwrap();
+                    }
+                    let c = r.end().unwrap();
+                    let per_rt = c.switches.total() as f64 / c.ops as f64;
+                    assert_eq!(c.ops, 300);
+                    assert!(
+                        per_rt >= 1.9,
+                        "{via} {kind:?}: {per_rt} switches per round trip"
+                    );
+                }
+            }
+        });
+    }
+
+    #[test]
+    fn run_labels_cases_and_flags_what_did_not_switch() {
+        let cpus = crate::cpuset::online();
+        with_ctx(cpus.clone(), |ctx| {
+            let mut args = vec![
+                "--via",
+                "pipe,yield",
+                "--kind",
+                "threads",
+                "--placement",
+                "same,free",
+            ];
+            if cpus.len() >= 2 {
+                args[5] = "same,cross";
+            }
+            let out = run(&opts(&args), ctx).unwrap();
+            let rt = out
+                .cases
+                .iter()
+                .find(|c| c.id == "switch.pipe.threads.same")
+                .unwrap();
+            assert_eq!(rt.unit, "round trip");
+            assert!(rt.counters.contains_key("switches_per_round_trip"));
+            assert_eq!(rt.params["cpus"], json!([[ctx.cpus[0]], [ctx.cpus[0]]]));
+            assert!(out.cases.iter().any(|c| c.id == "switch.yield.control"));
+            let d = out
+                .derived
+                .iter()
+                .find(|d| d.id == "switch.pipe.threads.same.switch_cost")
+                .unwrap();
+            assert_eq!(
+                d.terms,
+                vec![
+                    ("switch.pipe.threads.same".into(), 0.5),
+                    ("switch.pipe.control".into(), -1.0)
+                ]
+            );
+            if cpus.len() >= 2 {
+                // Two yielding tasks on two CPUs never switch: flagged, not a switch cost.
+                let d = out
+                    .derived
+                    .iter()
+                    .find(|d| d.id == "switch.yield.threads.cross.switch_cost")
+                    .unwrap();
+                assert!(d.flagged.is_some(), "{d:?}");
+            }
+            assert!(
+                out.params["idle"]["driver"].is_string() || out.params["idle"]["driver"].is_null()
+            );
+        });
+    }
+}

@@ -1,0 +1,1134 @@
+//! Worker tasks for the switch and ring experiments: threads or forked processes, created so
+//! that no error path, Ctrl-C or killed worker leaves a zombie, an orphan or a hung parent.
+//!
+//! Forked children follow method.md 6.2 rule 3(b): the parent may already have threads (the
+//! CLI's Ctrl-C handler, the test harness), so a child may hold a copy of a lock some other
+//! thread held at fork time. A child therefore runs only allocation-free raw calls (link
+//! post/wait, getrusage, sched_setaffinity with a mask built before the fork, atomics on shared
+//! memory) and leaves with `_exit`: it never returns into the parent's Rust code, never drops a
+//! value, never unwinds.
+//!
+//! A [`Team`] owns every task it started. Dropping it kills (processes) or halts (threads) and
+//! reaps them all, so an early `?` anywhere in an experiment cleans up. For processes a
+//! watchdog thread waits for the children's process group: a child that exits before the
+//! parent asked the team to stop sets the team's abort flag and wakes every task through the
+//! experiment's `halt` callback, so a parent blocked in a wait returns with the reason.
+#![allow(unsafe_code)]
+
+use super::last_error;
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Stack of each worker thread. A worker only loops over link calls and a working-set sum, so
+/// it needs a few KiB; 64 KiB leaves ample room (glibc's minimum is 16 KiB). The default 2 MiB
+/// would reserve 16 GiB of address space and commit charge for 8192 threads, which fails under
+/// strict overcommit or an RLIMIT_AS, and would make the ring's peak memory a figure about
+/// stack reservations instead of about switching.
+pub const THREAD_STACK_BYTES: usize = 64 * 1024;
+
+/// How long an orderly stop may take before the stragglers are killed (processes) or
+/// abandoned (threads) and the stop is reported as failed.
+const STOP_DEADLINE: Duration = Duration::from_secs(20);
+
+/// What the tasks of an experiment are.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// Threads of the oscost process (one address space)
+    Threads,
+    /// Forked processes (an address-space switch on every hand-over)
+    Processes,
+}
+
+impl Kind {
+    /// Kebab-case name, as on the command line and in case ids.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Threads => "threads",
+            Kind::Processes => "processes",
+        }
+    }
+}
+
+/// A CPU affinity mask built before spawning, so a forked child can apply it with one raw
+/// `sched_setaffinity` call and no allocation.
+#[derive(Clone)]
+pub struct CpuMask {
+    set: libc::cpu_set_t,
+    cpus: Vec<usize>,
+}
+
+impl std::fmt::Debug for CpuMask {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("CpuMask").field(&self.cpus).finish()
+    }
+}
+
+impl CpuMask {
+    /// A mask of `cpus` (which must not be empty).
+    pub fn new(cpus: &[usize]) -> io::Result<CpuMask> {
+        if cpus.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "empty CPU mask",
+            ));
+        }
+        // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        for &c in cpus {
+            if c >= libc::CPU_SETSIZE as usize {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("CPU {c} is beyond CPU_SETSIZE"),
+                ));
+            }
+            // SAFETY: c < CPU_SETSIZE was checked; set is a valid cpu_set_t.
+            unsafe { libc::CPU_SET(c, &mut set) };
+        }
+        Ok(CpuMask {
+            set,
+            cpus: cpus.to_vec(),
+        })
+    }
+
+    /// The CPUs in the mask, ascending as given.
+    pub fn cpus(&self) -> &[usize] {
+        &self.cpus
+    }
+
+    /// Pins the calling thread to the mask. One raw call: allocation-free and async-signal-safe
+    /// (the error is built from errno without allocating), so a forked child may call it.
+    pub fn apply(&self) -> io::Result<()> {
+        // SAFETY: set is a valid cpu_set_t of the size passed; 0 is the calling thread.
+        let r = unsafe {
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &self.set)
+        };
+        if r != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+}
+
+/// Why a worker stopped before it was told to. Doubles as a child's exit status, so it must
+/// stay a plain integer (no message can be built in a forked child).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// Waiting on its link failed.
+    Wait,
+    /// Posting to its successor's link failed.
+    Post,
+    /// Its own setup (signal mask, working set) failed.
+    Setup,
+}
+
+/// Exit statuses a child uses besides [`Failure`]'s.
+mod status {
+    pub const WAIT: i32 = 10;
+    pub const POST: i32 = 11;
+    pub const SETUP: i32 = 12;
+    pub const PIN: i32 = 13;
+    pub const ORPHANED: i32 = 14;
+    pub const UNWOUND: i32 = 15;
+}
+
+impl Failure {
+    fn code(self) -> i32 {
+        match self {
+            Failure::Wait => status::WAIT,
+            Failure::Post => status::POST,
+            Failure::Setup => status::SETUP,
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Failure::Wait => "waiting on its link failed",
+            Failure::Post => "posting to its successor failed",
+            Failure::Setup => "its setup (signal mask or working set) failed",
+        })
+    }
+}
+
+/// What a child exit status means.
+fn describe_status(code: i32) -> &'static str {
+    match code {
+        status::WAIT => "waiting on its link failed",
+        status::POST => "posting to its successor failed",
+        status::SETUP => "its setup (signal mask or working set) failed",
+        status::PIN => "pinning it to its CPU failed",
+        status::ORPHANED => "its parent was gone before it started",
+        status::UNWOUND => "it panicked",
+        _ => "unexpected status",
+    }
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGINT => "SIGINT",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGILL => "SIGILL",
+        libc::SIGFPE => "SIGFPE",
+        _ => "a signal",
+    }
+}
+
+/// A task could not be created because a limit was reached. Every task started before it has
+/// already been stopped and reaped when this is returned; the CLI exits 2 with the message.
+#[derive(Debug, thiserror::Error)]
+pub enum LimitError {
+    /// fork or clone failed with EAGAIN.
+    #[error(
+        "cannot create task {index} of {total}: the process limit was reached \
+         (RLIMIT_NPROC soft={soft}, hard={hard}, raise it with `ulimit -u`; \
+         the kernel also caps tasks at {system})"
+    )]
+    Tasks {
+        /// 1-based number of the task that failed.
+        index: usize,
+        /// Tasks the experiment needed.
+        total: usize,
+        /// Soft limit, or `unlimited`.
+        soft: String,
+        /// Hard limit, or `unlimited`.
+        hard: String,
+        /// The system-wide caps (threads-max, pid_max, cgroup pids.max).
+        system: String,
+    },
+    /// A descriptor could not be created: EMFILE.
+    #[error(
+        "cannot create {what} for task {index} of {total}: the open-file limit was reached \
+         (RLIMIT_NOFILE soft={soft}, hard={hard}, raise it with `ulimit -n`)"
+    )]
+    Files {
+        /// What was being created (`a pipe link`).
+        what: String,
+        /// 1-based task number.
+        index: usize,
+        /// Tasks the experiment needed.
+        total: usize,
+        /// Soft limit, or `unlimited`.
+        soft: String,
+        /// Hard limit, or `unlimited`.
+        hard: String,
+    },
+    /// ENFILE: the whole system's file table is full.
+    #[error(
+        "cannot create {what} for task {index} of {total}: the system-wide file table is full \
+         (fs.file-max={max})"
+    )]
+    SystemFiles {
+        /// What was being created.
+        what: String,
+        /// 1-based task number.
+        index: usize,
+        /// Tasks the experiment needed.
+        total: usize,
+        /// `/proc/sys/fs/file-max`.
+        max: String,
+    },
+    /// fork, clone or a stack mapping failed with ENOMEM.
+    #[error(
+        "cannot create task {index} of {total}: out of memory or address-space mappings \
+         (vm.max_map_count={max_map_count}, vm.overcommit_memory={overcommit})"
+    )]
+    Memory {
+        /// 1-based task number.
+        index: usize,
+        /// Tasks the experiment needed.
+        total: usize,
+        /// `/proc/sys/vm/max_map_count`.
+        max_map_count: String,
+        /// `/proc/sys/vm/overcommit_memory`.
+        overcommit: String,
+    },
+}
+
+fn limit_text(resource: libc::__rlimit_resource_t) -> (String, String) {
+    let show = |v: Option<u64>| v.map_or_else(|| "unlimited".to_string(), |v| v.to_string());
+    match super::rlimit(resource) {
+        Ok((soft, hard)) => (show(soft), show(hard)),
+        Err(_) => ("unknown".into(), "unknown".into()),
+    }
+}
+
+fn read_trimmed(path: &str) -> String {
+    std::fs::read_to_string(path).map_or_else(|_| "unknown".into(), |s| s.trim().to_string())
+}
+
+/// The cgroup v1/v2 `pids.max` of this process, if it has one.
+fn cgroup_pids_max() -> Option<String> {
+    let cgroups = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    cgroups.lines().find_map(|line| {
+        let mut parts = line.splitn(3, ':');
+        let (_, ctrl, path) = (parts.next()?, parts.next()?, parts.next()?);
+        let dir = match ctrl {
+            "" => format!("/sys/fs/cgroup{path}"),
+            c if c.split(',').any(|c| c == "pids") => format!("/sys/fs/cgroup/pids{path}"),
+            _ => return None,
+        };
+        std::fs::read_to_string(format!("{dir}/pids.max"))
+            .ok()
+            .map(|s| s.trim().to_string())
+    })
+}
+
+/// Turns a failed task creation into a [`LimitError`] where the errno names a limit.
+fn spawn_error(err: io::Error, index: usize, total: usize, what: &str) -> anyhow::Error {
+    match os_errno(&err) {
+        Some(libc::EAGAIN) => {
+            let (soft, hard) = limit_text(libc::RLIMIT_NPROC);
+            let mut system = format!(
+                "kernel.threads-max={}, kernel.pid_max={}",
+                read_trimmed("/proc/sys/kernel/threads-max"),
+                read_trimmed("/proc/sys/kernel/pid_max")
+            );
+            if let Some(max) = cgroup_pids_max() {
+                system.push_str(&format!(", cgroup pids.max={max}"));
+            }
+            LimitError::Tasks {
+                index,
+                total,
+                soft,
+                hard,
+                system,
+            }
+            .into()
+        }
+        Some(libc::ENOMEM) => LimitError::Memory {
+            index,
+            total,
+            max_map_count: read_trimmed("/proc/sys/vm/max_map_count"),
+            overcommit: read_trimmed("/proc/sys/vm/overcommit_memory"),
+        }
+        .into(),
+        _ => anyhow::anyhow!("cannot create task {index} of {total} ({what}): {err}"),
+    }
+}
+
+/// The errno behind `err`: its raw code, or the `(os error N)` that a wrapped error (one
+/// built by [`super::last_error`]) carries in its message.
+fn os_errno(err: &io::Error) -> Option<i32> {
+    err.raw_os_error().or_else(|| {
+        let text = err.to_string();
+        let start = text.rfind("(os error ")? + "(os error ".len();
+        text[start..].trim_end_matches(')').parse().ok()
+    })
+}
+
+/// Turns a failure to create a descriptor-backed object (a link) for task `index` into a
+/// [`LimitError`] naming RLIMIT_NOFILE or fs.file-max, or else an error naming `what`.
+pub fn resource_error(err: io::Error, what: &str, index: usize, total: usize) -> anyhow::Error {
+    match os_errno(&err) {
+        Some(libc::EMFILE) => {
+            let (soft, hard) = limit_text(libc::RLIMIT_NOFILE);
+            LimitError::Files {
+                what: what.into(),
+                index,
+                total,
+                soft,
+                hard,
+            }
+            .into()
+        }
+        Some(libc::ENFILE) => LimitError::SystemFiles {
+            what: what.into(),
+            index,
+            total,
+            max: read_trimmed("/proc/sys/fs/file-max"),
+        }
+        .into(),
+        _ => anyhow::anyhow!("cannot create {what} for task {index} of {total}: {err}"),
+    }
+}
+
+/// Private memory a task touches on every hop (lmbench `lat_ctx -s`): an anonymous mapping
+/// made by the task itself, so a forked child gets its own pages without calling malloc.
+pub struct WorkingSet {
+    ptr: *mut u64,
+    words: usize,
+}
+
+impl WorkingSet {
+    /// Maps `kib` KiB and writes every word once, so the pages are private to this task (an
+    /// untouched mapping reads the shared zero page, which would stay cache-hot). Raw calls
+    /// only: safe in a forked child. `kib == 0` maps nothing.
+    pub fn new(kib: usize) -> io::Result<WorkingSet> {
+        let words = kib * 1024 / 8;
+        if words == 0 {
+            return Ok(WorkingSet {
+                ptr: std::ptr::NonNull::dangling().as_ptr(),
+                words: 0,
+            });
+        }
+        // SAFETY: an anonymous private mapping at a kernel-chosen address aliases nothing.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                words * 8,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let mut ws = WorkingSet {
+            ptr: p.cast(),
+            words,
+        };
+        for (i, w) in ws.words_mut().iter_mut().enumerate() {
+            *w = i as u64;
+        }
+        Ok(ws)
+    }
+
+    fn words_mut(&mut self) -> &mut [u64] {
+        // SAFETY: ptr is a live mapping of `words` u64s (or dangling with 0 words), page
+        // aligned, exclusively borrowed through self.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.words) }
+    }
+
+    /// Reads every word (lmbench's `sumit`) and returns the sum so the reads stay.
+    #[inline]
+    pub fn touch(&self) -> u64 {
+        // SAFETY: as in words_mut, shared borrow.
+        let words = unsafe { std::slice::from_raw_parts(self.ptr, self.words) };
+        std::hint::black_box(words.iter().fold(0u64, |a, &w| a.wrapping_add(w)))
+    }
+}
+
+impl Drop for WorkingSet {
+    fn drop(&mut self) {
+        if self.words > 0 {
+            // SAFETY: exactly the mapping made in `new`, unmapped once.
+            unsafe { libc::munmap(self.ptr.cast(), self.words * 8) };
+        }
+    }
+}
+
+/// Migrations of process `pid` (its main thread) so far, from `/proc/<pid>/sched`.
+pub fn process_migrations(pid: i32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/sched")).ok()?;
+    text.lines()
+        .find(|l| l.starts_with("se.nr_migrations"))
+        .and_then(|l| l.split(':').nth(1))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// Proportional resident memory of process `pid` (`Pss` in `/proc/<pid>/smaps_rollup`), KiB:
+/// pages shared with other processes (a forked child's copy-on-write pages) are split between
+/// them, so a sum over processes counts each page once.
+pub fn process_pss_kib(pid: i32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
+    text.lines()
+        .find(|l| l.starts_with("Pss:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+}
+
+/// What the team, its watchdog and its threads share.
+struct Shared {
+    /// Set once a task failed or died before the team was told to stop.
+    aborted: AtomicBool,
+    /// The first such failure, as the message the parent returns.
+    reason: Mutex<Option<String>>,
+    /// Set before the parent asks the tasks to stop: exits after it are expected.
+    stopping: AtomicBool,
+    /// Makes every task return: the experiment sets its stop word and posts every link once.
+    halt: Box<dyn Fn() + Send + Sync>,
+}
+
+impl Shared {
+    fn fail(&self, msg: String) {
+        {
+            let mut r = lock(&self.reason);
+            if r.is_none() {
+                *r = Some(msg);
+            }
+        }
+        self.aborted.store(true, Ordering::Release);
+        (self.halt)();
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A poisoned lock only means another thread panicked holding it; the data (pids, exit
+    // statuses, a message) is still what it was.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// How a child ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Exit {
+    Code(i32),
+    Signal(i32),
+}
+
+impl Exit {
+    fn from_wait_status(st: i32) -> Exit {
+        if libc::WIFSIGNALED(st) {
+            Exit::Signal(libc::WTERMSIG(st))
+        } else {
+            Exit::Code(libc::WEXITSTATUS(st))
+        }
+    }
+
+    fn describe(self, pid: i32) -> String {
+        match self {
+            Exit::Signal(s) => {
+                format!(
+                    "worker process {pid} was killed by signal {s} ({})",
+                    signal_name(s)
+                )
+            }
+            Exit::Code(c) => {
+                format!(
+                    "worker process {pid} exited with status {c} ({})",
+                    describe_status(c)
+                )
+            }
+        }
+    }
+}
+
+/// A forked child and, once reaped, how it ended.
+struct Slot {
+    pid: i32,
+    exit: Option<Exit>,
+}
+
+/// The children of a process team, all in one process group so the watchdog can wait for
+/// exactly them (never for children other code in this process started).
+struct Procs {
+    pgid: i32,
+    slots: Mutex<Vec<Slot>>,
+}
+
+impl Procs {
+    /// Reaps `pid` if it is ours and not reaped yet; returns how it ended. The lock is held
+    /// across the reap so a concurrent kill never signals a reaped (reusable) pid.
+    fn reap(&self, pid: i32, block: bool) -> Option<Exit> {
+        let mut slots = lock(&self.slots);
+        let slot = slots
+            .iter_mut()
+            .find(|s| s.pid == pid && s.exit.is_none())?;
+        let mut st = 0;
+        let flags = if block { 0 } else { libc::WNOHANG };
+        // SAFETY: st is writable; pid is our unreaped child.
+        let r = unsafe { libc::waitpid(pid, &mut st, flags) };
+        if r != pid {
+            return None;
+        }
+        let exit = Exit::from_wait_status(st);
+        slot.exit = Some(exit);
+        Some(exit)
+    }
+
+    /// SIGKILLs every unreaped child. Holding the lock keeps the watchdog from reaping (and
+    /// the pid from being reused) between the check and the kill.
+    fn kill_all(&self) {
+        let slots = lock(&self.slots);
+        for s in slots.iter().filter(|s| s.exit.is_none()) {
+            // SAFETY: s.pid is our child and not reaped, so the pid is still ours.
+            unsafe { libc::kill(s.pid, libc::SIGKILL) };
+        }
+    }
+
+    /// Reaps every child still unreaped, blocking (they must have been told or killed).
+    fn reap_rest(&self) {
+        let pids: Vec<i32> = lock(&self.slots)
+            .iter()
+            .filter(|s| s.exit.is_none())
+            .map(|s| s.pid)
+            .collect();
+        for pid in pids {
+            self.reap(pid, true);
+        }
+    }
+
+    fn all_reaped(&self) -> bool {
+        lock(&self.slots).iter().all(|s| s.exit.is_some())
+    }
+
+    fn first_bad_exit(&self) -> Option<String> {
+        lock(&self.slots).iter().find_map(|s| match s.exit {
+            Some(Exit::Code(0)) => None,
+            Some(e) => Some(e.describe(s.pid)),
+            None => Some(format!("worker process {} was not reaped", s.pid)),
+        })
+    }
+}
+
+/// Waits for the team's process group and reaps each child as it ends. A child ending while
+/// the team is not stopping is a failure: record it and wake everyone.
+fn watchdog(procs: Arc<Procs>, shared: Arc<Shared>) {
+    loop {
+        // SAFETY: siginfo_t is plain data; zeroed is valid for waitid to fill.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // WNOWAIT: only learn which child ended; it is reaped under the slots lock below.
+        // SAFETY: info is writable; P_PGID with our children's group selects only them.
+        let r = unsafe {
+            libc::waitid(
+                libc::P_PGID,
+                procs.pgid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if r != 0 {
+            if io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return; // ECHILD: no child of the group left
+        }
+        // SAFETY: waitid succeeded with WEXITED, so si_pid is filled.
+        let pid = unsafe { info.si_pid() };
+        if let Some(exit) = procs.reap(pid, false) {
+            if !shared.stopping.load(Ordering::Acquire) {
+                shared.fail(exit.describe(pid));
+            }
+        }
+        if procs.all_reaped() {
+            return;
+        }
+    }
+}
+
+/// If a worker thread unwinds (it should not), fail the team so the parent does not wait
+/// forever for a token the thread will never pass.
+struct FailOnUnwind {
+    shared: Arc<Shared>,
+    index: usize,
+}
+
+impl Drop for FailOnUnwind {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.shared
+                .fail(format!("worker thread {} panicked", self.index));
+        }
+    }
+}
+
+/// If anything in a forked child unwinds, leave at once instead of unwinding into the
+/// parent's code (which would then run as a second copy of oscost).
+struct ExitOnUnwind;
+
+impl Drop for ExitOnUnwind {
+    fn drop(&mut self) {
+        exit_now(status::UNWOUND);
+    }
+}
+
+fn exit_now(code: i32) -> ! {
+    // SAFETY: _exit ends the process at once, running no destructors or atexit handlers: the
+    // only way out for a forked child of a multithreaded parent.
+    unsafe { libc::_exit(code) }
+}
+
+/// The body of a forked child. Raw calls only, then `_exit`: never returns.
+fn child_main<F>(parent: i32, pgid: i32, mask: Option<&CpuMask>, body: &F) -> !
+where
+    F: Fn() -> Result<(), Failure>,
+{
+    let _backstop = ExitOnUnwind;
+    // SAFETY: prctl(PR_SET_PDEATHSIG) takes plain integers. The signal comes when the thread
+    // that forked us exits, so oscost being killed never leaves this child running.
+    unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        )
+    };
+    // SAFETY: getppid has no arguments.
+    if unsafe { libc::getppid() } != parent {
+        // The parent died before the death signal was armed.
+        exit_now(status::ORPHANED);
+    }
+    // SAFETY: setpgid on ourselves with plain integers; pgid 0 makes us the group leader.
+    unsafe { libc::setpgid(0, pgid) };
+    // The parent owns Ctrl-C (it kills and reaps us); an inherited handler must not run here.
+    // SAFETY: installing SIG_IGN touches no memory of ours.
+    unsafe { libc::signal(libc::SIGINT, libc::SIG_IGN) };
+    if let Some(m) = mask {
+        if m.apply().is_err() {
+            exit_now(status::PIN);
+        }
+    }
+    exit_now(match body() {
+        Ok(()) => 0,
+        Err(f) => f.code(),
+    })
+}
+
+/// The tasks of one experiment run, all of one [`Kind`]. Dropping it stops and reaps them.
+pub struct Team {
+    kind: Kind,
+    planned: usize,
+    existing: usize,
+    shared: Arc<Shared>,
+    procs: Option<Arc<Procs>>,
+    threads: Vec<JoinHandle<Result<(), Failure>>>,
+    watchdog: Option<JoinHandle<()>>,
+    finished: bool,
+}
+
+impl Team {
+    /// An empty team. `planned` is the experiment's task count, of which `existing` already
+    /// run (the caller, when it is task 1 of a ring): both only number tasks in error messages.
+    /// `halt` must make every task return soon: set the experiment's stop word, then post
+    /// every link once. It is called from the watchdog when a task dies, and on stop.
+    pub fn new(
+        kind: Kind,
+        planned: usize,
+        existing: usize,
+        halt: impl Fn() + Send + Sync + 'static,
+    ) -> Team {
+        Team {
+            kind,
+            planned,
+            existing,
+            shared: Arc::new(Shared {
+                aborted: AtomicBool::new(false),
+                reason: Mutex::new(None),
+                stopping: AtomicBool::new(false),
+                halt: Box::new(halt),
+            }),
+            procs: None,
+            threads: Vec::new(),
+            watchdog: None,
+            finished: false,
+        }
+    }
+
+    /// Tasks started so far.
+    pub fn len(&self) -> usize {
+        match &self.procs {
+            Some(p) => lock(&p.slots).len(),
+            None => self.threads.len(),
+        }
+    }
+
+    /// Whether no task was started yet.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Process ids of the children (empty for threads).
+    pub fn pids(&self) -> Vec<i32> {
+        self.procs
+            .as_ref()
+            .map(|p| lock(&p.slots).iter().map(|s| s.pid).collect())
+            .unwrap_or_default()
+    }
+
+    /// Starts one task running `body`, pinned to `mask` if given. For processes `body` runs
+    /// in a forked child and must only make allocation-free raw calls (see the module doc);
+    /// it is called by reference and never dropped there. A limit hit is a [`LimitError`].
+    pub fn spawn<F>(&mut self, mask: Option<&CpuMask>, body: F) -> anyhow::Result<()>
+    where
+        F: Fn() -> Result<(), Failure> + Send + 'static,
+    {
+        match self.kind {
+            Kind::Threads => self.spawn_thread(mask, body),
+            Kind::Processes => self.spawn_process(mask, body),
+        }
+    }
+
+    fn spawn_thread<F>(&mut self, mask: Option<&CpuMask>, body: F) -> anyhow::Result<()>
+    where
+        F: Fn() -> Result<(), Failure> + Send + 'static,
+    {
+        let index = self.existing + self.threads.len() + 1;
+        let shared = Arc::clone(&self.shared);
+        let mask = mask.cloned();
+        let handle = std::thread::Builder::new()
+            .name(format!("oscost-w{index}"))
+            .stack_size(THREAD_STACK_BYTES)
+            .spawn(move || {
+                let _guard = FailOnUnwind {
+                    shared: Arc::clone(&shared),
+                    index,
+                };
+                let result = match mask.as_ref().map(CpuMask::apply) {
+                    Some(Err(e)) => {
+                        shared.fail(format!("worker thread {index}: pinning failed: {e}"));
+                        return Err(Failure::Setup);
+                    }
+                    _ => body(),
+                };
+                if let Err(f) = result {
+                    if !shared.stopping.load(Ordering::Acquire) {
+                        shared.fail(format!("worker thread {index} stopped early: {f}"));
+                    }
+                }
+                result
+            })
+            .map_err(|e| spawn_error(e, index, self.planned, "thread"))?;
+        self.threads.push(handle);
+        Ok(())
+    }
+
+    fn spawn_process<F>(&mut self, mask: Option<&CpuMask>, body: F) -> anyhow::Result<()>
+    where
+        F: Fn() -> Result<(), Failure> + Send + 'static,
+    {
+        let index = self.existing + self.len() + 1;
+        let pgid = self.procs.as_ref().map_or(0, |p| p.pgid);
+        // SAFETY: getpid has no arguments.
+        let parent = unsafe { libc::getpid() };
+        // SAFETY: fork is sound here because the child runs only child_main, which makes
+        // allocation-free raw calls and leaves with _exit (method.md 6.2 rule 3b).
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(spawn_error(last_error("fork"), index, self.planned, "fork"));
+        }
+        if pid == 0 {
+            child_main(parent, pgid, mask, &body);
+        }
+        // Also set the group from this side, so the child is in it before the watchdog waits,
+        // whichever of the two runs first.
+        let pgid = if pgid == 0 { pid } else { pgid };
+        // SAFETY: plain integers; pid is our child.
+        unsafe { libc::setpgid(pid, pgid) };
+        let procs = self.procs.get_or_insert_with(|| {
+            Arc::new(Procs {
+                pgid,
+                slots: Mutex::new(Vec::new()),
+            })
+        });
+        lock(&procs.slots).push(Slot { pid, exit: None });
+        Ok(())
+    }
+
+    /// Starts the watchdog over the children (processes only; worker threads report their
+    /// own failure). Call it once every task is spawned, so no fork happens while it runs.
+    pub fn watch(&mut self) -> anyhow::Result<()> {
+        let Some(procs) = &self.procs else {
+            return Ok(());
+        };
+        let (procs, shared) = (Arc::clone(procs), Arc::clone(&self.shared));
+        let handle = std::thread::Builder::new()
+            .name("oscost-watchdog".into())
+            .stack_size(THREAD_STACK_BYTES)
+            .spawn(move || watchdog(procs, shared))
+            .map_err(|e| spawn_error(e, self.planned + 1, self.planned + 1, "watchdog thread"))?;
+        self.watchdog = Some(handle);
+        Ok(())
+    }
+
+    /// `Ok` while every task is running as asked; the reason once one failed or died. Cheap
+    /// (one atomic load): call it after every wait.
+    #[inline]
+    pub fn check(&self) -> anyhow::Result<()> {
+        if self.shared.aborted.load(Ordering::Acquire) {
+            return Err(self.abort_error());
+        }
+        Ok(())
+    }
+
+    #[cold]
+    fn abort_error(&self) -> anyhow::Error {
+        let reason = lock(&self.shared.reason).clone();
+        anyhow::anyhow!(reason.unwrap_or_else(|| "a worker task failed".into()))
+    }
+
+    /// Stops the tasks in order (halt, then wait for each to return and report) and reaps
+    /// them. Errors if a task failed, died, or did not stop within the deadline.
+    pub fn finish(mut self) -> anyhow::Result<()> {
+        self.finished = true;
+        self.shared.stopping.store(true, Ordering::Release);
+        (self.shared.halt)();
+        let late = match self.kind {
+            Kind::Threads => self.join_threads(),
+            Kind::Processes => self.wait_children(),
+        };
+        if let Some(reason) = lock(&self.shared.reason).clone() {
+            anyhow::bail!(reason);
+        }
+        if let Some(bad) = self.procs.as_ref().and_then(|p| p.first_bad_exit()) {
+            anyhow::bail!(bad);
+        }
+        if let Some(what) = late {
+            anyhow::bail!(what);
+        }
+        Ok(())
+    }
+
+    /// Joins every worker thread; threads cannot be killed, so stragglers get the halt again
+    /// every 100 ms and are abandoned (reported) after the deadline.
+    fn join_threads(&mut self) -> Option<String> {
+        let deadline = Instant::now() + STOP_DEADLINE;
+        let mut last_halt = Instant::now();
+        while self.threads.iter().any(|t| !t.is_finished()) {
+            if Instant::now() > deadline {
+                let left = self.threads.iter().filter(|t| !t.is_finished()).count();
+                self.threads.clear();
+                return Some(format!(
+                    "{left} worker threads did not stop within {} s",
+                    STOP_DEADLINE.as_secs()
+                ));
+            }
+            if last_halt.elapsed() > Duration::from_millis(100) {
+                (self.shared.halt)();
+                last_halt = Instant::now();
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        let mut first = None;
+        for (i, t) in self.threads.drain(..).enumerate() {
+            let outcome = match t.join() {
+                Ok(Ok(())) => None,
+                Ok(Err(f)) => Some(format!("worker thread {} stopped early: {f}", i + 1)),
+                Err(_) => Some(format!("worker thread {} panicked", i + 1)),
+            };
+            first = first.or(outcome);
+        }
+        first
+    }
+
+    /// Waits for every child to exit after the halt; kills the ones still running at the
+    /// deadline. Always reaps every child.
+    fn wait_children(&mut self) -> Option<String> {
+        let procs = self.procs.clone()?;
+        let deadline = Instant::now() + STOP_DEADLINE;
+        let mut late = None;
+        loop {
+            let done = match &self.watchdog {
+                Some(w) => w.is_finished(),
+                None => procs.all_reaped(),
+            };
+            if done {
+                break;
+            }
+            if Instant::now() > deadline {
+                late = Some(format!(
+                    "worker processes did not stop within {} s and were killed",
+                    STOP_DEADLINE.as_secs()
+                ));
+                procs.kill_all();
+                break;
+            }
+            if self.watchdog.is_none() {
+                for pid in self.pids() {
+                    procs.reap(pid, false);
+                }
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        self.reap_everything();
+        late
+    }
+
+    /// Joins the watchdog (it returns once the group is empty), then reaps whatever was not
+    /// in the group (a child killed before it joined).
+    fn reap_everything(&mut self) {
+        if let Some(w) = self.watchdog.take() {
+            let _ = w.join();
+        }
+        if let Some(p) = &self.procs {
+            p.reap_rest();
+        }
+    }
+}
+
+impl Drop for Team {
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        self.shared.stopping.store(true, Ordering::Release);
+        match self.kind {
+            Kind::Processes => {
+                if let Some(p) = &self.procs {
+                    p.kill_all();
+                }
+                self.reap_everything();
+            }
+            Kind::Threads => {
+                (self.shared.halt)();
+                let _ = self.join_threads();
+            }
+        }
+    }
+}
+
+/// Sends SIGKILL to `pid`: lets tests elsewhere in the crate (which may not use `unsafe`)
+/// kill one worker of a running team.
+#[cfg(test)]
+pub(crate) fn sigkill(pid: i32) {
+    // SAFETY: plain integers; the callers pass an unreaped child of one of their teams.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::os::ipc::{Link, SharedWords, Via};
+
+    /// Children of this process among `pids` that still exist (zombies included).
+    fn still_ours(pids: &[i32]) -> Vec<i32> {
+        // SAFETY: getpid has no arguments.
+        let me = unsafe { libc::getpid() };
+        pids.iter()
+            .copied()
+            .filter(|pid| {
+                std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .ok()
+                    .and_then(|s| {
+                        let rest = &s[s.rfind(')')? + 2..];
+                        rest.split_whitespace().nth(1)?.parse::<i32>().ok()
+                    })
+                    == Some(me)
+            })
+            .collect()
+    }
+
+    /// A responder team of `n` tasks on `links[i]`, each echoing to `back`.
+    fn echo_team(kind: Kind, n: usize) -> (Team, Arc<Vec<Link>>, Arc<Link>, Arc<SharedWords>) {
+        let links: Arc<Vec<Link>> =
+            Arc::new((0..n).map(|_| Link::new(Via::Pipe).unwrap()).collect());
+        let back = Arc::new(Link::new(Via::Pipe).unwrap());
+        let stop = Arc::new(SharedWords::new(1).unwrap());
+        let (l2, b2, s2) = (Arc::clone(&links), Arc::clone(&back), Arc::clone(&stop));
+        let mut team = Team::new(kind, n, 0, move || {
+            s2.get(0).store(1, Ordering::Release);
+            for l in l2.iter() {
+                let _ = l.post();
+            }
+            let _ = b2.post();
+        });
+        for i in 0..n {
+            let (links, back, stop) = (Arc::clone(&links), Arc::clone(&back), Arc::clone(&stop));
+            team.spawn(None, move || loop {
+                let own = links.get(i).ok_or(Failure::Setup)?;
+                own.wait().map_err(|_| Failure::Wait)?;
+                if stop.get(0).load(Ordering::Acquire) != 0 {
+                    return Ok(());
+                }
+                back.post().map_err(|_| Failure::Post)?;
+            })
+            .unwrap();
+        }
+        team.watch().unwrap();
+        (team, links, back, stop)
+    }
+
+    #[test]
+    fn orderly_stop_reaps_every_child() {
+        for kind in [Kind::Threads, Kind::Processes] {
+            let (team, links, back, _stop) = echo_team(kind, 4);
+            for _ in 0..100 {
+                for l in links.iter() {
+                    l.post().unwrap();
+                    back.wait().unwrap();
+                }
+            }
+            team.check().unwrap();
+            let pids = team.pids();
+            team.finish().unwrap();
+            assert!(
+                still_ours(&pids).is_empty(),
+                "{kind:?} left {:?}",
+                still_ours(&pids)
+            );
+        }
+    }
+
+    #[test]
+    fn a_killed_child_wakes_the_parent_with_the_reason() {
+        let (team, links, back, _stop) = echo_team(Kind::Processes, 3);
+        links[0].post().unwrap();
+        back.wait().unwrap();
+        let victim = team.pids()[1];
+        // SAFETY: victim is our unreaped child.
+        unsafe { libc::kill(victim, libc::SIGKILL) };
+        // The parent blocks as if waiting for the dead child's answer; the watchdog's halt
+        // posts `back`, so this returns.
+        back.wait().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while team.check().is_ok() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let msg = team.check().unwrap_err().to_string();
+        assert_eq!(
+            msg,
+            format!("worker process {victim} was killed by signal 9 (SIGKILL)")
+        );
+        let pids = team.pids();
+        let err = team.finish().unwrap_err().to_string();
+        assert!(err.contains("killed by signal 9"), "{err}");
+        assert!(still_ours(&pids).is_empty());
+    }
+
+    #[test]
+    fn dropping_a_team_kills_and_reaps() {
+        let (team, _links, _back, _stop) = echo_team(Kind::Processes, 5);
+        let pids = team.pids();
+        assert_eq!(pids.len(), 5);
+        drop(team);
+        assert!(still_ours(&pids).is_empty());
+        let (team, _links, _back, _stop) = echo_team(Kind::Threads, 5);
+        drop(team); // joins: would hang here if the halt did not reach every thread
+    }
+
+    #[test]
+    fn limit_errors_name_the_limit_and_the_remedy() {
+        let e = spawn_error(
+            io::Error::from_raw_os_error(libc::EAGAIN),
+            4097,
+            8192,
+            "fork",
+        );
+        let msg = e.to_string();
+        assert!(msg.starts_with("cannot create task 4097 of 8192: the process limit was reached (RLIMIT_NPROC soft="), "{msg}");
+        assert!(msg.contains("`ulimit -u`"), "{msg}");
+        assert!(e.downcast_ref::<LimitError>().is_some());
+        let wrapped = io::Error::other("pipe2: Too many open files (os error 24)");
+        let msg = resource_error(wrapped, "a pipe link", 300, 512).to_string();
+        assert!(
+            msg.contains("RLIMIT_NOFILE soft=") && msg.contains("`ulimit -n`"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn working_set_is_private_and_summed() {
+        let ws = WorkingSet::new(16).unwrap();
+        let n = 16 * 1024 / 8;
+        assert_eq!(ws.touch(), (n * (n - 1) / 2) as u64);
+        assert_eq!(WorkingSet::new(0).unwrap().touch(), 0);
+    }
+
+    #[test]
+    fn cpu_mask_pins_a_thread() {
+        let cpu = crate::cpuset::online()[0];
+        let m = CpuMask::new(&[cpu]).unwrap();
+        std::thread::spawn(move || {
+            m.apply().unwrap();
+            assert_eq!(crate::os::affinity().unwrap(), vec![cpu]);
+        })
+        .join()
+        .unwrap();
+        assert!(CpuMask::new(&[]).is_err());
+    }
+}

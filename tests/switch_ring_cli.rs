@@ -1,0 +1,277 @@
+//! `oscost switch` and `oscost ring` as a user drives them: bad input, limits, a worker killed
+//! mid-run, and the counted switches. No timing assertions: only what the kernel counted and
+//! what the command did.
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+fn oscost() -> Command {
+    Command::cargo_bin("oscost").unwrap()
+}
+
+fn bin() -> std::path::PathBuf {
+    assert_cmd::cargo::cargo_bin("oscost")
+}
+
+/// Fields after the `(comm)` of `/proc/<pid>/stat`: state is [0], ppid [1].
+fn stat_fields(pid: i32) -> Option<Vec<String>> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &s[s.rfind(')')? + 2..];
+    Some(rest.split_whitespace().map(str::to_owned).collect())
+}
+
+/// Processes (not threads: /proc lists only thread-group leaders) whose parent is `parent`.
+fn children_of(parent: i32) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| stat_fields(pid).and_then(|f| f.get(1)?.parse::<i32>().ok()) == Some(parent))
+        .collect()
+}
+
+/// Whether `pid` still exists as something other than a reaped process.
+fn alive(pid: i32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Asserts a failed run: exit 2, one `oscost: ` line containing `needle`, no result file.
+fn assert_refused(cmd: &mut Command, json: &Path, needle: &str) {
+    let out = cmd.arg("--json").arg(json).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {err}");
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| !l.starts_with("warning: "))
+        .collect();
+    assert_eq!(lines.len(), 1, "one line expected: {err}");
+    assert!(lines[0].starts_with("oscost: "), "{err}");
+    assert!(lines[0].contains(needle), "`{needle}` missing from: {err}");
+    assert!(!json.exists(), "a result file was written on failure");
+}
+
+#[test]
+fn bad_input_exits_2_with_one_line_and_no_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let cases: [(&[&str], &str); 6] = [
+        (&["ring", "--tasks", "1"], "--tasks 1"),
+        (&["ring", "--tokens", "0"], "--tokens 0"),
+        (&["ring", "--tasks", "4,8", "--tokens", "4"], "--tokens 4"),
+        (&["ring", "--via", "signal"], "--via"),
+        (&["switch", "--via", "carrier-pigeon"], "--via"),
+        (
+            &["--cpus", "0", "switch", "--placement", "cross"],
+            "--placement cross needs two CPUs in the CPU set (have: 0)",
+        ),
+    ];
+    for (args, needle) in cases {
+        assert_refused(
+            oscost().args(["--quick", "--quiet"]).args(args),
+            &json,
+            needle,
+        );
+    }
+}
+
+/// Runs `oscost` under `prlimit` (and, as root, `setpriv` to an unprivileged user, because
+/// root is exempt from RLIMIT_NPROC) and returns (exit code, stderr).
+fn run_limited(limit: &str, unprivileged: bool, args: &[&str]) -> Option<(Option<i32>, String)> {
+    let mut cmd = std::process::Command::new("prlimit");
+    cmd.arg(limit).arg("--");
+    if unprivileged {
+        cmd.args([
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+        ]);
+    }
+    let out = cmd.arg(bin()).args(args).output().ok()?;
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    if err.contains("prlimit:") || err.contains("setpriv:") {
+        eprintln!("skipping: {err}");
+        return None;
+    }
+    Some((out.status.code(), err))
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find(|l| l.starts_with("Uid:"))
+        .and_then(|l| l.split_whitespace().nth(2).map(|e| e == "0"))
+        .unwrap_or(false)
+}
+
+#[test]
+fn open_file_limit_mid_spawn_is_named() {
+    let args = [
+        "--quick",
+        "--quiet",
+        "ring",
+        "--via",
+        "pipe",
+        "--kind",
+        "processes",
+        "--tasks",
+        "512",
+    ];
+    let Some((code, err)) = run_limited("--nofile=256:256", false, &args) else {
+        return;
+    };
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("RLIMIT_NOFILE") && err.contains("ulimit -n"),
+        "{err}"
+    );
+    assert!(err.contains("of 512"), "{err}");
+}
+
+#[test]
+fn process_limit_mid_spawn_is_named() {
+    // RLIMIT_NPROC counts the user's processes and is not enforced for root (CAP_SYS_ADMIN /
+    // CAP_SYS_RESOURCE), so as root the run drops to `nobody` first.
+    let unprivileged = is_root();
+    for kind in ["processes", "threads"] {
+        let args = [
+            "--quick", "--quiet", "ring", "--kind", kind, "--tasks", "96",
+        ];
+        let Some((code, err)) = run_limited("--nproc=48:48", unprivileged, &args) else {
+            return;
+        };
+        assert_eq!(code, Some(2), "{kind}: {err}");
+        assert!(
+            err.contains("the process limit was reached (RLIMIT_NPROC soft=48"),
+            "{kind}: {err}"
+        );
+        assert!(
+            err.contains("ulimit -u") && err.contains("of 96"),
+            "{kind}: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_killed_worker_fails_the_run_and_the_rest_are_reaped() {
+    let child = std::process::Command::new(bin())
+        .args([
+            "--quiet",
+            "ring",
+            "--kind",
+            "processes",
+            "--tasks",
+            "8,8,8,8,8,8,8,8",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let oscost_pid = child.id() as i32;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let workers = loop {
+        let w = children_of(oscost_pid);
+        if w.len() >= 7 || Instant::now() > deadline {
+            break w;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert!(workers.len() >= 7, "workers never appeared: {workers:?}");
+    let victim = workers[3];
+    std::process::Command::new("kill")
+        .args(["-KILL", &victim.to_string()])
+        .status()
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "worker process {victim} was killed by signal 9 (SIGKILL)"
+        )),
+        "{err}"
+    );
+    for pid in workers {
+        assert!(!alive(pid), "worker {pid} outlived oscost");
+    }
+}
+
+#[test]
+fn same_cpu_ping_pong_counts_two_switches_per_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let cpu = std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|s| s.split([',', '-']).next()?.trim().parse::<usize>().ok())
+        .unwrap_or(0)
+        .to_string();
+    oscost()
+        .args([
+            "--quick",
+            "--quiet",
+            "--samples",
+            "5",
+            "--cpus",
+            &cpu,
+            "switch",
+        ])
+        .args(["--via", "pipe,futex,yield", "--kind", "threads,processes"])
+        .arg("--json")
+        .arg(&json)
+        .assert()
+        .success();
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let cases: Vec<&Value> = doc["experiments"][0]["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["unit"] == "round trip")
+        .collect();
+    assert_eq!(cases.len(), 6);
+    let cpu_n: u64 = cpu.parse().unwrap();
+    for c in cases {
+        let per_rt = c["counters"]["switches_per_round_trip"].as_f64().unwrap();
+        assert!(per_rt >= 1.9, "{}: {per_rt}", c["id"]);
+        assert_eq!(c["params"]["cpus"], serde_json::json!([[cpu_n], [cpu_n]]));
+    }
+}
+
+#[test]
+fn verify_order_is_recorded_and_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    oscost()
+        .args([
+            "--quick",
+            "--quiet",
+            "ring",
+            "--tasks",
+            "5",
+            "--tokens",
+            "2",
+            "--verify-order",
+        ])
+        .args(["--kind", "processes"])
+        .arg("--json")
+        .arg(&json)
+        .assert()
+        .success();
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let case = doc["experiments"][0]["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "ring.pipe.processes.n5.k2.s0")
+        .unwrap();
+    let check = case["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "visit_order_violations")
+        .unwrap();
+    assert_eq!(check["passed"], true, "{check}");
+    assert_eq!(case["series"][0]["name"], "visit_order");
+}
