@@ -3,7 +3,8 @@
 //! Each experiment is one module exposing `NAME`, `SUMMARY`, `IN_DEFAULT_SUITE`, an `Options`
 //! type (clap arguments, whose defaults are the experiment's default size) and
 //! `run(&Options, &Context) -> Result<ExperimentOutput>`. Adding one is a new file plus one line
-//! in the `registry!` call below.
+//! in the `registry!` call below; the line may end with the arguments a suite run (`oscost run`)
+//! gives it, when its stand-alone default is too large for a suite.
 
 use crate::case::ExperimentOutput;
 use crate::context::Context;
@@ -25,17 +26,17 @@ pub struct ExperimentInfo {
     pub in_default_suite: bool,
 }
 
-/// An experiment's options with every flag at its default.
-fn defaults<T: Args + FromArgMatches>() -> T {
+/// An experiment's options from `args`, every other flag at its default.
+fn defaults<T: Args + FromArgMatches>(args: &[&str]) -> T {
     let cmd = T::augment_args(clap::Command::new("defaults").no_binary_name(true));
     let matches = cmd
-        .try_get_matches_from(std::iter::empty::<String>())
-        .expect("every experiment option has a default");
+        .try_get_matches_from(args)
+        .expect("every experiment option has a default and suite arguments parse");
     T::from_arg_matches(&matches).expect("defaults parse")
 }
 
 macro_rules! registry {
-    ($($variant:ident => $module:ident),* $(,)?) => {
+    ($($variant:ident => $module:ident $([$($arg:expr),*])?),* $(,)?) => {
         /// One subcommand per experiment, holding its options.
         #[derive(Debug, Clone, clap::Subcommand)]
         pub enum ExperimentArgs {
@@ -70,10 +71,11 @@ macro_rules! registry {
                 }
             }
 
-            /// The experiment called `name` at its default size.
+            /// The experiment called `name` at its suite size (`oscost run`).
             pub fn with_defaults(name: &str) -> Option<ExperimentArgs> {
                 $(if name == $module::NAME {
-                    return Some(Self::$variant(defaults::<$module::Options>()));
+                    let args: &[&str] = &[$($($arg),*)?];
+                    return Some(Self::$variant(defaults::<$module::Options>(args)));
                 })*
                 None
             }
@@ -85,7 +87,7 @@ registry! {
     Syscall => syscall,
     Primitives => primitives,
     Switch => switch,
-    Ring => ring,
+    Ring => ring ["--tasks", "2,4,16,64"],
 }
 
 #[cfg(test)]

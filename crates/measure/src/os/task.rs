@@ -785,6 +785,7 @@ impl Team {
             })
             .map_err(|e| spawn_error(e, index, self.planned, "thread"))?;
         self.threads.push(handle);
+        super::count_started_tasks(1);
         Ok(())
     }
 
@@ -817,6 +818,7 @@ impl Team {
             })
         });
         lock(&procs.slots).push(Slot { pid, exit: None });
+        super::count_started_tasks(1);
         Ok(())
     }
 
