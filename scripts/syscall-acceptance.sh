@@ -38,9 +38,11 @@ m = statistics.median(r)
 print(f"   median ratio {m:.3f} -> {'PASS' if 0.9 <= m <= 1.1 else 'FAIL'} (target 0.90-1.10)")
 PY
 
-echo "2. five back-to-back full runs of oscost syscall"
+echo "2. five back-to-back full runs of oscost syscall (the C reference beside each, for the machine's own drift)"
 meds=()
+refs=()
 for i in 1 2 3 4 5; do
+  refs+=("$("$tmp/getpid_ref" "$cpu")")
   start=$(date +%s.%N)
   "$bin" syscall --cpus "$cpu" --quiet --json "$tmp/f$i.json" >/dev/null
   end=$(date +%s.%N)
@@ -48,11 +50,16 @@ for i in 1 2 3 4 5; do
   meds+=("$m")
   printf '   run %d: getpid median %.1f ns, wall %.2f s\n' "$i" "$m" "$(python3 -c "print($end-$start)")"
 done
-python3 - "${meds[@]}" <<'PY'
+python3 - "${meds[@]}" -- "${refs[@]}" <<'PY'
 import sys
-m = [float(x) for x in sys.argv[1:]]
+args = sys.argv[1:]
+cut = args.index("--")
+m = [float(x) for x in args[:cut]]
+c = [float(x) for x in args[cut + 1:]]
 r = max(m) / min(m)
-print(f"   max/min {r:.3f} -> {'PASS' if r <= 1.05 else 'FAIL'} (target <= 1.05)")
+print(f"   oscost max/min {r:.3f} -> {'PASS' if r <= 1.05 else 'FAIL'} (target <= 1.05)")
+print(f"   C reference over the same five slots: {', '.join(f'{x:.0f}' for x in c)} ref-cycles, "
+      f"max/min {max(c) / min(c):.3f} (the machine's own drift)")
 PY
 
 echo "3. wall time of --quick (target <= 2 s)"

@@ -48,7 +48,7 @@ pub struct GlobalOpts {
     #[arg(long, global = true)]
     pub quick: bool,
 
-    /// Samples per case (default 41, or 15 with --quick)
+    /// Samples per case (default 81, or 15 with --quick)
     #[arg(long, global = true, value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub samples: Option<u32>,

@@ -7,6 +7,7 @@
 //! (or the warm-up budget is spent, which is recorded as a warning).
 
 use crate::case::Samples;
+use crate::clock::Clock;
 use crate::context::Context;
 use std::hint::black_box;
 use std::time::Duration;
@@ -25,10 +26,10 @@ pub struct SamplerConfig {
 }
 
 impl SamplerConfig {
-    /// The default: 41 samples of at least 4 ms.
+    /// The default: 81 samples of at least 4 ms.
     pub fn standard() -> SamplerConfig {
         SamplerConfig {
-            samples: 41,
+            samples: 81,
             warmup: Duration::from_millis(40),
             min_sample: Duration::from_millis(4),
             budget: Duration::from_secs(2),
@@ -53,15 +54,131 @@ const MIN_SAMPLES: usize = 5;
 /// loop and the empty reference loop have the same shape and placement rules.
 #[inline(never)]
 fn timed_batch<R, E>(
-    ctx: &Context,
+    clock: &Clock,
     n: u64,
     op: &mut impl FnMut() -> Result<R, E>,
 ) -> Result<u64, E> {
-    let t0 = ctx.clock.now();
+    let t0 = clock.now();
     for _ in 0..n {
         black_box(op()?);
     }
-    Ok(ctx.clock.now().wrapping_sub(t0))
+    Ok(clock.now().wrapping_sub(t0))
+}
+
+type BatchFn<'a> = Box<dyn FnMut(u64) -> anyhow::Result<u64> + 'a>;
+type EmptyFn<'a> = Box<dyn FnMut(u64) -> u64 + 'a>;
+
+/// One operation being sampled: its timed loop, the empty loop of the same shape, and the
+/// samples so far. The dynamic call happens once per batch, never inside the timed loop.
+pub struct Job<'a> {
+    run: BatchFn<'a>,
+    empty: EmptyFn<'a>,
+    n: u64,
+    overhead_ticks: f64,
+    per_op_ticks: Vec<f64>,
+    warnings: Vec<String>,
+}
+
+impl<'a> Job<'a> {
+    /// Wraps a fallible operation; its first error stops sampling and is returned.
+    pub fn new<R, E>(ctx: &Context<'a>, mut op: impl FnMut() -> Result<R, E> + 'a) -> Job<'a>
+    where
+        E: Into<anyhow::Error> + 'a,
+        R: 'a,
+    {
+        let clock: &'a Clock = ctx.clock;
+        Job {
+            run: Box::new(move |n| timed_batch(clock, n, &mut op).map_err(Into::into)),
+            empty: Box::new(move |n| {
+                timed_batch(clock, n, &mut || Ok::<(), E>(())).unwrap_or_default()
+            }),
+            n: 1,
+            overhead_ticks: 0.0,
+            per_op_ticks: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Calibrates the batch size, warms up and measures the empty loop.
+    fn prepare(&mut self, ctx: &Context) -> anyhow::Result<()> {
+        let cfg = ctx.sampler;
+        let ns = |ticks: u64| ctx.clock.ticks_to_ns(ticks as f64);
+
+        // Calibrate the batch size: double until one batch lasts min_sample.
+        let min_ns = cfg.min_sample.as_nanos() as f64;
+        let mut n: u64 = 1;
+        loop {
+            ctx.check_cancel()?;
+            let t = ns((self.run)(n)?);
+            if t >= min_ns || n >= 1 << 40 {
+                break;
+            }
+            // Jump close to the target once the timing is meaningful, else double.
+            n = if t > 50_000.0 {
+                ((n as f64 * min_ns / t).ceil() as u64).max(n + 1)
+            } else {
+                n * 2
+            };
+        }
+        self.n = n;
+
+        // Warm-up: until three consecutive batches agree within 2 %, at least cfg.warmup.
+        let warm_start = std::time::Instant::now();
+        let mut recent: Vec<f64> = Vec::new();
+        let settled = loop {
+            ctx.check_cancel()?;
+            recent.push(ns((self.run)(n)?));
+            if recent.len() > 3 {
+                recent.remove(0);
+            }
+            let elapsed = warm_start.elapsed();
+            let agree = recent.len() == 3 && {
+                let lo = recent.iter().cloned().fold(f64::INFINITY, f64::min);
+                let hi = recent.iter().cloned().fold(0.0, f64::max);
+                hi <= lo * 1.02
+            };
+            if elapsed >= cfg.warmup && agree {
+                break true;
+            }
+            if elapsed >= cfg.warmup * 4 {
+                break false;
+            }
+        };
+        if !settled {
+            self.warnings.push(format!(
+                "warm-up did not settle: the last three batches differed by more than 2 % after {} ms",
+                (cfg.warmup * 4).as_millis()
+            ));
+        }
+
+        // The loop's own cost, same shape, same batch size.
+        let mut overhead: Vec<u64> = (0..7).map(|_| (self.empty)(n)).collect();
+        overhead.sort_unstable();
+        self.overhead_ticks = overhead[overhead.len() / 2] as f64 / n as f64;
+        Ok(())
+    }
+
+    /// Takes one sample.
+    fn sample(&mut self) -> anyhow::Result<()> {
+        let t = (self.run)(self.n)?;
+        self.per_op_ticks
+            .push(t as f64 / self.n as f64 - self.overhead_ticks);
+        Ok(())
+    }
+
+    fn finish(self, clock: &Clock) -> (Samples, Vec<String>) {
+        let samples = Samples {
+            per_op_ns: self
+                .per_op_ticks
+                .iter()
+                .map(|&t| clock.ticks_to_ns(t))
+                .collect(),
+            per_op_ticks: self.per_op_ticks,
+            iterations_per_sample: self.n,
+            loop_overhead_ns: clock.ticks_to_ns(self.overhead_ticks),
+        };
+        (samples, self.warnings)
+    }
 }
 
 /// Samples an operation that cannot fail.
@@ -77,93 +194,51 @@ pub fn measure<R>(
 /// Returns the samples and any warnings (warm-up did not settle, budget cut the sample count).
 pub fn measure_fallible<R, E>(
     ctx: &Context,
-    mut op: impl FnMut() -> Result<R, E>,
+    op: impl FnMut() -> Result<R, E>,
 ) -> anyhow::Result<(Samples, Vec<String>)>
 where
     E: Into<anyhow::Error>,
 {
+    let mut results = measure_interleaved(ctx, vec![Job::new(ctx, op)], &|| {})?;
+    Ok(results.remove(0))
+}
+
+/// Samples several operations in rounds: one sample of each, in an order rotated every round,
+/// until every job has its samples. A machine whose speed drifts over seconds (a VM whose host
+/// is busy) then touches every case alike, instead of slowing whichever case ran at the time
+/// (method.md 8.4 rule 4). `on_round` is called after each preparation and each round.
+pub fn measure_interleaved(
+    ctx: &Context,
+    mut jobs: Vec<Job<'_>>,
+    on_step: &dyn Fn(),
+) -> anyhow::Result<Vec<(Samples, Vec<String>)>> {
     let cfg = ctx.sampler;
-    let clock = ctx.clock;
-    let ns = |ticks: u64| clock.ticks_to_ns(ticks as f64);
-    let mut warnings = Vec::new();
+    for job in &mut jobs {
+        job.prepare(ctx)?;
+        on_step();
+    }
     let started = std::time::Instant::now();
-
-    // Calibrate the batch size: double until one batch lasts min_sample.
-    let min_ns = cfg.min_sample.as_nanos() as f64;
-    let mut n: u64 = 1;
-    loop {
-        ctx.check_cancel()?;
-        let t = ns(timed_batch(ctx, n, &mut op).map_err(Into::into)?);
-        if t >= min_ns || n >= 1 << 40 {
-            break;
+    let budget = cfg.budget * jobs.len().max(1) as u32;
+    let count = jobs.len();
+    for round in 0..cfg.samples {
+        for k in 0..count {
+            ctx.check_cancel()?;
+            jobs[(round + k) % count].sample()?;
         }
-        // Jump close to the target once the timing is meaningful, else double.
-        n = if t > 50_000.0 {
-            ((n as f64 * min_ns / t).ceil() as u64).max(n + 1)
-        } else {
-            n * 2
-        };
-    }
-
-    // Warm-up: until three consecutive batches agree within 2 %, at least cfg.warmup.
-    let warm_start = std::time::Instant::now();
-    let mut recent: Vec<f64> = Vec::new();
-    let settled = loop {
-        ctx.check_cancel()?;
-        recent.push(ns(timed_batch(ctx, n, &mut op).map_err(Into::into)?));
-        if recent.len() > 3 {
-            recent.remove(0);
-        }
-        let elapsed = warm_start.elapsed();
-        let agree = recent.len() == 3 && {
-            let lo = recent.iter().cloned().fold(f64::INFINITY, f64::min);
-            let hi = recent.iter().cloned().fold(0.0, f64::max);
-            hi <= lo * 1.02
-        };
-        if elapsed >= cfg.warmup && agree {
-            break true;
-        }
-        if elapsed >= cfg.warmup * 4 {
-            break false;
-        }
-    };
-    if !settled {
-        warnings.push(format!(
-            "warm-up did not settle: the last three batches differed by more than 2 % after {} ms",
-            (cfg.warmup * 4).as_millis()
-        ));
-    }
-
-    // The loop's own cost, same shape, same batch size.
-    let mut empty = || Ok::<(), E>(());
-    let mut overhead: Vec<u64> = (0..7)
-        .map(|_| timed_batch(ctx, n, &mut empty).map_err(Into::into))
-        .collect::<Result<_, _>>()?;
-    overhead.sort_unstable();
-    let overhead_ticks = overhead[overhead.len() / 2] as f64 / n as f64;
-
-    let mut per_op_ticks = Vec::with_capacity(cfg.samples);
-    for i in 0..cfg.samples {
-        ctx.check_cancel()?;
-        let t = timed_batch(ctx, n, &mut op).map_err(Into::into)?;
-        per_op_ticks.push(t as f64 / n as f64 - overhead_ticks);
-        if i + 1 >= MIN_SAMPLES && started.elapsed() > cfg.budget {
-            warnings.push(format!(
-                "time budget of {} ms reached: {} of {} samples taken",
-                cfg.budget.as_millis(),
-                i + 1,
-                cfg.samples
-            ));
+        on_step();
+        if round + 1 >= MIN_SAMPLES && round + 1 < cfg.samples && started.elapsed() > budget {
+            for job in &mut jobs {
+                job.warnings.push(format!(
+                    "time budget of {} ms reached: {} of {} samples taken",
+                    budget.as_millis(),
+                    round + 1,
+                    cfg.samples
+                ));
+            }
             break;
         }
     }
-    let samples = Samples {
-        per_op_ns: per_op_ticks.iter().map(|&t| clock.ticks_to_ns(t)).collect(),
-        per_op_ticks,
-        iterations_per_sample: n,
-        loop_overhead_ns: clock.ticks_to_ns(overhead_ticks),
-    };
-    Ok((samples, warnings))
+    Ok(jobs.into_iter().map(|j| j.finish(ctx.clock)).collect())
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 use crate::case::{Case, ExperimentOutput};
 use crate::context::Context;
 use crate::os::calls;
-use crate::sampler::measure_fallible;
+use crate::sampler::{measure_interleaved, Job};
 use anyhow::Context as _;
 use std::ffi::CString;
 use std::io::Write;
@@ -155,50 +155,75 @@ pub fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     let calls: Vec<Call> = if opts.calls.is_empty() {
         Call::value_variants().to_vec()
     } else {
-        opts.calls.clone()
+        // Each call once, in the order first named: a case id must be unique.
+        let mut seen = Vec::new();
+        opts.calls
+            .iter()
+            .filter(|c| {
+                !seen.contains(*c) && {
+                    seen.push(**c);
+                    true
+                }
+            })
+            .copied()
+            .collect()
     };
     crate::os::set_affinity(&[ctx.first_cpu()])
         .with_context(|| format!("pinning to CPU {}", ctx.first_cpu()))?;
     let scratch = Scratch::new()?;
     let mut out = ExperimentOutput::default();
     out.params.insert("rate_per_s".into(), opts.rate.into());
-    ctx.progress.start(calls.len() as u64, NAME);
-    let mut buf = vec![0u8; BIG];
+    let write_buf = vec![0x5au8; BIG];
     let small = vec![0xa5u8; 1024];
     let fd = scratch.file.as_fd();
-    for call in calls {
-        ctx.progress.message(&call.id());
-        let (samples, warnings) = match call {
-            Call::Enosys => measure_fallible(ctx, || {
+    let (path, churn) = (&scratch.path, &scratch.churn_path);
+    let mut jobs = Vec::with_capacity(calls.len());
+    for &call in &calls {
+        jobs.push(match call {
+            Call::Enosys => Job::new(ctx, || {
                 let r = calls::invalid_syscall();
                 ok_if(r == -1, "syscall(-1) did not fail with ENOSYS")
             }),
-            Call::Getpid => measure_fallible(ctx, || Ok::<_, anyhow::Error>(calls::raw_getpid())),
-            Call::Getppid => measure_fallible(ctx, || Ok::<_, anyhow::Error>(calls::raw_getppid())),
-            Call::Lseek => measure_fallible(ctx, || calls::lseek_start(fd)),
-            Call::OpenClose => measure_fallible(ctx, || calls::open_close(&scratch.path)),
-            Call::Read64k => measure_fallible(ctx, || {
-                let n = calls::pread_start(fd, &mut buf)?;
-                ok_if(n == BIG, "short read of the 64 KiB file")
-            }),
-            Call::Write64k => measure_fallible(ctx, || {
-                let n = calls::pwrite_start(fd, &buf)?;
-                ok_if(n == BIG, "short write of 64 KiB")
-            }),
-            Call::CreatWriteUnlink => measure_fallible(ctx, || {
-                calls::create_write_unlink(&scratch.churn_path, &small)
-            }),
-            Call::Stat => measure_fallible(ctx, || calls::stat(&scratch.path)),
-            Call::Fstat => measure_fallible(ctx, || calls::fstat(fd)),
-            Call::MmapMunmap => measure_fallible(ctx, || calls::mmap_munmap(BIG)),
+            Call::Getpid => Job::new(ctx, || Ok::<_, anyhow::Error>(calls::raw_getpid())),
+            Call::Getppid => Job::new(ctx, || Ok::<_, anyhow::Error>(calls::raw_getppid())),
+            Call::Lseek => Job::new(ctx, move || calls::lseek_start(fd)),
+            Call::OpenClose => Job::new(ctx, move || calls::open_close(path)),
+            Call::Read64k => {
+                let mut buf = vec![0u8; BIG];
+                Job::new(ctx, move || {
+                    let n = calls::pread_start(fd, &mut buf)?;
+                    ok_if(n == BIG, "short read of the 64 KiB file")
+                })
+            }
+            Call::Write64k => {
+                let buf = &write_buf;
+                Job::new(ctx, move || {
+                    let n = calls::pwrite_start(fd, buf)?;
+                    ok_if(n == BIG, "short write of 64 KiB")
+                })
+            }
+            Call::CreatWriteUnlink => {
+                let small = &small;
+                Job::new(ctx, move || calls::create_write_unlink(churn, small))
+            }
+            Call::Stat => Job::new(ctx, move || calls::stat(path)),
+            Call::Fstat => Job::new(ctx, move || calls::fstat(fd)),
+            Call::MmapMunmap => Job::new(ctx, || calls::mmap_munmap(BIG)),
             Call::ClockGettimeSyscall => {
-                measure_fallible(ctx, || Ok::<_, anyhow::Error>(calls::raw_clock_gettime()))
+                Job::new(ctx, || Ok::<_, anyhow::Error>(calls::raw_clock_gettime()))
             }
             Call::ClockGettimeVdso => {
-                measure_fallible(ctx, || Ok::<_, anyhow::Error>(calls::vdso_clock_gettime()))
+                Job::new(ctx, || Ok::<_, anyhow::Error>(calls::vdso_clock_gettime()))
             }
-        }
-        .with_context(|| format!("measuring {}", call.id()))?;
+        });
+    }
+    // Cases are sampled in interleaved rounds so that drift in the machine's speed touches
+    // every call alike; a failing call's error names the call.
+    ctx.progress
+        .start((calls.len() + ctx.sampler.samples) as u64, NAME);
+    let results = measure_interleaved(ctx, jobs, &|| ctx.progress.inc(1))?;
+    ctx.progress.finish();
+    for (call, (samples, warnings)) in calls.into_iter().zip(results) {
         let mut case = Case::new(
             format!("{NAME}.{}", call.id()),
             call.description(),
@@ -210,9 +235,7 @@ pub fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         .param("cpu", ctx.first_cpu() as u64);
         case.warnings = warnings;
         out.cases.push(case);
-        ctx.progress.inc(1);
     }
-    ctx.progress.finish();
     Ok(out)
 }
 
