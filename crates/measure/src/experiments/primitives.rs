@@ -252,6 +252,7 @@ pub fn link_control_on(via: Via, ctx: &Context, cpu: usize) -> anyhow::Result<Co
 /// pinning and any signal mask change away from the caller, and starts with its own switch
 /// counters.
 fn on_cpu<T: Send>(cpu: usize, f: impl FnOnce() -> anyhow::Result<T> + Send) -> anyhow::Result<T> {
+    os::count_started_tasks(1);
     std::thread::scope(|s| {
         s.spawn(|| {
             os::set_affinity(&[cpu]).with_context(|| format!("pinning to CPU {cpu}"))?;

@@ -835,6 +835,7 @@ impl Team {
             .spawn(move || watchdog(procs, shared))
             .map_err(|e| spawn_error(e, self.planned + 1, self.planned + 1, "watchdog thread"))?;
         self.watchdog = Some(handle);
+        super::count_started_tasks(1);
         Ok(())
     }
 
