@@ -77,8 +77,9 @@ fn bad_input_exits_2_with_one_line_and_no_result() {
 }
 
 /// Runs `oscost` under `prlimit` (and, as root, `setpriv` to an unprivileged user, because
-/// root is exempt from RLIMIT_NPROC) and returns (exit code, stderr).
-fn run_limited(limit: &str, unprivileged: bool, args: &[&str]) -> Option<(Option<i32>, String)> {
+/// root is exempt from RLIMIT_NPROC) and returns (exit code, stderr). Both tools come with
+/// util-linux, which `.ci/run` makes sure of; a missing tool fails the test, never skips it.
+fn run_limited(limit: &str, unprivileged: bool, args: &[&str]) -> (Option<i32>, String) {
     let mut cmd = std::process::Command::new("prlimit");
     cmd.arg(limit).arg("--");
     if unprivileged {
@@ -89,13 +90,17 @@ fn run_limited(limit: &str, unprivileged: bool, args: &[&str]) -> Option<(Option
             "--clear-groups",
         ]);
     }
-    let out = cmd.arg(bin()).args(args).output().ok()?;
+    let out = cmd
+        .arg(bin())
+        .args(args)
+        .output()
+        .expect("prlimit (util-linux) must be installed");
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    if err.contains("prlimit:") || err.contains("setpriv:") {
-        eprintln!("skipping: {err}");
-        return None;
-    }
-    Some((out.status.code(), err))
+    assert!(
+        !err.contains("prlimit:") && !err.contains("setpriv:"),
+        "the limit could not be set up: {err}"
+    );
+    (out.status.code(), err)
 }
 
 fn is_root() -> bool {
@@ -120,9 +125,7 @@ fn open_file_limit_mid_spawn_is_named() {
         "--tasks",
         "512",
     ];
-    let Some((code, err)) = run_limited("--nofile=256:256", false, &args) else {
-        return;
-    };
+    let (code, err) = run_limited("--nofile=256:256", false, &args);
     assert_eq!(code, Some(2), "{err}");
     assert!(
         err.contains("RLIMIT_NOFILE") && err.contains("ulimit -n"),
@@ -140,9 +143,7 @@ fn process_limit_mid_spawn_is_named() {
         let args = [
             "--quick", "--quiet", "ring", "--kind", kind, "--tasks", "96",
         ];
-        let Some((code, err)) = run_limited("--nproc=48:48", unprivileged, &args) else {
-            return;
-        };
+        let (code, err) = run_limited("--nproc=48:48", unprivileged, &args);
         assert_eq!(code, Some(2), "{kind}: {err}");
         assert!(
             err.contains("the process limit was reached (RLIMIT_NPROC soft=48"),
