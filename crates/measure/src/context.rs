@@ -63,3 +63,43 @@ impl Context<'_> {
         self.cpus.first().copied().unwrap_or(0)
     }
 }
+
+/// Contexts for tests: the OS clock (no calibration wait) and no progress output.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::{Context, NoProgress};
+    use crate::clock::Clock;
+    use crate::sampler::SamplerConfig;
+    use std::sync::atomic::AtomicBool;
+    use std::time::Duration;
+
+    /// A handful of short samples: enough to exercise every code path, not to measure.
+    pub fn tiny_sampler() -> SamplerConfig {
+        SamplerConfig {
+            samples: 5,
+            warmup: Duration::from_millis(2),
+            min_sample: Duration::from_micros(500),
+            budget: Duration::from_millis(100),
+        }
+    }
+
+    /// Runs `f` with a context on `cpus`; `cancelled` presets the Ctrl-C flag.
+    pub fn with_ctx<T>(
+        sampler: SamplerConfig,
+        cpus: Vec<usize>,
+        cancelled: bool,
+        f: impl FnOnce(&Context) -> T,
+    ) -> T {
+        let clock = Clock::monotonic("test".into());
+        let cancel = AtomicBool::new(cancelled);
+        let ctx = Context {
+            clock: &clock,
+            sampler,
+            quick: true,
+            cpus,
+            progress: &NoProgress,
+            cancel: &cancel,
+        };
+        f(&ctx)
+    }
+}

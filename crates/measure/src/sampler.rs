@@ -244,22 +244,10 @@ pub fn measure_interleaved(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::Clock;
-    use crate::context::NoProgress;
-    use std::sync::atomic::AtomicBool;
+    use crate::context::testing;
 
     fn with_ctx<T>(f: impl FnOnce(&Context) -> T) -> T {
-        let clock = Clock::detect_with(Duration::from_millis(10));
-        let cancel = AtomicBool::new(false);
-        let ctx = Context {
-            clock: &clock,
-            sampler: SamplerConfig::quick(),
-            quick: true,
-            cpus: vec![0],
-            progress: &NoProgress,
-            cancel: &cancel,
-        };
-        f(&ctx)
+        testing::with_ctx(SamplerConfig::quick(), vec![0], false, f)
     }
 
     #[test]
@@ -312,17 +300,9 @@ mod tests {
 
     #[test]
     fn cancel_is_noticed() {
-        let clock = Clock::monotonic("test".into());
-        let cancel = AtomicBool::new(true);
-        let ctx = Context {
-            clock: &clock,
-            sampler: SamplerConfig::quick(),
-            quick: true,
-            cpus: vec![0],
-            progress: &NoProgress,
-            cancel: &cancel,
-        };
-        let err = measure(&ctx, || 1).unwrap_err();
-        assert!(err.downcast_ref::<crate::context::Cancelled>().is_some());
+        testing::with_ctx(SamplerConfig::quick(), vec![0], true, |ctx| {
+            let err = measure(ctx, || 1).unwrap_err();
+            assert!(err.downcast_ref::<crate::context::Cancelled>().is_some());
+        });
     }
 }

@@ -396,26 +396,14 @@ pub fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::Clock;
-    use crate::context::NoProgress;
+    use crate::context::testing;
     use crate::sampler::SamplerConfig;
     use clap::ValueEnum;
-    use std::time::Duration;
 
     fn with_ctx<T>(f: impl FnOnce(&Context) -> T) -> T {
-        let clock = Clock::detect_with(Duration::from_millis(10));
-        let cancel = std::sync::atomic::AtomicBool::new(false);
         // The first CPU this test may run on (CPU 0 may be outside a restricted cpuset).
         let cpu = os::affinity().unwrap()[0];
-        let ctx = Context {
-            clock: &clock,
-            sampler: SamplerConfig::quick(),
-            quick: true,
-            cpus: vec![cpu],
-            progress: &NoProgress,
-            cancel: &cancel,
-        };
-        f(&ctx)
+        testing::with_ctx(SamplerConfig::quick(), vec![cpu], false, f)
     }
 
     fn median(v: &[f64]) -> f64 {
@@ -497,24 +485,17 @@ mod tests {
 
     #[test]
     fn cancel_propagates() {
-        let clock = Clock::detect_with(Duration::from_millis(10));
-        let cancel = std::sync::atomic::AtomicBool::new(true);
-        let ctx = Context {
-            clock: &clock,
-            sampler: SamplerConfig::quick(),
-            quick: true,
-            cpus: vec![os::affinity().unwrap()[0]],
-            progress: &NoProgress,
-            cancel: &cancel,
-        };
-        let err = run(
-            &Options {
-                only: vec![Primitive::Pipe],
-            },
-            &ctx,
-        )
-        .unwrap_err();
-        assert!(err.downcast_ref::<Cancelled>().is_some());
+        let cpu = os::affinity().unwrap()[0];
+        testing::with_ctx(SamplerConfig::quick(), vec![cpu], true, |ctx| {
+            let err = run(
+                &Options {
+                    only: vec![Primitive::Pipe],
+                },
+                ctx,
+            )
+            .unwrap_err();
+            assert!(err.downcast_ref::<Cancelled>().is_some());
+        });
     }
 
     #[test]

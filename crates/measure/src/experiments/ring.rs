@@ -920,28 +920,10 @@ pub(crate) fn failed_checks(case: &Case) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::Clock;
-    use crate::context::NoProgress;
-    use crate::sampler::SamplerConfig;
-    use std::sync::atomic::AtomicBool;
+    use crate::context::testing;
 
     fn with_ctx<T>(f: impl FnOnce(&Context) -> T) -> T {
-        let clock = Clock::monotonic("test".into());
-        let cancel = AtomicBool::new(false);
-        let ctx = Context {
-            clock: &clock,
-            sampler: SamplerConfig {
-                samples: 5,
-                warmup: Duration::from_millis(2),
-                min_sample: Duration::from_micros(500),
-                budget: Duration::from_millis(100),
-            },
-            quick: true,
-            cpus: crate::cpuset::online(),
-            progress: &NoProgress,
-            cancel: &cancel,
-        };
-        f(&ctx)
+        testing::with_ctx(testing::tiny_sampler(), crate::cpuset::online(), false, f)
     }
 
     fn opts(extra: &[&str]) -> Options {

@@ -483,29 +483,16 @@ mod idle {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::Clock;
-    use crate::context::NoProgress;
+    use crate::context::testing;
     use crate::sampler::SamplerConfig;
-    use std::sync::atomic::AtomicBool;
     use std::time::Duration;
 
     fn with_ctx<T>(cpus: Vec<usize>, f: impl FnOnce(&Context) -> T) -> T {
-        let clock = Clock::monotonic("test".into());
-        let cancel = AtomicBool::new(false);
-        let ctx = Context {
-            clock: &clock,
-            sampler: SamplerConfig {
-                samples: 5,
-                warmup: Duration::from_millis(2),
-                min_sample: Duration::from_micros(500),
-                budget: Duration::from_millis(50),
-            },
-            quick: true,
-            cpus,
-            progress: &NoProgress,
-            cancel: &cancel,
+        let sampler = SamplerConfig {
+            budget: Duration::from_millis(50),
+            ..testing::tiny_sampler()
         };
-        f(&ctx)
+        testing::with_ctx(sampler, cpus, false, f)
     }
 
     fn opts(args: &[&str]) -> Options {

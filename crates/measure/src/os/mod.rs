@@ -28,8 +28,8 @@ pub fn set_affinity(cpus: &[usize]) -> io::Result<()> {
     set_affinity_of(0, cpus)
 }
 
-/// Pins task `tid` (0 = the calling thread) to `cpus`.
-pub fn set_affinity_of(tid: i32, cpus: &[usize]) -> io::Result<()> {
+/// A kernel CPU set holding `cpus`.
+pub(crate) fn cpu_set(cpus: &[usize]) -> io::Result<libc::cpu_set_t> {
     // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     for &c in cpus {
@@ -42,6 +42,12 @@ pub fn set_affinity_of(tid: i32, cpus: &[usize]) -> io::Result<()> {
         // SAFETY: c < CPU_SETSIZE was checked, set is a valid cpu_set_t.
         unsafe { libc::CPU_SET(c, &mut set) };
     }
+    Ok(set)
+}
+
+/// Pins task `tid` (0 = the calling thread) to `cpus`.
+pub fn set_affinity_of(tid: i32, cpus: &[usize]) -> io::Result<()> {
+    let set = cpu_set(cpus)?;
     // SAFETY: set is a valid cpu_set_t of the size passed.
     let r = unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) };
     if r != 0 {

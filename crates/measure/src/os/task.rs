@@ -78,18 +78,7 @@ impl CpuMask {
                 "empty CPU mask",
             ));
         }
-        // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
-        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        for &c in cpus {
-            if c >= libc::CPU_SETSIZE as usize {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    format!("CPU {c} is beyond CPU_SETSIZE"),
-                ));
-            }
-            // SAFETY: c < CPU_SETSIZE was checked; set is a valid cpu_set_t.
-            unsafe { libc::CPU_SET(c, &mut set) };
-        }
+        let set = super::cpu_set(cpus)?;
         Ok(CpuMask {
             set,
             cpus: cpus.to_vec(),
