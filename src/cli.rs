@@ -15,6 +15,8 @@ const AFTER_HELP: &str = "Examples:
   oscost                          run the default suite (same as `oscost run`)
   oscost syscall --quick          the system-call table, fast
   oscost syscall --calls getpid,read64k --json r.json
+  oscost switch --via pipe,futex --kind processes   ping-pong, switches counted
+  oscost ring --tasks 2..1024 --via futex            token ring sweep
   oscost run syscall --cpus 1 --nice -19 --csv r.csv
   oscost list                     experiments and what they measure
   oscost env                      the machine description stored with every result";
@@ -33,38 +35,67 @@ pub struct Cli {
 #[derive(Debug, Clone, Args)]
 pub struct GlobalOpts {
     /// Write the full results (schema oscost/1, raw samples included) to FILE; `-` for stdout
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(
+        help_heading = "Output and sampling (any command)",
+        long,
+        global = true,
+        value_name = "FILE"
+    )]
     pub json: Option<PathBuf>,
 
     /// Write one CSV row per case to FILE; `-` for stdout
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(
+        help_heading = "Output and sampling (any command)",
+        long,
+        global = true,
+        value_name = "FILE"
+    )]
     pub csv: Option<PathBuf>,
 
     /// Write Markdown tables to FILE; `-` for stdout
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(
+        help_heading = "Output and sampling (any command)",
+        long,
+        global = true,
+        value_name = "FILE"
+    )]
     pub markdown: Option<PathBuf>,
 
     /// Smaller sizes, fewer and shorter samples: a rough figure in a second or two
-    #[arg(long, global = true)]
+    #[arg(
+        help_heading = "Output and sampling (any command)",
+        long,
+        global = true
+    )]
     pub quick: bool,
 
     /// Samples per case (default 81, or 15 with --quick)
-    #[arg(long, global = true, value_name = "N",
+    #[arg(help_heading = "Output and sampling (any command)", long, global = true, value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub samples: Option<u32>,
 
     /// CPUs to measure on, kernel list syntax (`0-3,8`); single-task cases use the first
-    #[arg(long, global = true, value_name = "LIST")]
+    #[arg(
+        help_heading = "Output and sampling (any command)",
+        long,
+        global = true,
+        value_name = "LIST"
+    )]
     pub cpus: Option<String>,
 
     /// Nice value for the measuring tasks (-20..19; the seed documents ran at -19, which needs
     /// root or CAP_SYS_NICE). Default: leave it as inherited; the value used is recorded
-    #[arg(long, global = true, value_name = "N", allow_hyphen_values = true,
+    #[arg(help_heading = "Output and sampling (any command)", long, global = true, value_name = "N", allow_hyphen_values = true,
           value_parser = clap::value_parser!(i32).range(-20..=19))]
     pub nice: Option<i32>,
 
     /// No progress bar and no warnings on stderr (tables and errors still print)
-    #[arg(long, short, global = true)]
+    #[arg(
+        help_heading = "Output and sampling (any command)",
+        long,
+        short,
+        global = true
+    )]
     pub quiet: bool,
 }
 
