@@ -69,9 +69,9 @@ pub struct GlobalOpts {
     )]
     pub quick: bool,
 
-    /// Samples per case (default 81, or 15 with --quick)
+    /// Samples per case, 5 or more (default 81, or 15 with --quick)
     #[arg(help_heading = "Output and sampling (any command)", long, global = true, value_name = "N",
-          value_parser = clap::value_parser!(u32).range(1..=100_000))]
+          value_parser = clap::value_parser!(u32).range(5..=100_000))]
     pub samples: Option<u32>,
 
     /// CPUs to measure on, kernel list syntax (`0-3,8`); single-task cases use the first
@@ -89,7 +89,8 @@ pub struct GlobalOpts {
           value_parser = clap::value_parser!(i32).range(-20..=19))]
     pub nice: Option<i32>,
 
-    /// No progress bar and no warnings on stderr (tables and errors still print)
+    /// No progress bar and no warnings (tables and errors still print; warnings stay in the
+    /// result files)
     #[arg(
         help_heading = "Output and sampling (any command)",
         long,

@@ -139,8 +139,9 @@ fn show(cfg: &Config, text: &str) {
     if cfg.stdout_taken() {
         eprint!("{text}");
     } else {
-        print!("{text}");
-        let _ = std::io::stdout().flush();
+        // A reader that went away (`| head`) is not an error: the files still get written.
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
     }
 }
 

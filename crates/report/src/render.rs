@@ -145,7 +145,7 @@ pub fn terminal(e: &ExperimentResult, tick_unit: &str, width: Option<u16>) -> St
     if !d.is_empty() {
         s += "derived\n";
         s += &table(
-            &["figure", "estimate", "95% CI", "ref-cycles", "notes"],
+            &["figure", "estimate", "95% CI", tick_unit, "notes"],
             d,
             width,
         )
@@ -155,12 +155,13 @@ pub fn terminal(e: &ExperimentResult, tick_unit: &str, width: Option<u16>) -> St
     for u in &e.unavailable {
         s += &format!("not measured: {}: {}\n", u.id, u.reason);
     }
-    for w in e
-        .warnings
-        .iter()
-        .chain(e.cases.iter().flat_map(|c| c.warnings.iter()))
-    {
+    for w in &e.warnings {
         s += &format!("warning: {w}\n");
+    }
+    for c in &e.cases {
+        for w in &c.warnings {
+            s += &format!("warning: {}: {w}\n", c.id);
+        }
     }
     s
 }
@@ -189,6 +190,11 @@ pub fn markdown(doc: &ResultDoc) -> String {
         }
         for w in &e.warnings {
             s += &format!("\n- warning: {w}");
+        }
+        for c in &e.cases {
+            for w in &c.warnings {
+                s += &format!("\n- warning: `{}`: {w}", c.id);
+            }
         }
         s.push('\n');
     }

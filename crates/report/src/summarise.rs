@@ -43,6 +43,19 @@ pub fn experiment(
                 return None;
             };
             let comb = combine_medians(&terms, DEFAULT_RESAMPLES, DEFAULT_SEED)?;
+            // A figure is only as good as its worst term: any term whose mechanism check
+            // failed flags it, whatever the experiment said.
+            let failed: Vec<&str> = d
+                .terms
+                .iter()
+                .filter_map(|(id, _)| out.cases.iter().find(|c| &c.id == id))
+                .filter(|c| c.checks.iter().any(|k| !k.passed))
+                .map(|c| c.id.as_str())
+                .collect();
+            let flagged = d.flagged.clone().or_else(|| {
+                (!failed.is_empty())
+                    .then(|| format!("failed its mechanism check: {}", failed.join(", ")))
+            });
             Some(DerivedResult {
                 id: d.id.clone(),
                 description: d.description.clone(),
@@ -50,7 +63,7 @@ pub fn experiment(
                 estimate_ns: comb.estimate,
                 ci95_ns: comb.ci95,
                 estimate_cycles: comb.estimate / ns_per_tick,
-                flagged: d.flagged.clone(),
+                flagged,
             })
         })
         .collect();

@@ -15,6 +15,18 @@ pub mod ring;
 pub mod switch;
 pub mod syscall;
 
+/// Each value once, in the order first given: a repeated value would produce two cases with
+/// one id.
+pub(crate) fn first_occurrences<T: Copy + PartialEq>(values: &[T]) -> Vec<T> {
+    let mut out: Vec<T> = Vec::with_capacity(values.len());
+    for &v in values {
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    out
+}
+
 /// What `oscost list` shows of an experiment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ExperimentInfo {

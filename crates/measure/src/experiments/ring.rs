@@ -38,6 +38,8 @@ pub const IN_DEFAULT_SUITE: bool = true;
 const QUICK_SWEEP: [usize; 4] = [2, 4, 16, 64];
 /// The default sweep: powers of two from 2 to this.
 const FULL_SWEEP_MAX: usize = 1024;
+/// A per-task working set above this (1 GiB) is refused as a typo rather than tried.
+const MAX_SIZE_KIB: usize = 1 << 20;
 /// Rings larger than this are refused as a typo rather than tried.
 const MAX_TASKS: usize = 1 << 20;
 
@@ -134,10 +136,8 @@ fn parse_tasks(s: &str) -> Result<TaskList, String> {
         v.push(b);
         return Ok(TaskList(v));
     }
-    s.split(',')
-        .map(num)
-        .collect::<Result<_, _>>()
-        .map(TaskList)
+    let sizes: Vec<usize> = s.split(',').map(num).collect::<Result<_, _>>()?;
+    Ok(TaskList(super::first_occurrences(&sizes)))
 }
 
 /// Checks the options before anything is spawned; returns the sizes to sweep.
@@ -169,6 +169,12 @@ fn validate(opts: &Options, ctx: &Context) -> anyhow::Result<Vec<usize>> {
     }
     if ctx.cpus.is_empty() {
         anyhow::bail!("--cpus: the CPU set is empty");
+    }
+    if opts.size > MAX_SIZE_KIB {
+        anyhow::bail!(
+            "--size {}: at most {MAX_SIZE_KIB} KiB (1 GiB) per task",
+            opts.size
+        );
     }
     Ok(sizes)
 }
@@ -267,6 +273,9 @@ fn worker(ctl: &Ctl, i: usize) -> Result<(), Failure> {
         ipc::block_link_signal().map_err(|_| Failure::Setup)?;
         own.set_waiter(os::gettid());
     }
+    // Whatever way this task ends, later posts (a halt) must not signal its id, which the
+    // kernel may hand to another task once this one is gone.
+    let _clear = ClearWaiter(own);
     let ws = WorkingSet::new(ctl.size_kib).map_err(|_| Failure::Setup)?;
     ctl.word(W_READY).fetch_add(1, Ordering::AcqRel);
     own.wait().map_err(|_| Failure::Wait)?;
@@ -279,6 +288,16 @@ fn worker(ctl: &Ctl, i: usize) -> Result<(), Failure> {
     }
     ctl.add_switches(os::thread_switches().since(start));
     Ok(())
+}
+
+/// Clears a signal link's waiter when the waiting task's body ends (a plain atomic store, so
+/// fine in a forked child).
+struct ClearWaiter<'a>(&'a Link);
+
+impl Drop for ClearWaiter<'_> {
+    fn drop(&mut self) {
+        self.0.set_waiter(0);
+    }
 }
 
 /// The sched_yield partner: yields until stopped, counting from when the parent says go.

@@ -122,8 +122,7 @@ pub fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     validate(opts, ctx)?;
     let vias = pick(&opts.via, Via::value_variants());
     let kinds = pick(&opts.kind, Kind::value_variants());
-    let mut placements = opts.placement.clone();
-    placements.dedup();
+    let placements = super::first_occurrences(&opts.placement);
     let mut out = ExperimentOutput::default();
     let (_hold, held) = hold_idle_poll(opts.idle_poll, &mut out);
     out.params.insert("idle".into(), idle::config(held));
@@ -159,13 +158,7 @@ pub fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
 }
 
 fn pick<T: Copy + PartialEq>(chosen: &[T], all: &[T]) -> Vec<T> {
-    let mut v: Vec<T> = if chosen.is_empty() {
-        all.to_vec()
-    } else {
-        chosen.to_vec()
-    };
-    v.dedup();
-    v
+    super::first_occurrences(if chosen.is_empty() { all } else { chosen })
 }
 
 /// Takes the PM QoS request if asked; not permitted is a warning, not a failure.

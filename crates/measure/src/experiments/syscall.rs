@@ -155,18 +155,7 @@ pub fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     let calls: Vec<Call> = if opts.calls.is_empty() {
         Call::value_variants().to_vec()
     } else {
-        // Each call once, in the order first named: a case id must be unique.
-        let mut seen = Vec::new();
-        opts.calls
-            .iter()
-            .filter(|c| {
-                !seen.contains(*c) && {
-                    seen.push(**c);
-                    true
-                }
-            })
-            .copied()
-            .collect()
+        super::first_occurrences(&opts.calls)
     };
     crate::os::set_affinity(&[ctx.first_cpu()])
         .with_context(|| format!("pinning to CPU {}", ctx.first_cpu()))?;

@@ -356,7 +356,9 @@ impl WorkingSet {
     /// untouched mapping reads the shared zero page, which would stay cache-hot). Raw calls
     /// only: safe in a forked child. `kib == 0` maps nothing.
     pub fn new(kib: usize) -> io::Result<WorkingSet> {
-        let words = kib * 1024 / 8;
+        let words = kib.checked_mul(1024 / 8).ok_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidInput, "working set size overflows")
+        })?;
         if words == 0 {
             return Ok(WorkingSet {
                 ptr: std::ptr::NonNull::dangling().as_ptr(),
@@ -551,6 +553,12 @@ impl Procs {
         }
     }
 
+    fn is_unreaped(&self, pid: i32) -> bool {
+        lock(&self.slots)
+            .iter()
+            .any(|s| s.pid == pid && s.exit.is_none())
+    }
+
     fn all_reaped(&self) -> bool {
         lock(&self.slots).iter().all(|s| s.exit.is_some())
     }
@@ -586,13 +594,19 @@ fn watchdog(procs: Arc<Procs>, shared: Arc<Shared>) {
             }
             return; // ECHILD: no child of the group left
         }
-        // SAFETY: waitid succeeded with WEXITED, so si_pid is filled.
-        let pid = unsafe { info.si_pid() };
-        if let Some(exit) = procs.reap(pid, false) {
-            if !shared.stopping.load(Ordering::Acquire) {
-                shared.fail(exit.describe(pid));
-            }
+        // SAFETY: waitid succeeded with WEXITED, so si_pid and si_status are filled.
+        let (pid, status) = unsafe { (info.si_pid(), info.si_status()) };
+        let exit = if info.si_code == libc::CLD_EXITED {
+            Exit::Code(status)
+        } else {
+            Exit::Signal(status)
+        };
+        // Fail (which posts every link, a signal link included) while the child is still an
+        // unreaped zombie: until waitpid its pid cannot be reused by another process.
+        if procs.is_unreaped(pid) && !shared.stopping.load(Ordering::Acquire) {
+            shared.fail(exit.describe(pid));
         }
+        procs.reap(pid, false);
         if procs.all_reaped() {
             return;
         }
