@@ -276,3 +276,29 @@ fn verify_order_is_recorded_and_passes() {
     assert_eq!(check["passed"], true, "{check}");
     assert_eq!(case["series"][0]["name"], "visit_order");
 }
+
+/// A repeated value gives one case, never two cases with one id.
+#[test]
+fn repeated_values_give_unique_case_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    oscost()
+        .args(["--quick", "--quiet", "switch", "--via", "pipe,eventfd,pipe"])
+        .args(["--kind", "threads,threads", "--json"])
+        .arg(&json)
+        .assert()
+        .success();
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let ids: Vec<String> = doc["experiments"][0]["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap().to_owned())
+        .collect();
+    let mut unique = ids.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), ids.len(), "{ids:?}");
+    assert!(ids.contains(&"switch.pipe.threads.same".to_owned()));
+}

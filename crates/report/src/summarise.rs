@@ -127,3 +127,70 @@ pub fn case(c: &Case, ns_per_tick: f64, rate: Option<f64>) -> Option<CaseResult>
         raw_ns: c.samples.per_op_ns.clone(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oscost_measure::case::{Check, DerivedSpec, Samples};
+
+    fn case(id: &str, ns: &[f64], passed: bool) -> Case {
+        let mut c = Case::new(
+            id,
+            "test",
+            "op",
+            Samples {
+                per_op_ns: ns.to_vec(),
+                per_op_ticks: ns.to_vec(),
+                iterations_per_sample: 1,
+                loop_overhead_ns: 0.0,
+            },
+        );
+        c.checks.push(Check::near(
+            "switches",
+            2.0,
+            if passed { 2.0 } else { 0.5 },
+            0.1,
+            "",
+        ));
+        c
+    }
+
+    fn output(control_passes: bool) -> ExperimentOutput {
+        ExperimentOutput {
+            cases: vec![
+                case("rt", &[10.0, 11.0, 12.0], true),
+                case("control", &[1.0, 1.0, 1.0], control_passes),
+            ],
+            derived: vec![DerivedSpec {
+                id: "cost".into(),
+                description: "half a round trip minus the control".into(),
+                terms: vec![("rt".into(), 0.5), ("control".into(), -1.0)],
+                flagged: None,
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn derived_figure_combines_medians() {
+        let r = experiment("t", output(true), 1.0, None);
+        let d = &r.derived[0];
+        assert!((d.estimate_ns - (0.5 * 11.0 - 1.0)).abs() < 1e-9);
+        assert!(d.ci95_ns[0] <= d.estimate_ns && d.estimate_ns <= d.ci95_ns[1]);
+        assert_eq!(d.flagged, None);
+    }
+
+    #[test]
+    fn a_failed_term_flags_the_derived_figure() {
+        let r = experiment("t", output(false), 1.0, None);
+        let flag = r.derived[0].flagged.as_deref().unwrap();
+        assert!(flag.contains("control"), "{flag}");
+        assert!(!r.cases[1].checks_passed);
+    }
+
+    #[test]
+    fn cycles_follow_the_tick_length() {
+        let r = experiment("t", output(true), 0.5, None);
+        assert!((r.cases[0].median_cycles - 22.0).abs() < 1e-9);
+    }
+}

@@ -994,6 +994,10 @@ mod tests {
                     vec!["--tasks", "4,8", "--tokens", "4"],
                     "--tokens 4: must be less",
                 ),
+                (
+                    vec!["--size", "18014398509481984"],
+                    "--size 18014398509481984: at most",
+                ),
             ];
             for (args, msg) in cases {
                 let e = run(&opts(&args), ctx).unwrap_err().to_string();
