@@ -69,6 +69,8 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs]) -> anyhow::Result<()> {
         .context("installing the Ctrl-C handler")?;
     }
     let cpus = apply_placement(cfg)?;
+    // Not being able to raise it only matters for large rings, which then name the limit.
+    let _ = os::raise_open_file_limit();
     let clock = Clock::detect();
     let mut env = environment(cfg, &clock, &cpus);
     let bar = Bar::new(!cfg.quiet);

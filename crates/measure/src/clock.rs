@@ -43,7 +43,7 @@ pub struct ClockInfo {
     pub fallback_reason: Option<String>,
 }
 
-/// A calibrated time source. Cheap to copy; `now()` is a few nanoseconds.
+/// A calibrated time source; `now()` costs a few nanoseconds.
 #[derive(Debug, Clone)]
 pub struct Clock {
     kind: CounterKind,

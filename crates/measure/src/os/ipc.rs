@@ -114,20 +114,6 @@ impl Via {
     pub fn is_link(self) -> bool {
         self != Via::Yield
     }
-
-    /// Tokens a link of this kind holds unconsumed before `post` blocks or fails, when that is
-    /// small enough to matter (a ring with more tokens than this in flight on one link would
-    /// stall or fail). `None`: thousands or more.
-    pub fn capacity(self) -> Option<usize> {
-        match self {
-            // mq_open(maxmsg = 8): the 9th unconsumed send blocks until a receive.
-            Via::Mqueue => Some(MQ_MAXMSG as usize),
-            // Pipes hold 64 KiB, sockets their send buffer, semaphores 32767 or more, queued
-            // realtime signals RLIMIT_SIGPENDING (thousands): none of that limits a ping-pong
-            // or a ring.
-            _ => None,
-        }
-    }
 }
 
 impl std::fmt::Display for Via {

@@ -71,14 +71,7 @@ pub fn affinity() -> io::Result<Vec<usize>> {
         .collect())
 }
 
-/// The CPU the calling thread runs on now.
-pub fn current_cpu() -> usize {
-    // SAFETY: sched_getcpu has no arguments; a negative result means unknown.
-    let c = unsafe { libc::sched_getcpu() };
-    c.max(0) as usize
-}
-
-/// Sets the nice value of the whole process (every thread created afterwards inherits it).
+/// Sets the nice value of the calling thread; threads it creates afterwards inherit it.
 pub fn set_nice(nice: i32) -> io::Result<()> {
     // SAFETY: PRIO_PROCESS with who=0 is the calling process; no pointers involved.
     let r = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) };
@@ -145,15 +138,6 @@ pub fn thread_switches() -> Switches {
     }
 }
 
-/// The whole process's switches (`getrusage(RUSAGE_SELF)`), all threads.
-pub fn process_switches() -> Switches {
-    let ru = rusage(libc::RUSAGE_SELF);
-    Switches {
-        voluntary: ru.ru_nvcsw as u64,
-        involuntary: ru.ru_nivcsw as u64,
-    }
-}
-
 /// Peak resident memory of this process, KiB (`ru_maxrss`).
 pub fn peak_rss_kib() -> u64 {
     rusage(libc::RUSAGE_SELF).ru_maxrss as u64
@@ -195,4 +179,31 @@ pub fn count_started_tasks(n: u64) {
 /// Threads and processes this process started so far (as recorded by [`count_started_tasks`]).
 pub fn tasks_started() -> u64 {
     TASKS_STARTED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Raises the soft open-file limit to the hard one: a ring of N pipe-linked tasks needs about
+/// 2N descriptors, and the common soft default (1024) would stop a default sweep halfway.
+/// Returns the soft limit now in force.
+pub fn raise_open_file_limit() -> io::Result<u64> {
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: rl is a valid, writable rlimit.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) } != 0 {
+        return Err(last_error("getrlimit"));
+    }
+    if rl.rlim_cur < rl.rlim_max {
+        let raised = libc::rlimit {
+            rlim_cur: rl.rlim_max,
+            rlim_max: rl.rlim_max,
+        };
+        // SAFETY: raised is a valid rlimit; raising the soft limit up to the hard one needs
+        // no privilege.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } != 0 {
+            return Err(last_error("setrlimit"));
+        }
+        return Ok(raised.rlim_cur);
+    }
+    Ok(rl.rlim_cur)
 }

@@ -72,17 +72,6 @@ pub fn user_hz() -> Option<u64> {
     (v > 0).then_some(v as u64)
 }
 
-/// `CLOCK_BOOTTIME` in nanoseconds: the time base of `starttime` in `/proc/<pid>/stat`.
-pub fn boottime_ns() -> Option<u64> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) };
-    (rc == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
-}
-
 /// The glibc version the process runs with (not the one it was built against), or `None`
 /// when the C library is not glibc.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -156,7 +145,6 @@ mod tests {
         // Between HZ=1000 (1 ms) and HZ=24 (~41.7 ms) on any real kernel.
         assert!((1_000_000..=50_000_000).contains(&res), "{res}");
         assert!(user_hz().is_some());
-        assert!(boottime_ns().unwrap() > 0);
     }
 
     #[test]
