@@ -57,6 +57,9 @@ pub fn environment_text(cfg: &Config) -> anyhow::Result<String> {
 
 /// Runs the experiments and writes every requested output.
 pub fn run(cfg: &Config, experiments: &[ExperimentArgs]) -> anyhow::Result<()> {
+    // Placement first, so every thread started afterwards (the Ctrl-C handler's too)
+    // inherits the CPU set and nice value.
+    let cpus = apply_placement(cfg)?;
     let cancel = Arc::new(AtomicBool::new(false));
     {
         let cancel = cancel.clone();
@@ -68,7 +71,6 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs]) -> anyhow::Result<()> {
         })
         .context("installing the Ctrl-C handler")?;
     }
-    let cpus = apply_placement(cfg)?;
     // Not being able to raise it only matters for large rings, which then name the limit.
     let _ = os::raise_open_file_limit();
     let clock = Clock::detect();
