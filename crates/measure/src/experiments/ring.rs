@@ -364,6 +364,8 @@ pub(crate) struct Ring {
 impl Ring {
     /// Builds the links and shared words, spawns tasks 1..N and waits until each is ready.
     pub fn start(spec: &RingSpec, ctx: &Context) -> anyhow::Result<Ring> {
+        // The peak memory reported is this ring's, not the largest ring's run before it.
+        let _ = os::reset_peak_rss();
         let n = spec.tasks;
         anyhow::ensure!(spec.masks.len() == n, "one CPU mask per task");
         let affinity = AffinityRestore(os::affinity().ok());

@@ -138,9 +138,24 @@ pub fn thread_switches() -> Switches {
     }
 }
 
-/// Peak resident memory of this process, KiB (`ru_maxrss`).
+/// Peak resident memory of this process since start or the last [`reset_peak_rss`], KiB
+/// (`VmHWM`; `ru_maxrss`, which cannot be reset, where /proc is not readable).
 pub fn peak_rss_kib() -> u64 {
-    rusage(libc::RUSAGE_SELF).ru_maxrss as u64
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or_else(|| rusage(libc::RUSAGE_SELF).ru_maxrss as u64)
+}
+
+/// Resets the peak-memory mark to the current size (`5` to `/proc/self/clear_refs`, Linux
+/// 4.0+), so a later [`peak_rss_kib`] describes one case, not the whole run so far.
+pub fn reset_peak_rss() -> io::Result<()> {
+    std::fs::write("/proc/self/clear_refs", "5")
 }
 
 /// Migrations of task `tid` of this process so far (`se.nr_migrations` in
