@@ -27,6 +27,14 @@ pub(crate) fn first_occurrences<T: Copy + PartialEq>(values: &[T]) -> Vec<T> {
     out
 }
 
+/// The command-line spelling of an option value, which is also its part of a case id.
+pub(crate) fn value_name<T: clap::ValueEnum>(value: &T) -> String {
+    value
+        .to_possible_value()
+        .map(|v| v.get_name().to_owned())
+        .unwrap_or_default()
+}
+
 /// What `oscost list` shows of an experiment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ExperimentInfo {

@@ -71,9 +71,7 @@ pub enum Primitive {
 impl Primitive {
     /// The case id suffix (the clap value).
     fn id(self) -> String {
-        clap::ValueEnum::to_possible_value(&self)
-            .map(|v| v.get_name().to_owned())
-            .unwrap_or_default()
+        super::value_name(&self)
     }
 
     /// The link whose post + wait this case times, if any (`Yield` counts: it is what the

@@ -61,9 +61,7 @@ pub enum Call {
 
 impl Call {
     fn id(self) -> String {
-        clap::ValueEnum::to_possible_value(&self)
-            .map(|v| v.get_name().to_owned())
-            .unwrap_or_default()
+        super::value_name(&self)
     }
 
     fn description(self) -> &'static str {
