@@ -111,8 +111,16 @@ fn table(head: &[&str], rows: Vec<Vec<String>>, width: Option<u16>) -> Table {
     let mut t = Table::new();
     t.load_preset(presets::UTF8_FULL_CONDENSED);
     t.set_content_arrangement(ContentArrangement::Dynamic);
-    if let Some(w) = width {
-        t.set_width(w);
+    match width {
+        Some(w) => {
+            t.set_width(w);
+        }
+        // A pseudo-terminal that reports no size (0 columns) would squeeze every cell to a
+        // letter; lay the table out at its natural width instead.
+        None if t.width().is_some_and(|w| w < 40) => {
+            t.set_content_arrangement(ContentArrangement::Disabled);
+        }
+        None => {}
     }
     t.set_header(head.iter().map(Cell::new));
     for r in rows {
