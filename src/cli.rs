@@ -103,7 +103,7 @@ pub struct GlobalOpts {
 /// What to do.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run experiments at their default size (no names: the default suite)
+    /// Run experiments at their suite size (no names: the default suite; `ring` sweeps 2..64)
     Run {
         /// Experiments to run, in order
         #[arg(value_name = "EXPERIMENT", value_parser = experiment_names())]
@@ -158,7 +158,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The named experiments at default size, or the default suite when none are named.
+/// The named experiments at their suite size, or the default suite when none are named.
 fn by_name(names: &[String]) -> Vec<ExperimentArgs> {
     let names: Vec<&str> = if names.is_empty() {
         REGISTRY
