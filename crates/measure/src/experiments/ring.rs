@@ -189,6 +189,7 @@ const W_INVOLUNTARY: usize = 2;
 const W_READY: usize = 3;
 const W_GO: usize = 4;
 const W_LOG_NEXT: usize = 5;
+const W_HOLD: usize = 6;
 const W_TIDS: usize = 8;
 
 /// What a ring looks like; `masks[i]` pins task i (task 0 is the caller).
@@ -220,6 +221,13 @@ impl Ctl {
 
     fn stopped(&self) -> bool {
         self.word(W_STOP).load(Ordering::Acquire) != 0
+    }
+
+    /// Set when task 0's measured span is over: tokens stop moving, so no task counts a hop
+    /// task 0 did not (with K > 1 the other tokens would otherwise keep circulating while the
+    /// end-of-ring figures are read from /proc).
+    fn held(&self) -> bool {
+        self.word(W_HOLD).load(Ordering::Acquire) != 0
     }
 
     /// Sets the stop word and gives every task one token so a blocked one wakes and sees it.
@@ -281,6 +289,11 @@ fn worker(ctl: &Ctl, i: usize) -> Result<(), Failure> {
     own.wait().map_err(|_| Failure::Wait)?;
     let start = os::thread_switches();
     while !ctl.stopped() {
+        if ctl.held() {
+            // Keep the token; the halt wakes this task to leave.
+            own.wait().map_err(|_| Failure::Wait)?;
+            continue;
+        }
         ctl.log_visit(i);
         ws.touch();
         next.post().map_err(|_| Failure::Post)?;
@@ -454,6 +467,7 @@ impl Ring {
     /// Ends the measured span, stops every task in order and returns what was counted.
     pub fn end(self) -> anyhow::Result<Counts> {
         let parent = os::thread_switches().since(self.start);
+        self.ctl.word(W_HOLD).store(1, Ordering::Release);
         let after = self.migrations();
         let peak_rss_kib = self.peak_rss_kib();
         let last_cpus = self.last_cpus();
