@@ -104,7 +104,7 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs]) -> anyhow::Result<()> {
             e.name(),
             out,
             ns_per_tick,
-            Some(probe.finish_with_own_forks(os::tasks_started() - started_before)),
+            Some(probe.finish_for(os::tasks_started() - started_before, cpus.len())),
         );
         show(
             cfg,
@@ -112,7 +112,7 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs]) -> anyhow::Result<()> {
         );
         results.push(result);
     }
-    env.load = Some(whole.finish_with_own_forks(os::tasks_started() - started_before_all));
+    env.load = Some(whole.finish_for(os::tasks_started() - started_before_all, cpus.len()));
     let doc = ResultDoc {
         schema: SCHEMA.into(),
         environment: env,

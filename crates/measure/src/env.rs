@@ -726,7 +726,8 @@ pub struct RunLoad {
     pub loadavg_end: Option<f64>,
     /// CPU time used by tasks that are neither this process nor its descendants, s.
     pub foreign_cpu_s: f64,
-    /// `foreign_cpu_s / (wall_s × cpus_online)`, clamped to [0, 1].
+    /// `foreign_cpu_s / (wall_s × CPUs judged)`, clamped to [0, 1]; the CPUs judged are the
+    /// CPUs the run used (`environment.cpus_used`) where the caller said so, else all online.
     pub foreign_cpu_share: f64,
     /// Foreign tasks whose CPU time was read at the end (0 means /proc could not be read).
     pub foreign_tasks_seen: usize,
@@ -791,7 +792,15 @@ impl LoadProbe {
     /// the caller created during the run, so only other programs' forks are counted.
     pub fn finish_with_own_forks(self, own: u64) -> RunLoad {
         let end = Snapshot::take(true);
-        compare(&self.start, &end, own)
+        compare(&self.start, &end, own, None)
+    }
+
+    /// Like [`LoadProbe::finish_with_own_forks`], judging the foreign CPU time against the
+    /// `cpus_used` CPUs the run measured on rather than every online CPU: on a large machine a
+    /// process saturating the measured CPU is a small share of all CPUs but spoils the run.
+    pub fn finish_for(self, own: u64, cpus_used: usize) -> RunLoad {
+        let end = Snapshot::take(true);
+        compare(&self.start, &end, own, Some(cpus_used))
     }
 }
 
@@ -923,7 +932,7 @@ fn read_foreign_tasks(s: &mut Snapshot, want_comm: bool) {
     }
 }
 
-fn compare(start: &Snapshot, end: &Snapshot, own_forks: u64) -> RunLoad {
+fn compare(start: &Snapshot, end: &Snapshot, own_forks: u64, cpus_used: Option<usize>) -> RunLoad {
     let wall_s = match (start.at, end.at) {
         (Some(a), Some(b)) => b.saturating_duration_since(a).as_secs_f64(),
         _ => 0.0,
@@ -975,7 +984,10 @@ fn compare(start: &Snapshot, end: &Snapshot, own_forks: u64) -> RunLoad {
     }
     let foreign_ns: u64 = per_pid.values().sum();
     let foreign_cpu_s = foreign_ns as f64 / 1e9;
-    let capacity_s = wall_s * cpus_online as f64;
+    let judged_cpus = cpus_used
+        .filter(|&n| n > 0)
+        .map_or(cpus_online, |n| n.min(cpus_online));
+    let capacity_s = wall_s * judged_cpus as f64;
     // Run times of tasks running at the moment they are read lag by up to a tick, so a delta
     // can slightly exceed the window; the clamp keeps the share meaningful.
     let foreign_cpu_share = if capacity_s > 0.0 {
@@ -1259,7 +1271,7 @@ mod tests {
         b.tasks.insert(100, (100, 1_100_000_000)); // +0.1 s
         b.tasks.insert(300, (300, 50_000_000)); // new: +0.05 s
         b.comms.insert(100, "busy".into());
-        let load = compare(&a, &b, 1);
+        let load = compare(&a, &b, 1, None);
         assert!((load.wall_s - 1.0).abs() < 1e-9);
         assert_eq!(load.cpus_online, 2);
         assert!((load.foreign_cpu_s - 0.15).abs() < 1e-9);
@@ -1274,6 +1286,9 @@ mod tests {
             .warnings
             .iter()
             .any(|w| w.starts_with("2 processes or threads")));
+        // Judged against the one CPU a run used, the same foreign time is twice the share.
+        let one = compare(&a, &b, 1, Some(1));
+        assert!((one.foreign_cpu_share - 0.15).abs() < 1e-9);
     }
 
     #[test]
