@@ -63,9 +63,12 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs]) -> anyhow::Result<()> {
     let cancel = Arc::new(AtomicBool::new(false));
     {
         let cancel = cancel.clone();
-        // A second Ctrl-C while the first is being honoured exits at once.
+        // A second Ctrl-C while the first is being honoured exits at once: no drop runs then,
+        // so scratch directories go now; worker processes die with this process (their
+        // parent-death signal) and nothing is written.
         ctrlc::set_handler(move || {
             if cancel.swap(true, Ordering::SeqCst) {
+                oscost_measure::scratch::remove_all();
                 std::process::exit(130);
             }
         })

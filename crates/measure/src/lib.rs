@@ -15,6 +15,7 @@ pub mod env;
 pub mod experiments;
 pub mod os;
 pub mod sampler;
+pub mod scratch;
 
 pub use case::{Case, Check, DerivedSpec, ExperimentOutput, Samples, Series, Unavailable};
 pub use clock::Clock;

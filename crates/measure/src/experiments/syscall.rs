@@ -8,6 +8,7 @@ use crate::case::{Case, ExperimentOutput};
 use crate::context::Context;
 use crate::os::calls;
 use crate::sampler::{measure_interleaved, Job};
+use crate::scratch::ScratchDir;
 use anyhow::Context as _;
 use std::ffi::CString;
 use std::io::Write;
@@ -116,7 +117,7 @@ const BIG: usize = 64 * 1024;
 
 /// The temp files the cases use; the directory goes away on drop.
 struct Scratch {
-    _dir: tempfile::TempDir,
+    _dir: ScratchDir,
     file: std::fs::File,
     path: CString,
     churn_path: CString,
@@ -124,10 +125,8 @@ struct Scratch {
 
 impl Scratch {
     fn new() -> anyhow::Result<Scratch> {
-        let dir = tempfile::Builder::new()
-            .prefix("oscost-syscall-")
-            .tempdir()
-            .context("creating a private temporary directory")?;
+        let dir =
+            ScratchDir::new("oscost-syscall-").context("creating a private temporary directory")?;
         let file_path = dir.path().join("data");
         let mut file = std::fs::OpenOptions::new()
             .read(true)

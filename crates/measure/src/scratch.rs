@@ -1,0 +1,66 @@
+//! Private temporary directories that are removed on every way out: drop (normal end, errors,
+//! a first Ctrl-C) and [`remove_all`] (an abrupt exit after a second Ctrl-C, where no drop runs).
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+fn live() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    LIVE.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A temporary directory known to [`remove_all`] while it exists.
+pub struct ScratchDir {
+    dir: tempfile::TempDir,
+}
+
+impl ScratchDir {
+    /// Creates `$TMPDIR/<prefix>XXXXXX`, readable by this user only.
+    pub fn new(prefix: &str) -> std::io::Result<ScratchDir> {
+        let dir = tempfile::Builder::new().prefix(prefix).tempdir()?;
+        live().push(dir.path().to_owned());
+        Ok(ScratchDir { dir })
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        live().retain(|p| p != self.dir.path());
+        // TempDir's own drop removes the directory.
+    }
+}
+
+/// Removes every live scratch directory now; for a process about to exit without unwinding.
+pub fn remove_all() {
+    for p in live().drain(..) {
+        let _ = std::fs::remove_dir_all(p);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The only test in this crate that creates scratch directories: `remove_all` would remove
+    // another test's directory too.
+    #[test]
+    fn dropped_and_removed_directories_are_gone() {
+        let a = ScratchDir::new("oscost-test-").unwrap();
+        let pa = a.path().to_owned();
+        drop(a);
+        assert!(!pa.exists());
+        let b = ScratchDir::new("oscost-test-").unwrap();
+        let pb = b.path().to_owned();
+        std::fs::write(pb.join("f"), "x").unwrap();
+        remove_all();
+        assert!(!pb.exists());
+        drop(b);
+    }
+}
