@@ -141,12 +141,17 @@ pub fn run() -> anyhow::Result<ExitCode> {
     };
     let experiments: Vec<ExperimentArgs> = match cli.command {
         Some(Command::List) => {
-            print!("{}", list());
+            session::print_stdout(&list())?;
             return Ok(ExitCode::SUCCESS);
         }
         Some(Command::Env) => {
             let cfg = Config::from_global(&cli.global)?;
-            print!("{}", session::environment_text(&cfg)?);
+            let text = session::environment_text(&cfg)?;
+            if cfg.stdout_taken() {
+                eprint!("{text}");
+            } else {
+                session::print_stdout(&text)?;
+            }
             return Ok(ExitCode::SUCCESS);
         }
         Some(Command::Experiment(e)) => vec![e],

@@ -49,8 +49,10 @@ pub fn environment_text(cfg: &Config) -> anyhow::Result<String> {
     let cpus = apply_placement(cfg)?;
     let clock = Clock::detect();
     let env = environment(cfg, &clock, &cpus);
-    if let Some(sink) = &cfg.json {
-        emit(sink, &(serde_json::to_string_pretty(&env)? + "\n"))?;
+    if let Some(Sink::File(p)) = &cfg.json {
+        oscost_report::output::write_atomic(p, &(serde_json::to_string_pretty(&env)? + "\n"))?;
+    } else if let Some(Sink::Stdout) = &cfg.json {
+        print_stdout(&(serde_json::to_string_pretty(&env)? + "\n"))?;
     }
     Ok(oscost_report::envtext::render_environment(&env))
 }
@@ -112,7 +114,7 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs]) -> anyhow::Result<()> {
         show(
             cfg,
             &render::terminal(&result, &clock.info().tick_unit, None),
-        );
+        )?;
         results.push(result);
     }
     env.load = Some(whole.finish_for(os::tasks_started() - started_before_all, cpus.len()));
@@ -121,20 +123,37 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs]) -> anyhow::Result<()> {
         environment: env,
         experiments: results,
     };
+    // Every file is written in full before any is put in place, and stdout goes first: a
+    // failure anywhere leaves no result file behind.
+    let mut outputs = Vec::new();
     if let Some(s) = &cfg.json {
-        emit(s, &render::json(&doc)?)?;
+        outputs.push((s, render::json(&doc)?));
     }
     if let Some(s) = &cfg.csv {
-        emit(s, &render::csv(&doc)?)?;
+        outputs.push((s, render::csv(&doc)?));
     }
     if let Some(s) = &cfg.markdown {
-        emit(s, &render::markdown(&doc))?;
+        outputs.push((s, render::markdown(&doc)));
+    }
+    let mut staged = Vec::new();
+    for (sink, text) in &outputs {
+        if let Sink::File(p) = sink {
+            staged.push(oscost_report::output::stage(p, text)?);
+        }
+    }
+    for (sink, text) in &outputs {
+        if let Sink::Stdout = sink {
+            print_stdout(text)?;
+        }
+    }
+    for s in staged {
+        s.commit()?;
     }
     Ok(())
 }
 
 /// Prints a human table: to stdout, or to stderr when stdout carries a machine format.
-fn show(cfg: &Config, text: &str) {
+fn show(cfg: &Config, text: &str) -> anyhow::Result<()> {
     let text = if cfg.quiet {
         text.lines()
             .filter(|l| !l.starts_with("warning: "))
@@ -145,23 +164,17 @@ fn show(cfg: &Config, text: &str) {
     };
     if cfg.stdout_taken() {
         eprint!("{text}");
+        Ok(())
     } else {
-        // A reader that went away (`| head`) is not an error: the files still get written.
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
+        print_stdout(&text)
     }
 }
 
-fn emit(sink: &Sink, contents: &str) -> anyhow::Result<()> {
-    match sink {
-        Sink::Stdout => {
-            let mut out = std::io::stdout().lock();
-            match out.write_all(contents.as_bytes()).and_then(|_| out.flush()) {
-                // A closed pipe (`| head`) is the reader's choice, not an error.
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-                r => r.context("writing to stdout"),
-            }
-        }
-        Sink::File(p) => oscost_report::output::write_atomic(p, contents),
+/// Writes to stdout. A reader that went away (`| head`) is not an error; a full disk is.
+pub fn print_stdout(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.context("writing to stdout"),
     }
 }

@@ -106,9 +106,9 @@ pub struct Options {
 
 fn parse_rate(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
-        Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
+        Ok(r) if r.is_finite() && r > 0.0 && r <= 1e9 => Ok(r),
         _ => Err(format!(
-            "`{s}` is not a positive number of calls per second"
+            "`{s}` is not a number of calls per second above 0 and at most 1e9"
         )),
     }
 }
