@@ -65,11 +65,12 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs]) -> anyhow::Result<()> {
     let cancel = Arc::new(AtomicBool::new(false));
     {
         let cancel = cancel.clone();
-        // A second Ctrl-C while the first is being honoured exits at once: no drop runs then,
-        // so scratch directories go now; worker processes die with this process (their
-        // parent-death signal) and nothing is written.
+        // Ctrl-C (or SIGTERM, SIGHUP) asks the run to stop at the next sample. A second one
+        // exits at once: no drop runs then, so worker processes are killed and reaped and
+        // scratch directories removed here; nothing is written.
         ctrlc::set_handler(move || {
             if cancel.swap(true, Ordering::SeqCst) {
+                oscost_measure::os::task::kill_all_workers();
                 oscost_measure::scratch::remove_all();
                 std::process::exit(130);
             }

@@ -165,7 +165,9 @@ fn a_killed_worker_fails_the_run_and_the_rest_are_reaped() {
             "--kind",
             "processes",
             "--tasks",
-            "8,8,8,8,8,8,8,8",
+            // Distinct sizes (repeats collapse into one ring): the run lasts long enough for
+            // the kill to land mid-run.
+            "8,9,10,11,12,13,14,15",
         ])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
@@ -301,4 +303,44 @@ fn repeated_values_give_unique_case_ids() {
     unique.dedup();
     assert_eq!(unique.len(), ids.len(), "{ids:?}");
     assert!(ids.contains(&"switch.pipe.threads.same".to_owned()));
+}
+
+/// Two Ctrl-Cs in a row: the second exits at once, but only after killing and reaping every
+/// worker process, so none outlives oscost and none is left for init to reap.
+#[test]
+fn a_second_ctrl_c_kills_and_reaps_every_worker() {
+    let child = std::process::Command::new(bin())
+        .args([
+            "--quiet",
+            "ring",
+            "--kind",
+            "processes",
+            "--tasks",
+            "32,33,34,35",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let oscost_pid = child.id() as i32;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let workers = loop {
+        let w = children_of(oscost_pid);
+        if w.len() >= 31 || Instant::now() > deadline {
+            break w;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert!(workers.len() >= 31, "workers never appeared: {workers:?}");
+    for _ in 0..2 {
+        std::process::Command::new("kill")
+            .args(["-INT", &oscost_pid.to_string()])
+            .status()
+            .unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    for pid in workers {
+        assert!(!alive(pid), "worker {pid} outlived oscost");
+    }
 }

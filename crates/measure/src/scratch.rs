@@ -32,15 +32,23 @@ impl ScratchDir {
 
 impl Drop for ScratchDir {
     fn drop(&mut self) {
-        live().retain(|p| p != self.dir.path());
-        // TempDir's own drop removes the directory.
+        // Removed under the lock, so `remove_all` never sees it registered but half gone.
+        let mut live = live();
+        let _ = std::fs::remove_dir_all(self.dir.path());
+        live.retain(|p| p != self.dir.path());
     }
 }
 
 /// Removes every live scratch directory now; for a process about to exit without unwinding.
 pub fn remove_all() {
-    for p in live().drain(..) {
-        let _ = std::fs::remove_dir_all(p);
+    let mut live = live();
+    for p in live.drain(..) {
+        // A measuring thread may still be creating files in it: retry a few times.
+        for _ in 0..5 {
+            if std::fs::remove_dir_all(&p).is_ok() || !p.exists() {
+                break;
+            }
+        }
     }
 }
 

@@ -815,6 +815,7 @@ impl Team {
         // SAFETY: plain integers; pid is our child.
         unsafe { libc::setpgid(pid, pgid) };
         let procs = self.procs.get_or_insert_with(|| {
+            lock(&LIVE_GROUPS).push(pgid);
             Arc::new(Procs {
                 pgid,
                 slots: Mutex::new(Vec::new()),
@@ -953,7 +954,27 @@ impl Team {
         }
         if let Some(p) = &self.procs {
             p.reap_rest();
+            lock(&LIVE_GROUPS).retain(|&g| g != p.pgid);
         }
+    }
+}
+
+/// Process groups of worker teams not yet reaped, for [`kill_all_workers`].
+static LIVE_GROUPS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+/// SIGKILLs and reaps every worker process of every live team, for a process about to exit
+/// without unwinding (a second Ctrl-C): no drop will run to do it.
+pub fn kill_all_workers() {
+    let groups = lock(&LIVE_GROUPS);
+    for &pgid in groups.iter() {
+        // SAFETY: plain integers; the group holds only workers this process forked and has
+        // not finished reaping, so no other process can be hit.
+        unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    }
+    for &pgid in groups.iter() {
+        // Reap until none of the group is left (a concurrent watchdog may take some: ECHILD).
+        // SAFETY: a null status pointer is allowed; -pgid selects the group's children.
+        while unsafe { libc::waitpid(-pgid, std::ptr::null_mut(), 0) } > 0 {}
     }
 }
 
