@@ -172,7 +172,14 @@ fn by_name(names: &[String]) -> Vec<ExperimentArgs> {
             .map(|e| e.name)
             .collect()
     } else {
-        names.iter().map(String::as_str).collect()
+        // Each experiment once: a second run would repeat every case id in the results.
+        let mut unique: Vec<&str> = Vec::new();
+        for n in names {
+            if !unique.contains(&n.as_str()) {
+                unique.push(n);
+            }
+        }
+        unique
     };
     names
         .into_iter()

@@ -42,7 +42,13 @@ pub fn experiment(
                 warnings.push(format!("{}: a term's case is missing, not derived", d.id));
                 return None;
             };
-            let comb = combine_medians(&terms, DEFAULT_RESAMPLES, DEFAULT_SEED)?;
+            let Some(comb) = combine_medians(&terms, DEFAULT_RESAMPLES, DEFAULT_SEED) else {
+                warnings.push(format!(
+                    "{}: a term has no usable samples, not derived",
+                    d.id
+                ));
+                return None;
+            };
             // A figure is only as good as its worst term: any term whose mechanism check
             // failed flags it, whatever the experiment said.
             let failed: Vec<&str> = d

@@ -466,8 +466,8 @@ impl Ring {
 
     /// Ends the measured span, stops every task in order and returns what was counted.
     pub fn end(self) -> anyhow::Result<Counts> {
-        let parent = os::thread_switches().since(self.start);
         self.ctl.word(W_HOLD).store(1, Ordering::Release);
+        let parent = os::thread_switches().since(self.start);
         let after = self.migrations();
         let peak_rss_kib = self.peak_rss_kib();
         let last_cpus = self.last_cpus();
