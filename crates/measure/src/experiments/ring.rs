@@ -351,6 +351,9 @@ pub(crate) struct Counts {
     pub migrations_known: bool,
     /// Peak memory of the ring, KiB (see [`Ring::peak_rss_kib`]).
     pub peak_rss_kib: u64,
+    /// This process's resident memory when the ring started, KiB, after the peak mark was
+    /// reset (`None`: the reset failed, so the peak may belong to an earlier, larger ring).
+    pub rss_before_kib: Option<u64>,
     /// Last CPU each task ran on (from `/proc/.../stat`), task 0 first.
     pub last_cpus: Vec<i64>,
     /// Logged visits, in order (empty unless verifying).
@@ -369,6 +372,7 @@ pub(crate) struct Ring {
     seeded: bool,
     start: Switches,
     migrations_before: Option<u64>,
+    rss_before_kib: Option<u64>,
     tids: Vec<i32>,
     _signal: Option<LinkSignalBlock>,
     _affinity: AffinityRestore,
@@ -377,8 +381,12 @@ pub(crate) struct Ring {
 impl Ring {
     /// Builds the links and shared words, spawns tasks 1..N and waits until each is ready.
     pub fn start(spec: &RingSpec, ctx: &Context) -> anyhow::Result<Ring> {
-        // The peak memory reported is this ring's, not the largest ring's run before it.
-        let _ = os::reset_peak_rss();
+        // The peak memory reported is this ring's, not the largest ring's run before it;
+        // what the process already held (thread stacks glibc caches for reuse) is reported
+        // beside it.
+        let rss_before_kib = os::reset_peak_rss()
+            .ok()
+            .and_then(|()| os::current_rss_kib());
         let n = spec.tasks;
         anyhow::ensure!(spec.masks.len() == n, "one CPU mask per task");
         let affinity = AffinityRestore(os::affinity().ok());
@@ -414,6 +422,7 @@ impl Ring {
             seeded: false,
             start: Switches::default(),
             migrations_before: None,
+            rss_before_kib,
             tids,
             _signal: signal,
             _affinity: affinity,
@@ -476,6 +485,7 @@ impl Ring {
             ctl,
             ops,
             migrations_before,
+            rss_before_kib,
             ..
         } = self;
         team.finish()?;
@@ -500,6 +510,7 @@ impl Ring {
             migrations,
             migrations_known,
             peak_rss_kib,
+            rss_before_kib,
             last_cpus,
             visits,
         })
@@ -800,6 +811,18 @@ fn ring_case(opts: &Options, ctx: &Context, n: usize, masks: Vec<CpuMask>) -> an
     case.counters.insert("hops_counted".into(), hops as f64);
     case.counters
         .insert("peak_rss_kib".into(), counts.peak_rss_kib as f64);
+    match (opts.kind, counts.rss_before_kib) {
+        (Kind::Threads, Some(kib)) => {
+            case.counters
+                .insert("rss_before_ring_kib".into(), kib as f64);
+        }
+        (Kind::Threads, None) => case.warnings.push(
+            "peak memory could not be reset (/proc/self/clear_refs): it may be an earlier \
+             ring's"
+                .into(),
+        ),
+        _ => {}
+    }
     case.checks
         .push(switch_check(opts, per(sw.total()), &counts, hops));
     preemption_warning(&mut case, n);

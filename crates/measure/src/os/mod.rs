@@ -152,6 +152,18 @@ pub fn peak_rss_kib() -> u64 {
         .unwrap_or_else(|| rusage(libc::RUSAGE_SELF).ru_maxrss as u64)
 }
 
+/// Resident memory of this process now, KiB (`VmRSS`).
+pub fn current_rss_kib() -> Option<u64> {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+}
+
 /// Resets the peak-memory mark to the current size (`5` to `/proc/self/clear_refs`, Linux
 /// 4.0+), so a later [`peak_rss_kib`] describes one case, not the whole run so far.
 pub fn reset_peak_rss() -> io::Result<()> {
