@@ -145,6 +145,11 @@ pub fn run() -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
         Some(Command::Env) => {
+            if cli.global.csv.is_some() || cli.global.markdown.is_some() {
+                anyhow::bail!(
+                    "env writes the description as text or --json, not --csv or --markdown"
+                );
+            }
             let cfg = Config::from_global(&cli.global)?;
             let text = session::environment_text(&cfg)?;
             if cfg.stdout_taken() {
