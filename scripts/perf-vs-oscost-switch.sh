@@ -7,11 +7,11 @@
 # repeats is compared. Target: oscost/perf within +-10 %. Exits 1 outside the target, 2 if a
 # tool is missing or fails. Installs nothing.
 #
-# Usage: scripts/perf-vs-oscost-switch.sh [CPU] [REPEATS]   (defaults: 0, 3)
+# Usage: scripts/perf-vs-oscost-switch.sh [CPU] [REPEATS]   (defaults: 0, 5)
 set -euo pipefail
 
 cpu="${1:-0}"
-repeats="${2:-3}"
+repeats="${2:-5}"
 loops=200000
 tolerance=0.10
 
