@@ -981,7 +981,12 @@ mod tests {
     use crate::context::testing;
 
     fn with_ctx<T>(f: impl FnOnce(&Context) -> T) -> T {
-        testing::with_ctx(testing::tiny_sampler(), crate::cpuset::online(), false, f)
+        testing::with_ctx(
+            testing::tiny_sampler(),
+            crate::os::affinity().unwrap(),
+            false,
+            f,
+        )
     }
 
     fn opts(extra: &[&str]) -> Options {

@@ -510,7 +510,7 @@ mod tests {
     #[test]
     fn every_primitive_switches_on_one_cpu() {
         use clap::ValueEnum;
-        with_ctx(vec![crate::cpuset::online()[0]], |ctx| {
+        with_ctx(vec![crate::os::affinity().unwrap()[0]], |ctx| {
             for &via in Via::value_variants() {
                 for kind in [Kind::Threads, Kind::Processes] {
                     let spec = RingSpec {
@@ -556,7 +556,7 @@ mod tests {
 
     #[test]
     fn run_labels_cases_and_flags_what_did_not_switch() {
-        let cpus = crate::cpuset::online();
+        let cpus = crate::os::affinity().unwrap();
         with_ctx(cpus.clone(), |ctx| {
             let mut args = vec![
                 "--via",

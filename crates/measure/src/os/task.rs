@@ -1148,7 +1148,7 @@ mod tests {
 
     #[test]
     fn cpu_mask_pins_a_thread() {
-        let cpu = crate::cpuset::online()[0];
+        let cpu = crate::os::affinity().unwrap()[0];
         let m = CpuMask::new(&[cpu]).unwrap();
         std::thread::spawn(move || {
             m.apply().unwrap();
