@@ -156,19 +156,11 @@ fn process_limit_mid_spawn_is_named() {
     }
 }
 
-#[test]
-fn a_killed_worker_fails_the_run_and_the_rest_are_reaped() {
+/// Starts `oscost --quiet ring --kind processes --tasks TASKS` and waits until its first ring's
+/// `want` worker processes exist; returns the running command and their pids.
+fn start_process_ring(tasks: &str, want: usize) -> (std::process::Child, Vec<i32>) {
     let child = std::process::Command::new(bin())
-        .args([
-            "--quiet",
-            "ring",
-            "--kind",
-            "processes",
-            "--tasks",
-            // Distinct sizes (repeats collapse into one ring): the run lasts long enough for
-            // the kill to land mid-run.
-            "8,9,10,11,12,13,14,15",
-        ])
+        .args(["--quiet", "ring", "--kind", "processes", "--tasks", tasks])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -177,12 +169,20 @@ fn a_killed_worker_fails_the_run_and_the_rest_are_reaped() {
     let deadline = Instant::now() + Duration::from_secs(30);
     let workers = loop {
         let w = children_of(oscost_pid);
-        if w.len() >= 7 || Instant::now() > deadline {
+        if w.len() >= want || Instant::now() > deadline {
             break w;
         }
         std::thread::sleep(Duration::from_millis(5));
     };
-    assert!(workers.len() >= 7, "workers never appeared: {workers:?}");
+    assert!(workers.len() >= want, "workers never appeared: {workers:?}");
+    (child, workers)
+}
+
+#[test]
+fn a_killed_worker_fails_the_run_and_the_rest_are_reaped() {
+    // Distinct sizes (repeats collapse into one ring): the run lasts long enough for the kill
+    // to land mid-run.
+    let (child, workers) = start_process_ring("8,9,10,11,12,13,14,15", 7);
     let victim = workers[3];
     std::process::Command::new("kill")
         .args(["-KILL", &victim.to_string()])
@@ -309,29 +309,8 @@ fn repeated_values_give_unique_case_ids() {
 /// worker process, so none outlives oscost and none is left for init to reap.
 #[test]
 fn a_second_ctrl_c_kills_and_reaps_every_worker() {
-    let child = std::process::Command::new(bin())
-        .args([
-            "--quiet",
-            "ring",
-            "--kind",
-            "processes",
-            "--tasks",
-            "32,33,34,35",
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let oscost_pid = child.id() as i32;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let workers = loop {
-        let w = children_of(oscost_pid);
-        if w.len() >= 31 || Instant::now() > deadline {
-            break w;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    assert!(workers.len() >= 31, "workers never appeared: {workers:?}");
+    let (child, workers) = start_process_ring("32,33,34,35", 31);
+    let oscost_pid = child.id();
     for _ in 0..2 {
         std::process::Command::new("kill")
             .args(["-INT", &oscost_pid.to_string()])
