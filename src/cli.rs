@@ -33,70 +33,42 @@ pub struct Cli {
 
 /// Options every command takes, before or after the subcommand.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Output and sampling (any command)")]
 pub struct GlobalOpts {
     /// Write the full results (schema oscost/1, raw samples included) to FILE; `-` for stdout
-    #[arg(
-        help_heading = "Output and sampling (any command)",
-        long,
-        global = true,
-        value_name = "FILE"
-    )]
+    #[arg(long, global = true, value_name = "FILE")]
     pub json: Option<PathBuf>,
 
     /// Write one CSV row per case to FILE; `-` for stdout
-    #[arg(
-        help_heading = "Output and sampling (any command)",
-        long,
-        global = true,
-        value_name = "FILE"
-    )]
+    #[arg(long, global = true, value_name = "FILE")]
     pub csv: Option<PathBuf>,
 
     /// Write Markdown tables to FILE; `-` for stdout
-    #[arg(
-        help_heading = "Output and sampling (any command)",
-        long,
-        global = true,
-        value_name = "FILE"
-    )]
+    #[arg(long, global = true, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
 
     /// Smaller sizes, fewer and shorter samples: a rough figure in a second or two
-    #[arg(
-        help_heading = "Output and sampling (any command)",
-        long,
-        global = true
-    )]
+    #[arg(long, global = true)]
     pub quick: bool,
 
     /// Samples per case, 5 or more (default 81, or 15 with --quick)
-    #[arg(help_heading = "Output and sampling (any command)", long, global = true, value_name = "N",
+    #[arg(long, global = true, value_name = "N",
           value_parser = clap::value_parser!(u32).range(5..=100_000))]
     pub samples: Option<u32>,
 
     /// CPUs to measure on, kernel list syntax (`0-3,8`); single-task cases use the first
-    #[arg(
-        help_heading = "Output and sampling (any command)",
-        long,
-        global = true,
-        value_name = "LIST"
-    )]
+    #[arg(long, global = true, value_name = "LIST")]
     pub cpus: Option<String>,
 
     /// Nice value for the measuring tasks (-20..19; the seed documents ran at -19, which needs
     /// root or CAP_SYS_NICE). Default: leave it as inherited; the value used is recorded
-    #[arg(help_heading = "Output and sampling (any command)", long, global = true, value_name = "N", allow_hyphen_values = true,
+    #[arg(long, global = true, value_name = "N", allow_hyphen_values = true,
           value_parser = clap::value_parser!(i32).range(-20..=19))]
     pub nice: Option<i32>,
 
     /// No progress bar and no warnings (tables and errors still print; warnings stay in the
     /// result files)
-    #[arg(
-        help_heading = "Output and sampling (any command)",
-        long,
-        short,
-        global = true
-    )]
+    #[arg(long, short, global = true)]
     pub quiet: bool,
 }
 
