@@ -224,6 +224,19 @@ fn control_case(via: Via, ctx: &Context) -> anyhow::Result<Case> {
     Ok(case)
 }
 
+/// A ping-pong is a ring of two tasks passing one token, with no working set.
+fn pingpong_spec(via: Via, kind: Kind, masks: Vec<CpuMask>) -> RingSpec {
+    RingSpec {
+        via,
+        kind,
+        tasks: 2,
+        tokens: 1,
+        size_kib: 0,
+        masks,
+        verify: false,
+    }
+}
+
 fn pingpong_case(
     via: Via,
     kind: Kind,
@@ -237,15 +250,7 @@ fn pingpong_case(
         Placement::Free => ctx.cpus.clone(),
         _ => cpus.iter().flatten().copied().collect(),
     };
-    let spec = RingSpec {
-        via,
-        kind,
-        tasks: 2,
-        tokens: 1,
-        size_kib: 0,
-        masks: masks.to_vec(),
-        verify: false,
-    };
+    let spec = pingpong_spec(via, kind, masks.to_vec());
     let idle_before = idle::usage(&case_cpus);
     let (samples, warnings, counts) =
         ring::sample(&spec, ctx).with_context(|| case_id(via, kind, p))?;
@@ -513,15 +518,11 @@ mod tests {
         with_ctx(vec![crate::os::affinity().unwrap()[0]], |ctx| {
             for &via in Via::value_variants() {
                 for kind in [Kind::Threads, Kind::Processes] {
-                    let spec = RingSpec {
+                    let spec = pingpong_spec(
                         via,
                         kind,
-                        tasks: 2,
-                        tokens: 1,
-                        size_kib: 0,
-                        masks: masks(Placement::Same, &ctx.cpus).unwrap().to_vec(),
-                        verify: false,
-                    };
+                        masks(Placement::Same, &ctx.cpus).unwrap().to_vec(),
+                    );
                     let mut r = match ring::Ring::start(&spec, ctx) {
                         Ok(r) => r,
                         // Only a kernel without POSIX message queues excuses a missing one.
