@@ -3,7 +3,7 @@
 //! The binary is the thin top layer: it parses the command line, runs experiments from the
 //! measuring layer, summarises and renders them through the report layer, and turns every
 //! failure into one line on stderr and an exit status (0 ok, 2 usage or run error, 130 Ctrl-C).
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 mod cli;
 mod config;

@@ -3,10 +3,13 @@
 use crate::config::{Config, Sink};
 use crate::progress::Bar;
 use anyhow::Context as _;
-use oscost_measure::env::{Environment, LoadProbe};
+use oscost_measure::env::{self as envcollect, LoadProbe};
 use oscost_measure::experiments::ExperimentArgs;
-use oscost_measure::{cpuset, os, Clock, Context};
-use oscost_report::{render, summarise, ResultDoc, SCHEMA};
+use oscost_measure::{cpuset, Clock, Context};
+use oscost_model::Environment;
+use oscost_model::{ResultDoc, SCHEMA};
+use oscost_report::{render, summarise};
+use oscost_sys as os;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -36,7 +39,7 @@ fn apply_placement(cfg: &Config) -> anyhow::Result<Vec<usize>> {
 }
 
 fn environment(cfg: &Config, clock: &Clock, cpus: &[usize]) -> Environment {
-    let mut env = Environment::collect(clock.info(), cpus);
+    let mut env = envcollect::collect(clock.info(), cpus);
     env.git_commit = Some(env!("OSCOST_GIT_COMMIT").to_owned()).filter(|c| !c.is_empty());
     env.rustc_version = Some(env!("OSCOST_RUSTC_VERSION").to_owned()).filter(|c| !c.is_empty());
     // The nice value asked for; the one in force is `process_nice`.
@@ -70,7 +73,7 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs]) -> anyhow::Result<()> {
         // scratch directories removed here; nothing is written.
         ctrlc::set_handler(move || {
             if cancel.swap(true, Ordering::SeqCst) {
-                oscost_measure::os::task::kill_all_workers();
+                oscost_sys::task::kill_all_workers();
                 oscost_measure::scratch::remove_all();
                 std::process::exit(130);
             }

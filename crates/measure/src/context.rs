@@ -1,8 +1,8 @@
 //! What every experiment is given: the clock, the sampling rules, the CPUs it may use, a
 //! progress sink and a way to notice Ctrl-C.
 
-use crate::clock::Clock;
 use crate::sampler::SamplerConfig;
+use oscost_sys::clock::Clock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Progress reporting, implemented by the CLI (a progress bar) or by nothing in tests.
@@ -68,8 +68,8 @@ impl Context<'_> {
 #[cfg(test)]
 pub(crate) mod testing {
     use super::{Context, NoProgress};
-    use crate::clock::Clock;
     use crate::sampler::SamplerConfig;
+    use oscost_sys::clock::Clock;
     use std::sync::atomic::AtomicBool;
     use std::time::Duration;
 

@@ -1,76 +1,6 @@
-//! CPU lists in the kernel's syntax (`0-3,8`), parsed and printed.
+//! The CPUs of this machine, in the kernel's list syntax (`0-3,8`).
 
-use thiserror::Error;
-
-/// Why a CPU list was rejected.
-#[derive(Debug, Error, PartialEq)]
-pub enum CpuListError {
-    /// The text is not a CPU list.
-    #[error("`{0}` is not a CPU list (expected numbers and ranges like `0-3,8`)")]
-    Syntax(String),
-    /// A range runs backwards.
-    #[error("range `{0}` runs backwards")]
-    Backwards(String),
-    /// A CPU is not online on this machine.
-    #[error("CPU {cpu} is not online (online: {online})")]
-    NotOnline {
-        /// The offending CPU.
-        cpu: usize,
-        /// The online list.
-        online: String,
-    },
-}
-
-/// Parses `0-3,8` into a sorted, de-duplicated list.
-pub fn parse(text: &str) -> Result<Vec<usize>, CpuListError> {
-    let mut cpus = Vec::new();
-    let text = text.trim();
-    if text.is_empty() {
-        return Err(CpuListError::Syntax(text.into()));
-    }
-    for part in text.split(',') {
-        let num = |s: &str| {
-            s.trim()
-                .parse::<usize>()
-                .map_err(|_| CpuListError::Syntax(text.into()))
-        };
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b) = (num(a)?, num(b)?);
-                if a > b {
-                    return Err(CpuListError::Backwards(part.into()));
-                }
-                if b - a > 65536 {
-                    return Err(CpuListError::Syntax(text.into()));
-                }
-                cpus.extend(a..=b);
-            }
-            None => cpus.push(num(part)?),
-        }
-    }
-    cpus.sort_unstable();
-    cpus.dedup();
-    Ok(cpus)
-}
-
-/// Prints a list in the kernel's compact syntax.
-pub fn format(cpus: &[usize]) -> String {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let mut j = i;
-        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
-            j += 1;
-        }
-        out.push(if i == j {
-            cpus[i].to_string()
-        } else {
-            format!("{}-{}", cpus[i], cpus[j])
-        });
-        i = j + 1;
-    }
-    out.join(",")
-}
+pub use oscost_model::cpulist::{format, parse, CpuListError};
 
 /// The online CPUs (`/sys/devices/system/cpu/online`), or CPU 0..available_parallelism.
 pub fn online() -> Vec<usize> {
@@ -100,17 +30,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parses_ranges_and_singles() {
-        assert_eq!(parse("0-3,8").unwrap(), vec![0, 1, 2, 3, 8]);
-        assert_eq!(parse("3,1,1").unwrap(), vec![1, 3]);
-        assert_eq!(format(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
-    }
-
-    #[test]
-    fn rejects_bad_lists() {
-        assert!(matches!(parse("x-y"), Err(CpuListError::Syntax(_))));
-        assert!(matches!(parse(""), Err(CpuListError::Syntax(_))));
-        assert!(matches!(parse("3-1"), Err(CpuListError::Backwards(_))));
+    fn rejects_cpus_that_are_not_online() {
         assert!(matches!(
             parse_online("99999"),
             Err(CpuListError::NotOnline { cpu: 99999, .. })

@@ -6,9 +6,9 @@
 //! per-iteration cost subtracted. Warm-up runs until three consecutive batches agree within 2 %
 //! (or the warm-up budget is spent, which is recorded as a warning).
 
-use crate::case::Samples;
-use crate::clock::Clock;
 use crate::context::Context;
+use oscost_model::case::Samples;
+use oscost_sys::clock::Clock;
 use std::hint::black_box;
 use std::time::Duration;
 

@@ -4,9 +4,9 @@
 //! environment always gives the same text and two machines can be compared with `diff`.
 //! Values that could not be read print as `n/a`: a blank would look like "none".
 
-use oscost_measure::clock::CounterKind;
-use oscost_measure::cpuset;
-use oscost_measure::env::{Environment, RunLoad};
+use oscost_model::cpulist as cpuset;
+use oscost_model::CounterKind;
+use oscost_model::{Environment, RunLoad};
 use std::fmt::Display;
 
 /// Column where values start.
@@ -551,13 +551,10 @@ fn run_load(o: &mut Out, l: &RunLoad) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oscost_measure::clock::Clock;
-    use oscost_measure::env::LoadProbe;
 
     #[test]
     fn renders_every_section_deterministically() {
-        let clock = Clock::monotonic("test".into());
-        let mut env = Environment::collect(clock.info(), &[0]);
+        let mut env = oscost_model::example::environment();
         let text = render_environment(&env);
         for s in [
             "System\n",
@@ -576,9 +573,7 @@ mod tests {
         assert!((25..=70).contains(&lines), "{lines} lines\n{text}");
         assert!(text.lines().all(|l| l.chars().count() <= LINE_WIDTH + 40));
 
-        let probe = LoadProbe::start();
-        std::thread::sleep(std::time::Duration::from_millis(10));
-        env.load = Some(probe.finish());
+        env.load = Some(oscost_model::example::quiet_load(1.5));
         let with_load = render_environment(&env);
         assert!(with_load.starts_with(&text));
         assert!(with_load.contains("Load during run\n"));

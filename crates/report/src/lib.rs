@@ -1,13 +1,15 @@
-//! oscost's results layer: the versioned schema, summaries of raw samples, and renderers.
+//! oscost's results layer: summaries of raw samples and renderers of the result document.
+//!
+//! It reads `oscost-model` and `oscost-stats` only, never the measuring or OS layers, so a
+//! result file made on any machine can be rendered anywhere.
 //!
 //! Pure apart from [`output`], which writes files atomically. Nothing here measures.
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod envtext;
 pub mod output;
 pub mod render;
-pub mod schema;
 pub mod summarise;
 
-pub use schema::{CaseResult, DerivedResult, ExperimentResult, ResultDoc, SCHEMA};
+pub use oscost_model::{CaseResult, DerivedResult, ExperimentResult, ResultDoc, SCHEMA};

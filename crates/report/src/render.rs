@@ -3,8 +3,8 @@
 //! All output is deterministic for a given document (no timestamps, fixed number formats), so
 //! it can be pinned in tests.
 
-use crate::schema::{CaseResult, ExperimentResult, ResultDoc};
 use comfy_table::{presets, Cell, CellAlignment, ContentArrangement, Table};
+use oscost_model::schema::{CaseResult, ExperimentResult, ResultDoc};
 
 /// A duration in ns with a unit that keeps 3-4 significant digits.
 pub fn fmt_ns(ns: f64) -> String {

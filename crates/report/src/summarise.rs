@@ -1,8 +1,8 @@
 //! Turns an experiment's raw output into summarised results.
 
-use crate::schema::{AtRate, CaseResult, DerivedResult, ExperimentResult, UnavailableCase};
-use oscost_measure::case::{Case, ExperimentOutput};
-use oscost_measure::env::RunLoad;
+use oscost_model::schema::{AtRate, CaseResult, DerivedResult, ExperimentResult, UnavailableCase};
+use oscost_model::RunLoad;
+use oscost_model::{Case, ExperimentOutput};
 use oscost_stats::{combine_medians, summarize, DEFAULT_RESAMPLES, DEFAULT_SEED};
 
 /// Summarises one experiment. `ns_per_tick` converts ns figures to counter ticks.
@@ -118,7 +118,12 @@ pub fn case(c: &Case, ns_per_tick: f64, rate: Option<f64>) -> Option<CaseResult>
         ci95_ns: s.ci95,
         median_cycles: to_ticks(s.median),
         ci95_cycles: [to_ticks(s.ci95[0]), to_ticks(s.ci95[1])],
-        outliers: s.outliers,
+        outliers: oscost_model::schema::Outliers {
+            low_severe: s.outliers.low_severe,
+            low_mild: s.outliers.low_mild,
+            high_mild: s.outliers.high_mild,
+            high_severe: s.outliers.high_severe,
+        },
         noisy: s.noisy,
         checks_passed: c.checks.iter().all(|k| k.passed),
         checks: c.checks.clone(),
@@ -137,7 +142,7 @@ pub fn case(c: &Case, ns_per_tick: f64, rate: Option<f64>) -> Option<CaseResult>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oscost_measure::case::{Check, DerivedSpec, Samples};
+    use oscost_model::{Check, DerivedSpec, Samples};
 
     fn case(id: &str, ns: &[f64], passed: bool) -> Case {
         let mut c = Case::new(

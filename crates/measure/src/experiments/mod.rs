@@ -6,9 +6,12 @@
 //! in the `registry!` call below; the line may end with the arguments a suite run (`oscost run`)
 //! gives it, when its stand-alone default is too large for a suite.
 
-use crate::case::ExperimentOutput;
 use crate::context::Context;
+use clap::builder::TypedValueParser as _;
 use clap::{Args, FromArgMatches};
+use oscost_model::case::ExperimentOutput;
+use oscost_sys::ipc::Via;
+use oscost_sys::task::Kind;
 
 pub mod primitives;
 pub mod ring;
@@ -33,6 +36,24 @@ pub(crate) fn value_name<T: clap::ValueEnum>(value: &T) -> String {
         .to_possible_value()
         .map(|v| v.get_name().to_owned())
         .unwrap_or_default()
+}
+
+/// Parses the kinds of [`Via`] for clap, listing each with its summary in `--help`.
+pub(crate) fn via_parser() -> impl clap::builder::TypedValueParser<Value = Via> {
+    let names = Via::ALL
+        .into_iter()
+        .map(|v| clap::builder::PossibleValue::new(v.name()).help(v.summary()));
+    clap::builder::PossibleValuesParser::new(names)
+        .map(|s| Via::from_name(&s).expect("clap accepted only known names"))
+}
+
+/// Parses the kinds of [`Kind`] for clap, listing each with its summary in `--help`.
+pub(crate) fn kind_parser() -> impl clap::builder::TypedValueParser<Value = Kind> {
+    let names = Kind::ALL
+        .into_iter()
+        .map(|k| clap::builder::PossibleValue::new(k.name()).help(k.summary()));
+    clap::builder::PossibleValuesParser::new(names)
+        .map(|s| Kind::from_name(&s).expect("clap accepted only known names"))
 }
 
 /// What `oscost list` shows of an experiment.

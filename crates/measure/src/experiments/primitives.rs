@@ -7,12 +7,12 @@
 //! pinned to one CPU, and a verification batch counted with `getrusage(RUSAGE_THREAD)` proves
 //! that no switch happened while it ran.
 
-use crate::case::{Case, Check, ExperimentOutput, Samples, Unavailable};
 use crate::context::{Cancelled, Context};
-use crate::os::ipc::{self, Link, PthreadMutex, SharedWords, Via};
-use crate::os::{self, Switches};
 use crate::sampler::measure_fallible;
 use anyhow::Context as _;
+use oscost_model::case::{Case, Check, ExperimentOutput, Samples, Unavailable};
+use oscost_sys::ipc::{self, Link, PthreadMutex, SharedWords, Via};
+use oscost_sys::{self as os, Switches};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -482,7 +482,7 @@ mod tests {
     fn link_control_covers_every_via_and_leaves_the_caller_alone() {
         with_ctx(|ctx| {
             let before = os::affinity().unwrap();
-            for via in Via::value_variants() {
+            for via in Via::ALL.iter() {
                 match link_control(*via, ctx) {
                     Ok((s, _)) => assert!(median(&s.per_op_ns) > 0.0, "{via}"),
                     // Only message queues may be missing (a kernel without them), and only

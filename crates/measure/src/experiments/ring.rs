@@ -6,14 +6,14 @@
 //! holds the token-passing engine the `switch` experiment uses: a ping-pong is a ring of two
 //! with one token.
 
-use crate::case::{Case, Check, DerivedSpec, ExperimentOutput, Samples, Series};
 use crate::context::Context;
 use crate::experiments::primitives;
-use crate::os::ipc::{self, Link, LinkSignalBlock, SharedWords, Via};
-use crate::os::task::{self, CpuMask, Failure, Kind, Team, WorkingSet};
-use crate::os::{self, Switches};
 use crate::sampler::{measure, measure_fallible};
 use anyhow::Context as _;
+use oscost_model::case::{Case, Check, DerivedSpec, ExperimentOutput, Samples, Series};
+use oscost_sys::ipc::{self, Link, LinkSignalBlock, SharedWords, Via};
+use oscost_sys::task::{self, CpuMask, Failure, Kind, Team, WorkingSet};
+use oscost_sys::{self as os, Switches};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -89,7 +89,7 @@ pub struct Options {
     pub tokens: usize,
 
     /// Threads of one process, or processes
-    #[arg(long, value_enum, default_value = "threads")]
+    #[arg(long, value_parser = super::kind_parser(), default_value = "threads")]
     pub kind: Kind,
 
     /// Primitive that carries the token
@@ -983,7 +983,7 @@ mod tests {
     fn with_ctx<T>(f: impl FnOnce(&Context) -> T) -> T {
         testing::with_ctx(
             testing::tiny_sampler(),
-            crate::os::affinity().unwrap(),
+            oscost_sys::affinity().unwrap(),
             false,
             f,
         )
@@ -1106,7 +1106,7 @@ mod tests {
             ring.begin();
             ring.op().unwrap();
             let pids = ring.pids();
-            task::sigkill(pids[2]);
+            task::send_signal(pids[2], libc::SIGKILL).unwrap();
             let err = (0..1000)
                 .find_map(|_| ring.op().err())
                 .expect("the ring must fail");

@@ -8,14 +8,14 @@
 //! measured span (nvcsw + nivcsw of both tasks, rule 3) are checked against what the case
 //! claims; a case that did not switch is flagged and its switch cost marked untrusted.
 
-use crate::case::{Case, Check, DerivedSpec, ExperimentOutput, Unavailable};
 use crate::context::Context;
 use crate::cpuset;
 use crate::experiments::primitives;
 use crate::experiments::ring::{self, Counts, RingSpec};
-use crate::os::ipc::{IdlePoll, Via};
-use crate::os::task::{CpuMask, Kind};
 use anyhow::Context as _;
+use oscost_model::case::{Case, Check, DerivedSpec, ExperimentOutput, Unavailable};
+use oscost_sys::ipc::{IdlePoll, Via};
+use oscost_sys::task::{CpuMask, Kind};
 use serde_json::json;
 
 /// Subcommand name and id prefix.
@@ -62,11 +62,11 @@ impl Placement {
 #[derive(Debug, Clone, clap::Args)]
 pub struct Options {
     /// Primitives, comma-separated (default: all)
-    #[arg(long, value_enum, value_delimiter = ',', value_name = "VIA,...")]
+    #[arg(long, value_parser = super::via_parser(), value_delimiter = ',', value_name = "VIA,...")]
     pub via: Vec<Via>,
 
     /// Task kinds, comma-separated (default: both)
-    #[arg(long, value_enum, value_delimiter = ',', value_name = "KIND,...")]
+    #[arg(long, value_parser = super::kind_parser(), value_delimiter = ',', value_name = "KIND,...")]
     pub kind: Vec<Kind>,
 
     /// Placements, comma-separated
@@ -118,10 +118,9 @@ fn validate(opts: &Options, ctx: &Context) -> anyhow::Result<()> {
 
 /// Runs every selected primitive × kind × placement.
 pub fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
-    use clap::ValueEnum;
     validate(opts, ctx)?;
-    let vias = pick(&opts.via, Via::value_variants());
-    let kinds = pick(&opts.kind, Kind::value_variants());
+    let vias = pick(&opts.via, &Via::ALL);
+    let kinds = pick(&opts.kind, &Kind::ALL);
     let placements = super::first_occurrences(&opts.placement);
     let mut out = ExperimentOutput::default();
     let (_hold, held) = hold_idle_poll(opts.idle_poll, &mut out);
@@ -514,9 +513,8 @@ mod tests {
     /// switched at least twice per round trip, counted by the kernel.
     #[test]
     fn every_primitive_switches_on_one_cpu() {
-        use clap::ValueEnum;
-        with_ctx(vec![crate::os::affinity().unwrap()[0]], |ctx| {
-            for &via in Via::value_variants() {
+        with_ctx(vec![oscost_sys::affinity().unwrap()[0]], |ctx| {
+            for &via in &Via::ALL {
                 for kind in [Kind::Threads, Kind::Processes] {
                     let spec = pingpong_spec(
                         via,
@@ -557,7 +555,7 @@ mod tests {
 
     #[test]
     fn run_labels_cases_and_flags_what_did_not_switch() {
-        let cpus = crate::os::affinity().unwrap();
+        let cpus = oscost_sys::affinity().unwrap();
         with_ctx(cpus.clone(), |ctx| {
             let mut args = vec![
                 "--via",

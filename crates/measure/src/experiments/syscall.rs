@@ -4,12 +4,12 @@
 //! shape is timed too and subtracted. Files live in a private temporary directory that is
 //! removed on every exit path (drop runs on errors and on Ctrl-C, which only sets a flag).
 
-use crate::case::{Case, ExperimentOutput};
 use crate::context::Context;
-use crate::os::calls;
 use crate::sampler::{measure_interleaved, Job};
 use crate::scratch::ScratchDir;
 use anyhow::Context as _;
+use oscost_model::case::{Case, ExperimentOutput};
+use oscost_sys::calls;
 use std::ffi::CString;
 use std::io::Write;
 use std::os::fd::AsFd;
@@ -154,7 +154,7 @@ pub fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     } else {
         super::first_occurrences(&opts.calls)
     };
-    crate::os::set_affinity(&[ctx.first_cpu()])
+    oscost_sys::set_affinity(&[ctx.first_cpu()])
         .with_context(|| format!("pinning to CPU {}", ctx.first_cpu()))?;
     let scratch = Scratch::new()?;
     let mut out = ExperimentOutput::default();

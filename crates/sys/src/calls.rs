@@ -2,7 +2,6 @@
 //!
 //! They go through `libc` (the thing measured is the call as a C program makes it); ids whose
 //! library wrapper could hide the kernel (getpid caching) use the raw `syscall()` entry.
-#![allow(unsafe_code)]
 
 use super::last_error;
 use std::ffi::CStr;

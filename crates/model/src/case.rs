@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 /// Raw per-operation samples of one case, in nanoseconds and in counter ticks.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Samples {
     /// Per-operation time of each sample, loop overhead already subtracted, ns.
     pub per_op_ns: Vec<f64>,
@@ -22,6 +23,7 @@ pub struct Samples {
 
 /// A mechanism check: what should have happened against what the kernel counted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Check {
     /// Short name, e.g. `switches_per_round_trip`.
     pub name: String,
@@ -61,6 +63,7 @@ impl Check {
 
 /// A named series attached to a case (a trace, the gaps of a noise run).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Series {
     /// Series name, e.g. `visit_order`.
     pub name: String,
@@ -72,6 +75,7 @@ pub struct Series {
 
 /// One measured case.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Case {
     /// Stable dotted id, e.g. `syscall.getpid`.
     pub id: String,
@@ -123,6 +127,7 @@ impl Case {
 
 /// A case that could not be measured here, and why.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Unavailable {
     /// The id the case would have had.
     pub id: String,
@@ -135,6 +140,7 @@ pub struct Unavailable {
 /// A figure computed from other cases: `sum(coef * median(case))`, e.g. the switch cost
 /// `0.5 * round_trip - control`. The report layer computes it with its uncertainty.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct DerivedSpec {
     /// Stable dotted id, e.g. `switch.pipe.threads.same.switch_cost`.
     pub id: String,
@@ -148,6 +154,7 @@ pub struct DerivedSpec {
 
 /// Everything one experiment run produced.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ExperimentOutput {
     /// Measured cases, in display order.
     pub cases: Vec<Case>,

@@ -13,7 +13,6 @@
 //!
 //! This is the only place where IPC uses `unsafe`; everything above it calls these safe
 //! functions.
-#![allow(unsafe_code)]
 
 use super::last_error;
 use std::cell::UnsafeCell;
@@ -24,9 +23,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 
 /// How one task wakes another.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Via {
     /// 1-byte write/read on a pipe
@@ -65,7 +62,42 @@ impl Via {
         Via::Signal,
     ];
 
-    /// Kebab-case name, the same as the clap value and the serde form.
+    /// Every kind, in display order.
+    pub const ALL: [Via; 10] = [
+        Via::Pipe,
+        Via::Socketpair,
+        Via::Eventfd,
+        Via::Futex,
+        Via::PosixSem,
+        Via::SysvSem,
+        Via::Condvar,
+        Via::Mqueue,
+        Via::Signal,
+        Via::Yield,
+    ];
+
+    /// The kind called `name` ([`Via::name`]).
+    pub fn from_name(name: &str) -> Option<Via> {
+        Via::ALL.into_iter().find(|v| v.name() == name)
+    }
+
+    /// A few words for a list of choices.
+    pub fn summary(self) -> &'static str {
+        match self {
+            Via::Pipe => "1-byte write/read on a pipe",
+            Via::Socketpair => "1-byte write/read on an AF_UNIX stream socketpair",
+            Via::Eventfd => "write/read of 1 on an EFD_SEMAPHORE eventfd",
+            Via::Futex => "shared counter: fetch_add + FUTEX_WAKE / CAS-decrement or FUTEX_WAIT",
+            Via::PosixSem => "process-shared POSIX semaphore: sem_post / sem_wait",
+            Via::SysvSem => "SysV semaphore: semop +1 / -1",
+            Via::Condvar => "process-shared pthread mutex + condvar + count",
+            Via::Mqueue => "POSIX message queue: mq_send / mq_receive of 1 byte",
+            Via::Signal => "realtime signal: tkill to the waiter / sigwaitinfo with it blocked",
+            Via::Yield => "sched_yield: no link, each task yields the CPU to the other",
+        }
+    }
+
+    /// Kebab-case name, as on the command line, in case ids and in the serde form.
     pub fn name(self) -> &'static str {
         match self {
             Via::Pipe => "pipe",
@@ -988,10 +1020,9 @@ mod tests {
     }
 
     #[test]
-    fn names_match_clap_and_serde() {
-        use clap::ValueEnum;
-        for v in Via::value_variants() {
-            assert_eq!(v.to_possible_value().unwrap().get_name(), v.name());
+    fn names_match_serde() {
+        for v in &Via::ALL {
+            assert_eq!(Via::from_name(v.name()), Some(*v));
             assert_eq!(
                 serde_json::to_string(v).unwrap(),
                 format!("\"{}\"", v.name())
@@ -999,7 +1030,7 @@ mod tests {
             assert!(!v.describe().is_empty());
             assert_eq!(v.is_link(), Via::LINKS.contains(v));
         }
-        assert_eq!(Via::LINKS.len() + 1, Via::value_variants().len());
+        assert_eq!(Via::LINKS.len() + 1, Via::ALL.len());
     }
 
     #[test]
@@ -1013,7 +1044,7 @@ mod tests {
         for via in Via::LINKS {
             let Some(l) = link(via) else { continue };
             let _block = (via == Via::Signal).then(|| block_link_signal_scoped().unwrap());
-            l.set_waiter(crate::os::gettid());
+            l.set_waiter(crate::gettid());
             for _ in 0..3 {
                 l.post().unwrap_or_else(|e| panic!("{via} post: {e}"));
             }
@@ -1039,7 +1070,7 @@ mod tests {
             std::thread::scope(|s| {
                 s.spawn(|| {
                     let _block = (via == Via::Signal).then(|| block_link_signal_scoped().unwrap());
-                    to_b.set_waiter(crate::os::gettid());
+                    to_b.set_waiter(crate::gettid());
                     ready.wait();
                     for _ in 0..ROUND_TRIPS {
                         to_b.wait().unwrap();
@@ -1047,7 +1078,7 @@ mod tests {
                     }
                 });
                 let _block = (via == Via::Signal).then(|| block_link_signal_scoped().unwrap());
-                to_a.set_waiter(crate::os::gettid());
+                to_a.set_waiter(crate::gettid());
                 ready.wait();
                 for _ in 0..ROUND_TRIPS {
                     to_b.post().unwrap_or_else(|e| panic!("{via}: {e}"));
@@ -1066,12 +1097,12 @@ mod tests {
         };
         // The child inherits this thread's mask, so blocking here covers both sides.
         let _block = (via == Via::Signal).then(|| block_link_signal_scoped().unwrap());
-        to_parent.set_waiter(crate::os::gettid());
+        to_parent.set_waiter(crate::gettid());
         // SAFETY: the child only calls async-signal-safe link operations and _exit.
         let pid = unsafe { libc::fork() };
         assert!(pid >= 0, "fork: {}", io::Error::last_os_error());
         if pid == 0 {
-            to_child.set_waiter(crate::os::gettid());
+            to_child.set_waiter(crate::gettid());
             // A first token tells the parent the child is ready (and, for signals, named).
             let mut ok = to_parent.post().is_ok();
             for _ in 0..ROUND_TRIPS {
@@ -1216,7 +1247,7 @@ mod tests {
         {
             let _b = block_link_signal_scoped().unwrap();
             let l = Link::new(Via::Signal).unwrap();
-            l.set_waiter(crate::os::gettid());
+            l.set_waiter(crate::gettid());
             l.post().unwrap();
             // Left pending on purpose: the guard must take it before unblocking.
         }

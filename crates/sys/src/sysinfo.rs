@@ -4,7 +4,6 @@
 //!
 //! Everything that can be read from `/proc` or `/sys` is read in `env.rs` instead, without
 //! `unsafe`. Every function here returns `None` rather than guessing when the call fails.
-#![allow(unsafe_code)]
 
 use std::ffi::CStr;
 

@@ -3,9 +3,8 @@
 //! Units live in field names (`median_ns`, `median_cycles`). Deserialisation rejects unknown
 //! fields, so a schema change that forgets to bump the version fails the golden-file test.
 
-use oscost_measure::case::{Check, Series};
-use oscost_measure::env::{Environment, RunLoad};
-use oscost_stats::Outliers;
+use crate::case::{Check, Series};
+use crate::env::{Environment, RunLoad};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -146,4 +145,26 @@ pub struct DerivedResult {
     pub estimate_cycles: f64,
     /// Why the figure is not trusted, when it is not.
     pub flagged: Option<String>,
+}
+
+/// Samples beyond Tukey's fences (1.5 IQR mild, 3 IQR severe): counted and kept, never removed,
+/// because on a busy system the tail is part of the cost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Outliers {
+    /// Below Q1 − 3·IQR.
+    pub low_severe: usize,
+    /// Between Q1 − 3·IQR and Q1 − 1.5·IQR.
+    pub low_mild: usize,
+    /// Between Q3 + 1.5·IQR and Q3 + 3·IQR.
+    pub high_mild: usize,
+    /// Above Q3 + 3·IQR.
+    pub high_severe: usize,
+}
+
+impl Outliers {
+    /// All four classes together.
+    pub fn total(&self) -> usize {
+        self.low_severe + self.low_mild + self.high_mild + self.high_severe
+    }
 }

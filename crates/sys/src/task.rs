@@ -13,7 +13,6 @@
 //! watchdog thread waits for the children's process group: a child that exits before the
 //! parent asked the team to stop sets the team's abort flag and wakes every task through the
 //! experiment's `halt` callback, so a parent blocked in a wait returns with the reason.
-#![allow(unsafe_code)]
 
 use super::last_error;
 use std::io;
@@ -34,9 +33,7 @@ pub const THREAD_STACK_BYTES: usize = 64 * 1024;
 const STOP_DEADLINE: Duration = Duration::from_secs(20);
 
 /// What the tasks of an experiment are.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Kind {
     /// Threads of the oscost process (one address space)
@@ -46,11 +43,27 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// Both kinds, in display order.
+    pub const ALL: [Kind; 2] = [Kind::Threads, Kind::Processes];
+
     /// Kebab-case name, as on the command line and in case ids.
     pub fn name(self) -> &'static str {
         match self {
             Kind::Threads => "threads",
             Kind::Processes => "processes",
+        }
+    }
+
+    /// The kind called `name` ([`Kind::name`]).
+    pub fn from_name(name: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// A few words for a list of choices.
+    pub fn summary(self) -> &'static str {
+        match self {
+            Kind::Threads => "threads of the oscost process (one address space)",
+            Kind::Processes => "forked processes (an address-space switch on every hand-over)",
         }
     }
 }
@@ -999,18 +1012,20 @@ impl Drop for Team {
     }
 }
 
-/// Sends SIGKILL to `pid`: lets tests elsewhere in the crate (which may not use `unsafe`)
-/// kill one worker of a running team.
-#[cfg(test)]
-pub(crate) fn sigkill(pid: i32) {
-    // SAFETY: plain integers; the callers pass an unreaped child of one of their teams.
-    unsafe { libc::kill(pid, libc::SIGKILL) };
+/// Sends signal `sig` to process `pid` (tests use it to kill one worker of a running team).
+pub fn send_signal(pid: i32, sig: i32) -> io::Result<()> {
+    // SAFETY: plain integers; kill has no memory effects on this process.
+    if unsafe { libc::kill(pid, sig) } == 0 {
+        Ok(())
+    } else {
+        Err(last_error("kill"))
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::os::ipc::{Link, SharedWords, Via};
+    use crate::ipc::{Link, SharedWords, Via};
 
     /// Children of this process among `pids` that still exist (zombies included).
     fn still_ours(pids: &[i32]) -> Vec<i32> {
@@ -1148,11 +1163,11 @@ mod tests {
 
     #[test]
     fn cpu_mask_pins_a_thread() {
-        let cpu = crate::os::affinity().unwrap()[0];
+        let cpu = crate::affinity().unwrap()[0];
         let m = CpuMask::new(&[cpu]).unwrap();
         std::thread::spawn(move || {
             m.apply().unwrap();
-            assert_eq!(crate::os::affinity().unwrap(), vec![cpu]);
+            assert_eq!(crate::affinity().unwrap(), vec![cpu]);
         })
         .join()
         .unwrap();

@@ -1,0 +1,323 @@
+//! The machine's description recorded with every run, and how busy the machine was during it.
+//!
+//! Two figures are only comparable if they were measured under the same kernel, mitigations,
+//! clock, idle and scheduler configuration (method §8.3, §2.2 rule 4, §3.3 rule 2), so
+//! [`Environment`] records all of these. Every value is read, never assumed: anything the
+//! process cannot read is `None`, and no default is put in its place.
+//!
+//! A quiet machine cannot be taken on trust either (method §8.4): [`LoadProbe`] measures the
+//! CPU time other tasks used, the steal time and the forks of other programs *during* a run,
+//! and [`RunLoad`] says in plain words when that makes the figures suspect.
+
+use crate::clock::ClockInfo;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Description of the machine and of the run, stored with every result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Environment {
+    /// Version of oscost that produced the result.
+    pub oscost_version: String,
+    /// Git commit of oscost, filled in by the CLI when known.
+    pub git_commit: Option<String>,
+    /// Version of the Rust compiler that built oscost, filled in by the CLI when its build
+    /// script recorded it.
+    pub rustc_version: Option<String>,
+    /// The command line oscost was started with (the CLI may replace it).
+    pub command_line: Vec<String>,
+    /// Nice value the CLI was asked to run the measured work at, if any (filled by the CLI).
+    pub nice: Option<i32>,
+
+    /// Kernel release (`/proc/sys/kernel/osrelease`, else `uname -r`); empty if neither can
+    /// be read.
+    pub kernel_release: String,
+    /// Kernel build string (`uname -v`), e.g. `#1 SMP PREEMPT_DYNAMIC ...`.
+    pub kernel_version: Option<String>,
+    /// `/proc/version`: release, compiler and build string in one line.
+    pub proc_version: Option<String>,
+    /// The kernel command line (`/proc/cmdline`).
+    pub kernel_cmdline: Option<String>,
+    /// Boot parameters that change what oscost measures (mitigations, idle, isolation,
+    /// preemption, clock source...), parsed from the command line; flags without a value map
+    /// to an empty string.
+    pub boot_params: BTreeMap<String, String>,
+    /// Architecture oscost was built for (`x86_64`, `aarch64`, ...).
+    pub arch: String,
+    /// Hardware name reported by the kernel (`uname -m`).
+    pub machine: Option<String>,
+    /// glibc version the process runs with; `None` with another C library.
+    pub glibc_version: Option<String>,
+    /// Kernel build configuration, when the kernel's config can be read.
+    pub kernel_config: Option<KernelConfig>,
+
+    /// CPU model name (`model name` in `/proc/cpuinfo`; implementer and part on Arm).
+    pub cpu_model: Option<String>,
+    /// CPU vendor id (`vendor_id` in `/proc/cpuinfo`), e.g. `GenuineIntel`.
+    pub cpu_vendor: Option<String>,
+    /// CPU family, model and stepping as `/proc/cpuinfo` states them.
+    pub cpu_signature: Option<String>,
+    /// Microcode revision of CPU 0, which decides some mitigations.
+    pub microcode: Option<String>,
+    /// Online logical CPUs (`/sys/devices/system/cpu/online`).
+    pub cpus_online: Option<Vec<usize>>,
+    /// CPUs the measured work was pinned to (passed in by the caller).
+    pub cpus_used: Vec<usize>,
+    /// Simultaneous multithreading state.
+    pub smt: Smt,
+    /// Timer- and TLB-related CPU flags; `None` when `/proc/cpuinfo` has no `flags` line
+    /// (for example on Arm).
+    pub cpu_flags: Option<CpuFlags>,
+    /// The clock every figure was timed with.
+    pub clock: ClockInfo,
+    /// The kernel's clock source (`tsc`, `kvm-clock`, `arch_sys_counter`...).
+    pub clocksource_current: Option<String>,
+    /// Clock sources the kernel could switch to.
+    pub clocksource_available: Option<Vec<String>>,
+
+    /// Whether and under which hypervisor the machine runs.
+    pub virtualisation: Virtualisation,
+    /// Speculative-execution mitigations and privilege.
+    pub security: Security,
+    /// Frequency scaling, idle states and PM QoS.
+    pub power: Power,
+    /// Tick rate, preemption and scheduler settings.
+    pub scheduler: Scheduler,
+    /// Transparent hugepage mode (the bracketed choice in `.../transparent_hugepage/enabled`).
+    pub thp_enabled: Option<String>,
+    /// Transparent hugepage defrag mode.
+    pub thp_defrag: Option<String>,
+
+    /// CPUs this process was allowed to run on when the environment was collected.
+    pub affinity: Option<Vec<usize>>,
+    /// Nice value of the collecting thread when the environment was collected.
+    pub process_nice: Option<i32>,
+    /// How busy the machine was during the run; filled in by the caller from a [`LoadProbe`].
+    pub load: Option<RunLoad>,
+}
+
+/// What the kernel's build configuration says, from `/boot/config-<release>` or
+/// `/proc/config.gz`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelConfig {
+    /// Where the configuration was read.
+    pub source: String,
+    /// `CONFIG_HZ`.
+    pub hz: Option<u32>,
+    /// Preemption model the kernel was built with (`none`, `voluntary`, `full`, `lazy`, plus
+    /// `rt` for PREEMPT_RT); with PREEMPT_DYNAMIC this is only the boot default.
+    pub preempt: Option<String>,
+    /// `CONFIG_PREEMPT_DYNAMIC`: the model can be chosen at boot (`preempt=`) or run time.
+    pub preempt_dynamic: Option<bool>,
+    /// Tick mode: `full` (NO_HZ_FULL), `idle` (NO_HZ_IDLE) or `periodic` (HZ_PERIODIC).
+    pub no_hz: Option<String>,
+    /// `CONFIG_HIGH_RES_TIMERS`.
+    pub high_res_timers: Option<bool>,
+}
+
+/// Simultaneous multithreading (hyper-threading) state.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Smt {
+    /// `/sys/devices/system/cpu/smt/active`.
+    pub active: Option<bool>,
+    /// `/sys/devices/system/cpu/smt/control` (`on`, `off`, `forceoff`, `notsupported`...).
+    pub control: Option<String>,
+    /// Hardware threads sharing CPU 0's core (`thread_siblings_list`).
+    pub cpu0_siblings: Option<Vec<usize>>,
+}
+
+/// CPU flags that decide whether the TSC can be trusted and what a kernel entry costs.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CpuFlags {
+    /// TSC ticks at a constant rate whatever the core frequency.
+    pub constant_tsc: bool,
+    /// TSC keeps ticking in deep idle states.
+    pub nonstop_tsc: bool,
+    /// The kernel skips TSC watchdog checks (set by some hypervisors).
+    pub tsc_reliable: bool,
+    /// TSC frequency is known from CPUID or the hypervisor, not calibrated.
+    pub tsc_known_freq: bool,
+    /// `rdtscp` exists.
+    pub rdtscp: bool,
+    /// Process-context identifiers: page-table switches need not flush the TLB.
+    pub pcid: bool,
+    /// `invpcid` exists (cheaper PTI TLB management).
+    pub invpcid: bool,
+}
+
+/// Hypervisor evidence; each source is recorded separately because each can be masked.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Virtualisation {
+    /// The `hypervisor` CPU flag.
+    pub hypervisor_flag: Option<bool>,
+    /// CPUID leaf 0x4000_0000 vendor signature (x86-64 only), e.g. `KVMKVMKVM`.
+    pub cpuid_signature: Option<String>,
+    /// `/sys/hypervisor/type` (Xen and some others).
+    pub sys_hypervisor_type: Option<String>,
+    /// `/sys/class/dmi/id/sys_vendor`.
+    pub dmi_sys_vendor: Option<String>,
+    /// `/sys/class/dmi/id/product_name`.
+    pub dmi_product_name: Option<String>,
+}
+
+/// Mitigations and privilege: both change what a system call or a switch costs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Security {
+    /// Every file of `/sys/devices/system/cpu/vulnerabilities`, name → text, sorted by name.
+    pub vulnerabilities: Option<BTreeMap<String, String>>,
+    /// `mitigations=` boot parameter.
+    pub cmdline_mitigations: Option<String>,
+    /// `pti=` boot parameter (`nopti` is recorded as `off`).
+    pub cmdline_pti: Option<String>,
+    /// `/proc/sys/kernel/perf_event_paranoid`: whether kernel-side counting needs privilege.
+    pub perf_event_paranoid: Option<i32>,
+    /// Real user id (0 = root).
+    pub uid: u32,
+    /// Effective user id (0 = root).
+    pub euid: u32,
+}
+
+/// One idle state of CPU 0.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IdleState {
+    /// Directory name, e.g. `state1`.
+    pub state: String,
+    /// State name, e.g. `POLL`, `C1`, `haltpoll idle`.
+    pub name: Option<String>,
+    /// Exit latency the driver states, µs.
+    pub latency_us: Option<u64>,
+    /// Target residency, µs.
+    pub residency_us: Option<u64>,
+    /// Whether the state is disabled.
+    pub disabled: Option<bool>,
+}
+
+/// Frequency scaling, idle and PM QoS: they decide how fast a sleeping CPU wakes up.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Power {
+    /// cpufreq driver of CPU 0.
+    pub cpufreq_driver: Option<String>,
+    /// cpufreq governor of CPU 0.
+    pub cpufreq_governor: Option<String>,
+    /// Current frequency of CPU 0 as cpufreq states it, kHz.
+    pub cpufreq_cur_khz: Option<u64>,
+    /// Whether turbo/boost is enabled.
+    pub boost: Option<bool>,
+    /// Which file `boost` came from.
+    pub boost_source: Option<String>,
+    /// cpuidle driver (`intel_idle`, `acpi_idle`, `haltpoll`...).
+    pub cpuidle_driver: Option<String>,
+    /// cpuidle governor (`menu`, `teo`, `haltpoll`...).
+    pub cpuidle_governor: Option<String>,
+    /// CPU 0's idle states, in state order.
+    pub idle_states: Option<Vec<IdleState>>,
+    /// PM QoS CPU latency limit (`/dev/cpu_dma_latency`), µs; 2 000 000 000 means none.
+    /// `None` when the device cannot be opened (it needs root).
+    pub cpu_dma_latency_us: Option<i32>,
+}
+
+/// Timer tick, preemption and scheduler settings.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scheduler {
+    /// The timer tick rate and how it was found.
+    pub tick: Option<Tick>,
+    /// Current preemption model from `/sys/kernel/debug/sched/preempt` (usually not readable).
+    pub preempt_model: Option<String>,
+    /// `preempt=` boot parameter.
+    pub preempt_boot_param: Option<String>,
+    /// `/proc/sys/kernel/sched_rr_timeslice_ms`.
+    pub sched_rr_timeslice_ms: Option<u64>,
+    /// `/proc/sys/kernel/sched_rt_period_us`.
+    pub sched_rt_period_us: Option<u64>,
+    /// `/proc/sys/kernel/sched_rt_runtime_us`; -1 means real-time tasks are not throttled.
+    pub sched_rt_runtime_us: Option<i64>,
+    /// `/proc/sys/kernel/sched_autogroup_enabled`.
+    pub sched_autogroup_enabled: Option<bool>,
+    /// `/proc/self/autogroup`, e.g. `/autogroup-3 nice 0`.
+    pub autogroup: Option<String>,
+    /// `/sys/devices/system/cpu/isolated` (empty list: none).
+    pub isolated_cpus: Option<Vec<usize>>,
+    /// `/sys/devices/system/cpu/nohz_full` (absent without NO_HZ_FULL).
+    pub nohz_full_cpus: Option<Vec<usize>>,
+}
+
+/// The kernel's timer tick rate (CONFIG_HZ), which cannot change at run time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tick {
+    /// Ticks per second.
+    pub hz: u32,
+    /// One tick (jiffy), ns.
+    pub tick_ns: u64,
+    /// How the rate was found.
+    pub method: String,
+}
+
+/// How busy the machine was during a run. All shares are of *all* online CPUs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunLoad {
+    /// Time between the two probes, s.
+    pub wall_s: f64,
+    /// Online CPUs the shares are relative to.
+    pub cpus_online: usize,
+    /// Steal time over all CPUs during the run, s; `None` if `/proc/stat` could not be read.
+    pub steal_s: Option<f64>,
+    /// Steal time per CPU, s, for CPUs that had any.
+    pub steal_by_cpu_s: BTreeMap<usize, f64>,
+    /// 1-minute load average at the start.
+    pub loadavg_start: Option<f64>,
+    /// 1-minute load average at the end (includes this process's own load).
+    pub loadavg_end: Option<f64>,
+    /// CPU time used by tasks that are neither this process nor its descendants, s.
+    pub foreign_cpu_s: f64,
+    /// `foreign_cpu_s / (wall_s × CPUs judged)`, clamped to [0, 1]; the CPUs judged are the
+    /// CPUs the run used (`environment.cpus_used`) where the caller said so, else all online.
+    pub foreign_cpu_share: f64,
+    /// Foreign tasks whose CPU time was read at the end (0 means /proc could not be read).
+    pub foreign_tasks_seen: usize,
+    /// The foreign processes that used most CPU (more than 1 % of one CPU), busiest first.
+    pub busiest_foreign: Vec<ForeignProcess>,
+    /// Tasks created on the whole machine during the run (`processes` in `/proc/stat`,
+    /// which counts threads too).
+    pub forks: Option<u64>,
+    /// Tasks the caller says it created itself.
+    pub own_forks: u64,
+    /// `forks − own_forks`: tasks started by other programs.
+    pub foreign_forks: Option<u64>,
+    /// Time the two probes themselves took, s.
+    pub probe_s: f64,
+    /// Foreign CPU share ≤ 1 %, no steal, and both could be measured.
+    pub quiet: bool,
+    /// One plain sentence per problem found.
+    pub warnings: Vec<String>,
+}
+
+/// A foreign process's CPU use during a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForeignProcess {
+    /// Process id.
+    pub pid: u32,
+    /// Command name (`comm`).
+    pub comm: String,
+    /// CPU time during the run, s.
+    pub cpu_s: f64,
+    /// `cpu_s / wall_s`: share of one CPU, as `top` shows it.
+    pub share_of_one_cpu: f64,
+}
+
+impl Environment {
+    /// Whether the run was made as root (effective uid 0).
+    pub fn is_root(&self) -> bool {
+        self.security.euid == 0
+    }
+}

@@ -1,0 +1,20 @@
+//! The oscost result document: what a run measured, on which machine, with what evidence.
+//!
+//! Pure data and nothing else: no clocks, no system calls, no command line. Everything that
+//! reads result files (rendering, comparing, history) depends on this crate alone, so a file
+//! made on any machine can be read on any other. Every type rejects unknown fields, so a
+//! format change that forgets to bump [`SCHEMA`] fails loudly instead of dropping data.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod case;
+pub mod clock;
+pub mod cpulist;
+pub mod env;
+pub mod example;
+pub mod schema;
+
+pub use case::{Case, Check, DerivedSpec, ExperimentOutput, Samples, Series, Unavailable};
+pub use clock::{ClockInfo, CounterKind};
+pub use env::{Environment, RunLoad};
+pub use schema::{CaseResult, DerivedResult, ExperimentResult, ResultDoc, SCHEMA};
