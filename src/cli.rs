@@ -70,6 +70,10 @@ pub struct GlobalOpts {
     /// result files)
     #[arg(long, short, global = true)]
     pub quiet: bool,
+
+    /// Tests only: a fictional machine and a scripted clock, for the example experiments
+    #[arg(long, global = true, hide = true)]
+    pub scripted: bool,
 }
 
 /// What to do.
@@ -90,7 +94,11 @@ pub enum Command {
 }
 
 fn experiment_names() -> clap::builder::PossibleValuesParser {
-    clap::builder::PossibleValuesParser::new(REGISTRY.iter().map(|e| e.name))
+    clap::builder::PossibleValuesParser::new(
+        REGISTRY
+            .iter()
+            .map(|e| clap::builder::PossibleValue::new(e.name).hide(e.hidden)),
+    )
 }
 
 /// Parses the command line and runs it.
@@ -136,6 +144,22 @@ pub fn run() -> anyhow::Result<ExitCode> {
         None => by_name(&[]),
     };
     let cfg = Config::from_global(&cli.global)?;
+    // The scripted clock never moves on its own: a real experiment would wait forever on it,
+    // and the example experiments mean nothing on a real clock.
+    for e in &experiments {
+        let hidden = REGISTRY.iter().any(|i| i.name == e.name() && i.hidden);
+        if cfg.scripted != hidden {
+            anyhow::bail!(
+                "{} cannot run {}",
+                e.name(),
+                if cfg.scripted {
+                    "on the scripted clock"
+                } else {
+                    "without --scripted (it is a test fixture)"
+                }
+            );
+        }
+    }
     session::run(&cfg, &experiments)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -166,9 +190,14 @@ fn by_name(names: &[String]) -> Vec<ExperimentArgs> {
 
 /// The text of `oscost list`.
 fn list() -> String {
-    let width = REGISTRY.iter().map(|e| e.name.len()).max().unwrap_or(0);
+    let width = REGISTRY
+        .iter()
+        .filter(|e| !e.hidden)
+        .map(|e| e.name.len())
+        .max()
+        .unwrap_or(0);
     let mut s = String::new();
-    for e in REGISTRY {
+    for e in REGISTRY.iter().filter(|e| !e.hidden) {
         let suite = if e.in_default_suite {
             ""
         } else {
@@ -193,7 +222,7 @@ mod tests {
     fn list_names_every_experiment() {
         let l = list();
         for e in REGISTRY {
-            assert!(l.contains(e.name));
+            assert_eq!(l.contains(e.name), !e.hidden, "{}", e.name);
         }
     }
 }

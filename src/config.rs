@@ -35,6 +35,8 @@ pub struct Config {
     pub nice: Option<i32>,
     /// `--quiet`.
     pub quiet: bool,
+    /// `--scripted`: the fictional machine and the scripted clock, for tests.
+    pub scripted: bool,
 }
 
 impl Config {
@@ -77,6 +79,7 @@ impl Config {
             cpus,
             nice: g.nice,
             quiet: g.quiet,
+            scripted: g.scripted,
         };
         let to_stdout = [&cfg.json, &cfg.csv, &cfg.markdown]
             .iter()

@@ -9,15 +9,22 @@ mod cli;
 mod config;
 mod progress;
 mod session;
+mod worker;
 
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == worker::ROLE)
+    {
+        return worker::main();
+    }
     match cli::run() {
         Ok(code) => code,
         Err(err) => {
             if err.downcast_ref::<oscost_measure::Cancelled>().is_some() {
-                eprintln!("oscost: interrupted; nothing was written");
+                eprintln!("oscost: interrupted");
                 return ExitCode::from(130);
             }
             eprintln!("oscost: {err:#}");

@@ -2,17 +2,22 @@
 
 use crate::config::{Config, Sink};
 use crate::progress::Bar;
+use crate::worker::{self, Job};
 use anyhow::Context as _;
 use oscost_measure::env::{self as envcollect, LoadProbe};
 use oscost_measure::experiments::ExperimentArgs;
-use oscost_measure::{cpuset, Clock, Context};
+use oscost_measure::Progress as _;
+use oscost_measure::{cpuset, Clock};
 use oscost_model::Environment;
+use oscost_model::ExperimentOutput;
 use oscost_model::{ResultDoc, SCHEMA};
 use oscost_report::{render, summarise};
 use oscost_sys as os;
-use std::io::Write;
+use std::io::{BufRead, Write};
+use std::path::Path;
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// Applies `--nice` and `--cpus` to this process; returns the CPUs experiments may use.
 fn apply_placement(cfg: &Config) -> anyhow::Result<Vec<usize>> {
@@ -60,98 +65,264 @@ pub fn environment_text(cfg: &Config) -> anyhow::Result<String> {
     Ok(oscost_report::envtext::render_environment(&env))
 }
 
-/// Runs the experiments and writes every requested output.
-pub fn run(cfg: &Config, experiments: &[ExperimentArgs]) -> anyhow::Result<()> {
-    // Placement first, so every thread started afterwards (the Ctrl-C handler's too)
-    // inherits the CPU set and nice value.
-    let cpus = apply_placement(cfg)?;
-    let cancel = Arc::new(AtomicBool::new(false));
-    {
-        let cancel = cancel.clone();
-        // Ctrl-C (or SIGTERM, SIGHUP) asks the run to stop at the next sample. A second one
-        // exits at once: no drop runs then, so worker processes are killed and reaped and
-        // scratch directories removed here; nothing is written.
-        ctrlc::set_handler(move || {
-            if cancel.swap(true, Ordering::SeqCst) {
-                oscost_sys::task::kill_all_workers();
-                oscost_measure::scratch::remove_all();
-                std::process::exit(130);
+/// The measuring processes the run has started, and how often it was asked to stop. The
+/// signal thread and the main thread share it; the lock is held while a child is reaped, so a
+/// signal is never sent to a pid the kernel may already have handed to another process.
+#[derive(Default)]
+struct Children {
+    current: Option<u32>,
+    signals: u32,
+}
+
+/// Catches SIGINT, SIGTERM and SIGHUP in this (coordinating) process. The first asks the
+/// measuring process to stop at its next sample (it receives a terminal's Ctrl-C itself too);
+/// a second kills it at once. Its worker processes die with it (they hold a parent-death
+/// signal), the main thread reaps it and the scratch directory goes with the run.
+fn catch_signals(children: Arc<Mutex<Children>>, cancel: Arc<AtomicBool>) -> anyhow::Result<()> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
+        .context("installing the signal handlers")?;
+    std::thread::Builder::new()
+        .name("oscost-signals".into())
+        .spawn(move || {
+            for _ in signals.forever() {
+                cancel.store(true, Ordering::SeqCst);
+                let mut c = children.lock().unwrap_or_else(PoisonError::into_inner);
+                c.signals += 1;
+                if let Some(pid) = c.current {
+                    let sig = if c.signals == 1 {
+                        signal_hook::consts::SIGTERM
+                    } else {
+                        signal_hook::consts::SIGKILL
+                    };
+                    let _ = os::task::send_signal(pid as i32, sig);
+                }
             }
         })
-        .context("installing the Ctrl-C handler")?;
-    }
-    // Not being able to raise it only matters for large rings, which then name the limit.
-    let _ = os::raise_open_file_limit();
-    let clock = Clock::detect();
-    let mut env = environment(cfg, &clock, &cpus);
-    let bar = Bar::new(!cfg.quiet);
-    let ctx = Context {
-        clock: &clock,
-        sampler: cfg.sampler,
-        quick: cfg.quick,
-        cpus: cpus.clone(),
-        progress: &bar,
-        cancel: &cancel,
+        .context("starting the signal thread")?;
+    Ok(())
+}
+
+/// Runs one experiment in a fresh measuring process and returns its raw results and the
+/// number of tasks it started (itself included).
+fn measure_in_child(
+    job: &Job,
+    scratch: &Path,
+    bar: &Bar,
+    children: &Mutex<Children>,
+    cancel: &AtomicBool,
+) -> anyhow::Result<(ExperimentOutput, u64)> {
+    let name = job.experiment.name();
+    let exe = std::env::current_exe().context("finding the oscost executable to re-run")?;
+    let mut child = {
+        let mut c = children.lock().unwrap_or_else(PoisonError::into_inner);
+        if cancel.load(Ordering::SeqCst) {
+            return Err(oscost_measure::Cancelled.into());
+        }
+        let child = std::process::Command::new(&exe)
+            .arg(worker::ROLE)
+            .env("TMPDIR", scratch)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .with_context(|| format!("starting the measuring process ({})", exe.display()))?;
+        c.current = Some(child.id());
+        child
     };
-    let ns_per_tick = clock.ticks_to_ns(1.0);
-    let whole = LoadProbe::start();
-    let started_before_all = os::tasks_started();
-    let mut results = Vec::new();
-    for e in experiments {
-        let probe = LoadProbe::start();
-        let started_before = os::tasks_started();
-        let out = e.run(&ctx).map_err(|err| {
-            if cancel.load(Ordering::SeqCst) {
-                anyhow::Error::new(oscost_measure::Cancelled)
-            } else {
-                err.context(format!("{} failed", e.name()))
+    // The job is small; the child reads all of it before it does anything else.
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(&serde_json::to_vec(job)?);
+    }
+    let mut last = None;
+    if let Some(stdout) = child.stdout.take() {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            match serde_json::from_str::<worker::Message>(&line) {
+                Ok(worker::Message::Start { len, what }) => bar.start(len, &what),
+                Ok(worker::Message::Inc(n)) => bar.inc(n),
+                Ok(worker::Message::Note(m)) => bar.message(&m),
+                Ok(worker::Message::Finish) => bar.finish(),
+                Ok(m) => last = Some(m),
+                Err(e) => {
+                    last = Some(worker::Message::Failed(format!(
+                        "the measuring process wrote something unreadable ({e})"
+                    )))
+                }
             }
-        })?;
-        // Experiments may pin the measuring thread; give the next one the whole set again.
-        let _ = os::set_affinity(&cpus);
-        let result = summarise::experiment(
-            e.name(),
-            out,
-            ns_per_tick,
-            Some(probe.finish_for(os::tasks_started() - started_before, cpus.len())),
-        );
-        show(
-            cfg,
-            &render::terminal(&result, &clock.info().tick_unit, None),
-        )?;
-        results.push(result);
-    }
-    env.load = Some(whole.finish_for(os::tasks_started() - started_before_all, cpus.len()));
-    let doc = ResultDoc {
-        schema: SCHEMA.into(),
-        environment: env,
-        experiments: results,
-    };
-    // Every file is written in full before any is put in place, and stdout goes first: a
-    // failure anywhere leaves no result file behind.
-    let mut outputs = Vec::new();
-    if let Some(s) = &cfg.json {
-        outputs.push((s, render::json(&doc)?));
-    }
-    if let Some(s) = &cfg.csv {
-        outputs.push((s, render::csv(&doc)?));
-    }
-    if let Some(s) = &cfg.markdown {
-        outputs.push((s, render::markdown(&doc)));
-    }
-    let mut staged = Vec::new();
-    for (sink, text) in &outputs {
-        if let Sink::File(p) = sink {
-            staged.push(oscost_report::output::stage(p, text)?);
         }
     }
-    for (sink, text) in &outputs {
-        if let Sink::Stdout = sink {
-            print_stdout(text)?;
+    let status = {
+        let mut c = children.lock().unwrap_or_else(PoisonError::into_inner);
+        let status = child.wait();
+        c.current = None;
+        status.context("waiting for the measuring process")?
+    };
+    // A measuring process that was killed leaves its workers to us; they die with it (a
+    // parent-death signal) and are reaped here, so none outlives the run.
+    os::task::reap_orphans(std::time::Duration::from_secs(10));
+    bar.finish();
+    match last {
+        Some(worker::Message::Done {
+            output,
+            tasks_started,
+        }) => Ok((output, tasks_started + 1)),
+        Some(worker::Message::Cancelled) => Err(oscost_measure::Cancelled.into()),
+        Some(worker::Message::Failed(e)) => Err(anyhow::anyhow!(e)),
+        _ if cancel.load(Ordering::SeqCst) => Err(oscost_measure::Cancelled.into()),
+        _ => Err(anyhow::anyhow!(
+            "the measuring process of {name} ended without a result ({})",
+            describe_exit(status)
+        )),
+    }
+}
+
+fn describe_exit(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (_, Some(sig)) => format!("killed by signal {sig}"),
+        (Some(code), _) => format!("exit status {code}"),
+        _ => status.to_string(),
+    }
+}
+
+/// Every file output, rewritten after each experiment so a later failure keeps what was
+/// measured. Special files (a FIFO, a device) are written once, at the end.
+fn write_files(cfg: &Config, doc: &ResultDoc, last: bool) -> anyhow::Result<()> {
+    let mut staged = Vec::new();
+    for (sink, render) in outputs(cfg) {
+        if let Some(Sink::File(p)) = sink {
+            if !last && oscost_report::output::is_special(p) {
+                continue;
+            }
+            staged.push(oscost_report::output::stage(p, &render(doc)?)?);
         }
     }
     for s in staged {
         s.commit()?;
+    }
+    Ok(())
+}
+
+type Renderer = fn(&ResultDoc) -> anyhow::Result<String>;
+
+fn outputs(cfg: &Config) -> [(Option<&Sink>, Renderer); 3] {
+    [
+        (cfg.json.as_ref(), render::json as Renderer),
+        (cfg.csv.as_ref(), render::csv as Renderer),
+        (cfg.markdown.as_ref(), |d| Ok(render::markdown(d))),
+    ]
+}
+
+/// The regular files that hold a partial result, for an error message.
+fn partial_files(cfg: &Config) -> Vec<String> {
+    outputs(cfg)
+        .iter()
+        .filter_map(|(sink, _)| match sink {
+            Some(Sink::File(p)) if !oscost_report::output::is_special(p) => {
+                Some(p.display().to_string())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Runs the experiments, each in a measuring process of its own, and writes every requested
+/// output: files after each experiment, stdout at the end.
+pub fn run(cfg: &Config, experiments: &[ExperimentArgs]) -> anyhow::Result<()> {
+    let cancel = Arc::new(AtomicBool::new(false));
+    let children = Arc::new(Mutex::new(Children::default()));
+    // Workers orphaned by a killed measuring process come back here to be reaped.
+    os::task::become_subreaper().context("becoming the reaper of oscost's own processes")?;
+    catch_signals(Arc::clone(&children), Arc::clone(&cancel))?;
+    // Placement first: every measuring process inherits the CPU set and nice value.
+    let cpus = if cfg.scripted {
+        cfg.cpus.clone().unwrap_or_else(|| vec![0, 1])
+    } else {
+        apply_placement(cfg)?
+    };
+    // Not being able to raise it only matters for large rings, which then name the limit.
+    let _ = os::raise_open_file_limit();
+    let clock = (!cfg.scripted).then(Clock::detect);
+    let mut env = match &clock {
+        Some(clock) => environment(cfg, clock, &cpus),
+        None => oscost_model::example::environment(),
+    };
+    let tick_unit = env.clock.tick_unit.clone();
+    let ns_per_tick = 1e9 / env.clock.frequency_hz;
+    // Every measuring process makes its temporary files in here, and it goes when the run
+    // ends, however it ends.
+    let scratch = tempfile::Builder::new()
+        .prefix("oscost-run-")
+        .tempdir()
+        .with_context(|| {
+            format!(
+                "cannot create a private temporary directory in {} (set TMPDIR to a writable \
+                 directory)",
+                std::env::temp_dir().display()
+            )
+        })?;
+    let bar = Bar::new(!cfg.quiet);
+    let whole = LoadProbe::start();
+    let mut own_tasks = 0;
+    let mut doc = ResultDoc {
+        schema: SCHEMA.into(),
+        environment: env.clone(),
+        experiments: Vec::new(),
+    };
+    for e in experiments {
+        let job = Job {
+            experiment: e.clone(),
+            sampler: cfg.sampler,
+            quick: cfg.quick,
+            cpus: cpus.clone(),
+            clock: clock.as_ref().map(|c| c.info().clone()),
+        };
+        let probe = LoadProbe::start();
+        let measured = measure_in_child(&job, scratch.path(), &bar, &children, &cancel);
+        let (out, tasks) = match measured {
+            Ok(r) => r,
+            Err(err) => {
+                if err.downcast_ref::<oscost_measure::Cancelled>().is_some()
+                    || cancel.load(Ordering::SeqCst)
+                {
+                    return Err(oscost_measure::Cancelled.into());
+                }
+                let files = partial_files(cfg);
+                let kept = if !doc.experiments.is_empty() && !files.is_empty() {
+                    format!(
+                        " (the results of the experiments before it are in {})",
+                        files.join(", ")
+                    )
+                } else {
+                    String::new()
+                };
+                let err = anyhow::anyhow!("{} failed: {err:#}{kept}", e.name());
+                return Err(err);
+            }
+        };
+        own_tasks += tasks;
+        let load = if cfg.scripted {
+            oscost_model::example::quiet_load(1.0)
+        } else {
+            probe.finish_for(tasks, cpus.len())
+        };
+        let result = summarise::experiment(e.name(), out, ns_per_tick, Some(load));
+        show(cfg, &render::terminal(&result, &tick_unit, None))?;
+        doc.experiments.push(result);
+        write_files(cfg, &doc, false)?;
+    }
+    env.load = Some(if cfg.scripted {
+        oscost_model::example::quiet_load(1.0)
+    } else {
+        whole.finish_for(own_tasks, cpus.len())
+    });
+    doc.environment = env;
+    write_files(cfg, &doc, true)?;
+    for (sink, render) in outputs(cfg) {
+        if let Some(Sink::Stdout) = sink {
+            print_stdout(&render(&doc)?)?;
+        }
     }
     Ok(())
 }

@@ -157,7 +157,8 @@ fn process_limit_mid_spawn_is_named() {
 }
 
 /// Starts `oscost --quiet ring --kind processes --tasks TASKS` and waits until its first ring's
-/// `want` worker processes exist; returns the running command and their pids.
+/// `want` worker processes exist; returns the running command and their pids. The workers are
+/// children of the measuring process, which is oscost's child.
 fn start_process_ring(tasks: &str, want: usize) -> (std::process::Child, Vec<i32>) {
     let child = std::process::Command::new(bin())
         .args(["--quiet", "ring", "--kind", "processes", "--tasks", tasks])
@@ -168,7 +169,10 @@ fn start_process_ring(tasks: &str, want: usize) -> (std::process::Child, Vec<i32
     let oscost_pid = child.id() as i32;
     let deadline = Instant::now() + Duration::from_secs(30);
     let workers = loop {
-        let w = children_of(oscost_pid);
+        let w: Vec<i32> = children_of(oscost_pid)
+            .into_iter()
+            .flat_map(children_of)
+            .collect();
         if w.len() >= want || Instant::now() > deadline {
             break w;
         }

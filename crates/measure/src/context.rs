@@ -2,7 +2,7 @@
 //! progress sink and a way to notice Ctrl-C.
 
 use crate::sampler::SamplerConfig;
-use oscost_sys::clock::Clock;
+use crate::timesource::TimeSource;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Progress reporting, implemented by the CLI (a progress bar) or by nothing in tests.
@@ -34,8 +34,8 @@ pub struct Cancelled;
 
 /// Everything an experiment needs from the layers above it.
 pub struct Context<'a> {
-    /// The calibrated clock.
-    pub clock: &'a Clock,
+    /// The calibrated clock (or a scripted one in tests).
+    pub clock: &'a dyn TimeSource,
     /// How to sample each case.
     pub sampler: SamplerConfig,
     /// Smaller sizes and fewer samples (`--quick`).

@@ -12,6 +12,8 @@ pub mod env;
 pub mod experiments;
 pub mod sampler;
 pub mod scratch;
+pub mod timesource;
 
 pub use context::{Cancelled, Context, Progress};
 pub use oscost_sys::clock::Clock;
+pub use timesource::{Scripted, TimeSource};

@@ -7,13 +7,13 @@
 //! (or the warm-up budget is spent, which is recorded as a warning).
 
 use crate::context::Context;
-use oscost_model::case::Samples;
-use oscost_sys::clock::Clock;
+use crate::timesource::TimeSource;
+use oscost_model::case::{Check, Samples};
 use std::hint::black_box;
 use std::time::Duration;
 
 /// How cases are sampled.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SamplerConfig {
     /// Samples per case.
     pub samples: usize,
@@ -47,6 +47,33 @@ impl SamplerConfig {
     }
 }
 
+/// Threads of this process now (`Threads:` in `/proc/self/status`), if readable.
+pub fn threads_in_process() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// The check every one-task case carries: its process had exactly one thread while it was
+/// measured. A second thread, even an idle one, makes the kernel take a file reference on every
+/// file-descriptor call and ends glibc's single-thread lock path, so the figure would not be
+/// the one-task cost. `None` (the count could not be read) gives no check.
+pub fn single_task_check(threads: Option<u64>) -> Option<Check> {
+    let n = threads?;
+    Some(Check::near(
+        oscost_model::case::SINGLE_THREAD_CHECK,
+        1.0,
+        n as f64,
+        0.0,
+        &format!(
+            "Threads: in /proc/self/status before and after the samples (most seen: {n}); a \
+             one-task figure must come from a single-threaded process"
+        ),
+    ))
+}
+
 /// Fewest samples kept when the budget runs out.
 const MIN_SAMPLES: usize = 5;
 
@@ -54,7 +81,7 @@ const MIN_SAMPLES: usize = 5;
 /// loop and the empty reference loop have the same shape and placement rules.
 #[inline(never)]
 fn timed_batch<R, E>(
-    clock: &Clock,
+    clock: &dyn TimeSource,
     n: u64,
     op: &mut impl FnMut() -> Result<R, E>,
 ) -> Result<u64, E> {
@@ -86,7 +113,7 @@ impl<'a> Job<'a> {
         E: Into<anyhow::Error> + 'a,
         R: 'a,
     {
-        let clock: &'a Clock = ctx.clock;
+        let clock: &'a dyn TimeSource = ctx.clock;
         Job {
             run: Box::new(move |n| timed_batch(clock, n, &mut op).map_err(Into::into)),
             empty: Box::new(move |n| {
@@ -123,7 +150,7 @@ impl<'a> Job<'a> {
         self.n = n;
 
         // Warm-up: until three consecutive batches agree within 2 %, at least cfg.warmup.
-        let warm_start = std::time::Instant::now();
+        let warm_start = ctx.clock.now();
         let mut recent: Vec<f64> = Vec::new();
         let settled = loop {
             ctx.check_cancel()?;
@@ -131,7 +158,7 @@ impl<'a> Job<'a> {
             if recent.len() > 3 {
                 recent.remove(0);
             }
-            let elapsed = warm_start.elapsed();
+            let elapsed = Duration::from_nanos(ns(ctx.clock.now().wrapping_sub(warm_start)) as u64);
             let agree = recent.len() == 3 && {
                 let lo = recent.iter().cloned().fold(f64::INFINITY, f64::min);
                 let hi = recent.iter().cloned().fold(0.0, f64::max);
@@ -166,7 +193,7 @@ impl<'a> Job<'a> {
         Ok(())
     }
 
-    fn finish(self, clock: &Clock) -> (Samples, Vec<String>) {
+    fn finish(self, clock: &dyn TimeSource) -> (Samples, Vec<String>) {
         let samples = Samples {
             per_op_ns: self
                 .per_op_ticks
@@ -206,7 +233,7 @@ where
 /// Samples several operations in rounds: one sample of each, in an order rotated every round,
 /// until every job has its samples. A machine whose speed drifts over seconds (a VM whose host
 /// is busy) then touches every case alike, instead of slowing whichever case ran at the time
-/// (method.md 8.4 rule 4). `on_round` is called after each preparation and each round.
+/// . `on_round` is called after each preparation and each round.
 pub fn measure_interleaved(
     ctx: &Context,
     mut jobs: Vec<Job<'_>>,
@@ -217,7 +244,13 @@ pub fn measure_interleaved(
         job.prepare(ctx)?;
         on_step();
     }
-    let started = std::time::Instant::now();
+    let started = ctx.clock.now();
+    let elapsed = || {
+        Duration::from_nanos(
+            ctx.clock
+                .ticks_to_ns(ctx.clock.now().wrapping_sub(started) as f64) as u64,
+        )
+    };
     let budget = cfg.budget * jobs.len().max(1) as u32;
     let count = jobs.len();
     for round in 0..cfg.samples {
@@ -226,7 +259,7 @@ pub fn measure_interleaved(
             jobs[(round + k) % count].sample()?;
         }
         on_step();
-        if round + 1 >= MIN_SAMPLES && round + 1 < cfg.samples && started.elapsed() > budget {
+        if round + 1 >= MIN_SAMPLES && round + 1 < cfg.samples && elapsed() > budget {
             for job in &mut jobs {
                 job.warnings.push(format!(
                     "time budget of {} ms reached: {} of {} samples taken",
@@ -296,6 +329,17 @@ mod tests {
             });
             assert_eq!(r.unwrap_err().to_string(), "partner died");
         });
+    }
+
+    #[test]
+    fn the_single_task_check_wants_exactly_one_thread() {
+        assert!(single_task_check(Some(1)).unwrap().passed);
+        let two = single_task_check(Some(2)).unwrap();
+        assert!(!two.passed);
+        assert_eq!(two.counted, 2.0);
+        assert!(single_task_check(None).is_none());
+        // The test harness itself has more than one thread.
+        assert!(threads_in_process().unwrap() >= 1);
     }
 
     #[test]

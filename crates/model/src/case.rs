@@ -21,6 +21,10 @@ pub struct Samples {
     pub loop_overhead_ns: f64,
 }
 
+/// Name of the check every one-task case carries: the threads of its process while it was
+/// measured (expected 1).
+pub const SINGLE_THREAD_CHECK: &str = "threads_in_process";
+
 /// A mechanism check: what should have happened against what the kernel counted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

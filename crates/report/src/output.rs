@@ -13,7 +13,7 @@ fn parent_of(path: &Path) -> &Path {
 
 /// An existing target that is not a regular file (a device such as `/dev/null`, a FIFO, a
 /// link to one): written in place, never replaced by a rename.
-fn is_special(path: &Path) -> bool {
+pub fn is_special(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
 }
 

@@ -44,6 +44,10 @@ fn fmt_cycles(c: f64) -> String {
 fn notes(c: &CaseResult) -> String {
     let mut n = Vec::new();
     for k in &c.checks {
+        // Every one-task case carries this check; it is news only when it fails.
+        if k.passed && k.name == oscost_model::case::SINGLE_THREAD_CHECK {
+            continue;
+        }
         let v = format!("{} {:.2}", k.name.replace('_', " "), k.counted);
         n.push(if k.passed {
             v

@@ -65,6 +65,16 @@ impl Clock {
         }
     }
 
+    /// The clock another oscost process calibrated and described in `info`, so every
+    /// measuring process of one run converts ticks with the same frequency.
+    pub fn from_info(info: &ClockInfo) -> Clock {
+        Clock {
+            kind: info.counter,
+            ns_per_tick: 1e9 / info.frequency_hz,
+            info: info.clone(),
+        }
+    }
+
     /// The OS clock, used when no hardware counter can be trusted.
     pub fn monotonic(reason: String) -> Clock {
         Clock {

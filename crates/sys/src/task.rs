@@ -658,6 +658,26 @@ fn exit_now(code: i32) -> ! {
     unsafe { libc::_exit(code) }
 }
 
+/// Puts every caught signal back to its default action; ignored signals stay ignored. Raw
+/// calls only: it runs in a forked child.
+fn reset_signal_handlers() {
+    for sig in 1..libc::SIGRTMIN() {
+        if sig == libc::SIGKILL || sig == libc::SIGSTOP {
+            continue;
+        }
+        // SAFETY: sigaction is plain data; zeroed is a valid value to be filled.
+        let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: a null new action only reads the current one into `old`.
+        if unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) } != 0 {
+            continue;
+        }
+        if old.sa_sigaction != libc::SIG_DFL && old.sa_sigaction != libc::SIG_IGN {
+            // SAFETY: SIG_DFL for a valid signal number touches no memory of ours.
+            unsafe { libc::signal(sig, libc::SIG_DFL) };
+        }
+    }
+}
+
 /// The body of a forked child. Raw calls only, then `_exit`: never returns.
 fn child_main<F>(parent: i32, pgid: i32, mask: Option<&CpuMask>, body: &F) -> !
 where
@@ -682,9 +702,9 @@ where
     }
     // SAFETY: setpgid on ourselves with plain integers; pgid 0 makes us the group leader.
     unsafe { libc::setpgid(0, pgid) };
-    // The parent owns Ctrl-C (it kills and reaps us); an inherited handler must not run here.
-    // SAFETY: installing SIG_IGN touches no memory of ours.
-    unsafe { libc::signal(libc::SIGINT, libc::SIG_IGN) };
+    // The parent's signal handlers (its stop flag) must not run here: a SIGTERM sent to this
+    // worker has to end it, and be seen by the parent as this worker's death.
+    reset_signal_handlers();
     if let Some(m) = mask {
         if m.apply().is_err() {
             exit_now(status::PIN);
@@ -1009,6 +1029,40 @@ impl Drop for Team {
                 let _ = self.join_threads();
             }
         }
+    }
+}
+
+/// Makes this process the reaper of its orphaned descendants: a worker whose measuring
+/// process was killed is reparented here instead of to init, so [`reap_orphans`] can wait
+/// for it and nothing is left behind.
+pub fn become_subreaper() -> io::Result<()> {
+    // SAFETY: prctl(PR_SET_CHILD_SUBREAPER, 1) takes plain integers.
+    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } == 0 {
+        Ok(())
+    } else {
+        Err(last_error("prctl(PR_SET_CHILD_SUBREAPER)"))
+    }
+}
+
+/// Reaps every child of this process that has ended, waiting up to `patience` for the rest
+/// (killed workers end within moments of their parent's death). Returns how many are left.
+/// Call it only when no child is expected to be running.
+pub fn reap_orphans(patience: Duration) -> usize {
+    let deadline = Instant::now() + patience;
+    loop {
+        let mut st = 0;
+        // SAFETY: st is writable; -1 waits for any child of this process.
+        let r = unsafe { libc::waitpid(-1, &mut st, libc::WNOHANG) };
+        if r > 0 {
+            continue;
+        }
+        if r < 0 {
+            return 0; // ECHILD: none left
+        }
+        if Instant::now() >= deadline {
+            return 1;
+        }
+        std::thread::sleep(Duration::from_millis(5));
     }
 }
 

@@ -1,18 +1,18 @@
 //! The registry of experiments, in display order.
 //!
-//! Each experiment is one module exposing `NAME`, `SUMMARY`, `IN_DEFAULT_SUITE`, an `Options`
-//! type (clap arguments, whose defaults are the experiment's default size) and
-//! `run(&Options, &Context) -> Result<ExperimentOutput>`. Adding one is a new file plus one line
-//! in the `registry!` call below; the line may end with the arguments a suite run (`oscost run`)
-//! gives it, when its stand-alone default is too large for a suite.
+//! Each experiment is one module whose `Options` type implements [`Experiment`]. Adding one is a
+//! new file plus one line in the `registry!` call below (and its `pub mod`).
 
 use crate::context::Context;
 use clap::builder::TypedValueParser as _;
-use clap::{Args, FromArgMatches};
-use oscost_model::case::ExperimentOutput;
+use clap::FromArgMatches;
+use oscost_model::case::{Case, ExperimentOutput};
 use oscost_sys::ipc::Via;
 use oscost_sys::task::Kind;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 
+pub mod example;
 pub mod primitives;
 pub mod ring;
 pub mod switch;
@@ -38,6 +38,22 @@ pub(crate) fn value_name<T: clap::ValueEnum>(value: &T) -> String {
         .unwrap_or_default()
 }
 
+/// Why a case's derived figure cannot be trusted: its failed checks, or `None`.
+pub(crate) fn failed_checks(case: &Case) -> Option<String> {
+    let failed: Vec<String> = case
+        .checks
+        .iter()
+        .filter(|c| !c.passed)
+        .map(|c| {
+            format!(
+                "{} counted {:.3}, expected {}",
+                c.name, c.counted, c.expected
+            )
+        })
+        .collect();
+    (!failed.is_empty()).then(|| format!("{}: {}", case.id, failed.join("; ")))
+}
+
 /// Parses the kinds of [`Via`] for clap, listing each with its summary in `--help`.
 pub(crate) fn via_parser() -> impl clap::builder::TypedValueParser<Value = Via> {
     let names = Via::ALL
@@ -56,6 +72,30 @@ pub(crate) fn kind_parser() -> impl clap::builder::TypedValueParser<Value = Kind
         .map(|s| Kind::from_name(&s).expect("clap accepted only known names"))
 }
 
+/// What every experiment is: its options (clap arguments whose defaults are the experiment's
+/// stand-alone size, serialisable so a fresh measuring process can be handed them), its names,
+/// and how it runs. The compiler checks each experiment against it.
+pub trait Experiment:
+    clap::Args + FromArgMatches + Serialize + DeserializeOwned + Clone + std::fmt::Debug
+{
+    /// Subcommand name and case-id prefix.
+    const NAME: &'static str;
+    /// One line for `oscost list` and `--help`.
+    const SUMMARY: &'static str;
+    /// The paragraph of `oscost NAME --help`.
+    const ABOUT: &'static str;
+    /// Whether `oscost run` with no names runs it.
+    const IN_DEFAULT_SUITE: bool;
+    /// The arguments a suite run (`oscost run`) gives it, when its stand-alone default is too
+    /// large for a suite.
+    const SUITE_ARGS: &'static [&'static str] = &[];
+    /// Hidden from `oscost list`, `--help` and the default suite (the scripted examples).
+    const HIDDEN: bool = false;
+
+    /// Measures, handing up raw samples and evidence; never a made-up figure.
+    fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput>;
+}
+
 /// What `oscost list` shows of an experiment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ExperimentInfo {
@@ -65,10 +105,12 @@ pub struct ExperimentInfo {
     pub summary: &'static str,
     /// Whether `oscost run` with no names runs it.
     pub in_default_suite: bool,
+    /// Hidden from `oscost list` and `--help` (tests only).
+    pub hidden: bool,
 }
 
 /// An experiment's options from `args`, every other flag at its default.
-fn defaults<T: Args + FromArgMatches>(args: &[&str]) -> T {
+fn defaults<T: Experiment>(args: &[&str]) -> T {
     let cmd = T::augment_args(clap::Command::new("defaults").no_binary_name(true));
     let matches = cmd
         .try_get_matches_from(args)
@@ -77,23 +119,29 @@ fn defaults<T: Args + FromArgMatches>(args: &[&str]) -> T {
 }
 
 macro_rules! registry {
-    ($($variant:ident => $module:ident $([$($arg:expr),*])?),* $(,)?) => {
+    ($($variant:ident => $options:ty),* $(,)?) => {
         /// One subcommand per experiment, holding its options.
-        #[derive(Debug, Clone, clap::Subcommand)]
+        #[derive(Debug, Clone, clap::Subcommand, Serialize, Deserialize)]
         pub enum ExperimentArgs {
             $(
-                #[doc = concat!("The `", stringify!($module), "` experiment.")]
-                #[command(about = $module::SUMMARY, long_about = $module::ABOUT)]
-                $variant($module::Options),
+                #[doc = concat!("The `", stringify!($variant), "` experiment.")]
+                #[command(
+                    name = <$options as Experiment>::NAME,
+                    about = <$options as Experiment>::SUMMARY,
+                    long_about = <$options as Experiment>::ABOUT,
+                    hide = <$options as Experiment>::HIDDEN
+                )]
+                $variant($options),
             )*
         }
 
         /// Every registered experiment, in display order.
         pub const REGISTRY: &[ExperimentInfo] = &[
             $(ExperimentInfo {
-                name: $module::NAME,
-                summary: $module::SUMMARY,
-                in_default_suite: $module::IN_DEFAULT_SUITE,
+                name: <$options as Experiment>::NAME,
+                summary: <$options as Experiment>::SUMMARY,
+                in_default_suite: <$options as Experiment>::IN_DEFAULT_SUITE,
+                hidden: <$options as Experiment>::HIDDEN,
             },)*
         ];
 
@@ -101,22 +149,22 @@ macro_rules! registry {
             /// The experiment's name.
             pub fn name(&self) -> &'static str {
                 match self {
-                    $(Self::$variant(_) => $module::NAME,)*
+                    $(Self::$variant(_) => <$options as Experiment>::NAME,)*
                 }
             }
 
             /// Runs the experiment.
             pub fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
                 match self {
-                    $(Self::$variant(o) => $module::run(o, ctx),)*
+                    $(Self::$variant(o) => o.run(ctx),)*
                 }
             }
 
             /// The experiment called `name` at its suite size (`oscost run`).
             pub fn with_defaults(name: &str) -> Option<ExperimentArgs> {
-                $(if name == $module::NAME {
-                    let args: &[&str] = &[$($($arg),*)?];
-                    return Some(Self::$variant(defaults::<$module::Options>(args)));
+                $(if name == <$options as Experiment>::NAME {
+                    let args = <$options as Experiment>::SUITE_ARGS;
+                    return Some(Self::$variant(defaults::<$options>(args)));
                 })*
                 None
             }
@@ -125,10 +173,12 @@ macro_rules! registry {
 }
 
 registry! {
-    Syscall => syscall,
-    Primitives => primitives,
-    Switch => switch,
-    Ring => ring ["--tasks", "2,4,16,64"],
+    Syscall => syscall::Options,
+    Primitives => primitives::Options,
+    Switch => switch::Options,
+    Ring => ring::Options,
+    Example => example::Options,
+    ExampleFails => example::Failing,
 }
 
 #[cfg(test)]
@@ -146,8 +196,13 @@ mod tests {
             let doc = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/methodology.md");
             let text = std::fs::read_to_string(doc).expect("docs/methodology.md");
             assert!(
-                text.contains(&format!("## `{}`", e.name)),
+                e.hidden || text.contains(&format!("## `{}`", e.name)),
                 "{} undocumented",
+                e.name
+            );
+            assert!(
+                !(e.hidden && e.in_default_suite),
+                "{} hidden but in the suite",
                 e.name
             );
         }

@@ -36,7 +36,9 @@ primitive this machine cannot provide is listed as unavailable with the reason."
 pub const IN_DEFAULT_SUITE: bool = true;
 
 /// The measurable primitives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
 pub enum Primitive {
     /// pthread_mutex_lock + unlock of a default pthread mutex
     PthreadMutex,
@@ -169,7 +171,7 @@ impl Primitive {
 }
 
 /// Options of `oscost primitives`.
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Debug, Clone, clap::Args, serde::Serialize, serde::Deserialize)]
 pub struct Options {
     /// Primitives to measure, comma-separated (default: all)
     #[arg(long, value_enum, value_delimiter = ',', value_name = "PRIMITIVE,...")]
@@ -187,6 +189,8 @@ pub struct Control {
     pub switches: Switches,
     /// Ops in the verification batch.
     pub verification_ops: u64,
+    /// Threads of the measuring process while it was measured (the most seen), if readable.
+    pub threads_in_process: Option<u64>,
 }
 
 impl Control {
@@ -216,7 +220,7 @@ impl Control {
 /// (for [`Via::Yield`], one `sched_yield` with nothing else runnable). This is the figure the
 /// `switch` and `ring` experiments subtract from a ping-pong or ring hop.
 ///
-/// Runs in a thread of its own, so the caller's affinity and signal mask are untouched.
+/// Runs on the calling thread; its affinity and signal mask are restored afterwards.
 pub fn link_control(via: Via, ctx: &Context) -> anyhow::Result<(Samples, Vec<String>)> {
     let c = link_control_on(via, ctx, ctx.first_cpu())?;
     Ok((c.samples, c.warnings))
@@ -231,7 +235,7 @@ pub fn link_control_on(via: Via, ctx: &Context, cpu: usize) -> anyhow::Result<Co
         }
         let link = Link::new(via).with_context(|| format!("creating a {via} link"))?;
         // A signal link delivers to a named thread that has the signal blocked; here that is
-        // this thread, posting to itself. The guard restores the mask when the thread ends.
+        // this thread, posting to itself. The guard restores the mask when it goes.
         let _block = if via == Via::Signal {
             Some(ipc::block_link_signal_scoped()?)
         } else {
@@ -246,19 +250,15 @@ pub fn link_control_on(via: Via, ctx: &Context, cpu: usize) -> anyhow::Result<Co
     })
 }
 
-/// Runs `f` in a new thread pinned to `cpu` and returns its result. A fresh thread keeps the
-/// pinning and any signal mask change away from the caller, and starts with its own switch
-/// counters.
-fn on_cpu<T: Send>(cpu: usize, f: impl FnOnce() -> anyhow::Result<T> + Send) -> anyhow::Result<T> {
-    os::count_started_tasks(1);
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            os::set_affinity(&[cpu]).with_context(|| format!("pinning to CPU {cpu}"))?;
-            f()
-        })
-        .join()
-        .map_err(|_| anyhow::anyhow!("the measuring thread panicked"))?
-    })
+/// Runs `f` on the calling thread pinned to `cpu`, then gives the thread its previous CPU set
+/// back. No thread is created: a one-task figure must be taken in a single-threaded process (a
+/// second thread makes every file-descriptor call and glibc's locks dearer).
+fn on_cpu<T>(cpu: usize, f: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
+    let before = os::affinity().context("reading the CPU affinity")?;
+    os::set_affinity(&[cpu]).with_context(|| format!("pinning to CPU {cpu}"))?;
+    let result = f();
+    let _ = os::set_affinity(&before);
+    result
 }
 
 /// Samples `op`, then runs a verification batch of it between two reads of the thread's
@@ -268,6 +268,7 @@ fn timed<E>(ctx: &Context, mut op: impl FnMut() -> Result<(), E>) -> anyhow::Res
 where
     E: Into<anyhow::Error>,
 {
+    let threads_before = crate::sampler::threads_in_process();
     let (samples, warnings) = measure_fallible(ctx, &mut op)?;
     // Four sample batches' worth (4-16 ms at the standard settings), at least 1000 ops: long
     // enough that one stray preemption stays far below the 0.05-per-op bound, short enough
@@ -279,11 +280,13 @@ where
         op().map_err(Into::into)?;
     }
     let switches = os::thread_switches().since(before);
+    let threads = crate::sampler::threads_in_process().max(threads_before);
     Ok(Control {
         samples,
         warnings,
         switches,
         verification_ops: ops,
+        threads_in_process: threads,
     })
 }
 
@@ -331,8 +334,19 @@ fn measure_plain(p: Primitive, ctx: &Context, cpu: usize) -> anyhow::Result<Cont
     })
 }
 
+impl super::Experiment for Options {
+    const NAME: &'static str = NAME;
+    const SUMMARY: &'static str = SUMMARY;
+    const ABOUT: &'static str = ABOUT;
+    const IN_DEFAULT_SUITE: bool = IN_DEFAULT_SUITE;
+
+    fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
+        run(self, ctx)
+    }
+}
+
 /// Runs the selected primitives.
-pub fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
+fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     use clap::ValueEnum;
     let prims: Vec<Primitive> = if opts.only.is_empty() {
         Primitive::value_variants().to_vec()
@@ -375,6 +389,8 @@ pub fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
             case = case.param("via", via.name());
         }
         case.checks.push(c.no_switch_check());
+        case.checks
+            .extend(crate::sampler::single_task_check(c.threads_in_process));
         case.counters
             .insert("switches_per_op".into(), c.switches_per_op());
         case.counters
@@ -467,7 +483,13 @@ mod tests {
             let out = run(&Options { only }, ctx).unwrap();
             assert_eq!(out.cases.len(), 2, "unavailable: {:?}", out.unavailable);
             for c in &out.cases {
-                for k in &c.checks {
+                // The test harness runs tests on threads of one process, so the thread-count
+                // check fails here by design; the CLI tests check it in a real run.
+                let checks = c
+                    .checks
+                    .iter()
+                    .filter(|k| k.name != oscost_model::case::SINGLE_THREAD_CHECK);
+                for k in checks {
                     assert!(
                         k.passed,
                         "{}: {} = {} ({})",

@@ -44,7 +44,9 @@ const MAX_SIZE_KIB: usize = 1 << 20;
 const MAX_TASKS: usize = 1 << 20;
 
 /// The primitives a ring may use: counting ones with room for any number of queued tokens.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
 pub enum RingVia {
     /// 1-byte write/read on a pipe (lmbench lat_ctx)
     Pipe,
@@ -68,7 +70,9 @@ impl RingVia {
 }
 
 /// Where the ring's tasks run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
 pub enum RingPlacement {
     /// every task pinned to the first CPU of the set
     Same,
@@ -77,7 +81,7 @@ pub enum RingPlacement {
 }
 
 /// Options of `oscost ring`.
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Debug, Clone, clap::Args, serde::Serialize, serde::Deserialize)]
 pub struct Options {
     /// Ring sizes: a list (`2,4,16`) or a doubling range (`2..1024`) [default: 2..1024, or
     /// 2,4,16,64 with --quick]
@@ -111,7 +115,7 @@ pub struct Options {
 }
 
 /// Ring sizes from `--tasks`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TaskList(pub Vec<usize>);
 
 /// Parses `5`, `2,4,16` or `2..1024` (powers of two from 2 up to 1024; both ends included).
@@ -898,6 +902,8 @@ fn controls(
     .param("via", via.name())
     .param("cpu", ctx.first_cpu() as u64);
     case.checks.push(c.no_switch_check());
+    case.checks
+        .extend(crate::sampler::single_task_check(c.threads_in_process));
     case.warnings = c.warnings.clone();
     out.cases.push(case);
     let mut terms = vec![(id, -1.0)];
@@ -927,8 +933,20 @@ fn touch_case(id: &str, kib: usize, ctx: &Context) -> anyhow::Result<Case> {
     Ok(case)
 }
 
+impl super::Experiment for Options {
+    const NAME: &'static str = NAME;
+    const SUMMARY: &'static str = SUMMARY;
+    const ABOUT: &'static str = ABOUT;
+    const IN_DEFAULT_SUITE: bool = IN_DEFAULT_SUITE;
+    const SUITE_ARGS: &'static [&'static str] = &["--tasks", "2,4,16,64"];
+
+    fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
+        run(self, ctx)
+    }
+}
+
 /// Runs the sweep.
-pub fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
+fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     let sizes = validate(opts, ctx)?;
     let mut out = ExperimentOutput::default();
     let control_terms = controls(opts, ctx, &mut out)?;
@@ -955,24 +973,8 @@ fn derived(case: &Case, control_terms: &[(String, f64)]) -> DerivedSpec {
                       wakeup-preemption switches (involuntary_per_hop)"
             .into(),
         terms,
-        flagged: failed_checks(case),
+        flagged: super::failed_checks(case),
     }
-}
-
-/// Why a case's derived figure cannot be trusted: its failed checks, or `None`.
-pub(crate) fn failed_checks(case: &Case) -> Option<String> {
-    let failed: Vec<String> = case
-        .checks
-        .iter()
-        .filter(|c| !c.passed)
-        .map(|c| {
-            format!(
-                "{} counted {:.3}, expected {}",
-                c.name, c.counted, c.expected
-            )
-        })
-        .collect();
-    (!failed.is_empty()).then(|| format!("{}: {}", case.id, failed.join("; ")))
 }
 
 #[cfg(test)]

@@ -38,7 +38,9 @@ result, and --idle-poll holds /dev/cpu_dma_latency at 0 so the CPUs poll instead
 pub const IN_DEFAULT_SUITE: bool = true;
 
 /// Where the two tasks run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
 pub enum Placement {
     /// both pinned to the first CPU of the set
     Same,
@@ -59,7 +61,7 @@ impl Placement {
 }
 
 /// Options of `oscost switch`.
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Debug, Clone, clap::Args, serde::Serialize, serde::Deserialize)]
 pub struct Options {
     /// Primitives, comma-separated (default: all)
     #[arg(long, value_parser = super::via_parser(), value_delimiter = ',', value_name = "VIA,...")]
@@ -116,8 +118,19 @@ fn validate(opts: &Options, ctx: &Context) -> anyhow::Result<()> {
     Ok(())
 }
 
+impl super::Experiment for Options {
+    const NAME: &'static str = NAME;
+    const SUMMARY: &'static str = SUMMARY;
+    const ABOUT: &'static str = ABOUT;
+    const IN_DEFAULT_SUITE: bool = IN_DEFAULT_SUITE;
+
+    fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
+        run(self, ctx)
+    }
+}
+
 /// Runs every selected primitive × kind × placement.
-pub fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
+fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     validate(opts, ctx)?;
     let vias = pick(&opts.via, &Via::ALL);
     let kinds = pick(&opts.kind, &Kind::ALL);
@@ -128,19 +141,28 @@ pub fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     let per_via = kinds.len() * placements.len();
     ctx.progress
         .start((vias.len() * (per_via + 1)) as u64, NAME);
+    // Every control first: they are one-task figures, and must be taken before any team has
+    // started a thread (glibc stays in its multi-threaded mode for good once one has).
+    let mut controls = Vec::with_capacity(vias.len());
     for &via in &vias {
         ctx.progress.message(&format!("{via} control"));
-        let control = match control_case(via, ctx) {
+        let control = control_case(via, ctx);
+        if control.is_err() {
+            ctx.check_cancel()?;
+        }
+        controls.push(control);
+        ctx.progress.inc(1);
+    }
+    for (&via, control) in vias.iter().zip(controls) {
+        let control = match control {
             Ok(c) => c,
             Err(e) => {
                 mark_unavailable(&mut out, via, &kinds, &placements, &format!("{e:#}"));
-                ctx.check_cancel()?;
-                ctx.progress.inc(per_via as u64 + 1);
+                ctx.progress.inc(per_via as u64);
                 continue;
             }
         };
         out.cases.push(control);
-        ctx.progress.inc(1);
         for &kind in &kinds {
             for &p in &placements {
                 ctx.progress
@@ -219,6 +241,8 @@ fn control_case(via: Via, ctx: &Context) -> anyhow::Result<Case> {
     .param("via", via.name())
     .param("cpu", ctx.first_cpu() as u64);
     case.checks.push(c.no_switch_check());
+    case.checks
+        .extend(crate::sampler::single_task_check(c.threads_in_process));
     case.warnings = c.warnings.clone();
     Ok(case)
 }
@@ -350,7 +374,7 @@ fn switch_check(via: Via, p: Placement, counted: f64, detail: &str) -> Check {
 }
 
 fn derived(case: &Case, via: Via) -> [DerivedSpec; 2] {
-    let flagged = ring::failed_checks(case);
+    let flagged = super::failed_checks(case);
     [
         DerivedSpec {
             id: format!("{}.one_way", case.id),

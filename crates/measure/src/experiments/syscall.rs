@@ -30,7 +30,9 @@ page cache of a file in a private temporary directory, removed afterwards.";
 pub const IN_DEFAULT_SUITE: bool = true;
 
 /// The measurable calls.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
 pub enum Call {
     /// syscall(-1) returning ENOSYS: kernel entry/exit floor
     Enosys,
@@ -91,7 +93,7 @@ impl Call {
 }
 
 /// Options of `oscost syscall`.
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Debug, Clone, clap::Args, serde::Serialize, serde::Deserialize)]
 pub struct Options {
     /// Calls to measure, comma-separated (default: all)
     #[arg(long, value_enum, value_delimiter = ',', value_name = "CALL,...")]
@@ -146,8 +148,19 @@ impl Scratch {
     }
 }
 
+impl super::Experiment for Options {
+    const NAME: &'static str = NAME;
+    const SUMMARY: &'static str = SUMMARY;
+    const ABOUT: &'static str = ABOUT;
+    const IN_DEFAULT_SUITE: bool = IN_DEFAULT_SUITE;
+
+    fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
+        run(self, ctx)
+    }
+}
+
 /// Runs the selected calls.
-pub fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
+fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     use clap::ValueEnum;
     let calls: Vec<Call> = if opts.calls.is_empty() {
         Call::value_variants().to_vec()
@@ -207,7 +220,9 @@ pub fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     // every call alike; a failing call's error names the call.
     ctx.progress
         .start((calls.len() + ctx.sampler.samples) as u64, NAME);
+    let threads_before = crate::sampler::threads_in_process();
     let results = measure_interleaved(ctx, jobs, &|| ctx.progress.inc(1))?;
+    let threads = crate::sampler::threads_in_process().max(threads_before);
     ctx.progress.finish();
     for (call, (samples, warnings)) in calls.into_iter().zip(results) {
         let mut case = Case::new(
@@ -219,6 +234,8 @@ pub fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         .param("call", call.id())
         .param("system_call", call.is_syscall())
         .param("cpu", ctx.first_cpu() as u64);
+        case.checks
+            .extend(crate::sampler::single_task_check(threads));
         case.warnings = warnings;
         out.cases.push(case);
     }
