@@ -13,6 +13,7 @@ pub mod experiments;
 pub mod sampler;
 pub mod scratch;
 pub mod timesource;
+pub mod tokens;
 
 pub use context::{Cancelled, Context, Progress};
 pub use oscost_sys::clock::Clock;

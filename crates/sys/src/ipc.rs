@@ -237,12 +237,25 @@ impl SharedWords {
         self.n == 0
     }
 
-    /// The `i`-th 64-bit word. Panics if `i >= len()`.
+    /// The `i`-th 64-bit word. Panics if `i >= len()`; a forked child uses
+    /// [`SharedWords::try_get`] instead.
     pub fn get(&self, i: usize) -> &AtomicU64 {
-        assert!(i < self.n, "shared word {i} of {}", self.n);
+        match self.try_get(i) {
+            Some(w) => w,
+            None => panic!("shared word {i} of {}", self.n),
+        }
+    }
+
+    /// The `i`-th 64-bit word, or `None` if `i >= len()`: no panic, so safe on a forked
+    /// child's path.
+    #[inline]
+    pub fn try_get(&self, i: usize) -> Option<&AtomicU64> {
+        if i >= self.n {
+            return None;
+        }
         // SAFETY: i < n and the mapping holds n u64s at offset 0, page-aligned so 8-aligned;
         // the memory lives as long as the borrow of self and is only accessed atomically.
-        unsafe { &*self.map.at::<AtomicU64>().add(i) }
+        Some(unsafe { &*self.map.at::<AtomicU64>().add(i) })
     }
 
     /// The `i`-th 32-bit word (not an alias of [`SharedWords::get`]`(i)`), for

@@ -12,6 +12,7 @@ pub mod clock;
 pub mod ipc;
 pub mod sysinfo;
 pub mod task;
+pub mod token;
 
 use std::io;
 

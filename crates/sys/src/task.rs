@@ -1,12 +1,14 @@
 //! Worker tasks for the switch and ring experiments: threads or forked processes, created so
 //! that no error path, Ctrl-C or killed worker leaves a zombie, an orphan or a hung parent.
 //!
-//! Forked children follow method.md 6.2 rule 3(b): the parent may already have threads (the
-//! CLI's Ctrl-C handler, the test harness), so a child may hold a copy of a lock some other
-//! thread held at fork time. A child therefore runs only allocation-free raw calls (link
-//! post/wait, getrusage, sched_setaffinity with a mask built before the fork, atomics on shared
-//! memory) and leaves with `_exit`: it never returns into the parent's Rust code, never drops a
-//! value, never unwinds.
+//! A forked child of a process that may have threads (the team's watchdog, the test harness)
+//! may hold a copy of a lock some other thread held at fork time, so it must not allocate, lock
+//! or unwind. The compiler holds that line: a task runs a [`TaskBody`], an `unsafe` trait that
+//! only this crate implements (every other crate forbids `unsafe`), for bodies written to that
+//! rule: allocation-free raw calls (link post/wait, getrusage, sched_setaffinity with a mask
+//! built before the fork, atomics on shared memory), every index checked before the fork,
+//! failures as codes. The child leaves with `_exit`: it never returns into the parent's Rust
+//! code, never drops a value, never unwinds, and every inherited signal handler is reset.
 //!
 //! A [`Team`] owns every task it started. Dropping it kills (processes) or halts (threads) and
 //! reaps them all, so an early `?` anywhere in an experiment cleans up. For processes a
@@ -20,6 +22,19 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+/// What a task of a [`Team`] runs: in a worker thread, or in a forked child.
+///
+/// # Safety
+///
+/// [`TaskBody::run`] must be safe in a forked child of a multi-threaded process: no
+/// allocation, no lock, no panic (bounds checked before the fork), only raw calls and atomics
+/// on memory made before the fork, and failures returned as a [`Failure`] code. It must return
+/// once the team's `halt` callback has run.
+pub unsafe trait TaskBody: Send + Sync + 'static {
+    /// Task `index`'s whole life (index 0 is the team's caller).
+    fn run(&self, index: usize) -> Result<(), Failure>;
+}
 
 /// Stack of each worker thread. A worker only loops over link calls and a working-set sum, so
 /// it needs a few KiB; 64 KiB leaves ample room (glibc's minimum is 16 KiB). The default 2 MiB
@@ -679,10 +694,13 @@ fn reset_signal_handlers() {
 }
 
 /// The body of a forked child. Raw calls only, then `_exit`: never returns.
-fn child_main<F>(parent: i32, pgid: i32, mask: Option<&CpuMask>, body: &F) -> !
-where
-    F: Fn() -> Result<(), Failure>,
-{
+fn child_main<B: TaskBody>(
+    parent: i32,
+    pgid: i32,
+    mask: Option<&CpuMask>,
+    body: &B,
+    task: usize,
+) -> ! {
     let _backstop = ExitOnUnwind;
     // SAFETY: prctl(PR_SET_PDEATHSIG) takes plain integers. The signal comes when the thread
     // that forked us exits, so oscost being killed never leaves this child running.
@@ -710,7 +728,7 @@ where
             exit_now(status::PIN);
         }
     }
-    exit_now(match body() {
+    exit_now(match body.run(task) {
         Ok(()) => 0,
         Err(f) => f.code(),
     })
@@ -777,23 +795,27 @@ impl Team {
             .unwrap_or_default()
     }
 
-    /// Starts one task running `body`, pinned to `mask` if given. For processes `body` runs
-    /// in a forked child and must only make allocation-free raw calls (see the module doc);
-    /// it is called by reference and never dropped there. A limit hit is a [`LimitError`].
-    pub fn spawn<F>(&mut self, mask: Option<&CpuMask>, body: F) -> anyhow::Result<()>
-    where
-        F: Fn() -> Result<(), Failure> + Send + 'static,
-    {
+    /// Starts task `index` running `body`, pinned to `mask` if given. For processes `body`
+    /// runs in a forked child (see [`TaskBody`]); it is used by reference and never dropped
+    /// there. A limit hit is a [`LimitError`].
+    pub fn spawn<B: TaskBody>(
+        &mut self,
+        mask: Option<&CpuMask>,
+        body: &Arc<B>,
+        index: usize,
+    ) -> anyhow::Result<()> {
         match self.kind {
-            Kind::Threads => self.spawn_thread(mask, body),
-            Kind::Processes => self.spawn_process(mask, body),
+            Kind::Threads => self.spawn_thread(mask, Arc::clone(body), index),
+            Kind::Processes => self.spawn_process(mask, &**body, index),
         }
     }
 
-    fn spawn_thread<F>(&mut self, mask: Option<&CpuMask>, body: F) -> anyhow::Result<()>
-    where
-        F: Fn() -> Result<(), Failure> + Send + 'static,
-    {
+    fn spawn_thread<B: TaskBody>(
+        &mut self,
+        mask: Option<&CpuMask>,
+        body: Arc<B>,
+        task: usize,
+    ) -> anyhow::Result<()> {
         let index = self.existing + self.threads.len() + 1;
         let shared = Arc::clone(&self.shared);
         let mask = mask.cloned();
@@ -810,7 +832,7 @@ impl Team {
                         shared.fail(format!("worker thread {index}: pinning failed: {e}"));
                         return Err(Failure::Setup);
                     }
-                    _ => body(),
+                    _ => body.run(task),
                 };
                 if let Err(f) = result {
                     if !shared.stopping.load(Ordering::Acquire) {
@@ -825,22 +847,25 @@ impl Team {
         Ok(())
     }
 
-    fn spawn_process<F>(&mut self, mask: Option<&CpuMask>, body: F) -> anyhow::Result<()>
-    where
-        F: Fn() -> Result<(), Failure> + Send + 'static,
-    {
+    fn spawn_process<B: TaskBody>(
+        &mut self,
+        mask: Option<&CpuMask>,
+        body: &B,
+        task: usize,
+    ) -> anyhow::Result<()> {
         let index = self.existing + self.len() + 1;
         let pgid = self.procs.as_ref().map_or(0, |p| p.pgid);
         // SAFETY: getpid has no arguments.
         let parent = unsafe { libc::getpid() };
         // SAFETY: fork is sound here because the child runs only child_main, which makes
-        // allocation-free raw calls and leaves with _exit (method.md 6.2 rule 3b).
+        // allocation-free raw calls, runs a TaskBody (held to the same rule) and leaves with
+        // _exit.
         let pid = unsafe { libc::fork() };
         if pid < 0 {
             return Err(spawn_error(last_error("fork"), index, self.planned, "fork"));
         }
         if pid == 0 {
-            child_main(parent, pgid, mask, &body);
+            child_main(parent, pgid, mask, body, task);
         }
         // Also set the group from this side, so the child is in it before the watchdog waits,
         // whichever of the two runs first.
@@ -1099,44 +1124,59 @@ mod tests {
             .collect()
     }
 
-    /// A responder team of `n` tasks on `links[i]`, each echoing to `back`.
-    fn echo_team(kind: Kind, n: usize) -> (Team, Arc<Vec<Link>>, Arc<Link>, Arc<SharedWords>) {
-        let links: Arc<Vec<Link>> =
-            Arc::new((0..n).map(|_| Link::new(Via::Pipe).unwrap()).collect());
-        let back = Arc::new(Link::new(Via::Pipe).unwrap());
-        let stop = Arc::new(SharedWords::new(1).unwrap());
-        let (l2, b2, s2) = (Arc::clone(&links), Arc::clone(&back), Arc::clone(&stop));
-        let mut team = Team::new(kind, n, 0, move || {
-            s2.get(0).store(1, Ordering::Release);
-            for l in l2.iter() {
-                let _ = l.post();
-            }
-            let _ = b2.post();
-        });
-        for i in 0..n {
-            let (links, back, stop) = (Arc::clone(&links), Arc::clone(&back), Arc::clone(&stop));
-            team.spawn(None, move || loop {
-                let own = links.get(i).ok_or(Failure::Setup)?;
+    /// A responder: task `i` waits on `links[i]` and echoes to `back` until `stop` is set.
+    struct Echo {
+        links: Vec<Link>,
+        back: Link,
+        stop: SharedWords,
+    }
+
+    // SAFETY: run makes only link calls and atomic loads on memory made before the fork;
+    // every lookup is checked and failures are codes.
+    unsafe impl TaskBody for Echo {
+        fn run(&self, i: usize) -> Result<(), Failure> {
+            let own = self.links.get(i).ok_or(Failure::Setup)?;
+            let stop = self.stop.try_get(0).ok_or(Failure::Setup)?;
+            loop {
                 own.wait().map_err(|_| Failure::Wait)?;
-                if stop.get(0).load(Ordering::Acquire) != 0 {
+                if stop.load(Ordering::Acquire) != 0 {
                     return Ok(());
                 }
-                back.post().map_err(|_| Failure::Post)?;
-            })
-            .unwrap();
+                self.back.post().map_err(|_| Failure::Post)?;
+            }
+        }
+    }
+
+    /// A responder team of `n` tasks on `links[i]`, each echoing to `back`.
+    fn echo_team(kind: Kind, n: usize) -> (Team, Arc<Echo>) {
+        let echo = Arc::new(Echo {
+            links: (0..n).map(|_| Link::new(Via::Pipe).unwrap()).collect(),
+            back: Link::new(Via::Pipe).unwrap(),
+            stop: SharedWords::new(1).unwrap(),
+        });
+        let e2 = Arc::clone(&echo);
+        let mut team = Team::new(kind, n, 0, move || {
+            e2.stop.get(0).store(1, Ordering::Release);
+            for l in &e2.links {
+                let _ = l.post();
+            }
+            let _ = e2.back.post();
+        });
+        for i in 0..n {
+            team.spawn(None, &echo, i).unwrap();
         }
         team.watch().unwrap();
-        (team, links, back, stop)
+        (team, echo)
     }
 
     #[test]
     fn orderly_stop_reaps_every_child() {
         for kind in [Kind::Threads, Kind::Processes] {
-            let (team, links, back, _stop) = echo_team(kind, 4);
+            let (team, echo) = echo_team(kind, 4);
             for _ in 0..100 {
-                for l in links.iter() {
+                for l in echo.links.iter() {
                     l.post().unwrap();
-                    back.wait().unwrap();
+                    echo.back.wait().unwrap();
                 }
             }
             team.check().unwrap();
@@ -1152,15 +1192,15 @@ mod tests {
 
     #[test]
     fn a_killed_child_wakes_the_parent_with_the_reason() {
-        let (team, links, back, _stop) = echo_team(Kind::Processes, 3);
-        links[0].post().unwrap();
-        back.wait().unwrap();
+        let (team, echo) = echo_team(Kind::Processes, 3);
+        echo.links[0].post().unwrap();
+        echo.back.wait().unwrap();
         let victim = team.pids()[1];
         // SAFETY: victim is our unreaped child.
         unsafe { libc::kill(victim, libc::SIGKILL) };
         // The parent blocks as if waiting for the dead child's answer; the watchdog's halt
         // posts `back`, so this returns.
-        back.wait().unwrap();
+        echo.back.wait().unwrap();
         let deadline = Instant::now() + Duration::from_secs(10);
         while team.check().is_ok() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(1));
@@ -1178,12 +1218,12 @@ mod tests {
 
     #[test]
     fn dropping_a_team_kills_and_reaps() {
-        let (team, _links, _back, _stop) = echo_team(Kind::Processes, 5);
+        let (team, _echo) = echo_team(Kind::Processes, 5);
         let pids = team.pids();
         assert_eq!(pids.len(), 5);
         drop(team);
         assert!(still_ours(&pids).is_empty());
-        let (team, _links, _back, _stop) = echo_team(Kind::Threads, 5);
+        let (team, _echo) = echo_team(Kind::Threads, 5);
         drop(team); // joins: would hang here if the halt did not reach every thread
     }
 

@@ -11,7 +11,8 @@
 use crate::context::Context;
 use crate::cpuset;
 use crate::experiments::primitives;
-use crate::experiments::ring::{self, Counts, RingSpec};
+use crate::experiments::ring;
+use crate::tokens::{self, Counts, RingSpec};
 use anyhow::Context as _;
 use oscost_model::case::{Case, Check, DerivedSpec, ExperimentOutput, Unavailable};
 use oscost_sys::ipc::{IdlePoll, Via};
@@ -276,7 +277,7 @@ fn pingpong_case(
     let spec = pingpong_spec(via, kind, masks.to_vec());
     let idle_before = idle::usage(&case_cpus);
     let (samples, warnings, counts) =
-        ring::sample(&spec, ctx).with_context(|| case_id(via, kind, p))?;
+        tokens::sample(&spec, ctx).with_context(|| case_id(via, kind, p))?;
     let idle_after = idle::usage(&case_cpus);
     let mut case = Case::new(
         case_id(via, kind, p),
@@ -545,7 +546,7 @@ mod tests {
                         kind,
                         masks(Placement::Same, &ctx.cpus).unwrap().to_vec(),
                     );
-                    let mut r = match ring::Ring::start(&spec, ctx) {
+                    let mut r = match tokens::Ring::start(&spec, ctx) {
                         Ok(r) => r,
                         // Only a kernel without POSIX message queues excuses a missing one.
                         Err(e)
