@@ -10,6 +10,8 @@
 pub mod calls;
 pub mod clock;
 pub mod ipc;
+pub mod pmqos;
+pub mod shm;
 pub mod sysinfo;
 pub mod task;
 pub mod token;
