@@ -1,7 +1,6 @@
 //! Seeded bootstrap intervals for medians and linear combinations of medians.
 
 use oorandom::Rand64;
-use serde::{Deserialize, Serialize};
 
 use crate::summary::{cmp_f64, median, median_in_place, percentile};
 use crate::CONFIDENCE_95;
@@ -10,7 +9,7 @@ use crate::CONFIDENCE_95;
 /// obtained by resampling every term independently in each replicate (e.g.
 /// switch cost = 0.5 × round trip − control). Subtracting the interval ends
 /// of separate CIs would misstate the uncertainty; resampling jointly does not.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Combination {
     /// The combination of the sample medians themselves.
     pub estimate: f64,

@@ -13,19 +13,17 @@
 //! be tested on known data without a machine to measure.
 //!
 //! Functions that take raw samples assume finite values; the entry points that
-//! summarise ([`summarize`], [`combine_medians`], [`mann_whitney_p`]) check
+//! summarise ([`summarize`], [`combine_medians`]) check
 //! for that and return `None` instead of a misleading figure.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod bootstrap;
-mod mann_whitney;
 mod outliers;
 mod summary;
 
 pub use bootstrap::{bootstrap_median_ci, combine_medians, Combination};
-pub use mann_whitney::mann_whitney_p;
 pub use outliers::{tukey_outliers, Outliers};
 pub use summary::{mad, median, percentile, summarize, summarize_with, Summary};
 

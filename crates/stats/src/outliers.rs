@@ -1,12 +1,10 @@
 //! Tukey fence classification.
 
-use serde::{Deserialize, Serialize};
-
 use crate::summary::{percentile, sorted_copy};
 
 /// Tukey fence counts (1.5 IQR mild, 3 IQR severe); outliers are counted and
 /// kept, never removed, because on a busy system the tail is part of the cost.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Outliers {
     /// Below Q1 − 3·IQR.
     pub low_severe: usize,

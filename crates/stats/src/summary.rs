@@ -2,15 +2,13 @@
 
 use std::cmp::Ordering;
 
-use serde::{Deserialize, Serialize};
-
 use crate::bootstrap::bootstrap_median_ci;
 use crate::outliers::{tukey_outliers_sorted, Outliers};
 use crate::{CONFIDENCE_95, DEFAULT_RESAMPLES, DEFAULT_SEED, NOISY_REL_HALF_WIDTH};
 
 /// Everything a report needs about one sample set, computed in one place so
 /// that every output format shows the same numbers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Summary {
     /// Number of samples, so readers can judge how much the rest is worth.
     pub n: usize,

@@ -2,9 +2,7 @@
 //! seeded, so a failure reproduces exactly; no proptest needed.
 
 use oorandom::Rand64;
-use oscost_stats::{
-    bootstrap_median_ci, combine_medians, mad, mann_whitney_p, median, percentile, summarize_with,
-};
+use oscost_stats::{bootstrap_median_ci, combine_medians, mad, median, percentile, summarize_with};
 
 /// Shapes that timing data actually takes: flat, long right tail, heavy ties
 /// from coarse clocks, and a few far outliers.
@@ -84,10 +82,5 @@ fn bootstrap_and_combination_invariants_hold_on_random_data() {
             c.ci95[0] <= c.estimate && c.estimate <= c.ci95[1],
             "case {case}: {c:?}"
         );
-
-        let p = mann_whitney_p(&a, &b).unwrap();
-        let q = mann_whitney_p(&b, &a).unwrap();
-        assert!((0.0..=1.0).contains(&p), "case {case}: p = {p}");
-        assert!((p - q).abs() <= 1e-9, "case {case}: {p} vs {q}");
     }
 }
