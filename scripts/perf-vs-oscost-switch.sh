@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Acceptance check: oscost's same-CPU pipe ping-pong against `perf bench sched pipe`.
 #
-# Both time one round trip (perf's usecs/op is one round trip: method.md 3.1) of two tasks
+# Both time one round trip (perf's usecs/op is one round trip, 2 switches) of two tasks
 # pinned to one CPU, for processes and for threads (-T). The runs are interleaved and repeated
 # so that drift of the machine during the session hits both tools alike; the median of the
 # repeats is compared. Target: oscost/perf within +-10 %. Exits 1 outside the target, 2 if a

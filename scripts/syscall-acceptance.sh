@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks issue 2's acceptance figures for `oscost syscall` on this machine:
+# Checks the acceptance figures for `oscost syscall` on this machine:
 #  1. syscall.getpid's median against a minimal C loop of the raw getpid call timed with the
 #     same counter (benches/getpid_ref.c), interleaved in one session: ratio within 0.90-1.10;
 #  2. five back-to-back runs: max/min of the getpid median <= 1.05;

@@ -60,8 +60,8 @@ pub struct GlobalOpts {
     #[arg(long, global = true, value_name = "LIST")]
     pub cpus: Option<String>,
 
-    /// Nice value for the measuring tasks (-20..19; the seed documents ran at -19, which needs
-    /// root or CAP_SYS_NICE). Default: leave it as inherited; the value used is recorded
+    /// Nice value for the measuring tasks (-20..19; a negative value such as -19 needs root or
+    /// CAP_SYS_NICE). Default: leave it as inherited; the value used is recorded
     #[arg(long, global = true, value_name = "N", allow_hyphen_values = true,
           value_parser = clap::value_parser!(i32).range(-20..=19))]
     pub nice: Option<i32>,

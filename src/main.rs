@@ -24,7 +24,8 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(err) => {
             if err.downcast_ref::<oscost_measure::Cancelled>().is_some() {
-                eprintln!("oscost: interrupted");
+                // "interrupted", and which file holds what finished before it.
+                eprintln!("oscost: {err}");
                 return ExitCode::from(130);
             }
             eprintln!("oscost: {err:#}");

@@ -283,11 +283,6 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs]) -> anyhow::Result<()> {
         let (out, tasks) = match measured {
             Ok(r) => r,
             Err(err) => {
-                if err.downcast_ref::<oscost_measure::Cancelled>().is_some()
-                    || cancel.load(Ordering::SeqCst)
-                {
-                    return Err(oscost_measure::Cancelled.into());
-                }
                 let files = partial_files(cfg);
                 let kept = if !doc.experiments.is_empty() && !files.is_empty() {
                     format!(
@@ -297,6 +292,12 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs]) -> anyhow::Result<()> {
                 } else {
                     String::new()
                 };
+                if err.downcast_ref::<oscost_measure::Cancelled>().is_some()
+                    || cancel.load(Ordering::SeqCst)
+                {
+                    return Err(anyhow::Error::new(oscost_measure::Cancelled)
+                        .context(format!("interrupted{kept}")));
+                }
                 let err = anyhow::anyhow!("{} failed: {err:#}{kept}", e.name());
                 return Err(err);
             }

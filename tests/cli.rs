@@ -1,21 +1,46 @@
 //! The binary as a user drives it: tiny real runs, output files, and bad input.
 
 use assert_cmd::Command;
+use oscost_model::case::SINGLE_THREAD_CHECK;
+use oscost_model::{CaseResult, ResultDoc};
 use predicates::prelude::*;
-use serde_json::Value;
+use std::path::Path;
+use std::time::{Duration, Instant};
 
 fn oscost() -> Command {
     Command::cargo_bin("oscost").unwrap()
 }
 
-fn case<'a>(doc: &'a Value, id: &str) -> &'a Value {
-    doc["experiments"]
-        .as_array()
-        .unwrap()
+/// Reads a result file with the typed model, so an unknown or missing field fails the test.
+fn read_doc(path: &Path) -> ResultDoc {
+    let text = std::fs::read_to_string(path).unwrap();
+    serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{}: not a result document: {e}", path.display()))
+}
+
+fn case<'a>(doc: &'a ResultDoc, id: &str) -> &'a CaseResult {
+    doc.experiments
         .iter()
-        .flat_map(|e| e["cases"].as_array().unwrap())
-        .find(|c| c["id"] == id)
+        .flat_map(|e| &e.cases)
+        .find(|c| c.id == id)
         .unwrap_or_else(|| panic!("no case {id}"))
+}
+
+/// Asserts every case of `doc` carries a passed `threads_in_process` check that counted one
+/// thread; returns the case ids.
+fn assert_single_threaded(doc: &ResultDoc) -> Vec<String> {
+    let cases: Vec<&CaseResult> = doc.experiments.iter().flat_map(|e| &e.cases).collect();
+    for c in &cases {
+        let check = c
+            .checks
+            .iter()
+            .find(|k| k.name == SINGLE_THREAD_CHECK)
+            .unwrap_or_else(|| panic!("{}: no {SINGLE_THREAD_CHECK} check: {:?}", c.id, c.checks));
+        assert!(check.passed, "{}: {check:?}", c.id);
+        assert_eq!(check.expected, 1.0, "{}: {check:?}", c.id);
+        assert_eq!(check.counted, 1.0, "{}: {check:?}", c.id);
+    }
+    cases.iter().map(|c| c.id.clone()).collect()
 }
 
 #[test]
@@ -44,31 +69,32 @@ fn syscall_quick_gives_positive_ordered_self_consistent_figures() {
         .assert()
         .success()
         .stdout(predicate::str::contains("syscall.getpid"));
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_eq!(doc["schema"], "oscost/1");
-    let med = |id: &str| case(&doc, id)["median_ns"].as_f64().unwrap();
+    let doc = read_doc(&json);
+    assert_eq!(doc.schema, "oscost/1");
+    let med = |id: &str| case(&doc, id).median_ns;
     for id in ["syscall.enosys", "syscall.getpid", "syscall.read64k"] {
         let c = case(&doc, id);
-        let m = c["median_ns"].as_f64().unwrap();
+        let m = c.median_ns;
         assert!(m > 0.0, "{id} median {m}");
-        let ci = c["ci95_ns"].as_array().unwrap();
-        assert!(ci[0].as_f64().unwrap() <= m && m <= ci[1].as_f64().unwrap());
-        assert_eq!(
-            c["raw_ns"].as_array().unwrap().len(),
-            c["samples"].as_u64().unwrap() as usize
-        );
-        assert!(c["median_cycles"].as_f64().unwrap() > 0.0);
+        let ci = c.ci95_ns;
+        assert!(ci[0] <= m && m <= ci[1], "{id}: median {m} outside {ci:?}");
+        assert_eq!(c.raw_ns.len(), c.samples, "{id}");
+        assert!(c.median_cycles > 0.0, "{id}");
     }
     // Copying 64 KiB costs more than the null call.
     assert!(med("syscall.read64k") > med("syscall.getpid"));
     assert_eq!(
-        case(&doc, "syscall.clock-gettime-vdso")["params"]["system_call"],
-        false
+        case(&doc, "syscall.clock-gettime-vdso")
+            .params
+            .get("system_call"),
+        Some(&serde_json::Value::Bool(false))
     );
     // The share at the default rate is median x 10 000 / 1e9.
-    let share = case(&doc, "syscall.getpid")["at_rate"]["share_pct"]
-        .as_f64()
-        .unwrap();
+    let share = case(&doc, "syscall.getpid")
+        .at_rate
+        .as_ref()
+        .expect("syscall.getpid has no at_rate")
+        .share_pct;
     assert!((share - med("syscall.getpid") * 1e4 / 1e9 * 100.0).abs() < 1e-9);
     // The private temporary directory is gone.
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
@@ -99,8 +125,8 @@ fn csv_markdown_and_json_on_stdout() {
         .get_output()
         .stdout
         .clone();
-    let doc: Value = serde_json::from_slice(&out).expect("stdout is pure JSON");
-    assert_eq!(doc["experiments"][0]["name"], "syscall");
+    let doc: ResultDoc = serde_json::from_slice(&out).expect("stdout is one pure result document");
+    assert_eq!(doc.experiments[0].name, "syscall");
     let csv = std::fs::read_to_string(csv).unwrap();
     assert!(csv.starts_with("experiment,id,unit,median_ns"));
     assert_eq!(csv.lines().count(), 2);
@@ -207,4 +233,144 @@ fn ctrl_c_leaves_nothing_behind() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("interrupted"));
     assert!(!json.exists());
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+}
+
+/// Every one-task case is measured in a single-threaded process, and says so.
+#[test]
+fn one_task_cases_count_one_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs: [(&[&str], &[&str]); 2] = [
+        (
+            &["syscall", "--calls", "getpid,lseek,read64k"],
+            &["syscall.getpid", "syscall.lseek", "syscall.read64k"],
+        ),
+        (
+            &["primitives", "--only", "pipe,futex-wake"],
+            &["primitives.pipe", "primitives.futex-wake"],
+        ),
+    ];
+    for (args, want) in runs {
+        let json = dir.path().join(format!("{}.json", args[0]));
+        oscost()
+            .args(["--quick", "--quiet", "--samples", "5"])
+            .args(args)
+            .arg("--json")
+            .arg(&json)
+            .assert()
+            .success();
+        let doc = read_doc(&json);
+        let ids = assert_single_threaded(&doc);
+        assert_eq!(ids, want, "{args:?}");
+    }
+}
+
+/// Processes whose parent is `parent`, as (pid, command line with NULs as spaces).
+fn children_of(parent: u32) -> Vec<(u32, String)> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let ppid: u32 = stat[stat.rfind(')')? + 2..]
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()?;
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            (ppid == parent).then(|| (pid, String::from_utf8_lossy(&cmdline).replace('\0', " ")))
+        })
+        .collect()
+}
+
+/// `State:` and `Threads:` of `/proc/PID/status`, if the process still exists.
+fn state_and_threads(pid: u32) -> Option<(String, u64)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(|v| v.trim().to_owned())
+    };
+    Some((field("State:")?, field("Threads:")?.parse().ok()?))
+}
+
+/// While `oscost syscall` measures, its measuring process (`oscost __measure`, the child of
+/// the coordinator) has exactly one thread: the coordinator's signal thread stays in the
+/// coordinator. No timing is asserted: the run only has to last long enough to be looked at.
+#[test]
+fn the_measuring_process_has_one_thread() {
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("oscost"))
+        .args([
+            "syscall",
+            "--calls",
+            "getpid,lseek",
+            "--samples",
+            "200",
+            "--quiet",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let oscost_pid = child.id();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut readings = Vec::new();
+    let mut measuring = None;
+    // Polled for the whole run, every case included; stopped only if it never ends.
+    while Instant::now() < deadline {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        let found: Vec<(u32, String)> = children_of(oscost_pid)
+            .into_iter()
+            .filter(|(_, cmd)| cmd.contains("__measure"))
+            .collect();
+        assert!(
+            found.len() <= 1,
+            "more than one measuring process: {found:?}"
+        );
+        if let Some(&(pid, _)) = found.first() {
+            assert!(
+                measuring.is_none() || measuring == Some(pid),
+                "a second measuring process {pid} for one experiment (first: {measuring:?})"
+            );
+            measuring = Some(pid);
+            // A zombie waiting to be reaped has no threads left to count.
+            if let Some((state, threads)) = state_and_threads(pid) {
+                if !state.starts_with('Z') {
+                    readings.push(threads);
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let finished = child.try_wait().unwrap().is_some();
+    if !finished {
+        let kill = std::process::Command::new("kill")
+            .args(["-TERM", &oscost_pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(kill.success());
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if finished {
+        assert_eq!(out.status.code(), Some(0), "{err}");
+    } else {
+        // The interrupt may land just after the run ended on its own.
+        assert!(
+            matches!(out.status.code(), Some(0 | 130)),
+            "{:?}: {err}",
+            out.status
+        );
+    }
+    assert!(
+        readings.len() >= 5,
+        "too few thread counts of the measuring process ({measuring:?}) were taken: {readings:?}"
+    );
+    assert!(
+        readings.iter().all(|&n| n == 1),
+        "the measuring process {measuring:?} had more than one thread: {readings:?}"
+    );
 }

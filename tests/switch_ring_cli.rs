@@ -3,7 +3,8 @@
 //! what the command did.
 
 use assert_cmd::Command;
-use serde_json::Value;
+use oscost_model::case::SINGLE_THREAD_CHECK;
+use oscost_model::{CaseResult, ResultDoc};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -30,6 +31,20 @@ fn children_of(parent: i32) -> Vec<i32> {
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
         .filter(|&pid| stat_fields(pid).and_then(|f| f.get(1)?.parse::<i32>().ok()) == Some(parent))
         .collect()
+}
+
+/// Reads a result file with the typed model, so an unknown or missing field fails the test.
+fn read_doc(path: &Path) -> ResultDoc {
+    let text = std::fs::read_to_string(path).unwrap();
+    serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{}: not a result document: {e}", path.display()))
+}
+
+/// The command line of `pid`, NULs as spaces (empty once it is gone).
+fn cmdline(pid: i32) -> String {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+        .unwrap_or_default()
 }
 
 /// Whether `pid` still exists as something other than a reaped process.
@@ -230,19 +245,40 @@ fn same_cpu_ping_pong_counts_two_switches_per_round_trip() {
         .arg(&json)
         .assert()
         .success();
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let cases: Vec<&Value> = doc["experiments"][0]["cases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["unit"] == "round trip")
-        .collect();
+    let doc = read_doc(&json);
+    let all = &doc.experiments[0].cases;
+    let cases: Vec<&CaseResult> = all.iter().filter(|c| c.unit == "round trip").collect();
     assert_eq!(cases.len(), 6);
     let cpu_n: u64 = cpu.parse().unwrap();
     for c in cases {
-        let per_rt = c["counters"]["switches_per_round_trip"].as_f64().unwrap();
-        assert!(per_rt >= 1.9, "{}: {per_rt}", c["id"]);
-        assert_eq!(c["params"]["cpus"], serde_json::json!([[cpu_n], [cpu_n]]));
+        let per_rt = *c
+            .counters
+            .get("switches_per_round_trip")
+            .unwrap_or_else(|| panic!("{}: no switches_per_round_trip", c.id));
+        assert!(per_rt >= 1.9, "{}: {per_rt}", c.id);
+        assert_eq!(
+            c.params.get("cpus"),
+            Some(&serde_json::json!([[cpu_n], [cpu_n]])),
+            "{}",
+            c.id
+        );
+    }
+    // The one-task controls were timed with one thread in the process, although the same
+    // measuring process ran the thread ping-pongs.
+    let controls: Vec<&CaseResult> = all.iter().filter(|c| c.id.ends_with(".control")).collect();
+    assert_eq!(
+        controls.len(),
+        3,
+        "{:?}",
+        all.iter().map(|c| &c.id).collect::<Vec<_>>()
+    );
+    for c in controls {
+        let k = c
+            .checks
+            .iter()
+            .find(|k| k.name == SINGLE_THREAD_CHECK)
+            .unwrap_or_else(|| panic!("{}: no {SINGLE_THREAD_CHECK} check", c.id));
+        assert!(k.passed && k.counted == 1.0, "{}: {k:?}", c.id);
     }
 }
 
@@ -266,21 +302,19 @@ fn verify_order_is_recorded_and_passes() {
         .arg(&json)
         .assert()
         .success();
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let case = doc["experiments"][0]["cases"]
-        .as_array()
-        .unwrap()
+    let doc = read_doc(&json);
+    let case = doc.experiments[0]
+        .cases
         .iter()
-        .find(|c| c["id"] == "ring.pipe.processes.n5.k2.s0")
+        .find(|c| c.id == "ring.pipe.processes.n5.k2.s0")
         .unwrap();
-    let check = case["checks"]
-        .as_array()
-        .unwrap()
+    let check = case
+        .checks
         .iter()
-        .find(|c| c["name"] == "visit_order_violations")
+        .find(|c| c.name == "visit_order_violations")
         .unwrap();
-    assert_eq!(check["passed"], true, "{check}");
-    assert_eq!(case["series"][0]["name"], "visit_order");
+    assert!(check.passed, "{check:?}");
+    assert_eq!(case.series[0].name, "visit_order");
 }
 
 /// A repeated value gives one case, never two cases with one id.
@@ -294,13 +328,11 @@ fn repeated_values_give_unique_case_ids() {
         .arg(&json)
         .assert()
         .success();
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let ids: Vec<String> = doc["experiments"][0]["cases"]
-        .as_array()
-        .unwrap()
+    let doc = read_doc(&json);
+    let ids: Vec<String> = doc.experiments[0]
+        .cases
         .iter()
-        .map(|c| c["id"].as_str().unwrap().to_owned())
+        .map(|c| c.id.clone())
         .collect();
     let mut unique = ids.clone();
     unique.sort();
@@ -325,5 +357,88 @@ fn a_second_ctrl_c_kills_and_reaps_every_worker() {
     assert_eq!(out.status.code(), Some(130));
     for pid in workers {
         assert!(!alive(pid), "worker {pid} outlived oscost");
+    }
+}
+
+/// The measuring process running the ring: the one child of `oscost_pid` that is
+/// `oscost __measure`.
+fn measuring_process(oscost_pid: i32) -> i32 {
+    let found: Vec<i32> = children_of(oscost_pid)
+        .into_iter()
+        .filter(|&pid| cmdline(pid).contains("__measure"))
+        .collect();
+    assert_eq!(found.len(), 1, "one measuring process expected: {found:?}");
+    found[0]
+}
+
+/// SIGTERM to oscost mid-run: exit 130, and neither the measuring process nor any worker is
+/// left, not even as a zombie (the coordinator reaps what it started).
+#[test]
+fn sigterm_mid_ring_interrupts_and_leaves_no_process() {
+    let (child, workers) = start_process_ring("8,9,10,11,12,13,14,15", 7);
+    let oscost_pid = child.id() as i32;
+    let measuring = measuring_process(oscost_pid);
+    // The workers are the measuring process's children (one that already ended with its ring
+    // has no parent left to show).
+    for &w in &workers {
+        if let Some(ppid) = stat_fields(w).and_then(|f| f.get(1)?.parse::<i32>().ok()) {
+            assert_eq!(ppid, measuring, "worker {w} is not a child of {measuring}");
+        }
+    }
+    let kill = std::process::Command::new("kill")
+        .args(["-TERM", &oscost_pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    assert!(
+        !alive(measuring),
+        "the measuring process {measuring} outlived oscost ({:?})",
+        stat_fields(measuring)
+    );
+    for pid in workers {
+        assert!(
+            !alive(pid),
+            "worker {pid} outlived oscost ({:?})",
+            stat_fields(pid)
+        );
+    }
+}
+
+/// SIGTERM to one worker: the run fails naming that worker and its signal, and the others are
+/// stopped and reaped.
+#[test]
+fn a_worker_killed_by_sigterm_fails_the_run_and_the_rest_are_reaped() {
+    let (child, workers) = start_process_ring("8,9,10,11,12,13,14,15", 7);
+    let oscost_pid = child.id() as i32;
+    let measuring = measuring_process(oscost_pid);
+    let victim = workers[3];
+    let kill = std::process::Command::new("kill")
+        .args(["-TERM", &victim.to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "worker process {victim} was killed by signal 15 (SIGTERM)"
+        )),
+        "{err}"
+    );
+    assert!(
+        !alive(measuring),
+        "the measuring process {measuring} outlived oscost"
+    );
+    for pid in workers {
+        assert!(
+            !alive(pid),
+            "worker {pid} outlived oscost ({:?})",
+            stat_fields(pid)
+        );
     }
 }

@@ -1,11 +1,11 @@
 //! The machine's description recorded with every run, and how busy the machine was during it.
 //!
 //! Two figures are only comparable if they were measured under the same kernel, mitigations,
-//! clock, idle and scheduler configuration (method §8.3, §2.2 rule 4, §3.3 rule 2), so
+//! clock, idle and scheduler configuration (`docs/methodology.md`, "The machine"), so
 //! [`Environment`] records all of these. Every value is read, never assumed: anything the
 //! process cannot read is `None`, and no default is put in its place.
 //!
-//! A quiet machine cannot be taken on trust either (method §8.4): [`LoadProbe`] measures the
+//! A quiet machine cannot be taken on trust either: [`LoadProbe`] measures the
 //! CPU time other tasks used, the steal time and the forks of other programs *during* a run,
 //! and [`RunLoad`] says in plain words when that makes the figures suspect.
 

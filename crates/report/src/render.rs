@@ -248,6 +248,7 @@ pub fn csv(doc: &ResultDoc) -> anyhow::Result<String> {
         "checks_passed",
         "noisy",
         "warnings",
+        "flagged",
     ])?;
     for e in &doc.experiments {
         for c in &e.cases {
@@ -270,6 +271,33 @@ pub fn csv(doc: &ResultDoc) -> anyhow::Result<String> {
                 c.checks_passed.to_string(),
                 c.noisy.to_string(),
                 c.warnings.join("; "),
+                String::new(),
+            ])?;
+        }
+        // Derived figures follow their experiment's cases: unit `derived`, the estimate in the
+        // median column, and why it is not trusted in `flagged` (empty when it is).
+        for d in &e.derived {
+            let blank = String::new;
+            w.write_record([
+                e.name.clone(),
+                d.id.clone(),
+                "derived".into(),
+                format!("{:.3}", d.estimate_ns),
+                blank(),
+                blank(),
+                blank(),
+                blank(),
+                blank(),
+                format!("{:.3}", d.ci95_ns[0]),
+                format!("{:.3}", d.ci95_ns[1]),
+                format!("{:.1}", d.estimate_cycles),
+                blank(),
+                blank(),
+                blank(),
+                blank(),
+                blank(),
+                blank(),
+                d.flagged.clone().unwrap_or_default(),
             ])?;
         }
     }

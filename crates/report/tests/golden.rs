@@ -1,63 +1,82 @@
 //! The schema's golden file and snapshots of every rendering of it.
 //!
-//! `tests/golden/oscost-1.json` is a real `oscost/1` document. It must read back and write out
-//! byte for byte, so any schema change shows here first (bump the schema version, keep the old
-//! golden file). The renderings are pinned beside it; `UPDATE_GOLDEN=1 cargo test` rewrites
-//! the snapshots after a deliberate change to a renderer.
+//! `tests/golden/oscost-1.json` is an `oscost/1` document made on the scripted clock
+//! (`oscost --scripted run example example-more --json tests/golden/oscost-1.json`): a fictional
+//! machine, so it carries no real machine's details, and every shape a result can take. It
+//! must read back and write out byte for byte, so any schema change shows here first (bump the
+//! schema version, keep the old golden file). The renderings are pinned with insta.
 
-use oscost_report::{render, ResultDoc};
+use oscost_model::ResultDoc;
+use oscost_report::render;
 use std::path::PathBuf;
 
-fn golden(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/golden")
-        .join(name)
-}
-
 fn doc() -> (String, ResultDoc) {
-    let text = std::fs::read_to_string(golden("oscost-1.json")).unwrap();
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/golden/oscost-1.json");
+    let text = std::fs::read_to_string(path).unwrap();
     let doc: ResultDoc = serde_json::from_str(&text).expect("golden file reads as oscost/1");
     (text, doc)
-}
-
-fn snapshot(name: &str, rendered: &str) {
-    let path = golden(name);
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::write(&path, rendered).unwrap();
-    }
-    let pinned = std::fs::read_to_string(&path).unwrap_or_default();
-    assert_eq!(
-        rendered, pinned,
-        "{name} changed; UPDATE_GOLDEN=1 if intended"
-    );
 }
 
 #[test]
 fn golden_document_round_trips_exactly() {
     let (text, doc) = doc();
-    assert_eq!(doc.schema, oscost_report::SCHEMA);
+    assert_eq!(doc.schema, oscost_model::SCHEMA);
     assert_eq!(render::json(&doc).unwrap(), text);
 }
 
 #[test]
-fn unknown_fields_are_rejected() {
+fn golden_document_holds_every_shape() {
+    let (_, doc) = doc();
+    assert!(doc.experiments.len() >= 2);
+    let cases = || doc.experiments.iter().flat_map(|e| &e.cases);
+    assert!(cases().any(|c| c.checks.iter().any(|k| k.passed)));
+    assert!(cases().any(|c| c.checks.iter().any(|k| !k.passed)));
+    assert!(cases().any(|c| !c.series.is_empty()));
+    assert!(cases().any(|c| !c.warnings.is_empty()));
+    let derived = || doc.experiments.iter().flat_map(|e| &e.derived);
+    assert!(derived().any(|d| d.flagged.is_some()));
+    assert!(derived().any(|d| d.flagged.is_none()));
+    assert!(doc.experiments.iter().any(|e| !e.unavailable.is_empty()));
+    assert!(doc.experiments.iter().any(|e| !e.warnings.is_empty()));
+    assert!(doc.environment.load.is_some());
+}
+
+#[test]
+fn unknown_fields_are_rejected_at_every_level() {
     let (text, _) = doc();
-    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    v["experiments"][0]["cases"][0]["surprise"] = 1.into();
-    assert!(serde_json::from_value::<ResultDoc>(v).is_err());
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for pointer in [
+        "",
+        "/environment",
+        "/environment/clock",
+        "/environment/load",
+        "/experiments/0",
+        "/experiments/0/cases/0",
+        "/experiments/0/cases/0/checks/0",
+        "/experiments/0/derived/0",
+        "/experiments/0/unavailable/0",
+    ] {
+        let mut v = v.clone();
+        v.pointer_mut(pointer)
+            .and_then(|o| o.as_object_mut())
+            .unwrap_or_else(|| panic!("no object at {pointer}"))
+            .insert("surprise".into(), 1.into());
+        assert!(
+            serde_json::from_value::<ResultDoc>(v).is_err(),
+            "an unknown field at {pointer} was accepted"
+        );
+    }
 }
 
 #[test]
 fn renderings_match_their_snapshots() {
     let (_, doc) = doc();
-    snapshot("oscost-1.md", &render::markdown(&doc));
-    snapshot("oscost-1.csv", &render::csv(&doc).unwrap());
-    snapshot(
-        "oscost-1.txt",
-        &render::terminal(
-            &doc.experiments[0],
-            &doc.environment.clock.tick_unit,
-            Some(120),
-        ),
-    );
+    insta::assert_snapshot!("markdown", render::markdown(&doc));
+    insta::assert_snapshot!("csv", render::csv(&doc).unwrap());
+    for e in &doc.experiments {
+        insta::assert_snapshot!(
+            format!("terminal-{}", e.name),
+            render::terminal(e, &doc.environment.clock.tick_unit, Some(120))
+        );
+    }
 }

@@ -120,7 +120,8 @@ pub fn pwrite_start(fd: BorrowedFd, buf: &[u8]) -> io::Result<usize> {
     Ok(check(r as libc::c_long, "pwrite")? as usize)
 }
 
-/// `creat` + `write(len)` + `close` + `unlink`: the MINIX paper's file life cycle.
+/// `creat` + `write(len)` + `close` + `unlink`: the file life cycle timed by Herder et al.,
+/// "MINIX 3: A Highly Reliable, Self-Repairing Operating System" (2006).
 #[inline]
 pub fn create_write_unlink(path: &CStr, buf: &[u8]) -> io::Result<()> {
     // SAFETY: path is NUL-terminated; mode is read with O_CREAT.

@@ -552,7 +552,7 @@ impl Link {
                 let word = futex_word(map);
                 word.fetch_add(1, Ordering::Release);
                 // Always wake, even if nobody can be waiting: that is the measured mechanism
-                // (method.md 3.2, "always FUTEX_WAKE"), and it keeps post a fixed call path.
+                // (a wake that always enters the kernel), and it keeps post a fixed call path.
                 futex_wake(word, 1)?;
                 Ok(())
             }

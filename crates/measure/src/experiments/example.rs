@@ -2,9 +2,10 @@
 //! costs pushed through the real sampler, so tests can drive the whole path (command line,
 //! measuring process, summaries, every renderer) and pin the output, on any machine.
 //!
-//! `example` yields every shape a result can take: plain cases, a passed and a failed check, a
-//! derived figure and a flagged one, an unavailable case, a series, warnings. `example-fails`
-//! fails on purpose, to show that what ran before it is kept.
+//! `example` (and `example-more`, at other costs) yields every shape a result can take: plain
+//! cases, a passed and a failed check, a derived figure and a flagged one, an unavailable case,
+//! a series, warnings. `example-fails` fails on purpose, to show that what ran before it is
+//! kept.
 
 use crate::context::Context;
 use crate::sampler::{measure, single_task_check, threads_in_process};
@@ -22,6 +23,15 @@ pub struct Options {
     pub cost: u64,
 }
 
+/// Options of the hidden `oscost example-more`: the same shapes at other costs, so one
+/// document can hold several experiments.
+#[derive(Debug, Clone, clap::Args, serde::Serialize, serde::Deserialize)]
+pub struct More {
+    /// Cost of the cheap case, scripted ticks (ns) per operation
+    #[arg(long, default_value_t = 60)]
+    pub cost: u64,
+}
+
 /// Options of the hidden `oscost example-fails`.
 #[derive(Debug, Clone, clap::Args, serde::Serialize, serde::Deserialize)]
 pub struct Failing {}
@@ -34,7 +44,7 @@ fn scripted<'a>(ctx: &'a Context) -> anyhow::Result<&'a Scripted> {
 
 /// Samples an operation that costs `cost` ticks plus a deterministic wobble of 0..=15, so
 /// samples differ a little and the statistics have something to do.
-fn sample(ctx: &Context, clock: &Scripted, cost: u64) -> anyhow::Result<Case> {
+fn sample(ctx: &Context, clock: &Scripted, name: &str, cost: u64) -> anyhow::Result<Case> {
     let mut state: u64 = 0x2545_f491_4f6c_dd1d;
     let before = threads_in_process();
     let (samples, warnings) = measure(ctx, || {
@@ -44,7 +54,7 @@ fn sample(ctx: &Context, clock: &Scripted, cost: u64) -> anyhow::Result<Case> {
         clock.spend(cost + (state >> 60));
     })?;
     let mut case = Case::new(
-        format!("{NAME}.cost{cost}"),
+        format!("{name}.cost{cost}"),
         format!("a scripted operation of {cost} ticks and a wobble of up to 15"),
         "op",
         samples,
@@ -56,6 +66,63 @@ fn sample(ctx: &Context, clock: &Scripted, cost: u64) -> anyhow::Result<Case> {
     Ok(case)
 }
 
+/// Three cases, two derived figures (one flagged), an unavailable case, a series, warnings.
+fn every_shape(ctx: &Context, name: &str, cost: u64) -> anyhow::Result<ExperimentOutput> {
+    let clock = scripted(ctx)?;
+    let mut out = ExperimentOutput::default();
+    out.params.insert("rate_per_s".into(), 10_000.0.into());
+    ctx.progress.start(3, name);
+    let cheap = sample(ctx, clock, name, cost)?;
+    ctx.progress.inc(1);
+    let mut dear = sample(ctx, clock, name, cost * 5 / 2)?;
+    dear.checks.push(Check::near(
+        "events_per_op",
+        1.0,
+        1.0,
+        0.05,
+        "a scripted count that agrees with what was claimed",
+    ));
+    dear.series.push(Series {
+        name: "trace".into(),
+        columns: vec!["step".into(), "ticks".into()],
+        points: (0..4).map(|i| vec![i as f64, (i * i) as f64]).collect(),
+    });
+    ctx.progress.inc(1);
+    let mut wrong = sample(ctx, clock, name, cost * 4)?;
+    wrong.checks.push(Check::near(
+        "events_per_op",
+        2.0,
+        1.5,
+        0.05,
+        "a scripted count that disagrees with what was claimed",
+    ));
+    wrong.warnings.push("a scripted warning on one case".into());
+    ctx.progress.inc(1);
+    ctx.progress.finish();
+    let flagged = super::failed_checks(&wrong);
+    out.derived.push(DerivedSpec {
+        id: format!("{name}.difference"),
+        description: "the dearer case minus the cheap one".into(),
+        terms: vec![(dear.id.clone(), 1.0), (cheap.id.clone(), -1.0)],
+        flagged: None,
+    });
+    out.derived.push(DerivedSpec {
+        id: format!("{name}.flagged_difference"),
+        description: "a figure built on a case whose check failed".into(),
+        terms: vec![(wrong.id.clone(), 1.0), (cheap.id.clone(), -1.0)],
+        flagged,
+    });
+    out.cases.extend([cheap, dear, wrong]);
+    out.unavailable.push(Unavailable {
+        id: format!("{name}.missing"),
+        description: "a case this machine cannot measure".into(),
+        reason: "the scripted machine lacks it".into(),
+    });
+    out.warnings
+        .push("a scripted warning on the whole experiment".into());
+    Ok(out)
+}
+
 impl super::Experiment for Options {
     const NAME: &'static str = NAME;
     const SUMMARY: &'static str = "Scripted costs on the scripted clock (tests only)";
@@ -64,59 +131,19 @@ impl super::Experiment for Options {
     const HIDDEN: bool = true;
 
     fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
-        let clock = scripted(ctx)?;
-        let mut out = ExperimentOutput::default();
-        out.params.insert("rate_per_s".into(), 10_000.0.into());
-        ctx.progress.start(3, NAME);
-        let cheap = sample(ctx, clock, self.cost)?;
-        ctx.progress.inc(1);
-        let mut dear = sample(ctx, clock, self.cost * 5 / 2)?;
-        dear.checks.push(Check::near(
-            "events_per_op",
-            1.0,
-            1.0,
-            0.05,
-            "a scripted count that agrees with what was claimed",
-        ));
-        dear.series.push(Series {
-            name: "trace".into(),
-            columns: vec!["step".into(), "ticks".into()],
-            points: (0..4).map(|i| vec![i as f64, (i * i) as f64]).collect(),
-        });
-        ctx.progress.inc(1);
-        let mut wrong = sample(ctx, clock, self.cost * 4)?;
-        wrong.checks.push(Check::near(
-            "events_per_op",
-            2.0,
-            1.5,
-            0.05,
-            "a scripted count that disagrees with what was claimed",
-        ));
-        wrong.warnings.push("a scripted warning on one case".into());
-        ctx.progress.inc(1);
-        ctx.progress.finish();
-        let flagged = super::failed_checks(&wrong);
-        out.derived.push(DerivedSpec {
-            id: format!("{NAME}.difference"),
-            description: "the dearer case minus the cheap one".into(),
-            terms: vec![(dear.id.clone(), 1.0), (cheap.id.clone(), -1.0)],
-            flagged: None,
-        });
-        out.derived.push(DerivedSpec {
-            id: format!("{NAME}.flagged_difference"),
-            description: "a figure built on a case whose check failed".into(),
-            terms: vec![(wrong.id.clone(), 1.0), (cheap.id.clone(), -1.0)],
-            flagged,
-        });
-        out.cases.extend([cheap, dear, wrong]);
-        out.unavailable.push(Unavailable {
-            id: format!("{NAME}.missing"),
-            description: "a case this machine cannot measure".into(),
-            reason: "the scripted machine lacks it".into(),
-        });
-        out.warnings
-            .push("a scripted warning on the whole experiment".into());
-        Ok(out)
+        every_shape(ctx, NAME, self.cost)
+    }
+}
+
+impl super::Experiment for More {
+    const NAME: &'static str = "example-more";
+    const SUMMARY: &'static str = "The example's shapes at other costs (tests only)";
+    const ABOUT: &'static str = "The example's shapes at other costs (tests only).";
+    const IN_DEFAULT_SUITE: bool = false;
+    const HIDDEN: bool = true;
+
+    fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
+        every_shape(ctx, Self::NAME, self.cost)
     }
 }
 
@@ -129,7 +156,7 @@ impl super::Experiment for Failing {
 
     fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         let clock = scripted(ctx)?;
-        sample(ctx, clock, 10)?;
+        sample(ctx, clock, Self::NAME, 10)?;
         anyhow::bail!("example-fails failed on purpose after measuring")
     }
 }

@@ -178,6 +178,7 @@ registry! {
     Switch => switch::Options,
     Ring => ring::Options,
     Example => example::Options,
+    ExampleMore => example::More,
     ExampleFails => example::Failing,
 }
 

@@ -1,5 +1,6 @@
 //! `ring`: N tasks in a ring pass K tokens, each waiting for its predecessor's token and
-//! passing it on (seed 003's csfast5; lmbench `lat_ctx`).
+//! passing it on (the csfast5 program of Edward G. Bradford, "Runtime: Context switching",
+//! IBM developerWorks, 2002; lmbench `lat_ctx`).
 //!
 //! The measuring thread is task 0 of the ring, so every hop is a hand-over between ring
 //! tasks. The ring is set up once per N and kept while its hops are sampled. This module also
@@ -260,8 +261,8 @@ fn order_series(visits: &[u64]) -> Series {
 /// tokens already waiting (several tokens) or ran side by side on other CPUs, and the per-hop
 /// time is then not a switch cost. More than one is normal for N > 2 on one CPU: EEVDF wakeup
 /// preemption switches the waker out before it blocks, and it is switched back in later only
-/// to block (method.md 3.3 rule 6). Those switches are real and part of the hop time, so they
-/// are counted and shown (`involuntary_per_hop`), not treated as a failure.
+/// to block (`docs/methodology.md`, `ring`). Those switches are real and part of the hop time,
+/// so they are counted and shown (`involuntary_per_hop`), not treated as a failure.
 fn switch_check(opts: &Options, per_hop: f64, counts: &Counts, hops: u64) -> Check {
     let why_more = if opts.placement == RingPlacement::Same && opts.tokens == 1 {
         "one token on one CPU: one hand-over per hop, plus any wakeup-preemption switches \
@@ -294,7 +295,7 @@ fn preemption_warning(case: &mut Case, n: usize) {
     if n > 2 && inv > 0.05 {
         case.warnings.push(format!(
             "{inv:.2} involuntary switches per hop: wakeup preemption switches the waker out \
-             before it blocks (EEVDF, method.md 3.3 rule 6); the hop time includes them"
+             before it blocks (EEVDF); the hop time includes them"
         ));
     }
 }
@@ -449,7 +450,9 @@ fn touch_case(id: &str, kib: usize, ctx: &Context) -> anyhow::Result<Case> {
     let _restore = AffinityRestore(os::affinity().ok());
     os::set_affinity(&[ctx.first_cpu()])?;
     let ws = WorkingSet::new(kib).context("mapping the working set")?;
+    let before = crate::sampler::threads_in_process();
     let (samples, warnings) = measure(ctx, || ws.touch())?;
+    let threads = crate::sampler::threads_in_process().max(before);
     let mut case = Case::new(
         id,
         format!(
@@ -459,6 +462,8 @@ fn touch_case(id: &str, kib: usize, ctx: &Context) -> anyhow::Result<Case> {
         samples,
     )
     .param("size_kib", kib as u64);
+    case.checks
+        .extend(crate::sampler::single_task_check(threads));
     case.warnings = warnings;
     Ok(case)
 }

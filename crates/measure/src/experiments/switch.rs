@@ -1,12 +1,14 @@
 //! `switch`: two tasks pass a token back and forth (ping-pong), per primitive, task kind and
-//! placement (seed 003's cspipe2a; `perf bench sched pipe`).
+//! placement (the cspipe2a program of Edward G. Bradford, "Runtime: Context switching", IBM
+//! developerWorks, 2002; `perf bench sched pipe`).
 //!
 //! Each case is the round trip of the measuring thread (task 0) with one partner task, run on
 //! the ring engine with N = 2 and one token. Beside it the primitive's own post + wait is
-//! measured in one task (the no-switch control, method.md 3.3 rule 4), so a derived switch
-//! cost = RT/2 − control comes with its uncertainty. The switches the kernel counted over the
-//! measured span (nvcsw + nivcsw of both tasks, rule 3) are checked against what the case
-//! claims; a case that did not switch is flagged and its switch cost marked untrusted.
+//! measured in one task (the no-switch control), so a derived switch cost = RT/2 − control
+//! comes with its uncertainty. The switches the kernel counted over the measured span (nvcsw +
+//! nivcsw of both tasks: wakeup preemption and yields count as involuntary) are checked
+//! against what the case claims; a case that did not switch is flagged and its switch cost
+//! marked untrusted.
 
 use crate::context::Context;
 use crate::cpuset;
@@ -336,7 +338,7 @@ fn add_switch_counts(case: &mut Case, via: Via, p: Placement, counts: &Counts) {
 }
 
 /// What a round trip must have switched. Same CPU: exactly 2 (each task blocks or yields once),
-/// except the condvar, a lock hand-off (method.md 3.2 measured 3.4). Elsewhere at least 2:
+/// except the condvar, a lock hand-off (typically 3.4 to 4.2). Elsewhere at least 2:
 /// fewer means a wait found its token already there, so the figure is not a switch cost.
 fn switch_check(via: Via, p: Placement, counted: f64, detail: &str) -> Check {
     const NAME: &str = "switches_per_round_trip";
@@ -348,8 +350,8 @@ fn switch_check(via: Via, p: Placement, counted: f64, detail: &str) -> Check {
             0.0,
             &format!(
                 "{detail}; condvar ping-pong is a lock hand-off: the woken task blocks again on \
-                 the mutex the signaller still holds, ~3.4 switches per round trip on the \
-                 reference VM (method.md 3.2), so only at least 2 is required"
+                 the mutex the signaller still holds, typically 3.4 to 4.2 switches per round \
+                 trip, so only at least 2 is required"
             ),
         ),
         (Placement::Same, _) => Check::near(
@@ -400,7 +402,8 @@ fn derived(case: &Case, via: Via) -> [DerivedSpec; 2] {
     ]
 }
 
-/// The idle configuration that decides what a cross-CPU wake-up costs (method.md 3.3 rule 2).
+/// The idle configuration that decides what a cross-CPU wake-up costs (`docs/methodology.md`,
+/// `switch`, "Idle").
 mod idle {
     use serde_json::{json, Value};
     use std::collections::BTreeMap;

@@ -1,4 +1,5 @@
-//! `syscall`: what one system call costs, loop overhead subtracted (MINIX 3 document, seed 004).
+//! `syscall`: what one system call costs, loop overhead subtracted (as in Herder et al.,
+//! "MINIX 3: A Highly Reliable, Self-Repairing Operating System", 2006).
 //!
 //! Every case is a loop of one call path between two counter reads; the empty loop of the same
 //! shape is timed too and subtracted. Files live in a private temporary directory that is
@@ -100,7 +101,7 @@ pub struct Options {
     pub calls: Vec<Call>,
 
     /// Call rate for the "share of a second" figure: at this many calls per second, what part
-    /// of each second goes to the call (the MINIX document used 10 000/s)
+    /// of each second goes to the call (the MINIX 3 study of Herder et al., 2006, used 10 000/s)
     #[arg(long, default_value_t = 10_000.0, value_name = "CALLS_PER_S", allow_negative_numbers = true,
           value_parser = parse_rate)]
     pub rate: f64,

@@ -1,0 +1,228 @@
+//! The whole path on the scripted clock: command line, measuring process, sampler, summaries and
+//! every renderer, with no dependence on the machine's speed. `--scripted` swaps in a fictional
+//! machine and a clock that only the hidden example experiments move, so every output is the
+//! same on every machine and pinned here with insta snapshots (`cargo insta review` after a
+//! deliberate change).
+
+use assert_cmd::Command;
+use oscost_model::ResultDoc;
+use std::path::Path;
+
+fn oscost() -> Command {
+    Command::cargo_bin("oscost").unwrap()
+}
+
+fn read_doc(path: &Path) -> ResultDoc {
+    let text = std::fs::read_to_string(path).unwrap();
+    serde_json::from_str(&text).expect("the result file reads as the typed model")
+}
+
+/// Every format from one scripted run, each pinned.
+#[test]
+fn a_scripted_run_renders_every_format_the_same_way_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, csv, md) = (
+        dir.path().join("r.json"),
+        dir.path().join("r.csv"),
+        dir.path().join("r.md"),
+    );
+    let out = oscost()
+        .args(["--scripted", "example", "--json"])
+        .arg(&json)
+        .arg("--csv")
+        .arg(&csv)
+        .arg("--markdown")
+        .arg(&md)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    insta::assert_snapshot!("table", String::from_utf8(out.stdout).unwrap());
+    insta::assert_snapshot!("json", std::fs::read_to_string(&json).unwrap());
+    insta::assert_snapshot!("csv", std::fs::read_to_string(&csv).unwrap());
+    insta::assert_snapshot!("markdown", std::fs::read_to_string(&md).unwrap());
+
+    let doc = read_doc(&json);
+    assert_eq!(doc.schema, oscost_model::SCHEMA);
+    let e = &doc.experiments[0];
+    assert_eq!(e.cases.len(), 3);
+    assert_eq!(e.unavailable.len(), 1);
+    assert!(e.cases.iter().any(|c| !c.series.is_empty()));
+    // The scripted costs come back through the sampler: 100, 250 and 400 ticks plus a wobble
+    // of 0..=15 whose mean is 7.5, at 1 ns per tick, the empty loop costing nothing.
+    for (c, cost) in e.cases.iter().zip([100.0, 250.0, 400.0]) {
+        assert!(
+            (c.median_ns - cost - 7.5).abs() < 0.5,
+            "{}: {}",
+            c.id,
+            c.median_ns
+        );
+        assert_eq!(c.loop_overhead_ns, 0.0);
+    }
+}
+
+/// The same document on stdout, and the tables moved to stderr.
+#[test]
+fn json_on_stdout_is_the_same_document() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    oscost()
+        .args(["--scripted", "--quiet", "example", "--json"])
+        .arg(&json)
+        .assert()
+        .success();
+    let out = oscost()
+        .args(["--scripted", "--quiet", "example", "--json", "-"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        std::fs::read_to_string(&json).unwrap()
+    );
+    assert!(String::from_utf8(out.stderr)
+        .unwrap()
+        .contains("example.cost100"));
+}
+
+/// One-task cases prove they were measured in a single-threaded process.
+#[test]
+fn every_scripted_case_was_measured_in_a_single_threaded_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    oscost()
+        .args(["--scripted", "--quiet", "example", "--json"])
+        .arg(&json)
+        .assert()
+        .success();
+    for c in &read_doc(&json).experiments[0].cases {
+        let k = c
+            .checks
+            .iter()
+            .find(|k| k.name == oscost_model::case::SINGLE_THREAD_CHECK)
+            .unwrap_or_else(|| panic!("{} has no thread check", c.id));
+        assert!(k.passed && k.counted == 1.0, "{}: {k:?}", c.id);
+    }
+}
+
+/// A failed check flags the derived figure built on it, in every renderer.
+#[test]
+fn a_failed_check_flags_its_derived_figure_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, csv, md) = (
+        dir.path().join("r.json"),
+        dir.path().join("r.csv"),
+        dir.path().join("r.md"),
+    );
+    let out = oscost()
+        .args(["--scripted", "example", "--json"])
+        .arg(&json)
+        .arg("--csv")
+        .arg(&csv)
+        .arg("--markdown")
+        .arg(&md)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let doc = read_doc(&json);
+    let derived = &doc.experiments[0].derived;
+    let flagged = derived
+        .iter()
+        .find(|d| d.id == "example.flagged_difference")
+        .unwrap();
+    let reason = flagged.flagged.as_deref().expect("flagged in the JSON");
+    assert!(reason.contains("example.cost400"), "{reason}");
+    let trusted = derived
+        .iter()
+        .find(|d| d.id == "example.difference")
+        .unwrap();
+    assert_eq!(trusted.flagged, None);
+
+    let table = String::from_utf8(out.stdout).unwrap();
+    let line = table
+        .lines()
+        .find(|l| l.contains("example.flagged_difference"))
+        .unwrap();
+    assert!(line.contains("FLAGGED"), "{line}");
+    let markdown = std::fs::read_to_string(&md).unwrap();
+    let line = markdown
+        .lines()
+        .find(|l| l.contains("example.flagged_difference"))
+        .unwrap();
+    assert!(line.contains("FLAGGED"), "{line}");
+    let csv = std::fs::read_to_string(&csv).unwrap();
+    let line = csv
+        .lines()
+        .find(|l| l.contains("example.flagged_difference"))
+        .unwrap();
+    assert!(line.contains("example.cost400"), "{line}");
+    let line = csv
+        .lines()
+        .find(|l| l.starts_with("example,example.difference,"))
+        .unwrap();
+    assert!(
+        line.ends_with(','),
+        "a trusted figure has an empty flag: {line}"
+    );
+}
+
+/// An experiment that fails after another leaves the first one's results on disk, complete,
+/// and says where they are.
+#[test]
+fn a_later_failure_keeps_what_was_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, md) = (dir.path().join("r.json"), dir.path().join("r.md"));
+    let out = oscost()
+        .args(["--scripted", "--quiet", "run", "example", "example-fails"])
+        .arg("--json")
+        .arg(&json)
+        .arg("--markdown")
+        .arg(&md)
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("oscost: example-fails failed: "), "{err}");
+    assert!(err.contains(&json.display().to_string()), "{err}");
+    let doc = read_doc(&json);
+    assert_eq!(doc.experiments.len(), 1);
+    assert_eq!(doc.experiments[0].name, "example");
+    assert_eq!(doc.experiments[0].cases.len(), 3);
+    assert!(std::fs::read_to_string(&md)
+        .unwrap()
+        .contains("example.cost100"));
+    // Nothing else was left in the directory: no temporary file beside the results.
+    let mut names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["r.json", "r.md"]);
+}
+
+/// The example experiments are fixtures: hidden from users, refused without the scripted
+/// clock, and real experiments are refused on it.
+#[test]
+fn scripted_and_real_experiments_do_not_mix() {
+    let out = oscost().arg("list").assert().success().get_output().clone();
+    assert!(!String::from_utf8(out.stdout).unwrap().contains("example"));
+    let out = oscost()
+        .arg("--help")
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    assert!(!String::from_utf8(out.stdout).unwrap().contains("example"));
+    for (args, needle) in [
+        (&["example"][..], "without --scripted"),
+        (&["--scripted", "syscall"][..], "on the scripted clock"),
+    ] {
+        let out = oscost().args(args).assert().code(2).get_output().clone();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(err.starts_with("oscost: ") && err.contains(needle), "{err}");
+    }
+}
