@@ -27,7 +27,7 @@ impl Progress for NoProgress {
     fn finish(&self) {}
 }
 
-/// The run was interrupted (Ctrl-C); nothing partial is reported.
+/// The run was interrupted (Ctrl-C, SIGTERM, SIGHUP): the experiment stops at its next sample.
 #[derive(Debug, thiserror::Error)]
 #[error("interrupted")]
 pub struct Cancelled;

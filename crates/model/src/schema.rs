@@ -11,6 +11,36 @@ use std::collections::BTreeMap;
 /// The schema identifier written into every document.
 pub const SCHEMA: &str = "oscost/1";
 
+/// Why a result document could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// Not JSON, or no `schema` string at its top.
+    #[error("not an oscost result document: {0}")]
+    NotADocument(String),
+    /// A schema this version of oscost does not know.
+    #[error("result schema `{0}` is not one this oscost reads ({SCHEMA}); use the oscost that wrote it, or a newer one")]
+    Unsupported(String),
+    /// The right schema, but the fields do not match it.
+    #[error("not a valid {SCHEMA} document: {0}")]
+    Invalid(serde_json::Error),
+}
+
+/// Reads a result document of any schema version this oscost knows (today only [`SCHEMA`]);
+/// the version is checked first, so a document of another version is named as such instead of
+/// failing on its first unknown field. Older versions are read here when there are some.
+pub fn read(text: &str) -> Result<ResultDoc, ReadError> {
+    #[derive(Deserialize)]
+    struct Header {
+        schema: String,
+    }
+    let header: Header =
+        serde_json::from_str(text).map_err(|e| ReadError::NotADocument(e.to_string()))?;
+    if header.schema != SCHEMA {
+        return Err(ReadError::Unsupported(header.schema));
+    }
+    serde_json::from_str(text).map_err(ReadError::Invalid)
+}
+
 /// One oscost run: the machine and every experiment's results.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -167,5 +197,23 @@ impl Outliers {
     /// All four classes together.
     pub fn total(&self) -> usize {
         self.low_severe + self.low_mild + self.high_mild + self.high_severe
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_names_the_schema_it_cannot_read() {
+        assert!(matches!(read("[]"), Err(ReadError::NotADocument(_))));
+        assert!(matches!(
+            read("{\"x\": 1}"),
+            Err(ReadError::NotADocument(_))
+        ));
+        let e = read("{\"schema\": \"oscost/9\"}").unwrap_err();
+        assert!(e.to_string().contains("`oscost/9`"), "{e}");
+        let e = read("{\"schema\": \"oscost/1\"}").unwrap_err();
+        assert!(matches!(e, ReadError::Invalid(_)), "{e}");
     }
 }

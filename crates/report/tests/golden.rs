@@ -13,7 +13,7 @@ use std::path::PathBuf;
 fn doc() -> (String, ResultDoc) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/golden/oscost-1.json");
     let text = std::fs::read_to_string(path).unwrap();
-    let doc: ResultDoc = serde_json::from_str(&text).expect("golden file reads as oscost/1");
+    let doc: ResultDoc = oscost_model::read(&text).expect("golden file reads as oscost/1");
     (text, doc)
 }
 
