@@ -241,11 +241,23 @@ fn one_task_cases_count_one_thread() {
     let dir = tempfile::tempdir().unwrap();
     let runs: [(&[&str], &[&str]); 2] = [
         (
-            &["syscall", "--calls", "getpid,lseek,read64k"],
+            &[
+                "syscall",
+                "--calls",
+                "getpid,lseek,read64k",
+                "--multi-threaded",
+                "none",
+            ],
             &["syscall.getpid", "syscall.lseek", "syscall.read64k"],
         ),
         (
-            &["primitives", "--only", "pipe,futex-wake"],
+            &[
+                "primitives",
+                "--only",
+                "pipe,futex-wake",
+                "--multi-threaded",
+                "none",
+            ],
             &["primitives.pipe", "primitives.futex-wake"],
         ),
     ];
@@ -305,6 +317,8 @@ fn the_measuring_process_has_one_thread() {
             "syscall",
             "--calls",
             "getpid,lseek",
+            "--multi-threaded",
+            "none",
             "--samples",
             "200",
             "--quiet",
@@ -373,4 +387,97 @@ fn the_measuring_process_has_one_thread() {
         readings.iter().all(|&n| n == 1),
         "the measuring process {measuring:?} had more than one thread: {readings:?}"
     );
+}
+
+/// The multi-threaded variants: measured with exactly one extra thread (checked), after the
+/// single-threaded figure, and a penalty derived from the pair.
+#[test]
+fn multi_threaded_variants_have_two_threads_and_a_penalty() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs: [(&[&str], &str); 2] = [
+        (
+            &[
+                "syscall",
+                "--calls",
+                "getpid,lseek",
+                "--multi-threaded",
+                "lseek",
+            ],
+            "syscall.lseek",
+        ),
+        (
+            &["primitives", "--only", "pipe", "--multi-threaded", "pipe"],
+            "primitives.pipe",
+        ),
+    ];
+    for (args, base) in runs {
+        let json = dir.path().join(format!("{}.json", args[0]));
+        oscost()
+            .args(["--quick", "--quiet", "--samples", "5"])
+            .args(args)
+            .arg("--json")
+            .arg(&json)
+            .assert()
+            .success();
+        let doc = read_doc(&json);
+        let ids: Vec<&str> = doc.experiments[0]
+            .cases
+            .iter()
+            .map(|c| c.id.as_str())
+            .collect();
+        let mt = format!("{base}.mt");
+        assert_eq!(
+            ids.last(),
+            Some(&mt.as_str()),
+            "the variant comes last: {ids:?}"
+        );
+        let check = case(&doc, &mt)
+            .checks
+            .iter()
+            .find(|k| k.name == SINGLE_THREAD_CHECK)
+            .unwrap();
+        assert!(
+            check.passed && check.expected == 2.0 && check.counted == 2.0,
+            "{check:?}"
+        );
+        let single = case(&doc, base)
+            .checks
+            .iter()
+            .find(|k| k.name == SINGLE_THREAD_CHECK)
+            .unwrap();
+        assert!(single.passed && single.counted == 1.0, "{single:?}");
+        let penalty = doc.experiments[0]
+            .derived
+            .iter()
+            .find(|d| d.id == format!("{base}.mt_penalty"))
+            .expect("a penalty figure");
+        assert_eq!(
+            penalty.terms,
+            vec![(mt.clone(), 1.0), (base.to_owned(), -1.0)]
+        );
+        assert_eq!(penalty.flagged, None);
+    }
+}
+
+/// Every read or write case records where its buffer starts: on a page.
+#[test]
+fn buffers_are_page_aligned_and_say_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    oscost()
+        .args(["--quick", "--quiet", "--samples", "5", "syscall"])
+        .args(["--calls", "read1,write1,read64k,write64k,getpid"])
+        .args(["--multi-threaded", "none", "--json"])
+        .arg(&json)
+        .assert()
+        .success();
+    let doc = read_doc(&json);
+    for id in ["read1", "write1", "read64k", "write64k"] {
+        let c = case(&doc, &format!("syscall.{id}"));
+        let align = c.params["buffer_alignment_bytes"].as_u64().unwrap();
+        assert!(align >= 4096, "{id}: {align}");
+    }
+    assert!(!case(&doc, "syscall.getpid")
+        .params
+        .contains_key("buffer_alignment_bytes"));
 }

@@ -74,6 +74,56 @@ pub fn single_task_check(threads: Option<u64>) -> Option<Check> {
     ))
 }
 
+/// The check of a case measured on purpose in a process with `expected` threads (the
+/// multi-threaded variants).
+pub fn thread_count_check(threads: Option<u64>, expected: u64) -> Option<Check> {
+    let n = threads?;
+    Some(Check::near(
+        "threads_in_process",
+        expected as f64,
+        n as f64,
+        0.0,
+        &format!(
+            "Threads: in /proc/self/status before and after the samples (most seen: {n}); this \
+             variant is measured with one idle extra thread, {expected} in all"
+        ),
+    ))
+}
+
+/// One idle extra thread in this process, blocked until dropped: what makes a process
+/// multi-threaded without adding any work. Dropping it wakes and joins it.
+pub struct IdleThread {
+    wake: Option<std::sync::mpsc::Sender<()>>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl IdleThread {
+    /// Starts the thread; it blocks in a channel receive.
+    pub fn start() -> std::io::Result<IdleThread> {
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let handle = std::thread::Builder::new()
+            .name("oscost-idle".into())
+            .stack_size(64 * 1024)
+            .spawn(move || {
+                let _ = rx.recv();
+            })?;
+        oscost_sys::count_started_tasks(1);
+        Ok(IdleThread {
+            wake: Some(tx),
+            handle: Some(handle),
+        })
+    }
+}
+
+impl Drop for IdleThread {
+    fn drop(&mut self) {
+        drop(self.wake.take());
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
 /// Fewest samples kept when the budget runs out.
 const MIN_SAMPLES: usize = 5;
 

@@ -295,7 +295,8 @@ pub struct RunLoad {
     pub foreign_forks: Option<u64>,
     /// Time the two probes themselves took, s.
     pub probe_s: f64,
-    /// Foreign CPU share ≤ 1 %, no steal, and both could be measured.
+    /// Foreign CPU share ≤ 1 % (by tasks' run times and by the CPUs' busy time, which also sees
+    /// tasks that exited), no steal, no other oscost running, and all of it could be measured.
     pub quiet: bool,
     /// One plain sentence per problem found.
     pub warnings: Vec<String>,

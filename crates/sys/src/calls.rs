@@ -8,6 +8,7 @@ use std::ffi::CStr;
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
+#[inline]
 fn check(r: libc::c_long, call: &str) -> io::Result<libc::c_long> {
     if r < 0 {
         Err(last_error(call))
@@ -110,6 +111,22 @@ pub fn pread_start(fd: BorrowedFd, buf: &mut [u8]) -> io::Result<usize> {
     // SAFETY: buf is valid and writable for buf.len() bytes; fd is open.
     let r = unsafe { libc::pread(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
     Ok(check(r as libc::c_long, "pread")? as usize)
+}
+
+/// `read(fd, buf, len)`: lmbench's `lat_syscall read` reads 1 byte from `/dev/zero` this way.
+#[inline]
+pub fn read(fd: BorrowedFd, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: buf is valid and writable for buf.len() bytes; fd is open.
+    let r = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+    Ok(check(r as libc::c_long, "read")? as usize)
+}
+
+/// `write(fd, buf, len)`: lmbench's `lat_syscall write` writes 1 byte to `/dev/null` this way.
+#[inline]
+pub fn write(fd: BorrowedFd, buf: &[u8]) -> io::Result<usize> {
+    // SAFETY: buf is valid for buf.len() bytes; fd is open.
+    let r = unsafe { libc::write(fd.as_raw_fd(), buf.as_ptr().cast(), buf.len()) };
+    Ok(check(r as libc::c_long, "write")? as usize)
 }
 
 /// `pwrite(fd, buf, len, 0)`: one write at offset 0.

@@ -161,6 +161,7 @@ impl std::fmt::Display for Via {
 ///
 /// Returns when woken, at once when the word no longer holds `expected` (EAGAIN), or when a
 /// signal interrupts (EINTR): callers re-check the word in a loop, as with any futex.
+#[inline]
 pub fn futex_wait(word: &AtomicU32, expected: u32) -> io::Result<()> {
     // SAFETY: word is a valid, aligned u32 for the duration of the call; a null timeout means
     // wait forever; the remaining arguments are ignored by FUTEX_WAIT.
@@ -186,6 +187,7 @@ pub fn futex_wait(word: &AtomicU32, expected: u32) -> io::Result<()> {
 }
 
 /// `FUTEX_WAKE` of up to `n` waiters on `word` (shared, not private); returns how many woke.
+#[inline]
 pub fn futex_wake(word: &AtomicU32, n: i32) -> io::Result<i32> {
     // SAFETY: word is a valid, aligned u32; FUTEX_WAKE only reads the address as a key.
     let r = unsafe {
@@ -206,6 +208,7 @@ pub fn futex_wake(word: &AtomicU32, n: i32) -> io::Result<i32> {
 }
 
 /// `sched_yield()`: the [`Via::Yield`] "primitive".
+#[inline]
 pub fn sched_yield() -> io::Result<()> {
     // SAFETY: no arguments, no memory touched.
     if unsafe { libc::sched_yield() } != 0 {
@@ -232,14 +235,22 @@ fn link_sigset() -> libc::sigset_t {
     }
 }
 
+#[inline]
 fn pthread_result(r: libc::c_int, call: &str) -> io::Result<()> {
     if r == 0 {
         Ok(())
     } else {
-        // pthread functions return the error number instead of setting errno.
-        let e = io::Error::from_raw_os_error(r);
-        Err(io::Error::new(e.kind(), format!("{call}: {e}")))
+        Err(pthread_error(r, call))
     }
+}
+
+/// Out of line and cold, so the success path of a timed call holds no formatting code.
+#[cold]
+#[inline(never)]
+fn pthread_error(r: libc::c_int, call: &str) -> io::Error {
+    // pthread functions return the error number instead of setting errno.
+    let e = io::Error::from_raw_os_error(r);
+    io::Error::new(e.kind(), format!("{call}: {e}"))
 }
 
 /// Blocks the realtime signal used by [`Via::Signal`] in the calling thread. Every task that
@@ -416,6 +427,7 @@ fn check_fd(r: libc::c_int, call: &str) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(r) })
 }
 
+#[inline]
 fn write_one(fd: RawFd, buf: &[u8], call: &str) -> io::Result<()> {
     loop {
         // SAFETY: buf is valid for buf.len() bytes; fd is open for the borrow of the Link.
@@ -436,6 +448,7 @@ fn write_one(fd: RawFd, buf: &[u8], call: &str) -> io::Result<()> {
     }
 }
 
+#[inline]
 fn read_one(fd: RawFd, buf: &mut [u8], call: &str) -> io::Result<()> {
     loop {
         // SAFETY: buf is valid and writable for buf.len() bytes; fd is open.
@@ -456,6 +469,7 @@ fn read_one(fd: RawFd, buf: &mut [u8], call: &str) -> io::Result<()> {
     }
 }
 
+#[inline]
 fn interrupted() -> bool {
     io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
 }
@@ -543,7 +557,9 @@ impl Link {
     /// Gives one token. Never blocks for long (a [`Via::Mqueue`] link blocks only with 8
     /// tokens already unconsumed). Allocation-free on success; callable from any thread or
     /// forked process at any time, e.g. by a watchdog waking a blocked waiter.
-    #[inline]
+    // Always inlined: a call and a return around every post in the timed loop are harness
+    // cost a C loop calling the primitive directly does not pay.
+    #[inline(always)]
     pub fn post(&self) -> io::Result<()> {
         match &self.kind {
             Kind::Stream { wr, .. } => write_one(wr.as_raw_fd(), &[1u8], "write"),
@@ -611,7 +627,8 @@ impl Link {
     /// Takes one token, blocking until one is there. Retries on EINTR. Allocation-free on
     /// success, like [`Link::post`]. For [`Via::Signal`] the calling thread must have blocked
     /// the signal ([`block_link_signal`]) and be the waiter named by [`Link::set_waiter`].
-    #[inline]
+    // Always inlined, as `post`.
+    #[inline(always)]
     pub fn wait(&self) -> io::Result<()> {
         match &self.kind {
             Kind::Stream { rd, .. } => read_one(rd.as_raw_fd(), &mut [0u8], "read"),
@@ -711,17 +728,20 @@ impl Link {
     }
 }
 
+#[inline]
 fn futex_word(map: &SharedMap) -> &AtomicU32 {
     // SAFETY: the mapping is at least 4 bytes, page-aligned, lives as long as the borrow, and
     // is only accessed atomically.
     unsafe { &*map.at::<AtomicU32>() }
 }
 
+#[inline]
 fn signal_waiter(map: &SharedMap) -> &AtomicI32 {
     // SAFETY: as for futex_word.
     unsafe { &*map.at::<AtomicI32>() }
 }
 
+#[inline]
 fn semop(id: libc::c_int, op: libc::c_short, call: &str) -> io::Result<()> {
     let mut sb = libc::sembuf {
         sem_num: 0,

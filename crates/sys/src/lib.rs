@@ -7,6 +7,7 @@
 //! Nothing here knows the command line or summarises a figure.
 #![warn(missing_docs)]
 
+pub mod buf;
 pub mod calls;
 pub mod clock;
 pub mod ipc;
@@ -15,10 +16,14 @@ pub mod shm;
 pub mod sysinfo;
 pub mod task;
 pub mod token;
+pub mod usage;
 
 use std::io;
 
-/// Wraps the last OS error with the name of the call that failed.
+/// Wraps the last OS error with the name of the call that failed. Cold and out of line, so a
+/// timed call's success path carries none of it.
+#[cold]
+#[inline(never)]
 pub fn last_error(call: &str) -> io::Error {
     let e = io::Error::last_os_error();
     io::Error::new(e.kind(), format!("{call}: {e}"))

@@ -13,12 +13,23 @@ use std::time::Instant;
 /// Snapshot of machine-wide activity taken before a run; [`LoadProbe::finish`] takes a
 /// second one and compares.
 ///
-/// Foreign CPU time is the sum of per-task `/proc/<pid>/task/<tid>/schedstat` run times (ns,
-/// precise, unlike tick-sampled `/proc/stat` busy times) of every task not belonging to this
-/// process or its descendants. Tasks that appear during the run count from zero; tasks that
-/// exit before the end are lost, so their CPU time is missing, which is why forks of other
-/// programs are counted and reported too. A process that is orphaned and reparented away from
-/// us during the run counts as foreign.
+/// Foreign CPU time is estimated twice, and the larger estimate counts:
+///
+/// - per task: the sum of `/proc/<pid>/task/<tid>/schedstat` run times (ns, precise) of every
+///   task not belonging to this process or its descendants, on every CPU. Tasks that appear
+///   during the run count from zero; tasks that exit before the end are lost. The busiest
+///   processes are named from it. A process that is orphaned and reparented away from us
+///   during the run counts as foreign.
+/// - per CPU: the busy time `/proc/stat` gives the CPUs this process may run on (its affinity
+///   when the probe starts, which `--cpus` sets for the whole run), minus the CPU time of this
+///   process and of the children it waited for (`getrusage`), which includes every measuring
+///   process and its reaped workers. It sees tasks that exited before the end, but it is
+///   sampled at the kernel's tick, so it only counts above a threshold that tick accounting
+///   alone cannot reach (see `busy_excess`). The probe must therefore be finished after the
+///   measuring process has been waited for, in the process that waited for it.
+///
+/// Another oscost process (by its command name) seen at either end is named in a warning and
+/// makes the run not quiet: two runs at once spoil each other's figures.
 #[derive(Debug)]
 pub struct LoadProbe {
     start: Snapshot,
@@ -47,6 +58,7 @@ impl LoadProbe {
     /// Like [`LoadProbe::finish_with_own_forks`], judging the foreign CPU time against the
     /// `cpus_used` CPUs the run measured on rather than every online CPU: on a large machine a
     /// process saturating the measured CPU is a small share of all CPUs but spoils the run.
+    /// (The busy-time estimate always looks at the CPUs this process may run on.)
     pub fn finish_for(self, own: u64, cpus_used: usize) -> RunLoad {
         let end = Snapshot::take(true);
         compare(&self.start, &end, own, Some(cpus_used))
@@ -64,21 +76,45 @@ struct Snapshot {
     tasks: HashMap<u32, (u32, u64)>,
     /// pid → comm, only at the end, for naming the busiest processes.
     comms: HashMap<u32, String>,
+    /// Busy ticks per CPU (USER_HZ), from the same read of `/proc/stat` as `stat`.
+    busy_ticks: BTreeMap<usize, [u64; 5]>,
+    /// CPU time of this process and of its waited-for children, ns, read next to
+    /// `/proc/stat`: just before it in the starting snapshot, just after it in the final one,
+    /// so that the window of this time encloses the window of the busy ticks.
+    own_ns: Option<u64>,
+    /// CPUs this process may run on (starting snapshot only): where its own time was spent,
+    /// hence the CPUs whose busy time is compared with it.
+    cpus: Option<Vec<usize>>,
+    /// Other oscost processes (not this one, not its descendants): pid → parent pid.
+    oscost: BTreeMap<u32, u32>,
 }
 
 impl Snapshot {
-    fn take(want_comm: bool) -> Snapshot {
+    /// `end`: the final snapshot, which also records the command names.
+    fn take(end: bool) -> Snapshot {
+        let own = || oscost_sys::usage::own_cpu_time().ok().map(|t| t.total_ns());
         let t0 = Instant::now();
+        let own_before = if end { None } else { own() };
+        let stat_text = std::fs::read_to_string("/proc/stat").ok();
+        let own_ns = if end { own() } else { own_before };
         let mut s = Snapshot {
-            stat: std::fs::read_to_string("/proc/stat")
-                .ok()
-                .map(|t| parse_proc_stat(&t)),
+            stat: stat_text.as_deref().map(parse_proc_stat),
+            busy_ticks: stat_text
+                .as_deref()
+                .map(parse_busy_ticks)
+                .unwrap_or_default(),
+            own_ns,
+            cpus: if end {
+                None
+            } else {
+                oscost_sys::affinity().ok()
+            },
             loadavg1: std::fs::read_to_string("/proc/loadavg")
                 .ok()
                 .and_then(|t| t.split_whitespace().next()?.parse().ok()),
             ..Snapshot::default()
         };
-        read_foreign_tasks(&mut s, want_comm);
+        read_foreign_tasks(&mut s, end);
         let took = t0.elapsed();
         s.at = Some(t0 + took / 2);
         s.took_s = took.as_secs_f64();
@@ -102,8 +138,15 @@ fn read_foreign_tasks(s: &mut Snapshot, want_comm: bool) {
     };
     let mut path = String::with_capacity(64);
     let mut buf = String::with_capacity(512);
-    // pid → (ppid, tasks)
-    let mut procs: HashMap<u32, (u32, Vec<(u32, u64)>)> = HashMap::new();
+    /// One process read from /proc.
+    struct Proc {
+        ppid: u32,
+        /// Its command name is oscost's.
+        oscost: bool,
+        /// (tid, ns on CPU) of each of its tasks.
+        tasks: Vec<(u32, u64)>,
+    }
+    let mut procs: HashMap<u32, Proc> = HashMap::new();
     for entry in dir.flatten() {
         let Some(pid) = entry
             .file_name()
@@ -127,7 +170,7 @@ fn read_foreign_tasks(s: &mut Snapshot, want_comm: bool) {
         if want_comm {
             s.comms.insert(pid, st.comm.to_owned());
         }
-        let (ppid, threads) = (st.ppid, st.num_threads);
+        let (ppid, threads, oscost) = (st.ppid, st.num_threads, st.comm == OSCOST_COMM);
         let mut tasks = Vec::new();
         if threads <= 1 {
             // A single-threaded process's own schedstat is its only task's: one read instead
@@ -158,12 +201,19 @@ fn read_foreign_tasks(s: &mut Snapshot, want_comm: bool) {
                 }
             }
         }
-        procs.insert(pid, (ppid, tasks));
+        procs.insert(
+            pid,
+            Proc {
+                ppid,
+                oscost,
+                tasks,
+            },
+        );
     }
     // Our descendants (children, grandchildren...) are ours, not foreign.
     let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
-    for (&pid, (ppid, _)) in &procs {
-        children.entry(*ppid).or_default().push(pid);
+    for (&pid, p) in &procs {
+        children.entry(p.ppid).or_default().push(pid);
     }
     let mut stack = vec![me];
     while let Some(p) = stack.pop() {
@@ -174,14 +224,190 @@ fn read_foreign_tasks(s: &mut Snapshot, want_comm: bool) {
             }
         }
     }
-    for (pid, (_, tasks)) in procs {
-        for (tid, ns) in tasks {
+    // Our ancestors are not another run either: were the probe ever taken in a measuring
+    // process, its coordinating oscost would be one.
+    // (Bounded: parent links read at different moments could in theory form a loop.)
+    let mut ancestor = std::os::unix::process::parent_id();
+    for _ in 0..procs.len() {
+        let Some(p) = procs.get_mut(&ancestor) else {
+            break;
+        };
+        p.oscost = false;
+        ancestor = p.ppid;
+    }
+    for (pid, p) in procs {
+        if p.oscost {
+            s.oscost.insert(pid, p.ppid);
+        }
+        for (tid, ns) in p.tasks {
             s.tasks.insert(tid, (pid, ns));
         }
     }
 }
 
+/// The comm of an oscost process (the coordinating one, its measuring processes and their
+/// workers alike).
+const OSCOST_COMM: &str = "oscost";
+
+/// Parses the per-CPU busy time of `/proc/stat`: user, nice, system, irq and softirq of each
+/// `cpuN` line, in USER_HZ ticks. Idle and iowait are idle time, steal was not the guest's to
+/// use, and guest time is already counted in user and nice.
+fn parse_busy_ticks(text: &str) -> BTreeMap<usize, [u64; 5]> {
+    let mut out = BTreeMap::new();
+    for line in text.lines() {
+        let mut it = line.split_whitespace();
+        let Some(cpu) = it
+            .next()
+            .and_then(|k| k.strip_prefix("cpu"))
+            .and_then(|n| n.parse::<usize>().ok())
+        else {
+            continue;
+        };
+        // user nice system idle iowait irq softirq
+        let v: Vec<u64> = it.take(7).map_while(|x| x.parse().ok()).collect();
+        if let [user, nice, system, _idle, _iowait, irq, softirq] = v[..] {
+            out.insert(cpu, [user, nice, system, irq, softirq]);
+        }
+    }
+    out
+}
+
+/// The units of the kernel's CPU-time accounting.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Ticks {
+    /// USER_HZ, the unit of `/proc/stat`.
+    user_hz: u64,
+    /// The kernel's tick (a jiffy, 1/HZ), s: busy time is accounted one jiffy at a time.
+    jiffy_s: f64,
+}
+
+impl Ticks {
+    fn of_this_kernel() -> Option<Ticks> {
+        let user_hz = oscost_sys::sysinfo::user_hz().filter(|&hz| hz > 0)?;
+        let tick_s = 1.0 / user_hz as f64;
+        // HZ is read as the resolution of the coarse clock; a USER_HZ tick (never shorter
+        // than a jiffy, since HZ >= USER_HZ) stands in when it cannot be read.
+        let jiffy_s = oscost_sys::sysinfo::coarse_clock_resolution_ns()
+            .map(|ns| ns as f64 / 1e9)
+            .filter(|&j| j > 0.0 && j <= 0.05)
+            .unwrap_or(tick_s);
+        Some(Ticks { user_hz, jiffy_s })
+    }
+}
+
+/// The second estimate of foreign CPU time, which also sees tasks that exited before the end
+/// of the run: the busy time of the CPUs this process may run on, minus its own CPU time and
+/// that of its waited-for children over the same window.
+#[derive(Debug, Clone, PartialEq)]
+struct BusyExcess {
+    /// The CPUs compared.
+    cpus: Vec<usize>,
+    /// Their busy time, s.
+    busy_s: f64,
+    /// This process's and its waited-for children's CPU time, s.
+    own_s: f64,
+    /// `busy_s − own_s`; negative when the busy time reads low (see `busy_excess`).
+    excess_s: f64,
+    /// The excess above which it is foreign load rather than an error of tick accounting.
+    threshold_s: f64,
+    /// `wall_s × cpus.len()`.
+    capacity_s: f64,
+}
+
+impl BusyExcess {
+    fn significant(&self) -> bool {
+        self.excess_s > self.threshold_s
+    }
+
+    /// The excess as a share of the CPUs compared, in [0, 1].
+    fn share(&self) -> f64 {
+        if self.capacity_s > 0.0 {
+            (self.excess_s / self.capacity_s).clamp(0.0, 1.0)
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Compares the busy time of the CPUs this process may run on with its own CPU time.
+///
+/// Its own time (from `getrusage`) is exact, but busy time is accounted at the kernel's tick:
+/// every jiffy goes whole to what the CPU was doing at that tick, and `/proc/stat` prints it in
+/// whole USER_HZ ticks (10 ms when USER_HZ is 100). So the excess counts as foreign load only
+/// above the largest of three bounds, so that a quiet run is never flagged by accounting alone:
+///
+/// - 1 % of the capacity compared (`wall_s × CPUs`), the share the per-task estimate allows;
+/// - rounding: each busy field is printed rounded down, so a field's difference can read up
+///   to one tick high, but only if the field moved; and a CPU's busy time can include up to
+///   one jiffy run before the first read (accounted at the tick after it), again only if it
+///   moved. On a short experiment this is a large share: 3 ticks + a jiffy is 17 % of 0.2 s
+///   of one CPU, which is why 1 % alone would not do;
+/// - sampling: a CPU busy a fraction `p` of `n` jiffies reads `n·p` give or take
+///   `√(n·p·(1 − p))` jiffies when its activity is not aligned with the tick, as for tasks
+///   that block and wake far more often than the tick; three of these.
+///
+/// Busy time can also read *low*: with the tick stopped in idle (NO_HZ_IDLE), bursts shorter
+/// than a jiffy between idle periods are often never sampled (oscost's own cross-CPU
+/// ping-pong reads 4–11 % low), so the excess is negative and foreign load that runs the same
+/// way is under-counted. It never makes a quiet run look busy.
+fn busy_excess(start: &Snapshot, end: &Snapshot, wall_s: f64, ticks: Ticks) -> Option<BusyExcess> {
+    let (own0, own1) = (start.own_ns?, end.own_ns?);
+    if ticks.user_hz == 0 || wall_s <= 0.0 {
+        return None;
+    }
+    let cpus: Vec<usize> = match &start.cpus {
+        Some(c) => c.clone(),
+        None => start.busy_ticks.keys().copied().collect(),
+    }
+    .into_iter()
+    // A CPU brought online or taken offline during the run has no difference to take.
+    .filter(|c| start.busy_ticks.contains_key(c) && end.busy_ticks.contains_key(c))
+    .collect();
+    if cpus.is_empty() {
+        return None;
+    }
+    let tick_s = 1.0 / ticks.user_hz as f64;
+    let (mut busy_s, mut rounding_s, mut variance_s2) = (0.0, 0.0, 0.0);
+    for c in &cpus {
+        let (a, b) = (start.busy_ticks[c], end.busy_ticks[c]);
+        let moved = a.iter().zip(&b).filter(|(x, y)| y > x).count();
+        let d: u64 = a.iter().zip(&b).map(|(x, y)| y.saturating_sub(*x)).sum();
+        let cpu_busy_s = d as f64 * tick_s;
+        busy_s += cpu_busy_s;
+        if moved > 0 {
+            rounding_s += moved as f64 * tick_s + ticks.jiffy_s;
+        }
+        // n·p·(1 − p) jiffies², with n = wall_s / jiffy_s and p this CPU's busy fraction.
+        let p = (cpu_busy_s / wall_s).clamp(0.0, 1.0);
+        variance_s2 += wall_s * ticks.jiffy_s * p * (1.0 - p);
+    }
+    let own_s = own1.saturating_sub(own0) as f64 / 1e9;
+    let capacity_s = wall_s * cpus.len() as f64;
+    let threshold_s = (0.01 * capacity_s)
+        .max(rounding_s)
+        .max(3.0 * variance_s2.sqrt());
+    Some(BusyExcess {
+        cpus,
+        busy_s,
+        own_s,
+        excess_s: busy_s - own_s,
+        threshold_s,
+        capacity_s,
+    })
+}
+
 fn compare(start: &Snapshot, end: &Snapshot, own_forks: u64, cpus_used: Option<usize>) -> RunLoad {
+    compare_in(start, end, own_forks, cpus_used, Ticks::of_this_kernel())
+}
+
+/// [`compare`] with the kernel's accounting units given (`None`: unknown).
+fn compare_in(
+    start: &Snapshot,
+    end: &Snapshot,
+    own_forks: u64,
+    cpus_used: Option<usize>,
+    ticks: Option<Ticks>,
+) -> RunLoad {
     let wall_s = match (start.at, end.at) {
         (Some(a), Some(b)) => b.saturating_duration_since(a).as_secs_f64(),
         _ => 0.0,
@@ -200,7 +426,7 @@ fn compare(start: &Snapshot, end: &Snapshot, own_forks: u64, cpus_used: Option<u
         .unwrap_or(0);
 
     // Steal, in USER_HZ ticks (sysconf(_SC_CLK_TCK) is the right unit for /proc/stat).
-    let user_hz = oscost_sys::sysinfo::user_hz();
+    let user_hz = ticks.map(|t| t.user_hz);
     let mut steal_by_cpu_s = BTreeMap::new();
     let steal_s = match (&start.stat, &end.stat, user_hz) {
         (Some(a), Some(b), Some(hz)) if !b.steal_ticks.is_empty() => {
@@ -237,18 +463,27 @@ fn compare(start: &Snapshot, end: &Snapshot, own_forks: u64, cpus_used: Option<u
         *per_pid.entry(pid).or_default() += d;
     }
     let foreign_ns: u64 = per_pid.values().sum();
-    let foreign_cpu_s = foreign_ns as f64 / 1e9;
+    let tasks_cpu_s = foreign_ns as f64 / 1e9;
+    let busy = ticks.and_then(|t| busy_excess(start, end, wall_s, t));
+    let busy_flagged = busy.as_ref().filter(|b| b.significant());
+    // The larger of the two estimates: the per-task one sees other CPUs too, the busy-time
+    // one sees tasks that exited; the busy-time one only once it is above its threshold.
+    let foreign_cpu_s = busy_flagged.map_or(tasks_cpu_s, |b| b.excess_s.max(tasks_cpu_s));
     let judged_cpus = cpus_used
         .filter(|&n| n > 0)
         .map_or(cpus_online, |n| n.min(cpus_online));
     let capacity_s = wall_s * judged_cpus as f64;
     // Run times of tasks running at the moment they are read lag by up to a tick, so a delta
     // can slightly exceed the window; the clamp keeps the share meaningful.
-    let foreign_cpu_share = if capacity_s > 0.0 {
-        (foreign_cpu_s / capacity_s).clamp(0.0, 1.0)
-    } else {
-        0.0
+    let share = |cpu_s: f64| {
+        if capacity_s > 0.0 {
+            (cpu_s / capacity_s).clamp(0.0, 1.0)
+        } else {
+            0.0
+        }
     };
+    let tasks_share = share(tasks_cpu_s);
+    let foreign_cpu_share = share(foreign_cpu_s);
     let mut busiest: Vec<ForeignProcess> = per_pid
         .iter()
         .filter(|(_, &ns)| wall_s > 0.0 && ns as f64 / 1e9 / wall_s > 0.01)
@@ -271,7 +506,7 @@ fn compare(start: &Snapshot, end: &Snapshot, own_forks: u64, cpus_used: Option<u
                 .to_owned(),
         );
     }
-    if foreign_cpu_share > 0.01 {
+    if tasks_share > 0.01 {
         let who = busiest
             .first()
             .map(|p| format!(" (busiest: {} pid {})", p.comm, p.pid))
@@ -279,7 +514,38 @@ fn compare(start: &Snapshot, end: &Snapshot, own_forks: u64, cpus_used: Option<u
         warnings.push(format!(
             "other processes used {:.1} % of the CPUs during the run{who}: figures may be \
              inflated",
-            foreign_cpu_share * 100.0
+            tasks_share * 100.0
+        ));
+    }
+    match (&busy, busy_flagged) {
+        (None, _) if steal_s.is_some() => warnings.push(
+            "could not compare the CPUs' busy time in /proc/stat with oscost's own CPU time: \
+             the run cannot be shown to be quiet (processes that exited before its end are not \
+             counted)"
+                .to_owned(),
+        ),
+        // Worth its own sentence when the per-task estimate did not flag the run, or saw
+        // clearly less: then the time went to tasks gone by the end.
+        (_, Some(b)) if tasks_share <= 0.01 || b.excess_s > tasks_cpu_s + b.threshold_s => {
+            let exited = if b.excess_s > tasks_cpu_s + b.threshold_s {
+                "; some had exited before its end"
+            } else {
+                ""
+            };
+            warnings.push(format!(
+                "other processes used {:.1} % of CPU{} {} during the run (seen in the CPUs' busy \
+                 time{exited}): figures may be inflated",
+                b.share() * 100.0,
+                if b.cpus.len() == 1 { "" } else { "s" },
+                oscost_model::cpulist::format(&b.cpus)
+            ));
+        }
+        _ => {}
+    }
+    let others = other_oscost(start, end);
+    for pid in &others {
+        warnings.push(format!(
+            "another oscost (pid {pid}) ran at the same time: both runs' figures are suspect"
         ));
     }
     match steal_s {
@@ -296,13 +562,22 @@ fn compare(start: &Snapshot, end: &Snapshot, own_forks: u64, cpus_used: Option<u
         }
         Some(_) => {}
     }
-    if let Some(n) = foreign_forks.filter(|&n| n > 0) {
+    // Forks alone do not make a run noisy: a shell or a timer starts a short process now and
+    // then at no measurable cost. They mattered because a task that exited before the end was
+    // missing from the per-task estimate; the busy-time estimate counts it on the CPUs the run
+    // used, so forks are only worth a warning when that estimate could not be made.
+    if let Some(n) = foreign_forks.filter(|&n| n > 0 && busy.is_none()) {
         warnings.push(format!(
             "{n} processes or threads were started by other programs during the run; those \
              that exited before its end are missing from the foreign CPU time"
         ));
     }
-    let quiet = foreign_tasks_seen > 0 && foreign_cpu_share <= 0.01 && steal_s == Some(0.0);
+    let quiet = foreign_tasks_seen > 0
+        && foreign_cpu_share <= 0.01
+        && busy.is_some()
+        && busy_flagged.is_none()
+        && others.is_empty()
+        && steal_s == Some(0.0);
 
     RunLoad {
         wall_s,
@@ -324,6 +599,20 @@ fn compare(start: &Snapshot, end: &Snapshot, own_forks: u64, cpus_used: Option<u
     }
 }
 
+/// Other oscost runs seen at the start or the end of the probe, each named by its topmost
+/// oscost process (its coordinating process, unless that one was not seen).
+fn other_oscost(start: &Snapshot, end: &Snapshot) -> Vec<u32> {
+    let mut seen = start.oscost.clone();
+    seen.extend(&end.oscost);
+    let mut roots: Vec<u32> = seen
+        .iter()
+        .filter(|(_, ppid)| !seen.contains_key(ppid))
+        .map(|(&pid, _)| pid)
+        .collect();
+    roots.sort_unstable();
+    roots
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -342,6 +631,12 @@ mod tests {
             assert!(load.foreign_cpu_share <= 0.01);
             assert_eq!(load.steal_s, Some(0.0));
         }
+        // Both estimates can be made on Linux.
+        assert!(
+            load.warnings.iter().all(|w| !w.starts_with("could not")),
+            "{:?}",
+            load.warnings
+        );
         let json = serde_json::to_string(&load).unwrap();
         let back: RunLoad = serde_json::from_str(&json).unwrap();
         assert_eq!(back, load);
@@ -405,8 +700,164 @@ mod tests {
             .warnings
             .iter()
             .any(|w| w.starts_with("2 processes or threads")));
+        // Without its own CPU time the busy-time estimate cannot be made: said, and then the
+        // forks are worth a warning since exited tasks went uncounted.
+        assert!(load
+            .warnings
+            .iter()
+            .any(|w| w.starts_with("could not compare the CPUs' busy time")));
         // Judged against the one CPU a run used, the same foreign time is twice the share.
         let one = compare(&a, &b, 1, Some(1));
         assert!((one.foreign_cpu_share - 0.15).abs() < 1e-9);
+    }
+
+    /// USER_HZ 100 and HZ 250, as on most x86 kernels.
+    const TICKS: Ticks = Ticks {
+        user_hz: 100,
+        jiffy_s: 0.004,
+    };
+
+    /// A snapshot `at_s` seconds after `t0`: one `cpuN` line per (user, system, softirq)
+    /// triple in ticks, no steal, `own_ms` of oscost's own CPU time, and one idle foreign
+    /// task (so that /proc reads as readable).
+    fn snap(t0: Instant, at_s: f64, cpus: &[(u64, u64, u64)], own_ms: u64) -> Snapshot {
+        let mut text = String::from("cpu  0 0 0 0 0 0 0 0 0 0\n");
+        for (i, (user, system, softirq)) in cpus.iter().enumerate() {
+            text += &format!("cpu{i} {user} 0 {system} 5000 3 0 {softirq} 0 0 0\n");
+        }
+        text += "processes 10\n";
+        let mut s = Snapshot {
+            at: Some(t0 + Duration::from_secs_f64(at_s)),
+            stat: Some(parse_proc_stat(&text)),
+            busy_ticks: parse_busy_ticks(&text),
+            own_ns: Some(own_ms * 1_000_000),
+            ..Snapshot::default()
+        };
+        s.tasks.insert(1, (1, 1_000_000));
+        s
+    }
+
+    #[test]
+    fn busy_ticks_are_user_nice_system_irq_softirq_per_cpu() {
+        let t = parse_busy_ticks(
+            "cpu  10 20 30 40 50 60 70 80 0 0\n\
+             cpu0 1 2 3 1000 5 6 7 8 9 10\n\
+             cpu1 100 0 50 1000 5 0 1 0 0 0\n\
+             cpu2 1 2 3\n\
+             intr 5 6 7\n",
+        );
+        // No aggregate line, no CPU whose line lacks the fields.
+        assert_eq!(t.len(), 2);
+        assert_eq!(t[&0], [1, 2, 3, 6, 7]);
+        assert_eq!(t[&1], [100, 0, 50, 0, 1]);
+    }
+
+    #[test]
+    fn a_competitor_that_exited_is_still_seen() {
+        // `oscost syscall --cpus 0` for 5 s; a CPU hog on CPU 0 got 1.5 s of it and exited
+        // before the end, so the per-task estimate sees nothing of it.
+        let t0 = Instant::now();
+        let mut a = snap(t0, 0.0, &[(1000, 2000, 10), (50, 50, 0)], 100);
+        a.cpus = Some(vec![0]);
+        a.tasks.insert(4242, (4242, 7_000_000_000));
+        let b = snap(t0, 5.0, &[(1150, 2350, 10), (52, 51, 0)], 3600);
+        let load = compare_in(&a, &b, 1, Some(1), Some(TICKS));
+        assert!(load.busiest_foreign.is_empty());
+        assert!(!load.quiet);
+        assert!((load.foreign_cpu_s - 1.5).abs() < 1e-9, "{load:?}");
+        assert!((load.foreign_cpu_share - 0.3).abs() < 1e-9);
+        assert_eq!(
+            load.warnings,
+            ["other processes used 30.0 % of CPU 0 during the run (seen in the CPUs' busy time; \
+              some had exited before its end): figures may be inflated"]
+        );
+        // The same with no --cpus on a two-CPU machine: 1.5 s of the 10 s both CPUs had.
+        let mut all = snap(t0, 0.0, &[(1000, 2000, 10), (50, 50, 0)], 100);
+        all.cpus = None;
+        let load = compare_in(&all, &b, 1, Some(2), Some(TICKS));
+        assert!(!load.quiet);
+        assert!((load.foreign_cpu_s - 1.53).abs() < 1e-9, "{load:?}");
+        assert!(load.warnings[0].starts_with("other processes used 15.3 % of CPUs 0-1"));
+    }
+
+    #[test]
+    fn tick_rounding_alone_does_not_make_a_run_noisy() {
+        let t0 = Instant::now();
+        // A 0.2 s experiment keeping CPU 0 busy: 0.2 s of own time, but user, system and
+        // softirq each read a tick high and a jiffy from before the start was accounted in
+        // it: 0.23 s of busy time, 15 % more, and still nothing foreign.
+        let mut a = snap(t0, 0.0, &[(1000, 2000, 10)], 0);
+        a.cpus = Some(vec![0]);
+        let b = snap(t0, 0.2, &[(1008, 2014, 11)], 200);
+        let load = compare_in(&a, &b, 0, Some(1), Some(TICKS));
+        assert!(load.quiet, "{load:?}");
+        assert!(load.warnings.is_empty(), "{:?}", load.warnings);
+        assert!(load.foreign_cpu_s < 0.01);
+        // One more tick is more than rounding can explain.
+        let c = snap(t0, 0.2, &[(1009, 2014, 11)], 200);
+        assert!(!compare_in(&a, &c, 0, Some(1), Some(TICKS)).quiet);
+
+        // Two CPUs each half busy for 1 s with oscost's own ping-pong: a busy time read at
+        // ticks is off by a few jiffies either way, here +0.1 s, and that is not load.
+        let mut a = snap(t0, 0.0, &[(1000, 2000, 10), (1000, 2000, 10)], 0);
+        a.cpus = Some(vec![0, 1]);
+        let b = snap(t0, 1.0, &[(1010, 2045, 10), (1010, 2045, 10)], 1000);
+        let busy = busy_excess(&a, &b, 1.0, TICKS).unwrap();
+        assert!((busy.excess_s - 0.1).abs() < 1e-9);
+        assert!(!busy.significant(), "{busy:?}");
+        assert!(compare_in(&a, &b, 0, Some(2), Some(TICKS)).quiet);
+
+        // Busy time that reads low (bursts between idle periods escape the tick) is quiet.
+        let b = snap(t0, 1.0, &[(1010, 2030, 10), (1005, 2030, 10)], 1000);
+        let load = compare_in(&a, &b, 0, Some(2), Some(TICKS));
+        assert!(load.quiet);
+        assert_eq!(load.foreign_cpu_share, 0.0);
+
+        // A long experiment with 0.8 % more busy time than its own is quiet too.
+        let b = snap(t0, 10.0, &[(1008, 2996, 10), (1010, 2000, 10)], 9_980);
+        let load = compare_in(&a, &b, 0, Some(2), Some(TICKS));
+        assert!(load.quiet, "{load:?}");
+    }
+
+    #[test]
+    fn a_hog_seen_by_both_estimates_is_named_once() {
+        let t0 = Instant::now();
+        let mut a = snap(t0, 0.0, &[(1000, 2000, 10)], 0);
+        a.cpus = Some(vec![0]);
+        a.tasks.insert(4242, (4242, 0));
+        let mut b = snap(t0, 5.0, &[(1150, 2350, 10)], 3500);
+        b.tasks.insert(4242, (4242, 1_500_000_000));
+        b.comms.insert(4242, "hog".into());
+        let load = compare_in(&a, &b, 0, Some(1), Some(TICKS));
+        assert!(!load.quiet);
+        assert!((load.foreign_cpu_s - 1.5).abs() < 1e-6);
+        assert_eq!(
+            load.warnings,
+            [
+                "other processes used 30.0 % of the CPUs during the run (busiest: hog pid 4242): \
+              figures may be inflated"
+            ]
+        );
+    }
+
+    #[test]
+    fn another_oscost_is_named() {
+        let t0 = Instant::now();
+        // Run 500 (with its measuring process 501) was there at the start, run 900 at the end.
+        let mut a = snap(t0, 0.0, &[(1000, 2000, 10)], 0);
+        a.oscost.insert(500, 1);
+        a.oscost.insert(501, 500);
+        let mut b = snap(t0, 1.0, &[(1000, 2100, 10)], 1000);
+        b.oscost.insert(501, 500);
+        b.oscost.insert(900, 77);
+        let load = compare_in(&a, &b, 0, Some(1), Some(TICKS));
+        assert!(!load.quiet);
+        assert_eq!(
+            load.warnings,
+            [
+                "another oscost (pid 500) ran at the same time: both runs' figures are suspect",
+                "another oscost (pid 900) ran at the same time: both runs' figures are suspect"
+            ]
+        );
     }
 }

@@ -11,7 +11,7 @@
 use crate::context::{Cancelled, Context};
 use crate::sampler::measure_fallible;
 use anyhow::Context as _;
-use oscost_model::case::{Case, Check, ExperimentOutput, Samples, Unavailable};
+use oscost_model::case::{Case, Check, DerivedSpec, ExperimentOutput, Samples, Unavailable};
 use oscost_sys::ipc::{self, Link, PthreadMutex, SharedWords, Via};
 use oscost_sys::{self as os, Switches};
 use std::hint::black_box;
@@ -178,6 +178,32 @@ pub struct Options {
     /// Primitives to measure, comma-separated (default: all)
     #[arg(long, value_enum, value_delimiter = ',', value_name = "PRIMITIVE,...")]
     pub only: Vec<Primitive>,
+
+    /// Also measure these in a process with one idle extra thread, and derive what being
+    /// multi-threaded costs each of them (`<case>.mt_penalty`); `none` for none
+    #[arg(long, value_name = "PRIMITIVE,...|none", value_delimiter = ',',
+          default_value = "pipe,pthread-mutex", value_parser = parse_mt)]
+    pub multi_threaded: Vec<MtPrimitive>,
+}
+
+/// A primitive of `--multi-threaded`, or `none`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct MtPrimitive(pub Option<Primitive>);
+
+fn parse_mt(s: &str) -> Result<MtPrimitive, String> {
+    use clap::ValueEnum;
+    if s == "none" {
+        return Ok(MtPrimitive(None));
+    }
+    Primitive::from_str(s, false)
+        .map(|p| MtPrimitive(Some(p)))
+        .map_err(|_| {
+            let names: Vec<String> = Primitive::value_variants().iter().map(|p| p.id()).collect();
+            format!(
+                "`{s}` is not a primitive (one of: none, {})",
+                names.join(", ")
+            )
+        })
 }
 
 /// One no-switch measurement: the samples and what the verification batch counted.
@@ -355,58 +381,131 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     } else {
         super::first_occurrences(&opts.only)
     };
+    // A multi-threaded variant only of a primitive that is measured; `none` means none.
+    let mt: Vec<Primitive> = if opts.multi_threaded.iter().any(|m| m.0.is_none()) {
+        Vec::new()
+    } else {
+        let named: Vec<Primitive> = opts.multi_threaded.iter().filter_map(|m| m.0).collect();
+        super::first_occurrences(&named)
+            .into_iter()
+            .filter(|p| prims.contains(p))
+            .collect()
+    };
     let cpu = ctx.first_cpu();
     let mut out = ExperimentOutput::default();
     out.params.insert("cpu".into(), (cpu as u64).into());
-    ctx.progress.start(prims.len() as u64, NAME);
-    for p in prims {
-        let id = format!("{NAME}.{}", p.id());
-        ctx.progress.message(&p.id());
-        let result = match p.via() {
-            Some(via) => link_control_on(via, ctx, cpu),
-            None => measure_plain(p, ctx, cpu),
-        };
-        let c = match result {
-            Ok(c) => c,
-            // Ctrl-C ends the whole run; nothing partial is reported.
-            Err(e) if e.downcast_ref::<Cancelled>().is_some() => return Err(e),
-            // A primitive this machine lacks (or that failed mid-run) is reported with the
-            // reason, never as a figure.
-            Err(e) => {
-                out.unavailable.push(Unavailable {
-                    id,
-                    description: p.description().into(),
-                    reason: format!("{e:#}"),
-                });
+    ctx.progress.start((prims.len() + mt.len()) as u64, NAME);
+    for &p in &prims {
+        measure_one(p, ctx, cpu, 1, &mut out)?;
+    }
+    if !mt.is_empty() {
+        // After every single-threaded figure: glibc stays multi-threaded once a thread existed.
+        let idle = crate::sampler::IdleThread::start().context("starting an idle thread")?;
+        for &p in &mt {
+            let st = format!("{NAME}.{}", p.id());
+            if !out.cases.iter().any(|c| c.id == st) {
                 ctx.progress.inc(1);
-                continue;
+                continue; // unavailable here: nothing to compare with
             }
-        };
-        let mut case = Case::new(id, p.description(), "op", c.samples.clone())
-            .param("primitive", p.id())
-            .param("op", p.op())
-            .param("tasks", 1u64)
-            .param("cpu", cpu as u64);
-        if let Some(via) = p.via() {
-            case = case.param("via", via.name());
+            if let Some(c) = measure_one(p, ctx, cpu, 2, &mut out)? {
+                out.derived.push(DerivedSpec {
+                    id: format!("{st}.mt_penalty"),
+                    description: "what one idle extra thread in the process adds to the \
+                                  primitive (glibc leaves its single-thread paths; the kernel \
+                                  takes a file reference on every call while the file table is \
+                                  shared)"
+                        .into(),
+                    terms: vec![(c, 1.0), (st.clone(), -1.0)],
+                    flagged: None,
+                });
+            }
         }
-        case.checks.push(c.no_switch_check());
-        case.checks
-            .extend(crate::sampler::single_task_check(c.threads_in_process));
-        case.counters
-            .insert("switches_per_op".into(), c.switches_per_op());
-        case.counters
-            .insert("verification_ops".into(), c.verification_ops as f64);
-        case.counters
-            .insert("voluntary_switches".into(), c.switches.voluntary as f64);
-        case.counters
-            .insert("involuntary_switches".into(), c.switches.involuntary as f64);
-        case.warnings = c.warnings;
-        out.cases.push(case);
-        ctx.progress.inc(1);
+        drop(idle);
+        // A failed check on either side flags the penalty.
+        for d in &mut out.derived {
+            d.flagged = d.terms.iter().find_map(|(id, _)| {
+                out.cases
+                    .iter()
+                    .find(|c| &c.id == id)
+                    .and_then(super::failed_checks)
+            });
+        }
     }
     ctx.progress.finish();
     Ok(out)
+}
+
+/// Measures `p` in a process of `threads` threads and adds its case (or why it is
+/// unavailable) to `out`; returns the case id when measured.
+fn measure_one(
+    p: Primitive,
+    ctx: &Context,
+    cpu: usize,
+    threads: u64,
+    out: &mut ExperimentOutput,
+) -> anyhow::Result<Option<String>> {
+    let (suffix, note) = if threads > 1 {
+        (".mt", ", with one idle extra thread")
+    } else {
+        ("", "")
+    };
+    let id = format!("{NAME}.{}{suffix}", p.id());
+    ctx.progress.message(&format!("{}{suffix}", p.id()));
+    let result = match p.via() {
+        Some(via) => link_control_on(via, ctx, cpu),
+        None => measure_plain(p, ctx, cpu),
+    };
+    ctx.progress.inc(1);
+    let c = match result {
+        Ok(c) => c,
+        // Ctrl-C ends the whole run; nothing partial is reported.
+        Err(e) if e.downcast_ref::<Cancelled>().is_some() => return Err(e),
+        // A primitive this machine lacks (or that failed mid-run) is reported with the
+        // reason, never as a figure.
+        Err(e) => {
+            out.unavailable.push(Unavailable {
+                id,
+                description: format!("{}{note}", p.description()),
+                reason: format!("{e:#}"),
+            });
+            return Ok(None);
+        }
+    };
+    let mut case = Case::new(
+        id.clone(),
+        format!("{}{note}", p.description()),
+        "op",
+        c.samples.clone(),
+    )
+    .param("primitive", p.id())
+    .param("op", p.op())
+    .param("tasks", 1u64)
+    .param("cpu", cpu as u64)
+    .param("threads_in_process", threads);
+    if let Some(via) = p.via() {
+        case = case.param("via", via.name());
+    }
+    case.checks.push(c.no_switch_check());
+    if threads == 1 {
+        case.checks
+            .extend(crate::sampler::single_task_check(c.threads_in_process));
+    } else {
+        case.checks.extend(crate::sampler::thread_count_check(
+            c.threads_in_process,
+            threads,
+        ));
+    }
+    case.counters
+        .insert("switches_per_op".into(), c.switches_per_op());
+    case.counters
+        .insert("verification_ops".into(), c.verification_ops as f64);
+    case.counters
+        .insert("voluntary_switches".into(), c.switches.voluntary as f64);
+    case.counters
+        .insert("involuntary_switches".into(), c.switches.involuntary as f64);
+    case.warnings = c.warnings;
+    out.cases.push(case);
+    Ok(Some(id))
 }
 
 #[cfg(test)]
@@ -431,7 +530,14 @@ mod tests {
     #[test]
     fn every_case_is_measured_or_unavailable_with_a_reason() {
         with_ctx(|ctx| {
-            let out = run(&Options { only: vec![] }, ctx).unwrap();
+            let out = run(
+                &Options {
+                    only: vec![],
+                    multi_threaded: vec![MtPrimitive(None)],
+                },
+                ctx,
+            )
+            .unwrap();
             let mut ids: Vec<String> = out.cases.iter().map(|c| c.id.clone()).collect();
             ids.extend(out.unavailable.iter().map(|u| u.id.clone()));
             ids.sort();
@@ -486,7 +592,14 @@ mod tests {
     fn no_switch_checks_pass_when_quiet() {
         with_ctx(|ctx| {
             let only = vec![Primitive::Pipe, Primitive::FutexWake];
-            let out = run(&Options { only }, ctx).unwrap();
+            let out = run(
+                &Options {
+                    only,
+                    multi_threaded: vec![MtPrimitive(None)],
+                },
+                ctx,
+            )
+            .unwrap();
             assert_eq!(out.cases.len(), 2, "unavailable: {:?}", out.unavailable);
             for c in &out.cases {
                 // The test harness runs tests on threads of one process, so the thread-count
@@ -532,6 +645,7 @@ mod tests {
             let err = run(
                 &Options {
                     only: vec![Primitive::Pipe],
+                    multi_threaded: vec![MtPrimitive(None)],
                 },
                 ctx,
             )

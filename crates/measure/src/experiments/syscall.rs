@@ -9,7 +9,8 @@ use crate::context::Context;
 use crate::sampler::{measure_interleaved, Job};
 use crate::scratch::ScratchDir;
 use anyhow::Context as _;
-use oscost_model::case::{Case, ExperimentOutput};
+use oscost_model::case::{Case, DerivedSpec, ExperimentOutput};
+use oscost_sys::buf::PageBuffer;
 use oscost_sys::calls;
 use std::ffi::CString;
 use std::io::Write;
@@ -45,6 +46,10 @@ pub enum Call {
     Lseek,
     /// open(O_RDONLY) + close
     OpenClose,
+    /// read of 1 byte from /dev/zero (lmbench lat_syscall read)
+    Read1,
+    /// write of 1 byte to /dev/null (lmbench lat_syscall write)
+    Write1,
     /// pread of 64 KiB from a page-cached file
     Read64k,
     /// pwrite of 64 KiB to a temp file (page cache, never synced)
@@ -75,8 +80,13 @@ impl Call {
             Call::Getppid => "syscall(SYS_getppid): lmbench's null call",
             Call::Lseek => "lseek(fd, 0, SEEK_SET) on a regular file",
             Call::OpenClose => "open(O_RDONLY) + close of a regular file (2 calls)",
-            Call::Read64k => "pread 64 KiB at offset 0 (page cache)",
-            Call::Write64k => "pwrite 64 KiB at offset 0 of a temp file (page cache, never synced)",
+            Call::Read1 => "read 1 byte from /dev/zero into a page-aligned buffer",
+            Call::Write1 => "write 1 byte from a page-aligned buffer to /dev/null",
+            Call::Read64k => "pread 64 KiB at offset 0 (page cache) into a page-aligned buffer",
+            Call::Write64k => {
+                "pwrite 64 KiB from a page-aligned buffer at offset 0 of a temp file (page cache, \
+                 never synced)"
+            }
             Call::CreatWriteUnlink => "creat + write 1 KiB + close + unlink (4 calls)",
             Call::Stat => "stat(path) of a regular file",
             Call::Fstat => "fstat(fd) of a regular file",
@@ -86,6 +96,14 @@ impl Call {
                 "clock_gettime(CLOCK_MONOTONIC) via the vDSO: NOT a system call"
             }
         }
+    }
+
+    /// Whether the call copies to or from a user buffer, whose alignment is then recorded.
+    fn uses_buffer(self) -> bool {
+        matches!(
+            self,
+            Call::Read1 | Call::Write1 | Call::Read64k | Call::Write64k
+        )
     }
 
     fn is_syscall(self) -> bool {
@@ -105,6 +123,29 @@ pub struct Options {
     #[arg(long, default_value_t = 10_000.0, value_name = "CALLS_PER_S", allow_negative_numbers = true,
           value_parser = parse_rate)]
     pub rate: f64,
+
+    /// Also measure these calls in a process with one idle extra thread, and derive what being
+    /// multi-threaded costs each of them (`<case>.mt_penalty`); `none` for none
+    #[arg(long, value_name = "CALL,...|none", value_delimiter = ',', default_value = "lseek,fstat",
+          value_parser = parse_mt)]
+    pub multi_threaded: Vec<MtCall>,
+}
+
+/// A call of `--multi-threaded`, or `none`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct MtCall(pub Option<Call>);
+
+fn parse_mt(s: &str) -> Result<MtCall, String> {
+    use clap::ValueEnum;
+    if s == "none" {
+        return Ok(MtCall(None));
+    }
+    Call::from_str(s, false)
+        .map(|c| MtCall(Some(c)))
+        .map_err(|_| {
+            let names: Vec<String> = Call::value_variants().iter().map(|c| c.id()).collect();
+            format!("`{s}` is not a call (one of: none, {})", names.join(", "))
+        })
 }
 
 fn parse_rate(s: &str) -> Result<f64, String> {
@@ -118,12 +159,16 @@ fn parse_rate(s: &str) -> Result<f64, String> {
 
 const BIG: usize = 64 * 1024;
 
-/// The temp files the cases use; the directory goes away on drop.
+/// The files and buffers the cases use; the directory goes away on drop.
 struct Scratch {
     _dir: ScratchDir,
     file: std::fs::File,
+    zero: std::fs::File,
+    null: std::fs::File,
     path: CString,
     churn_path: CString,
+    write_buf: PageBuffer,
+    small: Vec<u8>,
 }
 
 impl Scratch {
@@ -140,13 +185,140 @@ impl Scratch {
         file.write_all(&vec![0x5a; BIG])
             .with_context(|| format!("writing {}", file_path.display()))?;
         let c = |p: std::path::PathBuf| CString::new(p.into_os_string().into_encoded_bytes());
+        let mut write_buf = PageBuffer::new(BIG).context("mapping a write buffer")?;
+        write_buf.as_mut_slice().fill(0x5a);
         Ok(Scratch {
             path: c(file_path)?,
             churn_path: c(dir.path().join("churn"))?,
             file,
+            zero: std::fs::File::open("/dev/zero").context("opening /dev/zero")?,
+            null: std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/null")
+                .context("opening /dev/null")?,
+            write_buf,
+            small: vec![0xa5u8; 1024],
             _dir: dir,
         })
     }
+}
+
+/// The timed loop of `call`. Read buffers are the job's own, page-aligned.
+fn job<'a>(ctx: &Context<'a>, call: Call, s: &'a Scratch) -> anyhow::Result<(Job<'a>, usize)> {
+    let fd = s.file.as_fd();
+    let (path, churn) = (&s.path, &s.churn_path);
+    let mut align = 0;
+    let job = match call {
+        Call::Enosys => Job::new(ctx, || {
+            let r = calls::invalid_syscall();
+            ok_if(r == -1, "syscall(-1) did not fail with ENOSYS")
+        }),
+        Call::Getpid => Job::new(ctx, || Ok::<_, anyhow::Error>(calls::raw_getpid())),
+        Call::Getppid => Job::new(ctx, || Ok::<_, anyhow::Error>(calls::raw_getppid())),
+        Call::Lseek => Job::new(ctx, move || calls::lseek_start(fd)),
+        Call::OpenClose => Job::new(ctx, move || calls::open_close(path)),
+        Call::Read1 => {
+            let mut buf = PageBuffer::new(1).context("mapping a read buffer")?;
+            align = buf.alignment();
+            let zero = s.zero.as_fd();
+            Job::new(ctx, move || {
+                let n = calls::read(zero, &mut buf.as_mut_slice()[..1])?;
+                ok_if(n == 1, "short read of /dev/zero")
+            })
+        }
+        Call::Write1 => {
+            align = s.write_buf.alignment();
+            let (null, buf) = (s.null.as_fd(), &s.write_buf.as_slice()[..1]);
+            Job::new(ctx, move || {
+                let n = calls::write(null, buf)?;
+                ok_if(n == 1, "short write to /dev/null")
+            })
+        }
+        Call::Read64k => {
+            let mut buf = PageBuffer::new(BIG).context("mapping a read buffer")?;
+            align = buf.alignment();
+            Job::new(ctx, move || {
+                let n = calls::pread_start(fd, buf.as_mut_slice())?;
+                ok_if(n == BIG, "short read of the 64 KiB file")
+            })
+        }
+        Call::Write64k => {
+            align = s.write_buf.alignment();
+            let buf = s.write_buf.as_slice();
+            Job::new(ctx, move || {
+                let n = calls::pwrite_start(fd, buf)?;
+                ok_if(n == BIG, "short write of 64 KiB")
+            })
+        }
+        Call::CreatWriteUnlink => {
+            let small = &s.small;
+            Job::new(ctx, move || calls::create_write_unlink(churn, small))
+        }
+        Call::Stat => Job::new(ctx, move || calls::stat(path)),
+        Call::Fstat => Job::new(ctx, move || calls::fstat(fd)),
+        Call::MmapMunmap => Job::new(ctx, || calls::mmap_munmap(BIG)),
+        Call::ClockGettimeSyscall => {
+            Job::new(ctx, || Ok::<_, anyhow::Error>(calls::raw_clock_gettime()))
+        }
+        Call::ClockGettimeVdso => {
+            Job::new(ctx, || Ok::<_, anyhow::Error>(calls::vdso_clock_gettime()))
+        }
+    };
+    Ok((job, align))
+}
+
+/// Samples `calls` in interleaved rounds, so drift in the machine's speed touches every call
+/// alike; returns one case per call with its thread-count check (`threads` expected).
+fn measure_calls(
+    ctx: &Context,
+    s: &Scratch,
+    calls: &[Call],
+    suffix: &str,
+    threads_expected: u64,
+) -> anyhow::Result<Vec<Case>> {
+    let mut jobs = Vec::with_capacity(calls.len());
+    let mut aligns = Vec::with_capacity(calls.len());
+    for &call in calls {
+        let (j, a) = job(ctx, call, s)?;
+        jobs.push(j);
+        aligns.push(a);
+    }
+    let threads_before = crate::sampler::threads_in_process();
+    let results = measure_interleaved(ctx, jobs, &|| ctx.progress.inc(1))?;
+    let threads = crate::sampler::threads_in_process().max(threads_before);
+    let mut cases = Vec::with_capacity(calls.len());
+    for ((&call, align), (samples, warnings)) in calls.iter().zip(aligns).zip(results) {
+        let description = if threads_expected > 1 {
+            format!("{}, with one idle extra thread", call.description())
+        } else {
+            call.description().to_owned()
+        };
+        let mut case = Case::new(
+            format!("{NAME}.{}{suffix}", call.id()),
+            description,
+            "call",
+            samples,
+        )
+        .param("call", call.id())
+        .param("system_call", call.is_syscall())
+        .param("cpu", ctx.first_cpu() as u64)
+        .param("threads_in_process", threads_expected);
+        if call.uses_buffer() {
+            case = case.param("buffer_alignment_bytes", align as u64);
+        }
+        if threads_expected == 1 {
+            case.checks
+                .extend(crate::sampler::single_task_check(threads));
+        } else {
+            case.checks.extend(crate::sampler::thread_count_check(
+                threads,
+                threads_expected,
+            ));
+        }
+        case.warnings = warnings;
+        cases.push(case);
+    }
+    Ok(cases)
 }
 
 impl super::Experiment for Options {
@@ -160,7 +332,9 @@ impl super::Experiment for Options {
     }
 }
 
-/// Runs the selected calls.
+/// Runs the selected calls: single-threaded first, then the `--multi-threaded` ones again in
+/// the same process with one idle extra thread (which cannot be undone: glibc stays in its
+/// multi-threaded mode), and the penalty of each.
 fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     use clap::ValueEnum;
     let calls: Vec<Call> = if opts.calls.is_empty() {
@@ -168,78 +342,55 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     } else {
         super::first_occurrences(&opts.calls)
     };
+    // A multi-threaded variant only of a call that is measured; `none` anywhere means none.
+    let mt: Vec<Call> = if opts.multi_threaded.iter().any(|m| m.0.is_none()) {
+        Vec::new()
+    } else {
+        let named: Vec<Call> = opts.multi_threaded.iter().filter_map(|m| m.0).collect();
+        super::first_occurrences(&named)
+            .into_iter()
+            .filter(|c| calls.contains(c))
+            .collect()
+    };
     oscost_sys::set_affinity(&[ctx.first_cpu()])
         .with_context(|| format!("pinning to CPU {}", ctx.first_cpu()))?;
     let scratch = Scratch::new()?;
     let mut out = ExperimentOutput::default();
     out.params.insert("rate_per_s".into(), opts.rate.into());
-    let write_buf = vec![0x5au8; BIG];
-    let small = vec![0xa5u8; 1024];
-    let fd = scratch.file.as_fd();
-    let (path, churn) = (&scratch.path, &scratch.churn_path);
-    let mut jobs = Vec::with_capacity(calls.len());
-    for &call in &calls {
-        jobs.push(match call {
-            Call::Enosys => Job::new(ctx, || {
-                let r = calls::invalid_syscall();
-                ok_if(r == -1, "syscall(-1) did not fail with ENOSYS")
-            }),
-            Call::Getpid => Job::new(ctx, || Ok::<_, anyhow::Error>(calls::raw_getpid())),
-            Call::Getppid => Job::new(ctx, || Ok::<_, anyhow::Error>(calls::raw_getppid())),
-            Call::Lseek => Job::new(ctx, move || calls::lseek_start(fd)),
-            Call::OpenClose => Job::new(ctx, move || calls::open_close(path)),
-            Call::Read64k => {
-                let mut buf = vec![0u8; BIG];
-                Job::new(ctx, move || {
-                    let n = calls::pread_start(fd, &mut buf)?;
-                    ok_if(n == BIG, "short read of the 64 KiB file")
-                })
-            }
-            Call::Write64k => {
-                let buf = &write_buf;
-                Job::new(ctx, move || {
-                    let n = calls::pwrite_start(fd, buf)?;
-                    ok_if(n == BIG, "short write of 64 KiB")
-                })
-            }
-            Call::CreatWriteUnlink => {
-                let small = &small;
-                Job::new(ctx, move || calls::create_write_unlink(churn, small))
-            }
-            Call::Stat => Job::new(ctx, move || calls::stat(path)),
-            Call::Fstat => Job::new(ctx, move || calls::fstat(fd)),
-            Call::MmapMunmap => Job::new(ctx, || calls::mmap_munmap(BIG)),
-            Call::ClockGettimeSyscall => {
-                Job::new(ctx, || Ok::<_, anyhow::Error>(calls::raw_clock_gettime()))
-            }
-            Call::ClockGettimeVdso => {
-                Job::new(ctx, || Ok::<_, anyhow::Error>(calls::vdso_clock_gettime()))
-            }
-        });
+    let steps = calls.len()
+        + ctx.sampler.samples
+        + if mt.is_empty() {
+            0
+        } else {
+            mt.len() + ctx.sampler.samples
+        };
+    ctx.progress.start(steps as u64, NAME);
+    out.cases = measure_calls(ctx, &scratch, &calls, "", 1)?;
+    if !mt.is_empty() {
+        let idle = crate::sampler::IdleThread::start().context("starting an idle thread")?;
+        ctx.progress.message("with an idle extra thread");
+        let mt_cases = measure_calls(ctx, &scratch, &mt, ".mt", 2)?;
+        drop(idle);
+        for c in &mt_cases {
+            let st = c.id.trim_end_matches(".mt").to_owned();
+            out.derived.push(DerivedSpec {
+                id: format!("{st}.mt_penalty"),
+                description: "what one idle extra thread in the process adds to the call (the \
+                              kernel takes a file reference on every call while the file table \
+                              is shared; glibc leaves its single-thread paths)"
+                    .into(),
+                terms: vec![(c.id.clone(), 1.0), (st.clone(), -1.0)],
+                flagged: super::failed_checks(c).or_else(|| {
+                    out.cases
+                        .iter()
+                        .find(|x| x.id == st)
+                        .and_then(super::failed_checks)
+                }),
+            });
+        }
+        out.cases.extend(mt_cases);
     }
-    // Cases are sampled in interleaved rounds so that drift in the machine's speed touches
-    // every call alike; a failing call's error names the call.
-    ctx.progress
-        .start((calls.len() + ctx.sampler.samples) as u64, NAME);
-    let threads_before = crate::sampler::threads_in_process();
-    let results = measure_interleaved(ctx, jobs, &|| ctx.progress.inc(1))?;
-    let threads = crate::sampler::threads_in_process().max(threads_before);
     ctx.progress.finish();
-    for (call, (samples, warnings)) in calls.into_iter().zip(results) {
-        let mut case = Case::new(
-            format!("{NAME}.{}", call.id()),
-            call.description(),
-            "call",
-            samples,
-        )
-        .param("call", call.id())
-        .param("system_call", call.is_syscall())
-        .param("cpu", ctx.first_cpu() as u64);
-        case.checks
-            .extend(crate::sampler::single_task_check(threads));
-        case.warnings = warnings;
-        out.cases.push(case);
-    }
     Ok(out)
 }
 
