@@ -47,7 +47,7 @@ pub struct GlobalOpts {
     #[arg(long, global = true, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
 
-    /// Smaller sizes, fewer and shorter samples: a rough figure in a second or two
+    /// Smaller sizes, fewer and shorter samples: a rough table in about a second per experiment
     #[arg(long, global = true)]
     pub quick: bool,
 
