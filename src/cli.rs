@@ -52,12 +52,12 @@ pub struct GlobalOpts {
     pub quick: bool,
 
     /// Samples per case, 5 or more (default 81, or 15 with --quick)
-    #[arg(long, global = true, value_name = "N",
-          value_parser = clap::value_parser!(u32).range(5..=100_000))]
+    #[arg(long, global = true, value_name = "N", allow_negative_numbers = true,
+          value_parser = parse_samples)]
     pub samples: Option<u32>,
 
     /// CPUs to measure on, kernel list syntax (`0-3,8`); single-task cases use the first
-    #[arg(long, global = true, value_name = "LIST")]
+    #[arg(long, global = true, value_name = "LIST", allow_hyphen_values = true)]
     pub cpus: Option<String>,
 
     /// Nice value for the measuring tasks (-20..19; a negative value such as -19 needs root or
@@ -79,7 +79,8 @@ pub struct GlobalOpts {
 /// What to do.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run experiments at their suite size (no names: the default suite; `ring` sweeps 2..64)
+    /// Run experiments at their suite size (no names: the default suite; `ring` runs 2, 4, 16 and
+    /// 64 tasks)
     Run {
         /// Experiments to run, in order
         #[arg(value_name = "EXPERIMENT", value_parser = experiment_names())]
@@ -91,6 +92,13 @@ pub enum Command {
     Env,
     #[command(flatten)]
     Experiment(ExperimentArgs),
+}
+
+fn parse_samples(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<i64>() {
+        Ok(n) if (5..=100_000).contains(&n) => Ok(n as u32),
+        _ => Err(format!("`{s}` is not a number of samples from 5 to 100000")),
+    }
 }
 
 fn experiment_names() -> clap::builder::PossibleValuesParser {
@@ -115,7 +123,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
             let text = e.render().to_string();
             let first = text.lines().next().unwrap_or("invalid arguments");
             let first = first.strip_prefix("error: ").unwrap_or(first);
-            eprintln!("oscost: {first} (see `oscost --help`)");
+            eprintln!("oscost: {first}{}", choices(&e));
             return Ok(ExitCode::from(2));
         }
     };
@@ -162,6 +170,18 @@ pub fn run() -> anyhow::Result<ExitCode> {
     }
     session::run(&cfg, &experiments)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What to do about a parse error: the valid values when clap knows them (an invalid choice),
+/// else a pointer to the help.
+fn choices(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue};
+    match e.get(ContextKind::ValidValue) {
+        Some(ContextValue::Strings(values)) if !values.is_empty() => {
+            format!(" (choose from: {})", values.join(", "))
+        }
+        _ => " (see `oscost --help`)".into(),
+    }
 }
 
 /// The named experiments at their suite size, or the default suite when none are named.

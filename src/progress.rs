@@ -7,6 +7,8 @@ use std::io::IsTerminal;
 /// An indicatif bar behind the measuring layer's [`Progress`] trait.
 pub struct Bar {
     bar: ProgressBar,
+    /// "[2/4] " while a suite of several experiments runs.
+    stage: std::sync::Mutex<String>,
 }
 
 impl Bar {
@@ -17,11 +19,35 @@ impl Bar {
             bar.set_draw_target(ProgressDrawTarget::stderr());
         }
         bar.set_style(
-            ProgressStyle::with_template("{prefix:>10} [{bar:30}] {pos}/{len} {msg} ({elapsed})")
-                .expect("static template")
-                .progress_chars("=> "),
+            ProgressStyle::with_template(
+                "{prefix:>16} [{bar:30}] {pos}/{len} {msg} ({elapsed}, about {eta} left)",
+            )
+            .expect("static template")
+            .progress_chars("=> "),
         );
-        Bar { bar }
+        Bar {
+            bar,
+            stage: std::sync::Mutex::new(String::new()),
+        }
+    }
+
+    /// Says which experiment of the run is measuring: `index` of `count` (from 1).
+    pub fn stage(&self, index: usize, count: usize) {
+        let text = if count > 1 {
+            format!("[{index}/{count}] ")
+        } else {
+            String::new()
+        };
+        *self.stage.lock().unwrap_or_else(|e| e.into_inner()) = text;
+    }
+
+    /// Shows `what` while nothing is measured yet (calibrating the clock, describing the
+    /// machine), so a run never starts with a blank screen.
+    pub fn preparing(&self, what: &str) {
+        self.bar.set_length(0);
+        self.bar.set_prefix("oscost");
+        self.bar.set_message(what.to_owned());
+        self.bar.tick();
     }
 }
 
@@ -30,7 +56,8 @@ impl Progress for Bar {
         self.bar.reset();
         self.bar.set_length(len);
         self.bar.set_position(0);
-        self.bar.set_prefix(what.to_owned());
+        let stage = self.stage.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        self.bar.set_prefix(format!("{stage}{what}"));
     }
     fn inc(&self, n: u64) {
         self.bar.inc(n);

@@ -22,15 +22,22 @@ use std::sync::{Arc, Mutex, PoisonError};
 /// Applies `--nice` and `--cpus` to this process; returns the CPUs experiments may use.
 fn apply_placement(cfg: &Config) -> anyhow::Result<Vec<usize>> {
     if let Some(n) = cfg.nice {
+        let inherited = os::nice().ok();
         os::set_nice(n).map_err(|e| {
-            anyhow::anyhow!(
-                "--nice {n}: {e}{}",
-                if n < 0 {
+            let hint = match inherited {
+                // Raising priority needs privilege whatever the sign: from an inherited 10,
+                // even 0 is a raise.
+                Some(cur) if n < cur && cur > 0 => format!(
+                    " (this process inherited nice {cur}; going below it needs root or \
+                     CAP_SYS_NICE: use --nice {cur}..19, or start oscost at a lower nice)"
+                ),
+                _ if n < 0 => {
                     " (a negative nice needs root or CAP_SYS_NICE; drop --nice or use 0..19)"
-                } else {
-                    ""
+                        .to_owned()
                 }
-            )
+                _ => String::new(),
+            };
+            anyhow::anyhow!("--nice {n}: {e}{hint}")
         })?;
     }
     match &cfg.cpus {
@@ -140,7 +147,16 @@ fn measure_in_child(
             let Ok(line) = line else { break };
             match serde_json::from_str::<worker::Message>(&line) {
                 Ok(worker::Message::Start { len, what }) => bar.start(len, &what),
-                Ok(worker::Message::Inc(n)) => bar.inc(n),
+                Ok(worker::Message::Inc(n)) => {
+                    bar.inc(n);
+                    // Nobody reads the tables any more (`oscost | head`): stop measuring.
+                    if reader_gone() {
+                        let c = children.lock().unwrap_or_else(PoisonError::into_inner);
+                        if let Some(pid) = c.current {
+                            let _ = os::task::send_signal(pid as i32, signal_hook::consts::SIGTERM);
+                        }
+                    }
+                }
                 Ok(worker::Message::Note(m)) => bar.message(&m),
                 Ok(worker::Message::Finish) => bar.finish(),
                 Ok(m) => last = Some(m),
@@ -243,6 +259,8 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs]) -> anyhow::Result<()> {
     };
     // Not being able to raise it only matters for large rings, which then name the limit.
     let _ = os::raise_open_file_limit();
+    let bar = Bar::new(!cfg.quiet);
+    bar.preparing("calibrating the clock and describing the machine");
     let clock = (!cfg.scripted).then(Clock::detect);
     let mut env = match &clock {
         Some(clock) => environment(cfg, clock, &cpus),
@@ -262,7 +280,7 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs]) -> anyhow::Result<()> {
                 std::env::temp_dir().display()
             )
         })?;
-    let bar = Bar::new(!cfg.quiet);
+    bar.finish();
     let whole = LoadProbe::start();
     let mut own_tasks = 0;
     let mut doc = ResultDoc {
@@ -270,7 +288,11 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs]) -> anyhow::Result<()> {
         environment: env.clone(),
         experiments: Vec::new(),
     };
-    for e in experiments {
+    for (index, e) in experiments.iter().enumerate() {
+        if reader_gone() {
+            break;
+        }
+        bar.stage(index + 1, experiments.len());
         let job = Job {
             experiment: e.clone(),
             sampler: cfg.sampler,
@@ -292,6 +314,10 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs]) -> anyhow::Result<()> {
                 } else {
                     String::new()
                 };
+                // The reader of stdout went away: stop quietly, keeping what was measured.
+                if reader_gone() && !cancel.load(Ordering::SeqCst) {
+                    break;
+                }
                 if err.downcast_ref::<oscost_measure::Cancelled>().is_some()
                     || cancel.load(Ordering::SeqCst)
                 {
@@ -350,7 +376,21 @@ fn show(cfg: &Config, text: &str) -> anyhow::Result<()> {
 pub fn print_stdout(text: &str) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            READER_GONE.store(true, Ordering::SeqCst);
+            Ok(())
+        }
         r => r.context("writing to stdout"),
     }
+}
+
+/// Set once standard output's reader has gone: the run then stops at the next sample.
+static READER_GONE: AtomicBool = AtomicBool::new(false);
+
+/// Whether standard output's reader has gone (a write failed, or poll says so).
+fn reader_gone() -> bool {
+    if !READER_GONE.load(Ordering::SeqCst) && os::stdout_reader_gone() {
+        READER_GONE.store(true, Ordering::SeqCst);
+    }
+    READER_GONE.load(Ordering::SeqCst)
 }

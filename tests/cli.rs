@@ -481,3 +481,48 @@ fn buffers_are_page_aligned_and_say_so() {
         .params
         .contains_key("buffer_alignment_bytes"));
 }
+
+/// Bad input says what would have been right: the valid choices, the validator's own message
+/// for a negative number (never "unexpected argument"), the CPUs that are not online.
+#[test]
+fn errors_name_the_choices_and_the_problem() {
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    let online = online.trim();
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &["syscall", "--calls", "nope"],
+            &["'nope'", "choose from:", "getpid", "read1"],
+        ),
+        (&["switch", "--via", "pigeon"], &["choose from:", "futex"]),
+        (&["run", "nosuch"], &["choose from:", "syscall", "ring"]),
+        (
+            &["syscall", "--samples", "-1"],
+            &["`-1` is not a number of samples from 5 to 100000"],
+        ),
+        (&["ring", "--tasks", "-4"], &["`-4` is not a list"]),
+        (&["ring", "--tokens", "-2"], &["`-2` is not a whole number"]),
+        (
+            &["syscall", "--cpus", "-1"],
+            &["--cpus", "`-1` is not a CPU list"],
+        ),
+        (
+            &["syscall", "--cpus", "0-99999"],
+            &["are not online", "-99999", online],
+        ),
+    ];
+    for (args, needles) in cases {
+        let out = oscost()
+            .args(["--quick", "--quiet"])
+            .args(*args)
+            .assert()
+            .code(2)
+            .get_output()
+            .clone();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(!err.contains("unexpected argument"), "{args:?}: {err}");
+        for n in *needles {
+            assert!(err.contains(n), "{args:?}: `{n}` missing from {err}");
+        }
+    }
+}

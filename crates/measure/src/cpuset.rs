@@ -12,17 +12,65 @@ pub fn online() -> Vec<usize> {
         })
 }
 
-/// Parses `text` and checks every CPU is online.
+/// Parses `text` and checks every CPU is online; the error names every CPU that is not (a
+/// range far beyond the machine, such as `0-99999`, included).
 pub fn parse_online(text: &str) -> Result<Vec<usize>, CpuListError> {
-    let cpus = parse(text)?;
     let on = online();
-    if let Some(&cpu) = cpus.iter().find(|c| !on.contains(c)) {
+    let mut missing: Vec<(usize, usize)> = Vec::new();
+    for part in text.trim().split(',') {
+        let bounds = match part.split_once('-') {
+            Some((a, b)) => a
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .zip(b.trim().parse::<usize>().ok()),
+            None => part.trim().parse::<usize>().ok().map(|a| (a, a)),
+        };
+        let Some((a, b)) = bounds.filter(|(a, b)| a <= b) else {
+            continue; // the syntax error is reported by `parse`
+        };
+        // [a, b] minus the online CPUs, as ranges, without expanding [a, b].
+        let mut from = a;
+        for &c in on.iter().filter(|&&c| c >= a && c <= b) {
+            if c > from {
+                missing.push((from, c - 1));
+            }
+            from = c + 1;
+        }
+        if from <= b {
+            missing.push((from, b));
+        }
+    }
+    if !missing.is_empty() && parse_syntax_only(text) {
+        let named: Vec<String> = missing
+            .iter()
+            .map(|&(a, b)| {
+                if a == b {
+                    a.to_string()
+                } else {
+                    format!("{a}-{b}")
+                }
+            })
+            .collect();
         return Err(CpuListError::NotOnline {
-            cpu,
+            cpus: named.join(","),
             online: format(&on),
         });
     }
-    Ok(cpus)
+    parse(text)
+}
+
+/// Whether `text` is a CPU list in syntax (numbers, ranges that do not run backwards).
+fn parse_syntax_only(text: &str) -> bool {
+    let text = text.trim();
+    !text.is_empty()
+        && text.split(',').all(|part| {
+            let num = |s: &str| s.trim().parse::<usize>().ok();
+            match part.split_once('-') {
+                Some((a, b)) => matches!((num(a), num(b)), (Some(a), Some(b)) if a <= b),
+                None => num(part).is_some(),
+            }
+        })
 }
 
 #[cfg(test)]
@@ -33,7 +81,10 @@ mod tests {
     fn rejects_cpus_that_are_not_online() {
         assert!(matches!(
             parse_online("99999"),
-            Err(CpuListError::NotOnline { cpu: 99999, .. })
+            Err(CpuListError::NotOnline { ref cpus, .. }) if cpus == "99999"
         ));
+        let e = parse_online("0-99999").unwrap_err().to_string();
+        assert!(e.contains("-99999 are not online"), "{e}");
+        assert!(matches!(parse_online("x"), Err(CpuListError::Syntax(_))));
     }
 }

@@ -11,14 +11,23 @@ pub enum CpuListError {
     /// A range runs backwards.
     #[error("range `{0}` runs backwards")]
     Backwards(String),
-    /// A CPU is not online on this machine.
-    #[error("CPU {cpu} is not online (online: {online})")]
+    /// CPUs that are not online on this machine.
+    #[error("{} not online (online: {online})", cpus_are(.cpus))]
     NotOnline {
-        /// The offending CPU.
-        cpu: usize,
+        /// The offending CPUs, in list syntax.
+        cpus: String,
         /// The online list.
         online: String,
     },
+}
+
+/// "CPU 5 is" or "CPUs 2-9 are".
+fn cpus_are(list: &str) -> String {
+    if list.contains([',', '-']) {
+        format!("CPUs {list} are")
+    } else {
+        format!("CPU {list} is")
+    }
 }
 
 /// Parses `0-3,8` into a sorted, de-duplicated list.

@@ -442,10 +442,11 @@ fn this_run(o: &mut Out, env: &Environment) {
     o.row(
         "oscost",
         format!(
-            "{}, commit {}, rustc {}",
+            "{}, commit {}, built with {}",
             env.oscost_version,
             opt(&env.git_commit),
-            opt(&env.rustc_version)
+            // `rustc --version` already starts with "rustc".
+            env.rustc_version.as_deref().unwrap_or("an unknown rustc")
         ),
     );
     o.row("command", env.command_line.join(" "));

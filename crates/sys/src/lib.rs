@@ -246,3 +246,16 @@ pub fn raise_open_file_limit() -> io::Result<u64> {
     }
     Ok(rl.rlim_cur)
 }
+
+/// Whether standard output leads nowhere any more: a pipe whose reader has gone (`oscost |
+/// head -3`), which `poll` reports as POLLERR on the write end. A terminal or a file never is.
+pub fn stdout_reader_gone() -> bool {
+    let mut p = libc::pollfd {
+        fd: libc::STDOUT_FILENO,
+        events: 0,
+        revents: 0,
+    };
+    // SAFETY: p is one valid pollfd for the call's duration; timeout 0 never blocks.
+    let r = unsafe { libc::poll(&mut p, 1, 0) };
+    r == 1 && p.revents & libc::POLLERR != 0
+}

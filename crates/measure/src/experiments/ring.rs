@@ -84,11 +84,12 @@ pub enum RingPlacement {
 pub struct Options {
     /// Ring sizes: a list (`2,4,16`) or a doubling range (`2..1024`) [default: 2..1024, or
     /// 2,4,16,64 with --quick]
-    #[arg(long, value_name = "N,...|A..B", value_parser = parse_tasks)]
+    #[arg(long, value_name = "N,...|A..B", value_parser = parse_tasks, allow_hyphen_values = true)]
     pub tasks: Option<TaskList>,
 
     /// Tokens circulating at once (1 <= K < N)
-    #[arg(long, default_value_t = 1, value_name = "K")]
+    #[arg(long, default_value_t = 1, value_name = "K", allow_negative_numbers = true,
+          value_parser = parse_count)]
     pub tokens: usize,
 
     /// Threads of one process, or processes
@@ -100,7 +101,8 @@ pub struct Options {
     pub via: RingVia,
 
     /// Private working set each task sums on every hop, KiB (lmbench -s)
-    #[arg(long, default_value_t = 0, value_name = "KIB")]
+    #[arg(long, default_value_t = 0, value_name = "KIB", allow_negative_numbers = true,
+          value_parser = parse_count)]
     pub size: usize,
 
     /// Where the tasks run
@@ -155,6 +157,14 @@ impl Drop for PolicyRestore {
             let _ = task::set_sched_policy(p);
         }
     }
+}
+
+/// A count that cannot be negative, with a message that says so (clap would otherwise read
+/// `-4` as an unknown flag).
+fn parse_count(s: &str) -> Result<usize, String> {
+    s.trim()
+        .parse::<usize>()
+        .map_err(|_| format!("`{s}` is not a whole number of 0 or more"))
 }
 
 /// Ring sizes from `--tasks`.
@@ -349,8 +359,8 @@ fn preemption_warning(case: &mut Case, n: usize) {
         .unwrap_or(0.0);
     if n > 2 && inv > 0.05 {
         case.warnings.push(format!(
-            "{inv:.2} involuntary switches per hop: wakeup preemption switches the waker out \
-             before it blocks (EEVDF); the hop time includes them"
+            "wakeup preemption: {inv:.2} involuntary switches per hop (the scheduler switches \
+             the waker out before it blocks); the hop time includes them"
         ));
     }
 }
