@@ -2,7 +2,6 @@
 //! what a copy to or from the kernel costs (a buffer 16 bytes off a cache line reads 64 KiB
 //! 20–30 % slower than a page-aligned one), so every such buffer starts on a page.
 
-use crate::last_error;
 use std::io;
 use std::ptr::NonNull;
 
@@ -20,21 +19,7 @@ impl PageBuffer {
     /// Maps `len` bytes (at least 1).
     pub fn new(len: usize) -> io::Result<PageBuffer> {
         let len = len.max(1);
-        // SAFETY: a fresh private anonymous mapping; no existing memory is touched.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(last_error("mmap(MAP_PRIVATE|MAP_ANONYMOUS)"));
-        }
-        let ptr = NonNull::new(p.cast::<u8>()).ok_or_else(|| last_error("mmap"))?;
+        let ptr = crate::map_anonymous(len, false)?;
         Ok(PageBuffer { ptr, len })
     }
 

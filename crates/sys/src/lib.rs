@@ -29,6 +29,31 @@ pub fn last_error(call: &str) -> io::Error {
     io::Error::new(e.kind(), format!("{call}: {e}"))
 }
 
+/// Maps `len` (at least 1) zeroed bytes of anonymous memory at a page boundary, shared with
+/// processes forked later when `shared`, else private.
+pub(crate) fn map_anonymous(len: usize, shared: bool) -> io::Result<std::ptr::NonNull<u8>> {
+    let (kind, name) = if shared {
+        (libc::MAP_SHARED, "mmap(MAP_SHARED|MAP_ANONYMOUS)")
+    } else {
+        (libc::MAP_PRIVATE, "mmap(MAP_PRIVATE|MAP_ANONYMOUS)")
+    };
+    // SAFETY: an anonymous mapping at a kernel-chosen address aliases nothing of ours.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len.max(1),
+            libc::PROT_READ | libc::PROT_WRITE,
+            kind | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(last_error(name));
+    }
+    std::ptr::NonNull::new(p.cast::<u8>()).ok_or_else(|| last_error(name))
+}
+
 /// The calling thread's kernel task id.
 pub fn gettid() -> i32 {
     // SAFETY: gettid has no arguments and cannot fail.

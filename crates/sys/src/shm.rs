@@ -1,6 +1,5 @@
 //! Memory shared with forked children: made before the fork, so a child only uses it.
 
-use crate::last_error;
 use std::io;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64};
@@ -24,22 +23,7 @@ unsafe impl Sync for SharedMap {}
 impl SharedMap {
     pub(crate) fn new(len: usize) -> io::Result<SharedMap> {
         let len = len.max(1);
-        // SAFETY: an anonymous mapping at a kernel-chosen address aliases nothing of ours.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(last_error("mmap(MAP_SHARED|MAP_ANONYMOUS)"));
-        }
-        let ptr =
-            NonNull::new(p.cast::<u8>()).ok_or_else(|| io::Error::other("mmap returned NULL"))?;
+        let ptr = crate::map_anonymous(len, true)?;
         Ok(SharedMap { ptr, len })
     }
 

@@ -96,6 +96,35 @@ pub trait Experiment:
     fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput>;
 }
 
+/// One value of a `--multi-threaded` list: a case to measure again with one idle extra thread,
+/// or `none` (`Mt(None)`), which turns the variants off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mt<T>(pub Option<T>);
+
+/// Parses one value of a `--multi-threaded` list; an unknown name lists the choices.
+pub(crate) fn parse_mt<T: clap::ValueEnum>(s: &str, what: &str) -> Result<Mt<T>, String> {
+    if s == "none" {
+        return Ok(Mt(None));
+    }
+    T::from_str(s, false).map(|v| Mt(Some(v))).map_err(|_| {
+        let names: Vec<String> = T::value_variants().iter().map(value_name).collect();
+        format!("`{s}` is not a {what} (one of: none, {})", names.join(", "))
+    })
+}
+
+/// The values of a `--multi-threaded` list that are among `measured`, each once; none when
+/// the list says `none` anywhere.
+pub(crate) fn pick_mt<T: Copy + PartialEq>(list: &[Mt<T>], measured: &[T]) -> Vec<T> {
+    if list.iter().any(|m| m.0.is_none()) {
+        return Vec::new();
+    }
+    let named: Vec<T> = list.iter().filter_map(|m| m.0).collect();
+    first_occurrences(&named)
+        .into_iter()
+        .filter(|v| measured.contains(v))
+        .collect()
+}
+
 /// What `oscost list` shows of an experiment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ExperimentInfo {

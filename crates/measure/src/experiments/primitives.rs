@@ -8,6 +8,7 @@
 //! pinned to one CPU, and a verification batch counted with `getrusage(RUSAGE_THREAD)` proves
 //! that no switch happened while it ran.
 
+use super::Mt;
 use crate::context::{Cancelled, Context};
 use crate::sampler::measure_fallible;
 use anyhow::Context as _;
@@ -183,27 +184,11 @@ pub struct Options {
     /// multi-threaded costs each of them (`<case>.mt_penalty`); `none` for none
     #[arg(long, value_name = "PRIMITIVE,...|none", value_delimiter = ',',
           default_value = "pipe,pthread-mutex", value_parser = parse_mt)]
-    pub multi_threaded: Vec<MtPrimitive>,
+    pub multi_threaded: Vec<Mt<Primitive>>,
 }
 
-/// A primitive of `--multi-threaded`, or `none`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct MtPrimitive(pub Option<Primitive>);
-
-fn parse_mt(s: &str) -> Result<MtPrimitive, String> {
-    use clap::ValueEnum;
-    if s == "none" {
-        return Ok(MtPrimitive(None));
-    }
-    Primitive::from_str(s, false)
-        .map(|p| MtPrimitive(Some(p)))
-        .map_err(|_| {
-            let names: Vec<String> = Primitive::value_variants().iter().map(|p| p.id()).collect();
-            format!(
-                "`{s}` is not a primitive (one of: none, {})",
-                names.join(", ")
-            )
-        })
+fn parse_mt(s: &str) -> Result<Mt<Primitive>, String> {
+    super::parse_mt(s, "primitive")
 }
 
 /// One no-switch measurement: the samples and what the verification batch counted.
@@ -382,15 +367,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         super::first_occurrences(&opts.only)
     };
     // A multi-threaded variant only of a primitive that is measured; `none` means none.
-    let mt: Vec<Primitive> = if opts.multi_threaded.iter().any(|m| m.0.is_none()) {
-        Vec::new()
-    } else {
-        let named: Vec<Primitive> = opts.multi_threaded.iter().filter_map(|m| m.0).collect();
-        super::first_occurrences(&named)
-            .into_iter()
-            .filter(|p| prims.contains(p))
-            .collect()
-    };
+    let mt = super::pick_mt(&opts.multi_threaded, &prims);
     let cpu = ctx.first_cpu();
     let mut out = ExperimentOutput::default();
     out.params.insert("cpu".into(), (cpu as u64).into());
@@ -533,7 +510,7 @@ mod tests {
             let out = run(
                 &Options {
                     only: vec![],
-                    multi_threaded: vec![MtPrimitive(None)],
+                    multi_threaded: vec![Mt(None)],
                 },
                 ctx,
             )
@@ -595,7 +572,7 @@ mod tests {
             let out = run(
                 &Options {
                     only,
-                    multi_threaded: vec![MtPrimitive(None)],
+                    multi_threaded: vec![Mt(None)],
                 },
                 ctx,
             )
@@ -645,7 +622,7 @@ mod tests {
             let err = run(
                 &Options {
                     only: vec![Primitive::Pipe],
-                    multi_threaded: vec![MtPrimitive(None)],
+                    multi_threaded: vec![Mt(None)],
                 },
                 ctx,
             )

@@ -424,8 +424,31 @@ fn ring_case(opts: &Options, ctx: &Context, n: usize, masks: Vec<CpuMask>) -> an
         ),
         _ => {}
     }
-    case.checks
-        .push(switch_check(opts, per(sw.total()), &counts, hops));
+    let check = switch_check(opts, per(sw.total()), &counts, hops);
+    if !check.passed
+        && check.counted < 1.0
+        && (opts.tokens > 1 || opts.placement == RingPlacement::Free)
+    {
+        // Expected with this setting: say what happened instead of a switch.
+        case.warnings.push(format!(
+            "expected with {}: {:.2} switches per hop instead of at least 1 ({}; the hop time is \
+             then not a switch cost, and switch_cost and per_switch are flagged: use --tokens 1 \
+             --placement same for one switch per hop)",
+            if opts.tokens > 1 {
+                format!("{} tokens", opts.tokens)
+            } else {
+                "free placement".to_owned()
+            },
+            check.counted,
+            if opts.tokens > 1 {
+                "a task often finds the next token already waiting and passes it on without \
+                 blocking"
+            } else {
+                "tasks on different CPUs pass the token without either one switching"
+            }
+        ));
+    }
+    case.checks.push(check);
     preemption_warning(&mut case, n);
     add_migrations(&mut case, &counts, opts.placement == RingPlacement::Same);
     if opts.verify_order {

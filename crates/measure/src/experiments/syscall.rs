@@ -5,6 +5,7 @@
 //! shape is timed too and subtracted. Files live in a private temporary directory that is
 //! removed on every exit path (drop runs on errors and on Ctrl-C, which only sets a flag).
 
+use super::Mt;
 use crate::context::Context;
 use crate::sampler::{measure_interleaved, Job};
 use crate::scratch::ScratchDir;
@@ -128,24 +129,11 @@ pub struct Options {
     /// multi-threaded costs each of them (`<case>.mt_penalty`); `none` for none
     #[arg(long, value_name = "CALL,...|none", value_delimiter = ',', default_value = "lseek,fstat",
           value_parser = parse_mt)]
-    pub multi_threaded: Vec<MtCall>,
+    pub multi_threaded: Vec<Mt<Call>>,
 }
 
-/// A call of `--multi-threaded`, or `none`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct MtCall(pub Option<Call>);
-
-fn parse_mt(s: &str) -> Result<MtCall, String> {
-    use clap::ValueEnum;
-    if s == "none" {
-        return Ok(MtCall(None));
-    }
-    Call::from_str(s, false)
-        .map(|c| MtCall(Some(c)))
-        .map_err(|_| {
-            let names: Vec<String> = Call::value_variants().iter().map(|c| c.id()).collect();
-            format!("`{s}` is not a call (one of: none, {})", names.join(", "))
-        })
+fn parse_mt(s: &str) -> Result<Mt<Call>, String> {
+    super::parse_mt(s, "call")
 }
 
 fn parse_rate(s: &str) -> Result<f64, String> {
@@ -343,15 +331,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         super::first_occurrences(&opts.calls)
     };
     // A multi-threaded variant only of a call that is measured; `none` anywhere means none.
-    let mt: Vec<Call> = if opts.multi_threaded.iter().any(|m| m.0.is_none()) {
-        Vec::new()
-    } else {
-        let named: Vec<Call> = opts.multi_threaded.iter().filter_map(|m| m.0).collect();
-        super::first_occurrences(&named)
-            .into_iter()
-            .filter(|c| calls.contains(c))
-            .collect()
-    };
+    let mt = super::pick_mt(&opts.multi_threaded, &calls);
     oscost_sys::set_affinity(&[ctx.first_cpu()])
         .with_context(|| format!("pinning to CPU {}", ctx.first_cpu()))?;
     let scratch = Scratch::new()?;
