@@ -71,6 +71,11 @@ pub struct GlobalOpts {
     #[arg(long, short, global = true)]
     pub quiet: bool,
 
+    /// Under each table, every case's warning in full (by default one line per kind of
+    /// warning, saying how many cases it touched)
+    #[arg(long, short, global = true, conflicts_with = "quiet")]
+    pub verbose: bool,
+
     /// Tests only: a fictional machine and a scripted clock, for the example experiments
     #[arg(long, global = true, hide = true)]
     pub scripted: bool,

@@ -35,6 +35,8 @@ pub struct Config {
     pub nice: Option<i32>,
     /// `--quiet`.
     pub quiet: bool,
+    /// `--verbose`: every case's warning in full.
+    pub verbose: bool,
     /// `--scripted`: the fictional machine and the scripted clock, for tests.
     pub scripted: bool,
 }
@@ -79,6 +81,7 @@ impl Config {
             cpus,
             nice: g.nice,
             quiet: g.quiet,
+            verbose: g.verbose,
             scripted: g.scripted,
         };
         let to_stdout = [&cfg.json, &cfg.csv, &cfg.markdown]

@@ -335,7 +335,7 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs]) -> anyhow::Result<()> {
             probe.finish_for(tasks, cpus.len())
         };
         let result = summarise::experiment(e.name(), out, ns_per_tick, Some(load));
-        show(cfg, &render::terminal(&result, &tick_unit, None))?;
+        show(cfg, &result, &tick_unit)?;
         doc.experiments.push(result);
         write_files(cfg, &doc, false)?;
     }
@@ -354,22 +354,39 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Prints a human table: to stdout, or to stderr when stdout carries a machine format.
-fn show(cfg: &Config, text: &str) -> anyhow::Result<()> {
-    let text = if cfg.quiet {
-        text.lines()
-            .filter(|l| !l.starts_with("warning: "))
-            .map(|l| format!("{l}\n"))
-            .collect()
+/// Prints an experiment's tables: to stdout, or to stderr when stdout carries a machine
+/// format. Warnings are summarised by kind, printed in full with `--verbose`, left out with
+/// `--quiet` (the result files keep them all).
+fn show(
+    cfg: &Config,
+    result: &oscost_model::ExperimentResult,
+    tick_unit: &str,
+) -> anyhow::Result<()> {
+    let warnings = if cfg.quiet {
+        render::Warnings::Hidden
+    } else if cfg.verbose {
+        render::Warnings::Full
     } else {
-        text.to_owned()
+        render::Warnings::Summary
     };
+    let text = render::terminal_with(result, tick_unit, table_width(cfg), warnings);
     if cfg.stdout_taken() {
         eprint!("{text}");
         Ok(())
     } else {
         print_stdout(&text)
     }
+}
+
+/// The width tables are laid out to: `COLUMNS` when it is set to a number (it overrides the
+/// terminal), else the width of the terminal the tables go to; none (the tables' natural
+/// width) for a pipe or a file.
+fn table_width(cfg: &Config) -> Option<u16> {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<u16>().ok())
+        .filter(|&c| c > 0)
+        .or_else(|| render::terminal_width(cfg.stdout_taken()))
 }
 
 /// Writes to stdout. A reader that went away (`| head`) is not an error; a full disk is.

@@ -8,8 +8,16 @@ use assert_cmd::Command;
 use oscost_model::ResultDoc;
 use std::path::Path;
 
+/// oscost with no `COLUMNS` from the caller: tables at their natural width unless a test
+/// sets it.
 fn oscost() -> Command {
-    Command::cargo_bin("oscost").unwrap()
+    let mut c = Command::cargo_bin("oscost").unwrap();
+    c.env_remove("COLUMNS");
+    c
+}
+
+fn stdout_of(c: &mut Command) -> String {
+    String::from_utf8(c.assert().success().get_output().stdout.clone()).unwrap()
 }
 
 fn read_doc(path: &Path) -> ResultDoc {
@@ -225,4 +233,100 @@ fn scripted_and_real_experiments_do_not_mix() {
         let err = String::from_utf8(out.stderr).unwrap();
         assert!(err.starts_with("oscost: ") && err.contains(needle), "{err}");
     }
+}
+
+/// `COLUMNS` sets the width the tables are laid out to: at 60 columns every table line fits,
+/// columns are dropped rather than a case id split, and every case id is whole on a line.
+#[test]
+fn columns_sets_the_table_width_and_no_case_id_is_split() {
+    let out = stdout_of(oscost().env("COLUMNS", "60").args([
+        "--scripted",
+        "run",
+        "example",
+        "example-more",
+    ]));
+    insta::assert_snapshot!("table-60", &out);
+    for l in out.lines().filter(|l| !l.starts_with("warning")) {
+        assert!(l.chars().count() <= 60, "wider than 60: {l}");
+    }
+    for id in [
+        "example.cost100",
+        "example.cost250",
+        "example.cost400",
+        "example.flagged_difference",
+        "example-more.cost240",
+        "example-more.flagged_difference",
+    ] {
+        assert!(
+            out.lines()
+                .any(|l| l.split([' ', '│', '┆']).any(|word| word == id)),
+            "{id} is not whole on any line:\n{out}"
+        );
+    }
+    let natural = stdout_of(oscost().args(["--scripted", "example"]));
+    assert!(
+        natural.lines().any(|l| l.chars().count() > 100),
+        "{natural}"
+    );
+}
+
+/// By default a kind of per-case warning is one summary line; `--verbose` adds every case's
+/// own text under it; `--quiet` prints no warning at all, and the result file keeps them all.
+#[test]
+fn verbose_shows_every_warning_quiet_none() {
+    let case_line = "example.cost400: a scripted warning on one case";
+    let default = stdout_of(oscost().args(["--scripted", "example"]));
+    assert!(
+        default
+            .lines()
+            .any(|l| l
+                == "warning: a scripted warning on one case for 1 of 3 cases (example.cost400)"),
+        "{default}"
+    );
+    assert!(default
+        .lines()
+        .any(|l| l == "warning: a scripted warning on the whole experiment"));
+    assert!(!default.contains(case_line), "{default}");
+
+    for flag in ["--verbose", "-v"] {
+        let verbose = stdout_of(oscost().args(["--scripted", "example", flag]));
+        assert!(
+            verbose.lines().any(|l| l == format!("  {case_line}")),
+            "{verbose}"
+        );
+        assert!(verbose.starts_with(&default[..default.find("warning: ").unwrap()]));
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    for flag in ["--quiet", "-q"] {
+        let out = oscost()
+            .args(["--scripted", "example", flag, "--json"])
+            .arg(&json)
+            .assert()
+            .success()
+            .get_output()
+            .clone();
+        let text = String::from_utf8(out.stdout).unwrap() + &String::from_utf8(out.stderr).unwrap();
+        assert!(!text.lines().any(|l| l.starts_with("warning")), "{text}");
+        assert!(!text.contains("warning(s)"), "{text}");
+        assert!(text.contains("example.cost400"), "{text}");
+    }
+    let doc = read_doc(&json);
+    let e = &doc.experiments[0];
+    assert_eq!(e.warnings, ["a scripted warning on the whole experiment"]);
+    let c = e.cases.iter().find(|c| c.id == "example.cost400").unwrap();
+    assert_eq!(c.warnings, ["a scripted warning on one case"]);
+
+    let out = oscost()
+        .args(["--scripted", "example", "-q", "-v"])
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.starts_with("oscost: ") && err.contains("--quiet"),
+        "{err}"
+    );
 }

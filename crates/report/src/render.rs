@@ -3,8 +3,12 @@
 //! All output is deterministic for a given document (no timestamps, fixed number formats), so
 //! it can be pinned in tests.
 
-use comfy_table::{presets, Cell, CellAlignment, ContentArrangement, Table};
+use comfy_table::{
+    presets, Cell, CellAlignment, ColumnConstraint, ContentArrangement, Table, Width,
+};
 use oscost_model::schema::{CaseResult, ExperimentResult, ResultDoc};
+
+mod warnings;
 
 /// A duration in ns with a unit that keeps 3-4 significant digits.
 pub fn fmt_ns(ns: f64) -> String {
@@ -40,7 +44,8 @@ fn fmt_cycles(c: f64) -> String {
     }
 }
 
-/// Notes for a case: failed checks, noise, warnings.
+/// Notes for a case: failed checks, noise, and the kind of each warning (`warm-up did not
+/// settle`), in words that stand on their own when the warnings themselves are not printed.
 fn notes(c: &CaseResult) -> String {
     let mut n = Vec::new();
     for k in &c.checks {
@@ -58,9 +63,7 @@ fn notes(c: &CaseResult) -> String {
     if c.noisy {
         n.push("noisy".into());
     }
-    if !c.warnings.is_empty() {
-        n.push(format!("{} warning(s)", c.warnings.len()));
-    }
+    n.extend(warnings::tags(c));
     n.join("; ")
 }
 
@@ -111,71 +114,276 @@ fn derived_rows(e: &ExperimentResult) -> Vec<Vec<String>> {
         .collect()
 }
 
-fn table(head: &[&str], rows: Vec<Vec<String>>, width: Option<u16>) -> Table {
+/// Columns the terminal drops when it is too narrow, first to go first: `min`, `p95`,
+/// `share at rate`, the tick column, then `95% CI`. The id, the median and the notes always
+/// stay; an empty notes column goes before anything else.
+fn drop_rank(head: &str, tick_unit: &str) -> Option<u8> {
+    match head {
+        "min" => Some(1),
+        "p95" => Some(2),
+        "share at rate" => Some(3),
+        h if h == tick_unit => Some(4),
+        "95% CI" => Some(LAST_RANK),
+        _ => None,
+    }
+}
+
+const LAST_RANK: u8 = 5;
+
+/// Notes are wrapped down to this width before a column is dropped to make room for them...
+const NOTES_WANTED: usize = 32;
+/// ...and down to this one before `95% CI` is...
+const NOTES_BESIDE_CI: usize = 16;
+/// ...and below this width (or their longest word's) they leave the table for lines of their
+/// own under it.
+const NOTES_NARROWEST: usize = 12;
+
+fn text_width(s: &str) -> usize {
+    s.chars().count()
+}
+
+/// A table laid out for `width` columns, or at its natural width (`None`). The first column (a
+/// case or figure id) is never wrapped, nor is any figure: when the table is too wide, columns
+/// are dropped in [`drop_rank`] order, then the notes (the last column) are wrapped, and when
+/// even that leaves them too little room they are returned to be printed under the table, as
+/// `(id, notes)`, with the headers of the columns kept.
+fn table(
+    head: &[&str],
+    rows: Vec<Vec<String>>,
+    tick_unit: &str,
+    width: Option<u16>,
+) -> (Table, Vec<(String, String)>, Vec<String>) {
+    let cols = head.len();
+    let notes = cols - 1;
+    let natural: Vec<usize> = (0..cols)
+        .map(|i| {
+            rows.iter()
+                .map(|r| text_width(&r[i]))
+                .chain([text_width(head[i])])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut shown = vec![true; cols];
+    let mut notes_width = None;
+    let mut notes_below = false;
+    if let Some(width) = width.map(usize::from) {
+        let notes_empty = rows.iter().all(|r| r[notes].is_empty());
+        // Notes are wrapped between words, never inside one (an id they name stays whole).
+        let longest_word = rows
+            .iter()
+            .flat_map(|r| r[notes].split(' '))
+            .map(text_width)
+            .max()
+            .unwrap_or(0);
+        let rank = |i: usize| {
+            if i == notes {
+                notes_empty.then_some(0)
+            } else {
+                drop_rank(head[i], tick_unit)
+            }
+        };
+        // Each column takes its text, a space either side and the border on its right; the
+        // table's left border is the 1.
+        let others = |shown: &[bool]| {
+            1 + (0..notes)
+                .filter(|&i| shown[i])
+                .map(|i| natural[i] + 3)
+                .sum::<usize>()
+        };
+        while let Some((r, next)) = (0..cols)
+            .filter(|&i| shown[i])
+            .filter_map(|i| rank(i).map(|r| (r, i)))
+            .min()
+        {
+            // The interval goes only when the notes could not be read beside it.
+            let wanted = natural[notes]
+                .min(if r < LAST_RANK {
+                    NOTES_WANTED
+                } else {
+                    NOTES_BESIDE_CI
+                })
+                .max(longest_word);
+            if others(&shown) + if shown[notes] { wanted + 3 } else { 0 } <= width {
+                break;
+            }
+            shown[next] = false;
+        }
+        if shown[notes] {
+            let room = width.saturating_sub(others(&shown) + 3);
+            if room < natural[notes] {
+                if room >= NOTES_NARROWEST.max(longest_word) {
+                    notes_width = Some(room);
+                } else {
+                    notes_below = true;
+                    shown[notes] = false;
+                }
+            }
+        }
+    }
+    let below = if notes_below {
+        rows.iter()
+            .filter(|r| !r[notes].is_empty())
+            .map(|r| (r[0].clone(), r[notes].clone()))
+            .collect()
+    } else {
+        Vec::new()
+    };
+
     let mut t = Table::new();
     t.load_preset(presets::UTF8_FULL_CONDENSED);
-    t.set_content_arrangement(ContentArrangement::Dynamic);
-    match width {
-        Some(w) => {
-            t.set_width(w);
-        }
-        // A pseudo-terminal that reports no size (0 columns) would squeeze every cell to a
-        // letter; lay the table out at its natural width instead.
-        None if t.width().is_some_and(|w| w < 40) => {
-            t.set_content_arrangement(ContentArrangement::Disabled);
-        }
-        None => {}
-    }
-    t.set_header(head.iter().map(Cell::new));
+    // Laid out here, not by the terminal: the same width gives the same table everywhere.
+    t.force_no_tty();
+    t.set_content_arrangement(ContentArrangement::Disabled);
+    let keep = |r: Vec<String>| -> Vec<String> {
+        r.into_iter()
+            .zip(&shown)
+            .filter_map(|(c, &s)| s.then_some(c))
+            .collect()
+    };
+    let right: Vec<bool> = (0..cols)
+        .filter(|&i| shown[i])
+        .map(|i| i > 0 && i < notes)
+        .collect();
+    t.set_header(keep(head.iter().map(|h| h.to_string()).collect()));
     for r in rows {
-        t.add_row(r.into_iter().enumerate().map(|(i, s)| {
+        t.add_row(keep(r).into_iter().zip(&right).map(|(s, &right)| {
             let c = Cell::new(s);
-            if i > 0 && i < head.len() - 1 {
+            if right {
                 c.set_alignment(CellAlignment::Right)
             } else {
                 c
             }
         }));
     }
-    t
+    if let (Some(w), Some(column)) = (notes_width, t.column_iter_mut().last()) {
+        let w = u16::try_from(w + 2).unwrap_or(u16::MAX);
+        column.set_constraint(ColumnConstraint::UpperBoundary(Width::Fixed(w)));
+    }
+    let kept = keep(head.iter().map(|h| h.to_string()).collect());
+    (t, below, kept)
+}
+
+/// `text` wrapped at spaces to `width` columns, continuation lines indented by `indent`
+/// spaces (a word longer than a line is left whole); unchanged without a width. Ends in a
+/// newline.
+fn wrap(text: &str, width: Option<u16>, indent: usize) -> String {
+    let Some(width) = width.map(usize::from) else {
+        return format!("{text}\n");
+    };
+    let body = text.trim_start_matches(' ');
+    let mut out = String::new();
+    let mut line = " ".repeat(text.len() - body.len());
+    let mut words = 0;
+    for word in body.split(' ').filter(|w| !w.is_empty()) {
+        if words > 0 && text_width(&line) + 1 + text_width(word) > width {
+            out += &line;
+            out.push('\n');
+            line = " ".repeat(indent);
+            words = 0;
+        }
+        if words > 0 {
+            line.push(' ');
+        }
+        line += word;
+        words += 1;
+    }
+    out += &line;
+    out.push('\n');
+    out
+}
+
+/// How much of an experiment's warnings its terminal view prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Warnings {
+    /// None (`--quiet`); the notes column still names each case's kinds of warning.
+    Hidden,
+    /// Experiment-wide warnings, and one line per kind of per-case warning saying how many
+    /// cases it touched, what it means, what to do and where the methodology explains it.
+    #[default]
+    Summary,
+    /// The summary, and under each kind every case's own text (`--verbose`).
+    Full,
 }
 
 /// The terminal view of one experiment: its table, derived figures, unavailable cases and
-/// warnings. `tick_unit` names the counter column (`ref-cycles` for the TSC); `width` fixes
-/// the table width (tests), `None` fits the terminal.
+/// warnings summarised by kind. `tick_unit` names the counter column (`ref-cycles` for the
+/// TSC); `width` is the terminal's width (`None`: the tables' natural width).
 pub fn terminal(e: &ExperimentResult, tick_unit: &str, width: Option<u16>) -> String {
+    terminal_with(e, tick_unit, width, Warnings::Summary)
+}
+
+/// [`terminal`] with the warnings printed as `warnings` says.
+///
+/// In a narrow terminal columns are dropped, `min` first, then `p95`, `share at rate`, the tick
+/// column and `95% CI`, before the notes are wrapped; a case id is never split.
+pub fn terminal_with(
+    e: &ExperimentResult,
+    tick_unit: &str,
+    width: Option<u16>,
+    warnings: Warnings,
+) -> String {
     let mut s = format!("{}\n", e.name);
+    let mut notes_below = Vec::new();
+    let mut shares = false;
     let (head, r) = rows(e, tick_unit);
     if !r.is_empty() {
-        s += &table(&head, r, width).to_string();
+        let (t, below, kept) = table(&head, r, tick_unit, width);
+        s += &t.to_string();
         s.push('\n');
+        notes_below.extend(below);
+        shares = kept.iter().any(|h| h == "share at rate");
     }
     if let Some(rate) = e.params.get("rate_per_s").and_then(|v| v.as_f64()) {
-        s += &format!("share at rate: part of each second spent in the call at {rate} calls/s\n");
+        if shares {
+            s += &wrap(
+                &format!("share at rate: part of each second spent in the call at {rate} calls/s"),
+                width,
+                2,
+            );
+        }
     }
     let d = derived_rows(e);
     if !d.is_empty() {
         s += "derived\n";
-        s += &table(
+        let (t, below, _) = table(
             &["figure", "estimate", "95% CI", tick_unit, "notes"],
             d,
+            tick_unit,
             width,
-        )
-        .to_string();
+        );
+        s += &t.to_string();
         s.push('\n');
+        notes_below.extend(below);
+    }
+    for (id, n) in notes_below {
+        s += &wrap(&format!("note: {id}: {n}"), width, 2);
     }
     for u in &e.unavailable {
-        s += &format!("not measured: {}: {}\n", u.id, u.reason);
+        s += &wrap(&format!("not measured: {}: {}", u.id, u.reason), width, 2);
+    }
+    if warnings == Warnings::Hidden {
+        return s;
     }
     for w in &e.warnings {
-        s += &format!("warning: {w}\n");
+        s += &wrap(&format!("warning: {w}"), width, 2);
     }
-    for c in &e.cases {
-        for w in &c.warnings {
-            s += &format!("warning: {}: {w}\n", c.id);
+    for (line, detail) in warnings::summary(e, warnings == Warnings::Full) {
+        s += &wrap(&format!("warning: {line}"), width, 2);
+        for d in detail {
+            s += &wrap(&format!("  {d}"), width, 4);
         }
     }
     s
+}
+
+/// The width of the terminal that standard output (or standard error) is, if it is one.
+pub fn terminal_width(stderr: bool) -> Option<u16> {
+    let mut t = Table::new();
+    if stderr {
+        t.use_stderr();
+    }
+    t.width().filter(|&w| w > 0)
 }
 
 /// The whole document as Markdown tables.

@@ -6,8 +6,8 @@
 //! must read back and write out byte for byte, so any schema change shows here first (bump the
 //! schema version, keep the old golden file). The renderings are pinned with insta.
 
-use oscost_model::ResultDoc;
-use oscost_report::render;
+use oscost_model::{ExperimentResult, ResultDoc};
+use oscost_report::render::{self, Warnings};
 use std::path::PathBuf;
 
 fn doc() -> (String, ResultDoc) {
@@ -76,7 +76,115 @@ fn renderings_match_their_snapshots() {
     for e in &doc.experiments {
         insta::assert_snapshot!(
             format!("terminal-{}", e.name),
-            render::terminal(e, &doc.environment.clock.tick_unit, Some(120))
+            render::terminal(e, &doc.environment.clock.tick_unit, None)
         );
     }
+}
+
+/// Every id of `e`'s cases and derived figures, each of which must appear whole on a line.
+fn ids(e: &ExperimentResult) -> Vec<&str> {
+    e.cases
+        .iter()
+        .map(|c| c.id.as_str())
+        .chain(e.derived.iter().map(|d| d.id.as_str()))
+        .collect()
+}
+
+/// In a narrow terminal columns are dropped and notes wrapped, never an id: the tables fit
+/// the width and every case id and figure id is whole on some line.
+#[test]
+fn narrow_terminals_drop_columns_and_never_split_an_id() {
+    let (_, doc) = doc();
+    let unit = &doc.environment.clock.tick_unit;
+    for width in [60u16, 100] {
+        for e in &doc.experiments {
+            let text = render::terminal(e, unit, Some(width));
+            insta::assert_snapshot!(format!("terminal-{}-{width}", e.name), text);
+            for id in ids(e) {
+                assert!(
+                    text.lines()
+                        .any(|l| l.split([' ', '│', '┆']).any(|word| word == id)),
+                    "{id} is not whole on any line at {width} columns:\n{text}"
+                );
+            }
+            for l in text.lines() {
+                assert!(
+                    l.chars().count() <= usize::from(width),
+                    "wider than {width}: {l}"
+                );
+            }
+        }
+    }
+    // The order columns go in: `min` and `p95` first, `95% CI` last, the median never.
+    let e = &doc.experiments[0];
+    let header = |w: u16| {
+        render::terminal(e, unit, Some(w))
+            .lines()
+            .find(|l| l.contains("case"))
+            .unwrap()
+            .to_owned()
+    };
+    let wide = header(100);
+    assert!(!wide.contains(" min ") && !wide.contains(" p95 ") && wide.contains("95% CI"));
+    let narrow = header(60);
+    assert!(
+        narrow.contains("median") && narrow.contains("notes"),
+        "{narrow}"
+    );
+    assert!(!narrow.contains(unit.as_str()), "{narrow}");
+}
+
+/// Warnings of one kind on several cases: one plain-words line by default, every case's text
+/// with `Full`, nothing with `Hidden`; the notes column names the kind in every mode.
+#[test]
+fn per_case_warnings_are_summarised_by_kind() {
+    let (_, doc) = doc();
+    let unit = &doc.environment.clock.tick_unit;
+    let mut e = doc.experiments[0].clone();
+    let text = |ms: u32| {
+        format!(
+            "warm-up did not settle: the last three batches differed by more than 2 % after \
+             {ms} ms"
+        )
+    };
+    e.cases[0].warnings.push(text(160));
+    e.cases[1].warnings.push(text(170));
+    let n = e.cases.len();
+
+    let summary = render::terminal_with(&e, unit, None, Warnings::Summary);
+    let lines: Vec<&str> = summary
+        .lines()
+        .filter(|l| l.starts_with("warning: warm-up"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{summary}");
+    assert!(
+        lines[0].starts_with(&format!(
+            "warning: warm-up did not settle for 2 of {n} cases: "
+        )),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[0].contains("docs/methodology.md"), "{}", lines[0]);
+    assert!(!summary.contains("after 160 ms"), "{summary}");
+
+    let full = render::terminal_with(&e, unit, None, Warnings::Full);
+    for (c, ms) in e.cases.iter().zip([160, 170]) {
+        let line = format!("  {}: {}", c.id, text(ms));
+        assert!(full.lines().any(|l| l == line), "{line} missing:\n{full}");
+    }
+    assert!(full.contains(lines[0]), "{full}");
+
+    let hidden = render::terminal_with(&e, unit, None, Warnings::Hidden);
+    assert!(
+        !hidden.lines().any(|l| l.starts_with("warning")),
+        "{hidden}"
+    );
+
+    for t in [&summary, &full, &hidden] {
+        let row = t.lines().find(|l| l.contains(&e.cases[0].id)).unwrap();
+        assert!(row.contains("warm-up did not settle"), "{row}");
+        assert!(!t.contains("warning(s)"), "{t}");
+    }
+    // The default view is the summary.
+    assert_eq!(render::terminal(&e, unit, None), summary);
 }
