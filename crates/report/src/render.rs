@@ -365,13 +365,32 @@ pub fn terminal_with(
     if warnings == Warnings::Hidden {
         return s;
     }
-    for w in &e.warnings {
-        s += &wrap(&format!("warning: {w}"), width, 2);
-    }
-    for (line, detail) in warnings::summary(e, warnings == Warnings::Full) {
-        s += &wrap(&format!("warning: {line}"), width, 2);
-        for d in detail {
-            s += &wrap(&format!("  {d}"), width, 4);
+    // One warning per experiment: a single problem on one line, several as a list under one
+    // line, so a run never buries its tables under a wall of warnings.
+    let mut items: Vec<(String, Vec<String>)> =
+        e.warnings.iter().map(|w| (w.clone(), Vec::new())).collect();
+    items.extend(warnings::summary(e, warnings == Warnings::Full));
+    match items.len() {
+        0 => {}
+        1 => {
+            let (line, detail) = &items[0];
+            s += &wrap(&format!("warning: {line}"), width, 2);
+            for d in detail {
+                s += &wrap(&format!("  {d}"), width, 4);
+            }
+        }
+        n => {
+            s += &wrap(
+                &format!("warning: {n} things may have moved the {} figures:", e.name),
+                width,
+                2,
+            );
+            for (line, detail) in &items {
+                s += &wrap(&format!("  - {line}"), width, 4);
+                for d in detail {
+                    s += &wrap(&format!("    {d}"), width, 6);
+                }
+            }
         }
     }
     s
