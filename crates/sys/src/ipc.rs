@@ -318,6 +318,24 @@ impl Drop for LinkSignalBlock {
     }
 }
 
+/// What [`Link::with_ops`] calls with a link's post and wait.
+pub trait WithOps<R> {
+    /// Uses `post` and `wait`, which stay valid for the duration of the call only.
+    fn call<P, W>(self, post: P, wait: W) -> R
+    where
+        P: FnMut() -> io::Result<()>,
+        W: FnMut() -> io::Result<()>;
+}
+
+#[inline]
+fn sem_result(r: libc::c_int, call: &str) -> io::Result<()> {
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(last_error(call))
+    }
+}
+
 /// A process-private `pthread_mutex_t` with default attributes: what a C program gets from
 /// `PTHREAD_MUTEX_INITIALIZER`. (Rust's `std::sync::Mutex` is its own futex lock, not this.)
 #[derive(Debug)]
@@ -552,6 +570,48 @@ impl Link {
     /// The kind of this link.
     pub fn via(&self) -> Via {
         self.via
+    }
+
+    /// Calls `f` with this link's post and wait as closures of their own types. A loop that
+    /// `f` builds around them is compiled for this kind alone, so for a POSIX semaphore the
+    /// timed loop holds `sem_post` and `sem_wait` and nothing else, as a C loop would, instead
+    /// of a call into a dispatcher over every kind (the same for pipes, socketpairs and
+    /// eventfds). Other kinds get [`Link::post`] and [`Link::wait`].
+    pub fn with_ops<R>(&self, f: impl WithOps<R>) -> R {
+        match &self.kind {
+            Kind::PosixSem(map) => {
+                let sem = map.at::<libc::sem_t>();
+                f.call(
+                    // SAFETY: the sem_t was initialised in `new` and lives as long as the
+                    // mapping, which `self` (borrowed for the whole call) owns.
+                    move || sem_result(unsafe { libc::sem_post(sem) }, "sem_post"),
+                    move || loop {
+                        // SAFETY: as above.
+                        if unsafe { libc::sem_wait(sem) } == 0 {
+                            return Ok(());
+                        }
+                        if !interrupted() {
+                            return Err(last_error("sem_wait"));
+                        }
+                    },
+                )
+            }
+            Kind::Stream { rd, wr } => {
+                let (rd, wr) = (rd.as_raw_fd(), wr.as_raw_fd());
+                f.call(
+                    move || write_one(wr, &[1u8], "write"),
+                    move || read_one(rd, &mut [0u8], "read"),
+                )
+            }
+            Kind::Eventfd(fd) => {
+                let fd = fd.as_raw_fd();
+                f.call(
+                    move || write_one(fd, &1u64.to_ne_bytes(), "write(eventfd)"),
+                    move || read_one(fd, &mut [0u8; 8], "read(eventfd)"),
+                )
+            }
+            _ => f.call(|| self.post(), || self.wait()),
+        }
     }
 
     /// Gives one token. Never blocks for long (a [`Via::Mqueue`] link blocks only with 8

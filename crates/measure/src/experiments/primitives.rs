@@ -13,7 +13,7 @@ use crate::context::{Cancelled, Context};
 use crate::sampler::measure_fallible;
 use anyhow::Context as _;
 use oscost_model::case::{Case, Check, DerivedSpec, ExperimentOutput, Samples, Unavailable};
-use oscost_sys::ipc::{self, Link, PthreadMutex, SharedWords, Via};
+use oscost_sys::ipc::{self, Link, PthreadMutex, SharedWords, Via, WithOps};
 use oscost_sys::{self as os, Switches};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -255,12 +255,25 @@ pub fn link_control_on(via: Via, ctx: &Context, cpu: usize) -> anyhow::Result<Co
             None
         };
         link.set_waiter(os::gettid());
-        timed(ctx, || {
-            link.post()?;
-            link.wait()
-        })
-        .with_context(|| format!("measuring {via} post + wait"))
+        link.with_ops(Timed(ctx))
+            .with_context(|| format!("measuring {via} post + wait"))
     })
+}
+
+/// Times a link's post + wait, compiled for the link's kind (see `Link::with_ops`).
+struct Timed<'c, 'a>(&'c Context<'a>);
+
+impl WithOps<anyhow::Result<Control>> for Timed<'_, '_> {
+    fn call<P, W>(self, mut post: P, mut wait: W) -> anyhow::Result<Control>
+    where
+        P: FnMut() -> std::io::Result<()>,
+        W: FnMut() -> std::io::Result<()>,
+    {
+        timed(self.0, || {
+            post()?;
+            wait()
+        })
+    }
 }
 
 /// Runs `f` on the calling thread pinned to `cpu`, then gives the thread its previous CPU set
