@@ -4,6 +4,7 @@ use crate::config::Config;
 use crate::session;
 use clap::{Args, Parser, Subcommand};
 use oscost_measure::experiments::{ExperimentArgs, REGISTRY};
+use oscost_measure::limits::Limits;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -132,6 +133,10 @@ pub fn run() -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
+    if let Some(e) = unused_options(cli.command.as_ref(), &cli.global) {
+        eprintln!("oscost: {e}");
+        return Ok(ExitCode::from(2));
+    }
     let experiments: Vec<ExperimentArgs> = match cli.command {
         Some(Command::List) => {
             session::print_stdout(&list())?;
@@ -173,8 +178,54 @@ pub fn run() -> anyhow::Result<ExitCode> {
             );
         }
     }
+    // Every experiment's needs against the machine's limits, before the first one measures:
+    // a run that cannot fit fails now, not after the experiments before it.
+    if !cfg.scripted {
+        let limits = Limits::read();
+        for e in &experiments {
+            e.preflight(cfg.quick, &limits)?;
+        }
+    }
     session::run(&cfg, &experiments)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The global options given to a command that does not use them (`list` uses none, `env`
+/// only --json, --cpus and --nice; --quiet and --verbose are accepted everywhere), as one
+/// line; `None` when every option given is used.
+fn unused_options(command: Option<&Command>, g: &GlobalOpts) -> Option<String> {
+    let (name, uses): (&str, &[&str]) = match command {
+        Some(Command::List) => ("list", &[]),
+        // --csv and --markdown have a message of their own.
+        Some(Command::Env) => (
+            "env",
+            &["--json", "--cpus", "--nice", "--csv", "--markdown"],
+        ),
+        _ => return None,
+    };
+    let given = [
+        ("--json", g.json.is_some()),
+        ("--csv", g.csv.is_some()),
+        ("--markdown", g.markdown.is_some()),
+        ("--quick", g.quick),
+        ("--samples", g.samples.is_some()),
+        ("--cpus", g.cpus.is_some()),
+        ("--nice", g.nice.is_some()),
+        ("--scripted", g.scripted),
+    ];
+    let unused: Vec<&str> = given
+        .iter()
+        .filter(|(flag, set)| *set && !uses.contains(flag))
+        .map(|(flag, _)| *flag)
+        .collect();
+    match unused.as_slice() {
+        [] => None,
+        [one] => Some(format!("{name} does not use {one} (it would be ignored)")),
+        many => Some(format!(
+            "{name} does not use {} (they would be ignored)",
+            many.join(", ")
+        )),
+    }
 }
 
 /// What to do about a parse error: the valid values when clap knows them (an invalid choice),
@@ -241,6 +292,38 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    fn unused(args: &[&str]) -> Option<String> {
+        let cli =
+            Cli::try_parse_from(std::iter::once("oscost").chain(args.iter().copied())).unwrap();
+        unused_options(cli.command.as_ref(), &cli.global)
+    }
+
+    #[test]
+    fn options_a_command_does_not_use_are_named() {
+        assert_eq!(
+            unused(&["list", "--json", "F", "--cpus", "99", "--nice", "5"]).as_deref(),
+            Some("list does not use --json, --cpus, --nice (they would be ignored)")
+        );
+        assert_eq!(
+            unused(&["--quick", "list"]).as_deref(),
+            Some("list does not use --quick (it would be ignored)")
+        );
+        assert_eq!(
+            unused(&["env", "--samples", "9", "--json", "F"]).as_deref(),
+            Some("env does not use --samples (it would be ignored)")
+        );
+        assert_eq!(unused(&["list", "--quiet"]), None);
+        assert_eq!(
+            unused(&["env", "--json", "F", "--cpus", "0", "--nice", "5"]),
+            None
+        );
+        assert_eq!(
+            unused(&["syscall", "--quick", "--json", "F", "--cpus", "0"]),
+            None
+        );
+        assert_eq!(unused(&["--samples", "9", "run"]), None);
     }
 
     #[test]

@@ -65,6 +65,8 @@ impl Config {
             match p {
                 None => Ok(None),
                 Some(p) if p.as_os_str() == "-" => Ok(Some(Sink::Stdout)),
+                // `/dev/stdout` is `-`: written once at the end, the tables going to stderr.
+                Some(p) if oscost_report::output::is_stdout(p) => Ok(Some(Sink::Stdout)),
                 Some(p) => {
                     oscost_report::output::check_writable(p)
                         .with_context(|| format!("--{flag}"))?;
@@ -89,7 +91,33 @@ impl Config {
             .filter(|s| matches!(s, Some(Sink::Stdout)))
             .count();
         if to_stdout > 1 {
-            anyhow::bail!("only one of --json, --csv and --markdown can be `-` (stdout)");
+            anyhow::bail!(
+                "only one of --json, --csv and --markdown can go to stdout (`-` or /dev/stdout)"
+            );
+        }
+        // Two formats in one file would leave only the last: refuse before measuring.
+        let files: Vec<(&str, &PathBuf)> = [
+            ("json", &cfg.json),
+            ("csv", &cfg.csv),
+            ("markdown", &cfg.markdown),
+        ]
+        .into_iter()
+        .filter_map(|(flag, s)| match s {
+            Some(Sink::File(p)) => Some((flag, p)),
+            _ => None,
+        })
+        .collect();
+        for (i, (a, pa)) in files.iter().enumerate() {
+            let id = oscost_report::output::identity(pa);
+            if let Some((b, _)) = files[i + 1..]
+                .iter()
+                .find(|(_, pb)| oscost_report::output::identity(pb) == id)
+            {
+                anyhow::bail!(
+                    "--{a} and --{b} both write {}: give each format a file of its own",
+                    pa.display()
+                );
+            }
         }
         Ok(cfg)
     }

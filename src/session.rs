@@ -129,6 +129,7 @@ fn measure_in_child(
         let child = std::process::Command::new(&exe)
             .arg(worker::ROLE)
             .env("TMPDIR", scratch)
+            .env(oscost_measure::leftovers::RUN_DIR_ENV, scratch)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -178,6 +179,18 @@ fn measure_in_child(
     // parent-death signal) and are reaped here, so none outlives the run.
     os::task::reap_orphans(std::time::Duration::from_secs(10));
     bar.finish();
+    // Nothing of it runs any more: remove the SysV sets it recorded and did not remove itself
+    // (it was killed), whatever the way the run goes on or ends.
+    let removed = oscost_measure::leftovers::remove_registered(scratch);
+    if removed.sysv_sems > 0 {
+        eprintln!(
+            "oscost: removed {} the interrupted measuring process left behind",
+            oscost_measure::leftovers::sysv_sets(removed.sysv_sems)
+        );
+    }
+    for e in &removed.errors {
+        eprintln!("oscost: {e}");
+    }
     match last {
         Some(worker::Message::Done {
             output,
@@ -243,6 +256,23 @@ fn partial_files(cfg: &Config) -> Vec<String> {
         .collect()
 }
 
+/// Removes what earlier runs killed with `kill -9` left in the temporary directory: their
+/// SysV semaphore sets and their run directories. One line each on stderr, even with
+/// `--quiet`: it is something done, not a warning.
+fn remove_earlier_leftovers() {
+    for earlier in oscost_measure::leftovers::remove_earlier_runs(&std::env::temp_dir()) {
+        if let Some(line) = earlier.summary() {
+            eprintln!("oscost: {line}");
+        }
+        for e in &earlier.removed.errors {
+            eprintln!(
+                "oscost: what an earlier oscost run (pid {}) left behind: {e}",
+                earlier.pid
+            );
+        }
+    }
+}
+
 /// Runs the experiments, each in a measuring process of its own, and writes every requested
 /// output: files after each experiment, stdout at the end.
 pub fn run(cfg: &Config, experiments: &[ExperimentArgs]) -> anyhow::Result<()> {
@@ -251,6 +281,7 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs]) -> anyhow::Result<()> {
     // Workers orphaned by a killed measuring process come back here to be reaped.
     os::task::become_subreaper().context("becoming the reaper of oscost's own processes")?;
     catch_signals(Arc::clone(&children), Arc::clone(&cancel))?;
+    remove_earlier_leftovers();
     // Placement first: every measuring process inherits the CPU set and nice value.
     let cpus = if cfg.scripted {
         cfg.cpus.clone().unwrap_or_else(|| vec![0, 1])
@@ -269,17 +300,15 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs]) -> anyhow::Result<()> {
     let tick_unit = env.clock.tick_unit.clone();
     let ns_per_tick = 1e9 / env.clock.frequency_hz;
     // Every measuring process makes its temporary files in here, and it goes when the run
-    // ends, however it ends.
-    let scratch = tempfile::Builder::new()
-        .prefix("oscost-run-")
-        .tempdir()
-        .with_context(|| {
-            format!(
-                "cannot create a private temporary directory in {} (set TMPDIR to a writable \
-                 directory)",
-                std::env::temp_dir().display()
-            )
-        })?;
+    // ends, however it ends; named after this process, so that if it is killed the next run
+    // knows its creator is gone and removes it (`remove_earlier_leftovers`).
+    let scratch = oscost_measure::leftovers::new_run_dir().with_context(|| {
+        format!(
+            "cannot create a private temporary directory in {} (set TMPDIR to a writable \
+             directory)",
+            std::env::temp_dir().display()
+        )
+    })?;
     bar.finish();
     let whole = LoadProbe::start();
     let mut own_tasks = 0;

@@ -117,6 +117,10 @@ pub fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     }
+    if let Err(e) = outlive_nothing() {
+        send(&Message::Failed(format!("{e:#}")));
+        return std::process::ExitCode::from(2);
+    }
     let msg = match run(&cancel) {
         Ok(msg) => msg,
         Err(_) if cancel.load(Ordering::SeqCst) => Message::Cancelled,
@@ -125,6 +129,23 @@ pub fn main() -> std::process::ExitCode {
     };
     send(&msg);
     std::process::ExitCode::SUCCESS
+}
+
+/// Makes sure nothing of this process outlives the run: it dies with the coordinator (a
+/// `kill -9` of oscost takes it and, through their own parent-death signal, its workers), and
+/// every SysV semaphore set it creates is recorded in the run directory's registry first, so
+/// the coordinator, or the next run if the coordinator was killed too, can remove it.
+fn outlive_nothing() -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    use oscost_measure::leftovers;
+    let run_dir = leftovers::run_dir_from_env();
+    let parent = run_dir
+        .as_deref()
+        .and_then(leftovers::run_dir_pid)
+        .unwrap_or_else(std::os::unix::process::parent_id);
+    oscost_sys::lifetime::die_with_parent(parent)
+        .context("the measuring process cannot tie its life to the coordinator's")?;
+    leftovers::register_from_env().context("recording what the measuring process creates")
 }
 
 fn run(cancel: &AtomicBool) -> anyhow::Result<Message> {

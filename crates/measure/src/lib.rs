@@ -10,6 +10,8 @@ pub mod context;
 pub mod cpuset;
 pub mod env;
 pub mod experiments;
+pub mod leftovers;
+pub mod limits;
 pub mod sampler;
 pub mod scratch;
 pub mod timesource;

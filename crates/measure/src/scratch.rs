@@ -17,9 +17,16 @@ pub struct ScratchDir {
 }
 
 impl ScratchDir {
-    /// Creates `$TMPDIR/<prefix>XXXXXX`, readable by this user only.
+    /// Creates `$TMPDIR/<prefix>XXXXXX`, mode 0700: readable by this user only.
     pub fn new(prefix: &str) -> std::io::Result<ScratchDir> {
-        let dir = tempfile::Builder::new().prefix(prefix).tempdir()?;
+        use std::os::unix::fs::PermissionsExt;
+        let owner_only = || std::fs::Permissions::from_mode(0o700);
+        let dir = tempfile::Builder::new()
+            .prefix(prefix)
+            .permissions(owner_only())
+            .tempdir()?;
+        // The umask can only take bits away; set it exactly either way.
+        std::fs::set_permissions(dir.path(), owner_only())?;
         live().push(dir.path().to_owned());
         Ok(ScratchDir { dir })
     }
@@ -62,6 +69,11 @@ mod tests {
     fn dropped_and_removed_directories_are_gone() {
         let a = ScratchDir::new("oscost-test-").unwrap();
         let pa = a.path().to_owned();
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&pa).unwrap().permissions().mode();
+            assert_eq!(mode & 0o7777, 0o700, "{mode:o}");
+        }
         drop(a);
         assert!(!pa.exists());
         let b = ScratchDir::new("oscost-test-").unwrap();

@@ -1,7 +1,13 @@
 //! Writing result files so that a reader never sees half a file, and a failed run leaves none.
+//!
+//! A regular file is written beside its target and renamed over it; a symbolic link is written
+//! through (the file it names is replaced in its own directory, the link stays a link); a
+//! device, FIFO or open file descriptor (`/dev/stdout`, `/proc/self/fd/N`) is opened once and
+//! written in place. [`check_writable`] looks at all of this before anything is measured,
+//! without opening anything but a temporary file of its own.
 
-use anyhow::Context as _;
-use std::io::Write;
+use std::io::{self, Write};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 fn parent_of(path: &Path) -> &Path {
@@ -11,41 +17,208 @@ fn parent_of(path: &Path) -> &Path {
     }
 }
 
-/// An existing target that is not a regular file (a device such as `/dev/null`, a FIFO, a
-/// link to one): written in place, never replaced by a rename.
-pub fn is_special(path: &Path) -> bool {
-    std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
+/// Why an OS call failed, once, without the paths and prefixes other crates wrap around it.
+fn reason(e: &io::Error) -> String {
+    if let Some(code) = e.raw_os_error() {
+        return io::Error::from_raw_os_error(code).to_string();
+    }
+    // tempfile names its random file after the reason ("… at path \"/dir/.tmpXYZ\""): the
+    // user needs the reason, and the message names the file they gave.
+    let text = e.to_string();
+    match text.split_once(" at path \"") {
+        Some((reason, _)) => reason.to_owned(),
+        None => text,
+    }
 }
 
-/// Fails now, before any measuring, if `path` could not be written later.
+/// Where writing a path really goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// This process's standard output (`/dev/stdout`, `/proc/self/fd/1`): the same as `-`.
+    Stdout,
+    /// A device, FIFO or socket, or another open file descriptor: opened once, written in place.
+    InPlace(PathBuf),
+    /// A regular file, existing or not, at this path with no symbolic link left in it:
+    /// replaced by a rename in its own directory.
+    Replace(PathBuf),
+}
+
+/// Whether `link` is an entry of a `/proc/PID/fd` directory; returns the canonical directory.
+fn fd_dir_of(link: &Path) -> Option<PathBuf> {
+    let dir = std::fs::canonicalize(parent_of(link)).ok()?;
+    (dir.starts_with("/proc") && dir.file_name() == Some("fd".as_ref())).then_some(dir)
+}
+
+/// Follows `path`'s symbolic links, without opening anything. A dangling link resolves to the
+/// file it names, when that file's directory exists.
+pub fn resolve(path: &Path) -> io::Result<Target> {
+    let mut p = path.to_path_buf();
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.file_type().is_symlink() => {
+                if let Some(dir) = fd_dir_of(&p) {
+                    let own = Path::new("/proc")
+                        .join(std::process::id().to_string())
+                        .join("fd");
+                    return Ok(if dir == own && p.file_name() == Some("1".as_ref()) {
+                        Target::Stdout
+                    } else {
+                        Target::InPlace(p)
+                    });
+                }
+                p = parent_of(&p).join(std::fs::read_link(&p)?);
+            }
+            Ok(m) if m.is_file() || m.is_dir() => {
+                return std::fs::canonicalize(&p).map(Target::Replace)
+            }
+            Ok(_) => return Ok(Target::InPlace(p)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                let dir = parent_of(&p);
+                let missing = || {
+                    let what = if p == path {
+                        format!("directory {} does not exist", dir.display())
+                    } else {
+                        format!(
+                            "it links to {}, whose directory does not exist",
+                            p.display()
+                        )
+                    };
+                    io::Error::new(io::ErrorKind::NotFound, what)
+                };
+                let name = p.file_name().ok_or_else(missing)?;
+                let dir = std::fs::canonicalize(dir).map_err(|_| missing())?;
+                if !dir.is_dir() {
+                    return Err(missing());
+                }
+                return Ok(Target::Replace(dir.join(name)));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::other("too many levels of symbolic links"))
+}
+
+/// Written in place rather than replaced: an existing target that is not a regular file (a
+/// device such as `/dev/null`, a FIFO, a link to one) or an open file descriptor.
+pub fn is_special(path: &Path) -> bool {
+    matches!(resolve(path), Ok(Target::InPlace(_) | Target::Stdout))
+}
+
+/// Whether `path` is this process's standard output (`/dev/stdout`, `/dev/fd/1`).
+pub fn is_stdout(path: &Path) -> bool {
+    matches!(resolve(path), Ok(Target::Stdout))
+}
+
+/// The file a path stands for, to tell whether two outputs would overwrite each other: the
+/// real path when it exists, else the real directory joined with the name (links followed).
+pub fn identity(path: &Path) -> PathBuf {
+    match resolve(path) {
+        Ok(Target::Replace(real)) => real,
+        Ok(Target::InPlace(p)) => std::fs::canonicalize(&p).unwrap_or(p),
+        Ok(Target::Stdout) => PathBuf::from("/dev/stdout"),
+        Err(_) => path.to_owned(),
+    }
+}
+
+/// The file-system identity of this process (its fs uid and groups), from `/proc/self/status`.
+struct Creds {
+    uid: u32,
+    gids: Vec<u32>,
+}
+
+fn creds() -> Option<Creds> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let field = |name: &str| -> Option<Vec<u32>> {
+        let line = status.lines().find_map(|l| l.strip_prefix(name))?;
+        line.split_whitespace().map(|n| n.parse().ok()).collect()
+    };
+    let uid = *field("Uid:")?.get(3)?;
+    let mut gids = field("Groups:").unwrap_or_default();
+    gids.push(*field("Gid:")?.get(3)?);
+    Some(Creds { uid, gids })
+}
+
+/// Whether the permission bits let this process write the file (access(2) without ACLs).
+fn may_write(m: &std::fs::Metadata, c: &Creds) -> bool {
+    let bits = if c.uid == 0 {
+        return true;
+    } else if m.uid() == c.uid {
+        0o200
+    } else if c.gids.contains(&m.gid()) {
+        0o020
+    } else {
+        0o002
+    };
+    m.mode() & bits != 0
+}
+
+/// Fails now, before any measuring, if `path` could not be written at the end; opens nothing
+/// but a temporary file of its own (a FIFO's reader would see an end of file).
+///
+/// A regular file whose mode has no write bit (`0444`) is refused even for root: its owner
+/// marked it read-only.
 pub fn check_writable(path: &Path) -> anyhow::Result<()> {
+    let shown = path.display();
     if path.is_dir() {
-        anyhow::bail!("{} is a directory, not a file", path.display());
+        anyhow::bail!("{shown} is a directory, not a file");
     }
-    if is_special(path) {
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(path)
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        return Ok(());
+    let target =
+        resolve(path).map_err(|e| anyhow::anyhow!("cannot write {shown}: {}", reason(&e)))?;
+    let creds = creds();
+    let real = match target {
+        Target::Stdout => return Ok(()),
+        Target::InPlace(p) => {
+            let m = std::fs::metadata(&p)
+                .map_err(|e| anyhow::anyhow!("cannot write {shown}: {}", reason(&e)))?;
+            if m.file_type().is_socket() {
+                anyhow::bail!(
+                    "cannot write {shown}: it is a socket, which cannot be opened as a file \
+                     (choose a file, a FIFO, or `-` for stdout)"
+                );
+            }
+            if creds.as_ref().is_some_and(|c| !may_write(&m, c)) {
+                anyhow::bail!("cannot write {shown}: permission denied (choose another path)");
+            }
+            return Ok(());
+        }
+        Target::Replace(real) => real,
+    };
+    let dir = parent_of(&real);
+    if let Ok(m) = std::fs::metadata(&real) {
+        let mode = m.mode() & 0o7777;
+        if mode & 0o222 == 0 {
+            anyhow::bail!(
+                "cannot write {shown}: it is read-only (mode {mode:04o}); remove it or choose \
+                 another path"
+            );
+        }
+        if let Some(c) = &creds {
+            if !may_write(&m, c) {
+                anyhow::bail!(
+                    "cannot write {shown}: you may not write it (owner uid {}, mode {mode:04o}); \
+                     remove it or choose another path",
+                    m.uid()
+                );
+            }
+            let sticky = std::fs::metadata(dir).is_ok_and(|d| {
+                d.mode() & 0o1000 != 0 && c.uid != 0 && m.uid() != c.uid && d.uid() != c.uid
+            });
+            if sticky {
+                anyhow::bail!(
+                    "cannot replace {shown}: it belongs to another user (uid {}) in a sticky \
+                     directory ({}), where only its owner may replace it; choose another path",
+                    m.uid(),
+                    dir.display()
+                );
+            }
+        }
     }
-    let dir = parent_of(path);
-    if !dir.is_dir() {
-        anyhow::bail!(
-            "cannot write {}: directory {} does not exist",
-            path.display(),
-            dir.display()
-        );
-    }
+    // The rename at the end needs what this needs: a file of ours in the target's directory.
     if let Err(e) = tempfile::NamedTempFile::new_in(dir) {
-        // tempfile's error names its random file; the user needs the directory and the reason.
-        let reason = e.raw_os_error().map_or(e.kind().to_string(), |c| {
-            std::io::Error::from_raw_os_error(c).to_string()
-        });
         anyhow::bail!(
-            "cannot write {}: directory {} is not writable ({reason})",
-            path.display(),
-            dir.display()
+            "cannot write {shown}: directory {} is not writable ({})",
+            dir.display(),
+            reason(&e)
         );
     }
     Ok(())
@@ -54,6 +227,7 @@ pub fn check_writable(path: &Path) -> anyhow::Result<()> {
 /// A file written in full but not yet in place: [`Staged::commit`] renames it over its target.
 /// Dropped uncommitted, it vanishes, so a run that fails later leaves no result file.
 pub struct Staged {
+    shown: PathBuf,
     target: PathBuf,
     tmp: Option<tempfile::NamedTempFile>,
 }
@@ -62,34 +236,65 @@ impl Staged {
     /// Puts the file in place.
     pub fn commit(self) -> anyhow::Result<()> {
         if let Some(tmp) = self.tmp {
-            tmp.persist(&self.target)
-                .with_context(|| format!("replacing {}", self.target.display()))?;
+            tmp.persist(&self.target).map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot replace {}: {}",
+                    self.shown.display(),
+                    reason(&e.error)
+                )
+            })?;
         }
         Ok(())
     }
 }
 
-/// Writes `contents` beside `path`, ready to be put in place. A special file (a device, a
-/// FIFO) is written directly instead, since it cannot be replaced and holds no half file.
+/// Writes `contents` beside the file `path` names (through any symbolic link), ready to be put
+/// in place, with the mode of the file it replaces or, for a new file, `0666` less the umask.
+/// A special file (a device, a FIFO, standard output) is written directly instead, since it
+/// cannot be replaced and holds no half file.
 pub fn stage(path: &Path, contents: &str) -> anyhow::Result<Staged> {
-    if is_special(path) {
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(path)
-            .and_then(|mut f| f.write_all(contents.as_bytes()))
-            .with_context(|| format!("writing {}", path.display()))?;
-        return Ok(Staged {
-            target: path.to_owned(),
-            tmp: None,
-        });
+    let shown = path.display();
+    let fail = |what: &str, e: &io::Error| anyhow::anyhow!("{what} {shown}: {}", reason(e));
+    let target = resolve(path).map_err(|e| fail("cannot write", &e))?;
+    let real = match target {
+        Target::Stdout | Target::InPlace(_) => {
+            let written = match &target {
+                Target::InPlace(p) => std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(p)
+                    .and_then(|mut f| f.write_all(contents.as_bytes())),
+                _ => {
+                    let mut out = io::stdout().lock();
+                    out.write_all(contents.as_bytes()).and_then(|_| out.flush())
+                }
+            };
+            written.map_err(|e| fail("writing", &e))?;
+            return Ok(Staged {
+                shown: path.to_owned(),
+                target: path.to_owned(),
+                tmp: None,
+            });
+        }
+        Target::Replace(real) => real,
+    };
+    // Created as any new file would be (0666 less the umask), not tempfile's 0600.
+    let mut tmp = tempfile::Builder::new()
+        .permissions(std::fs::Permissions::from_mode(0o666))
+        .tempfile_in(parent_of(&real))
+        .map_err(|e| fail("cannot write", &e))?;
+    if let Some(old) = std::fs::metadata(&real).ok().filter(|m| m.is_file()) {
+        // Root keeps the owner of a file it replaces; anyone else cannot, and need not.
+        let _ = std::os::unix::fs::fchown(tmp.as_file(), Some(old.uid()), Some(old.gid()));
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(old.mode() & 0o7777))
+            .map_err(|e| fail("writing", &e))?;
     }
-    let mut tmp = tempfile::NamedTempFile::new_in(parent_of(path))
-        .with_context(|| format!("cannot write {}", path.display()))?;
     tmp.write_all(contents.as_bytes())
         .and_then(|_| tmp.as_file().sync_all())
-        .with_context(|| format!("writing {}", path.display()))?;
+        .map_err(|e| fail("writing", &e))?;
     Ok(Staged {
-        target: path.to_owned(),
+        shown: path.to_owned(),
+        target: real,
         tmp: Some(tmp),
     })
 }
@@ -131,6 +336,42 @@ mod tests {
         let full = Path::new("/dev/full");
         assert!(write_atomic(full, "x").is_err());
         assert!(!std::fs::metadata(full).unwrap().is_file());
+    }
+
+    #[test]
+    fn links_resolve_to_the_file_they_name_and_fifos_are_not_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = std::fs::canonicalize(dir.path()).unwrap();
+        std::os::unix::fs::symlink("a/../named", dir.path().join("dangling")).unwrap();
+        std::fs::create_dir(dir.path().join("a")).unwrap();
+        assert_eq!(
+            resolve(&dir.path().join("dangling")).unwrap(),
+            Target::Replace(real.join("named"))
+        );
+        assert_eq!(
+            identity(&dir.path().join("dangling")),
+            identity(&dir.path().join("a/../named"))
+        );
+        assert!(is_stdout(Path::new("/dev/stdout")));
+        assert!(is_special(Path::new("/dev/null")));
+        // A FIFO with no reader: opening it for writing would block; checking must not.
+        let fifo = dir.path().join("fifo");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        check_writable(&fifo).unwrap();
+        assert!(is_special(&fifo));
+    }
+
+    #[test]
+    fn os_errors_are_told_once() {
+        let e = io::Error::from_raw_os_error(1);
+        assert_eq!(reason(&e), "Operation not permitted (os error 1)");
+        let dir = tempfile::tempdir().unwrap();
+        let inner = tempfile::NamedTempFile::new_in(dir.path().join("missing")).unwrap_err();
+        assert_eq!(reason(&inner), "No such file or directory (os error 2)");
     }
 
     #[test]

@@ -99,6 +99,15 @@ pub fn experiment(
 pub fn case(c: &Case, ns_per_tick: f64, rate: Option<f64>) -> Option<CaseResult> {
     let s = summarize(&c.samples.per_op_ns)?;
     let to_ticks = |ns: f64| ns / ns_per_tick;
+    let at_rate = rate.map(|r| AtRate {
+        ops_per_s: r,
+        ns_per_s: s.median * r,
+        share_pct: s.median * r / 1e9 * 100.0,
+    });
+    let mut warnings = c.warnings.clone();
+    if let Some(a) = at_rate.as_ref().filter(|a| a.share_pct > 100.0) {
+        warnings.push(rate_warning(a.ops_per_s, s.median));
+    }
     Some(CaseResult {
         id: c.id.clone(),
         description: c.description.clone(),
@@ -128,15 +137,32 @@ pub fn case(c: &Case, ns_per_tick: f64, rate: Option<f64>) -> Option<CaseResult>
         checks_passed: c.checks.iter().all(|k| k.passed),
         checks: c.checks.clone(),
         counters: c.counters.clone(),
-        at_rate: rate.map(|r| AtRate {
-            ops_per_s: r,
-            ns_per_s: s.median * r,
-            share_pct: s.median * r / 1e9 * 100.0,
-        }),
-        warnings: c.warnings.clone(),
+        at_rate,
+        warnings,
         series: c.series.clone(),
         raw_ns: c.samples.per_op_ns.clone(),
     })
+}
+
+/// Why a share at `rate` above 100 % of a second cannot be true: back to back, a call of
+/// `median_ns` fits only so many times into a second.
+fn rate_warning(rate: f64, median_ns: f64) -> String {
+    format!(
+        "the call cannot run {} times a second here: at most {}, one after another (its share \
+         at that rate, {:.0} % of a second, is not a real figure)",
+        whole(rate),
+        whole((1e9 / median_ns).floor()),
+        median_ns * rate / 1e9 * 100.0
+    )
+}
+
+/// A count as a whole number when it is one (`10000`, not `1e4`).
+fn whole(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e18 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v}")
+    }
 }
 
 #[cfg(test)]
@@ -180,6 +206,40 @@ mod tests {
             }],
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn a_share_over_a_whole_second_is_flagged() {
+        let out = ExperimentOutput {
+            cases: vec![
+                case("slow", &[85.56, 85.56, 85.56], true),
+                case("fast", &[0.5, 0.5, 0.5], true),
+            ],
+            params: [("rate_per_s".to_owned(), serde_json::json!(1e9))]
+                .into_iter()
+                .collect(),
+            ..Default::default()
+        };
+        let r = experiment("syscall", out, 1.0, None);
+        let slow = &r.cases[0];
+        assert!(slow.at_rate.as_ref().unwrap().share_pct > 8555.0);
+        assert_eq!(
+            slow.warnings,
+            [
+                "the call cannot run 1000000000 times a second here: at most 11687704, one after \
+              another (its share at that rate, 8556 % of a second, is not a real figure)"
+            ]
+        );
+        // Half a second's share is possible: no warning.
+        assert_eq!(r.cases[1].at_rate.as_ref().unwrap().share_pct, 50.0);
+        assert!(r.cases[1].warnings.is_empty());
+        // The terminal table notes it and says it under the table.
+        let text =
+            crate::render::terminal_with(&r, "ref-cycles", None, crate::render::Warnings::Summary);
+        assert!(
+            text.contains("the call cannot run 1000000000 times a second here"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -23,6 +23,7 @@ use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::sync::OnceLock;
 
 /// How one task wakes another.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -434,7 +435,8 @@ enum Kind {
 ///
 /// Create it before spawning threads or forking; it then works between threads and between
 /// processes. Dropping it releases what this process holds: descriptors are closed, shared
-/// memory unmapped, and a SysV semaphore removed (`IPC_RMID`) if this process created it. A
+/// memory unmapped, and a SysV semaphore removed (`IPC_RMID`) if this process created it (a
+/// killed creator cannot: [`on_sysv_sem_created`] lets it record the set first). A
 /// message queue's name is unlinked right after creation, so no name outlives the run even
 /// after a crash. Process-shared mutex/condvar/semaphore objects are not destroyed, only
 /// unmapped: glibc's `pthread_cond_destroy` waits for waiters, which could hang if a forked
@@ -568,6 +570,19 @@ impl Link {
                 if id < 0 {
                     return Err(last_error("semget(IPC_PRIVATE)"));
                 }
+                // Told before anything uses the set, so a process killed from here on leaves a
+                // record of it for whoever cleans up.
+                if let Some(hook) = SYSV_SEM_CREATED.get() {
+                    if let Err(e) = hook(id) {
+                        // SAFETY: id is the set semget just created here, used by nobody yet;
+                        // IPC_RMID takes no fourth argument.
+                        unsafe { libc::semctl(id, 0, libc::IPC_RMID) };
+                        return Err(io::Error::new(
+                            e.kind(),
+                            format!("recording SysV semaphore set {id} for removal: {e}"),
+                        ));
+                    }
+                }
                 Kind::SysvSem(id)
             }
             Via::Condvar => Kind::Condvar(new_condvar()?),
@@ -579,6 +594,14 @@ impl Link {
     /// The kind of this link.
     pub fn via(&self) -> Via {
         self.via
+    }
+
+    /// The id of the SysV semaphore set behind a [`Via::SysvSem`] link.
+    pub fn sysv_sem_id(&self) -> Option<libc::c_int> {
+        match self.kind {
+            Kind::SysvSem(id) => Some(id),
+            _ => None,
+        }
     }
 
     /// Calls `f` with this link's post and wait as closures of their own types. A loop that
@@ -927,6 +950,65 @@ fn new_mqueue(pid: libc::pid_t) -> io::Result<libc::mqd_t> {
     Ok(mqd)
 }
 
+/// What [`on_sysv_sem_created`] installs: called with a SysV semaphore set's id.
+pub type SysvSemHook = Box<dyn Fn(libc::c_int) -> io::Result<()> + Send + Sync>;
+
+static SYSV_SEM_CREATED: OnceLock<SysvSemHook> = OnceLock::new();
+
+/// Installs `hook`, called with the id of every SysV semaphore set [`Link::new`] creates in
+/// this process from now on, right after `semget` and before the set is used. A SysV set
+/// outlives the process that made it: the hook lets the caller record it somewhere that
+/// survives a `kill -9`, and [`remove_sysv_sem`] removes it later. If the hook fails, the set
+/// is removed at once and `Link::new` returns the error. One hook per process; a second
+/// call returns `Err(AlreadyExists)` and leaves the first in place.
+pub fn on_sysv_sem_created(hook: SysvSemHook) -> io::Result<()> {
+    SYSV_SEM_CREATED.set(hook).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            "a SysV semaphore hook is already installed",
+        )
+    })
+}
+
+/// Removes SysV semaphore set `id` if it still exists and is a private (`IPC_PRIVATE`) set
+/// created by this effective user, as every set [`Link::new`] makes is. `Ok(true)`: removed;
+/// `Ok(false)`: already gone (`EINVAL`, `EIDRM`), or the id now names a set that is not one of
+/// ours (the kernel reused it), which is left alone.
+pub fn remove_sysv_sem(id: libc::c_int) -> io::Result<bool> {
+    if id < 0 {
+        return Ok(false);
+    }
+    let gone = |e: &io::Error| matches!(e.raw_os_error(), Some(libc::EINVAL | libc::EIDRM));
+    // SAFETY: semid_ds is plain data; zeroed is a valid value for IPC_STAT to overwrite.
+    let mut ds: libc::semid_ds = unsafe { std::mem::zeroed() };
+    // SAFETY: IPC_STAT's fourth argument is a pointer to a semid_ds, valid and writable for
+    // the call's duration.
+    let r = unsafe { libc::semctl(id, 0, libc::IPC_STAT, &mut ds as *mut libc::semid_ds) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        if gone(&e) || e.raw_os_error() == Some(libc::EACCES) {
+            // Gone, or readable only by someone else: not a set this user made.
+            return Ok(false);
+        }
+        return Err(last_error("semctl(IPC_STAT)"));
+    }
+    // SAFETY: geteuid has no arguments and cannot fail.
+    let euid = unsafe { libc::geteuid() };
+    if ds.sem_perm.__key != libc::IPC_PRIVATE || ds.sem_perm.cuid != euid {
+        return Ok(false);
+    }
+    // SAFETY: plain integers; IPC_RMID takes no fourth argument.
+    if unsafe { libc::semctl(id, 0, libc::IPC_RMID) } == 0 {
+        return Ok(true);
+    }
+    let e = io::Error::last_os_error();
+    if gone(&e) {
+        Ok(false)
+    } else {
+        Err(last_error("semctl(IPC_RMID)"))
+    }
+}
+
 impl Drop for Link {
     fn drop(&mut self) {
         match &self.kind {
@@ -1208,6 +1290,16 @@ mod tests {
         let b = block_link_signal_scoped().unwrap();
         assert!(!b.was_blocked);
         assert_eq!(drain_link_signal(), 0);
+    }
+
+    #[test]
+    fn remove_sysv_sem_removes_once_and_ignores_gone_ids() {
+        // SAFETY: no pointers involved.
+        let id = unsafe { libc::semget(libc::IPC_PRIVATE, 1, libc::IPC_CREAT | 0o600) };
+        assert!(id >= 0, "semget: {}", io::Error::last_os_error());
+        assert!(remove_sysv_sem(id).unwrap());
+        assert!(!remove_sysv_sem(id).unwrap());
+        assert!(!remove_sysv_sem(-1).unwrap());
     }
 
     #[test]

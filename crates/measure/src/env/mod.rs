@@ -74,7 +74,9 @@ pub fn collect(clock: &ClockInfo, cpus_used: &[usize]) -> Environment {
         oscost_version: env!("CARGO_PKG_VERSION").to_owned(),
         git_commit: None,
         rustc_version: None,
-        command_line: std::env::args().collect(),
+        command_line: std::env::args_os()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
         nice: None,
         kernel_release,
         kernel_version: uname.as_ref().map(|u| u.version.clone()),

@@ -4,6 +4,7 @@
 //! new file plus one line in the `registry!` call below (and its `pub mod`).
 
 use crate::context::Context;
+use crate::limits::Limits;
 use clap::builder::TypedValueParser as _;
 use clap::FromArgMatches;
 use oscost_model::case::{Case, ExperimentOutput};
@@ -94,6 +95,15 @@ pub trait Experiment:
 
     /// Measures, handing up raw samples and evidence; never a made-up figure.
     fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput>;
+
+    /// Checks, before any experiment of the run starts measuring, that what this one will
+    /// need at its largest (open files, tasks, memory mappings, memory) fits the machine's
+    /// `limits`: an error is one line naming the limit, what the run needs and how to raise
+    /// it. `quick` is `--quick`. Options that `run` would refuse are left to it.
+    fn preflight(&self, quick: bool, limits: &Limits) -> anyhow::Result<()> {
+        let _ = (quick, limits);
+        Ok(())
+    }
 }
 
 /// One value of a `--multi-threaded` list: a case to measure again with one idle extra thread,
@@ -186,6 +196,14 @@ macro_rules! registry {
             pub fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
                 match self {
                     $(Self::$variant(o) => o.run(ctx),)*
+                }
+            }
+
+            /// Checks the experiment's needs against the machine's limits before the run
+            /// measures anything (see [`Experiment::preflight`]).
+            pub fn preflight(&self, quick: bool, limits: &Limits) -> anyhow::Result<()> {
+                match self {
+                    $(Self::$variant(o) => o.preflight(quick, limits),)*
                 }
             }
 

@@ -9,6 +9,7 @@
 
 use crate::context::Context;
 use crate::experiments::primitives;
+use crate::limits::{Limits, Needs, FILES_MARGIN};
 use crate::sampler::measure;
 use crate::tokens::{sample, AffinityRestore, Counts, RingSpec};
 use anyhow::Context as _;
@@ -197,15 +198,101 @@ fn parse_tasks(s: &str) -> Result<TaskList, String> {
     Ok(TaskList(super::first_occurrences(&sizes)))
 }
 
-/// Checks the options before anything is spawned; returns the sizes to sweep.
-fn validate(opts: &Options, ctx: &Context) -> anyhow::Result<Vec<usize>> {
-    let sizes = match &opts.tasks {
+/// The ring sizes to sweep, as given or by default.
+fn sweep(opts: &Options, quick: bool) -> Vec<usize> {
+    match &opts.tasks {
         Some(TaskList(v)) => v.clone(),
-        None if ctx.quick => QUICK_SWEEP.to_vec(),
+        None if quick => QUICK_SWEEP.to_vec(),
         None => std::iter::successors(Some(2usize), |n| Some(n * 2))
             .take_while(|&n| n <= FULL_SWEEP_MAX)
             .collect(),
+    }
+}
+
+/// What the largest ring of the sweep holds at once, for the pre-flight check: its links'
+/// descriptors, its tasks, the mappings of the process that holds most of them, and the
+/// working sets. `None` when the options are out of range (`run` refuses them).
+fn needs(opts: &Options, quick: bool) -> Option<Needs> {
+    let n = sweep(opts, quick).into_iter().max()?;
+    if !(2..=MAX_TASKS).contains(&n) || opts.size > MAX_SIZE_KIB {
+        return None;
+    }
+    let n64 = n as u64;
+    let (fds, link) = match opts.via {
+        RingVia::Pipe => (2, "a pipe (2 descriptors)"),
+        RingVia::Eventfd => (1, "an eventfd"),
+        RingVia::Futex | RingVia::PosixSem => (0, ""),
     };
+    // The links of the ring and of the one-task control.
+    let files = (fds > 0).then(|| {
+        (
+            fds * (n64 + 1) + FILES_MARGIN,
+            format!("{link} for each of {n} tasks and for the control, and {FILES_MARGIN} more"),
+        )
+    });
+    let tasks = Some(match opts.kind {
+        Kind::Threads => (
+            n64,
+            format!("{n} threads, the measuring process's own among them"),
+        ),
+        Kind::Processes => (
+            n64 + 1,
+            format!("{n} processes, the measuring process among them, and a watchdog thread"),
+        ),
+    });
+    // Mappings: each futex word or semaphore is a shared mapping of its own, and each task
+    // maps its own working set; threads add a stack and its guard page each.
+    let link_maps = u64::from(matches!(opts.via, RingVia::Futex | RingVia::PosixSem));
+    let ws_maps = u64::from(opts.size > 0);
+    let mut parts = Vec::new();
+    if opts.kind == Kind::Threads {
+        parts.push("a thread stack and its guard page (2)");
+    }
+    if link_maps > 0 {
+        parts.push("a shared mapping for its link");
+    }
+    if ws_maps > 0 {
+        parts.push("a working set");
+    }
+    let maps = match opts.kind {
+        // One address space holds every stack, link and working set (plus the shared words,
+        // task 0's working set and the control's).
+        Kind::Threads => Some((
+            n64 * (2 + link_maps + ws_maps) + 1 + 2 * ws_maps,
+            format!(
+                "{} for each of {n} threads: {}",
+                2 + link_maps + ws_maps,
+                parts.join(", ")
+            ),
+        )),
+        // Every process inherits all the links; it adds its own working set, and the parent
+        // the watchdog thread's stack.
+        Kind::Processes => (link_maps > 0).then(|| {
+            (
+                n64 + 3 + 2 * ws_maps,
+                format!("a shared mapping for the link of each of {n} processes"),
+            )
+        }),
+    };
+    let memory_kib = (opts.size > 0).then(|| {
+        (
+            n64 * opts.size as u64,
+            format!("a {} KiB working set for each of {n} tasks", opts.size),
+        )
+    });
+    Some(Needs {
+        what: format!("{NAME} --tasks {n}"),
+        instead: Some("use fewer --tasks".into()),
+        files,
+        tasks,
+        maps,
+        memory_kib,
+    })
+}
+
+/// Checks the options before anything is spawned; returns the sizes to sweep.
+fn validate(opts: &Options, ctx: &Context) -> anyhow::Result<Vec<usize>> {
+    let sizes = sweep(opts, ctx.quick);
     let (Some(&min), Some(&max)) = (sizes.iter().min(), sizes.iter().max()) else {
         anyhow::bail!("--tasks: no ring size given");
     };
@@ -567,6 +654,13 @@ impl super::Experiment for Options {
     fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         run(self, ctx)
     }
+
+    fn preflight(&self, quick: bool, limits: &Limits) -> anyhow::Result<()> {
+        match needs(self, quick) {
+            Some(needs) => limits.check(&needs),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Runs the sweep.
@@ -724,6 +818,59 @@ mod tests {
             ring.op().unwrap();
         }
         ring.end().unwrap()
+    }
+
+    #[test]
+    fn preflight_counts_descriptors_tasks_mappings_and_memory() {
+        let futex = needs(&opts(&["--tasks", "2,8192", "--via", "futex"]), false).unwrap();
+        assert_eq!(futex.what, "ring --tasks 8192");
+        assert_eq!(futex.files, None);
+        assert_eq!(futex.tasks.as_ref().unwrap().0, 8192);
+        // Per thread: stack + guard page + the futex word's shared mapping; + shared words.
+        assert_eq!(futex.maps.as_ref().unwrap().0, 8192 * 3 + 1);
+        assert_eq!(futex.memory_kib, None);
+        let pipe = needs(&opts(&["--tasks", "8192", "--size", "16"]), false).unwrap();
+        // 2 per task and 2 for the control's link, plus the margin.
+        assert_eq!(pipe.files.as_ref().unwrap().0, 2 * 8193 + FILES_MARGIN);
+        // Stack + guard + working set per thread; shared words, task 0's and the control's
+        // working sets.
+        assert_eq!(pipe.maps.as_ref().unwrap().0, 8192 * 3 + 3);
+        assert_eq!(pipe.memory_kib.as_ref().unwrap().0, 8192 * 16);
+        let procs = needs(
+            &opts(&[
+                "--tasks",
+                "100",
+                "--via",
+                "posix-sem",
+                "--kind",
+                "processes",
+            ]),
+            false,
+        )
+        .unwrap();
+        assert_eq!(procs.tasks.as_ref().unwrap().0, 101);
+        assert_eq!(procs.maps.as_ref().unwrap().0, 103);
+        let eventfd = needs(&opts(&["--via", "eventfd"]), true).unwrap();
+        assert_eq!(eventfd.what, "ring --tasks 64");
+        assert_eq!(eventfd.files.as_ref().unwrap().0, 65 + FILES_MARGIN);
+        assert!(needs(&opts(&["--tasks", "1"]), false).is_none());
+
+        // Against vm.max_map_count: 100 mappings now + the margin + 24577 for the ring.
+        let limit = 100 + crate::limits::MAPS_MARGIN + 8192 * 3 + 1;
+        let limits = |max| Limits {
+            max_map_count: Some(max),
+            maps_now: 100,
+            ..Limits::default()
+        };
+        assert!(limits(limit).check(&futex).is_ok());
+        let e = limits(limit - 1).check(&futex).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!(
+                "ring --tasks 8192 needs about {limit} memory mappings"
+            )) && e.contains(&format!("vm.max_map_count is {}", limit - 1))
+                && e.ends_with("or use fewer --tasks"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -14,6 +14,7 @@ use crate::context::Context;
 use crate::cpuset;
 use crate::experiments::primitives;
 use crate::experiments::ring;
+use crate::limits::{Limits, Needs, FILES_MARGIN};
 use crate::tokens::{self, Counts, RingSpec};
 use anyhow::Context as _;
 use oscost_model::case::{Case, Check, DerivedSpec, ExperimentOutput, Unavailable};
@@ -129,6 +130,38 @@ impl super::Experiment for Options {
 
     fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         run(self, ctx)
+    }
+
+    fn preflight(&self, _quick: bool, limits: &Limits) -> anyhow::Result<()> {
+        limits.check(&needs(self))
+    }
+}
+
+/// What a ping-pong holds at once, at most: two links (of the primitive with the most
+/// descriptors chosen), the PM QoS file, the partner task and its watchdog.
+fn needs(opts: &Options) -> Needs {
+    let fds = pick(&opts.via, &Via::ALL)
+        .iter()
+        .map(|v| match v {
+            Via::Pipe | Via::Socketpair => 2,
+            Via::Eventfd | Via::Mqueue => 1,
+            _ => 0,
+        })
+        .max()
+        .unwrap_or(0);
+    Needs {
+        what: NAME.into(),
+        instead: None,
+        files: Some((
+            2 * fds + u64::from(opts.idle_poll) + FILES_MARGIN,
+            format!("{fds} for each of the 2 links, and {FILES_MARGIN} more"),
+        )),
+        tasks: Some((
+            3,
+            "the partner, its watchdog thread and the measuring process".into(),
+        )),
+        maps: None,
+        memory_kib: None,
     }
 }
 

@@ -1,0 +1,322 @@
+//! What an oscost run leaves behind when a process of it is killed, and how it is removed.
+//!
+//! A run's coordinator makes one private directory, `$TMPDIR/oscost-run-<pid>-XXXXXX` (mode
+//! 0700, `<pid>` its own), gives its path to each measuring process in [`RUN_DIR_ENV`], and
+//! removes it when the run ends. Files die with the directory, but a SysV semaphore set lives
+//! in the kernel until someone removes it: so a measuring process appends `sysv-sem <id>` to
+//! the directory's registry file ([`register_from_env`]) before it uses a set it created.
+//!
+//! - The coordinator removes what the registry lists after each measuring process ends
+//!   ([`remove_registered`]): nothing if the process removed its sets itself, the sets of a
+//!   measuring process that was killed.
+//! - A coordinator that was itself killed leaves its directory behind; its measuring process
+//!   dies with it (a parent-death signal). The next run finds the directory, sees from the pid
+//!   in its name that its creator is gone, removes the sets listed and the directory
+//!   ([`remove_earlier_runs`]).
+//!
+//! A set created and not yet recorded when the process is killed (the instant between `semget`
+//! and the write) is the one thing this cannot catch.
+
+use std::fs;
+use std::io::{self, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// The environment variable that gives a measuring process its run's directory.
+pub const RUN_DIR_ENV: &str = "OSCOST_RUN_DIR";
+
+/// How every run directory's name begins: then the coordinator's pid, `-`, random characters.
+pub const RUN_DIR_PREFIX: &str = "oscost-run-";
+
+/// The registry's file name inside a run directory.
+const REGISTRY: &str = "registry";
+
+/// Creates this process's run directory in [`std::env::temp_dir`]:
+/// `oscost-run-<pid>-XXXXXX`, mode 0700, removed when the value is dropped.
+pub fn new_run_dir() -> io::Result<tempfile::TempDir> {
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("{RUN_DIR_PREFIX}{}-", std::process::id()))
+        .permissions(fs::Permissions::from_mode(0o700))
+        .tempdir()?;
+    // The umask may have taken bits away; never more than 0700 either way.
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o700))?;
+    Ok(dir)
+}
+
+/// The pid of the process that created run directory `dir`, from its name.
+pub fn run_dir_pid(dir: &Path) -> Option<u32> {
+    let name = dir.file_name()?.to_str()?;
+    let (pid, rest) = name.strip_prefix(RUN_DIR_PREFIX)?.split_once('-')?;
+    if rest.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    pid.parse().ok()
+}
+
+/// The registry file of run directory `dir`.
+pub fn registry(dir: &Path) -> PathBuf {
+    dir.join(REGISTRY)
+}
+
+/// The run directory named by [`RUN_DIR_ENV`], if this process was given one.
+pub fn run_dir_from_env() -> Option<PathBuf> {
+    std::env::var_os(RUN_DIR_ENV)
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+}
+
+/// In a measuring process given a run directory: records every SysV semaphore set this
+/// process creates from now on in the directory's registry, before the set is used. Without
+/// [`RUN_DIR_ENV`] (tests, a bare `oscost __measure`) nothing is recorded.
+pub fn register_from_env() -> io::Result<()> {
+    let Some(dir) = run_dir_from_env() else {
+        return Ok(());
+    };
+    let path = registry(&dir);
+    oscost_sys::ipc::on_sysv_sem_created(Box::new(move |id| append(&path, "sysv-sem", id)))
+}
+
+/// Appends one `<kind> <id>` line in a single write.
+fn append(path: &Path, kind: &str, id: i32) -> io::Result<()> {
+    let mut f = fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .open(path)?;
+    f.write_all(format!("{kind} {id}\n").as_bytes())
+}
+
+/// What one clean-up removed.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Removed {
+    /// SysV semaphore sets that still existed and were removed.
+    pub sysv_sems: usize,
+    /// Objects that could not be removed, one line each.
+    pub errors: Vec<String>,
+}
+
+/// Removes every object listed in the registry of run directory `dir` that still exists,
+/// then empties the registry. Call it only when no process of the run still uses them.
+pub fn remove_registered(dir: &Path) -> Removed {
+    let path = registry(dir);
+    let mut removed = Removed::default();
+    let text = match fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return removed,
+        Err(e) => {
+            removed
+                .errors
+                .push(format!("cannot read {}: {e}", path.display()));
+            return removed;
+        }
+    };
+    let mut ids: Vec<i32> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("sysv-sem ")?.trim().parse().ok())
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    for id in ids {
+        match oscost_sys::ipc::remove_sysv_sem(id) {
+            Ok(true) => removed.sysv_sems += 1,
+            Ok(false) => {}
+            Err(e) => removed
+                .errors
+                .push(format!("cannot remove SysV semaphore set {id}: {e}")),
+        }
+    }
+    if removed.errors.is_empty() {
+        // Emptied, not deleted: the next measuring process of the run appends to it.
+        if let Err(e) = fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(&path)
+        {
+            if e.kind() != io::ErrorKind::NotFound {
+                removed
+                    .errors
+                    .push(format!("cannot empty {}: {e}", path.display()));
+            }
+        }
+    }
+    removed
+}
+
+/// "1 SysV semaphore set", "2 SysV semaphore sets".
+pub fn sysv_sets(n: usize) -> String {
+    format!("{n} SysV semaphore set{}", if n == 1 { "" } else { "s" })
+}
+
+/// What [`remove_earlier_runs`] removed of one run whose coordinator is gone.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Earlier {
+    /// The dead coordinator's pid.
+    pub pid: u32,
+    /// What its registry listed and was removed.
+    pub removed: Removed,
+    /// Whether its directory was removed.
+    pub dir_removed: bool,
+}
+
+impl Earlier {
+    /// One line saying what was removed, if anything was.
+    pub fn summary(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if self.removed.sysv_sems > 0 {
+            parts.push(sysv_sets(self.removed.sysv_sems));
+        }
+        if self.dir_removed {
+            parts.push("its temporary directory".to_owned());
+        }
+        (!parts.is_empty()).then(|| {
+            format!(
+                "removed what an earlier oscost run (pid {}, killed) left behind: {}",
+                self.pid,
+                parts.join(", ")
+            )
+        })
+    }
+}
+
+/// Whether `pid` is a live oscost process: its command name is `oscost`, or this process's own
+/// (an oscost binary under another name). A pid reused by another program does not count.
+fn oscost_alive(pid: u32, own_comm: Option<&str>) -> bool {
+    match fs::read_to_string(format!("/proc/{pid}/comm")) {
+        Ok(comm) => {
+            let comm = comm.trim_end_matches('\n');
+            comm == "oscost" || Some(comm) == own_comm
+        }
+        Err(_) => false,
+    }
+}
+
+/// Finds, in `tmp`, the run directories of this user whose coordinator is no longer a live
+/// oscost process, removes the objects their registries list and then the directories.
+/// Returns one entry per directory found; a directory whose objects could not all be removed
+/// is kept (with its registry) for a later run to try again.
+pub fn remove_earlier_runs(tmp: &Path) -> Vec<Earlier> {
+    let Ok(entries) = fs::read_dir(tmp) else {
+        return Vec::new();
+    };
+    let euid = oscost_sys::sysinfo::uids().1;
+    let own = std::process::id();
+    let own_comm = fs::read_to_string("/proc/self/comm")
+        .ok()
+        .map(|c| c.trim_end_matches('\n').to_owned());
+    let mut found = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Some(pid) = run_dir_pid(&path) else {
+            continue;
+        };
+        // Never follow a link, never touch another user's directory.
+        let Ok(meta) = fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if !meta.is_dir() || meta.uid() != euid || pid == own {
+            continue;
+        }
+        if oscost_alive(pid, own_comm.as_deref()) {
+            continue;
+        }
+        let removed = remove_registered(&path);
+        let dir_removed = removed.errors.is_empty() && fs::remove_dir_all(&path).is_ok();
+        found.push(Earlier {
+            pid,
+            removed,
+            dir_removed,
+        });
+    }
+    found.sort_by_key(|e| e.pid);
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oscost_sys::ipc::{Link, Via};
+
+    #[test]
+    fn run_dir_names_carry_the_pid() {
+        assert_eq!(
+            run_dir_pid(Path::new("/t/oscost-run-123-abcDEF")),
+            Some(123)
+        );
+        assert_eq!(run_dir_pid(Path::new("oscost-run-7-x")), Some(7));
+        assert_eq!(run_dir_pid(Path::new("/t/oscost-run-abcDEF")), None);
+        assert_eq!(run_dir_pid(Path::new("/t/oscost-run-12-")), None);
+        assert_eq!(run_dir_pid(Path::new("/t/oscost-run--12-x")), None);
+        assert_eq!(run_dir_pid(Path::new("/t/other-12-x")), None);
+    }
+
+    #[test]
+    fn summaries_name_what_was_removed() {
+        let e = Earlier {
+            pid: 42,
+            removed: Removed {
+                sysv_sems: 1,
+                errors: Vec::new(),
+            },
+            dir_removed: true,
+        };
+        assert_eq!(
+            e.summary().unwrap(),
+            "removed what an earlier oscost run (pid 42, killed) left behind: \
+             1 SysV semaphore set, its temporary directory"
+        );
+        let none = Earlier {
+            pid: 42,
+            removed: Removed::default(),
+            dir_removed: false,
+        };
+        assert_eq!(none.summary(), None);
+        assert_eq!(sysv_sets(2), "2 SysV semaphore sets");
+    }
+
+    /// The registry records a set before it is used; the clean-up removes the ones still
+    /// there, counts only those, and leaves the registry empty. A stale run directory (a pid
+    /// that is not a live oscost) goes with its sets; a live one stays.
+    #[test]
+    fn registered_sets_are_removed_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let me = std::process::id();
+        let dir = tmp.path().join(format!("{RUN_DIR_PREFIX}{me}-abcdef"));
+        fs::create_dir(&dir).unwrap();
+        // The hook as a measuring process installs it, without the process-wide slot (other
+        // tests in this binary create links too).
+        let path = registry(&dir);
+        let kept = Link::new(Via::SysvSem).unwrap();
+        let dropped = Link::new(Via::SysvSem).unwrap();
+        for l in [&kept, &dropped] {
+            append(&path, "sysv-sem", l.sysv_sem_id().unwrap()).unwrap();
+        }
+        drop(dropped);
+        let r = remove_registered(&dir);
+        assert_eq!(
+            r,
+            Removed {
+                sysv_sems: 1,
+                errors: Vec::new()
+            }
+        );
+        assert_eq!(fs::read_to_string(&path).unwrap(), "");
+        // Dropping the link after its set was removed is harmless.
+        drop(kept);
+
+        let set = Link::new(Via::SysvSem).unwrap();
+        append(&path, "sysv-sem", set.sysv_sem_id().unwrap()).unwrap();
+        // Our own pid is never stale.
+        assert!(remove_earlier_runs(tmp.path()).is_empty());
+        // A pid no process has (beyond the kernel's pid_max): its creator is gone.
+        let other = tmp
+            .path()
+            .join(format!("{RUN_DIR_PREFIX}{}-ghijkl", u32::MAX - 1));
+        fs::rename(&dir, &other).unwrap();
+        let found = remove_earlier_runs(tmp.path());
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].removed.sysv_sems, 1);
+        assert!(found[0].dir_removed);
+        assert!(!other.exists());
+        drop(set);
+    }
+}
