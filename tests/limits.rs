@@ -1,19 +1,13 @@
 //! Limits checked before measuring, and options a command does not use: refused with one line
 //! and exit 2 before anything is measured. No timing assertions.
 
+mod common;
+use common::is_root;
+
 use assert_cmd::Command;
 
 fn oscost() -> Command {
     Command::cargo_bin("oscost").unwrap()
-}
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find(|l| l.starts_with("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(2).map(|e| e == "0"))
-        .unwrap_or(false)
 }
 
 /// Runs `oscost ARGS` under `prlimit LIMIT` (and, when `unprivileged` is set, `setpriv` to
@@ -26,16 +20,7 @@ fn run_limited(limit: &str, unprivileged: bool, args: &[&str]) -> (Option<i32>, 
     // Writable for `nobody` too.
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
     let json = dir.path().join("r.json");
-    let mut cmd = std::process::Command::new("prlimit");
-    cmd.arg(limit).arg("--");
-    if unprivileged {
-        cmd.args([
-            "setpriv",
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-        ]);
-    }
+    let mut cmd = common::limited(limit, unprivileged);
     let out = cmd
         .arg(assert_cmd::cargo::cargo_bin("oscost"))
         .args(args)

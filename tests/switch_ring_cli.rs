@@ -2,6 +2,9 @@
 //! mid-run, and the counted switches. No timing assertions: only what the kernel counted and
 //! what the command did.
 
+mod common;
+use common::is_root;
+
 use assert_cmd::Command;
 use oscost_model::case::SINGLE_THREAD_CHECK;
 use oscost_model::{CaseResult, ResultDoc};
@@ -95,16 +98,7 @@ fn bad_input_exits_2_with_one_line_and_no_result() {
 /// root is exempt from RLIMIT_NPROC) and returns (exit code, stderr). Both tools come with
 /// util-linux, which `.ci/run` makes sure of; a missing tool fails the test, never skips it.
 fn run_limited(limit: &str, unprivileged: bool, args: &[&str]) -> (Option<i32>, String) {
-    let mut cmd = std::process::Command::new("prlimit");
-    cmd.arg(limit).arg("--");
-    if unprivileged {
-        cmd.args([
-            "setpriv",
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-        ]);
-    }
+    let mut cmd = common::limited(limit, unprivileged);
     let out = cmd
         .arg(bin())
         .args(args)
@@ -116,15 +110,6 @@ fn run_limited(limit: &str, unprivileged: bool, args: &[&str]) -> (Option<i32>, 
         "the limit could not be set up: {err}"
     );
     (out.status.code(), err)
-}
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find(|l| l.starts_with("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(2).map(|e| e == "0"))
-        .unwrap_or(false)
 }
 
 #[test]

@@ -1,0 +1,29 @@
+//! Helpers the integration tests share.
+#![allow(dead_code)] // each test binary uses a different part
+
+/// Whether the tests run as root (effective uid 0).
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find(|l| l.starts_with("Uid:"))
+        .and_then(|l| l.split_whitespace().nth(2).map(|e| e == "0"))
+        .unwrap_or(false)
+}
+
+/// `prlimit LIMIT --` and, when `unprivileged`, `setpriv` to `nobody` (root is exempt from
+/// RLIMIT_NPROC), ready for the program and its arguments. Both tools come with util-linux,
+/// which `.ci/run` makes sure of; a missing one fails the test that runs it, never skips it.
+pub fn limited(limit: &str, unprivileged: bool) -> std::process::Command {
+    let mut cmd = std::process::Command::new("prlimit");
+    cmd.arg(limit).arg("--");
+    if unprivileged {
+        cmd.args([
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+        ]);
+    }
+    cmd
+}
