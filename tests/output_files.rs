@@ -423,3 +423,18 @@ fn run_bounded(exe: &Path, cwd: &Path, base: &[&str], args: &[OsString]) -> Opti
     }
     None
 }
+
+/// A path ending in `/` names no file: refused before anything is measured, and nothing is
+/// written under the name without the slash.
+#[test]
+fn a_path_ending_in_a_slash_is_refused_before_measuring() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = assert_refused(
+        oscost()
+            .current_dir(dir.path())
+            .args(["--scripted", "example", "--json", "r.json/"]),
+        &["--json", "r.json/", "cannot end in `/`"],
+    );
+    assert!(!err.contains("example"), "{err}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}

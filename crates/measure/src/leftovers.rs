@@ -37,10 +37,21 @@ pub fn new_run_dir() -> io::Result<tempfile::TempDir> {
     let dir = tempfile::Builder::new()
         .prefix(&format!("{RUN_DIR_PREFIX}{}-", std::process::id()))
         .permissions(fs::Permissions::from_mode(0o700))
-        .tempdir()?;
+        .tempdir()
+        // tempfile adds `at path "…"` to the error; the caller names the directory itself.
+        .map_err(bare_os_error)?;
     // The umask may have taken bits away; never more than 0700 either way.
     fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o700))?;
     Ok(dir)
+}
+
+/// The error without the ` at path "…"` tempfile appends to it.
+fn bare_os_error(e: io::Error) -> io::Error {
+    let text = e.to_string();
+    match text.split_once(" at path \"") {
+        Some((bare, _)) => io::Error::new(e.kind(), bare.to_owned()),
+        None => e,
+    }
 }
 
 /// The pid of the process that created run directory `dir`, from its name.

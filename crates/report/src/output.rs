@@ -162,6 +162,11 @@ pub fn check_writable(path: &Path) -> anyhow::Result<()> {
     if path.is_dir() {
         anyhow::bail!("{shown} is a directory, not a file");
     }
+    // `Path` forgets a trailing slash, so `r.json/` would be checked as `r.json` and written as
+    // such, then fail once that file exists: refuse it here.
+    if path.as_os_str().as_encoded_bytes().ends_with(b"/") {
+        anyhow::bail!("cannot write {shown}: a file name cannot end in `/`");
+    }
     let target =
         resolve(path).map_err(|e| anyhow::anyhow!("cannot write {shown}: {}", reason(&e)))?;
     let creds = creds();

@@ -1,0 +1,864 @@
+#!/usr/bin/env bash
+# Fault matrix: runs oscost the way a careless or hostile user would, one case at a time, and
+# checks what each case must do.
+#
+# Every case gets a private TMPDIR and a private working directory (both removed afterwards),
+# and every oscost invocation is bounded by `timeout`. Besides its own expectation, each case
+# must show:
+#   - no panic: no exit 101, no "panicked" or "RUST_BACKTRACE" on stderr;
+#   - no hang: no invocation reaches the time limit;
+#   - no leftover process: no oscost process of the case (found by a marker in
+#     /proc/PID/environ, and oscost zombies that appeared during the case) once it has ended;
+#   - no leftover SysV semaphore set (the ids in /proc/sysvipc/sem before and after), no
+#     oscost-* directory in the case's TMPDIR, no stray temporary file in its working directory.
+# Bad input must exit 2 with exactly one line on stderr starting `oscost: `, print nothing on
+# stdout (nothing was measured), and leave the working directory exactly as it was (names,
+# types, modes, owners, contents).
+#
+# Output: one row per case (PASS or FAIL, the case, what was observed), then
+# `fault matrix: N cases, P passed, F failed`. Exit status: 0 all passed, 1 a case failed,
+# 2 the matrix could not be set up. Run it alone on the machine: another oscost run or a SysV
+# semaphore set created meanwhile by someone else can show up as a leftover. Started as root,
+# a few cases run as nobody (uid 65534) through setpriv. Installs nothing; takes well under
+# a minute on two CPUs.
+#
+# Usage: scripts/fault-matrix.sh [PATTERN]
+#   PATTERN   run only the cases whose name matches this glob (default: all)
+#   OSCOST=F  test the binary F instead of building target/release/oscost
+#   LIMIT=S   seconds allowed for one oscost invocation before it counts as a hang (default 60)
+set -uo pipefail
+shopt -s nullglob
+
+cd "$(dirname "$0")/.." || exit 2
+
+die() {
+    echo "fault-matrix: $*" >&2
+    exit 2
+}
+
+pattern="${1:-*}"
+limit="${LIMIT:-60}"
+[[ "$limit" =~ ^[1-9][0-9]*$ ]] || die "LIMIT must be a whole number of seconds, got '$limit'"
+((BASH_VERSINFO[0] >= 5)) || die "needs bash 5 or later (EPOCHREALTIME)"
+for tool in timeout mktemp pgrep python3 sha256sum mkfifo find stat cmp comm realpath; do
+    command -v "$tool" >/dev/null 2>&1 || die "'$tool' is required but not found"
+done
+[[ -r /proc/sysvipc/sem ]] || die "cannot read /proc/sysvipc/sem"
+online=$(cat /sys/devices/system/cpu/online 2>/dev/null) || die "cannot read the online CPUs"
+
+if [[ -n "${OSCOST:-}" ]]; then
+    bin="$OSCOST"
+else
+    echo "building oscost (release)..." >&2
+    cargo build --release -q || die "cargo build --release failed"
+    bin=target/release/oscost
+fi
+[[ -x "$bin" ]] || die "$bin is not an executable"
+bin=$(realpath "$bin") || die "cannot resolve $bin"
+comm_name=$(basename "$bin" | cut -c1-15) # the kernel's comm: the first 15 bytes of the name
+
+# A CPU that is not online: 99, unless this machine has it.
+cpu_online() {
+    local part lo hi
+    local -a parts
+    IFS=, read -ra parts <<<"$online"
+    for part in "${parts[@]}"; do
+        lo=${part%-*} hi=${part#*-}
+        (($1 >= lo && $1 <= hi)) && return 0
+    done
+    return 1
+}
+offline_cpu=99
+cpu_online 99 && offline_cpu=$((${online##*[,-]} + 1))
+
+# Who runs the "unprivileged user" cases: nobody when we are root, else ourselves.
+nobody=()
+nobody_na=""
+if ((EUID == 0)); then
+    if ! command -v setpriv >/dev/null 2>&1; then
+        nobody_na="setpriv (util-linux) is missing, so root cannot run a case as nobody"
+    else
+        nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+        "${nobody[@]}" test -x "$bin" ||
+            nobody_na="nobody (uid 65534) cannot execute $bin"
+    fi
+fi
+# Whether this (non-root) user may lower its nice value anyway (CAP_SYS_NICE, bit 23).
+sys_nice=0
+if ((EUID != 0)); then
+    capeff=$(awk '/^CapEff:/ { print $2 }' /proc/self/status)
+    (((16#${capeff:-0} >> 23) & 1)) && sys_nice=1
+fi
+
+root=$(mktemp -d "${TMPDIR:-/tmp}/fault-matrix.XXXXXX") || die "mktemp failed"
+chmod 0711 "$root" # nobody may reach the case directories it is given, nothing else
+cleanup() {
+    chmod -R u+rwX "$root" 2>/dev/null
+    rm -rf "$root"
+}
+trap cleanup EXIT
+trap 'exit 2' INT TERM HUP
+
+# ---------------------------------------------------------------------------------------------
+# Helpers. A case runs in a subshell in its working directory, with TMPDIR and the marker
+# exported; it reports through files in $io: `problem` (the case fails), `note` (observed).
+
+now_us() { echo "${EPOCHREALTIME//[!0-9]/}"; }
+
+problem() { printf '%s\n' "$*" >>"$io/problems"; }
+note() { printf '%s\n' "$*" >>"$io/notes"; }
+
+# Printable text: control characters become `?`; bytes that are not UTF-8 are dropped.
+printable() {
+    if command -v iconv >/dev/null 2>&1; then
+        LC_ALL=C tr '\000-\010\013-\037\177' '?' | iconv -f UTF-8 -t UTF-8 -c 2>/dev/null
+    else
+        LC_ALL=C tr '\000-\010\013-\037\177-\377' '?'
+    fi
+}
+
+# The first line of a file, printable and at most 150 characters.
+first_line() { head -n 1 "$1" 2>/dev/null | cut -c 1-150 | tr -d '\n' | printable; }
+# The lines of a file joined with "; ", printable.
+joined() { awk 'NR > 1 { printf "; " } { printf "%s", $0 }' "$1" | printable; }
+lines_of() { grep -c '' "$1" 2>/dev/null; }
+
+sem_ids() { awk 'NR > 1 { print $2 }' /proc/sysvipc/sem | LC_ALL=C sort; }
+# SysV sets that did not exist when the case began.
+new_sems() { LC_ALL=C comm -13 <(printf '%s\n' "$sems_before") <(sem_ids); }
+
+# oscost processes carrying this case's marker.
+case_pids() {
+    local p
+    for p in $(pgrep -x "$comm_name"); do
+        grep -qzxF "FAULT_MATRIX_CASE=$mark" "/proc/$p/environ" 2>/dev/null && echo "$p"
+    done
+}
+# oscost zombies that appeared during the case (a zombie's environment cannot be read).
+new_zombies() {
+    local p
+    for p in $(pgrep -x "$comm_name"); do
+        [[ " $procs_before " == *" $p "* ]] && continue
+        [[ "$(awk '{ print $3 }' "/proc/$p/stat" 2>/dev/null)" == Z ]] && echo "$p"
+    done
+}
+no_case_pids() { [[ -z "$(case_pids)" ]]; }
+gone() { ! kill -0 "$1" 2>/dev/null; }
+has_new_sem() { [[ -n "$(new_sems)" ]]; }
+
+# wait_for SECONDS CMD...: polls CMD every 50 ms; fails if it never succeeds in time.
+wait_for() {
+    local end=$(($(now_us) + $1 * 1000000))
+    shift
+    until "$@"; do
+        (($(now_us) >= end)) && return 1
+        sleep 0.05
+    done
+}
+
+# vet RC STDERR-FILE START-US [LABEL]: the checks every invocation gets.
+vet() {
+    local label="${4:+$4: }"
+    (($(now_us) - $3 >= (limit - 1) * 1000000)) && problem "${label}hang: still running after ${limit} s"
+    [[ "$1" == 101 ]] && problem "${label}panic: exit 101"
+    if grep -qE 'panicked|RUST_BACKTRACE' "$2" 2>/dev/null; then
+        problem "${label}panic: $(grep -m 1 -E 'panicked|RUST_BACKTRACE' "$2" | cut -c 1-150 | printable)"
+    fi
+}
+
+# run_bounded OUT ERR CMD...: runs CMD under timeout, stdin from /dev/null; sets rc.
+run_bounded() {
+    local out="$1" err="$2" t0
+    shift 2
+    t0=$(now_us)
+    timeout -k 5 "$limit" "$@" </dev/null >"$out" 2>"$err"
+    rc=$?
+    vet "$rc" "$err" "$t0"
+}
+
+# osc ARGS...: oscost (through ${runner[@]}, if set) with stdout and stderr in $io/out, $io/err.
+runner=()
+osc() { run_bounded "$io/out" "$io/err" "${runner[@]}" "$bin" "$@"; }
+
+# spawn TAG CMD...: starts CMD in the background under timeout; sets opid to CMD's pid (oscost's
+# own pid when CMD is oscost), output in $io/TAG.out and $io/TAG.err. collect TAG waits for it.
+declare -A bg_pid bg_t0
+spawn() {
+    local tag="$1"
+    shift
+    rm -f "$io/$tag.pid"
+    bg_t0[$tag]=$(now_us)
+    # shellcheck disable=SC2016 # $$ and $0 belong to the inner shell
+    timeout -k 5 "$limit" bash -c 'echo $$ >"$0.tmp" && mv "$0.tmp" "$0" && exec "$@"' \
+        "$io/$tag.pid" "$@" </dev/null >"$io/$tag.out" 2>"$io/$tag.err" &
+    bg_pid[$tag]=$!
+    opid=""
+    wait_for 5 test -s "$io/$tag.pid" && opid=$(<"$io/$tag.pid")
+    [[ -n "$opid" ]] || problem "$tag: no pid within 5 s"
+}
+collect() {
+    wait "${bg_pid[$1]}"
+    rc=$?
+    vet "$rc" "$io/$1.err" "${bg_t0[$1]}" "$1"
+}
+
+# The measuring process (`oscost __measure`) of the oscost process $1, and its workers.
+measuring_of() {
+    local p
+    for p in $(pgrep -x "$comm_name" -P "$1"); do
+        grep -qa '__measure' "/proc/$p/cmdline" 2>/dev/null && echo "$p" && return 0
+    done
+    return 1
+}
+workers_of() { pgrep -x "$comm_name" -P "$1"; }
+# At least $2 workers under oscost process $1 (a ring of 2N tasks has 2N-1 forked workers).
+has_workers() {
+    local m
+    m=$(measuring_of "$1") || return 1
+    (($(workers_of "$m" | wc -l) >= $2))
+}
+
+expect_rc() { [[ "$rc" == "$1" ]] || problem "exit $rc, expected $1"; }
+
+# One line on stderr, starting `oscost: `.
+expect_one_line() {
+    local err="$io/err" n
+    n=$(lines_of "$err")
+    [[ "$n" == 1 ]] || problem "stderr has $n lines, expected 1: $(printable <"$err" | head -c 200)"
+    head -n 1 "$err" | grep -q '^oscost: ' || problem "stderr does not start with 'oscost: '"
+}
+
+expect_err() { grep -qE "$1" "$io/err" || problem "stderr does not match /$1/"; }
+
+# Names, types, modes, owners, link targets and contents of everything in the working dir.
+snapshot() {
+    find . -printf '%p|%y|%m|%U|%s|%l\n' | LC_ALL=C sort
+    find . -type f -print0 | LC_ALL=C sort -z | xargs -0r sha256sum
+}
+
+# Bad input: exit 2, one line, nothing on stdout, the working directory untouched.
+expect_refused() { # [ERE the message must match]
+    expect_rc 2
+    expect_one_line
+    [[ -s "$io/out" ]] && problem "printed on stdout before refusing: $(first_line "$io/out")"
+    if [[ "$(snapshot)" != "$snap_before" ]]; then
+        problem "working directory changed: $(diff <(echo "$snap_before") <(snapshot) |
+            sed -n 's/^[<>] \(\.[^|]*\)|.*/\1/p; s/^[<>] [0-9a-f]\{64\}  //p' |
+            LC_ALL=C sort -u | head -n 5 | printable | tr '\n' ' ')"
+    fi
+    [[ -n "${1:-}" ]] && expect_err "$1"
+    note "exit $rc: $(first_line "$io/err")"
+}
+
+# json FILE ACTION: `names` prints the experiments' names (comma-separated), `case-warnings`
+# every case's warnings, `valid` nothing; fails if FILE is not a JSON document.
+json() {
+    python3 - "$@" 2>/dev/null <<'EOF'
+import json, sys
+path, action = sys.argv[1], sys.argv[2]
+with open(path, "rb") as f:
+    doc = json.load(f)
+if action == "names":
+    print(",".join(e["name"] for e in doc["experiments"]))
+elif action == "case-warnings":
+    for e in doc["experiments"]:
+        for c in e["cases"]:
+            for w in c.get("warnings") or []:
+                print(c["id"] + ": " + w)
+EOF
+}
+expect_json() { # FILE NAMES
+    local got
+    if ! got=$(json "$1" names); then
+        problem "$(printf '%q' "$1") is not a result document"
+    elif [[ "$got" != "$2" ]]; then
+        problem "$(printf '%q' "$1") holds [$got], expected [$2]"
+    fi
+}
+
+# Files in the working directory other than those given, as a printable list.
+extra_files() {
+    local f keep
+    for f in * .[!.]*; do
+        for keep in "$@"; do [[ "$f" == "$keep" ]] && continue 2; done
+        printf '%q ' "$f"
+    done
+}
+
+# ---------------------------------------------------------------------------------------------
+# The runner.
+
+n_cases=0
+n_passed=0
+n_failed=0
+
+# run_case NAME FUNCTION [ARGS...]
+run_case() {
+    local name="$1" fn="$2" cdir left_p left_s left_d end p row
+    shift 2
+    # shellcheck disable=SC2053 # a glob on purpose
+    [[ "$name" == $pattern ]] || return 0
+    cdir=$(mktemp -d "$root/case.XXXXXX") || die "mktemp failed"
+    chmod 0711 "$cdir"
+    ctmp="$cdir/tmp" work="$cdir/work" io="$cdir/io" mark="$cdir"
+    mkdir "$ctmp" "$work" "$io" || die "cannot create the case directories in $cdir"
+    chmod 0711 "$io"
+    : >"$io/problems"
+    : >"$io/notes"
+    sems_before=$(sem_ids)
+    procs_before=$(pgrep -x "$comm_name" | tr '\n' ' ')
+
+    (
+        cd "$work" || exit
+        export TMPDIR="$ctmp" FAULT_MATRIX_CASE="$mark"
+        umask 022
+        "$fn" "$@"
+    ) >"$io/case.log" 2>&1
+
+    # What the case left behind, once helpers that exit on their own have had 3 s to do so.
+    end=$(($(now_us) + 3000000))
+    while :; do
+        left_p=$(
+            case_pids
+            new_zombies
+        )
+        left_s=$(new_sems)
+        [[ -z "$left_p$left_s" ]] && break
+        (($(now_us) >= end)) && break
+        sleep 0.1
+    done
+    if [[ -n "$left_p" ]]; then
+        row=""
+        for p in $left_p; do
+            row+="$p $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | cut -c 1-60); "
+        done
+        problem "left processes running: ${row%; }"
+        for p in $(case_pids); do kill -KILL "$p" 2>/dev/null; done
+    fi
+    [[ -n "$left_s" ]] && problem "left SysV semaphore sets: $(echo "$left_s" | tr '\n' ' ')(ipcrm -s ID)"
+    left_d=("$ctmp"/oscost-*)
+    ((${#left_d[@]})) && problem "left in TMPDIR: ${left_d[*]##*/}"
+    left_d=()
+    while IFS= read -r -d '' p; do left_d+=("${p##*/}"); done < <(find "$work" -name '.tmp*' -print0)
+    ((${#left_d[@]})) && problem "left temporary files in the working directory: ${left_d[*]}"
+
+    n_cases=$((n_cases + 1))
+    if [[ -s "$io/problems" ]]; then
+        n_failed=$((n_failed + 1))
+        row="FAIL"
+        p="$(joined "$io/problems") | observed: $(joined "$io/notes")"
+    else
+        n_passed=$((n_passed + 1))
+        row="PASS"
+        p=$(joined "$io/notes")
+    fi
+    printf '%-4s  %-30s  %s\n' "$row" "$name" "$p"
+    chmod -R u+rwX "$cdir" 2>/dev/null
+    rm -rf "$cdir"
+}
+
+# ---------------------------------------------------------------------------------------------
+# Cases.
+
+quick_sys=(syscall --quick --samples 5 --calls getpid)
+
+# Bad input in a working directory holding keep.csv (which most cases also name as an output).
+refused() { # ERE ARGS...
+    local re="$1"
+    shift
+    printf 'precious\n' >keep.csv
+    snap_before=$(snapshot)
+    osc "$@"
+    expect_refused "$re"
+}
+
+# The same, run as an unprivileged user (nobody when we are root).
+refused_unprivileged() { # ERE ARGS...
+    if [[ -n "$nobody_na" ]]; then
+        note "not applicable: $nobody_na"
+        return
+    fi
+    runner=("${nobody[@]}")
+    ((EUID == 0)) && chown 65534:65534 "$work" "$ctmp"
+    refused "$@"
+    if ((EUID == 0)); then note "as nobody"; else note "as $(id -un)"; fi
+}
+
+c_nice_unprivileged() {
+    if ((sys_nice)); then
+        note "not applicable: this user has CAP_SYS_NICE, so a negative nice is allowed"
+        return
+    fi
+    refused_unprivileged 'root|CAP_SYS_NICE' --nice -5 "${quick_sys[@]}" --json r.json
+}
+
+c_list_with_file() { # the file named x exists and must stay as it is
+    printf 'mine\n' >x
+    refused "$@"
+}
+
+c_same_via_symlink() {
+    printf 'old\n' >a.json
+    ln -s a.json b.csv
+    refused 'both write' "${quick_sys[@]}" --json a.json --csv b.csv
+}
+
+c_output_under_file() {
+    printf 'a file\n' >file
+    refused 'Not a directory' --scripted example --json file/r.json
+}
+
+c_read_only() {
+    printf 'precious result\n' >r.json
+    chmod 0444 r.json
+    refused 'read-only' "${quick_sys[@]}" --json r.json
+}
+
+c_output_in_0555_dir() {
+    mkdir ro
+    chmod 0555 ro
+    refused_unprivileged 'not writable' "${quick_sys[@]}" --json ro/r.json
+}
+
+c_nofile_limit() {
+    if command -v prlimit >/dev/null 2>&1; then
+        runner=(prlimit --nofile=60:60)
+    else
+        runner=(bash -c 'ulimit -n 60 && exec "$@"' limit)
+    fi
+    refused 'RLIMIT_NOFILE' run syscall ring --json r.json
+}
+
+c_tmpdir() { # TMPDIR-VALUE
+    local value="$1"
+    [[ "$value" == FILE ]] && printf 'not a directory\n' >"$ctmp/file" && value="$ctmp/file"
+    runner=(env "TMPDIR=$value")
+    refused 'TMPDIR' --scripted example --json r.json
+}
+
+c_tmpdir_0555() {
+    chmod 0555 "$ctmp"
+    if [[ -n "$nobody_na" && "$EUID" == 0 ]]; then
+        note "not applicable: $nobody_na"
+        return
+    fi
+    if ((EUID == 0)); then
+        runner=("${nobody[@]}")
+        chown 65534:65534 "$work"
+    fi
+    printf 'precious\n' >keep.csv
+    snap_before=$(snapshot)
+    osc "${quick_sys[@]}" --json r.json
+    expect_refused 'TMPDIR'
+}
+
+# A non-UTF-8 output name: written under exactly that name, or refused cleanly.
+c_non_utf8() { # NAME EXPECTED-NAMES ARGS...
+    local file="$1" want="$2"
+    shift 2
+    snap_before=$(snapshot)
+    osc "$@" --json "$file"
+    if [[ "$rc" == 0 ]]; then
+        if [[ "$want" == env ]]; then
+            json "$file" valid || problem "$(printf '%q' "$file") is not a JSON document"
+        else
+            expect_json "$file" "$want"
+        fi
+        [[ -z "$(extra_files "$file")" ]] || problem "other files written: $(extra_files "$file")"
+        note "exit 0, wrote $(printf '%q' "$file")"
+    elif [[ "$rc" == 2 ]]; then
+        expect_one_line
+        [[ "$(snapshot)" == "$snap_before" ]] || problem "refused but wrote: $(extra_files)"
+        note "refused: $(first_line "$io/err")"
+    else
+        problem "exit $rc: $(first_line "$io/err")"
+    fi
+}
+
+c_non_utf8_csv_markdown() {
+    osc --scripted -q example --csv $'\xfe.csv' --markdown $'m\xe9.md'
+    expect_rc 0
+    [[ -s $'\xfe.csv' && -s $'m\xe9.md' ]] || problem "files missing: have $(extra_files)"
+    [[ -z "$(extra_files $'\xfe.csv' $'m\xe9.md')" ]] || problem "other files: $(extra_files $'\xfe.csv' $'m\xe9.md')"
+    note "exit $rc, wrote $(extra_files)"
+}
+
+c_symlink() {
+    printf '{}\n' >target.json
+    ln -s target.json link.json
+    osc --scripted -q example --json link.json
+    expect_rc 0
+    [[ -L link.json && "$(readlink link.json)" == target.json ]] || problem "link.json is no longer a link to target.json"
+    expect_json target.json example
+    note "exit $rc, link.json -> $(readlink link.json), target.json holds [$(json target.json names)]"
+}
+
+c_dangling_symlink() {
+    ln -s made.json link.json
+    osc --scripted -q example --json link.json
+    expect_rc 0
+    [[ -L link.json ]] || problem "link.json is no longer a link"
+    expect_json made.json example
+    note "exit $rc, link.json -> $(readlink link.json), made.json holds [$(json made.json names 2>/dev/null)]"
+}
+
+c_dev_stdout() {
+    local before after
+    before=$(readlink /dev/stdout)
+    run_bounded out.txt "$io/err" "$bin" --scripted example --json /dev/stdout
+    after=$(readlink /dev/stdout)
+    expect_rc 0
+    expect_json out.txt example
+    grep -q 'example.cost100' "$io/err" || problem "the tables did not go to stderr"
+    [[ -L /dev/stdout && "$after" == "$before" ]] || problem "/dev/stdout changed: now $(ls -ld /dev/stdout)"
+    [[ -z "$(find /dev -maxdepth 1 -name '.tmp*' -newer "$io/problems")" ]] || problem "temporary file left in /dev"
+    note "exit $rc, out.txt holds [$(json out.txt names)], /dev/stdout -> $after"
+}
+
+c_json_dash() {
+    osc --scripted example --json -
+    expect_rc 0
+    expect_json "$io/out" example
+    grep -q 'example.cost100' "$io/err" || problem "the tables did not go to stderr"
+    note "exit $rc, stdout is a document with [$(json "$io/out" names)], tables on stderr"
+}
+
+c_mode_kept() { # MODE
+    printf 'old\n' >r.json
+    chmod "$1" r.json
+    osc --scripted -q example --json r.json
+    expect_rc 0
+    expect_json r.json example
+    [[ "$(stat -c %a r.json)" == "${1#0}" ]] || problem "mode now $(stat -c %a r.json), was $1"
+    note "exit $rc, r.json mode $(stat -c %a r.json)"
+}
+
+c_owner_kept() {
+    if ((EUID != 0)); then
+        note "not applicable: only root can replace another user's file and keep its owner"
+        return
+    fi
+    printf 'old\n' >r.json
+    chown 65534:65534 r.json
+    osc --scripted -q example --json r.json
+    expect_rc 0
+    expect_json r.json example
+    [[ "$(stat -c %u:%g r.json)" == 65534:65534 ]] || problem "owner now $(stat -c %u:%g r.json), was 65534:65534"
+    note "exit $rc, r.json owner $(stat -c %u:%g r.json)"
+}
+
+c_umask() { # UMASK EXPECTED-MODE
+    umask "$1"
+    osc --scripted -q example --json new.json
+    expect_rc 0
+    expect_json new.json example
+    [[ "$(stat -c %a new.json)" == "$2" ]] || problem "mode $(stat -c %a new.json), expected $2"
+    note "exit $rc, umask $1: new.json mode $(stat -c %a new.json)"
+}
+
+c_fifo() {
+    local reader rrc
+    osc --scripted -q run example example-more --markdown "$io/ref.md"
+    [[ "$rc" == 0 ]] || problem "reference run failed: exit $rc"
+    mkfifo pipe.md
+    timeout "$limit" cat pipe.md >"$io/got.md" &
+    reader=$!
+    osc --scripted -q run example example-more --markdown pipe.md
+    expect_rc 0
+    if wait_for 3 gone "$reader"; then
+        wait "$reader"
+        rrc=$?
+        [[ "$rrc" == 0 ]] || problem "reader ended with $rrc"
+    else
+        problem "the reader never saw the end of the document"
+        kill "$reader" 2>/dev/null
+        wait "$reader"
+    fi
+    cmp -s "$io/got.md" "$io/ref.md" || problem "reader got $(wc -c <"$io/got.md") bytes, not the $(wc -c <"$io/ref.md")-byte document"
+    [[ -p pipe.md ]] || problem "pipe.md is no longer a FIFO"
+    note "exit $rc, reader got $(wc -c <"$io/got.md") bytes, the same as a file gets"
+}
+
+c_dev_null() {
+    local before
+    before=$(stat -c '%F %t:%T' /dev/null)
+    osc --scripted -q example --json /dev/null
+    expect_rc 0
+    [[ "$(stat -c '%F %t:%T' /dev/null)" == "$before" ]] || problem "/dev/null is now $(stat -c '%F %t:%T' /dev/null)"
+    note "exit $rc, /dev/null still $(stat -c '%F' /dev/null)"
+}
+
+c_dev_full() {
+    osc --scripted -q example --json /dev/full
+    expect_rc 2
+    expect_one_line
+    expect_err '/dev/full'
+    note "exit $rc: $(first_line "$io/err")"
+}
+
+c_stdout_full() {
+    run_bounded /dev/full "$io/err" "$bin" --scripted -q example --json r.json
+    expect_rc 2
+    expect_one_line
+    note "exit $rc: $(first_line "$io/err")"
+}
+
+c_stdout_closed() {
+    local t0
+    t0=$(now_us)
+    timeout -k 5 "$limit" "$bin" --scripted -q example --json r.json </dev/null >&- 2>"$io/err"
+    rc=$?
+    vet "$rc" "$io/err" "$t0"
+    case "$rc" in
+        0) ;;
+        2) expect_one_line ;;
+        *) problem "exit $rc" ;;
+    esac
+    expect_json r.json example
+    note "exit $rc, r.json holds [$(json r.json names)]$([[ -s "$io/err" ]] && echo ": $(first_line "$io/err")")"
+}
+
+c_rate_1e9() {
+    osc "${quick_sys[@]}" --rate 1e9 -q --json r.json
+    expect_rc 0
+    expect_json r.json syscall
+    json r.json case-warnings | grep -q 'cannot run 1000000000 times a second' ||
+        problem "no case warns that it cannot run 1e9 times a second"
+    note "exit $rc; $(json r.json case-warnings | head -n 1 | cut -c 1-110)"
+}
+
+c_failed_after_good() {
+    osc --scripted -q run example example-fails --json r.json
+    expect_rc 2
+    expect_one_line
+    expect_json r.json example
+    expect_err 'r\.json'
+    note "exit $rc, r.json holds [$(json r.json names)]: $(first_line "$io/err" | cut -c 1-90)"
+}
+
+c_reader_gone() {
+    local t0
+    t0=$(now_us)
+    timeout -k 5 "$limit" "$bin" --quick 2>"$io/err" </dev/null | head -n 1 >"$io/out"
+    rc=${PIPESTATUS[0]}
+    vet "$rc" "$io/err" "$t0"
+    [[ "$rc" == 0 || "$rc" == 2 || "$rc" == 141 ]] || problem "exit $rc"
+    [[ "$rc" == 2 ]] && expect_one_line
+    note "exit $rc after $((($(now_us) - t0) / 1000)) ms, head got '$(first_line "$io/out")'"
+}
+
+c_json_reader_gone() {
+    local t0
+    t0=$(now_us)
+    timeout -k 5 "$limit" "$bin" "${quick_sys[@]}" -q --json - 2>"$io/err" </dev/null | true
+    rc=${PIPESTATUS[0]}
+    vet "$rc" "$io/err" "$t0"
+    [[ "$rc" == 0 || "$rc" == 2 || "$rc" == 141 ]] || problem "exit $rc"
+    [[ "$rc" == 2 ]] && expect_one_line
+    note "exit $rc$([[ -s "$io/err" ]] && echo ": $(first_line "$io/err")")"
+}
+
+c_two_at_once() {
+    local a b
+    spawn a "$bin" ring --quick -q --json a.json
+    a=$opid
+    spawn b "$bin" ring --quick -q --json b.json
+    b=$opid
+    collect a
+    [[ "$rc" == 0 ]] || problem "first run: exit $rc: $(first_line "$io/a.err")"
+    collect b
+    [[ "$rc" == 0 ]] || problem "second run: exit $rc: $(first_line "$io/b.err")"
+    expect_json a.json ring
+    expect_json b.json ring
+    grep -qF "another oscost (pid $b)" a.json || problem "a.json does not warn about the other run (pid $b)"
+    grep -qF "another oscost (pid $a)" b.json || problem "b.json does not warn about the other run (pid $a)"
+    note "both exit 0; a.json names pid $b, b.json names pid $a"
+}
+
+# Interrupting a sweep of ring sizes once a ring of 32 processes or more is running.
+ring_sweep=(ring --kind processes --tasks 2..1024 --samples 5 --json r.json)
+c_signal() { # SIGNAL [twice|measuring]
+    local sig="$1" target
+    spawn main "$bin" "${ring_sweep[@]}"
+    wait_for 20 has_workers "$opid" 31 || note "no ring of 32 seen in 20 s"
+    target=$opid
+    if [[ "${2:-}" == measuring ]]; then
+        target=$(measuring_of "$opid") || problem "no measuring process found"
+    fi
+    kill -s "$sig" "$target"
+    [[ "${2:-}" == twice ]] && kill -s "$sig" "$target"
+    collect main
+    expect_rc 130
+    grep -q 'interrupted' "$io/main.err" || problem "stderr does not say interrupted"
+    [[ -e r.json ]] && problem "r.json written, although no experiment finished"
+    note "exit $rc: $(paste -sd ' ' "$io/main.err" | cut -c 1-100 | printable)"
+}
+
+c_sigint_early() {
+    spawn main "$bin" "${quick_sys[@]}" --json r.json
+    sleep 0.02
+    kill -s INT "$opid"
+    collect main
+    expect_rc 130
+    note "exit $rc$([[ -s "$io/main.err" ]] && echo ": $(first_line "$io/main.err")")"
+}
+
+c_gnu_timeout() {
+    local seen=""
+    spawn main timeout -s TERM 3 "$bin" switch --via sysv-sem --kind processes --samples 3000 -q
+    wait_for 10 has_new_sem && seen=$(new_sems | tr '\n' ' ')
+    [[ -n "$seen" ]] || problem "no SysV set appeared within 10 s"
+    collect main
+    [[ "$rc" == 124 ]] || problem "exit $rc: the run was not cut short by timeout (expected 124)"
+    note "exit $rc, set ${seen}existed during the run; $(paste -sd ' ' "$io/main.err" | cut -c 1-90 | printable)"
+}
+
+c_kill9_measuring() {
+    local m=""
+    spawn main "$bin" switch --via sysv-sem --kind processes --samples 3000 -q
+    wait_for 10 has_new_sem || problem "no SysV set appeared within 10 s"
+    m=$(measuring_of "$opid") || problem "no measuring process found"
+    [[ -n "$m" ]] && kill -s KILL "$m"
+    collect main
+    expect_rc 2
+    grep -qE 'removed 1 SysV semaphore set' "$io/main.err" || problem "does not say it removed the set"
+    note "exit $rc: $(paste -sd ' ' "$io/main.err" | cut -c 1-120 | printable)"
+}
+
+c_kill9_oscost() {
+    local sets dirs
+    spawn main "$bin" switch --via sysv-sem --kind processes --samples 3000 -q
+    wait_for 10 has_new_sem || problem "no SysV set appeared within 10 s"
+    kill -s KILL "$opid"
+    collect main
+    [[ "$rc" == 137 ]] || problem "exit $rc, expected 137 (killed)"
+    wait_for 5 no_case_pids || problem "processes of the killed run still running 5 s later"
+    sets=$(new_sems | wc -l)
+    dirs=("$ctmp"/oscost-*)
+    note "the kill left $sets SysV set(s) and ${#dirs[@]} directory(ies)"
+    osc --scripted --quiet example
+    expect_rc 0
+    if ((sets + ${#dirs[@]})); then
+        grep -q 'removed what an earlier oscost run' "$io/err" || problem "the next run did not say it removed the leftovers"
+    fi
+    note "next run: exit $rc: $(grep -m 1 removed "$io/err" | cut -c 1-110 | printable)"
+}
+
+c_signal_worker() { # SIGNAL
+    local w="" m tries
+    spawn main "$bin" "${ring_sweep[@]}"
+    for tries in 1 2 3 4 5; do
+        wait_for 20 has_workers "$opid" 1 || break
+        m=$(measuring_of "$opid") || continue
+        w=$(workers_of "$m" | head -n 1)
+        [[ -n "$w" ]] && kill -s "$1" "$w" 2>/dev/null && break
+        w=""
+    done
+    [[ -n "$w" ]] || problem "found no worker to signal ($tries tries)"
+    collect main
+    expect_rc 2
+    grep -q "worker process $w" "$io/main.err" || problem "stderr does not name worker $w"
+    note "exit $rc: $(first_line "$io/main.err" | cut -c 1-120)"
+}
+
+c_stop_cont() {
+    spawn main "$bin" ring --kind processes --tasks 2..256 --samples 5 -q --json r.json
+    wait_for 20 has_workers "$opid" 1 || problem "no worker appeared in 20 s"
+    kill -s STOP "$opid"
+    sleep 0.5
+    kill -s CONT "$opid"
+    collect main
+    expect_rc 0
+    expect_json r.json ring
+    note "exit $rc, r.json holds [$(json r.json names)]"
+}
+
+# Bad input.
+run_case cpus-offline refused 'not online' --cpus "$offline_cpu" "${quick_sys[@]}" --json r.json --csv keep.csv
+run_case cpus-negative refused 'not a CPU list' --cpus -1 "${quick_sys[@]}" --json r.json --csv keep.csv
+run_case cpus-0-99999 refused 'not online' --cpus 0-99999 "${quick_sys[@]}" --json r.json --csv keep.csv
+run_case cpus-x-y refused 'not a CPU list' --cpus x-y "${quick_sys[@]}" --json r.json --csv keep.csv
+run_case cpus-backwards refused 'backwards' --cpus 1-0 "${quick_sys[@]}" --json r.json
+run_case cpus-empty-item refused 'not a CPU list' --cpus 0,,1 "${quick_sys[@]}" --json r.json
+run_case samples-0 refused 'samples from 5' syscall --quick --samples 0 --json r.json --csv keep.csv
+run_case samples-negative refused 'samples from 5' syscall --quick --samples -1 --json r.json
+run_case samples-4 refused 'samples from 5' syscall --quick --samples 4 --json r.json
+run_case samples-overflow refused 'samples from 5' syscall --quick --samples 99999999999999999999 --json r.json
+run_case nice-40 refused 'nice' --nice 40 "${quick_sys[@]}" --json r.json --csv keep.csv
+run_case nice-not-a-number refused 'nice' --nice abc "${quick_sys[@]}" --json r.json
+run_case rate-negative refused 'rate' "${quick_sys[@]}" --rate -5 --json r.json --csv keep.csv
+run_case rate-1e999 refused 'rate' "${quick_sys[@]}" --rate 1e999 --json r.json
+run_case calls-nope refused 'choose from.*getpid' syscall --calls nope --json r.json --csv keep.csv
+run_case calls-non-utf8 refused 'choose from' syscall --calls $'\xff' --json r.json
+run_case run-nosuch refused 'choose from.*syscall' run nosuch --json r.json --csv keep.csv
+run_case frobnicate refused 'frobnicate' frobnicate --json r.json
+run_case command-non-utf8 refused 'subcommand' $'\xfe\xff' --json r.json
+run_case list-json c_list_with_file 'list does not use --json' list --json x
+run_case env-csv c_list_with_file 'csv' env --csv x
+run_case ring-tasks-1 refused 'at least 2 tasks' ring --tasks 1 --json r.json --csv keep.csv
+run_case ring-tokens-0 refused 'token' ring --tokens 0 --json r.json --csv keep.csv
+run_case ring-tasks-negative refused 'tasks' ring --tasks -4 --json r.json
+run_case ring-tokens-as-tasks refused 'tokens 4' ring --tasks 4 --tokens 4 --json r.json
+run_case switch-carrier-pigeon refused 'choose from.*pipe' switch --via carrier-pigeon --json r.json --csv keep.csv
+run_case same-file-json-csv refused 'both write same.out' "${quick_sys[@]}" --json same.out --csv same.out
+run_case same-file-via-symlink c_same_via_symlink
+run_case same-file-via-dot-slash refused 'both write' "${quick_sys[@]}" --json keep.csv --markdown ./keep.csv
+run_case two-formats-to-stdout refused 'stdout' --scripted example --json - --csv /dev/stdout
+run_case output-is-directory refused 'directory' "${quick_sys[@]}" --json . --csv keep.csv
+run_case output-missing-directory refused 'does not exist' "${quick_sys[@]}" --json nodir/r.json --csv keep.csv
+run_case output-non-utf8-missing-dir refused 'does not exist' --scripted example --json $'\xff/r.json'
+run_case output-under-a-file c_output_under_file
+run_case output-name-too-long refused 'too long' --scripted example --json "$(printf 'n%.0s' {1..300}).json"
+run_case output-trailing-slash refused 'r\.json' --scripted example --json r.json/
+run_case output-read-only-0444 c_read_only
+run_case output-dir-0555-unprivileged c_output_in_0555_dir
+run_case nofile-limit-60 c_nofile_limit
+run_case tmpdir-proc c_tmpdir /proc
+run_case tmpdir-missing c_tmpdir /nonexistent/fault-matrix
+run_case tmpdir-is-a-file c_tmpdir FILE
+run_case tmpdir-0555-unprivileged c_tmpdir_0555
+run_case nice-negative-unprivileged c_nice_unprivileged
+
+# Output files.
+run_case non-utf8-syscall-xff c_non_utf8 $'\xff.json' syscall "${quick_sys[@]}" -q
+run_case non-utf8-syscall-oxe9 c_non_utf8 $'o\xe9.json' syscall "${quick_sys[@]}" -q
+run_case non-utf8-env-xff c_non_utf8 $'\xff.json' env env
+run_case non-utf8-env-oxe9 c_non_utf8 $'o\xe9.json' env env
+run_case non-utf8-csv-markdown c_non_utf8_csv_markdown
+run_case symlink-written-through c_symlink
+run_case dangling-symlink c_dangling_symlink
+run_case json-dev-stdout-to-file c_dev_stdout
+run_case json-dash c_json_dash
+run_case existing-0644-kept c_mode_kept 0644
+run_case existing-0600-kept c_mode_kept 0600
+run_case existing-owner-kept c_owner_kept
+run_case new-file-umask-022 c_umask 022 644
+run_case new-file-umask-077 c_umask 077 600
+run_case markdown-fifo-with-reader c_fifo
+run_case json-dev-null c_dev_null
+run_case json-dev-full c_dev_full
+run_case stdout-dev-full c_stdout_full
+run_case stdout-closed c_stdout_closed
+run_case rate-1e9-warns c_rate_1e9
+run_case failed-after-good c_failed_after_good
+run_case stdout-reader-gone c_reader_gone
+run_case json-dash-reader-gone c_json_reader_gone
+run_case two-runs-at-once c_two_at_once
+
+# Signals and kills.
+run_case sigint-ring-processes c_signal INT
+run_case sigint-twice c_signal INT twice
+run_case sigterm c_signal TERM
+run_case sighup c_signal HUP
+run_case sigint-measuring-process c_signal INT measuring
+run_case sigint-at-start c_sigint_early
+run_case gnu-timeout-sysv-sem c_gnu_timeout
+run_case kill9-measuring-sysv-sem c_kill9_measuring
+run_case kill9-oscost-then-next-run c_kill9_oscost
+run_case sigterm-one-worker c_signal_worker TERM
+run_case sigkill-one-worker c_signal_worker KILL
+run_case sigstop-sigcont c_stop_cont
+
+((n_cases)) || die "no case matches '$pattern'"
+echo "fault matrix: $n_cases cases, $n_passed passed, $n_failed failed"
+((n_failed == 0)) || exit 1
