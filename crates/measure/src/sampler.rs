@@ -190,9 +190,19 @@ impl<'a> Job<'a> {
         let mut n: u64 = 1;
         loop {
             ctx.check_cancel()?;
-            let t = ns((self.run)(n)?);
-            if t >= min_ns || n >= 1 << 40 {
+            let mut t = ns((self.run)(n)?);
+            if n >= 1 << 40 {
                 break;
+            }
+            if t >= min_ns {
+                // One slow batch may be a preemption rather than the operation: settle only
+                // when a second batch of the same size is long too, else every sample would
+                // be far shorter than min_sample.
+                let again = ns((self.run)(n)?);
+                if again >= min_ns / 2.0 {
+                    break;
+                }
+                t = again;
             }
             // Jump close to the target once the timing is meaningful, else double.
             n = if t > 50_000.0 {
@@ -406,6 +416,29 @@ mod tests {
         assert!(single_task_check(None).is_none());
         // The test harness itself has more than one thread.
         assert!(threads_in_process().unwrap() >= 1);
+    }
+
+    #[test]
+    fn one_slow_batch_does_not_end_the_calibration() {
+        let clock = crate::timesource::Scripted::new();
+        let cancel = std::sync::atomic::AtomicBool::new(false);
+        let ctx = Context {
+            clock: &clock,
+            sampler: SamplerConfig::quick(),
+            quick: true,
+            cpus: vec![0],
+            progress: &crate::context::NoProgress,
+            cancel: &cancel,
+        };
+        // The very first operation is held up for 5 ms (a preemption); every other one costs
+        // 100 ticks. A 1 ms sample needs about 10 000 of them per batch.
+        let mut first = true;
+        let (s, _) = measure(&ctx, || {
+            clock.spend(if first { 5_000_000 } else { 100 });
+            first = false;
+        })
+        .unwrap();
+        assert!(s.iterations_per_sample >= 5_000, "{}", s.iterations_per_sample);
     }
 
     #[test]
