@@ -438,7 +438,11 @@ mod tests {
             first = false;
         })
         .unwrap();
-        assert!(s.iterations_per_sample >= 5_000, "{}", s.iterations_per_sample);
+        assert!(
+            s.iterations_per_sample >= 5_000,
+            "{}",
+            s.iterations_per_sample
+        );
     }
 
     #[test]
