@@ -56,36 +56,38 @@ pub fn threads_in_process() -> Option<u64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
+/// Runs `f` and returns its result with the most threads its process had before and after it
+/// (threads are started only by the experiment itself, never in the middle of a sampling).
+pub fn counting_threads<R>(f: impl FnOnce() -> R) -> (R, Option<u64>) {
+    let before = threads_in_process();
+    let r = f();
+    (r, threads_in_process().max(before))
+}
+
 /// The check every one-task case carries: its process had exactly one thread while it was
 /// measured. A second thread, even an idle one, makes the kernel take a file reference on every
 /// file-descriptor call and ends glibc's single-thread lock path, so the figure would not be
 /// the one-task cost. `None` (the count could not be read) gives no check.
 pub fn single_task_check(threads: Option<u64>) -> Option<Check> {
-    let n = threads?;
-    Some(Check::near(
-        oscost_model::case::SINGLE_THREAD_CHECK,
-        1.0,
-        n as f64,
-        0.0,
-        &format!(
-            "Threads: in /proc/self/status before and after the samples (most seen: {n}); a \
-             one-task figure must come from a single-threaded process"
-        ),
-    ))
+    thread_check(threads, 1)
 }
 
-/// The check of a case measured on purpose in a process with `expected` threads (the
-/// multi-threaded variants).
-pub fn thread_count_check(threads: Option<u64>, expected: u64) -> Option<Check> {
+/// The thread-count check of a case measured in a process of `expected` threads: 1 for every
+/// one-task figure, 2 for the multi-threaded variants (one idle extra thread).
+pub fn thread_check(threads: Option<u64>, expected: u64) -> Option<Check> {
     let n = threads?;
+    let why = if expected == 1 {
+        "a one-task figure must come from a single-threaded process".to_owned()
+    } else {
+        format!("this variant is measured with one idle extra thread, {expected} in all")
+    };
     Some(Check::near(
-        "threads_in_process",
+        oscost_model::case::SINGLE_THREAD_CHECK,
         expected as f64,
         n as f64,
         0.0,
         &format!(
-            "Threads: in /proc/self/status before and after the samples (most seen: {n}); this \
-             variant is measured with one idle extra thread, {expected} in all"
+            "Threads: in /proc/self/status before and after the samples (most seen: {n}); {why}"
         ),
     ))
 }

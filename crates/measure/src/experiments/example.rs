@@ -8,7 +8,7 @@
 //! kept.
 
 use crate::context::Context;
-use crate::sampler::{measure, single_task_check, threads_in_process};
+use crate::sampler::{counting_threads, measure, single_task_check};
 use crate::timesource::Scripted;
 use oscost_model::case::{Case, Check, DerivedSpec, ExperimentOutput, Series, Unavailable};
 
@@ -46,13 +46,15 @@ fn scripted<'a>(ctx: &'a Context) -> anyhow::Result<&'a Scripted> {
 /// samples differ a little and the statistics have something to do.
 fn sample(ctx: &Context, clock: &Scripted, name: &str, cost: u64) -> anyhow::Result<Case> {
     let mut state: u64 = 0x2545_f491_4f6c_dd1d;
-    let before = threads_in_process();
-    let (samples, warnings) = measure(ctx, || {
-        state = state
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        clock.spend(cost + (state >> 60));
-    })?;
+    let (measured, threads) = counting_threads(|| {
+        measure(ctx, || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            clock.spend(cost + (state >> 60));
+        })
+    });
+    let (samples, warnings) = measured?;
     let mut case = Case::new(
         format!("{name}.cost{cost}"),
         format!("a scripted operation of {cost} ticks and a wobble of up to 15"),
@@ -60,8 +62,7 @@ fn sample(ctx: &Context, clock: &Scripted, name: &str, cost: u64) -> anyhow::Res
         samples,
     )
     .param("cost_ticks", cost);
-    case.checks
-        .extend(single_task_check(threads_in_process().max(before)));
+    case.checks.extend(single_task_check(threads));
     case.warnings = warnings;
     Ok(case)
 }

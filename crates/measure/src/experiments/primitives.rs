@@ -294,8 +294,8 @@ fn timed<E>(ctx: &Context, mut op: impl FnMut() -> Result<(), E>) -> anyhow::Res
 where
     E: Into<anyhow::Error>,
 {
-    let threads_before = crate::sampler::threads_in_process();
-    let (samples, warnings) = measure_fallible(ctx, &mut op)?;
+    let (measured, threads) = crate::sampler::counting_threads(|| measure_fallible(ctx, &mut op));
+    let (samples, warnings) = measured?;
     // Four sample batches' worth (4-16 ms at the standard settings), at least 1000 ops: long
     // enough that one stray preemption stays far below the 0.05-per-op bound, short enough
     // to cost little next to the samples.
@@ -306,7 +306,6 @@ where
         op().map_err(Into::into)?;
     }
     let switches = os::thread_switches().since(before);
-    let threads = crate::sampler::threads_in_process().max(threads_before);
     Ok(Control {
         samples,
         warnings,
@@ -476,15 +475,8 @@ fn measure_one(
         case = case.param("via", via.name());
     }
     case.checks.push(c.no_switch_check());
-    if threads == 1 {
-        case.checks
-            .extend(crate::sampler::single_task_check(c.threads_in_process));
-    } else {
-        case.checks.extend(crate::sampler::thread_count_check(
-            c.threads_in_process,
-            threads,
-        ));
-    }
+    case.checks
+        .extend(crate::sampler::thread_check(c.threads_in_process, threads));
     case.counters
         .insert("switches_per_op".into(), c.switches_per_op());
     case.counters

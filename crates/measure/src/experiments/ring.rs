@@ -626,9 +626,8 @@ fn touch_case(id: &str, kib: usize, ctx: &Context) -> anyhow::Result<Case> {
     let _restore = AffinityRestore(os::affinity().ok());
     os::set_affinity(&[ctx.first_cpu()])?;
     let ws = WorkingSet::new(kib).context("mapping the working set")?;
-    let before = crate::sampler::threads_in_process();
-    let (samples, warnings) = measure(ctx, || ws.touch())?;
-    let threads = crate::sampler::threads_in_process().max(before);
+    let (measured, threads) = crate::sampler::counting_threads(|| measure(ctx, || ws.touch()));
+    let (samples, warnings) = measured?;
     let mut case = Case::new(
         id,
         format!(

@@ -271,9 +271,10 @@ fn measure_calls(
         jobs.push(j);
         aligns.push(a);
     }
-    let threads_before = crate::sampler::threads_in_process();
-    let results = measure_interleaved(ctx, jobs, &|| ctx.progress.inc(1))?;
-    let threads = crate::sampler::threads_in_process().max(threads_before);
+    let (results, threads) = crate::sampler::counting_threads(|| {
+        measure_interleaved(ctx, jobs, &|| ctx.progress.inc(1))
+    });
+    let results = results?;
     let mut cases = Vec::with_capacity(calls.len());
     for ((&call, align), (samples, warnings)) in calls.iter().zip(aligns).zip(results) {
         let description = if threads_expected > 1 {
@@ -294,15 +295,8 @@ fn measure_calls(
         if call.uses_buffer() {
             case = case.param("buffer_alignment_bytes", align as u64);
         }
-        if threads_expected == 1 {
-            case.checks
-                .extend(crate::sampler::single_task_check(threads));
-        } else {
-            case.checks.extend(crate::sampler::thread_count_check(
-                threads,
-                threads_expected,
-            ));
-        }
+        case.checks
+            .extend(crate::sampler::thread_check(threads, threads_expected));
         case.warnings = warnings;
         cases.push(case);
     }
