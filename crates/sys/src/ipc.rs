@@ -328,12 +328,50 @@ pub trait WithOps<R> {
         W: FnMut() -> io::Result<()>;
 }
 
-#[inline]
-fn sem_result(r: libc::c_int, call: &str) -> io::Result<()> {
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(last_error(call))
+// One post and one wait of each kind whose own cost is small enough that a dispatch around it
+// shows: `Link::post`/`wait` and `Link::with_ops` both call these.
+
+#[inline(always)]
+fn stream_post(wr: RawFd) -> io::Result<()> {
+    write_one(wr, &[1u8], "write")
+}
+
+#[inline(always)]
+fn stream_wait(rd: RawFd) -> io::Result<()> {
+    read_one(rd, &mut [0u8], "read")
+}
+
+#[inline(always)]
+fn eventfd_post(fd: RawFd) -> io::Result<()> {
+    write_one(fd, &1u64.to_ne_bytes(), "write(eventfd)")
+}
+
+#[inline(always)]
+fn eventfd_wait(fd: RawFd) -> io::Result<()> {
+    read_one(fd, &mut [0u8; 8], "read(eventfd)")
+}
+
+/// `map` holds the link's semaphore, initialised in `Link::new`.
+#[inline(always)]
+fn posix_sem_post(map: &SharedMap) -> io::Result<()> {
+    // SAFETY: the sem_t was initialised in `new` and lives as long as the mapping.
+    if unsafe { libc::sem_post(map.at::<libc::sem_t>()) } != 0 {
+        return Err(last_error("sem_post"));
+    }
+    Ok(())
+}
+
+/// `map` holds the link's semaphore, initialised in `Link::new`.
+#[inline(always)]
+fn posix_sem_wait(map: &SharedMap) -> io::Result<()> {
+    loop {
+        // SAFETY: the sem_t was initialised in `new` and lives as long as the mapping.
+        if unsafe { libc::sem_wait(map.at::<libc::sem_t>()) } == 0 {
+            return Ok(());
+        }
+        if !interrupted() {
+            return Err(last_error("sem_wait"));
+        }
     }
 }
 
@@ -611,36 +649,14 @@ impl Link {
     /// eventfds). Other kinds get [`Link::post`] and [`Link::wait`].
     pub fn with_ops<R>(&self, f: impl WithOps<R>) -> R {
         match &self.kind {
-            Kind::PosixSem(map) => {
-                let sem = map.at::<libc::sem_t>();
-                f.call(
-                    // SAFETY: the sem_t was initialised in `new` and lives as long as the
-                    // mapping, which `self` (borrowed for the whole call) owns.
-                    move || sem_result(unsafe { libc::sem_post(sem) }, "sem_post"),
-                    move || loop {
-                        // SAFETY: as above.
-                        if unsafe { libc::sem_wait(sem) } == 0 {
-                            return Ok(());
-                        }
-                        if !interrupted() {
-                            return Err(last_error("sem_wait"));
-                        }
-                    },
-                )
-            }
+            Kind::PosixSem(map) => f.call(|| posix_sem_post(map), || posix_sem_wait(map)),
             Kind::Stream { rd, wr } => {
                 let (rd, wr) = (rd.as_raw_fd(), wr.as_raw_fd());
-                f.call(
-                    move || write_one(wr, &[1u8], "write"),
-                    move || read_one(rd, &mut [0u8], "read"),
-                )
+                f.call(move || stream_post(wr), move || stream_wait(rd))
             }
             Kind::Eventfd(fd) => {
                 let fd = fd.as_raw_fd();
-                f.call(
-                    move || write_one(fd, &1u64.to_ne_bytes(), "write(eventfd)"),
-                    move || read_one(fd, &mut [0u8; 8], "read(eventfd)"),
-                )
+                f.call(move || eventfd_post(fd), move || eventfd_wait(fd))
             }
             _ => f.call(|| self.post(), || self.wait()),
         }
@@ -654,8 +670,8 @@ impl Link {
     #[inline(always)]
     pub fn post(&self) -> io::Result<()> {
         match &self.kind {
-            Kind::Stream { wr, .. } => write_one(wr.as_raw_fd(), &[1u8], "write"),
-            Kind::Eventfd(fd) => write_one(fd.as_raw_fd(), &1u64.to_ne_bytes(), "write(eventfd)"),
+            Kind::Stream { wr, .. } => stream_post(wr.as_raw_fd()),
+            Kind::Eventfd(fd) => eventfd_post(fd.as_raw_fd()),
             Kind::Futex(map) => {
                 let word = futex_word(map);
                 word.fetch_add(1, Ordering::Release);
@@ -664,13 +680,7 @@ impl Link {
                 futex_wake(word, 1)?;
                 Ok(())
             }
-            Kind::PosixSem(map) => {
-                // SAFETY: the sem_t was initialised in `new` and lives as long as the mapping.
-                if unsafe { libc::sem_post(map.at::<libc::sem_t>()) } != 0 {
-                    return Err(last_error("sem_post"));
-                }
-                Ok(())
-            }
+            Kind::PosixSem(map) => posix_sem_post(map),
             Kind::SysvSem(id) => semop(*id, 1, "semop(+1)"),
             Kind::Condvar(map) => {
                 let p = map.at::<CondShared>();
@@ -723,11 +733,8 @@ impl Link {
     #[inline(always)]
     pub fn wait(&self) -> io::Result<()> {
         match &self.kind {
-            Kind::Stream { rd, .. } => read_one(rd.as_raw_fd(), &mut [0u8], "read"),
-            Kind::Eventfd(fd) => {
-                let mut b = [0u8; 8];
-                read_one(fd.as_raw_fd(), &mut b, "read(eventfd)")
-            }
+            Kind::Stream { rd, .. } => stream_wait(rd.as_raw_fd()),
+            Kind::Eventfd(fd) => eventfd_wait(fd.as_raw_fd()),
             Kind::Futex(map) => {
                 let word = futex_word(map);
                 loop {
@@ -744,15 +751,7 @@ impl Link {
                     futex_wait(word, 0)?;
                 }
             }
-            Kind::PosixSem(map) => loop {
-                // SAFETY: the sem_t was initialised in `new` and lives as long as the mapping.
-                if unsafe { libc::sem_wait(map.at::<libc::sem_t>()) } == 0 {
-                    return Ok(());
-                }
-                if !interrupted() {
-                    return Err(last_error("sem_wait"));
-                }
-            },
+            Kind::PosixSem(map) => posix_sem_wait(map),
             Kind::SysvSem(id) => semop(*id, -1, "semop(-1)"),
             Kind::Condvar(map) => {
                 let p = map.at::<CondShared>();
