@@ -20,23 +20,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Subcommand name and id prefix.
 pub const NAME: &str = "primitives";
-/// One line for `oscost list`.
-pub const SUMMARY: &str =
-    "Uncontended per-call cost of each wake-up and locking primitive in one task, no switch";
-/// `--help` text.
-pub const ABOUT: &str = "Uncontended per-call cost of each wake-up and locking primitive in one \
-task, no switch: the cost the switch benchmarks subtract.
-
-Every case calls the primitive in ONE thread pinned to the first CPU of the set, with nothing to \
-wake and nothing to wait for, so what is timed is the call path alone (as in Table 1 of Edward G. \
-Bradford, \"Runtime: Context switching\", 2002). For \
-the kinds the `switch` and `ring` experiments pass tokens through (pipe, socketpair, eventfd, \
-futex, POSIX and SysV semaphores, condvar, message queue, signal), the case times exactly that \
-link's post + wait, the same code the ping-pong runs. A verification batch after the samples \
-counts context switches with getrusage(RUSAGE_THREAD); each case checks it is ~0 per op. A \
-primitive this machine cannot provide is listed as unavailable with the reason.";
-/// Part of the default suite.
-pub const IN_DEFAULT_SUITE: bool = true;
 
 /// The measurable primitives.
 #[derive(
@@ -361,9 +344,21 @@ fn measure_plain(p: Primitive, ctx: &Context, cpu: usize) -> anyhow::Result<Cont
 
 impl super::Experiment for Options {
     const NAME: &'static str = NAME;
-    const SUMMARY: &'static str = SUMMARY;
-    const ABOUT: &'static str = ABOUT;
-    const IN_DEFAULT_SUITE: bool = IN_DEFAULT_SUITE;
+    const SUMMARY: &'static str =
+        "Uncontended per-call cost of each wake-up and locking primitive in one task, no switch";
+    const ABOUT: &'static str =
+        "Uncontended per-call cost of each wake-up and locking primitive in one \
+task, no switch: the cost the switch benchmarks subtract.
+
+Every case calls the primitive in ONE thread pinned to the first CPU of the set, with nothing to \
+wake and nothing to wait for, so what is timed is the call path alone (as in Table 1 of Edward G. \
+Bradford, \"Runtime: Context switching\", 2002). For \
+the kinds the `switch` and `ring` experiments pass tokens through (pipe, socketpair, eventfd, \
+futex, POSIX and SysV semaphores, condvar, message queue, signal), the case times exactly that \
+link's post + wait, the same code the ping-pong runs. A verification batch after the samples \
+counts context switches with getrusage(RUSAGE_THREAD); each case checks it is ~0 per op. A \
+primitive this machine cannot provide is listed as unavailable with the reason.";
+    const IN_DEFAULT_SUITE: bool = true;
 
     fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         run(self, ctx)

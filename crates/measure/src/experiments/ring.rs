@@ -20,19 +20,6 @@ use oscost_sys::{self as os};
 
 /// Subcommand name and id prefix.
 pub const NAME: &str = "ring";
-/// One line for `oscost list`.
-pub const SUMMARY: &str = "Per-hop time of N tasks passing K tokens around a ring";
-/// `--help` text.
-pub const ABOUT: &str = "Per-hop time of N tasks passing K tokens around a ring.
-
-Each task waits for a token from its predecessor, touches its private working set (--size, \
-lmbench lat_ctx -s) and passes the token on. The measuring thread is task 0; one sample is a \
-batch of its turns, each worth N hops. The primitive's own post + wait cost (and the \
-working-set sum, measured in one task) is subtracted to give a derived switch cost, and the \
-switches the kernel counted per hop (getrusage nvcsw + nivcsw of every task) are checked: about \
-1 per hop with one token on one CPU. Threads get 64 KiB stacks so 8192 of them fit.";
-/// Part of the default suite.
-pub const IN_DEFAULT_SUITE: bool = true;
 
 /// The sweep with `--quick` (and what a suite run should use): small rings only.
 const QUICK_SWEEP: [usize; 4] = [2, 4, 16, 64];
@@ -645,9 +632,16 @@ fn touch_case(id: &str, kib: usize, ctx: &Context) -> anyhow::Result<Case> {
 
 impl super::Experiment for Options {
     const NAME: &'static str = NAME;
-    const SUMMARY: &'static str = SUMMARY;
-    const ABOUT: &'static str = ABOUT;
-    const IN_DEFAULT_SUITE: bool = IN_DEFAULT_SUITE;
+    const SUMMARY: &'static str = "Per-hop time of N tasks passing K tokens around a ring";
+    const ABOUT: &'static str = "Per-hop time of N tasks passing K tokens around a ring.
+
+Each task waits for a token from its predecessor, touches its private working set (--size, \
+lmbench lat_ctx -s) and passes the token on. The measuring thread is task 0; one sample is a \
+batch of its turns, each worth N hops. The primitive's own post + wait cost (and the \
+working-set sum, measured in one task) is subtracted to give a derived switch cost, and the \
+switches the kernel counted per hop (getrusage nvcsw + nivcsw of every task) are checked: about \
+1 per hop with one token on one CPU. Threads get 64 KiB stacks so 8192 of them fit.";
+    const IN_DEFAULT_SUITE: bool = true;
     const SUITE_ARGS: &'static [&'static str] = &["--tasks", "2,4,16,64"];
 
     fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput> {

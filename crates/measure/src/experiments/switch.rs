@@ -24,22 +24,6 @@ use serde_json::json;
 
 /// Subcommand name and id prefix.
 pub const NAME: &str = "switch";
-/// One line for `oscost list`.
-pub const SUMMARY: &str =
-    "Ping-pong round trip between two tasks per primitive, with counted switches";
-/// `--help` text.
-pub const ABOUT: &str =
-    "Ping-pong round trip between two tasks per primitive, with counted switches.
-
-The measuring thread and one partner (a thread or a forked process) pass a token back and \
-forth through the chosen primitive. Each case reports the round trip, the primitive's own \
-post + wait measured in one task beside it, the derived switch cost (RT/2 - post+wait) and the \
-switches the kernel counted per round trip (getrusage nvcsw + nivcsw of both tasks). A case \
-that did not really switch is flagged instead of reported as a switch cost. --placement cross \
-mostly measures how fast an idle CPU wakes up; the idle configuration is recorded with the \
-result, and --idle-poll holds /dev/cpu_dma_latency at 0 so the CPUs poll instead of halting.";
-/// Part of the default suite.
-pub const IN_DEFAULT_SUITE: bool = true;
 
 /// Where the two tasks run.
 #[derive(
@@ -124,9 +108,19 @@ fn validate(opts: &Options, ctx: &Context) -> anyhow::Result<()> {
 
 impl super::Experiment for Options {
     const NAME: &'static str = NAME;
-    const SUMMARY: &'static str = SUMMARY;
-    const ABOUT: &'static str = ABOUT;
-    const IN_DEFAULT_SUITE: bool = IN_DEFAULT_SUITE;
+    const SUMMARY: &'static str =
+        "Ping-pong round trip between two tasks per primitive, with counted switches";
+    const ABOUT: &'static str =
+        "Ping-pong round trip between two tasks per primitive, with counted switches.
+
+The measuring thread and one partner (a thread or a forked process) pass a token back and \
+forth through the chosen primitive. Each case reports the round trip, the primitive's own \
+post + wait measured in one task beside it, the derived switch cost (RT/2 - post+wait) and the \
+switches the kernel counted per round trip (getrusage nvcsw + nivcsw of both tasks). A case \
+that did not really switch is flagged instead of reported as a switch cost. --placement cross \
+mostly measures how fast an idle CPU wakes up; the idle configuration is recorded with the \
+result, and --idle-poll holds /dev/cpu_dma_latency at 0 so the CPUs poll instead of halting.";
+    const IN_DEFAULT_SUITE: bool = true;
 
     fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         run(self, ctx)

@@ -19,18 +19,6 @@ use std::os::fd::AsFd;
 
 /// Subcommand name and id prefix.
 pub const NAME: &str = "syscall";
-/// One line for `oscost list`.
-pub const SUMMARY: &str = "Per-call cost of common system calls, loop overhead subtracted";
-/// `--help` text.
-pub const ABOUT: &str = "Per-call cost of common system calls, loop overhead subtracted.
-
-Each case times batches of one call between two counter reads and subtracts the cost of the \
-same loop with an empty body. `enosys` (an invalid call number) is the kernel's entry/exit \
-floor; `getpid` goes through syscall(SYS_getpid) so no library cache can answer it; \
-`clock-gettime-vdso` is a reference that never enters the kernel. Reads and writes hit the \
-page cache of a file in a private temporary directory, removed afterwards.";
-/// Part of the default suite.
-pub const IN_DEFAULT_SUITE: bool = true;
 
 /// The measurable calls.
 #[derive(
@@ -305,9 +293,15 @@ fn measure_calls(
 
 impl super::Experiment for Options {
     const NAME: &'static str = NAME;
-    const SUMMARY: &'static str = SUMMARY;
-    const ABOUT: &'static str = ABOUT;
-    const IN_DEFAULT_SUITE: bool = IN_DEFAULT_SUITE;
+    const SUMMARY: &'static str = "Per-call cost of common system calls, loop overhead subtracted";
+    const ABOUT: &'static str = "Per-call cost of common system calls, loop overhead subtracted.
+
+Each case times batches of one call between two counter reads and subtracts the cost of the \
+same loop with an empty body. `enosys` (an invalid call number) is the kernel's entry/exit \
+floor; `getpid` goes through syscall(SYS_getpid) so no library cache can answer it; \
+`clock-gettime-vdso` is a reference that never enters the kernel. Reads and writes hit the \
+page cache of a file in a private temporary directory, removed afterwards.";
+    const IN_DEFAULT_SUITE: bool = true;
 
     fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         run(self, ctx)
