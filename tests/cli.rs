@@ -26,6 +26,19 @@ fn case<'a>(doc: &'a ResultDoc, id: &str) -> &'a CaseResult {
         .unwrap_or_else(|| panic!("no case {id}"))
 }
 
+/// Runs `oscost --quick --quiet --samples 5 ARGS --json DIR/<first arg>.json` and reads it.
+fn quick_run(dir: &Path, args: &[&str]) -> ResultDoc {
+    let json = dir.join(format!("{}.json", args[0]));
+    oscost()
+        .args(["--quick", "--quiet", "--samples", "5"])
+        .args(args)
+        .arg("--json")
+        .arg(&json)
+        .assert()
+        .success();
+    read_doc(&json)
+}
+
 /// Asserts every case of `doc` carries a passed `threads_in_process` check that counted one
 /// thread; returns the case ids.
 fn assert_single_threaded(doc: &ResultDoc) -> Vec<String> {
@@ -262,15 +275,7 @@ fn one_task_cases_count_one_thread() {
         ),
     ];
     for (args, want) in runs {
-        let json = dir.path().join(format!("{}.json", args[0]));
-        oscost()
-            .args(["--quick", "--quiet", "--samples", "5"])
-            .args(args)
-            .arg("--json")
-            .arg(&json)
-            .assert()
-            .success();
-        let doc = read_doc(&json);
+        let doc = quick_run(dir.path(), args);
         let ids = assert_single_threaded(&doc);
         assert_eq!(ids, want, "{args:?}");
     }
@@ -411,15 +416,7 @@ fn multi_threaded_variants_have_two_threads_and_a_penalty() {
         ),
     ];
     for (args, base) in runs {
-        let json = dir.path().join(format!("{}.json", args[0]));
-        oscost()
-            .args(["--quick", "--quiet", "--samples", "5"])
-            .args(args)
-            .arg("--json")
-            .arg(&json)
-            .assert()
-            .success();
-        let doc = read_doc(&json);
+        let doc = quick_run(dir.path(), args);
         let ids: Vec<&str> = doc.experiments[0]
             .cases
             .iter()

@@ -25,9 +25,16 @@ fn read_doc(path: &Path) -> ResultDoc {
     serde_json::from_str(&text).expect("the result file reads as the typed model")
 }
 
-/// Every format from one scripted run, each pinned.
-#[test]
-fn a_scripted_run_renders_every_format_the_same_way_everywhere() {
+/// One scripted run of `example` into every format.
+struct EveryFormat {
+    _dir: tempfile::TempDir,
+    json: std::path::PathBuf,
+    csv: std::path::PathBuf,
+    md: std::path::PathBuf,
+    out: std::process::Output,
+}
+
+fn every_format() -> EveryFormat {
     let dir = tempfile::tempdir().unwrap();
     let (json, csv, md) = (
         dir.path().join("r.json"),
@@ -45,12 +52,27 @@ fn a_scripted_run_renders_every_format_the_same_way_everywhere() {
         .success()
         .get_output()
         .clone();
-    insta::assert_snapshot!("table", String::from_utf8(out.stdout).unwrap());
-    insta::assert_snapshot!("json", std::fs::read_to_string(&json).unwrap());
-    insta::assert_snapshot!("csv", std::fs::read_to_string(&csv).unwrap());
-    insta::assert_snapshot!("markdown", std::fs::read_to_string(&md).unwrap());
+    EveryFormat {
+        _dir: dir,
+        json,
+        csv,
+        md,
+        out,
+    }
+}
 
-    let doc = read_doc(&json);
+/// Every format from one scripted run, each pinned.
+#[test]
+fn a_scripted_run_renders_every_format_the_same_way_everywhere() {
+    let run = every_format();
+    let (json, csv, md) = (&run.json, &run.csv, &run.md);
+    let out = &run.out;
+    insta::assert_snapshot!("table", String::from_utf8(out.stdout.clone()).unwrap());
+    insta::assert_snapshot!("json", std::fs::read_to_string(json).unwrap());
+    insta::assert_snapshot!("csv", std::fs::read_to_string(csv).unwrap());
+    insta::assert_snapshot!("markdown", std::fs::read_to_string(md).unwrap());
+
+    let doc = read_doc(json);
     assert_eq!(doc.schema, oscost_model::SCHEMA);
     let e = &doc.experiments[0];
     assert_eq!(e.cases.len(), 3);
@@ -86,7 +108,7 @@ fn json_on_stdout_is_the_same_document() {
         .get_output()
         .clone();
     assert_eq!(
-        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stdout.clone()).unwrap(),
         std::fs::read_to_string(&json).unwrap()
     );
     assert!(String::from_utf8(out.stderr)
@@ -117,24 +139,10 @@ fn every_scripted_case_was_measured_in_a_single_threaded_process() {
 /// A failed check flags the derived figure built on it, in every renderer.
 #[test]
 fn a_failed_check_flags_its_derived_figure_everywhere() {
-    let dir = tempfile::tempdir().unwrap();
-    let (json, csv, md) = (
-        dir.path().join("r.json"),
-        dir.path().join("r.csv"),
-        dir.path().join("r.md"),
-    );
-    let out = oscost()
-        .args(["--scripted", "example", "--json"])
-        .arg(&json)
-        .arg("--csv")
-        .arg(&csv)
-        .arg("--markdown")
-        .arg(&md)
-        .assert()
-        .success()
-        .get_output()
-        .clone();
-    let doc = read_doc(&json);
+    let run = every_format();
+    let (json, csv, md) = (&run.json, &run.csv, &run.md);
+    let out = &run.out;
+    let doc = read_doc(json);
     let derived = &doc.experiments[0].derived;
     let flagged = derived
         .iter()
@@ -148,19 +156,19 @@ fn a_failed_check_flags_its_derived_figure_everywhere() {
         .unwrap();
     assert_eq!(trusted.flagged, None);
 
-    let table = String::from_utf8(out.stdout).unwrap();
+    let table = String::from_utf8(out.stdout.clone()).unwrap();
     let line = table
         .lines()
         .find(|l| l.contains("example.flagged_difference"))
         .unwrap();
     assert!(line.contains("FLAGGED"), "{line}");
-    let markdown = std::fs::read_to_string(&md).unwrap();
+    let markdown = std::fs::read_to_string(md).unwrap();
     let line = markdown
         .lines()
         .find(|l| l.contains("example.flagged_difference"))
         .unwrap();
     assert!(line.contains("FLAGGED"), "{line}");
-    let csv = std::fs::read_to_string(&csv).unwrap();
+    let csv = std::fs::read_to_string(csv).unwrap();
     let line = csv
         .lines()
         .find(|l| l.contains("example.flagged_difference"))
@@ -217,14 +225,18 @@ fn a_later_failure_keeps_what_was_measured() {
 #[test]
 fn scripted_and_real_experiments_do_not_mix() {
     let out = oscost().arg("list").assert().success().get_output().clone();
-    assert!(!String::from_utf8(out.stdout).unwrap().contains("example"));
+    assert!(!String::from_utf8(out.stdout.clone())
+        .unwrap()
+        .contains("example"));
     let out = oscost()
         .arg("--help")
         .assert()
         .success()
         .get_output()
         .clone();
-    assert!(!String::from_utf8(out.stdout).unwrap().contains("example"));
+    assert!(!String::from_utf8(out.stdout.clone())
+        .unwrap()
+        .contains("example"));
     for (args, needle) in [
         (&["example"][..], "without --scripted"),
         (&["--scripted", "syscall"][..], "on the scripted clock"),
@@ -318,7 +330,8 @@ fn verbose_shows_every_warning_quiet_none() {
             .success()
             .get_output()
             .clone();
-        let text = String::from_utf8(out.stdout).unwrap() + &String::from_utf8(out.stderr).unwrap();
+        let text = String::from_utf8(out.stdout.clone()).unwrap()
+            + &String::from_utf8(out.stderr).unwrap();
         assert!(!text.lines().any(|l| l.starts_with("warning")), "{text}");
         assert!(!text.contains("warning(s)"), "{text}");
         assert!(text.contains("example.cost400"), "{text}");
