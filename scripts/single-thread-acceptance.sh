@@ -32,55 +32,12 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 
-die() {
-    echo "error: $*" >&2
-    exit 2
-}
-
-# The last CPU of this process's affinity list ("0-3,8-11" -> 11): on a small machine CPU 0
-# takes most interrupts and housekeeping, so the last one is usually the quieter.
-last_cpu() {
-    local list
-    list=$(awk '/^Cpus_allowed_list:/ { print $2 }' /proc/self/status)
-    [[ -n "$list" ]] || die "cannot read Cpus_allowed_list from /proc/self/status"
-    echo "${list##*[,-]}"
-}
-
-cpu="${1:-${CPU:-$(last_cpu)}}"
-rounds="${ROUNDS:-5}"
-quick="${QUICK:-0}"
+# shellcheck source=scripts/side-by-side.sh
+source scripts/side-by-side.sh
+side_by_side_setup "${1:-}"
+build_both
+# Within this of 1 a median ratio counts as agreeing.
 tolerance=0.10
-
-[[ "$cpu" =~ ^[0-9]+$ ]] || die "CPU must be a CPU number, got '$cpu'"
-[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || die "ROUNDS must be a positive integer, got '$rounds'"
-if [[ "$quick" == 0 || -z "$quick" ]]; then
-    quick=0 quick_oscost=() quick_c=()
-else
-    quick=1 quick_oscost=(--quick) quick_c=(-q)
-fi
-
-for tool in cc cargo taskset awk sort; do
-    command -v "$tool" >/dev/null 2>&1 || die "'$tool' is required but not found"
-done
-# The JSON is read with jq if present, else python3.
-if command -v jq >/dev/null 2>&1; then
-    json_reader=jq
-elif command -v python3 >/dev/null 2>&1; then
-    json_reader=python3
-else
-    die "needs jq or python3 to read oscost's JSON"
-fi
-taskset -c "$cpu" true 2>/dev/null || die "cannot pin to CPU $cpu (not online or not allowed)"
-
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-
-echo "building benches/fdcalls_ref.c and oscost (release)..." >&2
-# -fno-plt: call libc through the GOT as the Rust binary does (a PLT stub adds ~0.4 ns a call).
-cc -O2 -fno-plt -o "$tmp/fdcalls_ref" benches/fdcalls_ref.c || die "cc failed on benches/fdcalls_ref.c"
-cargo build --release -q || die "cargo build --release failed"
-bin="${CARGO_TARGET_DIR:-target}/release/oscost"
-[[ -x "$bin" ]] || die "$bin not found after the build"
 
 # median_ns of case ID in oscost's JSON FILE; fails when the case is missing (an
 # unavailable case has no figure, and none is invented).
@@ -102,14 +59,6 @@ EOF
         )
     fi
     [[ -n "$v" ]] || die "case $id not found in oscost's results ($file)"
-    echo "$v"
-}
-
-# The C program's figure for CASE from its output FILE ("CASE MEDIAN_NS ...").
-c_median() {
-    local v
-    v=$(awk -v c="$2" '$1 == c { print $2 }' "$1")
-    [[ -n "$v" ]] || die "no figure for $2 from fdcalls_ref"
     echo "$v"
 }
 
@@ -158,12 +107,6 @@ for ((i = 1; i <= rounds; i++)); do
         printf '  round %d  %-17s C %9.1f  oscost %9.1f  ratio %s\n' "$i" "${id[$c]}" "$cv" "$ov" "$r"
     done
 done
-
-# Median of whitespace-separated numbers (mean of the two middle ones for an even count).
-median_of() {
-    tr ' ' '\n' <<<"$1" | awk 'NF' | sort -g |
-        awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
 
 echo
 printf '%-17s %9s %10s %8s  %s\n' case "C ns" "oscost ns" ratio "per-round ratios"
