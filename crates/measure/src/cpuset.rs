@@ -2,6 +2,33 @@
 
 pub use oscost_model::cpulist::{format, parse, CpuListError};
 
+/// Restores the calling thread's CPU set when dropped: experiments pin the measuring thread,
+/// and must hand it back as they found it on every way out.
+pub(crate) struct AffinityRestore(Option<Vec<usize>>);
+
+impl AffinityRestore {
+    /// Remembers the calling thread's CPU set.
+    pub(crate) fn save() -> AffinityRestore {
+        AffinityRestore(oscost_sys::affinity().ok())
+    }
+
+    /// Remembers the calling thread's CPU set, then pins it to `cpus`.
+    pub(crate) fn pin(cpus: &[usize]) -> anyhow::Result<AffinityRestore> {
+        let restore = AffinityRestore::save();
+        oscost_sys::set_affinity(cpus)
+            .map_err(|e| anyhow::anyhow!("pinning to CPUs {}: {e}", format(cpus)))?;
+        Ok(restore)
+    }
+}
+
+impl Drop for AffinityRestore {
+    fn drop(&mut self) {
+        if let Some(cpus) = &self.0 {
+            let _ = oscost_sys::set_affinity(cpus);
+        }
+    }
+}
+
 /// The online CPUs (`/sys/devices/system/cpu/online`), or CPU 0..available_parallelism.
 pub fn online() -> Vec<usize> {
     std::fs::read_to_string("/sys/devices/system/cpu/online")

@@ -3,6 +3,7 @@
 //! exactly the span the sampler timed. The tasks' own loop is [`oscost_sys::token::TokenRing`].
 
 use crate::context::Context;
+use crate::cpuset::AffinityRestore;
 use crate::sampler::measure_fallible;
 use anyhow::Context as _;
 use oscost_model::Samples;
@@ -22,17 +23,6 @@ pub(crate) struct RingSpec {
     pub size_kib: usize,
     pub masks: Vec<CpuMask>,
     pub verify: bool,
-}
-
-/// Restores the caller's affinity when dropped: experiments pin the measuring thread.
-pub(crate) struct AffinityRestore(pub(crate) Option<Vec<usize>>);
-
-impl Drop for AffinityRestore {
-    fn drop(&mut self) {
-        if let Some(cpus) = &self.0 {
-            let _ = os::set_affinity(cpus);
-        }
-    }
 }
 
 /// What the kernel counted over the measured span.
@@ -86,7 +76,7 @@ impl Ring {
             .and_then(|()| os::current_rss_kib());
         let n = spec.tasks;
         anyhow::ensure!(spec.masks.len() == n, "one CPU mask per task");
-        let affinity = AffinityRestore(os::affinity().ok());
+        let affinity = AffinityRestore::save();
         spec.masks[0]
             .apply()
             .with_context(|| format!("pinning to CPUs {:?}", spec.masks[0].cpus()))?;

@@ -263,11 +263,8 @@ impl WithOps<anyhow::Result<Control>> for Timed<'_, '_> {
 /// back. No thread is created: a one-task figure must be taken in a single-threaded process (a
 /// second thread makes every file-descriptor call and glibc's locks dearer).
 fn on_cpu<T>(cpu: usize, f: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
-    let before = os::affinity().context("reading the CPU affinity")?;
-    os::set_affinity(&[cpu]).with_context(|| format!("pinning to CPU {cpu}"))?;
-    let result = f();
-    let _ = os::set_affinity(&before);
-    result
+    let _restore = crate::cpuset::AffinityRestore::pin(&[cpu])?;
+    f()
 }
 
 /// Samples `op`, then runs a verification batch of it between two reads of the thread's

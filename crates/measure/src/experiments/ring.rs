@@ -8,15 +8,15 @@
 //! with one token.
 
 use crate::context::Context;
+use crate::cpuset::AffinityRestore;
 use crate::experiments::primitives;
 use crate::limits::{Limits, Needs, FILES_MARGIN};
 use crate::sampler::measure;
-use crate::tokens::{sample, AffinityRestore, Counts, RingSpec};
+use crate::tokens::{sample, Counts, RingSpec};
 use anyhow::Context as _;
 use oscost_model::case::{Case, Check, DerivedSpec, ExperimentOutput, Samples, Series};
 use oscost_sys::ipc::Via;
 use oscost_sys::task::{self, CpuMask, Kind, Policy, WorkingSet};
-use oscost_sys::{self as os};
 
 /// Subcommand name and id prefix.
 pub const NAME: &str = "ring";
@@ -610,8 +610,7 @@ fn controls(
 }
 
 fn touch_case(id: &str, kib: usize, ctx: &Context) -> anyhow::Result<Case> {
-    let _restore = AffinityRestore(os::affinity().ok());
-    os::set_affinity(&[ctx.first_cpu()])?;
+    let _restore = AffinityRestore::pin(&[ctx.first_cpu()])?;
     let ws = WorkingSet::new(kib).context("mapping the working set")?;
     let (measured, threads) = crate::sampler::counting_threads(|| measure(ctx, || ws.touch()));
     let (samples, warnings) = measured?;
