@@ -310,6 +310,14 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs]) -> anyhow::Result<()> {
         )
     })?;
     bar.finish();
+    // How busy the machine was: measured, except on the scripted (fictional) machine.
+    let load_since = |probe: LoadProbe, own_tasks: u64| {
+        if cfg.scripted {
+            oscost_model::example::quiet_load(1.0)
+        } else {
+            probe.finish_for(own_tasks, cpus.len())
+        }
+    };
     let whole = LoadProbe::start();
     let mut own_tasks = 0;
     let mut doc = ResultDoc {
@@ -358,21 +366,13 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs]) -> anyhow::Result<()> {
             }
         };
         own_tasks += tasks;
-        let load = if cfg.scripted {
-            oscost_model::example::quiet_load(1.0)
-        } else {
-            probe.finish_for(tasks, cpus.len())
-        };
+        let load = load_since(probe, tasks);
         let result = summarise::experiment(e.name(), out, ns_per_tick, Some(load));
         show(cfg, &result, &tick_unit)?;
         doc.experiments.push(result);
         write_files(cfg, &doc, false)?;
     }
-    env.load = Some(if cfg.scripted {
-        oscost_model::example::quiet_load(1.0)
-    } else {
-        whole.finish_for(own_tasks, cpus.len())
-    });
+    env.load = Some(load_since(whole, own_tasks));
     doc.environment = env;
     write_files(cfg, &doc, true)?;
     for (sink, render) in outputs(cfg) {
