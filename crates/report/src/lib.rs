@@ -11,5 +11,6 @@ pub mod envtext;
 pub mod output;
 pub mod render;
 pub mod summarise;
+pub mod views;
 
 pub use oscost_model::{CaseResult, DerivedResult, ExperimentResult, ResultDoc, SCHEMA};

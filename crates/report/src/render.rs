@@ -359,6 +359,9 @@ pub fn terminal_with(
     for (id, n) in notes_below {
         s += &wrap(&format!("note: {id}: {n}"), width, 2);
     }
+    for v in crate::views::views(e) {
+        s += &view_table(&v, width);
+    }
     for u in &e.unavailable {
         s += &wrap(&format!("not measured: {}: {}", u.id, u.reason), width, 2);
     }
@@ -396,6 +399,31 @@ pub fn terminal_with(
     s
 }
 
+/// An experiment's extra table (see [`crate::views`]) for the terminal: its title, the table
+/// and its notes, wrapped to `width`.
+fn view_table(v: &crate::views::View, width: Option<u16>) -> String {
+    let mut t = Table::new();
+    t.load_preset(presets::UTF8_FULL_CONDENSED);
+    t.force_no_tty();
+    t.set_content_arrangement(ContentArrangement::Disabled);
+    t.set_header(v.head.clone());
+    for r in &v.rows {
+        t.add_row(r.iter().enumerate().map(|(i, c)| {
+            let cell = Cell::new(c);
+            if i > 0 {
+                cell.set_alignment(CellAlignment::Right)
+            } else {
+                cell
+            }
+        }));
+    }
+    let mut s = format!("{}\n{t}\n", v.title);
+    for n in &v.notes {
+        s += &wrap(n, width, 2);
+    }
+    s
+}
+
 /// The width of the terminal that standard output (or standard error) is, if it is one.
 pub fn terminal_width(stderr: bool) -> Option<u16> {
     let mut t = Table::new();
@@ -423,6 +451,14 @@ pub fn markdown(doc: &ResultDoc) -> String {
         if !d.is_empty() {
             s += "\n### derived\n\n";
             s += &md_table(&["figure", "estimate", "95% CI", unit, "notes"], &d);
+        }
+        for v in crate::views::views(e) {
+            s += &format!("\n### {}\n\n", v.title);
+            let head: Vec<&str> = v.head.iter().map(String::as_str).collect();
+            s += &md_table(&head, &v.rows);
+            for n in &v.notes {
+                s += &format!("\n{n}\n");
+            }
         }
         for u in &e.unavailable {
             s += &format!("\n- not measured: `{}`: {}", u.id, u.reason);
