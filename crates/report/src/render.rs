@@ -44,13 +44,21 @@ fn fmt_cycles(c: f64) -> String {
     }
 }
 
+/// Checks shown only when they fail: every one-task case's thread count, and split's work
+/// and task counts, which are either exact or wrong.
+const QUIET_WHEN_PASSED: &[&str] = &[
+    oscost_model::case::SINGLE_THREAD_CHECK,
+    "work_units_done",
+    "distinct_tasks",
+];
+
 /// Notes for a case: failed checks, noise, and the kind of each warning (`warm-up did not
 /// settle`), in words that stand on their own when the warnings themselves are not printed.
 fn notes(c: &CaseResult) -> String {
     let mut n = Vec::new();
     for k in &c.checks {
-        // Every one-task case carries this check; it is news only when it fails.
-        if k.passed && k.name == oscost_model::case::SINGLE_THREAD_CHECK {
+        // Checks that must come out exact are news only when they fail.
+        if k.passed && QUIET_WHEN_PASSED.contains(&k.name.as_str()) {
             continue;
         }
         let v = format!("{} {:.2}", k.name.replace('_', " "), k.counted);
@@ -407,10 +415,18 @@ fn view_table(v: &crate::views::View, width: Option<u16>) -> String {
     t.force_no_tty();
     t.set_content_arrangement(ContentArrangement::Disabled);
     t.set_header(v.head.clone());
+    // Numbers (and `-` for none) line up on the right, words on the left.
+    let numeric: Vec<bool> = (0..v.head.len())
+        .map(|i| {
+            v.rows.iter().filter_map(|r| r.get(i)).all(|c| {
+                c == "-" || c.starts_with(|ch: char| ch.is_ascii_digit() || "+-±".contains(ch))
+            })
+        })
+        .collect();
     for r in &v.rows {
         t.add_row(r.iter().enumerate().map(|(i, c)| {
             let cell = Cell::new(c);
-            if i > 0 {
+            if numeric.get(i).copied().unwrap_or(false) {
                 cell.set_alignment(CellAlignment::Right)
             } else {
                 cell

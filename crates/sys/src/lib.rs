@@ -14,10 +14,12 @@ pub mod ipc;
 pub mod lifetime;
 pub mod pmqos;
 pub mod shm;
+pub mod split;
 pub mod sysinfo;
 pub mod task;
 pub mod token;
 pub mod usage;
+pub mod work;
 
 use std::io;
 

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 pub mod example;
 pub mod primitives;
 pub mod ring;
+pub mod split;
 pub mod switch;
 pub mod syscall;
 
@@ -29,6 +30,36 @@ pub(crate) fn first_occurrences<T: Copy + PartialEq>(values: &[T]) -> Vec<T> {
         }
     }
     out
+}
+
+/// Task counts from `--tasks` (ring sizes, split's N).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TaskList(pub Vec<usize>);
+
+/// Parses `5`, `2,4,16` or `2..1024` (powers of two from 2 up to 1024; both ends included).
+/// Only the syntax is checked here; `run` checks the values so the message names the flag.
+pub(crate) fn parse_tasks(s: &str) -> Result<TaskList, String> {
+    let num = |t: &str| {
+        t.trim()
+            .parse::<usize>()
+            .map_err(|_| format!("`{s}` is not a list like `2,4,16` or a range like `2..1024`"))
+    };
+    if let Some((a, b)) = s.split_once("..") {
+        let (a, b) = (num(a)?, num(b)?);
+        if a == 0 || a > b {
+            return Err(format!("`{s}`: a range needs 1 <= start <= end"));
+        }
+        let mut v = Vec::new();
+        let mut n = a;
+        while n < b {
+            v.push(n);
+            n = n.saturating_mul(2);
+        }
+        v.push(b);
+        return Ok(TaskList(v));
+    }
+    let sizes: Vec<usize> = s.split(',').map(num).collect::<Result<_, _>>()?;
+    Ok(TaskList(first_occurrences(&sizes)))
 }
 
 /// The command-line spelling of an option value, which is also its part of a case id.
@@ -224,6 +255,7 @@ registry! {
     Primitives => primitives::Options,
     Switch => switch::Options,
     Ring => ring::Options,
+    Split => split::Options,
     Example => example::Options,
     ExampleMore => example::More,
     ExampleFails => example::Failing,

@@ -10,6 +10,7 @@
 use crate::context::Context;
 use crate::cpuset::AffinityRestore;
 use crate::experiments::primitives;
+use crate::experiments::TaskList;
 use crate::limits::{Limits, Needs, FILES_MARGIN};
 use crate::sampler::measure;
 use crate::tokens::{sample, Counts, RingSpec};
@@ -72,7 +73,7 @@ pub enum RingPlacement {
 pub struct Options {
     /// Ring sizes: a list (`2,4,16`) or a doubling range (`2..1024`) [default: 2..1024, or
     /// 2,4,16,64 with --quick]
-    #[arg(long, value_name = "N,...|A..B", value_parser = parse_tasks, allow_hyphen_values = true)]
+    #[arg(long, value_name = "N,...|A..B", value_parser = super::parse_tasks, allow_hyphen_values = true)]
     pub tasks: Option<TaskList>,
 
     /// Tokens circulating at once (1 <= K < N)
@@ -153,36 +154,6 @@ fn parse_count(s: &str) -> Result<usize, String> {
     s.trim()
         .parse::<usize>()
         .map_err(|_| format!("`{s}` is not a whole number of 0 or more"))
-}
-
-/// Ring sizes from `--tasks`.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct TaskList(pub Vec<usize>);
-
-/// Parses `5`, `2,4,16` or `2..1024` (powers of two from 2 up to 1024; both ends included).
-/// Only the syntax is checked here; `run` checks the values so the message names the flag.
-fn parse_tasks(s: &str) -> Result<TaskList, String> {
-    let num = |t: &str| {
-        t.trim()
-            .parse::<usize>()
-            .map_err(|_| format!("`{s}` is not a list like `2,4,16` or a range like `2..1024`"))
-    };
-    if let Some((a, b)) = s.split_once("..") {
-        let (a, b) = (num(a)?, num(b)?);
-        if a == 0 || a > b {
-            return Err(format!("`{s}`: a range needs 1 <= start <= end"));
-        }
-        let mut v = Vec::new();
-        let mut n = a;
-        while n < b {
-            v.push(n);
-            n = n.saturating_mul(2);
-        }
-        v.push(b);
-        return Ok(TaskList(v));
-    }
-    let sizes: Vec<usize> = s.split(',').map(num).collect::<Result<_, _>>()?;
-    Ok(TaskList(super::first_occurrences(&sizes)))
 }
 
 /// The ring sizes to sweep, as given or by default.
@@ -867,6 +838,7 @@ mod tests {
 
     #[test]
     fn parses_lists_and_ranges() {
+        use crate::experiments::parse_tasks;
         assert_eq!(parse_tasks("2..16").unwrap().0, vec![2, 4, 8, 16]);
         assert_eq!(parse_tasks("3..10").unwrap().0, vec![3, 6, 10]);
         assert_eq!(parse_tasks("5,2").unwrap().0, vec![5, 2]);

@@ -1,0 +1,838 @@
+//! `split`: one fixed amount of work W done by one flow, by N threads or by N processes, on
+//! one CPU, on all the allowed CPUs, or pinned N / CPUs per CPU; optionally with every task
+//! giving up the CPU after each step. Reproduces the QNX comparison of one flow, threads and
+//! forks, and the Windows study of 1..8192 threads that call Sleep(0) after each step, on one
+//! and two CPUs.
+//!
+//! Each point (form, CPU set, N) is run `--repeats` times, the points interleaved within each
+//! round. A run's figure is its whole time, creating and joining the tasks included; beside it
+//! are the time from the barrier start to the last finish, the CPU time, switches, migrations,
+//! page faults and the spread of finish times, all counted by the kernel per task. Every run
+//! checks that the work done sums to W exactly and that N distinct tasks did it.
+
+use crate::context::{Cancelled, Context};
+use crate::cpuset::{self, AffinityRestore};
+use crate::experiments::{parse_tasks, TaskList};
+use crate::limits::{Limits, Needs};
+use crate::sampler::{counting_threads, single_task_check};
+use anyhow::Context as _;
+use oscost_model::case::{Case, Check, ExperimentOutput, Samples, Series};
+use oscost_sys::clock::Clock;
+use oscost_sys::split::{self as sys_split, Plan, Record, SplitRun};
+use oscost_sys::task::{self, CpuMask, Kind, Team};
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Subcommand name and id prefix.
+pub const NAME: &str = "split";
+
+/// The most tasks one point may have.
+const MAX_TASKS: usize = 1 << 16;
+/// The stand-alone sweep, and the one with `--quick`.
+const FULL_SWEEP: &str = "1..1024";
+const QUICK_SWEEP: &str = "1..64";
+/// The work W by default: what one task needs on one CPU.
+const DEFAULT_WORK: &str = "1s";
+const QUICK_WORK: &str = "100ms";
+
+/// Who does the work.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+pub enum Form {
+    /// one flow, the measuring thread, does all of W in N pieces, one after another
+    Single,
+    /// N threads of the measuring process
+    Threads,
+    /// N forked processes
+    Processes,
+}
+
+/// Where the tasks may run.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+pub enum CpuSet {
+    /// every task on the first CPU of the set
+    One,
+    /// all CPUs of the set; the scheduler places the tasks
+    All,
+    /// all CPUs of the set, task i pinned to CPU i mod CPUs (N / CPUs per CPU): the
+    /// pure-overhead reference for N > 1
+    Balanced,
+}
+
+/// Options of `oscost split`.
+#[derive(Debug, Clone, clap::Args, serde::Serialize, serde::Deserialize)]
+pub struct Options {
+    /// Who does the work, comma-separated
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "single,threads,processes",
+        value_name = "FORM,..."
+    )]
+    pub form: Vec<Form>,
+
+    /// Numbers of tasks: a list (`1,4,64`) or a doubling range (`1..8192`) [default: 1..1024,
+    /// or 1..64 with --quick]
+    #[arg(long, value_name = "N,...|A..B", value_parser = parse_tasks, allow_hyphen_values = true)]
+    pub tasks: Option<TaskList>,
+
+    /// The total work W, as the time one flow needs for it on one CPU (`1s`, `250ms`); it is
+    /// turned into a fixed count of work units at the start [default: 1s, or 100ms with
+    /// --quick]
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    pub work: Option<u64>,
+
+    /// Work per step, as a time (`20us`); with --yield each task gives up the CPU after
+    /// every step
+    #[arg(long, value_name = "TIME", value_parser = parse_time, default_value = "20us")]
+    pub step: u64,
+
+    /// Every task calls sched_yield() after each step (the Windows study's Sleep(0))
+    #[arg(long = "yield")]
+    pub yield_each: bool,
+
+    /// CPU sets, comma-separated (within --cpus)
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "one,all,balanced",
+        value_name = "SET,..."
+    )]
+    pub sets: Vec<CpuSet>,
+
+    /// Runs of each point (the points interleaved in each round)
+    #[arg(long, default_value_t = 5, value_name = "R", value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeats: u32,
+}
+
+/// Parses a time such as `1s`, `250ms`, `20us`, `500ns` or `1.5s` into nanoseconds.
+fn parse_time(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let scale = match unit.trim() {
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        _ => return Err(format!("`{s}` is not a time like `1s`, `250ms` or `20us`")),
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("`{s}` is not a time like `1s`, `250ms` or `20us`"))?;
+    let ns = v * scale;
+    if !(1.0..1e13).contains(&ns) {
+        return Err(format!("`{s}`: give a time from 1ns to a few hours"));
+    }
+    Ok(ns.round() as u64)
+}
+
+impl super::Experiment for Options {
+    const NAME: &'static str = NAME;
+    const SUMMARY: &'static str =
+        "The same work as one flow, N threads or N processes, with and without yielding";
+    const ABOUT: &'static str =
+        "The same work as one flow, N threads or N processes, with and without yielding.
+
+A fixed amount of work W (a calibrated loop of register adds; --work says how long one flow \
+needs for it on one CPU) is divided over N tasks. Each point (form, CPU set, N) runs --repeats \
+times, interleaved. The figure is the whole run, creating and joining the tasks included; \
+beside it: the time from the barrier start to the last finish, CPU time, voluntary and \
+involuntary switches, migrations, page faults and the spread of finish times, counted by the \
+kernel per task. The overhead table holds each point against the ideal T1 / min(N, CPUs), \
+where T1 is one flow on one CPU measured in the same rounds. Every run checks that the work \
+done sums to W exactly. --yield makes every task give up the CPU after each --step of work: \
+the cost of a crowd of tasks taking turns.";
+    const IN_DEFAULT_SUITE: bool = true;
+    const SUITE_ARGS: &'static [&'static str] = &["--work", "20ms", "--tasks", "1..16"];
+
+    fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
+        run(self, ctx)
+    }
+
+    fn preflight(&self, quick: bool, limits: &Limits) -> anyhow::Result<()> {
+        match needs(self, quick) {
+            Some(n) => limits.check(&n),
+            None => Ok(()),
+        }
+    }
+}
+
+fn sweep(opts: &Options, quick: bool) -> Vec<usize> {
+    match &opts.tasks {
+        Some(TaskList(v)) => v.clone(),
+        None => parse_tasks(if quick { QUICK_SWEEP } else { FULL_SWEEP })
+            .map(|t| t.0)
+            .unwrap_or_default(),
+    }
+}
+
+fn work_ns(opts: &Options, quick: bool) -> u64 {
+    opts.work.unwrap_or_else(|| {
+        parse_time(if quick { QUICK_WORK } else { DEFAULT_WORK }).unwrap_or(1_000_000_000)
+    })
+}
+
+/// What the largest point holds at once: its tasks, and for threads their stacks.
+fn needs(opts: &Options, quick: bool) -> Option<Needs> {
+    let n = sweep(opts, quick).into_iter().max()?;
+    if !(1..=MAX_TASKS).contains(&n) {
+        return None;
+    }
+    let n64 = n as u64;
+    let threads = opts.form.contains(&Form::Threads);
+    let processes = opts.form.contains(&Form::Processes);
+    let tasks = if processes {
+        Some((
+            n64 + 2,
+            format!("{n} processes, the measuring process and its watchdog thread"),
+        ))
+    } else if threads {
+        Some((n64 + 1, format!("{n} threads and the measuring thread")))
+    } else {
+        None
+    };
+    let maps = threads.then(|| {
+        (
+            2 * n64,
+            format!("a stack and its guard page for each of {n} threads"),
+        )
+    });
+    Some(Needs {
+        what: format!("{NAME} --tasks {n}"),
+        instead: Some("use fewer --tasks".into()),
+        files: None,
+        tasks,
+        maps,
+        memory_kib: None,
+    })
+}
+
+/// One point of the sweep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Point {
+    form: Form,
+    set: CpuSet,
+    tasks: usize,
+}
+
+impl Point {
+    fn id(&self, yield_each: bool) -> String {
+        let mut id = format!(
+            "{NAME}.{}.{}.{}",
+            super::value_name(&self.form),
+            super::value_name(&self.set),
+            self.tasks
+        );
+        if yield_each {
+            id.push_str(".yield");
+        }
+        id
+    }
+}
+
+/// The points to run, the baseline (one flow, N = 1, one CPU) first. One flow is only run on
+/// one CPU: it can use no other. The balanced set only differs from `all` for N > 1.
+fn points(opts: &Options, sizes: &[usize], ncpus: usize) -> Vec<Point> {
+    let baseline = Point {
+        form: Form::Single,
+        set: CpuSet::One,
+        tasks: 1,
+    };
+    let mut out = vec![baseline];
+    let forms = super::first_occurrences(&opts.form);
+    let sets = super::first_occurrences(&opts.sets);
+    for &set in &sets {
+        if set != CpuSet::One && ncpus < 2 {
+            continue;
+        }
+        for &form in &forms {
+            if form == Form::Single && set != CpuSet::One {
+                continue;
+            }
+            for &tasks in sizes {
+                if set == CpuSet::Balanced && tasks < 2 {
+                    continue;
+                }
+                let p = Point { form, set, tasks };
+                if !out.contains(&p) {
+                    out.push(p);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Checks every option before anything is spawned; returns the task counts.
+fn validate(opts: &Options, ctx: &Context) -> anyhow::Result<Vec<usize>> {
+    let sizes = sweep(opts, ctx.quick);
+    let (Some(&min), Some(&max)) = (sizes.iter().min(), sizes.iter().max()) else {
+        anyhow::bail!("--tasks: no task count given");
+    };
+    if min == 0 {
+        anyhow::bail!("--tasks 0: at least one task must do the work");
+    }
+    if max > MAX_TASKS {
+        anyhow::bail!("--tasks {max}: at most {MAX_TASKS} tasks");
+    }
+    let work = work_ns(opts, ctx.quick);
+    if opts.step > work {
+        anyhow::bail!(
+            "--step {} is larger than the whole work (--work {}): give a smaller --step",
+            show_ns(opts.step),
+            show_ns(work)
+        );
+    }
+    if ctx.cpus.is_empty() {
+        anyhow::bail!("--cpus: the CPU set is empty");
+    }
+    Ok(sizes)
+}
+
+fn show_ns(ns: u64) -> String {
+    match ns {
+        n if n >= 1_000_000_000 && n % 1_000_000 == 0 => format!("{}s", n as f64 / 1e9),
+        n if n >= 1_000_000 && n % 1_000 == 0 => format!("{}ms", n as f64 / 1e6),
+        n if n >= 1_000 => format!("{}us", n as f64 / 1e3),
+        n => format!("{n}ns"),
+    }
+}
+
+/// Work units per nanosecond on the calling thread's CPU: the median of several timed
+/// stretches of the work loop, after a warm-up.
+fn calibrate(clock: &Clock) -> f64 {
+    const UNITS: u64 = 5_000_000;
+    oscost_sys::work::work(4 * UNITS);
+    let mut rates: Vec<f64> = (0..7)
+        .map(|_| {
+            let t0 = clock.now();
+            std::hint::black_box(oscost_sys::work::work(std::hint::black_box(UNITS)));
+            let ns = clock.ticks_to_ns((clock.now() - t0) as f64).max(1.0);
+            UNITS as f64 / ns
+        })
+        .collect();
+    rates.sort_by(f64::total_cmp);
+    rates[rates.len() / 2]
+}
+
+/// What one run of a point measured.
+#[derive(Debug, Clone, Default)]
+struct RunStats {
+    /// Create + work + join, ticks (the parent's reading of /proc between them excluded).
+    total: u64,
+    /// Barrier start to the last finish, ticks.
+    work: u64,
+    /// Start of creation to the barrier start, ticks.
+    create: u64,
+    /// Release to the last task joined, ticks.
+    join: u64,
+    /// Last finish minus first finish, ticks.
+    spread: u64,
+    cpu_ns: u64,
+    voluntary: u64,
+    involuntary: u64,
+    migrations: Option<u64>,
+    minor_faults: u64,
+    major_faults: u64,
+    steps: u64,
+    units: u64,
+    distinct_tasks: usize,
+    threads_in_process: Option<u64>,
+}
+
+fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
+    let sizes = validate(opts, ctx)?;
+    let clock = Clock::from_info(ctx.clock.info());
+    let one = vec![ctx.first_cpu()];
+    let all = ctx.cpus.clone();
+    let points = points(opts, &sizes, all.len());
+    let runs_total = points.len() as u64 * u64::from(opts.repeats);
+
+    let rate = {
+        let _pin = AffinityRestore::pin(&one)?;
+        calibrate(&clock)
+    };
+    let work = work_ns(opts, ctx.quick);
+    let units = ((work as f64) * rate).round().max(1.0) as u64;
+    let step = ((opts.step as f64) * rate).round().max(1.0) as u64;
+    let mut out = ExperimentOutput::default();
+    let (fixed, _) = oscost_sys::work::placement();
+    out.params.insert("work_units".into(), units.into());
+    out.params.insert("step_units".into(), step.into());
+    out.params.insert("work_requested_ns".into(), work.into());
+    out.params
+        .insert("step_requested_ns".into(), opts.step.into());
+    out.params.insert("units_per_ns".into(), json!(rate));
+    out.params.insert("yield".into(), opts.yield_each.into());
+    out.params.insert("repeats".into(), opts.repeats.into());
+    out.params
+        .insert("baseline".into(), points[0].id(opts.yield_each).into());
+    out.params
+        .insert("work_loop_aligned_64".into(), fixed.into());
+    if all.len() < 2 && opts.sets.iter().any(|&s| s != CpuSet::One) {
+        out.warnings.push(format!(
+            "only one CPU is allowed ({}), so the `all` and `balanced` sets were not run",
+            cpuset::format(&all)
+        ));
+    }
+
+    let mut results: Vec<Vec<RunStats>> = vec![Vec::new(); points.len()];
+    ctx.progress.start(runs_total, NAME);
+    for round in 0..opts.repeats {
+        for (i, p) in points.iter().enumerate() {
+            ctx.check_cancel()?;
+            ctx.progress.message(&format!(
+                "round {}/{}: {} {} on {}",
+                round + 1,
+                opts.repeats,
+                p.tasks,
+                super::value_name(&p.form),
+                super::value_name(&p.set)
+            ));
+            let cpus = if p.set == CpuSet::One { &one } else { &all };
+            let plan = Plan {
+                tasks: p.tasks,
+                units,
+                step,
+                yield_each: opts.yield_each,
+            };
+            let stats = run_point(p, plan, cpus, &clock, ctx)
+                .with_context(|| format!("{} (round {})", p.id(opts.yield_each), round + 1))?;
+            results[i].push(stats);
+            ctx.progress.inc(1);
+        }
+    }
+    ctx.progress.finish();
+
+    for (p, runs) in points.iter().zip(results) {
+        let cpus = if p.set == CpuSet::One { &one } else { &all };
+        out.cases
+            .push(point_case(p, cpus, &runs, units, step, opts, &clock));
+    }
+    Ok(out)
+}
+
+/// One run of a point, pinned as its set says; the calling thread's CPU set is restored.
+fn run_point(
+    p: &Point,
+    plan: Plan,
+    cpus: &[usize],
+    clock: &Clock,
+    ctx: &Context,
+) -> anyhow::Result<RunStats> {
+    let _pin = AffinityRestore::pin(cpus)?;
+    match p.form {
+        Form::Single => {
+            let (stats, threads) = counting_threads(|| run_single(plan, clock));
+            Ok(RunStats {
+                threads_in_process: threads,
+                ..stats
+            })
+        }
+        Form::Threads => run_team(Kind::Threads, p.set, plan, cpus, clock, ctx),
+        Form::Processes => run_team(Kind::Processes, p.set, plan, cpus, clock, ctx),
+    }
+}
+
+/// One flow does the N shares one after another.
+fn run_single(plan: Plan, clock: &Clock) -> RunStats {
+    let tid = oscost_sys::gettid();
+    let migrations0 = oscost_sys::migrations(tid);
+    let ru0 = sys_split::thread_rusage();
+    let cpu0 = sys_split::thread_cpu_ns();
+    let mut finishes = Vec::with_capacity(plan.tasks);
+    let (mut units, mut steps) = (0u64, 0u64);
+    let t0 = clock.now();
+    for i in 0..plan.tasks {
+        let (u, s) = sys_split::do_share(plan.share(i), plan.step, plan.yield_each, || false);
+        units += u;
+        steps += s;
+        finishes.push(clock.now());
+    }
+    let t1 = clock.now();
+    let cpu_ns = sys_split::thread_cpu_ns().saturating_sub(cpu0);
+    let ru1 = sys_split::thread_rusage();
+    let first = finishes.first().copied().unwrap_or(t1);
+    RunStats {
+        total: t1 - t0,
+        work: t1 - t0,
+        create: 0,
+        join: 0,
+        spread: t1.saturating_sub(first),
+        cpu_ns,
+        voluntary: (ru1.ru_nvcsw - ru0.ru_nvcsw).max(0) as u64,
+        involuntary: (ru1.ru_nivcsw - ru0.ru_nivcsw).max(0) as u64,
+        migrations: oscost_sys::migrations(tid)
+            .zip(migrations0)
+            .map(|(b, a)| b.saturating_sub(a)),
+        minor_faults: (ru1.ru_minflt - ru0.ru_minflt).max(0) as u64,
+        major_faults: (ru1.ru_majflt - ru0.ru_majflt).max(0) as u64,
+        steps,
+        units,
+        distinct_tasks: 1,
+        threads_in_process: None,
+    }
+}
+
+/// N threads or processes: create, barrier, work, park, read /proc, release, join.
+fn run_team(
+    kind: Kind,
+    set: CpuSet,
+    plan: Plan,
+    cpus: &[usize],
+    clock: &Clock,
+    ctx: &Context,
+) -> anyhow::Result<RunStats> {
+    let masks: Vec<CpuMask> = if set == CpuSet::Balanced {
+        cpus.iter()
+            .map(|&c| CpuMask::new(&[c]))
+            .collect::<Result<_, _>>()?
+    } else {
+        Vec::new()
+    };
+    let shared =
+        Arc::new(SplitRun::new(plan, clock.clone()).context("shared memory for the tasks")?);
+    let halt = Arc::clone(&shared);
+    let t0 = clock.now();
+    let mut team = Team::new(kind, plan.tasks, 0, move || halt.halt());
+    for i in 0..plan.tasks {
+        let mask = (!masks.is_empty()).then(|| &masks[i % masks.len()]);
+        team.spawn(mask, &shared, i)?;
+    }
+    team.watch()?;
+    let patience = Duration::from_millis(100);
+    while !shared.wait_ready(patience) {
+        team.check()?;
+        ctx.check_cancel()?;
+    }
+    team.check()?;
+    let t_go = clock.now();
+    shared.start();
+    while !shared.wait_done(patience) {
+        team.check()?;
+        if ctx.check_cancel().is_err() {
+            return Err(Cancelled.into());
+        }
+    }
+    team.check()?;
+    let t_seen = clock.now();
+    let records: Vec<Record> = (0..plan.tasks).map(|i| shared.record(i)).collect();
+    // Every task is parked, so each still has its /proc entry.
+    let migrations = records
+        .iter()
+        .map(|r| match kind {
+            Kind::Threads => oscost_sys::migrations(r.tid),
+            Kind::Processes => task::process_migrations(r.tid),
+        })
+        .sum::<Option<u64>>();
+    let t_release = clock.now();
+    team.finish()?;
+    let t_joined = clock.now();
+
+    let last = records.iter().map(|r| r.finish).max().unwrap_or(t_go);
+    let first = records.iter().map(|r| r.finish).min().unwrap_or(t_go);
+    let mut tids: Vec<i32> = records.iter().map(|r| r.tid).filter(|&t| t > 0).collect();
+    tids.sort_unstable();
+    tids.dedup();
+    let parent = oscost_sys::gettid();
+    Ok(RunStats {
+        total: (t_seen - t0) + (t_joined - t_release),
+        work: last.saturating_sub(t_go),
+        create: t_go - t0,
+        join: t_joined - t_release,
+        spread: last.saturating_sub(first),
+        cpu_ns: records.iter().map(|r| r.cpu_ns).sum(),
+        voluntary: records.iter().map(|r| r.voluntary).sum(),
+        involuntary: records.iter().map(|r| r.involuntary).sum(),
+        migrations,
+        minor_faults: records.iter().map(|r| r.minor_faults).sum(),
+        major_faults: records.iter().map(|r| r.major_faults).sum(),
+        steps: records.iter().map(|r| r.steps).sum(),
+        units: records.iter().map(|r| r.units).sum(),
+        distinct_tasks: tids.iter().filter(|&&t| t != parent).count(),
+        threads_in_process: None,
+    })
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// The case of one point from its runs.
+fn point_case(
+    p: &Point,
+    cpus: &[usize],
+    runs: &[RunStats],
+    units: u64,
+    step: u64,
+    opts: &Options,
+    clock: &Clock,
+) -> Case {
+    let ns = |t: u64| clock.ticks_to_ns(t as f64);
+    let samples = Samples {
+        per_op_ns: runs.iter().map(|r| ns(r.total)).collect(),
+        per_op_ticks: runs.iter().map(|r| r.total as f64).collect(),
+        iterations_per_sample: 1,
+        loop_overhead_ns: 0.0,
+    };
+    let what = match p.form {
+        Form::Single => format!("one flow doing W in {} pieces", p.tasks),
+        Form::Threads => format!("{} threads sharing W", p.tasks),
+        Form::Processes => format!("{} processes sharing W", p.tasks),
+    };
+    let place = match p.set {
+        CpuSet::One => "on one CPU".to_string(),
+        CpuSet::All => format!("on CPUs {}", cpuset::format(cpus)),
+        CpuSet::Balanced => format!("pinned evenly over CPUs {}", cpuset::format(cpus)),
+    };
+    let yielding = if opts.yield_each {
+        ", yielding after each step"
+    } else {
+        ""
+    };
+    let mut case = Case::new(
+        p.id(opts.yield_each),
+        format!("{what} {place}{yielding}: create, work, join"),
+        "run",
+        samples,
+    )
+    .param("form", super::value_name(&p.form))
+    .param("set", super::value_name(&p.set))
+    .param("cpus", cpuset::format(cpus))
+    .param("cpu_count", cpus.len())
+    .param("tasks", p.tasks)
+    .param("yield", opts.yield_each)
+    .param("work_units", units)
+    .param("step_units", step);
+
+    let med = |f: &dyn Fn(&RunStats) -> f64| median(runs.iter().map(f).collect());
+    let work_s = med(&|r| ns(r.work)) / 1e9;
+    let switches = med(&|r| (r.voluntary + r.involuntary) as f64);
+    let c = &mut case.counters;
+    c.insert("work_ns".into(), med(&|r| ns(r.work)));
+    c.insert("create_ns".into(), med(&|r| ns(r.create)));
+    c.insert("join_ns".into(), med(&|r| ns(r.join)));
+    c.insert("finish_spread_ns".into(), med(&|r| ns(r.spread)));
+    c.insert("cpu_ns".into(), med(&|r| r.cpu_ns as f64));
+    c.insert("voluntary_switches".into(), med(&|r| r.voluntary as f64));
+    c.insert(
+        "involuntary_switches".into(),
+        med(&|r| r.involuntary as f64),
+    );
+    c.insert("switches_per_task".into(), switches / p.tasks as f64);
+    if work_s > 0.0 {
+        c.insert("switches_per_s".into(), switches / work_s);
+    }
+    c.insert("steps".into(), med(&|r| r.steps as f64));
+    c.insert("minor_faults".into(), med(&|r| r.minor_faults as f64));
+    c.insert("major_faults".into(), med(&|r| r.major_faults as f64));
+    if runs.iter().all(|r| r.migrations.is_some()) {
+        c.insert(
+            "migrations".into(),
+            med(&|r| r.migrations.unwrap_or(0) as f64),
+        );
+    } else {
+        case.warnings.push(
+            "migrations not counted: se.nr_migrations is missing from /proc/<pid>/sched".into(),
+        );
+    }
+
+    let wrong = runs.iter().find(|r| r.units != units);
+    case.checks.push(Check::near(
+        "work_units_done",
+        units as f64,
+        wrong.map_or(units, |r| r.units) as f64,
+        0.0,
+        "units of work the tasks reported doing, summed, in the worst run; must be W exactly",
+    ));
+    if p.form == Form::Single {
+        let threads = runs.iter().filter_map(|r| r.threads_in_process).max();
+        case.checks.extend(single_task_check(threads));
+    } else {
+        let fewest = runs.iter().map(|r| r.distinct_tasks).min().unwrap_or(0);
+        case.checks.push(Check::near(
+            "distinct_tasks",
+            p.tasks as f64,
+            fewest as f64,
+            0.0,
+            "distinct task ids (none the measuring thread's) that did a share, fewest over runs",
+        ));
+    }
+
+    case.series.push(Series {
+        name: "runs".into(),
+        columns: [
+            "total_ns",
+            "work_ns",
+            "create_ns",
+            "join_ns",
+            "finish_spread_ns",
+            "cpu_ns",
+            "voluntary_switches",
+            "involuntary_switches",
+            "migrations",
+            "minor_faults",
+            "units",
+        ]
+        .map(String::from)
+        .to_vec(),
+        points: runs
+            .iter()
+            .map(|r| {
+                vec![
+                    ns(r.total),
+                    ns(r.work),
+                    ns(r.create),
+                    ns(r.join),
+                    ns(r.spread),
+                    r.cpu_ns as f64,
+                    r.voluntary as f64,
+                    r.involuntary as f64,
+                    r.migrations.map_or(f64::NAN, |m| m as f64),
+                    r.minor_faults as f64,
+                    r.units as f64,
+                ]
+            })
+            .collect(),
+    });
+    case
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::testing::{tiny_sampler, with_ctx};
+    use crate::cpuset::online;
+
+    fn opts(args: &[&str]) -> Options {
+        use clap::{Args, FromArgMatches};
+        let cmd = Options::augment_args(clap::Command::new("t").no_binary_name(true));
+        Options::from_arg_matches(&cmd.try_get_matches_from(args).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn times_parse_and_bad_ones_are_refused() {
+        assert_eq!(parse_time("1s"), Ok(1_000_000_000));
+        assert_eq!(parse_time("250ms"), Ok(250_000_000));
+        assert_eq!(parse_time("20us"), Ok(20_000));
+        assert_eq!(parse_time("1.5s"), Ok(1_500_000_000));
+        assert_eq!(parse_time("7ns"), Ok(7));
+        for bad in ["", "0", "0s", "1", "x", "1h", "-1s", "0.1ns"] {
+            assert!(parse_time(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn points_start_with_the_baseline_and_skip_what_cannot_differ() {
+        let o = opts(&["--tasks", "1,2,4"]);
+        let p = points(&o, &[1, 2, 4], 2);
+        assert_eq!(
+            p[0],
+            Point {
+                form: Form::Single,
+                set: CpuSet::One,
+                tasks: 1
+            }
+        );
+        assert!(!p
+            .iter()
+            .any(|p| p.form == Form::Single && p.set != CpuSet::One));
+        assert!(!p.iter().any(|p| p.set == CpuSet::Balanced && p.tasks < 2));
+        // single 3 + threads/processes: one 3 + all 3 + balanced 2 each
+        assert_eq!(p.len(), 3 + 2 * (3 + 3 + 2));
+        let ids: std::collections::BTreeSet<String> = p.iter().map(|p| p.id(false)).collect();
+        assert_eq!(ids.len(), p.len());
+        // One CPU: only the `one` set.
+        assert!(points(&o, &[1, 2, 4], 1)
+            .iter()
+            .all(|p| p.set == CpuSet::One));
+    }
+
+    #[test]
+    fn every_form_does_exactly_the_work() {
+        let cpus = online();
+        let o = opts(&[
+            "--work",
+            "2ms",
+            "--step",
+            "100us",
+            "--tasks",
+            "1,3",
+            "--repeats",
+            "2",
+            "--yield",
+        ]);
+        let out = with_ctx(tiny_sampler(), cpus.clone(), false, |ctx| run(&o, ctx)).unwrap();
+        let units = out.params["work_units"].as_u64().unwrap();
+        assert!(units > 0);
+        assert!(!out.cases.is_empty());
+        for c in &out.cases {
+            // The test harness runs other tests in threads of this process, so the
+            // single-thread check cannot pass here; the binary's tests cover it.
+            let failed = c
+                .checks
+                .iter()
+                .filter(|k| !k.passed && k.name != oscost_model::case::SINGLE_THREAD_CHECK);
+            assert_eq!(failed.count(), 0, "{}: {:?}", c.id, c.checks);
+            let runs = &c.series[0];
+            assert_eq!(runs.points.len(), 2);
+            let col = runs.columns.iter().position(|n| n == "units").unwrap();
+            assert!(runs.points.iter().all(|r| r[col] == units as f64));
+            assert!(c.samples.per_op_ns.iter().all(|&t| t > 0.0));
+            assert!(
+                c.counters["work_ns"] <= c.samples.per_op_ns.iter().cloned().fold(0.0, f64::max)
+            );
+        }
+    }
+
+    #[test]
+    fn bad_options_are_refused_before_any_task() {
+        let cpus = online();
+        for (args, msg) in [
+            (&["--tasks", "0"][..], "--tasks 0"),
+            (&["--tasks", "70000"][..], "at most"),
+            (
+                &["--work", "1ms", "--step", "2ms"][..],
+                "--step 2ms is larger",
+            ),
+        ] {
+            let o = opts(args);
+            let e = with_ctx(tiny_sampler(), cpus.clone(), false, |ctx| run(&o, ctx))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(msg), "{args:?}: {e}");
+        }
+    }
+}

@@ -1,0 +1,217 @@
+//! `split` read as the studies read it: each point's time against the ideal T1 / min(N, CPUs),
+//! and the speed-up that the extra CPUs gave.
+
+use super::View;
+use crate::render::fmt_ns;
+use oscost_model::{CaseResult, ExperimentResult};
+
+/// The ideal time of N tasks sharing work that takes one flow `t1` on one CPU, on `cpus` CPUs.
+pub fn ideal(t1: f64, tasks: u64, cpus: u64) -> f64 {
+    t1 / tasks.min(cpus).max(1) as f64
+}
+
+/// How much longer `t` is than the ideal for N tasks on `cpus` CPUs, in percent.
+pub fn overhead_pct(t: f64, t1: f64, tasks: u64, cpus: u64) -> f64 {
+    (t / ideal(t1, tasks, cpus) - 1.0) * 100.0
+}
+
+fn param_u64(c: &CaseResult, key: &str) -> Option<u64> {
+    c.params.get(key).and_then(|v| v.as_u64())
+}
+
+fn param_str<'a>(c: &'a CaseResult, key: &str) -> Option<&'a str> {
+    c.params.get(key).and_then(|v| v.as_str())
+}
+
+fn counter(c: &CaseResult, key: &str) -> Option<f64> {
+    c.counters.get(key).copied()
+}
+
+fn pct(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v:+.1} %")
+    } else {
+        "-".into()
+    }
+}
+
+fn num(v: Option<f64>) -> String {
+    match v {
+        Some(v) if v.abs() >= 100.0 => format!("{v:.0}"),
+        Some(v) => format!("{v:.1}"),
+        None => "-".into(),
+    }
+}
+
+const SETS: [(&str, &str); 3] = [
+    ("one", "on one CPU"),
+    ("all", "on all CPUs of the set, placed by the scheduler"),
+    ("balanced", "pinned evenly, N / CPUs tasks per CPU"),
+];
+
+/// The overhead tables (one per CPU set) and the speed-up table.
+pub fn views(e: &ExperimentResult) -> Vec<View> {
+    let Some(base) = e
+        .params
+        .get("baseline")
+        .and_then(|v| v.as_str())
+        .and_then(|id| e.cases.iter().find(|c| c.id == id))
+    else {
+        return Vec::new();
+    };
+    let t1 = base.median_ns;
+    let t1_work = counter(base, "work_ns").unwrap_or(t1);
+    let mut out = Vec::new();
+    for (set, what) in SETS {
+        let cases: Vec<&CaseResult> = e
+            .cases
+            .iter()
+            .filter(|c| param_str(c, "set") == Some(set))
+            .collect();
+        if cases.is_empty() {
+            continue;
+        }
+        let mut rows: Vec<(u64, u8, Vec<String>)> = cases
+            .iter()
+            .filter_map(|c| {
+                let n = param_u64(c, "tasks")?;
+                let cpus = param_u64(c, "cpu_count")?;
+                let form = param_str(c, "form")?;
+                let order = match form {
+                    "single" => 0,
+                    "threads" => 1,
+                    _ => 2,
+                };
+                let work = counter(c, "work_ns");
+                Some((
+                    n,
+                    order,
+                    vec![
+                        n.to_string(),
+                        form.to_string(),
+                        fmt_ns(c.median_ns),
+                        pct(overhead_pct(c.median_ns, t1, n, cpus)),
+                        work.map_or("-".into(), |w| pct(overhead_pct(w, t1_work, n, cpus))),
+                        num(counter(c, "switches_per_task")),
+                        num(counter(c, "migrations")),
+                        counter(c, "finish_spread_ns").map_or("-".into(), fmt_ns),
+                    ],
+                ))
+            })
+            .collect();
+        rows.sort_by_key(|r| (r.0, r.1));
+        out.push(View {
+            title: format!("split {what}: time against the ideal T1 / min(N, CPUs)"),
+            head: [
+                "N",
+                "form",
+                "time",
+                "vs ideal",
+                "work only",
+                "switches/task",
+                "migrations",
+                "finish spread",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows: rows.into_iter().map(|r| r.2).collect(),
+            notes: Vec::new(),
+        });
+    }
+    if let Some(last) = out.last_mut() {
+        last.notes.push(format!(
+            "T1 = {} ({}: one flow, one CPU, measured in the same rounds); `vs ideal` counts \
+             creating and joining the tasks, `work only` runs from the barrier start to the \
+             last finish (its T1: {}); switches per task are the kernel's voluntary + \
+             involuntary counts; the finish spread is last minus first finish.",
+            fmt_ns(t1),
+            base.id,
+            fmt_ns(t1_work)
+        ));
+    }
+    if let Some(v) = speedup(e) {
+        out.push(v);
+    }
+    out
+}
+
+/// Time on one CPU over time on all CPUs, per form and N, where both were measured.
+fn speedup(e: &ExperimentResult) -> Option<View> {
+    let find = |form: &str, set: &str, n: u64| {
+        e.cases.iter().find(|c| {
+            param_str(c, "form") == Some(form)
+                && param_str(c, "set") == Some(set)
+                && param_u64(c, "tasks") == Some(n)
+        })
+    };
+    let mut rows = Vec::new();
+    for c in e
+        .cases
+        .iter()
+        .filter(|c| param_str(c, "set") == Some("one"))
+    {
+        let (Some(form), Some(n)) = (param_str(c, "form"), param_u64(c, "tasks")) else {
+            continue;
+        };
+        let Some(all) = find(form, "all", n) else {
+            continue;
+        };
+        let balanced = find(form, "balanced", n);
+        rows.push((
+            n,
+            form == "processes",
+            vec![
+                n.to_string(),
+                form.to_string(),
+                fmt_ns(c.median_ns),
+                fmt_ns(all.median_ns),
+                pct((c.median_ns / all.median_ns - 1.0) * 100.0),
+                balanced.map_or("-".into(), |b| fmt_ns(b.median_ns)),
+            ],
+        ));
+    }
+    if rows.is_empty() {
+        return None;
+    }
+    rows.sort_by_key(|r| (r.0, r.1));
+    let cpus = e
+        .cases
+        .iter()
+        .find(|c| param_str(c, "set") == Some("all"))
+        .and_then(|c| param_u64(c, "cpu_count"))
+        .unwrap_or(0);
+    Some(View {
+        title: format!("split: what {cpus} CPUs gave over one"),
+        head: ["N", "form", "one CPU", "all CPUs", "speed-up", "balanced"]
+            .map(String::from)
+            .to_vec(),
+        rows: rows.into_iter().map(|r| r.2).collect(),
+        notes: vec![format!(
+            "speed-up = time on one CPU / time on all {cpus} CPUs - 1 (a perfect {cpus}-fold \
+             speed-up would read {:+.0} %)",
+            (cpus as f64 - 1.0) * 100.0
+        )],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overhead_is_against_t1_over_the_usable_cpus() {
+        // One CPU: every N has the ideal T1.
+        assert_eq!(ideal(100.0, 64, 1), 100.0);
+        assert!((overhead_pct(110.0, 100.0, 64, 1) - 10.0).abs() < 1e-9);
+        // Two CPUs: one task cannot use the second; two or more halve T1.
+        assert_eq!(ideal(100.0, 1, 2), 100.0);
+        assert_eq!(ideal(100.0, 2, 2), 50.0);
+        assert_eq!(ideal(100.0, 8192, 2), 50.0);
+        assert!((overhead_pct(60.0, 100.0, 4, 2) - 20.0).abs() < 1e-9);
+        // The Windows study, two CPUs, N = 8192: 8343 ms against N = 2's 5453 ms, which is
+        // the ideal there (T1 = 2 x 5453): +53 %.
+        assert!((overhead_pct(8343.0, 2.0 * 5453.0, 8192, 2) - 53.0).abs() < 0.1);
+        // Faster than ideal reads negative.
+        assert!(overhead_pct(90.0, 100.0, 1, 1) < 0.0);
+    }
+}

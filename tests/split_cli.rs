@@ -1,0 +1,238 @@
+//! `oscost split` through the binary: a tiny run's self-consistency (the work sums to W in
+//! every form, N distinct tasks did it, one flow ran in a single-threaded process), its
+//! tables, bad input, and a process limit hit while the tasks are being created. No timing
+//! assertions.
+
+mod common;
+use common::is_root;
+
+use assert_cmd::Command;
+use oscost_model::ResultDoc;
+use std::time::{Duration, Instant};
+
+fn oscost() -> Command {
+    Command::cargo_bin("oscost").unwrap()
+}
+
+/// Processes whose environment mentions `marker` (a test's own TMPDIR, which every oscost
+/// process and worker of that test inherits): what a run left behind.
+fn processes_with(marker: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .map(|b| String::from_utf8_lossy(&b).contains(marker))
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+fn assert_nothing_left(marker: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !processes_with(marker).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(processes_with(marker), Vec::<i32>::new(), "left running");
+}
+
+#[test]
+fn every_form_does_exactly_the_work_and_the_tables_read_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = oscost()
+        .env("TMPDIR", dir.path())
+        .args([
+            "split",
+            "--work",
+            "5ms",
+            "--step",
+            "100us",
+            "--tasks",
+            "1,4",
+            "--repeats",
+            "2",
+            "--yield",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: ResultDoc =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).expect("a result");
+    let e = &doc.experiments[0];
+    let units = e.params["work_units"].as_u64().unwrap();
+    assert!(units > 0);
+    assert_eq!(e.params["baseline"], "split.single.one.1.yield");
+    let ncpus = e
+        .cases
+        .iter()
+        .filter_map(|c| c.params["cpu_count"].as_u64())
+        .max();
+    // single 1,4 + threads and processes on one CPU (1,4), and with 2+ CPUs on all (1,4) and
+    // balanced (4).
+    let expected = if ncpus >= Some(2) {
+        2 + 2 * 5
+    } else {
+        2 + 2 * 2
+    };
+    assert_eq!(
+        e.cases.len(),
+        expected,
+        "{:?}",
+        e.cases.iter().map(|c| &c.id).collect::<Vec<_>>()
+    );
+    for c in &e.cases {
+        assert!(c.checks_passed, "{}: {:?}", c.id, c.checks);
+        let n = c.params["tasks"].as_u64().unwrap();
+        let names: Vec<&str> = c.checks.iter().map(|k| k.name.as_str()).collect();
+        assert!(names.contains(&"work_units_done"), "{}", c.id);
+        if c.params["form"] == "single" {
+            assert!(names.contains(&"threads_in_process"), "{}", c.id);
+        } else {
+            let k = c
+                .checks
+                .iter()
+                .find(|k| k.name == "distinct_tasks")
+                .unwrap();
+            assert_eq!(k.counted, n as f64, "{}", c.id);
+        }
+        let runs = c.series.iter().find(|s| s.name == "runs").unwrap();
+        assert_eq!(runs.points.len(), 2, "{}", c.id);
+        let col = |name: &str| runs.columns.iter().position(|c| c == name).unwrap();
+        for r in &runs.points {
+            assert_eq!(r[col("units")], units as f64, "{}", c.id);
+            // The run contains its work; creation and joining only add to it.
+            assert!(r[col("total_ns")] >= r[col("work_ns")], "{}: {r:?}", c.id);
+            assert!(r[col("cpu_ns")] > 0.0, "{}", c.id);
+        }
+        // Every task yielded after every step, so a task with company switched.
+        assert!(c.counters["steps"] >= n as f64, "{}", c.id);
+    }
+    assert!(
+        stdout.contains("split on one CPU: time against the ideal"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("T1 = "), "{stdout}");
+    assert_nothing_left(&dir.path().to_string_lossy());
+}
+
+/// A failed run: exit 2, one `oscost: ` line containing `needle`, no result file.
+fn assert_refused(args: &[&str], needle: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = oscost()
+        .env("TMPDIR", dir.path())
+        .args(["--quiet"])
+        .args(args)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "one line expected: {err}");
+    assert!(lines[0].starts_with("oscost: "), "{err}");
+    assert!(lines[0].contains(needle), "`{needle}` missing from: {err}");
+    assert!(!json.exists(), "a result file was written on failure");
+    assert_nothing_left(&dir.path().to_string_lossy());
+}
+
+#[test]
+fn bad_input_gets_one_line_and_exit_2() {
+    let cases: [(&[&str], &str); 7] = [
+        (&["split", "--tasks", "0"], "--tasks 0"),
+        (&["split", "--work", "0"], "--work"),
+        (
+            &["split", "--work", "1ms", "--step", "2ms"],
+            "--step 2ms is larger",
+        ),
+        (&["split", "--form", "fibers"], "--form"),
+        (&["split", "--repeats", "0"], "--repeats"),
+        (&["split", "--tasks", "8..2"], "--tasks"),
+        (&["--cpus", "4095", "split"], "4095"),
+    ];
+    for (args, needle) in cases {
+        assert_refused(args, needle);
+    }
+}
+
+/// RLIMIT_NPROC counts every process and thread of the user, so a limit that leaves room
+/// when the run starts can be reached while the tasks are created, when other processes of
+/// the same user appear meanwhile. As root the run and those processes drop to `nobody`
+/// (root is exempt from the limit).
+#[test]
+fn a_process_limit_hit_while_creating_tasks_is_named_and_everything_is_reaped() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let json = dir.path().join("r.json");
+    let unprivileged = is_root();
+    let mut cmd = common::limited("--nproc=48:48", unprivileged);
+    // The baseline and one thread run first (about 2 s of work), then 40 threads: room for
+    // them when the run starts, none once the sleepers below exist.
+    let run = cmd
+        .arg(assert_cmd::cargo::cargo_bin("oscost"))
+        .args([
+            "--quiet",
+            "split",
+            "--work",
+            "1s",
+            "--tasks",
+            "1,40",
+            "--sets",
+            "one",
+            "--form",
+            "threads",
+            "--repeats",
+            "1",
+            "--json",
+        ])
+        .arg(&json)
+        .env("TMPDIR", dir.path())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("prlimit (util-linux) must be installed");
+    std::thread::sleep(Duration::from_millis(400));
+    let mut sleepers: Vec<std::process::Child> = (0..20)
+        .map(|_| {
+            let mut s = common::limited("--nproc=1000:1000", unprivileged);
+            s.args(["sleep", "30"]).spawn().unwrap()
+        })
+        .collect();
+    let out = run.wait_with_output().unwrap();
+    for s in &mut sleepers {
+        let _ = s.kill();
+        let _ = s.wait();
+    }
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("split.threads.one.40")
+            && err.contains("the process limit was reached (RLIMIT_NPROC soft=48")
+            && err.contains("ulimit -u"),
+        "{err}"
+    );
+    assert!(!json.exists());
+    assert_nothing_left(&dir.path().to_string_lossy());
+}
+
+#[test]
+fn help_names_the_forms_sets_and_yield() {
+    let out = oscost().args(["split", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    for word in [
+        "--form", "--tasks", "--work", "--step", "--yield", "--sets", "balanced",
+    ] {
+        assert!(help.contains(word), "{word}: {help}");
+    }
+}
