@@ -365,6 +365,8 @@ struct RunStats {
     units: u64,
     distinct_tasks: usize,
     threads_in_process: Option<u64>,
+    /// The measuring process's peak resident memory during the run, KiB.
+    peak_rss_kib: u64,
 }
 
 fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
@@ -448,7 +450,9 @@ fn run_point(
     ctx: &Context,
 ) -> anyhow::Result<RunStats> {
     let _pin = AffinityRestore::pin(cpus)?;
-    match p.form {
+    // Where the kernel cannot reset the mark, the figure is the process's peak so far.
+    let _ = oscost_sys::reset_peak_rss();
+    let stats = match p.form {
         Form::Single => {
             let (stats, threads) = counting_threads(|| run_single(plan, clock));
             Ok(RunStats {
@@ -458,7 +462,11 @@ fn run_point(
         }
         Form::Threads => run_team(Kind::Threads, p.set, plan, cpus, clock, ctx),
         Form::Processes => run_team(Kind::Processes, p.set, plan, cpus, clock, ctx),
-    }
+    }?;
+    Ok(RunStats {
+        peak_rss_kib: oscost_sys::peak_rss_kib(),
+        ..stats
+    })
 }
 
 /// One flow does the N shares one after another.
@@ -498,6 +506,7 @@ fn run_single(plan: Plan, clock: &Clock) -> RunStats {
         units,
         distinct_tasks: 1,
         threads_in_process: None,
+        peak_rss_kib: 0,
     }
 }
 
@@ -578,6 +587,7 @@ fn run_team(
         units: records.iter().map(|r| r.units).sum(),
         distinct_tasks: tids.iter().filter(|&&t| t != parent).count(),
         threads_in_process: None,
+        peak_rss_kib: 0,
     })
 }
 
@@ -656,6 +666,10 @@ fn point_case(
         c.insert("switches_per_s".into(), switches / work_s);
     }
     c.insert("steps".into(), med(&|r| r.steps as f64));
+    c.insert(
+        "measuring_process_peak_rss_kib".into(),
+        runs.iter().map(|r| r.peak_rss_kib).max().unwrap_or(0) as f64,
+    );
     c.insert("minor_faults".into(), med(&|r| r.minor_faults as f64));
     c.insert("major_faults".into(), med(&|r| r.major_faults as f64));
     if runs.iter().all(|r| r.migrations.is_some()) {
