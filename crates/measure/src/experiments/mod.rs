@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 pub mod example;
 pub mod primitives;
 pub mod ring;
+pub mod spawn;
 pub mod switch;
 pub mod syscall;
 
@@ -224,6 +225,7 @@ registry! {
     Primitives => primitives::Options,
     Switch => switch::Options,
     Ring => ring::Options,
+    Spawn => spawn::Options,
     Example => example::Options,
     ExampleMore => example::More,
     ExampleFails => example::Failing,
