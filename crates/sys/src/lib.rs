@@ -14,6 +14,7 @@ pub mod ipc;
 pub mod lifetime;
 pub mod pmqos;
 pub mod shm;
+pub mod spawn;
 pub mod split;
 pub mod sysinfo;
 pub mod task;

@@ -304,7 +304,7 @@ fn cgroup_pids_max() -> Option<String> {
 }
 
 /// Turns a failed task creation into a [`LimitError`] where the errno names a limit.
-fn spawn_error(err: io::Error, index: usize, total: usize, what: &str) -> anyhow::Error {
+pub(crate) fn spawn_error(err: io::Error, index: usize, total: usize, what: &str) -> anyhow::Error {
     match os_errno(&err) {
         Some(libc::EAGAIN) => {
             let (soft, hard) = limit_text(libc::RLIMIT_NPROC);

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 pub mod example;
 pub mod primitives;
 pub mod ring;
+pub mod spawn;
 pub mod split;
 pub mod switch;
 pub mod syscall;
@@ -256,6 +257,7 @@ registry! {
     Switch => switch::Options,
     Ring => ring::Options,
     Split => split::Options,
+    Spawn => spawn::Options,
     Example => example::Options,
     ExampleMore => example::More,
     ExampleFails => example::Failing,

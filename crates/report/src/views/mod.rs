@@ -7,6 +7,7 @@
 
 use oscost_model::ExperimentResult;
 
+pub mod spawn;
 pub mod split;
 
 /// One extra table: a title, a header, rows of already formatted cells, and lines of notes
@@ -25,7 +26,7 @@ pub struct View {
 
 /// Each experiment's view function, one line per experiment that has views.
 type ViewFn = fn(&ExperimentResult) -> Vec<View>;
-const VIEWS: &[(&str, ViewFn)] = &[("split", split::views)];
+const VIEWS: &[(&str, ViewFn)] = &[("split", split::views), ("spawn", spawn::views)];
 
 /// The views of experiment `e`, in display order; none for most experiments.
 pub fn views(e: &ExperimentResult) -> Vec<View> {
