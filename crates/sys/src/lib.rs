@@ -17,6 +17,7 @@ pub mod shm;
 pub mod sysinfo;
 pub mod task;
 pub mod token;
+pub mod trace;
 pub mod usage;
 
 use std::io;

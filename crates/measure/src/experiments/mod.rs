@@ -18,6 +18,7 @@ pub mod primitives;
 pub mod ring;
 pub mod switch;
 pub mod syscall;
+pub mod timeline;
 
 /// Each value once, in the order first given: a repeated value would produce two cases with
 /// one id.
@@ -224,6 +225,7 @@ registry! {
     Primitives => primitives::Options,
     Switch => switch::Options,
     Ring => ring::Options,
+    Timeline => timeline::Options,
     Example => example::Options,
     ExampleMore => example::More,
     ExampleFails => example::Failing,

@@ -7,6 +7,8 @@
 
 use oscost_model::ExperimentResult;
 
+pub mod timeline;
+
 /// One extra table: a title, a header, rows of already formatted cells, and lines of notes
 /// printed under it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -23,7 +25,7 @@ pub struct View {
 
 /// Each experiment's view function, one line per experiment that has views.
 type ViewFn = fn(&ExperimentResult) -> Vec<View>;
-const VIEWS: &[(&str, ViewFn)] = &[];
+const VIEWS: &[(&str, ViewFn)] = &[("timeline", timeline::views)];
 
 /// The views of experiment `e`, in display order; none for most experiments.
 pub fn views(e: &ExperimentResult) -> Vec<View> {
