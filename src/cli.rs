@@ -18,6 +18,7 @@ const AFTER_HELP: &str = "Examples:
   oscost syscall --calls getpid,read64k --json r.json
   oscost switch --via pipe,futex --kind processes   ping-pong, switches counted
   oscost ring --tasks 2..1024 --via futex            token ring sweep
+  oscost timeline --workers 2 --worker-nice 0,5 --svg .   CPU shares by nice, drawn
   oscost run syscall --cpus 1 --nice -19 --csv r.csv
   oscost list                     experiments and what they measure
   oscost env                      the machine description stored with every result";
@@ -47,6 +48,16 @@ pub struct GlobalOpts {
     /// Write Markdown tables to FILE; `-` for stdout
     #[arg(long, global = true, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
+
+    /// Write each figure of the run (a timeline's progress against time) into the existing
+    /// directory DIR, as `<case id>.svg`
+    #[arg(long, global = true, value_name = "DIR")]
+    pub svg: Option<PathBuf>,
+
+    /// Write each series a case carries (a timeline's trace) into the existing directory DIR,
+    /// as `<case id>.<series>.csv`
+    #[arg(long, global = true, value_name = "DIR")]
+    pub series: Option<PathBuf>,
 
     /// Smaller sizes, fewer and shorter samples: a rough table in about a second per experiment
     #[arg(long, global = true)]
@@ -207,6 +218,8 @@ fn unused_options(command: Option<&Command>, g: &GlobalOpts) -> Option<String> {
         ("--json", g.json.is_some()),
         ("--csv", g.csv.is_some()),
         ("--markdown", g.markdown.is_some()),
+        ("--svg", g.svg.is_some()),
+        ("--series", g.series.is_some()),
         ("--quick", g.quick),
         ("--samples", g.samples.is_some()),
         ("--cpus", g.cpus.is_some()),

@@ -25,6 +25,10 @@ pub struct Config {
     pub csv: Option<Sink>,
     /// Markdown destination.
     pub markdown: Option<Sink>,
+    /// Directory for the figures (`--svg`).
+    pub svg: Option<PathBuf>,
+    /// Directory for the series as CSV (`--series`).
+    pub series: Option<PathBuf>,
     /// `--quick`.
     pub quick: bool,
     /// Sampling rules.
@@ -39,6 +43,32 @@ pub struct Config {
     pub verbose: bool,
     /// `--scripted`: the fictional machine and the scripted clock, for tests.
     pub scripted: bool,
+}
+
+/// An output directory given to `--flag`: it must exist and take new files, checked before
+/// anything is measured (nothing is created for the user).
+fn directory(flag: &str, dir: &std::path::Path) -> anyhow::Result<PathBuf> {
+    let shown = dir.display();
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            anyhow::bail!("--{flag} {shown}: not a directory (give a directory for its files)")
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            anyhow::bail!("--{flag} {shown}: no such directory (create it first)")
+        }
+        Err(e) => anyhow::bail!("--{flag} {shown}: {e}"),
+    }
+    tempfile::NamedTempFile::new_in(dir).map_err(|e| {
+        let reason = e.to_string();
+        let reason = reason
+            .split(" at path ")
+            .next()
+            .unwrap_or(&reason)
+            .to_owned();
+        anyhow::anyhow!("--{flag} {shown}: cannot write files there ({reason})")
+    })?;
+    Ok(dir.to_path_buf())
 }
 
 impl Config {
@@ -78,6 +108,12 @@ impl Config {
             json: sink("json", &g.json)?,
             csv: sink("csv", &g.csv)?,
             markdown: sink("markdown", &g.markdown)?,
+            svg: g.svg.as_deref().map(|d| directory("svg", d)).transpose()?,
+            series: g
+                .series
+                .as_deref()
+                .map(|d| directory("series", d))
+                .transpose()?,
             quick: g.quick,
             sampler,
             cpus,

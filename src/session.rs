@@ -143,6 +143,8 @@ fn measure_in_child(
         let _ = stdin.write_all(&serde_json::to_vec(job)?);
     }
     let mut last = None;
+    // Settings the measuring process changed and has not put back yet: (path, value before).
+    let mut changed: Vec<(String, String)> = Vec::new();
     if let Some(stdout) = child.stdout.take() {
         for line in std::io::BufReader::new(stdout).lines() {
             let Ok(line) = line else { break };
@@ -160,6 +162,11 @@ fn measure_in_child(
                 }
                 Ok(worker::Message::Note(m)) => bar.message(&m),
                 Ok(worker::Message::Finish) => bar.finish(),
+                Ok(worker::Message::Setting { path, original }) => {
+                    changed.retain(|(p, _)| *p != path);
+                    changed.push((path, original));
+                }
+                Ok(worker::Message::SettingRestored(path)) => changed.retain(|(p, _)| *p != path),
                 Ok(m) => last = Some(m),
                 Err(e) => {
                     last = Some(worker::Message::Failed(format!(
@@ -179,6 +186,10 @@ fn measure_in_child(
     // parent-death signal) and are reaped here, so none outlives the run.
     os::task::reap_orphans(std::time::Duration::from_secs(10));
     bar.finish();
+    // It ended without putting back what it changed (killed, or it crashed): do it here.
+    for (path, original) in &changed {
+        restore_setting(path, original);
+    }
     // Nothing of it runs any more: remove the SysV sets it recorded and did not remove itself
     // (it was killed), whatever the way the run goes on or ends.
     let removed = oscost_measure::leftovers::remove_registered(scratch);
@@ -206,6 +217,29 @@ fn measure_in_child(
     }
 }
 
+/// Writes `original` back to the system setting at `path` if it holds something else, and
+/// says so on stderr. Only files under `/proc/sys` are touched, whatever the message said.
+fn restore_setting(path: &str, original: &str) {
+    if !path.starts_with("/proc/sys/") || path.contains("/../") {
+        eprintln!("oscost: not restoring {path}: not a /proc/sys setting");
+        return;
+    }
+    let current = std::fs::read_to_string(path).unwrap_or_default();
+    if current.trim() == original.trim() {
+        return;
+    }
+    match std::fs::write(path, format!("{}\n", original.trim())) {
+        Ok(()) => eprintln!(
+            "oscost: put {path} back to {} (the measuring process ended before it could)",
+            original.trim()
+        ),
+        Err(e) => eprintln!(
+            "oscost: cannot put {path} back to {}: {e}; set it by hand",
+            original.trim()
+        ),
+    }
+}
+
 fn describe_exit(status: std::process::ExitStatus) -> String {
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
@@ -213,6 +247,40 @@ fn describe_exit(status: std::process::ExitStatus) -> String {
         (Some(code), _) => format!("exit status {code}"),
         _ => status.to_string(),
     }
+}
+
+/// How many figures and series files the run wrote.
+#[derive(Debug, Default, Clone, Copy)]
+struct Figures {
+    plots: usize,
+    series: usize,
+}
+
+impl std::ops::AddAssign for Figures {
+    fn add_assign(&mut self, o: Figures) {
+        self.plots += o.plots;
+        self.series += o.series;
+    }
+}
+
+/// Writes the experiment's figures (`--svg`) and series (`--series`), each file atomically,
+/// named after its case.
+fn write_figures(cfg: &Config, result: &oscost_model::ExperimentResult) -> anyhow::Result<Figures> {
+    let mut n = Figures::default();
+    if let Some(dir) = &cfg.svg {
+        for plot in oscost_report::plot::plots(result) {
+            let path = dir.join(oscost_report::plot::file_name(&plot.name, "svg"));
+            oscost_report::output::write_atomic(&path, &plot.svg)?;
+            n.plots += 1;
+        }
+    }
+    if let Some(dir) = &cfg.series {
+        for (name, text) in oscost_report::series::files(result)? {
+            oscost_report::output::write_atomic(&dir.join(name), &text)?;
+            n.series += 1;
+        }
+    }
+    Ok(n)
 }
 
 /// Every file output, rewritten after each experiment so a later failure keeps what was
@@ -320,6 +388,7 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs]) -> anyhow::Result<()> {
     };
     let whole = LoadProbe::start();
     let mut own_tasks = 0;
+    let mut figures = Figures::default();
     let mut doc = ResultDoc {
         schema: SCHEMA.into(),
         environment: env.clone(),
@@ -369,8 +438,17 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs]) -> anyhow::Result<()> {
         let load = load_since(probe, tasks);
         let result = summarise::experiment(e.name(), out, ns_per_tick, Some(load));
         show(cfg, &result, &tick_unit)?;
+        figures += write_figures(cfg, &result)?;
         doc.experiments.push(result);
         write_files(cfg, &doc, false)?;
+    }
+    if !cfg.quiet {
+        if cfg.svg.is_some() && figures.plots == 0 {
+            eprintln!("oscost: --svg: no experiment of this run draws a figure (timeline does)");
+        }
+        if cfg.series.is_some() && figures.series == 0 {
+            eprintln!("oscost: --series: no case of this run carries a series");
+        }
     }
     env.load = Some(load_since(whole, own_tasks));
     doc.environment = env;

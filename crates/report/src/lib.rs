@@ -9,7 +9,9 @@
 
 pub mod envtext;
 pub mod output;
+pub mod plot;
 pub mod render;
+pub mod series;
 pub mod summarise;
 pub mod views;
 

@@ -19,6 +19,7 @@ pub mod split;
 pub mod sysinfo;
 pub mod task;
 pub mod token;
+pub mod trace;
 pub mod usage;
 pub mod work;
 

@@ -20,6 +20,7 @@ pub mod spawn;
 pub mod split;
 pub mod switch;
 pub mod syscall;
+pub mod timeline;
 
 /// Each value once, in the order first given: a repeated value would produce two cases with
 /// one id.
@@ -258,6 +259,7 @@ registry! {
     Ring => ring::Options,
     Split => split::Options,
     Spawn => spawn::Options,
+    Timeline => timeline::Options,
     Example => example::Options,
     ExampleMore => example::More,
     ExampleFails => example::Failing,

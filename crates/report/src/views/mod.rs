@@ -9,6 +9,7 @@ use oscost_model::ExperimentResult;
 
 pub mod spawn;
 pub mod split;
+pub mod timeline;
 
 /// One extra table: a title, a header, rows of already formatted cells, and lines of notes
 /// printed under it.
@@ -26,7 +27,11 @@ pub struct View {
 
 /// Each experiment's view function, one line per experiment that has views.
 type ViewFn = fn(&ExperimentResult) -> Vec<View>;
-const VIEWS: &[(&str, ViewFn)] = &[("split", split::views), ("spawn", spawn::views)];
+const VIEWS: &[(&str, ViewFn)] = &[
+    ("split", split::views),
+    ("spawn", spawn::views),
+    ("timeline", timeline::views),
+];
 
 /// The views of experiment `e`, in display order; none for most experiments.
 pub fn views(e: &ExperimentResult) -> Vec<View> {

@@ -1,0 +1,1611 @@
+//! `timeline`: N workers on one CPU, each doing equal chunks of busy work and noting the time
+//! after every chunk: who ran when, the time slices, throughput and latency, and the CPU shares
+//! nice values and policies give, each beside the kernel's own rule (the process-scheduler
+//! experiments of Satoru Takeuchi, "[試して理解] Linuxのしくみ", Gijutsu-Hyoron, 2018: 1, 2
+//! and 4 processes pinned to one CPU, each recording its progress, drawn against time).
+//!
+//! One round forks (or starts) N workers, which wait at a barrier until every one is ready and
+//! has its nice value and policy; one futex wake releases them all at the round's common
+//! start. Each does its chunks and writes the counter's reading after each into shared memory
+//! made before it started (no I/O while measuring); the first to finish reads every worker's
+//! CPU clock, which gives the CPU shares over the time all of them were runnable. Rounds of
+//! every worker count are interleaved, so a slow second of the machine touches each alike.
+
+use crate::context::Context;
+use crate::cpuset::{self, AffinityRestore};
+use crate::limits::{Limits, Needs, FILES_MARGIN};
+use anyhow::Context as _;
+use oscost_model::case::{Case, Check, ExperimentOutput, Samples, Series};
+use oscost_sys::clock::Clock;
+use oscost_sys::task::{CpuMask, Kind, Team};
+use oscost_sys::trace::{self, Sched, TraceBoard, TraceRecord};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Subcommand name and id prefix.
+pub const NAME: &str = "timeline";
+
+/// The default sweep of worker counts (the study's 1, 2 and 4).
+const DEFAULT_WORKERS: [usize; 3] = [1, 2, 4];
+/// More workers than this on one CPU are refused as a typo rather than tried.
+const MAX_WORKERS: usize = 256;
+/// A trace longer than this per worker is refused as a typo.
+const MAX_CHUNKS: usize = 100_000;
+/// Longest chunk accepted, µs (one second).
+const MAX_CHUNK_US: u64 = 1_000_000;
+/// Rounds beyond this are refused as a typo.
+const MAX_ROUNDS: usize = 1000;
+/// Rounds with `--quick`, at most.
+const QUICK_ROUNDS: usize = 3;
+/// The tolerance of every share check, percentage points.
+const SHARE_TOLERANCE_PCT: f64 = 2.0;
+/// Shares are compared with the weights only over at least this many slices.
+const MIN_SLICES_FOR_SHARES: f64 = 20.0;
+/// The sysctl `--rr-slice-ms` sets.
+const RR_TIMESLICE: &str = "/proc/sys/kernel/sched_rr_timeslice_ms";
+/// How long workers may take to reach the start barrier, and a round to finish, before the
+/// run is abandoned as stuck.
+const SETUP_DEADLINE: Duration = Duration::from_secs(30);
+
+/// The kernel's nice-to-weight table (`sched_prio_to_weight`, kernel/sched/core.c): nice −20
+/// first. Each step of nice is about 10 % of CPU time between two tasks (×1.25 in weight).
+pub const NICE_TO_WEIGHT: [u32; 40] = [
+    /* -20 */ 88761, 71755, 56483, 46273, 36291, //
+    /* -15 */ 29154, 23254, 18705, 14949, 11916, //
+    /* -10 */ 9548, 7620, 6100, 4904, 3906, //
+    /*  -5 */ 3121, 2501, 1991, 1586, 1277, //
+    /*   0 */ 1024, 820, 655, 526, 423, //
+    /*   5 */ 335, 272, 215, 172, 137, //
+    /*  10 */ 110, 87, 70, 56, 45, //
+    /*  15 */ 36, 29, 23, 18, 15,
+];
+
+/// The weight of every SCHED_IDLE task (`WEIGHT_IDLEPRIO`), whatever its nice value.
+pub const IDLE_WEIGHT: u32 = 3;
+
+/// The weight the kernel gives nice `nice` (−20..=19).
+pub fn weight(nice: i32) -> Option<u32> {
+    let i = usize::try_from(nice + 20).ok()?;
+    NICE_TO_WEIGHT.get(i).copied()
+}
+
+/// The scheduling policy of every worker.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
+pub enum TimelinePolicy {
+    /// SCHED_OTHER: the CPU shared by weight (nice), in slices of the base slice
+    Other,
+    /// SCHED_BATCH: shared as `other`, without wakeup preemption
+    Batch,
+    /// SCHED_IDLE: every worker at the lowest weight, nice ignored
+    Idle,
+    /// SCHED_RR at priority 1: equal turns of sched_rr_timeslice_ms (needs root or
+    /// CAP_SYS_NICE)
+    Rr,
+    /// SCHED_FIFO at priority 1: each worker runs until it finishes (needs root or
+    /// CAP_SYS_NICE)
+    Fifo,
+}
+
+impl TimelinePolicy {
+    fn sys(self) -> Sched {
+        match self {
+            TimelinePolicy::Other => Sched::Other,
+            TimelinePolicy::Batch => Sched::Batch,
+            TimelinePolicy::Idle => Sched::Idle,
+            TimelinePolicy::Rr => Sched::Rr,
+            TimelinePolicy::Fifo => Sched::Fifo,
+        }
+    }
+
+    fn name(self) -> String {
+        super::value_name(&self)
+    }
+}
+
+/// Options of `oscost timeline`.
+#[derive(Debug, Clone, clap::Args, serde::Serialize, serde::Deserialize)]
+pub struct Options {
+    /// Workers sharing the CPU, a list [default: 1,2,4, or one per --worker-nice value]
+    #[arg(long, value_name = "N,...", value_delimiter = ',', value_parser = parse_workers)]
+    pub workers: Vec<usize>,
+
+    /// Chunks of work per worker; the time is noted after each
+    #[arg(long, default_value_t = 100, value_name = "N", value_parser = parse_chunks)]
+    pub chunks: usize,
+
+    /// CPU time of one chunk, µs (the work is calibrated on the workers' CPU before the run)
+    #[arg(long, default_value_t = 1000, value_name = "US", value_parser = parse_chunk_us)]
+    pub chunk_us: u64,
+
+    /// Forked processes, or threads of the measuring process
+    #[arg(long, value_parser = super::kind_parser(), default_value = "processes")]
+    pub kind: Kind,
+
+    /// One nice value per worker, e.g. `0,5` (-20..19; going below the inherited value needs
+    /// root or CAP_SYS_NICE) [default: the inherited value for every worker]
+    #[arg(long, value_name = "N,...", value_delimiter = ',', allow_hyphen_values = true,
+          value_parser = parse_nice)]
+    pub worker_nice: Vec<i32>,
+
+    /// Scheduling policy of every worker
+    #[arg(long, value_enum, default_value = "other")]
+    pub policy: TimelinePolicy,
+
+    /// With --policy rr: the round-robin slice, ms, set in
+    /// /proc/sys/kernel/sched_rr_timeslice_ms for the run and put back afterwards (root only;
+    /// elsewhere the kernel's slice is used and a warning recorded)
+    #[arg(long, value_name = "MS", value_parser = parse_rr_ms)]
+    pub rr_slice_ms: Option<u64>,
+
+    /// Rounds: every worker count runs this many times, interleaved
+    #[arg(long, default_value_t = 5, value_name = "N", value_parser = parse_rounds)]
+    pub rounds: usize,
+
+    /// Let the workers use every CPU of the --cpus set instead of only its first (they then
+    /// run side by side: no slice is read from the trace and no share predicted)
+    #[arg(long)]
+    pub spread: bool,
+}
+
+fn parse_in(s: &str, what: &str, min: u64, max: u64) -> Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(n) if (min..=max).contains(&n) => Ok(n),
+        _ => Err(format!("`{s}` is not {what} from {min} to {max}")),
+    }
+}
+
+fn parse_workers(s: &str) -> Result<usize, String> {
+    parse_in(s, "a number of workers", 1, MAX_WORKERS as u64).map(|n| n as usize)
+}
+
+fn parse_chunks(s: &str) -> Result<usize, String> {
+    parse_in(s, "a number of chunks", 1, MAX_CHUNKS as u64).map(|n| n as usize)
+}
+
+fn parse_chunk_us(s: &str) -> Result<u64, String> {
+    parse_in(s, "a chunk length in µs", 1, MAX_CHUNK_US)
+}
+
+fn parse_rr_ms(s: &str) -> Result<u64, String> {
+    parse_in(s, "a round-robin slice in ms", 1, 10_000)
+}
+
+fn parse_rounds(s: &str) -> Result<usize, String> {
+    parse_in(s, "a number of rounds", 1, MAX_ROUNDS as u64).map(|n| n as usize)
+}
+
+fn parse_nice(s: &str) -> Result<i32, String> {
+    match s.trim().parse::<i32>() {
+        Ok(n) if (-20..=19).contains(&n) => Ok(n),
+        _ => Err(format!("`{s}` is not a nice value from -20 to 19")),
+    }
+}
+
+impl super::Experiment for Options {
+    const NAME: &'static str = NAME;
+    const SUMMARY: &'static str =
+        "Who ran when on one CPU: time slices, throughput, latency and CPU shares by nice value";
+    const ABOUT: &'static str =
+        "Who ran when on one CPU: time slices, throughput, latency and CPU shares by nice value.
+
+N workers (forked processes, or threads with --kind threads) pinned to the first CPU of the set \
+each do --chunks equal chunks of calibrated busy work and note the time after every chunk in \
+memory prepared beforehand. Per worker count: throughput (workers/s), each worker's latency \
+(finish time from the common start) and their average, the time slices seen in the trace \
+(median and p95) beside the slice this kernel is expected to give (and how that expectation is \
+derived), and each worker's CPU share while all were runnable beside the share the kernel's \
+nice-to-weight table predicts (within ±2 percentage points, checked). --worker-nice gives each \
+worker a nice value, --policy a scheduling policy. The trace is kept as the series `trace`: \
+--series DIR writes it as CSV, --svg DIR draws progress against time, one line per worker, with \
+a strip of who ran when.";
+    const IN_DEFAULT_SUITE: bool = true;
+    const SUITE_ARGS: &'static [&'static str] = &["--rounds", "3"];
+
+    fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
+        run(self, ctx)
+    }
+
+    fn preflight(&self, _quick: bool, limits: &Limits) -> anyhow::Result<()> {
+        let n = self.workers.iter().copied().max().unwrap_or_else(|| {
+            if self.worker_nice.is_empty() {
+                DEFAULT_WORKERS[2]
+            } else {
+                self.worker_nice.len()
+            }
+        });
+        if n > MAX_WORKERS {
+            return Ok(()); // refused by `run` with its own message
+        }
+        limits.check(&Needs {
+            what: format!("{NAME} --workers {n}"),
+            instead: Some("use fewer --workers".into()),
+            files: Some((FILES_MARGIN, format!("{FILES_MARGIN} for the run itself"))),
+            tasks: Some((
+                n as u64 + 2,
+                format!("{n} workers, a watchdog thread and the measuring process"),
+            )),
+            maps: None,
+            memory_kib: None,
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// What is run.
+
+/// The options, checked and resolved.
+#[derive(Debug, Clone)]
+struct Plan {
+    /// Worker counts, in order.
+    sizes: Vec<usize>,
+    /// The nice value asked for each worker (only with one size), or none.
+    nice: Option<Vec<i32>>,
+    /// The CPUs the workers may use.
+    cpus: Vec<usize>,
+    rounds: usize,
+}
+
+fn validate(opts: &Options, ctx: &Context) -> anyhow::Result<Plan> {
+    if ctx.cpus.is_empty() {
+        anyhow::bail!("--cpus: the CPU set is empty");
+    }
+    let mut sizes = if opts.workers.is_empty() {
+        if opts.worker_nice.is_empty() {
+            DEFAULT_WORKERS.to_vec()
+        } else {
+            vec![opts.worker_nice.len()]
+        }
+    } else {
+        super::first_occurrences(&opts.workers)
+    };
+    sizes.retain(|&n| n >= 1);
+    if let Some(&bad) = opts.workers.iter().find(|&&n| n == 0 || n > MAX_WORKERS) {
+        anyhow::bail!("--workers {bad}: give 1 to {MAX_WORKERS} workers");
+    }
+    if opts.chunks == 0 || opts.chunks > MAX_CHUNKS {
+        anyhow::bail!("--chunks {}: give 1 to {MAX_CHUNKS} chunks", opts.chunks);
+    }
+    let nice = if opts.worker_nice.is_empty() {
+        None
+    } else {
+        if let Some(bad) = opts.worker_nice.iter().find(|v| weight(**v).is_none()) {
+            anyhow::bail!("--worker-nice {bad}: a nice value is -20 to 19");
+        }
+        match sizes.as_slice() {
+            [n] if *n == opts.worker_nice.len() => Some(opts.worker_nice.clone()),
+            [n] => anyhow::bail!(
+                "--worker-nice gives {} value{} for {n} worker{}: give one per worker \
+                 (e.g. --workers 2 --worker-nice 0,5)",
+                opts.worker_nice.len(),
+                plural(opts.worker_nice.len()),
+                plural(*n)
+            ),
+            _ => anyhow::bail!(
+                "--worker-nice needs a single --workers value (it gives one nice value per \
+                 worker; --workers is {})",
+                sizes
+                    .iter()
+                    .map(usize::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+        }
+    };
+    if opts.rr_slice_ms.is_some() && opts.policy != TimelinePolicy::Rr {
+        anyhow::bail!(
+            "--rr-slice-ms sets the round-robin slice, which only --policy rr uses: add \
+             --policy rr or drop it"
+        );
+    }
+    let cpus = if opts.spread {
+        ctx.cpus.clone()
+    } else {
+        vec![ctx.first_cpu()]
+    };
+    let rounds = if ctx.quick {
+        opts.rounds.min(QUICK_ROUNDS)
+    } else {
+        opts.rounds
+    };
+    Ok(Plan {
+        sizes,
+        nice,
+        cpus,
+        rounds,
+    })
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// The case id of `n` workers under the plan's policy and nice values.
+fn case_id(opts: &Options, n: usize, nice: Option<&[i32]>) -> String {
+    let mut id = format!("{NAME}.{}", opts.kind.name());
+    if opts.policy != TimelinePolicy::Other {
+        id += &format!(".{}", opts.policy.name());
+    }
+    id += &format!(".n{n}");
+    if let Some(v) = nice {
+        let v: Vec<String> = v.iter().map(i32::to_string).collect();
+        id += &format!(".nice{}", v.join("_"));
+    }
+    id
+}
+
+/// Runs every round of every worker count.
+fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
+    let plan = validate(opts, ctx)?;
+    if ctx.clock.scripted().is_some() {
+        anyhow::bail!("{NAME} needs the real clock: its workers read the counter themselves");
+    }
+    let clock = Clock::from_info(ctx.clock.info());
+    let mut out = ExperimentOutput::default();
+    // Put back on every way out, an error or Ctrl-C included; the coordinator is told the
+    // value before it changes, and puts it back if this process dies first.
+    let rr = match opts.rr_slice_ms {
+        Some(ms) => set_sysctl(Path::new(RR_TIMESLICE), ms, ctx, &mut out),
+        None => None,
+    };
+    let rr_ms: Option<u64> = read_trim(Path::new(RR_TIMESLICE)).and_then(|s| s.parse().ok());
+    let tick_ns = oscost_sys::sysinfo::coarse_clock_resolution_ns()
+        .filter(|&ns| crate::env::parse::hz_from_tick_ns(ns).is_some());
+    out.params.insert(
+        "sched_autogroup_enabled".into(),
+        json!(read_trim(Path::new(
+            "/proc/sys/kernel/sched_autogroup_enabled"
+        ))),
+    );
+    out.params
+        .insert("sched_rr_timeslice_ms".into(), json!(rr_ms));
+    out.params.insert(
+        "hz".into(),
+        json!(tick_ns.and_then(crate::env::parse::hz_from_tick_ns)),
+    );
+    out.params
+        .insert("policy".into(), json!(opts.policy.name()));
+    out.params.insert("kind".into(), json!(opts.kind.name()));
+    out.params.insert("rounds".into(), json!(plan.rounds));
+    ctx.progress.start(1, NAME);
+    ctx.progress.message("calibrating the chunk");
+    let cal = calibrate(opts.chunk_us as f64 * 1e3, plan.cpus[0])?;
+    ctx.progress.finish();
+    out.params
+        .insert("chunk_iterations".into(), json!(cal.iterations));
+    out.params.insert(
+        "calibrated_ns_per_iteration".into(),
+        json!(cal.ns_per_iteration),
+    );
+    let mut rounds: Vec<Vec<Round>> = vec![Vec::new(); plan.sizes.len()];
+    ctx.progress
+        .start((plan.rounds * plan.sizes.len()) as u64, NAME);
+    for r in 0..plan.rounds {
+        for (k, &n) in plan.sizes.iter().enumerate() {
+            ctx.check_cancel()?;
+            ctx.progress.message(&format!(
+                "{n} {} round {} of {}",
+                opts.kind.name(),
+                r + 1,
+                plan.rounds
+            ));
+            let round = run_round(opts, &plan, ctx, &clock, n, cal.iterations)
+                .with_context(|| case_id(opts, n, plan.nice.as_deref()))?;
+            rounds[k].push(round);
+            ctx.progress.inc(1);
+        }
+    }
+    ctx.progress.finish();
+    let base = base_slice(&rounds);
+    let hrtick = read_trim(Path::new("/sys/kernel/debug/sched/features"))
+        .map(|f| f.split_whitespace().any(|w| w == "HRTICK"));
+    let rule = expected_slice(opts.policy.sys(), base, tick_ns, hrtick, rr_ms);
+    out.params.insert("expected_slice".into(), json!(rule.how));
+    for (k, &n) in plan.sizes.iter().enumerate() {
+        let (main, latency) = cases(opts, &plan, &clock, n, &rounds[k], &rule);
+        out.cases.push(main);
+        out.cases.push(latency);
+    }
+    drop(rr);
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------------------
+// One round.
+
+/// What the kernel showed of one worker after its settings and before the start.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Applied {
+    nice: Option<i32>,
+    policy: Option<i32>,
+    /// `se.load.weight`, as the kernel prints it.
+    weight: Option<u64>,
+    /// `se.slice`, ns.
+    slice_ns: Option<u64>,
+    autogroup: Option<String>,
+}
+
+/// One round, in ns from its common start.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Round {
+    /// Per worker, the time after each chunk.
+    pub ends_ns: Vec<Vec<f64>>,
+    /// Per worker, its CPU time from its start until the first worker finished, ns.
+    pub shared_cpu_ns: Vec<f64>,
+    /// Per worker, its CPU time per chunk, ns.
+    pub chunk_cpu_ns: Vec<f64>,
+    /// Per worker, involuntary switches from its start to its last chunk.
+    pub involuntary: Vec<u64>,
+    /// When the first worker finished.
+    pub first_finish_ns: f64,
+    applied: Vec<Applied>,
+}
+
+impl Round {
+    fn from_record(rec: &TraceRecord, go: u64, clock: &Clock, applied: Vec<Applied>) -> Round {
+        let ns = |t: u64| clock.ticks_to_ns(t.saturating_sub(go) as f64);
+        let chunks = rec.chunks.max(1);
+        Round {
+            ends_ns: rec
+                .ends
+                .chunks(chunks)
+                .map(|row| row.iter().map(|&t| ns(t)).collect())
+                .collect(),
+            shared_cpu_ns: rec
+                .workers
+                .iter()
+                .map(|w| w.cpu_at_first_ns.saturating_sub(w.cpu_start_ns) as f64)
+                .collect(),
+            chunk_cpu_ns: rec
+                .workers
+                .iter()
+                .map(|w| w.cpu_end_ns.saturating_sub(w.cpu_start_ns) as f64 / chunks as f64)
+                .collect(),
+            involuntary: rec.workers.iter().map(|w| w.involuntary).collect(),
+            first_finish_ns: ns(rec.first_at),
+            applied,
+        }
+    }
+
+    /// Each worker's finish time (its last chunk's end).
+    pub fn finishes_ns(&self) -> Vec<f64> {
+        self.ends_ns
+            .iter()
+            .map(|r| r.last().copied().unwrap_or(0.0))
+            .collect()
+    }
+
+    /// When the last worker finished.
+    pub fn total_ns(&self) -> f64 {
+        self.finishes_ns().into_iter().fold(0.0, f64::max)
+    }
+
+    /// Each worker's share of the CPU time the workers got while all were runnable, %.
+    pub fn shares_pct(&self) -> Vec<f64> {
+        let sum: f64 = self.shared_cpu_ns.iter().sum();
+        self.shared_cpu_ns
+            .iter()
+            .map(|&c| if sum > 0.0 { c / sum * 100.0 } else { 0.0 })
+            .collect()
+    }
+}
+
+fn run_round(
+    opts: &Options,
+    plan: &Plan,
+    ctx: &Context,
+    clock: &Clock,
+    n: usize,
+    iterations: u64,
+) -> anyhow::Result<Round> {
+    let board = Arc::new(TraceBoard::new(
+        opts.kind,
+        n,
+        opts.chunks,
+        iterations,
+        clock.clone(),
+    )?);
+    let halt = Arc::clone(&board);
+    let mut team = Team::new(opts.kind, n, 0, move || halt.halt());
+    let mask = CpuMask::new(&plan.cpus)?;
+    for i in 0..n {
+        team.spawn(Some(&mask), &board, i)?;
+    }
+    team.watch()?;
+    let deadline = Instant::now() + SETUP_DEADLINE;
+    while board.ready() < n {
+        team.check()?;
+        ctx.check_cancel()?;
+        if Instant::now() > deadline {
+            anyhow::bail!(
+                "the workers did not reach the start within {} s",
+                SETUP_DEADLINE.as_secs()
+            );
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    let mut applied = Vec::with_capacity(n);
+    for i in 0..n {
+        let tid = board.tid(i);
+        apply(opts, plan, i, tid)?;
+        applied.push(read_applied(opts.kind, tid));
+    }
+    let go = board.go();
+    let deadline = Instant::now()
+        + SETUP_DEADLINE.max(Duration::from_micros(
+            (opts.chunks as u64 * opts.chunk_us * n as u64).saturating_mul(20),
+        ));
+    while !board.wait_done(Duration::from_millis(50)) {
+        team.check()?;
+        ctx.check_cancel()?;
+        if Instant::now() > deadline {
+            anyhow::bail!("the workers did not finish their chunks in time");
+        }
+    }
+    team.check()?;
+    let rec = board.record();
+    team.finish()?;
+    Ok(Round::from_record(&rec, go, clock, applied))
+}
+
+/// Gives worker `i` (task `tid`) its nice value and the policy.
+fn apply(opts: &Options, plan: &Plan, i: usize, tid: i32) -> anyhow::Result<()> {
+    if let Some(nice) = plan.nice.as_ref().and_then(|v| v.get(i)).copied() {
+        trace::set_nice_of(tid, nice).map_err(|e| {
+            let inherited = oscost_sys::nice().unwrap_or(0);
+            let hint = if nice < inherited {
+                format!(
+                    " (the workers inherit nice {inherited}; going below it needs root or \
+                     CAP_SYS_NICE: use values of {inherited} or more)"
+                )
+            } else {
+                String::new()
+            };
+            anyhow::anyhow!(
+                "--worker-nice: worker {} may not get nice {nice}: {e}{hint}",
+                i + 1
+            )
+        })?;
+    }
+    let p = opts.policy.sys();
+    // Left alone when already in force: leaving SCHED_IDLE (inherited) would need privilege.
+    if trace::scheduler_of(tid).ok() == Some(p.number()) {
+        return Ok(());
+    }
+    trace::set_scheduler_of(tid, p).map_err(|e| {
+        let hint = if p.is_realtime() {
+            "; real-time policies need root or CAP_SYS_NICE (or an RLIMIT_RTPRIO of at least \
+             1): use --policy other, batch or idle"
+        } else {
+            ""
+        };
+        anyhow::anyhow!(
+            "--policy {}: the kernel refused {} for worker {}: {e}{hint}",
+            opts.policy.name(),
+            p.kernel_name(),
+            i + 1
+        )
+    })
+}
+
+/// The scheduler's view of task `tid`: `/proc/<pid>/sched` for a process, the thread's own
+/// file for a thread.
+fn read_applied(kind: Kind, tid: i32) -> Applied {
+    let (sched, autogroup) = match kind {
+        Kind::Processes => (
+            PathBuf::from(format!("/proc/{tid}/sched")),
+            read_trim(Path::new(&format!("/proc/{tid}/autogroup"))),
+        ),
+        Kind::Threads => (PathBuf::from(format!("/proc/self/task/{tid}/sched")), None),
+    };
+    let text = std::fs::read_to_string(sched).unwrap_or_default();
+    let field = |name: &str| -> Option<f64> {
+        text.lines()
+            .find(|l| l.split(':').next().map(str::trim) == Some(name))
+            .and_then(|l| l.split(':').nth(1))
+            .and_then(|v| v.trim().parse().ok())
+    };
+    Applied {
+        nice: trace::nice_of(tid).ok(),
+        policy: field("policy").map(|v| v as i32),
+        weight: field("se.load.weight").map(|v| v as u64),
+        slice_ns: field("se.slice").map(|v| v as u64),
+        autogroup,
+    }
+}
+
+fn read_trim(path: &Path) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_owned())
+}
+
+// ---------------------------------------------------------------------------------------
+// A system setting changed for the run.
+
+/// Puts a `/proc/sys` setting back when dropped, and tells the coordinator it did.
+pub(crate) struct SysctlRestore<'a> {
+    path: PathBuf,
+    original: String,
+    ctx: &'a Context<'a>,
+}
+
+impl Drop for SysctlRestore<'_> {
+    fn drop(&mut self) {
+        if std::fs::write(&self.path, format!("{}\n", self.original)).is_ok() {
+            self.ctx
+                .progress
+                .setting_restored(&self.path.to_string_lossy());
+        }
+    }
+}
+
+/// Writes `value` to the setting at `path` for the run; where that is not permitted, records
+/// a warning and goes on with the setting as it is.
+fn set_sysctl<'a>(
+    path: &Path,
+    value: u64,
+    ctx: &'a Context<'a>,
+    out: &mut ExperimentOutput,
+) -> Option<SysctlRestore<'a>> {
+    let shown = path.display();
+    let Some(original) = read_trim(path) else {
+        out.warnings.push(format!(
+            "--rr-slice-ms {value} not in force: {shown} cannot be read"
+        ));
+        return None;
+    };
+    let key = path.to_string_lossy();
+    ctx.progress.setting_changed(&key, &original);
+    match std::fs::write(path, format!("{value}\n")) {
+        Ok(()) => Some(SysctlRestore {
+            path: path.to_owned(),
+            original,
+            ctx,
+        }),
+        Err(e) => {
+            ctx.progress.setting_restored(&key);
+            out.warnings.push(format!(
+                "--rr-slice-ms {value} not in force: writing {shown}: {e} (it needs root); \
+                 the kernel's {original} ms was used"
+            ));
+            None
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The chunk.
+
+/// The busy loop's speed on the workers' CPU.
+struct Calibration {
+    iterations: u64,
+    ns_per_iteration: f64,
+}
+
+/// Times the busy loop on `cpu` (the measuring thread pinned there meanwhile) and sizes a
+/// chunk to `target_ns` of CPU time. The loop is timed by the thread's own CPU clock, which
+/// stops while another task has the CPU, so a busy machine does not shrink the chunk; the
+/// fastest of five timings counts.
+fn calibrate(target_ns: f64, cpu: usize) -> anyhow::Result<Calibration> {
+    let _pin = AffinityRestore::pin(&[cpu])?;
+    let time = |n: u64| -> anyhow::Result<f64> {
+        let c0 = trace::thread_cpu_ns()?;
+        trace::busy(n);
+        Ok(trace::thread_cpu_ns()?.saturating_sub(c0) as f64)
+    };
+    time(10_000)?;
+    let mut n: u64 = 10_000;
+    while time(n)? < 2e6 && n < 1 << 40 {
+        n *= 2;
+    }
+    let mut best = f64::INFINITY;
+    for _ in 0..5 {
+        best = best.min(time(n)?);
+    }
+    let ns_per_iteration = best / n as f64;
+    anyhow::ensure!(
+        ns_per_iteration.is_finite() && ns_per_iteration > 0.0,
+        "calibrating the chunk: the thread's CPU clock did not move"
+    );
+    Ok(Calibration {
+        iterations: (target_ns / ns_per_iteration).round().max(1.0) as u64,
+        ns_per_iteration,
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Reading the trace.
+
+/// A stretch of consecutive chunks of one worker in a trace.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Turn {
+    /// The worker (0-based).
+    pub worker: usize,
+    /// The end of the chunk before it (another worker's), or the common start for the first
+    /// turn: the earliest the worker can have got the CPU.
+    pub from_ns: f64,
+    /// The end of its last chunk.
+    pub to_ns: f64,
+    /// Chunks it holds.
+    pub chunks: usize,
+    /// The first turn of the trace (it began at the start, not at a switch).
+    pub first: bool,
+    /// Its worker's last turn (it ended because the worker finished, not at a switch).
+    pub last_of_worker: bool,
+}
+
+impl Turn {
+    /// Whether it began and ended with a switch between workers: a whole time slice.
+    pub fn whole(&self) -> bool {
+        !self.first && !self.last_of_worker
+    }
+
+    /// Its length, ns.
+    pub fn len_ns(&self) -> f64 {
+        self.to_ns - self.from_ns
+    }
+}
+
+/// Every chunk end of a trace, `(time, worker)` in time order (ties by worker).
+pub fn events(ends_ns: &[Vec<f64>]) -> Vec<(f64, usize)> {
+    let mut ev: Vec<(f64, usize)> = ends_ns
+        .iter()
+        .enumerate()
+        .flat_map(|(w, row)| row.iter().map(move |&t| (t, w)))
+        .collect();
+    ev.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    ev
+}
+
+/// The turns of a trace: maximal runs of consecutive chunk ends of one worker.
+///
+/// A turn's slice is measured from the previous turn's last chunk end to its own last chunk
+/// end. The switch into it happened somewhere in the chunk after that previous end (the other
+/// worker was preempted mid-chunk), and the switch out of it somewhere in the chunk after its
+/// own last end; both offsets lie within one chunk and have the same spread, so the length is
+/// right to within one chunk and unbiased over many turns.
+pub fn turns(ends_ns: &[Vec<f64>]) -> Vec<Turn> {
+    let ev = events(ends_ns);
+    let last_end: Vec<f64> = ends_ns
+        .iter()
+        .map(|r| r.last().copied().unwrap_or(f64::NEG_INFINITY))
+        .collect();
+    let mut out: Vec<Turn> = Vec::new();
+    let mut prev_end = 0.0;
+    let mut k = 0;
+    while k < ev.len() {
+        let w = ev[k].1;
+        let mut j = k;
+        while j + 1 < ev.len() && ev[j + 1].1 == w {
+            j += 1;
+        }
+        let to = ev[j].0;
+        out.push(Turn {
+            worker: w,
+            from_ns: prev_end,
+            to_ns: to,
+            chunks: j - k + 1,
+            first: out.is_empty(),
+            last_of_worker: to >= last_end[w],
+        });
+        prev_end = to;
+        k = j + 1;
+    }
+    out
+}
+
+/// The lengths of every whole turn (see [`Turn::whole`]), ns.
+pub fn slices_ns(ends_ns: &[Vec<f64>]) -> Vec<f64> {
+    turns(ends_ns)
+        .iter()
+        .filter(|t| t.whole())
+        .map(Turn::len_ns)
+        .collect()
+}
+
+/// Switches between workers a trace shows, each a preemption of the worker that stopped
+/// (every turn but its worker's last).
+pub fn preemptions(ends_ns: &[Vec<f64>]) -> usize {
+    turns(ends_ns).iter().filter(|t| !t.last_of_worker).count()
+}
+
+// ---------------------------------------------------------------------------------------
+// The kernel's rules.
+
+/// The shares, %, the kernel's weights give workers of `nice` values under `policy` while all
+/// are runnable on one CPU; `None` under SCHED_FIFO (the first to run keeps the CPU).
+pub fn predicted_shares(policy: Sched, nice: &[i32]) -> Option<Vec<f64>> {
+    let weights: Vec<f64> = match policy {
+        Sched::Other | Sched::Batch => nice
+            .iter()
+            .map(|&v| weight(v).map(f64::from))
+            .collect::<Option<_>>()?,
+        // Every SCHED_IDLE task weighs the same; RR gives every task of a priority the same
+        // turns.
+        Sched::Idle => vec![f64::from(IDLE_WEIGHT); nice.len()],
+        Sched::Rr => vec![1.0; nice.len()],
+        Sched::Fifo => return None,
+    };
+    let sum: f64 = weights.iter().sum();
+    (sum > 0.0).then(|| weights.iter().map(|w| w / sum * 100.0).collect())
+}
+
+/// The slice this kernel is expected to give, and how that was worked out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SliceRule {
+    /// The expected observed slice, ns; `None` when there is none to expect.
+    pub expected_ns: Option<f64>,
+    /// How it was derived, in words.
+    pub how: String,
+}
+
+/// The EEVDF base slice of the kernel's default (`sysctl_sched_base_slice`): 0.75 ms before
+/// Linux 6.15, 0.70 ms from it, times 1 + log2 of the CPUs (at most 8); `None` before 6.6
+/// (CFS has no fixed slice).
+pub fn default_base_slice_ns(release: (u32, u32), online_cpus: usize) -> Option<u64> {
+    if release < (6, 6) {
+        return None;
+    }
+    let unit = if release >= (6, 15) { 700_000 } else { 750_000 };
+    let factor = 1 + u64::from(online_cpus.clamp(1, 8).ilog2());
+    Some(unit * factor)
+}
+
+/// `(major, minor)` of a kernel release string such as `6.18.44-foo`.
+fn parse_release(release: &str) -> Option<(u32, u32)> {
+    let mut parts = release.split(['.', '-']);
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    Some((major, minor))
+}
+
+/// The base slice and where it was read: the debugfs tunable, else the slice the kernel gave
+/// the workers (`se.slice`), else the kernel's default rule.
+fn base_slice(rounds: &[Vec<Round>]) -> Option<(u64, String)> {
+    let debugfs = "/sys/kernel/debug/sched/base_slice_ns";
+    if let Some(v) = read_trim(Path::new(debugfs)).and_then(|s| s.parse().ok()) {
+        return Some((v, debugfs.into()));
+    }
+    let seen = rounds
+        .iter()
+        .flatten()
+        .flat_map(|r| r.applied.iter())
+        .find_map(|a| a.slice_ns);
+    if let Some(v) = seen {
+        return Some((v, "se.slice of the workers in /proc/<pid>/sched".into()));
+    }
+    let release = read_trim(Path::new("/proc/sys/kernel/osrelease"))?;
+    let cpus = cpuset::online().len();
+    default_base_slice_ns(parse_release(&release)?, cpus).map(|v| {
+        (
+            v,
+            format!(
+                "the kernel's default for Linux {release} on {cpus} CPUs (not read: neither \
+                 debugfs nor se.slice is available)"
+            ),
+        )
+    })
+}
+
+fn ms(ns: f64) -> String {
+    format!("{:.2} ms", ns / 1e6)
+}
+
+/// The slice to expect under `policy`: a fair-class slice ends at the first tick after the
+/// base slice is used up (a preemption is only considered at a tick while HRTICK is off, its
+/// default), so it lasts the base slice rounded up to whole ticks; an RR slice is
+/// `sched_rr_timeslice_ms` counted in ticks; FIFO has none.
+pub fn expected_slice(
+    policy: Sched,
+    base: Option<(u64, String)>,
+    tick_ns: Option<u64>,
+    hrtick: Option<bool>,
+    rr_ms: Option<u64>,
+) -> SliceRule {
+    let tick_text = |t: u64| format!("one tick {} (HZ {})", ms(t as f64), 1e9 / t as f64);
+    let ticks_up = |ns: f64, t: u64| (ns / t as f64).ceil().max(1.0) * t as f64;
+    match policy {
+        Sched::Fifo => SliceRule {
+            expected_ns: None,
+            how: "SCHED_FIFO has no time slice: a worker keeps the CPU until it finishes".into(),
+        },
+        Sched::Rr => match (rr_ms, tick_ns) {
+            (Some(r), Some(t)) => {
+                let e = ticks_up(r as f64 * 1e6, t);
+                SliceRule {
+                    expected_ns: Some(e),
+                    how: format!(
+                        "SCHED_RR: sched_rr_timeslice_ms = {r}, counted down in ticks ({}): {}",
+                        tick_text(t),
+                        ms(e)
+                    ),
+                }
+            }
+            (Some(r), None) => SliceRule {
+                expected_ns: Some(r as f64 * 1e6),
+                how: format!("SCHED_RR: sched_rr_timeslice_ms = {r} (the tick is unknown)"),
+            },
+            _ => SliceRule {
+                expected_ns: None,
+                how: "SCHED_RR: sched_rr_timeslice_ms cannot be read".into(),
+            },
+        },
+        Sched::Other | Sched::Batch | Sched::Idle => {
+            let Some((b, source)) = base else {
+                return SliceRule {
+                    expected_ns: None,
+                    how: "the base slice is unknown (a kernel before 6.6 shares a period among \
+                          the runnable tasks instead of giving fixed slices)"
+                        .into(),
+                };
+            };
+            let b = b as f64;
+            match (hrtick, tick_ns) {
+                (Some(true), _) => SliceRule {
+                    expected_ns: Some(b),
+                    how: format!(
+                        "base slice {} ({source}); HRTICK is on, so a slice ends on time",
+                        ms(b)
+                    ),
+                },
+                (_, Some(t)) => {
+                    let e = ticks_up(b, t);
+                    SliceRule {
+                        expected_ns: Some(e),
+                        how: format!(
+                            "base slice {} ({source}), ended at the first tick after it is used \
+                             up ({}; HRTICK {}): {}",
+                            ms(b),
+                            tick_text(t),
+                            if hrtick == Some(false) {
+                                "off"
+                            } else {
+                                "assumed off, its default"
+                            },
+                            ms(e)
+                        ),
+                    }
+                }
+                (_, None) => SliceRule {
+                    expected_ns: Some(b),
+                    how: format!(
+                        "base slice {} ({source}); the tick is unknown, so not rounded to ticks",
+                        ms(b)
+                    ),
+                },
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The cases.
+
+fn median(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    oscost_stats::median(v)
+}
+
+fn p95(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    oscost_stats::percentile(&s, 95.0)
+}
+
+fn samples(ns: Vec<f64>, clock: &Clock, per_sample: u64) -> Samples {
+    Samples {
+        per_op_ticks: ns.iter().map(|&v| clock.ns_to_ticks(v)).collect(),
+        per_op_ns: ns,
+        iterations_per_sample: per_sample,
+        loop_overhead_ns: 0.0,
+    }
+}
+
+/// The case of `n` workers (total time / N per round, with every figure of the view) and its
+/// latency case (every worker's finish time in every round).
+fn cases(
+    opts: &Options,
+    plan: &Plan,
+    clock: &Clock,
+    n: usize,
+    rounds: &[Round],
+    rule: &SliceRule,
+) -> (Case, Case) {
+    let id = case_id(opts, n, plan.nice.as_deref());
+    let kind = opts.kind.name();
+    let cpus = cpuset::format(&plan.cpus);
+    let totals: Vec<f64> = rounds.iter().map(Round::total_ns).collect();
+    let mut main = Case::new(
+        id.clone(),
+        format!(
+            "{n} {kind} of {} chunks of {} µs on CPU {cpus}: total time / {n} (1 / throughput)",
+            opts.chunks, opts.chunk_us
+        ),
+        "worker",
+        samples(
+            totals.iter().map(|t| t / n as f64).collect(),
+            clock,
+            n as u64,
+        ),
+    )
+    .param("workers", n as u64)
+    .param("kind", kind)
+    .param("policy", opts.policy.name())
+    .param("chunks", opts.chunks as u64)
+    .param("chunk_us", opts.chunk_us)
+    .param("cpus", json!(plan.cpus))
+    .param("rounds", rounds.len() as u64);
+    let nice: Vec<Option<i32>> = rounds
+        .first()
+        .map(|r| r.applied.iter().map(|a| a.nice).collect())
+        .unwrap_or_default();
+    main.params.insert("nice".into(), json!(nice));
+    main.params
+        .insert("expected_slice".into(), json!(rule.how.clone()));
+    let c = &mut main.counters;
+    c.insert("total_ns".into(), median(&totals));
+    c.insert(
+        "throughput_workers_per_s".into(),
+        median(
+            &totals
+                .iter()
+                .map(|t| n as f64 / t * 1e9)
+                .collect::<Vec<_>>(),
+        ),
+    );
+    let finishes: Vec<Vec<f64>> = rounds.iter().map(Round::finishes_ns).collect();
+    c.insert(
+        "latency_avg_ns".into(),
+        median(
+            &finishes
+                .iter()
+                .map(|f| f.iter().sum::<f64>() / n as f64)
+                .collect::<Vec<_>>(),
+        ),
+    );
+    for w in 0..n {
+        let of = |f: &Vec<f64>| f.get(w).copied().unwrap_or(f64::NAN);
+        c.insert(
+            format!("latency_worker{}_ns", w + 1),
+            median(&finishes.iter().map(of).collect::<Vec<_>>()),
+        );
+    }
+    c.insert(
+        "chunk_cpu_ns".into(),
+        median(
+            &rounds
+                .iter()
+                .flat_map(|r| r.chunk_cpu_ns.iter().copied())
+                .collect::<Vec<_>>(),
+        ),
+    );
+    // Slices, pooled over the rounds; on several CPUs the workers run side by side and the
+    // trace's interleaving says nothing about turns.
+    let one_cpu = plan.cpus.len() == 1;
+    let slices: Vec<f64> = if one_cpu {
+        rounds.iter().flat_map(|r| slices_ns(&r.ends_ns)).collect()
+    } else {
+        Vec::new()
+    };
+    c.insert("turns_counted".into(), slices.len() as f64);
+    if !slices.is_empty() {
+        c.insert("slice_median_ns".into(), median(&slices));
+        c.insert("slice_p95_ns".into(), p95(&slices));
+    }
+    if let Some(e) = rule.expected_ns {
+        c.insert("expected_slice_ns".into(), e);
+    }
+    add_shares(&mut main, opts, plan, n, rounds, rule);
+    add_checks(&mut main, opts, n, rounds, one_cpu);
+    main.series.push(trace_series(rounds, &totals));
+    let mut finish_all: Vec<f64> = finishes.into_iter().flatten().collect();
+    finish_all.retain(|v| v.is_finite());
+    let latency = Case::new(
+        format!("{id}.latency"),
+        format!(
+            "{n} {kind} on CPU {cpus}: each worker's finish time from the common start (its \
+             latency)"
+        ),
+        "worker",
+        samples(finish_all, clock, 1),
+    )
+    .param("workers", n as u64)
+    .param("kind", kind)
+    .param("policy", opts.policy.name());
+    (main, latency)
+}
+
+/// Measured shares (median over the rounds) beside the predicted ones, checked ±2 points.
+fn add_shares(
+    case: &mut Case,
+    opts: &Options,
+    plan: &Plan,
+    n: usize,
+    rounds: &[Round],
+    rule: &SliceRule,
+) {
+    if n < 2 {
+        return;
+    }
+    let shares: Vec<Vec<f64>> = rounds.iter().map(Round::shares_pct).collect();
+    let measured: Vec<f64> = (0..n)
+        .map(|w| median(&shares.iter().map(|s| s[w]).collect::<Vec<_>>()))
+        .collect();
+    let common = median(&rounds.iter().map(|r| r.first_finish_ns).collect::<Vec<_>>());
+    case.counters.insert("all_runnable_ns".into(), common);
+    for (w, m) in measured.iter().enumerate() {
+        case.counters
+            .insert(format!("share_worker{}_pct", w + 1), *m);
+    }
+    let nice: Option<Vec<i32>> = match &plan.nice {
+        Some(v) => Some(v.clone()),
+        None => rounds
+            .first()
+            .and_then(|r| r.applied.iter().map(|a| a.nice).collect()),
+    };
+    let predicted = if plan.cpus.len() > 1 {
+        case.warnings.push(format!(
+            "no share is predicted: the workers had {} CPUs (--spread), and the weights share \
+             one CPU",
+            plan.cpus.len()
+        ));
+        None
+    } else {
+        nice.as_deref()
+            .and_then(|v| predicted_shares(opts.policy.sys(), v))
+    };
+    let Some(predicted) = predicted else {
+        return;
+    };
+    let mut miss: f64 = 0.0;
+    for (w, (&p, &m)) in predicted.iter().zip(&measured).enumerate() {
+        case.counters
+            .insert(format!("share_predicted_worker{}_pct", w + 1), p);
+        miss = miss.max((m - p).abs());
+    }
+    // The kernel keeps each share within about a slice of its weight at any moment, so a share
+    // over a few slices says nothing about the weights: it is compared only over enough.
+    let slice = rule.expected_ns.filter(|s| *s > 0.0);
+    if let Some(slice) = slice.filter(|s| common < MIN_SLICES_FOR_SHARES * s) {
+        case.warnings.push(format!(
+            "shares not compared with the weights: the workers were all runnable for only {} \
+             ({:.1} slices of {}), and a share says something about the weights only over at \
+             least {MIN_SLICES_FOR_SHARES:.0} slices; give more --chunks or a longer --chunk-us",
+            ms(common),
+            common / slice,
+            ms(slice)
+        ));
+        return;
+    }
+    let pairs: Vec<String> = measured
+        .iter()
+        .zip(&predicted)
+        .map(|(m, p)| format!("{m:.1} % vs {p:.1} %"))
+        .collect();
+    case.checks.push(Check::near(
+        "largest_share_miss_pct",
+        0.0,
+        miss,
+        SHARE_TOLERANCE_PCT,
+        &format!(
+            "the largest gap, in percentage points, between a worker's measured and predicted \
+             CPU share ({}). Measured: its CPU time from its start until the first worker \
+             finished (every CPU clock read at that instant), over all the workers' (median of \
+             {} rounds); predicted: its weight under {} with nice {:?} (sched_prio_to_weight) \
+             over the sum; bound {SHARE_TOLERANCE_PCT} points",
+            pairs.join(", "),
+            rounds.len(),
+            opts.policy.sys().kernel_name(),
+            nice.as_deref().unwrap_or_default()
+        ),
+    ));
+    let unequal = predicted.iter().any(|p| (p - predicted[0]).abs() > 1e-9);
+    // Equal weights take turns slice by slice; unequal ones can be a slice off at the end.
+    if let Some(slice) = slice.filter(|_| unequal) {
+        let spread_pct = slice / common * 100.0;
+        if spread_pct > SHARE_TOLERANCE_PCT {
+            case.warnings.push(format!(
+                "the workers were all runnable for only {} ({:.0} slices of {}): shares over \
+                 so few slices can miss the kernel's weights by about a slice ({spread_pct:.1} \
+                 points); for a ±{SHARE_TOLERANCE_PCT}-point comparison give more --chunks \
+                 (e.g. --chunks 500)",
+                ms(common),
+                common / slice,
+                ms(slice)
+            ));
+        }
+    }
+}
+
+/// The mechanism checks: the kernel shows every worker with the policy and weight asked
+/// for, in one autogroup, and counted at least every switch the trace shows.
+fn add_checks(case: &mut Case, opts: &Options, n: usize, rounds: &[Round], one_cpu: bool) {
+    let p = opts.policy.sys();
+    let readings: Vec<&Applied> = rounds.iter().flat_map(|r| r.applied.iter()).collect();
+    if readings.iter().all(|a| a.policy.is_some()) {
+        let expected_weight = |a: &Applied| -> Option<u64> {
+            match p {
+                Sched::Idle => Some(u64::from(IDLE_WEIGHT)),
+                Sched::Other | Sched::Batch => a.nice.and_then(weight).map(u64::from),
+                Sched::Rr | Sched::Fifo => None,
+            }
+        };
+        // The kernel prints weights scaled by 1024 on 64-bit kernels.
+        let weight_ok = |a: &Applied| match (expected_weight(a), a.weight) {
+            (None, _) => true,
+            (Some(e), Some(w)) => w == e || w == e << 10,
+            (Some(_), None) => false,
+        };
+        let ok = readings
+            .iter()
+            .filter(|a| a.policy == Some(p.number()) && weight_ok(a))
+            .count();
+        case.checks.push(Check::near(
+            "workers_as_requested",
+            readings.len() as f64,
+            ok as f64,
+            0.0,
+            &format!(
+                "workers whose `policy` and `se.load.weight` in /proc/<pid>/sched, read after \
+                 their settings and before the start, are {} (policy {}) and the weight of their \
+                 nice value ({} readings: every worker of every round)",
+                p.kernel_name(),
+                p.number(),
+                readings.len()
+            ),
+        ));
+    } else {
+        case.warnings.push(
+            "the workers' policy and weight could not be read from /proc/<pid>/sched, so \
+             whether the kernel applied them is not checked"
+                .into(),
+        );
+    }
+    let groups: std::collections::BTreeSet<&str> = readings
+        .iter()
+        .filter_map(|a| a.autogroup.as_deref())
+        .collect();
+    if opts.kind == Kind::Processes && !groups.is_empty() {
+        case.checks.push(Check::near(
+            "autogroups_of_workers",
+            1.0,
+            groups.len() as f64,
+            0.0,
+            "distinct /proc/<pid>/autogroup lines of the workers (one session, one autogroup, \
+             so nice values compete with each other instead of being hidden inside groups)",
+        ));
+    }
+    let shown: usize = rounds.iter().map(|r| preemptions(&r.ends_ns)).sum();
+    let counted: u64 = rounds.iter().flat_map(|r| r.involuntary.iter()).sum();
+    if n >= 2 && one_cpu {
+        case.counters
+            .insert("involuntary_switches".into(), counted as f64);
+        case.checks.push(Check::at_least(
+            "involuntary_switches_vs_turns",
+            shown as f64,
+            counted as f64,
+            0.0,
+            &format!(
+                "involuntary switches the kernel counted (getrusage nivcsw of every worker from \
+                 its start to its last chunk) against the switches between workers the traces \
+                 show ({shown} over {} rounds): each turn that did not end its worker is a \
+                 preemption, so the count must be at least that",
+                rounds.len()
+            ),
+        ));
+    }
+}
+
+/// The trace of the median round (by total time): (elapsed_ns, worker, chunk) in time order,
+/// workers and chunks counted from 1, times in whole ns.
+fn trace_series(rounds: &[Round], totals: &[f64]) -> Series {
+    let mut order: Vec<usize> = (0..rounds.len()).collect();
+    order.sort_by(|&a, &b| totals[a].total_cmp(&totals[b]));
+    let pick = order.get(order.len().saturating_sub(1) / 2).copied();
+    let mut points: Vec<Vec<f64>> = Vec::new();
+    if let Some(r) = pick.and_then(|i| rounds.get(i)) {
+        for (w, row) in r.ends_ns.iter().enumerate() {
+            for (c, &t) in row.iter().enumerate() {
+                points.push(vec![t.round(), (w + 1) as f64, (c + 1) as f64]);
+            }
+        }
+        points.sort_by(|a, b| a[0].total_cmp(&b[0]).then(a[1].total_cmp(&b[1])));
+    }
+    Series {
+        name: "trace".into(),
+        columns: vec!["elapsed_ns".into(), "worker".into(), "chunk".into()],
+        points,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::testing;
+    use oscost_model::case::SINGLE_THREAD_CHECK;
+
+    fn opts(args: &[&str]) -> Options {
+        use clap::{Args, FromArgMatches};
+        let cmd = Options::augment_args(clap::Command::new("timeline").no_binary_name(true));
+        Options::from_arg_matches(&cmd.try_get_matches_from(args).unwrap()).unwrap()
+    }
+
+    fn with_ctx<T>(f: impl FnOnce(&Context) -> T) -> T {
+        let cpu = oscost_sys::affinity().unwrap()[0];
+        testing::with_ctx(testing::tiny_sampler(), vec![cpu], false, f)
+    }
+
+    #[test]
+    fn predicted_shares_follow_the_weight_table() {
+        let s = predicted_shares(Sched::Other, &[0, 5]).unwrap();
+        assert!(
+            (s[0] - 75.35).abs() < 0.01 && (s[1] - 24.65).abs() < 0.01,
+            "{s:?}"
+        );
+        let s = predicted_shares(Sched::Batch, &[0, 19]).unwrap();
+        assert!((s[0] - 1024.0 / 1039.0 * 100.0).abs() < 1e-9, "{s:?}");
+        let s = predicted_shares(Sched::Other, &[0, 0, 0, 0]).unwrap();
+        assert!(s.iter().all(|v| (v - 25.0).abs() < 1e-9));
+        // One nice step is a factor of about 1.25: 55 % against 45 %.
+        let s = predicted_shares(Sched::Other, &[0, 1]).unwrap();
+        assert!((s[0] - 1024.0 / 1844.0 * 100.0).abs() < 1e-9);
+        // SCHED_IDLE and RR ignore nice; FIFO has no shares.
+        assert_eq!(
+            predicted_shares(Sched::Idle, &[0, 19]).unwrap(),
+            vec![50.0, 50.0]
+        );
+        assert_eq!(
+            predicted_shares(Sched::Rr, &[-5, 5]).unwrap(),
+            vec![50.0, 50.0]
+        );
+        assert_eq!(predicted_shares(Sched::Fifo, &[0, 0]), None);
+        assert_eq!(weight(-20), Some(88761));
+        assert_eq!(weight(19), Some(15));
+        assert_eq!(weight(20), None);
+        assert_eq!(weight(-21), None);
+    }
+
+    /// Two workers alternating in planted slices, chunk ends every `chunk` ns within them.
+    fn planted(slices: &[(usize, f64)], chunk: f64) -> (Vec<Vec<f64>>, Vec<f64>) {
+        let mut ends = vec![Vec::new(), Vec::new()];
+        let mut t = 0.0;
+        let mut next = [0.3 * chunk, 0.7 * chunk]; // each worker's progress into its chunk
+        for &(w, len) in slices {
+            let stop = t + len;
+            let mut now = t;
+            loop {
+                let left = chunk - next[w];
+                if now + left > stop {
+                    next[w] += stop - now;
+                    break;
+                }
+                now += left;
+                ends[w].push(now);
+                next[w] = 0.0;
+            }
+            t = stop;
+        }
+        (ends, slices.iter().map(|s| s.1).collect())
+    }
+
+    #[test]
+    fn slice_extraction_finds_the_planted_slices() {
+        let chunk = 0.25e6;
+        let mut plan = Vec::new();
+        for k in 0..20 {
+            plan.push((k % 2, if k % 2 == 0 { 4e6 } else { 3e6 }));
+        }
+        let (ends, planted_len) = planted(&plan, chunk);
+        let t = turns(&ends);
+        assert_eq!(t.len(), plan.len());
+        for (turn, (&(w, _), &len)) in t.iter().zip(plan.iter().zip(&planted_len)) {
+            assert_eq!(turn.worker, w);
+            if turn.whole() {
+                assert!(
+                    (turn.len_ns() - len).abs() <= chunk,
+                    "{turn:?} planted {len}"
+                );
+            }
+        }
+        let s = slices_ns(&ends);
+        // Neither the first turn nor a worker's last is a whole slice.
+        assert_eq!(s.len(), plan.len() - 3);
+        let of = |w: usize| -> Vec<f64> {
+            t.iter()
+                .filter(|t| t.whole() && t.worker == w)
+                .map(Turn::len_ns)
+                .collect()
+        };
+        let (a, b) = (of(0), of(1));
+        assert!((median(&a) - 4e6).abs() <= chunk, "{a:?}");
+        assert!((median(&b) - 3e6).abs() <= chunk, "{b:?}");
+        assert_eq!(preemptions(&ends), plan.len() - 2);
+    }
+
+    #[test]
+    fn a_lone_worker_has_one_turn_and_no_slice() {
+        let ends = vec![vec![1.0, 2.0, 3.0]];
+        let t = turns(&ends);
+        assert_eq!(t.len(), 1);
+        assert!(t[0].first && t[0].last_of_worker && !t[0].whole());
+        assert!(slices_ns(&ends).is_empty());
+        assert_eq!(preemptions(&ends), 0);
+    }
+
+    #[test]
+    fn the_expected_slice_says_how_it_was_derived() {
+        let tick = Some(4_000_000);
+        let base = Some((1_400_000, "se.slice".to_string()));
+        let r = expected_slice(Sched::Other, base.clone(), tick, None, None);
+        assert_eq!(r.expected_ns, Some(4e6));
+        assert!(
+            r.how.contains("1.40 ms") && r.how.contains("HZ 250"),
+            "{}",
+            r.how
+        );
+        let r = expected_slice(
+            Sched::Other,
+            Some((6_000_000, "x".into())),
+            tick,
+            None,
+            None,
+        );
+        assert_eq!(r.expected_ns, Some(8e6));
+        let r = expected_slice(Sched::Batch, base.clone(), tick, Some(true), None);
+        assert_eq!(r.expected_ns, Some(1.4e6));
+        let r = expected_slice(Sched::Rr, None, tick, None, Some(10));
+        assert_eq!(r.expected_ns, Some(12e6));
+        assert_eq!(
+            expected_slice(Sched::Fifo, base, tick, None, Some(100)).expected_ns,
+            None
+        );
+        assert_eq!(
+            expected_slice(Sched::Other, None, tick, None, None).expected_ns,
+            None
+        );
+        assert_eq!(default_base_slice_ns((6, 18), 2), Some(1_400_000));
+        assert_eq!(default_base_slice_ns((6, 6), 2), Some(1_500_000));
+        assert_eq!(default_base_slice_ns((6, 12), 64), Some(3_000_000));
+        assert_eq!(default_base_slice_ns((6, 15), 1), Some(700_000));
+        assert_eq!(default_base_slice_ns((5, 15), 4), None);
+        assert_eq!(parse_release("6.18.44-fc-v669"), Some((6, 18)));
+    }
+
+    #[test]
+    fn bad_options_are_refused_before_anything_starts() {
+        with_ctx(|ctx| {
+            let e = |args: &[&str]| run(&opts(args), ctx).unwrap_err().to_string();
+            assert_eq!(
+                e(&["--workers", "2", "--worker-nice", "0,5,7"]),
+                "--worker-nice gives 3 values for 2 workers: give one per worker (e.g. \
+                 --workers 2 --worker-nice 0,5)"
+            );
+            assert!(e(&["--worker-nice", "0,5", "--workers", "1,2"])
+                .starts_with("--worker-nice needs a single --workers value"));
+            assert!(e(&["--rr-slice-ms", "10"]).starts_with("--rr-slice-ms sets"));
+        });
+        use clap::{Args, FromArgMatches as _};
+        let cmd = Options::augment_args(clap::Command::new("timeline").no_binary_name(true));
+        for bad in [
+            &["--workers", "0"][..],
+            &["--chunks", "0"],
+            &["--worker-nice", "0,20"],
+            &["--worker-nice", "-21"],
+        ] {
+            let err = cmd.clone().try_get_matches_from(bad);
+            assert!(err.is_err(), "{bad:?} accepted");
+        }
+        let o = opts(&["--worker-nice", "-5,0"]);
+        assert_eq!(o.worker_nice, vec![-5, 0]);
+        let _ = Options::from_arg_matches(&cmd.try_get_matches_from(["--rounds", "2"]).unwrap());
+    }
+
+    #[test]
+    fn a_tiny_run_gives_a_whole_trace_and_self_consistent_figures() {
+        with_ctx(|ctx| {
+            for kind in ["processes", "threads"] {
+                let o = opts(&[
+                    "--workers",
+                    "1,3",
+                    "--chunks",
+                    "12",
+                    "--chunk-us",
+                    "200",
+                    "--rounds",
+                    "2",
+                    "--kind",
+                    kind,
+                ]);
+                let out = run(&o, ctx).unwrap();
+                let ids: Vec<&str> = out.cases.iter().map(|c| c.id.as_str()).collect();
+                let n3 = format!("timeline.{kind}.n3");
+                assert_eq!(
+                    ids,
+                    vec![
+                        format!("timeline.{kind}.n1"),
+                        format!("timeline.{kind}.n1.latency"),
+                        n3.clone(),
+                        format!("{n3}.latency")
+                    ]
+                );
+                let c = out.cases.iter().find(|c| c.id == n3).unwrap();
+                assert_eq!(c.samples.per_op_ns.len(), 2);
+                let s = &c.series[0];
+                assert_eq!(s.columns, ["elapsed_ns", "worker", "chunk"]);
+                assert_eq!(s.points.len(), 3 * 12);
+                for w in 1..=3 {
+                    let row: Vec<&Vec<f64>> =
+                        s.points.iter().filter(|p| p[1] == w as f64).collect();
+                    assert_eq!(row.len(), 12);
+                    assert!(row
+                        .windows(2)
+                        .all(|p| p[0][0] <= p[1][0] && p[0][2] < p[1][2]));
+                }
+                let shares: f64 = (1..=3)
+                    .map(|w| c.counters[&format!("share_worker{w}_pct")])
+                    .sum();
+                // Medians of shares need not add up exactly; each round's do.
+                assert!((shares - 100.0).abs() < 20.0, "{shares}");
+                let tp = c.counters["throughput_workers_per_s"];
+                let total = c.counters["total_ns"];
+                assert!((tp - 3.0 / total * 1e9).abs() / tp < 0.5, "{tp} {total}");
+                assert!(c.counters["latency_avg_ns"] <= total * 1.0001);
+                assert!(c
+                    .checks
+                    .iter()
+                    .any(|k| k.name == "workers_as_requested" && k.passed));
+                assert!(c
+                    .checks
+                    .iter()
+                    .any(|k| k.name == "involuntary_switches_vs_turns" && k.passed));
+                assert!(!c.checks.iter().any(|k| k.name == SINGLE_THREAD_CHECK));
+                let lat = out
+                    .cases
+                    .iter()
+                    .find(|c| c.id == format!("{n3}.latency"))
+                    .unwrap();
+                assert_eq!(lat.samples.per_op_ns.len(), 6);
+            }
+        });
+    }
+
+    #[test]
+    fn nice_values_show_in_the_id_and_in_the_kernel() {
+        with_ctx(|ctx| {
+            let inherited = oscost_sys::nice().unwrap();
+            let a = (inherited + 1).min(19);
+            let b = (inherited + 4).min(19);
+            let o = opts(&[
+                "--worker-nice",
+                &format!("{a},{b}"),
+                "--chunks",
+                "5",
+                "--chunk-us",
+                "100",
+                "--rounds",
+                "1",
+            ]);
+            let out = run(&o, ctx).unwrap();
+            let c = &out.cases[0];
+            assert_eq!(c.id, format!("timeline.processes.n2.nice{a}_{b}"));
+            assert_eq!(c.params["nice"], json!([a, b]));
+            let k = c
+                .checks
+                .iter()
+                .find(|k| k.name == "workers_as_requested")
+                .unwrap();
+            assert!(k.passed, "{k:?}");
+            assert!(c.counters.contains_key("share_predicted_worker2_pct"));
+        });
+    }
+}

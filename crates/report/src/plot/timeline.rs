@@ -1,0 +1,285 @@
+//! The timeline's figure: each worker's progress (chunks done) against time, one line per
+//! worker, and under it a strip of who ran when, both read from the case's `trace` series.
+
+use super::svg::{tick_label, ticks, Anchor, Svg};
+use super::Plot;
+use oscost_model::case::Series;
+use oscost_model::ExperimentResult;
+
+/// Colours of the workers' lines, in order (repeated beyond ten workers).
+const COLOURS: [&str; 10] = [
+    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
+    "#9c755f", "#bab0ac",
+];
+
+/// Legend entries shown at most; the rest are summed up in one line.
+const LEGEND_MAX: usize = 16;
+
+/// One plot per case that carries a trace.
+pub fn plots(e: &ExperimentResult) -> Vec<Plot> {
+    e.cases
+        .iter()
+        .filter_map(|c| {
+            let trace = c.series.iter().find(|s| s.name == "trace")?;
+            let nice: Vec<Option<i64>> = c
+                .params
+                .get("nice")
+                .and_then(|v| v.as_array())
+                .map(|a| a.iter().map(|v| v.as_i64()).collect())
+                .unwrap_or_default();
+            let workers = worker_count(trace)?;
+            let labels: Vec<String> = (0..workers)
+                .map(|w| match nice.get(w).copied().flatten() {
+                    Some(n) => format!("worker {} (nice {n})", w + 1),
+                    None => format!("worker {}", w + 1),
+                })
+                .collect();
+            let svg = progress_svg(&c.id, &c.description, trace, &labels)?;
+            Some(Plot {
+                name: c.id.clone(),
+                svg,
+            })
+        })
+        .collect()
+}
+
+/// A trace's points as (elapsed_ns, worker from 0, chunk from 1), if it has the timeline's
+/// columns.
+fn points(trace: &Series) -> Option<Vec<(f64, usize, f64)>> {
+    let col = |name: &str| trace.columns.iter().position(|c| c == name);
+    let (t, w, c) = (col("elapsed_ns")?, col("worker")?, col("chunk")?);
+    let mut p: Vec<(f64, usize, f64)> = trace
+        .points
+        .iter()
+        .filter_map(|row| {
+            let (time, worker, chunk) = (*row.get(t)?, *row.get(w)?, *row.get(c)?);
+            (worker >= 1.0 && time.is_finite() && chunk.is_finite()).then_some((
+                time,
+                worker as usize - 1,
+                chunk,
+            ))
+        })
+        .collect();
+    p.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    Some(p)
+}
+
+fn worker_count(trace: &Series) -> Option<usize> {
+    points(trace)?.iter().map(|p| p.1 + 1).max()
+}
+
+/// A worker's turn: from the previous chunk end of anyone (or the start) to its own last
+/// consecutive chunk end.
+struct Turn {
+    worker: usize,
+    from: f64,
+    to: f64,
+    chunks_before: f64,
+}
+
+fn turns(p: &[(f64, usize, f64)]) -> Vec<Turn> {
+    let mut out: Vec<Turn> = Vec::new();
+    let mut prev = 0.0;
+    let mut k = 0;
+    while k < p.len() {
+        let w = p[k].1;
+        let mut j = k;
+        while j + 1 < p.len() && p[j + 1].1 == w {
+            j += 1;
+        }
+        out.push(Turn {
+            worker: w,
+            from: prev,
+            to: p[j].0,
+            chunks_before: p[k].2 - 1.0,
+        });
+        prev = p[j].0;
+        k = j + 1;
+    }
+    out
+}
+
+/// The figure: progress against time above, who ran when below; `None` for an empty trace.
+pub fn progress_svg(
+    id: &str,
+    description: &str,
+    trace: &Series,
+    labels: &[String],
+) -> Option<String> {
+    let p = points(trace)?;
+    let workers = p.iter().map(|x| x.1 + 1).max()?;
+    let t_max_ms = p.iter().map(|x| x.0).fold(0.0, f64::max) / 1e6;
+    let chunks_max = p.iter().map(|x| x.2).fold(0.0, f64::max).max(1.0);
+    let (left, right_legend, plot_w, top, plot_h) = (70.0, 190.0, 620.0, 58.0, 300.0);
+    let row_h = (320.0 / workers as f64).clamp(2.0, 14.0);
+    let strip_top = top + plot_h + 50.0;
+    let strip_h = row_h * workers as f64;
+    let width = left + plot_w + right_legend;
+    let height = strip_top + strip_h + 48.0;
+    let x = |ms: f64| {
+        left + if t_max_ms > 0.0 {
+            ms / t_max_ms * plot_w
+        } else {
+            0.0
+        }
+    };
+    let y = |c: f64| top + plot_h - c / chunks_max * plot_h;
+    let colour = |w: usize| COLOURS[w % COLOURS.len()];
+    let mut s = Svg::new(width, height);
+    s.text(
+        left,
+        22.0,
+        15.0,
+        Anchor::Start,
+        0.0,
+        &format!("{id}: progress against time"),
+    );
+    s.text(left, 40.0, 11.0, Anchor::Start, 0.0, description);
+    // Grid and axes.
+    let xt = ticks(t_max_ms, 8);
+    let x_step = xt.get(1).copied().unwrap_or(1.0);
+    for &v in &xt {
+        s.line(x(v), top, x(v), top + plot_h, "#e6e6e6", 1.0);
+        s.line(x(v), strip_top, x(v), strip_top + strip_h, "#e6e6e6", 1.0);
+        s.text(
+            x(v),
+            top + plot_h + 16.0,
+            11.0,
+            Anchor::Middle,
+            0.0,
+            &tick_label(v, x_step),
+        );
+        s.text(
+            x(v),
+            strip_top + strip_h + 16.0,
+            11.0,
+            Anchor::Middle,
+            0.0,
+            &tick_label(v, x_step),
+        );
+    }
+    let yt = ticks(chunks_max, 5);
+    let y_step = yt.get(1).copied().unwrap_or(1.0);
+    for &v in &yt {
+        s.line(left, y(v), left + plot_w, y(v), "#e6e6e6", 1.0);
+        s.text(
+            left - 6.0,
+            y(v) + 4.0,
+            11.0,
+            Anchor::End,
+            0.0,
+            &tick_label(v, y_step),
+        );
+    }
+    s.line(left, top, left, top + plot_h, "#000000", 1.0);
+    s.line(
+        left,
+        top + plot_h,
+        left + plot_w,
+        top + plot_h,
+        "#000000",
+        1.0,
+    );
+    s.text(
+        20.0,
+        top + plot_h / 2.0,
+        12.0,
+        Anchor::Middle,
+        -90.0,
+        "chunks done",
+    );
+    s.text(
+        left + plot_w / 2.0,
+        strip_top + strip_h + 34.0,
+        12.0,
+        Anchor::Middle,
+        0.0,
+        "time since the common start (ms)",
+    );
+    // One line per worker: flat while it waits, rising while it runs.
+    let all = turns(&p);
+    for w in 0..workers {
+        // From the start: a worker that has not run yet waits at 0.
+        let mut pts: Vec<(f64, f64)> = vec![(x(0.0), y(0.0))];
+        for t in all.iter().filter(|t| t.worker == w) {
+            if t.from <= 0.0 {
+                pts.clear();
+            }
+            pts.push((x(t.from / 1e6), y(t.chunks_before)));
+            pts.extend(
+                p.iter()
+                    .filter(|e| e.1 == w && e.0 > t.from && e.0 <= t.to)
+                    .map(|e| (x(e.0 / 1e6), y(e.2))),
+            );
+        }
+        let label = labels
+            .get(w)
+            .cloned()
+            .unwrap_or_else(|| format!("worker {}", w + 1));
+        s.polyline(&pts, colour(w), 1.8, &label);
+    }
+    // Who ran when: each turn as a bar in its worker's row.
+    s.text(
+        left,
+        strip_top - 8.0,
+        12.0,
+        Anchor::Start,
+        0.0,
+        "who ran when (one row per worker)",
+    );
+    for w in 0..workers {
+        let ry = strip_top + w as f64 * row_h;
+        s.rect(left, ry, plot_w, row_h - 1.0, "#f4f4f4", None);
+        if row_h >= 10.0 {
+            s.text(
+                left - 6.0,
+                ry + row_h - 3.0,
+                10.0,
+                Anchor::End,
+                0.0,
+                &format!("w{}", w + 1),
+            );
+        }
+    }
+    for t in &all {
+        let (a, b) = (x(t.from / 1e6), x(t.to / 1e6));
+        let tip = format!(
+            "worker {}: {:.3} to {:.3} ms",
+            t.worker + 1,
+            t.from / 1e6,
+            t.to / 1e6
+        );
+        s.rect(
+            a,
+            strip_top + t.worker as f64 * row_h,
+            b - a,
+            row_h - 1.0,
+            colour(t.worker),
+            Some(&tip),
+        );
+    }
+    s.line(left, strip_top, left, strip_top + strip_h, "#000000", 1.0);
+    // Legend.
+    let lx = left + plot_w + 20.0;
+    for w in 0..workers.min(LEGEND_MAX) {
+        let ly = top + 10.0 + w as f64 * 18.0;
+        s.rect(lx, ly - 9.0, 14.0, 10.0, colour(w), None);
+        let label = labels
+            .get(w)
+            .cloned()
+            .unwrap_or_else(|| format!("worker {}", w + 1));
+        s.text(lx + 20.0, ly, 12.0, Anchor::Start, 0.0, &label);
+    }
+    if workers > LEGEND_MAX {
+        let ly = top + 10.0 + LEGEND_MAX as f64 * 18.0;
+        s.text(
+            lx,
+            ly,
+            12.0,
+            Anchor::Start,
+            0.0,
+            &format!("and {} more", workers - LEGEND_MAX),
+        );
+    }
+    Some(s.finish())
+}

@@ -1,0 +1,394 @@
+//! `oscost timeline` as a user drives it: the trace, the figure and the series files of a tiny
+//! run, bad input, a real-time policy without permission, and the round-robin slice setting
+//! put back after runs that fail. No timing assertions.
+
+mod common;
+use common::is_root;
+
+use oscost_model::ResultDoc;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const RR: &str = "/proc/sys/kernel/sched_rr_timeslice_ms";
+
+/// Held by each test that reads or changes the round-robin slice: one changing it must not
+/// run while another checks that nothing changed it.
+static RR_SETTING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn hold_rr() -> std::sync::MutexGuard<'static, ()> {
+    RR_SETTING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn bin() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("oscost")
+}
+
+fn first_cpu() -> String {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|s| s.split([',', '-']).next()?.trim().parse::<usize>().ok())
+        .unwrap_or(0)
+        .to_string()
+}
+
+/// A marker put in the environment of one oscost run: every process it starts inherits it,
+/// so the processes left of that run (and only of it) can be found afterwards.
+fn marker(name: &str) -> String {
+    format!("OSCOST_TEST_MARK={name}-{}", std::process::id())
+}
+
+/// Processes whose environment holds `mark` (zombies show none: their pid is listed by the
+/// parent's state instead, and a reaped one is gone).
+fn marked(mark: &str) -> Vec<i32> {
+    let needle = mark.as_bytes();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v == needle))
+        })
+        .collect()
+}
+
+/// Waits up to a few seconds for every process of the run marked `mark` to be gone.
+fn assert_nothing_left(mark: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let left = marked(mark);
+        if left.is_empty() {
+            return;
+        }
+        assert!(Instant::now() < deadline, "left running: {left:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn oscost(mark: &str) -> Command {
+    let mut c = Command::new(bin());
+    let (k, v) = mark.split_once('=').unwrap();
+    c.env(k, v);
+    c
+}
+
+fn read_doc(path: &Path) -> ResultDoc {
+    let text = std::fs::read_to_string(path).unwrap();
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn a_tiny_run_keeps_the_whole_trace_and_draws_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let mark = marker("tiny");
+    let out = oscost(&mark)
+        .args(["--quiet", "--cpus", &first_cpu(), "timeline"])
+        .args(["--workers", "1,3", "--chunks", "10", "--chunk-us", "200"])
+        .args(["--rounds", "2", "--json"])
+        .arg(&json)
+        .arg("--svg")
+        .arg(dir.path())
+        .arg("--series")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_nothing_left(&mark);
+    let doc = read_doc(&json);
+    let e = &doc.experiments[0];
+    assert_eq!(e.name, "timeline");
+    for n in [1usize, 3] {
+        let id = format!("timeline.processes.n{n}");
+        let c = e.cases.iter().find(|c| c.id == id).unwrap();
+        assert!(c.checks_passed, "{id}: {:?}", c.checks);
+        let trace = &c.series[0];
+        assert_eq!(trace.name, "trace");
+        assert_eq!(trace.points.len(), n * 10, "{id}");
+        for w in 1..=n {
+            let row: Vec<&Vec<f64>> = trace.points.iter().filter(|p| p[1] == w as f64).collect();
+            assert_eq!(row.len(), 10, "{id} worker {w}");
+            assert!(
+                row.windows(2)
+                    .all(|p| p[0][0] <= p[1][0] && p[1][2] == p[0][2] + 1.0),
+                "{id} worker {w}: {row:?}"
+            );
+        }
+        // The latency case holds every worker of every round.
+        let lat = e
+            .cases
+            .iter()
+            .find(|c| c.id == format!("{id}.latency"))
+            .unwrap();
+        assert_eq!(lat.samples, 2 * n);
+        let svg = std::fs::read_to_string(dir.path().join(format!("{id}.svg"))).unwrap();
+        assert!(svg.starts_with("<?xml") && svg.trim_end().ends_with("</svg>"));
+        assert_eq!(svg.matches("<polyline").count(), n);
+        let csv = std::fs::read_to_string(dir.path().join(format!("{id}.trace.csv"))).unwrap();
+        let mut lines = csv.lines();
+        assert_eq!(lines.next(), Some("elapsed_ns,worker,chunk"));
+        assert_eq!(lines.count(), n * 10);
+    }
+    // Three workers of 2 ms each share less than a slice: their shares are recorded, and not
+    // held against the weights.
+    let n3 = e
+        .cases
+        .iter()
+        .find(|c| c.id == "timeline.processes.n3")
+        .unwrap();
+    assert!(n3.counters.contains_key("share_worker3_pct"));
+    assert!(!n3.checks.iter().any(|k| k.name == "largest_share_miss_pct"));
+    assert!(
+        n3.warnings
+            .iter()
+            .any(|w| w.starts_with("shares not compared with the weights")),
+        "{:?}",
+        n3.warnings
+    );
+}
+
+/// Runs oscost with `args` and `--json FILE`; asserts exit 2, one `oscost:` line containing
+/// `needle`, no result file and no process of the run left.
+fn assert_refused(args: &[&str], needle: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let mark = marker("refused");
+    let before = std::fs::read_to_string(RR).ok();
+    let out = oscost(&mark)
+        .args(["--quiet"])
+        .args(args)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "{args:?}: one line expected: {err}");
+    assert!(lines[0].starts_with("oscost: "), "{err}");
+    assert!(
+        lines[0].contains(needle),
+        "{args:?}: `{needle}` missing from {err}"
+    );
+    assert!(!json.exists(), "{args:?}: a result file was written");
+    assert_nothing_left(&mark);
+    assert_eq!(
+        std::fs::read_to_string(RR).ok(),
+        before,
+        "{args:?} changed {RR}"
+    );
+}
+
+#[test]
+fn bad_input_is_one_line_exit_2_and_changes_nothing() {
+    let _rr = hold_rr();
+    let cases: [(&[&str], &str); 8] = [
+        (
+            &["timeline", "--workers", "0"],
+            "`0` is not a number of workers",
+        ),
+        (
+            &["timeline", "--chunks", "0"],
+            "`0` is not a number of chunks",
+        ),
+        (
+            &["timeline", "--workers", "2", "--worker-nice", "0,20"],
+            "`20` is not a nice value from -20 to 19",
+        ),
+        (
+            &["timeline", "--workers", "2", "--worker-nice", "0,5,7"],
+            "--worker-nice gives 3 values for 2 workers",
+        ),
+        (
+            &["timeline", "--worker-nice", "0,5", "--workers", "1,2"],
+            "--worker-nice needs a single --workers value",
+        ),
+        (&["--cpus", "99999", "timeline"], "--cpus"),
+        (
+            &["timeline", "--rr-slice-ms", "20"],
+            "--rr-slice-ms sets the round-robin slice, which only --policy rr uses",
+        ),
+        (&["timeline", "--policy", "deadline"], "--policy"),
+    ];
+    for (args, needle) in cases {
+        assert_refused(args, needle);
+    }
+}
+
+#[test]
+fn a_real_time_policy_without_permission_is_refused_and_nothing_is_left() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    // Writable for `nobody` too.
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let json = dir.path().join("r.json");
+    let mark = marker("fifo");
+    let mut cmd = if is_root() {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]);
+        c.arg(bin());
+        c
+    } else {
+        Command::new(bin())
+    };
+    let (k, v) = mark.split_once('=').unwrap();
+    let out = cmd
+        .env(k, v)
+        .env("TMPDIR", dir.path())
+        .args(["--quiet", "timeline", "--workers", "2", "--policy", "fifo"])
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .expect("setpriv (util-linux) must be installed");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("setpriv:"), "could not drop privilege: {err}");
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].starts_with("oscost: ")
+            && lines[0].contains("--policy fifo: the kernel refused SCHED_FIFO for worker 1")
+            && lines[0].contains("use --policy other, batch or idle"),
+        "{err}"
+    );
+    assert!(!json.exists());
+    assert_nothing_left(&mark);
+}
+
+/// Puts the round-robin slice back when dropped, whatever the test did.
+struct KeepRr(String);
+
+impl Drop for KeepRr {
+    fn drop(&mut self) {
+        let _ = std::fs::write(RR, &self.0);
+    }
+}
+
+fn rr_now() -> String {
+    std::fs::read_to_string(RR).unwrap().trim().to_owned()
+}
+
+/// Starts a long round-robin run that sets the slice to 37 ms and waits until it has; returns
+/// the running oscost.
+fn start_rr_run(mark: &str) -> std::process::Child {
+    let (k, v) = mark.split_once('=').unwrap();
+    let original = rr_now();
+    let child = Command::new(bin())
+        .env(k, v)
+        // No --cpus: the workers take the first CPU, and the measuring process stays free to
+        // run beside them while they hold it at real-time priority.
+        .args(["--quiet", "timeline", "--policy", "rr"])
+        .args(["--rr-slice-ms", "37", "--workers", "2", "--chunks", "20000"])
+        .args(["--chunk-us", "100", "--rounds", "1"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while rr_now() == original {
+        assert!(Instant::now() < deadline, "the slice was never set");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    child
+}
+
+/// Processes whose parent is `parent`.
+fn children_of(parent: i32) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| {
+                    let rest = &s[s.rfind(')')? + 2..];
+                    rest.split_whitespace().nth(1)?.parse::<i32>().ok()
+                })
+                == Some(parent)
+        })
+        .collect()
+}
+
+fn kill(sig: &str, pid: i32) {
+    let ok = Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill {sig} {pid}");
+}
+
+/// The run fails three ways with the slice changed: a worker killed (the measuring process
+/// puts it back), the measuring process killed (the coordinator does), and a SIGTERM to oscost
+/// (an orderly stop). Each time the setting is as before, and nothing of the run is left.
+#[test]
+fn the_rr_slice_is_put_back_after_a_failing_run() {
+    if !is_root() {
+        eprintln!("skipped: changing {RR} needs root");
+        return;
+    }
+    let _rr = hold_rr();
+    let original = rr_now();
+    let _keep = KeepRr(original.clone());
+
+    // A worker dies mid-run.
+    let mark = marker("rr-worker");
+    let child = start_rr_run(&mark);
+    let oscost_pid = child.id() as i32;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let worker = loop {
+        let w: Vec<i32> = children_of(oscost_pid)
+            .into_iter()
+            .flat_map(children_of)
+            .collect();
+        if let Some(&w) = w.first() {
+            break w;
+        }
+        assert!(Instant::now() < deadline, "no worker appeared");
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    kill("-KILL", worker);
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("worker process {worker} was killed by signal 9")),
+        "{err}"
+    );
+    assert_eq!(rr_now(), original, "{err}");
+    assert_nothing_left(&mark);
+
+    // The measuring process dies: the coordinator puts the slice back.
+    let mark = marker("rr-measuring");
+    let child = start_rr_run(&mark);
+    let measuring = children_of(child.id() as i32);
+    assert_eq!(measuring.len(), 1, "{measuring:?}");
+    kill("-KILL", measuring[0]);
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("oscost: put {RR} back to {original}")),
+        "{err}"
+    );
+    assert_eq!(rr_now(), original, "{err}");
+    assert_nothing_left(&mark);
+
+    // SIGTERM to oscost: interrupted, the slice put back on the way out.
+    let mark = marker("rr-term");
+    let child = start_rr_run(&mark);
+    kill("-TERM", child.id() as i32);
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert_eq!(rr_now(), original, "{err}");
+    assert_nothing_left(&mark);
+}
