@@ -236,3 +236,47 @@ fn help_names_the_forms_sets_and_yield() {
         assert!(help.contains(word), "{word}: {help}");
     }
 }
+
+/// SIGTERM to oscost while 16 worker processes share the work: exit 130, and neither the
+/// measuring process nor any worker is left, not even as a zombie.
+#[test]
+fn sigterm_mid_split_interrupts_and_leaves_no_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().to_string_lossy().into_owned();
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("oscost"))
+        .args([
+            "--quiet",
+            "split",
+            "--form",
+            "processes",
+            "--tasks",
+            "16",
+            "--sets",
+            "one",
+            "--work",
+            "2s",
+            "--repeats",
+            "1",
+        ])
+        .env("TMPDIR", dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // oscost, the measuring process and the 16 workers (after the 2 s baseline).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while processes_with(&marker).len() < 18 {
+        assert!(Instant::now() < deadline, "the workers never appeared");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let kill = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    assert_nothing_left(&marker);
+}
