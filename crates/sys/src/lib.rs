@@ -14,8 +14,10 @@ pub mod ipc;
 pub mod lifetime;
 pub mod pmqos;
 pub mod shm;
+pub mod spin;
 pub mod sysinfo;
 pub mod task;
+pub mod timer;
 pub mod token;
 pub mod usage;
 

@@ -14,10 +14,12 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 pub mod example;
+pub mod noise;
 pub mod primitives;
 pub mod ring;
 pub mod switch;
 pub mod syscall;
+pub mod tick;
 
 /// Each value once, in the order first given: a repeated value would produce two cases with
 /// one id.
@@ -224,6 +226,8 @@ registry! {
     Primitives => primitives::Options,
     Switch => switch::Options,
     Ring => ring::Options,
+    Tick => tick::Options,
+    Noise => noise::Options,
     Example => example::Options,
     ExampleMore => example::More,
     ExampleFails => example::Failing,

@@ -7,6 +7,9 @@
 
 use oscost_model::ExperimentResult;
 
+mod noise;
+mod tick;
+
 /// One extra table: a title, a header, rows of already formatted cells, and lines of notes
 /// printed under it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -23,7 +26,11 @@ pub struct View {
 
 /// Each experiment's view function, one line per experiment that has views.
 type ViewFn = fn(&ExperimentResult) -> Vec<View>;
-const VIEWS: &[(&str, ViewFn)] = &[];
+#[rustfmt::skip] // one line per experiment
+const VIEWS: &[(&str, ViewFn)] = &[
+    ("tick", tick::views),
+    ("noise", noise::views),
+];
 
 /// The views of experiment `e`, in display order; none for most experiments.
 pub fn views(e: &ExperimentResult) -> Vec<View> {
