@@ -20,7 +20,9 @@
 #![warn(missing_docs)]
 
 mod bootstrap;
+pub mod fit;
 mod outliers;
+pub mod periodic;
 mod summary;
 
 pub use bootstrap::{bootstrap_median_ci, combine_medians, Combination};

@@ -14,12 +14,14 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 pub mod example;
+pub mod noise;
 pub mod primitives;
 pub mod ring;
 pub mod spawn;
 pub mod split;
 pub mod switch;
 pub mod syscall;
+pub mod tick;
 pub mod timeline;
 
 /// Each value once, in the order first given: a repeated value would produce two cases with
@@ -260,6 +262,8 @@ registry! {
     Split => split::Options,
     Spawn => spawn::Options,
     Timeline => timeline::Options,
+    Tick => tick::Options,
+    Noise => noise::Options,
     Example => example::Options,
     ExampleMore => example::More,
     ExampleFails => example::Failing,

@@ -7,8 +7,10 @@
 
 use oscost_model::ExperimentResult;
 
+pub mod noise;
 pub mod spawn;
 pub mod split;
+pub mod tick;
 pub mod timeline;
 
 /// One extra table: a title, a header, rows of already formatted cells, and lines of notes
@@ -31,6 +33,8 @@ const VIEWS: &[(&str, ViewFn)] = &[
     ("split", split::views),
     ("spawn", spawn::views),
     ("timeline", timeline::views),
+    ("tick", tick::views),
+    ("noise", noise::views),
 ];
 
 /// The views of experiment `e`, in display order; none for most experiments.

@@ -1,0 +1,779 @@
+//! `noise`: what interrupts a busy CPU, how often and for how long (the fixed-time-quantum and
+//! "selfish detour" approach of the OS-noise benchmarks: Sottile and Minnich, "Analysis of
+//! microbenchmarks for performance tuning of clusters", 2004; Beckman et al., "The influence of
+//! operating systems on the performance of collective operations at extreme scale", 2006;
+//! Linux's osnoise tracer).
+//!
+//! One thread per selected CPU, pinned, reads the counter in a tight loop and stores every gap
+//! between two readings above a threshold into memory prepared beforehand. Per CPU the gaps
+//! give the interruption rate, their lengths, the share of the CPU lost, a histogram, the
+//! dominant period (the kernel's tick shows up as one) and a timeline; the local timer
+//! interrupts the kernel counted over the run (`/proc/interrupts`) and the steal time are read
+//! beside them, and the rate of the periodic gaps is checked against the local timer's.
+
+use crate::context::{Cancelled, Context};
+use crate::cpuset::{self, AffinityRestore};
+use crate::env::parse::{hz_from_tick_ns, parse_proc_stat};
+use anyhow::Context as _;
+use oscost_model::case::{Case, Check, ExperimentOutput, Samples, Series};
+use oscost_stats::periodic::{dominant_period, log2_histogram, PeriodSearch, Periodic};
+use oscost_sys::clock::Clock;
+use oscost_sys::spin::{gap_buffer, record_gaps, Gap, Spin};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicBool;
+
+/// Subcommand name and id prefix.
+pub const NAME: &str = "noise";
+
+const DEFAULT_DURATION_NS: u64 = 5_000_000_000;
+const QUICK_DURATION_NS: u64 = 1_000_000_000;
+const DEFAULT_MAX_GAPS: usize = 1_000_000;
+/// More gaps than this per CPU would only make a typo eat the memory (16 bytes each).
+const MAX_MAX_GAPS: usize = 100_000_000;
+/// Gap lengths handed up as a case's samples at most (evenly spread over all of them): the
+/// bootstrap interval of the median costs time in proportion; every figure in the counters
+/// comes from all stored gaps.
+const MAX_SAMPLES: usize = 20_000;
+/// Points of the timeline series at most (the first gaps of the run).
+const MAX_TIMELINE: usize = 20_000;
+/// Gaps the period search looks at at most (the first of the run).
+const PERIOD_EVENTS: usize = 20_000;
+/// Periods looked for: 10 µs to 100 ms (the tick is 1 to 10 ms), in ns.
+const SEARCH: PeriodSearch = PeriodSearch {
+    min: 10_000.0,
+    max: 100_000_000.0,
+    neighbours: 64,
+};
+/// How long the loop's own iteration is timed before the run.
+const CALIBRATION_NS: u64 = 20_000_000;
+/// The default threshold: this many loop iterations, and at least `MIN_THRESHOLD_NS`.
+const THRESHOLD_ITERATIONS: f64 = 10.0;
+const MIN_THRESHOLD_NS: f64 = 1_000.0;
+/// The periodic gaps' rate must be within this of the local timer's.
+const RATE_TOLERANCE: f64 = 0.10;
+
+/// Options of `oscost noise`.
+#[derive(Debug, Clone, clap::Args, serde::Serialize, serde::Deserialize)]
+pub struct Options {
+    /// How long each CPU spins, e.g. `5s`, `500ms` [default: 5s, or 1s with --quick]
+    #[arg(long = "duration", value_name = "TIME", value_parser = super::tick::parse_duration)]
+    pub duration_ns: Option<u64>,
+
+    /// Record gaps longer than this between two counter readings [default: 10 iterations of
+    /// the loop, at least 1000 ns]
+    #[arg(long, value_name = "NS", value_parser = parse_threshold)]
+    pub threshold_ns: Option<u64>,
+
+    /// Gaps stored per CPU at most, in memory prepared before the run (16 bytes each); more
+    /// are counted but not stored
+    #[arg(long, default_value_t = DEFAULT_MAX_GAPS, value_name = "N", value_parser = parse_max_gaps)]
+    pub max_gaps: usize,
+}
+
+fn parse_threshold(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(n) if (1..=1_000_000_000).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "`{s}` is not a threshold in ns from 1 to 1000000000"
+        )),
+    }
+}
+
+fn parse_max_gaps(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if (1..=MAX_MAX_GAPS).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "`{s}` is not a number of gaps from 1 to {MAX_MAX_GAPS}"
+        )),
+    }
+}
+
+impl super::Experiment for Options {
+    const NAME: &'static str = NAME;
+    const SUMMARY: &'static str =
+        "What interrupts a busy CPU, how often and for how long, beside the kernel's counts";
+    const ABOUT: &'static str =
+        "What interrupts a busy CPU, how often and for how long, beside the kernel's counts.
+
+One thread per CPU of the set (--cpus), pinned, reads the cycle counter in a tight loop for \
+--duration and stores every gap between two readings longer than a threshold (by default ten \
+iterations of the loop, at least 1 µs) into memory prepared beforehand. Per CPU: \
+interruptions per second, their length (median, p99, max), the share of the CPU lost, a \
+histogram, the dominant period (the kernel's tick shows up as one) and its gaps' median length \
+(what one tick costs a running program), and a timeline. Beside them: the local timer \
+interrupts the kernel counted over the run (/proc/interrupts) and the steal time \
+(/proc/stat); the periodic gaps' rate is checked against the local timer's.";
+    const IN_DEFAULT_SUITE: bool = true;
+    const SUITE_ARGS: &'static [&'static str] = &["--duration", "1s"];
+
+    fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
+        run(self, ctx)
+    }
+}
+
+/// The machine's counter, as the measuring process was told it: the scripted clock of the
+/// test fixtures never moves, and a loop waiting on it would never end.
+pub(crate) fn real_clock(ctx: &Context, what: &str) -> anyhow::Result<Clock> {
+    if ctx.clock.scripted().is_some() {
+        anyhow::bail!("{what} needs the machine's counter and cannot run on the scripted clock");
+    }
+    Ok(Clock::from_info(ctx.clock.info()))
+}
+
+fn ticks(clock: &Clock, ns: f64) -> u64 {
+    clock.ns_to_ticks(ns).round() as u64
+}
+
+/// Ticks one iteration of the loop takes on the calling thread's CPU: a spin of 20 ms that
+/// stores nothing, its length over its iterations.
+pub(crate) fn iteration_ticks(clock: &Clock, cancel: &AtomicBool) -> Result<f64, Cancelled> {
+    let until = clock.now() + ticks(clock, CALIBRATION_NS as f64);
+    let spin = record_gaps(|| clock.now(), until, u64::MAX, &mut [], cancel);
+    if spin.stopped {
+        return Err(Cancelled);
+    }
+    Ok(spin.end.wrapping_sub(spin.start) as f64 / spin.iterations.max(1) as f64)
+}
+
+/// One CPU's spin: what the loop saw, and the gaps it stored.
+struct CpuSpin {
+    cpu: usize,
+    spin: Spin,
+    gaps: Vec<Gap>,
+}
+
+/// Spins on every CPU of `cpus` at once, one pinned thread each, until the counter reaches
+/// `until`. The calling thread waits in `join` meanwhile, asleep, so it interrupts nobody.
+fn spin_all(
+    clock: &Clock,
+    cpus: &[usize],
+    until: u64,
+    threshold: u64,
+    capacity: usize,
+    cancel: &AtomicBool,
+) -> anyhow::Result<Vec<CpuSpin>> {
+    // Every buffer is written before any thread starts, so no spin takes a page fault on it.
+    let mut bufs: Vec<Vec<Gap>> = cpus.iter().map(|_| gap_buffer(capacity)).collect();
+    let results: Vec<anyhow::Result<Spin>> = std::thread::scope(|s| {
+        let mut handles = Vec::with_capacity(cpus.len());
+        for (&cpu, buf) in cpus.iter().zip(bufs.iter_mut()) {
+            let spawned = std::thread::Builder::new()
+                .name("oscost-noise".into())
+                .stack_size(64 * 1024)
+                .spawn_scoped(s, move || -> anyhow::Result<Spin> {
+                    oscost_sys::set_affinity(&[cpu])
+                        .with_context(|| format!("pinning the spinning thread to CPU {cpu}"))?;
+                    Ok(record_gaps(|| clock.now(), until, threshold, buf, cancel))
+                });
+            match spawned {
+                Ok(h) => {
+                    oscost_sys::count_started_tasks(1);
+                    handles.push(Ok(h));
+                }
+                Err(e) => handles.push(Err(e)),
+            }
+        }
+        handles
+            .into_iter()
+            .map(|h| match h {
+                Ok(h) => h
+                    .join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a spinning thread panicked"))),
+                Err(e) => Err(anyhow::Error::new(e).context("starting a spinning thread")),
+            })
+            .collect()
+    });
+    let mut out = Vec::with_capacity(cpus.len());
+    for ((&cpu, mut gaps), spin) in cpus.iter().zip(bufs).zip(results) {
+        let spin = spin?;
+        gaps.truncate(spin.stored);
+        out.push(CpuSpin { cpu, spin, gaps });
+    }
+    if out.iter().any(|c| c.spin.stopped) {
+        return Err(Cancelled.into());
+    }
+    Ok(out)
+}
+
+/// The figures of one CPU's spin.
+struct CpuNoise {
+    cpu: usize,
+    span_ns: f64,
+    iterations: u64,
+    gaps_seen: u64,
+    /// Start of each stored gap, ns from the start of the spin.
+    starts_ns: Vec<f64>,
+    /// Each stored interruption: its gap less one loop iteration, ns and ticks.
+    lens_ns: Vec<f64>,
+    lens_ticks: Vec<f64>,
+    /// The periodic component among the first [`PERIOD_EVENTS`] gaps, and the span they cover.
+    periodic: Option<Periodic>,
+    period_span_ns: f64,
+}
+
+impl CpuNoise {
+    fn span_s(&self) -> f64 {
+        self.span_ns / 1e9
+    }
+
+    fn gaps_per_s(&self) -> f64 {
+        self.gaps_seen as f64 / self.span_s()
+    }
+
+    /// Lengths of the periodic gaps, ns and ticks.
+    fn periodic_lens(&self) -> (Vec<f64>, Vec<f64>) {
+        match &self.periodic {
+            Some(p) => p
+                .members
+                .iter()
+                .map(|&i| (self.lens_ns[i], self.lens_ticks[i]))
+                .unzip(),
+            None => (Vec::new(), Vec::new()),
+        }
+    }
+
+    /// Periodic gaps per second over the span the period search looked at.
+    fn periodic_per_s(&self) -> f64 {
+        match &self.periodic {
+            Some(p) if self.period_span_ns > 0.0 => {
+                p.members.len() as f64 / (self.period_span_ns / 1e9)
+            }
+            _ => 0.0,
+        }
+    }
+}
+
+fn analyse(clock: &Clock, s: &CpuSpin, iteration: f64) -> CpuNoise {
+    let start = s.spin.start;
+    let starts_ns: Vec<f64> = s
+        .gaps
+        .iter()
+        .map(|g| clock.ticks_to_ns(g.at.wrapping_sub(start) as f64))
+        .collect();
+    let lens_ticks: Vec<f64> = s
+        .gaps
+        .iter()
+        .map(|g| (g.len as f64 - iteration).max(0.0))
+        .collect();
+    let lens_ns = lens_ticks.iter().map(|&t| clock.ticks_to_ns(t)).collect();
+    let span_ns = clock.ticks_to_ns(s.spin.end.wrapping_sub(start) as f64);
+    let looked = starts_ns.len().min(PERIOD_EVENTS);
+    let periodic = dominant_period(&starts_ns[..looked], SEARCH);
+    let period_span_ns = if looked < starts_ns.len() {
+        starts_ns[looked]
+    } else {
+        span_ns
+    };
+    CpuNoise {
+        cpu: s.cpu,
+        span_ns,
+        iterations: s.spin.iterations,
+        gaps_seen: s.spin.gaps(),
+        starts_ns,
+        lens_ns,
+        lens_ticks,
+        periodic,
+        period_span_ns,
+    }
+}
+
+/// The kernel's own tick as a spinning loop on the calling thread's CPU sees it: what `tick`
+/// sets beside its cost per event.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct NaturalTick {
+    /// The dominant period of the loop's interruptions, ns.
+    pub period_ns: f64,
+    /// Median length of the periodic interruptions, ns and ticks.
+    pub median_ns: f64,
+    pub median_ticks: f64,
+    /// Periodic interruptions seen.
+    pub count: usize,
+    /// How long the loop spun, ns.
+    pub span_ns: f64,
+}
+
+/// Spins `duration_ns` on the calling thread (which the caller has pinned) and returns the
+/// periodic interruption it found, if one.
+pub(crate) fn natural_tick(
+    clock: &Clock,
+    cpu: usize,
+    duration_ns: u64,
+    cancel: &AtomicBool,
+) -> Result<Option<NaturalTick>, Cancelled> {
+    let iteration = iteration_ticks(clock, cancel)?;
+    let threshold = default_threshold(clock, iteration);
+    let mut buf = gap_buffer(100_000);
+    let until = clock.now() + ticks(clock, duration_ns as f64);
+    let spin = record_gaps(|| clock.now(), until, threshold, &mut buf, cancel);
+    if spin.stopped {
+        return Err(Cancelled);
+    }
+    buf.truncate(spin.stored);
+    let n = analyse(
+        clock,
+        &CpuSpin {
+            cpu,
+            spin,
+            gaps: buf,
+        },
+        iteration,
+    );
+    let (ns, ts) = n.periodic_lens();
+    Ok(n.periodic.as_ref().map(|p| NaturalTick {
+        period_ns: p.period,
+        median_ns: oscost_stats::median(&ns),
+        median_ticks: oscost_stats::median(&ts),
+        count: ns.len(),
+        span_ns: n.span_ns,
+    }))
+}
+
+fn default_threshold(clock: &Clock, iteration_ticks: f64) -> u64 {
+    let floor = clock.ns_to_ticks(MIN_THRESHOLD_NS);
+    (THRESHOLD_ITERATIONS * iteration_ticks).max(floor).round() as u64
+}
+
+/// Interrupt counts per CPU from `/proc/interrupts`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Interrupts {
+    /// `LOC`, the local timer interrupts, by CPU.
+    pub local_timer: BTreeMap<usize, u64>,
+    /// Every line with a count per CPU, summed, by CPU.
+    pub all: BTreeMap<usize, u64>,
+}
+
+/// Parses `/proc/interrupts`: a header of `CPUn` columns, then one line per source with a
+/// count per column (lines with fewer counts, such as `ERR`, are not per CPU and are skipped).
+pub(crate) fn parse_interrupts(text: &str) -> Option<Interrupts> {
+    let mut lines = text.lines();
+    let cpus: Vec<usize> = lines
+        .next()?
+        .split_whitespace()
+        .map(|c| c.strip_prefix("CPU").and_then(|n| n.parse().ok()))
+        .collect::<Option<_>>()?;
+    if cpus.is_empty() {
+        return None;
+    }
+    let mut out = Interrupts::default();
+    for line in lines {
+        let Some((name, rest)) = line.split_once(':') else {
+            continue;
+        };
+        let counts: Vec<u64> = rest
+            .split_whitespace()
+            .take(cpus.len())
+            .map_while(|v| v.parse().ok())
+            .collect();
+        if counts.len() != cpus.len() {
+            continue;
+        }
+        for (&cpu, &n) in cpus.iter().zip(&counts) {
+            *out.all.entry(cpu).or_insert(0) += n;
+            if name.trim() == "LOC" {
+                out.local_timer.insert(cpu, n);
+            }
+        }
+    }
+    Some(out)
+}
+
+fn read_interrupts() -> Option<Interrupts> {
+    parse_interrupts(&std::fs::read_to_string("/proc/interrupts").ok()?)
+}
+
+fn read_steal() -> Option<BTreeMap<usize, u64>> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    Some(parse_proc_stat(&text).steal_ticks)
+}
+
+fn delta(before: &BTreeMap<usize, u64>, after: &BTreeMap<usize, u64>, cpu: usize) -> Option<u64> {
+    Some(after.get(&cpu)?.saturating_sub(*before.get(&cpu)?))
+}
+
+/// HZ and the length of one tick, from `clock_getres(CLOCK_MONOTONIC_COARSE)`.
+pub(crate) fn kernel_hz() -> Option<(u32, u64)> {
+    let ns = oscost_sys::sysinfo::coarse_clock_resolution_ns()?;
+    hz_from_tick_ns(ns).map(|hz| (hz, ns))
+}
+
+/// Steal time per CPU before and after the run, in USER_HZ ticks.
+struct Steal {
+    before: BTreeMap<usize, u64>,
+    after: BTreeMap<usize, u64>,
+    user_hz: u64,
+}
+
+/// What the kernel counted on each CPU over the run, beside the loop's own figures.
+struct Kernel {
+    /// Local timer and all interrupts, and how long the window between the two readings was.
+    interrupts: Option<(Interrupts, Interrupts, f64)>,
+    steal: Option<Steal>,
+}
+
+fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
+    let clock = real_clock(ctx, NAME)?;
+    let cpus = ctx.cpus.clone();
+    if cpus.is_empty() {
+        anyhow::bail!("--cpus: the CPU set is empty");
+    }
+    let duration_ns = opts.duration_ns.unwrap_or(if ctx.quick {
+        QUICK_DURATION_NS
+    } else {
+        DEFAULT_DURATION_NS
+    });
+    ctx.progress.start(2, NAME);
+    ctx.progress.message("timing the loop's own iteration");
+    let iteration = {
+        let _pin = AffinityRestore::pin(&cpus[..1])?;
+        iteration_ticks(&clock, ctx.cancel)?
+    };
+    ctx.progress.inc(1);
+    let (threshold, threshold_source) = match opts.threshold_ns {
+        Some(ns) => (ticks(&clock, ns as f64).max(1), "--threshold-ns"),
+        None => (
+            default_threshold(&clock, iteration),
+            "10 loop iterations, at least 1000 ns",
+        ),
+    };
+    ctx.progress.message(&format!(
+        "spinning on CPU {} for {:.1} s",
+        cpuset::format(&cpus),
+        duration_ns as f64 / 1e9
+    ));
+    let irq_before = read_interrupts();
+    let steal_before = read_steal();
+    let t_before = clock.now();
+    let until = clock.now() + ticks(&clock, duration_ns as f64);
+    let spins = spin_all(&clock, &cpus, until, threshold, opts.max_gaps, ctx.cancel)?;
+    let t_after = clock.now();
+    let kernel = Kernel {
+        interrupts: irq_before.zip(read_interrupts()).map(|(a, b)| {
+            let window = clock.ticks_to_ns(t_after.wrapping_sub(t_before) as f64) / 1e9;
+            (a, b, window)
+        }),
+        steal: steal_before
+            .zip(read_steal())
+            .zip(oscost_sys::sysinfo::user_hz())
+            .map(|((before, after), user_hz)| Steal {
+                before,
+                after,
+                user_hz,
+            }),
+    };
+    ctx.progress.inc(1);
+    let mut out = ExperimentOutput::default();
+    let threshold_ns = clock.ticks_to_ns(threshold as f64);
+    out.params
+        .insert("duration_s".into(), json!(duration_ns as f64 / 1e9));
+    out.params
+        .insert("threshold_ns".into(), json!(threshold_ns));
+    out.params
+        .insert("threshold_source".into(), json!(threshold_source));
+    out.params
+        .insert("iteration_ns".into(), json!(clock.ticks_to_ns(iteration)));
+    out.params
+        .insert("max_gaps_per_cpu".into(), json!(opts.max_gaps as u64));
+    if let Some((hz, tick_ns)) = kernel_hz() {
+        out.params.insert("kernel_hz".into(), json!(hz));
+        out.params.insert("kernel_tick_ns".into(), json!(tick_ns));
+    }
+    if kernel.interrupts.is_none() {
+        out.warnings.push(
+            "/proc/interrupts could not be read: no local timer count to check the periodic \
+             gaps against"
+                .into(),
+        );
+    }
+    for s in &spins {
+        let n = analyse(&clock, s, iteration);
+        if n.lens_ns.is_empty() {
+            out.warnings.push(format!(
+                "{NAME}.cpu{}: no gap above {} in {:.2} s of spinning: nothing to summarise",
+                n.cpu,
+                fmt_ns(threshold_ns),
+                n.span_s()
+            ));
+            continue;
+        }
+        out.cases
+            .push(cpu_case(&n, &clock, iteration, threshold_ns, &kernel));
+    }
+    ctx.progress.finish();
+    Ok(out)
+}
+
+fn fmt_ns(ns: f64) -> String {
+    if ns >= 1e6 {
+        format!("{:.2} ms", ns / 1e6)
+    } else if ns >= 1e3 {
+        format!("{:.1} µs", ns / 1e3)
+    } else {
+        format!("{ns:.0} ns")
+    }
+}
+
+/// At most `max` values, evenly spread over `v` (all of them when there are few enough).
+fn spread<T: Copy>(v: &[T], max: usize) -> Vec<T> {
+    if v.len() <= max {
+        return v.to_vec();
+    }
+    (0..max).map(|i| v[i * v.len() / max]).collect()
+}
+
+fn cpu_case(n: &CpuNoise, clock: &Clock, iteration: f64, threshold_ns: f64, k: &Kernel) -> Case {
+    let cpu = n.cpu;
+    let samples = Samples {
+        per_op_ns: spread(&n.lens_ns, MAX_SAMPLES),
+        per_op_ticks: spread(&n.lens_ticks, MAX_SAMPLES),
+        iterations_per_sample: 1,
+        loop_overhead_ns: clock.ticks_to_ns(iteration),
+    };
+    let mut case = Case::new(
+        format!("{NAME}.cpu{cpu}"),
+        format!(
+            "a loop spinning on CPU {cpu} for {:.2} s: each gap above {} between two counter \
+             readings, less one loop iteration",
+            n.span_s(),
+            fmt_ns(threshold_ns)
+        ),
+        "interruption",
+        samples,
+    )
+    .param("cpu", cpu as u64)
+    .param("threshold_ns", threshold_ns);
+    let mut sorted = n.lens_ns.clone();
+    sorted.sort_by(f64::total_cmp);
+    let lost: f64 = n.lens_ns.iter().sum();
+    let c = &mut case.counters;
+    c.insert("gaps".into(), n.gaps_seen as f64);
+    c.insert("gaps_stored".into(), n.lens_ns.len() as f64);
+    c.insert("gaps_per_s".into(), n.gaps_per_s());
+    c.insert("span_s".into(), n.span_s());
+    c.insert("iterations".into(), n.iterations as f64);
+    c.insert(
+        "length_median_ns".into(),
+        oscost_stats::percentile(&sorted, 50.0),
+    );
+    c.insert(
+        "length_p99_ns".into(),
+        oscost_stats::percentile(&sorted, 99.0),
+    );
+    c.insert("length_max_ns".into(), *sorted.last().unwrap_or(&0.0));
+    c.insert("cpu_lost_pct".into(), lost / n.span_ns * 100.0);
+    let (pl_ns, pl_ticks) = n.periodic_lens();
+    if let Some(p) = &n.periodic {
+        c.insert("period_ns".into(), p.period);
+        c.insert("periodic_gaps".into(), p.members.len() as f64);
+        c.insert("periodic_per_s".into(), n.periodic_per_s());
+        c.insert("periodic_median_ns".into(), oscost_stats::median(&pl_ns));
+        c.insert(
+            "periodic_median_cycles".into(),
+            oscost_stats::median(&pl_ticks),
+        );
+    }
+    if n.gaps_seen > n.lens_ns.len() as u64 {
+        case.warnings.push(format!(
+            "the gap buffer filled up: {} gaps stored of {} seen (--max-gaps); lengths, the \
+             share of the CPU lost and the period come from the stored ones only",
+            n.lens_ns.len(),
+            n.gaps_seen
+        ));
+    }
+    if n.lens_ns.len() > MAX_TIMELINE {
+        case.warnings.push(format!(
+            "the timeline series holds the first {MAX_TIMELINE} gaps of {}",
+            n.lens_ns.len()
+        ));
+    }
+    if n.lens_ns.len() > MAX_SAMPLES {
+        case.warnings.push(format!(
+            "the samples are {MAX_SAMPLES} gaps spread evenly over all {} (the counters use \
+             every one)",
+            n.lens_ns.len()
+        ));
+    }
+    if let Some((before, after, window)) = &k.interrupts {
+        if let Some(loc) = delta(&before.local_timer, &after.local_timer, cpu) {
+            let loc_per_s = loc as f64 / window;
+            case.counters
+                .insert("local_timer_interrupts".into(), loc as f64);
+            case.counters.insert("local_timer_per_s".into(), loc_per_s);
+            let periodic = n.periodic_per_s();
+            // A tick that falls inside a longer interruption (the loop preempted by another
+            // task) makes no gap of its own: only the share of the run the loop ran can show
+            // ticks.
+            let running = (1.0 - lost / n.span_ns).clamp(0.0, 1.0);
+            let expected = loc_per_s * running;
+            let found = match &n.periodic {
+                Some(p) => format!(
+                    "{} gaps at one phase of the periodic component (every {}) in {:.2} s",
+                    p.members.len(),
+                    fmt_ns(p.period),
+                    n.period_span_ns / 1e9
+                ),
+                None => "no periodic component was found among the gaps".into(),
+            };
+            case.checks.push(Check::near(
+                "periodic_gaps_vs_local_timer_per_s",
+                expected,
+                periodic,
+                RATE_TOLERANCE * expected,
+                &format!(
+                    "local timer interrupts on CPU {cpu} (LOC in /proc/interrupts: {loc} in \
+                     {window:.2} s) while the loop ran ({:.1} % of the time: a tick inside a \
+                     longer interruption makes no gap of its own), against {found}; within \
+                     ±10 %",
+                    running * 100.0
+                ),
+            ));
+        }
+        if let Some(all) = delta(&before.all, &after.all, cpu) {
+            case.counters.insert("interrupts_all".into(), all as f64);
+            case.counters
+                .insert("interrupts_all_per_s".into(), all as f64 / window);
+        }
+    }
+    if let Some(s) = &k.steal {
+        if let Some(steal) = delta(&s.before, &s.after, cpu) {
+            let ms = steal as f64 * 1000.0 / s.user_hz as f64;
+            case.counters.insert("steal_ms".into(), ms);
+            case.counters
+                .insert("steal_pct".into(), ms / 1e3 / n.span_s() * 100.0);
+        }
+    }
+    case.series.push(Series {
+        name: "histogram".into(),
+        columns: vec!["from_ns".into(), "to_ns".into(), "count".into()],
+        points: log2_histogram(&n.lens_ns)
+            .into_iter()
+            .map(|b| vec![b.from, b.to, b.count as f64])
+            .collect(),
+    });
+    case.series.push(Series {
+        name: "timeline".into(),
+        columns: vec!["at_ms".into(), "length_ns".into(), "periodic".into()],
+        points: (0..n.lens_ns.len().min(MAX_TIMELINE))
+            .map(|i| {
+                let periodic = n.periodic.as_ref().is_some_and(|p| p.is_member(i));
+                vec![
+                    n.starts_ns[i] / 1e6,
+                    n.lens_ns[i],
+                    f64::from(u8::from(periodic)),
+                ]
+            })
+            .collect(),
+    });
+    case
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::testing;
+    use crate::sampler::SamplerConfig;
+
+    const INTERRUPTS: &str = "           CPU0       CPU1       \n\
+         24:          1          0  IO-APIC   5-edge      ACPI:Ged\n\
+         36:          0     372382 PCI-MSIX-0000:00:02.0   1-edge      virtio1-req.0\n\
+        NMI:          0          0   Non-maskable interrupts\n\
+        LOC:    1181067    1307723   Local timer interrupts\n\
+        RES:     202743     179648   Rescheduling interrupts\n\
+        ERR:          0\n\
+        MIS:          0\n";
+
+    #[test]
+    fn interrupts_are_read_per_cpu() {
+        let i = parse_interrupts(INTERRUPTS).unwrap();
+        assert_eq!(
+            i.local_timer,
+            BTreeMap::from([(0, 1_181_067), (1, 1_307_723)])
+        );
+        assert_eq!(
+            i.all,
+            BTreeMap::from([
+                (0, 1 + 1_181_067 + 202_743),
+                (1, 372_382 + 1_307_723 + 179_648)
+            ])
+        );
+        assert_eq!(parse_interrupts(""), None);
+        assert_eq!(parse_interrupts("garbage\n"), None);
+        // The real file parses on any Linux.
+        let real = read_interrupts().expect("/proc/interrupts");
+        assert!(!real.all.is_empty());
+    }
+
+    #[test]
+    fn spread_keeps_the_ends_and_the_count() {
+        let v: Vec<u32> = (0..100).collect();
+        assert_eq!(spread(&v, 200), v);
+        let s = spread(&v, 10);
+        assert_eq!(s, vec![0, 10, 20, 30, 40, 50, 60, 70, 80, 90]);
+    }
+
+    fn opts(args: &[&str]) -> Options {
+        use clap::{Args, FromArgMatches};
+        let cmd = Options::augment_args(clap::Command::new("noise").no_binary_name(true));
+        Options::from_arg_matches(&cmd.try_get_matches_from(args).unwrap()).unwrap()
+    }
+
+    /// A short spin on every allowed CPU: one case per CPU that saw a gap, with its series,
+    /// counters that agree with each other and the kernel's counts beside them.
+    #[test]
+    fn a_short_run_gives_self_consistent_figures() {
+        let cpus = oscost_sys::affinity().unwrap();
+        testing::with_ctx(SamplerConfig::quick(), cpus.clone(), false, |ctx| {
+            let out = run(&opts(&["--duration", "200ms"]), ctx).unwrap();
+            assert!(out.params["threshold_ns"].as_f64().unwrap() >= 1000.0);
+            assert_eq!(out.cases.len() + out.warnings.len(), cpus.len(), "{out:?}");
+            for c in &out.cases {
+                let gaps = c.counters["gaps"];
+                assert!(gaps >= 1.0);
+                assert_eq!(c.counters["gaps_stored"], gaps);
+                assert_eq!(c.samples.per_op_ns.len() as f64, gaps);
+                let h: f64 = c.series[0].points.iter().map(|p| p[2]).sum();
+                assert_eq!(h, gaps, "{}: the histogram counts every gap", c.id);
+                assert_eq!(c.series[1].points.len() as f64, gaps);
+                assert!(c.counters["length_max_ns"] >= c.counters["length_median_ns"]);
+                assert!(c.counters["cpu_lost_pct"] >= 0.0 && c.counters["cpu_lost_pct"] < 100.0);
+                assert!(c.counters.contains_key("local_timer_interrupts"), "{c:?}");
+            }
+        });
+    }
+
+    #[test]
+    fn a_full_buffer_is_said_and_counted() {
+        let cpu = oscost_sys::affinity().unwrap()[0];
+        testing::with_ctx(SamplerConfig::quick(), vec![cpu], false, |ctx| {
+            // A 1 ns threshold makes nearly every iteration a gap.
+            let out = run(
+                &opts(&[
+                    "--duration",
+                    "20ms",
+                    "--threshold-ns",
+                    "1",
+                    "--max-gaps",
+                    "10",
+                ]),
+                ctx,
+            )
+            .unwrap();
+            let c = &out.cases[0];
+            assert_eq!(c.counters["gaps_stored"], 10.0);
+            assert!(c.counters["gaps"] > 10.0);
+            assert!(
+                c.warnings.iter().any(|w| w.contains("buffer filled up")),
+                "{c:?}"
+            );
+        });
+    }
+
+    #[test]
+    fn cancel_stops_the_spin() {
+        let cpu = oscost_sys::affinity().unwrap()[0];
+        testing::with_ctx(SamplerConfig::quick(), vec![cpu], true, |ctx| {
+            let e = run(&opts(&["--duration", "3600s"]), ctx).unwrap_err();
+            assert!(e.downcast_ref::<Cancelled>().is_some(), "{e}");
+        });
+    }
+}

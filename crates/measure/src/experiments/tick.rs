@@ -1,0 +1,1066 @@
+//! `tick`: the cycles each timer event costs a running program. The method of a QNX study that
+//! shrank the system tick from 1 ms to 9.2 µs under the same work (5929 against 860 977 ticks,
+//! about 1256 cycles per extra tick): the same fixed work timed undisturbed and under periodic
+//! events at several periods, the events counted, and the extra cycles divided by the extra
+//! events, per period and as the slope of a line through every run.
+//!
+//! Linux cannot change its tick period at run time, so the events are made here: a POSIX timer
+//! signalling the working thread, or a helper thread on the same CPU woken by an absolute-time
+//! sleep or a timerfd. Every event is counted where it happens; nothing is inferred from the
+//! period. Beside the figures, a short spin on the same CPU measures what the kernel's own tick
+//! costs the loop (the `noise` experiment's method), for comparison with the slope.
+
+use crate::context::Context;
+use crate::cpuset::AffinityRestore;
+use crate::experiments::noise;
+use anyhow::Context as _;
+use oscost_model::case::{Case, Check, DerivedSpec, ExperimentOutput, Samples, Series};
+use oscost_stats::fit::{least_squares, slope_ci, Point};
+use oscost_sys::clock::Clock;
+use oscost_sys::timer::{EventCounts, Helper, Policy, SignalTimer, Wake};
+use oscost_sys::Switches;
+use serde_json::json;
+use std::hint::black_box;
+use std::time::Duration;
+
+/// Subcommand name and id prefix.
+pub const NAME: &str = "tick";
+
+/// The default periods: from the study's 1 ms down to 20 µs, which a virtual machine can still
+/// deliver (the study's 9.2 µs can be asked for with `--periods`).
+const DEFAULT_PERIODS: [u64; 4] = [1_000_000, 200_000, 50_000, 20_000];
+/// No period below 1 µs is accepted: an interrupt's entry and exit alone take about that long.
+const MIN_PERIOD_NS: u64 = 1_000;
+/// Nor above 100 ms: too few events per run to see, and a helper asleep for longer would hold
+/// up the end of the run.
+const MAX_PERIOD_NS: u64 = 100_000_000;
+const DEFAULT_WORK_NS: u64 = 300_000_000;
+const QUICK_WORK_NS: u64 = 20_000_000;
+/// A run must see at least this many events at its longest period.
+const MIN_EVENTS_PER_RUN: u64 = 10;
+/// A probe arms the source for this long while the working thread spins.
+const PROBE_NS: u64 = 20_000_000;
+/// A probe's source stops by itself after this long, whatever happens.
+const PROBE_LIMIT_NS: u64 = 10 * PROBE_NS;
+/// Below this share of its events delivered in a probe, a period cannot be kept here...
+const MIN_DELIVERED: f64 = 0.5;
+/// ...nor when servicing the events leaves the working thread less than half the CPU: the
+/// figure would be the events' cost alone, and a run would take more than twice the work.
+const MIN_KEPT: f64 = 0.5;
+/// Counted events per run must be within this of time / period.
+const EVENTS_TOLERANCE: f64 = 0.05;
+/// How long the kernel's own tick is watched: a second, or 300 ms for work under 100 ms (the
+/// suite's size).
+const NATURAL_TICK_NS: u64 = 1_000_000_000;
+const NATURAL_TICK_SHORT_NS: u64 = 300_000_000;
+/// The helper's SCHED_FIFO priority: the lowest real-time one preempts any normal task.
+const FIFO_PRIORITY: i32 = 1;
+
+/// Where the periodic events come from.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
+pub enum Source {
+    /// POSIX timer signalling the working thread: an interrupt and a signal delivery
+    Signal,
+    /// helper thread on the same CPU sleeping to an absolute time: an interrupt and two switches
+    Helper,
+    /// helper thread on the same CPU blocked on a timerfd: an interrupt and two switches
+    Timerfd,
+}
+
+impl Source {
+    const ALL: [Source; 3] = [Source::Signal, Source::Helper, Source::Timerfd];
+
+    fn name(self) -> String {
+        super::value_name(&self)
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            Source::Signal => {
+                "a POSIX timer (CLOCK_MONOTONIC) signalling the working thread, whose handler \
+                 counts each delivery"
+            }
+            Source::Helper => {
+                "a helper thread on the same CPU that sleeps to the next period with \
+                 clock_nanosleep(TIMER_ABSTIME) and counts each wake-up"
+            }
+            Source::Timerfd => {
+                "a helper thread on the same CPU that reads a periodic timerfd and counts each \
+                 wake-up"
+            }
+        }
+    }
+
+    /// Switches each event makes: none for a signal, the helper's wake-up and sleep otherwise.
+    fn switches_per_event(self) -> f64 {
+        match self {
+            Source::Signal => 0.0,
+            Source::Helper | Source::Timerfd => 2.0,
+        }
+    }
+}
+
+/// Options of `oscost tick`.
+#[derive(Debug, Clone, clap::Args, serde::Serialize, serde::Deserialize)]
+pub struct Options {
+    /// Event sources, comma-separated (default: all)
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "SOURCE,...")]
+    pub source: Vec<Source>,
+
+    /// Timer periods, comma-separated, each from 1us to 100ms (e.g. 1ms,49us,9.2us) [default:
+    /// 1ms,200us,50us,20us, without those this machine cannot deliver]
+    #[arg(long, value_delimiter = ',', value_name = "PERIOD,...", value_parser = parse_period)]
+    pub periods: Option<Vec<u64>>,
+
+    /// How long the fixed work runs undisturbed (its size is calibrated to this), e.g. 300ms
+    /// [default: 300ms, or 20ms with --quick]
+    #[arg(long = "work", value_name = "TIME", value_parser = parse_duration)]
+    pub work_ns: Option<u64>,
+
+    /// Runs of each point: the undisturbed work and each source and period, interleaved
+    #[arg(long, default_value_t = 5, value_name = "N", value_parser = parse_runs)]
+    pub runs: usize,
+}
+
+/// A time with its unit (`5s`, `300ms`, `49us`, `9.2µs`, `500ns`), in ns.
+pub(crate) fn parse_time(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let scale = match unit.trim() {
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        "" => return Err(format!("`{s}` has no unit: add one, e.g. 5s, 300ms, 49us")),
+        _ => {
+            return Err(format!(
+                "`{s}` is not a time (a number and one of ns, us, ms, s)"
+            ))
+        }
+    };
+    match num.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 && v * scale < 1e13 => Ok((v * scale).round() as u64),
+        _ => Err(format!(
+            "`{s}` is not a time (a number and one of ns, us, ms, s)"
+        )),
+    }
+}
+
+/// A run length: above 0, at most an hour.
+pub(crate) fn parse_duration(s: &str) -> Result<u64, String> {
+    match parse_time(s)? {
+        0 => Err(format!("`{s}` is not a duration above 0 (e.g. 5s, 300ms)")),
+        ns if ns > 3_600_000_000_000 => Err(format!("`{s}` is longer than an hour")),
+        ns => Ok(ns),
+    }
+}
+
+fn parse_period(s: &str) -> Result<u64, String> {
+    match parse_time(s)? {
+        ns if ns < MIN_PERIOD_NS => Err(format!(
+            "`{s}` is below 1us, shorter than a timer interrupt's own entry and exit: no \
+             machine can deliver it"
+        )),
+        ns if ns > MAX_PERIOD_NS => Err(format!(
+            "`{s}` is above 100ms: too few events per run to measure"
+        )),
+        ns => Ok(ns),
+    }
+}
+
+fn parse_runs(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if (1..=1000).contains(&n) => Ok(n),
+        _ => Err(format!("`{s}` is not a number of runs from 1 to 1000")),
+    }
+}
+
+/// A period as it appears in case ids and tables: `1ms`, `49us`, `9200ns`.
+pub fn period_name(ns: u64) -> String {
+    // `rem_euclid`, not `%`: newer lints ask for `is_multiple_of`, which Rust 1.80 lacks.
+    if ns.rem_euclid(1_000_000) == 0 {
+        format!("{}ms", ns / 1_000_000)
+    } else if ns.rem_euclid(1_000) == 0 {
+        format!("{}us", ns / 1_000)
+    } else {
+        format!("{ns}ns")
+    }
+}
+
+fn case_id(source: Source, period: u64) -> String {
+    format!("{NAME}.{}.{}", source.name(), period_name(period))
+}
+
+const UNDISTURBED: &str = "tick.undisturbed";
+
+impl super::Experiment for Options {
+    const NAME: &'static str = NAME;
+    const SUMMARY: &'static str =
+        "The cycles each timer event costs a running program, per period and as a fitted slope";
+    const ABOUT: &'static str =
+        "The cycles each timer event costs a running program, per period and as a fitted slope.
+
+A fixed amount of work (a calibrated busy loop, --work) runs on one pinned CPU undisturbed, \
+then under periodic events at each of --periods, in interleaved runs (--runs). The events \
+come from --source: `signal`, a POSIX timer signalling the working thread (an interrupt and a \
+signal delivery); `helper`, a thread on the same CPU woken by an absolute-time sleep (an \
+interrupt and two context switches, SCHED_FIFO where permitted); `timerfd`, the same woken by \
+a timerfd. Every event is counted where it happens. Per period: events, time, cycles, extra \
+cycles against the undisturbed work, cycles per event, switches per event and overhead; per \
+source, the slope of a least-squares line of cycles against events over every run, with a \
+bootstrap interval. This repeats the method of a QNX study that shrank the system tick from \
+1 ms to 9.2 µs under the same work and found about 1256 cycles per tick. A short spin on the same CPU measures what the \
+kernel's own tick costs, for comparison. Periods this machine cannot deliver are refused when \
+asked for, and left out of the defaults with a warning.";
+    const IN_DEFAULT_SUITE: bool = true;
+    const SUITE_ARGS: &'static [&'static str] = &["--work", "20ms"];
+
+    fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
+        run(self, ctx)
+    }
+}
+
+/// The fixed work: a chain of dependent multiply-adds that no compiler can shorten, in a
+/// function of its own so that every run executes the same code.
+#[inline(never)]
+pub(crate) fn work(iterations: u64) -> u64 {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for _ in 0..iterations {
+        x = black_box(
+            x.wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407),
+        );
+    }
+    x
+}
+
+fn timed_work(clock: &Clock, iterations: u64) -> u64 {
+    let a = clock.now();
+    black_box(work(iterations));
+    clock.now().wrapping_sub(a)
+}
+
+/// Iterations of [`work`] that take `target_ns` here: grown until a run is long enough to
+/// scale from, then set from the median of three runs.
+fn calibrate(clock: &Clock, target_ns: u64, ctx: &Context) -> anyhow::Result<u64> {
+    let target = target_ns as f64;
+    let mut n: u64 = 1 << 12;
+    loop {
+        ctx.check_cancel()?;
+        let t = clock.ticks_to_ns(timed_work(clock, n) as f64);
+        if t >= target / 8.0 || n >= 1 << 40 {
+            n = ((n as f64) * target / t.max(1.0)).ceil() as u64;
+            break;
+        }
+        n *= 4;
+    }
+    let mut t: Vec<f64> = (0..3)
+        .map(|_| clock.ticks_to_ns(timed_work(clock, n.max(1)) as f64))
+        .collect();
+    t.sort_by(f64::total_cmp);
+    Ok((((n as f64) * target / t[1].max(1.0)).ceil() as u64).max(1))
+}
+
+/// A running source of events, disarmed (timer deleted, helper joined) when dropped, on every
+/// way out of a run.
+enum Armed {
+    // Boxed: the timer holds the saved signal action and mask, four times a helper's size.
+    Signal(Box<SignalTimer>),
+    Helper(Helper),
+}
+
+impl Armed {
+    /// Arms `source`; it stops by itself `limit_ns` from now whatever happens, so a period
+    /// the machine cannot keep never holds the working thread for good.
+    fn arm(source: Source, period: u64, cpu: usize, limit_ns: u64) -> anyhow::Result<Armed> {
+        let p = Duration::from_nanos(period);
+        let limit = Duration::from_nanos(limit_ns);
+        Ok(match source {
+            Source::Signal => Armed::Signal(Box::new(
+                SignalTimer::arm(p, limit).context("arming the POSIX timer of --source signal")?,
+            )),
+            Source::Helper => Armed::Helper(
+                Helper::start(Wake::Sleep, p, cpu, FIFO_PRIORITY, limit)
+                    .context("starting the helper thread of --source helper")?,
+            ),
+            Source::Timerfd => Armed::Helper(
+                Helper::start(Wake::Timerfd, p, cpu, FIFO_PRIORITY, limit)
+                    .context("starting the helper thread of --source timerfd")?,
+            ),
+        })
+    }
+
+    fn counts(&self) -> EventCounts {
+        match self {
+            Armed::Signal(t) => t.counts(),
+            Armed::Helper(h) => h.counts(),
+        }
+    }
+
+    fn helper_switches(&self) -> Option<Switches> {
+        match self {
+            Armed::Signal(_) => None,
+            Armed::Helper(h) => h.switches(),
+        }
+    }
+
+    fn policy(&self) -> Option<Policy> {
+        match self {
+            Armed::Signal(_) => None,
+            Armed::Helper(h) => Some(h.policy().clone()),
+        }
+    }
+
+    /// Disarms, returning the error that ended a helper early, if one did.
+    fn disarm(self) -> anyhow::Result<()> {
+        match self {
+            Armed::Signal(t) => {
+                drop(t);
+                Ok(())
+            }
+            Armed::Helper(h) => h.stop().context("the helper thread failed"),
+        }
+    }
+}
+
+/// One run of the work: how long it took and what happened meanwhile.
+#[derive(Debug, Clone, Copy, Default)]
+struct Run {
+    ticks: u64,
+    events: EventCounts,
+    worker: Switches,
+    helper: Option<Switches>,
+}
+
+impl Run {
+    fn switches(&self) -> u64 {
+        self.worker.total() + self.helper.map_or(0, |s| s.total())
+    }
+}
+
+/// How long a run's source may fire before it stops by itself: ten times the work's own
+/// time, and a second. A period that passed the probe leaves the work at least half the CPU,
+/// so a run takes at most about twice the work; this bound only stops a run whose period
+/// turned out not to be kept, which the event count then shows.
+fn run_limit(work_ns: u64) -> u64 {
+    work_ns.saturating_mul(10).saturating_add(1_000_000_000)
+}
+
+/// Runs the work once, under `source` at `period` if given; the source is armed just before
+/// the work starts and disarmed after it ends, and only what happened in between is counted.
+fn one_run(
+    clock: &Clock,
+    iterations: u64,
+    point: Option<(Source, u64)>,
+    cpu: usize,
+    limit: u64,
+) -> anyhow::Result<(Run, Option<Policy>)> {
+    let armed = point
+        .map(|(s, p)| Armed::arm(s, p, cpu, limit))
+        .transpose()?;
+    let c0 = armed.as_ref().map(Armed::counts).unwrap_or_default();
+    let h0 = armed.as_ref().and_then(Armed::helper_switches);
+    let w0 = oscost_sys::thread_switches();
+    let a = clock.now();
+    black_box(work(iterations));
+    let b = clock.now();
+    let w1 = oscost_sys::thread_switches();
+    let c1 = armed.as_ref().map(Armed::counts).unwrap_or_default();
+    let h1 = armed.as_ref().and_then(Armed::helper_switches);
+    let policy = armed.as_ref().and_then(Armed::policy);
+    if let Some(armed) = armed {
+        armed.disarm()?;
+    }
+    Ok((
+        Run {
+            ticks: b.wrapping_sub(a),
+            events: c1.since(c0),
+            worker: w1.since(w0),
+            helper: h0.zip(h1).map(|(a, b)| b.since(a)),
+        },
+        policy,
+    ))
+}
+
+/// Iterations of [`work`] per chunk of a probe: a few microseconds.
+const PROBE_CHUNK: u64 = 1_000;
+
+/// Chunks of work done while spinning for [`PROBE_NS`].
+fn work_chunks(clock: &Clock) -> u64 {
+    let until = clock.now() + clock.ns_to_ticks(PROBE_NS as f64) as u64;
+    let mut chunks = 0u64;
+    while clock.now() < until {
+        black_box(work(PROBE_CHUNK));
+        chunks += 1;
+    }
+    chunks
+}
+
+/// What a period leaves of a probe: the share of its events `source` delivered, and the share
+/// of the CPU the working thread kept, each the best of three short probes.
+#[derive(Debug, Clone, Copy)]
+struct Probe {
+    delivered: f64,
+    kept: f64,
+}
+
+fn probe(clock: &Clock, source: Source, period: u64, cpu: usize) -> anyhow::Result<Probe> {
+    let a = clock.now();
+    let chunks = work_chunks(clock);
+    let undisturbed = chunks as f64 / clock.ticks_to_ns(clock.now().wrapping_sub(a) as f64);
+    let mut best = Probe {
+        delivered: 0.0,
+        kept: 0.0,
+    };
+    for _ in 0..3 {
+        // Everything from the moment of arming counts: at a period shorter than one event,
+        // the events can hold the thread before it gets back from arming them.
+        let a = clock.now();
+        let armed = Armed::arm(source, period, cpu, PROBE_LIMIT_NS)?;
+        let chunks = work_chunks(clock);
+        let ns = clock.ticks_to_ns(clock.now().wrapping_sub(a) as f64);
+        let got = armed.counts().events as f64;
+        armed.disarm()?;
+        best.delivered = best.delivered.max(got / (ns / period as f64));
+        best.kept = best.kept.max(chunks as f64 / (undisturbed * ns));
+        if best.delivered >= 0.9 && best.kept >= 0.9 {
+            break;
+        }
+    }
+    Ok(best)
+}
+
+/// Checks the options against each other before anything is armed.
+fn validate(opts: &Options, work_ns: u64) -> anyhow::Result<()> {
+    if let Some(periods) = &opts.periods {
+        if periods.is_empty() {
+            anyhow::bail!("--periods: give at least one period, e.g. 1ms,50us");
+        }
+        for &p in periods {
+            if work_ns / p < MIN_EVENTS_PER_RUN {
+                anyhow::bail!(
+                    "--periods {}: the work (--work {}) would see fewer than {MIN_EVENTS_PER_RUN} \
+                     events; lengthen --work or shorten the period",
+                    period_name(p),
+                    period_name(work_ns)
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The points to measure: each source with each period it can deliver here. A period asked
+/// for that cannot be delivered is refused; a default one is left out with a warning.
+fn deliverable(
+    clock: &Clock,
+    sources: &[Source],
+    periods: &[u64],
+    explicit: bool,
+    cpu: usize,
+    ctx: &Context,
+    warnings: &mut Vec<String>,
+) -> anyhow::Result<Vec<(Source, u64)>> {
+    let mut ascending = periods.to_vec();
+    ascending.sort_unstable();
+    let mut points = Vec::new();
+    for &source in sources {
+        let mut lost = Vec::new();
+        for &p in &ascending {
+            ctx.check_cancel()?;
+            let pr = probe(clock, source, p, cpu)?;
+            if pr.delivered >= MIN_DELIVERED && pr.kept >= MIN_KEPT {
+                break;
+            }
+            let why = if pr.delivered < MIN_DELIVERED {
+                format!(
+                    "the {} source delivered {:.0} % of its events at {} in a {} ms probe (at \
+                     best one every {})",
+                    source.name(),
+                    pr.delivered * 100.0,
+                    period_name(p),
+                    PROBE_NS / 1_000_000,
+                    fmt_ns(p as f64 / pr.delivered.max(1e-9))
+                )
+            } else {
+                format!(
+                    "the {} source's events at {} left the working thread {:.0} % of the CPU \
+                     in a {} ms probe (each event takes about {})",
+                    source.name(),
+                    period_name(p),
+                    pr.kept * 100.0,
+                    PROBE_NS / 1_000_000,
+                    fmt_ns(p as f64 * (1.0 - pr.kept))
+                )
+            };
+            let why = format!("{why}: this machine cannot keep that period");
+            if explicit {
+                anyhow::bail!("--periods {}: {why}; use a longer period", period_name(p));
+            }
+            warnings.push(format!("{why}; left out of the default periods"));
+            lost.push(p);
+        }
+        points.extend(
+            periods
+                .iter()
+                .filter(|p| !lost.contains(p))
+                .map(|&p| (source, p)),
+        );
+    }
+    Ok(points)
+}
+
+fn fmt_ns(ns: f64) -> String {
+    if ns >= 1e6 {
+        format!("{:.2} ms", ns / 1e6)
+    } else if ns >= 1e3 {
+        format!("{:.1} µs", ns / 1e3)
+    } else {
+        format!("{ns:.0} ns")
+    }
+}
+
+fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
+    let clock = noise::real_clock(ctx, NAME)?;
+    let work_ns = opts.work_ns.unwrap_or(if ctx.quick {
+        QUICK_WORK_NS
+    } else {
+        DEFAULT_WORK_NS
+    });
+    validate(opts, work_ns)?;
+    let sources = super::first_occurrences(if opts.source.is_empty() {
+        &Source::ALL
+    } else {
+        &opts.source
+    });
+    let explicit = opts.periods.is_some();
+    let periods: Vec<u64> = match &opts.periods {
+        Some(p) => super::first_occurrences(p),
+        None => DEFAULT_PERIODS
+            .iter()
+            .copied()
+            .filter(|&p| work_ns / p >= MIN_EVENTS_PER_RUN)
+            .collect(),
+    };
+    if periods.is_empty() {
+        anyhow::bail!(
+            "--work {}: too short for any default period to give {MIN_EVENTS_PER_RUN} events a \
+             run; lengthen it",
+            period_name(work_ns)
+        );
+    }
+    let cpu = ctx.first_cpu();
+    let _pin = AffinityRestore::pin(&[cpu])?;
+    let mut out = ExperimentOutput::default();
+    ctx.progress.start(opts.runs as u64 + 3, NAME);
+    ctx.progress.message("calibrating the work");
+    let iterations = calibrate(&clock, work_ns, ctx)?;
+    ctx.progress.inc(1);
+    ctx.progress
+        .message("probing which periods can be delivered");
+    let points = deliverable(
+        &clock,
+        &sources,
+        &periods,
+        explicit,
+        cpu,
+        ctx,
+        &mut out.warnings,
+    )?;
+    ctx.progress.inc(1);
+    ctx.progress.message("watching the kernel's own tick");
+    let natural_ns = if work_ns >= 100_000_000 {
+        NATURAL_TICK_NS
+    } else {
+        NATURAL_TICK_SHORT_NS
+    };
+    let natural = noise::natural_tick(&clock, cpu, natural_ns, ctx.cancel)?;
+    ctx.progress.inc(1);
+
+    let limit = run_limit(work_ns);
+    let mut undisturbed: Vec<Run> = Vec::with_capacity(opts.runs);
+    let mut runs: Vec<Vec<Run>> = vec![Vec::with_capacity(opts.runs); points.len()];
+    let mut policies: Vec<Option<Policy>> = vec![None; points.len()];
+    for round in 0..opts.runs {
+        ctx.progress
+            .message(&format!("run {} of {}", round + 1, opts.runs));
+        ctx.check_cancel()?;
+        undisturbed.push(one_run(&clock, iterations, None, cpu, limit)?.0);
+        // A rotating order, so a drift of the machine's speed touches every point alike.
+        for k in 0..points.len() {
+            ctx.check_cancel()?;
+            let i = (round + k) % points.len();
+            let (r, policy) = one_run(&clock, iterations, Some(points[i]), cpu, limit)?;
+            runs[i].push(r);
+            policies[i] = policy;
+        }
+        ctx.progress.inc(1);
+    }
+
+    out.params.insert("cpu".into(), json!(cpu));
+    out.params.insert("work_ns".into(), json!(work_ns));
+    out.params
+        .insert("work_iterations".into(), json!(iterations));
+    out.params.insert("runs".into(), json!(opts.runs));
+    if let Some((hz, tick_ns)) = noise::kernel_hz() {
+        out.params.insert("kernel_hz".into(), json!(hz));
+        out.params.insert("kernel_tick_ns".into(), json!(tick_ns));
+    }
+    out.params.insert(
+        "natural_tick".into(),
+        match &natural {
+            Some(t) => json!({
+                "period_ns": t.period_ns,
+                "median_ns": t.median_ns,
+                "median_cycles": t.median_ticks,
+                "count": t.count,
+                "span_s": t.span_ns / 1e9,
+            }),
+            None => serde_json::Value::Null,
+        },
+    );
+    if natural.is_none() {
+        out.warnings.push(format!(
+            "no periodic interruption was seen in {} ms of spinning on CPU {cpu}: the kernel's \
+             own tick has nothing to be compared with",
+            natural_ns / 1_000_000
+        ));
+    }
+    let base = undisturbed_case(&clock, &undisturbed, cpu, iterations);
+    let base_ticks = median_u64(undisturbed.iter().map(|r| r.ticks));
+    out.cases.push(base);
+    let mut slopes = serde_json::Map::new();
+    for &source in &sources {
+        let mut fit_points: Vec<Point> = undisturbed
+            .iter()
+            .map(|r| Point {
+                events: 0.0,
+                cycles: r.ticks as f64,
+            })
+            .collect();
+        for (i, &(s, period)) in points.iter().enumerate() {
+            if s != source {
+                continue;
+            }
+            fit_points.extend(runs[i].iter().map(|r| Point {
+                events: r.events.events as f64,
+                cycles: r.ticks as f64,
+            }));
+            let case = point_case(
+                &clock,
+                source,
+                period,
+                &runs[i],
+                base_ticks,
+                cpu,
+                policies[i].as_ref(),
+            );
+            if let Some(d) = per_event(&case) {
+                out.derived.push(d);
+            }
+            out.cases.push(case);
+        }
+        if let Some(v) = slope(&clock, &fit_points) {
+            slopes.insert(source.name(), v);
+        }
+    }
+    out.params
+        .insert("slope".into(), serde_json::Value::Object(slopes));
+    ctx.progress.finish();
+    Ok(out)
+}
+
+fn median_u64(v: impl Iterator<Item = u64>) -> f64 {
+    let v: Vec<f64> = v.map(|x| x as f64).collect();
+    oscost_stats::median(&v)
+}
+
+fn samples(clock: &Clock, runs: &[Run]) -> Samples {
+    Samples {
+        per_op_ns: runs
+            .iter()
+            .map(|r| clock.ticks_to_ns(r.ticks as f64))
+            .collect(),
+        per_op_ticks: runs.iter().map(|r| r.ticks as f64).collect(),
+        iterations_per_sample: 1,
+        loop_overhead_ns: 0.0,
+    }
+}
+
+fn undisturbed_case(clock: &Clock, runs: &[Run], cpu: usize, iterations: u64) -> Case {
+    let mut case = Case::new(
+        UNDISTURBED,
+        format!(
+            "the fixed work ({iterations} dependent multiply-adds) on CPU {cpu}, no event of \
+             our own"
+        ),
+        "run of the work",
+        samples(clock, runs),
+    )
+    .param("cpu", cpu as u64)
+    .param("work_iterations", iterations);
+    case.counters.insert(
+        "switches_per_run".into(),
+        median_u64(runs.iter().map(Run::switches)),
+    );
+    case
+}
+
+fn point_case(
+    clock: &Clock,
+    source: Source,
+    period: u64,
+    runs: &[Run],
+    base_ticks: f64,
+    cpu: usize,
+    policy: Option<&Policy>,
+) -> Case {
+    let med = |f: &dyn Fn(&Run) -> f64| {
+        let v: Vec<f64> = runs.iter().map(f).collect();
+        oscost_stats::median(&v)
+    };
+    let time_ns = |r: &Run| clock.ticks_to_ns(r.ticks as f64);
+    let events = med(&|r| r.events.events as f64);
+    let expected = med(&|r| time_ns(r) / period as f64);
+    let cycles = med(&|r| r.ticks as f64);
+    let extra = cycles - base_ticks;
+    let per_event_switches = med(&|r| r.switches() as f64 / r.events.events.max(1) as f64);
+    let mut case = Case::new(
+        case_id(source, period),
+        format!(
+            "the fixed work under an event every {} from {}",
+            period_name(period),
+            source.describe()
+        ),
+        "run of the work",
+        samples(clock, runs),
+    )
+    .param("source", source.name())
+    .param("period_ns", period)
+    .param("cpu", cpu as u64);
+    if let Some(p) = policy {
+        let text = match p {
+            Policy::Fifo(prio) => format!("SCHED_FIFO {prio}"),
+            Policy::Normal(why) => {
+                case.warnings.push(format!(
+                    "the helper runs under the normal policy ({why}): its wake-ups wait until \
+                     the scheduler preempts the working thread"
+                ));
+                "SCHED_OTHER".to_owned()
+            }
+        };
+        case = case.param("helper_policy", text);
+    }
+    let c = &mut case.counters;
+    c.insert("events_per_run".into(), events);
+    c.insert("expected_events_per_run".into(), expected);
+    c.insert(
+        "expirations_per_run".into(),
+        med(&|r| r.events.expirations as f64),
+    );
+    c.insert("time_ms".into(), clock.ticks_to_ns(cycles) / 1e6);
+    c.insert("cycles".into(), cycles);
+    c.insert("extra_cycles".into(), extra);
+    if events > 0.0 {
+        c.insert("cycles_per_event".into(), extra / events);
+        c.insert("ns_per_event".into(), clock.ticks_to_ns(extra) / events);
+    }
+    c.insert("switches_per_event".into(), per_event_switches);
+    c.insert("overhead_pct".into(), extra / base_ticks * 100.0);
+    c.insert("kept_pct".into(), events / expected.max(1e-9) * 100.0);
+    case.checks.push(Check::near(
+        "events_per_run",
+        expected,
+        events,
+        EVENTS_TOLERANCE * expected,
+        &format!(
+            "events counted during each run ({}; median over {} runs, with {} expirations) \
+             against the run's time / period; within ±5 %, else the period was not kept",
+            match source {
+                Source::Signal => "signal handler runs",
+                _ => "helper wake-ups",
+            },
+            runs.len(),
+            med(&|r| r.events.expirations as f64)
+        ),
+    ));
+    let expected_switches = source.switches_per_event();
+    case.checks.push(Check::near(
+        "switches_per_event",
+        expected_switches,
+        per_event_switches,
+        if expected_switches == 0.0 { 0.1 } else { 0.2 },
+        &match source {
+            Source::Signal => "getrusage switches of the working thread per event (median over \
+                               runs): a signal interrupts the thread without a switch; other \
+                               tasks preempting it show here; at most 0.1"
+                .to_owned(),
+            _ => "switches of the working thread (getrusage) and of the helper \
+                  (/proc/self/task/<tid>/status) per event, median over runs: the helper's \
+                  wake-up preempts the working thread and its sleep hands the CPU back; 2 ± 0.2"
+                .to_owned(),
+        },
+    ));
+    if events < expected * (1.0 - EVENTS_TOLERANCE) {
+        case.warnings.push(format!(
+            "the period of {} was not kept: {:.0} events per run counted against {:.0} expected \
+             ({:.0} %)",
+            period_name(period),
+            events,
+            expected,
+            events / expected.max(1e-9) * 100.0
+        ));
+    }
+    case.series.push(Series {
+        name: "runs".into(),
+        columns: vec![
+            "events".into(),
+            "expirations".into(),
+            "cycles".into(),
+            "worker_switches".into(),
+            "helper_switches".into(),
+        ],
+        points: runs
+            .iter()
+            .map(|r| {
+                vec![
+                    r.events.events as f64,
+                    r.events.expirations as f64,
+                    r.ticks as f64,
+                    r.worker.total() as f64,
+                    r.helper.map_or(0.0, |h| h.total() as f64),
+                ]
+            })
+            .collect(),
+    });
+    case
+}
+
+/// The time each event added, per period: (time under events − undisturbed time) / events.
+fn per_event(case: &Case) -> Option<DerivedSpec> {
+    let events = *case.counters.get("events_per_run")?;
+    if events <= 0.0 {
+        return None;
+    }
+    Some(DerivedSpec {
+        id: format!("{}.per_event", case.id),
+        description: format!(
+            "extra time per event: the run's median time less the undisturbed median, over the \
+             {events:.0} events counted per run"
+        ),
+        terms: vec![
+            (case.id.clone(), 1.0 / events),
+            (UNDISTURBED.into(), -1.0 / events),
+        ],
+        flagged: super::failed_checks(case),
+    })
+}
+
+/// The least-squares slope of cycles against events over every run of one source (the
+/// undisturbed runs at 0 events included), with its bootstrap interval.
+fn slope(clock: &Clock, points: &[Point]) -> Option<serde_json::Value> {
+    let fit = least_squares(points)?;
+    let ci = slope_ci(
+        points,
+        oscost_stats::DEFAULT_RESAMPLES,
+        oscost_stats::DEFAULT_SEED,
+    )?;
+    Some(json!({
+        "cycles_per_event": fit.slope,
+        "ci95_cycles": ci,
+        "ns_per_event": clock.ticks_to_ns(fit.slope),
+        "ci95_ns": [clock.ticks_to_ns(ci[0]), clock.ticks_to_ns(ci[1])],
+        "intercept_cycles": fit.intercept,
+        "runs": fit.n,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::NoProgress;
+    use crate::sampler::SamplerConfig;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Mutex;
+
+    /// One tick run at a time: a process has one signal timer, and the checks below count the
+    /// process's timers and helper threads.
+    static SERIAL: Mutex<()> = Mutex::new(());
+
+    fn opts(args: &[&str]) -> Options {
+        use clap::{Args, FromArgMatches};
+        let cmd = Options::augment_args(clap::Command::new("tick").no_binary_name(true));
+        Options::from_arg_matches(&cmd.try_get_matches_from(args).unwrap()).unwrap()
+    }
+
+    fn with_ctx<T>(cancel: &AtomicBool, f: impl FnOnce(&Context) -> T) -> T {
+        let clock = Clock::monotonic("test".into());
+        let ctx = Context {
+            clock: &clock,
+            sampler: SamplerConfig::quick(),
+            quick: true,
+            cpus: vec![oscost_sys::affinity().unwrap()[0]],
+            progress: &NoProgress,
+            cancel,
+        };
+        f(&ctx)
+    }
+
+    /// What a run may leave behind: POSIX timers, helper threads, timerfds.
+    fn leftovers() -> (usize, usize, usize) {
+        let timers = std::fs::read_to_string("/proc/self/timers")
+            .map(|t| t.lines().filter(|l| l.starts_with("ID:")).count())
+            .unwrap_or(0);
+        let helpers = std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                std::fs::read_to_string(e.path().join("comm"))
+                    .is_ok_and(|c| c.trim() == "oscost-tick")
+            })
+            .count();
+        let timerfds = std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                std::fs::read_link(e.path()).is_ok_and(|l| l.to_string_lossy().contains("timerfd"))
+            })
+            .count();
+        (timers, helpers, timerfds)
+    }
+
+    fn nothing_left() -> bool {
+        (0..1000).any(|_| {
+            let l = leftovers();
+            std::thread::sleep(Duration::from_millis(1));
+            l == (0, 0, 0)
+        })
+    }
+
+    #[test]
+    fn times_parse_with_their_units() {
+        assert_eq!(parse_time("9.2us"), Ok(9_200));
+        assert_eq!(parse_time("9.2µs"), Ok(9_200));
+        assert_eq!(parse_time("49us"), Ok(49_000));
+        assert_eq!(parse_time("1ms"), Ok(1_000_000));
+        assert_eq!(parse_time("5s"), Ok(5_000_000_000));
+        assert_eq!(parse_time("500ns"), Ok(500));
+        assert!(parse_time("5").unwrap_err().contains("no unit"));
+        assert!(parse_time("5min").is_err());
+        assert!(parse_time("-1ms").is_err());
+        assert!(parse_duration("0s").unwrap_err().contains("above 0"));
+        assert!(parse_period("500ns").unwrap_err().contains("below 1us"));
+        assert!(parse_period("1s").is_err());
+        assert_eq!(period_name(9_200), "9200ns");
+        assert_eq!(period_name(49_000), "49us");
+        assert_eq!(period_name(1_000_000), "1ms");
+    }
+
+    #[test]
+    fn a_period_too_long_for_the_work_is_refused_before_anything_runs() {
+        let _g = SERIAL
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let cancel = AtomicBool::new(false);
+        with_ctx(&cancel, |ctx| {
+            let e = run(&opts(&["--work", "5ms", "--periods", "1ms"]), ctx).unwrap_err();
+            assert!(e.to_string().contains("fewer than 10 events"), "{e}");
+        });
+    }
+
+    /// A tiny run of every source: events counted, rows per period, the slope and the
+    /// per-event figures, and nothing left armed afterwards.
+    #[test]
+    fn a_tiny_run_counts_events_and_leaves_nothing_armed() {
+        let _g = SERIAL
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let cancel = AtomicBool::new(false);
+        let out = with_ctx(&cancel, |ctx| {
+            run(
+                &opts(&["--work", "10ms", "--periods", "1ms,200us", "--runs", "3"]),
+                ctx,
+            )
+            .unwrap()
+        });
+        assert!(nothing_left(), "{:?}", leftovers());
+        assert_eq!(out.cases.len(), 1 + 3 * 2, "{out:#?}");
+        assert_eq!(out.cases[0].id, UNDISTURBED);
+        for c in &out.cases[1..] {
+            assert_eq!(c.samples.per_op_ns.len(), 3, "{}", c.id);
+            assert!(c.counters["events_per_run"] > 0.0, "{}", c.id);
+            assert!(
+                c.counters["expirations_per_run"] >= c.counters["events_per_run"],
+                "{}",
+                c.id
+            );
+            assert_eq!(c.series[0].points.len(), 3);
+            assert!(out
+                .derived
+                .iter()
+                .any(|d| d.id == format!("{}.per_event", c.id)));
+        }
+        for s in ["signal", "helper", "timerfd"] {
+            let fit = &out.params["slope"][s];
+            assert_eq!(fit["runs"], json!(3 + 3 * 2), "{s}: {fit}");
+            let ci = fit["ci95_cycles"].as_array().unwrap();
+            let v = fit["cycles_per_event"].as_f64().unwrap();
+            assert!(ci[0].as_f64().unwrap() <= v && v <= ci[1].as_f64().unwrap());
+        }
+        assert!(out.cases.iter().any(|c| c.id == "tick.signal.200us"));
+    }
+
+    /// A period no machine keeps, asked for: refused from what the probe saw, before any
+    /// run, and the probe's timer or helper is gone.
+    #[test]
+    fn an_undeliverable_period_is_refused_and_leaves_nothing_armed() {
+        let _g = SERIAL
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let cancel = AtomicBool::new(false);
+        for source in ["signal", "helper"] {
+            let e = with_ctx(&cancel, |ctx| {
+                run(
+                    &opts(&["--work", "10ms", "--periods", "1us", "--source", source]),
+                    ctx,
+                )
+                .unwrap_err()
+            });
+            let e = e.to_string();
+            assert!(
+                e.starts_with("--periods 1us: ") && e.contains("cannot keep that period"),
+                "{e}"
+            );
+            assert!(nothing_left(), "{source}: {:?}", leftovers());
+        }
+    }
+
+    /// Ctrl-C in the middle of the runs: the run stops with `Cancelled`, and no timer, helper
+    /// or timerfd is left.
+    #[test]
+    fn an_interrupted_run_leaves_nothing_armed() {
+        let _g = SERIAL
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let cancel = AtomicBool::new(false);
+        let e = std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(300));
+                cancel.store(true, Ordering::SeqCst);
+            });
+            with_ctx(&cancel, |ctx| {
+                run(&opts(&["--work", "10ms", "--runs", "1000"]), ctx).unwrap_err()
+            })
+        });
+        assert!(
+            e.downcast_ref::<crate::context::Cancelled>().is_some(),
+            "{e:#}"
+        );
+        assert!(nothing_left(), "{:?}", leftovers());
+    }
+}

@@ -1,0 +1,245 @@
+//! `oscost noise` and `oscost tick` as a user drives them: tiny real runs whose output must be
+//! self-consistent, bad input, and an interrupted run. No timing assertions: only what was
+//! counted and what the command did.
+
+use assert_cmd::Command;
+use oscost_model::{CaseResult, ExperimentResult, ResultDoc};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+fn oscost() -> Command {
+    Command::cargo_bin("oscost").unwrap()
+}
+
+/// Runs `oscost --quiet ARGS --json -` and reads the document from standard output with the
+/// typed model, so an unknown or missing field fails the test.
+fn json_run(args: &[&str]) -> ResultDoc {
+    let out = oscost()
+        .arg("--quiet")
+        .args(args)
+        .args(["--json", "-"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    serde_json::from_slice(&out).unwrap_or_else(|e| panic!("not a result document: {e}"))
+}
+
+fn counter(c: &CaseResult, key: &str) -> f64 {
+    *c.counters
+        .get(key)
+        .unwrap_or_else(|| panic!("{}: no counter {key}: {:?}", c.id, c.counters))
+}
+
+/// Asserts a refused run: exit 2, one `oscost: ` line containing `needle`, no result file.
+fn assert_refused(args: &[&str], needle: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = oscost()
+        .arg("--quiet")
+        .args(args)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| !l.starts_with("warning: "))
+        .collect();
+    assert_eq!(lines.len(), 1, "{args:?}: one line expected: {err}");
+    assert!(lines[0].starts_with("oscost: "), "{args:?}: {err}");
+    assert!(
+        lines[0].contains(needle),
+        "{args:?}: `{needle}` missing: {err}"
+    );
+    assert!(!json.exists(), "{args:?}: a result file was written");
+}
+
+#[test]
+fn bad_input_exits_2_with_one_line_and_no_result() {
+    let cases: [(&[&str], &str); 9] = [
+        (&["tick", "--periods", "500ns"], "below 1us"),
+        (
+            &["tick", "--periods", "1us", "--source", "signal"],
+            "cannot keep that period",
+        ),
+        (
+            &["tick", "--periods", "5ms", "--work", "20ms"],
+            "fewer than 10",
+        ),
+        (&["tick", "--source", "carrier-pigeon"], "--source"),
+        (&["tick", "--work", "0s"], "above 0"),
+        (&["tick", "--runs", "0"], "--runs"),
+        (&["noise", "--duration", "0"], "--duration"),
+        (&["noise", "--threshold-ns", "0"], "--threshold-ns"),
+        (&["--cpus", "99999", "noise"], "99999"),
+    ];
+    for (args, needle) in cases {
+        assert_refused(args, needle);
+    }
+}
+
+fn experiment(doc: &ResultDoc) -> &ExperimentResult {
+    assert_eq!(doc.experiments.len(), 1);
+    &doc.experiments[0]
+}
+
+/// A short spin on the first allowed CPU: a case whose counters, samples, series and the
+/// kernel's counts agree with each other.
+#[test]
+fn noise_tiny_run_is_self_consistent() {
+    let cpu = oscost_sys::affinity().unwrap()[0].to_string();
+    let doc = json_run(&["--cpus", &cpu, "noise", "--duration", "300ms"]);
+    let e = experiment(&doc);
+    assert_eq!(e.name, "noise");
+    assert!(e.params["threshold_ns"].as_f64().unwrap() > 0.0);
+    let Some(c) = e.cases.first() else {
+        // A CPU never interrupted above the threshold has no case, and says so.
+        assert!(
+            e.warnings.iter().any(|w| w.contains("no gap above")),
+            "{e:?}"
+        );
+        return;
+    };
+    assert_eq!(c.id, format!("noise.cpu{cpu}"));
+    assert_eq!(c.unit, "interruption");
+    let gaps = counter(c, "gaps");
+    assert!(gaps >= 1.0);
+    assert_eq!(counter(c, "gaps_stored"), gaps);
+    assert_eq!(c.samples as f64, gaps);
+    assert!(counter(c, "gaps_per_s") > 0.0);
+    assert!(counter(c, "length_median_ns") <= counter(c, "length_p99_ns"));
+    assert!(counter(c, "length_p99_ns") <= counter(c, "length_max_ns"));
+    let lost = counter(c, "cpu_lost_pct");
+    assert!((0.0..100.0).contains(&lost), "{lost}");
+    let hist = c.series.iter().find(|s| s.name == "histogram").unwrap();
+    assert_eq!(hist.columns, ["from_ns", "to_ns", "count"]);
+    assert_eq!(hist.points.iter().map(|p| p[2]).sum::<f64>(), gaps);
+    let timeline = c.series.iter().find(|s| s.name == "timeline").unwrap();
+    assert_eq!(timeline.points.len() as f64, gaps);
+    assert!(timeline.points.windows(2).all(|w| w[0][0] <= w[1][0]));
+    // The kernel's count of local timer interrupts is beside it, with its check.
+    assert!(counter(c, "local_timer_interrupts") >= 0.0);
+    assert!(c
+        .checks
+        .iter()
+        .any(|k| k.name == "periodic_gaps_vs_local_timer_per_s"));
+}
+
+/// Every source at two periods in a tiny run: a row per period with counted events, the
+/// per-event figures, each source's slope, and the kernel's own tick beside them.
+#[test]
+fn tick_tiny_run_is_self_consistent() {
+    let doc = json_run(&[
+        "tick",
+        "--work",
+        "10ms",
+        "--periods",
+        "1ms,500us",
+        "--runs",
+        "3",
+    ]);
+    let e = experiment(&doc);
+    assert_eq!(e.name, "tick");
+    let ids: Vec<&str> = e.cases.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "tick.undisturbed",
+            "tick.signal.1ms",
+            "tick.signal.500us",
+            "tick.helper.1ms",
+            "tick.helper.500us",
+            "tick.timerfd.1ms",
+            "tick.timerfd.500us"
+        ]
+    );
+    for c in &e.cases[1..] {
+        assert_eq!(c.samples, 3, "{}", c.id);
+        let events = counter(c, "events_per_run");
+        assert!(events > 0.0, "{}: no event counted", c.id);
+        assert!(counter(c, "expirations_per_run") >= events, "{}", c.id);
+        let extra = counter(c, "extra_cycles");
+        assert!(
+            (counter(c, "cycles_per_event") - extra / events).abs() <= 1e-6 * extra.abs().max(1.0),
+            "{}",
+            c.id
+        );
+        let runs = c.series.iter().find(|s| s.name == "runs").unwrap();
+        assert_eq!(runs.points.len(), 3);
+        assert!(e
+            .derived
+            .iter()
+            .any(|d| d.id == format!("{}.per_event", c.id)));
+    }
+    for source in ["signal", "helper", "timerfd"] {
+        let fit = &e.params["slope"][source];
+        assert_eq!(fit["runs"], serde_json::json!(9), "{source}: {fit}");
+        let v = fit["cycles_per_event"].as_f64().unwrap();
+        let ci = &fit["ci95_cycles"];
+        assert!(ci[0].as_f64().unwrap() <= v && v <= ci[1].as_f64().unwrap());
+    }
+    assert!(e.params.contains_key("natural_tick"));
+}
+
+fn stat_fields(pid: i32) -> Option<Vec<String>> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &s[s.rfind(')')? + 2..];
+    Some(rest.split_whitespace().map(str::to_owned).collect())
+}
+
+fn children_of(parent: i32) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| stat_fields(pid).and_then(|f| f.get(1)?.parse::<i32>().ok()) == Some(parent))
+        .collect()
+}
+
+/// SIGTERM while `tick` runs its helper threads and timers: exit 130, and the measuring
+/// process is gone with everything it had armed.
+#[test]
+fn sigterm_mid_tick_leaves_nothing() {
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("oscost"))
+        .args(["--quiet", "tick", "--work", "50ms", "--runs", "1000"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let measuring = loop {
+        // Once a helper thread exists, runs are under way.
+        let m = children_of(pid).into_iter().find(|&m| {
+            std::fs::read_dir(format!("/proc/{m}/task"))
+                .map(|d| {
+                    d.flatten().any(|t| {
+                        std::fs::read_to_string(t.path().join("comm"))
+                            .is_ok_and(|c| c.trim() == "oscost-tick")
+                    })
+                })
+                .unwrap_or(false)
+        });
+        if let Some(m) = m {
+            break m;
+        }
+        assert!(Instant::now() < deadline, "no helper thread appeared");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    assert!(
+        !Path::new(&format!("/proc/{measuring}")).exists(),
+        "the measuring process {measuring} outlived oscost"
+    );
+}
