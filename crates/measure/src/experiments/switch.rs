@@ -656,13 +656,21 @@ mod tests {
                 ]
             );
             if cpus.len() >= 2 {
-                // Two yielding tasks on two CPUs never switch: flagged, not a switch cost.
+                // Two yielding tasks on two CPUs rarely switch (only when something else
+                // wants a CPU, as other tests running beside this one may): the derived
+                // figure is flagged exactly when the case's switch check failed.
                 let d = out
                     .derived
                     .iter()
                     .find(|d| d.id == "switch.yield.threads.cross.switch_cost")
                     .unwrap();
-                assert!(d.flagged.is_some(), "{d:?}");
+                let case = out
+                    .cases
+                    .iter()
+                    .find(|c| c.id == "switch.yield.threads.cross")
+                    .unwrap();
+                let failed = case.checks.iter().any(|k| !k.passed);
+                assert_eq!(d.flagged.is_some(), failed, "{d:?} {:?}", case.checks);
             }
             assert!(
                 out.params["idle"]["driver"].is_string() || out.params["idle"]["driver"].is_null()
