@@ -110,6 +110,16 @@ fn catch_signals(children: Arc<Mutex<Children>>, cancel: Arc<AtomicBool>) -> any
     Ok(())
 }
 
+/// The user's `GLIBC_TUNABLES` with glibc's cache of thread stacks turned off (a later
+/// setting of the same tunable wins, so it goes last).
+fn no_stack_cache_tunables() -> String {
+    const OFF: &str = "glibc.pthread.stack_cache_size=0";
+    match std::env::var("GLIBC_TUNABLES") {
+        Ok(t) if !t.is_empty() => format!("{t}:{OFF}"),
+        _ => OFF.to_string(),
+    }
+}
+
 /// Runs one experiment in a fresh measuring process and returns its raw results and the
 /// number of tasks it started (itself included).
 fn measure_in_child(
@@ -126,7 +136,11 @@ fn measure_in_child(
         if cancel.load(Ordering::SeqCst) {
             return Err(oscost_measure::Cancelled.into());
         }
-        let child = std::process::Command::new(&exe)
+        let mut cmd = std::process::Command::new(&exe);
+        if job.experiment.no_thread_stack_cache() {
+            cmd.env("GLIBC_TUNABLES", no_stack_cache_tunables());
+        }
+        let child = cmd
             .arg(worker::ROLE)
             .env("TMPDIR", scratch)
             .env(oscost_measure::leftovers::RUN_DIR_ENV, scratch)

@@ -127,6 +127,11 @@ pub trait Experiment:
     const SUITE_ARGS: &'static [&'static str] = &[];
     /// Hidden from `oscost list`, `--help` and the default suite (the scripted examples).
     const HIDDEN: bool = false;
+    /// The measuring process starts with glibc's cache of thread stacks off, so a joined
+    /// thread's stack is unmapped at once. An experiment that forks after it has run threads
+    /// needs it: every cached stack is two mappings a fork must copy and an exit tear down,
+    /// which made forks after a 1024-thread point several times slower.
+    const NO_THREAD_STACK_CACHE: bool = false;
 
     /// Measures, handing up raw samples and evidence; never a made-up figure.
     fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput>;
@@ -224,6 +229,14 @@ macro_rules! registry {
             pub fn name(&self) -> &'static str {
                 match self {
                     $(Self::$variant(_) => <$options as Experiment>::NAME,)*
+                }
+            }
+
+            /// Whether its measuring process must start with glibc's thread-stack cache off
+            /// (see [`Experiment::NO_THREAD_STACK_CACHE`]).
+            pub fn no_thread_stack_cache(&self) -> bool {
+                match self {
+                    $(Self::$variant(_) => <$options as Experiment>::NO_THREAD_STACK_CACHE,)*
                 }
             }
 

@@ -171,6 +171,7 @@ done sums to W exactly. --yield makes every task give up the CPU after each --st
 the cost of a crowd of tasks taking turns.";
     const IN_DEFAULT_SUITE: bool = true;
     const SUITE_ARGS: &'static [&'static str] = &["--work", "20ms", "--tasks", "1..16"];
+    const NO_THREAD_STACK_CACHE: bool = true;
 
     fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         run(self, ctx)
@@ -367,6 +368,16 @@ struct RunStats {
     threads_in_process: Option<u64>,
     /// The measuring process's peak resident memory during the run, KiB.
     peak_rss_kib: u64,
+    /// Memory mappings of the measuring process when it started creating the tasks: what
+    /// each fork copies.
+    mappings: Option<u64>,
+}
+
+/// Memory mappings of this process (lines of /proc/self/maps).
+fn count_mappings() -> Option<u64> {
+    std::fs::read_to_string("/proc/self/maps")
+        .ok()
+        .map(|m| m.lines().count() as u64)
 }
 
 fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
@@ -398,6 +409,10 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         .insert("baseline".into(), points[0].id(opts.yield_each).into());
     out.params
         .insert("work_loop_aligned_64".into(), fixed.into());
+    out.params.insert(
+        "glibc_tunables".into(),
+        std::env::var("GLIBC_TUNABLES").unwrap_or_default().into(),
+    );
     if all.len() < 2 && opts.sets.iter().any(|&s| s != CpuSet::One) {
         out.warnings.push(format!(
             "only one CPU is allowed ({}), so the `all` and `balanced` sets were not run",
@@ -507,6 +522,7 @@ fn run_single(plan: Plan, clock: &Clock) -> RunStats {
         distinct_tasks: 1,
         threads_in_process: None,
         peak_rss_kib: 0,
+        mappings: None,
     }
 }
 
@@ -526,6 +542,7 @@ fn run_team(
     } else {
         Vec::new()
     };
+    let mappings = count_mappings();
     let shared =
         Arc::new(SplitRun::new(plan, clock.clone()).context("shared memory for the tasks")?);
     let halt = Arc::clone(&shared);
@@ -588,6 +605,7 @@ fn run_team(
         distinct_tasks: tids.iter().filter(|&&t| t != parent).count(),
         threads_in_process: None,
         peak_rss_kib: 0,
+        mappings,
     })
 }
 
@@ -666,6 +684,9 @@ fn point_case(
         c.insert("switches_per_s".into(), switches / work_s);
     }
     c.insert("steps".into(), med(&|r| r.steps as f64));
+    if let Some(m) = runs.iter().filter_map(|r| r.mappings).max() {
+        c.insert("measuring_process_mappings".into(), m as f64);
+    }
     c.insert(
         "measuring_process_peak_rss_kib".into(),
         runs.iter().map(|r| r.peak_rss_kib).max().unwrap_or(0) as f64,
