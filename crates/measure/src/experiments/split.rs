@@ -29,6 +29,9 @@ pub const NAME: &str = "split";
 
 /// The most tasks one point may have.
 const MAX_TASKS: usize = 1 << 16;
+/// The pause after a run of N tasks, untimed: a base and a little per task.
+const SETTLE_MIN: Duration = Duration::from_millis(20);
+const SETTLE_PER_TASK: Duration = Duration::from_micros(20);
 /// The stand-alone sweep, and the one with `--quick`.
 const FULL_SWEEP: &str = "1..1024";
 const QUICK_SWEEP: &str = "1..64";
@@ -443,6 +446,11 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
             let stats = run_point(p, plan, cpus, &clock, ctx)
                 .with_context(|| format!("{} (round {})", p.id(opts.yield_each), round + 1))?;
             results[i].push(stats);
+            if p.form != Form::Single {
+                // Exited tasks leave the kernel deferred work (freeing their memory and page
+                // tables) that would otherwise run inside the next point's timing.
+                std::thread::sleep(SETTLE_PER_TASK * p.tasks as u32 + SETTLE_MIN);
+            }
             ctx.progress.inc(1);
         }
     }
