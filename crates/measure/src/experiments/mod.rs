@@ -66,6 +66,42 @@ pub(crate) fn parse_tasks(s: &str) -> Result<TaskList, String> {
     Ok(TaskList(first_occurrences(&sizes)))
 }
 
+/// A time with its unit (`5s`, `300ms`, `49us`, `9.2µs`, `500ns`), in ns.
+pub(crate) fn parse_time(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let scale = match unit.trim() {
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        "" => return Err(format!("`{s}` has no unit: add one, e.g. 5s, 300ms, 49us")),
+        _ => {
+            return Err(format!(
+                "`{s}` is not a time (a number and one of ns, us, ms, s)"
+            ))
+        }
+    };
+    match num.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 && v * scale < 1e13 => Ok((v * scale).round() as u64),
+        _ => Err(format!(
+            "`{s}` is not a time (a number and one of ns, us, ms, s)"
+        )),
+    }
+}
+
+/// A run length: above 0, at most an hour.
+pub(crate) fn parse_duration(s: &str) -> Result<u64, String> {
+    match parse_time(s)? {
+        0 => Err(format!("`{s}` is not a duration above 0 (e.g. 5s, 300ms)")),
+        ns if ns > 3_600_000_000_000 => Err(format!("`{s}` is longer than an hour")),
+        ns => Ok(ns),
+    }
+}
+
 /// The command-line spelling of an option value, which is also its part of a case id.
 pub(crate) fn value_name<T: clap::ValueEnum>(value: &T) -> String {
     value

@@ -57,7 +57,7 @@ const RATE_TOLERANCE: f64 = 0.10;
 #[derive(Debug, Clone, clap::Args, serde::Serialize, serde::Deserialize)]
 pub struct Options {
     /// How long each CPU spins, e.g. `5s`, `500ms` [default: 5s, or 1s with --quick]
-    #[arg(long = "duration", value_name = "TIME", value_parser = super::tick::parse_duration)]
+    #[arg(long = "duration", value_name = "TIME", value_parser = super::parse_duration)]
     pub duration_ns: Option<u64>,
 
     /// Record gaps longer than this between two counter readings [default: 10 iterations of

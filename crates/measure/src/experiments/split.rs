@@ -105,12 +105,12 @@ pub struct Options {
     /// The total work W, as the time one flow needs for it on one CPU (`1s`, `250ms`); it is
     /// turned into a fixed count of work units at the start [default: 1s, or 100ms with
     /// --quick]
-    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    #[arg(long, value_name = "TIME", value_parser = super::parse_duration)]
     pub work: Option<u64>,
 
     /// Work per step, as a time (`20us`); with --yield each task gives up the CPU after
     /// every step
-    #[arg(long, value_name = "TIME", value_parser = parse_time, default_value = "20us")]
+    #[arg(long, value_name = "TIME", value_parser = super::parse_duration, default_value = "20us")]
     pub step: u64,
 
     /// Every task calls sched_yield() after each step (the Windows study's Sleep(0))
@@ -130,30 +130,6 @@ pub struct Options {
     /// Runs of each point (the points interleaved in each round)
     #[arg(long, default_value_t = 5, value_name = "R", value_parser = clap::value_parser!(u32).range(1..))]
     pub repeats: u32,
-}
-
-/// Parses a time such as `1s`, `250ms`, `20us`, `500ns` or `1.5s` into nanoseconds.
-fn parse_time(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let scale = match unit.trim() {
-        "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        _ => return Err(format!("`{s}` is not a time like `1s`, `250ms` or `20us`")),
-    };
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("`{s}` is not a time like `1s`, `250ms` or `20us`"))?;
-    let ns = v * scale;
-    if !(1.0..1e13).contains(&ns) {
-        return Err(format!("`{s}`: give a time from 1ns to a few hours"));
-    }
-    Ok(ns.round() as u64)
 }
 
 impl super::Experiment for Options {
@@ -199,7 +175,8 @@ fn sweep(opts: &Options, quick: bool) -> Vec<usize> {
 
 fn work_ns(opts: &Options, quick: bool) -> u64 {
     opts.work.unwrap_or_else(|| {
-        parse_time(if quick { QUICK_WORK } else { DEFAULT_WORK }).unwrap_or(1_000_000_000)
+        super::parse_duration(if quick { QUICK_WORK } else { DEFAULT_WORK })
+            .unwrap_or(1_000_000_000)
     })
 }
 
@@ -787,6 +764,7 @@ mod tests {
 
     #[test]
     fn times_parse_and_bad_ones_are_refused() {
+        use crate::experiments::parse_duration as parse_time;
         assert_eq!(parse_time("1s"), Ok(1_000_000_000));
         assert_eq!(parse_time("250ms"), Ok(250_000_000));
         assert_eq!(parse_time("20us"), Ok(20_000));

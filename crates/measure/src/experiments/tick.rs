@@ -116,7 +116,7 @@ pub struct Options {
 
     /// How long the fixed work runs undisturbed (its size is calibrated to this), e.g. 300ms
     /// [default: 300ms, or 20ms with --quick]
-    #[arg(long = "work", value_name = "TIME", value_parser = parse_duration)]
+    #[arg(long = "work", value_name = "TIME", value_parser = super::parse_duration)]
     pub work_ns: Option<u64>,
 
     /// Runs of each point: the undisturbed work and each source and period, interleaved
@@ -124,44 +124,8 @@ pub struct Options {
     pub runs: usize,
 }
 
-/// A time with its unit (`5s`, `300ms`, `49us`, `9.2µs`, `500ns`), in ns.
-pub(crate) fn parse_time(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let scale = match unit.trim() {
-        "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        "" => return Err(format!("`{s}` has no unit: add one, e.g. 5s, 300ms, 49us")),
-        _ => {
-            return Err(format!(
-                "`{s}` is not a time (a number and one of ns, us, ms, s)"
-            ))
-        }
-    };
-    match num.parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 && v * scale < 1e13 => Ok((v * scale).round() as u64),
-        _ => Err(format!(
-            "`{s}` is not a time (a number and one of ns, us, ms, s)"
-        )),
-    }
-}
-
-/// A run length: above 0, at most an hour.
-pub(crate) fn parse_duration(s: &str) -> Result<u64, String> {
-    match parse_time(s)? {
-        0 => Err(format!("`{s}` is not a duration above 0 (e.g. 5s, 300ms)")),
-        ns if ns > 3_600_000_000_000 => Err(format!("`{s}` is longer than an hour")),
-        ns => Ok(ns),
-    }
-}
-
 fn parse_period(s: &str) -> Result<u64, String> {
-    match parse_time(s)? {
+    match super::parse_time(s)? {
         ns if ns < MIN_PERIOD_NS => Err(format!(
             "`{s}` is below 1us, shorter than a timer interrupt's own entry and exit: no \
              machine can deliver it"
@@ -944,6 +908,7 @@ mod tests {
 
     #[test]
     fn times_parse_with_their_units() {
+        use crate::experiments::{parse_duration, parse_time};
         assert_eq!(parse_time("9.2us"), Ok(9_200));
         assert_eq!(parse_time("9.2µs"), Ok(9_200));
         assert_eq!(parse_time("49us"), Ok(49_000));
