@@ -15,10 +15,6 @@ fn oscost() -> Command {
     Command::cargo_bin("oscost").unwrap()
 }
 
-fn bin() -> std::path::PathBuf {
-    assert_cmd::cargo::cargo_bin("oscost")
-}
-
 /// Reads a result file with the typed model, so an unknown or missing field fails the test.
 fn read_doc(path: &Path) -> ResultDoc {
     let text = std::fs::read_to_string(path).unwrap();
@@ -228,7 +224,7 @@ fn run_limited(limit: &str, args: &[&str]) -> (Option<i32>, String, bool) {
     let dir = open_tempdir();
     let json = dir.path().join("r.json");
     let out = common::limited(limit, is_root())
-        .arg(bin())
+        .arg(common::bin_for_nobody(dir.path()))
         .args(args)
         .arg("--json")
         .arg(&json)
@@ -317,7 +313,7 @@ fn a_process_limit_hit_mid_run_names_the_limit_and_leaves_nothing() {
     const BLOCKERS: u64 = 10;
     let limit = user_tasks(NOBODY) + 4 + SPARE;
     let oscost = common::limited(&format!("--nproc={limit}:{limit}"), true)
-        .arg(bin())
+        .arg(common::bin_for_nobody(dir.path()))
         .args(["--quiet", "--samples", "100000", "spawn"])
         .args(["--ops", "fork,vfork", "--parent-mib", "1", "--json"])
         .arg(&json)

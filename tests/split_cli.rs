@@ -180,7 +180,7 @@ fn a_process_limit_hit_while_creating_tasks_is_named_and_everything_is_reaped() 
     // The baseline and one thread run first (about 2 s of work), then 40 threads: room for
     // them when the run starts, none once the sleepers below exist.
     let run = cmd
-        .arg(assert_cmd::cargo::cargo_bin("oscost"))
+        .arg(common::bin_for_nobody(dir.path()))
         .args([
             "--quiet",
             "split",

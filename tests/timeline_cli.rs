@@ -233,7 +233,7 @@ fn a_real_time_policy_without_permission_is_refused_and_nothing_is_left() {
     let mut cmd = if is_root() {
         let mut c = Command::new("setpriv");
         c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]);
-        c.arg(bin());
+        c.arg(common::bin_for_nobody(dir.path()));
         c
     } else {
         Command::new(bin())

@@ -27,3 +27,15 @@ pub fn limited(limit: &str, unprivileged: bool) -> std::process::Command {
     }
     cmd
 }
+
+/// A copy of the oscost binary in `dir` that `nobody` can run. The build's own copy may sit
+/// under a directory only its owner can enter (a clone made in a private temporary
+/// directory): setpriv can still start it, but oscost then cannot start its measuring
+/// process, which it runs from its own path.
+pub fn bin_for_nobody(dir: &std::path::Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let copy = dir.join("oscost");
+    std::fs::copy(assert_cmd::cargo::cargo_bin("oscost"), &copy).expect("copying oscost");
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+    copy
+}
