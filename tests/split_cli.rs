@@ -4,7 +4,7 @@
 //! assertions.
 
 mod common;
-use common::is_root;
+use common::{assert_nothing_left, is_root, processes_with};
 
 use assert_cmd::Command;
 use oscost_model::ResultDoc;
@@ -12,29 +12,6 @@ use std::time::{Duration, Instant};
 
 fn oscost() -> Command {
     Command::cargo_bin("oscost").unwrap()
-}
-
-/// Processes whose environment mentions `marker` (a test's own TMPDIR, which every oscost
-/// process and worker of that test inherits): what a run left behind.
-fn processes_with(marker: &str) -> Vec<i32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .map(|b| String::from_utf8_lossy(&b).contains(marker))
-                .unwrap_or(false)
-        })
-        .collect()
-}
-
-fn assert_nothing_left(marker: &str) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !processes_with(marker).is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert_eq!(processes_with(marker), Vec::<i32>::new(), "left running");
 }
 
 #[test]

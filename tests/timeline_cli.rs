@@ -40,34 +40,6 @@ fn marker(name: &str) -> String {
     format!("OSCOST_TEST_MARK={name}-{}", std::process::id())
 }
 
-/// Processes whose environment holds `mark` (zombies show none: their pid is listed by the
-/// parent's state instead, and a reaped one is gone).
-fn marked(mark: &str) -> Vec<i32> {
-    let needle = mark.as_bytes();
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v == needle))
-        })
-        .collect()
-}
-
-/// Waits up to a few seconds for every process of the run marked `mark` to be gone.
-fn assert_nothing_left(mark: &str) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let left = marked(mark);
-        if left.is_empty() {
-            return;
-        }
-        assert!(Instant::now() < deadline, "left running: {left:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 fn oscost(mark: &str) -> Command {
     let mut c = Command::new(bin());
     let (k, v) = mark.split_once('=').unwrap();
@@ -101,7 +73,7 @@ fn a_tiny_run_keeps_the_whole_trace_and_draws_it() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_nothing_left(&mark);
+    common::assert_nothing_left(&mark);
     let doc = read_doc(&json);
     let e = &doc.experiments[0];
     assert_eq!(e.name, "timeline");
@@ -178,7 +150,7 @@ fn assert_refused(args: &[&str], needle: &str) {
         "{args:?}: `{needle}` missing from {err}"
     );
     assert!(!json.exists(), "{args:?}: a result file was written");
-    assert_nothing_left(&mark);
+    common::assert_nothing_left(&mark);
     assert_eq!(
         std::fs::read_to_string(RR).ok(),
         before,
@@ -259,7 +231,7 @@ fn a_real_time_policy_without_permission_is_refused_and_nothing_is_left() {
         "{err}"
     );
     assert!(!json.exists());
-    assert_nothing_left(&mark);
+    common::assert_nothing_left(&mark);
 }
 
 /// Puts the round-robin slice back when dropped, whatever the test did.
@@ -364,7 +336,7 @@ fn the_rr_slice_is_put_back_after_a_failing_run() {
         "{err}"
     );
     assert_eq!(rr_now(), original, "{err}");
-    assert_nothing_left(&mark);
+    common::assert_nothing_left(&mark);
 
     // The measuring process dies: the coordinator puts the slice back.
     let mark = marker("rr-measuring");
@@ -380,7 +352,7 @@ fn the_rr_slice_is_put_back_after_a_failing_run() {
         "{err}"
     );
     assert_eq!(rr_now(), original, "{err}");
-    assert_nothing_left(&mark);
+    common::assert_nothing_left(&mark);
 
     // SIGTERM to oscost: interrupted, the slice put back on the way out.
     let mark = marker("rr-term");
@@ -390,5 +362,5 @@ fn the_rr_slice_is_put_back_after_a_failing_run() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{err}");
     assert_eq!(rr_now(), original, "{err}");
-    assert_nothing_left(&mark);
+    common::assert_nothing_left(&mark);
 }

@@ -39,3 +39,35 @@ pub fn bin_for_nobody(dir: &std::path::Path) -> std::path::PathBuf {
     std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
     copy
 }
+
+/// Processes whose environment contains `marker` (a test's own TMPDIR or marker variable,
+/// which every process of that test's run inherits): what a run left behind. A zombie shows
+/// no environment; its parent, still present, is found instead.
+pub fn processes_with(marker: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .map(|b| String::from_utf8_lossy(&b).contains(marker))
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+/// Waits up to 5 s for every process of the run marked `marker` to be gone.
+pub fn assert_nothing_left(marker: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let left = processes_with(marker);
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "left running: {left:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
