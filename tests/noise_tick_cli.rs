@@ -60,8 +60,10 @@ fn assert_refused(args: &[&str], needle: &str) {
 
 #[test]
 fn bad_input_exits_2_with_one_line_and_no_result() {
-    let cases: [(&[&str], &str); 9] = [
+    let cases: [(&[&str], &str); 11] = [
         (&["tick", "--periods", "500ns"], "below 1us"),
+        (&["tick", "--rr-slices", "0"], "--rr-slices"),
+        (&["tick", "--rr-tasks", "1"], "--rr-tasks"),
         (
             &["tick", "--periods", "1us", "--source", "signal"],
             "cannot keep that period",
@@ -242,4 +244,59 @@ fn sigterm_mid_tick_leaves_nothing() {
         !Path::new(&format!("/proc/{measuring}")).exists(),
         "the measuring process {measuring} outlived oscost"
     );
+}
+
+/// `--rr-slices`: as root, two SCHED_RR threads and one alone under each slice, the
+/// reschedulings counted, and the setting back as it was; otherwise both cases are reported
+/// as not measured, with the reason. Never a changed setting.
+#[test]
+fn rr_slices_measure_reschedulings_and_put_the_setting_back() {
+    const RR: &str = "/proc/sys/kernel/sched_rr_timeslice_ms";
+    let before = std::fs::read_to_string(RR).unwrap();
+    let cpu = oscost_sys::affinity().unwrap()[0].to_string();
+    let doc = json_run(&[
+        "--cpus",
+        &cpu,
+        "tick",
+        "--source",
+        "signal",
+        "--periods",
+        "1ms",
+        "--work",
+        "20ms",
+        "--runs",
+        "2",
+        "--rr-slices",
+        "2,7",
+        "--rr-tasks",
+        "2",
+    ]);
+    assert_eq!(
+        std::fs::read_to_string(RR).unwrap(),
+        before,
+        "the setting was not put back"
+    );
+    let e = experiment(&doc);
+    for ms in [2, 7] {
+        let id = format!("tick.rr.{ms}ms");
+        match e.cases.iter().find(|c| c.id == id) {
+            Some(c) => {
+                assert!(e.cases.iter().any(|a| a.id == format!("{id}.alone")));
+                assert_eq!(c.params["sched_rr_timeslice_ms"], ms);
+                let k = c
+                    .checks
+                    .iter()
+                    .find(|k| k.name == "reschedulings_vs_time_over_slice");
+                assert!(k.is_some_and(|k| k.counted >= 0.0), "{id}: {:?}", c.checks);
+                assert!(c.samples == 2 && c.median_ns > 0.0, "{id}");
+            }
+            None => {
+                let u = e.unavailable.iter().find(|u| u.id == id);
+                assert!(
+                    u.is_some_and(|u| !u.reason.is_empty()),
+                    "{id} neither measured nor explained"
+                );
+            }
+        }
+    }
 }

@@ -23,6 +23,8 @@ use serde_json::json;
 use std::hint::black_box;
 use std::time::Duration;
 
+mod rr;
+
 /// Subcommand name and id prefix.
 pub const NAME: &str = "tick";
 
@@ -122,6 +124,30 @@ pub struct Options {
     /// Runs of each point: the undisturbed work and each source and period, interleaved
     #[arg(long, default_value_t = 5, value_name = "N", value_parser = parse_runs)]
     pub runs: usize,
+
+    /// Also run --rr-tasks SCHED_RR threads sharing the work on one CPU under each of these
+    /// values of /proc/sys/kernel/sched_rr_timeslice_ms (1..1000), and one doing it alone:
+    /// the cost of one round-robin rescheduling. Needs root; the setting is put back
+    #[arg(long, value_delimiter = ',', value_name = "MS,...", value_parser = parse_rr_ms)]
+    pub rr_slices: Vec<u64>,
+
+    /// SCHED_RR threads sharing the work under --rr-slices (2..64)
+    #[arg(long, default_value_t = 4, value_name = "N", value_parser = parse_rr_tasks)]
+    pub rr_tasks: usize,
+}
+
+fn parse_rr_ms(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(v) if (1..=1000).contains(&v) => Ok(v),
+        _ => Err(format!("`{s}` is not a slice in ms from 1 to 1000")),
+    }
+}
+
+fn parse_rr_tasks(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(v) if (2..=64).contains(&v) => Ok(v),
+        _ => Err(format!("`{s}` is not a number of threads from 2 to 64")),
+    }
 }
 
 fn parse_period(s: &str) -> Result<u64, String> {
@@ -635,6 +661,21 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     }
     out.params
         .insert("slope".into(), serde_json::Value::Object(slopes));
+    if !opts.rr_slices.is_empty() {
+        let slices = super::first_occurrences(&opts.rr_slices);
+        let tick_ns = noise::kernel_hz().map(|(_, ns)| ns as f64);
+        rr::measure(
+            &slices,
+            opts.rr_tasks,
+            iterations,
+            opts.runs,
+            cpu,
+            &clock,
+            tick_ns,
+            ctx,
+            &mut out,
+        )?;
+    }
     ctx.progress.finish();
     Ok(out)
 }

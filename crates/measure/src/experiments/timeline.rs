@@ -44,7 +44,7 @@ const SHARE_TOLERANCE_PCT: f64 = 2.0;
 /// Shares are compared with the weights only over at least this many slices.
 const MIN_SLICES_FOR_SHARES: f64 = 20.0;
 /// The sysctl `--rr-slice-ms` sets.
-const RR_TIMESLICE: &str = "/proc/sys/kernel/sched_rr_timeslice_ms";
+pub(crate) const RR_TIMESLICE: &str = "/proc/sys/kernel/sched_rr_timeslice_ms";
 /// How long workers may take to reach the start barrier, and a round to finish, before the
 /// run is abandoned as stuck.
 const SETUP_DEADLINE: Duration = Duration::from_secs(30);
@@ -352,7 +352,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     // Put back on every way out, an error or Ctrl-C included; the coordinator is told the
     // value before it changes, and puts it back if this process dies first.
     let rr = match opts.rr_slice_ms {
-        Some(ms) => set_sysctl(Path::new(RR_TIMESLICE), ms, ctx, &mut out),
+        Some(ms) => set_sysctl(Path::new(RR_TIMESLICE), ms, "--rr-slice-ms", ctx, &mut out),
         None => None,
     };
     let rr_ms: Option<u64> = read_trim(Path::new(RR_TIMESLICE)).and_then(|s| s.parse().ok());
@@ -621,7 +621,7 @@ fn read_applied(kind: Kind, tid: i32) -> Applied {
     }
 }
 
-fn read_trim(path: &Path) -> Option<String> {
+pub(crate) fn read_trim(path: &Path) -> Option<String> {
     std::fs::read_to_string(path)
         .ok()
         .map(|s| s.trim().to_owned())
@@ -649,16 +649,17 @@ impl Drop for SysctlRestore<'_> {
 
 /// Writes `value` to the setting at `path` for the run; where that is not permitted, records
 /// a warning and goes on with the setting as it is.
-fn set_sysctl<'a>(
+pub(crate) fn set_sysctl<'a>(
     path: &Path,
     value: u64,
+    option: &str,
     ctx: &'a Context<'a>,
     out: &mut ExperimentOutput,
 ) -> Option<SysctlRestore<'a>> {
     let shown = path.display();
     let Some(original) = read_trim(path) else {
         out.warnings.push(format!(
-            "--rr-slice-ms {value} not in force: {shown} cannot be read"
+            "{option} {value} not in force: {shown} cannot be read"
         ));
         return None;
     };
@@ -673,7 +674,7 @@ fn set_sysctl<'a>(
         Err(e) => {
             ctx.progress.setting_restored(&key);
             out.warnings.push(format!(
-                "--rr-slice-ms {value} not in force: writing {shown}: {e} (it needs root); \
+                "{option} {value} not in force: writing {shown}: {e} (it needs root); \
                  the kernel's {original} ms was used"
             ));
             None

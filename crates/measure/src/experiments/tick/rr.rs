@@ -1,0 +1,260 @@
+//! `tick --rr-slices`: the second knob of the QNX study, a shorter round-robin interval. N
+//! SCHED_RR threads share one CPU and the same work W under each value of
+//! `sched_rr_timeslice_ms`; one SCHED_RR thread doing all of W alone under the same value is
+//! the reference. The extra time over the reschedulings the kernel counted (involuntary
+//! switches of the threads) is the cost of one rescheduling. The setting is put back after
+//! each value, on every way out, and the coordinating process is told the old value first so
+//! it can put it back if this process dies.
+
+use super::{work, NAME};
+use crate::context::Context;
+use crate::experiments::timeline::{read_trim, set_sysctl, RR_TIMESLICE};
+use oscost_model::case::{Case, Check, DerivedSpec, ExperimentOutput, Samples, Unavailable};
+use oscost_sys::clock::Clock;
+use oscost_sys::trace::{set_scheduler_of, Sched};
+use serde_json::json;
+use std::path::Path;
+use std::sync::Barrier;
+
+/// Reschedulings counted must be within this share of run time / slice.
+const RESCHED_TOLERANCE: f64 = 0.25;
+
+/// One run: the span from the first thread's start to the last one's finish, and the
+/// involuntary switches of all the threads over their work.
+#[derive(Debug, Clone, Copy)]
+struct RrRun {
+    ticks: u64,
+    reschedulings: u64,
+}
+
+/// `tasks` SCHED_RR threads pinned to `cpu`, each doing `iterations` of the work after a
+/// common start. An error when the policy is refused.
+fn one_run(clock: &Clock, tasks: usize, iterations: u64, cpu: usize) -> anyhow::Result<RrRun> {
+    let barrier = Barrier::new(tasks);
+    let results: Vec<anyhow::Result<(u64, u64, u64)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..tasks)
+            .map(|_| {
+                s.spawn(|| -> anyhow::Result<(u64, u64, u64)> {
+                    let pinned = oscost_sys::set_affinity(&[cpu]);
+                    let policy = set_scheduler_of(oscost_sys::gettid(), Sched::Rr);
+                    // Every thread reaches the barrier, failed or not, so none waits for ever.
+                    barrier.wait();
+                    pinned?;
+                    policy.map_err(|e| anyhow::anyhow!("--rr-slices: SCHED_RR refused: {e}"))?;
+                    let sw0 = oscost_sys::thread_switches();
+                    let start = clock.now();
+                    std::hint::black_box(work(iterations));
+                    let finish = clock.now();
+                    let sw = oscost_sys::thread_switches().since(sw0);
+                    Ok((start, finish, sw.involuntary))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("an RR thread panicked")))
+            })
+            .collect()
+    });
+    let results: Vec<(u64, u64, u64)> = results.into_iter().collect::<anyhow::Result<_>>()?;
+    let start = results.iter().map(|r| r.0).min().unwrap_or(0);
+    let finish = results.iter().map(|r| r.1).max().unwrap_or(start);
+    Ok(RrRun {
+        ticks: finish.saturating_sub(start),
+        reschedulings: results.iter().map(|r| r.2).sum(),
+    })
+}
+
+fn median(v: impl Iterator<Item = f64>) -> f64 {
+    let v: Vec<f64> = v.collect();
+    oscost_stats::median(&v)
+}
+
+fn samples(clock: &Clock, runs: &[RrRun]) -> Samples {
+    Samples {
+        per_op_ns: runs
+            .iter()
+            .map(|r| clock.ticks_to_ns(r.ticks as f64))
+            .collect(),
+        per_op_ticks: runs.iter().map(|r| r.ticks as f64).collect(),
+        iterations_per_sample: 1,
+        loop_overhead_ns: 0.0,
+    }
+}
+
+/// The slice the kernel gives for `ms`: whole ticks, at least one.
+pub(super) fn effective_slice_ns(ms: u64, tick_ns: Option<f64>) -> f64 {
+    let ns = ms as f64 * 1e6;
+    match tick_ns {
+        Some(t) if t > 0.0 => (ns / t).ceil().max(1.0) * t,
+        _ => ns,
+    }
+}
+
+/// Measures every value of `slices` (ms) with `tasks` threads sharing `iterations` of work on
+/// `cpu`, `runs` times each, and adds the cases (or why they could not be measured) to `out`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn measure(
+    slices: &[u64],
+    tasks: usize,
+    iterations: u64,
+    runs: usize,
+    cpu: usize,
+    clock: &Clock,
+    tick_ns: Option<f64>,
+    ctx: &Context,
+    out: &mut ExperimentOutput,
+) -> anyhow::Result<()> {
+    let per_task = (iterations / tasks as u64).max(1);
+    let total = per_task * tasks as u64;
+    out.params.insert(
+        "rr".into(),
+        json!({
+            "tasks": tasks,
+            "iterations_per_task": per_task,
+            "sched_rr_timeslice_ms_before": read_trim(Path::new(RR_TIMESLICE)),
+        }),
+    );
+    for &ms in slices {
+        ctx.check_cancel()?;
+        ctx.progress.message(&format!(
+            "{tasks} SCHED_RR threads, sched_rr_timeslice_ms = {ms}"
+        ));
+        let id = format!("{NAME}.rr.{ms}ms");
+        let unavailable = |out: &mut ExperimentOutput, reason: String| {
+            for (id, what) in [
+                (
+                    id.clone(),
+                    format!("{tasks} SCHED_RR threads sharing the work, {ms} ms slices"),
+                ),
+                (
+                    format!("{id}.alone"),
+                    format!("one SCHED_RR thread doing the work alone, {ms} ms slices"),
+                ),
+            ] {
+                out.unavailable.push(Unavailable {
+                    id,
+                    description: what,
+                    reason: reason.clone(),
+                });
+            }
+        };
+        let mut warnings = Vec::new();
+        let mut scratch = ExperimentOutput::default();
+        let guard = set_sysctl(
+            Path::new(RR_TIMESLICE),
+            ms,
+            "--rr-slices",
+            ctx,
+            &mut scratch,
+        );
+        warnings.append(&mut scratch.warnings);
+        if guard.is_none() {
+            unavailable(out, warnings.join("; "));
+            continue;
+        }
+        let mut crowd = Vec::with_capacity(runs);
+        let mut alone = Vec::with_capacity(runs);
+        let mut refused = None;
+        for _ in 0..runs {
+            ctx.check_cancel()?;
+            match one_run(clock, 1, total, cpu)
+                .and_then(|a| Ok((a, one_run(clock, tasks, per_task, cpu)?)))
+            {
+                Ok((a, c)) => {
+                    alone.push(a);
+                    crowd.push(c);
+                }
+                Err(e) => {
+                    refused = Some(e.to_string());
+                    break;
+                }
+            }
+        }
+        drop(guard);
+        if let Some(reason) = refused {
+            unavailable(out, reason);
+            continue;
+        }
+        let resched = median(crowd.iter().map(|r| r.reschedulings as f64));
+        let crowd_ns = median(crowd.iter().map(|r| clock.ticks_to_ns(r.ticks as f64)));
+        let alone_ns = median(alone.iter().map(|r| clock.ticks_to_ns(r.ticks as f64)));
+        let slice_ns = effective_slice_ns(ms, tick_ns);
+        let expected = crowd_ns / slice_ns;
+        let mut case = Case::new(
+            id.clone(),
+            format!("{tasks} SCHED_RR threads sharing the work on CPU {cpu}, sched_rr_timeslice_ms = {ms}"),
+            "run",
+            samples(clock, &crowd),
+        )
+        .param("cpu", cpu)
+        .param("tasks", tasks)
+        .param("sched_rr_timeslice_ms", ms)
+        .param("effective_slice_ns", slice_ns);
+        case.counters.insert("reschedulings".into(), resched);
+        case.counters.insert("alone_ns".into(), alone_ns);
+        case.counters.insert("extra_ns".into(), crowd_ns - alone_ns);
+        if resched > 0.0 {
+            case.counters.insert(
+                "ns_per_rescheduling".into(),
+                (crowd_ns - alone_ns) / resched,
+            );
+        }
+        case.checks.push(Check {
+            name: "reschedulings_vs_time_over_slice".into(),
+            expected,
+            counted: resched,
+            // Each thread's last slice is cut short by its finish, so a few runs' worth of
+            // slices can be missing whatever the length: at least one per thread is allowed.
+            passed: (resched - expected).abs() <= (RESCHED_TOLERANCE * expected).max(tasks as f64),
+            detail: format!(
+                "involuntary switches of the threads (getrusage) per run, against the run's \
+                 time / the slice in whole ticks ({:.2} ms); within ±{:.0} % or ±{tasks}",
+                slice_ns / 1e6,
+                RESCHED_TOLERANCE * 100.0
+            ),
+        });
+        case.warnings.extend(warnings);
+        let alone_case = Case::new(
+            format!("{id}.alone"),
+            format!("one SCHED_RR thread doing the same work alone on CPU {cpu}, sched_rr_timeslice_ms = {ms}"),
+            "run",
+            samples(clock, &alone),
+        )
+        .param("cpu", cpu)
+        .param("sched_rr_timeslice_ms", ms);
+        if resched > 0.0 {
+            out.derived.push(DerivedSpec {
+                id: format!("{id}.per_rescheduling"),
+                description: "(shared run − the same work alone) / the reschedulings counted: \
+                              what one round-robin rescheduling costs the work"
+                    .into(),
+                terms: vec![
+                    (id.clone(), 1.0 / resched),
+                    (alone_case.id.clone(), -1.0 / resched),
+                ],
+                flagged: super::super::failed_checks(&case),
+            });
+        }
+        out.cases.push(case);
+        out.cases.push(alone_case);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_slice_is_counted_in_whole_ticks() {
+        let tick = Some(4e6);
+        assert_eq!(effective_slice_ns(1, tick), 4e6);
+        assert_eq!(effective_slice_ns(4, tick), 4e6);
+        assert_eq!(effective_slice_ns(5, tick), 8e6);
+        assert_eq!(effective_slice_ns(100, tick), 100e6);
+        assert_eq!(effective_slice_ns(3, None), 3e6);
+    }
+}
