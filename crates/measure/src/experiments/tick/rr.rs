@@ -16,6 +16,9 @@ use serde_json::json;
 use std::path::Path;
 use std::sync::Barrier;
 
+const RT_RUNTIME: &str = "/proc/sys/kernel/sched_rt_runtime_us";
+const RT_PERIOD: &str = "/proc/sys/kernel/sched_rt_period_us";
+
 /// Reschedulings counted must be within this share of run time / slice.
 const RESCHED_TOLERANCE: f64 = 0.25;
 
@@ -67,6 +70,15 @@ fn one_run(clock: &Clock, tasks: usize, iterations: u64, cpu: usize) -> anyhow::
     })
 }
 
+/// Sleeps as long as the run lasted. Real-time tasks may use only
+/// `sched_rt_runtime_us` of every `sched_rt_period_us` (0.95 s of each second by default);
+/// back-to-back runs would cross that and be stopped for the rest of the period, a random
+/// 50 ms in some runs. Resting as long as each run keeps the share near half.
+fn rest(clock: &Clock, run: &RrRun) {
+    let ns = clock.ticks_to_ns(run.ticks as f64).clamp(0.0, 5e9);
+    std::thread::sleep(std::time::Duration::from_nanos(ns as u64));
+}
+
 fn median(v: impl Iterator<Item = f64>) -> f64 {
     let v: Vec<f64> = v.collect();
     oscost_stats::median(&v)
@@ -115,8 +127,11 @@ pub(super) fn measure(
             "tasks": tasks,
             "iterations_per_task": per_task,
             "sched_rr_timeslice_ms_before": read_trim(Path::new(RR_TIMESLICE)),
+            "sched_rt_runtime_us": read_trim(Path::new(RT_RUNTIME)),
+            "sched_rt_period_us": read_trim(Path::new(RT_PERIOD)),
         }),
     );
+    let runtime_us: Option<f64> = read_trim(Path::new(RT_RUNTIME)).and_then(|v| v.parse().ok());
     for &ms in slices {
         ctx.check_cancel()?;
         ctx.progress.message(&format!(
@@ -161,7 +176,9 @@ pub(super) fn measure(
         for _ in 0..runs {
             ctx.check_cancel()?;
             match one_run(clock, 1, total, cpu)
+                .inspect(|r| rest(clock, r))
                 .and_then(|a| Ok((a, one_run(clock, tasks, per_task, cpu)?)))
+                .inspect(|(_, r)| rest(clock, r))
             {
                 Ok((a, c)) => {
                     alone.push(a);
@@ -216,6 +233,14 @@ pub(super) fn measure(
                 RESCHED_TOLERANCE * 100.0
             ),
         });
+        if let Some(r) = runtime_us.filter(|&r| r >= 0.0 && crowd_ns / 1e3 > r) {
+            warnings.push(format!(
+                "a run lasted {:.0} ms, longer than sched_rt_runtime_us ({:.0} ms): real-time \
+                 throttling stopped the threads for part of it; use a shorter --work",
+                crowd_ns / 1e6,
+                r / 1e3
+            ));
+        }
         case.warnings.extend(warnings);
         let alone_case = Case::new(
             format!("{id}.alone"),
