@@ -2,6 +2,9 @@
 //! self-consistent, bad input, and an interrupted run. No timing assertions: only what was
 //! counted and what the command did.
 
+mod common;
+use common::children_of;
+
 use assert_cmd::Command;
 use oscost_model::{CaseResult, ExperimentResult, ResultDoc};
 use std::path::Path;
@@ -185,21 +188,6 @@ fn tick_tiny_run_is_self_consistent() {
         assert!(ci[0].as_f64().unwrap() <= v && v <= ci[1].as_f64().unwrap());
     }
     assert!(e.params.contains_key("natural_tick"));
-}
-
-fn stat_fields(pid: i32) -> Option<Vec<String>> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &s[s.rfind(')')? + 2..];
-    Some(rest.split_whitespace().map(str::to_owned).collect())
-}
-
-fn children_of(parent: i32) -> Vec<i32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|&pid| stat_fields(pid).and_then(|f| f.get(1)?.parse::<i32>().ok()) == Some(parent))
-        .collect()
 }
 
 /// SIGTERM while `tick` runs its helper threads and timers: exit 130, and the measuring

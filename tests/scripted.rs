@@ -4,9 +4,10 @@
 //! same on every machine and pinned here with insta snapshots (`cargo insta review` after a
 //! deliberate change).
 
+mod common;
+use common::read_doc;
+
 use assert_cmd::Command;
-use oscost_model::ResultDoc;
-use std::path::Path;
 
 /// oscost with no `COLUMNS` from the caller: tables at their natural width unless a test
 /// sets it.
@@ -18,11 +19,6 @@ fn oscost() -> Command {
 
 fn stdout_of(c: &mut Command) -> String {
     String::from_utf8(c.assert().success().get_output().stdout.clone()).unwrap()
-}
-
-fn read_doc(path: &Path) -> ResultDoc {
-    let text = std::fs::read_to_string(path).unwrap();
-    serde_json::from_str(&text).expect("the result file reads as the typed model")
 }
 
 /// One scripted run of `example` into every format.

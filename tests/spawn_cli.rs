@@ -4,22 +4,15 @@
 
 mod common;
 use common::is_root;
+use common::read_doc;
 
 use assert_cmd::Command;
 use oscost_model::case::SINGLE_THREAD_CHECK;
-use oscost_model::ResultDoc;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 fn oscost() -> Command {
     Command::cargo_bin("oscost").unwrap()
-}
-
-/// Reads a result file with the typed model, so an unknown or missing field fails the test.
-fn read_doc(path: &Path) -> ResultDoc {
-    let text = std::fs::read_to_string(path).unwrap();
-    serde_json::from_str(&text)
-        .unwrap_or_else(|e| panic!("{}: not a result document: {e}", path.display()))
 }
 
 /// Processes (thread-group leaders) whose `TMPDIR` is `dir` or a directory in it: the oscost

@@ -4,10 +4,11 @@
 
 mod common;
 use common::is_root;
+use common::{children_of, read_doc, stat_fields};
 
 use assert_cmd::Command;
 use oscost_model::case::SINGLE_THREAD_CHECK;
-use oscost_model::{CaseResult, ResultDoc};
+use oscost_model::CaseResult;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -17,30 +18,6 @@ fn oscost() -> Command {
 
 fn bin() -> std::path::PathBuf {
     assert_cmd::cargo::cargo_bin("oscost")
-}
-
-/// Fields after the `(comm)` of `/proc/<pid>/stat`: state is [0], ppid [1].
-fn stat_fields(pid: i32) -> Option<Vec<String>> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &s[s.rfind(')')? + 2..];
-    Some(rest.split_whitespace().map(str::to_owned).collect())
-}
-
-/// Processes (not threads: /proc lists only thread-group leaders) whose parent is `parent`.
-fn children_of(parent: i32) -> Vec<i32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|&pid| stat_fields(pid).and_then(|f| f.get(1)?.parse::<i32>().ok()) == Some(parent))
-        .collect()
-}
-
-/// Reads a result file with the typed model, so an unknown or missing field fails the test.
-fn read_doc(path: &Path) -> ResultDoc {
-    let text = std::fs::read_to_string(path).unwrap();
-    serde_json::from_str(&text)
-        .unwrap_or_else(|e| panic!("{}: not a result document: {e}", path.display()))
 }
 
 /// The command line of `pid`, NULs as spaces (empty once it is gone).

@@ -4,9 +4,9 @@
 
 mod common;
 use common::is_root;
+use common::{children_of, read_doc};
 
-use oscost_model::ResultDoc;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -45,11 +45,6 @@ fn oscost(mark: &str) -> Command {
     let (k, v) = mark.split_once('=').unwrap();
     c.env(k, v);
     c
-}
-
-fn read_doc(path: &Path) -> ResultDoc {
-    let text = std::fs::read_to_string(path).unwrap();
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 #[test]
@@ -269,24 +264,6 @@ fn start_rr_run(mark: &str) -> std::process::Child {
         std::thread::sleep(Duration::from_millis(1));
     }
     child
-}
-
-/// Processes whose parent is `parent`.
-fn children_of(parent: i32) -> Vec<i32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|&pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|s| {
-                    let rest = &s[s.rfind(')')? + 2..];
-                    rest.split_whitespace().nth(1)?.parse::<i32>().ok()
-                })
-                == Some(parent)
-        })
-        .collect()
 }
 
 fn kill(sig: &str, pid: i32) {

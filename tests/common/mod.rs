@@ -71,3 +71,27 @@ pub fn assert_nothing_left(marker: &str) {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// Reads a result file with the typed model, so an unknown or missing field fails the test.
+pub fn read_doc(path: &std::path::Path) -> oscost_model::ResultDoc {
+    let text = std::fs::read_to_string(path).unwrap();
+    serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{}: not a result document: {e}", path.display()))
+}
+
+/// Fields after the `(comm)` of `/proc/<pid>/stat`: state is [0], ppid [1].
+pub fn stat_fields(pid: i32) -> Option<Vec<String>> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &s[s.rfind(')')? + 2..];
+    Some(rest.split_whitespace().map(str::to_owned).collect())
+}
+
+/// Processes (not threads: /proc lists only thread-group leaders) whose parent is `parent`.
+pub fn children_of(parent: i32) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| stat_fields(pid).and_then(|f| f.get(1)?.parse::<i32>().ok()) == Some(parent))
+        .collect()
+}
