@@ -352,6 +352,27 @@ pub fn measure_interleaved(
     Ok(jobs.into_iter().map(|j| j.finish(ctx.clock)).collect())
 }
 
+/// Samples of whole runs timed in counter ticks: one operation per sample, nothing to
+/// subtract (split's and tick's runs, each a fixed amount of work).
+pub(crate) fn whole_runs(
+    clock: &oscost_sys::clock::Clock,
+    ticks: impl IntoIterator<Item = u64>,
+) -> Samples {
+    let ticks: Vec<f64> = ticks.into_iter().map(|t| t as f64).collect();
+    Samples {
+        per_op_ns: ticks.iter().map(|&t| clock.ticks_to_ns(t)).collect(),
+        per_op_ticks: ticks,
+        iterations_per_sample: 1,
+        loop_overhead_ns: 0.0,
+    }
+}
+
+/// The median of `values` (`NaN` when there are none).
+pub(crate) fn median_of(values: impl IntoIterator<Item = f64>) -> f64 {
+    let v: Vec<f64> = values.into_iter().collect();
+    oscost_stats::median(&v)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,9 +14,9 @@ use crate::context::{Cancelled, Context};
 use crate::cpuset::{self, AffinityRestore};
 use crate::experiments::{parse_tasks, TaskList};
 use crate::limits::{Limits, Needs};
-use crate::sampler::{counting_threads, single_task_check};
+use crate::sampler::{counting_threads, median_of, single_task_check, whole_runs};
 use anyhow::Context as _;
-use oscost_model::case::{Case, Check, ExperimentOutput, Samples, Series};
+use oscost_model::case::{Case, Check, ExperimentOutput, Series};
 use oscost_sys::clock::Clock;
 use oscost_sys::split::{self as sys_split, Plan, Record, SplitRun};
 use oscost_sys::task::{self, CpuMask, Kind, Team};
@@ -594,15 +594,6 @@ fn run_team(
     })
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
-
 /// The case of one point from its runs.
 fn point_case(
     p: &Point,
@@ -614,12 +605,7 @@ fn point_case(
     clock: &Clock,
 ) -> Case {
     let ns = |t: u64| clock.ticks_to_ns(t as f64);
-    let samples = Samples {
-        per_op_ns: runs.iter().map(|r| ns(r.total)).collect(),
-        per_op_ticks: runs.iter().map(|r| r.total as f64).collect(),
-        iterations_per_sample: 1,
-        loop_overhead_ns: 0.0,
-    };
+    let samples = whole_runs(clock, runs.iter().map(|r| r.total));
     let what = match p.form {
         Form::Single => format!("one flow doing W in {} pieces", p.tasks),
         Form::Threads => format!("{} threads sharing W", p.tasks),
@@ -650,7 +636,7 @@ fn point_case(
     .param("work_units", units)
     .param("step_units", step);
 
-    let med = |f: &dyn Fn(&RunStats) -> f64| median(runs.iter().map(f).collect());
+    let med = |f: &dyn Fn(&RunStats) -> f64| median_of(runs.iter().map(f));
     let work_s = med(&|r| ns(r.work)) / 1e9;
     let switches = med(&|r| (r.voluntary + r.involuntary) as f64);
     let c = &mut case.counters;

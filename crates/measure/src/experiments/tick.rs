@@ -13,8 +13,9 @@
 use crate::context::Context;
 use crate::cpuset::AffinityRestore;
 use crate::experiments::noise;
+use crate::sampler::{median_of, whole_runs};
 use anyhow::Context as _;
-use oscost_model::case::{Case, Check, DerivedSpec, ExperimentOutput, Samples, Series};
+use oscost_model::case::{Case, Check, DerivedSpec, ExperimentOutput, Series};
 use oscost_stats::fit::{least_squares, slope_ci, Point};
 use oscost_sys::clock::Clock;
 use oscost_sys::timer::{EventCounts, Helper, Policy, SignalTimer, Wake};
@@ -622,7 +623,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         ));
     }
     let base = undisturbed_case(&clock, &undisturbed, cpu, iterations);
-    let base_ticks = median_u64(undisturbed.iter().map(|r| r.ticks));
+    let base_ticks = median_of(undisturbed.iter().map(|r| r.ticks as f64));
     out.cases.push(base);
     let mut slopes = serde_json::Map::new();
     for &source in &sources {
@@ -680,23 +681,6 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     Ok(out)
 }
 
-fn median_u64(v: impl Iterator<Item = u64>) -> f64 {
-    let v: Vec<f64> = v.map(|x| x as f64).collect();
-    oscost_stats::median(&v)
-}
-
-fn samples(clock: &Clock, runs: &[Run]) -> Samples {
-    Samples {
-        per_op_ns: runs
-            .iter()
-            .map(|r| clock.ticks_to_ns(r.ticks as f64))
-            .collect(),
-        per_op_ticks: runs.iter().map(|r| r.ticks as f64).collect(),
-        iterations_per_sample: 1,
-        loop_overhead_ns: 0.0,
-    }
-}
-
 fn undisturbed_case(clock: &Clock, runs: &[Run], cpu: usize, iterations: u64) -> Case {
     let mut case = Case::new(
         UNDISTURBED,
@@ -705,13 +689,13 @@ fn undisturbed_case(clock: &Clock, runs: &[Run], cpu: usize, iterations: u64) ->
              our own"
         ),
         "run of the work",
-        samples(clock, runs),
+        whole_runs(clock, runs.iter().map(|r| r.ticks)),
     )
     .param("cpu", cpu as u64)
     .param("work_iterations", iterations);
     case.counters.insert(
         "switches_per_run".into(),
-        median_u64(runs.iter().map(Run::switches)),
+        median_of(runs.iter().map(|r| r.switches() as f64)),
     );
     case
 }
@@ -743,7 +727,7 @@ fn point_case(
             source.describe()
         ),
         "run of the work",
-        samples(clock, runs),
+        whole_runs(clock, runs.iter().map(|r| r.ticks)),
     )
     .param("source", source.name())
     .param("period_ns", period)

@@ -14,6 +14,7 @@
 use crate::context::Context;
 use crate::cpuset::{self, AffinityRestore};
 use crate::limits::{Limits, Needs, FILES_MARGIN};
+use crate::sysctl::{read_trim, set_sysctl, RR_TIMESLICE};
 use anyhow::Context as _;
 use oscost_model::case::{Case, Check, ExperimentOutput, Samples, Series};
 use oscost_sys::clock::Clock;
@@ -44,7 +45,6 @@ const SHARE_TOLERANCE_PCT: f64 = 2.0;
 /// Shares are compared with the weights only over at least this many slices.
 const MIN_SLICES_FOR_SHARES: f64 = 20.0;
 /// The sysctl `--rr-slice-ms` sets.
-pub(crate) const RR_TIMESLICE: &str = "/proc/sys/kernel/sched_rr_timeslice_ms";
 /// How long workers may take to reach the start barrier, and a round to finish, before the
 /// run is abandoned as stuck.
 const SETUP_DEADLINE: Duration = Duration::from_secs(30);
@@ -621,67 +621,6 @@ fn read_applied(kind: Kind, tid: i32) -> Applied {
     }
 }
 
-pub(crate) fn read_trim(path: &Path) -> Option<String> {
-    std::fs::read_to_string(path)
-        .ok()
-        .map(|s| s.trim().to_owned())
-}
-
-// ---------------------------------------------------------------------------------------
-// A system setting changed for the run.
-
-/// Puts a `/proc/sys` setting back when dropped, and tells the coordinator it did.
-pub(crate) struct SysctlRestore<'a> {
-    path: PathBuf,
-    original: String,
-    ctx: &'a Context<'a>,
-}
-
-impl Drop for SysctlRestore<'_> {
-    fn drop(&mut self) {
-        if std::fs::write(&self.path, format!("{}\n", self.original)).is_ok() {
-            self.ctx
-                .progress
-                .setting_restored(&self.path.to_string_lossy());
-        }
-    }
-}
-
-/// Writes `value` to the setting at `path` for the run; where that is not permitted, records
-/// a warning and goes on with the setting as it is.
-pub(crate) fn set_sysctl<'a>(
-    path: &Path,
-    value: u64,
-    option: &str,
-    ctx: &'a Context<'a>,
-    out: &mut ExperimentOutput,
-) -> Option<SysctlRestore<'a>> {
-    let shown = path.display();
-    let Some(original) = read_trim(path) else {
-        out.warnings.push(format!(
-            "{option} {value} not in force: {shown} cannot be read"
-        ));
-        return None;
-    };
-    let key = path.to_string_lossy();
-    ctx.progress.setting_changed(&key, &original);
-    match std::fs::write(path, format!("{value}\n")) {
-        Ok(()) => Some(SysctlRestore {
-            path: path.to_owned(),
-            original,
-            ctx,
-        }),
-        Err(e) => {
-            ctx.progress.setting_restored(&key);
-            out.warnings.push(format!(
-                "{option} {value} not in force: writing {shown}: {e} (it needs root); \
-                 the kernel's {original} ms was used"
-            ));
-            None
-        }
-    }
-}
-
 // ---------------------------------------------------------------------------------------
 // The chunk.
 
@@ -990,13 +929,6 @@ pub fn expected_slice(
 // ---------------------------------------------------------------------------------------
 // The cases.
 
-fn median(v: &[f64]) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    oscost_stats::median(v)
-}
-
 fn p95(v: &[f64]) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
@@ -1054,10 +986,10 @@ fn cases(
     main.params
         .insert("expected_slice".into(), json!(rule.how.clone()));
     let c = &mut main.counters;
-    c.insert("total_ns".into(), median(&totals));
+    c.insert("total_ns".into(), oscost_stats::median(&totals));
     c.insert(
         "throughput_workers_per_s".into(),
-        median(
+        oscost_stats::median(
             &totals
                 .iter()
                 .map(|t| n as f64 / t * 1e9)
@@ -1067,7 +999,7 @@ fn cases(
     let finishes: Vec<Vec<f64>> = rounds.iter().map(Round::finishes_ns).collect();
     c.insert(
         "latency_avg_ns".into(),
-        median(
+        oscost_stats::median(
             &finishes
                 .iter()
                 .map(|f| f.iter().sum::<f64>() / n as f64)
@@ -1078,12 +1010,12 @@ fn cases(
         let of = |f: &Vec<f64>| f.get(w).copied().unwrap_or(f64::NAN);
         c.insert(
             format!("latency_worker{}_ns", w + 1),
-            median(&finishes.iter().map(of).collect::<Vec<_>>()),
+            oscost_stats::median(&finishes.iter().map(of).collect::<Vec<_>>()),
         );
     }
     c.insert(
         "chunk_cpu_ns".into(),
-        median(
+        oscost_stats::median(
             &rounds
                 .iter()
                 .flat_map(|r| r.chunk_cpu_ns.iter().copied())
@@ -1100,7 +1032,7 @@ fn cases(
     };
     c.insert("turns_counted".into(), slices.len() as f64);
     if !slices.is_empty() {
-        c.insert("slice_median_ns".into(), median(&slices));
+        c.insert("slice_median_ns".into(), oscost_stats::median(&slices));
         c.insert("slice_p95_ns".into(), p95(&slices));
     }
     if let Some(e) = rule.expected_ns {
@@ -1140,9 +1072,10 @@ fn add_shares(
     }
     let shares: Vec<Vec<f64>> = rounds.iter().map(Round::shares_pct).collect();
     let measured: Vec<f64> = (0..n)
-        .map(|w| median(&shares.iter().map(|s| s[w]).collect::<Vec<_>>()))
+        .map(|w| oscost_stats::median(&shares.iter().map(|s| s[w]).collect::<Vec<_>>()))
         .collect();
-    let common = median(&rounds.iter().map(|r| r.first_finish_ns).collect::<Vec<_>>());
+    let common =
+        oscost_stats::median(&rounds.iter().map(|r| r.first_finish_ns).collect::<Vec<_>>());
     case.counters.insert("all_runnable_ns".into(), common);
     for (w, m) in measured.iter().enumerate() {
         case.counters
@@ -1428,8 +1361,8 @@ mod tests {
                 .collect()
         };
         let (a, b) = (of(0), of(1));
-        assert!((median(&a) - 4e6).abs() <= chunk, "{a:?}");
-        assert!((median(&b) - 3e6).abs() <= chunk, "{b:?}");
+        assert!((oscost_stats::median(&a) - 4e6).abs() <= chunk, "{a:?}");
+        assert!((oscost_stats::median(&b) - 3e6).abs() <= chunk, "{b:?}");
         assert_eq!(preemptions(&ends), plan.len() - 2);
     }
 

@@ -8,8 +8,9 @@
 
 use super::{work, NAME};
 use crate::context::Context;
-use crate::experiments::timeline::{read_trim, set_sysctl, RR_TIMESLICE};
-use oscost_model::case::{Case, Check, DerivedSpec, ExperimentOutput, Samples, Unavailable};
+use crate::sampler::{median_of, whole_runs};
+use crate::sysctl::{read_trim, set_sysctl, RR_TIMESLICE};
+use oscost_model::case::{Case, Check, DerivedSpec, ExperimentOutput, Unavailable};
 use oscost_sys::clock::Clock;
 use oscost_sys::trace::{set_scheduler_of, Sched};
 use serde_json::json;
@@ -77,23 +78,6 @@ fn one_run(clock: &Clock, tasks: usize, iterations: u64, cpu: usize) -> anyhow::
 fn rest(clock: &Clock, run: &RrRun) {
     let ns = clock.ticks_to_ns(run.ticks as f64).clamp(0.0, 5e9);
     std::thread::sleep(std::time::Duration::from_nanos(ns as u64));
-}
-
-fn median(v: impl Iterator<Item = f64>) -> f64 {
-    let v: Vec<f64> = v.collect();
-    oscost_stats::median(&v)
-}
-
-fn samples(clock: &Clock, runs: &[RrRun]) -> Samples {
-    Samples {
-        per_op_ns: runs
-            .iter()
-            .map(|r| clock.ticks_to_ns(r.ticks as f64))
-            .collect(),
-        per_op_ticks: runs.iter().map(|r| r.ticks as f64).collect(),
-        iterations_per_sample: 1,
-        loop_overhead_ns: 0.0,
-    }
 }
 
 /// The slice the kernel gives for `ms`: whole ticks, at least one.
@@ -195,16 +179,16 @@ pub(super) fn measure(
             unavailable(out, reason);
             continue;
         }
-        let resched = median(crowd.iter().map(|r| r.reschedulings as f64));
-        let crowd_ns = median(crowd.iter().map(|r| clock.ticks_to_ns(r.ticks as f64)));
-        let alone_ns = median(alone.iter().map(|r| clock.ticks_to_ns(r.ticks as f64)));
+        let resched = median_of(crowd.iter().map(|r| r.reschedulings as f64));
+        let crowd_ns = median_of(crowd.iter().map(|r| clock.ticks_to_ns(r.ticks as f64)));
+        let alone_ns = median_of(alone.iter().map(|r| clock.ticks_to_ns(r.ticks as f64)));
         let slice_ns = effective_slice_ns(ms, tick_ns);
         let expected = crowd_ns / slice_ns;
         let mut case = Case::new(
             id.clone(),
             format!("{tasks} SCHED_RR threads sharing the work on CPU {cpu}, sched_rr_timeslice_ms = {ms}"),
             "run",
-            samples(clock, &crowd),
+            whole_runs(clock, crowd.iter().map(|r| r.ticks)),
         )
         .param("cpu", cpu)
         .param("tasks", tasks)
@@ -246,7 +230,7 @@ pub(super) fn measure(
             format!("{id}.alone"),
             format!("one SCHED_RR thread doing the same work alone on CPU {cpu}, sched_rr_timeslice_ms = {ms}"),
             "run",
-            samples(clock, &alone),
+            whole_runs(clock, alone.iter().map(|r| r.ticks)),
         )
         .param("cpu", cpu)
         .param("sched_rr_timeslice_ms", ms);
