@@ -2,39 +2,12 @@
 //! and exit 2 before anything is measured. No timing assertions.
 
 mod common;
-use common::is_root;
+use common::{is_root, run_limited};
 
 use assert_cmd::Command;
 
 fn oscost() -> Command {
     Command::cargo_bin("oscost").unwrap()
-}
-
-/// Runs `oscost ARGS` under `prlimit LIMIT` (and, when `unprivileged` is set, `setpriv` to
-/// `nobody`, since root is exempt from RLIMIT_NPROC) with `--json FILE` in a fresh directory;
-/// returns (exit code, stderr, whether the result file exists). Both tools come with
-/// util-linux; a missing one fails the test.
-fn run_limited(limit: &str, unprivileged: bool, args: &[&str]) -> (Option<i32>, String, bool) {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = tempfile::tempdir().unwrap();
-    // Writable for `nobody` too.
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
-    let json = dir.path().join("r.json");
-    let mut cmd = common::limited(limit, unprivileged);
-    let out = cmd
-        .arg(assert_cmd::cargo::cargo_bin("oscost"))
-        .args(args)
-        .arg("--json")
-        .arg(&json)
-        .env("TMPDIR", dir.path())
-        .output()
-        .expect("prlimit (util-linux) must be installed");
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(
-        !err.contains("prlimit:") && !err.contains("setpriv:"),
-        "the limit could not be set up: {err}"
-    );
-    (out.status.code(), err, json.exists())
 }
 
 /// One `oscost: ` line and nothing else: no progress, no table, no warning of an experiment

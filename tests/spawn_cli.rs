@@ -4,7 +4,7 @@
 
 mod common;
 use common::is_root;
-use common::read_doc;
+use common::{read_doc, run_limited};
 
 use assert_cmd::Command;
 use oscost_model::case::SINGLE_THREAD_CHECK;
@@ -211,31 +211,14 @@ fn as_nobody() -> std::sync::MutexGuard<'static, ()> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Runs `oscost ARGS --json FILE` under `prlimit LIMIT` and, as root (who is exempt from
-/// RLIMIT_NPROC), as `nobody`; returns (exit code, stderr, whether the result file exists).
-fn run_limited(limit: &str, args: &[&str]) -> (Option<i32>, String, bool) {
-    let dir = open_tempdir();
-    let json = dir.path().join("r.json");
-    let out = common::limited(limit, is_root())
-        .arg(common::bin_for_nobody(dir.path()))
-        .args(args)
-        .arg("--json")
-        .arg(&json)
-        .env("TMPDIR", dir.path())
-        .output()
-        .expect("prlimit (util-linux) must be installed");
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(
-        !err.contains("prlimit:") && !err.contains("setpriv:"),
-        "the limit could not be set up: {err}"
-    );
-    (out.status.code(), err, json.exists())
-}
-
 #[test]
 fn a_process_limit_too_low_is_refused_before_measuring() {
     let _nobody = as_nobody();
-    let (code, err, written) = run_limited("--nproc=2:2", &["--quiet", "spawn", "--ops", "fork"]);
+    let (code, err, written) = run_limited(
+        "--nproc=2:2",
+        is_root(),
+        &["--quiet", "spawn", "--ops", "fork"],
+    );
     assert_eq!(code, Some(2), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(

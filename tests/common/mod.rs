@@ -95,3 +95,30 @@ pub fn children_of(parent: i32) -> Vec<i32> {
         .filter(|&pid| stat_fields(pid).and_then(|f| f.get(1)?.parse::<i32>().ok()) == Some(parent))
         .collect()
 }
+
+/// Runs `oscost ARGS` under `prlimit LIMIT` (and, when `unprivileged` is set, `setpriv` to
+/// `nobody`, since root is exempt from RLIMIT_NPROC) with `--json FILE` in a fresh directory;
+/// returns (exit code, stderr, whether the result file exists). Both tools come with
+/// util-linux; a missing one fails the test.
+pub fn run_limited(limit: &str, unprivileged: bool, args: &[&str]) -> (Option<i32>, String, bool) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    // Writable for `nobody` too.
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let json = dir.path().join("r.json");
+    let mut cmd = limited(limit, unprivileged);
+    let out = cmd
+        .arg(bin_for_nobody(dir.path()))
+        .args(args)
+        .arg("--json")
+        .arg(&json)
+        .env("TMPDIR", dir.path())
+        .output()
+        .expect("prlimit (util-linux) must be installed");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        !err.contains("prlimit:") && !err.contains("setpriv:"),
+        "the limit could not be set up: {err}"
+    );
+    (out.status.code(), err, json.exists())
+}
