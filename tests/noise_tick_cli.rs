@@ -61,8 +61,18 @@ fn assert_refused(args: &[&str], needle: &str) {
     assert!(!json.exists(), "{args:?}: a result file was written");
 }
 
+/// These runs measure timing: `noise` spins on every CPU and `--rr-slices` runs real-time
+/// threads, either of which would starve another test's probe of which timer periods the
+/// machine can keep. The test harness runs tests in parallel, so each takes this lock.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 #[test]
 fn bad_input_exits_2_with_one_line_and_no_result() {
+    let _alone = one_at_a_time();
     let cases: [(&[&str], &str); 11] = [
         (&["tick", "--periods", "500ns"], "below 1us"),
         (&["tick", "--rr-slices", "0"], "--rr-slices"),
@@ -96,6 +106,7 @@ fn experiment(doc: &ResultDoc) -> &ExperimentResult {
 /// kernel's counts agree with each other.
 #[test]
 fn noise_tiny_run_is_self_consistent() {
+    let _alone = one_at_a_time();
     let cpu = oscost_sys::affinity().unwrap()[0].to_string();
     let doc = json_run(&["--cpus", &cpu, "noise", "--duration", "300ms"]);
     let e = experiment(&doc);
@@ -138,6 +149,7 @@ fn noise_tiny_run_is_self_consistent() {
 /// per-event figures, each source's slope, and the kernel's own tick beside them.
 #[test]
 fn tick_tiny_run_is_self_consistent() {
+    let _alone = one_at_a_time();
     let doc = json_run(&[
         "tick",
         "--work",
@@ -194,6 +206,7 @@ fn tick_tiny_run_is_self_consistent() {
 /// process is gone with everything it had armed.
 #[test]
 fn sigterm_mid_tick_leaves_nothing() {
+    let _alone = one_at_a_time();
     let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("oscost"))
         .args(["--quiet", "tick", "--work", "50ms", "--runs", "1000"])
         .stdout(std::process::Stdio::null())
@@ -239,6 +252,7 @@ fn sigterm_mid_tick_leaves_nothing() {
 /// as not measured, with the reason. Never a changed setting.
 #[test]
 fn rr_slices_measure_reschedulings_and_put_the_setting_back() {
+    let _alone = one_at_a_time();
     const RR: &str = "/proc/sys/kernel/sched_rr_timeslice_ms";
     let before = std::fs::read_to_string(RR).unwrap();
     let cpu = oscost_sys::affinity().unwrap()[0].to_string();
