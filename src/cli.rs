@@ -37,7 +37,7 @@ pub struct Cli {
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Output and sampling (any command)")]
 pub struct GlobalOpts {
-    /// Write the full results (schema oscost/1, raw samples included) to FILE; `-` for stdout
+    /// Write the full results (schema oscost/2, raw samples included) to FILE; `-` for stdout
     #[arg(long, global = true, value_name = "FILE")]
     pub json: Option<PathBuf>,
 

@@ -358,6 +358,7 @@ fn remove_earlier_leftovers() {
 /// Runs the experiments, each in a measuring process of its own, and writes every requested
 /// output: files after each experiment, stdout at the end.
 pub fn run(cfg: &Config, experiments: &[ExperimentArgs]) -> anyhow::Result<()> {
+    let started = std::time::SystemTime::now();
     let cancel = Arc::new(AtomicBool::new(false));
     let children = Arc::new(Mutex::new(Children::default()));
     // Workers orphaned by a killed measuring process come back here to be reaped.
@@ -405,6 +406,8 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs]) -> anyhow::Result<()> {
     let mut figures = Figures::default();
     let mut doc = ResultDoc {
         schema: SCHEMA.into(),
+        run_id: Some(uuid::Uuid::new_v4().to_string()),
+        started_at: Some(humantime::format_rfc3339_seconds(started).to_string()),
         environment: env.clone(),
         experiments: Vec::new(),
     };

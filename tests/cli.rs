@@ -83,7 +83,7 @@ fn syscall_quick_gives_positive_ordered_self_consistent_figures() {
         .success()
         .stdout(predicate::str::contains("syscall.getpid"));
     let doc = read_doc(&json);
-    assert_eq!(doc.schema, "oscost/1");
+    assert_eq!(doc.schema, "oscost/2");
     let med = |id: &str| case(&doc, id).median_ns;
     for id in ["syscall.enosys", "syscall.getpid", "syscall.read64k"] {
         let c = case(&doc, id);

@@ -1,7 +1,7 @@
 //! `docs/results.md` lists every field of the result document, at every level.
 //!
 //! The fields are taken from real documents, not from a list kept by hand: the golden document
-//! `tests/golden/oscost-1.json`, read with `oscost_model::read` and written back as JSON, and
+//! `tests/golden/oscost-2.json`, read with `oscost_model::read` and written back as JSON, and
 //! the same document as a busy machine with everything readable would have made it, so that
 //! lists the golden file leaves empty (`busiest_foreign`) and values it leaves `null` show
 //! their fields too. Each field is named by its path: `environment.load.busiest_foreign[].comm`
@@ -42,7 +42,7 @@ fn root() -> PathBuf {
 }
 
 fn golden() -> ResultDoc {
-    let path = root().join("tests/golden/oscost-1.json");
+    let path = root().join("tests/golden/oscost-2.json");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     oscost_model::read(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }

@@ -17,4 +17,6 @@ pub mod schema;
 pub use case::{Case, Check, DerivedSpec, ExperimentOutput, Samples, Series, Unavailable};
 pub use clock::{ClockInfo, CounterKind};
 pub use env::{Environment, RunLoad};
-pub use schema::{read, CaseResult, DerivedResult, ExperimentResult, ReadError, ResultDoc, SCHEMA};
+pub use schema::{
+    read, CaseResult, DerivedResult, ExperimentResult, ReadError, ResultDoc, OLDER_SCHEMAS, SCHEMA,
+};

@@ -1,4 +1,4 @@
-//! The versioned result document (`"schema": "oscost/1"`), documented in `docs/results.md`.
+//! The versioned result document (`"schema": "oscost/2"`), documented in `docs/results.md`.
 //!
 //! Units live in field names (`median_ns`, `median_cycles`). Deserialisation rejects unknown
 //! fields, so a schema change that forgets to bump the version fails the golden-file test.
@@ -9,7 +9,11 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The schema identifier written into every document.
-pub const SCHEMA: &str = "oscost/1";
+pub const SCHEMA: &str = "oscost/2";
+
+/// Earlier schema versions [`read`] still accepts. `oscost/1` lacks only the run's id and
+/// start time, which `oscost/2` added.
+pub const OLDER_SCHEMAS: &[&str] = &["oscost/1"];
 
 /// Why a result document could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -18,16 +22,17 @@ pub enum ReadError {
     #[error("not an oscost result document: {0}")]
     NotADocument(String),
     /// A schema this version of oscost does not know.
-    #[error("result schema `{0}` is not one this oscost reads ({SCHEMA}); use the oscost that wrote it, or a newer one")]
+    #[error("result schema `{0}` is not one this oscost reads ({SCHEMA} or older); use the oscost that wrote it, or a newer one")]
     Unsupported(String),
     /// The right schema, but the fields do not match it.
     #[error("not a valid {SCHEMA} document: {0}")]
     Invalid(serde_json::Error),
 }
 
-/// Reads a result document of any schema version this oscost knows (today only [`SCHEMA`]);
-/// the version is checked first, so a document of another version is named as such instead of
-/// failing on its first unknown field. Older versions are read here when there are some.
+/// Reads a result document of any schema version this oscost knows ([`SCHEMA`] and
+/// [`OLDER_SCHEMAS`]); the version is checked first, so a document of another version is named
+/// as such instead of failing on its first unknown field. An older document comes back in the
+/// current form, its `schema` field updated and what it lacks left `None`.
 pub fn read(text: &str) -> Result<ResultDoc, ReadError> {
     #[derive(Deserialize)]
     struct Header {
@@ -35,10 +40,21 @@ pub fn read(text: &str) -> Result<ResultDoc, ReadError> {
     }
     let header: Header =
         serde_json::from_str(text).map_err(|e| ReadError::NotADocument(e.to_string()))?;
-    if header.schema != SCHEMA {
+    if header.schema == SCHEMA {
+        return serde_json::from_str(text).map_err(ReadError::Invalid);
+    }
+    if !OLDER_SCHEMAS.contains(&header.schema.as_str()) {
         return Err(ReadError::Unsupported(header.schema));
     }
-    serde_json::from_str(text).map_err(ReadError::Invalid)
+    let mut doc: ResultDoc = serde_json::from_str(text).map_err(ReadError::Invalid)?;
+    if doc.run_id.is_some() || doc.started_at.is_some() {
+        return Err(ReadError::Invalid(serde::de::Error::custom(format!(
+            "{} has no run_id or started_at",
+            header.schema
+        ))));
+    }
+    doc.schema = SCHEMA.into();
+    Ok(doc)
 }
 
 /// One oscost run: the machine and every experiment's results.
@@ -47,6 +63,14 @@ pub fn read(text: &str) -> Result<ResultDoc, ReadError> {
 pub struct ResultDoc {
     /// Always [`SCHEMA`].
     pub schema: String,
+    /// The run's UUID (version 4), made on the machine that ran it; history keys runs by it,
+    /// so importing a run twice changes nothing. `None` only in an `oscost/1` document.
+    #[serde(default)]
+    pub run_id: Option<String>,
+    /// When the run started, RFC 3339 in UTC (`2026-11-23T03:12:00Z`). `None` only in an
+    /// `oscost/1` document.
+    #[serde(default)]
+    pub started_at: Option<String>,
     /// The machine and the run's settings.
     pub environment: Environment,
     /// Results, in the order the experiments ran.
@@ -213,7 +237,7 @@ mod tests {
         ));
         let e = read("{\"schema\": \"oscost/9\"}").unwrap_err();
         assert!(e.to_string().contains("`oscost/9`"), "{e}");
-        let e = read("{\"schema\": \"oscost/1\"}").unwrap_err();
+        let e = read("{\"schema\": \"oscost/2\"}").unwrap_err();
         assert!(matches!(e, ReadError::Invalid(_)), "{e}");
     }
 }

@@ -1,7 +1,7 @@
 //! The schema's golden file and snapshots of every rendering of it.
 //!
-//! `tests/golden/oscost-1.json` is an `oscost/1` document made on the scripted clock
-//! (`oscost --scripted run example example-more --json tests/golden/oscost-1.json`): a fictional
+//! `tests/golden/oscost-2.json` is an `oscost/2` document made on the scripted clock
+//! (`oscost --scripted run example example-more --json tests/golden/oscost-2.json`): a fictional
 //! machine, so it carries no real machine's details, and every shape a result can take. It
 //! must read back and write out byte for byte, so any schema change shows here first (bump the
 //! schema version, keep the old golden file). The renderings are pinned with insta.
@@ -11,9 +11,9 @@ use oscost_report::render::{self, Warnings};
 use std::path::PathBuf;
 
 fn doc() -> (String, ResultDoc) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/golden/oscost-1.json");
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/golden/oscost-2.json");
     let text = std::fs::read_to_string(path).unwrap();
-    let doc: ResultDoc = oscost_model::read(&text).expect("golden file reads as oscost/1");
+    let doc: ResultDoc = oscost_model::read(&text).expect("golden file reads as oscost/2");
     (text, doc)
 }
 
@@ -197,4 +197,23 @@ fn per_case_warnings_are_summarised_by_kind() {
     }
     // The default view is the summary.
     assert_eq!(render::terminal(&e, unit, None), summary);
+}
+
+#[test]
+fn older_golden_document_still_loads() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/golden/oscost-1.json");
+    let old = oscost_model::read(&std::fs::read_to_string(path).unwrap())
+        .expect("an oscost/1 document still reads");
+    let (_, new) = doc();
+    assert_eq!(
+        old.schema,
+        oscost_model::SCHEMA,
+        "read upgrades it to the current form"
+    );
+    assert_eq!(
+        (old.run_id.as_deref(), old.started_at.as_deref()),
+        (None, None)
+    );
+    assert_eq!(old.experiments, new.experiments);
+    assert_eq!(old.environment, new.environment);
 }
