@@ -13,7 +13,8 @@
 //! be tested on known data without a machine to measure.
 //!
 //! Functions that take raw samples assume finite values; the entry points that
-//! summarise ([`summarize`], [`combine_medians`]) check
+//! summarise ([`summarize`], [`combine_medians`], [`bootstrap_ratio_ci`],
+//! [`mann_whitney_p`]) check
 //! for that and return `None` instead of a misleading figure.
 
 #![forbid(unsafe_code)]
@@ -21,11 +22,13 @@
 
 mod bootstrap;
 pub mod fit;
+mod mann_whitney;
 mod outliers;
 pub mod periodic;
 mod summary;
 
-pub use bootstrap::{bootstrap_median_ci, combine_medians, Combination};
+pub use bootstrap::{bootstrap_median_ci, bootstrap_ratio_ci, combine_medians, Combination};
+pub use mann_whitney::mann_whitney_p;
 pub use outliers::{tukey_outliers, Outliers};
 pub use summary::{mad, median, percentile, summarize, summarize_with, Summary};
 

@@ -1,8 +1,9 @@
 //! Behaviour on hand-checked data, through the public API only.
 
 use oscost_stats::{
-    bootstrap_median_ci, combine_medians, mad, median, percentile, summarize, summarize_with,
-    tukey_outliers, Outliers, DEFAULT_RESAMPLES, DEFAULT_SEED,
+    bootstrap_median_ci, bootstrap_ratio_ci, combine_medians, mad, mann_whitney_p, median,
+    percentile, summarize, summarize_with, tukey_outliers, Outliers, DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
 };
 
 /// Exact float equality would make these tests depend on rounding details
@@ -296,4 +297,89 @@ fn combine_medians_estimate_and_ci() {
     let exact = combine_medians(&[(&[10.0; 5], 2.0), (&[3.0], -1.0)], 100, 1).unwrap();
     assert_eq!(exact.estimate, 17.0);
     assert_eq!(exact.ci95, [17.0, 17.0]);
+}
+
+#[test]
+fn mann_whitney_identical_and_separated() {
+    assert_eq!(mann_whitney_p(&[], &[1.0]), None);
+    assert_eq!(mann_whitney_p(&[1.0, f64::NAN], &[2.0]), None);
+    let a: Vec<f64> = (0..50).map(|i| (i * 7 % 50) as f64).collect();
+    let p_same = mann_whitney_p(&a, &a).unwrap();
+    assert!(p_same > 0.99, "p = {p_same}");
+    assert_eq!(mann_whitney_p(&[5.0; 8], &[5.0; 12]), Some(1.0));
+
+    let low: Vec<f64> = (0..100).map(|i| i as f64).collect();
+    let high: Vec<f64> = (0..100).map(|i| 1000.0 + i as f64).collect();
+    let p_apart = mann_whitney_p(&low, &high).unwrap();
+    assert!(p_apart > 0.0 && p_apart < 1e-20, "p = {p_apart}");
+}
+
+#[test]
+fn mann_whitney_matches_hand_computed_values() {
+    // U = 0, var(U) = 25 * 11 / 12, z = (12.5 - 0.5) / sd,
+    // p = erfc(z / sqrt 2) = 0.012185780355344818 (scipy asymptotic method).
+    let p = mann_whitney_p(&[1.0, 2.0, 3.0, 4.0, 5.0], &[6.0, 7.0, 8.0, 9.0, 10.0]).unwrap();
+    assert!((p - 0.012_185_780_355_344_818).abs() < 1e-8, "p = {p}");
+
+    // With ties: rank sum of a = 1 + 2 * 3 + 3 * 6.5 = 26.5, U = 5.5;
+    // tie groups of 3, 4 and 2 give Σ(t³ - t) = 90, var(U) = 2.5 * (12 - 90/110);
+    // z = (9.5 - 0.5) / sd, p = 0.08871369199677624.
+    let a = [1.0, 2.0, 2.0, 3.0, 3.0, 3.0];
+    let b = [2.0, 3.0, 4.0, 4.0, 5.0];
+    let p = mann_whitney_p(&a, &b).unwrap();
+    assert!((p - 0.088_713_691_996_776_24).abs() < 1e-8, "p = {p}");
+    let q = mann_whitney_p(&b, &a).unwrap();
+    assert!((p - q).abs() < 1e-12);
+}
+
+/// Skewed, noisy timings like a real case's: a base of `centre` with a long right tail,
+/// drawn from a seeded generator so the test is exact on every machine.
+fn timings(centre: f64, n: usize, seed: u128) -> Vec<f64> {
+    let mut rng = oorandom::Rand64::new(seed);
+    (0..n)
+        .map(|_| {
+            let u = rng.rand_float();
+            // Exponential tail with a 5 % scale: most samples near the centre, some far above.
+            centre * (1.0 - 0.05 * (1.0 - u).ln() * 0.2) + centre * 0.01 * rng.rand_float()
+        })
+        .collect()
+}
+
+#[test]
+fn ratio_ci_finds_a_known_shift_and_not_one_that_is_absent() {
+    let a = timings(100.0, 81, 1);
+    // The same distribution shifted by +10 %: the CI must hold 1.10 and exclude 1.
+    let shifted: Vec<f64> = timings(100.0, 81, 2).iter().map(|x| x * 1.10).collect();
+    let r = bootstrap_ratio_ci(&a, &shifted, DEFAULT_RESAMPLES, DEFAULT_SEED).unwrap();
+    assert!(r.ci95[0] > 1.0, "{r:?}");
+    assert!(r.ci95[0] <= 1.10 && 1.10 <= r.ci95[1], "{r:?}");
+    assert!((r.estimate - 1.10).abs() < 0.02, "{r:?}");
+
+    // Two draws of one distribution: the CI holds 1.
+    let same = timings(100.0, 81, 3);
+    let r = bootstrap_ratio_ci(&a, &same, DEFAULT_RESAMPLES, DEFAULT_SEED).unwrap();
+    assert!(r.ci95[0] <= 1.0 && 1.0 <= r.ci95[1], "{r:?}");
+
+    // A faster `b` reads below 1.
+    let faster: Vec<f64> = same.iter().map(|x| x * 0.8).collect();
+    let r = bootstrap_ratio_ci(&a, &faster, DEFAULT_RESAMPLES, DEFAULT_SEED).unwrap();
+    assert!(
+        r.ci95[1] < 1.0 && r.ci95[0] <= 0.8 && 0.8 <= r.ci95[1],
+        "{r:?}"
+    );
+}
+
+#[test]
+fn ratio_ci_is_deterministic_and_refuses_meaningless_input() {
+    let a = timings(50.0, 15, 4);
+    let b = timings(55.0, 15, 5);
+    assert_eq!(
+        bootstrap_ratio_ci(&a, &b, 500, 7),
+        bootstrap_ratio_ci(&a, &b, 500, 7)
+    );
+    assert_eq!(bootstrap_ratio_ci(&[], &b, 500, 7), None);
+    assert_eq!(bootstrap_ratio_ci(&a, &[f64::NAN], 500, 7), None);
+    assert_eq!(bootstrap_ratio_ci(&[0.0, 0.0, 0.0], &b, 500, 7), None);
+    let exact = bootstrap_ratio_ci(&[2.0], &[3.0], 500, 7).unwrap();
+    assert_eq!((exact.estimate, exact.ci95), (1.5, [1.5, 1.5]));
 }
