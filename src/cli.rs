@@ -107,8 +107,58 @@ pub enum Command {
     List,
     /// Print the machine description recorded with every result
     Env,
+    /// Compare results: each against the first, case by case, with the environment
+    /// differences that can explain a difference
+    #[command(after_help = COMPARE_HELP)]
+    Compare {
+        /// Results to compare: result files (`--json` output), history run ids (`latest`,
+        /// or an id or its first characters, from `oscost history list`), or published
+        /// baselines (`published:NAME`, listed by `oscost baselines`). Each is compared
+        /// against the first
+        #[arg(required = true, num_args = 2.., value_name = "RESULT")]
+        inputs: Vec<String>,
+        /// Changes smaller than PCT percent are noise whatever the statistics say: runs of
+        /// one machine drift by a few percent
+        #[arg(long, value_name = "PCT", default_value_t = 5.0,
+              value_parser = parse_pct)]
+        threshold: f64,
+        /// Also show each difference as time per second at N operations per second (MINIX 3
+        /// priced getpid at 10 000 calls a second)
+        #[arg(long, value_name = "N", value_parser = parse_rate)]
+        rate: Option<f64>,
+        /// Exit with status 1 when any figure is slower by more than PCT percent beyond
+        /// noise, to gate a CI pipeline
+        #[arg(long, value_name = "PCT", value_parser = parse_pct)]
+        fail_above: Option<f64>,
+    },
     #[command(flatten)]
     Experiment(ExperimentArgs),
+}
+
+const COMPARE_HELP: &str = "Examples:
+  oscost compare before.json after.json
+  oscost compare before.json after.json --fail-above 10     exit 1 on a regression
+  oscost compare published:minix3-kernel-drivers today.json --rate 10000
+  oscost compare latest~1 latest --markdown -               history runs, as Markdown
+
+Verdicts: faster or slower when the bootstrap 95 % CI of the ratio of medians excludes 1,
+Mann-Whitney p < 0.05 and the change exceeds --threshold; otherwise no difference beyond
+noise. A published baseline was not measured here: ratios only, no verdict.";
+
+fn parse_pct(s: &str) -> Result<f64, String> {
+    match s.trim().trim_end_matches('%').trim().parse::<f64>() {
+        Ok(p) if p.is_finite() && (0.0..=10_000.0).contains(&p) => Ok(p),
+        _ => Err(format!("`{s}` is not a percentage from 0 to 10000")),
+    }
+}
+
+fn parse_rate(s: &str) -> Result<f64, String> {
+    match s.trim().replace('_', "").parse::<f64>() {
+        Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
+        _ => Err(format!(
+            "`{s}` is not a positive number of operations per second"
+        )),
+    }
 }
 
 fn parse_samples(s: &str) -> Result<u32, String> {
@@ -168,6 +218,19 @@ pub fn run() -> anyhow::Result<ExitCode> {
             }
             return Ok(ExitCode::SUCCESS);
         }
+        Some(Command::Compare {
+            inputs,
+            threshold,
+            rate,
+            fail_above,
+        }) => {
+            let cfg = Config::from_global(&cli.global)?;
+            let settings = oscost_report::compare::Settings {
+                threshold_pct: threshold,
+                rate_per_s: rate,
+            };
+            return crate::compare_cmd::run(&inputs, settings, fail_above, &cfg, None);
+        }
         Some(Command::Experiment(e)) => vec![e],
         Some(Command::Run { experiments }) => by_name(&experiments),
         None => by_name(&[]),
@@ -212,6 +275,7 @@ fn unused_options(command: Option<&Command>, g: &GlobalOpts) -> Option<String> {
             "env",
             &["--json", "--cpus", "--nice", "--csv", "--markdown"],
         ),
+        Some(Command::Compare { .. }) => ("compare", &["--json", "--csv", "--markdown"]),
         _ => return None,
     };
     let given = [

@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 mod cli;
+mod compare_cmd;
 mod config;
 mod progress;
 mod session;

@@ -1,0 +1,133 @@
+//! `compare` on fixed documents: the golden run against itself and against copies with a known
+//! change, so each verdict and every rendering is pinned.
+
+use oscost_model::ResultDoc;
+use oscost_report::compare::{self, Settings, Source, Verdict};
+use std::path::PathBuf;
+
+fn golden() -> ResultDoc {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/golden/oscost-2.json");
+    oscost_model::read(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// The golden run with one case's samples scaled by `factor`, as a slower or faster run of
+/// that case would give.
+fn scaled(mut doc: ResultDoc, case: &str, factor: f64) -> ResultDoc {
+    let c = doc
+        .experiments
+        .iter_mut()
+        .flat_map(|e| e.cases.iter_mut())
+        .find(|c| c.id == case)
+        .unwrap();
+    c.raw_ns.iter_mut().for_each(|x| *x *= factor);
+    c.median_ns *= factor;
+    c.ci95_ns = c.ci95_ns.map(|x| x * factor);
+    doc
+}
+
+fn run(a: &ResultDoc, b: &ResultDoc, settings: Settings) -> Vec<compare::Comparison> {
+    compare::compare(
+        &[
+            ("before.json".into(), Source::Measured(a)),
+            ("after.json".into(), Source::Measured(b)),
+        ],
+        settings,
+    )
+}
+
+fn verdict_of<'a>(c: &'a compare::Comparison, id: &str) -> &'a compare::Row {
+    c.rows.iter().find(|r| r.id == id).unwrap()
+}
+
+#[test]
+fn a_run_against_itself_differs_nowhere() {
+    let doc = golden();
+    let c = run(&doc, &doc, Settings::default());
+    assert_eq!(c.len(), 1);
+    assert!(c[0].environment.is_empty());
+    assert!(c[0].only_in_baseline.is_empty() && c[0].only_in_other.is_empty());
+    assert!(c[0].rows.iter().all(|r| r.verdict == Verdict::NoDifference));
+    assert!(compare::slower_than(&c, 0.0).is_empty());
+}
+
+#[test]
+fn a_known_shift_is_found_and_gated() {
+    let a = golden();
+    let b = scaled(
+        scaled(golden(), "example.cost250", 1.2),
+        "example-more.cost60",
+        0.7,
+    );
+    let c = run(&a, &b, Settings::default());
+    let slower = verdict_of(&c[0], "example.cost250");
+    assert_eq!(slower.verdict, Verdict::Slower);
+    let [lo, hi] = slower.ratio_ci95.unwrap();
+    assert!(
+        lo > 1.0 && lo <= 1.2 + 1e-9 && 1.2 - 1e-9 <= hi,
+        "{lo} {hi}"
+    );
+    assert!((slower.diff_pct - 20.0).abs() < 1e-6);
+    assert_eq!(
+        verdict_of(&c[0], "example-more.cost60").verdict,
+        Verdict::Faster
+    );
+    assert_eq!(
+        verdict_of(&c[0], "example.cost100").verdict,
+        Verdict::NoDifference
+    );
+    // --fail-above: gated at 10 %, not at 25 %.
+    assert_eq!(compare::slower_than(&c, 10.0).len(), 1);
+    assert!(compare::slower_than(&c, 25.0).is_empty());
+    // A shift below the noise threshold is no difference, however clear the statistics.
+    let small = scaled(golden(), "example.cost250", 1.03);
+    let c = run(&a, &small, Settings::default());
+    assert_eq!(
+        verdict_of(&c[0], "example.cost250").verdict,
+        Verdict::NoDifference
+    );
+    let strict = Settings {
+        threshold_pct: 1.0,
+        ..Settings::default()
+    };
+    let c = run(&a, &small, strict);
+    assert_eq!(
+        verdict_of(&c[0], "example.cost250").verdict,
+        Verdict::Slower
+    );
+}
+
+#[test]
+fn cases_in_one_input_only_are_listed_and_environment_differences_named() {
+    let a = golden();
+    let mut b = golden();
+    b.experiments[0].cases.remove(0);
+    b.environment.kernel_release = "9.9.9-other".into();
+    b.environment.cpus_used = vec![1];
+    let c = run(&a, &b, Settings::default());
+    assert_eq!(c[0].only_in_baseline, vec!["example.cost100".to_string()]);
+    let fields: Vec<&str> = c[0].environment.iter().map(|d| d.field.as_str()).collect();
+    assert!(fields.contains(&"kernel"), "{fields:?}");
+    assert!(fields.contains(&"CPUs used"), "{fields:?}");
+    let text = compare::terminal(&c);
+    assert!(
+        text.contains("Only in before.json (1): example.cost100"),
+        "{text}"
+    );
+}
+
+#[test]
+fn renderings_match_their_snapshots() {
+    let a = golden();
+    let mut b = scaled(golden(), "example.cost250", 1.2);
+    b.environment.kernel_release = "9.9.9-other".into();
+    b.experiments[1].cases.pop();
+    let settings = Settings {
+        threshold_pct: 5.0,
+        rate_per_s: Some(10_000.0),
+    };
+    let c = run(&a, &b, settings);
+    insta::assert_snapshot!("compare-terminal", compare::terminal(&c));
+    insta::assert_snapshot!("compare-markdown", compare::markdown(&c));
+    insta::assert_snapshot!("compare-csv", compare::csv(&c).unwrap());
+    insta::assert_snapshot!("compare-json", compare::json(&c).unwrap());
+}

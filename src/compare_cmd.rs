@@ -1,0 +1,158 @@
+//! `oscost compare`: reads results, baselines and history runs, and prints the comparison.
+
+use crate::config::{Config, Sink};
+use crate::session::print_stdout;
+use oscost_model::{PublishedDoc, ResultDoc};
+use oscost_report::compare::{self, Settings, Source};
+use std::path::Path;
+use std::process::ExitCode;
+
+/// Prefix that names a published baseline on the command line.
+pub const PUBLISHED_PREFIX: &str = "published:";
+
+/// One input, loaded.
+pub enum Loaded {
+    /// A measured run.
+    Measured(Box<ResultDoc>),
+    /// A published baseline.
+    Published(Box<PublishedDoc>),
+}
+
+/// Reads a result file and names the file in every error.
+pub fn read_result_file(path: &Path) -> anyhow::Result<ResultDoc> {
+    let shown = path.display();
+    let text = match std::fs::read(path) {
+        Ok(bytes) => String::from_utf8(bytes).map_err(|_| {
+            anyhow::anyhow!("{shown}: not a text file (give an oscost --json result)")
+        })?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            anyhow::bail!("{shown}: no such file")
+        }
+        Err(e) => anyhow::bail!("{shown}: cannot read it ({e})"),
+    };
+    oscost_model::read(&text).map_err(|e| match e {
+        oscost_model::ReadError::NotADocument(why) if text.trim().is_empty() => {
+            anyhow::anyhow!("{shown}: the file is empty ({why})")
+        }
+        oscost_model::ReadError::NotADocument(why) => anyhow::anyhow!(
+            "{shown}: not an oscost result (give a file written by oscost --json; {why})"
+        ),
+        e => anyhow::anyhow!("{shown}: {e}"),
+    })
+}
+
+/// Loads one command-line input: `published:NAME`, an existing file, else a history run.
+pub fn load(arg: &str, history: Option<&Path>) -> anyhow::Result<Loaded> {
+    if let Some(name) = arg.strip_prefix(PUBLISHED_PREFIX) {
+        return find_baseline(name)
+            .map(|p| Loaded::Published(Box::new(p)))
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "{arg}: no such published baseline (choose from: {}; `oscost baselines` \
+                     describes them)",
+                    baseline_names().join(", ")
+                )
+            });
+    }
+    let path = Path::new(arg);
+    if path.exists() || arg.contains('/') || arg.ends_with(".json") {
+        return read_result_file(path).map(|d| Loaded::Measured(Box::new(d)));
+    }
+    load_run(arg, history)
+        .map(|d| Loaded::Measured(Box::new(d)))
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "{arg}: no such file, and not a run of the history ({e:#}); give a result \
+                 file, a run id from `oscost history list`, or published:NAME"
+            )
+        })
+}
+
+/// Runs `compare`.
+pub fn run(
+    inputs: &[String],
+    settings: Settings,
+    fail_above: Option<f64>,
+    cfg: &Config,
+    history: Option<&Path>,
+) -> anyhow::Result<ExitCode> {
+    let loaded = inputs
+        .iter()
+        .map(|a| load(a, history))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let sources: Vec<(String, Source)> = inputs
+        .iter()
+        .zip(&loaded)
+        .map(|(label, l)| {
+            let s = match l {
+                Loaded::Measured(d) => Source::Measured(d),
+                Loaded::Published(p) => Source::Published(p),
+            };
+            (label.clone(), s)
+        })
+        .collect();
+    let comparisons = compare::compare(&sources, settings);
+    type Render = fn(&[compare::Comparison]) -> anyhow::Result<String>;
+    let outputs: [(&Option<Sink>, Render); 3] = [
+        (&cfg.json, compare::json),
+        (&cfg.csv, compare::csv),
+        (&cfg.markdown, |c| Ok(compare::markdown(c))),
+    ];
+    // Every file staged before any is replaced: a failure leaves the old files whole.
+    let mut staged = Vec::new();
+    for (sink, render) in &outputs {
+        if let Some(Sink::File(p)) = sink {
+            staged.push(oscost_report::output::stage(p, &render(&comparisons)?)?);
+        }
+    }
+    for s in staged {
+        s.commit()?;
+    }
+    let table = compare::terminal(&comparisons);
+    if cfg.stdout_taken() {
+        for (sink, render) in &outputs {
+            if let Some(Sink::Stdout) = sink {
+                print_stdout(&render(&comparisons)?)?;
+            }
+        }
+        if !cfg.quiet {
+            eprint!("{table}");
+        }
+    } else {
+        print_stdout(&table)?;
+    }
+    if let Some(pct) = fail_above {
+        let slower = compare::slower_than(&comparisons, pct);
+        if !slower.is_empty() {
+            let names: Vec<String> = slower
+                .iter()
+                .take(8)
+                .map(|(c, r)| format!("{} in {} ({:+.1} %)", r.id, c.other, r.diff_pct))
+                .collect();
+            eprintln!(
+                "oscost: {} figure{} slower by more than {pct} % beyond noise: {}{}",
+                slower.len(),
+                if slower.len() == 1 { "" } else { "s" },
+                names.join(", "),
+                if slower.len() > names.len() {
+                    ", ..."
+                } else {
+                    ""
+                }
+            );
+            return Ok(ExitCode::from(1));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+// TEMPORARY until the baselines and history branches land.
+fn find_baseline(_name: &str) -> Option<PublishedDoc> {
+    None
+}
+fn baseline_names() -> Vec<&'static str> {
+    Vec::new()
+}
+fn load_run(_arg: &str, _history: Option<&Path>) -> anyhow::Result<ResultDoc> {
+    anyhow::bail!("TEMPORARY")
+}
