@@ -2,7 +2,7 @@
 
 use crate::config::Config;
 use crate::session;
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 use oscost_measure::experiments::{ExperimentArgs, REGISTRY};
 use oscost_measure::limits::Limits;
 use std::path::PathBuf;
@@ -131,6 +131,14 @@ pub enum Command {
         #[arg(long, value_name = "PCT", value_parser = parse_pct)]
         fail_above: Option<f64>,
     },
+    /// Print a shell completion script (`oscost completions bash > ~/.local/share/bash-completion/completions/oscost`)
+    Completions {
+        /// The shell
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page in roff (`oscost man > oscost.1; man ./oscost.1`)
+    Man,
     #[command(flatten)]
     Experiment(ExperimentArgs),
 }
@@ -218,6 +226,18 @@ pub fn run() -> anyhow::Result<ExitCode> {
             }
             return Ok(ExitCode::SUCCESS);
         }
+        Some(Command::Completions { shell }) => {
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "oscost", &mut out);
+            session::print_stdout(&String::from_utf8_lossy(&out))?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        Some(Command::Man) => {
+            let mut out = Vec::new();
+            clap_mangen::Man::new(Cli::command()).render(&mut out)?;
+            session::print_stdout(&String::from_utf8_lossy(&out))?;
+            return Ok(ExitCode::SUCCESS);
+        }
         Some(Command::Compare {
             inputs,
             threshold,
@@ -270,6 +290,8 @@ pub fn run() -> anyhow::Result<ExitCode> {
 fn unused_options(command: Option<&Command>, g: &GlobalOpts) -> Option<String> {
     let (name, uses): (&str, &[&str]) = match command {
         Some(Command::List) => ("list", &[]),
+        Some(Command::Completions { .. }) => ("completions", &[]),
+        Some(Command::Man) => ("man", &[]),
         // --csv and --markdown have a message of their own.
         Some(Command::Env) => (
             "env",
@@ -364,7 +386,6 @@ fn list() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
 
     #[test]
     fn cli_definition_is_consistent() {

@@ -1,0 +1,174 @@
+//! `oscost compare`, `completions` and `man` as a user drives them: real files, bad input.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use std::path::{Path, PathBuf};
+
+fn oscost() -> Command {
+    Command::cargo_bin("oscost").unwrap()
+}
+
+fn golden() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/oscost-2.json")
+}
+
+/// The golden run with one case 20 % slower, written to `dir`.
+fn slower_copy(dir: &Path) -> PathBuf {
+    let mut doc = oscost_model::read(&std::fs::read_to_string(golden()).unwrap()).unwrap();
+    let c = &mut doc.experiments[0].cases[1];
+    assert_eq!(c.id, "example.cost250");
+    c.raw_ns.iter_mut().for_each(|x| *x *= 1.2);
+    c.median_ns *= 1.2;
+    let path = dir.join("slower.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+    path
+}
+
+/// One `oscost:` line on stderr, exit 2, nothing on stdout.
+fn refused(cmd: &mut Command, needle: &str) {
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("oscost: "), "{err}");
+    assert!(err.contains(needle), "wanted {needle:?} in {err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn compare_finds_the_slower_case_and_gates_on_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let slower = slower_copy(dir.path());
+    oscost()
+        .arg("compare")
+        .arg(golden())
+        .arg(&slower)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("example.cost250"))
+        .stdout(predicate::str::contains("1 slower"));
+    let csv = dir.path().join("c.csv");
+    let out = oscost()
+        .arg("compare")
+        .arg(golden())
+        .arg(&slower)
+        .args(["--fail-above", "10", "--csv"])
+        .arg(&csv)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("example.cost250") && err.contains("+20.0 %"),
+        "{err}"
+    );
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert!(text
+        .lines()
+        .any(|l| l.contains("example.cost250") && l.contains("slower")));
+    // Above the change: passes the gate.
+    oscost()
+        .arg("compare")
+        .arg(golden())
+        .arg(&slower)
+        .args(["--fail-above", "25", "--json", "-"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("\"schema\": \"oscost-compare/1\""));
+}
+
+#[test]
+fn compare_refuses_bad_input_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let write = |name: &str, text: &str| {
+        let p = d.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let truncated = write(
+        "truncated.json",
+        &std::fs::read_to_string(golden()).unwrap()[..500],
+    );
+    let other_tool = write("hyperfine.json", r#"{"results": [{"command": "x"}]}"#);
+    let newer = write("newer.json", r#"{"schema": "oscost/9", "run_id": "x"}"#);
+    let not_json = write("notes.txt", "hello\n");
+    let missing = d.join("missing.json");
+    for (path, needle) in [
+        (&missing, "missing.json: no such file"),
+        (&truncated, "truncated.json: not an oscost result"),
+        (&other_tool, "hyperfine.json: not an oscost result"),
+        (&newer, "`oscost/9`"),
+        (&not_json, "notes.txt: not an oscost result"),
+    ] {
+        refused(oscost().arg("compare").arg(golden()).arg(path), needle);
+    }
+    refused(
+        oscost()
+            .args(["compare", "published:no-such-study"])
+            .arg(golden()),
+        "no such published baseline",
+    );
+    refused(oscost().arg("compare").arg(golden()), "2 values required");
+    refused(
+        oscost()
+            .arg("compare")
+            .arg(golden())
+            .arg(golden())
+            .args(["--threshold", "lots"]),
+        "not a percentage",
+    );
+    // An unwritable output: refused before anything is written, and an existing file is kept.
+    let kept = write("kept.csv", "old\n");
+    std::fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(0o500)).unwrap();
+    let root = is_root();
+    if !root {
+        refused(
+            oscost()
+                .arg("compare")
+                .arg(golden())
+                .arg(golden())
+                .arg("--csv")
+                .arg(&kept),
+            "--csv",
+        );
+        assert_eq!(std::fs::read_to_string(&kept).unwrap(), "old\n");
+    }
+    std::fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    refused(
+        oscost()
+            .arg("compare")
+            .arg(golden())
+            .arg(golden())
+            .arg("--csv")
+            .arg(d.join("no/such/dir/c.csv")),
+        "--csv",
+    );
+}
+
+/// Root writes into a read-only directory anyway, so that case is only checkable as a user.
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
+}
+
+#[test]
+fn completions_and_man_page_come_from_the_cli_definition() {
+    for shell in ["bash", "zsh", "fish"] {
+        oscost()
+            .args(["completions", shell])
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("compare"));
+    }
+    oscost()
+        .arg("man")
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with(".ie"))
+        .stdout(predicate::str::contains(".TH oscost 1"))
+        .stdout(predicate::str::contains("compare"));
+    refused(oscost().args(["completions", "cmd.exe"]), "invalid value");
+}
