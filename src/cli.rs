@@ -131,6 +131,12 @@ pub enum Command {
         #[arg(long, value_name = "PCT", value_parser = parse_pct)]
         fail_above: Option<f64>,
     },
+    /// List the published baselines (the studies' own figures), or describe one
+    Baselines {
+        /// A baseline to describe in full: its citation, machine, method and every figure
+        #[arg(value_name = "NAME")]
+        name: Option<String>,
+    },
     /// Print a shell completion script (`oscost completions bash > ~/.local/share/bash-completion/completions/oscost`)
     Completions {
         /// The shell
@@ -232,6 +238,25 @@ pub fn run() -> anyhow::Result<ExitCode> {
             session::print_stdout(&String::from_utf8_lossy(&out))?;
             return Ok(ExitCode::SUCCESS);
         }
+        Some(Command::Baselines { name }) => {
+            let text = match name {
+                None => oscost_report::baselines::list_text(),
+                Some(n) => {
+                    let n = n
+                        .strip_prefix(crate::compare_cmd::PUBLISHED_PREFIX)
+                        .unwrap_or(&n);
+                    let doc = oscost_report::baselines::find(n).ok_or_else(|| {
+                        anyhow::anyhow!(
+                            "no published baseline named `{n}` (choose from: {})",
+                            oscost_report::baselines::names().join(", ")
+                        )
+                    })?;
+                    oscost_report::baselines::describe(&doc)
+                }
+            };
+            session::print_stdout(&text)?;
+            return Ok(ExitCode::SUCCESS);
+        }
         Some(Command::Man) => {
             let mut out = Vec::new();
             clap_mangen::Man::new(Cli::command()).render(&mut out)?;
@@ -292,6 +317,7 @@ fn unused_options(command: Option<&Command>, g: &GlobalOpts) -> Option<String> {
         Some(Command::List) => ("list", &[]),
         Some(Command::Completions { .. }) => ("completions", &[]),
         Some(Command::Man) => ("man", &[]),
+        Some(Command::Baselines { .. }) => ("baselines", &[]),
         // --csv and --markdown have a message of their own.
         Some(Command::Env) => (
             "env",

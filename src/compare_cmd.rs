@@ -44,13 +44,13 @@ pub fn read_result_file(path: &Path) -> anyhow::Result<ResultDoc> {
 /// Loads one command-line input: `published:NAME`, an existing file, else a history run.
 pub fn load(arg: &str, history: Option<&Path>) -> anyhow::Result<Loaded> {
     if let Some(name) = arg.strip_prefix(PUBLISHED_PREFIX) {
-        return find_baseline(name)
+        return oscost_report::baselines::find(name)
             .map(|p| Loaded::Published(Box::new(p)))
             .ok_or_else(|| {
                 anyhow::anyhow!(
                     "{arg}: no such published baseline (choose from: {}; `oscost baselines` \
                      describes them)",
-                    baseline_names().join(", ")
+                    oscost_report::baselines::names().join(", ")
                 )
             });
     }
@@ -147,12 +147,6 @@ pub fn run(
 }
 
 // TEMPORARY until the baselines and history branches land.
-fn find_baseline(_name: &str) -> Option<PublishedDoc> {
-    None
-}
-fn baseline_names() -> Vec<&'static str> {
-    Vec::new()
-}
 fn load_run(_arg: &str, _history: Option<&Path>) -> anyhow::Result<ResultDoc> {
     anyhow::bail!("TEMPORARY")
 }

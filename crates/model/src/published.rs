@@ -38,12 +38,13 @@ pub struct PublishedDoc {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Citation {
-    /// Authors as published.
+    /// Authors as published; `unknown` when the work names none.
     pub authors: String,
     /// Title of the work (translated titles say so).
     pub title: String,
-    /// Year of publication.
-    pub year: u16,
+    /// Year of publication; `None` when the work carries no date (the notes then say so:
+    /// a guessed year would pass for a published one).
+    pub year: Option<u16>,
     /// Where it appeared (journal, conference, book, web page), when known.
     pub venue: Option<String>,
 }

@@ -77,7 +77,7 @@ pub struct Comparison {
 pub struct PublishedSide {
     /// Baseline name.
     pub name: String,
-    /// "Authors, Title (year)".
+    /// The study in full: authors, title, where and when.
     pub citation: String,
     /// The machine as published.
     pub machine: String,
@@ -421,10 +421,7 @@ fn citation(p: &PublishedDoc) -> PublishedSide {
     .join(", ");
     PublishedSide {
         name: p.name.clone(),
-        citation: format!(
-            "{}, \u{201c}{}\u{201d} ({})",
-            p.citation.authors, p.citation.title, p.citation.year
-        ),
+        citation: crate::baselines::full_citation(&p.citation),
         machine,
     }
 }
@@ -874,7 +871,12 @@ fn summary(c: &Comparison) -> String {
     if parts.is_empty() {
         parts.push("no common figure".into());
     }
-    format!("{} figures compared: {}", c.rows.len(), parts.join(", "))
+    let n = c.rows.len();
+    format!(
+        "{n} figure{} compared: {}",
+        if n == 1 { "" } else { "s" },
+        parts.join(", ")
+    )
 }
 
 fn leftovers(c: &Comparison) -> Vec<String> {

@@ -131,3 +131,36 @@ fn renderings_match_their_snapshots() {
     insta::assert_snapshot!("compare-csv", compare::csv(&c).unwrap());
     insta::assert_snapshot!("compare-json", compare::json(&c).unwrap());
 }
+
+#[test]
+fn a_published_baseline_gives_ratios_and_no_verdict() {
+    let minix = oscost_report::baselines::find("minix3-kernel-drivers").unwrap();
+    // The golden run, its first case renamed to the case the baseline maps getpid to.
+    let mut today = golden();
+    today.experiments[0].cases[0].id = "syscall.getpid".into();
+    let c = compare::compare(
+        &[
+            (
+                "published:minix3-kernel-drivers".into(),
+                Source::Published(&minix),
+            ),
+            ("today.json".into(), Source::Measured(&today)),
+        ],
+        Settings {
+            rate_per_s: Some(10_000.0),
+            ..Settings::default()
+        },
+    );
+    let row = verdict_of(&c[0], "syscall.getpid");
+    assert_eq!(row.verdict, Verdict::NotMeasuredHere);
+    assert_eq!(row.baseline.median_ns, 831.0);
+    assert!((row.ratio.unwrap() - 107.5 / 831.0).abs() < 1e-3);
+    assert!(row.ratio_ci95.is_none() && row.mann_whitney_p.is_none());
+    // Figures with no time per operation are listed with the reason, never dropped.
+    assert!(!c[0].unmatched_published.is_empty());
+    assert!(compare::slower_than(&c, 0.0).is_empty());
+    let text = compare::terminal(&c);
+    assert!(text.contains("They were not measured here"), "{text}");
+    assert!(text.contains("Herder"), "{text}");
+    insta::assert_snapshot!("compare-published-terminal", text);
+}
