@@ -7,6 +7,7 @@
 
 mod cli;
 mod config;
+mod history_cmd;
 mod progress;
 mod session;
 mod worker;

@@ -12,7 +12,7 @@ use assert_cmd::Command;
 /// oscost with no `COLUMNS` from the caller: tables at their natural width unless a test
 /// sets it.
 fn oscost() -> Command {
-    let mut c = Command::cargo_bin("oscost").unwrap();
+    let mut c = common::oscost_cmd();
     c.env_remove("COLUMNS");
     c
 }
