@@ -1,6 +1,7 @@
 //! Command-line definitions (clap derive) and dispatch.
 
 use crate::config::Config;
+use crate::history_cmd::{self, HistoryCommand};
 use crate::session;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use oscost_measure::experiments::{ExperimentArgs, REGISTRY};
@@ -21,7 +22,9 @@ const AFTER_HELP: &str = "Examples:
   oscost timeline --workers 2 --worker-nice 0,5 --svg .   CPU shares by nice, drawn
   oscost run syscall --cpus 1 --nice -19 --csv r.csv
   oscost list                     experiments and what they measure
-  oscost env                      the machine description stored with every result";
+  oscost env                      the machine description stored with every result
+  oscost history list             the runs kept in the history (every run is saved there)
+  oscost history trend syscall.getpid --svg t.svg   one figure across runs, drawn";
 
 /// Top-level command line.
 #[derive(Debug, Parser)]
@@ -88,6 +91,16 @@ pub struct GlobalOpts {
     #[arg(long, short, global = true, conflicts_with = "quiet")]
     pub verbose: bool,
 
+    /// The history database: where each run is saved and what `oscost history` reads
+    /// (default: $XDG_DATA_HOME/oscost/history.sqlite3, else
+    /// ~/.local/share/oscost/history.sqlite3)
+    #[arg(long, global = true, value_name = "PATH")]
+    pub history: Option<PathBuf>,
+
+    /// Do not save this run in the history
+    #[arg(long, global = true, conflicts_with = "history")]
+    pub no_save: bool,
+
     /// Tests only: a fictional machine and a scripted clock, for the example experiments
     #[arg(long, global = true, hide = true)]
     pub scripted: bool,
@@ -145,6 +158,9 @@ pub enum Command {
     },
     /// Print the manual page in roff (`oscost man > oscost.1; man ./oscost.1`)
     Man,
+    /// The runs kept in the history: list, show, trend, export, import, rm
+    #[command(subcommand)]
+    History(HistoryCommand),
     #[command(flatten)]
     Experiment(ExperimentArgs),
 }
@@ -213,6 +229,10 @@ pub fn run() -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(2));
     }
     let experiments: Vec<ExperimentArgs> = match cli.command {
+        Some(Command::History(cmd)) => {
+            let db = history_path(&cli.global)?;
+            return history_cmd::run(cmd, &db, &cli.global);
+        }
         Some(Command::List) => {
             session::print_stdout(&list())?;
             return Ok(ExitCode::SUCCESS);
@@ -274,7 +294,8 @@ pub fn run() -> anyhow::Result<ExitCode> {
                 threshold_pct: threshold,
                 rate_per_s: rate,
             };
-            return crate::compare_cmd::run(&inputs, settings, fail_above, &cfg, None);
+            let db = history_path(&cli.global).ok();
+            return crate::compare_cmd::run(&inputs, settings, fail_above, &cfg, db.as_deref());
         }
         Some(Command::Experiment(e)) => vec![e],
         Some(Command::Run { experiments }) => by_name(&experiments),
@@ -305,8 +326,44 @@ pub fn run() -> anyhow::Result<ExitCode> {
             e.preflight(cfg.quick, &limits)?;
         }
     }
-    session::run(&cfg, &experiments)?;
+    // Opened before anything is measured: a --history that cannot take the run fails now.
+    let saving = if cli.global.no_save {
+        session::Saving::Off
+    } else if let Some(path) = &cli.global.history {
+        session::Saving::Into {
+            history: history_cmd::open(
+                path,
+                true,
+                "give --history a path where oscost can write, or --no-save",
+            )?,
+            explicit: true,
+        }
+    } else {
+        match oscost_history::History::default_path() {
+            Some(path) => match oscost_history::History::open(&path) {
+                Ok(history) => session::Saving::Into {
+                    history,
+                    explicit: false,
+                },
+                Err(e) => session::Saving::Unavailable(e.to_string()),
+            },
+            None => session::Saving::Unavailable(NO_DATA_DIR.into()),
+        }
+    };
+    let _run_id = session::run(&cfg, &experiments, saving)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Why the history has no default place.
+const NO_DATA_DIR: &str = "no home directory to keep it in";
+
+/// The history database a command uses: `--history`, else the default place.
+fn history_path(g: &GlobalOpts) -> anyhow::Result<PathBuf> {
+    match &g.history {
+        Some(p) => Ok(p.clone()),
+        None => oscost_history::History::default_path()
+            .ok_or_else(|| anyhow::anyhow!("the history has {NO_DATA_DIR} (give --history PATH)")),
+    }
 }
 
 /// The global options given to a command that does not use them (`list` uses none, `env`
@@ -318,12 +375,15 @@ fn unused_options(command: Option<&Command>, g: &GlobalOpts) -> Option<String> {
         Some(Command::Completions { .. }) => ("completions", &[]),
         Some(Command::Man) => ("man", &[]),
         Some(Command::Baselines { .. }) => ("baselines", &[]),
+        Some(Command::History(h)) => h.uses(),
         // --csv and --markdown have a message of their own.
         Some(Command::Env) => (
             "env",
             &["--json", "--cpus", "--nice", "--csv", "--markdown"],
         ),
-        Some(Command::Compare { .. }) => ("compare", &["--json", "--csv", "--markdown"]),
+        Some(Command::Compare { .. }) => {
+            ("compare", &["--json", "--csv", "--markdown", "--history"])
+        }
         _ => return None,
     };
     let given = [
@@ -337,6 +397,8 @@ fn unused_options(command: Option<&Command>, g: &GlobalOpts) -> Option<String> {
         ("--cpus", g.cpus.is_some()),
         ("--nice", g.nice.is_some()),
         ("--scripted", g.scripted),
+        ("--history", g.history.is_some()),
+        ("--no-save", g.no_save),
     ];
     let unused: Vec<&str> = given
         .iter()

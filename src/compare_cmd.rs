@@ -146,7 +146,14 @@ pub fn run(
     Ok(ExitCode::SUCCESS)
 }
 
-// TEMPORARY until the baselines and history branches land.
-fn load_run(_arg: &str, _history: Option<&Path>) -> anyhow::Result<ResultDoc> {
-    anyhow::bail!("TEMPORARY")
+/// A run of the history, when the history exists (a comparison never creates one).
+fn load_run(arg: &str, history: Option<&Path>) -> anyhow::Result<ResultDoc> {
+    let Some(path) = history else {
+        anyhow::bail!("there is no history here");
+    };
+    if !path.exists() {
+        anyhow::bail!("there is no history at {}", path.display());
+    }
+    let history = crate::history_cmd::open(path, false, "give --history the database to read")?;
+    Ok(history.get(&history.resolve(arg)?)?)
 }

@@ -8,6 +8,7 @@
 mod cli;
 mod compare_cmd;
 mod config;
+mod history_cmd;
 mod progress;
 mod session;
 mod worker;

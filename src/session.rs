@@ -355,9 +355,57 @@ fn remove_earlier_leftovers() {
     }
 }
 
+/// Where a finished run is saved.
+pub enum Saving {
+    /// Nowhere (`--no-save`).
+    Off,
+    /// Into this history, opened before measuring. When it was given with `--history`
+    /// (`explicit`) a failure to save fails the run; at the default place it is a warning.
+    Into {
+        /// The open database.
+        history: oscost_history::History,
+        /// Given with `--history`.
+        explicit: bool,
+    },
+    /// The default history could not be opened, for this reason: the run goes on, and says
+    /// at its end that it was not saved.
+    Unavailable(String),
+}
+
+/// Saves a finished run as `saving` says, and tells the user where it went (or why not).
+fn save(cfg: &Config, saving: Saving, doc: &ResultDoc) -> anyhow::Result<()> {
+    let why = match saving {
+        Saving::Off => return Ok(()),
+        Saving::Unavailable(why) => why,
+        Saving::Into {
+            mut history,
+            explicit,
+        } => match history.save(doc) {
+            Ok(saved) => {
+                if !cfg.quiet {
+                    let short = crate::history_cmd::short_id(&saved.run_id);
+                    eprintln!("saved as run {short} in the history (oscost history show {short})");
+                }
+                return Ok(());
+            }
+            Err(e) if explicit => {
+                return Err(anyhow::anyhow!(
+                    "the run could not be saved in the history: {e} (give --history a \
+                     writable path, or --no-save)"
+                ))
+            }
+            Err(e) => e.to_string(),
+        },
+    };
+    // Even with --quiet: the run is not kept where the user will look for it.
+    eprintln!("oscost: history not saved: {why} (use --history PATH or --no-save)");
+    Ok(())
+}
+
 /// Runs the experiments, each in a measuring process of its own, and writes every requested
-/// output: files after each experiment, stdout at the end.
-pub fn run(cfg: &Config, experiments: &[ExperimentArgs]) -> anyhow::Result<()> {
+/// output: files after each experiment, stdout at the end. A run that finished every
+/// experiment is then saved as `saving` says. Returns the run's id.
+pub fn run(cfg: &Config, experiments: &[ExperimentArgs], saving: Saving) -> anyhow::Result<String> {
     let started = std::time::SystemTime::now();
     let cancel = Arc::new(AtomicBool::new(false));
     let children = Arc::new(Mutex::new(Children::default()));
@@ -475,7 +523,12 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs]) -> anyhow::Result<()> {
             print_stdout(&render(&doc)?)?;
         }
     }
-    Ok(())
+    // A run its reader left early (`| head`) holds only some of its experiments: the history
+    // keeps whole runs, so it is not saved.
+    if doc.experiments.len() == experiments.len() {
+        save(cfg, saving, &doc)?;
+    }
+    Ok(doc.run_id.unwrap_or_default())
 }
 
 /// Prints an experiment's tables: to stdout, or to stderr when stdout carries a machine

@@ -1,5 +1,7 @@
 //! The binary as a user drives it: tiny real runs, output files, and bad input.
 
+mod common;
+
 use assert_cmd::Command;
 use oscost_model::case::SINGLE_THREAD_CHECK;
 use oscost_model::{CaseResult, ResultDoc};
@@ -8,7 +10,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 fn oscost() -> Command {
-    Command::cargo_bin("oscost").unwrap()
+    common::oscost_cmd()
 }
 
 /// Reads a result file with the typed model, so an unknown or missing field fails the test.
@@ -210,7 +212,7 @@ fn ctrl_c_leaves_nothing_behind() {
     let dir = tempfile::tempdir().unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("oscost"))
+    let child = common::oscost_std()
         .env("TMPDIR", tmp.path())
         .args([
             "syscall",
@@ -317,7 +319,7 @@ fn state_and_threads(pid: u32) -> Option<(String, u64)> {
 /// coordinator. No timing is asserted: the run only has to last long enough to be looked at.
 #[test]
 fn the_measuring_process_has_one_thread() {
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("oscost"))
+    let mut child = common::oscost_std()
         .args([
             "syscall",
             "--calls",

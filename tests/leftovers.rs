@@ -6,15 +6,13 @@
 //! stopped (SIGSTOP) while they are looked at, so what they have created cannot change between
 //! the look and the kill.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn bin() -> PathBuf {
-    assert_cmd::cargo::cargo_bin("oscost")
-}
 
 /// The ids of every SysV semaphore set on the machine. Unreadable is a failure: the test
 /// cannot see what it checks.
@@ -162,7 +160,7 @@ fn sets(n: usize) -> String {
 
 /// A SysV ping-pong between processes, long enough to be killed in the middle.
 fn start_sysv_run(tmp: &Path) -> Child {
-    Command::new(bin())
+    common::oscost_std()
         .env("TMPDIR", tmp)
         .args([
             "switch",
@@ -298,7 +296,7 @@ fn the_next_run_removes_what_a_killed_coordinator_left() {
         "the sets went before the next run"
     );
 
-    let out = Command::new(bin())
+    let out = common::oscost_std()
         .env("TMPDIR", tmp.path())
         .args(["--scripted", "--quiet", "example"])
         .stdout(Stdio::null())
@@ -322,7 +320,7 @@ fn the_next_run_removes_what_a_killed_coordinator_left() {
 #[test]
 fn scratch_directories_are_private() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut child = Command::new(bin())
+    let mut child = common::oscost_std()
         .env("TMPDIR", tmp.path())
         .args([
             "syscall",

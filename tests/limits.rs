@@ -7,7 +7,7 @@ use common::{is_root, run_limited};
 use assert_cmd::Command;
 
 fn oscost() -> Command {
-    Command::cargo_bin("oscost").unwrap()
+    common::oscost_cmd()
 }
 
 /// One `oscost: ` line and nothing else: no progress, no table, no warning of an experiment

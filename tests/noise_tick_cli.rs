@@ -11,7 +11,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 fn oscost() -> Command {
-    Command::cargo_bin("oscost").unwrap()
+    common::oscost_cmd()
 }
 
 /// Runs `oscost --quiet ARGS --json -` and reads the document from standard output with the
@@ -207,7 +207,7 @@ fn tick_tiny_run_is_self_consistent() {
 #[test]
 fn sigterm_mid_tick_leaves_nothing() {
     let _alone = one_at_a_time();
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("oscost"))
+    let child = common::oscost_std()
         .args(["--quiet", "tick", "--work", "50ms", "--runs", "1000"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())

@@ -3,6 +3,8 @@
 //! panic. Every run is on the scripted clock (`--scripted example`), so nothing real is
 //! measured and nothing depends on the machine's speed.
 
+mod common;
+
 use assert_cmd::Command;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
@@ -11,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 fn oscost() -> Command {
-    let mut c = Command::cargo_bin("oscost").unwrap();
+    let mut c = common::oscost_cmd();
     c.env_remove("COLUMNS");
     c
 }
@@ -127,7 +129,7 @@ fn a_new_file_gets_the_mode_the_umask_allows() {
     let dir = tempfile::tempdir().unwrap();
     for (umask, expected) in [("022", 0o644), ("027", 0o640)] {
         let json = dir.path().join(format!("r{umask}.json"));
-        let status = std::process::Command::new("sh")
+        let status = common::isolate(&mut std::process::Command::new("sh"))
             .arg("-c")
             .arg(format!("umask {umask}; exec \"$0\" \"$@\""))
             .arg(exe())
@@ -266,6 +268,7 @@ fn another_users_file_is_refused_before_measuring() {
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(file_mode)).unwrap();
         let mut c = Command::new("setpriv");
         c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .env("XDG_DATA_HOME", dir.path().join("data"))
             .arg(&copy)
             .args(["--scripted", "example", "--json"])
             .arg(&file);
@@ -388,7 +391,7 @@ fn random_argument_vectors_never_panic() {
 
 /// Runs `oscost BASE ARGS` in `cwd`; says what went wrong, if anything.
 fn run_bounded(exe: &Path, cwd: &Path, base: &[&str], args: &[OsString]) -> Option<String> {
-    let mut child = std::process::Command::new(exe)
+    let mut child = common::isolate(&mut std::process::Command::new(exe))
         .current_dir(cwd)
         .env_remove("COLUMNS")
         .args(base)

@@ -6,7 +6,8 @@
 //! The phrases below are chosen so that legitimate text cannot match them: the bootstrap's
 //! random seed ("a fixed seed", `DEFAULT_SEED`, "seeded") is fine, so bare "seed" is not listed.
 
-use assert_cmd::Command;
+mod common;
+
 use oscost_measure::experiments::REGISTRY;
 use std::path::{Path, PathBuf};
 
@@ -219,11 +220,7 @@ fn help_and_list_hold_no_internal_reference() {
     }
     let mut bad = Vec::new();
     for args in &commands {
-        let out = Command::cargo_bin("oscost")
-            .unwrap()
-            .args(args)
-            .output()
-            .unwrap();
+        let out = common::oscost_cmd().args(args).output().unwrap();
         assert!(out.status.success(), "oscost {args:?}: {out:?}");
         let text = format!(
             "{}{}",

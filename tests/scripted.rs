@@ -12,9 +12,32 @@ use assert_cmd::Command;
 /// oscost with no `COLUMNS` from the caller: tables at their natural width unless a test
 /// sets it.
 fn oscost() -> Command {
-    let mut c = Command::cargo_bin("oscost").unwrap();
+    let mut c = common::oscost_cmd();
     c.env_remove("COLUMNS");
     c
+}
+
+/// A result document with its run id and start time, which differ in every run, replaced by
+/// placeholders; the id is checked to be a version-4 UUID and the time RFC 3339 first.
+fn stable(json: &str) -> String {
+    json.lines()
+        .map(|l| {
+            if let Some(v) = l.strip_prefix("  \"run_id\": \"") {
+                let id = v.trim_end_matches("\",");
+                let uuid = uuid::Uuid::parse_str(id).expect("run_id is a UUID");
+                assert_eq!(uuid.get_version_num(), 4, "{id}");
+                "  \"run_id\": \"[run id]\",".to_string()
+            } else if let Some(v) = l.strip_prefix("  \"started_at\": \"") {
+                let t = v.trim_end_matches("\",");
+                humantime::parse_rfc3339(t).expect("started_at is RFC 3339");
+                "  \"started_at\": \"[start]\",".to_string()
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n"
 }
 
 fn stdout_of(c: &mut Command) -> String {
@@ -64,7 +87,7 @@ fn a_scripted_run_renders_every_format_the_same_way_everywhere() {
     let (json, csv, md) = (&run.json, &run.csv, &run.md);
     let out = &run.out;
     insta::assert_snapshot!("table", String::from_utf8(out.stdout.clone()).unwrap());
-    insta::assert_snapshot!("json", std::fs::read_to_string(json).unwrap());
+    insta::assert_snapshot!("json", stable(&std::fs::read_to_string(json).unwrap()));
     insta::assert_snapshot!("csv", std::fs::read_to_string(csv).unwrap());
     insta::assert_snapshot!("markdown", std::fs::read_to_string(md).unwrap());
 
@@ -103,9 +126,10 @@ fn json_on_stdout_is_the_same_document() {
         .success()
         .get_output()
         .clone();
+    // The same document, apart from the id and start time each run has of its own.
     assert_eq!(
-        String::from_utf8(out.stdout.clone()).unwrap(),
-        std::fs::read_to_string(&json).unwrap()
+        stable(&String::from_utf8(out.stdout.clone()).unwrap()),
+        stable(&std::fs::read_to_string(&json).unwrap())
     );
     assert!(String::from_utf8(out.stderr)
         .unwrap()

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 fn oscost() -> Command {
-    Command::cargo_bin("oscost").unwrap()
+    common::oscost_cmd()
 }
 
 /// Processes (thread-group leaders) whose `TMPDIR` is `dir` or a directory in it: the oscost
@@ -288,7 +288,8 @@ fn a_process_limit_hit_mid_run_names_the_limit_and_leaves_nothing() {
     const SPARE: u64 = 4;
     const BLOCKERS: u64 = 10;
     let limit = user_tasks(NOBODY) + 4 + SPARE;
-    let oscost = common::limited(&format!("--nproc={limit}:{limit}"), true)
+    let mut limited = common::limited(&format!("--nproc={limit}:{limit}"), true);
+    let oscost = common::isolate_in(&mut limited, dir.path())
         .arg(common::bin_for_nobody(dir.path()))
         .args(["--quiet", "--samples", "100000", "spawn"])
         .args(["--ops", "fork,vfork", "--parent-mib", "1", "--json"])

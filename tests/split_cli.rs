@@ -11,7 +11,7 @@ use oscost_model::ResultDoc;
 use std::time::{Duration, Instant};
 
 fn oscost() -> Command {
-    Command::cargo_bin("oscost").unwrap()
+    common::oscost_cmd()
 }
 
 #[test]
@@ -156,7 +156,7 @@ fn a_process_limit_hit_while_creating_tasks_is_named_and_everything_is_reaped() 
     let mut cmd = common::limited("--nproc=48:48", unprivileged);
     // The baseline and one thread run first (about 2 s of work), then 40 threads: room for
     // them when the run starts, none once the sleepers below exist.
-    let run = cmd
+    let run = common::isolate_in(&mut cmd, dir.path())
         .arg(common::bin_for_nobody(dir.path()))
         .args([
             "--quiet",
@@ -220,7 +220,7 @@ fn help_names_the_forms_sets_and_yield() {
 fn sigterm_mid_split_interrupts_and_leaves_no_process() {
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().to_string_lossy().into_owned();
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("oscost"))
+    let child = common::oscost_std()
         .args([
             "--quiet",
             "split",

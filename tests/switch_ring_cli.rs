@@ -13,7 +13,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 fn oscost() -> Command {
-    Command::cargo_bin("oscost").unwrap()
+    common::oscost_cmd()
 }
 
 fn bin() -> std::path::PathBuf {
@@ -75,8 +75,12 @@ fn bad_input_exits_2_with_one_line_and_no_result() {
 /// root is exempt from RLIMIT_NPROC) and returns (exit code, stderr). Both tools come with
 /// util-linux, which `.ci/run` makes sure of; a missing tool fails the test, never skips it.
 fn run_limited(limit: &str, unprivileged: bool, args: &[&str]) -> (Option<i32>, String) {
+    use std::os::unix::fs::PermissionsExt;
+    // A history directory the unprivileged user may write.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
     let mut cmd = common::limited(limit, unprivileged);
-    let out = cmd
+    let out = common::isolate_in(&mut cmd, dir.path())
         .arg(bin())
         .args(args)
         .output()
@@ -138,7 +142,7 @@ fn process_limit_is_named() {
 /// `want` worker processes exist; returns the running command and their pids. The workers are
 /// children of the measuring process, which is oscost's child.
 fn start_process_ring(tasks: &str, want: usize) -> (std::process::Child, Vec<i32>) {
-    let child = std::process::Command::new(bin())
+    let child = common::oscost_std()
         .args(["--quiet", "ring", "--kind", "processes", "--tasks", tasks])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())

@@ -6,7 +6,6 @@ mod common;
 use common::is_root;
 use common::{children_of, read_doc};
 
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -20,10 +19,6 @@ fn hold_rr() -> std::sync::MutexGuard<'static, ()> {
     RR_SETTING
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-fn bin() -> PathBuf {
-    assert_cmd::cargo::cargo_bin("oscost")
 }
 
 fn first_cpu() -> String {
@@ -41,7 +36,7 @@ fn marker(name: &str) -> String {
 }
 
 fn oscost(mark: &str) -> Command {
-    let mut c = Command::new(bin());
+    let mut c = common::oscost_std();
     let (k, v) = mark.split_once('=').unwrap();
     c.env(k, v);
     c
@@ -200,10 +195,10 @@ fn a_real_time_policy_without_permission_is_refused_and_nothing_is_left() {
     let mut cmd = if is_root() {
         let mut c = Command::new("setpriv");
         c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]);
-        c.arg(common::bin_for_nobody(dir.path()));
+        common::isolate_in(&mut c, dir.path()).arg(common::bin_for_nobody(dir.path()));
         c
     } else {
-        Command::new(bin())
+        common::oscost_std()
     };
     let (k, v) = mark.split_once('=').unwrap();
     let out = cmd
@@ -247,7 +242,7 @@ fn rr_now() -> String {
 fn start_rr_run(mark: &str) -> std::process::Child {
     let (k, v) = mark.split_once('=').unwrap();
     let original = rr_now();
-    let child = Command::new(bin())
+    let child = common::oscost_std()
         .env(k, v)
         // No --cpus: the workers take the first CPU, and the measuring process stays free to
         // run beside them while they hold it at real-time priority.

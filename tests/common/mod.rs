@@ -1,6 +1,65 @@
 //! Helpers the integration tests share.
 #![allow(dead_code)] // each test binary uses a different part
 
+use std::path::Path;
+
+/// Prefix of the data directories below.
+const DATA_HOME_PREFIX: &str = "oscost-tests-data-";
+
+/// The `XDG_DATA_HOME` of every oscost these tests start, so their runs are saved in a
+/// history of this test process's own, never the developer's. One directory per test
+/// process, named after it; those of test processes that have ended are removed here.
+pub fn data_home() -> &'static Path {
+    use std::os::unix::fs::PermissionsExt;
+    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let tmp = std::env::temp_dir();
+        for entry in std::fs::read_dir(&tmp).into_iter().flatten().flatten() {
+            let name = entry.file_name();
+            let pid = name
+                .to_str()
+                .and_then(|n| n.strip_prefix(DATA_HOME_PREFIX))
+                .and_then(|p| p.parse::<u32>().ok());
+            if pid.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists()) {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+        let dir = tmp.join(format!("{DATA_HOME_PREFIX}{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // Tests that run oscost as `nobody` use a directory of their own ([`isolate_in`]);
+        // this one only has to be ours.
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        dir
+    })
+}
+
+/// `cmd` (one that starts oscost, directly or through another program) with its history in
+/// [`data_home`].
+pub fn isolate(cmd: &mut std::process::Command) -> &mut std::process::Command {
+    cmd.env("XDG_DATA_HOME", data_home())
+}
+
+/// `cmd` with its history in `dir/data`: for oscost run as another user, given a directory
+/// that user may write.
+pub fn isolate_in<'a>(
+    cmd: &'a mut std::process::Command,
+    dir: &Path,
+) -> &'a mut std::process::Command {
+    cmd.env("XDG_DATA_HOME", dir.join("data"))
+}
+
+/// The oscost binary, its history in [`data_home`].
+pub fn oscost_std() -> std::process::Command {
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("oscost"));
+    isolate(&mut cmd);
+    cmd
+}
+
+/// [`oscost_std`] for assertions.
+pub fn oscost_cmd() -> assert_cmd::Command {
+    assert_cmd::Command::from_std(oscost_std())
+}
+
 /// Whether the tests run as root (effective uid 0).
 pub fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
@@ -107,7 +166,7 @@ pub fn run_limited(limit: &str, unprivileged: bool, args: &[&str]) -> (Option<i3
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
     let json = dir.path().join("r.json");
     let mut cmd = limited(limit, unprivileged);
-    let out = cmd
+    let out = isolate_in(&mut cmd, dir.path())
         .arg(bin_for_nobody(dir.path()))
         .args(args)
         .arg("--json")

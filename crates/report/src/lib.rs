@@ -15,6 +15,7 @@ pub mod plot;
 pub mod render;
 pub mod series;
 pub mod summarise;
+pub mod trend;
 pub mod views;
 
 pub use oscost_model::{CaseResult, DerivedResult, ExperimentResult, ResultDoc, SCHEMA};

@@ -1,0 +1,583 @@
+//! oscost's run history: every result document kept in an embedded SQLite database, so a
+//! figure can be followed across runs (`oscost history trend`) and any run shown again.
+//!
+//! The document is stored whole (the `oscost/2` JSON), next to a few columns drawn from it
+//! that listing and trends need: one row per run, one per experiment and one per case and per
+//! derived figure. Runs are keyed by their `run_id`, so saving or importing a run twice
+//! changes nothing. The layout is described in `docs/history.md`.
+//!
+//! The SQL is kept to what PostgreSQL reads too (TEXT, INTEGER and DOUBLE PRECISION columns,
+//! `INSERT ... ON CONFLICT DO NOTHING`, no SQLite functions); only the connection setup
+//! (write-ahead log, busy timeout, foreign keys) and the `?N` placeholders are SQLite's.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod fingerprint;
+mod schema;
+
+pub use fingerprint::env_fingerprint;
+pub use schema::SCHEMA_VERSION;
+
+use oscost_model::{ResultDoc, SCHEMA};
+use rusqlite::{params, Connection, OptionalExtension as _, TransactionBehavior};
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Namespace of the ids given to documents that carry none (`oscost/1`): a UUID v5 of the
+/// document's canonical JSON in it, so the same document always gets the same id.
+const RUN_NAMESPACE: uuid::Uuid = uuid::uuid!("afcbae2c-4a80-4653-a8c4-617d4961ebf9");
+
+/// How long a writer waits for another one to finish before giving up. Saves are short
+/// transactions; this only has to outlast a burst of them on a loaded machine.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The shortest prefix of a run id that [`History::resolve`] accepts.
+pub const MIN_PREFIX: usize = 4;
+
+/// Why a history operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum HistoryError {
+    /// The directory the database goes in could not be made.
+    #[error("cannot create {}: {source}", path.display())]
+    CreateDir {
+        /// The directory.
+        path: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// The file could not be opened, or is not an SQLite database, or could not be set up.
+    #[error("cannot open the history database {}: {source}", path.display())]
+    Open {
+        /// The database file.
+        path: PathBuf,
+        /// What SQLite said.
+        source: rusqlite::Error,
+    },
+    /// The database was made by a newer oscost, whose layout this one does not know.
+    #[error(
+        "{} was written by a newer oscost (schema {found}, this one knows {known}); use a \
+         newer oscost or --history PATH for another database",
+        path.display()
+    )]
+    TooNew {
+        /// The database file.
+        path: PathBuf,
+        /// The schema version the database has.
+        found: i64,
+        /// The newest schema version this oscost knows ([`SCHEMA_VERSION`]).
+        known: i64,
+    },
+    /// A read or write failed after the database was opened.
+    #[error("the history database failed: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// No run has this id, or an id starting with it.
+    #[error("no run `{run}` in the history (`oscost history list` shows the runs it holds)")]
+    UnknownRun {
+        /// What was asked for.
+        run: String,
+    },
+    /// The history holds no run at all (asked for `latest`).
+    #[error("the history holds no runs yet (a run is saved there when it ends, unless --no-save)")]
+    Empty,
+    /// A prefix shorter than [`MIN_PREFIX`] that is not a whole id.
+    #[error(
+        "`{run}` is too short to name a run: give at least {MIN_PREFIX} characters of its id \
+         (`oscost history list` shows them)"
+    )]
+    ShortPrefix {
+        /// What was asked for.
+        run: String,
+    },
+    /// A prefix that starts more than one run id.
+    #[error(
+        "`{run}` starts the ids of {} runs ({}): give more of the id",
+        matches.len(),
+        matches.join(", ")
+    )]
+    AmbiguousRun {
+        /// What was asked for.
+        run: String,
+        /// The ids it starts.
+        matches: Vec<String>,
+    },
+    /// No run in the history has a case or derived figure with this id.
+    #[error(
+        "no run in the history has a case `{case_id}`{}",
+        similar_hint(similar)
+    )]
+    UnknownCase {
+        /// What was asked for.
+        case_id: String,
+        /// Case ids that contain it, a few at most.
+        similar: Vec<String>,
+    },
+    /// A stored document could not be read back.
+    #[error("run {run_id} in the history cannot be read: {source}")]
+    Document {
+        /// The run.
+        run_id: String,
+        /// Why.
+        source: oscost_model::ReadError,
+    },
+    /// A document could not be turned into JSON.
+    #[error("cannot serialise the result document: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+fn similar_hint(similar: &[String]) -> String {
+    if similar.is_empty() {
+        " (`oscost history show latest` lists the case ids of the last run)".into()
+    } else {
+        format!(" (did you mean {}?)", similar.join(", "))
+    }
+}
+
+/// What [`History::save`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Saved {
+    /// The run's id: its own, or the one derived for a document that has none.
+    pub run_id: String,
+    /// False when the run was already in the history (nothing was written).
+    pub new: bool,
+}
+
+/// One run, as `oscost history list` shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSummary {
+    /// The run's id.
+    pub run_id: String,
+    /// When it started (RFC 3339); `None` for an `oscost/1` document.
+    pub started_at: Option<String>,
+    /// When it was saved into this history (RFC 3339).
+    pub saved_at: String,
+    /// The oscost that made it.
+    pub oscost_version: String,
+    /// The kernel release it ran on.
+    pub kernel: String,
+    /// The CPU model it ran on, when known.
+    pub cpu_model: Option<String>,
+    /// Its experiments, in the order they ran.
+    pub experiments: Vec<String>,
+    /// Its cases and derived figures.
+    pub case_count: usize,
+}
+
+/// One run's figure for a case, as `oscost history trend` shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrendPoint {
+    /// The run's id.
+    pub run_id: String,
+    /// When the run started (RFC 3339); `None` for an `oscost/1` document.
+    pub started_at: Option<String>,
+    /// Median per operation (the estimate, for a derived figure), ns.
+    pub median_ns: f64,
+    /// Its bootstrap 95 % confidence interval, ns.
+    pub ci95_ns: [f64; 2],
+    /// What one operation is; `derived` for a derived figure.
+    pub unit: String,
+    /// Every mechanism check passed (for a derived figure: it is not flagged).
+    pub checks_passed: bool,
+    /// The run's [`env_fingerprint`].
+    pub env_fingerprint: String,
+    /// The fingerprint differs from the previous point's: a change of kernel, CPU, mitigations,
+    /// clock, CPUs, nice or oscost version may explain a step.
+    pub env_changed: bool,
+}
+
+/// An open history database.
+pub struct History {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for History {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("History").field("path", &self.path).finish()
+    }
+}
+
+/// The columns `list` and `resolve` sort by: newest first. A document without a start time
+/// (`oscost/1`) counts from when it was saved.
+const NEWEST_FIRST: &str =
+    "ORDER BY COALESCE(started_at, saved_at) DESC, saved_at DESC, run_id DESC";
+
+impl History {
+    /// `<data dir>/oscost/history.sqlite3`: `$XDG_DATA_HOME/oscost/history.sqlite3`, else
+    /// `~/.local/share/oscost/history.sqlite3`; `None` when neither can be found.
+    pub fn default_path() -> Option<PathBuf> {
+        dirs::data_dir().map(|d| d.join("oscost").join("history.sqlite3"))
+    }
+
+    /// Opens the database at `path`, creating it and its parent directories if needed, and
+    /// brings its layout up to [`SCHEMA_VERSION`]. Fails with [`HistoryError::TooNew`] on a
+    /// database a newer oscost made. Writers wait for each other, so any number of oscost
+    /// processes can save into one database at once.
+    pub fn open(path: &Path) -> Result<History, HistoryError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| HistoryError::CreateDir {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
+        let open_err = |source| HistoryError::Open {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut conn = Connection::open(path).map_err(open_err)?;
+        setup(&conn).map_err(open_err)?;
+        schema::migrate(&mut conn, path)?;
+        Ok(History {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Saves `doc` in one transaction: all of it or nothing. A document without a `run_id`
+    /// (read from `oscost/1`) is stored under [`derived_run_id`], so importing it twice
+    /// changes nothing either. A run already in the history is left as it is
+    /// (`new == false`).
+    pub fn save(&mut self, doc: &ResultDoc) -> Result<Saved, HistoryError> {
+        let mut stored = doc.clone();
+        stored.schema = SCHEMA.into();
+        let run_id = match &doc.run_id {
+            Some(id) => id.clone(),
+            None => derived_run_id(doc)?,
+        };
+        stored.run_id = Some(run_id.clone());
+        let document = serde_json::to_string(&stored)?;
+        let env = &doc.environment;
+        let rows = case_rows(doc);
+        let saved_at = humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string();
+        // IMMEDIATE: take the write lock at the start, so a second writer waits (busy timeout)
+        // instead of failing when it would upgrade a read lock in the middle.
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let inserted = tx.execute(
+            "INSERT INTO runs (run_id, started_at, saved_at, oscost_version, kernel, cpu_model, \
+             env_fingerprint, command_line, case_count, document) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (run_id) DO NOTHING",
+            params![
+                run_id,
+                doc.started_at,
+                saved_at,
+                env.oscost_version,
+                env.kernel_release,
+                env.cpu_model,
+                env_fingerprint(env),
+                env.command_line.join(" "),
+                rows.len() as i64,
+                document,
+            ],
+        )?;
+        if inserted == 0 {
+            return Ok(Saved { run_id, new: false });
+        }
+        {
+            let mut exp =
+                tx.prepare("INSERT INTO experiments (run_id, position, name) VALUES (?1, ?2, ?3)")?;
+            for (i, e) in doc.experiments.iter().enumerate() {
+                exp.execute(params![run_id, i as i64, e.name])?;
+            }
+            let mut case = tx.prepare(
+                "INSERT INTO cases (run_id, case_id, experiment, kind, unit, median_ns, \
+                 ci_low_ns, ci_high_ns, median_cycles, samples, checks_passed) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            )?;
+            for r in &rows {
+                case.execute(params![
+                    run_id,
+                    r.case_id,
+                    r.experiment,
+                    r.kind,
+                    r.unit,
+                    finite(r.median_ns),
+                    finite(r.ci95_ns[0]),
+                    finite(r.ci95_ns[1]),
+                    finite(r.median_cycles),
+                    r.samples,
+                    r.checks_passed as i64,
+                ])?;
+            }
+        }
+        tx.commit()?;
+        Ok(Saved { run_id, new: true })
+    }
+
+    /// Every run, newest first.
+    pub fn list(&self) -> Result<Vec<RunSummary>, HistoryError> {
+        let mut experiments: HashMap<String, Vec<String>> = HashMap::new();
+        let mut q = self
+            .conn
+            .prepare("SELECT run_id, name FROM experiments ORDER BY run_id, position")?;
+        for row in q.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get(1)?)))? {
+            let (id, name) = row?;
+            experiments.entry(id).or_default().push(name);
+        }
+        let mut q = self.conn.prepare(&format!(
+            "SELECT run_id, started_at, saved_at, oscost_version, kernel, cpu_model, case_count \
+             FROM runs {NEWEST_FIRST}"
+        ))?;
+        let runs = q.query_map([], |r| {
+            Ok(RunSummary {
+                run_id: r.get(0)?,
+                started_at: r.get(1)?,
+                saved_at: r.get(2)?,
+                oscost_version: r.get(3)?,
+                kernel: r.get(4)?,
+                cpu_model: r.get(5)?,
+                experiments: Vec::new(),
+                case_count: r.get::<_, i64>(6)? as usize,
+            })
+        })?;
+        runs.map(|r| {
+            let mut r = r?;
+            r.experiments = experiments.remove(&r.run_id).unwrap_or_default();
+            Ok(r)
+        })
+        .collect()
+    }
+
+    /// The full id of the run `run` names: a whole id, a prefix of one id (at least
+    /// [`MIN_PREFIX`] characters), `latest` for the newest run, or `latest~N` for the one N
+    /// runs before it.
+    pub fn resolve(&self, run: &str) -> Result<String, HistoryError> {
+        let back = match run.strip_prefix("latest") {
+            Some("") => Some(0),
+            Some(rest) => rest.strip_prefix('~').and_then(|n| n.parse::<i64>().ok()),
+            None => None,
+        };
+        if let Some(back) = back {
+            return self
+                .conn
+                .query_row(
+                    &format!("SELECT run_id FROM runs {NEWEST_FIRST} LIMIT 1 OFFSET ?1"),
+                    [back],
+                    |r| r.get(0),
+                )
+                .optional()?
+                .ok_or_else(|| {
+                    if back == 0 {
+                        HistoryError::Empty
+                    } else {
+                        HistoryError::UnknownRun { run: run.into() }
+                    }
+                });
+        }
+        let exact: Option<String> = self
+            .conn
+            .query_row("SELECT run_id FROM runs WHERE run_id = ?1", [run], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        if let Some(id) = exact {
+            return Ok(id);
+        }
+        if run.chars().count() < MIN_PREFIX {
+            return Err(HistoryError::ShortPrefix { run: run.into() });
+        }
+        // Matched here rather than with LIKE, whose wildcards and case rules differ between
+        // databases; a history holds thousands of runs at most.
+        let mut q = self
+            .conn
+            .prepare("SELECT run_id FROM runs ORDER BY run_id")?;
+        let mut matches = Vec::new();
+        for id in q.query_map([], |r| r.get::<_, String>(0))? {
+            let id = id?;
+            if id.starts_with(run) {
+                matches.push(id);
+            }
+        }
+        match matches.len() {
+            0 => Err(HistoryError::UnknownRun { run: run.into() }),
+            1 => Ok(matches.remove(0)),
+            _ => Err(HistoryError::AmbiguousRun {
+                run: run.into(),
+                matches,
+            }),
+        }
+    }
+
+    /// The document of the run with the full id `run_id` (see [`History::resolve`]), read
+    /// with [`oscost_model::read`] so that documents of older schemas load too.
+    pub fn get(&self, run_id: &str) -> Result<ResultDoc, HistoryError> {
+        let text: String = self
+            .conn
+            .query_row(
+                "SELECT document FROM runs WHERE run_id = ?1",
+                [run_id],
+                |r| r.get(0),
+            )
+            .optional()?
+            .ok_or_else(|| HistoryError::UnknownRun { run: run_id.into() })?;
+        oscost_model::read(&text).map_err(|source| HistoryError::Document {
+            run_id: run_id.into(),
+            source,
+        })
+    }
+
+    /// Removes the run `run` names (as [`History::resolve`] reads it), with its experiments
+    /// and cases.
+    pub fn remove(&mut self, run: &str) -> Result<(), HistoryError> {
+        let run_id = self.resolve(run)?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        // Spelled out rather than left to ON DELETE CASCADE alone, so a database opened
+        // without foreign keys enforced loses no less.
+        tx.execute("DELETE FROM cases WHERE run_id = ?1", [&run_id])?;
+        tx.execute("DELETE FROM experiments WHERE run_id = ?1", [&run_id])?;
+        tx.execute("DELETE FROM runs WHERE run_id = ?1", [&run_id])?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The figure of case (or derived figure) `case_id` in every run that has it, oldest
+    /// first, each point saying whether the environment changed since the one before.
+    pub fn trend(&self, case_id: &str) -> Result<Vec<TrendPoint>, HistoryError> {
+        let mut q = self.conn.prepare(
+            "SELECT r.run_id, r.started_at, r.env_fingerprint, c.unit, c.median_ns, \
+             c.ci_low_ns, c.ci_high_ns, c.checks_passed \
+             FROM cases c JOIN runs r ON r.run_id = c.run_id WHERE c.case_id = ?1 \
+             ORDER BY COALESCE(r.started_at, r.saved_at), r.saved_at, r.run_id",
+        )?;
+        let nan = |v: Option<f64>| v.unwrap_or(f64::NAN);
+        let mut points = q
+            .query_map([case_id], |r| {
+                Ok(TrendPoint {
+                    run_id: r.get(0)?,
+                    started_at: r.get(1)?,
+                    env_fingerprint: r.get(2)?,
+                    unit: r.get(3)?,
+                    median_ns: nan(r.get(4)?),
+                    ci95_ns: [nan(r.get(5)?), nan(r.get(6)?)],
+                    checks_passed: r.get::<_, i64>(7)? != 0,
+                    env_changed: false,
+                })
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        if points.is_empty() {
+            return Err(HistoryError::UnknownCase {
+                case_id: case_id.into(),
+                similar: self.similar_cases(case_id)?,
+            });
+        }
+        for i in 1..points.len() {
+            points[i].env_changed = points[i].env_fingerprint != points[i - 1].env_fingerprint;
+        }
+        Ok(points)
+    }
+
+    /// A few stored case ids that contain `case_id`, for an error message.
+    fn similar_cases(&self, case_id: &str) -> Result<Vec<String>, HistoryError> {
+        let needle = case_id.to_lowercase();
+        let mut q = self
+            .conn
+            .prepare("SELECT DISTINCT case_id FROM cases ORDER BY case_id")?;
+        let mut found = Vec::new();
+        for id in q.query_map([], |r| r.get::<_, String>(0))? {
+            let id = id?;
+            if !needle.is_empty() && id.to_lowercase().contains(&needle) {
+                found.push(id);
+                if found.len() == 5 {
+                    break;
+                }
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// The id [`History::save`] gives a document that carries none: a UUID v5 of its canonical
+/// JSON (compact, fields in the model's order, maps sorted), so the same document read from
+/// any file gets the same id.
+pub fn derived_run_id(doc: &ResultDoc) -> Result<String, HistoryError> {
+    let mut canonical = doc.clone();
+    canonical.schema = SCHEMA.into();
+    canonical.run_id = None;
+    let json = serde_json::to_string(&canonical)?;
+    Ok(uuid::Uuid::new_v5(&RUN_NAMESPACE, json.as_bytes()).to_string())
+}
+
+/// SQLite's side of the setup, the only part of this crate that is not portable SQL.
+fn setup(conn: &Connection) -> rusqlite::Result<()> {
+    // First, so that every later statement, switching to the write-ahead log included, waits
+    // for another writer instead of failing.
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    // The write-ahead log lets readers go on while one process writes, and a killed writer
+    // leaves only a log tail that the next opener ignores. Where it cannot be had (a file
+    // system without shared memory) SQLite stays in rollback mode: slower, just as safe.
+    conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))?;
+    conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = FULL;")?;
+    Ok(())
+}
+
+/// SQLite stores NaN as NULL; say so explicitly, and read NULL back as NaN.
+fn finite(v: f64) -> Option<f64> {
+    (!v.is_nan()).then_some(v)
+}
+
+/// One row of the `cases` table.
+struct CaseRow<'a> {
+    case_id: &'a str,
+    experiment: &'a str,
+    kind: &'static str,
+    unit: &'a str,
+    median_ns: f64,
+    ci95_ns: [f64; 2],
+    median_cycles: f64,
+    samples: Option<i64>,
+    checks_passed: bool,
+}
+
+/// The cases and derived figures of `doc`, each id once (the first wins: ids are unique in
+/// any document oscost writes, and the primary key needs them to be).
+fn case_rows(doc: &ResultDoc) -> Vec<CaseRow<'_>> {
+    let mut seen = HashSet::new();
+    let mut rows = Vec::new();
+    for e in &doc.experiments {
+        for c in &e.cases {
+            if seen.insert(c.id.as_str()) {
+                rows.push(CaseRow {
+                    case_id: &c.id,
+                    experiment: &e.name,
+                    kind: "case",
+                    unit: &c.unit,
+                    median_ns: c.median_ns,
+                    ci95_ns: c.ci95_ns,
+                    median_cycles: c.median_cycles,
+                    samples: Some(c.samples as i64),
+                    checks_passed: c.checks_passed,
+                });
+            }
+        }
+        for d in &e.derived {
+            if seen.insert(d.id.as_str()) {
+                rows.push(CaseRow {
+                    case_id: &d.id,
+                    experiment: &e.name,
+                    kind: "derived",
+                    // As the CSV output names them.
+                    unit: "derived",
+                    median_ns: d.estimate_ns,
+                    ci95_ns: d.ci95_ns,
+                    median_cycles: d.estimate_cycles,
+                    samples: None,
+                    checks_passed: d.flagged.is_none(),
+                });
+            }
+        }
+    }
+    rows
+}
+
+/// How many rows of the `cases` table `doc` gives: its distinct case and derived-figure ids.
+pub fn case_count(doc: &ResultDoc) -> usize {
+    case_rows(doc).len()
+}

@@ -1,0 +1,214 @@
+//! Saving, reading, listing, resolving, removing and trends, on a database in a fresh
+//! directory.
+
+mod common;
+
+use oscost_history::{History, HistoryError, SCHEMA_VERSION};
+
+fn fresh() -> (tempfile::TempDir, History) {
+    let dir = tempfile::tempdir().unwrap();
+    // A directory that does not exist yet: open makes it.
+    let h = History::open(&dir.path().join("a/b/history.sqlite3")).unwrap();
+    (dir, h)
+}
+
+#[test]
+fn a_saved_run_reads_back_equal() {
+    let (_dir, mut h) = fresh();
+    let doc = common::run("round", 1);
+    let saved = h.save(&doc).unwrap();
+    assert!(saved.new);
+    assert_eq!(Some(&saved.run_id), doc.run_id.as_ref());
+    assert_eq!(h.get(&saved.run_id).unwrap(), doc);
+    let list = h.list().unwrap();
+    assert_eq!(list.len(), 1);
+    assert_eq!(list[0].run_id, saved.run_id);
+    assert_eq!(list[0].experiments, ["example", "example-more"]);
+    assert_eq!(list[0].case_count, 10);
+    assert_eq!(list[0].kernel, "0.0.0-example");
+    assert_eq!(list[0].cpu_model.as_deref(), Some("Example CPU @ 1.00GHz"));
+}
+
+#[test]
+fn saving_a_run_twice_changes_nothing() {
+    let (_dir, mut h) = fresh();
+    let doc = common::run("twice", 1);
+    assert!(h.save(&doc).unwrap().new);
+    let again = h.save(&doc).unwrap();
+    assert!(!again.new);
+    assert_eq!(h.list().unwrap().len(), 1);
+    assert_eq!(h.trend("example.cost100").unwrap().len(), 1);
+}
+
+#[test]
+fn an_oscost_1_document_gets_the_same_id_every_time() {
+    let (_dir, mut h) = fresh();
+    let doc = oscost_model::read(common::GOLDEN_1).unwrap();
+    assert_eq!(doc.run_id, None);
+    let first = h.save(&doc).unwrap();
+    assert!(first.new);
+    // Read again from the file: same id, nothing new.
+    let second = h
+        .save(&oscost_model::read(common::GOLDEN_1).unwrap())
+        .unwrap();
+    assert_eq!(
+        second,
+        oscost_history::Saved {
+            run_id: first.run_id.clone(),
+            new: false
+        }
+    );
+    assert_eq!(first.run_id, oscost_history::derived_run_id(&doc).unwrap());
+    // And in another history too: the id depends on the document alone.
+    let (_dir2, mut other) = fresh();
+    assert_eq!(other.save(&doc).unwrap().run_id, first.run_id);
+    // It reads back with the id it was given, and no start time.
+    let back = h.get(&first.run_id).unwrap();
+    assert_eq!(back.run_id.as_deref(), Some(first.run_id.as_str()));
+    assert_eq!(back.started_at, None);
+    assert_eq!(back.experiments, doc.experiments);
+    // Exported and imported again, it is still the same run.
+    assert!(!h.save(&back).unwrap().new);
+    assert_eq!(h.list().unwrap()[0].started_at, None);
+}
+
+#[test]
+fn a_database_of_a_newer_oscost_is_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.sqlite3");
+    drop(History::open(&path).unwrap());
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute(
+        "INSERT INTO schema_migrations (version, applied_at) VALUES (?1, 'later')",
+        [SCHEMA_VERSION + 1],
+    )
+    .unwrap();
+    drop(conn);
+    let err = History::open(&path).unwrap_err();
+    match &err {
+        HistoryError::TooNew {
+            path: p,
+            found,
+            known,
+        } => {
+            assert_eq!(p, &path);
+            assert_eq!(*found, SCHEMA_VERSION + 1);
+            assert_eq!(*known, SCHEMA_VERSION);
+        }
+        other => panic!("expected TooNew, got {other:?}"),
+    }
+    let text = err.to_string();
+    assert!(text.contains("was written by a newer oscost"), "{text}");
+    assert!(text.contains("--history PATH"), "{text}");
+    assert!(!text.contains('\n'), "{text}");
+}
+
+#[test]
+fn a_file_that_is_not_a_database_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.json");
+    std::fs::write(&path, common::GOLDEN_2).unwrap();
+    let err = History::open(&path).unwrap_err();
+    assert!(matches!(err, HistoryError::Open { .. }), "{err:?}");
+    assert!(err.to_string().contains("r.json"), "{err}");
+    // Untouched.
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), common::GOLDEN_2);
+}
+
+#[test]
+fn runs_are_named_by_id_prefix_or_latest() {
+    let (_dir, mut h) = fresh();
+    let a = h.save(&common::run("names", 1)).unwrap().run_id;
+    let b = h.save(&common::run("names", 2)).unwrap().run_id;
+    assert_eq!(h.resolve(&a).unwrap(), a);
+    assert_eq!(h.resolve(&a[..8]).unwrap(), a);
+    assert_eq!(h.resolve("latest").unwrap(), b);
+    assert!(matches!(
+        h.resolve(&a[..3]),
+        Err(HistoryError::ShortPrefix { .. })
+    ));
+    let err = h.resolve("ffffffff-nothing").unwrap_err();
+    assert!(matches!(err, HistoryError::UnknownRun { .. }));
+    assert!(err.to_string().contains("oscost history list"), "{err}");
+    // Runs sharing a prefix.
+    let mut c = common::run("names", 3);
+    let mut d = common::run("names", 4);
+    c.run_id = Some("abcd1111-0000-4000-8000-000000000000".into());
+    d.run_id = Some("abcd2222-0000-4000-8000-000000000000".into());
+    h.save(&c).unwrap();
+    h.save(&d).unwrap();
+    match h.resolve("abcd") {
+        Err(HistoryError::AmbiguousRun { matches, .. }) => assert_eq!(matches.len(), 2),
+        other => panic!("expected AmbiguousRun, got {other:?}"),
+    }
+    assert_eq!(h.resolve("abcd1").unwrap(), c.run_id.unwrap());
+}
+
+#[test]
+fn the_list_is_newest_first_and_remove_takes_everything_of_a_run() {
+    let (_dir, mut h) = fresh();
+    let ids: Vec<String> = [3, 1, 2]
+        .into_iter()
+        .map(|n| h.save(&common::run("order", n)).unwrap().run_id)
+        .collect();
+    let listed: Vec<String> = h.list().unwrap().into_iter().map(|r| r.run_id).collect();
+    assert_eq!(listed, [ids[0].clone(), ids[2].clone(), ids[1].clone()]);
+    h.remove(&ids[2][..6]).unwrap();
+    let listed: Vec<String> = h.list().unwrap().into_iter().map(|r| r.run_id).collect();
+    assert_eq!(listed, [ids[0].clone(), ids[1].clone()]);
+    assert!(matches!(
+        h.get(&ids[2]),
+        Err(HistoryError::UnknownRun { .. })
+    ));
+    assert_eq!(h.trend("example.cost100").unwrap().len(), 2);
+    assert!(matches!(
+        h.remove(&ids[2]),
+        Err(HistoryError::UnknownRun { .. })
+    ));
+    h.remove(&ids[0]).unwrap();
+    h.remove(&ids[1]).unwrap();
+    assert!(h.list().unwrap().is_empty());
+    assert!(matches!(h.resolve("latest"), Err(HistoryError::Empty)));
+    assert!(matches!(
+        h.trend("example.cost100"),
+        Err(HistoryError::UnknownCase { .. })
+    ));
+}
+
+#[test]
+fn a_trend_is_oldest_first_and_marks_where_the_environment_changed() {
+    let (_dir, mut h) = fresh();
+    // Saved out of order; the third run is on another kernel, the fourth back on the first.
+    let mut docs: Vec<_> = (1..=5).map(|n| common::run("trend", n)).collect();
+    docs[2].environment.kernel_release = "6.1.0-other".into();
+    docs[3].environment.kernel_release = "6.1.0-other".into();
+    for i in [4, 0, 2, 1, 3] {
+        h.save(&docs[i]).unwrap();
+    }
+    let t = h.trend("example.cost250").unwrap();
+    let ids: Vec<&str> = t.iter().map(|p| p.run_id.as_str()).collect();
+    let want: Vec<&str> = docs.iter().map(|d| d.run_id.as_deref().unwrap()).collect();
+    assert_eq!(ids, want);
+    let changed: Vec<bool> = t.iter().map(|p| p.env_changed).collect();
+    assert_eq!(changed, [false, false, true, false, true]);
+    for (p, d) in t.iter().zip(&docs) {
+        let c = &d.experiments[0].cases[1];
+        assert_eq!(p.median_ns, c.median_ns);
+        assert_eq!(p.ci95_ns, c.ci95_ns);
+        assert_eq!(p.unit, c.unit);
+        assert_eq!(p.started_at, d.started_at);
+    }
+    assert_eq!(t[0].env_fingerprint, t[1].env_fingerprint);
+    assert_ne!(t[1].env_fingerprint, t[2].env_fingerprint);
+    // Derived figures have a trend too, flagged ones marked.
+    let d = h.trend("example.flagged_difference").unwrap();
+    assert_eq!(d.len(), 5);
+    assert_eq!(d[0].unit, "derived");
+    assert!(!d[0].checks_passed);
+    assert!(h.trend("example.difference").unwrap()[0].checks_passed);
+    // An unknown case is named, with the ids that contain it.
+    let err = h.trend("cost25").unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("`cost25`"), "{text}");
+    assert!(text.contains("example.cost250"), "{text}");
+}

@@ -1,0 +1,372 @@
+//! `oscost history`: the runs kept in the history database, listed, shown, followed across
+//! runs, exported, imported and removed.
+
+use crate::cli::GlobalOpts;
+use crate::session::print_stdout;
+use anyhow::Context as _;
+use clap::Subcommand;
+use oscost_history::{History, HistoryError, TrendPoint};
+use oscost_report::render;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// What to do with the history.
+#[derive(Debug, Subcommand)]
+pub enum HistoryCommand {
+    /// The runs in the history, newest first
+    List,
+    /// A run's machine and tables
+    Show {
+        /// The run: its id, the first 4 or more characters of it, or `latest`
+        run: String,
+    },
+    /// One case's (or derived figure's) median in every run that has it, oldest first, marking
+    /// where the machine's environment changed; with --svg FILE also drawn as a line chart
+    /// (--svg DIR: into DIR/<case id>.svg)
+    Trend {
+        /// The case id, as the tables name it (`syscall.getpid`,
+        /// `switch.pipe.threads.same.switch_cost`)
+        case_id: String,
+    },
+    /// A run's full result document (schema oscost/2) on stdout, or into the file of --json
+    Export {
+        /// The run: its id, the first 4 or more characters of it, or `latest`
+        run: String,
+    },
+    /// Result files (written with --json, any schema oscost reads) into the history; a run
+    /// already there is left as it is
+    Import {
+        /// The result files
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+    },
+    /// Removes a run from the history
+    Rm {
+        /// The run: its id, the first 4 or more characters of it, or `latest`
+        run: String,
+    },
+}
+
+impl HistoryCommand {
+    /// The name shown in messages (`history list`) and the global options it uses.
+    pub fn uses(&self) -> (&'static str, &'static [&'static str]) {
+        match self {
+            HistoryCommand::List => ("history list", &["--history"]),
+            HistoryCommand::Show { .. } => ("history show", &["--history"]),
+            HistoryCommand::Trend { .. } => ("history trend", &["--history", "--svg"]),
+            HistoryCommand::Export { .. } => ("history export", &["--history", "--json"]),
+            HistoryCommand::Import { .. } => ("history import", &["--history"]),
+            HistoryCommand::Rm { .. } => ("history rm", &["--history"]),
+        }
+    }
+}
+
+/// The characters of a run id shown in lists and messages; [`History::resolve`] takes them
+/// back.
+pub fn short_id(run_id: &str) -> &str {
+    run_id.get(..8).unwrap_or(run_id)
+}
+
+/// Opens the history at `path` for a command, with a hint on what to do when it cannot be;
+/// `explicit` when the path was given with `--history`, which the message then names.
+pub fn open(path: &Path, explicit: bool, hint: &str) -> anyhow::Result<History> {
+    History::open(path).map_err(|e| match e {
+        HistoryError::CreateDir { .. } | HistoryError::Open { .. } if explicit => {
+            anyhow::anyhow!("--history {}: {e} ({hint})", path.display())
+        }
+        HistoryError::CreateDir { .. } | HistoryError::Open { .. } => {
+            anyhow::anyhow!("{e} ({hint})")
+        }
+        e => e.into(),
+    })
+}
+
+/// Runs one `oscost history` command on the database at `db_path`.
+pub fn run(cmd: HistoryCommand, db_path: &Path, global: &GlobalOpts) -> anyhow::Result<ExitCode> {
+    let mut history = open(
+        db_path,
+        global.history.is_some(),
+        "give --history a path where oscost can write",
+    )?;
+    match cmd {
+        HistoryCommand::List => print_stdout(&list(&history)?)?,
+        HistoryCommand::Show { run } => {
+            let doc = history.get(&history.resolve(&run)?)?;
+            print_stdout(&show(&doc, global))?;
+        }
+        HistoryCommand::Trend { case_id } => {
+            let points = history.trend(&case_id)?;
+            // The global --svg, which names a directory for a run's figures: a trend is one
+            // figure, so a file name is taken too.
+            if let Some(svg) = &global.svg {
+                let path = if svg.is_dir() {
+                    svg.join(oscost_report::plot::file_name(&case_id, "svg"))
+                } else {
+                    svg.clone()
+                };
+                let rows: Vec<_> = points
+                    .iter()
+                    .map(|p| oscost_report::trend::TrendRow {
+                        label: short_id(&p.run_id).to_owned(),
+                        date: p.started_at.as_deref().map(minute).unwrap_or_default(),
+                        median_ns: p.median_ns,
+                        ci95_ns: p.ci95_ns,
+                        env_changed: p.env_changed,
+                        checks_passed: p.checks_passed,
+                    })
+                    .collect();
+                let text = oscost_report::trend::trend_svg(&case_id, &points[0].unit, &rows);
+                oscost_report::output::write_atomic(&path, &text)
+                    .with_context(|| format!("--svg {}", svg.display()))?;
+            }
+            print_stdout(&trend(&case_id, &points))?;
+        }
+        HistoryCommand::Export { run } => {
+            let doc = history.get(&history.resolve(&run)?)?;
+            let text = render::json(&doc)?;
+            match &global.json {
+                Some(p) if p.as_os_str() != "-" && !oscost_report::output::is_stdout(p) => {
+                    oscost_report::output::write_atomic(p, &text)
+                        .with_context(|| format!("--json {}", p.display()))?;
+                }
+                _ => print_stdout(&text)?,
+            }
+        }
+        HistoryCommand::Import { files } => return import(&mut history, &files),
+        HistoryCommand::Rm { run } => {
+            let run_id = history.resolve(&run)?;
+            history.remove(&run_id)?;
+            print_stdout(&format!("removed run {run_id}\n"))?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Imports each file on its own: a bad one is named on stderr and the others still go in.
+fn import(history: &mut History, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
+    let mut failed = false;
+    for file in files {
+        let shown = file.display();
+        let doc = std::fs::read_to_string(file)
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => "no such file".to_owned(),
+                std::io::ErrorKind::InvalidData => "not a text file".to_owned(),
+                _ => e.to_string(),
+            })
+            .and_then(|text| {
+                oscost_model::read(&text).map_err(|e| match e {
+                    // Its own message says what to do.
+                    oscost_model::ReadError::Unsupported(_) => e.to_string(),
+                    e => format!("{e} (import takes the JSON files oscost writes with --json)"),
+                })
+            });
+        match doc {
+            Ok(doc) => {
+                let saved = history.save(&doc)?;
+                print_stdout(&if saved.new {
+                    format!("imported {}\n", saved.run_id)
+                } else {
+                    format!("already in the history: {}\n", saved.run_id)
+                })?;
+            }
+            Err(why) => {
+                eprintln!("oscost: {shown}: {why}");
+                failed = true;
+            }
+        }
+    }
+    Ok(if failed {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// An RFC 3339 time in UTC as a table shows it: `2026-11-23 03:13:14`.
+fn when(rfc3339: &str) -> String {
+    rfc3339
+        .replacen('T', " ", 1)
+        .trim_end_matches('Z')
+        .to_owned()
+}
+
+/// The same to the minute, for the trend figure's labels.
+fn minute(rfc3339: &str) -> String {
+    let w = when(rfc3339);
+    w.get(..16).map(str::to_owned).unwrap_or(w)
+}
+
+/// Rows of text in columns as wide as their widest cell, the last one not padded.
+fn columns(rows: &[Vec<String>]) -> String {
+    let n = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..n)
+        .map(|i| {
+            rows.iter()
+                .filter_map(|r| r.get(i))
+                .map(|c| c.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut s = String::new();
+    for r in rows {
+        let mut line = String::new();
+        for (i, cell) in r.iter().enumerate() {
+            if i > 0 {
+                line.push_str("  ");
+            }
+            line.push_str(cell);
+            if i + 1 < r.len() {
+                line.push_str(&" ".repeat(widths[i] - cell.chars().count()));
+            }
+        }
+        s += line.trim_end();
+        s.push('\n');
+    }
+    s
+}
+
+/// The text of `oscost history list`.
+fn list(history: &History) -> anyhow::Result<String> {
+    let runs = history.list()?;
+    if runs.is_empty() {
+        return Ok(format!(
+            "no runs in the history yet ({}); a run is saved there when it ends\n",
+            history.path().display()
+        ));
+    }
+    let mut rows = vec![vec![
+        "run".to_owned(),
+        "started (UTC)".into(),
+        "oscost".into(),
+        "kernel".into(),
+        "CPU".into(),
+        "experiments (figures)".into(),
+    ]];
+    for r in &runs {
+        rows.push(vec![
+            short_id(&r.run_id).to_owned(),
+            match &r.started_at {
+                Some(t) => when(t),
+                None => "-".into(),
+            },
+            r.oscost_version.clone(),
+            r.kernel.clone(),
+            r.cpu_model.clone().unwrap_or_else(|| "-".into()),
+            format!("{} ({})", r.experiments.join(", "), r.case_count),
+        ]);
+    }
+    let mut s = columns(&rows);
+    let _ = writeln!(
+        s,
+        "{} run{} in {}",
+        runs.len(),
+        if runs.len() == 1 { "" } else { "s" },
+        history.path().display()
+    );
+    Ok(s)
+}
+
+/// The text of `oscost history show`: the run's header, then each experiment's tables.
+fn show(doc: &oscost_model::ResultDoc, global: &GlobalOpts) -> String {
+    let env = &doc.environment;
+    let mut rows = vec![
+        vec![
+            "run".to_owned(),
+            doc.run_id.clone().unwrap_or_else(|| "-".into()),
+        ],
+        vec![
+            "started".into(),
+            match &doc.started_at {
+                Some(t) => format!("{} UTC", when(t)),
+                None => "- (an oscost/1 document)".into(),
+            },
+        ],
+        vec!["oscost".into(), env.oscost_version.clone()],
+        vec!["kernel".into(), env.kernel_release.clone()],
+        vec![
+            "CPU".into(),
+            env.cpu_model.clone().unwrap_or_else(|| "-".into()),
+        ],
+    ];
+    if !env.command_line.is_empty() {
+        rows.push(vec!["command".into(), env.command_line.join(" ")]);
+    }
+    let mut s = columns(&rows);
+    let warnings = if global.quiet {
+        render::Warnings::Hidden
+    } else if global.verbose {
+        render::Warnings::Full
+    } else {
+        render::Warnings::Summary
+    };
+    for e in &doc.experiments {
+        s.push('\n');
+        s += &render::terminal_with(e, &env.clock.tick_unit, table_width(), warnings);
+    }
+    s
+}
+
+/// `COLUMNS` when set to a number, else the terminal's width, else none (natural width).
+fn table_width() -> Option<u16> {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<u16>().ok())
+        .filter(|&c| c > 0)
+        .or_else(|| render::terminal_width(false))
+}
+
+/// The text of `oscost history trend`.
+fn trend(case_id: &str, points: &[TrendPoint]) -> String {
+    let derived = points.first().is_some_and(|p| p.unit == "derived");
+    let mut s = format!(
+        "{case_id}: {} in {} run{}, oldest first\n",
+        if derived {
+            "the derived figure".to_owned()
+        } else {
+            format!(
+                "median per {}",
+                points.first().map_or("", |p| p.unit.as_str())
+            )
+        },
+        points.len(),
+        if points.len() == 1 { "" } else { "s" }
+    );
+    let mut rows = vec![vec![
+        "run".to_owned(),
+        "started (UTC)".into(),
+        if derived { "estimate" } else { "median" }.into(),
+        "95% CI".into(),
+        "notes".into(),
+    ]];
+    for p in points {
+        let mut notes = Vec::new();
+        if p.env_changed {
+            notes.push("environment changed");
+        }
+        if !p.checks_passed {
+            notes.push(if derived { "flagged" } else { "a check failed" });
+        }
+        rows.push(vec![
+            short_id(&p.run_id).to_owned(),
+            p.started_at
+                .as_deref()
+                .map(when)
+                .unwrap_or_else(|| "-".into()),
+            render::fmt_ns(p.median_ns),
+            format!(
+                "{} .. {}",
+                render::fmt_ns(p.ci95_ns[0]),
+                render::fmt_ns(p.ci95_ns[1])
+            ),
+            notes.join("; "),
+        ]);
+    }
+    s += &columns(&rows);
+    if points.iter().any(|p| p.env_changed) {
+        s += "environment changed: the kernel, CPU, mitigations, clock, CPUs, nice or oscost \
+              version differ from the run above (`oscost history export RUN` has each run's)\n";
+    }
+    s
+}

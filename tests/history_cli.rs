@@ -1,0 +1,397 @@
+//! The history as a user drives it: scripted runs saved, then listed, shown, followed,
+//! exported, imported and removed; bad input refused in one line. Each test has a data
+//! directory (`XDG_DATA_HOME`) of its own, so its history starts empty.
+
+mod common;
+
+use common::read_doc;
+use std::path::{Path, PathBuf};
+
+/// A fresh data directory and the history file oscost keeps in it by default.
+struct Home {
+    dir: tempfile::TempDir,
+}
+
+impl Home {
+    fn new() -> Home {
+        Home {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn db(&self) -> PathBuf {
+        self.dir.path().join("data/oscost/history.sqlite3")
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// oscost with this data directory and tables at their natural width.
+    fn oscost(&self) -> assert_cmd::Command {
+        let mut c = common::oscost_cmd();
+        c.env("XDG_DATA_HOME", self.dir.path().join("data"))
+            .env_remove("COLUMNS");
+        c
+    }
+
+    /// Runs oscost; returns (exit code, stdout, stderr).
+    fn run(&self, args: &[&str]) -> (i32, String, String) {
+        let out = self.oscost().args(args).output().unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    }
+
+    /// A scripted run of `example` with its result document in `name`; returns its run id.
+    fn scripted_run(&self, name: &str) -> String {
+        let json = self.path(name);
+        let (code, _, err) = self.run(&[
+            "--scripted",
+            "run",
+            "example",
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{err}");
+        read_doc(&json)
+            .run_id
+            .expect("an oscost/2 document has an id")
+    }
+
+    /// The full ids `history list` names, newest first.
+    fn listed(&self) -> Vec<String> {
+        let (code, out, err) = self.run(&["history", "list"]);
+        assert_eq!(code, 0, "{err}");
+        out.lines()
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().next())
+            .filter(|id| id.len() == 8)
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+fn short(id: &str) -> &str {
+    &id[..8]
+}
+
+/// One line on stderr, `oscost: ...`, exit 2.
+fn assert_one_line_error(code: i32, err: &str, needles: &[&str]) {
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("oscost: "), "{err}");
+    for n in needles {
+        assert!(err.contains(n), "`{n}` not in: {err}");
+    }
+}
+
+#[test]
+fn a_scripted_run_is_saved_and_can_be_listed_shown_exported_and_removed() {
+    let home = Home::new();
+    let json = home.path("r.json");
+    let (code, _, err) = home.run(&[
+        "--scripted",
+        "run",
+        "example",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let id = read_doc(&json).run_id.unwrap();
+    let s = short(&id);
+    assert!(
+        err.contains(&format!(
+            "saved as run {s} in the history (oscost history show {s})"
+        )),
+        "{err}"
+    );
+    assert!(home.db().exists());
+    assert_eq!(home.listed(), [s]);
+    let (_, list, _) = home.run(&["history", "list"]);
+    assert!(list.contains("Example CPU @ 1.00GHz"), "{list}");
+    assert!(list.contains("example (5)"), "{list}");
+
+    // show: the header, then the tables.
+    for name in [id.as_str(), s, &id[..4], "latest"] {
+        let (code, out, err) = home.run(&["history", "show", name]);
+        assert_eq!(code, 0, "{err}");
+        assert!(out.contains(&format!("run      {id}")), "{out}");
+        assert!(out.contains("kernel   0.0.0-example"), "{out}");
+        assert!(out.contains("example.cost100"), "{out}");
+        assert!(out.contains("example.flagged_difference"), "{out}");
+    }
+
+    // export: the same document, on stdout or into --json FILE.
+    let (code, out, err) = home.run(&["history", "export", s]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(oscost_model::read(&out).unwrap(), read_doc(&json));
+    let exported = home.path("exported.json");
+    let (code, out, err) = home.run(&[
+        "history",
+        "export",
+        "latest",
+        "--json",
+        exported.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "");
+    assert_eq!(read_doc(&exported), read_doc(&json));
+
+    // rm, and then the run is gone.
+    let (code, out, err) = home.run(&["history", "rm", s]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, format!("removed run {id}\n"));
+    assert!(home.listed().is_empty());
+    let (code, _, err) = home.run(&["history", "show", s]);
+    assert_one_line_error(code, &err, &[s, "oscost history list"]);
+}
+
+#[test]
+fn quiet_runs_are_saved_without_a_word_and_no_save_saves_nothing() {
+    let home = Home::new();
+    let (code, _, err) = home.run(&["--scripted", "--quiet", "example"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(err, "");
+    assert_eq!(home.listed().len(), 1);
+    let (code, _, err) = home.run(&["--scripted", "--no-save", "example"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("saved"), "{err}");
+    assert_eq!(home.listed().len(), 1);
+
+    let empty = Home::new();
+    let (code, _, err) = empty.run(&["--scripted", "example", "--no-save"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, _) = empty.run(&["history", "list"]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("no runs in the history yet"), "{out}");
+    // --no-save and --history together make no sense.
+    let (code, _, err) = empty.run(&["--scripted", "example", "--no-save", "--history", "x"]);
+    assert_one_line_error(code, &err, &["--no-save"]);
+}
+
+#[test]
+fn a_trend_lists_every_run_oldest_first_and_draws_it() {
+    let home = Home::new();
+    let ids: Vec<String> = (0..3)
+        .map(|i| home.scripted_run(&format!("r{i}.json")))
+        .collect();
+    let (code, out, err) = home.run(&["history", "trend", "example.cost250"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with("example.cost250: median per op in 3 runs, oldest first\n"),
+        "{out}"
+    );
+    let rows: Vec<&str> = out.lines().skip(2).collect();
+    assert_eq!(rows.len(), 3, "{out}");
+    // Runs started within the same second keep the order they were saved in.
+    for (row, id) in rows.iter().zip(&ids) {
+        assert!(row.starts_with(short(id)), "{out}");
+        assert!(row.contains("257.5 ns"), "{out}");
+        // The fictional machine never changes.
+        assert!(!row.contains("environment changed"), "{out}");
+    }
+    // A derived figure, drawn into a file and into a directory.
+    let svg = home.path("t.svg");
+    let (code, out, err) = home.run(&[
+        "history",
+        "trend",
+        "example.flagged_difference",
+        "--svg",
+        svg.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("flagged"), "{out}");
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.starts_with("<?xml"), "{text}");
+    assert!(text.contains("example.flagged_difference: estimate across runs"));
+    let (code, _, err) = home.run(&[
+        "history",
+        "trend",
+        "example.cost100",
+        "--svg",
+        home.dir.path().to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(home.path("example.cost100.svg").exists());
+    // An unknown case is named, with the ones it may have meant.
+    let (code, _, err) = home.run(&["history", "trend", "cost25"]);
+    assert_one_line_error(code, &err, &["`cost25`", "example.cost250"]);
+}
+
+#[test]
+fn importing_twice_changes_nothing() {
+    let home = Home::new();
+    let id = home.scripted_run("r.json");
+    let (code, out, err) = home.run(&["history", "import", home.path("r.json").to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, format!("already in the history: {id}\n"));
+    // Into another history: imported, then already there.
+    let other = Home::new();
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/oscost-1.json");
+    let files = [
+        home.path("r.json").to_str().unwrap().to_owned(),
+        golden.to_str().unwrap().to_owned(),
+    ];
+    let (code, first, err) = other.run(&["history", "import", &files[0], &files[1]]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = first.lines().collect();
+    assert_eq!(lines.len(), 2, "{first}");
+    assert_eq!(lines[0], format!("imported {id}"));
+    let golden_id = lines[1].strip_prefix("imported ").expect(&first);
+    let (code, second, err) = other.run(&["history", "import", &files[0], &files[1]]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        second,
+        format!("already in the history: {id}\nalready in the history: {golden_id}\n")
+    );
+    assert_eq!(other.listed().len(), 2);
+    // The oscost/1 document shows, with no start time.
+    let (code, out, err) = other.run(&["history", "show", golden_id]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("an oscost/1 document"), "{out}");
+}
+
+#[test]
+fn bad_files_are_named_in_one_line_and_nothing_of_them_is_kept() {
+    let home = Home::new();
+    let id = home.scripted_run("good.json");
+    let good = std::fs::read_to_string(home.path("good.json")).unwrap();
+    std::fs::write(home.path("truncated.json"), &good[..good.len() / 2]).unwrap();
+    std::fs::write(
+        home.path("other.json"),
+        "{\"name\": \"another tool\", \"v\": [1]}",
+    )
+    .unwrap();
+    std::fs::write(
+        home.path("future.json"),
+        good.replacen("\"oscost/2\"", "\"oscost/9\"", 1),
+    )
+    .unwrap();
+    for (file, needles) in [
+        ("missing.json", &["missing.json", "no such file"][..]),
+        (
+            "truncated.json",
+            &["truncated.json", "not an oscost result document"][..],
+        ),
+        (
+            "other.json",
+            &["other.json", "not an oscost result document"][..],
+        ),
+        (
+            "future.json",
+            &["future.json", "`oscost/9`", "newer one"][..],
+        ),
+    ] {
+        let (code, out, err) = home.run(&["history", "import", home.path(file).to_str().unwrap()]);
+        assert_one_line_error(code, &err, needles);
+        assert_eq!(out, "");
+    }
+    assert_eq!(home.listed(), [short(&id)]);
+    // A bad file among good ones: the others still go in, and the exit says one failed.
+    let other = Home::new();
+    let (code, out, err) = other.run(&[
+        "history",
+        "import",
+        home.path("missing.json").to_str().unwrap(),
+        home.path("good.json").to_str().unwrap(),
+    ]);
+    assert_one_line_error(code, &err, &["missing.json"]);
+    assert_eq!(out, format!("imported {id}\n"));
+    // Unknown, too short and misspelt run names.
+    for (args, needles) in [
+        (
+            &["history", "show", "0000dead"][..],
+            &["`0000dead`", "oscost history list"][..],
+        ),
+        (&["history", "export", "zzzzzzzz"][..], &["`zzzzzzzz`"][..]),
+        (&["history", "rm", "ab"][..], &["`ab`", "at least 4"][..]),
+        (
+            &["history", "trend", "no.such.case"][..],
+            &["`no.such.case`"][..],
+        ),
+    ] {
+        let (code, out, err) = home.run(args);
+        assert_one_line_error(code, &err, needles);
+        assert_eq!(out, "");
+    }
+    assert_eq!(home.listed(), [short(&id)]);
+}
+
+#[test]
+fn a_history_that_cannot_be_written_fails_before_measuring() {
+    let home = Home::new();
+    // A regular file where the database's directory would be.
+    std::fs::write(home.path("file"), "").unwrap();
+    let json = home.path("r.json");
+    for bad in [home.path("file/h.sqlite3"), home.path("r0.json")] {
+        if bad.ends_with("r0.json") {
+            std::fs::write(&bad, "not a database, and long enough to be read as one").unwrap();
+        }
+        let (code, out, err) = home.run(&[
+            "--scripted",
+            "example",
+            "--history",
+            bad.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        assert_one_line_error(code, &err, &[bad.to_str().unwrap(), "--history"]);
+        // Nothing was measured: no table, no result file.
+        assert_eq!(out, "");
+        assert!(!json.exists());
+    }
+    // The same at the default place is a warning, and the run goes on.
+    let home = Home::new();
+    std::fs::write(home.path("data"), "").unwrap();
+    let (code, out, err) = home.run(&["--scripted", "example"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("example.cost100"), "{out}");
+    let warnings: Vec<&str> = err.lines().filter(|l| l.contains("history")).collect();
+    assert_eq!(warnings.len(), 1, "{err}");
+    assert!(
+        warnings[0].starts_with("oscost: history not saved: ")
+            && warnings[0].ends_with("(use --history PATH or --no-save)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_history_of_a_newer_oscost_is_refused() {
+    let home = Home::new();
+    let db = home.path("h.sqlite3");
+    let (code, _, err) = home.run(&["history", "list", "--history", db.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute(
+        "INSERT INTO schema_migrations (version, applied_at) VALUES (99, 'later')",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    for args in [&["history", "list"][..], &["--scripted", "example"][..]] {
+        let (code, out, err) = home.run(&[args, &["--history", db.to_str().unwrap()]].concat());
+        assert_one_line_error(
+            code,
+            &err,
+            &[
+                "was written by a newer oscost (schema 99, this one knows 1)",
+                "--history PATH",
+            ],
+        );
+        assert_eq!(out, "");
+    }
+}
+
+#[test]
+fn history_commands_refuse_options_they_do_not_use() {
+    let home = Home::new();
+    let (code, _, err) = home.run(&["history", "list", "--quick"]);
+    assert_one_line_error(code, &err, &["history list does not use --quick"]);
+    let (code, _, err) = home.run(&["history", "show", "latest", "--json", "x.json"]);
+    assert_one_line_error(code, &err, &["history show does not use --json"]);
+    let (code, _, err) = home.run(&["history", "show", "latest"]);
+    assert_one_line_error(code, &err, &["holds no runs yet"]);
+}
