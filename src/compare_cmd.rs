@@ -60,12 +60,7 @@ pub fn load(arg: &str, history: Option<&Path>) -> anyhow::Result<Loaded> {
     }
     load_run(arg, history)
         .map(|d| Loaded::Measured(Box::new(d)))
-        .map_err(|e| {
-            anyhow::anyhow!(
-                "{arg}: no such file, and not a run of the history ({e:#}); give a result \
-                 file, a run id from `oscost history list`, or published:NAME"
-            )
-        })
+        .map_err(|e| anyhow::anyhow!("{arg}: no such file, and {e:#}"))
 }
 
 /// Runs `compare`.
@@ -148,11 +143,12 @@ pub fn run(
 
 /// A run of the history, when the history exists (a comparison never creates one).
 fn load_run(arg: &str, history: Option<&Path>) -> anyhow::Result<ResultDoc> {
+    let hint = "give a result file, a run of the history, or published:NAME";
     let Some(path) = history else {
-        anyhow::bail!("there is no history here");
+        anyhow::bail!("no history to look in ({hint})");
     };
     if !path.exists() {
-        anyhow::bail!("there is no history at {}", path.display());
+        anyhow::bail!("no history at {} ({hint})", path.display());
     }
     let history = crate::history_cmd::open(path, false, "give --history the database to read")?;
     Ok(history.get(&history.resolve(arg)?)?)
