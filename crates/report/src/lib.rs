@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 pub mod envtext;
+pub mod html;
 pub mod output;
 pub mod plot;
 pub mod render;
