@@ -21,6 +21,8 @@ const AFTER_HELP: &str = "Examples:
   oscost ring --tasks 2..1024 --via futex            token ring sweep
   oscost timeline --workers 2 --worker-nice 0,5 --svg .   CPU shares by nice, drawn
   oscost run syscall --cpus 1 --nice -19 --csv r.csv
+  oscost --report r.html          the default suite, and a page of its tables and figures
+  oscost report a.json b.json -o ab.html   two runs' results side by side in one page
   oscost list                     experiments and what they measure
   oscost env                      the machine description stored with every result
   oscost history list             the runs kept in the history (every run is saved there)
@@ -52,8 +54,14 @@ pub struct GlobalOpts {
     #[arg(long, global = true, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
 
-    /// Write each figure of the run (a timeline's progress against time) into the existing
-    /// directory DIR, as `<case id>.svg`
+    /// Write a self-contained HTML page of the run (tables, figures, the machine) to FILE; `-`
+    /// for stdout
+    #[arg(long, global = true, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+
+    /// Write each figure of the run into the existing directory DIR, as `<name>.svg`: every
+    /// experiment's samples case by case, and the figures of ring, split, spawn, timeline,
+    /// tick and noise
     #[arg(long, global = true, value_name = "DIR")]
     pub svg: Option<PathBuf>,
 
@@ -161,6 +169,16 @@ pub enum Command {
     /// The runs kept in the history: list, show, trend, export, import, rm
     #[command(subcommand)]
     History(HistoryCommand),
+    /// Write one HTML page of result files (`--json` output): tables, figures, the machine;
+    /// with several files, the cases they share side by side against the first
+    Report {
+        /// Result files written by `oscost --json`, the first the reference
+        #[arg(value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// The HTML file to write (`-` for stdout); replaced whole, never half written
+        #[arg(short, long, value_name = "OUT.html")]
+        output: Option<PathBuf>,
+    },
     #[command(flatten)]
     Experiment(ExperimentArgs),
 }
@@ -297,6 +315,10 @@ pub fn run() -> anyhow::Result<ExitCode> {
             let db = history_path(&cli.global).ok();
             return crate::compare_cmd::run(&inputs, settings, fail_above, &cfg, db.as_deref());
         }
+        Some(Command::Report { files, output }) => {
+            session::report(&files, output.as_deref())?;
+            return Ok(ExitCode::SUCCESS);
+        }
         Some(Command::Experiment(e)) => vec![e],
         Some(Command::Run { experiments }) => by_name(&experiments),
         None => by_name(&[]),
@@ -384,12 +406,14 @@ fn unused_options(command: Option<&Command>, g: &GlobalOpts) -> Option<String> {
         Some(Command::Compare { .. }) => {
             ("compare", &["--json", "--csv", "--markdown", "--history"])
         }
+        Some(Command::Report { .. }) => ("report", &[]),
         _ => return None,
     };
     let given = [
         ("--json", g.json.is_some()),
         ("--csv", g.csv.is_some()),
         ("--markdown", g.markdown.is_some()),
+        ("--report", g.report.is_some()),
         ("--svg", g.svg.is_some()),
         ("--series", g.series.is_some()),
         ("--quick", g.quick),
@@ -510,6 +534,15 @@ mod tests {
             None
         );
         assert_eq!(unused(&["--samples", "9", "run"]), None);
+        assert_eq!(
+            unused(&["report", "r.json", "-o", "r.html", "--report", "x.html"]).as_deref(),
+            Some("report does not use --report (it would be ignored)")
+        );
+        assert_eq!(unused(&["report", "r.json", "-o", "r.html", "-q"]), None);
+        assert_eq!(
+            unused(&["env", "--report", "x.html"]).as_deref(),
+            Some("env does not use --report (it would be ignored)")
+        );
     }
 
     #[test]

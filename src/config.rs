@@ -25,6 +25,8 @@ pub struct Config {
     pub csv: Option<Sink>,
     /// Markdown destination.
     pub markdown: Option<Sink>,
+    /// HTML report destination.
+    pub report: Option<Sink>,
     /// Directory for the figures (`--svg`).
     pub svg: Option<PathBuf>,
     /// Directory for the series as CSV (`--series`).
@@ -108,6 +110,7 @@ impl Config {
             json: sink("json", &g.json)?,
             csv: sink("csv", &g.csv)?,
             markdown: sink("markdown", &g.markdown)?,
+            report: sink("report", &g.report)?,
             svg: g.svg.as_deref().map(|d| directory("svg", d)).transpose()?,
             series: g
                 .series
@@ -122,13 +125,14 @@ impl Config {
             verbose: g.verbose,
             scripted: g.scripted,
         };
-        let to_stdout = [&cfg.json, &cfg.csv, &cfg.markdown]
+        let to_stdout = [&cfg.json, &cfg.csv, &cfg.markdown, &cfg.report]
             .iter()
             .filter(|s| matches!(s, Some(Sink::Stdout)))
             .count();
         if to_stdout > 1 {
             anyhow::bail!(
-                "only one of --json, --csv and --markdown can go to stdout (`-` or /dev/stdout)"
+                "only one of --json, --csv, --markdown and --report can go to stdout (`-` or \
+                 /dev/stdout)"
             );
         }
         // Two formats in one file would leave only the last: refuse before measuring.
@@ -136,6 +140,7 @@ impl Config {
             ("json", &cfg.json),
             ("csv", &cfg.csv),
             ("markdown", &cfg.markdown),
+            ("report", &cfg.report),
         ]
         .into_iter()
         .filter_map(|(flag, s)| match s {
@@ -160,7 +165,7 @@ impl Config {
 
     /// Whether stdout is taken by a machine-readable format (then tables go to stderr).
     pub fn stdout_taken(&self) -> bool {
-        [&self.json, &self.csv, &self.markdown]
+        [&self.json, &self.csv, &self.markdown, &self.report]
             .iter()
             .any(|s| matches!(s, Some(Sink::Stdout)))
     }

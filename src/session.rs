@@ -317,12 +317,87 @@ fn write_files(cfg: &Config, doc: &ResultDoc, last: bool) -> anyhow::Result<()> 
 
 type Renderer = fn(&ResultDoc) -> anyhow::Result<String>;
 
-fn outputs(cfg: &Config) -> [(Option<&Sink>, Renderer); 3] {
+fn outputs(cfg: &Config) -> [(Option<&Sink>, Renderer); 4] {
     [
         (cfg.json.as_ref(), render::json as Renderer),
         (cfg.csv.as_ref(), render::csv as Renderer),
         (cfg.markdown.as_ref(), |d| Ok(render::markdown(d))),
+        (cfg.report.as_ref(), report_of_run),
     ]
+}
+
+/// The HTML page of this run alone, labelled with its id.
+fn report_of_run(doc: &ResultDoc) -> anyhow::Result<String> {
+    let label = doc.run_id.clone().unwrap_or_else(|| "this run".to_owned());
+    oscost_report::html::report(&[(label, doc)])
+}
+
+/// `oscost report FILE... -o OUT`: reads every result file, then writes their page in one go;
+/// any file that cannot be read stops it before anything is written.
+pub fn report(files: &[std::path::PathBuf], output: Option<&Path>) -> anyhow::Result<()> {
+    const USAGE: &str = "oscost report r.json [more.json...] -o report.html";
+    let Some(output) = output else {
+        anyhow::bail!("report needs -o FILE, the HTML file to write (`{USAGE}`)");
+    };
+    if files.is_empty() {
+        anyhow::bail!("report needs at least one result file written by --json (`{USAGE}`)");
+    }
+    let to_stdout = output.as_os_str() == "-" || oscost_report::output::is_stdout(output);
+    if !to_stdout {
+        oscost_report::output::check_writable(output).context("-o")?;
+        let out = oscost_report::output::identity(output);
+        if let Some(f) = files
+            .iter()
+            .find(|f| oscost_report::output::identity(f) == out)
+        {
+            anyhow::bail!(
+                "-o {}: that is {}, one of the result files to read (choose another name for the \
+                 page)",
+                output.display(),
+                f.display()
+            );
+        }
+    }
+    let mut docs = Vec::with_capacity(files.len());
+    for f in files {
+        docs.push((f.display().to_string(), read_result(f)?));
+    }
+    let refs: Vec<(String, &ResultDoc)> = docs.iter().map(|(l, d)| (l.clone(), d)).collect();
+    let html = oscost_report::html::report(&refs)?;
+    if to_stdout {
+        print_stdout(&html)
+    } else {
+        oscost_report::output::write_atomic(output, &html)
+    }
+}
+
+/// A result file, or one line naming it and what is wrong with it.
+fn read_result(path: &Path) -> anyhow::Result<ResultDoc> {
+    use oscost_model::ReadError;
+    let shown = path.display();
+    let bytes = std::fs::read(path).map_err(|e| {
+        let reason = e.raw_os_error().map_or_else(
+            || e.to_string(),
+            |c| std::io::Error::from_raw_os_error(c).to_string(),
+        );
+        anyhow::anyhow!("cannot read {shown}: {reason} (check the path)")
+    })?;
+    let text = String::from_utf8(bytes).map_err(|_| {
+        anyhow::anyhow!(
+            "{shown}: not an oscost result document: not UTF-8 text (give a file written by \
+             `oscost --json`)"
+        )
+    })?;
+    oscost_model::read(&text).map_err(|e| match e {
+        ReadError::NotADocument(_) => {
+            anyhow::anyhow!("{shown}: {e} (give a file written by `oscost --json`)")
+        }
+        ReadError::Unsupported(_) => anyhow::anyhow!("{shown}: {e}"),
+        ReadError::Invalid(_) => anyhow::anyhow!(
+            "{shown}: {e} (it was changed or cut short since oscost wrote it; write it again \
+             with `oscost --json`)"
+        ),
+    })
 }
 
 /// The regular files that hold a partial result, for an error message.
@@ -509,7 +584,7 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs], saving: Saving) -> anyh
     }
     if !cfg.quiet {
         if cfg.svg.is_some() && figures.plots == 0 {
-            eprintln!("oscost: --svg: no experiment of this run draws a figure (timeline does)");
+            eprintln!("oscost: --svg: no case of this run has samples to draw");
         }
         if cfg.series.is_some() && figures.series == 0 {
             eprintln!("oscost: --series: no case of this run carries a series");

@@ -1,11 +1,22 @@
 //! Figures drawn from a result, as SVG: hand-written, so the same result always gives the same
 //! bytes (pinned by snapshot tests) and no font or drawing library is needed.
 //!
-//! Adding one is a function here from an experiment's result to its [`Plot`]s and one line in
-//! `PLOTS`. Like the views, a plot reads the model only; it never measures.
+//! Every experiment gets its samples drawn ([`distribution`]); an experiment with a figure of
+//! its own adds a file here with a `plots(&ExperimentResult) -> Vec<Plot>` function and one
+//! line in `PLOTS`. Like the views, a plot reads the model only; it never measures.
 
+pub mod chart;
+pub mod distribution;
+pub mod noise;
+pub mod ring;
+pub mod runs;
+pub mod spawn;
+pub mod split;
 pub mod svg;
+pub mod tick;
 pub mod timeline;
+
+pub use runs::comparison_plots;
 
 use oscost_model::ExperimentResult;
 
@@ -18,16 +29,24 @@ pub struct Plot {
     pub svg: String,
 }
 
-/// Each experiment's plot function, one line per experiment that draws any.
+/// Each experiment's plot function, one line per experiment that draws a figure of its own.
 type PlotFn = fn(&ExperimentResult) -> Vec<Plot>;
-const PLOTS: &[(&str, PlotFn)] = &[("timeline", timeline::plots)];
+const PLOTS: &[(&str, PlotFn)] = &[
+    ("ring", ring::plots),
+    ("split", split::plots),
+    ("spawn", spawn::plots),
+    ("timeline", timeline::plots),
+    ("tick", tick::plots),
+    ("noise", noise::plots),
+];
 
-/// The plots of experiment `e`; none for most experiments.
+/// The plots of experiment `e`: its own figures first, then its samples case by case.
 pub fn plots(e: &ExperimentResult) -> Vec<Plot> {
     PLOTS
         .iter()
         .filter(|(name, _)| *name == e.name)
         .flat_map(|(_, f)| f(e))
+        .chain(distribution::plots(e))
         .collect()
 }
 

@@ -57,7 +57,59 @@ impl Anchor {
 pub struct Svg {
     width: f64,
     height: f64,
+    title: Option<String>,
     body: String,
+}
+
+/// How a shape is painted: fill, outline and their opacity.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Paint<'a> {
+    /// Fill colour, or `none`.
+    pub fill: &'a str,
+    /// Outline colour, or `none`.
+    pub stroke: &'a str,
+    /// Outline width, px.
+    pub stroke_width: f64,
+    /// Opacity of the fill, 0 to 1.
+    pub fill_opacity: f64,
+}
+
+impl<'a> Paint<'a> {
+    /// Filled, no outline.
+    pub fn fill(colour: &'a str) -> Paint<'a> {
+        Paint {
+            fill: colour,
+            stroke: "none",
+            stroke_width: 0.0,
+            fill_opacity: 1.0,
+        }
+    }
+
+    /// Outlined, no fill.
+    pub fn outline(colour: &'a str, width: f64) -> Paint<'a> {
+        Paint {
+            fill: "none",
+            stroke: colour,
+            stroke_width: width,
+            fill_opacity: 1.0,
+        }
+    }
+
+    fn attrs(&self) -> String {
+        let mut a = format!(" fill=\"{}\"", escape(self.fill));
+        if self.fill_opacity < 1.0 {
+            let _ = write!(a, " fill-opacity=\"{:.2}\"", self.fill_opacity.max(0.0));
+        }
+        if self.stroke != "none" {
+            let _ = write!(
+                a,
+                " stroke=\"{}\" stroke-width=\"{}\"",
+                escape(self.stroke),
+                num(self.stroke_width)
+            );
+        }
+        a
+    }
 }
 
 impl Svg {
@@ -66,6 +118,7 @@ impl Svg {
         let mut s = Svg {
             width,
             height,
+            title: None,
             body: String::new(),
         };
         s.rect(0.0, 0.0, width, height, "#ffffff", None);
@@ -145,16 +198,165 @@ impl Svg {
         );
     }
 
+    /// Names the whole figure, for screen readers and as the tooltip of its background.
+    pub fn set_title(&mut self, title: &str) {
+        self.title = Some(title.to_owned());
+    }
+
+    /// A line with a dash pattern (`"6 3"`; empty for a solid line).
+    pub fn dashed_line(
+        &mut self,
+        (x1, y1): (f64, f64),
+        (x2, y2): (f64, f64),
+        stroke: &str,
+        width: f64,
+        dash: &str,
+    ) {
+        let _ = writeln!(
+            self.body,
+            "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"{}\"{}/>",
+            num(x1),
+            num(y1),
+            num(x2),
+            num(y2),
+            escape(stroke),
+            num(width),
+            dash_attr(dash)
+        );
+    }
+
+    /// An open polyline with a dash pattern (empty: solid) and a tooltip.
+    pub fn styled_polyline(
+        &mut self,
+        points: &[(f64, f64)],
+        stroke: &str,
+        width: f64,
+        dash: &str,
+        title: &str,
+    ) {
+        let pts: Vec<String> = points
+            .iter()
+            .map(|&(x, y)| format!("{},{}", num(x), num(y)))
+            .collect();
+        let _ = writeln!(
+            self.body,
+            "<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"{}\"{} \
+             stroke-linejoin=\"round\"><title>{}</title></polyline>",
+            pts.join(" "),
+            escape(stroke),
+            num(width),
+            dash_attr(dash),
+            escape(title)
+        );
+    }
+
+    /// A rectangle painted with `paint`, with a tooltip when `title` is given.
+    pub fn painted_rect(
+        &mut self,
+        (x, y): (f64, f64),
+        (w, h): (f64, f64),
+        paint: Paint,
+        title: Option<&str>,
+    ) {
+        let _ = write!(
+            self.body,
+            "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"{}",
+            num(x),
+            num(y),
+            num(w.max(0.0)),
+            num(h.max(0.0)),
+            paint.attrs()
+        );
+        self.close(title, "rect");
+    }
+
+    /// A circle painted with `paint`, with a tooltip when `title` is given.
+    pub fn circle(&mut self, (cx, cy): (f64, f64), r: f64, paint: Paint, title: Option<&str>) {
+        let _ = write!(
+            self.body,
+            "<circle cx=\"{}\" cy=\"{}\" r=\"{}\"{}",
+            num(cx),
+            num(cy),
+            num(r),
+            paint.attrs()
+        );
+        self.close(title, "circle");
+    }
+
+    /// A closed polygon painted with `paint`, with a tooltip when `title` is given.
+    pub fn polygon(&mut self, points: &[(f64, f64)], paint: Paint, title: Option<&str>) {
+        let pts: Vec<String> = points
+            .iter()
+            .map(|&(x, y)| format!("{},{}", num(x), num(y)))
+            .collect();
+        let _ = write!(
+            self.body,
+            "<polygon points=\"{}\"{}",
+            pts.join(" "),
+            paint.attrs()
+        );
+        self.close(title, "polygon");
+    }
+
+    /// Text as [`Svg::text`], in bold and/or a colour other than black.
+    pub fn styled_text(
+        &mut self,
+        (x, y): (f64, f64),
+        size: f64,
+        anchor: Anchor,
+        bold: bool,
+        fill: &str,
+        text: &str,
+    ) {
+        let weight = if bold { " font-weight=\"bold\"" } else { "" };
+        let colour = if fill == "#000000" {
+            String::new()
+        } else {
+            format!(" fill=\"{}\"", escape(fill))
+        };
+        let _ = writeln!(
+            self.body,
+            "<text x=\"{}\" y=\"{}\" font-size=\"{}\" text-anchor=\"{}\"{weight}{colour}>{}</text>",
+            num(x),
+            num(y),
+            num(size),
+            anchor.name(),
+            escape(text)
+        );
+    }
+
+    fn close(&mut self, title: Option<&str>, element: &str) {
+        match title {
+            Some(t) => {
+                let _ = writeln!(self.body, "><title>{}</title></{element}>", escape(t));
+            }
+            None => self.body.push_str("/>\n"),
+        }
+    }
+
     /// The finished document.
     pub fn finish(self) -> String {
+        let title = self
+            .title
+            .as_deref()
+            .map(|t| format!("<title>{}</title>\n", escape(t)))
+            .unwrap_or_default();
         format!(
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
              <svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" \
-             viewBox=\"0 0 {w} {h}\" font-family=\"sans-serif\">\n{}</svg>\n",
+             viewBox=\"0 0 {w} {h}\" font-family=\"sans-serif\">\n{title}{}</svg>\n",
             self.body,
             w = num(self.width),
             h = num(self.height),
         )
+    }
+}
+
+fn dash_attr(dash: &str) -> String {
+    if dash.is_empty() {
+        String::new()
+    } else {
+        format!(" stroke-dasharray=\"{}\"", escape(dash))
     }
 }
 

@@ -1,16 +1,11 @@
 //! The timeline's figure: each worker's progress (chunks done) against time, one line per
 //! worker, and under it a strip of who ran when, both read from the case's `trace` series.
 
+use super::chart::colour as palette;
 use super::svg::{tick_label, ticks, Anchor, Svg};
 use super::Plot;
 use oscost_model::case::Series;
 use oscost_model::ExperimentResult;
-
-/// Colours of the workers' lines, in order (repeated beyond ten workers).
-const COLOURS: [&str; 10] = [
-    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
-    "#9c755f", "#bab0ac",
-];
 
 /// Legend entries shown at most; the rest are summed up in one line.
 const LEGEND_MAX: usize = 16;
@@ -124,7 +119,7 @@ pub fn progress_svg(
         }
     };
     let y = |c: f64| top + plot_h - c / chunks_max * plot_h;
-    let colour = |w: usize| COLOURS[w % COLOURS.len()];
+    let colour = palette;
     let mut s = Svg::new(width, height);
     s.text(
         left,

@@ -1,0 +1,617 @@
+//! One self-contained HTML page of one run or several: the machine, every experiment's tables
+//! and figures, what was not measured and why, and every warning; with several runs, each
+//! case the runs share side by side first.
+//!
+//! The page loads nothing: styles and figures are inline, there is no script, and a content
+//! security policy forbids anything else, so it opens the same from a mail attachment, an
+//! archive or a file share, and prints. Every text from a result file goes through the
+//! template's HTML escaping (or, inside a figure, the SVG writer's), never around it.
+
+use crate::envtext::render_environment;
+use crate::plot::{self, runs::common_cases, Plot};
+use crate::render::fmt_ns;
+use crate::views::{self, View};
+use minijinja::{context, Environment};
+use oscost_model::{CaseResult, ExperimentResult, ResultDoc, RunLoad};
+use serde::Serialize;
+
+const TEMPLATE: &str = include_str!("../templates/report.html");
+const STYLE: &str = include_str!("../templates/report.css");
+
+/// Checks that are news only when they fail (the same as the terminal's notes).
+const QUIET_WHEN_PASSED: &[&str] = &[
+    oscost_model::case::SINGLE_THREAD_CHECK,
+    "work_units_done",
+    "distinct_tasks",
+];
+
+/// The page of `docs`, each with a label (its file name or run id) that names it wherever runs
+/// are told apart. With two or more, the page opens with the cases they share side by side.
+pub fn report(docs: &[(String, &ResultDoc)]) -> anyhow::Result<String> {
+    anyhow::ensure!(!docs.is_empty(), "no result document to report on");
+    let mut env = Environment::new();
+    // Block tags on lines of their own leave no blank lines behind.
+    env.set_syntax(
+        minijinja::syntax::SyntaxConfig::builder()
+            .trim_blocks(true)
+            .lstrip_blocks(true)
+            .build()?,
+    );
+    env.add_template("report.html", TEMPLATE)?;
+    env.add_template("report.css", STYLE)?;
+    let runs: Vec<Run> = docs
+        .iter()
+        .enumerate()
+        .map(|(i, (label, doc))| run(i, label, doc, docs.len() > 1))
+        .collect();
+    let comparison = (docs.len() > 1).then(|| comparison(docs));
+    let labels: Vec<&str> = docs.iter().map(|(l, _)| l.as_str()).collect();
+    let html = env.get_template("report.html")?.render(context! {
+        title => format!("oscost report: {}", labels.join(", ")),
+        runs => minijinja::value::Serde(&runs),
+        comparison => minijinja::value::Serde(&comparison),
+    })?;
+    Ok(html)
+}
+
+/// A figure as it goes into the page: the SVG without its XML declaration and namespace
+/// (HTML gives inline `<svg>` its namespace), so the page names no URL at all.
+#[derive(Debug, Serialize)]
+struct Figure {
+    name: String,
+    svg: String,
+}
+
+fn figure(p: Plot) -> Figure {
+    let svg = p.svg;
+    let body = svg
+        .strip_prefix("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n")
+        .unwrap_or(&svg);
+    Figure {
+        name: p.name,
+        svg: body.replacen(" xmlns=\"http://www.w3.org/2000/svg\"", "", 1),
+    }
+}
+
+/// An `id` attribute made of `parts`: letters, digits and `-` only.
+fn anchor(parts: &[&str]) -> String {
+    parts
+        .iter()
+        .map(|p| {
+            p.chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
+#[derive(Debug, Serialize)]
+struct Fact {
+    name: &'static str,
+    value: String,
+}
+
+#[derive(Debug, Serialize, Default)]
+struct Glance {
+    experiments: usize,
+    cases: usize,
+    failed: Vec<String>,
+    noisy: usize,
+    warnings: usize,
+    unavailable: usize,
+    flagged: usize,
+}
+
+#[derive(Debug, Serialize)]
+struct Run {
+    anchor: String,
+    label: String,
+    run_id: String,
+    started_at: String,
+    facts: Vec<Fact>,
+    glance: Glance,
+    load: Vec<String>,
+    environment: String,
+    experiments: Vec<Experiment>,
+}
+
+#[derive(Debug, Serialize)]
+struct Param {
+    name: String,
+    value: String,
+    full: String,
+}
+
+#[derive(Debug, Serialize)]
+struct CheckCell {
+    text: String,
+    passed: bool,
+    detail: String,
+}
+
+#[derive(Debug, Serialize)]
+struct CaseRow {
+    id: String,
+    description: String,
+    unit: String,
+    median: String,
+    ci: String,
+    ci_pct: String,
+    cycles: String,
+    min: String,
+    p95: String,
+    samples: String,
+    rate: String,
+    checks: Vec<CheckCell>,
+    noisy: bool,
+    warnings: usize,
+    failed: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct DerivedRow {
+    id: String,
+    description: String,
+    estimate: String,
+    ci: String,
+    cycles: String,
+    flagged: String,
+}
+
+#[derive(Debug, Serialize)]
+struct Cell {
+    text: String,
+    numeric: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct Table {
+    title: String,
+    head: Vec<Cell>,
+    rows: Vec<Vec<Cell>>,
+    notes: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct Missing {
+    id: String,
+    description: String,
+    reason: String,
+}
+
+#[derive(Debug, Serialize)]
+struct Warning {
+    case: String,
+    text: String,
+}
+
+#[derive(Debug, Serialize)]
+struct Experiment {
+    anchor: String,
+    name: String,
+    params: Vec<Param>,
+    tick_unit: String,
+    with_rate: bool,
+    rate: String,
+    cases: Vec<CaseRow>,
+    derived: Vec<DerivedRow>,
+    views: Vec<Table>,
+    figures: Vec<Figure>,
+    unavailable: Vec<Missing>,
+    warnings: Vec<Warning>,
+    load: String,
+}
+
+fn opt(v: &Option<String>) -> String {
+    v.clone().unwrap_or_else(|| "n/a".into())
+}
+
+fn cycles(c: f64) -> String {
+    if !c.is_finite() {
+        "-".into()
+    } else if c.abs() < 100.0 {
+        format!("{c:.1}")
+    } else {
+        crate::views::tick::grouped(c)
+    }
+}
+
+fn ci_pct(median: f64, ci: [f64; 2]) -> String {
+    if median == 0.0 || !median.is_finite() {
+        return "-".into();
+    }
+    format!("±{:.1} %", (ci[1] - ci[0]) / 2.0 / median.abs() * 100.0)
+}
+
+/// An interval, its unit written once when both ends share it: `71.5 – 72.2 ns`.
+fn ci_text(ci: [f64; 2]) -> String {
+    let (a, b) = (fmt_ns(ci[0]), fmt_ns(ci[1]));
+    match (a.rsplit_once(' '), b.rsplit_once(' ')) {
+        (Some((x, u)), Some((y, v))) if u == v => format!("{x} – {y} {u}"),
+        _ => format!("{a} – {b}"),
+    }
+}
+
+/// A parameter's value as one short line; the whole of it for the tooltip.
+fn param(name: &str, v: &serde_json::Value) -> Param {
+    let full = match v {
+        serde_json::Value::String(s) => s.clone(),
+        v => v.to_string(),
+    };
+    let value = if full.chars().count() > 90 {
+        format!("{}…", full.chars().take(89).collect::<String>())
+    } else {
+        full.clone()
+    };
+    Param {
+        name: name.to_owned(),
+        value,
+        full,
+    }
+}
+
+fn facts(doc: &ResultDoc) -> Vec<Fact> {
+    let env = &doc.environment;
+    let version = match &env.git_commit {
+        Some(c) => format!("{} ({c})", env.oscost_version),
+        None => env.oscost_version.clone(),
+    };
+    let clock = &env.clock;
+    let virt = match (
+        &env.virtualisation.sys_hypervisor_type,
+        &env.virtualisation.cpuid_signature,
+        env.virtualisation.hypervisor_flag,
+    ) {
+        (Some(t), _, _) => format!("virtual machine ({t})"),
+        (None, Some(s), _) => format!("virtual machine ({s})"),
+        (None, None, Some(true)) => "virtual machine".into(),
+        (None, None, Some(false)) => "bare metal (no hypervisor flag)".into(),
+        (None, None, None) => "n/a".into(),
+    };
+    vec![
+        Fact {
+            name: "kernel",
+            value: env.kernel_release.clone(),
+        },
+        Fact {
+            name: "CPU",
+            value: opt(&env.cpu_model),
+        },
+        Fact {
+            name: "CPUs used",
+            value: oscost_model::cpulist::format(&env.cpus_used),
+        },
+        Fact {
+            name: "clock",
+            value: format!(
+                "{} at {:.1} MHz ({})",
+                clock.tick_unit,
+                clock.frequency_hz / 1e6,
+                clock.frequency_source
+            ),
+        },
+        Fact {
+            name: "machine",
+            value: virt,
+        },
+        Fact {
+            name: "oscost",
+            value: version,
+        },
+        Fact {
+            name: "command",
+            value: env.command_line.join(" "),
+        },
+    ]
+}
+
+/// How busy the machine was, in one line.
+fn load_line(l: &RunLoad) -> String {
+    let steal = l
+        .steal_s
+        .map_or_else(String::new, |s| format!(", steal time {s:.2} s"));
+    format!(
+        "{:.1} s; other processes used {:.1} % of the CPUs{steal}; {}",
+        l.wall_s,
+        l.foreign_cpu_share * 100.0,
+        if l.quiet {
+            "quiet"
+        } else {
+            "not quiet (see the warnings)"
+        }
+    )
+}
+
+fn run(i: usize, label: &str, doc: &ResultDoc, several: bool) -> Run {
+    let prefix = if several {
+        format!("run{}", i + 1)
+    } else {
+        "run".into()
+    };
+    let tick_unit = doc.environment.clock.tick_unit.clone();
+    let mut glance = Glance {
+        experiments: doc.experiments.len(),
+        ..Glance::default()
+    };
+    for e in &doc.experiments {
+        glance.cases += e.cases.len();
+        glance.unavailable += e.unavailable.len();
+        glance.warnings +=
+            e.warnings.len() + e.cases.iter().map(|c| c.warnings.len()).sum::<usize>();
+        glance.noisy += e.cases.iter().filter(|c| c.noisy).count();
+        glance.flagged += e.derived.iter().filter(|d| d.flagged.is_some()).count();
+        glance.failed.extend(
+            e.cases
+                .iter()
+                .filter(|c| !c.checks_passed)
+                .map(|c| c.id.clone()),
+        );
+    }
+    let load = doc
+        .environment
+        .load
+        .as_ref()
+        .map(|l| {
+            std::iter::once(format!("the whole run: {}", load_line(l)))
+                .chain(l.warnings.iter().cloned())
+                .collect()
+        })
+        .unwrap_or_default();
+    Run {
+        anchor: prefix.clone(),
+        label: label.to_owned(),
+        run_id: opt(&doc.run_id),
+        started_at: opt(&doc.started_at),
+        facts: facts(doc),
+        glance,
+        load,
+        environment: render_environment(&doc.environment),
+        experiments: doc
+            .experiments
+            .iter()
+            .map(|e| experiment(&prefix, e, &tick_unit))
+            .collect(),
+    }
+}
+
+fn case_row(c: &CaseResult) -> CaseRow {
+    let checks = c
+        .checks
+        .iter()
+        .filter(|k| !(k.passed && QUIET_WHEN_PASSED.contains(&k.name.as_str())))
+        .map(|k| CheckCell {
+            text: if k.passed {
+                format!("{} {:.2}", k.name.replace('_', " "), k.counted)
+            } else {
+                format!(
+                    "FAILED: {} {:.2} (expected {:.2})",
+                    k.name.replace('_', " "),
+                    k.counted,
+                    k.expected
+                )
+            },
+            passed: k.passed,
+            detail: k.detail.clone(),
+        })
+        .collect();
+    CaseRow {
+        id: c.id.clone(),
+        description: c.description.clone(),
+        unit: c.unit.clone(),
+        median: fmt_ns(c.median_ns),
+        ci: ci_text(c.ci95_ns),
+        ci_pct: ci_pct(c.median_ns, c.ci95_ns),
+        cycles: cycles(c.median_cycles),
+        min: fmt_ns(c.min_ns),
+        p95: fmt_ns(c.p95_ns),
+        samples: if c.iterations_per_sample > 1 {
+            format!(
+                "{} × {}",
+                c.samples,
+                crate::views::tick::grouped(c.iterations_per_sample as f64)
+            )
+        } else {
+            c.samples.to_string()
+        },
+        rate: c
+            .at_rate
+            .as_ref()
+            .map_or_else(|| "-".into(), |a| format!("{:.3} %", a.share_pct)),
+        checks,
+        noisy: c.noisy,
+        warnings: c.warnings.len(),
+        failed: !c.checks_passed,
+    }
+}
+
+/// A view's table: numbers (and `-` for none) right-aligned, words left, as the terminal does.
+fn table(v: View) -> Table {
+    let numeric: Vec<bool> = (0..v.head.len())
+        .map(|i| {
+            i > 0
+                && v.rows.iter().filter_map(|r| r.get(i)).all(|c| {
+                    c == "-"
+                        || c.is_empty()
+                        || c.starts_with(|ch: char| ch.is_ascii_digit() || "+-±".contains(ch))
+                })
+        })
+        .collect();
+    let cell = |i: usize, text: String| Cell {
+        text,
+        numeric: numeric.get(i).copied().unwrap_or(false),
+    };
+    Table {
+        title: v.title,
+        head: v
+            .head
+            .into_iter()
+            .enumerate()
+            .map(|(i, t)| cell(i, t))
+            .collect(),
+        rows: v
+            .rows
+            .into_iter()
+            .map(|r| r.into_iter().enumerate().map(|(i, t)| cell(i, t)).collect())
+            .collect(),
+        notes: v.notes,
+    }
+}
+
+fn experiment(prefix: &str, e: &ExperimentResult, tick_unit: &str) -> Experiment {
+    let rate = e
+        .params
+        .get("rate_per_s")
+        .and_then(|v| v.as_f64())
+        .map_or_else(String::new, |r| format!("{r} calls/s"));
+    let mut warnings: Vec<Warning> = e
+        .warnings
+        .iter()
+        .map(|w| Warning {
+            case: String::new(),
+            text: w.clone(),
+        })
+        .collect();
+    for c in &e.cases {
+        warnings.extend(c.warnings.iter().map(|w| Warning {
+            case: c.id.clone(),
+            text: w.clone(),
+        }));
+    }
+    Experiment {
+        anchor: anchor(&[prefix, &e.name]),
+        name: e.name.clone(),
+        params: e.params.iter().map(|(k, v)| param(k, v)).collect(),
+        tick_unit: tick_unit.to_owned(),
+        with_rate: e.cases.iter().any(|c| c.at_rate.is_some()),
+        rate,
+        cases: e.cases.iter().map(case_row).collect(),
+        derived: e
+            .derived
+            .iter()
+            .map(|d| DerivedRow {
+                id: d.id.clone(),
+                description: d.description.clone(),
+                estimate: fmt_ns(d.estimate_ns),
+                ci: ci_text(d.ci95_ns),
+                cycles: cycles(d.estimate_cycles),
+                flagged: d.flagged.clone().unwrap_or_default(),
+            })
+            .collect(),
+        views: views::views(e).into_iter().map(table).collect(),
+        figures: plot::plots(e).into_iter().map(figure).collect(),
+        unavailable: e
+            .unavailable
+            .iter()
+            .map(|u| Missing {
+                id: u.id.clone(),
+                description: u.description.clone(),
+                reason: u.reason.clone(),
+            })
+            .collect(),
+        warnings,
+        load: e.load.as_ref().map(load_line).unwrap_or_default(),
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct RunHead {
+    label: String,
+    run_id: String,
+    started_at: String,
+    kernel: String,
+    cpu: String,
+}
+
+#[derive(Debug, Serialize)]
+struct SideCell {
+    median: String,
+    ci: String,
+    change: String,
+    /// `slower` or `faster` when the intervals do not overlap the first run's, else empty.
+    verdict: &'static str,
+}
+
+#[derive(Debug, Serialize)]
+struct SideRow {
+    id: String,
+    cells: Vec<SideCell>,
+}
+
+#[derive(Debug, Serialize)]
+struct SideTable {
+    experiment: String,
+    rows: Vec<SideRow>,
+    figure: Option<Figure>,
+}
+
+#[derive(Debug, Serialize)]
+struct Comparison {
+    runs: Vec<RunHead>,
+    tables: Vec<SideTable>,
+}
+
+fn comparison(docs: &[(String, &ResultDoc)]) -> Comparison {
+    let runs = docs
+        .iter()
+        .map(|(label, d)| RunHead {
+            label: label.clone(),
+            run_id: opt(&d.run_id),
+            started_at: opt(&d.started_at),
+            kernel: d.environment.kernel_release.clone(),
+            cpu: opt(&d.environment.cpu_model),
+        })
+        .collect();
+    let mut figures = plot::comparison_plots(docs);
+    let tables = docs[0]
+        .1
+        .experiments
+        .iter()
+        .filter_map(|e| {
+            let rows = common_cases(docs, &e.name);
+            let name = format!("{}.runs", e.name);
+            let fig = figures
+                .iter()
+                .position(|p| p.name == name)
+                .map(|i| figure(figures.remove(i)));
+            (!rows.is_empty()).then(|| SideTable {
+                experiment: e.name.clone(),
+                rows: rows.iter().map(|r| side_row(r)).collect(),
+                figure: fig,
+            })
+        })
+        .collect();
+    Comparison { runs, tables }
+}
+
+fn side_row(r: &[&CaseResult]) -> SideRow {
+    let base = r[0];
+    SideRow {
+        id: base.id.clone(),
+        cells: r
+            .iter()
+            .enumerate()
+            .map(|(k, c)| {
+                let verdict = if k == 0 {
+                    ""
+                } else if c.ci95_ns[0] > base.ci95_ns[1] {
+                    "slower"
+                } else if c.ci95_ns[1] < base.ci95_ns[0] {
+                    "faster"
+                } else {
+                    ""
+                };
+                SideCell {
+                    median: fmt_ns(c.median_ns),
+                    ci: ci_text(c.ci95_ns),
+                    change: if k == 0 {
+                        String::new()
+                    } else {
+                        plot::chart::change((c.median_ns / base.median_ns - 1.0) * 100.0)
+                    },
+                    verdict,
+                }
+            })
+            .collect(),
+    }
+}

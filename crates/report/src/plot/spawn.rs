@@ -1,0 +1,119 @@
+//! `spawn`: each way of creating a process against the memory its parent has touched. fork
+//! copies the parent's page tables, so it climbs with the parent; vfork and posix_spawn share
+//! the parent's memory and stay flat.
+
+use super::chart::{self, Axis, Fit, Header, Key, Line, Panel, Point, Style, Unit};
+use super::Plot;
+use crate::render::fmt_ns;
+use oscost_model::{CaseResult, ExperimentResult};
+
+/// `spawn.fork-exec.static.p64mib` → `fork-exec.static`.
+fn operation<'a>(e: &ExperimentResult, c: &'a CaseResult) -> &'a str {
+    let id = c.id.as_str();
+    let id = id
+        .rsplit_once(".p")
+        .filter(|(_, size)| size.ends_with("mib"))
+        .map_or(id, |(op, _)| op);
+    id.strip_prefix(&e.name)
+        .and_then(|s| s.strip_prefix('.'))
+        .unwrap_or(id)
+}
+
+/// The figure, when any creation was measured at two parent sizes or more.
+pub fn plots(e: &ExperimentResult) -> Vec<Plot> {
+    let cases: Vec<(&CaseResult, f64, &str)> = e
+        .cases
+        .iter()
+        .filter_map(|c| {
+            let mib = c.params.get("parent_mib")?.as_f64()?;
+            Some((c, mib, operation(e, c)))
+        })
+        .collect();
+    let mut sizes: Vec<f64> = cases.iter().map(|c| c.1).collect();
+    sizes.sort_by(f64::total_cmp);
+    sizes.dedup();
+    if sizes.len() < 2 {
+        return Vec::new();
+    }
+    let mut ops: Vec<&str> = Vec::new();
+    for c in &cases {
+        if !ops.contains(&c.2) {
+            ops.push(c.2);
+        }
+    }
+    let mut failed = false;
+    let lines: Vec<Line> = ops
+        .iter()
+        .enumerate()
+        .map(|(i, op)| {
+            let mut of: Vec<&(&CaseResult, f64, &str)> =
+                cases.iter().filter(|c| c.2 == *op).collect();
+            of.sort_by(|a, b| a.1.total_cmp(&b.1));
+            Line {
+                label: op.to_string(),
+                style: Style::nth(i),
+                points: of
+                    .iter()
+                    .map(|(c, mib, _)| {
+                        failed |= !c.checks_passed;
+                        Point {
+                            x: *mib,
+                            y: c.median_ns,
+                            ci: Some(c.ci95_ns),
+                            hollow: !c.checks_passed,
+                            tip: format!(
+                                "{}: {} (95 % CI {} to {})",
+                                c.id,
+                                fmt_ns(c.median_ns),
+                                fmt_ns(c.ci95_ns[0]),
+                                fmt_ns(c.ci95_ns[1])
+                            ),
+                        }
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    let ys: Vec<f64> = lines
+        .iter()
+        .flat_map(|l| &l.points)
+        .flat_map(|p| [p.y].into_iter().chain(p.ci.into_iter().flatten()))
+        .collect();
+    let mut keys: Vec<Key> = lines
+        .iter()
+        .map(|l| Key::Series(l.label.clone(), l.style))
+        .collect();
+    if failed {
+        keys.push(Key::Hollow("hollow: a check failed".into()));
+    }
+    let unmeasured: Vec<&str> = e
+        .unavailable
+        .iter()
+        .map(|u| u.id.as_str())
+        .filter(|id| id.ends_with("mib"))
+        .collect();
+    let mut notes = vec![
+        "Each creation is timed with the wait for the child's exit. \
+                          Whiskers: 95 % confidence intervals of the median."
+            .to_owned(),
+    ];
+    if !unmeasured.is_empty() {
+        notes.push(format!("Not measured: {}.", unmeasured.join(", ")));
+    }
+    let header = Header::new(
+        &format!("{}: creating a process against the parent's memory", e.name),
+        &notes,
+    );
+    let panel = Panel {
+        title: "creation + wait (median)".into(),
+        x: Axis::fit("memory the parent touched", Unit::MiB, &sizes, Fit::AtData),
+        y: Axis::fit("time per creation", Unit::Ns, &ys, Fit::Auto { zero: true }),
+        lines,
+        refs: Vec::new(),
+        bars: Vec::new(),
+    };
+    vec![Plot {
+        name: format!("{}.parent-size", e.name),
+        svg: chart::grid(&header, &[panel], 1, 280.0, &keys),
+    }]
+}

@@ -1,0 +1,189 @@
+//! The HTML report of fixed documents: well-formed (the page parses as XML, every inline figure
+//! with it), self-contained (no script, no URL), every text from a result escaped, and the page
+//! pinned with each inline figure replaced by its name (the figures are pinned on their own in
+//! `figures.rs`).
+
+use oscost_model::ResultDoc;
+use oscost_report::html::report;
+use std::path::PathBuf;
+
+fn read(rel: &str) -> ResultDoc {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel);
+    oscost_model::read(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn golden() -> ResultDoc {
+    read("../../tests/golden/oscost-2.json")
+}
+
+fn suite() -> ResultDoc {
+    read("tests/fixtures/suite.json")
+}
+
+/// Parses the page as XML; returns the document's text and the number of `<svg>` elements.
+fn parse(html: &str) -> (String, usize) {
+    let opts = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..Default::default()
+    };
+    let doc = roxmltree::Document::parse_with_options(html, opts)
+        .unwrap_or_else(|e| panic!("the page is not well-formed: {e}"));
+    assert_eq!(doc.root_element().tag_name().name(), "html");
+    let text: String = doc
+        .descendants()
+        .filter(|n| n.is_text())
+        .filter_map(|n| n.text())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let svgs = doc.descendants().filter(|n| n.has_tag_name("svg")).count();
+    (text, svgs)
+}
+
+/// Each inline `<svg>…</svg>` parsed on its own, then replaced by a line naming it.
+fn without_figures(html: &str) -> String {
+    let mut out = String::new();
+    let mut rest = html;
+    while let Some(start) = rest.find("<svg ") {
+        let end = rest[start..].find("</svg>").expect("every <svg> is closed") + start + 6;
+        let svg = &rest[start..end];
+        let doc = roxmltree::Document::parse(svg)
+            .unwrap_or_else(|e| panic!("an inline figure is not valid XML: {e}"));
+        let title = doc
+            .root_element()
+            .children()
+            .find(|n| n.has_tag_name("title"))
+            .and_then(|n| n.text())
+            .unwrap_or("untitled");
+        out.push_str(&rest[..start]);
+        out.push_str(&format!("[figure: {title}]"));
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+fn self_contained(html: &str) {
+    let lower = html.to_ascii_lowercase();
+    for banned in [
+        "<script", "http:", "https:", "src=", "url(", "@import", "<link", "<img", "<iframe",
+    ] {
+        assert!(!lower.contains(banned), "the page holds {banned:?}");
+    }
+    assert!(lower.contains("content-security-policy"));
+    assert!(lower.contains("@media print"));
+}
+
+#[test]
+fn one_run_gives_a_well_formed_self_contained_page() {
+    let doc = suite();
+    let html = report(&[("suite.json".into(), &doc)]).unwrap();
+    self_contained(&html);
+    let (text, svgs) = parse(&html);
+    let figures: usize = doc
+        .experiments
+        .iter()
+        .map(|e| oscost_report::plot::plots(e).len())
+        .sum();
+    assert_eq!(svgs, figures, "every figure of every experiment, inline");
+    for e in &doc.experiments {
+        assert!(text.contains(&e.name));
+        for c in &e.cases {
+            assert!(text.contains(&c.id), "{}", c.id);
+        }
+        for u in &e.unavailable {
+            assert!(text.contains(&u.reason));
+        }
+        for w in &e.warnings {
+            assert!(text.contains(w.as_str()), "{w}");
+        }
+    }
+    assert!(text.contains(doc.run_id.as_deref().unwrap()));
+    insta::assert_snapshot!("suite", without_figures(&html));
+}
+
+#[test]
+fn the_golden_file_shows_unavailable_cases_flags_and_warnings() {
+    let doc = golden();
+    let html = report(&[("oscost-2.json".into(), &doc)]).unwrap();
+    self_contained(&html);
+    let (text, _) = parse(&html);
+    assert!(text.contains("example.missing"));
+    assert!(text.contains("a scripted warning on one case"));
+    assert!(text.contains("a scripted warning on the whole experiment"));
+    assert!(
+        html.contains("class=\"tag bad\""),
+        "a flagged figure is marked"
+    );
+    insta::assert_snapshot!("golden", without_figures(&html));
+}
+
+#[test]
+fn several_runs_open_with_their_common_cases_side_by_side() {
+    let a = golden();
+    let mut b = golden();
+    b.run_id = Some("00000000-0000-4000-8000-000000000002".into());
+    for e in &mut b.experiments {
+        for c in &mut e.cases {
+            c.median_ns *= 2.0;
+            c.ci95_ns = c.ci95_ns.map(|v| v * 2.0);
+        }
+        // A case only the first run has is left out of the comparison.
+        e.cases.pop();
+    }
+    let html = report(&[("a.json".into(), &a), ("b.json".into(), &b)]).unwrap();
+    self_contained(&html);
+    let (text, svgs) = parse(&html);
+    assert!(text.contains("Runs compared"));
+    assert!(text.contains("+100 %"));
+    assert!(html.contains("class=\"num slower\""));
+    let per_run: usize = [&a, &b]
+        .iter()
+        .flat_map(|d| &d.experiments)
+        .map(|e| oscost_report::plot::plots(e).len())
+        .sum();
+    assert_eq!(
+        svgs,
+        per_run + 2,
+        "each run's figures and one comparison per experiment"
+    );
+    insta::assert_snapshot!("golden-two-runs", without_figures(&html));
+}
+
+#[test]
+fn every_string_from_a_result_file_is_escaped() {
+    let hostile = "<script>alert(1)</script> \"quoted\" & 'apostrophe'";
+    let mut doc = golden();
+    doc.run_id = Some(hostile.into());
+    doc.started_at = Some(hostile.into());
+    doc.environment.cpu_model = Some(hostile.into());
+    doc.environment.command_line = vec![hostile.into()];
+    for e in &mut doc.experiments {
+        e.warnings.push(hostile.into());
+        e.params.insert(hostile.into(), hostile.into());
+        for u in &mut e.unavailable {
+            u.reason = hostile.into();
+            u.description = hostile.into();
+        }
+        for d in &mut e.derived {
+            d.description = hostile.into();
+            d.flagged = Some(hostile.into());
+        }
+        for c in &mut e.cases {
+            c.description = hostile.into();
+            c.unit = hostile.into();
+            c.warnings.push(hostile.into());
+            for k in &mut c.checks {
+                k.detail = hostile.into();
+            }
+        }
+        e.cases[0].id = format!("example.{hostile}");
+    }
+    let html = report(&[(hostile.into(), &doc), ("second".into(), &doc)]).unwrap();
+    assert!(!html.contains("<script"), "a tag came through unescaped");
+    assert!(html.contains("&lt;script&gt;alert(1)&lt;"));
+    assert!(html.contains("&quot;quoted&quot; &amp; "));
+    self_contained(&html);
+    // Parsed back, the page gives the very text the result held.
+    let (text, _) = parse(&html);
+    assert!(text.matches(hostile).count() > 20, "{text}");
+}

@@ -1,0 +1,240 @@
+//! `oscost report` and `--report`, on the scripted clock: a result file in, one HTML page out;
+//! every unreadable input or unwritable output named in one line, exit 2, and nothing written.
+
+use assert_cmd::Command;
+use std::path::{Path, PathBuf};
+
+fn oscost() -> Command {
+    let mut c = Command::cargo_bin("oscost").unwrap();
+    c.env_remove("COLUMNS");
+    c
+}
+
+/// A scripted run of `example` written with --json into `dir`.
+fn result_file(dir: &Path, name: &str) -> PathBuf {
+    let json = dir.join(name);
+    oscost()
+        .args(["--scripted", "--quiet", "run", "example", "--json"])
+        .arg(&json)
+        .assert()
+        .success();
+    json
+}
+
+/// Runs oscost, expecting exit 2 and one line on stderr; returns that line.
+fn fails(c: &mut Command) -> String {
+    let out = c.assert().code(2).get_output().clone();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(err.starts_with("oscost: "), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+fn page_checks(html: &str) {
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(html.trim_end().ends_with("</html>"));
+    assert!(!html.contains("<script"));
+    assert!(html.contains("<svg "));
+    assert!(html.contains("example.cost100"));
+}
+
+#[test]
+fn a_result_file_becomes_one_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = result_file(dir.path(), "r.json");
+    let out = dir.path().join("report.html");
+    let run = oscost()
+        .arg("report")
+        .arg(&json)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    assert!(run.stdout.is_empty() && run.stderr.is_empty());
+    let html = std::fs::read_to_string(&out).unwrap();
+    page_checks(&html);
+    let doc = oscost_model::read(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(html.contains(doc.run_id.as_deref().unwrap()));
+    // Nothing else is left in the directory: the page was written beside and renamed.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+    // `-o -` writes the page to stdout.
+    let stdout = oscost()
+        .arg("report")
+        .arg(&json)
+        .args(["-o", "-"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    assert_eq!(String::from_utf8(stdout).unwrap(), html);
+}
+
+#[test]
+fn several_files_are_compared_against_the_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = result_file(dir.path(), "a.json");
+    let b = result_file(dir.path(), "b.json");
+    let out = dir.path().join("ab.html");
+    oscost()
+        .arg("report")
+        .args([&a, &b])
+        .arg("--output")
+        .arg(&out)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&out).unwrap();
+    page_checks(&html);
+    assert!(html.contains("Runs compared"));
+    assert!(html.contains("example.runs"));
+}
+
+#[test]
+fn a_run_writes_its_own_page_with_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("run.html");
+    let svg = dir.path().join("figures");
+    std::fs::create_dir(&svg).unwrap();
+    oscost()
+        .args([
+            "--scripted",
+            "--quiet",
+            "run",
+            "example",
+            "example-more",
+            "--report",
+        ])
+        .arg(&page)
+        .arg("--svg")
+        .arg(&svg)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&page).unwrap();
+    page_checks(&html);
+    assert!(html.contains("example-more.cost60"));
+    // --svg writes every experiment's samples.
+    for name in [
+        "example.distributions.svg",
+        "example-more.distributions.svg",
+    ] {
+        let text = std::fs::read_to_string(svg.join(name)).unwrap();
+        assert!(text.starts_with("<?xml") && text.trim_end().ends_with("</svg>"));
+    }
+}
+
+#[test]
+fn report_and_another_format_cannot_share_a_file_or_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("x");
+    let err = fails(
+        oscost()
+            .args(["--scripted", "run", "example", "--json"])
+            .arg(&f)
+            .arg("--report")
+            .arg(&f),
+    );
+    assert!(err.contains("--json and --report both write"), "{err}");
+    let err = fails(oscost().args([
+        "--scripted",
+        "run",
+        "example",
+        "--json",
+        "-",
+        "--report",
+        "-",
+    ]));
+    assert!(err.contains("can go to stdout"), "{err}");
+    let err = fails(
+        oscost()
+            .args(["--scripted", "run", "example", "--report"])
+            .arg(dir.path().join("missing/r.html")),
+    );
+    assert!(err.contains("--report"), "{err}");
+}
+
+#[test]
+fn bad_inputs_are_named_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = result_file(dir.path(), "good.json");
+    let text = std::fs::read_to_string(&good).unwrap();
+    let out = dir.path().join("out.html");
+    std::fs::write(&out, "the previous page").unwrap();
+    let write = |name: &str, contents: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, contents).unwrap();
+        p
+    };
+    let cases: Vec<(PathBuf, &str)> = vec![
+        (dir.path().join("missing.json"), "No such file"),
+        (
+            write("truncated.json", &text[..text.len() / 2]),
+            "not an oscost result document",
+        ),
+        (write("empty.json", ""), "not an oscost result document"),
+        (
+            write("other.json", "{\"name\": \"another tool\", \"version\": 3}"),
+            "not an oscost result document",
+        ),
+        (
+            write("newer.json", &text.replacen("oscost/2", "oscost/9", 1)),
+            "`oscost/9`",
+        ),
+        (
+            write("binary.json", "\u{0}\u{1}\u{2}"),
+            "not an oscost result document",
+        ),
+    ];
+    for (path, says) in cases {
+        let err = fails(
+            oscost()
+                .arg("report")
+                .arg(&good)
+                .arg(&path)
+                .arg("-o")
+                .arg(&out),
+        );
+        let name = path.file_name().unwrap().to_str().unwrap();
+        assert!(err.contains(name), "{name}: {err}");
+        assert!(err.contains(says), "{name}: {err}");
+        assert_eq!(
+            std::fs::read_to_string(&out).unwrap(),
+            "the previous page",
+            "{name}: the page was touched"
+        );
+    }
+}
+
+#[test]
+fn a_missing_or_unwritable_output_is_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = result_file(dir.path(), "r.json");
+    let before = std::fs::read_to_string(&json).unwrap();
+    let err = fails(oscost().arg("report").arg(&json));
+    assert!(err.contains("-o"), "{err}");
+    let err = fails(oscost().args(["report", "-o", "x.html"]));
+    assert!(err.contains("result file"), "{err}");
+    let err = fails(
+        oscost()
+            .arg("report")
+            .arg(&json)
+            .arg("-o")
+            .arg(dir.path().join("no/such/dir.html")),
+    );
+    assert!(err.contains("does not exist"), "{err}");
+    let err = fails(oscost().arg("report").arg(&json).arg("-o").arg(dir.path()));
+    assert!(err.contains("is a directory"), "{err}");
+    // The page would replace the result it is made from.
+    let err = fails(oscost().arg("report").arg(&json).arg("-o").arg(&json));
+    assert!(err.contains("one of the result files"), "{err}");
+    assert_eq!(std::fs::read_to_string(&json).unwrap(), before);
+    let err = fails(
+        oscost()
+            .arg("report")
+            .arg(&json)
+            .args(["-o", "x.html", "--json", "y.json"]),
+    );
+    assert!(err.contains("report does not use --json"), "{err}");
+}
