@@ -1,6 +1,6 @@
 //! Command-line definitions (clap derive) and dispatch.
 
-use crate::config::Config;
+use crate::config::{Config, Sink};
 use crate::history_cmd::{self, HistoryCommand};
 use crate::session;
 use clap::{Args, CommandFactory, Parser, Subcommand};
@@ -246,6 +246,12 @@ pub fn run() -> anyhow::Result<ExitCode> {
         eprintln!("oscost: {e}");
         return Ok(ExitCode::from(2));
     }
+    // The default suite keeps its result file and report beside the history, and says where.
+    let default_suite = match &cli.command {
+        None => true,
+        Some(Command::Run { experiments }) => experiments.is_empty(),
+        _ => false,
+    };
     let experiments: Vec<ExperimentArgs> = match cli.command {
         Some(Command::History(cmd)) => {
             let db = history_path(&cli.global)?;
@@ -323,7 +329,12 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Some(Command::Run { experiments }) => by_name(&experiments),
         None => by_name(&[]),
     };
-    let cfg = Config::from_global(&cli.global)?;
+    let mut cfg = Config::from_global(&cli.global)?;
+    let kept = if default_suite && !cli.global.no_save {
+        keep_files(&mut cfg, &cli.global)
+    } else {
+        Vec::new()
+    };
     // The scripted clock never moves on its own: a real experiment would wait forever on it,
     // and the example experiments mean nothing on a real clock.
     for e in &experiments {
@@ -372,8 +383,55 @@ pub fn run() -> anyhow::Result<ExitCode> {
             None => session::Saving::Unavailable(NO_DATA_DIR.into()),
         }
     };
-    let _run_id = session::run(&cfg, &experiments, saving)?;
+    let saved = session::run(&cfg, &experiments, saving)?;
+    if !cfg.quiet {
+        let short = history_cmd::short_id(&saved.run_id);
+        if saved.in_history {
+            eprintln!("saved as run {short} in the history (oscost history show {short})");
+        }
+        for (what, path) in kept {
+            eprintln!("{what:8} {}", path.display());
+        }
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// For the default suite: the result file and the report the user did not ask for, in
+/// `runs/` beside the history, named after the day and the run, so that a run made with no
+/// options can still be read, compared and opened later. Returns what it chose, to be named
+/// at the end; nothing when the directory cannot be made (said in one line).
+fn keep_files(cfg: &mut Config, g: &GlobalOpts) -> Vec<(&'static str, PathBuf)> {
+    let Some(dir) = history_path(g)
+        .ok()
+        .and_then(|p| p.parent().map(|d| d.join("runs")))
+    else {
+        return Vec::new();
+    };
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        eprintln!(
+            "oscost: the run's result file and report are not kept: cannot create {} ({e};              give --json and --report, or --no-save)",
+            dir.display()
+        );
+        return Vec::new();
+    }
+    let day = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let stem = format!(
+        "{}-{}",
+        day.get(..10).unwrap_or(&day),
+        history_cmd::short_id(&cfg.run_id)
+    );
+    let mut kept = Vec::new();
+    if cfg.json.is_none() {
+        let p = dir.join(format!("{stem}.json"));
+        cfg.json = Some(Sink::File(p.clone()));
+        kept.push(("results:", p));
+    }
+    if cfg.report.is_none() {
+        let p = dir.join(format!("{stem}.html"));
+        cfg.report = Some(Sink::File(p.clone()));
+        kept.push(("report:", p));
+    }
+    kept
 }
 
 /// Why the history has no default place.

@@ -27,6 +27,8 @@ pub struct Config {
     pub markdown: Option<Sink>,
     /// HTML report destination.
     pub report: Option<Sink>,
+    /// The run's id (a version-4 UUID), made here so that files can be named after it.
+    pub run_id: String,
     /// Directory for the figures (`--svg`).
     pub svg: Option<PathBuf>,
     /// Directory for the series as CSV (`--series`).
@@ -107,6 +109,7 @@ impl Config {
             }
         };
         let cfg = Config {
+            run_id: uuid::Uuid::new_v4().to_string(),
             json: sink("json", &g.json)?,
             csv: sink("csv", &g.csv)?,
             markdown: sink("markdown", &g.markdown)?,

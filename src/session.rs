@@ -447,22 +447,17 @@ pub enum Saving {
     Unavailable(String),
 }
 
-/// Saves a finished run as `saving` says, and tells the user where it went (or why not).
-fn save(cfg: &Config, saving: Saving, doc: &ResultDoc) -> anyhow::Result<()> {
+/// Saves a finished run as `saving` says; says why not when it could not. Returns whether
+/// the run is in the history.
+fn save(saving: Saving, doc: &ResultDoc) -> anyhow::Result<bool> {
     let why = match saving {
-        Saving::Off => return Ok(()),
+        Saving::Off => return Ok(false),
         Saving::Unavailable(why) => why,
         Saving::Into {
             mut history,
             explicit,
         } => match history.save(doc) {
-            Ok(saved) => {
-                if !cfg.quiet {
-                    let short = crate::history_cmd::short_id(&saved.run_id);
-                    eprintln!("saved as run {short} in the history (oscost history show {short})");
-                }
-                return Ok(());
-            }
+            Ok(_) => return Ok(true),
             Err(e) if explicit => {
                 return Err(anyhow::anyhow!(
                     "the run could not be saved in the history: {e} (give --history a \
@@ -474,13 +469,21 @@ fn save(cfg: &Config, saving: Saving, doc: &ResultDoc) -> anyhow::Result<()> {
     };
     // Even with --quiet: the run is not kept where the user will look for it.
     eprintln!("oscost: history not saved: {why} (use --history PATH or --no-save)");
-    Ok(())
+    Ok(false)
+}
+
+/// Where a finished run went.
+pub struct Saved {
+    /// The run's id.
+    pub run_id: String,
+    /// Whether it is in the history.
+    pub in_history: bool,
 }
 
 /// Runs the experiments, each in a measuring process of its own, and writes every requested
 /// output: files after each experiment, stdout at the end. A run that finished every
 /// experiment is then saved as `saving` says. Returns the run's id.
-pub fn run(cfg: &Config, experiments: &[ExperimentArgs], saving: Saving) -> anyhow::Result<String> {
+pub fn run(cfg: &Config, experiments: &[ExperimentArgs], saving: Saving) -> anyhow::Result<Saved> {
     let started = std::time::SystemTime::now();
     let cancel = Arc::new(AtomicBool::new(false));
     let children = Arc::new(Mutex::new(Children::default()));
@@ -529,7 +532,7 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs], saving: Saving) -> anyh
     let mut figures = Figures::default();
     let mut doc = ResultDoc {
         schema: SCHEMA.into(),
-        run_id: Some(uuid::Uuid::new_v4().to_string()),
+        run_id: Some(cfg.run_id.clone()),
         started_at: Some(humantime::format_rfc3339_seconds(started).to_string()),
         environment: env.clone(),
         experiments: Vec::new(),
@@ -600,10 +603,11 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs], saving: Saving) -> anyh
     }
     // A run its reader left early (`| head`) holds only some of its experiments: the history
     // keeps whole runs, so it is not saved.
-    if doc.experiments.len() == experiments.len() {
-        save(cfg, saving, &doc)?;
-    }
-    Ok(doc.run_id.unwrap_or_default())
+    let in_history = doc.experiments.len() == experiments.len() && save(saving, &doc)?;
+    Ok(Saved {
+        run_id: cfg.run_id.clone(),
+        in_history,
+    })
 }
 
 /// Prints an experiment's tables: to stdout, or to stderr when stdout carries a machine

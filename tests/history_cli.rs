@@ -395,3 +395,39 @@ fn history_commands_refuse_options_they_do_not_use() {
     let (code, _, err) = home.run(&["history", "show", "latest"]);
     assert_one_line_error(code, &err, &["holds no runs yet"]);
 }
+
+/// `oscost run` with no experiment named (the default suite) ends by naming the run in the
+/// history, its result file and its report, all kept beside the history; `--no-save` keeps
+/// none of them.
+#[test]
+fn the_default_suite_names_its_saved_run_result_file_and_report() {
+    let home = Home::new();
+    let (code, _, err) = home.run(&["--quick", "--samples", "5", "run"]);
+    assert_eq!(code, 0, "{err}");
+    let ids = home.listed();
+    assert_eq!(ids.len(), 1, "{err}");
+    assert!(err.contains(&format!("saved as run {}", ids[0])), "{err}");
+    let named = |label: &str| -> PathBuf {
+        let line = err
+            .lines()
+            .find(|l| l.starts_with(label))
+            .unwrap_or_else(|| panic!("no `{label}` line in: {err}"));
+        PathBuf::from(line[label.len()..].trim())
+    };
+    let (json, html) = (named("results:"), named("report:"));
+    let runs = home.db().parent().unwrap().join("runs");
+    assert!(json.starts_with(&runs) && html.starts_with(&runs), "{err}");
+    let doc = read_doc(&json);
+    assert!(doc.run_id.as_deref().unwrap().starts_with(&ids[0]));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains(doc.run_id.as_deref().unwrap()));
+
+    let other = Home::new();
+    let (code, _, err) = other.run(&["--quick", "--samples", "5", "--no-save", "run", "syscall"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        !err.contains("results:") && !err.contains("saved as run"),
+        "{err}"
+    );
+    assert!(!other.db().parent().unwrap().join("runs").exists());
+}
