@@ -138,9 +138,9 @@ pub enum Command {
         /// against the first
         #[arg(required = true, num_args = 2.., value_name = "RESULT")]
         inputs: Vec<String>,
-        /// Changes smaller than PCT percent are noise whatever the statistics say: runs of
-        /// one machine drift by a few percent
-        #[arg(long, value_name = "PCT", default_value_t = 5.0,
+        /// Changes smaller than PCT percent are noise whatever the statistics say: two runs
+        /// of one build on one machine differ by several percent, a virtual machine's by more
+        #[arg(long, value_name = "PCT", default_value_t = 10.0,
               value_parser = parse_pct)]
         threshold: f64,
         /// Also show each difference as time per second at N operations per second (MINIX 3

@@ -43,7 +43,7 @@ pub struct Settings {
 impl Default for Settings {
     fn default() -> Settings {
         Settings {
-            threshold_pct: 5.0,
+            threshold_pct: 10.0,
             rate_per_s: None,
         }
     }
@@ -70,6 +70,9 @@ pub struct Comparison {
     pub only_in_other: Vec<String>,
     /// Published figures with no oscost case to stand beside, and why.
     pub unmatched_published: Vec<Unmatched>,
+    /// Set when so many figures differ that the machine itself more likely changed between
+    /// the runs than each figure separately: says so, and where the differences gather.
+    pub drift: Option<String>,
 }
 
 /// The published side of a comparison: where the figures come from.
@@ -221,9 +224,13 @@ fn pair(
         only_in_baseline: Vec::new(),
         only_in_other: Vec::new(),
         unmatched_published: Vec::new(),
+        drift: None,
     };
     match (base, other) {
-        (Source::Measured(a), Source::Measured(b)) => measured_pair(&mut c, a, b),
+        (Source::Measured(a), Source::Measured(b)) => {
+            measured_pair(&mut c, a, b);
+            c.drift = drift(&c.rows);
+        }
         (Source::Published(p), Source::Measured(m)) => published_pair(&mut c, p, m, false),
         (Source::Measured(m), Source::Published(p)) => published_pair(&mut c, p, m, true),
         (Source::Published(p), Source::Published(q)) => published_only(&mut c, p, q),
@@ -289,6 +296,65 @@ fn measured_pair(c: &mut Comparison, a: &ResultDoc, b: &ResultDoc) {
         })
         .map(|(id, _)| id.to_string())
         .collect();
+}
+
+/// Above this share of figures differing, a comparison says the machine may have drifted.
+const DRIFT_SHARE: f64 = 0.2;
+
+/// The drift warning, when more than [`DRIFT_SHARE`] of the figures with a verdict differ:
+/// between two runs of one build that happens when the machine changed (a virtual machine's
+/// host, frequency, other load), and it is then the whole run, not each row, that is in doubt.
+fn drift(rows: &[Row]) -> Option<String> {
+    let judged: Vec<&Row> = rows
+        .iter()
+        .filter(|r| {
+            matches!(
+                r.verdict,
+                Verdict::Slower | Verdict::Faster | Verdict::NoDifference
+            )
+        })
+        .collect();
+    let moved: Vec<&Row> = judged
+        .iter()
+        .copied()
+        .filter(|r| r.verdict != Verdict::NoDifference)
+        .collect();
+    if judged.is_empty() || (moved.len() as f64) < DRIFT_SHARE * judged.len() as f64 {
+        return None;
+    }
+    let slower = moved
+        .iter()
+        .filter(|r| r.verdict == Verdict::Slower)
+        .count();
+    // Where they gather: the experiment (first part of the id) of each row that moved.
+    let mut by_experiment: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    for r in &judged {
+        let e = r.id.split('.').next().unwrap_or(&r.id);
+        let entry = by_experiment.entry(e).or_default();
+        entry.1 += 1;
+        if r.verdict != Verdict::NoDifference {
+            entry.0 += 1;
+        }
+    }
+    let mut gathered: Vec<(&str, (usize, usize))> = by_experiment
+        .into_iter()
+        .filter(|(_, (m, _))| *m > 0)
+        .collect();
+    gathered.sort_by(|a, b| (b.1 .0 * a.1 .1).cmp(&(a.1 .0 * b.1 .1)));
+    let gathered: Vec<String> = gathered
+        .iter()
+        .map(|(e, (m, n))| format!("{e} {m} of {n}"))
+        .collect();
+    Some(format!(
+        "{} of {} figures differ beyond noise ({slower} slower, {} faster; {}). When this many \
+         move at once the machine itself has likely changed between the runs (a virtual \
+         machine's host, frequency scaling, other load): repeat both sides, interleaved \
+         (A B A B), before trusting any single row.",
+        moved.len(),
+        judged.len(),
+        moved.len() - slower,
+        gathered.join(", ")
+    ))
 }
 
 fn failed_checks(doc: &ResultDoc) -> usize {
@@ -953,6 +1019,9 @@ pub fn terminal(comparisons: &[Comparison]) -> String {
         }
         s += &summary(c);
         s.push('\n');
+        if let Some(d) = &c.drift {
+            s += &format!("Warning: {d}\n");
+        }
         let e = explanation(c);
         if !e.is_empty() {
             s += &e;
@@ -1033,6 +1102,9 @@ pub fn markdown(comparisons: &[Comparison]) -> String {
             s.push('\n');
         }
         s += &format!("{}\n\n", summary(c));
+        if let Some(d) = &c.drift {
+            s += &format!("**Warning:** {}\n\n", md_escape(d));
+        }
         let e = explanation(c);
         if !e.is_empty() {
             s += &format!("{}\n\n", md_escape(&e));

@@ -164,3 +164,23 @@ fn a_published_baseline_gives_ratios_and_no_verdict() {
     assert!(text.contains("Herder"), "{text}");
     insta::assert_snapshot!("compare-published-terminal", text);
 }
+
+#[test]
+fn many_figures_moving_at_once_are_called_a_drift_of_the_machine() {
+    let a = golden();
+    let mut b = golden();
+    for id in ["example.cost100", "example.cost250", "example-more.cost60"] {
+        b = scaled(b, id, 1.3);
+    }
+    let c = run(&a, &b, Settings::default());
+    let d = c[0].drift.as_deref().expect("a drift warning");
+    assert!(d.starts_with("3 of 10 figures differ"), "{d}");
+    assert!(compare::terminal(&c).contains("Warning: "));
+    // One figure in ten is a row to believe, not a drift.
+    let c = run(
+        &a,
+        &scaled(golden(), "example.cost250", 1.3),
+        Settings::default(),
+    );
+    assert!(c[0].drift.is_none());
+}
