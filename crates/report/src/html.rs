@@ -528,7 +528,7 @@ struct SideCell {
     median: String,
     ci: String,
     change: String,
-    /// `slower` or `faster` when the intervals do not overlap the first run's, else empty.
+    /// `slower` or `faster` when `compare` calls it so against the first run, else empty.
     verdict: &'static str,
 }
 
@@ -549,7 +549,14 @@ struct SideTable {
 struct Comparison {
     runs: Vec<RunHead>,
     tables: Vec<SideTable>,
+    /// The rule behind the verdicts, as `compare` states it.
+    rule: String,
+    /// `compare`'s warnings that the machine itself may have changed between runs.
+    drift: Vec<String>,
 }
+
+/// `compare`'s verdict of every case of every run after the first, by (run index, case id).
+type Verdicts = std::collections::BTreeMap<(usize, String), crate::compare::Verdict>;
 
 fn comparison(docs: &[(String, &ResultDoc)]) -> Comparison {
     let runs = docs
@@ -560,6 +567,29 @@ fn comparison(docs: &[(String, &ResultDoc)]) -> Comparison {
             started_at: opt(&d.started_at),
             kernel: d.environment.kernel_release.clone(),
             cpu: opt(&d.environment.cpu_model),
+        })
+        .collect();
+    let sources: Vec<(String, crate::compare::Source)> = docs
+        .iter()
+        .map(|(label, d)| (label.clone(), crate::compare::Source::Measured(d)))
+        .collect();
+    let settings = crate::compare::Settings::default();
+    let compared = crate::compare::compare(&sources, settings);
+    let verdicts: Verdicts = compared
+        .iter()
+        .enumerate()
+        .flat_map(|(i, c)| {
+            c.rows
+                .iter()
+                .map(move |r| ((i + 1, r.id.clone()), r.verdict))
+        })
+        .collect();
+    let drift = compared
+        .iter()
+        .filter_map(|c| {
+            c.drift
+                .as_ref()
+                .map(|d| format!("{} against {}: {d}", c.other, c.baseline))
         })
         .collect();
     let mut figures = plot::comparison_plots(docs);
@@ -576,15 +606,27 @@ fn comparison(docs: &[(String, &ResultDoc)]) -> Comparison {
                 .map(|i| figure(figures.remove(i)));
             (!rows.is_empty()).then(|| SideTable {
                 experiment: e.name.clone(),
-                rows: rows.iter().map(|r| side_row(r)).collect(),
+                rows: rows.iter().map(|r| side_row(r, &verdicts)).collect(),
                 figure: fig,
             })
         })
         .collect();
-    Comparison { runs, tables }
+    Comparison {
+        runs,
+        tables,
+        rule: format!(
+            "A change is marked slower or faster only when oscost compare would call it so: \
+             the bootstrap 95 % confidence interval of the ratio of medians excludes 1, the \
+             Mann-Whitney test gives p < 0.05, and the change is beyond ±{} %, the noise \
+             between runs of one machine. The others are within the noise.",
+            settings.threshold_pct
+        ),
+        drift,
+    }
 }
 
-fn side_row(r: &[&CaseResult]) -> SideRow {
+fn side_row(r: &[&CaseResult], verdicts: &Verdicts) -> SideRow {
+    use crate::compare::Verdict;
     let base = r[0];
     SideRow {
         id: base.id.clone(),
@@ -592,14 +634,10 @@ fn side_row(r: &[&CaseResult]) -> SideRow {
             .iter()
             .enumerate()
             .map(|(k, c)| {
-                let verdict = if k == 0 {
-                    ""
-                } else if c.ci95_ns[0] > base.ci95_ns[1] {
-                    "slower"
-                } else if c.ci95_ns[1] < base.ci95_ns[0] {
-                    "faster"
-                } else {
-                    ""
+                let verdict = match verdicts.get(&(k, c.id.clone())) {
+                    Some(Verdict::Slower) => "slower",
+                    Some(Verdict::Faster) => "faster",
+                    _ => "",
                 };
                 SideCell {
                     median: fmt_ns(c.median_ns),

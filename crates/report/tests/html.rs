@@ -126,6 +126,7 @@ fn several_runs_open_with_their_common_cases_side_by_side() {
         for c in &mut e.cases {
             c.median_ns *= 2.0;
             c.ci95_ns = c.ci95_ns.map(|v| v * 2.0);
+            c.raw_ns.iter_mut().for_each(|v| *v *= 2.0);
         }
         // A case only the first run has is left out of the comparison.
         e.cases.pop();
