@@ -655,6 +655,19 @@ pub fn y_axis(s: &mut Svg, a: Area, axis: &Axis) {
     );
 }
 
+/// Light stripes behind every other row of a row-per-case panel, drawn first so the grid and
+/// the data lie on them.
+pub fn row_stripes(s: &mut Svg, a: Area, rows: usize, row_h: f64) {
+    for i in (0..rows).step_by(2) {
+        s.painted_rect(
+            (a.x, a.y + i as f64 * row_h),
+            (a.w, row_h),
+            Paint::fill("#f4f4f4"),
+            None,
+        );
+    }
+}
+
 /// A vertical whisker from `lo` to `hi` at column `x`, with short caps.
 pub fn whisker(s: &mut Svg, x: f64, lo: f64, hi: f64, colour: &str) {
     s.line(x, lo, x, hi, colour, 1.3);

@@ -104,15 +104,7 @@ pub fn plots(e: &ExperimentResult) -> Vec<Plot> {
     let height = legend_y + chart::legend_height(&keys, area.w) + 8.0;
     let mut s = Svg::new(chart::WIDTH, height);
     header.draw(&mut s);
-    // Stripes first, so the grid and the data lie on them.
-    for i in (0..rows.len()).step_by(2) {
-        s.painted_rect(
-            (area.x, area.y + i as f64 * ROW_H),
-            (area.w, ROW_H),
-            Paint::fill("#f4f4f4"),
-            None,
-        );
-    }
+    chart::row_stripes(&mut s, area, rows.len(), ROW_H);
     chart::x_axis(&mut s, area, &axis, top_axis);
     s.line(area.x, area.y, area.x, area.y + area.h, "#000000", 1.0);
     let blue = PALETTE[0];

@@ -4,7 +4,7 @@
 
 use super::chart::{self, Axis, Fit, Header, Key, Style, Unit};
 use super::distribution::row_label;
-use super::svg::{Anchor, Paint, Svg};
+use super::svg::{Anchor, Svg};
 use super::Plot;
 use crate::render::fmt_ns;
 use oscost_model::{CaseResult, ResultDoc};
@@ -96,14 +96,7 @@ fn figure(docs: &[(String, &ResultDoc)], name: &str, rows: &[Vec<&CaseResult>]) 
     let height = legend_y + chart::legend_height(&keys, area.w) + 8.0;
     let mut s = Svg::new(chart::WIDTH, height);
     header.draw(&mut s);
-    for i in (0..rows.len()).step_by(2) {
-        s.painted_rect(
-            (area.x, area.y + i as f64 * row_h),
-            (area.w, row_h),
-            Paint::fill("#f4f4f4"),
-            None,
-        );
-    }
+    chart::row_stripes(&mut s, area, rows.len(), row_h);
     chart::x_axis(&mut s, area, &axis, top_axis);
     s.line(area.x, area.y, area.x, area.y + area.h, "#000000", 1.0);
     let one = area.px(&axis, 1.0);

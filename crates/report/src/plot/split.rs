@@ -31,12 +31,7 @@ fn form_index(form: &str) -> usize {
 
 /// The figure, when the experiment names its baseline (T1).
 pub fn plots(e: &ExperimentResult) -> Vec<Plot> {
-    let Some(base) = e
-        .params
-        .get("baseline")
-        .and_then(|v| v.as_str())
-        .and_then(|id| e.cases.iter().find(|c| c.id == id))
-    else {
+    let Some(base) = crate::views::split::baseline(e) else {
         return Vec::new();
     };
     let t1 = base.median_ns;

@@ -49,14 +49,18 @@ const SETS: [(&str, &str); 3] = [
     ("balanced", "pinned evenly, N / CPUs tasks per CPU"),
 ];
 
-/// The overhead tables (one per CPU set) and the speed-up table.
-pub fn views(e: &ExperimentResult) -> Vec<View> {
-    let Some(base) = e
-        .params
+/// The case every split figure is held against (T1: one flow on one CPU), which the
+/// experiment names in its `baseline` parameter.
+pub(crate) fn baseline(e: &ExperimentResult) -> Option<&CaseResult> {
+    e.params
         .get("baseline")
         .and_then(|v| v.as_str())
         .and_then(|id| e.cases.iter().find(|c| c.id == id))
-    else {
+}
+
+/// The overhead tables (one per CPU set) and the speed-up table.
+pub fn views(e: &ExperimentResult) -> Vec<View> {
+    let Some(base) = baseline(e) else {
         return Vec::new();
     };
     let t1 = base.median_ns;
