@@ -132,8 +132,9 @@ pub enum Command {
     /// differences that can explain a difference
     #[command(after_help = COMPARE_HELP)]
     Compare {
-        /// Results to compare: result files (`--json` output), history run ids (`latest`,
-        /// or an id or its first characters, from `oscost history list`), or published
+        /// Results to compare: result files (`--json` output), history runs (`latest`,
+        /// `latest~N` for the one N runs before it, or an id or its first characters, from
+        /// `oscost history list`), or published
         /// baselines (`published:NAME`, listed by `oscost baselines`). Each is compared
         /// against the first
         #[arg(required = true, num_args = 2.., value_name = "RESULT")]
@@ -143,12 +144,14 @@ pub enum Command {
         #[arg(long, value_name = "PCT", default_value_t = 10.0,
               value_parser = parse_pct)]
         threshold: f64,
-        /// Also show each difference as time per second at N operations per second (MINIX 3
-        /// priced getpid at 10 000 calls a second)
+        /// Also show each difference as time per second at N operations per second (Herder et
+        /// al., "MINIX 3: A Highly Reliable, Self-Repairing Operating System", 2006, priced
+        /// getpid at 10 000 calls a second)
         #[arg(long, value_name = "N", value_parser = parse_rate)]
         rate: Option<f64>,
         /// Exit with status 1 when any figure is slower by more than PCT percent beyond
-        /// noise, to gate a CI pipeline
+        /// noise, to gate a CI pipeline (only figures beyond --threshold count, so a PCT
+        /// below it gates at the threshold)
         #[arg(long, value_name = "PCT", value_parser = parse_pct)]
         fail_above: Option<f64>,
     },
@@ -319,7 +322,14 @@ pub fn run() -> anyhow::Result<ExitCode> {
                 rate_per_s: rate,
             };
             let db = history_path(&cli.global).ok();
-            return crate::compare_cmd::run(&inputs, settings, fail_above, &cfg, db.as_deref());
+            return crate::compare_cmd::run(
+                &inputs,
+                settings,
+                fail_above,
+                &cfg,
+                db.as_deref(),
+                cli.global.history.is_some(),
+            );
         }
         Some(Command::Report { files, output }) => {
             session::report(&files, output.as_deref())?;
@@ -409,7 +419,8 @@ fn keep_files(cfg: &mut Config, g: &GlobalOpts) -> Vec<(&'static str, PathBuf)> 
     };
     if let Err(e) = std::fs::create_dir_all(&dir) {
         eprintln!(
-            "oscost: the run's result file and report are not kept: cannot create {} ({e};              give --json and --report, or --no-save)",
+            "oscost: the run's result file and report are not kept: cannot create {} ({e}; \
+             give --json and --report, or --no-save)",
             dir.display()
         );
         return Vec::new();

@@ -42,7 +42,7 @@ pub fn read_result_file(path: &Path) -> anyhow::Result<ResultDoc> {
 }
 
 /// Loads one command-line input: `published:NAME`, an existing file, else a history run.
-pub fn load(arg: &str, history: Option<&Path>) -> anyhow::Result<Loaded> {
+pub fn load(arg: &str, history: Option<&Path>, explicit: bool) -> anyhow::Result<Loaded> {
     if let Some(name) = arg.strip_prefix(PUBLISHED_PREFIX) {
         return oscost_report::baselines::find(name)
             .map(|p| Loaded::Published(Box::new(p)))
@@ -58,7 +58,7 @@ pub fn load(arg: &str, history: Option<&Path>) -> anyhow::Result<Loaded> {
     if path.exists() || arg.contains('/') || arg.ends_with(".json") {
         return read_result_file(path).map(|d| Loaded::Measured(Box::new(d)));
     }
-    load_run(arg, history)
+    load_run(arg, history, explicit)
         .map(|d| Loaded::Measured(Box::new(d)))
         .map_err(|e| anyhow::anyhow!("{arg}: no such file, and {e:#}"))
 }
@@ -70,10 +70,11 @@ pub fn run(
     fail_above: Option<f64>,
     cfg: &Config,
     history: Option<&Path>,
+    explicit_history: bool,
 ) -> anyhow::Result<ExitCode> {
     let loaded = inputs
         .iter()
-        .map(|a| load(a, history))
+        .map(|a| load(a, history, explicit_history))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let sources: Vec<(String, Source)> = inputs
         .iter()
@@ -142,7 +143,7 @@ pub fn run(
 }
 
 /// A run of the history, when the history exists (a comparison never creates one).
-fn load_run(arg: &str, history: Option<&Path>) -> anyhow::Result<ResultDoc> {
+fn load_run(arg: &str, history: Option<&Path>, explicit: bool) -> anyhow::Result<ResultDoc> {
     let hint = "give a result file, a run of the history, or published:NAME";
     let Some(path) = history else {
         anyhow::bail!("no history to look in ({hint})");
@@ -150,6 +151,6 @@ fn load_run(arg: &str, history: Option<&Path>) -> anyhow::Result<ResultDoc> {
     if !path.exists() {
         anyhow::bail!("no history at {} ({hint})", path.display());
     }
-    let history = crate::history_cmd::open(path, false, "give --history the database to read")?;
+    let history = crate::history_cmd::open(path, explicit, "give --history the database to read")?;
     Ok(history.get(&history.resolve(arg)?)?)
 }

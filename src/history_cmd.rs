@@ -18,7 +18,8 @@ pub enum HistoryCommand {
     List,
     /// A run's machine and tables
     Show {
-        /// The run: its id, the first 4 or more characters of it, or `latest`
+        /// The run: its id, the first 4 or more characters of it, `latest`, or `latest~N` (N runs
+        /// before the latest)
         run: String,
     },
     /// One case's (or derived figure's) median in every run that has it, oldest first, marking
@@ -31,7 +32,8 @@ pub enum HistoryCommand {
     },
     /// A run's full result document (schema oscost/2) on stdout, or into the file of --json
     Export {
-        /// The run: its id, the first 4 or more characters of it, or `latest`
+        /// The run: its id, the first 4 or more characters of it, `latest`, or `latest~N` (N runs
+        /// before the latest)
         run: String,
     },
     /// Result files (written with --json, any schema oscost reads) into the history; a run
@@ -43,7 +45,8 @@ pub enum HistoryCommand {
     },
     /// Removes a run from the history
     Rm {
-        /// The run: its id, the first 4 or more characters of it, or `latest`
+        /// The run: its id, the first 4 or more characters of it, `latest`, or `latest~N` (N runs
+        /// before the latest)
         run: String,
     },
 }

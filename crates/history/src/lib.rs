@@ -199,8 +199,10 @@ impl std::fmt::Debug for History {
 
 /// The columns `list` and `resolve` sort by: newest first. A document without a start time
 /// (`oscost/1`) counts from when it was saved.
-const NEWEST_FIRST: &str =
-    "ORDER BY COALESCE(started_at, saved_at) DESC, saved_at DESC, run_id DESC";
+// A run with no start time (imported from an `oscost/1` file) counts as older than every run
+// that has one, so that importing old files does not make them `latest`.
+const NEWEST_FIRST: &str = "ORDER BY CASE WHEN started_at IS NULL THEN 0 ELSE 1 END DESC, \
+     started_at DESC, saved_at DESC, run_id DESC";
 
 impl History {
     /// `<data dir>/oscost/history.sqlite3`: `$XDG_DATA_HOME/oscost/history.sqlite3`, else
@@ -350,7 +352,10 @@ impl History {
     pub fn resolve(&self, run: &str) -> Result<String, HistoryError> {
         let back = match run.strip_prefix("latest") {
             Some("") => Some(0),
-            Some(rest) => rest.strip_prefix('~').and_then(|n| n.parse::<i64>().ok()),
+            Some(rest) => rest
+                .strip_prefix('~')
+                .and_then(|n| n.parse::<u32>().ok())
+                .map(i64::from),
             None => None,
         };
         if let Some(back) = back {

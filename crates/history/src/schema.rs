@@ -51,6 +51,25 @@ pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 /// Brings the database up to [`SCHEMA_VERSION`], or fails with [`HistoryError::TooNew`]
 /// (changing nothing) if a newer oscost already took it further.
 pub(crate) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), HistoryError> {
+    // Up to date (the common case): a plain read, so that opening to read never waits for a
+    // writer's lock.
+    let current: Option<i64> = conn
+        .query_row("SELECT MAX(version) FROM schema_migrations", [], |r| {
+            r.get(0)
+        })
+        .ok()
+        .flatten();
+    match current {
+        Some(v) if v == SCHEMA_VERSION => return Ok(()),
+        Some(v) if v > SCHEMA_VERSION => {
+            return Err(HistoryError::TooNew {
+                path: path.to_path_buf(),
+                found: v,
+                known: SCHEMA_VERSION,
+            })
+        }
+        _ => {}
+    }
     // IMMEDIATE: two processes opening a new database at once must not both create it.
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     tx.execute_batch(

@@ -123,6 +123,16 @@ fn runs_are_named_by_id_prefix_or_latest() {
     assert_eq!(h.resolve(&a).unwrap(), a);
     assert_eq!(h.resolve(&a[..8]).unwrap(), a);
     assert_eq!(h.resolve("latest").unwrap(), b);
+    assert_eq!(h.resolve("latest~0").unwrap(), b);
+    assert_eq!(h.resolve("latest~1").unwrap(), a);
+    for beyond in ["latest~2", "latest~-1", "latest~x"] {
+        assert!(h.resolve(beyond).is_err(), "{beyond}");
+    }
+    // A run imported from an oscost/1 file has no start time: older than all, never latest.
+    let old = oscost_model::read(common::GOLDEN_1).unwrap();
+    let old_id = h.save(&old).unwrap().run_id;
+    assert_eq!(h.resolve("latest").unwrap(), b);
+    assert_eq!(h.resolve("latest~2").unwrap(), old_id);
     assert!(matches!(
         h.resolve(&a[..3]),
         Err(HistoryError::ShortPrefix { .. })

@@ -41,7 +41,9 @@ pub fn read(text: &str) -> Result<ResultDoc, ReadError> {
     let header: Header =
         serde_json::from_str(text).map_err(|e| ReadError::NotADocument(e.to_string()))?;
     if header.schema == SCHEMA {
-        return serde_json::from_str(text).map_err(ReadError::Invalid);
+        let doc: ResultDoc = serde_json::from_str(text).map_err(ReadError::Invalid)?;
+        check_identity(&doc).map_err(|e| ReadError::Invalid(serde::de::Error::custom(e)))?;
+        return Ok(doc);
     }
     if !OLDER_SCHEMAS.contains(&header.schema.as_str()) {
         return Err(ReadError::Unsupported(header.schema));
@@ -57,6 +59,37 @@ pub fn read(text: &str) -> Result<ResultDoc, ReadError> {
     Ok(doc)
 }
 
+/// An `oscost/2` document names its run as oscost writes it: a UUID and a start time in UTC
+/// to the second (`2026-11-23T03:12:00Z`), which is what the history sorts and keys by; the
+/// time is `None` only for a run first written as `oscost/1`.
+fn check_identity(doc: &ResultDoc) -> Result<(), String> {
+    let id = doc.run_id.as_deref().ok_or("run_id is missing")?;
+    let hex_groups: Vec<&str> = id.split('-').collect();
+    let uuid_shaped = hex_groups.iter().map(|g| g.len()).eq([8, 4, 4, 4, 12])
+        && hex_groups
+            .iter()
+            .all(|g| g.chars().all(|c| c.is_ascii_hexdigit()));
+    if !uuid_shaped {
+        return Err(format!("run_id `{id}` is not a UUID"));
+    }
+    // None only for a run first written as `oscost/1`, kept since under an id of its own.
+    let Some(t) = doc.started_at.as_deref() else {
+        return Ok(());
+    };
+    let shape = "dddd-dd-ddTdd:dd:ddZ";
+    let fits = t.len() == shape.len()
+        && t.chars().zip(shape.chars()).all(|(c, s)| match s {
+            'd' => c.is_ascii_digit(),
+            s => c == s,
+        });
+    if !fits {
+        return Err(format!(
+            "started_at `{t}` is not a UTC time to the second (2026-11-23T03:12:00Z)"
+        ));
+    }
+    Ok(())
+}
+
 /// One oscost run: the machine and every experiment's results.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -67,8 +100,8 @@ pub struct ResultDoc {
     /// so importing a run twice changes nothing. `None` only in an `oscost/1` document.
     #[serde(default)]
     pub run_id: Option<String>,
-    /// When the run started, RFC 3339 in UTC (`2026-11-23T03:12:00Z`). `None` only in an
-    /// `oscost/1` document.
+    /// When the run started, RFC 3339 in UTC to the second (`2026-11-23T03:12:00Z`). `None`
+    /// only for a run first written as `oscost/1`.
     #[serde(default)]
     pub started_at: Option<String>,
     /// The machine and the run's settings.
@@ -239,5 +272,30 @@ mod tests {
         assert!(e.to_string().contains("`oscost/9`"), "{e}");
         let e = read("{\"schema\": \"oscost/2\"}").unwrap_err();
         assert!(matches!(e, ReadError::Invalid(_)), "{e}");
+    }
+
+    #[test]
+    fn a_current_document_names_its_run_as_oscost_writes_it() {
+        let ok = ResultDoc {
+            schema: SCHEMA.into(),
+            run_id: Some("3f1c2b9e-8a4d-4c1e-9b7a-2d5e6f708192".into()),
+            started_at: Some("2026-11-23T03:13:14Z".into()),
+            environment: crate::example::environment(),
+            experiments: Vec::new(),
+        };
+        assert_eq!(check_identity(&ok), Ok(()));
+        for (id, t) in [
+            (None, Some("2026-11-23T03:13:14Z")),
+            (Some("not-a-uuid"), Some("2026-11-23T03:13:14Z")),
+            (
+                Some("3f1c2b9e-8a4d-4c1e-9b7a-2d5e6f708192"),
+                Some("2026-11-23T05:13:14+02:00"),
+            ),
+        ] {
+            let mut d = ok.clone();
+            d.run_id = id.map(String::from);
+            d.started_at = t.map(String::from);
+            assert!(check_identity(&d).is_err(), "{id:?} {t:?}");
+        }
     }
 }

@@ -300,6 +300,10 @@ fn measured_pair(c: &mut Comparison, a: &ResultDoc, b: &ResultDoc) {
 
 /// Above this share of figures differing, a comparison says the machine may have drifted.
 const DRIFT_SHARE: f64 = 0.2;
+/// ... when it judged at least this many figures ...
+const DRIFT_MIN_JUDGED: usize = 10;
+/// ... and at least this many moved.
+const DRIFT_MIN_MOVED: usize = 3;
 
 /// The drift warning, when more than [`DRIFT_SHARE`] of the figures with a verdict differ:
 /// between two runs of one build that happens when the machine changed (a virtual machine's
@@ -319,7 +323,11 @@ fn drift(rows: &[Row]) -> Option<String> {
         .copied()
         .filter(|r| r.verdict != Verdict::NoDifference)
         .collect();
-    if judged.is_empty() || (moved.len() as f64) < DRIFT_SHARE * judged.len() as f64 {
+    // A few figures are rows to believe, however large their share of a small comparison.
+    if judged.len() < DRIFT_MIN_JUDGED
+        || moved.len() < DRIFT_MIN_MOVED
+        || moved.len() as f64 <= DRIFT_SHARE * judged.len() as f64
+    {
         return None;
     }
     let slower = moved
@@ -403,11 +411,9 @@ fn case_row(a: &CaseResult, b: &CaseResult, settings: Settings) -> Row {
         checks_passed: c.checks_passed,
     };
     let ratio = bootstrap_ratio_ci(&a.raw_ns, &b.raw_ns, DEFAULT_RESAMPLES, DEFAULT_SEED);
-    let p = if a.raw_ns.len() >= 5 && b.raw_ns.len() >= 5 {
-        mann_whitney_p(&a.raw_ns, &b.raw_ns)
-    } else {
-        None
-    };
+    // Every size: with few samples the test cannot reach p < 0.05 (3 against 3 never does),
+    // which is the honest verdict on so little data.
+    let p = mann_whitney_p(&a.raw_ns, &b.raw_ns);
     let mut note = Vec::new();
     if a.unit != b.unit {
         note.push(format!("units differ: {} against {}", a.unit, b.unit));
@@ -629,7 +635,16 @@ fn published_only(c: &mut Comparison, p: &PublishedDoc, q: &PublishedDoc) {
             other: sq.machine.clone(),
         });
     }
-    c.published = Some(sq);
+    // Both studies are cited: neither figure was measured here.
+    c.published = Some(PublishedSide {
+        name: format!("{} and {}", sp.name, sq.name),
+        citation: format!("{} (A) and {} (B)", sp.citation, sq.citation),
+        machine: if sp.machine == sq.machine {
+            sq.machine.clone()
+        } else {
+            format!("{} (A) and {} (B)", sp.machine, sq.machine)
+        },
+    });
     let in_q: BTreeMap<&str, _> = q.figures.iter().map(|f| (f.id.as_str(), f)).collect();
     for f in &p.figures {
         let Some(g) = in_q.get(f.id.as_str()) else {

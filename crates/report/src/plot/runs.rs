@@ -1,6 +1,6 @@
 //! Several runs side by side: per experiment, each case the runs share as its median and 95 %
-//! CI in every run, relative to the first run's median. Intervals that do not overlap are a
-//! difference the samples support; overlapping ones are not.
+//! CI in every run, relative to the first run's median: how far each run moved and how sure
+//! each figure is; the verdicts are `compare`'s, in the table beside it.
 
 use super::chart::{self, Axis, Fit, Header, Key, Style, Unit};
 use super::distribution::row_label;
@@ -69,8 +69,8 @@ fn figure(docs: &[(String, &ResultDoc)], name: &str, rows: &[Vec<&CaseResult>]) 
         &format!("{name}: each case in every run, against the first"),
         &[
             "Dot: the case's median in that run; whisker: its 95 % confidence interval; both \
-           relative to the first run's median (the dashed line). Intervals that do not overlap \
-           the first run's are a change the samples support."
+           relative to the first run's median (the dashed line). Whether a change is beyond \
+           the noise between runs is compare's verdict, in the table."
                 .to_owned(),
         ],
     );
