@@ -153,7 +153,7 @@ cp tests/golden/oscost-2.json "$work/first.json"
 cp tests/golden/oscost-2.json "$work/second.json"
 "$OSCOST" report crates/report/tests/fixtures/suite.json -o "$keep/suite.html"
 "$OSCOST" report "$work/first.json" "$work/second.json" -o "$keep/two-runs.html"
-"$OSCOST" --scripted --quiet run example example-more --report "$keep/scripted.html" >/dev/null
+"$OSCOST" --scripted --quiet --no-save run example example-more --report "$keep/scripted.html" >/dev/null
 for page in suite two-runs scripted; do
   html="$keep/$page.html"
   png="$keep/$page.png"
