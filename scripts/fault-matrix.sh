@@ -92,6 +92,8 @@ fi
 
 root=$(mktemp -d "${TMPDIR:-/tmp}/fault-matrix.XXXXXX") || die "mktemp failed"
 chmod 0711 "$root" # nobody may reach the case directories it is given, nothing else
+# Its runs are saved in a history of its own, gone with it, never the user's.
+export XDG_DATA_HOME="$root/data"
 cleanup() {
     chmod -R u+rwX "$root" 2>/dev/null
     rm -rf "$root"
