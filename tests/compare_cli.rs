@@ -1,11 +1,15 @@
 //! `oscost compare`, `completions` and `man` as a user drives them: real files, bad input.
 
+mod common;
+
 use assert_cmd::Command;
 use predicates::prelude::*;
 use std::path::{Path, PathBuf};
 
+/// oscost with a history of this test process's own: an input that is not a file is looked up
+/// there, never in the developer's.
 fn oscost() -> Command {
-    Command::cargo_bin("oscost").unwrap()
+    common::oscost_cmd()
 }
 
 fn golden() -> PathBuf {
@@ -121,7 +125,8 @@ fn compare_refuses_bad_input_with_one_line() {
     // An unwritable output: refused before anything is written, and an existing file is kept.
     let kept = write("kept.csv", "old\n");
     std::fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(0o500)).unwrap();
-    let root = is_root();
+    // Root writes into a read-only directory anyway: that case is only checkable as a user.
+    let root = common::is_root();
     if !root {
         refused(
             oscost()
@@ -146,13 +151,6 @@ fn compare_refuses_bad_input_with_one_line() {
     );
 }
 
-/// Root writes into a read-only directory anyway, so that case is only checkable as a user.
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
-}
 
 #[test]
 fn completions_and_man_page_come_from_the_cli_definition() {

@@ -1,11 +1,14 @@
 //! `oscost report` and `--report`, on the scripted clock: a result file in, one HTML page out;
 //! every unreadable input or unwritable output named in one line, exit 2, and nothing written.
 
+mod common;
+
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};
 
+/// oscost with a history of this test process's own (`--report` runs are saved).
 fn oscost() -> Command {
-    let mut c = Command::cargo_bin("oscost").unwrap();
+    let mut c = common::oscost_cmd();
     c.env_remove("COLUMNS");
     c
 }
