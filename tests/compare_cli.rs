@@ -151,7 +151,6 @@ fn compare_refuses_bad_input_with_one_line() {
     );
 }
 
-
 #[test]
 fn completions_and_man_page_come_from_the_cli_definition() {
     for shell in ["bash", "zsh", "fish"] {
