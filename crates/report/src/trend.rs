@@ -2,7 +2,7 @@
 //! with its 95 % confidence interval, and a mark wherever the machine's environment changed
 //! between two runs (the step after it may be the machine's, not the program's).
 
-use crate::plot::svg::{tick_label, ticks, Anchor, Svg};
+use crate::plot::svg::{ticks, Anchor, Svg};
 
 /// One run's point of a trend, as the caller read it from wherever runs are kept.
 #[derive(Debug, Clone, PartialEq)]
@@ -85,29 +85,9 @@ pub fn trend_svg(case_id: &str, unit: &str, points: &[TrendRow]) -> String {
     let x = |i: usize| left + (i as f64 + 0.5) / n.max(1) as f64 * plot_w;
     let y = |ns: f64| top + plot_h - (ns / unit_ns / y_max).clamp(0.0, 1.0) * plot_h;
     // Grid and axes.
-    let yt = ticks(y_max, 5);
-    let y_step = yt.get(1).copied().unwrap_or(1.0);
-    for &v in &yt {
-        let py = y(v * unit_ns);
-        s.line(left, py, left + plot_w, py, "#e6e6e6", 1.0);
-        s.text(
-            left - 6.0,
-            py + 4.0,
-            11.0,
-            Anchor::End,
-            0.0,
-            &tick_label(v, y_step),
-        );
-    }
-    s.line(left, top, left, top + plot_h, "#000000", 1.0);
-    s.line(
-        left,
-        top + plot_h,
-        left + plot_w,
-        top + plot_h,
-        "#000000",
-        1.0,
-    );
+    s.grid_and_frame((left, top), (plot_w, plot_h), &ticks(y_max, 5), |v| {
+        y(v * unit_ns)
+    });
     s.text(
         44.0,
         top + plot_h / 2.0,

@@ -127,21 +127,32 @@ impl Svg {
 
     /// A filled rectangle, with a tooltip when `title` is given.
     pub fn rect(&mut self, x: f64, y: f64, w: f64, h: f64, fill: &str, title: Option<&str>) {
-        let _ = write!(
-            self.body,
-            "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"",
-            num(x),
-            num(y),
-            num(w.max(0.0)),
-            num(h.max(0.0)),
-            escape(fill)
-        );
-        match title {
-            Some(t) => {
-                let _ = writeln!(self.body, "><title>{}</title></rect>", escape(t));
-            }
-            None => self.body.push_str("/>\n"),
+        self.painted_rect((x, y), (w, h), Paint::fill(fill), title);
+    }
+
+    /// Horizontal grid lines at `ticks` (data values, drawn at `y(value)`) labelled left of
+    /// the plot area at (`left`, `top`) of size `w` × `h`, then its left and bottom axes.
+    pub fn grid_and_frame(
+        &mut self,
+        (left, top): (f64, f64),
+        (w, h): (f64, f64),
+        ticks: &[f64],
+        y: impl Fn(f64) -> f64,
+    ) {
+        let step = ticks.get(1).copied().unwrap_or(1.0);
+        for &v in ticks {
+            self.line(left, y(v), left + w, y(v), "#e6e6e6", 1.0);
+            self.text(
+                left - 6.0,
+                y(v) + 4.0,
+                11.0,
+                Anchor::End,
+                0.0,
+                &tick_label(v, step),
+            );
         }
+        self.line(left, top, left, top + h, "#000000", 1.0);
+        self.line(left, top + h, left + w, top + h, "#000000", 1.0);
     }
 
     /// A straight line.

@@ -153,28 +153,7 @@ pub fn progress_svg(
             &tick_label(v, x_step),
         );
     }
-    let yt = ticks(chunks_max, 5);
-    let y_step = yt.get(1).copied().unwrap_or(1.0);
-    for &v in &yt {
-        s.line(left, y(v), left + plot_w, y(v), "#e6e6e6", 1.0);
-        s.text(
-            left - 6.0,
-            y(v) + 4.0,
-            11.0,
-            Anchor::End,
-            0.0,
-            &tick_label(v, y_step),
-        );
-    }
-    s.line(left, top, left, top + plot_h, "#000000", 1.0);
-    s.line(
-        left,
-        top + plot_h,
-        left + plot_w,
-        top + plot_h,
-        "#000000",
-        1.0,
-    );
+    s.grid_and_frame((left, top), (plot_w, plot_h), &ticks(chunks_max, 5), y);
     s.text(
         20.0,
         top + plot_h / 2.0,
