@@ -655,6 +655,25 @@ pub fn y_axis(s: &mut Svg, a: Area, axis: &Axis) {
     );
 }
 
+/// The plotting area of a row-per-case panel under `header`: a left margin wide enough for
+/// the longest of `labels`, one row of `row_h` per label. Returns it and whether the x axis
+/// goes on top as well (a long panel, whose bottom axis is far from its first rows).
+pub fn row_area(header: &Header, labels: &[String], row_h: f64) -> (Area, bool) {
+    let longest = labels
+        .iter()
+        .map(|l| text_width(l, 11.0))
+        .fold(0.0, f64::max);
+    let left = (longest + 24.0).max(90.0);
+    let top_axis = labels.len() > 12;
+    let area = Area {
+        x: left,
+        y: header.height() + if top_axis { 22.0 } else { 6.0 },
+        w: WIDTH - left - 24.0,
+        h: labels.len() as f64 * row_h,
+    };
+    (area, top_axis)
+}
+
 /// Light stripes behind every other row of a row-per-case panel, drawn first so the grid and
 /// the data lie on them.
 pub fn row_stripes(s: &mut Svg, a: Area, rows: usize, row_h: f64) {

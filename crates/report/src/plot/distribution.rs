@@ -81,18 +81,7 @@ pub fn plots(e: &ExperimentResult) -> Vec<Plot> {
         .iter()
         .map(|(c, _)| row_label(&e.name, &c.id))
         .collect();
-    let longest = labels
-        .iter()
-        .map(|l| chart::text_width(l, 11.0))
-        .fold(0.0, f64::max);
-    let left = (longest + 24.0).max(90.0);
-    let top_axis = rows.len() > 12;
-    let area = chart::Area {
-        x: left,
-        y: header.height() + if top_axis { 22.0 } else { 6.0 },
-        w: chart::WIDTH - left - 24.0,
-        h: rows.len() as f64 * ROW_H,
-    };
+    let (area, top_axis) = chart::row_area(&header, &labels, ROW_H);
     let orange = PALETTE[4];
     let keys = [
         Key::Swatch("middle half".into(), "#cfe2f3"),

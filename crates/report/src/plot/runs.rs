@@ -80,18 +80,7 @@ fn figure(docs: &[(String, &ResultDoc)], name: &str, rows: &[Vec<&CaseResult>]) 
         .map(|(k, (label, _))| Key::Series(label.clone(), Style::nth(k).points(4.0)))
         .collect();
     let labels: Vec<String> = rows.iter().map(|r| row_label(name, &r[0].id)).collect();
-    let longest = labels
-        .iter()
-        .map(|l| chart::text_width(l, 11.0))
-        .fold(0.0, f64::max);
-    let left = (longest + 24.0).max(90.0);
-    let top_axis = rows.len() > 12;
-    let area = chart::Area {
-        x: left,
-        y: header.height() + if top_axis { 22.0 } else { 6.0 },
-        w: chart::WIDTH - left - 24.0,
-        h: rows.len() as f64 * row_h,
-    };
+    let (area, top_axis) = chart::row_area(&header, &labels, row_h);
     let legend_y = area.y + area.h + 46.0;
     let height = legend_y + chart::legend_height(&keys, area.w) + 8.0;
     let mut s = Svg::new(chart::WIDTH, height);
