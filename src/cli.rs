@@ -161,6 +161,18 @@ pub enum Command {
         #[arg(value_name = "NAME")]
         name: Option<String>,
     },
+    /// The five published studies oscost repeats: list them, or run one on this machine and
+    /// print its own tables with the published figures beside this machine's
+    #[command(after_help = STUDY_HELP)]
+    Study {
+        /// The study to run (none: list them)
+        #[arg(value_name = "NAME")]
+        name: Option<String>,
+        /// At the study's own sizes (much longer; --quick is about 20 s, the default about two
+        /// minutes)
+        #[arg(long, conflicts_with = "quick")]
+        full: bool,
+    },
     /// Print a shell completion script (`oscost completions bash > ~/.local/share/bash-completion/completions/oscost`)
     Completions {
         /// The shell
@@ -195,6 +207,16 @@ const COMPARE_HELP: &str = "Examples:
 Verdicts: faster or slower when the bootstrap 95 % CI of the ratio of medians excludes 1,
 Mann-Whitney p < 0.05 and the change exceeds --threshold; otherwise no difference beyond
 noise. A published baseline was not measured here: ratios only, no verdict.";
+
+const STUDY_HELP: &str = "Examples:
+  oscost study                           the five studies: who, when, on what, what they measured
+  oscost study windows-yield --quick     run one here, print its tables (about 20 s)
+  oscost study qnx-tick --report q.html  its tables and charts in one page
+  oscost compare published:qnx-tick latest   every published figure with a counterpart, beside it
+  oscost report published:qnx-tick r.json -o r.html   the study's page from a saved run
+
+A study run is an ordinary run of oscost's experiments: it is saved in the history and writes
+--json, --report and --svg like any other.";
 
 fn parse_pct(s: &str) -> Result<f64, String> {
     match s.trim().trim_end_matches('%').trim().parse::<f64>() {
@@ -255,7 +277,30 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Some(Command::Run { experiments }) => experiments.is_empty(),
         _ => false,
     };
+    let mut study = None;
     let experiments: Vec<ExperimentArgs> = match cli.command {
+        Some(Command::Study { name: None, full }) => {
+            if full {
+                anyhow::bail!("--full needs a study to run (`oscost study NAME --full`)");
+            }
+            session::print_stdout(&oscost_report::study::list_text())?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        Some(Command::Study {
+            name: Some(name),
+            full,
+        }) => {
+            let size = if full {
+                crate::study_cmd::Size::Full
+            } else if cli.global.quick {
+                crate::study_cmd::Size::Quick
+            } else {
+                crate::study_cmd::Size::Default
+            };
+            let (name, exps) = crate::study_cmd::experiments(&name, size)?;
+            study = Some(name);
+            exps
+        }
         Some(Command::History(cmd)) => {
             let db = history_path(&cli.global)?;
             return history_cmd::run(cmd, &db, &cli.global);
@@ -340,6 +385,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         None => by_name(&[]),
     };
     let mut cfg = Config::from_global(&cli.global)?;
+    cfg.study = study;
     let kept = if default_suite && !cli.global.no_save {
         keep_files(&mut cfg, &cli.global)
     } else {

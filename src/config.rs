@@ -47,6 +47,8 @@ pub struct Config {
     pub verbose: bool,
     /// `--scripted`: the fictional machine and the scripted clock, for tests.
     pub scripted: bool,
+    /// The study this run repeats (`oscost study NAME`): its tables replace the experiments'.
+    pub study: Option<&'static str>,
 }
 
 /// An output directory given to `--flag`: it must exist and take new files, checked before
@@ -127,6 +129,7 @@ impl Config {
             quiet: g.quiet,
             verbose: g.verbose,
             scripted: g.scripted,
+            study: None,
         };
         let to_stdout = [&cfg.json, &cfg.csv, &cfg.markdown, &cfg.report]
             .iter()

@@ -11,6 +11,7 @@ mod config;
 mod history_cmd;
 mod progress;
 mod session;
+mod study_cmd;
 mod worker;
 
 use std::process::ExitCode;

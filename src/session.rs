@@ -580,7 +580,9 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs], saving: Saving) -> anyh
         own_tasks += tasks;
         let load = load_since(probe, tasks);
         let result = summarise::experiment(e.name(), out, ns_per_tick, Some(load));
-        show(cfg, &result, &tick_unit)?;
+        if cfg.study.is_none() || cfg.verbose {
+            show(cfg, &result, &tick_unit)?;
+        }
         figures += write_figures(cfg, &result)?;
         doc.experiments.push(result);
         write_files(cfg, &doc, false)?;
@@ -595,6 +597,9 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs], saving: Saving) -> anyh
     }
     env.load = Some(load_since(whole, own_tasks));
     doc.environment = env;
+    if let Some(name) = cfg.study {
+        figures += show_study(cfg, name, &doc)?;
+    }
     write_files(cfg, &doc, true)?;
     for (sink, render) in outputs(cfg) {
         if let Some(Sink::Stdout) = sink {
@@ -632,6 +637,34 @@ fn show(
     } else {
         print_stdout(&text)
     }
+}
+
+/// Prints a study's tables from the finished run (to stderr when stdout carries a machine
+/// format) and writes its charts with `--svg`.
+fn show_study(cfg: &Config, name: &str, doc: &ResultDoc) -> anyhow::Result<Figures> {
+    let mut n = Figures::default();
+    let Some(study) = oscost_report::study::find(name) else {
+        return Ok(n);
+    };
+    let width = table_width(cfg);
+    let mut text = String::new();
+    for v in study.tables(Some(doc)) {
+        text += &render::view_table(&v, width);
+        text.push('\n');
+    }
+    if cfg.stdout_taken() {
+        eprint!("{text}");
+    } else {
+        print_stdout(&text)?;
+    }
+    if let Some(dir) = &cfg.svg {
+        for plot in study.plots(Some(doc)) {
+            let path = dir.join(oscost_report::plot::file_name(&plot.name, "svg"));
+            oscost_report::output::write_atomic(&path, &plot.svg)?;
+            n.plots += 1;
+        }
+    }
+    Ok(n)
 }
 
 /// The width tables are laid out to: `COLUMNS` when it is set to a number (it overrides the

@@ -15,6 +15,7 @@ pub mod output;
 pub mod plot;
 pub mod render;
 pub mod series;
+pub mod study;
 pub mod summarise;
 pub mod trend;
 pub mod views;

@@ -275,7 +275,7 @@ fn table(
 /// `text` wrapped at spaces to `width` columns, continuation lines indented by `indent`
 /// spaces (a word longer than a line is left whole); unchanged without a width. Ends in a
 /// newline.
-fn wrap(text: &str, width: Option<u16>, indent: usize) -> String {
+pub(crate) fn wrap(text: &str, width: Option<u16>, indent: usize) -> String {
     let Some(width) = width.map(usize::from) else {
         return format!("{text}\n");
     };
@@ -409,7 +409,7 @@ pub fn terminal_with(
 
 /// An experiment's extra table (see [`crate::views`]) for the terminal: its title, the table
 /// and its notes, wrapped to `width`.
-fn view_table(v: &crate::views::View, width: Option<u16>) -> String {
+pub fn view_table(v: &crate::views::View, width: Option<u16>) -> String {
     let mut t = Table::new();
     t.load_preset(presets::UTF8_FULL_CONDENSED);
     t.force_no_tty();

@@ -1,0 +1,250 @@
+//! The MINIX 3 study's system-call table: the same calls with device drivers in the kernel and
+//! in user space, the difference in ns and %, and the cost per second at a call rate.
+//!
+//! On Linux the same comparison is the same calls served by a file system in the kernel
+//! (tmpfs) and by one in a user-space program (FUSE): oscost's `fs` experiment, which times
+//! them in interleaved rounds. getpid is served by no file system on Linux: its row shows what
+//! the move to user space costs a call it does not touch.
+
+use super::{
+    baseline, case, derived, exp_param, get, keys, line, overhead_figure, published,
+    published_style, signed, this_label, this_machine_note, this_style, value_text, y_values,
+    StudyFigure, StudyInfo,
+};
+use crate::plot::chart::{grid, Axis, Fit, Header, Panel, Unit};
+use crate::plot::Plot;
+use crate::render::fmt_ns;
+use crate::views::View;
+use oscost_model::ResultDoc;
+
+const NAME: &str = "minix3";
+
+/// What `oscost study` says of it.
+pub const INFO: StudyInfo = StudyInfo {
+    name: NAME,
+    citation: "Jorrit N. Herder, Herbert Bos, Ben Gras, Philip Homburg and Andrew S. Tanenbaum, \
+               \"MINIX 3: A Highly Reliable, Self-Repairing Operating System\", ACM SIGOPS \
+               Operating Systems Review, 2006",
+    ran_on: "MINIX 3 with its device drivers in the kernel and in user space (the machine is not \
+             named)",
+    measured: "getpid, lseek, open + close, read and write of 64 KiB, creat + write 1 KiB + \
+               unlink, each in a loop with the loop's cost subtracted, under both configurations: \
+               the difference in ns and %, and its cost per second at 10 000 calls a second",
+    baselines: &["minix3-kernel-drivers", "minix3-user-drivers"],
+    experiments: &["fs"],
+};
+
+/// The study's calls: (oscost call name, the baselines' figure prefix, row label).
+const CALLS: [(&str, &str, &str); 6] = [
+    ("getpid", "getpid", "getpid"),
+    ("lseek", "lseek", "lseek"),
+    ("open-close", "open_close", "open + close"),
+    ("read64k", "read64k", "read 64 KiB"),
+    ("write64k", "write64k", "write 64 KiB"),
+    ("creat-write1k-unlink", "creat_write_unlink", "creat + write 1 KiB + unlink"),
+];
+
+/// The calls the study's overall slowdown averages: those it gave a slowdown for.
+const OVERALL: [&str; 5] = ["getpid", "lseek", "open-close", "read64k", "write64k"];
+
+/// The study priced its difference at this many calls a second.
+const STUDY_RATE: f64 = 10_000.0;
+
+fn rate(doc: &ResultDoc) -> f64 {
+    exp_param(doc, "fs", "rate_per_s")
+        .and_then(|v| v.as_f64())
+        .unwrap_or(STUDY_RATE)
+}
+
+/// The study's figures for this machine: each call's slowdown in user space, getpid's extra
+/// time per second at the call rate, and the overall slowdown averaged as the study did.
+pub fn figures(doc: &ResultDoc) -> Vec<StudyFigure> {
+    let mut out = Vec::new();
+    for (call, _, label) in CALLS {
+        let (Some(k), Some(u)) = (
+            case(doc, &format!("fs.tmpfs.{call}")),
+            case(doc, &format!("fs.fuse.{call}")),
+        ) else {
+            continue;
+        };
+        out.extend(overhead_figure(
+            format!("study.{NAME}.{call}.slowdown"),
+            format!("{label}: served by a user-space file system (FUSE) over the kernel's (tmpfs)"),
+            k,
+            u,
+        ));
+    }
+    if let Some(d) = derived(doc, "fs.diff.getpid") {
+        let r = rate(doc);
+        out.push(StudyFigure {
+            id: format!("study.{NAME}.getpid.extra_at_rate"),
+            description: format!(
+                "getpid's extra time with the user-space file system, per second at {r} calls a \
+                 second"
+            ),
+            value: d.estimate_ns * r / 1e6,
+            ci95: Some(d.ci95_ns.map(|x| x * r / 1e6)),
+            unit: "ms/s".into(),
+            flagged: d.flagged.clone(),
+        });
+    }
+    let slow: Vec<f64> = OVERALL
+        .iter()
+        .filter_map(|c| get(&out, &format!("study.{NAME}.{c}.slowdown")).map(|f| f.value))
+        .collect();
+    if slow.len() == OVERALL.len() {
+        out.push(StudyFigure {
+            id: format!("study.{NAME}.overall.slowdown"),
+            description: "overall slowdown: the mean of the five calls' slowdowns, as the study's \
+                          22, 11, 9, 8 and 8 % average to its 12 %"
+                .into(),
+            value: slow.iter().sum::<f64>() / slow.len() as f64,
+            ci95: None,
+            unit: "%".into(),
+            flagged: None,
+        });
+    }
+    out
+}
+
+/// The study's table: each call in the kernel and in user space, published beside this
+/// machine's tmpfs and FUSE.
+pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
+    let (k, u) = (baseline("minix3-kernel-drivers"), baseline("minix3-user-drivers"));
+    let figs = doc.map(figures).unwrap_or_default();
+    let r = doc.map_or(STUDY_RATE, rate);
+    let us = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v} µs"));
+    let mut rows = Vec::new();
+    for (call, fig, label) in CALLS {
+        let (pk, pu) = (published(&k, fig), published(&u, fig));
+        let pct = published(&u, &format!("{fig}.slowdown"));
+        let bound = published(&k, &format!("{fig}.bound"));
+        let study_diff = match (pk, pu) {
+            (Some(a), Some(b)) => fmt_ns((b - a) * 1e3),
+            _ => "-".into(),
+        };
+        let this = |side: &str| {
+            doc.and_then(|d| case(d, &format!("fs.{side}.{call}")))
+                .map_or("-".into(), |c| fmt_ns(c.median_ns))
+        };
+        let diff = doc.and_then(|d| derived(d, &format!("fs.diff.{call}")));
+        rows.push(vec![
+            label.to_string(),
+            match (pk, bound) {
+                (Some(v), _) => format!("{v} µs"),
+                (None, Some(b)) => format!("< {b} µs"),
+                _ => "-".into(),
+            },
+            us(pu),
+            study_diff,
+            pct.map_or("-".into(), |v| format!("+{v} %")),
+            this("tmpfs"),
+            this("fuse"),
+            diff.map_or("-".into(), |d| fmt_ns(d.estimate_ns)),
+            super::cell(get(&figs, &format!("study.{NAME}.{call}.slowdown"))),
+            diff.map_or("-".into(), |d| {
+                format!("{:.3} ms/s", d.estimate_ns * r / 1e6)
+            }),
+        ]);
+    }
+    rows.push(vec![
+        "overall".into(),
+        "".into(),
+        "".into(),
+        "".into(),
+        published(&u, "overall.slowdown").map_or("-".into(), |v| format!("≈ +{v} %")),
+        "".into(),
+        "".into(),
+        "".into(),
+        super::cell(get(&figs, &format!("study.{NAME}.overall.slowdown"))),
+        "".into(),
+    ]);
+    let extra = published(&u, "getpid.extra_at_rate");
+    let mut notes = vec![
+        format!(
+            "study: MINIX 3 with drivers in the kernel and in user space; this machine: the same \
+             calls on a file system in the kernel (tmpfs) and on one served by a user-space \
+             program (FUSE). cost/s: the difference's CPU time per second at {r} calls a second."
+        ),
+        format!(
+            "The study priced getpid's 180 ns at 10 000 calls a second as {} ms per second \
+             (its own figures, 1.011 − 0.831 µs, give 1.8 ms); this machine: {}. overall: the \
+             mean of the five slowdowns the study gave (22, 11, 9, 8, 8 % average to 11.6 %).",
+            extra.map_or("-".into(), |v| v.to_string()),
+            super::cell(get(&figs, &format!("study.{NAME}.getpid.extra_at_rate")))
+        ),
+    ];
+    notes.extend(this_machine_note(doc));
+    vec![View {
+        title: format!("{NAME}: the same calls served in the kernel and in user space"),
+        head: [
+            "call",
+            "study kernel",
+            "study user",
+            "study diff",
+            "study %",
+            "tmpfs",
+            "FUSE",
+            "diff",
+            "%",
+            "cost/s",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+        notes,
+    }]
+}
+
+/// Each call's cost in the kernel and in user space, one panel per call: the study's MINIX 3
+/// dashed, this machine's tmpfs and FUSE solid.
+pub fn plots(doc: Option<&ResultDoc>) -> Vec<Plot> {
+    let (k, u) = (baseline("minix3-kernel-drivers"), baseline("minix3-user-drivers"));
+    let mut panels = Vec::new();
+    let mut all = Vec::new();
+    for (call, fig, label) in CALLS {
+        let mut lines = Vec::new();
+        let study: Vec<_> = [(1.0, published(&k, fig)), (2.0, published(&u, fig))]
+            .into_iter()
+            .filter_map(|(x, v)| Some((x, v? * 1e3, None, format!("MINIX 3: {} µs", v?))))
+            .collect();
+        lines.push(line("MINIX 3 (2006), as published", published_style(0), study));
+        if let Some(doc) = doc {
+            let pts: Vec<_> = [(1.0, "tmpfs"), (2.0, "fuse")]
+                .into_iter()
+                .filter_map(|(x, side)| {
+                    let c = case(doc, &format!("fs.{side}.{call}"))?;
+                    Some((x, c.median_ns, Some(c.ci95_ns), format!("{}: {}", c.id, fmt_ns(c.median_ns))))
+                })
+                .collect();
+            lines.push(line(&this_label(doc), this_style(), pts));
+        }
+        if lines.iter().all(|l| l.points.is_empty()) {
+            continue;
+        }
+        let mut ys = y_values(&lines);
+        ys.push(0.0);
+        panels.push(Panel {
+            title: label.to_string(),
+            x: Axis::fit("1 kernel, 2 user space", Unit::Plain, &[1.0, 2.0], Fit::AtData),
+            y: Axis::fit("per call", Unit::Ns, &ys, Fit::Auto { zero: true }),
+            lines: lines.clone(),
+            refs: Vec::new(),
+            bars: Vec::new(),
+        });
+        all.extend(lines);
+    }
+    let refs: Vec<&crate::plot::chart::Line> = all.iter().collect();
+    let header = Header::new(
+        "minix3: each call served in the kernel (1) and in user space (2)",
+        &["Dashed: MINIX 3 with drivers in the kernel and in user space, as published (most \
+           calls were published as a slowdown only); solid: this machine, tmpfs and FUSE. \
+           Whiskers: 95 % confidence intervals."
+            .to_string()],
+    );
+    let _ = (signed, value_text);
+    vec![Plot {
+        name: format!("study.{NAME}"),
+        svg: grid(&header, &panels, 3, 150.0, &keys(&refs)),
+    }]
+}

@@ -1,0 +1,510 @@
+//! The QNX tick study: the same work as one flow, N threads and N processes while the system
+//! tick shrinks from 1 ms to 9.2 µs; the time and cycles of each, ≈ 1256 cycles per extra tick,
+//! a switch (374 cycles between threads, 617 between processes) every fourth tick, so switching
+//! is "under 10 %" of servicing the clock, and the useful work's share falling as the tick
+//! shrinks (its Fig. 2.7).
+//!
+//! Linux cannot change its tick at run time: oscost's `tick-forms` runs the three forms under
+//! periodic timer events at chosen periods, counts the events and the switches where they
+//! happen, and does the study's subtraction on them.
+
+use super::{
+    baseline, case, get, keys, line, published, published_style, signed, this_label,
+    this_machine_note, this_style, value_text, x_values, y_values, StudyFigure, StudyInfo,
+};
+use crate::plot::chart::{grid, Axis, Fit, Header, Panel, Unit};
+use crate::plot::Plot;
+use crate::render::fmt_ns;
+use crate::views::View;
+use oscost_model::{CaseResult, ResultDoc};
+
+const NAME: &str = "qnx-tick";
+
+/// What `oscost study` says of it.
+pub const INFO: StudyInfo = StudyInfo {
+    name: NAME,
+    citation: "An untitled text on QNX (in Russian; author and date not given)",
+    ran_on: "QNX (version not given) on a processor whose cycle counter ran at about 534.65 MHz, \
+             at nice −19",
+    measured: "the same work as one flow, N threads and N forked processes at five system-tick \
+               periods from 0.9998 ms to 9.2 µs: time and cycles, cycles per extra tick, and \
+               the share of switching in servicing the clock",
+    baselines: &["qnx-tick"],
+    experiments: &["tick-forms"],
+};
+
+/// The study's ticks: (figure infix, period in ns).
+const TICKS: [(&str, f64); 5] = [
+    ("tick1ms", 999_847.5),
+    ("tick49us", 49_447.0),
+    ("tick19us", 19_276.0),
+    ("tick11us", 10_895.0),
+    ("tick9us", 9_219.0),
+];
+/// The study's forms and oscost's names for them.
+const FORMS: [(&str, &str); 3] = [
+    ("single", "single"),
+    ("threads", "threads"),
+    ("forks", "processes"),
+];
+
+/// A period as oscost names it in case ids: `1ms`, `200us`, `9200ns`, or `none`.
+fn period_ns(name: &str) -> Option<f64> {
+    let split = name.find(|c: char| !c.is_ascii_digit() && c != '.')?;
+    let (num, unit) = name.split_at(split);
+    let v: f64 = num.parse().ok()?;
+    Some(match unit {
+        "ns" => v,
+        "us" => v * 1e3,
+        "ms" => v * 1e6,
+        "s" => v * 1e9,
+        _ => return None,
+    })
+}
+
+/// The periods a run measured for `policy`, shortest last, as (name, ns).
+fn periods(doc: &ResultDoc, policy: &str) -> Vec<(String, f64)> {
+    let mut v: Vec<(String, f64)> = doc
+        .experiments
+        .iter()
+        .filter(|e| e.name == "tick-forms")
+        .flat_map(|e| &e.cases)
+        .filter_map(|c| {
+            let rest = c.id.strip_prefix(&format!("tick-forms.single.{policy}."))?;
+            Some((rest.to_owned(), period_ns(rest)?))
+        })
+        .collect();
+    v.sort_by(|a, b| b.1.total_cmp(&a.1));
+    v.dedup_by(|a, b| a.0 == b.0);
+    v
+}
+
+fn point<'a>(doc: &'a ResultDoc, form: &str, policy: &str, period: &str) -> Option<&'a CaseResult> {
+    case(doc, &format!("tick-forms.{form}.{policy}.{period}"))
+}
+
+fn counter(c: &CaseResult, key: &str) -> Option<f64> {
+    c.counters.get(key).copied()
+}
+
+/// `(cycles(P) − cycles(none)) / (events(P) − events(none))`: the study's subtraction.
+fn per_extra(loaded: &CaseResult, base: &CaseResult, what: &str) -> Option<f64> {
+    let de = counter(loaded, "events")? - counter(base, "events").unwrap_or(0.0);
+    let dv = counter(loaded, what)? - counter(base, what)?;
+    (de > 0.0).then(|| dv / de)
+}
+
+fn fig(id: String, description: String, value: f64, unit: &str, cases: &[&CaseResult]) -> StudyFigure {
+    StudyFigure {
+        id,
+        description,
+        value,
+        ci95: None,
+        unit: unit.into(),
+        flagged: super::flag_of(cases),
+    }
+}
+
+/// The study's figures for this machine, per form, policy and period, and the study's summary
+/// figures at the shortest period measured.
+pub fn figures(doc: &ResultDoc) -> Vec<StudyFigure> {
+    let mut out = Vec::new();
+    for policy in ["other", "fifo", "rr"] {
+        for (name, _) in periods(doc, policy) {
+            for (_, form) in FORMS {
+                let (Some(base), Some(c)) = (
+                    point(doc, form, policy, "none"),
+                    point(doc, form, policy, &name),
+                ) else {
+                    continue;
+                };
+                let stem = format!("study.{NAME}.{form}.{policy}.{name}");
+                if let Some(v) = per_extra(c, base, "cycles") {
+                    out.push(fig(
+                        format!("{stem}.cycles_per_event"),
+                        format!("{form}, {policy}: extra cycles per extra timer event at {name}"),
+                        v,
+                        "cycles",
+                        &[c, base],
+                    ));
+                }
+                if let Some(v) = per_extra(c, base, "switches") {
+                    out.push(fig(
+                        format!("{stem}.switches_per_event"),
+                        format!("{form}, {policy}: extra switches per extra timer event at {name}"),
+                        v,
+                        "x",
+                        &[c, base],
+                    ));
+                }
+                if c.median_ns > 0.0 {
+                    out.push(fig(
+                        format!("{stem}.useful_share"),
+                        format!("{form}, {policy}: the work's share of the time at {name}"),
+                        base.median_ns / c.median_ns * 100.0,
+                        "% of time",
+                        &[c, base],
+                    ));
+                }
+            }
+        }
+    }
+    // The study's own summary: the single flow at the shortest period against no events.
+    let ps = periods(doc, "other");
+    if let Some((short, _)) = ps.last() {
+        let stem = format!("study.{NAME}.single.other.{short}");
+        if let Some(f) = get(&out, &format!("{stem}.cycles_per_event")).cloned() {
+            out.push(StudyFigure {
+                id: format!("study.{NAME}.cycles_per_event"),
+                description: format!(
+                    "extra cycles per extra timer event, one flow at the shortest period \
+                     measured ({short}) against none"
+                ),
+                ..f
+            });
+        }
+        for form in ["threads", "processes"] {
+            let sw = case(doc, &format!("tick-forms.switch.{form}"));
+            let per = get(&out, &format!("study.{NAME}.{form}.other.{short}.switches_per_event"))
+                .map(|f| f.value);
+            let cpe = get(&out, &format!("study.{NAME}.{form}.other.{short}.cycles_per_event"))
+                .map(|f| f.value);
+            if let Some(sw) = sw {
+                out.push(fig(
+                    format!("study.{NAME}.switch.{form}"),
+                    format!("a switch between two {form} on one CPU, in counter cycles"),
+                    sw.median_cycles,
+                    "cycles",
+                    &[sw],
+                ));
+                if let Some(per) = per {
+                    let v = sw.median_cycles * per;
+                    out.push(fig(
+                        format!("study.{NAME}.switch_per_event.{form}"),
+                        format!(
+                            "cycles of switching per timer event for {form}: a switch's cycles × \
+                             the switches counted per event at {short}"
+                        ),
+                        v,
+                        "cycles",
+                        &[sw],
+                    ));
+                    if let Some(cpe) = cpe.filter(|c| *c > 0.0) {
+                        out.push(fig(
+                            format!("study.{NAME}.switch_share.{form}"),
+                            format!(
+                                "switching's share of what a timer event costs {form} at {short}"
+                            ),
+                            v / cpe * 100.0,
+                            "% of event",
+                            &[sw],
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    for (name, _) in &ps {
+        let t: Vec<f64> = FORMS
+            .iter()
+            .filter_map(|(_, f)| point(doc, f, "other", name).map(|c| c.median_ns))
+            .collect();
+        if t.len() == FORMS.len() {
+            let (lo, hi) = t.iter().fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
+            out.push(fig(
+                format!("study.{NAME}.form_spread.{name}"),
+                format!("how far apart the three forms' times are at {name}: (max − min) / min"),
+                (hi / lo - 1.0) * 100.0,
+                "%",
+                &[],
+            ));
+        }
+    }
+    out
+}
+
+/// The study's table as published with what it derives, this machine's grid beside it, and
+/// the derived figures side by side.
+pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
+    let b = baseline(NAME);
+    let mut views = Vec::new();
+    // The study's own table, with what it derives from it.
+    let t_long = |form: &str| published(&b, &format!("{form}.tick1ms.time"));
+    let mut rows = Vec::new();
+    for (tick, ns) in TICKS {
+        let t = |form: &str| published(&b, &format!("{form}.{tick}.time"));
+        let (s, th, fk) = (t("single"), t("threads"), t("forks"));
+        let spread = match (s, th, fk) {
+            (Some(a), Some(b2), Some(c)) => {
+                let lo = a.min(b2).min(c);
+                format!("{:.1} %", (a.max(b2).max(c) / lo - 1.0) * 100.0)
+            }
+            _ => "-".into(),
+        };
+        let growth = match (s, t_long("single")) {
+            (Some(a), Some(b0)) => format!("{} %", signed((a / b0 - 1.0) * 100.0)),
+            _ => "-".into(),
+        };
+        let share = match (s, t_long("single")) {
+            (Some(a), Some(b0)) => format!("{:.1} %", b0 / a * 100.0),
+            _ => "-".into(),
+        };
+        let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v} ms"));
+        rows.push(vec![
+            format!("{} µs", crate::plot::chart::sig(ns / 1e3)),
+            f(s),
+            f(th),
+            f(fk),
+            spread,
+            growth,
+            share,
+        ]);
+    }
+    views.push(View {
+        title: format!("{NAME}: the study's table (QNX, as published) and what it derives"),
+        head: ["tick", "single", "threads", "forks", "forms apart", "single vs 1 ms", "useful share"]
+            .map(String::from)
+            .to_vec(),
+        rows,
+        notes: vec![
+            "forms apart: (slowest − fastest) / fastest at each tick. The study says the three \
+             forms differ by 0.5–2 %: that holds at 1 ms, 19 µs, 11 µs and 9.2 µs, not at 49 µs \
+             (6.6 %). useful share: the time at the longest tick over the time at this one (its \
+             Fig. 2.7)."
+                .into(),
+        ],
+    });
+    let Some(doc) = doc else {
+        return views;
+    };
+    let figs = figures(doc);
+    for policy in ["other", "fifo", "rr"] {
+        let ps = periods(doc, policy);
+        if ps.is_empty() {
+            continue;
+        }
+        let mut rows = Vec::new();
+        for (name, _) in std::iter::once(("none".to_string(), 0.0)).chain(ps.clone()) {
+            let t = |form: &str| point(doc, form, policy, &name);
+            let cell = |c: Option<&CaseResult>| {
+                c.map_or("-".into(), |c| {
+                    let v = fmt_ns(c.median_ns);
+                    if c.checks_passed {
+                        v
+                    } else {
+                        format!("{v} !")
+                    }
+                })
+            };
+            let f = |form: &str, what: &str| {
+                get(&figs, &format!("study.{NAME}.{form}.{policy}.{name}.{what}"))
+                    .map_or("-".into(), |f| value_text(f.value, &f.unit))
+            };
+            rows.push(vec![
+                name.clone(),
+                cell(t("single")),
+                cell(t("threads")),
+                cell(t("processes")),
+                t("single")
+                    .and_then(|c| counter(c, "events"))
+                    .map_or("-".into(), |e| format!("{e:.0}")),
+                f("single", "cycles_per_event"),
+                f("threads", "cycles_per_event"),
+                f("processes", "cycles_per_event"),
+                f("threads", "switches_per_event"),
+                get(&figs, &format!("study.{NAME}.form_spread.{name}"))
+                    .filter(|_| policy == "other")
+                    .map_or("-".into(), |f| format!("{:.1} %", f.value)),
+                f("single", "useful_share"),
+            ]);
+        }
+        let mut notes = vec![format!(
+            "SCHED_{}: the same work as one flow, N threads and N processes on one CPU under \
+             periodic timer events (none: undisturbed). events: timer events counted in the \
+             single flow's run; cycles/event: (cycles − cycles with none) / (events − events \
+             with none), counter cycles; switches/event: extra switches per extra event for the \
+             threads.",
+            policy.to_uppercase()
+        )];
+        notes.extend(this_machine_note(Some(doc)));
+        views.push(View {
+            title: format!("{NAME}: this machine, the forms under timer events ({policy})"),
+            head: [
+                "period",
+                "single",
+                "threads",
+                "processes",
+                "events",
+                "cyc/ev single",
+                "cyc/ev threads",
+                "cyc/ev procs",
+                "sw/ev threads",
+                "forms apart",
+                "useful share",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows,
+            notes,
+        });
+    }
+    let f = |id: &str| super::cell(get(&figs, &format!("study.{NAME}.{id}")));
+    let p = |id: &str| published(&b, id).map_or("-".into(), |v| format!("{v}"));
+    let rows = vec![
+        vec!["cycles per extra tick / event".into(), format!("{} cycles", p("cycles_per_tick")), f("cycles_per_event")],
+        vec!["switch between threads".into(), format!("{} cycles", p("switch.threads")), f("switch.threads")],
+        vec!["switch between processes".into(), format!("{} cycles", p("switch.processes")), f("switch.processes")],
+        vec![
+            "switching per tick / event, threads".into(),
+            format!("{} cycles (374 / 4)", p("switch_per_tick.threads")),
+            f("switch_per_event.threads"),
+        ],
+        vec![
+            "switching per tick / event, processes".into(),
+            format!("{} cycles (617 / 4)", p("switch_per_tick.processes")),
+            f("switch_per_event.processes"),
+        ],
+        vec![
+            "switching's share of servicing the clock".into(),
+            format!("under {} %", p("switch_share_of_tick")),
+            format!("{} (threads), {} (processes)", f("switch_share.threads"), f("switch_share.processes")),
+        ],
+    ];
+    let mut notes = vec![
+        "The study: 1 073 880 378 extra cycles over 855 048 extra ticks ≈ 1256 cycles per tick, \
+         from one flow at 1 ms and at 9.2 µs; a switch every fourth tick costs 90–150 cycles a \
+         tick. This machine: the same subtraction at its shortest period, switches counted \
+         rather than assumed. Its cycles are the counter's (the TSC's reference cycles); the \
+         study's were its processor's cycle counter."
+            .to_string(),
+    ];
+    notes.extend(this_machine_note(Some(doc)));
+    views.push(View {
+        title: format!("{NAME}: the study's derived figures beside this machine's"),
+        head: ["figure", "study (QNX)", "this machine"].map(String::from).to_vec(),
+        rows,
+        notes,
+    });
+    views
+}
+
+/// Time and cycles per event against the period: the study's forms dashed, this machine's
+/// solid; and the useful work's share against the period (its Fig. 2.7).
+pub fn plots(doc: Option<&ResultDoc>) -> Vec<Plot> {
+    let b = baseline(NAME);
+    let mut time_lines = Vec::new();
+    let mut share_lines = Vec::new();
+    for (i, (pf, form)) in FORMS.iter().enumerate() {
+        let base = published(&b, &format!("{pf}.tick1ms.time"));
+        let pts: Vec<_> = TICKS
+            .iter()
+            .filter_map(|(t, ns)| {
+                let v = published(&b, &format!("{pf}.{t}.time"))?;
+                Some((*ns, v / base? , None, format!("QNX {pf} at {ns} ns: {v} ms")))
+            })
+            .collect();
+        let share: Vec<_> = pts
+            .iter()
+            .map(|(x, r, _, tip)| (*x, 100.0 / r, None, tip.clone()))
+            .collect();
+        time_lines.push(line(&format!("QNX {form}, as published"), published_style(i), pts));
+        share_lines.push(line(&format!("QNX {form}, as published"), published_style(i), share));
+    }
+    let mut cpe_lines = Vec::new();
+    if let Some(pub_cpe) = published(&b, "cycles_per_tick") {
+        cpe_lines.push(line(
+            "QNX, as published (1 ms against 9.2 µs)",
+            published_style(0),
+            vec![(9_219.0, pub_cpe, None, format!("{pub_cpe} cycles per tick"))],
+        ));
+    }
+    if let Some(doc) = doc {
+        let figs = figures(doc);
+        for (i, (_, form)) in FORMS.iter().enumerate() {
+            let Some(base) = point(doc, form, "other", "none") else { continue };
+            let mut st = this_style();
+            st.colour = crate::plot::chart::colour(i + 1);
+            let ps = periods(doc, "other");
+            let label = format!("{}: {form}", this_label(doc));
+            time_lines.push(line(
+                &label,
+                st,
+                ps.iter()
+                    .filter_map(|(n, ns)| {
+                        let c = point(doc, form, "other", n)?;
+                        Some((*ns, c.median_ns / base.median_ns, None, format!("{}: {}", c.id, fmt_ns(c.median_ns))))
+                    })
+                    .collect(),
+            ));
+            share_lines.push(line(
+                &label,
+                st,
+                ps.iter()
+                    .filter_map(|(n, ns)| {
+                        let f = get(&figs, &format!("study.{NAME}.{form}.other.{n}.useful_share"))?;
+                        Some((*ns, f.value, None, format!("{}: {:.1} %", f.id, f.value)))
+                    })
+                    .collect(),
+            ));
+            cpe_lines.push(line(
+                &label,
+                st,
+                ps.iter()
+                    .filter_map(|(n, ns)| {
+                        let f = get(&figs, &format!("study.{NAME}.{form}.other.{n}.cycles_per_event"))?;
+                        Some((*ns, f.value, None, format!("{}: {:.0} cycles", f.id, f.value)))
+                    })
+                    .collect(),
+            ));
+        }
+    }
+    let xs: Vec<f64> = x_values(&time_lines)
+        .into_iter()
+        .chain(x_values(&cpe_lines))
+        .collect();
+    let x = Axis::fit("timer period", Unit::Ns, &xs, Fit::Auto { zero: false });
+    let mut ty = y_values(&time_lines);
+    ty.push(1.0);
+    let panels = vec![
+        Panel {
+            title: "time against the longest period (study) or none (this machine)".into(),
+            x: x.clone(),
+            y: Axis::fit("time", Unit::Ratio, &ty, Fit::Auto { zero: false }),
+            lines: time_lines.clone(),
+            refs: Vec::new(),
+            bars: Vec::new(),
+        },
+        Panel {
+            title: "cycles per extra event".into(),
+            x: x.clone(),
+            y: Axis::fit("cycles", Unit::Count, &y_values(&cpe_lines), Fit::Auto { zero: true }),
+            lines: cpe_lines.clone(),
+            refs: Vec::new(),
+            bars: Vec::new(),
+        },
+        Panel {
+            title: "useful work's share of the time (Fig. 2.7)".into(),
+            x,
+            y: Axis::fit(
+                "share",
+                Unit::Percent,
+                &y_values(&share_lines).into_iter().chain([0.0, 100.0]).collect::<Vec<_>>(),
+                Fit::Linear { zero: true },
+            ),
+            lines: share_lines,
+            refs: Vec::new(),
+            bars: Vec::new(),
+        },
+    ];
+    let all: Vec<&crate::plot::chart::Line> = time_lines.iter().chain(cpe_lines.iter()).collect();
+    let header = Header::new(
+        "qnx-tick: the same work as one flow, threads and processes as the events come faster",
+        &["Dashed: QNX as published, its system tick shortened; solid: this machine under timer \
+           events at each period. Cycles per event: the study's subtraction."
+            .to_string()],
+    );
+    vec![Plot {
+        name: format!("study.{NAME}"),
+        svg: grid(&header, &panels, 3, 200.0, &keys(&all)),
+    }]
+}

@@ -1,0 +1,368 @@
+//! The Windows yield study: N threads share fixed work, each calling `Sleep(0)` after every
+//! step, N = 1 … 8192, on one CPU and on two. Its tables give the time and the overhead against
+//! its own baselines (N = 1 on one CPU, N = 2 on two), and the gain of two CPUs over one.
+//!
+//! oscost's counterpart is `split --form threads --yield` with the sets `one` and `two`. The
+//! times are for each study's own work and never compare; the overheads and gains are ratios of
+//! times on one machine and do.
+
+use super::{
+    baseline, case, exp_param, get, keys, line, overhead_figure, pub_cell, published,
+    published_style, signed, this_label, this_machine_note, this_style, x_values, y_values,
+    StudyFigure, StudyInfo,
+};
+use crate::plot::chart::{grid, Axis, Fit, Header, Panel, Unit};
+use crate::plot::Plot;
+use crate::render::fmt_ns;
+use crate::views::View;
+use oscost_model::{CaseResult, ResultDoc};
+
+const NAME: &str = "windows-yield";
+
+/// What `oscost study` says of it.
+pub const INFO: StudyInfo = StudyInfo {
+    name: NAME,
+    citation: "An untitled text on Windows threads that yield (in Russian; author and date not \
+               given, its newest system Windows XP)",
+    ran_on: "Windows NT4 Server and 2000 Professional on two Pentium III 1 GHz; Windows 2000 \
+             Professional, XP Professional and 98 SE on one",
+    measured: "the same work shared by N = 1 … 8192 threads calling Sleep(0) after every step, \
+               on one CPU and on two: the time, the overhead against N = 1 on one CPU (N = 2 on \
+               two), and the gain of two CPUs over one",
+    baselines: &[
+        "windows-yield-2000-1cpu",
+        "windows-yield-xp-1cpu",
+        "windows-yield-98se-1cpu",
+        "windows-yield-nt4-2cpu",
+        "windows-yield-2000-2cpu",
+        "windows-yield-summary",
+    ],
+    experiments: &["split"],
+};
+
+/// The published systems on one CPU and on two: (baseline, legend label).
+const ONE_CPU: [(&str, &str); 3] = [
+    ("windows-yield-2000-1cpu", "Windows 2000, 1 CPU"),
+    ("windows-yield-xp-1cpu", "Windows XP, 1 CPU"),
+    ("windows-yield-98se-1cpu", "Windows 98 SE, 1 CPU"),
+];
+const TWO_CPUS: [(&str, &str); 2] = [
+    ("windows-yield-nt4-2cpu", "Windows NT4, 2 CPUs"),
+    ("windows-yield-2000-2cpu", "Windows 2000, 2 CPUs"),
+];
+
+/// The study's N: 1, 2, 4 … 8192.
+fn study_ns() -> Vec<u64> {
+    (0..=13).map(|k| 1u64 << k).collect()
+}
+
+/// The split cases of one CPU set of a run with `--yield`, by N: `one`, and for two CPUs the
+/// `two` set, or `all` when it held exactly two CPUs.
+fn cases_of(doc: &ResultDoc, cpus: u64) -> Vec<(u64, &CaseResult)> {
+    if exp_param(doc, "split", "yield").and_then(|v| v.as_bool()) != Some(true) {
+        return Vec::new();
+    }
+    let sets: &[&str] = if cpus == 1 { &["one"] } else { &["two", "all"] };
+    for set in sets {
+        let found: Vec<(u64, &CaseResult)> = study_ns()
+            .into_iter()
+            .filter_map(|n| {
+                let c = case(doc, &format!("split.threads.{set}.{n}"))?;
+                let count = c.params.get("cpu_count").and_then(|v| v.as_u64());
+                (count == Some(cpus)).then_some((n, c))
+            })
+            .collect();
+        if !found.is_empty() {
+            return found;
+        }
+    }
+    Vec::new()
+}
+
+/// The case for `n` among `v`.
+fn at<'a>(v: &[(u64, &'a CaseResult)], n: u64) -> Option<&'a CaseResult> {
+    v.iter().find(|(k, _)| *k == n).map(|p| p.1)
+}
+
+/// The study's figures for this machine: overheads against the study's baselines, the gain of
+/// two CPUs over one at each N, its mean, and the largest overhead on one CPU.
+pub fn figures(doc: &ResultDoc) -> Vec<StudyFigure> {
+    let one = cases_of(doc, 1);
+    let two = cases_of(doc, 2);
+    let mut out = Vec::new();
+    for (set, cases, base_n) in [("one", &one, 1u64), ("two", &two, 2u64)] {
+        let Some(base) = at(cases, base_n) else {
+            continue;
+        };
+        for (n, c) in cases.iter() {
+            if *n < base_n {
+                continue;
+            }
+            out.extend(overhead_figure(
+                format!("study.{NAME}.{set}.n{n}.overhead"),
+                format!(
+                    "overhead of {n} yielding threads on {} against the study's baseline \
+                     ({base_n} on {})",
+                    if set == "one" { "one CPU" } else { "two CPUs" },
+                    if set == "one" { "one CPU" } else { "two" },
+                ),
+                base,
+                c,
+            ));
+        }
+    }
+    let mut gains = Vec::new();
+    for n in study_ns() {
+        if let (Some(a), Some(b)) = (at(&two, n), at(&one, n)) {
+            if let Some(f) = overhead_figure(
+                format!("study.{NAME}.n{n}.gain"),
+                format!("gain of two CPUs over one at N = {n}: one-CPU time / two-CPU time − 1"),
+                a,
+                b,
+            ) {
+                if n >= 2 {
+                    gains.push(f.value);
+                }
+                out.push(f);
+            }
+        }
+    }
+    if !gains.is_empty() {
+        out.push(StudyFigure {
+            id: format!("study.{NAME}.mean_gain"),
+            description: "mean gain of two CPUs over one, N = 2 … 8192 as measured".into(),
+            value: gains.iter().sum::<f64>() / gains.len() as f64,
+            ci95: None,
+            unit: "%".into(),
+            flagged: None,
+        });
+    }
+    let one_overheads: Vec<f64> = out
+        .iter()
+        .filter(|f| f.id.starts_with(&format!("study.{NAME}.one.n")))
+        .map(|f| f.value)
+        .collect();
+    if let Some(max) = one_overheads.iter().copied().reduce(f64::max) {
+        out.push(StudyFigure {
+            id: format!("study.{NAME}.one.max_overhead"),
+            description: "the largest overhead on one CPU over every N measured".into(),
+            value: max,
+            ci95: None,
+            unit: "%".into(),
+            flagged: None,
+        });
+    }
+    out
+}
+
+/// `T(N) / (T(1) / min(N, cpus)) − 1`, in %: the time against the ideal.
+fn against_ideal(t: f64, t1: f64, n: u64, cpus: u64) -> f64 {
+    (t / (t1 / n.min(cpus).max(1) as f64) - 1.0) * 100.0
+}
+
+/// The study's tables: one CPU, two CPUs, and the gain of two over one.
+pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
+    let figs = doc.map(figures).unwrap_or_default();
+    let one = doc.map(|d| cases_of(d, 1)).unwrap_or_default();
+    let two = doc.map(|d| cases_of(d, 2)).unwrap_or_default();
+    let t1 = one.iter().find(|(n, _)| *n == 1).map(|p| p.1.median_ns);
+    let note = this_machine_note(doc);
+    let mut views = Vec::new();
+    for (cpus, systems, cases, base_n) in [
+        (1u64, &ONE_CPU[..], &one, 1u64),
+        (2, &TWO_CPUS[..], &two, 2),
+    ] {
+        let docs: Vec<_> = systems.iter().map(|(b, _)| baseline(b)).collect();
+        let mut head = vec!["N".to_string()];
+        for (_, label) in systems {
+            let short = label.split(',').next().unwrap_or(label).replace("Windows ", "");
+            head.push(format!("{short} ms"));
+            head.push(format!("{short} %"));
+        }
+        head.extend([
+            "this machine".into(),
+            format!("% vs N={base_n}"),
+            "% vs ideal".into(),
+        ]);
+        let mut rows = Vec::new();
+        for n in study_ns() {
+            let mut row = vec![n.to_string()];
+            for d in &docs {
+                row.push(pub_cell(published(d, &format!("n{n}.time")), ""));
+                row.push(
+                    published(d, &format!("n{n}.overhead"))
+                        .map_or("-".into(), |v| format!("{} %", signed(v))),
+                );
+            }
+            let c = cases.iter().find(|(k, _)| *k == n).map(|p| p.1);
+            row.push(c.map_or("-".into(), |c| fmt_ns(c.median_ns)));
+            let set = if cpus == 1 { "one" } else { "two" };
+            row.push(super::cell(get(
+                &figs,
+                &format!("study.{NAME}.{set}.n{n}.overhead"),
+            )));
+            row.push(match (c, t1) {
+                (Some(c), Some(t1)) => format!("{} %", signed(against_ideal(c.median_ns, t1, n, cpus))),
+                _ => "-".into(),
+            });
+            rows.push(row);
+        }
+        let mut notes = vec![format!(
+            "The study's columns: time for its work (ms) and its overhead against N = {base_n} on \
+             {}. The times are each machine's own work and do not compare; the overheads do. \
+             `% vs ideal`: against T1 / min(N, CPUs), T1 this machine's N = 1 on one CPU.",
+            if cpus == 1 { "one CPU" } else { "two CPUs" }
+        )];
+        notes.extend(note.clone());
+        views.push(View {
+            title: format!(
+                "{NAME}: N threads yielding after every step, on {}",
+                if cpus == 1 { "one CPU" } else { "two CPUs" }
+            ),
+            head,
+            rows,
+            notes,
+        });
+    }
+    let summary = baseline("windows-yield-summary");
+    let mut rows = Vec::new();
+    for n in study_ns() {
+        let pub_gain = published(&summary, &format!("n{n}.gain"));
+        let (a, b) = (
+            two.iter().find(|(k, _)| *k == n).map(|p| p.1),
+            one.iter().find(|(k, _)| *k == n).map(|p| p.1),
+        );
+        rows.push(vec![
+            n.to_string(),
+            pub_cell(published(&summary, &format!("n{n}.two_cpus")), ""),
+            pub_cell(published(&summary, &format!("n{n}.one_cpu")), ""),
+            pub_gain.map_or("-".into(), |v| format!("{} %", signed(v))),
+            a.map_or("-".into(), |c| fmt_ns(c.median_ns)),
+            b.map_or("-".into(), |c| fmt_ns(c.median_ns)),
+            super::cell(get(&figs, &format!("study.{NAME}.n{n}.gain"))),
+        ]);
+    }
+    rows.push(vec![
+        "mean".into(),
+        "".into(),
+        "".into(),
+        published(&summary, "mean.gain").map_or("-".into(), |v| format!("{} %", signed(v))),
+        "".into(),
+        "".into(),
+        super::cell(get(&figs, &format!("study.{NAME}.mean_gain"))),
+    ]);
+    let mut notes = vec![
+        "gain = one-CPU time / two-CPU time − 1. The study's two-CPU column is the mean of NT4 and \
+         2000, its one-CPU column the mean of 2000 and XP; its mean gain is over N = 2 … 8192, as \
+         is this machine's (over the N measured)."
+            .to_string(),
+        format!(
+            "The study's summary: on one CPU the overhead stays at or under 60 % up to 8192 \
+             threads; this machine's largest: {}.",
+            super::cell(get(&figs, &format!("study.{NAME}.one.max_overhead")))
+        ),
+    ];
+    notes.extend(note);
+    views.push(View {
+        title: format!("{NAME}: what two CPUs gave over one"),
+        head: [
+            "N",
+            "study 2 CPUs ms",
+            "study 1 CPU ms",
+            "study gain",
+            "this 2 CPUs",
+            "this 1 CPU",
+            "this gain",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+        notes,
+    });
+    views
+}
+
+/// Time against N (log axes) and overhead against N, on one CPU and on two: each published
+/// system a dashed curve, this machine solid.
+pub fn plots(doc: Option<&ResultDoc>) -> Vec<Plot> {
+    let figs = doc.map(figures).unwrap_or_default();
+    let mut panels = Vec::new();
+    let mut all_lines = Vec::new();
+    for (cpus, systems) in [(1u64, &ONE_CPU[..]), (2, &TWO_CPUS[..])] {
+        let mut times = Vec::new();
+        let mut over = Vec::new();
+        for (i, (b, label)) in systems.iter().enumerate() {
+            let d = baseline(b);
+            let style = published_style(i + if cpus == 2 { 3 } else { 0 });
+            let pts = |what: &str, scale: f64| {
+                study_ns()
+                    .into_iter()
+                    .filter_map(|n| {
+                        let v = published(&d, &format!("n{n}.{what}"))?;
+                        Some((n as f64, v * scale, None, format!("{label}, N = {n}: {v} {what}")))
+                    })
+                    .collect::<Vec<_>>()
+            };
+            times.push(line(label, style, pts("time", 1e6)));
+            over.push(line(label, style, pts("overhead", 1.0)));
+        }
+        if let Some(doc) = doc {
+            let cases = cases_of(doc, cpus);
+            let set = if cpus == 1 { "one" } else { "two" };
+            let label = this_label(doc);
+            times.push(line(
+                &label,
+                this_style(),
+                cases
+                    .iter()
+                    .map(|(n, c)| {
+                        (*n as f64, c.median_ns, Some(c.ci95_ns), format!("{}: {}", c.id, fmt_ns(c.median_ns)))
+                    })
+                    .collect(),
+            ));
+            over.push(line(
+                &label,
+                this_style(),
+                study_ns()
+                    .into_iter()
+                    .filter_map(|n| {
+                        let f = get(&figs, &format!("study.{NAME}.{set}.n{n}.overhead"))?;
+                        Some((n as f64, f.value, f.ci95, format!("{}: {}", f.id, super::cell(Some(f)))))
+                    })
+                    .collect(),
+            ));
+        }
+        let what = if cpus == 1 { "one CPU" } else { "two CPUs" };
+        let x = Axis::fit("threads (N)", Unit::Plain, &x_values(&times), Fit::AtData);
+        panels.push(Panel {
+            title: format!("time for the work, {what}"),
+            x: x.clone(),
+            y: Axis::fit("time", Unit::Ns, &y_values(&times), Fit::Auto { zero: true }),
+            lines: times.clone(),
+            refs: Vec::new(),
+            bars: Vec::new(),
+        });
+        let mut ov = y_values(&over);
+        ov.push(0.0);
+        panels.push(Panel {
+            title: format!("overhead against N = {}, {what}", if cpus == 1 { 1 } else { 2 }),
+            x,
+            y: Axis::fit("overhead", Unit::Percent, &ov, Fit::Linear { zero: true }),
+            lines: over,
+            refs: Vec::new(),
+            bars: Vec::new(),
+        });
+        all_lines.extend(times);
+    }
+    let refs: Vec<&crate::plot::chart::Line> = all_lines.iter().collect();
+    let header = Header::new(
+        "windows-yield: N threads calling Sleep(0) (Windows) or sched_yield (this machine) after every step",
+        &["Dashed: the study's systems as published; solid: this machine. Times are each machine's \
+           own work (log scale); the overheads compare. Whiskers: 95 % confidence intervals."
+            .to_string()],
+    );
+    vec![Plot {
+        name: format!("study.{NAME}"),
+        svg: grid(&header, &panels, 2, 200.0, &keys(&refs)),
+    }]
+}

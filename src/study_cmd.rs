@@ -1,0 +1,133 @@
+//! `oscost study`: each study's protocol as oscost experiments, at three sizes.
+//!
+//! A study run is an ordinary run of those experiments (history, `--json`, `--report`,
+//! `compare`); only its terminal output differs: the study's own tables, from
+//! `oscost_report::study`, instead of each experiment's.
+
+use crate::cli::{Cli, Command};
+use clap::Parser;
+use oscost_measure::experiments::ExperimentArgs;
+
+/// How large a study run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Size {
+    /// `--quick`: about 20 s here.
+    Quick,
+    /// The default: about 2 minutes.
+    Default,
+    /// `--full`: the study's own sizes.
+    Full,
+}
+
+/// Each study's experiments, as command lines, at each size: (quick, default, full).
+type Lines = &'static [&'static [&'static str]];
+const PROTOCOLS: &[(&str, Lines, Lines, Lines)] = &[
+    (
+        "minix3",
+        &[&["fs"]],
+        &[&["fs"]],
+        &[&["fs"]],
+    ),
+    (
+        "bradford",
+        &[
+            &["primitives", "--only", "sysv-sem,posix-sem,pthread-mutex"],
+            &["lockring", "--tasks", "2,8,32,128"],
+        ],
+        &[
+            &["primitives", "--only", "sysv-sem,posix-sem,pthread-mutex"],
+            &["lockring", "--tasks", "2,4,8,16,32,64,128"],
+        ],
+        &[
+            &["primitives", "--only", "sysv-sem,posix-sem,pthread-mutex"],
+            &["lockring", "--tasks", "2,4,8,16,32,64,128"],
+        ],
+    ),
+    (
+        "windows-yield",
+        &[&[
+            "split", "--form", "threads", "--yield", "--tasks", "1..256", "--sets", "one,two",
+            "--work", "30ms", "--repeats", "3",
+        ]],
+        &[&[
+            "split", "--form", "threads", "--yield", "--tasks", "1..8192", "--sets", "one,two",
+            "--work", "250ms", "--repeats", "3",
+        ]],
+        &[&[
+            "split", "--form", "threads", "--yield", "--tasks", "1..8192", "--sets", "one,two",
+            "--work", "1s", "--repeats", "5",
+        ]],
+    ),
+    (
+        "qnx-tick",
+        &[&["tick-forms"]],
+        &[&["tick-forms"]],
+        &[&["tick-forms"]],
+    ),
+    (
+        "linux-timeslice",
+        &[&[
+            "timeline", "--workers", "1,2,4", "--kind", "processes", "--chunk-iterations",
+            "100000", "--rounds", "2",
+        ]],
+        &[&[
+            "timeline", "--workers", "1,2,4", "--kind", "processes", "--chunk-iterations",
+            "100000", "--rounds", "5",
+        ]],
+        &[&[
+            "timeline", "--workers", "1,2,4", "--kind", "processes", "--chunk-iterations",
+            "100000", "--rounds", "10",
+        ]],
+    ),
+];
+
+/// The study called `name` and its experiments at `size`, or one line naming the choices.
+pub fn experiments(name: &str, size: Size) -> anyhow::Result<(&'static str, Vec<ExperimentArgs>)> {
+    let Some((study, quick, default, full)) = PROTOCOLS.iter().find(|p| p.0 == name) else {
+        let names: Vec<&str> = PROTOCOLS.iter().map(|p| p.0).collect();
+        anyhow::bail!(
+            "no study named `{name}` (choose from: {}; `oscost study` lists them)",
+            names.join(", ")
+        );
+    };
+    let lines = match size {
+        Size::Quick => quick,
+        Size::Default => default,
+        Size::Full => full,
+    };
+    let mut out = Vec::new();
+    for line in lines.iter() {
+        let cli = Cli::try_parse_from(std::iter::once("oscost").chain(line.iter().copied()))
+            .map_err(|e| anyhow::anyhow!("study {study}: `{}` does not parse (a bug): {e}", line.join(" ")))?;
+        match cli.command {
+            Some(Command::Experiment(e)) => out.push(e),
+            _ => anyhow::bail!("study {study}: `{}` is not an experiment (a bug)", line.join(" ")),
+        }
+    }
+    Ok((study, out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_study_has_a_protocol_that_parses_at_every_size() {
+        for s in oscost_report::study::STUDIES {
+            for size in [Size::Quick, Size::Default, Size::Full] {
+                let (name, exps) = experiments(s.info.name, size).unwrap();
+                assert_eq!(name, s.info.name);
+                assert!(!exps.is_empty());
+                for e in &exps {
+                    assert!(
+                        s.info.experiments.contains(&e.name()),
+                        "{name} runs {} but reads {:?}",
+                        e.name(),
+                        s.info.experiments
+                    );
+                }
+            }
+        }
+        assert!(experiments("nope", Size::Quick).is_err());
+    }
+}
