@@ -359,11 +359,31 @@ pub fn report(files: &[std::path::PathBuf], output: Option<&Path>) -> anyhow::Re
         }
     }
     let mut docs = Vec::with_capacity(files.len());
+    let mut studies = Vec::new();
     for f in files {
+        let arg = f.to_string_lossy();
+        if let Some(name) = arg.strip_prefix(crate::compare_cmd::PUBLISHED_PREFIX) {
+            let study = oscost_report::study::of_baseline(name)
+                .or_else(|| oscost_report::study::find(name))
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "{arg}: no published baseline or study of that name (`oscost baselines` \
+                         and `oscost study` list them)"
+                    )
+                })?;
+            studies.push(study);
+            continue;
+        }
         docs.push((f.display().to_string(), read_result(f)?));
     }
+    if docs.is_empty() {
+        anyhow::bail!(
+            "report needs a result file beside published:NAME, whose figures it sets the \
+             study's beside (`oscost report published:qnx-tick r.json -o r.html`)"
+        );
+    }
     let refs: Vec<(String, &ResultDoc)> = docs.iter().map(|(l, d)| (l.clone(), d)).collect();
-    let html = oscost_report::html::report(&refs)?;
+    let html = oscost_report::html::report_with(&refs, &studies)?;
     if to_stdout {
         print_stdout(&html)
     } else {

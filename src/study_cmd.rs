@@ -22,12 +22,7 @@ pub enum Size {
 /// Each study's experiments, as command lines, at each size: (quick, default, full).
 type Lines = &'static [&'static [&'static str]];
 const PROTOCOLS: &[(&str, Lines, Lines, Lines)] = &[
-    (
-        "minix3",
-        &[&["fs"]],
-        &[&["fs"]],
-        &[&["fs"]],
-    ),
+    ("minix3", &[&["fs"]], &[&["fs"]], &[&["fs"]]),
     (
         "bradford",
         &[
@@ -46,16 +41,46 @@ const PROTOCOLS: &[(&str, Lines, Lines, Lines)] = &[
     (
         "windows-yield",
         &[&[
-            "split", "--form", "threads", "--yield", "--tasks", "1..256", "--sets", "one,two",
-            "--work", "30ms", "--repeats", "3",
+            "split",
+            "--form",
+            "threads",
+            "--yield",
+            "--tasks",
+            "1..256",
+            "--sets",
+            "one,two",
+            "--work",
+            "30ms",
+            "--repeats",
+            "3",
         ]],
         &[&[
-            "split", "--form", "threads", "--yield", "--tasks", "1..8192", "--sets", "one,two",
-            "--work", "250ms", "--repeats", "3",
+            "split",
+            "--form",
+            "threads",
+            "--yield",
+            "--tasks",
+            "1..8192",
+            "--sets",
+            "one,two",
+            "--work",
+            "250ms",
+            "--repeats",
+            "3",
         ]],
         &[&[
-            "split", "--form", "threads", "--yield", "--tasks", "1..8192", "--sets", "one,two",
-            "--work", "1s", "--repeats", "5",
+            "split",
+            "--form",
+            "threads",
+            "--yield",
+            "--tasks",
+            "1..8192",
+            "--sets",
+            "one,two",
+            "--work",
+            "1s",
+            "--repeats",
+            "5",
         ]],
     ),
     (
@@ -67,16 +92,37 @@ const PROTOCOLS: &[(&str, Lines, Lines, Lines)] = &[
     (
         "linux-timeslice",
         &[&[
-            "timeline", "--workers", "1,2,4", "--kind", "processes", "--chunk-iterations",
-            "100000", "--rounds", "2",
+            "timeline",
+            "--workers",
+            "1,2,4",
+            "--kind",
+            "processes",
+            "--chunk-iterations",
+            "100000",
+            "--rounds",
+            "2",
         ]],
         &[&[
-            "timeline", "--workers", "1,2,4", "--kind", "processes", "--chunk-iterations",
-            "100000", "--rounds", "5",
+            "timeline",
+            "--workers",
+            "1,2,4",
+            "--kind",
+            "processes",
+            "--chunk-iterations",
+            "100000",
+            "--rounds",
+            "5",
         ]],
         &[&[
-            "timeline", "--workers", "1,2,4", "--kind", "processes", "--chunk-iterations",
-            "100000", "--rounds", "10",
+            "timeline",
+            "--workers",
+            "1,2,4",
+            "--kind",
+            "processes",
+            "--chunk-iterations",
+            "100000",
+            "--rounds",
+            "10",
         ]],
     ),
 ];
@@ -98,10 +144,18 @@ pub fn experiments(name: &str, size: Size) -> anyhow::Result<(&'static str, Vec<
     let mut out = Vec::new();
     for line in lines.iter() {
         let cli = Cli::try_parse_from(std::iter::once("oscost").chain(line.iter().copied()))
-            .map_err(|e| anyhow::anyhow!("study {study}: `{}` does not parse (a bug): {e}", line.join(" ")))?;
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "study {study}: `{}` does not parse (a bug): {e}",
+                    line.join(" ")
+                )
+            })?;
         match cli.command {
             Some(Command::Experiment(e)) => out.push(e),
-            _ => anyhow::bail!("study {study}: `{}` is not an experiment (a bug)", line.join(" ")),
+            _ => anyhow::bail!(
+                "study {study}: `{}` is not an experiment (a bug)",
+                line.join(" ")
+            ),
         }
     }
     Ok((study, out))

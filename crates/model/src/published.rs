@@ -78,10 +78,15 @@ pub struct PublishedFigure {
     /// The same value per operation in ns, when it is a time per operation that an oscost
     /// case's `median_ns` can stand beside; `None` otherwise (a total, a percentage, a rate).
     pub per_op_ns: Option<f64>,
-    /// The oscost case (or derived figure) whose meaning matches, when one does.
+    /// The oscost case, derived figure or study figure (`study.<study>.…`, computed from a run
+    /// as the study computed it) whose meaning matches, when one does.
     pub case_id: Option<String>,
     /// Why no oscost case is mapped, or what differs in the mapped one.
     pub mapping_note: Option<String>,
+    /// For a figure with no counterpart: the nearest oscost figure a reader may look at
+    /// instead, which does not mean the same thing and is never set beside it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nearest: Option<String>,
     /// Parameters of the point as published (N, CPUs, tick period).
     pub params: BTreeMap<String, serde_json::Value>,
 }

@@ -70,6 +70,9 @@ pub struct Comparison {
     pub only_in_other: Vec<String>,
     /// Published figures with no oscost case to stand beside, and why.
     pub unmatched_published: Vec<Unmatched>,
+    /// Published figures that are not times per operation (a percentage, a ratio, cycles per
+    /// event) beside the same figure computed from the run as the study computed it.
+    pub study_rows: Vec<StudyRow>,
     /// Set when so many figures differ that the machine itself more likely changed between
     /// the runs than each figure separately: says so, and where the differences gather.
     pub drift: Option<String>,
@@ -183,6 +186,27 @@ pub struct Row {
     pub note: Option<String>,
 }
 
+/// A published figure beside the study figure of the same meaning computed from a run.
+#[derive(Debug, Clone, Serialize)]
+pub struct StudyRow {
+    /// The figure's id in the baseline.
+    pub id: String,
+    /// The study figure it stands beside (`study.<study>.…`).
+    pub measured_id: String,
+    /// The unit both are shown in.
+    pub unit: String,
+    /// The published value, in `unit`.
+    pub published: f64,
+    /// The value computed from the run, in `unit`.
+    pub measured: f64,
+    /// The computed value's 95 % interval, where it has one.
+    pub measured_ci95: Option<[f64; 2]>,
+    /// measured − published, in `unit` (points for a percentage).
+    pub difference: f64,
+    /// What the figure meant in the study, and what differs.
+    pub note: String,
+}
+
 /// A published figure with no oscost figure beside it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Unmatched {
@@ -224,6 +248,7 @@ fn pair(
         only_in_baseline: Vec::new(),
         only_in_other: Vec::new(),
         unmatched_published: Vec::new(),
+        study_rows: Vec::new(),
         drift: None,
     };
     match (base, other) {
@@ -502,6 +527,21 @@ fn published_value(f: &oscost_model::PublishedFigure) -> String {
     format!("{} {}", trim_float(f.value), f.unit)
 }
 
+/// `v` in unit `from` expressed in unit `to`, when they measure the same kind of thing.
+fn convert(v: f64, from: &str, to: &str) -> Option<f64> {
+    let ns = |u: &str| match u {
+        "ns" => Some(1.0),
+        "us" | "µs" => Some(1e3),
+        "ms" => Some(1e6),
+        "s" => Some(1e9),
+        _ => None,
+    };
+    if from == to {
+        return Some(v);
+    }
+    Some(v * ns(from)? / ns(to)?)
+}
+
 fn trim_float(x: f64) -> String {
     let s = format!("{x:.6}");
     let s = s.trim_end_matches('0').trim_end_matches('.');
@@ -538,17 +578,66 @@ fn published_pair(c: &mut Comparison, p: &PublishedDoc, m: &ResultDoc, measured_
     c.published = Some(side);
     let figs = figures(m);
     let by_id: BTreeMap<&str, &Measured> = figs.iter().map(|(id, f)| (*id, f)).collect();
+    let study_figs = crate::study::all_figures(m);
     for f in &p.figures {
+        if let Some(id) = f.case_id.as_deref().filter(|id| id.starts_with("study.")) {
+            match study_figs.iter().find(|s| s.id == id) {
+                Some(s) => match convert(f.value, &f.unit, &s.unit) {
+                    Some(v) => c.study_rows.push(StudyRow {
+                        id: f.id.clone(),
+                        measured_id: s.id.clone(),
+                        unit: s.unit.clone(),
+                        published: v,
+                        measured: s.value,
+                        measured_ci95: s.ci95,
+                        difference: s.value - v,
+                        note: format!(
+                            "{}{}{}",
+                            f.meaning,
+                            f.mapping_note
+                                .as_ref()
+                                .map(|n| format!(" ({n})"))
+                                .unwrap_or_default(),
+                            s.flagged
+                                .as_ref()
+                                .map(|x| format!("; today's figure is flagged: {x}"))
+                                .unwrap_or_default()
+                        ),
+                    }),
+                    None => c.unmatched_published.push(Unmatched {
+                        id: f.id.clone(),
+                        value: published_value(f),
+                        meaning: f.meaning.clone(),
+                        why: format!("{id} is in {}, not in {}", s.unit, f.unit),
+                    }),
+                },
+                None => c.unmatched_published.push(Unmatched {
+                    id: f.id.clone(),
+                    value: published_value(f),
+                    meaning: f.meaning.clone(),
+                    why: format!(
+                        "{id} cannot be computed from this result (its cases are not in it)"
+                    ),
+                }),
+            }
+            continue;
+        }
         let found = f
             .case_id
             .as_deref()
             .and_then(|id| by_id.get(id).map(|m| (id, m)));
         let (Some(per_op), Some((id, m))) = (f.per_op_ns, found) else {
             let why = match (&f.case_id, f.per_op_ns, found) {
-                (None, _, _) => f
-                    .mapping_note
-                    .clone()
-                    .unwrap_or_else(|| "no oscost case measures the same thing".into()),
+                (None, _, _) => {
+                    let why = f
+                        .mapping_note
+                        .clone()
+                        .unwrap_or_else(|| "no oscost case measures the same thing".into());
+                    match &f.nearest {
+                        Some(n) => format!("{why}; nearest on Linux: {n}"),
+                        None => why,
+                    }
+                }
                 (Some(id), _, None) => format!("{id} is not in this result"),
                 (Some(id), None, Some(_)) => format!(
                     "not a time per operation, so not set beside {id}{}",
@@ -1054,6 +1143,35 @@ pub fn terminal(comparisons: &[Comparison]) -> String {
                 s += &format!("  {}: {n}\n", r.id);
             }
         }
+        if !c.study_rows.is_empty() {
+            let mut t = Table::new();
+            t.load_preset(presets::UTF8_FULL_CONDENSED);
+            t.force_no_tty();
+            t.set_header([
+                "figure",
+                "published",
+                "this machine",
+                "95 % CI",
+                "difference",
+            ]);
+            for r in &c.study_rows {
+                t.add_row(study_cells(r).into_iter().enumerate().map(|(i, x)| {
+                    let cell = Cell::new(x);
+                    if i > 0 {
+                        cell.set_alignment(CellAlignment::Right)
+                    } else {
+                        cell
+                    }
+                }));
+            }
+            s += &format!(
+                "Figures the study derived, computed from this run as the study computed them \
+                 (ratios, percentages, cycles per event: no verdict):\n{t}\n"
+            );
+            for r in &c.study_rows {
+                s += &format!("  {} (= {}): {}\n", r.id, r.measured_id, r.note);
+            }
+        }
         for u in &c.unmatched_published {
             s += &format!(
                 "  not compared: {} = {} ({}): {}\n",
@@ -1067,6 +1185,33 @@ pub fn terminal(comparisons: &[Comparison]) -> String {
         s.push('\n');
     }
     s
+}
+
+/// A study row's cells: the figure, both values, the interval and the difference.
+fn study_cells(r: &StudyRow) -> [String; 5] {
+    use crate::study::value_text;
+    let diff = if r.unit == "%" {
+        format!("{} points", crate::study::signed(r.difference))
+    } else {
+        format!(
+            "{}{}",
+            if r.difference > 0.0 { "+" } else { "" },
+            value_text(r.difference, &r.unit)
+        )
+    };
+    [
+        r.id.clone(),
+        value_text(r.published, &r.unit),
+        value_text(r.measured, &r.unit),
+        r.measured_ci95.map_or("-".into(), |c| {
+            format!(
+                "{} to {}",
+                value_text(c[0], &r.unit),
+                value_text(c[1], &r.unit)
+            )
+        }),
+        diff,
+    ]
 }
 
 fn md_escape(s: &str) -> String {
@@ -1130,6 +1275,20 @@ pub fn markdown(comparisons: &[Comparison]) -> String {
         let e = explanation(c);
         if !e.is_empty() {
             s += &format!("{}\n\n", md_escape(&e));
+        }
+        if !c.study_rows.is_empty() {
+            s += "| figure | published | this machine | 95 % CI | difference |\n|---|---:|---:|---:|---:|\n";
+            for r in &c.study_rows {
+                s += &format!(
+                    "| {} |\n",
+                    study_cells(r)
+                        .iter()
+                        .map(|x| md_escape(x))
+                        .collect::<Vec<_>>()
+                        .join(" | ")
+                );
+            }
+            s.push('\n');
         }
         for u in &c.unmatched_published {
             s += &format!(

@@ -28,6 +28,15 @@ const QUIET_WHEN_PASSED: &[&str] = &[
 /// The page of `docs`, each with a label (its file name or run id) that names it wherever runs
 /// are told apart. With two or more, the page opens with the cases they share side by side.
 pub fn report(docs: &[(String, &ResultDoc)]) -> anyhow::Result<String> {
+    report_with(docs, &[])
+}
+
+/// The page of `docs`, each run also showing the tables and charts of `studies` (the studies
+/// whose cases a run holds are shown anyway), as `oscost report published:NAME run.json` asks.
+pub fn report_with(
+    docs: &[(String, &ResultDoc)],
+    studies: &[&'static crate::study::Study],
+) -> anyhow::Result<String> {
     anyhow::ensure!(!docs.is_empty(), "no result document to report on");
     let mut env = Environment::new();
     // Block tags on lines of their own leave no blank lines behind.
@@ -42,7 +51,11 @@ pub fn report(docs: &[(String, &ResultDoc)]) -> anyhow::Result<String> {
     let runs: Vec<Run> = docs
         .iter()
         .enumerate()
-        .map(|(i, (label, doc))| run(i, label, doc, docs.len() > 1))
+        .map(|(i, (label, doc))| {
+            let mut r = run(i, label, doc, docs.len() > 1);
+            r.studies = study_sections(&r.anchor, doc, studies);
+            r
+        })
         .collect();
     let comparison = (docs.len() > 1).then(|| comparison(docs));
     let labels: Vec<&str> = docs.iter().map(|(l, _)| l.as_str()).collect();
@@ -103,9 +116,43 @@ struct Glance {
     flagged: usize,
 }
 
+/// A study's section of a run: its tables and charts, the published figures beside the run's.
+#[derive(Debug, Serialize)]
+struct StudySection {
+    anchor: String,
+    name: &'static str,
+    citation: &'static str,
+    tables: Vec<Table>,
+    figures: Vec<Figure>,
+}
+
+fn study_sections(
+    prefix: &str,
+    doc: &ResultDoc,
+    asked: &[&'static crate::study::Study],
+) -> Vec<StudySection> {
+    let mut chosen = crate::study::applying_to(doc);
+    for s in asked {
+        if !chosen.iter().any(|c| c.info.name == s.info.name) {
+            chosen.push(s);
+        }
+    }
+    chosen
+        .into_iter()
+        .map(|s| StudySection {
+            anchor: anchor(&[prefix, "study", s.info.name]),
+            name: s.info.name,
+            citation: s.info.citation,
+            tables: s.tables(Some(doc)).into_iter().map(table).collect(),
+            figures: s.plots(Some(doc)).into_iter().map(figure).collect(),
+        })
+        .collect()
+}
+
 #[derive(Debug, Serialize)]
 struct Run {
     anchor: String,
+    studies: Vec<StudySection>,
     label: String,
     run_id: String,
     started_at: String,
@@ -359,6 +406,7 @@ fn run(i: usize, label: &str, doc: &ResultDoc, several: bool) -> Run {
         })
         .unwrap_or_default();
     Run {
+        studies: Vec::new(),
         anchor: prefix.clone(),
         label: label.to_owned(),
         run_id: opt(&doc.run_id),

@@ -8,8 +8,8 @@
 //! have no Linux counterpart.
 
 use super::{
-    baseline, case, derived, keys, line, published, published_style, this_label,
-    this_machine_note, this_style, value_text, x_values, y_values, StudyFigure, StudyInfo,
+    baseline, case, derived, keys, line, published, published_style, this_label, this_machine_note,
+    this_style, value_text, x_values, y_values, StudyFigure, StudyInfo,
 };
 use crate::plot::chart::{grid, Axis, Fit, Header, Panel, Reference, Unit};
 use crate::plot::Plot;
@@ -129,7 +129,12 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
         ("Critical Section (Win32)", "critical_section", "", none),
         ("SVR5 semaphore", "sysv_sem", "primitives.sysv-sem", ""),
         ("POSIX semaphore", "posix_sem", "primitives.posix-sem", ""),
-        ("pthread_mutex", "pthread_mutex", "primitives.pthread-mutex", ""),
+        (
+            "pthread_mutex",
+            "pthread_mutex",
+            "primitives.pthread-mutex",
+            "",
+        ),
     ];
     let mut rows = Vec::new();
     for (label, fig, id, why) in t1_rows {
@@ -166,11 +171,7 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
             "ring.time_per_switch",
             fig(&format!("study.{NAME}.ring.time_per_switch")),
         ),
-        (
-            "the lock's own cost",
-            "",
-            this("lockring.mutex.own"),
-        ),
+        ("the lock's own cost", "", this("lockring.mutex.own")),
         (
             "switch cost",
             "ring.switch_cost",
@@ -243,7 +244,11 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
                 fmt_ns(c.median_ns),
                 cost.map_or("-".into(), |d| fmt_ns(d.estimate_ns)),
                 switches.unwrap_or("-".into()),
-                if c.checks_passed { "✓".into() } else { "FAILED".into() },
+                if c.checks_passed {
+                    "✓".into()
+                } else {
+                    "FAILED".into()
+                },
             ]);
         }
         if let Some(p) = case(doc, "lockring.pipe.n2") {
@@ -255,7 +260,11 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
                     .iter()
                     .find(|(k, _)| k.contains("switches_per"))
                     .map_or("-".into(), |(_, v)| format!("{v:.2}")),
-                if p.checks_passed { "✓".into() } else { "FAILED".into() },
+                if p.checks_passed {
+                    "✓".into()
+                } else {
+                    "FAILED".into()
+                },
             ]);
         }
         if let Some(f) = super::get(&figs, &format!("study.{NAME}.pipe_over_lock")) {
@@ -270,9 +279,15 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
         if !rows.is_empty() {
             views.push(View {
                 title: format!("{NAME}: this machine's time per switch by ring size"),
-                head: ["ring", "per switch", "switch cost", "switches/hand-over", "checks"]
-                    .map(String::from)
-                    .to_vec(),
+                head: [
+                    "ring",
+                    "per switch",
+                    "switch cost",
+                    "switches/hand-over",
+                    "checks",
+                ]
+                .map(String::from)
+                .to_vec(),
                 rows,
                 notes: vec![
                     "switches/hand-over: context switches the kernel counted per lock hand-over \
@@ -308,7 +323,14 @@ pub fn plots(doc: Option<&ResultDoc>) -> Vec<Plot> {
             &format!("{}: lock ring", this_label(doc)),
             this_style(),
             ring.iter()
-                .map(|(n, c)| (*n as f64, c.median_ns, Some(c.ci95_ns), format!("{}: {}", c.id, fmt_ns(c.median_ns))))
+                .map(|(n, c)| {
+                    (
+                        *n as f64,
+                        c.median_ns,
+                        Some(c.ci95_ns),
+                        format!("{}: {}", c.id, fmt_ns(c.median_ns)),
+                    )
+                })
                 .collect(),
         ));
         if let Some(p) = case(doc, "lockring.pipe.n2") {
@@ -317,7 +339,12 @@ pub fn plots(doc: Option<&ResultDoc>) -> Vec<Plot> {
             lines.push(line(
                 &format!("{}: pipe token", this_label(doc)),
                 st,
-                vec![(2.0, p.median_ns, Some(p.ci95_ns), format!("{}: {}", p.id, fmt_ns(p.median_ns)))],
+                vec![(
+                    2.0,
+                    p.median_ns,
+                    Some(p.ci95_ns),
+                    format!("{}: {}", p.id, fmt_ns(p.median_ns)),
+                )],
             ));
         }
     }

@@ -41,7 +41,11 @@ const CALLS: [(&str, &str, &str); 6] = [
     ("open-close", "open_close", "open + close"),
     ("read64k", "read64k", "read 64 KiB"),
     ("write64k", "write64k", "write 64 KiB"),
-    ("creat-write1k-unlink", "creat_write_unlink", "creat + write 1 KiB + unlink"),
+    (
+        "creat-write1k-unlink",
+        "creat_write_unlink",
+        "creat + write 1 KiB + unlink",
+    ),
 ];
 
 /// The calls the study's overall slowdown averages: those it gave a slowdown for.
@@ -110,7 +114,10 @@ pub fn figures(doc: &ResultDoc) -> Vec<StudyFigure> {
 /// The study's table: each call in the kernel and in user space, published beside this
 /// machine's tmpfs and FUSE.
 pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
-    let (k, u) = (baseline("minix3-kernel-drivers"), baseline("minix3-user-drivers"));
+    let (k, u) = (
+        baseline("minix3-kernel-drivers"),
+        baseline("minix3-user-drivers"),
+    );
     let figs = doc.map(figures).unwrap_or_default();
     let r = doc.map_or(STUDY_RATE, rate);
     let us = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v} µs"));
@@ -199,7 +206,10 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
 /// Each call's cost in the kernel and in user space, one panel per call: the study's MINIX 3
 /// dashed, this machine's tmpfs and FUSE solid.
 pub fn plots(doc: Option<&ResultDoc>) -> Vec<Plot> {
-    let (k, u) = (baseline("minix3-kernel-drivers"), baseline("minix3-user-drivers"));
+    let (k, u) = (
+        baseline("minix3-kernel-drivers"),
+        baseline("minix3-user-drivers"),
+    );
     let mut panels = Vec::new();
     let mut all = Vec::new();
     for (call, fig, label) in CALLS {
@@ -208,13 +218,22 @@ pub fn plots(doc: Option<&ResultDoc>) -> Vec<Plot> {
             .into_iter()
             .filter_map(|(x, v)| Some((x, v? * 1e3, None, format!("MINIX 3: {} µs", v?))))
             .collect();
-        lines.push(line("MINIX 3 (2006), as published", published_style(0), study));
+        lines.push(line(
+            "MINIX 3 (2006), as published",
+            published_style(0),
+            study,
+        ));
         if let Some(doc) = doc {
             let pts: Vec<_> = [(1.0, "tmpfs"), (2.0, "fuse")]
                 .into_iter()
                 .filter_map(|(x, side)| {
                     let c = case(doc, &format!("fs.{side}.{call}"))?;
-                    Some((x, c.median_ns, Some(c.ci95_ns), format!("{}: {}", c.id, fmt_ns(c.median_ns))))
+                    Some((
+                        x,
+                        c.median_ns,
+                        Some(c.ci95_ns),
+                        format!("{}: {}", c.id, fmt_ns(c.median_ns)),
+                    ))
                 })
                 .collect();
             lines.push(line(&this_label(doc), this_style(), pts));
@@ -226,7 +245,12 @@ pub fn plots(doc: Option<&ResultDoc>) -> Vec<Plot> {
         ys.push(0.0);
         panels.push(Panel {
             title: label.to_string(),
-            x: Axis::fit("1 kernel, 2 user space", Unit::Plain, &[1.0, 2.0], Fit::AtData),
+            x: Axis::fit(
+                "1 kernel, 2 user space",
+                Unit::Plain,
+                &[1.0, 2.0],
+                Fit::AtData,
+            ),
             y: Axis::fit("per call", Unit::Ns, &ys, Fit::Auto { zero: true }),
             lines: lines.clone(),
             refs: Vec::new(),
@@ -237,10 +261,12 @@ pub fn plots(doc: Option<&ResultDoc>) -> Vec<Plot> {
     let refs: Vec<&crate::plot::chart::Line> = all.iter().collect();
     let header = Header::new(
         "minix3: each call served in the kernel (1) and in user space (2)",
-        &["Dashed: MINIX 3 with drivers in the kernel and in user space, as published (most \
+        &[
+            "Dashed: MINIX 3 with drivers in the kernel and in user space, as published (most \
            calls were published as a slowdown only); solid: this machine, tmpfs and FUSE. \
            Whiskers: 95 % confidence intervals."
-            .to_string()],
+                .to_string(),
+        ],
     );
     let _ = (signed, value_text);
     vec![Plot {

@@ -277,8 +277,8 @@ pub(crate) fn cell(f: Option<&StudyFigure>) -> String {
     }
 }
 
-/// A value in its unit, three significant digits.
-pub(crate) fn value_text(v: f64, unit: &str) -> String {
+/// A value in its unit, three significant digits: `+12.3 %`, `1.05 x`, `1256 cycles`.
+pub fn value_text(v: f64, unit: &str) -> String {
     use crate::plot::chart::{sig, time};
     match unit {
         "%" => format!("{} %", signed(v)),
@@ -290,7 +290,7 @@ pub(crate) fn value_text(v: f64, unit: &str) -> String {
 }
 
 /// A signed percentage: `+12.3`, `-0.5`, `0`.
-pub(crate) fn signed(v: f64) -> String {
+pub fn signed(v: f64) -> String {
     let s = crate::plot::chart::sig(v);
     if v > 0.0 && s != "0" {
         format!("+{s}")
@@ -350,7 +350,11 @@ pub(crate) fn this_style() -> Style {
 }
 
 /// A series of `(x, y, interval, tooltip)` points.
-pub(crate) fn line(label: &str, style: Style, points: Vec<(f64, f64, Option<[f64; 2]>, String)>) -> Line {
+pub(crate) fn line(
+    label: &str,
+    style: Style,
+    points: Vec<(f64, f64, Option<[f64; 2]>, String)>,
+) -> Line {
     Line {
         label: label.to_owned(),
         style,

@@ -94,7 +94,13 @@ fn per_extra(loaded: &CaseResult, base: &CaseResult, what: &str) -> Option<f64> 
     (de > 0.0).then(|| dv / de)
 }
 
-fn fig(id: String, description: String, value: f64, unit: &str, cases: &[&CaseResult]) -> StudyFigure {
+fn fig(
+    id: String,
+    description: String,
+    value: f64,
+    unit: &str,
+    cases: &[&CaseResult],
+) -> StudyFigure {
     StudyFigure {
         id,
         description,
@@ -165,10 +171,16 @@ pub fn figures(doc: &ResultDoc) -> Vec<StudyFigure> {
         }
         for form in ["threads", "processes"] {
             let sw = case(doc, &format!("tick-forms.switch.{form}"));
-            let per = get(&out, &format!("study.{NAME}.{form}.other.{short}.switches_per_event"))
-                .map(|f| f.value);
-            let cpe = get(&out, &format!("study.{NAME}.{form}.other.{short}.cycles_per_event"))
-                .map(|f| f.value);
+            let per = get(
+                &out,
+                &format!("study.{NAME}.{form}.other.{short}.switches_per_event"),
+            )
+            .map(|f| f.value);
+            let cpe = get(
+                &out,
+                &format!("study.{NAME}.{form}.other.{short}.cycles_per_event"),
+            )
+            .map(|f| f.value);
             if let Some(sw) = sw {
                 out.push(fig(
                     format!("study.{NAME}.switch.{form}"),
@@ -210,7 +222,9 @@ pub fn figures(doc: &ResultDoc) -> Vec<StudyFigure> {
             .filter_map(|(_, f)| point(doc, f, "other", name).map(|c| c.median_ns))
             .collect();
         if t.len() == FORMS.len() {
-            let (lo, hi) = t.iter().fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
+            let (lo, hi) = t
+                .iter()
+                .fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
             out.push(fig(
                 format!("study.{NAME}.form_spread.{name}"),
                 format!("how far apart the three forms' times are at {name}: (max − min) / min"),
@@ -262,9 +276,17 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
     }
     views.push(View {
         title: format!("{NAME}: the study's table (QNX, as published) and what it derives"),
-        head: ["tick", "single", "threads", "forks", "forms apart", "single vs 1 ms", "useful share"]
-            .map(String::from)
-            .to_vec(),
+        head: [
+            "tick",
+            "single",
+            "threads",
+            "forks",
+            "forms apart",
+            "single vs 1 ms",
+            "useful share",
+        ]
+        .map(String::from)
+        .to_vec(),
         rows,
         notes: vec![
             "forms apart: (slowest − fastest) / fastest at each tick. The study says the three \
@@ -297,8 +319,11 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
                 })
             };
             let f = |form: &str, what: &str| {
-                get(&figs, &format!("study.{NAME}.{form}.{policy}.{name}.{what}"))
-                    .map_or("-".into(), |f| value_text(f.value, &f.unit))
+                get(
+                    &figs,
+                    &format!("study.{NAME}.{form}.{policy}.{name}.{what}"),
+                )
+                .map_or("-".into(), |f| value_text(f.value, &f.unit))
             };
             rows.push(vec![
                 name.clone(),
@@ -351,9 +376,21 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
     let f = |id: &str| super::cell(get(&figs, &format!("study.{NAME}.{id}")));
     let p = |id: &str| published(&b, id).map_or("-".into(), |v| format!("{v}"));
     let rows = vec![
-        vec!["cycles per extra tick / event".into(), format!("{} cycles", p("cycles_per_tick")), f("cycles_per_event")],
-        vec!["switch between threads".into(), format!("{} cycles", p("switch.threads")), f("switch.threads")],
-        vec!["switch between processes".into(), format!("{} cycles", p("switch.processes")), f("switch.processes")],
+        vec![
+            "cycles per extra tick / event".into(),
+            format!("{} cycles", p("cycles_per_tick")),
+            f("cycles_per_event"),
+        ],
+        vec![
+            "switch between threads".into(),
+            format!("{} cycles", p("switch.threads")),
+            f("switch.threads"),
+        ],
+        vec![
+            "switch between processes".into(),
+            format!("{} cycles", p("switch.processes")),
+            f("switch.processes"),
+        ],
         vec![
             "switching per tick / event, threads".into(),
             format!("{} cycles (374 / 4)", p("switch_per_tick.threads")),
@@ -367,7 +404,11 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
         vec![
             "switching's share of servicing the clock".into(),
             format!("under {} %", p("switch_share_of_tick")),
-            format!("{} (threads), {} (processes)", f("switch_share.threads"), f("switch_share.processes")),
+            format!(
+                "{} (threads), {} (processes)",
+                f("switch_share.threads"),
+                f("switch_share.processes")
+            ),
         ],
     ];
     let mut notes = vec![
@@ -381,7 +422,9 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
     notes.extend(this_machine_note(Some(doc)));
     views.push(View {
         title: format!("{NAME}: the study's derived figures beside this machine's"),
-        head: ["figure", "study (QNX)", "this machine"].map(String::from).to_vec(),
+        head: ["figure", "study (QNX)", "this machine"]
+            .map(String::from)
+            .to_vec(),
         rows,
         notes,
     });
@@ -400,15 +443,23 @@ pub fn plots(doc: Option<&ResultDoc>) -> Vec<Plot> {
             .iter()
             .filter_map(|(t, ns)| {
                 let v = published(&b, &format!("{pf}.{t}.time"))?;
-                Some((*ns, v / base? , None, format!("QNX {pf} at {ns} ns: {v} ms")))
+                Some((*ns, v / base?, None, format!("QNX {pf} at {ns} ns: {v} ms")))
             })
             .collect();
         let share: Vec<_> = pts
             .iter()
             .map(|(x, r, _, tip)| (*x, 100.0 / r, None, tip.clone()))
             .collect();
-        time_lines.push(line(&format!("QNX {form}, as published"), published_style(i), pts));
-        share_lines.push(line(&format!("QNX {form}, as published"), published_style(i), share));
+        time_lines.push(line(
+            &format!("QNX {form}, as published"),
+            published_style(i),
+            pts,
+        ));
+        share_lines.push(line(
+            &format!("QNX {form}, as published"),
+            published_style(i),
+            share,
+        ));
     }
     let mut cpe_lines = Vec::new();
     if let Some(pub_cpe) = published(&b, "cycles_per_tick") {
@@ -421,7 +472,9 @@ pub fn plots(doc: Option<&ResultDoc>) -> Vec<Plot> {
     if let Some(doc) = doc {
         let figs = figures(doc);
         for (i, (_, form)) in FORMS.iter().enumerate() {
-            let Some(base) = point(doc, form, "other", "none") else { continue };
+            let Some(base) = point(doc, form, "other", "none") else {
+                continue;
+            };
             let mut st = this_style();
             st.colour = crate::plot::chart::colour(i + 1);
             let ps = periods(doc, "other");
@@ -432,7 +485,12 @@ pub fn plots(doc: Option<&ResultDoc>) -> Vec<Plot> {
                 ps.iter()
                     .filter_map(|(n, ns)| {
                         let c = point(doc, form, "other", n)?;
-                        Some((*ns, c.median_ns / base.median_ns, None, format!("{}: {}", c.id, fmt_ns(c.median_ns))))
+                        Some((
+                            *ns,
+                            c.median_ns / base.median_ns,
+                            None,
+                            format!("{}: {}", c.id, fmt_ns(c.median_ns)),
+                        ))
                     })
                     .collect(),
             ));
@@ -441,7 +499,10 @@ pub fn plots(doc: Option<&ResultDoc>) -> Vec<Plot> {
                 st,
                 ps.iter()
                     .filter_map(|(n, ns)| {
-                        let f = get(&figs, &format!("study.{NAME}.{form}.other.{n}.useful_share"))?;
+                        let f = get(
+                            &figs,
+                            &format!("study.{NAME}.{form}.other.{n}.useful_share"),
+                        )?;
                         Some((*ns, f.value, None, format!("{}: {:.1} %", f.id, f.value)))
                     })
                     .collect(),
@@ -451,8 +512,16 @@ pub fn plots(doc: Option<&ResultDoc>) -> Vec<Plot> {
                 st,
                 ps.iter()
                     .filter_map(|(n, ns)| {
-                        let f = get(&figs, &format!("study.{NAME}.{form}.other.{n}.cycles_per_event"))?;
-                        Some((*ns, f.value, None, format!("{}: {:.0} cycles", f.id, f.value)))
+                        let f = get(
+                            &figs,
+                            &format!("study.{NAME}.{form}.other.{n}.cycles_per_event"),
+                        )?;
+                        Some((
+                            *ns,
+                            f.value,
+                            None,
+                            format!("{}: {:.0} cycles", f.id, f.value),
+                        ))
                     })
                     .collect(),
             ));
@@ -477,7 +546,12 @@ pub fn plots(doc: Option<&ResultDoc>) -> Vec<Plot> {
         Panel {
             title: "cycles per extra event".into(),
             x: x.clone(),
-            y: Axis::fit("cycles", Unit::Count, &y_values(&cpe_lines), Fit::Auto { zero: true }),
+            y: Axis::fit(
+                "cycles",
+                Unit::Count,
+                &y_values(&cpe_lines),
+                Fit::Auto { zero: true },
+            ),
             lines: cpe_lines.clone(),
             refs: Vec::new(),
             bars: Vec::new(),
@@ -488,7 +562,10 @@ pub fn plots(doc: Option<&ResultDoc>) -> Vec<Plot> {
             y: Axis::fit(
                 "share",
                 Unit::Percent,
-                &y_values(&share_lines).into_iter().chain([0.0, 100.0]).collect::<Vec<_>>(),
+                &y_values(&share_lines)
+                    .into_iter()
+                    .chain([0.0, 100.0])
+                    .collect::<Vec<_>>(),
                 Fit::Linear { zero: true },
             ),
             lines: share_lines,
@@ -499,9 +576,11 @@ pub fn plots(doc: Option<&ResultDoc>) -> Vec<Plot> {
     let all: Vec<&crate::plot::chart::Line> = time_lines.iter().chain(cpe_lines.iter()).collect();
     let header = Header::new(
         "qnx-tick: the same work as one flow, threads and processes as the events come faster",
-        &["Dashed: QNX as published, its system tick shortened; solid: this machine under timer \
+        &[
+            "Dashed: QNX as published, its system tick shortened; solid: this machine under timer \
            events at each period. Cycles per event: the study's subtraction."
-            .to_string()],
+                .to_string(),
+        ],
     );
     vec![Plot {
         name: format!("study.{NAME}"),

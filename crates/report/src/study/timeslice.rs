@@ -215,19 +215,35 @@ pub fn plots(doc: Option<&ResultDoc>) -> Vec<Plot> {
         // The study's workers: the only published points of its trace are where each ended.
         let ends: Vec<(f64, f64, Option<[f64; 2]>, String)> = if n == 1 {
             published(&b, "n1.latency")
-                .map(|l| vec![(l, 100.0, None, format!("study, N = 1: finished at {}", fmt_ns(l)))])
+                .map(|l| {
+                    vec![(
+                        l,
+                        100.0,
+                        None,
+                        format!("study, N = 1: finished at {}", fmt_ns(l)),
+                    )]
+                })
                 .unwrap_or_default()
         } else {
             (0..n)
                 .filter_map(|w| {
                     let l = published(&b, &format!("n{n}.latency.id{w}"))?;
-                    Some((l, 100.0, None, format!("study, N = {n}, process {w}: {}", fmt_ns(l))))
+                    Some((
+                        l,
+                        100.0,
+                        None,
+                        format!("study, N = {n}, process {w}: {}", fmt_ns(l)),
+                    ))
                 })
                 .collect()
         };
         let mut style = published_style(0).points(5.0);
         style.dash = "";
-        lines.push(line("the study: each process's latency (as published)", style, ends));
+        lines.push(line(
+            "the study: each process's latency (as published)",
+            style,
+            ends,
+        ));
         if let Some(doc) = doc {
             if let Some(p) = point(doc, n) {
                 if let Some(trace) = p.main.series.iter().find(|s| s.name == "trace") {
@@ -250,8 +266,18 @@ pub fn plots(doc: Option<&ResultDoc>) -> Vec<Plot> {
         xs.push(0.0);
         panels.push(Panel {
             title: format!("N = {n}"),
-            x: Axis::fit("time from the start", Unit::Ns, &xs, Fit::Linear { zero: true }),
-            y: Axis::fit("chunks done", Unit::Plain, &[0.0, 100.0], Fit::Linear { zero: true }),
+            x: Axis::fit(
+                "time from the start",
+                Unit::Ns,
+                &xs,
+                Fit::Linear { zero: true },
+            ),
+            y: Axis::fit(
+                "chunks done",
+                Unit::Plain,
+                &[0.0, 100.0],
+                Fit::Linear { zero: true },
+            ),
             lines: lines.clone(),
             refs: Vec::new(),
             bars: Vec::new(),
@@ -262,10 +288,12 @@ pub fn plots(doc: Option<&ResultDoc>) -> Vec<Plot> {
     let refs: Vec<&crate::plot::chart::Line> = all.iter().collect();
     let header = Header::new(
         "linux-timeslice: N processes taking turns on one CPU",
-        &["Lines: this machine's workers, chunks done against time (a step is a time slice); \
+        &[
+            "Lines: this machine's workers, chunks done against time (a step is a time slice); \
            markers: where the study's processes finished, each from its own first progress line \
            (its latency)."
-            .to_string()],
+                .to_string(),
+        ],
     );
     vec![Plot {
         name: format!("study.{NAME}"),

@@ -67,7 +67,7 @@ fn cases_of(doc: &ResultDoc, cpus: u64) -> Vec<(u64, &CaseResult)> {
         let found: Vec<(u64, &CaseResult)> = study_ns()
             .into_iter()
             .filter_map(|n| {
-                let c = case(doc, &format!("split.threads.{set}.{n}"))?;
+                let c = case(doc, &format!("split.threads.{set}.{n}.yield"))?;
                 let count = c.params.get("cpu_count").and_then(|v| v.as_u64());
                 (count == Some(cpus)).then_some((n, c))
             })
@@ -175,7 +175,11 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
         let docs: Vec<_> = systems.iter().map(|(b, _)| baseline(b)).collect();
         let mut head = vec!["N".to_string()];
         for (_, label) in systems {
-            let short = label.split(',').next().unwrap_or(label).replace("Windows ", "");
+            let short = label
+                .split(',')
+                .next()
+                .unwrap_or(label)
+                .replace("Windows ", "");
             head.push(format!("{short} ms"));
             head.push(format!("{short} %"));
         }
@@ -202,7 +206,9 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
                 &format!("study.{NAME}.{set}.n{n}.overhead"),
             )));
             row.push(match (c, t1) {
-                (Some(c), Some(t1)) => format!("{} %", signed(against_ideal(c.median_ns, t1, n, cpus))),
+                (Some(c), Some(t1)) => {
+                    format!("{} %", signed(against_ideal(c.median_ns, t1, n, cpus)))
+                }
                 _ => "-".into(),
             });
             rows.push(row);
@@ -299,7 +305,12 @@ pub fn plots(doc: Option<&ResultDoc>) -> Vec<Plot> {
                     .into_iter()
                     .filter_map(|n| {
                         let v = published(&d, &format!("n{n}.{what}"))?;
-                        Some((n as f64, v * scale, None, format!("{label}, N = {n}: {v} {what}")))
+                        Some((
+                            n as f64,
+                            v * scale,
+                            None,
+                            format!("{label}, N = {n}: {v} {what}"),
+                        ))
                     })
                     .collect::<Vec<_>>()
             };
@@ -316,7 +327,12 @@ pub fn plots(doc: Option<&ResultDoc>) -> Vec<Plot> {
                 cases
                     .iter()
                     .map(|(n, c)| {
-                        (*n as f64, c.median_ns, Some(c.ci95_ns), format!("{}: {}", c.id, fmt_ns(c.median_ns)))
+                        (
+                            *n as f64,
+                            c.median_ns,
+                            Some(c.ci95_ns),
+                            format!("{}: {}", c.id, fmt_ns(c.median_ns)),
+                        )
                     })
                     .collect(),
             ));
@@ -327,7 +343,12 @@ pub fn plots(doc: Option<&ResultDoc>) -> Vec<Plot> {
                     .into_iter()
                     .filter_map(|n| {
                         let f = get(&figs, &format!("study.{NAME}.{set}.n{n}.overhead"))?;
-                        Some((n as f64, f.value, f.ci95, format!("{}: {}", f.id, super::cell(Some(f)))))
+                        Some((
+                            n as f64,
+                            f.value,
+                            f.ci95,
+                            format!("{}: {}", f.id, super::cell(Some(f))),
+                        ))
                     })
                     .collect(),
             ));
@@ -337,7 +358,12 @@ pub fn plots(doc: Option<&ResultDoc>) -> Vec<Plot> {
         panels.push(Panel {
             title: format!("time for the work, {what}"),
             x: x.clone(),
-            y: Axis::fit("time", Unit::Ns, &y_values(&times), Fit::Auto { zero: true }),
+            y: Axis::fit(
+                "time",
+                Unit::Ns,
+                &y_values(&times),
+                Fit::Auto { zero: true },
+            ),
             lines: times.clone(),
             refs: Vec::new(),
             bars: Vec::new(),
@@ -345,7 +371,10 @@ pub fn plots(doc: Option<&ResultDoc>) -> Vec<Plot> {
         let mut ov = y_values(&over);
         ov.push(0.0);
         panels.push(Panel {
-            title: format!("overhead against N = {}, {what}", if cpus == 1 { 1 } else { 2 }),
+            title: format!(
+                "overhead against N = {}, {what}",
+                if cpus == 1 { 1 } else { 2 }
+            ),
             x,
             y: Axis::fit("overhead", Unit::Percent, &ov, Fit::Linear { zero: true }),
             lines: over,
