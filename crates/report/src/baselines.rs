@@ -177,7 +177,8 @@ pub fn list_text() -> String {
     };
     let mut out = String::from(
         "Published baselines: figures as their studies printed them, none measured by oscost.\n\
-         MAPPED figures stand beside an oscost case; only times per operation are compared.\n\n",
+         MAPPED figures stand beside an oscost figure of the same meaning (a case, or one computed \
+         from a run as the study did: `oscost study`); the others say why none exists.\n\n",
     );
     out.push_str(&line(head));
     for r in &rows {
@@ -279,7 +280,7 @@ pub fn describe(doc: &PublishedDoc) -> String {
     }
     out.push('\n');
     out.push_str(&format!(
-        "Figures: {}, {} mapped to oscost cases (only times per operation are compared)\n",
+        "Figures: {}, {} set beside an oscost figure of the same meaning\n",
         doc.figures.len(),
         mapped(doc)
     ));
@@ -317,6 +318,13 @@ pub fn describe(doc: &PublishedDoc) -> String {
                 "      not mapped: "
             };
             out.push_str(&wrap(note, label, "        "));
+        }
+        if let Some(n) = &f.nearest {
+            out.push_str(&wrap(
+                &format!("{n} (not the same meaning, never set beside it)"),
+                "      nearest: ",
+                "        ",
+            ));
         }
     }
     out

@@ -9,6 +9,9 @@ use std::path::PathBuf;
 /// The experiments oscost has: a mapped case id must start with one of them.
 const EXPERIMENTS: &[&str] = &[
     "syscall",
+    "fs",
+    "lockring",
+    "tick-forms",
     "primitives",
     "switch",
     "ring",
@@ -133,6 +136,23 @@ fn mapped_ids_are_oscost_ids_of_a_known_experiment() {
     for (d, f) in every_figure() {
         let Some(id) = &f.case_id else { continue };
         let parts: Vec<&str> = id.split('.').collect();
+        if parts[0] == "study" {
+            // A study figure: computed from a run by the study it names.
+            assert!(
+                parts.len() >= 3 && oscost_report::study::find(parts[1]).is_some(),
+                "{}/{}: `{id}` names no study",
+                d.name,
+                f.id
+            );
+            assert_eq!(
+                oscost_report::study::of_baseline(&d.name).map(|s| s.info.name),
+                Some(parts[1]),
+                "{}/{}: `{id}` is another study's figure",
+                d.name,
+                f.id
+            );
+            continue;
+        }
         assert!(
             parts.len() >= 2,
             "{}/{}: `{id}` has no case part",
