@@ -137,7 +137,7 @@ fn a_published_baseline_gives_ratios_and_no_verdict() {
     let minix = oscost_report::baselines::find("minix3-kernel-drivers").unwrap();
     // The golden run, its first case renamed to the case the baseline maps getpid to.
     let mut today = golden();
-    today.experiments[0].cases[0].id = "syscall.getpid".into();
+    today.experiments[0].cases[0].id = "fs.tmpfs.getpid".into();
     let c = compare::compare(
         &[
             (
@@ -151,7 +151,7 @@ fn a_published_baseline_gives_ratios_and_no_verdict() {
             ..Settings::default()
         },
     );
-    let row = verdict_of(&c[0], "syscall.getpid");
+    let row = verdict_of(&c[0], "fs.tmpfs.getpid");
     assert_eq!(row.verdict, Verdict::NotMeasuredHere);
     assert_eq!(row.baseline.median_ns, 831.0);
     assert!((row.ratio.unwrap() - 107.5 / 831.0).abs() < 1e-3);
@@ -163,6 +163,47 @@ fn a_published_baseline_gives_ratios_and_no_verdict() {
     assert!(text.contains("They were not measured here"), "{text}");
     assert!(text.contains("Herder"), "{text}");
     insta::assert_snapshot!("compare-published-terminal", text);
+}
+
+#[test]
+fn a_published_percentage_stands_beside_the_same_percentage_computed_from_the_run() {
+    let minix = oscost_report::baselines::find("minix3-user-drivers").unwrap();
+    // Two of the golden run's cases as the kernel's and the user-space file system's lseek.
+    let mut today = golden();
+    let e = &mut today.experiments[0];
+    e.name = "fs".into();
+    let (k, u) = (e.cases[0].median_ns, e.cases[1].median_ns);
+    e.cases[0].id = "fs.tmpfs.lseek".into();
+    e.cases[1].id = "fs.fuse.lseek".into();
+    let c = compare::compare(
+        &[
+            (
+                "published:minix3-user-drivers".into(),
+                Source::Published(&minix),
+            ),
+            ("today.json".into(), Source::Measured(&today)),
+        ],
+        Settings::default(),
+    );
+    let row = c[0]
+        .study_rows
+        .iter()
+        .find(|r| r.id == "lseek.slowdown")
+        .expect("the slowdown set beside the run's");
+    assert_eq!(row.measured_id, "study.minix3.lseek.slowdown");
+    assert_eq!(row.unit, "%");
+    assert_eq!(row.published, 11.0);
+    assert!(
+        (row.measured - (u / k - 1.0) * 100.0).abs() < 1e-6,
+        "{row:?}"
+    );
+    assert!((row.difference - (row.measured - 11.0)).abs() < 1e-9);
+    // The other calls' slowdowns cannot be computed from this run: said, never invented.
+    assert!(c[0]
+        .unmatched_published
+        .iter()
+        .any(|u| u.id == "open_close.slowdown" && u.why.contains("cannot be computed")));
+    assert!(compare::terminal(&c).contains("study.minix3.lseek.slowdown"));
 }
 
 #[test]
