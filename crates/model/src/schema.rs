@@ -143,7 +143,7 @@ pub struct UnavailableCase {
 }
 
 /// The cost of a case at a chosen call rate (as Herder et al., "MINIX 3: A Highly Reliable,
-/// Self-Repairing Operating System", 2006, priced getpid at 10 000 calls per second).
+/// Self-Repairing Operating System", 2006, priced the 180 ns getpid difference at 10 000 calls per second).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AtRate {
