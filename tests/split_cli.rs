@@ -101,6 +101,90 @@ fn every_form_does_exactly_the_work_and_the_tables_read_it() {
     assert_nothing_left(&dir.path().to_string_lossy());
 }
 
+/// The online CPUs, in order.
+fn online_cpus() -> Vec<usize> {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    let mut out = Vec::new();
+    for part in text.trim().split(',') {
+        match part.split_once('-') {
+            Some((a, b)) => out.extend(a.parse::<usize>().unwrap()..=b.parse().unwrap()),
+            None => out.push(part.parse().unwrap()),
+        }
+    }
+    out
+}
+
+/// A tiny yielding threads run of `--sets one,two` with the given `--cpus`, if any.
+fn run_two(cpus: Option<&str>) -> oscost_model::ExperimentResult {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let mut cmd = oscost();
+    cmd.env("TMPDIR", dir.path()).arg("--quiet");
+    if let Some(c) = cpus {
+        cmd.args(["--cpus", c]);
+    }
+    let out = cmd
+        .args(["split", "--form", "threads", "--yield", "--sets", "one,two"])
+        .args(["--tasks", "1,2,4", "--work", "4ms", "--step", "100us"])
+        .args(["--repeats", "1", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_nothing_left(&dir.path().to_string_lossy());
+    let doc: ResultDoc = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    doc.experiments.into_iter().next().unwrap()
+}
+
+#[test]
+fn the_two_set_runs_on_the_first_two_cpus_or_says_why_not() {
+    let online = online_cpus();
+    if online.len() >= 2 {
+        let e = run_two(None);
+        let first_two = format!("{}-{}", online[0], online[1]);
+        let first_two_listed = format!("{},{}", online[0], online[1]);
+        for n in [1, 2, 4] {
+            let id = format!("split.threads.two.{n}.yield");
+            let c = e.cases.iter().find(|c| c.id == id).unwrap_or_else(|| {
+                panic!(
+                    "{id} missing: {:?}",
+                    e.cases.iter().map(|c| &c.id).collect::<Vec<_>>()
+                )
+            });
+            assert_eq!(c.params["set"], "two", "{id}");
+            assert_eq!(c.params["cpu_count"], 2, "{id}");
+            let cpus = c.params["cpus"].as_str().unwrap();
+            assert!(
+                cpus == first_two || cpus == first_two_listed,
+                "{id}: {cpus}"
+            );
+            assert!(c.checks_passed, "{id}: {:?}", c.checks);
+        }
+        assert!(e.unavailable.is_empty(), "{:?}", e.unavailable);
+    }
+    // One CPU: every `two` point is named unavailable with one line why; `one` still runs.
+    let e = run_two(Some(&online[0].to_string()));
+    assert!(!e.cases.iter().any(|c| c.params["set"] == "two"));
+    assert!(e.cases.iter().any(|c| c.id == "split.threads.one.2.yield"));
+    let ids: Vec<&str> = e.unavailable.iter().map(|u| u.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "split.threads.two.1.yield",
+            "split.threads.two.2.yield",
+            "split.threads.two.4.yield"
+        ]
+    );
+    for u in &e.unavailable {
+        assert_eq!(u.reason.lines().count(), 1, "{}", u.reason);
+        assert!(u.reason.contains("needs two CPUs"), "{}", u.reason);
+    }
+}
+
 /// A failed run: exit 2, one `oscost: ` line containing `needle`, no result file.
 fn assert_refused(args: &[&str], needle: &str) {
     let dir = tempfile::tempdir().unwrap();
@@ -208,7 +292,7 @@ fn help_names_the_forms_sets_and_yield() {
     let out = oscost().args(["split", "--help"]).output().unwrap();
     let help = String::from_utf8_lossy(&out.stdout);
     for word in [
-        "--form", "--tasks", "--work", "--step", "--yield", "--sets", "balanced",
+        "--form", "--tasks", "--work", "--step", "--yield", "--sets", "balanced", "two",
     ] {
         assert!(help.contains(word), "{word}: {help}");
     }

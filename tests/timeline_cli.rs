@@ -90,6 +90,28 @@ fn a_tiny_run_keeps_the_whole_trace_and_draws_it() {
             .find(|c| c.id == format!("{id}.latency"))
             .unwrap();
         assert_eq!(lat.samples, 2 * n);
+        // The study's latency: from each worker's own start, so never longer than from the
+        // common start, worker by worker; one worker alone takes the whole run.
+        let own = e
+            .cases
+            .iter()
+            .find(|c| c.id == format!("{id}.own_latency"))
+            .unwrap();
+        assert_eq!(own.samples, 2 * n);
+        for w in 1..=n {
+            let mine = own.counters[&format!("own_latency_worker{w}_ns")];
+            let common = c.counters[&format!("latency_worker{w}_ns")];
+            assert!(
+                mine > 0.0 && mine <= common,
+                "{id} worker {w}: {mine} > {common}"
+            );
+        }
+        if n == 1 {
+            let mine = own.counters["own_latency_avg_ns"];
+            let total = c.counters["total_ns"];
+            // Only the wake-up after the common start lies between them.
+            assert!(mine <= total && mine >= 0.5 * total, "{mine} vs {total}");
+        }
         let svg = std::fs::read_to_string(dir.path().join(format!("{id}.svg"))).unwrap();
         assert!(svg.starts_with("<?xml") && svg.trim_end().ends_with("</svg>"));
         assert_eq!(svg.matches("<polyline").count(), n);
@@ -151,7 +173,7 @@ fn assert_refused(args: &[&str], needle: &str) {
 #[test]
 fn bad_input_is_one_line_exit_2_and_changes_nothing() {
     let _rr = hold_rr();
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 10] = [
         (
             &["timeline", "--workers", "0"],
             "`0` is not a number of workers",
@@ -178,6 +200,20 @@ fn bad_input_is_one_line_exit_2_and_changes_nothing() {
             "--rr-slice-ms sets the round-robin slice, which only --policy rr uses",
         ),
         (&["timeline", "--policy", "deadline"], "--policy"),
+        (
+            &["timeline", "--chunk-iterations", "0"],
+            "`0` is not a number of iterations per chunk",
+        ),
+        (
+            &[
+                "timeline",
+                "--chunk-iterations",
+                "100000",
+                "--chunk-us",
+                "300",
+            ],
+            "cannot be used with",
+        ),
     ];
     for (args, needle) in cases {
         assert_refused(args, needle);

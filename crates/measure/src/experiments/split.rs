@@ -2,7 +2,7 @@
 //! one CPU, on all the allowed CPUs, or pinned N / CPUs per CPU; optionally with every task
 //! giving up the CPU after each step. Reproduces the QNX comparison of one flow, threads and
 //! forks, and the Windows study of 1..8192 threads that call Sleep(0) after each step, on one
-//! and two CPUs.
+//! and two CPUs (the `two` set: the first two CPUs of the set, on a machine of any size).
 //!
 //! Each point (form, CPU set, N) is run `--repeats` times, the points interleaved within each
 //! round. A run's figure is its whole time, creating and joining the tasks included; beside it
@@ -16,7 +16,7 @@ use crate::experiments::{parse_tasks, TaskList};
 use crate::limits::{Limits, Needs};
 use crate::sampler::{counting_threads, median_of, single_task_check, whole_runs};
 use anyhow::Context as _;
-use oscost_model::case::{Case, Check, ExperimentOutput, Series};
+use oscost_model::case::{Case, Check, ExperimentOutput, Series, Unavailable};
 use oscost_sys::clock::Clock;
 use oscost_sys::split::{self as sys_split, Plan, Record, SplitRun};
 use oscost_sys::task::{self, CpuMask, Kind, Team};
@@ -79,6 +79,9 @@ pub enum CpuSet {
     One,
     /// all CPUs of the set; the scheduler places the tasks
     All,
+    /// the first two CPUs of the set; the scheduler places the tasks (the Windows study's two
+    /// CPUs, whatever the machine has)
+    Two,
     /// all CPUs of the set, task i pinned to CPU i mod CPUs (N / CPUs per CPU): the
     /// pure-overhead reference for N > 1
     Balanced,
@@ -117,7 +120,8 @@ pub struct Options {
     #[arg(long = "yield")]
     pub yield_each: bool,
 
-    /// CPU sets, comma-separated (within --cpus)
+    /// CPU sets, comma-separated (within --cpus); `two` is the first two CPUs of --cpus, the
+    /// Windows study's two CPUs (its cases are unavailable with fewer than two)
     #[arg(
         long,
         value_enum,
@@ -147,7 +151,9 @@ involuntary switches, migrations, page faults and the spread of finish times, co
 kernel per task. The overhead table holds each point against the ideal T1 / min(N, CPUs), \
 where T1 is one flow on one CPU measured in the same rounds. Every run checks that the work \
 done sums to W exactly. --yield makes every task give up the CPU after each --step of work: \
-the cost of a crowd of tasks taking turns.";
+the cost of a crowd of tasks taking turns. --sets one,two runs the Windows study's \
+configuration (one CPU and exactly two, whatever the machine has): `oscost split --form \
+threads --yield --tasks 1..8192 --sets one,two`.";
     const IN_DEFAULT_SUITE: bool = true;
     const SUITE_ARGS: &'static [&'static str] = &["--work", "20ms", "--tasks", "1..16"];
     const NO_THREAD_STACK_CACHE: bool = true;
@@ -239,7 +245,8 @@ impl Point {
 }
 
 /// The points to run, the baseline (one flow, N = 1, one CPU) first. One flow is only run on
-/// one CPU: it can use no other. The balanced set only differs from `all` for N > 1.
+/// one CPU: it can use no other. The balanced set only differs from `all` for N > 1. With
+/// fewer than two CPUs only the `one` set is run (see [`unrunnable`] for `two`).
 fn points(opts: &Options, sizes: &[usize], ncpus: usize) -> Vec<Point> {
     let baseline = Point {
         form: Form::Single,
@@ -269,6 +276,41 @@ fn points(opts: &Options, sizes: &[usize], ncpus: usize) -> Vec<Point> {
         }
     }
     out
+}
+
+/// The points of the `two` set when fewer than two CPUs are allowed: they cannot be run, and
+/// unlike `all` (which is then the same CPU as `one`) they are named as unavailable, since
+/// the study they reproduce asked for two CPUs.
+fn unrunnable(opts: &Options, sizes: &[usize], ncpus: usize) -> Vec<Point> {
+    if ncpus >= 2 || !opts.sets.contains(&CpuSet::Two) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for &form in &super::first_occurrences(&opts.form) {
+        if form == Form::Single {
+            continue;
+        }
+        for &tasks in sizes {
+            let p = Point {
+                form,
+                set: CpuSet::Two,
+                tasks,
+            };
+            if !out.contains(&p) {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// What a point's tasks do, in words (a case's description begins with it).
+fn describe(p: &Point) -> String {
+    match p.form {
+        Form::Single => format!("one flow doing W in {} pieces", p.tasks),
+        Form::Threads => format!("{} threads sharing W", p.tasks),
+        Form::Processes => format!("{} processes sharing W", p.tasks),
+    }
 }
 
 /// Checks every option before anything is spawned; returns the task counts.
@@ -365,6 +407,12 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     let clock = Clock::from_info(ctx.clock.info());
     let one = vec![ctx.first_cpu()];
     let all = ctx.cpus.clone();
+    let two: Vec<usize> = all.iter().copied().take(2).collect();
+    let cpus_of = |set: CpuSet| match set {
+        CpuSet::One => &one,
+        CpuSet::Two => &two,
+        CpuSet::All | CpuSet::Balanced => &all,
+    };
     let points = points(opts, &sizes, all.len());
     let runs_total = points.len() as u64 * u64::from(opts.repeats);
 
@@ -393,11 +441,26 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         "glibc_tunables".into(),
         std::env::var("GLIBC_TUNABLES").unwrap_or_default().into(),
     );
-    if all.len() < 2 && opts.sets.iter().any(|&s| s != CpuSet::One) {
+    if all.len() < 2
+        && opts
+            .sets
+            .iter()
+            .any(|&s| s == CpuSet::All || s == CpuSet::Balanced)
+    {
         out.warnings.push(format!(
             "only one CPU is allowed ({}), so the `all` and `balanced` sets were not run",
             cpuset::format(&all)
         ));
+    }
+    for p in unrunnable(opts, &sizes, all.len()) {
+        out.unavailable.push(Unavailable {
+            id: p.id(opts.yield_each),
+            description: format!("{} on the first two CPUs of the set", describe(&p)),
+            reason: format!(
+                "the `two` set needs two CPUs and only {} is allowed (--cpus or the machine)",
+                cpuset::format(&all)
+            ),
+        });
     }
 
     let mut results: Vec<Vec<RunStats>> = vec![Vec::new(); points.len()];
@@ -413,7 +476,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
                 super::value_name(&p.form),
                 super::value_name(&p.set)
             ));
-            let cpus = if p.set == CpuSet::One { &one } else { &all };
+            let cpus = cpus_of(p.set);
             let plan = Plan {
                 tasks: p.tasks,
                 units,
@@ -434,7 +497,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     ctx.progress.finish();
 
     for (p, runs) in points.iter().zip(results) {
-        let cpus = if p.set == CpuSet::One { &one } else { &all };
+        let cpus = cpus_of(p.set);
         out.cases
             .push(point_case(p, cpus, &runs, units, step, opts, &clock));
     }
@@ -606,14 +669,11 @@ fn point_case(
 ) -> Case {
     let ns = |t: u64| clock.ticks_to_ns(t as f64);
     let samples = whole_runs(clock, runs.iter().map(|r| r.total));
-    let what = match p.form {
-        Form::Single => format!("one flow doing W in {} pieces", p.tasks),
-        Form::Threads => format!("{} threads sharing W", p.tasks),
-        Form::Processes => format!("{} processes sharing W", p.tasks),
-    };
+    let what = describe(p);
     let place = match p.set {
         CpuSet::One => "on one CPU".to_string(),
         CpuSet::All => format!("on CPUs {}", cpuset::format(cpus)),
+        CpuSet::Two => format!("on the two CPUs {}", cpuset::format(cpus)),
         CpuSet::Balanced => format!("pinned evenly over CPUs {}", cpuset::format(cpus)),
     };
     let yielding = if opts.yield_each {
@@ -785,6 +845,32 @@ mod tests {
         assert!(points(&o, &[1, 2, 4], 1)
             .iter()
             .all(|p| p.set == CpuSet::One));
+    }
+
+    #[test]
+    fn the_two_set_runs_with_two_cpus_and_is_unrunnable_with_one() {
+        let o = opts(&["--form", "threads", "--sets", "one,two", "--tasks", "1,2"]);
+        let p = points(&o, &[1, 2], 4);
+        let ids: Vec<String> = p.iter().map(|p| p.id(true)).collect();
+        assert_eq!(
+            ids,
+            [
+                "split.single.one.1.yield",
+                "split.threads.one.1.yield",
+                "split.threads.one.2.yield",
+                "split.threads.two.1.yield",
+                "split.threads.two.2.yield"
+            ]
+        );
+        assert!(unrunnable(&o, &[1, 2], 4).is_empty());
+        assert!(points(&o, &[1, 2], 1).iter().all(|p| p.set == CpuSet::One));
+        let u: Vec<String> = unrunnable(&o, &[1, 2], 1)
+            .iter()
+            .map(|p| p.id(false))
+            .collect();
+        assert_eq!(u, ["split.threads.two.1", "split.threads.two.2"]);
+        // Without `two` nothing is named unavailable.
+        assert!(unrunnable(&opts(&["--sets", "one,all"]), &[1, 2], 1).is_empty());
     }
 
     #[test]

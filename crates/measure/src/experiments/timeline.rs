@@ -36,6 +36,11 @@ const MAX_WORKERS: usize = 256;
 const MAX_CHUNKS: usize = 100_000;
 /// Longest chunk accepted, µs (one second).
 const MAX_CHUNK_US: u64 = 1_000_000;
+/// The study's chunk: an empty C loop of `LOOP_COUNT 100000` iterations, what
+/// `--chunk-iterations` alone gives.
+const STUDY_CHUNK_ITERATIONS: &str = "100000";
+/// Most iterations of one chunk accepted (some seconds of the busy loop).
+const MAX_CHUNK_ITERATIONS: u64 = 10_000_000_000;
 /// Rounds beyond this are refused as a typo.
 const MAX_ROUNDS: usize = 1000;
 /// Rounds with `--quick`, at most.
@@ -121,6 +126,16 @@ pub struct Options {
     #[arg(long, default_value_t = 1000, value_name = "US", value_parser = parse_chunk_us)]
     pub chunk_us: u64,
 
+    /// Size one chunk in iterations of oscost's busy loop instead of by time, as the study
+    /// did (its chunk: an empty C loop of 100000 iterations, what the option alone gives). An
+    /// iteration of oscost's loop need not take the time of an iteration of the study's
+    /// unoptimised C loop, so the same count can be a longer or shorter chunk; the CPU time
+    /// a chunk took is recorded (`chunk_cpu_ns`). Not with --chunk-us
+    #[arg(long, value_name = "N", value_parser = parse_chunk_iterations,
+          num_args = 0..=1, default_missing_value = STUDY_CHUNK_ITERATIONS,
+          conflicts_with = "chunk_us")]
+    pub chunk_iterations: Option<u64>,
+
     /// Forked processes, or threads of the measuring process
     #[arg(long, value_parser = super::kind_parser(), default_value = "processes")]
     pub kind: Kind,
@@ -170,6 +185,15 @@ fn parse_chunk_us(s: &str) -> Result<u64, String> {
     parse_in(s, "a chunk length in µs", 1, MAX_CHUNK_US)
 }
 
+fn parse_chunk_iterations(s: &str) -> Result<u64, String> {
+    parse_in(
+        s,
+        "a number of iterations per chunk",
+        1,
+        MAX_CHUNK_ITERATIONS,
+    )
+}
+
 fn parse_rr_ms(s: &str) -> Result<u64, String> {
     parse_in(s, "a round-robin slice in ms", 1, 10_000)
 }
@@ -193,9 +217,11 @@ impl super::Experiment for Options {
         "Who ran when on one CPU: time slices, throughput, latency and CPU shares by nice value.
 
 N workers (forked processes, or threads with --kind threads) pinned to the first CPU of the set \
-each do --chunks equal chunks of calibrated busy work and note the time after every chunk in \
-memory prepared beforehand. Per worker count: throughput (workers/s), each worker's latency \
-(finish time from the common start) and their average, the time slices seen in the trace \
+each do --chunks equal chunks of calibrated busy work (--chunk-us of CPU time, or \
+--chunk-iterations of the loop, as the study sized its chunk) and note the time after every \
+chunk in memory prepared beforehand. Per worker count: throughput (workers/s), each worker's \
+latency (finish time from the common start) and their average, the study's latency (from the \
+worker's own start to its finish: case `.own_latency`), the time slices seen in the trace \
 (median and p95) beside the slice this kernel is expected to give (and how that expectation is \
 derived), and each worker's CPU share while all were runnable beside the share the kernel's \
 nice-to-weight table predicts (within ±2 percentage points, checked). --worker-nice gives each \
@@ -378,8 +404,18 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     ctx.progress.message("calibrating the chunk");
     let cal = calibrate(opts.chunk_us as f64 * 1e3, plan.cpus[0])?;
     ctx.progress.finish();
+    // A count given in iterations is run as given; the calibration then only tells how long a
+    // chunk of it lasts (for the deadline and the description).
+    let iterations = opts.chunk_iterations.unwrap_or(cal.iterations);
+    let chunk = Chunk {
+        iterations,
+        given_in_iterations: opts.chunk_iterations.is_some(),
+        us: opts.chunk_iterations.map_or(opts.chunk_us, |i| {
+            (i as f64 * cal.ns_per_iteration / 1e3).ceil().max(1.0) as u64
+        }),
+    };
     out.params
-        .insert("chunk_iterations".into(), json!(cal.iterations));
+        .insert("chunk_iterations".into(), json!(iterations));
     out.params.insert(
         "calibrated_ns_per_iteration".into(),
         json!(cal.ns_per_iteration),
@@ -396,7 +432,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
                 r + 1,
                 plan.rounds
             ));
-            let round = run_round(opts, &plan, ctx, &clock, n, cal.iterations)
+            let round = run_round(opts, &plan, ctx, &clock, n, &chunk)
                 .with_context(|| case_id(opts, n, plan.nice.as_deref()))?;
             rounds[k].push(round);
             ctx.progress.inc(1);
@@ -409,12 +445,24 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     let rule = expected_slice(opts.policy.sys(), base, tick_ns, hrtick, rr_ms);
     out.params.insert("expected_slice".into(), json!(rule.how));
     for (k, &n) in plan.sizes.iter().enumerate() {
-        let (main, latency) = cases(opts, &plan, &clock, n, &rounds[k], &rule);
+        let [main, latency, own] = cases(opts, &plan, &clock, n, &rounds[k], &rule, &chunk);
         out.cases.push(main);
         out.cases.push(latency);
+        out.cases.push(own);
     }
     drop(rr);
     Ok(out)
+}
+
+/// The chunk every worker does, as run.
+#[derive(Debug, Clone, Copy)]
+struct Chunk {
+    /// Iterations of the busy loop.
+    iterations: u64,
+    /// Given with --chunk-iterations rather than sized from --chunk-us.
+    given_in_iterations: bool,
+    /// Its CPU time, µs: --chunk-us, or what the calibration says the iterations take.
+    us: u64,
 }
 
 // ---------------------------------------------------------------------------------------
@@ -437,6 +485,8 @@ struct Applied {
 pub(crate) struct Round {
     /// Per worker, the time after each chunk.
     pub ends_ns: Vec<Vec<f64>>,
+    /// Per worker, the time just before its first chunk: its own first progress record.
+    pub starts_ns: Vec<f64>,
     /// Per worker, its CPU time from its start until the first worker finished, ns.
     pub shared_cpu_ns: Vec<f64>,
     /// Per worker, its CPU time per chunk, ns.
@@ -458,6 +508,7 @@ impl Round {
                 .chunks(chunks)
                 .map(|row| row.iter().map(|&t| ns(t)).collect())
                 .collect(),
+            starts_ns: rec.workers.iter().map(|w| ns(w.start)).collect(),
             shared_cpu_ns: rec
                 .workers
                 .iter()
@@ -482,6 +533,16 @@ impl Round {
             .collect()
     }
 
+    /// Each worker's latency as the study defined it: from its own first progress record (just
+    /// before its first chunk) to its last (after its last chunk), not from the common start.
+    pub fn own_latencies_ns(&self) -> Vec<f64> {
+        self.finishes_ns()
+            .iter()
+            .zip(&self.starts_ns)
+            .map(|(&f, &s)| f - s)
+            .collect()
+    }
+
     /// When the last worker finished.
     pub fn total_ns(&self) -> f64 {
         self.finishes_ns().into_iter().fold(0.0, f64::max)
@@ -503,13 +564,13 @@ fn run_round(
     ctx: &Context,
     clock: &Clock,
     n: usize,
-    iterations: u64,
+    chunk: &Chunk,
 ) -> anyhow::Result<Round> {
     let board = Arc::new(TraceBoard::new(
         opts.kind,
         n,
         opts.chunks,
-        iterations,
+        chunk.iterations,
         clock.clone(),
     )?);
     let halt = Arc::clone(&board);
@@ -540,7 +601,7 @@ fn run_round(
     let go = board.go();
     let deadline = Instant::now()
         + SETUP_DEADLINE.max(Duration::from_micros(
-            (opts.chunks as u64 * opts.chunk_us * n as u64).saturating_mul(20),
+            (opts.chunks as u64 * chunk.us * n as u64).saturating_mul(20),
         ));
     while !board.wait_done(Duration::from_millis(50)) {
         team.check()?;
@@ -944,8 +1005,9 @@ fn samples(ns: Vec<f64>, clock: &Clock, per_sample: u64) -> Samples {
     }
 }
 
-/// The case of `n` workers (total time / N per round, with every figure of the view) and its
-/// latency case (every worker's finish time in every round).
+/// The case of `n` workers (total time / N per round, with every figure of the view), its
+/// latency case (every worker's finish time in every round) and its own-latency case (every
+/// worker's time from its own start to its finish in every round, the study's latency).
 fn cases(
     opts: &Options,
     plan: &Plan,
@@ -953,16 +1015,26 @@ fn cases(
     n: usize,
     rounds: &[Round],
     rule: &SliceRule,
-) -> (Case, Case) {
+    chunk: &Chunk,
+) -> [Case; 3] {
     let id = case_id(opts, n, plan.nice.as_deref());
     let kind = opts.kind.name();
     let cpus = cpuset::format(&plan.cpus);
     let totals: Vec<f64> = rounds.iter().map(Round::total_ns).collect();
+    let chunk_text = if chunk.given_in_iterations {
+        format!(
+            "{} iterations (about {} µs here)",
+            chunk.iterations, chunk.us
+        )
+    } else {
+        format!("{} µs", opts.chunk_us)
+    };
     let mut main = Case::new(
         id.clone(),
         format!(
-            "{n} {kind} of {} chunks of {} µs on CPU {cpus}: total time / {n} (1 / throughput)",
-            opts.chunks, opts.chunk_us
+            "{n} {kind} of {} chunks of {chunk_text} on CPU {cpus}: total time / {n} (1 / \
+             throughput)",
+            opts.chunks
         ),
         "worker",
         samples(
@@ -975,9 +1047,15 @@ fn cases(
     .param("kind", kind)
     .param("policy", opts.policy.name())
     .param("chunks", opts.chunks as u64)
-    .param("chunk_us", opts.chunk_us)
     .param("cpus", json!(plan.cpus))
     .param("rounds", rounds.len() as u64);
+    // A chunk given in iterations has no time asked for; its count is the parameter.
+    if chunk.given_in_iterations {
+        main.params
+            .insert("chunk_iterations".into(), json!(chunk.iterations));
+    } else {
+        main.params.insert("chunk_us".into(), json!(opts.chunk_us));
+    }
     let nice: Vec<Option<i32>> = rounds
         .first()
         .map(|r| r.applied.iter().map(|a| a.nice).collect())
@@ -1055,7 +1133,57 @@ fn cases(
     .param("workers", n as u64)
     .param("kind", kind)
     .param("policy", opts.policy.name());
-    (main, latency)
+    [
+        main,
+        latency,
+        own_latency_case(opts, clock, n, rounds, &id, &cpus),
+    ]
+}
+
+/// The study's latency: each worker's time from its own first progress record (just before
+/// its first chunk) to its last; samples every worker of every round, counters the average
+/// over the workers and each worker's, medians over the rounds.
+fn own_latency_case(
+    opts: &Options,
+    clock: &Clock,
+    n: usize,
+    rounds: &[Round],
+    id: &str,
+    cpus: &str,
+) -> Case {
+    let kind = opts.kind.name();
+    let own: Vec<Vec<f64>> = rounds.iter().map(Round::own_latencies_ns).collect();
+    let mut all: Vec<f64> = own.iter().flatten().copied().collect();
+    all.retain(|v| v.is_finite());
+    let mut case = Case::new(
+        format!("{id}.own_latency"),
+        format!(
+            "{n} {kind} on CPU {cpus}: each worker's time from its own start (before its first \
+             chunk) to its finish (the study's latency)"
+        ),
+        "worker",
+        samples(all, clock, 1),
+    )
+    .param("workers", n as u64)
+    .param("kind", kind)
+    .param("policy", opts.policy.name());
+    let c = &mut case.counters;
+    c.insert(
+        "own_latency_avg_ns".into(),
+        oscost_stats::median(
+            &own.iter()
+                .map(|v| v.iter().sum::<f64>() / n as f64)
+                .collect::<Vec<_>>(),
+        ),
+    );
+    for w in 0..n {
+        let of = |v: &Vec<f64>| v.get(w).copied().unwrap_or(f64::NAN);
+        c.insert(
+            format!("own_latency_worker{}_ns", w + 1),
+            oscost_stats::median(&own.iter().map(of).collect::<Vec<_>>()),
+        );
+    }
+    case
 }
 
 /// Measured shares (median over the rounds) beside the predicted ones, checked ±2 points.
@@ -1468,8 +1596,10 @@ mod tests {
                     vec![
                         format!("timeline.{kind}.n1"),
                         format!("timeline.{kind}.n1.latency"),
+                        format!("timeline.{kind}.n1.own_latency"),
                         n3.clone(),
-                        format!("{n3}.latency")
+                        format!("{n3}.latency"),
+                        format!("{n3}.own_latency")
                     ]
                 );
                 let c = out.cases.iter().find(|c| c.id == n3).unwrap();
@@ -1509,8 +1639,67 @@ mod tests {
                     .find(|c| c.id == format!("{n3}.latency"))
                     .unwrap();
                 assert_eq!(lat.samples.per_op_ns.len(), 6);
+                // The study's latency starts at each worker's own start, never before the
+                // common one: per worker it is at most the latency from the common start.
+                let own = out
+                    .cases
+                    .iter()
+                    .find(|c| c.id == format!("{n3}.own_latency"))
+                    .unwrap();
+                assert_eq!(own.unit, "worker");
+                assert_eq!(own.samples.per_op_ns.len(), 6);
+                assert!(own.samples.per_op_ns.iter().all(|&v| v > 0.0));
+                for w in 1..=3 {
+                    let mine = own.counters[&format!("own_latency_worker{w}_ns")];
+                    let common = c.counters[&format!("latency_worker{w}_ns")];
+                    assert!(
+                        mine > 0.0 && mine <= common,
+                        "worker {w}: {mine} > {common}"
+                    );
+                }
+                assert!(own.counters["own_latency_avg_ns"] <= c.counters["latency_avg_ns"]);
             }
         });
+    }
+
+    #[test]
+    fn a_chunk_in_iterations_is_run_as_given() {
+        with_ctx(|ctx| {
+            let o = opts(&[
+                "--workers",
+                "1",
+                "--chunks",
+                "4",
+                "--chunk-iterations",
+                "20000",
+                "--rounds",
+                "1",
+            ]);
+            let out = run(&o, ctx).unwrap();
+            assert_eq!(out.params["chunk_iterations"], json!(20000));
+            let c = &out.cases[0];
+            assert_eq!(c.params["chunk_iterations"], json!(20000));
+            assert!(!c.params.contains_key("chunk_us"));
+            assert!(
+                c.description.contains("20000 iterations"),
+                "{}",
+                c.description
+            );
+        });
+        // Alone, the option gives the study's chunk.
+        assert_eq!(
+            opts(&["--chunk-iterations"]).chunk_iterations,
+            Some(100_000)
+        );
+        assert_eq!(opts(&[]).chunk_iterations, None);
+        use clap::Args;
+        let cmd = Options::augment_args(clap::Command::new("timeline").no_binary_name(true));
+        for bad in [
+            &["--chunk-iterations", "0"][..],
+            &["--chunk-iterations", "100", "--chunk-us", "200"],
+        ] {
+            assert!(cmd.clone().try_get_matches_from(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

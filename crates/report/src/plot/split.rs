@@ -16,8 +16,9 @@ fn param_str<'a>(c: &'a CaseResult, key: &str) -> Option<&'a str> {
     c.params.get(key).and_then(|v| v.as_str())
 }
 
-const SETS: [(&str, &str); 3] = [
+const SETS: [(&str, &str); 4] = [
     ("one", "on one CPU"),
+    ("two", "on the first two CPUs"),
     ("all", "on all CPUs, the scheduler placing"),
     ("balanced", "pinned evenly over the CPUs"),
 ];

@@ -43,8 +43,9 @@ fn num(v: Option<f64>) -> String {
     }
 }
 
-const SETS: [(&str, &str); 3] = [
+const SETS: [(&str, &str); 4] = [
     ("one", "on one CPU"),
+    ("two", "on the first two CPUs of the set"),
     ("all", "on all CPUs of the set, placed by the scheduler"),
     ("balanced", "pinned evenly, N / CPUs tasks per CPU"),
 ];
@@ -136,18 +137,68 @@ pub fn views(e: &ExperimentResult) -> Vec<View> {
     if let Some(v) = speedup(e) {
         out.push(v);
     }
+    if let Some(v) = speedup_two(e) {
+        out.push(v);
+    }
     out
+}
+
+fn find<'a>(e: &'a ExperimentResult, form: &str, set: &str, n: u64) -> Option<&'a CaseResult> {
+    e.cases.iter().find(|c| {
+        param_str(c, "form") == Some(form)
+            && param_str(c, "set") == Some(set)
+            && param_u64(c, "tasks") == Some(n)
+    })
+}
+
+/// Time on one CPU over time on the first two, per form and N, where both were measured: the
+/// Windows study's summary of two CPUs against one.
+fn speedup_two(e: &ExperimentResult) -> Option<View> {
+    let mut rows = Vec::new();
+    for c in e
+        .cases
+        .iter()
+        .filter(|c| param_str(c, "set") == Some("one"))
+    {
+        let (Some(form), Some(n)) = (param_str(c, "form"), param_u64(c, "tasks")) else {
+            continue;
+        };
+        let Some(two) = find(e, form, "two", n) else {
+            continue;
+        };
+        rows.push((
+            n,
+            form == "processes",
+            vec![
+                n.to_string(),
+                form.to_string(),
+                fmt_ns(c.median_ns),
+                fmt_ns(two.median_ns),
+                pct((c.median_ns / two.median_ns - 1.0) * 100.0),
+            ],
+        ));
+    }
+    if rows.is_empty() {
+        return None;
+    }
+    rows.sort_by_key(|r| (r.0, r.1));
+    Some(View {
+        title: "split: what two CPUs gave over one".into(),
+        head: ["N", "form", "one CPU", "two CPUs", "speed-up"]
+            .map(String::from)
+            .to_vec(),
+        rows: rows.into_iter().map(|r| r.2).collect(),
+        notes: vec![
+            "speed-up = time on one CPU / time on the first two CPUs of the set - 1 (a perfect \
+             two-fold speed-up would read +100 %)"
+                .into(),
+        ],
+    })
 }
 
 /// Time on one CPU over time on all CPUs, per form and N, where both were measured.
 fn speedup(e: &ExperimentResult) -> Option<View> {
-    let find = |form: &str, set: &str, n: u64| {
-        e.cases.iter().find(|c| {
-            param_str(c, "form") == Some(form)
-                && param_str(c, "set") == Some(set)
-                && param_u64(c, "tasks") == Some(n)
-        })
-    };
+    let find = |form: &str, set: &str, n: u64| find(e, form, set, n);
     let mut rows = Vec::new();
     for c in e
         .cases
