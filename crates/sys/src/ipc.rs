@@ -417,6 +417,28 @@ impl PthreadMutex {
         let r = unsafe { libc::pthread_mutex_unlock(self.m.0.get()) };
         pthread_result(r, "pthread_mutex_unlock")
     }
+
+    /// `pthread_mutex_lock` alone, blocking while another thread holds the mutex. For the lock
+    /// ring (`crate::lockring`), where a thread keeps a mutex across calls.
+    #[inline]
+    pub(crate) fn lock(&self) -> io::Result<()> {
+        // SAFETY: m is an initialised mutex at a stable address for self's lifetime.
+        let r = unsafe { libc::pthread_mutex_lock(self.m.0.get()) };
+        pthread_result(r, "pthread_mutex_lock")
+    }
+
+    /// `pthread_mutex_unlock` alone.
+    ///
+    /// # Safety
+    ///
+    /// The calling thread must hold the mutex (locked it with [`PthreadMutex::lock`] and not
+    /// unlocked it since): POSIX leaves unlocking a mutex one does not hold undefined.
+    #[inline]
+    pub(crate) unsafe fn unlock(&self) -> io::Result<()> {
+        // SAFETY: m is initialised and stable; the caller holds it (this function's contract).
+        let r = unsafe { libc::pthread_mutex_unlock(self.m.0.get()) };
+        pthread_result(r, "pthread_mutex_unlock")
+    }
 }
 
 impl Default for PthreadMutex {
@@ -427,7 +449,10 @@ impl Default for PthreadMutex {
 
 impl Drop for PthreadMutex {
     fn drop(&mut self) {
-        // SAFETY: nobody can hold the lock: lock_unlock always releases it before returning.
+        // SAFETY: nobody can hold the lock: lock_unlock always releases it before returning,
+        // and the lock ring shares its mutexes through an Arc that every thread which might
+        // still hold one keeps alive, so they are dropped only once every holder has returned
+        // (and released them on the way out).
         unsafe { libc::pthread_mutex_destroy(self.m.0.get()) };
     }
 }
@@ -486,7 +511,7 @@ pub struct Link {
     kind: Kind,
 }
 
-fn check_fd(r: libc::c_int, call: &str) -> io::Result<OwnedFd> {
+pub(crate) fn check_fd(r: libc::c_int, call: &str) -> io::Result<OwnedFd> {
     if r < 0 {
         return Err(last_error(call));
     }
@@ -495,7 +520,7 @@ fn check_fd(r: libc::c_int, call: &str) -> io::Result<OwnedFd> {
 }
 
 #[inline]
-fn write_one(fd: RawFd, buf: &[u8], call: &str) -> io::Result<()> {
+pub(crate) fn write_one(fd: RawFd, buf: &[u8], call: &str) -> io::Result<()> {
     loop {
         // SAFETY: buf is valid for buf.len() bytes; fd is open for the borrow of the Link.
         let r = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
@@ -516,7 +541,7 @@ fn write_one(fd: RawFd, buf: &[u8], call: &str) -> io::Result<()> {
 }
 
 #[inline]
-fn read_one(fd: RawFd, buf: &mut [u8], call: &str) -> io::Result<()> {
+pub(crate) fn read_one(fd: RawFd, buf: &mut [u8], call: &str) -> io::Result<()> {
     loop {
         // SAFETY: buf is valid and writable for buf.len() bytes; fd is open.
         let r = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };

@@ -14,6 +14,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 pub mod example;
+pub mod lockring;
 pub mod noise;
 pub mod primitives;
 pub mod ring;
@@ -308,6 +309,7 @@ registry! {
     Primitives => primitives::Options,
     Switch => switch::Options,
     Ring => ring::Options,
+    Lockring => lockring::Options,
     Split => split::Options,
     Spawn => spawn::Options,
     Timeline => timeline::Options,

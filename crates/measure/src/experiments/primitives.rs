@@ -295,6 +295,13 @@ where
     })
 }
 
+/// A default pthread mutex's uncontended lock + unlock in one thread pinned to `cpu`, timed
+/// as this experiment times it (the case `primitives.pthread-mutex`): the figure the
+/// `lockring` experiment subtracts from a lock hand-over.
+pub fn pthread_mutex_control_on(ctx: &Context, cpu: usize) -> anyhow::Result<Control> {
+    measure_plain(Primitive::PthreadMutex, ctx, cpu)
+}
+
 /// Measures one of the primitives that is not a link.
 fn measure_plain(p: Primitive, ctx: &Context, cpu: usize) -> anyhow::Result<Control> {
     on_cpu(cpu, || match p {
