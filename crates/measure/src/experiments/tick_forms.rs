@@ -636,10 +636,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         .insert("source".into(), json!(super::value_name(&opts.source)));
     out.params
         .insert("helper_fifo_priority".into(), json!(HELPER_PRIORITY));
-    out.params.insert(
-        "periods_ns".into(),
-        json!(kept.iter().copied().collect::<Vec<u64>>()),
-    );
+    out.params.insert("periods_ns".into(), json!(kept));
     out.params
         .insert("tick_unit".into(), json!(clock.info().tick_unit.clone()));
     if let Some((hz, tick_ns)) = noise::kernel_hz() {
