@@ -85,6 +85,8 @@ struct Slot {
     involuntary: AtomicU64,
     minor_faults: AtomicU64,
     major_faults: AtomicU64,
+    start_voluntary: AtomicU64,
+    start_involuntary: AtomicU64,
 }
 
 /// A copy of what task `i` recorded.
@@ -110,6 +112,11 @@ pub struct Record {
     pub minor_faults: u64,
     /// Major page faults.
     pub major_faults: u64,
+    /// Voluntary switches when it started working: `voluntary` less this is what the work
+    /// itself saw (the barrier's wait excluded).
+    pub start_voluntary: u64,
+    /// Involuntary switches when it started working.
+    pub start_involuntary: u64,
 }
 
 /// One run's shared state and the body every task runs.
@@ -211,6 +218,8 @@ impl SplitRun {
             involuntary: g(&s.involuntary),
             minor_faults: g(&s.minor_faults),
             major_faults: g(&s.major_faults),
+            start_voluntary: g(&s.start_voluntary),
+            start_involuntary: g(&s.start_involuntary),
         }
     }
 
@@ -235,12 +244,18 @@ unsafe impl TaskBody for SplitRun {
             futex_wait(&h.go.0, 0, None);
         }
         if !self.released() {
+            // Read before the clock, so the work's span holds no extra call.
+            let ru0 = thread_rusage();
             let start = self.clock.now();
             let p = self.plan;
             let (units, steps) = do_share(p.share(index), p.step, p.yield_each, || self.released());
             let finish = self.clock.now();
             let ru = thread_rusage();
             slot.start.store(start, Ordering::Relaxed);
+            slot.start_voluntary
+                .store(ru0.ru_nvcsw as u64, Ordering::Relaxed);
+            slot.start_involuntary
+                .store(ru0.ru_nivcsw as u64, Ordering::Relaxed);
             slot.finish.store(finish, Ordering::Relaxed);
             slot.units.store(units, Ordering::Relaxed);
             slot.steps.store(steps, Ordering::Relaxed);

@@ -23,6 +23,7 @@ pub mod split;
 pub mod switch;
 pub mod syscall;
 pub mod tick;
+pub mod tick_forms;
 pub mod timeline;
 
 /// Each value once, in the order first given: a repeated value would produce two cases with
@@ -314,6 +315,7 @@ registry! {
     Spawn => spawn::Options,
     Timeline => timeline::Options,
     Tick => tick::Options,
+    TickForms => tick_forms::Options,
     Noise => noise::Options,
     Example => example::Options,
     ExampleMore => example::More,

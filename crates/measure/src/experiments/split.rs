@@ -350,7 +350,7 @@ fn show_ns(ns: u64) -> String {
 
 /// Work units per nanosecond on the calling thread's CPU: the median of several timed
 /// stretches of the work loop, after a warm-up.
-fn calibrate(clock: &Clock) -> f64 {
+pub(crate) fn calibrate(clock: &Clock) -> f64 {
     const UNITS: u64 = 5_000_000;
     oscost_sys::work::work(4 * UNITS);
     let mut rates: Vec<f64> = (0..7)

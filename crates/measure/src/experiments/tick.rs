@@ -31,7 +31,7 @@ pub const NAME: &str = "tick";
 
 /// The default periods: from the study's 1 ms down to 20 µs, which a virtual machine can still
 /// deliver (the study's 9.2 µs can be asked for with `--periods`).
-const DEFAULT_PERIODS: [u64; 4] = [1_000_000, 200_000, 50_000, 20_000];
+pub(crate) const DEFAULT_PERIODS: [u64; 4] = [1_000_000, 200_000, 50_000, 20_000];
 /// No period below 1 µs is accepted: an interrupt's entry and exit alone take about that long.
 const MIN_PERIOD_NS: u64 = 1_000;
 /// Nor above 100 ms: too few events per run to see, and a helper asleep for longer would hold
@@ -40,7 +40,7 @@ const MAX_PERIOD_NS: u64 = 100_000_000;
 const DEFAULT_WORK_NS: u64 = 300_000_000;
 const QUICK_WORK_NS: u64 = 20_000_000;
 /// A run must see at least this many events at its longest period.
-const MIN_EVENTS_PER_RUN: u64 = 10;
+pub(crate) const MIN_EVENTS_PER_RUN: u64 = 10;
 /// A probe arms the source for this long while the working thread spins.
 const PROBE_NS: u64 = 20_000_000;
 /// A probe's source stops by itself after this long, whatever happens.
@@ -51,7 +51,7 @@ const MIN_DELIVERED: f64 = 0.5;
 /// figure would be the events' cost alone, and a run would take more than twice the work.
 const MIN_KEPT: f64 = 0.5;
 /// Counted events per run must be within this of time / period.
-const EVENTS_TOLERANCE: f64 = 0.05;
+pub(crate) const EVENTS_TOLERANCE: f64 = 0.05;
 /// How long the kernel's own tick is watched: a second, or 300 ms for work under 100 ms (the
 /// suite's size).
 const NATURAL_TICK_NS: u64 = 1_000_000_000;
@@ -151,7 +151,7 @@ fn parse_rr_tasks(s: &str) -> Result<usize, String> {
     }
 }
 
-fn parse_period(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_period(s: &str) -> Result<u64, String> {
     match super::parse_time(s)? {
         ns if ns < MIN_PERIOD_NS => Err(format!(
             "`{s}` is below 1us, shorter than a timer interrupt's own entry and exit: no \
@@ -259,16 +259,23 @@ fn calibrate(clock: &Clock, target_ns: u64, ctx: &Context) -> anyhow::Result<u64
 
 /// A running source of events, disarmed (timer deleted, helper joined) when dropped, on every
 /// way out of a run.
-enum Armed {
+pub(crate) enum Armed {
     // Boxed: the timer holds the saved signal action and mask, four times a helper's size.
     Signal(Box<SignalTimer>),
     Helper(Helper),
 }
 
 impl Armed {
-    /// Arms `source`; it stops by itself `limit_ns` from now whatever happens, so a period
-    /// the machine cannot keep never holds the working thread for good.
-    fn arm(source: Source, period: u64, cpu: usize, limit_ns: u64) -> anyhow::Result<Armed> {
+    /// Arms `source`, a helper asking for SCHED_FIFO at `priority`; it stops by itself
+    /// `limit_ns` from now whatever happens, so a period the machine cannot keep never holds
+    /// the working thread for good.
+    pub(crate) fn arm(
+        source: Source,
+        period: u64,
+        cpu: usize,
+        limit_ns: u64,
+        priority: i32,
+    ) -> anyhow::Result<Armed> {
         let p = Duration::from_nanos(period);
         let limit = Duration::from_nanos(limit_ns);
         Ok(match source {
@@ -276,17 +283,17 @@ impl Armed {
                 SignalTimer::arm(p, limit).context("arming the POSIX timer of --source signal")?,
             )),
             Source::Helper => Armed::Helper(
-                Helper::start(Wake::Sleep, p, cpu, FIFO_PRIORITY, limit)
+                Helper::start(Wake::Sleep, p, cpu, priority, limit)
                     .context("starting the helper thread of --source helper")?,
             ),
             Source::Timerfd => Armed::Helper(
-                Helper::start(Wake::Timerfd, p, cpu, FIFO_PRIORITY, limit)
+                Helper::start(Wake::Timerfd, p, cpu, priority, limit)
                     .context("starting the helper thread of --source timerfd")?,
             ),
         })
     }
 
-    fn counts(&self) -> EventCounts {
+    pub(crate) fn counts(&self) -> EventCounts {
         match self {
             Armed::Signal(t) => t.counts(),
             Armed::Helper(h) => h.counts(),
@@ -300,7 +307,7 @@ impl Armed {
         }
     }
 
-    fn policy(&self) -> Option<Policy> {
+    pub(crate) fn policy(&self) -> Option<Policy> {
         match self {
             Armed::Signal(_) => None,
             Armed::Helper(h) => Some(h.policy().clone()),
@@ -308,7 +315,7 @@ impl Armed {
     }
 
     /// Disarms, returning the error that ended a helper early, if one did.
-    fn disarm(self) -> anyhow::Result<()> {
+    pub(crate) fn disarm(self) -> anyhow::Result<()> {
         match self {
             Armed::Signal(t) => {
                 drop(t);
@@ -338,7 +345,7 @@ impl Run {
 /// time, and a second. A period that passed the probe leaves the work at least half the CPU,
 /// so a run takes at most about twice the work; this bound only stops a run whose period
 /// turned out not to be kept, which the event count then shows.
-fn run_limit(work_ns: u64) -> u64 {
+pub(crate) fn run_limit(work_ns: u64) -> u64 {
     work_ns.saturating_mul(10).saturating_add(1_000_000_000)
 }
 
@@ -352,7 +359,7 @@ fn one_run(
     limit: u64,
 ) -> anyhow::Result<(Run, Option<Policy>)> {
     let armed = point
-        .map(|(s, p)| Armed::arm(s, p, cpu, limit))
+        .map(|(s, p)| Armed::arm(s, p, cpu, limit, FIFO_PRIORITY))
         .transpose()?;
     let c0 = armed.as_ref().map(Armed::counts).unwrap_or_default();
     let h0 = armed.as_ref().and_then(Armed::helper_switches);
@@ -400,7 +407,13 @@ struct Probe {
     kept: f64,
 }
 
-fn probe(clock: &Clock, source: Source, period: u64, cpu: usize) -> anyhow::Result<Probe> {
+fn probe(
+    clock: &Clock,
+    source: Source,
+    period: u64,
+    cpu: usize,
+    priority: i32,
+) -> anyhow::Result<Probe> {
     let a = clock.now();
     let chunks = work_chunks(clock);
     let undisturbed = chunks as f64 / clock.ticks_to_ns(clock.now().wrapping_sub(a) as f64);
@@ -412,7 +425,7 @@ fn probe(clock: &Clock, source: Source, period: u64, cpu: usize) -> anyhow::Resu
         // Everything from the moment of arming counts: at a period shorter than one event,
         // the events can hold the thread before it gets back from arming them.
         let a = clock.now();
-        let armed = Armed::arm(source, period, cpu, PROBE_LIMIT_NS)?;
+        let armed = Armed::arm(source, period, cpu, PROBE_LIMIT_NS, priority)?;
         let chunks = work_chunks(clock);
         let ns = clock.ticks_to_ns(clock.now().wrapping_sub(a) as f64);
         let got = armed.counts().events as f64;
@@ -446,14 +459,17 @@ fn validate(opts: &Options, work_ns: u64) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The points to measure: each source with each period it can deliver here. A period asked
-/// for that cannot be delivered is refused; a default one is left out with a warning.
-fn deliverable(
+/// The points to measure: each source with each period it can deliver here, a helper at
+/// SCHED_FIFO `priority`. A period asked for that cannot be delivered is refused; a default
+/// one is left out with a warning.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn deliverable(
     clock: &Clock,
     sources: &[Source],
     periods: &[u64],
     explicit: bool,
     cpu: usize,
+    priority: i32,
     ctx: &Context,
     warnings: &mut Vec<String>,
 ) -> anyhow::Result<Vec<(Source, u64)>> {
@@ -464,7 +480,7 @@ fn deliverable(
         let mut lost = Vec::new();
         for &p in &ascending {
             ctx.check_cancel()?;
-            let pr = probe(clock, source, p, cpu)?;
+            let pr = probe(clock, source, p, cpu, priority)?;
             if pr.delivered >= MIN_DELIVERED && pr.kept >= MIN_KEPT {
                 break;
             }
@@ -560,6 +576,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         &periods,
         explicit,
         cpu,
+        FIFO_PRIORITY,
         ctx,
         &mut out.warnings,
     )?;

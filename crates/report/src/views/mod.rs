@@ -11,6 +11,7 @@ pub mod noise;
 pub mod spawn;
 pub mod split;
 pub mod tick;
+pub mod tick_forms;
 pub mod timeline;
 
 /// One extra table: a title, a header, rows of already formatted cells, and lines of notes
@@ -34,6 +35,7 @@ const VIEWS: &[(&str, ViewFn)] = &[
     ("spawn", spawn::views),
     ("timeline", timeline::views),
     ("tick", tick::views),
+    ("tick-forms", tick_forms::views),
     ("noise", noise::views),
 ];
 
