@@ -1045,12 +1045,32 @@ fn summary(c: &Comparison) -> String {
     .iter()
     .filter_map(|k| t.get(k).map(|n| format!("{n} {k}")))
     .collect();
+    if !c.study_rows.is_empty() {
+        parts.push(format!(
+            "{} figure{} the study derived set beside this run's",
+            c.study_rows.len(),
+            if c.study_rows.len() == 1 { "" } else { "s" }
+        ));
+    }
     if parts.is_empty() {
         parts.push("no common figure".into());
     }
-    let n = c.rows.len();
+    let n = c.rows.len() + c.study_rows.len();
+    let unmatched = if c.unmatched_published.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; {} published figure{} with no counterpart here, each saying why (below)",
+            c.unmatched_published.len(),
+            if c.unmatched_published.len() == 1 {
+                ""
+            } else {
+                "s"
+            }
+        )
+    };
     format!(
-        "{n} figure{} compared: {}",
+        "{n} figure{} compared: {}{unmatched}",
         if n == 1 { "" } else { "s" },
         parts.join(", ")
     )

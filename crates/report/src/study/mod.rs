@@ -154,10 +154,13 @@ const LIST_WIDTH: u16 = 100;
 
 /// The text of `oscost study`: one block per study.
 pub fn list_text() -> String {
-    let mut s = String::from(
+    let mut s = crate::render::wrap(
         "The studies oscost repeats: `oscost study NAME` runs one on this machine and prints its \
-         tables with the published figures beside this machine's.\n\n",
+         tables with the published figures beside this machine's.",
+        Some(LIST_WIDTH),
+        0,
     );
+    s.push('\n');
     for st in STUDIES {
         let i = &st.info;
         s += &format!("{}\n", i.name);
