@@ -12,6 +12,7 @@ pub mod calls;
 pub mod clock;
 pub mod ipc;
 pub mod lifetime;
+pub mod mount;
 pub mod pmqos;
 pub mod shm;
 pub mod spawn;

@@ -14,6 +14,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 pub mod example;
+pub mod fs;
 pub mod noise;
 pub mod primitives;
 pub mod ring;
@@ -305,6 +306,7 @@ macro_rules! registry {
 
 registry! {
     Syscall => syscall::Options,
+    Fs => fs::Options,
     Primitives => primitives::Options,
     Switch => switch::Options,
     Ring => ring::Options,
