@@ -498,25 +498,27 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         Some(why) => Err(why),
         None => FuseServer::start(),
     };
+    // Declared before the files, so that on every way out (an error returns early) the files
+    // are closed before the server is told to unmount: an open file keeps a lazily unmounted
+    // FUSE mount, and so the server, alive.
+    let mut server: Option<FuseServer> = None;
     let mut sides: Vec<Files> = Vec::new();
     let mut missing: Vec<(Side, String)> = Vec::new();
     match &kernel {
         Ok(k) => sides.push(Files::new(Side::Tmpfs, k.dir.path(), k.how.clone())?),
         Err(why) => missing.push((Side::Tmpfs, why.clone())),
     }
-    let mut server = match fuse {
+    match fuse {
         Ok(s) => {
             let how = "an in-memory file system served by a separate oscost process through \
                        FUSE (entry and attribute timeouts 0, direct_io)"
                 .to_owned();
-            sides.push(Files::new(Side::Fuse, s.dir.path(), how)?);
-            Some(s)
+            let dir = s.dir.path().to_owned();
+            server = Some(s);
+            sides.push(Files::new(Side::Fuse, &dir, how)?);
         }
-        Err(why) => {
-            missing.push((Side::Fuse, why));
-            None
-        }
-    };
+        Err(why) => missing.push((Side::Fuse, why)),
+    }
     if let Some(s) = &server {
         out.params.insert(
             "fuse_caching".into(),
