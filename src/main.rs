@@ -8,6 +8,7 @@
 mod cli;
 mod compare_cmd;
 mod config;
+mod fuse_serve;
 mod history_cmd;
 mod progress;
 mod session;
@@ -22,6 +23,13 @@ fn main() -> ExitCode {
         .is_some_and(|a| a == worker::ROLE)
     {
         return worker::main();
+    }
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == oscost_measure::experiments::fs::server::ROLE)
+    {
+        let args: Vec<std::ffi::OsString> = std::env::args_os().skip(2).collect();
+        return fuse_serve::main(&args);
     }
     match cli::run() {
         Ok(code) => code,

@@ -182,6 +182,19 @@ impl<'a> Job<'a> {
         }
     }
 
+    /// Adds the operations of every batch run from now on (calibration, warm-up and samples,
+    /// never the empty loop) to `ops`, outside the timed loop: what a case holds against a
+    /// count taken elsewhere (requests a server answered) to check each operation happened.
+    pub fn counting_ops(mut self, ops: &'a std::cell::Cell<u64>) -> Job<'a> {
+        let mut run = self.run;
+        self.run = Box::new(move |n| {
+            let r = run(n);
+            ops.set(ops.get() + n);
+            r
+        });
+        self
+    }
+
     /// Calibrates the batch size, warms up and measures the empty loop.
     fn prepare(&mut self, ctx: &Context) -> anyhow::Result<()> {
         let cfg = ctx.sampler;

@@ -19,12 +19,18 @@ pub struct ScratchDir {
 impl ScratchDir {
     /// Creates `$TMPDIR/<prefix>XXXXXX`, mode 0700: readable by this user only.
     pub fn new(prefix: &str) -> std::io::Result<ScratchDir> {
+        Self::new_in(&std::env::temp_dir(), prefix)
+    }
+
+    /// Creates `<base>/<prefix>XXXXXX`, mode 0700 (the `fs` experiment's directory in
+    /// /dev/shm, a tmpfs, when it cannot mount one of its own).
+    pub fn new_in(base: &Path, prefix: &str) -> std::io::Result<ScratchDir> {
         use std::os::unix::fs::PermissionsExt;
         let owner_only = || std::fs::Permissions::from_mode(0o700);
         let dir = tempfile::Builder::new()
             .prefix(prefix)
             .permissions(owner_only())
-            .tempdir()?;
+            .tempdir_in(base)?;
         // The umask can only take bits away; set it exactly either way.
         std::fs::set_permissions(dir.path(), owner_only())?;
         live().push(dir.path().to_owned());

@@ -210,3 +210,33 @@ pub fn mmap_munmap(len: usize) -> io::Result<()> {
     check(unsafe { libc::munmap(p, len) } as libc::c_long, "munmap")?;
     Ok(())
 }
+
+/// `pread(fd, buf, len, offset)`: one read at `offset` (the `fs` experiment walks a file).
+#[inline]
+pub fn pread_at(fd: BorrowedFd, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    // SAFETY: buf is valid and writable for buf.len() bytes; fd is open.
+    let r = unsafe {
+        libc::pread(
+            fd.as_raw_fd(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            offset as libc::off_t,
+        )
+    };
+    Ok(check(r as libc::c_long, "pread")? as usize)
+}
+
+/// `pwrite(fd, buf, len, offset)`: one write at `offset` (the `fs` experiment walks a file).
+#[inline]
+pub fn pwrite_at(fd: BorrowedFd, buf: &[u8], offset: u64) -> io::Result<usize> {
+    // SAFETY: buf is valid for buf.len() bytes; fd is open.
+    let r = unsafe {
+        libc::pwrite(
+            fd.as_raw_fd(),
+            buf.as_ptr().cast(),
+            buf.len(),
+            offset as libc::off_t,
+        )
+    };
+    Ok(check(r as libc::c_long, "pwrite")? as usize)
+}

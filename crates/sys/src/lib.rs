@@ -13,6 +13,7 @@ pub mod clock;
 pub mod ipc;
 pub mod lifetime;
 pub mod lockring;
+pub mod mount;
 pub mod pmqos;
 pub mod shm;
 pub mod spawn;

@@ -14,6 +14,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 pub mod example;
+pub mod fs;
 pub mod lockring;
 pub mod noise;
 pub mod primitives;
@@ -307,6 +308,7 @@ macro_rules! registry {
 
 registry! {
     Syscall => syscall::Options,
+    Fs => fs::Options,
     Primitives => primitives::Options,
     Switch => switch::Options,
     Ring => ring::Options,

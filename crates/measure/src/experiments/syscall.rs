@@ -124,7 +124,7 @@ fn parse_mt(s: &str) -> Result<Mt<Call>, String> {
     super::parse_mt(s, "call")
 }
 
-fn parse_rate(s: &str) -> Result<f64, String> {
+pub(crate) fn parse_rate(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(r) if r.is_finite() && r > 0.0 && r <= 1e9 => Ok(r),
         _ => Err(format!(

@@ -7,6 +7,7 @@
 
 use oscost_model::ExperimentResult;
 
+pub mod fs;
 pub mod noise;
 pub mod spawn;
 pub mod split;
@@ -31,6 +32,7 @@ pub struct View {
 /// Each experiment's view function, one line per experiment that has views.
 type ViewFn = fn(&ExperimentResult) -> Vec<View>;
 const VIEWS: &[(&str, ViewFn)] = &[
+    ("fs", fs::views),
     ("split", split::views),
     ("spawn", spawn::views),
     ("timeline", timeline::views),

@@ -1,0 +1,250 @@
+//! `oscost fs` as a user drives it: a tiny run whose ids, differences and request counts hang
+//! together, the FUSE side ruled out, bad input, an interrupted run, and the serving role on
+//! its own. No timing assertions; after every run no mount and no process of it is left.
+
+mod common;
+
+use assert_cmd::Command;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+fn oscost() -> Command {
+    common::oscost_cmd()
+}
+
+/// Lines of this process's mount table that are oscost's (its FUSE file system or tmpfs).
+fn oscost_mounts() -> Vec<String> {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("oscost-fuse") || l.contains("oscost-tmpfs"))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Whether FUSE can be mounted by this user here (what the experiment itself checks first).
+fn fuse_usable() -> bool {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/fuse")
+        .is_ok()
+        && (common::is_root()
+            || std::env::var_os("PATH")
+                .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("fusermount3").exists())))
+}
+
+const CALLS: [&str; 3] = ["getpid", "open-close", "read64k"];
+
+#[test]
+fn a_tiny_run_has_both_sides_their_difference_and_the_requests_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let marker = tmp.path().display().to_string();
+    oscost()
+        .env("TMPDIR", tmp.path())
+        .args(["--quick", "--quiet", "--samples", "5", "fs", "--calls"])
+        .arg(CALLS.join(","))
+        .arg("--json")
+        .arg(&json)
+        .assert()
+        .success();
+    let doc = common::read_doc(&json);
+    let e = &doc.experiments[0];
+    assert_eq!(e.name, "fs");
+    assert_eq!(e.params["rate_per_s"], 10000.0);
+    let fuse = fuse_usable();
+    for call in CALLS {
+        let k = e.cases.iter().find(|c| c.id == format!("fs.tmpfs.{call}"));
+        let k = k.unwrap_or_else(|| panic!("fs.tmpfs.{call} missing"));
+        assert!(k.median_ns > 0.0 && k.checks_passed, "{k:?}");
+        assert_eq!(k.unit, "call");
+        let id = format!("fs.fuse.{call}");
+        if !fuse {
+            let u = e
+                .unavailable
+                .iter()
+                .find(|u| u.id == id)
+                .expect("fuse case");
+            assert!(!u.reason.is_empty());
+            continue;
+        }
+        let u = e.cases.iter().find(|c| c.id == id).expect("fuse case");
+        assert!(u.checks_passed, "{:?}", u.checks);
+        let requests = u.counters["fuse_requests_per_call"];
+        match call {
+            "getpid" => assert!(requests < 0.01, "{requests}"),
+            "read64k" => assert!((u.counters["fuse_read_per_call"] - 1.0).abs() < 0.01),
+            _ => assert!(requests >= 2.0, "{requests}"),
+        }
+        let d = e
+            .derived
+            .iter()
+            .find(|d| d.id == format!("fs.diff.{call}"))
+            .expect("difference");
+        assert_eq!(d.terms, [(id.clone(), 1.0), (k.id.clone(), -1.0)]);
+        let want = u.median_ns - k.median_ns;
+        assert!(
+            (d.estimate_ns - want).abs() <= 1e-6 * want.abs().max(1.0),
+            "{} vs {want}",
+            d.estimate_ns
+        );
+        assert!(d.flagged.is_none());
+    }
+    if fuse {
+        // A request is a round trip to another process: no file call is cheaper through it.
+        let m = |id: &str| e.cases.iter().find(|c| c.id == id).unwrap().median_ns;
+        assert!(m("fs.fuse.open-close") > m("fs.tmpfs.open-close"));
+    }
+    assert!(oscost_mounts().is_empty(), "{:?}", oscost_mounts());
+    common::assert_nothing_left(&marker);
+}
+
+#[test]
+fn without_fuse_its_cases_say_why_and_tmpfs_is_still_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = oscost()
+        .args([
+            "--quick",
+            "--samples",
+            "5",
+            "fs",
+            "--no-fuse",
+            "--calls",
+            "lseek",
+        ])
+        .args(["--no-save", "--json"])
+        .arg(&json)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let doc = common::read_doc(&json);
+    let e = &doc.experiments[0];
+    assert_eq!(
+        e.cases.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
+        ["fs.tmpfs.lseek"]
+    );
+    assert_eq!(e.unavailable.len(), 1);
+    assert_eq!(e.unavailable[0].id, "fs.fuse.lseek");
+    assert!(e.unavailable[0].reason.contains("--no-fuse"));
+    assert!(e.derived.is_empty());
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("fs.fuse.lseek"), "{text}");
+    assert!(oscost_mounts().is_empty());
+}
+
+#[test]
+fn bad_values_are_one_line_and_exit_2() {
+    let cases: &[(&[&str], &[&str])] = &[
+        (&["--calls", "fsync"], &["fsync"]),
+        (&["--calls", ""], &["calls"]),
+        (&["--rate", "0"], &["rate", "0"]),
+        (&["--rate", "lots"], &["lots"]),
+        (&["--rate", "-1"], &["-1"]),
+    ];
+    for (args, needles) in cases {
+        let out = oscost()
+            .args(["--quick", "--quiet", "--no-save", "fs"])
+            .args(*args)
+            .assert()
+            .code(2)
+            .get_output()
+            .clone();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        for n in *needles {
+            assert!(err.contains(n), "{args:?}: `{n}` missing from {err}");
+        }
+    }
+}
+
+#[test]
+fn an_interrupted_run_leaves_no_mount_and_no_process() {
+    if !fuse_usable() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let marker = tmp.path().display().to_string();
+    let mut child = common::oscost_std()
+        .env("TMPDIR", tmp.path())
+        .args(["--quiet", "--no-save", "fs"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Interrupt once the FUSE server is up.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let server_up = || {
+        common::processes_with(&marker).iter().any(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains("__fuse-serve"))
+        })
+    };
+    while !server_up() {
+        assert!(Instant::now() < deadline, "the FUSE server never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    assert!(oscost_mounts().is_empty(), "{:?}", oscost_mounts());
+    common::assert_nothing_left(&marker);
+}
+
+#[test]
+fn the_serving_role_mounts_and_unmounts_when_its_input_ends() {
+    if !fuse_usable() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = common::oscost_std()
+        .arg("__fuse-serve")
+        .arg(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(server.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    let file = dir.path().join("f");
+    std::fs::write(&file, b"hello").unwrap();
+    assert_eq!(std::fs::read(&file).unwrap(), b"hello");
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["f"]);
+    std::fs::remove_file(&file).unwrap();
+    assert!(oscost_mounts()
+        .iter()
+        .any(|l| l.contains(&*dir.path().to_string_lossy())));
+    {
+        use std::io::Write;
+        let mut input = server.stdin.take().unwrap();
+        writeln!(input, "count").unwrap();
+        input.flush().unwrap();
+        line.clear();
+        out.read_line(&mut line).unwrap();
+        let counts: std::collections::BTreeMap<String, u64> = serde_json::from_str(&line).unwrap();
+        assert!(counts["write"] >= 1 && counts["read"] >= 1 && counts["unlink"] == 1);
+    } // input dropped: the server unmounts and exits
+    let status = server.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(oscost_mounts().is_empty(), "{:?}", oscost_mounts());
+    assert!(Path::new(dir.path()).read_dir().unwrap().next().is_none());
+}
