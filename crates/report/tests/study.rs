@@ -205,7 +205,7 @@ fn the_qnx_subtraction_is_extra_cycles_over_extra_events() {
         80.0
     ));
     assert!(close(
-        fig(&figs, "study.qnx-tick.form_spread.20us").value,
+        fig(&figs, "study.qnx-tick.form_spread.other.20us").value,
         0.0
     ));
     let t = s.tables(Some(&d));
