@@ -419,7 +419,9 @@ pub fn view_table(v: &crate::views::View, width: Option<u16>) -> String {
     let numeric: Vec<bool> = (0..v.head.len())
         .map(|i| {
             v.rows.iter().filter_map(|r| r.get(i)).all(|c| {
-                c == "-" || c.starts_with(|ch: char| ch.is_ascii_digit() || "+-±".contains(ch))
+                c == "-"
+                    || c.is_empty()
+                    || c.starts_with(|ch: char| ch.is_ascii_digit() || "+-±<≈".contains(ch))
             })
         })
         .collect();

@@ -83,8 +83,15 @@ fn one_run_gives_a_well_formed_self_contained_page() {
         .experiments
         .iter()
         .map(|e| oscost_report::plot::plots(e).len())
-        .sum();
-    assert_eq!(svgs, figures, "every figure of every experiment, inline");
+        .sum::<usize>()
+        + oscost_report::study::applying_to(&doc)
+            .iter()
+            .map(|s| s.plots(Some(&doc)).len())
+            .sum::<usize>();
+    assert_eq!(
+        svgs, figures,
+        "every figure of every experiment and study, inline"
+    );
     for e in &doc.experiments {
         assert!(text.contains(&e.name));
         for c in &e.cases {

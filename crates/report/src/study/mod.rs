@@ -309,6 +309,7 @@ pub(crate) fn pub_cell(v: Option<f64>, unit: &str) -> String {
         Some(v) => match unit {
             "us" => format!("{} µs", crate::plot::chart::sig(v)),
             "ms" => format!("{} ms", crate::plot::chart::sig(v)),
+            "" => crate::plot::chart::sig(v),
             u => value_text(v, u),
         },
     }
