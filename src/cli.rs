@@ -168,8 +168,8 @@ pub enum Command {
         /// The study to run (none: list them)
         #[arg(value_name = "NAME")]
         name: Option<String>,
-        /// At the study's own sizes (much longer; --quick is about 20 s, the default about two
-        /// minutes)
+        /// At the study's own sizes (longer: --quick takes seconds, the default up to about a
+        /// minute and a half)
         #[arg(long, conflicts_with = "quick")]
         full: bool,
     },
@@ -210,7 +210,7 @@ noise. A published baseline was not measured here: ratios only, no verdict.";
 
 const STUDY_HELP: &str = "Examples:
   oscost study                           the five studies: who, when, on what, what they measured
-  oscost study windows-yield --quick     run one here, print its tables (about 20 s)
+  oscost study windows-yield --quick     run one here, print its tables (seconds)
   oscost study qnx-tick --report q.html  its tables and charts in one page
   oscost compare published:qnx-tick latest   every published figure with a counterpart, beside it
   oscost report published:qnx-tick r.json -o r.html   the study's page from a saved run

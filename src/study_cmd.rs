@@ -11,9 +11,9 @@ use oscost_measure::experiments::ExperimentArgs;
 /// How large a study run is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Size {
-    /// `--quick`: about 20 s here.
+    /// `--quick`: seconds (qnx-tick, the longest, about 8 s on a 2-CPU virtual machine).
     Quick,
-    /// The default: about 2 minutes.
+    /// The default: up to about a minute and a half (windows-yield).
     Default,
     /// `--full`: the study's own sizes.
     Full,

@@ -175,8 +175,8 @@ pub fn list_text() -> String {
         ));
         s.push('\n');
     }
-    s += "Run one:     oscost study windows-yield --quick   (about 20 s; default about 2 min; \
-          --full at the study's own sizes)\nFrom a run:  oscost report published:qnx-tick r.json \
+    s += "Run one:     oscost study windows-yield --quick   (seconds; the default up to about \
+          1.5 min; --full at the study's own sizes)\nFrom a run:  oscost report published:qnx-tick r.json \
           -o r.html\n";
     s
 }

@@ -82,6 +82,15 @@ fn periods(doc: &ResultDoc, policy: &str) -> Vec<(String, f64)> {
     v
 }
 
+/// The policy the summary figures and the chart are taken from: the first of
+/// [`SUMMARY_POLICIES`] the run measured.
+fn summary_policy(doc: &ResultDoc) -> &'static str {
+    SUMMARY_POLICIES
+        .into_iter()
+        .find(|p| !periods(doc, p).is_empty())
+        .unwrap_or("other")
+}
+
 fn point<'a>(doc: &'a ResultDoc, form: &str, policy: &str, period: &str) -> Option<&'a CaseResult> {
     case(doc, &format!("tick-forms.{form}.{policy}.{period}"))
 }
@@ -161,10 +170,7 @@ pub fn figures(doc: &ResultDoc) -> Vec<StudyFigure> {
     // The study's own summary: the single flow at the shortest period against no events,
     // under round-robin (QNX's default policy, whose rescheduling interval the study gives)
     // where it was measured, else FIFO, else the default policy.
-    let policy = SUMMARY_POLICIES
-        .into_iter()
-        .find(|p| !periods(doc, p).is_empty())
-        .unwrap_or("other");
+    let policy = summary_policy(doc);
     let ps = periods(doc, policy);
     if let Some((short, _)) = ps.last() {
         let stem = format!("study.{NAME}.single.{policy}.{short}");
@@ -484,20 +490,21 @@ pub fn plots(doc: Option<&ResultDoc>) -> Vec<Plot> {
     }
     if let Some(doc) = doc {
         let figs = figures(doc);
+        let policy = summary_policy(doc);
         for (i, (_, form)) in FORMS.iter().enumerate() {
-            let Some(base) = point(doc, form, "other", "none") else {
+            let Some(base) = point(doc, form, policy, "none") else {
                 continue;
             };
             let mut st = this_style();
             st.colour = crate::plot::chart::colour(i + 1);
-            let ps = periods(doc, "other");
-            let label = format!("{}: {form}", this_label(doc));
+            let ps = periods(doc, policy);
+            let label = format!("{}: {form} ({policy})", this_label(doc));
             time_lines.push(line(
                 &label,
                 st,
                 ps.iter()
                     .filter_map(|(n, ns)| {
-                        let c = point(doc, form, "other", n)?;
+                        let c = point(doc, form, policy, n)?;
                         Some((
                             *ns,
                             c.median_ns / base.median_ns,
@@ -514,7 +521,7 @@ pub fn plots(doc: Option<&ResultDoc>) -> Vec<Plot> {
                     .filter_map(|(n, ns)| {
                         let f = get(
                             &figs,
-                            &format!("study.{NAME}.{form}.other.{n}.useful_share"),
+                            &format!("study.{NAME}.{form}.{policy}.{n}.useful_share"),
                         )?;
                         Some((*ns, f.value, None, format!("{}: {:.1} %", f.id, f.value)))
                     })
@@ -527,7 +534,7 @@ pub fn plots(doc: Option<&ResultDoc>) -> Vec<Plot> {
                     .filter_map(|(n, ns)| {
                         let f = get(
                             &figs,
-                            &format!("study.{NAME}.{form}.other.{n}.cycles_per_event"),
+                            &format!("study.{NAME}.{form}.{policy}.{n}.cycles_per_event"),
                         )?;
                         Some((
                             *ns,
@@ -549,7 +556,7 @@ pub fn plots(doc: Option<&ResultDoc>) -> Vec<Plot> {
     ty.push(1.0);
     let panels = vec![
         Panel {
-            title: "time against the longest period (study) or none (this machine)".into(),
+            title: "time against the least disturbed run".into(),
             x: x.clone(),
             y: Axis::fit("time", Unit::Ratio, &ty, Fit::Auto { zero: false }),
             lines: time_lines.clone(),
@@ -570,7 +577,7 @@ pub fn plots(doc: Option<&ResultDoc>) -> Vec<Plot> {
             bars: Vec::new(),
         },
         Panel {
-            title: "useful work's share of the time (Fig. 2.7)".into(),
+            title: "useful share of the time (Fig. 2.7)".into(),
             x,
             y: Axis::fit(
                 "share",
@@ -590,8 +597,9 @@ pub fn plots(doc: Option<&ResultDoc>) -> Vec<Plot> {
     let header = Header::new(
         "qnx-tick: the same work as one flow, threads and processes as the events come faster",
         &[
-            "Dashed: QNX as published, its system tick shortened; solid: this machine under timer \
-           events at each period. Cycles per event: the study's subtraction."
+            "Dashed: QNX as published, its system tick shortened (time against its 1 ms tick); \
+             solid: this machine under timer events at each period (time against none), under \
+             SCHED_RR where it could be set. Cycles per event: the study's subtraction."
                 .to_string(),
         ],
     );
