@@ -262,6 +262,10 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
          2000, its one-CPU column the mean of 2000 and XP; its mean gain is over N = 2 … 8192, as \
          is this machine's (over the N measured)."
             .to_string(),
+        "A gain near 0 at every N means the second CPU added no throughput during the run: on a \
+         virtual machine the host need not run both vCPUs at once (two plain busy loops in C \
+         show the same); the run's load and steal-time lines say what else was seen."
+            .to_string(),
         format!(
             "The study's summary: on one CPU the overhead stays at or under 60 % up to 8192 \
              threads; this machine's largest: {}.",
