@@ -19,130 +19,76 @@ pub enum Size {
     Full,
 }
 
-/// Each study's experiments, as command lines, at each size: (quick, default, full).
-type Lines = &'static [&'static [&'static str]];
-const PROTOCOLS: &[(&str, Lines, Lines, Lines)] = &[
-    ("minix3", &[&["fs"]], &[&["fs"]], &[&["fs"]]),
+/// One experiment of a study's protocol: its command line, then what each size adds to it
+/// (quick, default, full).
+type Step = (&'static [&'static str], [&'static [&'static str]; 3]);
+
+/// Each study's experiments.
+const PROTOCOLS: &[(&str, &[Step])] = &[
+    ("minix3", &[(&["fs"], [&[], &[], &[]])]),
     (
         "bradford",
         &[
-            &["primitives", "--only", "sysv-sem,posix-sem,pthread-mutex"],
-            &["lockring", "--tasks", "2,8,32,128"],
-        ],
-        &[
-            &["primitives", "--only", "sysv-sem,posix-sem,pthread-mutex"],
-            &["lockring", "--tasks", "2,4,8,16,32,64,128"],
-        ],
-        &[
-            &["primitives", "--only", "sysv-sem,posix-sem,pthread-mutex"],
-            &["lockring", "--tasks", "2,4,8,16,32,64,128"],
+            (
+                &["primitives", "--only", "sysv-sem,posix-sem,pthread-mutex"],
+                [&[], &[], &[]],
+            ),
+            (
+                &["lockring"],
+                [
+                    &["--tasks", "2,8,32,128"],
+                    &["--tasks", "2,4,8,16,32,64,128"],
+                    &["--tasks", "2,4,8,16,32,64,128"],
+                ],
+            ),
         ],
     ),
     (
         "windows-yield",
-        &[&[
-            "split",
-            "--form",
-            "threads",
-            "--yield",
-            "--tasks",
-            "1..256",
-            "--sets",
-            "one,two",
-            "--work",
-            "30ms",
-            "--repeats",
-            "3",
-        ]],
-        &[&[
-            "split",
-            "--form",
-            "threads",
-            "--yield",
-            "--tasks",
-            "1..8192",
-            "--sets",
-            "one,two",
-            "--work",
-            "250ms",
-            "--repeats",
-            "3",
-        ]],
-        &[&[
-            "split",
-            "--form",
-            "threads",
-            "--yield",
-            "--tasks",
-            "1..8192",
-            "--sets",
-            "one,two",
-            "--work",
-            "1s",
-            "--repeats",
-            "5",
-        ]],
+        &[(
+            &["split", "--form", "threads", "--yield", "--sets", "one,two"],
+            [
+                &["--tasks", "1..256", "--work", "30ms", "--repeats", "3"],
+                &["--tasks", "1..8192", "--work", "250ms", "--repeats", "3"],
+                &["--tasks", "1..8192", "--work", "1s", "--repeats", "5"],
+            ],
+        )],
     ),
-    (
-        "qnx-tick",
-        &[&["tick-forms"]],
-        &[&["tick-forms"]],
-        &[&["tick-forms"]],
-    ),
+    ("qnx-tick", &[(&["tick-forms"], [&[], &[], &[]])]),
     (
         "linux-timeslice",
-        &[&[
-            "timeline",
-            "--workers",
-            "1,2,4",
-            "--kind",
-            "processes",
-            "--chunk-iterations",
-            "100000",
-            "--rounds",
-            "2",
-        ]],
-        &[&[
-            "timeline",
-            "--workers",
-            "1,2,4",
-            "--kind",
-            "processes",
-            "--chunk-iterations",
-            "100000",
-            "--rounds",
-            "5",
-        ]],
-        &[&[
-            "timeline",
-            "--workers",
-            "1,2,4",
-            "--kind",
-            "processes",
-            "--chunk-iterations",
-            "100000",
-            "--rounds",
-            "10",
-        ]],
+        &[(
+            &[
+                "timeline",
+                "--workers",
+                "1,2,4",
+                "--kind",
+                "processes",
+                "--chunk-iterations",
+                "100000",
+            ],
+            [&["--rounds", "2"], &["--rounds", "5"], &["--rounds", "10"]],
+        )],
     ),
 ];
 
 /// The study called `name` and its experiments at `size`, or one line naming the choices.
 pub fn experiments(name: &str, size: Size) -> anyhow::Result<(&'static str, Vec<ExperimentArgs>)> {
-    let Some((study, quick, default, full)) = PROTOCOLS.iter().find(|p| p.0 == name) else {
+    let Some((study, steps)) = PROTOCOLS.iter().find(|p| p.0 == name) else {
         let names: Vec<&str> = PROTOCOLS.iter().map(|p| p.0).collect();
         anyhow::bail!(
             "no study named `{name}` (choose from: {}; `oscost study` lists them)",
             names.join(", ")
         );
     };
-    let lines = match size {
-        Size::Quick => quick,
-        Size::Default => default,
-        Size::Full => full,
+    let at = match size {
+        Size::Quick => 0,
+        Size::Default => 1,
+        Size::Full => 2,
     };
     let mut out = Vec::new();
-    for line in lines.iter() {
+    for (base, extra) in steps.iter() {
+        let line: Vec<&str> = base.iter().chain(extra[at].iter()).copied().collect();
         let cli = Cli::try_parse_from(std::iter::once("oscost").chain(line.iter().copied()))
             .map_err(|e| {
                 anyhow::anyhow!(
