@@ -94,7 +94,14 @@ root=$(mktemp -d "${TMPDIR:-/tmp}/fault-matrix.XXXXXX") || die "mktemp failed"
 chmod 0711 "$root" # nobody may reach the case directories it is given, nothing else
 # Its runs are saved in a history of its own, gone with it, never the user's.
 export XDG_DATA_HOME="$root/data"
+# The round-robin slice, which some cases change through oscost: put back whatever happens.
+rr=/proc/sys/kernel/sched_rr_timeslice_ms
+rr_before=$(cat "$rr" 2>/dev/null)
 cleanup() {
+    if [[ -n "$rr_before" && "$(cat "$rr" 2>/dev/null)" != "$rr_before" ]]; then
+        echo "fault-matrix: $rr was left at $(cat "$rr"); putting back $rr_before" >&2
+        echo "$rr_before" >"$rr"
+    fi
     chmod -R u+rwX "$root" 2>/dev/null
     rm -rf "$root"
 }
@@ -775,6 +782,57 @@ c_stop_cont() {
     note "exit $rc, r.json holds [$(json r.json names)]"
 }
 
+rr_is() { [[ "$(cat "$rr" 2>/dev/null)" == "$1" ]]; }
+rr_tick=(--cpus "${online%%[-,]*}" tick --rr-slices 1,10 --source signal --periods 20ms --runs 3)
+rr_long=(--workers 2 --chunks 20000 --chunk-us 100 --rounds 1)
+rr_timeline=(timeline --policy rr --rr-slice-ms 5 "${rr_long[@]}")
+
+# A run killed with SIGKILL while the round-robin slice is changed (to VALUE): the next run
+# puts it back, and says so.
+c_rr_kill9() { # VALUE ARGS...
+    local want="$1" before
+    shift
+    if ((EUID != 0)); then
+        note "not applicable: changing $rr needs root"
+        return
+    fi
+    before=$(<"$rr")
+    spawn main "$bin" -q "$@"
+    wait_for 30 rr_is "$want" || problem "the slice never read $want in 30 s"
+    kill -s KILL "$opid"
+    collect main
+    [[ "$rc" == 137 ]] || problem "exit $rc, expected 137 (killed): $(first_line "$io/main.err")"
+    wait_for 5 no_case_pids || problem "processes of the killed run still running 5 s later"
+    note "the kill left the slice at $(<"$rr")"
+    osc --scripted --quiet --no-save example
+    expect_rc 0
+    rr_is "$before" || problem "after the next run the slice is $(<"$rr"), was $before"
+    grep -qF "put $rr back to $before" "$io/err" || problem "the next run did not say it put the slice back"
+    note "next run: exit $rc, slice $(<"$rr"): $(grep -m 1 'put ' "$io/err" | cut -c 1-70 | printable)"
+}
+
+# Two overlapping runs changing the slice: it ends at its value before the first.
+c_rr_overlap() {
+    local before
+    if ((EUID != 0)); then
+        note "not applicable: changing $rr needs root"
+        return
+    fi
+    before=$(<"$rr")
+    spawn a "$bin" -q "${rr_timeline[@]}" --json a.json
+    wait_for 30 rr_is 5 || problem "the first run never set the slice to 5"
+    spawn b "$bin" -q timeline --policy rr --rr-slice-ms 7 "${rr_long[@]}" --json b.json
+    wait_for 30 rr_is 7 || problem "the second run never set the slice to 7"
+    collect a
+    [[ "$rc" == 0 ]] || problem "first run: exit $rc: $(first_line "$io/a.err")"
+    collect b
+    [[ "$rc" == 0 ]] || problem "second run: exit $rc: $(first_line "$io/b.err")"
+    rr_is "$before" || problem "the slice ended at $(<"$rr"), was $before"
+    grep -qE "another oscost process \(pid [0-9]+\) has $rr changed too" b.json ||
+        problem "b.json does not warn that the first run had the slice changed"
+    note "both exit 0, slice back at $(<"$rr"); b.json warns of the other run"
+}
+
 # Bad input.
 run_case cpus-offline refused 'not online' --cpus "$offline_cpu" "${quick_sys[@]}" --json r.json --csv keep.csv
 run_case cpus-negative refused 'not a CPU list' --cpus -1 "${quick_sys[@]}" --json r.json --csv keep.csv
@@ -860,6 +918,11 @@ run_case kill9-oscost-then-next-run c_kill9_oscost
 run_case sigterm-one-worker c_signal_worker TERM
 run_case sigkill-one-worker c_signal_worker KILL
 run_case sigstop-sigcont c_stop_cont
+
+# System settings.
+run_case rr-slice-tick-kill9-next-run c_rr_kill9 1 "${rr_tick[@]}"
+run_case rr-slice-timeline-kill9-next-run c_rr_kill9 5 "${rr_timeline[@]}"
+run_case rr-slice-two-runs-overlapping c_rr_overlap
 
 ((n_cases)) || die "no case matches '$pattern'"
 echo "fault matrix: $n_cases cases, $n_passed passed, $n_failed failed"

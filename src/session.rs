@@ -144,6 +144,10 @@ fn measure_in_child(
             .arg(worker::ROLE)
             .env("TMPDIR", scratch)
             .env(oscost_measure::leftovers::RUN_DIR_ENV, scratch)
+            .env(
+                oscost_measure::sysctl::SETTINGS_DIR_ENV,
+                oscost_measure::sysctl::settings_dir(),
+            )
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -157,8 +161,6 @@ fn measure_in_child(
         let _ = stdin.write_all(&serde_json::to_vec(job)?);
     }
     let mut last = None;
-    // Settings the measuring process changed and has not put back yet: (path, value before).
-    let mut changed: Vec<(String, String)> = Vec::new();
     if let Some(stdout) = child.stdout.take() {
         for line in std::io::BufReader::new(stdout).lines() {
             let Ok(line) = line else { break };
@@ -176,11 +178,6 @@ fn measure_in_child(
                 }
                 Ok(worker::Message::Note(m)) => bar.message(&m),
                 Ok(worker::Message::Finish) => bar.finish(),
-                Ok(worker::Message::Setting { path, original }) => {
-                    changed.retain(|(p, _)| *p != path);
-                    changed.push((path, original));
-                }
-                Ok(worker::Message::SettingRestored(path)) => changed.retain(|(p, _)| *p != path),
                 Ok(m) => last = Some(m),
                 Err(e) => {
                     last = Some(worker::Message::Failed(format!(
@@ -200,10 +197,9 @@ fn measure_in_child(
     // parent-death signal) and are reaped here, so none outlives the run.
     os::task::reap_orphans(std::time::Duration::from_secs(10));
     bar.finish();
-    // It ended without putting back what it changed (killed, or it crashed): do it here.
-    for (path, original) in &changed {
-        restore_setting(path, original);
-    }
+    // It ended without putting back a setting it changed (killed, or it crashed): the record
+    // it wrote before the change says what to put back.
+    restore_settings();
     // Nothing of it runs any more: remove the SysV sets it recorded and did not remove itself
     // (it was killed), whatever the way the run goes on or ends.
     let removed = oscost_measure::leftovers::remove_registered(scratch);
@@ -231,26 +227,13 @@ fn measure_in_child(
     }
 }
 
-/// Writes `original` back to the system setting at `path` if it holds something else, and
-/// says so on stderr. Only files under `/proc/sys` are touched, whatever the message said.
-fn restore_setting(path: &str, original: &str) {
-    if !path.starts_with("/proc/sys/") || path.contains("/../") {
-        eprintln!("oscost: not restoring {path}: not a /proc/sys setting");
-        return;
-    }
-    let current = std::fs::read_to_string(path).unwrap_or_default();
-    if current.trim() == original.trim() {
-        return;
-    }
-    match std::fs::write(path, format!("{}\n", original.trim())) {
-        Ok(()) => eprintln!(
-            "oscost: put {path} back to {} (the measuring process ended before it could)",
-            original.trim()
-        ),
-        Err(e) => eprintln!(
-            "oscost: cannot put {path} back to {}: {e}; set it by hand",
-            original.trim()
-        ),
+/// Puts back every system setting that an oscost process changed and that no live oscost
+/// process holds any more (its changer was killed); one line each on stderr, even with
+/// `--quiet`: it is something done, not a warning.
+fn restore_settings() {
+    let dir = oscost_measure::sysctl::settings_dir();
+    for swept in oscost_measure::sysctl::sweep(&dir) {
+        eprintln!("oscost: {}", swept.summary());
     }
 }
 
@@ -413,10 +396,12 @@ fn partial_files(cfg: &Config) -> Vec<String> {
         .collect()
 }
 
-/// Removes what earlier runs killed with `kill -9` left in the temporary directory: their
-/// SysV semaphore sets and their run directories. One line each on stderr, even with
-/// `--quiet`: it is something done, not a warning.
+/// Removes what earlier runs killed with `kill -9` left behind: the system settings they
+/// changed, and in the temporary directory their SysV semaphore sets and their run
+/// directories. One line each on stderr, even with `--quiet`: it is something done, not a
+/// warning.
 fn remove_earlier_leftovers() {
+    restore_settings();
     for earlier in oscost_measure::leftovers::remove_earlier_runs(&std::env::temp_dir()) {
         if let Some(line) = earlier.summary() {
             eprintln!("oscost: {line}");
