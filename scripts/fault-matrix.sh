@@ -782,6 +782,33 @@ c_stop_cont() {
     note "exit $rc, r.json holds [$(json r.json names)]"
 }
 
+# A history of the case's own (outside the working directory) holding one scripted run.
+with_history() {
+    hist="$io/h.sqlite"
+    "$bin" --history "$hist" --scripted -q example >/dev/null 2>&1 || problem "could not fill a history"
+}
+
+# A history command writing over a read-only (0444) file: refused, the file as it was.
+c_history_read_only() { # FILE ARGS...
+    local f="$1"
+    shift
+    with_history
+    printf 'precious\n' >"$f"
+    chmod 0444 "$f"
+    snap_before=$(snapshot)
+    osc --history "$hist" history "$@"
+    expect_refused 'read-only'
+}
+
+# `history trend --svg nodir/`: a missing directory is not a file name.
+c_history_svg_missing_dir() {
+    with_history
+    snap_before=$(snapshot)
+    osc --history "$hist" history trend example.cost100 --svg nodir/
+    expect_refused 'nodir/: no such directory'
+    [[ -e nodir ]] && problem "wrote a file named nodir"
+}
+
 rr_is() { [[ "$(cat "$rr" 2>/dev/null)" == "$1" ]]; }
 rr_tick=(--cpus "${online%%[-,]*}" tick --rr-slices 1,10 --source signal --periods 20ms --runs 3)
 rr_long=(--workers 2 --chunks 20000 --chunk-us 100 --rounds 1)
@@ -904,6 +931,9 @@ run_case failed-after-good c_failed_after_good
 run_case stdout-reader-gone c_reader_gone
 run_case json-dash-reader-gone c_json_reader_gone
 run_case two-runs-at-once c_two_at_once
+run_case history-export-read-only c_history_read_only ro.json export latest --json ro.json
+run_case history-trend-svg-read-only c_history_read_only ro.svg trend example.cost100 --svg ro.svg
+run_case history-trend-svg-missing-dir c_history_svg_missing_dir
 
 # Signals and kills.
 run_case sigint-ring-processes c_signal INT

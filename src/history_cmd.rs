@@ -103,6 +103,13 @@ pub fn run(cmd: HistoryCommand, db_path: &Path, global: &GlobalOpts) -> anyhow::
             // The global --svg, which names a directory for a run's figures: a trend is one
             // figure, so a file name is taken too.
             if let Some(svg) = &global.svg {
+                // `--svg DIR/` names a directory: one that is missing is not a file name.
+                if svg.as_os_str().as_encoded_bytes().ends_with(b"/") && !svg.is_dir() {
+                    anyhow::bail!(
+                        "--svg {}: no such directory (create it, or give a file name)",
+                        svg.display()
+                    );
+                }
                 let path = if svg.is_dir() {
                     svg.join(oscost_report::plot::file_name(&case_id, "svg"))
                 } else {

@@ -431,3 +431,33 @@ fn the_default_suite_names_its_saved_run_result_file_and_report() {
     );
     assert!(!other.db().parent().unwrap().join("runs").exists());
 }
+
+/// `history export --json` and `history trend --svg` keep to the rules every output follows: a
+/// read-only file is refused and left as it was, a missing directory never becomes a file.
+#[test]
+fn history_outputs_refuse_read_only_files_and_missing_directories() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = Home::new();
+    home.scripted_run("r.json");
+    for (name, args) in [
+        ("ro.json", &["history", "export", "latest", "--json"][..]),
+        (
+            "ro.svg",
+            &["history", "trend", "example.cost100", "--svg"][..],
+        ),
+    ] {
+        let ro = home.path(name);
+        std::fs::write(&ro, "precious").unwrap();
+        std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o444)).unwrap();
+        let mut all = args.to_vec();
+        all.push(ro.to_str().unwrap());
+        let (code, out, err) = home.run(&all);
+        assert_one_line_error(code, &err, &["read-only (mode 0444)"]);
+        assert_eq!(out, "");
+        assert_eq!(std::fs::read_to_string(&ro).unwrap(), "precious");
+    }
+    let nodir = format!("{}/", home.path("nodir").display());
+    let (code, _, err) = home.run(&["history", "trend", "example.cost100", "--svg", &nodir]);
+    assert_one_line_error(code, &err, &["no such directory"]);
+    assert!(!home.path("nodir").exists());
+}

@@ -156,14 +156,36 @@ fn may_write(m: &std::fs::Metadata, c: &Creds) -> bool {
 /// but a temporary file of its own (a FIFO's reader would see an end of file).
 ///
 /// A regular file whose mode has no write bit (`0444`) is refused even for root: its owner
-/// marked it read-only.
+/// marked it read-only. [`stage`] (and so [`write_atomic`]) refuses the same paths when it
+/// writes, so every file oscost writes is held to the same rules, checked first or not.
 pub fn check_writable(path: &Path) -> anyhow::Result<()> {
+    let shown = path.display();
+    let real = match vet(path)? {
+        Target::Stdout | Target::InPlace(_) => return Ok(()),
+        Target::Replace(real) => real,
+    };
+    let dir = parent_of(&real);
+    // The rename at the end needs what this needs: a file of ours in the target's directory.
+    if let Err(e) = tempfile::NamedTempFile::new_in(dir) {
+        anyhow::bail!(
+            "cannot write {shown}: directory {} is not writable ({})",
+            dir.display(),
+            reason(&e)
+        );
+    }
+    Ok(())
+}
+
+/// Where writing `path` goes, or why it must not be written: a directory, a name ending in
+/// `/`, a socket, a file this process may not write, a read-only file, another user's file in
+/// a sticky directory.
+fn vet(path: &Path) -> anyhow::Result<Target> {
     let shown = path.display();
     if path.is_dir() {
         anyhow::bail!("{shown} is a directory, not a file");
     }
     // `Path` forgets a trailing slash, so `r.json/` would be checked as `r.json` and written as
-    // such, then fail once that file exists: refuse it here.
+    // such: a directory name would become a file. Refuse it.
     if path.as_os_str().as_encoded_bytes().ends_with(b"/") {
         anyhow::bail!("cannot write {shown}: a file name cannot end in `/`");
     }
@@ -171,7 +193,7 @@ pub fn check_writable(path: &Path) -> anyhow::Result<()> {
         resolve(path).map_err(|e| anyhow::anyhow!("cannot write {shown}: {}", reason(&e)))?;
     let creds = creds();
     let real = match target {
-        Target::Stdout => return Ok(()),
+        Target::Stdout => return Ok(Target::Stdout),
         Target::InPlace(p) => {
             let m = std::fs::metadata(&p)
                 .map_err(|e| anyhow::anyhow!("cannot write {shown}: {}", reason(&e)))?;
@@ -184,13 +206,16 @@ pub fn check_writable(path: &Path) -> anyhow::Result<()> {
             if creds.as_ref().is_some_and(|c| !may_write(&m, c)) {
                 anyhow::bail!("cannot write {shown}: permission denied (choose another path)");
             }
-            return Ok(());
+            return Ok(Target::InPlace(p));
         }
         Target::Replace(real) => real,
     };
     let dir = parent_of(&real);
     if let Ok(m) = std::fs::metadata(&real) {
         let mode = m.mode() & 0o7777;
+        if m.is_dir() {
+            anyhow::bail!("{shown} is a directory, not a file");
+        }
         if mode & 0o222 == 0 {
             anyhow::bail!(
                 "cannot write {shown}: it is read-only (mode {mode:04o}); remove it or choose \
@@ -218,15 +243,7 @@ pub fn check_writable(path: &Path) -> anyhow::Result<()> {
             }
         }
     }
-    // The rename at the end needs what this needs: a file of ours in the target's directory.
-    if let Err(e) = tempfile::NamedTempFile::new_in(dir) {
-        anyhow::bail!(
-            "cannot write {shown}: directory {} is not writable ({})",
-            dir.display(),
-            reason(&e)
-        );
-    }
-    Ok(())
+    Ok(Target::Replace(real))
 }
 
 /// A file written in full but not yet in place: [`Staged::commit`] renames it over its target.
@@ -256,11 +273,12 @@ impl Staged {
 /// Writes `contents` beside the file `path` names (through any symbolic link), ready to be put
 /// in place, with the mode of the file it replaces or, for a new file, `0666` less the umask.
 /// A special file (a device, a FIFO, standard output) is written directly instead, since it
-/// cannot be replaced and holds no half file.
+/// cannot be replaced and holds no half file. What [`check_writable`] refuses is refused here
+/// too, before anything is written.
 pub fn stage(path: &Path, contents: &str) -> anyhow::Result<Staged> {
     let shown = path.display();
     let fail = |what: &str, e: &io::Error| anyhow::anyhow!("{what} {shown}: {}", reason(e));
-    let target = resolve(path).map_err(|e| fail("cannot write", &e))?;
+    let target = vet(path)?;
     let real = match target {
         Target::Stdout | Target::InPlace(_) => {
             let written = match &target {
@@ -377,6 +395,30 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let inner = tempfile::NamedTempFile::new_in(dir.path().join("missing")).unwrap_err();
         assert_eq!(reason(&inner), "No such file or directory (os error 2)");
+    }
+
+    /// Writing refuses what checking refuses: a read-only file stays as it was, a name ending
+    /// in `/` never becomes a file, a directory is never replaced.
+    #[test]
+    fn writes_refuse_protected_files_and_directory_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let ro = dir.path().join("ro.json");
+        std::fs::write(&ro, "precious").unwrap();
+        std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o444)).unwrap();
+        let e = write_atomic(&ro, "new").unwrap_err().to_string();
+        assert!(e.contains("read-only (mode 0444)"), "{e}");
+        assert_eq!(std::fs::read_to_string(&ro).unwrap(), "precious");
+        // Through a link to it, the same.
+        std::os::unix::fs::symlink("ro.json", dir.path().join("link.json")).unwrap();
+        assert!(write_atomic(&dir.path().join("link.json"), "new").is_err());
+        assert_eq!(std::fs::read_to_string(&ro).unwrap(), "precious");
+        let nodir = dir.path().join("nodir/");
+        let e = write_atomic(&nodir, "x").unwrap_err().to_string();
+        assert!(e.contains("cannot end in `/`"), "{e}");
+        assert!(!dir.path().join("nodir").exists());
+        assert!(write_atomic(dir.path(), "x").is_err());
+        assert!(dir.path().is_dir());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
     }
 
     #[test]
