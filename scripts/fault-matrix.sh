@@ -809,6 +809,63 @@ c_history_svg_missing_dir() {
     [[ -e nodir ]] && problem "wrote a file named nodir"
 }
 
+# Output to a FIFO nobody opens: SIGINT or SIGTERM ends the wait (exit 130), or it times out
+# (exit 2) with one line naming it.
+c_fifo_no_reader() { # INT|TERM|timeout
+    mkfifo pipe.md
+    if [[ "$1" == timeout ]]; then
+        OSCOST_OUTPUT_TIMEOUT=2 osc --scripted -q --no-save example --markdown pipe.md
+        expect_rc 2
+        expect_one_line
+        expect_err 'pipe\.md: nobody read it for 2 s'
+        note "exit $rc: $(first_line "$io/err")"
+        return
+    fi
+    spawn main "$bin" --scripted -q --no-save example --markdown pipe.md
+    sleep 1
+    kill -s "$1" "$opid"
+    collect main
+    expect_rc 130
+    grep -q 'interrupted' "$io/main.err" || problem "stderr does not say interrupted"
+    [[ -p pipe.md ]] || problem "pipe.md is no longer a FIFO"
+    note "exit $rc: $(first_line "$io/main.err")"
+}
+
+# `--json -` into a pipe whose reader takes nothing (its buffer already full): SIGTERM ends
+# the wait with exit 130.
+c_stdout_stalled() {
+    local p t0
+    mkfifo "$io/q"
+    exec 3<>"$io/q"
+    head -c 65536 /dev/zero >&3 # fills the pipe: every later write would block
+    t0=$(now_us)
+    # shellcheck disable=SC2016 # $$ and $0 belong to the inner shell
+    timeout -k 5 "$limit" bash -c 'echo $$ >"$0" && exec "$@"' "$io/pid" \
+        "$bin" --scripted -q --no-save example --json - </dev/null >"$io/q" 2>"$io/err" &
+    p=$!
+    sleep 1
+    kill -s TERM "$(<"$io/pid")"
+    wait "$p"
+    rc=$?
+    vet "$rc" "$io/err" "$t0"
+    exec 3>&-
+    expect_rc 130
+    expect_err 'interrupted'
+    note "exit $rc: $(tail -n 1 "$io/err" | cut -c 1-150 | printable)"
+}
+
+c_stdout_closed_json() {
+    local t0
+    t0=$(now_us)
+    timeout -k 5 "$limit" "$bin" --scripted -q --no-save example --json - </dev/null >&- 2>"$io/err"
+    rc=$?
+    vet "$rc" "$io/err" "$t0"
+    expect_rc 2
+    expect_one_line
+    expect_err 'standard output is closed'
+    note "exit $rc: $(first_line "$io/err")"
+}
+
 rr_is() { [[ "$(cat "$rr" 2>/dev/null)" == "$1" ]]; }
 rr_tick=(--cpus "${online%%[-,]*}" tick --rr-slices 1,10 --source signal --periods 20ms --runs 3)
 rr_long=(--workers 2 --chunks 20000 --chunk-us 100 --rounds 1)
@@ -922,6 +979,11 @@ run_case existing-owner-kept c_owner_kept
 run_case new-file-umask-022 c_umask 022 644
 run_case new-file-umask-077 c_umask 077 600
 run_case markdown-fifo-with-reader c_fifo
+run_case markdown-fifo-no-reader-sigint c_fifo_no_reader INT
+run_case markdown-fifo-no-reader-sigterm c_fifo_no_reader TERM
+run_case markdown-fifo-no-reader-timeout c_fifo_no_reader timeout
+run_case json-dash-stalled-pipe-sigterm c_stdout_stalled
+run_case json-dash-stdout-closed c_stdout_closed_json
 run_case json-dev-null c_dev_null
 run_case json-dev-full c_dev_full
 run_case stdout-dev-full c_stdout_full

@@ -7,8 +7,142 @@
 //! without opening anything but a temporary file of its own.
 
 use std::io::{self, Write};
-use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+/// The flag set when the run is asked to stop (SIGINT, SIGTERM): output waiting for a reader
+/// gives up when it is set.
+static STOP: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+
+/// Makes output that waits for a reader (a FIFO, a pipe) give up when `flag` is set.
+pub fn stop_waiting_on(flag: Arc<AtomicBool>) {
+    let _ = STOP.set(flag);
+}
+
+/// Whether the run was asked to stop.
+pub fn stop_asked() -> bool {
+    STOP.get().is_some_and(|f| f.load(Ordering::SeqCst))
+}
+
+/// The environment variable that sets, in seconds, how long output waits for a FIFO or pipe
+/// that nobody reads.
+pub const TIMEOUT_ENV: &str = "OSCOST_OUTPUT_TIMEOUT";
+
+/// How long output waits for a reader that takes nothing: [`TIMEOUT_ENV`] seconds, else 30 s.
+pub fn reader_timeout() -> Duration {
+    let secs = std::env::var(TIMEOUT_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|&s| s > 0)
+        .unwrap_or(30);
+    Duration::from_secs(secs)
+}
+
+/// Output given up while waiting for a reader because the run was asked to stop: the binary
+/// exits 130 for it, as for any interruption.
+#[derive(Debug)]
+pub struct Interrupted(pub String);
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "interrupted while writing {} (nobody was reading it)",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
+/// Why writing to a FIFO or pipe did not finish.
+#[derive(Debug)]
+pub enum Stall {
+    /// An OS error (a reader that went away is `BrokenPipe`).
+    Io(io::Error),
+    /// The run was asked to stop while waiting for a reader.
+    Interrupted,
+    /// Nobody read for this long.
+    TimedOut(Duration),
+}
+
+impl Stall {
+    /// The one-line error for output to `shown`.
+    pub fn into_error(self, shown: &str) -> anyhow::Error {
+        match self {
+            Stall::Io(e) => anyhow::anyhow!("writing {shown}: {}", reason(&e)),
+            Stall::Interrupted => Interrupted(shown.to_owned()).into(),
+            Stall::TimedOut(t) => anyhow::anyhow!(
+                "writing {shown}: nobody read it for {} s (a FIFO or pipe without a reader), so \
+                 oscost gave up; start its reader first, or set {TIMEOUT_ENV}=SECONDS to wait \
+                 longer",
+                t.as_secs()
+            ),
+        }
+    }
+}
+
+/// Waits (50 ms at a time) until `deadline`, unless the run is asked to stop first.
+fn nap(deadline: Instant, timeout: Duration) -> Result<(), Stall> {
+    if stop_asked() {
+        return Err(Stall::Interrupted);
+    }
+    if Instant::now() >= deadline {
+        return Err(Stall::TimedOut(timeout));
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    Ok(())
+}
+
+/// Opens a file that is written in place. A FIFO is opened without blocking: until a reader
+/// opens it, the open is tried again, until the run is asked to stop or [`reader_timeout`].
+fn open_in_place(p: &Path) -> Result<std::fs::File, Stall> {
+    let fifo = std::fs::metadata(p).is_ok_and(|m| m.file_type().is_fifo());
+    if !fifo {
+        return std::fs::OpenOptions::new()
+            .write(true)
+            .open(p)
+            .map_err(Stall::Io);
+    }
+    let timeout = reader_timeout();
+    let deadline = Instant::now() + timeout;
+    loop {
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(p)
+        {
+            Ok(f) => return Ok(f),
+            // No reader yet.
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => nap(deadline, timeout)?,
+            Err(e) => return Err(Stall::Io(e)),
+        }
+    }
+}
+
+/// Writes all of `bytes` to a file that may not block (a FIFO opened by [`open_in_place`]):
+/// while the reader takes nothing, waits, until the run is asked to stop or nothing was taken
+/// for [`reader_timeout`].
+fn write_patiently(f: &std::fs::File, mut bytes: &[u8]) -> Result<(), Stall> {
+    let timeout = reader_timeout();
+    let mut deadline = Instant::now() + timeout;
+    while !bytes.is_empty() {
+        match (&*f).write(bytes) {
+            Ok(0) => return Err(Stall::Io(io::ErrorKind::WriteZero.into())),
+            Ok(n) => {
+                bytes = &bytes[n..];
+                deadline = Instant::now() + timeout;
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => nap(deadline, timeout)?,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(Stall::Io(e)),
+        }
+    }
+    Ok(())
+}
 
 fn parent_of(path: &Path) -> &Path {
     match path.parent() {
@@ -107,6 +241,25 @@ pub fn is_special(path: &Path) -> bool {
 /// Whether `path` is this process's standard output (`/dev/stdout`, `/dev/fd/1`).
 pub fn is_stdout(path: &Path) -> bool {
     matches!(resolve(path), Ok(Target::Stdout))
+}
+
+/// Whether standard output was closed when oscost started (`>&-`). The Rust runtime puts
+/// `/dev/null`, opened read-write, in place of a closed standard descriptor, which a shell's
+/// `>/dev/null` (write-only) never is: so a document for stdout would vanish without a word.
+pub fn stdout_closed() -> bool {
+    let Ok(target) = std::fs::read_link("/proc/self/fd/1") else {
+        return true;
+    };
+    if target != Path::new("/dev/null") {
+        return false;
+    }
+    std::fs::read_to_string("/proc/self/fdinfo/1")
+        .ok()
+        .and_then(|t| {
+            let flags = t.lines().find_map(|l| l.strip_prefix("flags:"))?;
+            u32::from_str_radix(flags.trim(), 8).ok()
+        })
+        .is_some_and(|flags| flags & 0o3 == 0o2)
 }
 
 /// The file a path stands for, to tell whether two outputs would overwrite each other: the
@@ -281,17 +434,17 @@ pub fn stage(path: &Path, contents: &str) -> anyhow::Result<Staged> {
     let target = vet(path)?;
     let real = match target {
         Target::Stdout | Target::InPlace(_) => {
-            let written = match &target {
-                Target::InPlace(p) => std::fs::OpenOptions::new()
-                    .write(true)
-                    .open(p)
-                    .and_then(|mut f| f.write_all(contents.as_bytes())),
+            match &target {
+                Target::InPlace(p) => open_in_place(p)
+                    .and_then(|f| write_patiently(&f, contents.as_bytes()))
+                    .map_err(|e| e.into_error(&shown.to_string()))?,
                 _ => {
                     let mut out = io::stdout().lock();
-                    out.write_all(contents.as_bytes()).and_then(|_| out.flush())
+                    out.write_all(contents.as_bytes())
+                        .and_then(|_| out.flush())
+                        .map_err(|e| fail("writing", &e))?;
                 }
-            };
-            written.map_err(|e| fail("writing", &e))?;
+            }
             return Ok(Staged {
                 shown: path.to_owned(),
                 target: path.to_owned(),
