@@ -866,6 +866,56 @@ c_stdout_closed_json() {
     note "exit $rc: $(first_line "$io/err")"
 }
 
+# A history that is not oscost's: a device, another program's database, a newer oscost's
+# database in rollback mode. Refused in one line; nothing in or beside it changes.
+c_history_not_ours() { # dev-null|foreign|newer ARGS...
+    local kind="$1"
+    shift
+    case "$kind" in
+        dev-null) hist=/dev/null ;;
+        foreign)
+            hist=other.sqlite
+            python3 -c 'import sqlite3; c = sqlite3.connect("other.sqlite"); c.execute("create table t (x)"); c.commit()'
+            ;;
+        newer)
+            hist=newer.sqlite
+            "$bin" --history "$hist" --scripted -q example >/dev/null 2>&1 || problem "could not fill a history"
+            python3 -c 'import sqlite3; c = sqlite3.connect("newer.sqlite"); c.execute("pragma journal_mode = delete"); c.execute("insert into schema_migrations values (99, \"x\")"); c.commit()'
+            ;;
+    esac
+    snap_before=$(snapshot)
+    osc --history "$hist" "$@"
+    expect_refused
+    [[ -e /dev/null-journal ]] && problem "/dev/null-journal exists"
+    if [[ "$kind" == newer ]]; then
+        [[ "$(python3 -c 'import sqlite3; print(sqlite3.connect("newer.sqlite").execute("pragma journal_mode").fetchone()[0])')" == delete ]] ||
+            problem "the journal mode changed"
+    fi
+}
+
+# SIGINT while a run waits for another writer's lock on the history: exit 130, not 0.
+c_history_lock_sigint() {
+    local holder
+    with_history
+    python3 -c 'import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("begin immediate")
+open(sys.argv[2], "w").close()
+time.sleep(30)' "$hist" "$io/locked" &
+    holder=$!
+    wait_for 10 test -e "$io/locked" || problem "the lock was never taken"
+    spawn main "$bin" --history "$hist" --scripted -q example --json r.json
+    sleep 1.5
+    kill -s INT "$opid"
+    collect main
+    kill "$holder" 2>/dev/null
+    wait "$holder" 2>/dev/null
+    expect_rc 130
+    grep -q 'interrupted while waiting for the history' "$io/main.err" || problem "stderr does not say it was interrupted waiting for the lock"
+    expect_json r.json example
+    note "exit $rc: $(tail -n 1 "$io/main.err" | cut -c 1-120 | printable)"
+}
+
 rr_is() { [[ "$(cat "$rr" 2>/dev/null)" == "$1" ]]; }
 rr_tick=(--cpus "${online%%[-,]*}" tick --rr-slices 1,10 --source signal --periods 20ms --runs 3)
 rr_long=(--workers 2 --chunks 20000 --chunk-us 100 --rounds 1)
@@ -996,6 +1046,12 @@ run_case two-runs-at-once c_two_at_once
 run_case history-export-read-only c_history_read_only ro.json export latest --json ro.json
 run_case history-trend-svg-read-only c_history_read_only ro.svg trend example.cost100 --svg ro.svg
 run_case history-trend-svg-missing-dir c_history_svg_missing_dir
+run_case history-dev-null c_history_not_ours dev-null --scripted example
+run_case history-foreign-db-list c_history_not_ours foreign history list
+run_case history-foreign-db-run c_history_not_ours foreign --scripted example
+run_case history-newer-schema-rollback c_history_not_ours newer history list
+run_case history-newer-schema-run c_history_not_ours newer --scripted example
+run_case history-lock-wait-sigint c_history_lock_sigint
 
 # Signals and kills.
 run_case sigint-ring-processes c_signal INT

@@ -151,6 +151,7 @@ fn load_run(arg: &str, history: Option<&Path>, explicit: bool) -> anyhow::Result
     if !path.exists() {
         anyhow::bail!("no history at {} ({hint})", path.display());
     }
-    let history = crate::history_cmd::open(path, explicit, "give --history the database to read")?;
+    let history =
+        crate::history_cmd::open_read_only(path, explicit, "give --history the database to read")?;
     Ok(history.get(&history.resolve(arg)?)?)
 }

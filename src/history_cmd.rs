@@ -74,7 +74,21 @@ pub fn short_id(run_id: &str) -> &str {
 /// Opens the history at `path` for a command, with a hint on what to do when it cannot be;
 /// `explicit` when the path was given with `--history`, which the message then names.
 pub fn open(path: &Path, explicit: bool, hint: &str) -> anyhow::Result<History> {
-    History::open(path).map_err(|e| match e {
+    explain(History::open(path), path, explicit, hint)
+}
+
+/// [`open`] to read only: nothing in or beside the database changes.
+pub fn open_read_only(path: &Path, explicit: bool, hint: &str) -> anyhow::Result<History> {
+    explain(History::open_read_only(path), path, explicit, hint)
+}
+
+fn explain(
+    opened: Result<History, HistoryError>,
+    path: &Path,
+    explicit: bool,
+    hint: &str,
+) -> anyhow::Result<History> {
+    opened.map_err(|e| match e {
         HistoryError::CreateDir { .. } | HistoryError::Open { .. } if explicit => {
             anyhow::anyhow!("--history {}: {e} ({hint})", path.display())
         }
@@ -87,11 +101,31 @@ pub fn open(path: &Path, explicit: bool, hint: &str) -> anyhow::Result<History> 
 
 /// Runs one `oscost history` command on the database at `db_path`.
 pub fn run(cmd: HistoryCommand, db_path: &Path, global: &GlobalOpts) -> anyhow::Result<ExitCode> {
-    let mut history = open(
-        db_path,
-        global.history.is_some(),
-        "give --history a path where oscost can write",
-    )?;
+    // SIGINT and SIGTERM end a wait for another writer's lock, or for a reader of the output.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, std::sync::Arc::clone(&stop))
+            .context("installing the signal handlers")?;
+    }
+    oscost_history::stop_waiting_on(std::sync::Arc::clone(&stop));
+    oscost_report::output::stop_waiting_on(std::sync::Arc::clone(&stop));
+    let result = run_with(cmd, db_path, global);
+    if result.is_err() && stop.load(std::sync::atomic::Ordering::SeqCst) {
+        return Err(anyhow::Error::new(oscost_measure::Cancelled));
+    }
+    result
+}
+
+fn run_with(cmd: HistoryCommand, db_path: &Path, global: &GlobalOpts) -> anyhow::Result<ExitCode> {
+    let explicit = global.history.is_some();
+    let mut history = match cmd {
+        HistoryCommand::Import { .. } | HistoryCommand::Rm { .. } => open(
+            db_path,
+            explicit,
+            "give --history a path where oscost can write",
+        )?,
+        _ => open_read_only(db_path, explicit, "give --history the database to read")?,
+    };
     match cmd {
         HistoryCommand::List => print_stdout(&list(&history)?)?,
         HistoryCommand::Show { run } => {

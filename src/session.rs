@@ -443,6 +443,13 @@ fn save(saving: Saving, doc: &ResultDoc) -> anyhow::Result<bool> {
             explicit,
         } => match history.save(doc) {
             Ok(_) => return Ok(true),
+            // SIGINT or SIGTERM while waiting for another writer's lock: an interruption.
+            Err(_) if oscost_history::stop_asked() => {
+                return Err(anyhow::Error::new(oscost_measure::Cancelled).context(
+                    "interrupted while waiting for the history database's lock: the run was \
+                     not saved in the history",
+                ))
+            }
             Err(e) if explicit => {
                 return Err(anyhow::anyhow!(
                     "the run could not be saved in the history: {e} (give --history a \
@@ -477,6 +484,7 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs], saving: Saving) -> anyh
     catch_signals(Arc::clone(&children), Arc::clone(&cancel))?;
     // Output to a FIFO or pipe nobody reads gives up on the first SIGINT or SIGTERM.
     oscost_report::output::stop_waiting_on(Arc::clone(&cancel));
+    oscost_history::stop_waiting_on(Arc::clone(&cancel));
     remove_earlier_leftovers();
     // Placement first: every measuring process inherits the CPU set and nice value.
     let cpus = if cfg.scripted {

@@ -362,7 +362,11 @@ fn a_history_that_cannot_be_written_fails_before_measuring() {
 fn a_history_of_a_newer_oscost_is_refused() {
     let home = Home::new();
     let db = home.path("h.sqlite3");
+    // Reading creates nothing; a run does.
     let (code, _, err) = home.run(&["history", "list", "--history", db.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!db.exists());
+    let (code, _, err) = home.run(&["--scripted", "example", "--history", db.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     let conn = rusqlite::Connection::open(&db).unwrap();
     conn.execute(
