@@ -916,6 +916,38 @@ time.sleep(30)' "$hist" "$io/locked" &
     note "exit $rc: $(tail -n 1 "$io/main.err" | cut -c 1-120 | printable)"
 }
 
+# A result file edited by hand: FIELD set by a Python expression on the document `d`.
+edited_doc() { # OUT PYTHON-STATEMENT
+    "$bin" --scripted -q --no-save example --json "$io/r.json" >/dev/null 2>&1 || problem "no document to edit"
+    python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+exec(sys.argv[3])
+json.dump(d, open(sys.argv[2], "w"))' "$io/r.json" "$1" "$2"
+}
+
+# Silently wrong input refused at import: one line naming the file, nothing saved.
+c_import_refused() { # ERE PYTHON-STATEMENT
+    local re="$1"
+    edited_doc bad.json "$2"
+    hist="$io/h.sqlite"
+    snap_before=$(snapshot)
+    osc --history "$hist" history import bad.json
+    expect_refused "bad\.json: .*$re"
+}
+
+# The same run with its id in capitals is the same run, not a second one.
+c_import_uppercase_id() {
+    hist="$io/h.sqlite"
+    edited_doc upper.json 'd["run_id"] = d["run_id"].upper()'
+    cp "$io/r.json" lower.json
+    osc --history "$hist" history import lower.json upper.json
+    expect_rc 0
+    grep -q '^already in the history' "$io/out" || problem "the upper-case copy was imported as a new run"
+    osc --history "$hist" history list
+    grep -q '^1 run in' "$io/out" || problem "the history holds $(tail -n 1 "$io/out")"
+    note "exit $rc: $(tail -n 1 "$io/out")"
+}
+
 rr_is() { [[ "$(cat "$rr" 2>/dev/null)" == "$1" ]]; }
 rr_tick=(--cpus "${online%%[-,]*}" tick --rr-slices 1,10 --source signal --periods 20ms --runs 3)
 rr_long=(--workers 2 --chunks 20000 --chunk-us 100 --rounds 1)
@@ -1052,6 +1084,9 @@ run_case history-foreign-db-run c_history_not_ours foreign --scripted example
 run_case history-newer-schema-rollback c_history_not_ours newer history list
 run_case history-newer-schema-run c_history_not_ours newer --scripted example
 run_case history-lock-wait-sigint c_history_lock_sigint
+run_case import-impossible-date c_import_refused 'started_at' 'd["started_at"] = "9999-99-99T99:99:99Z"'
+run_case import-raw-ns-too-long c_import_refused 'raw_ns' 'c = d["experiments"][0]["cases"][0]; c["raw_ns"] = c["raw_ns"] * 3'
+run_case import-uppercase-id-same-run c_import_uppercase_id
 
 # Signals and kills.
 run_case sigint-ring-processes c_signal INT

@@ -518,7 +518,8 @@ impl History {
             "SELECT r.run_id, r.started_at, r.env_fingerprint, c.unit, c.median_ns, \
              c.ci_low_ns, c.ci_high_ns, c.checks_passed \
              FROM cases c JOIN runs r ON r.run_id = c.run_id WHERE c.case_id = ?1 \
-             ORDER BY COALESCE(r.started_at, r.saved_at), r.saved_at, r.run_id",
+             ORDER BY CASE WHEN r.started_at IS NULL THEN 0 ELSE 1 END, r.started_at, \
+             r.saved_at, r.run_id",
         )?;
         let nan = |v: Option<f64>| v.unwrap_or(f64::NAN);
         let mut points = q

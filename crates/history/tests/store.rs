@@ -282,3 +282,30 @@ fn read_only_opens_create_nothing() {
     assert!(h.list().unwrap().is_empty());
     assert!(!dir.path().join("none").exists());
 }
+
+/// A trend follows when the runs ran, not when they were saved: a run imported later but run
+/// earlier comes first; a run with no start time (`oscost/1`) counts as the oldest.
+#[test]
+fn a_trend_follows_when_runs_ran_not_when_they_were_saved() {
+    let (_dir, mut h) = fresh();
+    let later = common::run("order", 600);
+    let earlier = common::run("order", 5);
+    let mut undated = common::run("order", 7);
+    undated.run_id = None;
+    undated.started_at = None;
+    for d in [&later, &earlier, &undated] {
+        h.save(d).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    let case = &later.experiments[0].cases[0].id;
+    let order: Vec<Option<String>> = h
+        .trend(case)
+        .unwrap()
+        .into_iter()
+        .map(|p| p.started_at)
+        .collect();
+    assert_eq!(
+        order,
+        [None, earlier.started_at.clone(), later.started_at.clone()]
+    );
+}
