@@ -1018,6 +1018,8 @@ run_case calls-nope refused 'choose from.*getpid' syscall --calls nope --json r.
 run_case calls-non-utf8 refused 'choose from' syscall --calls $'\xff' --json r.json
 run_case run-nosuch refused 'choose from.*syscall' run nosuch --json r.json --csv keep.csv
 run_case frobnicate refused 'frobnicate' frobnicate --json r.json
+run_case missing-argument-named refused 'not provided: <RUN>' history show
+run_case missing-files-named refused 'not provided: <FILE>' history import
 run_case command-non-utf8 refused 'subcommand' $'\xfe\xff' --json r.json
 run_case list-json c_list_with_file 'list does not use --json' list --json x
 run_case env-csv c_list_with_file 'csv' env --csv x

@@ -465,3 +465,13 @@ fn history_outputs_refuse_read_only_files_and_missing_directories() {
     assert_one_line_error(code, &err, &["no such directory"]);
     assert!(!home.path("nodir").exists());
 }
+
+/// A missing argument is named in the one line, not cut off after "not provided:".
+#[test]
+fn missing_arguments_are_named_in_one_line() {
+    let home = Home::new();
+    let (code, _, err) = home.run(&["history", "show"]);
+    assert_one_line_error(code, &err, &["not provided: <RUN>"]);
+    let (code, _, err) = home.run(&["history", "import"]);
+    assert_one_line_error(code, &err, &["not provided: <FILE>"]);
+}
