@@ -948,6 +948,36 @@ c_import_uppercase_id() {
     note "exit $rc: $(tail -n 1 "$io/out")"
 }
 
+# The history on a full file system (a 256 KiB tmpfs): a run at the default place goes on,
+# writes its result file and says the run was not saved; a history command fails in one line
+# that names the database.
+c_history_full_disk() {
+    local full="$io/full"
+    if ((EUID != 0)); then
+        note "not applicable: mounting a small tmpfs needs root"
+        return
+    fi
+    mkdir "$full" && mount -t tmpfs -o size=256k tmpfs "$full" || {
+        problem "cannot mount a tmpfs"
+        return
+    }
+    XDG_DATA_HOME="$full/data" "$bin" --scripted -q --no-save example >/dev/null 2>&1
+    mkdir -p "$full/data/oscost" && "$bin" --history "$full/data/oscost/history.sqlite3" \
+        --scripted -q example >/dev/null 2>&1 || problem "could not fill a history"
+    dd if=/dev/zero of="$full/fill" bs=4k >/dev/null 2>&1
+    XDG_DATA_HOME="$full/data" osc --scripted -q example --json r.json
+    expect_rc 0
+    expect_json r.json example
+    grep -q 'history not saved: .*history.sqlite3' "$io/err" || problem "the run does not say it was not saved, naming the database"
+    note "run: exit $rc: $(first_line "$io/err" | cut -c 1-90)"
+    osc --history "$full/data/oscost/history.sqlite3" history import r.json
+    expect_rc 2
+    expect_one_line
+    expect_err 'history\.sqlite3'
+    note "import: exit $rc"
+    umount "$full" || problem "cannot unmount $full"
+}
+
 rr_is() { [[ "$(cat "$rr" 2>/dev/null)" == "$1" ]]; }
 rr_tick=(--cpus "${online%%[-,]*}" tick --rr-slices 1,10 --source signal --periods 20ms --runs 3)
 rr_long=(--workers 2 --chunks 20000 --chunk-us 100 --rounds 1)
@@ -1086,6 +1116,7 @@ run_case history-foreign-db-run c_history_not_ours foreign --scripted example
 run_case history-newer-schema-rollback c_history_not_ours newer history list
 run_case history-newer-schema-run c_history_not_ours newer --scripted example
 run_case history-lock-wait-sigint c_history_lock_sigint
+run_case history-full-disk c_history_full_disk
 run_case import-impossible-date c_import_refused 'started_at' 'd["started_at"] = "9999-99-99T99:99:99Z"'
 run_case import-raw-ns-too-long c_import_refused 'raw_ns' 'c = d["experiments"][0]["cases"][0]; c["raw_ns"] = c["raw_ns"] * 3'
 run_case import-uppercase-id-same-run c_import_uppercase_id

@@ -113,7 +113,11 @@ pub fn run(cmd: HistoryCommand, db_path: &Path, global: &GlobalOpts) -> anyhow::
     if result.is_err() && stop.load(std::sync::atomic::Ordering::SeqCst) {
         return Err(anyhow::Error::new(oscost_measure::Cancelled));
     }
-    result
+    // SQLite's own errors ("disk I/O error") name no file: name the database.
+    result.map_err(|e| match e.downcast_ref::<HistoryError>() {
+        Some(HistoryError::Sqlite(_)) => e.context(db_path.display().to_string()),
+        _ => e,
+    })
 }
 
 fn run_with(cmd: HistoryCommand, db_path: &Path, global: &GlobalOpts) -> anyhow::Result<ExitCode> {

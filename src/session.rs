@@ -441,7 +441,7 @@ fn save(saving: Saving, doc: &ResultDoc) -> anyhow::Result<bool> {
         Saving::Into {
             mut history,
             explicit,
-        } => match history.save(doc) {
+        } => match history.save(doc).map_err(|e| located(&history, e)) {
             Ok(_) => return Ok(true),
             // SIGINT or SIGTERM while waiting for another writer's lock: an interruption.
             Err(_) if oscost_history::stop_asked() => {
@@ -462,6 +462,18 @@ fn save(saving: Saving, doc: &ResultDoc) -> anyhow::Result<bool> {
     // Even with --quiet: the run is not kept where the user will look for it.
     eprintln!("oscost: history not saved: {why} (use --history PATH or --no-save)");
     Ok(false)
+}
+
+/// A history error that names the database when the error itself does not (SQLite's "disk I/O
+/// error" and "database or disk is full" name no file).
+fn located(history: &oscost_history::History, e: oscost_history::HistoryError) -> String {
+    let text = e.to_string();
+    let path = history.path().display().to_string();
+    if text.contains(&path) {
+        text
+    } else {
+        format!("{path}: {text}")
+    }
 }
 
 /// Where a finished run went.
