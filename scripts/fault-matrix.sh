@@ -978,6 +978,26 @@ c_history_full_disk() {
     umount "$full" || problem "cannot unmount $full"
 }
 
+# Escape sequences and a right-to-left override in a result file: shown as escapes by
+# history list/show and compare, never sent to the terminal raw.
+c_hostile_text() {
+    local cmd raw
+    hist="$io/h.sqlite"
+    edited_doc bad.json 'd["environment"]["cpu_model"] = "CPU\x1b]0;owned\x07\u202eevil"; d["experiments"][0]["cases"][0]["description"] = "op\x1b[2J"'
+    "$bin" --history "$hist" history import bad.json >/dev/null 2>&1 || problem "import failed"
+    for cmd in "history list" "history show latest" "compare bad.json bad.json"; do
+        # shellcheck disable=SC2086 # the words of the command
+        osc --history "$hist" $cmd
+        expect_rc 0
+        raw=$(LC_ALL=C grep -c $'\x1b\|\xe2\x80\xae' "$io/out")
+        ((raw == 0)) || problem "$cmd: $raw line(s) carry raw escapes"
+        if [[ "$cmd" == "history list" ]]; then
+            grep -qF 'CPU\x1b]0;owned\x07\u{202e}evil' "$io/out" || problem "history list does not show the escapes"
+        fi
+    done
+    note "list, show, compare: escapes shown as \\x1b, \\u{202e}"
+}
+
 rr_is() { [[ "$(cat "$rr" 2>/dev/null)" == "$1" ]]; }
 rr_tick=(--cpus "${online%%[-,]*}" tick --rr-slices 1,10 --source signal --periods 20ms --runs 3)
 rr_long=(--workers 2 --chunks 20000 --chunk-us 100 --rounds 1)
@@ -1120,6 +1140,7 @@ run_case history-full-disk c_history_full_disk
 run_case import-impossible-date c_import_refused 'started_at' 'd["started_at"] = "9999-99-99T99:99:99Z"'
 run_case import-raw-ns-too-long c_import_refused 'raw_ns' 'c = d["experiments"][0]["cases"][0]; c["raw_ns"] = c["raw_ns"] * 3'
 run_case import-uppercase-id-same-run c_import_uppercase_id
+run_case hostile-text-not-sent-raw c_hostile_text
 
 # Signals and kills.
 run_case sigint-ring-processes c_signal INT

@@ -104,7 +104,8 @@ pub fn run(
     for s in staged {
         s.commit()?;
     }
-    let table = compare::terminal(&comparisons);
+    // Labels and environments come from result files: shown, never sent to the terminal raw.
+    let table = oscost_report::termtext::for_terminal(&compare::terminal(&comparisons));
     if cfg.stdout_taken() {
         for (sink, render) in &outputs {
             if let Some(Sink::Stdout) = sink {

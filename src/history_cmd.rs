@@ -7,6 +7,8 @@ use anyhow::Context as _;
 use clap::Subcommand;
 use oscost_history::{History, HistoryError, TrendPoint};
 use oscost_report::render;
+// Text from result files, which may carry escape sequences, is shown, never sent raw.
+use oscost_report::termtext::for_terminal;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -131,10 +133,10 @@ fn run_with(cmd: HistoryCommand, db_path: &Path, global: &GlobalOpts) -> anyhow:
         _ => open_read_only(db_path, explicit, "give --history the database to read")?,
     };
     match cmd {
-        HistoryCommand::List => print_stdout(&list(&history)?)?,
+        HistoryCommand::List => print_stdout(&for_terminal(&list(&history)?))?,
         HistoryCommand::Show { run } => {
             let doc = history.get(&history.resolve(&run)?)?;
-            print_stdout(&show(&doc, global))?;
+            print_stdout(&for_terminal(&show(&doc, global)))?;
         }
         HistoryCommand::Trend { case_id } => {
             let points = history.trend(&case_id)?;
@@ -168,7 +170,7 @@ fn run_with(cmd: HistoryCommand, db_path: &Path, global: &GlobalOpts) -> anyhow:
                 oscost_report::output::write_atomic(&path, &text)
                     .with_context(|| format!("--svg {}", svg.display()))?;
             }
-            print_stdout(&trend(&case_id, &points))?;
+            print_stdout(&for_terminal(&trend(&case_id, &points)))?;
         }
         HistoryCommand::Export { run } => {
             let doc = history.get(&history.resolve(&run)?)?;

@@ -16,6 +16,7 @@ pub mod plot;
 pub mod render;
 pub mod series;
 pub mod summarise;
+pub mod termtext;
 pub mod trend;
 pub mod views;
 
