@@ -94,7 +94,14 @@ root=$(mktemp -d "${TMPDIR:-/tmp}/fault-matrix.XXXXXX") || die "mktemp failed"
 chmod 0711 "$root" # nobody may reach the case directories it is given, nothing else
 # Its runs are saved in a history of its own, gone with it, never the user's.
 export XDG_DATA_HOME="$root/data"
+# The round-robin slice, which some cases change through oscost: put back whatever happens.
+rr=/proc/sys/kernel/sched_rr_timeslice_ms
+rr_before=$(cat "$rr" 2>/dev/null)
 cleanup() {
+    if [[ -n "$rr_before" && "$(cat "$rr" 2>/dev/null)" != "$rr_before" ]]; then
+        echo "fault-matrix: $rr was left at $(cat "$rr"); putting back $rr_before" >&2
+        echo "$rr_before" >"$rr"
+    fi
     chmod -R u+rwX "$root" 2>/dev/null
     rm -rf "$root"
 }
@@ -775,6 +782,273 @@ c_stop_cont() {
     note "exit $rc, r.json holds [$(json r.json names)]"
 }
 
+# A history of the case's own (outside the working directory) holding one scripted run.
+with_history() {
+    hist="$io/h.sqlite"
+    "$bin" --history "$hist" --scripted -q example >/dev/null 2>&1 || problem "could not fill a history"
+}
+
+# A history command writing over a read-only (0444) file: refused, the file as it was.
+c_history_read_only() { # FILE ARGS...
+    local f="$1"
+    shift
+    with_history
+    printf 'precious\n' >"$f"
+    chmod 0444 "$f"
+    snap_before=$(snapshot)
+    osc --history "$hist" history "$@"
+    expect_refused 'read-only'
+}
+
+# `history trend --svg nodir/`: a missing directory is not a file name.
+c_history_svg_missing_dir() {
+    with_history
+    snap_before=$(snapshot)
+    osc --history "$hist" history trend example.cost100 --svg nodir/
+    expect_refused 'nodir/: no such directory'
+    [[ -e nodir ]] && problem "wrote a file named nodir"
+}
+
+# Output to a FIFO nobody opens: SIGINT or SIGTERM ends the wait (exit 130), or it times out
+# (exit 2) with one line naming it.
+c_fifo_no_reader() { # INT|TERM|timeout
+    mkfifo pipe.md
+    if [[ "$1" == timeout ]]; then
+        OSCOST_OUTPUT_TIMEOUT=2 osc --scripted -q --no-save example --markdown pipe.md
+        expect_rc 2
+        expect_one_line
+        expect_err 'pipe\.md: nobody read it for 2 s'
+        note "exit $rc: $(first_line "$io/err")"
+        return
+    fi
+    spawn main "$bin" --scripted -q --no-save example --markdown pipe.md
+    sleep 1
+    kill -s "$1" "$opid"
+    collect main
+    expect_rc 130
+    grep -q 'interrupted' "$io/main.err" || problem "stderr does not say interrupted"
+    [[ -p pipe.md ]] || problem "pipe.md is no longer a FIFO"
+    note "exit $rc: $(first_line "$io/main.err")"
+}
+
+# `--json -` into a pipe whose reader takes nothing (its buffer already full): SIGTERM ends
+# the wait with exit 130.
+c_stdout_stalled() {
+    local p t0
+    mkfifo "$io/q"
+    exec 3<>"$io/q"
+    head -c 65536 /dev/zero >&3 # fills the pipe: every later write would block
+    t0=$(now_us)
+    # shellcheck disable=SC2016 # $$ and $0 belong to the inner shell
+    timeout -k 5 "$limit" bash -c 'echo $$ >"$0" && exec "$@"' "$io/pid" \
+        "$bin" --scripted -q --no-save example --json - </dev/null >"$io/q" 2>"$io/err" &
+    p=$!
+    sleep 1
+    kill -s TERM "$(<"$io/pid")"
+    wait "$p"
+    rc=$?
+    vet "$rc" "$io/err" "$t0"
+    exec 3>&-
+    expect_rc 130
+    expect_err 'interrupted'
+    note "exit $rc: $(tail -n 1 "$io/err" | cut -c 1-150 | printable)"
+}
+
+c_stdout_closed_json() {
+    local t0
+    t0=$(now_us)
+    timeout -k 5 "$limit" "$bin" --scripted -q --no-save example --json - </dev/null >&- 2>"$io/err"
+    rc=$?
+    vet "$rc" "$io/err" "$t0"
+    expect_rc 2
+    expect_one_line
+    expect_err 'standard output is closed'
+    note "exit $rc: $(first_line "$io/err")"
+}
+
+# A history that is not oscost's: a device, another program's database, a newer oscost's
+# database in rollback mode. Refused in one line; nothing in or beside it changes.
+c_history_not_ours() { # dev-null|foreign|newer ARGS...
+    local kind="$1"
+    shift
+    case "$kind" in
+        dev-null) hist=/dev/null ;;
+        foreign)
+            hist=other.sqlite
+            python3 -c 'import sqlite3; c = sqlite3.connect("other.sqlite"); c.execute("create table t (x)"); c.commit()'
+            ;;
+        newer)
+            hist=newer.sqlite
+            "$bin" --history "$hist" --scripted -q example >/dev/null 2>&1 || problem "could not fill a history"
+            python3 -c 'import sqlite3; c = sqlite3.connect("newer.sqlite"); c.execute("pragma journal_mode = delete"); c.execute("insert into schema_migrations values (99, \"x\")"); c.commit()'
+            ;;
+    esac
+    snap_before=$(snapshot)
+    osc --history "$hist" "$@"
+    expect_refused
+    [[ -e /dev/null-journal ]] && problem "/dev/null-journal exists"
+    if [[ "$kind" == newer ]]; then
+        [[ "$(python3 -c 'import sqlite3; print(sqlite3.connect("newer.sqlite").execute("pragma journal_mode").fetchone()[0])')" == delete ]] ||
+            problem "the journal mode changed"
+    fi
+}
+
+# SIGINT while a run waits for another writer's lock on the history: exit 130, not 0.
+c_history_lock_sigint() {
+    local holder
+    with_history
+    python3 -c 'import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("begin immediate")
+open(sys.argv[2], "w").close()
+time.sleep(30)' "$hist" "$io/locked" &
+    holder=$!
+    wait_for 10 test -e "$io/locked" || problem "the lock was never taken"
+    spawn main "$bin" --history "$hist" --scripted -q example --json r.json
+    sleep 1.5
+    kill -s INT "$opid"
+    collect main
+    kill "$holder" 2>/dev/null
+    wait "$holder" 2>/dev/null
+    expect_rc 130
+    grep -q 'interrupted while waiting for the history' "$io/main.err" || problem "stderr does not say it was interrupted waiting for the lock"
+    expect_json r.json example
+    note "exit $rc: $(tail -n 1 "$io/main.err" | cut -c 1-120 | printable)"
+}
+
+# A result file edited by hand: FIELD set by a Python expression on the document `d`.
+edited_doc() { # OUT PYTHON-STATEMENT
+    "$bin" --scripted -q --no-save example --json "$io/r.json" >/dev/null 2>&1 || problem "no document to edit"
+    python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+exec(sys.argv[3])
+json.dump(d, open(sys.argv[2], "w"))' "$io/r.json" "$1" "$2"
+}
+
+# Silently wrong input refused at import: one line naming the file, nothing saved.
+c_import_refused() { # ERE PYTHON-STATEMENT
+    local re="$1"
+    edited_doc bad.json "$2"
+    hist="$io/h.sqlite"
+    snap_before=$(snapshot)
+    osc --history "$hist" history import bad.json
+    expect_refused "bad\.json: .*$re"
+}
+
+# The same run with its id in capitals is the same run, not a second one.
+c_import_uppercase_id() {
+    hist="$io/h.sqlite"
+    edited_doc upper.json 'd["run_id"] = d["run_id"].upper()'
+    cp "$io/r.json" lower.json
+    osc --history "$hist" history import lower.json upper.json
+    expect_rc 0
+    grep -q '^already in the history' "$io/out" || problem "the upper-case copy was imported as a new run"
+    osc --history "$hist" history list
+    grep -q '^1 run in' "$io/out" || problem "the history holds $(tail -n 1 "$io/out")"
+    note "exit $rc: $(tail -n 1 "$io/out")"
+}
+
+# The history on a full file system (a 256 KiB tmpfs): a run at the default place goes on,
+# writes its result file and says the run was not saved; a history command fails in one line
+# that names the database.
+c_history_full_disk() {
+    local full="$io/full"
+    if ((EUID != 0)); then
+        note "not applicable: mounting a small tmpfs needs root"
+        return
+    fi
+    mkdir "$full" && mount -t tmpfs -o size=256k tmpfs "$full" || {
+        problem "cannot mount a tmpfs"
+        return
+    }
+    XDG_DATA_HOME="$full/data" "$bin" --scripted -q --no-save example >/dev/null 2>&1
+    mkdir -p "$full/data/oscost" && "$bin" --history "$full/data/oscost/history.sqlite3" \
+        --scripted -q example >/dev/null 2>&1 || problem "could not fill a history"
+    dd if=/dev/zero of="$full/fill" bs=4k >/dev/null 2>&1
+    XDG_DATA_HOME="$full/data" osc --scripted -q example --json r.json
+    expect_rc 0
+    expect_json r.json example
+    grep -q 'history not saved: .*history.sqlite3' "$io/err" || problem "the run does not say it was not saved, naming the database"
+    note "run: exit $rc: $(first_line "$io/err" | cut -c 1-90)"
+    osc --history "$full/data/oscost/history.sqlite3" history import r.json
+    expect_rc 2
+    expect_one_line
+    expect_err 'history\.sqlite3'
+    note "import: exit $rc"
+    umount "$full" || problem "cannot unmount $full"
+}
+
+# Escape sequences and a right-to-left override in a result file: shown as escapes by
+# history list/show and compare, never sent to the terminal raw.
+c_hostile_text() {
+    local cmd raw
+    hist="$io/h.sqlite"
+    edited_doc bad.json 'd["environment"]["cpu_model"] = "CPU\x1b]0;owned\x07\u202eevil"; d["experiments"][0]["cases"][0]["description"] = "op\x1b[2J"'
+    "$bin" --history "$hist" history import bad.json >/dev/null 2>&1 || problem "import failed"
+    for cmd in "history list" "history show latest" "compare bad.json bad.json"; do
+        # shellcheck disable=SC2086 # the words of the command
+        osc --history "$hist" $cmd
+        expect_rc 0
+        raw=$(LC_ALL=C grep -c $'\x1b\|\xe2\x80\xae' "$io/out")
+        ((raw == 0)) || problem "$cmd: $raw line(s) carry raw escapes"
+        if [[ "$cmd" == "history list" ]]; then
+            grep -qF 'CPU\x1b]0;owned\x07\u{202e}evil' "$io/out" || problem "history list does not show the escapes"
+        fi
+    done
+    note "list, show, compare: escapes shown as \\x1b, \\u{202e}"
+}
+
+rr_is() { [[ "$(cat "$rr" 2>/dev/null)" == "$1" ]]; }
+rr_tick=(--cpus "${online%%[-,]*}" tick --rr-slices 1,10 --source signal --periods 20ms --runs 3)
+rr_long=(--workers 2 --chunks 20000 --chunk-us 100 --rounds 1)
+rr_timeline=(timeline --policy rr --rr-slice-ms 5 "${rr_long[@]}")
+
+# A run killed with SIGKILL while the round-robin slice is changed (to VALUE): the next run
+# puts it back, and says so.
+c_rr_kill9() { # VALUE ARGS...
+    local want="$1" before
+    shift
+    if ((EUID != 0)); then
+        note "not applicable: changing $rr needs root"
+        return
+    fi
+    before=$(<"$rr")
+    spawn main "$bin" -q "$@"
+    wait_for 30 rr_is "$want" || problem "the slice never read $want in 30 s"
+    kill -s KILL "$opid"
+    collect main
+    [[ "$rc" == 137 ]] || problem "exit $rc, expected 137 (killed): $(first_line "$io/main.err")"
+    wait_for 5 no_case_pids || problem "processes of the killed run still running 5 s later"
+    note "the kill left the slice at $(<"$rr")"
+    osc --scripted --quiet --no-save example
+    expect_rc 0
+    rr_is "$before" || problem "after the next run the slice is $(<"$rr"), was $before"
+    grep -qF "put $rr back to $before" "$io/err" || problem "the next run did not say it put the slice back"
+    note "next run: exit $rc, slice $(<"$rr"): $(grep -m 1 'put ' "$io/err" | cut -c 1-70 | printable)"
+}
+
+# Two overlapping runs changing the slice: it ends at its value before the first.
+c_rr_overlap() {
+    local before
+    if ((EUID != 0)); then
+        note "not applicable: changing $rr needs root"
+        return
+    fi
+    before=$(<"$rr")
+    spawn a "$bin" -q "${rr_timeline[@]}" --json a.json
+    wait_for 30 rr_is 5 || problem "the first run never set the slice to 5"
+    spawn b "$bin" -q timeline --policy rr --rr-slice-ms 7 "${rr_long[@]}" --json b.json
+    wait_for 30 rr_is 7 || problem "the second run never set the slice to 7"
+    collect a
+    [[ "$rc" == 0 ]] || problem "first run: exit $rc: $(first_line "$io/a.err")"
+    collect b
+    [[ "$rc" == 0 ]] || problem "second run: exit $rc: $(first_line "$io/b.err")"
+    rr_is "$before" || problem "the slice ended at $(<"$rr"), was $before"
+    grep -qE "another oscost process \(pid [0-9]+\) has $rr changed too" b.json ||
+        problem "b.json does not warn that the first run had the slice changed"
+    note "both exit 0, slice back at $(<"$rr"); b.json warns of the other run"
+}
+
 # Bad input.
 run_case cpus-offline refused 'not online' --cpus "$offline_cpu" "${quick_sys[@]}" --json r.json --csv keep.csv
 run_case cpus-negative refused 'not a CPU list' --cpus -1 "${quick_sys[@]}" --json r.json --csv keep.csv
@@ -794,6 +1068,8 @@ run_case calls-nope refused 'choose from.*getpid' syscall --calls nope --json r.
 run_case calls-non-utf8 refused 'choose from' syscall --calls $'\xff' --json r.json
 run_case run-nosuch refused 'choose from.*syscall' run nosuch --json r.json --csv keep.csv
 run_case frobnicate refused 'frobnicate' frobnicate --json r.json
+run_case missing-argument-named refused 'not provided: <RUN>' history show
+run_case missing-files-named refused 'not provided: <FILE>' history import
 run_case command-non-utf8 refused 'subcommand' $'\xfe\xff' --json r.json
 run_case list-json c_list_with_file 'list does not use --json' list --json x
 run_case env-csv c_list_with_file 'csv' env --csv x
@@ -837,6 +1113,11 @@ run_case existing-owner-kept c_owner_kept
 run_case new-file-umask-022 c_umask 022 644
 run_case new-file-umask-077 c_umask 077 600
 run_case markdown-fifo-with-reader c_fifo
+run_case markdown-fifo-no-reader-sigint c_fifo_no_reader INT
+run_case markdown-fifo-no-reader-sigterm c_fifo_no_reader TERM
+run_case markdown-fifo-no-reader-timeout c_fifo_no_reader timeout
+run_case json-dash-stalled-pipe-sigterm c_stdout_stalled
+run_case json-dash-stdout-closed c_stdout_closed_json
 run_case json-dev-null c_dev_null
 run_case json-dev-full c_dev_full
 run_case stdout-dev-full c_stdout_full
@@ -846,6 +1127,20 @@ run_case failed-after-good c_failed_after_good
 run_case stdout-reader-gone c_reader_gone
 run_case json-dash-reader-gone c_json_reader_gone
 run_case two-runs-at-once c_two_at_once
+run_case history-export-read-only c_history_read_only ro.json export latest --json ro.json
+run_case history-trend-svg-read-only c_history_read_only ro.svg trend example.cost100 --svg ro.svg
+run_case history-trend-svg-missing-dir c_history_svg_missing_dir
+run_case history-dev-null c_history_not_ours dev-null --scripted example
+run_case history-foreign-db-list c_history_not_ours foreign history list
+run_case history-foreign-db-run c_history_not_ours foreign --scripted example
+run_case history-newer-schema-rollback c_history_not_ours newer history list
+run_case history-newer-schema-run c_history_not_ours newer --scripted example
+run_case history-lock-wait-sigint c_history_lock_sigint
+run_case history-full-disk c_history_full_disk
+run_case import-impossible-date c_import_refused 'started_at' 'd["started_at"] = "9999-99-99T99:99:99Z"'
+run_case import-raw-ns-too-long c_import_refused 'raw_ns' 'c = d["experiments"][0]["cases"][0]; c["raw_ns"] = c["raw_ns"] * 3'
+run_case import-uppercase-id-same-run c_import_uppercase_id
+run_case hostile-text-not-sent-raw c_hostile_text
 
 # Signals and kills.
 run_case sigint-ring-processes c_signal INT
@@ -860,6 +1155,11 @@ run_case kill9-oscost-then-next-run c_kill9_oscost
 run_case sigterm-one-worker c_signal_worker TERM
 run_case sigkill-one-worker c_signal_worker KILL
 run_case sigstop-sigcont c_stop_cont
+
+# System settings.
+run_case rr-slice-tick-kill9-next-run c_rr_kill9 1 "${rr_tick[@]}"
+run_case rr-slice-timeline-kill9-next-run c_rr_kill9 5 "${rr_timeline[@]}"
+run_case rr-slice-two-runs-overlapping c_rr_overlap
 
 ((n_cases)) || die "no case matches '$pattern'"
 echo "fault matrix: $n_cases cases, $n_passed passed, $n_failed failed"

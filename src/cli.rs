@@ -263,7 +263,20 @@ pub fn run() -> anyhow::Result<ExitCode> {
             let text = e.render().to_string();
             let first = text.lines().next().unwrap_or("invalid arguments");
             let first = first.strip_prefix("error: ").unwrap_or(first);
-            eprintln!("oscost: {first}{}", choices(&e));
+            // "the following required arguments were not provided:" names them on the lines
+            // after it: bring them into the one line.
+            let missing = if first.ends_with(':') {
+                let names: Vec<&str> = text
+                    .lines()
+                    .skip(1)
+                    .map(str::trim)
+                    .take_while(|l| !l.is_empty())
+                    .collect();
+                format!(" {}", names.join(", "))
+            } else {
+                String::new()
+            };
+            eprintln!("oscost: {first}{missing}{}", choices(&e));
             return Ok(ExitCode::from(2));
         }
     };

@@ -104,7 +104,8 @@ pub fn run(
     for s in staged {
         s.commit()?;
     }
-    let table = compare::terminal(&comparisons);
+    // Labels and environments come from result files: shown, never sent to the terminal raw.
+    let table = oscost_report::termtext::for_terminal(&compare::terminal(&comparisons));
     if cfg.stdout_taken() {
         for (sink, render) in &outputs {
             if let Some(Sink::Stdout) = sink {
@@ -151,6 +152,7 @@ fn load_run(arg: &str, history: Option<&Path>, explicit: bool) -> anyhow::Result
     if !path.exists() {
         anyhow::bail!("no history at {} ({hint})", path.display());
     }
-    let history = crate::history_cmd::open(path, explicit, "give --history the database to read")?;
+    let history =
+        crate::history_cmd::open_read_only(path, explicit, "give --history the database to read")?;
     Ok(history.get(&history.resolve(arg)?)?)
 }

@@ -5,7 +5,7 @@ use crate::cli::GlobalOpts;
 use anyhow::Context as _;
 use oscost_measure::cpuset;
 use oscost_measure::sampler::SamplerConfig;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Where one rendering goes.
 #[derive(Debug, Clone, PartialEq)]
@@ -98,11 +98,21 @@ impl Config {
             .transpose()
             .map_err(|e| anyhow::anyhow!("--cpus: {e}"))?;
         let sink = |flag: &str, p: &Option<PathBuf>| -> anyhow::Result<Option<Sink>> {
+            let to_stdout = || {
+                if oscost_report::output::stdout_closed() {
+                    anyhow::bail!(
+                        "--{flag} {}: standard output is closed (oscost was started with \
+                         `>&-`), so the document would be lost; give a file name",
+                        p.as_deref().unwrap_or(Path::new("-")).display()
+                    );
+                }
+                Ok(Some(Sink::Stdout))
+            };
             match p {
                 None => Ok(None),
-                Some(p) if p.as_os_str() == "-" => Ok(Some(Sink::Stdout)),
+                Some(p) if p.as_os_str() == "-" => to_stdout(),
                 // `/dev/stdout` is `-`: written once at the end, the tables going to stderr.
-                Some(p) if oscost_report::output::is_stdout(p) => Ok(Some(Sink::Stdout)),
+                Some(p) if oscost_report::output::is_stdout(p) => to_stdout(),
                 Some(p) => {
                     oscost_report::output::check_writable(p)
                         .with_context(|| format!("--{flag}"))?;

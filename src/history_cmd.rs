@@ -7,6 +7,8 @@ use anyhow::Context as _;
 use clap::Subcommand;
 use oscost_history::{History, HistoryError, TrendPoint};
 use oscost_report::render;
+// Text from result files, which may carry escape sequences, is shown, never sent raw.
+use oscost_report::termtext::for_terminal;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -74,7 +76,21 @@ pub fn short_id(run_id: &str) -> &str {
 /// Opens the history at `path` for a command, with a hint on what to do when it cannot be;
 /// `explicit` when the path was given with `--history`, which the message then names.
 pub fn open(path: &Path, explicit: bool, hint: &str) -> anyhow::Result<History> {
-    History::open(path).map_err(|e| match e {
+    explain(History::open(path), path, explicit, hint)
+}
+
+/// [`open`] to read only: nothing in or beside the database changes.
+pub fn open_read_only(path: &Path, explicit: bool, hint: &str) -> anyhow::Result<History> {
+    explain(History::open_read_only(path), path, explicit, hint)
+}
+
+fn explain(
+    opened: Result<History, HistoryError>,
+    path: &Path,
+    explicit: bool,
+    hint: &str,
+) -> anyhow::Result<History> {
+    opened.map_err(|e| match e {
         HistoryError::CreateDir { .. } | HistoryError::Open { .. } if explicit => {
             anyhow::anyhow!("--history {}: {e} ({hint})", path.display())
         }
@@ -87,22 +103,53 @@ pub fn open(path: &Path, explicit: bool, hint: &str) -> anyhow::Result<History> 
 
 /// Runs one `oscost history` command on the database at `db_path`.
 pub fn run(cmd: HistoryCommand, db_path: &Path, global: &GlobalOpts) -> anyhow::Result<ExitCode> {
-    let mut history = open(
-        db_path,
-        global.history.is_some(),
-        "give --history a path where oscost can write",
-    )?;
+    // SIGINT and SIGTERM end a wait for another writer's lock, or for a reader of the output.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, std::sync::Arc::clone(&stop))
+            .context("installing the signal handlers")?;
+    }
+    oscost_history::stop_waiting_on(std::sync::Arc::clone(&stop));
+    oscost_report::output::stop_waiting_on(std::sync::Arc::clone(&stop));
+    let result = run_with(cmd, db_path, global);
+    if result.is_err() && stop.load(std::sync::atomic::Ordering::SeqCst) {
+        return Err(anyhow::Error::new(oscost_measure::Cancelled));
+    }
+    // SQLite's own errors ("disk I/O error") name no file: name the database.
+    result.map_err(|e| match e.downcast_ref::<HistoryError>() {
+        Some(HistoryError::Sqlite(_)) => e.context(db_path.display().to_string()),
+        _ => e,
+    })
+}
+
+fn run_with(cmd: HistoryCommand, db_path: &Path, global: &GlobalOpts) -> anyhow::Result<ExitCode> {
+    let explicit = global.history.is_some();
+    let mut history = match cmd {
+        HistoryCommand::Import { .. } | HistoryCommand::Rm { .. } => open(
+            db_path,
+            explicit,
+            "give --history a path where oscost can write",
+        )?,
+        _ => open_read_only(db_path, explicit, "give --history the database to read")?,
+    };
     match cmd {
-        HistoryCommand::List => print_stdout(&list(&history)?)?,
+        HistoryCommand::List => print_stdout(&for_terminal(&list(&history)?))?,
         HistoryCommand::Show { run } => {
             let doc = history.get(&history.resolve(&run)?)?;
-            print_stdout(&show(&doc, global))?;
+            print_stdout(&for_terminal(&show(&doc, global)))?;
         }
         HistoryCommand::Trend { case_id } => {
             let points = history.trend(&case_id)?;
             // The global --svg, which names a directory for a run's figures: a trend is one
             // figure, so a file name is taken too.
             if let Some(svg) = &global.svg {
+                // `--svg DIR/` names a directory: one that is missing is not a file name.
+                if svg.as_os_str().as_encoded_bytes().ends_with(b"/") && !svg.is_dir() {
+                    anyhow::bail!(
+                        "--svg {}: no such directory (create it, or give a file name)",
+                        svg.display()
+                    );
+                }
                 let path = if svg.is_dir() {
                     svg.join(oscost_report::plot::file_name(&case_id, "svg"))
                 } else {
@@ -123,7 +170,7 @@ pub fn run(cmd: HistoryCommand, db_path: &Path, global: &GlobalOpts) -> anyhow::
                 oscost_report::output::write_atomic(&path, &text)
                     .with_context(|| format!("--svg {}", svg.display()))?;
             }
-            print_stdout(&trend(&case_id, &points))?;
+            print_stdout(&for_terminal(&trend(&case_id, &points)))?;
         }
         HistoryCommand::Export { run } => {
             let doc = history.get(&history.resolve(&run)?)?;

@@ -34,7 +34,11 @@ fn main() -> ExitCode {
     match cli::run() {
         Ok(code) => code,
         Err(err) => {
-            if err.downcast_ref::<oscost_measure::Cancelled>().is_some() {
+            if err.downcast_ref::<oscost_measure::Cancelled>().is_some()
+                || err
+                    .downcast_ref::<oscost_report::output::Interrupted>()
+                    .is_some()
+            {
                 // "interrupted", and which file holds what finished before it.
                 eprintln!("oscost: {err}");
                 return ExitCode::from(130);

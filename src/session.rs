@@ -144,6 +144,10 @@ fn measure_in_child(
             .arg(worker::ROLE)
             .env("TMPDIR", scratch)
             .env(oscost_measure::leftovers::RUN_DIR_ENV, scratch)
+            .env(
+                oscost_measure::sysctl::SETTINGS_DIR_ENV,
+                oscost_measure::sysctl::settings_dir(),
+            )
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -157,8 +161,6 @@ fn measure_in_child(
         let _ = stdin.write_all(&serde_json::to_vec(job)?);
     }
     let mut last = None;
-    // Settings the measuring process changed and has not put back yet: (path, value before).
-    let mut changed: Vec<(String, String)> = Vec::new();
     if let Some(stdout) = child.stdout.take() {
         for line in std::io::BufReader::new(stdout).lines() {
             let Ok(line) = line else { break };
@@ -176,11 +178,6 @@ fn measure_in_child(
                 }
                 Ok(worker::Message::Note(m)) => bar.message(&m),
                 Ok(worker::Message::Finish) => bar.finish(),
-                Ok(worker::Message::Setting { path, original }) => {
-                    changed.retain(|(p, _)| *p != path);
-                    changed.push((path, original));
-                }
-                Ok(worker::Message::SettingRestored(path)) => changed.retain(|(p, _)| *p != path),
                 Ok(m) => last = Some(m),
                 Err(e) => {
                     last = Some(worker::Message::Failed(format!(
@@ -200,10 +197,9 @@ fn measure_in_child(
     // parent-death signal) and are reaped here, so none outlives the run.
     os::task::reap_orphans(std::time::Duration::from_secs(10));
     bar.finish();
-    // It ended without putting back what it changed (killed, or it crashed): do it here.
-    for (path, original) in &changed {
-        restore_setting(path, original);
-    }
+    // It ended without putting back a setting it changed (killed, or it crashed): the record
+    // it wrote before the change says what to put back.
+    restore_settings();
     // Nothing of it runs any more: remove the SysV sets it recorded and did not remove itself
     // (it was killed), whatever the way the run goes on or ends.
     let removed = oscost_measure::leftovers::remove_registered(scratch);
@@ -231,26 +227,13 @@ fn measure_in_child(
     }
 }
 
-/// Writes `original` back to the system setting at `path` if it holds something else, and
-/// says so on stderr. Only files under `/proc/sys` are touched, whatever the message said.
-fn restore_setting(path: &str, original: &str) {
-    if !path.starts_with("/proc/sys/") || path.contains("/../") {
-        eprintln!("oscost: not restoring {path}: not a /proc/sys setting");
-        return;
-    }
-    let current = std::fs::read_to_string(path).unwrap_or_default();
-    if current.trim() == original.trim() {
-        return;
-    }
-    match std::fs::write(path, format!("{}\n", original.trim())) {
-        Ok(()) => eprintln!(
-            "oscost: put {path} back to {} (the measuring process ended before it could)",
-            original.trim()
-        ),
-        Err(e) => eprintln!(
-            "oscost: cannot put {path} back to {}: {e}; set it by hand",
-            original.trim()
-        ),
+/// Puts back every system setting that an oscost process changed and that no live oscost
+/// process holds any more (its changer was killed); one line each on stderr, even with
+/// `--quiet`: it is something done, not a warning.
+fn restore_settings() {
+    let dir = oscost_measure::sysctl::settings_dir();
+    for swept in oscost_measure::sysctl::sweep(&dir) {
+        eprintln!("oscost: {}", swept.summary());
     }
 }
 
@@ -433,10 +416,12 @@ fn partial_files(cfg: &Config) -> Vec<String> {
         .collect()
 }
 
-/// Removes what earlier runs killed with `kill -9` left in the temporary directory: their
-/// SysV semaphore sets and their run directories. One line each on stderr, even with
-/// `--quiet`: it is something done, not a warning.
+/// Removes what earlier runs killed with `kill -9` left behind: the system settings they
+/// changed, and in the temporary directory their SysV semaphore sets and their run
+/// directories. One line each on stderr, even with `--quiet`: it is something done, not a
+/// warning.
 fn remove_earlier_leftovers() {
+    restore_settings();
     for earlier in oscost_measure::leftovers::remove_earlier_runs(&std::env::temp_dir()) {
         if let Some(line) = earlier.summary() {
             eprintln!("oscost: {line}");
@@ -476,8 +461,15 @@ fn save(saving: Saving, doc: &ResultDoc) -> anyhow::Result<bool> {
         Saving::Into {
             mut history,
             explicit,
-        } => match history.save(doc) {
+        } => match history.save(doc).map_err(|e| located(&history, e)) {
             Ok(_) => return Ok(true),
+            // SIGINT or SIGTERM while waiting for another writer's lock: an interruption.
+            Err(_) if oscost_history::stop_asked() => {
+                return Err(anyhow::Error::new(oscost_measure::Cancelled).context(
+                    "interrupted while waiting for the history database's lock: the run was \
+                     not saved in the history",
+                ))
+            }
             Err(e) if explicit => {
                 return Err(anyhow::anyhow!(
                     "the run could not be saved in the history: {e} (give --history a \
@@ -490,6 +482,18 @@ fn save(saving: Saving, doc: &ResultDoc) -> anyhow::Result<bool> {
     // Even with --quiet: the run is not kept where the user will look for it.
     eprintln!("oscost: history not saved: {why} (use --history PATH or --no-save)");
     Ok(false)
+}
+
+/// A history error that names the database when the error itself does not (SQLite's "disk I/O
+/// error" and "database or disk is full" name no file).
+fn located(history: &oscost_history::History, e: oscost_history::HistoryError) -> String {
+    let text = e.to_string();
+    let path = history.path().display().to_string();
+    if text.contains(&path) {
+        text
+    } else {
+        format!("{path}: {text}")
+    }
 }
 
 /// Where a finished run went.
@@ -510,6 +514,9 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs], saving: Saving) -> anyh
     // Workers orphaned by a killed measuring process come back here to be reaped.
     os::task::become_subreaper().context("becoming the reaper of oscost's own processes")?;
     catch_signals(Arc::clone(&children), Arc::clone(&cancel))?;
+    // Output to a FIFO or pipe nobody reads gives up on the first SIGINT or SIGTERM.
+    oscost_report::output::stop_waiting_on(Arc::clone(&cancel));
+    oscost_history::stop_waiting_on(Arc::clone(&cancel));
     remove_earlier_leftovers();
     // Placement first: every measuring process inherits the CPU set and nice value.
     let cpus = if cfg.scripted {
@@ -698,16 +705,65 @@ fn table_width(cfg: &Config) -> Option<u16> {
         .or_else(|| render::terminal_width(cfg.stdout_taken()))
 }
 
-/// Writes to stdout. A reader that went away (`| head`) is not an error; a full disk is.
+/// Writes to stdout. A reader that went away (`| head`) is not an error; a full disk is. A
+/// pipe nobody reads is waited for until the run is asked to stop (exit 130) or nothing was
+/// taken for `OSCOST_OUTPUT_TIMEOUT` seconds (an error naming it).
 pub fn print_stdout(text: &str) -> anyhow::Result<()> {
+    use oscost_report::output::Stall;
     let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+    let written = out
+        .flush()
+        .map_err(Stall::Io)
+        .and_then(|()| write_waiting(&out, text.as_bytes()));
+    match written {
+        Err(Stall::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => {
             READER_GONE.store(true, Ordering::SeqCst);
             Ok(())
         }
-        r => r.context("writing to stdout"),
+        Err(e) => Err(e.into_error("to stdout")),
+        Ok(()) => Ok(()),
     }
+}
+
+/// Writes all of `bytes` to `fd`, at most a pipe's atomic write (4096 bytes) at a time and
+/// only when `poll` says it would not block; see [`print_stdout`].
+fn write_waiting(
+    fd: &impl std::os::fd::AsFd,
+    mut bytes: &[u8],
+) -> Result<(), oscost_report::output::Stall> {
+    use os::Writable;
+    use oscost_report::output::{reader_timeout, stop_asked, Stall};
+    use std::os::fd::AsFd;
+    let file = std::fs::File::from(fd.as_fd().try_clone_to_owned().map_err(Stall::Io)?);
+    let timeout = reader_timeout();
+    let mut deadline = std::time::Instant::now() + timeout;
+    while !bytes.is_empty() {
+        if stop_asked() {
+            return Err(Stall::Interrupted);
+        }
+        match os::wait_writable(file.as_fd(), 100).map_err(Stall::Io)? {
+            Writable::NotYet if std::time::Instant::now() >= deadline => {
+                return Err(Stall::TimedOut(timeout))
+            }
+            Writable::NotYet => continue,
+            Writable::Gone => return Err(Stall::Io(std::io::ErrorKind::BrokenPipe.into())),
+            Writable::Ready => {}
+        }
+        match (&file).write(&bytes[..bytes.len().min(4096)]) {
+            Ok(0) => return Err(Stall::Io(std::io::ErrorKind::WriteZero.into())),
+            Ok(n) => {
+                bytes = &bytes[n..];
+                deadline = std::time::Instant::now() + timeout;
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
+                ) => {}
+            Err(e) => return Err(Stall::Io(e)),
+        }
+    }
+    Ok(())
 }
 
 /// Set once standard output's reader has gone: the run then stops at the next sample.

@@ -57,16 +57,6 @@ pub enum Message {
     Note(String),
     /// The phase ended.
     Finish,
-    /// A system setting is about to change: its value before, which the coordinator writes
-    /// back if this process ends without having done so.
-    Setting {
-        /// The setting's file, under `/proc/sys`.
-        path: String,
-        /// Its value before the change.
-        original: String,
-    },
-    /// The setting at this path is back at its value before.
-    SettingRestored(String),
     /// The experiment's raw results.
     Done {
         /// Samples and evidence.
@@ -108,15 +98,6 @@ impl Progress for PipeProgress {
     }
     fn finish(&self) {
         send(&Message::Finish);
-    }
-    fn setting_changed(&self, path: &str, original: &str) {
-        send(&Message::Setting {
-            path: path.to_owned(),
-            original: original.to_owned(),
-        });
-    }
-    fn setting_restored(&self, path: &str) {
-        send(&Message::SettingRestored(path.to_owned()));
     }
 }
 

@@ -362,7 +362,11 @@ fn a_history_that_cannot_be_written_fails_before_measuring() {
 fn a_history_of_a_newer_oscost_is_refused() {
     let home = Home::new();
     let db = home.path("h.sqlite3");
+    // Reading creates nothing; a run does.
     let (code, _, err) = home.run(&["history", "list", "--history", db.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!db.exists());
+    let (code, _, err) = home.run(&["--scripted", "example", "--history", db.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     let conn = rusqlite::Connection::open(&db).unwrap();
     conn.execute(
@@ -430,4 +434,44 @@ fn the_default_suite_names_its_saved_run_result_file_and_report() {
         "{err}"
     );
     assert!(!other.db().parent().unwrap().join("runs").exists());
+}
+
+/// `history export --json` and `history trend --svg` keep to the rules every output follows: a
+/// read-only file is refused and left as it was, a missing directory never becomes a file.
+#[test]
+fn history_outputs_refuse_read_only_files_and_missing_directories() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = Home::new();
+    home.scripted_run("r.json");
+    for (name, args) in [
+        ("ro.json", &["history", "export", "latest", "--json"][..]),
+        (
+            "ro.svg",
+            &["history", "trend", "example.cost100", "--svg"][..],
+        ),
+    ] {
+        let ro = home.path(name);
+        std::fs::write(&ro, "precious").unwrap();
+        std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o444)).unwrap();
+        let mut all = args.to_vec();
+        all.push(ro.to_str().unwrap());
+        let (code, out, err) = home.run(&all);
+        assert_one_line_error(code, &err, &["read-only (mode 0444)"]);
+        assert_eq!(out, "");
+        assert_eq!(std::fs::read_to_string(&ro).unwrap(), "precious");
+    }
+    let nodir = format!("{}/", home.path("nodir").display());
+    let (code, _, err) = home.run(&["history", "trend", "example.cost100", "--svg", &nodir]);
+    assert_one_line_error(code, &err, &["no such directory"]);
+    assert!(!home.path("nodir").exists());
+}
+
+/// A missing argument is named in the one line, not cut off after "not provided:".
+#[test]
+fn missing_arguments_are_named_in_one_line() {
+    let home = Home::new();
+    let (code, _, err) = home.run(&["history", "show"]);
+    assert_one_line_error(code, &err, &["not provided: <RUN>"]);
+    let (code, _, err) = home.run(&["history", "import"]);
+    assert_one_line_error(code, &err, &["not provided: <FILE>"]);
 }

@@ -441,3 +441,46 @@ fn a_path_ending_in_a_slash_is_refused_before_measuring() {
     assert!(!err.contains("example"), "{err}");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
+
+/// A FIFO nobody opens: the run does not wait forever, it gives up after the time set and
+/// names the FIFO in one line; the FIFO stays a FIFO.
+#[test]
+fn a_fifo_nobody_reads_times_out_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe.md");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let out = oscost()
+        .env("OSCOST_OUTPUT_TIMEOUT", "1")
+        .args(["--scripted", "-q", "--no-save", "example", "--markdown"])
+        .arg(&fifo)
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("pipe.md: nobody read it for 1 s"), "{err}");
+    assert!(err.contains("OSCOST_OUTPUT_TIMEOUT"), "{err}");
+    assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+}
+
+/// `--json -` with standard output closed: refused before measuring, not a silent success.
+#[test]
+fn a_document_for_a_closed_stdout_is_refused() {
+    let mut cmd = std::process::Command::new("sh");
+    common::isolate(&mut cmd);
+    let out = cmd
+        .args(["-c", "exec \"$0\" \"$@\" >&-"])
+        .arg(exe())
+        .args(["--scripted", "-q", "--no-save", "example", "--json", "-"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("standard output is closed"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}

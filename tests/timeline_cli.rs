@@ -276,6 +276,11 @@ fn rr_now() -> String {
 /// Starts a long round-robin run that sets the slice to 37 ms and waits until it has; returns
 /// the running oscost.
 fn start_rr_run(mark: &str) -> std::process::Child {
+    start_rr_run_at(mark, "37")
+}
+
+/// The same with a slice of `ms`.
+fn start_rr_run_at(mark: &str, ms: &str) -> std::process::Child {
     let (k, v) = mark.split_once('=').unwrap();
     let original = rr_now();
     let child = common::oscost_std()
@@ -283,7 +288,7 @@ fn start_rr_run(mark: &str) -> std::process::Child {
         // No --cpus: the workers take the first CPU, and the measuring process stays free to
         // run beside them while they hold it at real-time priority.
         .args(["--quiet", "timeline", "--policy", "rr"])
-        .args(["--rr-slice-ms", "37", "--workers", "2", "--chunks", "20000"])
+        .args(["--rr-slice-ms", ms, "--workers", "2", "--chunks", "20000"])
         .args(["--chunk-us", "100", "--rounds", "1"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -371,4 +376,61 @@ fn the_rr_slice_is_put_back_after_a_failing_run() {
     assert_eq!(out.status.code(), Some(130), "{err}");
     assert_eq!(rr_now(), original, "{err}");
     common::assert_nothing_left(&mark);
+}
+
+/// `kill -9` of oscost itself while the slice is changed: the next run puts it back first
+/// and says so.
+#[test]
+fn the_rr_slice_is_put_back_by_the_next_run_after_a_kill_9() {
+    if !is_root() {
+        eprintln!("skipped: changing {RR} needs root");
+        return;
+    }
+    let _rr = hold_rr();
+    let original = rr_now();
+    let _keep = KeepRr(original.clone());
+    let mark = marker("rr-kill9");
+    let mut child = start_rr_run(&mark);
+    kill("-KILL", child.id() as i32);
+    child.wait().unwrap();
+    common::assert_nothing_left(&mark);
+    assert_eq!(rr_now(), "37", "the kill left the slice as it was");
+    let out = common::oscost_std()
+        .args(["--scripted", "--quiet", "--no-save", "example"])
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(&format!("oscost: put {RR} back to {original}")),
+        "{err}"
+    );
+    assert_eq!(rr_now(), original, "{err}");
+}
+
+/// Two overlapping runs with different slices: the second never takes the first's slice as
+/// the value before, and the slice ends at its first value whichever ends first.
+#[test]
+fn overlapping_rr_runs_end_at_the_first_value() {
+    if !is_root() {
+        eprintln!("skipped: changing {RR} needs root");
+        return;
+    }
+    let _rr = hold_rr();
+    let original = rr_now();
+    let _keep = KeepRr(original.clone());
+    let a = start_rr_run_at(&marker("rr-first"), "37");
+    let b = start_rr_run_at(&marker("rr-second"), "23");
+    let out_a = a.wait_with_output().unwrap();
+    let out_b = b.wait_with_output().unwrap();
+    let err_b = String::from_utf8_lossy(&out_b.stderr);
+    assert_eq!(
+        out_a.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out_a.stderr)
+    );
+    assert_eq!(out_b.status.code(), Some(0), "{err_b}");
+    assert_eq!(rr_now(), original, "{err_b}");
 }

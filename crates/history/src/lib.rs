@@ -54,6 +54,30 @@ pub enum HistoryError {
         /// What SQLite said.
         source: rusqlite::Error,
     },
+    /// The path is not a regular file (a device, a FIFO, a directory): SQLite would create its
+    /// journal beside it.
+    #[error(
+        "{} is not a regular file, so it cannot hold a history (give --history the path of a \
+         file, new or made by oscost)",
+        path.display()
+    )]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+    },
+    /// An SQLite database with tables that are not oscost's: left exactly as it is.
+    #[error(
+        "{} is another program's database (its tables: {}), which oscost leaves as it is; give \
+         --history a file of oscost's own",
+        path.display(),
+        tables.join(", ")
+    )]
+    Foreign {
+        /// The database file.
+        path: PathBuf,
+        /// Its tables.
+        tables: Vec<String>,
+    },
     /// The database was made by a newer oscost, whose layout this one does not know.
     #[error(
         "{} was written by a newer oscost (schema {found}, this one knows {known}); use a \
@@ -211,24 +235,68 @@ impl History {
         dirs::data_dir().map(|d| d.join("oscost").join("history.sqlite3"))
     }
 
-    /// Opens the database at `path`, creating it and its parent directories if needed, and
-    /// brings its layout up to [`SCHEMA_VERSION`]. Fails with [`HistoryError::TooNew`] on a
-    /// database a newer oscost made. Writers wait for each other, so any number of oscost
-    /// processes can save into one database at once.
+    /// Opens the database at `path` to read and write, creating it and its parent directories
+    /// if needed, and brings its layout up to [`SCHEMA_VERSION`]. Only a file that is oscost's
+    /// or empty is opened: a device or FIFO fails with [`HistoryError::NotAFile`], another
+    /// program's database with [`HistoryError::Foreign`], a database a newer oscost made with
+    /// [`HistoryError::TooNew`], each before anything in or beside it changed (its journal
+    /// mode included). Writers wait for each other, so any number of oscost processes can
+    /// save into one database at once.
     pub fn open(path: &Path) -> Result<History, HistoryError> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|source| HistoryError::CreateDir {
-                path: dir.to_path_buf(),
-                source,
-            })?;
+        if file_kind(path)?.is_some() {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir).map_err(|source| HistoryError::CreateDir {
+                    path: dir.to_path_buf(),
+                    source,
+                })?;
+            }
         }
         let open_err = |source| HistoryError::Open {
             path: path.to_path_buf(),
             source,
         };
         let mut conn = Connection::open(path).map_err(open_err)?;
+        conn.busy_handler(Some(wait_busy)).map_err(open_err)?;
+        let ours = owned_tables(&conn, path)?;
+        if ours {
+            schema::refuse_newer(&conn, path)?;
+        }
         setup(&conn).map_err(open_err)?;
         schema::migrate(&mut conn, path)?;
+        Ok(History {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Opens the database at `path` to read only: nothing in it or beside it is created or
+    /// changed. A file that does not exist yet, or is empty, reads as an empty history.
+    pub fn open_read_only(path: &Path) -> Result<History, HistoryError> {
+        let open_err = |source| HistoryError::Open {
+            path: path.to_path_buf(),
+            source,
+        };
+        let empty = || -> Result<History, HistoryError> {
+            let mut conn = Connection::open_in_memory().map_err(open_err)?;
+            schema::migrate(&mut conn, path)?;
+            Ok(History {
+                conn,
+                path: path.to_path_buf(),
+            })
+        };
+        if file_kind(path)?.is_some() {
+            return empty();
+        }
+        let mut conn = Connection::open_with_flags(
+            path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(open_err)?;
+        conn.busy_handler(Some(wait_busy)).map_err(open_err)?;
+        if !owned_tables(&conn, path)? {
+            return empty();
+        }
+        schema::refuse_newer(&conn, path)?;
         Ok(History {
             conn,
             path: path.to_path_buf(),
@@ -450,7 +518,8 @@ impl History {
             "SELECT r.run_id, r.started_at, r.env_fingerprint, c.unit, c.median_ns, \
              c.ci_low_ns, c.ci_high_ns, c.checks_passed \
              FROM cases c JOIN runs r ON r.run_id = c.run_id WHERE c.case_id = ?1 \
-             ORDER BY COALESCE(r.started_at, r.saved_at), r.saved_at, r.run_id",
+             ORDER BY CASE WHEN r.started_at IS NULL THEN 0 ELSE 1 END, r.started_at, \
+             r.saved_at, r.run_id",
         )?;
         let nan = |v: Option<f64>| v.unwrap_or(f64::NAN);
         let mut points = q
@@ -511,10 +580,81 @@ pub fn derived_run_id(doc: &ResultDoc) -> Result<String, HistoryError> {
 }
 
 /// SQLite's side of the setup, the only part of this crate that is not portable SQL.
+/// `Some(())` when `path` does not exist (it is to be created); `None` for a regular file;
+/// [`HistoryError::NotAFile`] for anything else, which SQLite must never open: it would create
+/// its journal beside it (`/dev/null-journal`).
+fn file_kind(path: &Path) -> Result<Option<()>, HistoryError> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => Ok(None),
+        Ok(_) => Err(HistoryError::NotAFile {
+            path: path.to_path_buf(),
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Some(())),
+        Err(source) => Err(HistoryError::CreateDir {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// Whether the database holds oscost's tables (`true`) or none at all (`false`); another
+/// program's tables fail with [`HistoryError::Foreign`]. Reads only.
+fn owned_tables(conn: &Connection, path: &Path) -> Result<bool, HistoryError> {
+    let open_err = |source| HistoryError::Open {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut q = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        .map_err(open_err)?;
+    let tables: Vec<String> = q
+        .query_map([], |r| r.get(0))
+        .and_then(|rows| rows.collect())
+        .map_err(open_err)?;
+    let tables: Vec<String> = tables
+        .into_iter()
+        .filter(|t| !t.starts_with("sqlite_"))
+        .collect();
+    if tables.is_empty() {
+        return Ok(false);
+    }
+    let has = |name: &str| tables.iter().any(|t| t == name);
+    if has("schema_migrations") && has("runs") {
+        return Ok(true);
+    }
+    Err(HistoryError::Foreign {
+        path: path.to_path_buf(),
+        tables,
+    })
+}
+
+/// The flag that, once set (SIGINT, SIGTERM), ends every wait for another writer's lock.
+static STOP: std::sync::OnceLock<std::sync::Arc<std::sync::atomic::AtomicBool>> =
+    std::sync::OnceLock::new();
+
+/// Makes waits for another writer's lock end as soon as `flag` is set.
+pub fn stop_waiting_on(flag: std::sync::Arc<std::sync::atomic::AtomicBool>) {
+    let _ = STOP.set(flag);
+}
+
+/// Whether waiting was asked to stop: an operation that failed with a busy database then
+/// failed because of the interruption.
+pub fn stop_asked() -> bool {
+    STOP.get()
+        .is_some_and(|f| f.load(std::sync::atomic::Ordering::SeqCst))
+}
+
+/// SQLite's busy handler: wait 10 ms more, up to [`BUSY_TIMEOUT`] in all, unless asked to stop.
+fn wait_busy(tries: i32) -> bool {
+    const STEP: Duration = Duration::from_millis(10);
+    if stop_asked() || STEP * tries.max(0) as u32 >= BUSY_TIMEOUT {
+        return false;
+    }
+    std::thread::sleep(STEP);
+    true
+}
+
 fn setup(conn: &Connection) -> rusqlite::Result<()> {
-    // First, so that every later statement, switching to the write-ahead log included, waits
-    // for another writer instead of failing.
-    conn.busy_timeout(BUSY_TIMEOUT)?;
     // The write-ahead log lets readers go on while one process writes, and a killed writer
     // leaves only a log tail that the next opener ignores. Where it cannot be had (a file
     // system without shared memory) SQLite stays in rollback mode: slower, just as safe.

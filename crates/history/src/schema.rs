@@ -48,6 +48,27 @@ const MIGRATIONS: &[&str] = &[
 /// The newest layout this oscost knows: the number of its migrations.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
+/// Fails with [`HistoryError::TooNew`] if a newer oscost took the database past
+/// [`SCHEMA_VERSION`]; reads only, so nothing of such a database changes.
+pub(crate) fn refuse_newer(conn: &Connection, path: &Path) -> Result<(), HistoryError> {
+    let found: Option<i64> = conn
+        .query_row("SELECT MAX(version) FROM schema_migrations", [], |r| {
+            r.get(0)
+        })
+        .map_err(|source| HistoryError::Open {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    match found {
+        Some(v) if v > SCHEMA_VERSION => Err(HistoryError::TooNew {
+            path: path.to_path_buf(),
+            found: v,
+            known: SCHEMA_VERSION,
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// Brings the database up to [`SCHEMA_VERSION`], or fails with [`HistoryError::TooNew`]
 /// (changing nothing) if a newer oscost already took it further.
 pub(crate) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), HistoryError> {

@@ -222,3 +222,90 @@ fn a_trend_is_oldest_first_and_marks_where_the_environment_changed() {
     assert!(text.contains("`cost25`"), "{text}");
     assert!(text.contains("example.cost250"), "{text}");
 }
+
+/// Files that are not oscost's are refused before anything in or beside them changes: a
+/// device (no journal made beside it), another program's database (no tables added, its
+/// journal mode kept), a newer oscost's database in rollback mode (kept in rollback mode).
+#[test]
+fn only_oscosts_own_or_empty_files_are_opened() {
+    assert!(matches!(
+        History::open(std::path::Path::new("/dev/null")),
+        Err(HistoryError::NotAFile { .. })
+    ));
+    assert!(!std::path::Path::new("/dev/null-journal").exists());
+
+    let dir = tempfile::tempdir().unwrap();
+    let other = dir.path().join("other.sqlite");
+    {
+        let c = rusqlite::Connection::open(&other).unwrap();
+        c.execute_batch("CREATE TABLE t (x INTEGER);").unwrap();
+    }
+    let before = std::fs::read(&other).unwrap();
+    for opened in [History::open(&other), History::open_read_only(&other)] {
+        match opened {
+            Err(HistoryError::Foreign { tables, .. }) => assert_eq!(tables, ["t"]),
+            other => panic!("expected Foreign, got {other:?}"),
+        }
+    }
+    assert_eq!(std::fs::read(&other).unwrap(), before);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+
+    let newer = dir.path().join("newer.sqlite");
+    drop(History::open(&newer).unwrap());
+    {
+        let c = rusqlite::Connection::open(&newer).unwrap();
+        c.query_row("PRAGMA journal_mode = DELETE", [], |_| Ok(()))
+            .unwrap();
+        c.execute(
+            "INSERT INTO schema_migrations (version, applied_at) VALUES (?1, 'x')",
+            [SCHEMA_VERSION + 1],
+        )
+        .unwrap();
+    }
+    assert!(matches!(
+        History::open(&newer),
+        Err(HistoryError::TooNew { .. })
+    ));
+    let mode: String = rusqlite::Connection::open(&newer)
+        .unwrap()
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "delete");
+}
+
+/// Reading never creates: a missing file reads as an empty history and stays missing.
+#[test]
+fn read_only_opens_create_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("none/history.sqlite3");
+    let h = History::open_read_only(&path).unwrap();
+    assert!(h.list().unwrap().is_empty());
+    assert!(!dir.path().join("none").exists());
+}
+
+/// A trend follows when the runs ran, not when they were saved: a run imported later but run
+/// earlier comes first; a run with no start time (`oscost/1`) counts as the oldest.
+#[test]
+fn a_trend_follows_when_runs_ran_not_when_they_were_saved() {
+    let (_dir, mut h) = fresh();
+    let later = common::run("order", 600);
+    let earlier = common::run("order", 5);
+    let mut undated = common::run("order", 7);
+    undated.run_id = None;
+    undated.started_at = None;
+    for d in [&later, &earlier, &undated] {
+        h.save(d).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    let case = &later.experiments[0].cases[0].id;
+    let order: Vec<Option<String>> = h
+        .trend(case)
+        .unwrap()
+        .into_iter()
+        .map(|p| p.started_at)
+        .collect();
+    assert_eq!(
+        order,
+        [None, earlier.started_at.clone(), later.started_at.clone()]
+    );
+}

@@ -5,8 +5,7 @@ use crate::sampler::SamplerConfig;
 use crate::timesource::TimeSource;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Progress reporting, implemented by the CLI (a progress bar) or by nothing in tests; it is
-/// also how a measuring process tells its coordinator about a system setting it changes.
+/// Progress reporting, implemented by the CLI (a progress bar) or by nothing in tests.
 pub trait Progress: Sync {
     /// Starts a phase of `len` steps described by `what`.
     fn start(&self, len: u64, what: &str);
@@ -16,16 +15,6 @@ pub trait Progress: Sync {
     fn message(&self, msg: &str);
     /// Ends the phase.
     fn finish(&self);
-    /// The system setting at `path` (under `/proc/sys`) is about to change from `original`:
-    /// the coordinator puts it back if this process ends without doing so itself. Told before
-    /// the change, so no moment exists in which the change is unknown to it.
-    fn setting_changed(&self, path: &str, original: &str) {
-        let _ = (path, original);
-    }
-    /// The setting at `path` is back at its original value.
-    fn setting_restored(&self, path: &str) {
-        let _ = path;
-    }
 }
 
 /// A progress sink that shows nothing.

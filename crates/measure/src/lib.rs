@@ -14,7 +14,7 @@ pub mod leftovers;
 pub mod limits;
 pub mod sampler;
 pub mod scratch;
-pub(crate) mod sysctl;
+pub mod sysctl;
 pub mod timesource;
 pub mod tokens;
 

@@ -40,9 +40,13 @@ pub fn read(text: &str) -> Result<ResultDoc, ReadError> {
     }
     let header: Header =
         serde_json::from_str(text).map_err(|e| ReadError::NotADocument(e.to_string()))?;
+    let invalid = |e: String| ReadError::Invalid(serde::de::Error::custom(e));
     if header.schema == SCHEMA {
-        let doc: ResultDoc = serde_json::from_str(text).map_err(ReadError::Invalid)?;
-        check_identity(&doc).map_err(|e| ReadError::Invalid(serde::de::Error::custom(e)))?;
+        let mut doc: ResultDoc = serde_json::from_str(text).map_err(ReadError::Invalid)?;
+        check_identity(&doc).map_err(invalid)?;
+        check_samples(&doc).map_err(invalid)?;
+        // One run, one id: `3F1C…` and `3f1c…` are the same UUID.
+        doc.run_id = doc.run_id.map(|id| id.to_ascii_lowercase());
         return Ok(doc);
     }
     if !OLDER_SCHEMAS.contains(&header.schema.as_str()) {
@@ -55,8 +59,42 @@ pub fn read(text: &str) -> Result<ResultDoc, ReadError> {
             header.schema
         ))));
     }
+    check_samples(&doc).map_err(invalid)?;
     doc.schema = SCHEMA.into();
     Ok(doc)
+}
+
+/// No case keeps more raw samples than its `samples` says it took (a document may keep fewer:
+/// thinned, or none): a document cannot make a reader work through millions of values it does
+/// not declare.
+fn check_samples(doc: &ResultDoc) -> Result<(), String> {
+    for c in doc.experiments.iter().flat_map(|e| &e.cases) {
+        if c.raw_ns.len() > c.samples {
+            return Err(format!(
+                "case `{}` has {} raw_ns values, more than its samples ({})",
+                c.id,
+                c.raw_ns.len(),
+                c.samples
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `t` (`dddd-dd-ddTdd:dd:ddZ`, digits checked) is a real time: a month of 1 to 12,
+/// a day that month has (29 February in leap years only), hours, minutes and seconds in range.
+fn real_time(t: &str) -> bool {
+    let n = |r: std::ops::Range<usize>| t[r].parse::<u32>().unwrap_or(u32::MAX);
+    let (year, month, day) = (n(0..4), n(5..7), n(8..10));
+    let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    let days = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    (1..=days).contains(&day) && n(11..13) < 24 && n(14..16) < 60 && n(17..19) < 60
 }
 
 /// An `oscost/2` document names its run as oscost writes it: a UUID and a start time in UTC
@@ -82,7 +120,7 @@ fn check_identity(doc: &ResultDoc) -> Result<(), String> {
             'd' => c.is_ascii_digit(),
             s => c == s,
         });
-    if !fits {
+    if !fits || !real_time(t) {
         return Err(format!(
             "started_at `{t}` is not a UTC time to the second (2026-11-23T03:12:00Z)"
         ));
@@ -297,5 +335,57 @@ mod tests {
             d.started_at = t.map(String::from);
             assert!(check_identity(&d).is_err(), "{id:?} {t:?}");
         }
+    }
+
+    #[test]
+    fn start_times_are_real_dates() {
+        for t in [
+            "2026-11-23T03:13:14Z",
+            "2024-02-29T23:59:59Z",
+            "2000-02-29T00:00:00Z",
+        ] {
+            assert!(real_time(t), "{t}");
+        }
+        for t in [
+            "9999-99-99T99:99:99Z",
+            "2026-13-01T00:00:00Z",
+            "2026-00-10T00:00:00Z",
+            "2026-04-31T00:00:00Z",
+            "2025-02-29T00:00:00Z",
+            "1900-02-29T00:00:00Z",
+            "2026-11-23T24:00:00Z",
+            "2026-11-23T03:60:00Z",
+            "2026-11-23T03:13:60Z",
+        ] {
+            assert!(!real_time(t), "{t}");
+        }
+    }
+
+    /// An upper-case id reads as the same run; raw samples must match `samples`.
+    #[test]
+    fn ids_are_canonical_and_raw_samples_counted() {
+        let mut doc = ResultDoc {
+            schema: SCHEMA.into(),
+            run_id: Some("3F1C2B9E-8A4D-4C1E-9B7A-2D5E6F708192".into()),
+            started_at: Some("2026-11-23T03:13:14Z".into()),
+            environment: crate::example::environment(),
+            experiments: Vec::new(),
+        };
+        let text = serde_json::to_string(&doc).unwrap();
+        assert_eq!(
+            read(&text).unwrap().run_id.as_deref(),
+            Some("3f1c2b9e-8a4d-4c1e-9b7a-2d5e6f708192")
+        );
+        doc.run_id = Some("3f1c2b9e-8a4d-4c1e-9b7a-2d5e6f708192".into());
+        let golden: ResultDoc = read(include_str!("../../../tests/golden/oscost-2.json")).unwrap();
+        doc.experiments = golden.experiments;
+        let case = &mut doc.experiments[0].cases[0];
+        case.raw_ns = vec![1.0; case.samples + 1];
+        let e = read(&serde_json::to_string(&doc).unwrap()).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("raw_ns values, more than its samples"),
+            "{e}"
+        );
     }
 }

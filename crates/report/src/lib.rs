@@ -17,6 +17,7 @@ pub mod render;
 pub mod series;
 pub mod study;
 pub mod summarise;
+pub mod termtext;
 pub mod trend;
 pub mod views;
 

@@ -7,8 +7,142 @@
 //! without opening anything but a temporary file of its own.
 
 use std::io::{self, Write};
-use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+/// The flag set when the run is asked to stop (SIGINT, SIGTERM): output waiting for a reader
+/// gives up when it is set.
+static STOP: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+
+/// Makes output that waits for a reader (a FIFO, a pipe) give up when `flag` is set.
+pub fn stop_waiting_on(flag: Arc<AtomicBool>) {
+    let _ = STOP.set(flag);
+}
+
+/// Whether the run was asked to stop.
+pub fn stop_asked() -> bool {
+    STOP.get().is_some_and(|f| f.load(Ordering::SeqCst))
+}
+
+/// The environment variable that sets, in seconds, how long output waits for a FIFO or pipe
+/// that nobody reads.
+pub const TIMEOUT_ENV: &str = "OSCOST_OUTPUT_TIMEOUT";
+
+/// How long output waits for a reader that takes nothing: [`TIMEOUT_ENV`] seconds, else 30 s.
+pub fn reader_timeout() -> Duration {
+    let secs = std::env::var(TIMEOUT_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|&s| s > 0)
+        .unwrap_or(30);
+    Duration::from_secs(secs)
+}
+
+/// Output given up while waiting for a reader because the run was asked to stop: the binary
+/// exits 130 for it, as for any interruption.
+#[derive(Debug)]
+pub struct Interrupted(pub String);
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "interrupted while writing {} (nobody was reading it)",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
+/// Why writing to a FIFO or pipe did not finish.
+#[derive(Debug)]
+pub enum Stall {
+    /// An OS error (a reader that went away is `BrokenPipe`).
+    Io(io::Error),
+    /// The run was asked to stop while waiting for a reader.
+    Interrupted,
+    /// Nobody read for this long.
+    TimedOut(Duration),
+}
+
+impl Stall {
+    /// The one-line error for output to `shown`.
+    pub fn into_error(self, shown: &str) -> anyhow::Error {
+        match self {
+            Stall::Io(e) => anyhow::anyhow!("writing {shown}: {}", reason(&e)),
+            Stall::Interrupted => Interrupted(shown.to_owned()).into(),
+            Stall::TimedOut(t) => anyhow::anyhow!(
+                "writing {shown}: nobody read it for {} s (a FIFO or pipe without a reader), so \
+                 oscost gave up; start its reader first, or set {TIMEOUT_ENV}=SECONDS to wait \
+                 longer",
+                t.as_secs()
+            ),
+        }
+    }
+}
+
+/// Waits (50 ms at a time) until `deadline`, unless the run is asked to stop first.
+fn nap(deadline: Instant, timeout: Duration) -> Result<(), Stall> {
+    if stop_asked() {
+        return Err(Stall::Interrupted);
+    }
+    if Instant::now() >= deadline {
+        return Err(Stall::TimedOut(timeout));
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    Ok(())
+}
+
+/// Opens a file that is written in place. A FIFO is opened without blocking: until a reader
+/// opens it, the open is tried again, until the run is asked to stop or [`reader_timeout`].
+fn open_in_place(p: &Path) -> Result<std::fs::File, Stall> {
+    let fifo = std::fs::metadata(p).is_ok_and(|m| m.file_type().is_fifo());
+    if !fifo {
+        return std::fs::OpenOptions::new()
+            .write(true)
+            .open(p)
+            .map_err(Stall::Io);
+    }
+    let timeout = reader_timeout();
+    let deadline = Instant::now() + timeout;
+    loop {
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(p)
+        {
+            Ok(f) => return Ok(f),
+            // No reader yet.
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => nap(deadline, timeout)?,
+            Err(e) => return Err(Stall::Io(e)),
+        }
+    }
+}
+
+/// Writes all of `bytes` to a file that may not block (a FIFO opened by [`open_in_place`]):
+/// while the reader takes nothing, waits, until the run is asked to stop or nothing was taken
+/// for [`reader_timeout`].
+fn write_patiently(f: &std::fs::File, mut bytes: &[u8]) -> Result<(), Stall> {
+    let timeout = reader_timeout();
+    let mut deadline = Instant::now() + timeout;
+    while !bytes.is_empty() {
+        match (&*f).write(bytes) {
+            Ok(0) => return Err(Stall::Io(io::ErrorKind::WriteZero.into())),
+            Ok(n) => {
+                bytes = &bytes[n..];
+                deadline = Instant::now() + timeout;
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => nap(deadline, timeout)?,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(Stall::Io(e)),
+        }
+    }
+    Ok(())
+}
 
 fn parent_of(path: &Path) -> &Path {
     match path.parent() {
@@ -109,6 +243,25 @@ pub fn is_stdout(path: &Path) -> bool {
     matches!(resolve(path), Ok(Target::Stdout))
 }
 
+/// Whether standard output was closed when oscost started (`>&-`). The Rust runtime puts
+/// `/dev/null`, opened read-write, in place of a closed standard descriptor, which a shell's
+/// `>/dev/null` (write-only) never is: so a document for stdout would vanish without a word.
+pub fn stdout_closed() -> bool {
+    let Ok(target) = std::fs::read_link("/proc/self/fd/1") else {
+        return true;
+    };
+    if target != Path::new("/dev/null") {
+        return false;
+    }
+    std::fs::read_to_string("/proc/self/fdinfo/1")
+        .ok()
+        .and_then(|t| {
+            let flags = t.lines().find_map(|l| l.strip_prefix("flags:"))?;
+            u32::from_str_radix(flags.trim(), 8).ok()
+        })
+        .is_some_and(|flags| flags & 0o3 == 0o2)
+}
+
 /// The file a path stands for, to tell whether two outputs would overwrite each other: the
 /// real path when it exists, else the real directory joined with the name (links followed).
 pub fn identity(path: &Path) -> PathBuf {
@@ -156,14 +309,36 @@ fn may_write(m: &std::fs::Metadata, c: &Creds) -> bool {
 /// but a temporary file of its own (a FIFO's reader would see an end of file).
 ///
 /// A regular file whose mode has no write bit (`0444`) is refused even for root: its owner
-/// marked it read-only.
+/// marked it read-only. [`stage`] (and so [`write_atomic`]) refuses the same paths when it
+/// writes, so every file oscost writes is held to the same rules, checked first or not.
 pub fn check_writable(path: &Path) -> anyhow::Result<()> {
+    let shown = path.display();
+    let real = match vet(path)? {
+        Target::Stdout | Target::InPlace(_) => return Ok(()),
+        Target::Replace(real) => real,
+    };
+    let dir = parent_of(&real);
+    // The rename at the end needs what this needs: a file of ours in the target's directory.
+    if let Err(e) = tempfile::NamedTempFile::new_in(dir) {
+        anyhow::bail!(
+            "cannot write {shown}: directory {} is not writable ({})",
+            dir.display(),
+            reason(&e)
+        );
+    }
+    Ok(())
+}
+
+/// Where writing `path` goes, or why it must not be written: a directory, a name ending in
+/// `/`, a socket, a file this process may not write, a read-only file, another user's file in
+/// a sticky directory.
+fn vet(path: &Path) -> anyhow::Result<Target> {
     let shown = path.display();
     if path.is_dir() {
         anyhow::bail!("{shown} is a directory, not a file");
     }
     // `Path` forgets a trailing slash, so `r.json/` would be checked as `r.json` and written as
-    // such, then fail once that file exists: refuse it here.
+    // such: a directory name would become a file. Refuse it.
     if path.as_os_str().as_encoded_bytes().ends_with(b"/") {
         anyhow::bail!("cannot write {shown}: a file name cannot end in `/`");
     }
@@ -171,7 +346,7 @@ pub fn check_writable(path: &Path) -> anyhow::Result<()> {
         resolve(path).map_err(|e| anyhow::anyhow!("cannot write {shown}: {}", reason(&e)))?;
     let creds = creds();
     let real = match target {
-        Target::Stdout => return Ok(()),
+        Target::Stdout => return Ok(Target::Stdout),
         Target::InPlace(p) => {
             let m = std::fs::metadata(&p)
                 .map_err(|e| anyhow::anyhow!("cannot write {shown}: {}", reason(&e)))?;
@@ -184,13 +359,16 @@ pub fn check_writable(path: &Path) -> anyhow::Result<()> {
             if creds.as_ref().is_some_and(|c| !may_write(&m, c)) {
                 anyhow::bail!("cannot write {shown}: permission denied (choose another path)");
             }
-            return Ok(());
+            return Ok(Target::InPlace(p));
         }
         Target::Replace(real) => real,
     };
     let dir = parent_of(&real);
     if let Ok(m) = std::fs::metadata(&real) {
         let mode = m.mode() & 0o7777;
+        if m.is_dir() {
+            anyhow::bail!("{shown} is a directory, not a file");
+        }
         if mode & 0o222 == 0 {
             anyhow::bail!(
                 "cannot write {shown}: it is read-only (mode {mode:04o}); remove it or choose \
@@ -218,15 +396,7 @@ pub fn check_writable(path: &Path) -> anyhow::Result<()> {
             }
         }
     }
-    // The rename at the end needs what this needs: a file of ours in the target's directory.
-    if let Err(e) = tempfile::NamedTempFile::new_in(dir) {
-        anyhow::bail!(
-            "cannot write {shown}: directory {} is not writable ({})",
-            dir.display(),
-            reason(&e)
-        );
-    }
-    Ok(())
+    Ok(Target::Replace(real))
 }
 
 /// A file written in full but not yet in place: [`Staged::commit`] renames it over its target.
@@ -256,24 +426,25 @@ impl Staged {
 /// Writes `contents` beside the file `path` names (through any symbolic link), ready to be put
 /// in place, with the mode of the file it replaces or, for a new file, `0666` less the umask.
 /// A special file (a device, a FIFO, standard output) is written directly instead, since it
-/// cannot be replaced and holds no half file.
+/// cannot be replaced and holds no half file. What [`check_writable`] refuses is refused here
+/// too, before anything is written.
 pub fn stage(path: &Path, contents: &str) -> anyhow::Result<Staged> {
     let shown = path.display();
     let fail = |what: &str, e: &io::Error| anyhow::anyhow!("{what} {shown}: {}", reason(e));
-    let target = resolve(path).map_err(|e| fail("cannot write", &e))?;
+    let target = vet(path)?;
     let real = match target {
         Target::Stdout | Target::InPlace(_) => {
-            let written = match &target {
-                Target::InPlace(p) => std::fs::OpenOptions::new()
-                    .write(true)
-                    .open(p)
-                    .and_then(|mut f| f.write_all(contents.as_bytes())),
+            match &target {
+                Target::InPlace(p) => open_in_place(p)
+                    .and_then(|f| write_patiently(&f, contents.as_bytes()))
+                    .map_err(|e| e.into_error(&shown.to_string()))?,
                 _ => {
                     let mut out = io::stdout().lock();
-                    out.write_all(contents.as_bytes()).and_then(|_| out.flush())
+                    out.write_all(contents.as_bytes())
+                        .and_then(|_| out.flush())
+                        .map_err(|e| fail("writing", &e))?;
                 }
-            };
-            written.map_err(|e| fail("writing", &e))?;
+            }
             return Ok(Staged {
                 shown: path.to_owned(),
                 target: path.to_owned(),
@@ -377,6 +548,30 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let inner = tempfile::NamedTempFile::new_in(dir.path().join("missing")).unwrap_err();
         assert_eq!(reason(&inner), "No such file or directory (os error 2)");
+    }
+
+    /// Writing refuses what checking refuses: a read-only file stays as it was, a name ending
+    /// in `/` never becomes a file, a directory is never replaced.
+    #[test]
+    fn writes_refuse_protected_files_and_directory_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let ro = dir.path().join("ro.json");
+        std::fs::write(&ro, "precious").unwrap();
+        std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o444)).unwrap();
+        let e = write_atomic(&ro, "new").unwrap_err().to_string();
+        assert!(e.contains("read-only (mode 0444)"), "{e}");
+        assert_eq!(std::fs::read_to_string(&ro).unwrap(), "precious");
+        // Through a link to it, the same.
+        std::os::unix::fs::symlink("ro.json", dir.path().join("link.json")).unwrap();
+        assert!(write_atomic(&dir.path().join("link.json"), "new").is_err());
+        assert_eq!(std::fs::read_to_string(&ro).unwrap(), "precious");
+        let nodir = dir.path().join("nodir/");
+        let e = write_atomic(&nodir, "x").unwrap_err().to_string();
+        assert!(e.contains("cannot end in `/`"), "{e}");
+        assert!(!dir.path().join("nodir").exists());
+        assert!(write_atomic(dir.path(), "x").is_err());
+        assert!(dir.path().is_dir());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
     }
 
     #[test]

@@ -293,3 +293,46 @@ pub fn stdout_reader_gone() -> bool {
     let r = unsafe { libc::poll(&mut p, 1, 0) };
     r == 1 && p.revents & libc::POLLERR != 0
 }
+
+/// What [`wait_writable`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Writable {
+    /// A write of up to `PIPE_BUF` bytes would not block.
+    Ready,
+    /// Nothing changed within the time given.
+    NotYet,
+    /// The reader has gone (POLLERR or POLLHUP): a write would fail with EPIPE.
+    Gone,
+}
+
+/// Waits up to `timeout_ms` for `fd` to take a write without blocking (`poll` for POLLOUT).
+pub fn wait_writable(
+    fd: std::os::fd::BorrowedFd<'_>,
+    timeout_ms: i32,
+) -> std::io::Result<Writable> {
+    use std::os::fd::AsRawFd;
+    let mut p = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLOUT,
+        revents: 0,
+    };
+    // SAFETY: p is one valid pollfd for the call's duration, the descriptor is borrowed open.
+    let r = unsafe { libc::poll(&mut p, 1, timeout_ms) };
+    if r < 0 {
+        let e = std::io::Error::last_os_error();
+        return if e.kind() == std::io::ErrorKind::Interrupted {
+            Ok(Writable::NotYet)
+        } else {
+            Err(e)
+        };
+    }
+    Ok(if r == 0 {
+        Writable::NotYet
+    } else if p.revents & libc::POLLNVAL != 0 {
+        return Err(std::io::Error::from_raw_os_error(libc::EBADF));
+    } else if p.revents & libc::POLLOUT != 0 {
+        Writable::Ready
+    } else {
+        Writable::Gone
+    })
+}

@@ -375,8 +375,8 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     }
     let clock = Clock::from_info(ctx.clock.info());
     let mut out = ExperimentOutput::default();
-    // Put back on every way out, an error or Ctrl-C included; the coordinator is told the
-    // value before it changes, and puts it back if this process dies first.
+    // Put back on every way out, an error or Ctrl-C included; the value before is recorded
+    // first, and the coordinator or the next run puts it back if this process is killed.
     let rr = match opts.rr_slice_ms {
         Some(ms) => set_sysctl(Path::new(RR_TIMESLICE), ms, "--rr-slice-ms", ctx, &mut out),
         None => None,

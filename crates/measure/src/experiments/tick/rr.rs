@@ -3,8 +3,8 @@
 //! `sched_rr_timeslice_ms`; one SCHED_RR thread doing all of W alone under the same value is
 //! the reference. The extra time over the reschedulings the kernel counted (involuntary
 //! switches of the threads) is the cost of one rescheduling. The setting is put back after
-//! each value, on every way out, and the coordinating process is told the old value first so
-//! it can put it back if this process dies.
+//! each value, on every way out; its old value is recorded first (`crate::sysctl`), so the
+//! coordinator or the next run puts it back if this process is killed.
 
 use super::{work, NAME};
 use crate::context::Context;
