@@ -978,6 +978,33 @@ c_history_full_disk() {
     umount "$full" || problem "cannot unmount $full"
 }
 
+# The default suite with the history's directory on a full file system: every experiment still
+# runs, the result file and report it keeps itself are given up each with one line, the results
+# go to the temporary directory instead, and the run succeeds (a real `--quick` suite).
+c_suite_full_disk() {
+    local full="$io/fullsuite"
+    if ((EUID != 0)); then
+        note "not applicable: mounting a small tmpfs needs root"
+        return
+    fi
+    mkdir "$full" && mount -t tmpfs -o size=256k tmpfs "$full" || {
+        problem "cannot mount a tmpfs"
+        return
+    }
+    mkdir -p "$full/data/oscost"
+    dd if=/dev/zero of="$full/fill" bs=4k >/dev/null 2>&1
+    XDG_DATA_HOME="$full/data" TMPDIR="$io" osc --quick
+    expect_rc 0
+    grep -q 'not kept: .*runs/.*\.json' "$io/err" || problem "the lost result file is not named"
+    local other
+    other=$(sed -n 's/^oscost: the run.s results are in \(.*\) instead$/\1/p' "$io/err")
+    [[ -n "$other" && -s "$other" ]] || problem "the results were not written elsewhere"
+    [[ -n "$other" ]] && python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["experiments"]) >= 9' "$other" \
+        || problem "the results elsewhere do not hold the whole suite"
+    note "exit $rc: $(grep -c 'not kept' "$io/err") files not kept, results in ${other:-nowhere}"
+    umount "$full" || problem "cannot unmount $full"
+}
+
 # Escape sequences and a right-to-left override in a result file: shown as escapes by
 # history list/show and compare, never sent to the terminal raw.
 c_hostile_text() {
@@ -1137,6 +1164,7 @@ run_case history-newer-schema-rollback c_history_not_ours newer history list
 run_case history-newer-schema-run c_history_not_ours newer --scripted example
 run_case history-lock-wait-sigint c_history_lock_sigint
 run_case history-full-disk c_history_full_disk
+run_case suite-full-disk c_suite_full_disk
 run_case import-impossible-date c_import_refused 'started_at' 'd["started_at"] = "9999-99-99T99:99:99Z"'
 run_case import-raw-ns-too-long c_import_refused 'raw_ns' 'c = d["experiments"][0]["cases"][0]; c["raw_ns"] = c["raw_ns"] * 3'
 run_case import-uppercase-id-same-run c_import_uppercase_id

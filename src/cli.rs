@@ -458,7 +458,8 @@ pub fn run() -> anyhow::Result<ExitCode> {
         if saved.in_history {
             eprintln!("saved as run {short} in the history (oscost history show {short})");
         }
-        for (what, path) in kept {
+        // A kept file that could not be written was said so when it failed.
+        for (what, path) in kept.iter().filter(|(_, p)| !saved.lost.contains(p)) {
             eprintln!("{what:8} {}", path.display());
         }
     }
@@ -494,11 +495,13 @@ fn keep_files(cfg: &mut Config, g: &GlobalOpts) -> Vec<(&'static str, PathBuf)> 
     if cfg.json.is_none() {
         let p = dir.join(format!("{stem}.json"));
         cfg.json = Some(Sink::File(p.clone()));
+        cfg.kept.push(p.clone());
         kept.push(("results:", p));
     }
     if cfg.report.is_none() {
         let p = dir.join(format!("{stem}.html"));
         cfg.report = Some(Sink::File(p.clone()));
+        cfg.kept.push(p.clone());
         kept.push(("report:", p));
     }
     kept

@@ -49,6 +49,9 @@ pub struct Config {
     pub scripted: bool,
     /// The study this run repeats (`oscost study NAME`): its tables replace the experiments'.
     pub study: Option<&'static str>,
+    /// Files oscost chose itself (the default suite's result file and report beside the
+    /// history): one that cannot be written is given up with a line, never the run.
+    pub kept: Vec<PathBuf>,
 }
 
 /// An output directory given to `--flag`: it must exist and take new files, checked before
@@ -140,6 +143,7 @@ impl Config {
             verbose: g.verbose,
             scripted: g.scripted,
             study: None,
+            kept: Vec::new(),
         };
         let to_stdout = [&cfg.json, &cfg.csv, &cfg.markdown, &cfg.report]
             .iter()

@@ -282,11 +282,30 @@ fn write_figures(cfg: &Config, result: &oscost_model::ExperimentResult) -> anyho
 
 /// Every file output, rewritten after each experiment so a later failure keeps what was
 /// measured. Special files (a FIFO, a device) are written once, at the end.
-fn write_files(cfg: &Config, doc: &ResultDoc, last: bool) -> anyhow::Result<()> {
+/// A file oscost chose itself (`cfg.kept`) that cannot be written is added to `lost` with one
+/// line on stderr and left alone from then on: the run goes on without it.
+fn write_files(
+    cfg: &Config,
+    doc: &ResultDoc,
+    last: bool,
+    lost: &mut Vec<std::path::PathBuf>,
+) -> anyhow::Result<()> {
     let mut staged = Vec::new();
     for (sink, render) in outputs(cfg) {
         if let Some(Sink::File(p)) = sink {
-            if !last && oscost_report::output::is_special(p) {
+            if (!last && oscost_report::output::is_special(p)) || lost.contains(p) {
+                continue;
+            }
+            if cfg.kept.contains(p) {
+                let written =
+                    render(doc).and_then(|text| oscost_report::output::stage(p, &text)?.commit());
+                if let Err(e) = written {
+                    eprintln!(
+                        "oscost: not kept: {e:#} (the run goes on; free some space or give --json \
+                         and --report)"
+                    );
+                    lost.push(p.clone());
+                }
                 continue;
             }
             staged.push(oscost_report::output::stage(p, &render(doc)?)?);
@@ -296,6 +315,32 @@ fn write_files(cfg: &Config, doc: &ResultDoc, last: bool) -> anyhow::Result<()> 
         s.commit()?;
     }
     Ok(())
+}
+
+/// When the result file oscost chose itself could not be kept, the document goes to the
+/// temporary directory instead, so that a measured run is not lost with its disk; says where.
+fn keep_elsewhere(cfg: &Config, doc: &ResultDoc, lost: &[std::path::PathBuf]) {
+    let Some(Sink::File(json)) = cfg.json.as_ref() else {
+        return;
+    };
+    if !lost.contains(json) {
+        return;
+    }
+    let name = json.file_name().map_or_else(
+        || std::ffi::OsString::from("oscost-run.json"),
+        |n| n.to_owned(),
+    );
+    let other = std::env::temp_dir().join(name);
+    match render::json(doc).and_then(|t| oscost_report::output::write_atomic(&other, &t)) {
+        Ok(()) => eprintln!(
+            "oscost: the run's results are in {} instead",
+            other.display()
+        ),
+        Err(e) => eprintln!(
+            "oscost: the run's results could not be written anywhere ({e:#}): only the tables \
+             above hold them"
+        ),
+    }
 }
 
 type Renderer = fn(&ResultDoc) -> anyhow::Result<String>;
@@ -502,6 +547,8 @@ pub struct Saved {
     pub run_id: String,
     /// Whether it is in the history.
     pub in_history: bool,
+    /// Files oscost chose itself that could not be written (said so when they failed).
+    pub lost: Vec<std::path::PathBuf>,
 }
 
 /// Runs the experiments, each in a measuring process of its own, and writes every requested
@@ -557,6 +604,7 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs], saving: Saving) -> anyh
     let whole = LoadProbe::start();
     let mut own_tasks = 0;
     let mut figures = Figures::default();
+    let mut lost = Vec::new();
     let mut doc = ResultDoc {
         schema: SCHEMA.into(),
         run_id: Some(cfg.run_id.clone()),
@@ -612,7 +660,7 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs], saving: Saving) -> anyh
         }
         figures += write_figures(cfg, &result)?;
         doc.experiments.push(result);
-        write_files(cfg, &doc, false)?;
+        write_files(cfg, &doc, false, &mut lost)?;
     }
     if !cfg.quiet {
         if cfg.svg.is_some() && figures.plots == 0 {
@@ -627,7 +675,8 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs], saving: Saving) -> anyh
     if let Some(name) = cfg.study {
         figures += show_study(cfg, name, &doc)?;
     }
-    write_files(cfg, &doc, true)?;
+    write_files(cfg, &doc, true, &mut lost)?;
+    keep_elsewhere(cfg, &doc, &lost);
     for (sink, render) in outputs(cfg) {
         if let Some(Sink::Stdout) = sink {
             print_stdout(&render(&doc)?)?;
@@ -639,6 +688,7 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs], saving: Saving) -> anyh
     Ok(Saved {
         run_id: cfg.run_id.clone(),
         in_history,
+        lost,
     })
 }
 
