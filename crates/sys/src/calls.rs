@@ -141,6 +141,11 @@ pub fn pwrite_start(fd: BorrowedFd, buf: &[u8]) -> io::Result<usize> {
 /// "MINIX 3: A Highly Reliable, Self-Repairing Operating System" (2006).
 #[inline]
 pub fn create_write_unlink(path: &CStr, buf: &[u8]) -> io::Result<()> {
+    // A failure names the file: "write: No space left on device" alone says not where.
+    let named = |call: &str| {
+        let e = io::Error::last_os_error();
+        io::Error::new(e.kind(), format!("{call} {}: {e}", path.to_string_lossy()))
+    };
     // SAFETY: path is NUL-terminated; mode is read with O_CREAT.
     let fd = unsafe {
         libc::open(
@@ -149,17 +154,22 @@ pub fn create_write_unlink(path: &CStr, buf: &[u8]) -> io::Result<()> {
             0o600 as libc::c_uint,
         )
     };
-    check(fd as libc::c_long, "creat")?;
+    if fd < 0 {
+        return Err(named("creat"));
+    }
     // SAFETY: buf is valid for buf.len() bytes; fd was just opened.
     let w = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
+    let write_failed = (w < 0).then(|| named("write"));
     // SAFETY: fd was opened here and is closed exactly once.
     unsafe { libc::close(fd) };
-    check(w as libc::c_long, "write")?;
-    // SAFETY: path is NUL-terminated.
-    check(
-        unsafe { libc::unlink(path.as_ptr()) } as libc::c_long,
-        "unlink",
-    )?;
+    // SAFETY: path is NUL-terminated. The file goes whether or not the write succeeded.
+    let unlinked = unsafe { libc::unlink(path.as_ptr()) };
+    if let Some(e) = write_failed {
+        return Err(e);
+    }
+    if unlinked < 0 {
+        return Err(named("unlink"));
+    }
     Ok(())
 }
 
