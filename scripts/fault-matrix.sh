@@ -1005,6 +1005,28 @@ c_suite_full_disk() {
     umount "$full" || problem "cannot unmount $full"
 }
 
+# A history another user keeps in a directory this user cannot write: listed, read only, with
+# nothing made beside it (the WAL database cannot make its shared-memory file there).
+c_history_readonly_dir() {
+    if [[ -n "$nobody_na" && "$EUID" == 0 ]]; then
+        note "not applicable: $nobody_na"
+        return
+    fi
+    local dir="$work/ro"
+    mkdir "$dir"
+    "$bin" --scripted -q example --history "$dir/h.sqlite" >/dev/null 2>&1 || problem "could not make a history"
+    chmod 0555 "$dir"
+    chmod 0644 "$dir/h.sqlite"
+    ((EUID == 0)) && runner=("${nobody[@]}")
+    local before
+    before=$(ls -A "$dir")
+    osc --history "$dir/h.sqlite" history list
+    expect_rc 0
+    grep -q '^1 run in' "$io/out" || problem "the history was not listed: $(first_line "$io/err")"
+    [[ "$(ls -A "$dir")" == "$before" ]] || problem "files appeared beside the database: $(ls -A "$dir")"
+    note "exit $rc: $(tail -n 1 "$io/out")"
+}
+
 # Escape sequences and a right-to-left override in a result file: shown as escapes by
 # history list/show and compare, never sent to the terminal raw.
 c_hostile_text() {
@@ -1165,6 +1187,7 @@ run_case history-newer-schema-run c_history_not_ours newer --scripted example
 run_case history-lock-wait-sigint c_history_lock_sigint
 run_case history-full-disk c_history_full_disk
 run_case suite-full-disk c_suite_full_disk
+run_case history-readonly-dir c_history_readonly_dir
 run_case import-impossible-date c_import_refused 'started_at' 'd["started_at"] = "9999-99-99T99:99:99Z"'
 run_case import-raw-ns-too-long c_import_refused 'raw_ns' 'c = d["experiments"][0]["cases"][0]; c["raw_ns"] = c["raw_ns"] * 3'
 run_case import-uppercase-id-same-run c_import_uppercase_id

@@ -287,11 +287,28 @@ impl History {
         if file_kind(path)?.is_some() {
             return empty();
         }
-        let mut conn = Connection::open_with_flags(
-            path,
-            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(open_err)?;
+        let flags =
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let mut conn = Connection::open_with_flags(path, flags).map_err(open_err)?;
+        let readable = conn
+            .query_row("SELECT count(*) FROM sqlite_master", [], |r| {
+                r.get::<_, i64>(0)
+            })
+            .is_ok();
+        if !readable {
+            // A WAL database in a directory this user cannot write: its shared-memory file
+            // cannot be made, so it is read as a snapshot nothing changes while it is open.
+            let escaped = path
+                .to_string_lossy()
+                .replace('%', "%25")
+                .replace('?', "%3f")
+                .replace('#', "%23");
+            conn = Connection::open_with_flags(
+                format!("file:{escaped}?immutable=1"),
+                flags | rusqlite::OpenFlags::SQLITE_OPEN_URI,
+            )
+            .map_err(open_err)?;
+        }
         conn.busy_handler(Some(wait_busy)).map_err(open_err)?;
         if !owned_tables(&conn, path)? {
             return empty();
