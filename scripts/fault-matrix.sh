@@ -1027,6 +1027,24 @@ c_history_readonly_dir() {
     note "exit $rc: $(tail -n 1 "$io/out")"
 }
 
+# A report too large for the memory it may use (prlimit --as): one line saying the allocation
+# was refused, exit 2, not an abort (134).
+c_report_out_of_memory() {
+    command -v prlimit >/dev/null 2>&1 || {
+        note "not applicable: prlimit (util-linux) is missing"
+        return
+    }
+    edited_doc big.json 'c = d["experiments"][0]["cases"][0]
+d["experiments"][0]["cases"] = [dict(c, id=c["id"] + ".x%d" % i, raw_ns=c["raw_ns"] * 20, samples=len(c["raw_ns"]) * 20) for i in range(2000)]'
+    runner=(prlimit --as=40000000)
+    osc report big.json -o big.html
+    expect_rc 2
+    expect_one_line
+    expect_err 'out of memory'
+    [[ -e big.html ]] && problem "a page was written"
+    note "exit $rc: $(first_line "$io/err" | cut -c 1-80)"
+}
+
 # Escape sequences and a right-to-left override in a result file: shown as escapes by
 # history list/show and compare, never sent to the terminal raw.
 c_hostile_text() {
@@ -1188,6 +1206,7 @@ run_case history-lock-wait-sigint c_history_lock_sigint
 run_case history-full-disk c_history_full_disk
 run_case suite-full-disk c_suite_full_disk
 run_case history-readonly-dir c_history_readonly_dir
+run_case report-out-of-memory c_report_out_of_memory
 run_case import-impossible-date c_import_refused 'started_at' 'd["started_at"] = "9999-99-99T99:99:99Z"'
 run_case import-raw-ns-too-long c_import_refused 'raw_ns' 'c = d["experiments"][0]["cases"][0]; c["raw_ns"] = c["raw_ns"] * 3'
 run_case import-uppercase-id-same-run c_import_uppercase_id

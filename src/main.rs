@@ -17,6 +17,10 @@ mod worker;
 
 use std::process::ExitCode;
 
+/// A refused allocation ends the run with one line, not an abort.
+#[global_allocator]
+static ALLOCATOR: oscost_sys::oom::Reporting = oscost_sys::oom::Reporting;
+
 fn main() -> ExitCode {
     if std::env::args_os()
         .nth(1)

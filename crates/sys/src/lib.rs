@@ -14,6 +14,7 @@ pub mod ipc;
 pub mod lifetime;
 pub mod lockring;
 pub mod mount;
+pub mod oom;
 pub mod pmqos;
 pub mod shm;
 pub mod spawn;
