@@ -1027,6 +1027,16 @@ c_history_readonly_dir() {
     note "exit $rc: $(tail -n 1 "$io/out")"
 }
 
+# Under umask 0277 a run's own result file is made 0400; rewriting it after the next
+# experiment is the run's own business, not overwriting a protected file.
+c_umask_0277() {
+    runner=(bash -c 'umask 0277; exec "$@"' umask)
+    osc --scripted -q run example example-more --json r.json
+    expect_rc 0
+    expect_json r.json example,example-more
+    note "exit $rc: r.json $(stat -c %a r.json 2>/dev/null)"
+}
+
 # A report too large for the memory it may use (prlimit --as): one line saying the allocation
 # was refused, exit 2, not an abort (134).
 c_report_out_of_memory() {
@@ -1207,6 +1217,7 @@ run_case history-full-disk c_history_full_disk
 run_case suite-full-disk c_suite_full_disk
 run_case history-readonly-dir c_history_readonly_dir
 run_case report-out-of-memory c_report_out_of_memory
+run_case umask-0277-own-file c_umask_0277
 run_case import-impossible-date c_import_refused 'started_at' 'd["started_at"] = "9999-99-99T99:99:99Z"'
 run_case import-raw-ns-too-long c_import_refused 'raw_ns' 'c = d["experiments"][0]["cases"][0]; c["raw_ns"] = c["raw_ns"] * 3'
 run_case import-uppercase-id-same-run c_import_uppercase_id

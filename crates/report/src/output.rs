@@ -332,6 +332,13 @@ pub fn check_writable(path: &Path) -> anyhow::Result<()> {
 /// Where writing `path` goes, or why it must not be written: a directory, a name ending in
 /// `/`, a socket, a file this process may not write, a read-only file, another user's file in
 /// a sticky directory.
+/// The files (device, inode) this process put in place: its own to replace again.
+fn written_here() -> &'static std::sync::Mutex<Vec<(u64, u64)>> {
+    static WRITTEN: std::sync::OnceLock<std::sync::Mutex<Vec<(u64, u64)>>> =
+        std::sync::OnceLock::new();
+    WRITTEN.get_or_init(|| std::sync::Mutex::new(Vec::new()))
+}
+
 fn vet(path: &Path) -> anyhow::Result<Target> {
     let shown = path.display();
     if path.is_dir() {
@@ -369,7 +376,13 @@ fn vet(path: &Path) -> anyhow::Result<Target> {
         if m.is_dir() {
             anyhow::bail!("{shown} is a directory, not a file");
         }
-        if mode & 0o222 == 0 {
+        // A file this process wrote itself may be read-only by the user's umask (0277 gives
+        // 0400): rewriting it after the next experiment is not overwriting the user's file.
+        let ours = written_here()
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(&(m.dev(), m.ino()));
+        if mode & 0o222 == 0 && !ours {
             anyhow::bail!(
                 "cannot write {shown}: it is read-only (mode {mode:04o}); remove it or choose \
                  another path"
@@ -418,6 +431,12 @@ impl Staged {
                     reason(&e.error)
                 )
             })?;
+            if let Ok(m) = std::fs::metadata(&self.target) {
+                written_here()
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push((m.dev(), m.ino()));
+            }
         }
         Ok(())
     }
