@@ -998,6 +998,19 @@ c_hostile_text() {
     note "list, show, compare: escapes shown as \\x1b, \\u{202e}"
 }
 
+# A result file whose median_ns disagrees with its raw samples: compare takes the row's
+# percentage from the same samples as its verdict, and says why, never -104 % beside
+# "no difference".
+c_compare_inconsistent_summary() {
+    edited_doc bad.json 'd["experiments"][0]["cases"][0]["median_ns"] = -5.0'
+    cp "$io/r.json" good.json
+    osc compare good.json bad.json
+    expect_rc 0
+    grep -q "B's median_ns .* is not the median of its raw_ns" "$io/out" || problem "compare does not name the inconsistent file's figure"
+    grep -qE '[-−]10[0-9]\.[0-9] %' "$io/out" && problem "a percentage from the summary is shown"
+    note "exit $rc: $(grep -m1 "median_ns" "$io/out" | cut -c 1-100)"
+}
+
 rr_is() { [[ "$(cat "$rr" 2>/dev/null)" == "$1" ]]; }
 rr_tick=(--cpus "${online%%[-,]*}" tick --rr-slices 1,10 --source signal --periods 20ms --runs 3)
 rr_long=(--workers 2 --chunks 20000 --chunk-us 100 --rounds 1)
@@ -1141,6 +1154,7 @@ run_case import-impossible-date c_import_refused 'started_at' 'd["started_at"] =
 run_case import-raw-ns-too-long c_import_refused 'raw_ns' 'c = d["experiments"][0]["cases"][0]; c["raw_ns"] = c["raw_ns"] * 3'
 run_case import-uppercase-id-same-run c_import_uppercase_id
 run_case hostile-text-not-sent-raw c_hostile_text
+run_case compare-inconsistent-summary c_compare_inconsistent_summary
 
 # Signals and kills.
 run_case sigint-ring-processes c_signal INT
