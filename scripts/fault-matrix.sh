@@ -866,9 +866,9 @@ c_stdout_closed_json() {
     note "exit $rc: $(first_line "$io/err")"
 }
 
-# A history that is not oscost's: a device, another program's database, a newer oscost's
-# database in rollback mode. Refused in one line; nothing in or beside it changes.
-c_history_not_ours() { # dev-null|foreign|newer ARGS...
+# A history that is not oscost's: a device, another program's database, oscost's tables
+# without schema_migrations, a newer oscost's database in rollback mode. Refused in one line; nothing in or beside it changes.
+c_history_not_ours() { # dev-null|foreign|no-migrations|newer ARGS...
     local kind="$1"
     shift
     case "$kind" in
@@ -876,6 +876,11 @@ c_history_not_ours() { # dev-null|foreign|newer ARGS...
         foreign)
             hist=other.sqlite
             python3 -c 'import sqlite3; c = sqlite3.connect("other.sqlite"); c.execute("create table t (x)"); c.commit()'
+            ;;
+        no-migrations)
+            hist=damaged.sqlite
+            "$bin" --history "$hist" --scripted -q example >/dev/null 2>&1 || problem "could not fill a history"
+            python3 -c 'import sqlite3; c = sqlite3.connect("damaged.sqlite"); c.execute("pragma journal_mode = delete"); c.execute("drop table schema_migrations"); c.commit()'
             ;;
         newer)
             hist=newer.sqlite
@@ -1146,6 +1151,8 @@ run_case history-trend-svg-missing-dir c_history_svg_missing_dir
 run_case history-dev-null c_history_not_ours dev-null --scripted example
 run_case history-foreign-db-list c_history_not_ours foreign history list
 run_case history-foreign-db-run c_history_not_ours foreign --scripted example
+run_case history-no-migrations-list c_history_not_ours no-migrations history list
+run_case history-no-migrations-run c_history_not_ours no-migrations --scripted example
 run_case history-newer-schema-rollback c_history_not_ours newer history list
 run_case history-newer-schema-run c_history_not_ours newer --scripted example
 run_case history-lock-wait-sigint c_history_lock_sigint

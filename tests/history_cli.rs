@@ -390,6 +390,30 @@ fn a_history_of_a_newer_oscost_is_refused() {
 }
 
 #[test]
+fn a_history_without_schema_migrations_is_refused_in_one_line() {
+    let home = Home::new();
+    let db = home.path("h.sqlite3");
+    let (code, _, err) = home.run(&["--scripted", "example", "--history", db.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch("DROP TABLE schema_migrations").unwrap();
+    drop(conn);
+    for args in [&["history", "list"][..], &["--scripted", "example"][..]] {
+        let (code, out, err) = home.run(&[args, &["--history", db.to_str().unwrap()]].concat());
+        assert_one_line_error(
+            code,
+            &err,
+            &[
+                "h.sqlite3 is not a whole oscost history (it has no schema_migrations table)",
+                "move it aside",
+            ],
+        );
+        assert!(!err.contains("CREATE") && !err.contains("SELECT"), "{err}");
+        assert_eq!(out, "");
+    }
+}
+
+#[test]
 fn history_commands_refuse_options_they_do_not_use() {
     let home = Home::new();
     let (code, _, err) = home.run(&["history", "list", "--quick"]);
