@@ -1159,6 +1159,7 @@ run_case history-lock-wait-sigint c_history_lock_sigint
 run_case history-full-disk c_history_full_disk
 run_case import-impossible-date c_import_refused 'started_at' 'd["started_at"] = "9999-99-99T99:99:99Z"'
 run_case import-raw-ns-too-long c_import_refused 'raw_ns' 'c = d["experiments"][0]["cases"][0]; c["raw_ns"] = c["raw_ns"] * 3'
+run_case import-newline-in-case-id c_import_refused 'case `evil\\x0aid\\x1b\[2J` has' 'c = d["experiments"][0]["cases"][0]; c["id"] = "evil\nid\x1b[2J"; c["raw_ns"] = c["raw_ns"] * 3'
 run_case import-uppercase-id-same-run c_import_uppercase_id
 run_case hostile-text-not-sent-raw c_hostile_text
 run_case compare-inconsistent-summary c_compare_inconsistent_summary
