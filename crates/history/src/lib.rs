@@ -676,6 +676,8 @@ fn owned_tables(conn: &Connection, path: &Path) -> Result<bool, HistoryError> {
         path: path.to_path_buf(),
         why,
     };
+    // The tables every layout up to SCHEMA_VERSION has (migration 1 made them all); a
+    // migration that adds a table checks for it from its own version on.
     const OURS: [&str; 4] = ["cases", "experiments", "runs", "schema_migrations"];
     if !has("schema_migrations") {
         // Only tables of oscost's: a history whose record of versions was lost; anything
