@@ -866,9 +866,9 @@ c_stdout_closed_json() {
     note "exit $rc: $(first_line "$io/err")"
 }
 
-# A history that is not oscost's: a device, another program's database, a newer oscost's
-# database in rollback mode. Refused in one line; nothing in or beside it changes.
-c_history_not_ours() { # dev-null|foreign|newer ARGS...
+# A history that is not oscost's: a device, another program's database, oscost's tables
+# without schema_migrations, a newer oscost's database in rollback mode. Refused in one line; nothing in or beside it changes.
+c_history_not_ours() { # dev-null|foreign|no-migrations|newer ARGS...
     local kind="$1"
     shift
     case "$kind" in
@@ -876,6 +876,11 @@ c_history_not_ours() { # dev-null|foreign|newer ARGS...
         foreign)
             hist=other.sqlite
             python3 -c 'import sqlite3; c = sqlite3.connect("other.sqlite"); c.execute("create table t (x)"); c.commit()'
+            ;;
+        no-migrations)
+            hist=damaged.sqlite
+            "$bin" --history "$hist" --scripted -q example >/dev/null 2>&1 || problem "could not fill a history"
+            python3 -c 'import sqlite3; c = sqlite3.connect("damaged.sqlite"); c.execute("pragma journal_mode = delete"); c.execute("drop table schema_migrations"); c.commit()'
             ;;
         newer)
             hist=newer.sqlite
@@ -1075,6 +1080,19 @@ c_hostile_text() {
     note "list, show, compare: escapes shown as \\x1b, \\u{202e}"
 }
 
+# A result file whose median_ns disagrees with its raw samples: compare takes the row's
+# percentage from the same samples as its verdict, and says why, never -104 % beside
+# "no difference".
+c_compare_inconsistent_summary() {
+    edited_doc bad.json 'd["experiments"][0]["cases"][0]["median_ns"] = -5.0'
+    cp "$io/r.json" good.json
+    osc compare good.json bad.json
+    expect_rc 0
+    grep -q "B's median_ns .* is not the median of its raw_ns" "$io/out" || problem "compare does not name the inconsistent file's figure"
+    grep -qE '[-−]10[0-9]\.[0-9] %' "$io/out" && problem "a percentage from the summary is shown"
+    note "exit $rc: $(grep -m1 "median_ns" "$io/out" | cut -c 1-100)"
+}
+
 rr_is() { [[ "$(cat "$rr" 2>/dev/null)" == "$1" ]]; }
 rr_tick=(--cpus "${online%%[-,]*}" tick --rr-slices 1,10 --source signal --periods 20ms --runs 3)
 rr_long=(--workers 2 --chunks 20000 --chunk-us 100 --rounds 1)
@@ -1210,6 +1228,8 @@ run_case history-trend-svg-missing-dir c_history_svg_missing_dir
 run_case history-dev-null c_history_not_ours dev-null --scripted example
 run_case history-foreign-db-list c_history_not_ours foreign history list
 run_case history-foreign-db-run c_history_not_ours foreign --scripted example
+run_case history-no-migrations-list c_history_not_ours no-migrations history list
+run_case history-no-migrations-run c_history_not_ours no-migrations --scripted example
 run_case history-newer-schema-rollback c_history_not_ours newer history list
 run_case history-newer-schema-run c_history_not_ours newer --scripted example
 run_case history-lock-wait-sigint c_history_lock_sigint
@@ -1220,8 +1240,10 @@ run_case report-out-of-memory c_report_out_of_memory
 run_case umask-0277-own-file c_umask_0277
 run_case import-impossible-date c_import_refused 'started_at' 'd["started_at"] = "9999-99-99T99:99:99Z"'
 run_case import-raw-ns-too-long c_import_refused 'raw_ns' 'c = d["experiments"][0]["cases"][0]; c["raw_ns"] = c["raw_ns"] * 3'
+run_case import-newline-in-case-id c_import_refused 'case `evil\\x0aid\\x1b\[2J` has' 'c = d["experiments"][0]["cases"][0]; c["id"] = "evil\nid\x1b[2J"; c["raw_ns"] = c["raw_ns"] * 3'
 run_case import-uppercase-id-same-run c_import_uppercase_id
 run_case hostile-text-not-sent-raw c_hostile_text
+run_case compare-inconsistent-summary c_compare_inconsistent_summary
 
 # Signals and kills.
 run_case sigint-ring-processes c_signal INT

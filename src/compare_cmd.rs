@@ -126,8 +126,8 @@ pub fn run(
                 .take(8)
                 .map(|(c, r)| format!("{} in {} ({:+.1} %)", r.id, c.other, r.diff_pct))
                 .collect();
-            eprintln!(
-                "oscost: {} figure{} slower by more than {pct} % beyond noise: {}{}",
+            let line = format!(
+                "{} figure{} slower by more than {pct} % beyond noise: {}{}",
                 slower.len(),
                 if slower.len() == 1 { "" } else { "s" },
                 names.join(", "),
@@ -137,6 +137,8 @@ pub fn run(
                     ""
                 }
             );
+            // The ids and labels come from the files: one line whatever they hold.
+            eprintln!("oscost: {}", oscost_report::termtext::one_line(&line));
             return Ok(ExitCode::from(1));
         }
     }

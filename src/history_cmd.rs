@@ -8,7 +8,7 @@ use clap::Subcommand;
 use oscost_history::{History, HistoryError, TrendPoint};
 use oscost_report::render;
 // Text from result files, which may carry escape sequences, is shown, never sent raw.
-use oscost_report::termtext::for_terminal;
+use oscost_report::termtext::{for_terminal, one_line};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -221,7 +221,7 @@ fn import(history: &mut History, files: &[PathBuf]) -> anyhow::Result<ExitCode> 
                 })?;
             }
             Err(why) => {
-                eprintln!("oscost: {shown}: {why}");
+                eprintln!("oscost: {}", one_line(&format!("{shown}: {why}")));
                 failed = true;
             }
         }

@@ -15,6 +15,7 @@ mod session;
 mod study_cmd;
 mod worker;
 
+use oscost_report::termtext::one_line;
 use std::process::ExitCode;
 
 /// A refused allocation ends the run with one line, not an abort.
@@ -44,10 +45,12 @@ fn main() -> ExitCode {
                     .is_some()
             {
                 // "interrupted", and which file holds what finished before it.
-                eprintln!("oscost: {err}");
+                eprintln!("oscost: {}", one_line(&err.to_string()));
                 return ExitCode::from(130);
             }
-            eprintln!("oscost: {err:#}");
+            // One line whatever it quotes: a case id from a file may hold a newline or an
+            // escape sequence.
+            eprintln!("oscost: {}", one_line(&format!("{err:#}")));
             ExitCode::from(2)
         }
     }

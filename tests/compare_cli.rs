@@ -81,6 +81,33 @@ fn compare_finds_the_slower_case_and_gates_on_it() {
         .stdout(predicate::str::contains("\"schema\": \"oscost-compare/1\""));
 }
 
+/// The --fail-above line names the slower cases by their ids, which come from the files: a
+/// newline in one does not split it.
+#[test]
+fn the_gate_line_stays_one_line_whatever_the_ids_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let renamed = |path: &Path, name: &str| {
+        let mut doc = oscost_model::read(&std::fs::read_to_string(path).unwrap()).unwrap();
+        doc.experiments[0].cases[1].id = "cost\n250".into();
+        let out = dir.path().join(name);
+        std::fs::write(&out, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+        out
+    };
+    let a = renamed(&golden(), "a.json");
+    let b = renamed(&slower_copy(dir.path()), "b.json");
+    let out = oscost()
+        .arg("compare")
+        .arg(&a)
+        .arg(&b)
+        .args(["--fail-above", "10"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("cost\\x0a250 in"), "{err}");
+}
+
 #[test]
 fn compare_refuses_bad_input_with_one_line() {
     let dir = tempfile::tempdir().unwrap();

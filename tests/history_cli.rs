@@ -390,6 +390,57 @@ fn a_history_of_a_newer_oscost_is_refused() {
 }
 
 #[test]
+fn a_history_without_schema_migrations_is_refused_in_one_line() {
+    let home = Home::new();
+    let db = home.path("h.sqlite3");
+    let (code, _, err) = home.run(&["--scripted", "example", "--history", db.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch("DROP TABLE schema_migrations").unwrap();
+    drop(conn);
+    for args in [&["history", "list"][..], &["--scripted", "example"][..]] {
+        let (code, out, err) = home.run(&[args, &["--history", db.to_str().unwrap()]].concat());
+        assert_one_line_error(
+            code,
+            &err,
+            &[
+                "h.sqlite3 is not a whole oscost history (it has no schema_migrations table)",
+                "move it aside",
+            ],
+        );
+        assert!(!err.contains("CREATE") && !err.contains("SELECT"), "{err}");
+        assert_eq!(out, "");
+    }
+}
+
+/// A case id holding a newline and an escape, in a file refused at import and by compare: the
+/// error stays one line, the id's characters shown as escapes.
+#[test]
+fn a_newline_in_a_case_id_does_not_split_the_error() {
+    let home = Home::new();
+    home.scripted_run("r.json");
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(home.path("r.json")).unwrap()).unwrap();
+    let case = &mut doc["experiments"][0]["cases"][0];
+    case["id"] = "evil\nid\u{1b}[2J".into();
+    let raw = case["raw_ns"].as_array().unwrap().clone();
+    case["raw_ns"] = raw.iter().chain(&raw).chain(&raw).cloned().collect();
+    let bad = home.path("bad.json");
+    std::fs::write(&bad, doc.to_string()).unwrap();
+    let bad = bad.to_str().unwrap();
+    let r = home.path("r.json");
+    for args in [
+        &["history", "import", bad][..],
+        &["compare", bad, r.to_str().unwrap()][..],
+    ] {
+        let (code, out, err) = home.run(args);
+        assert_one_line_error(code, &err, &["case `evil\\x0aid\\x1b[2J` has", "raw_ns"]);
+        assert!(!err.contains('\u{1b}'), "{err}");
+        assert_eq!(out, "");
+    }
+}
+
+#[test]
 fn history_commands_refuse_options_they_do_not_use() {
     let home = Home::new();
     let (code, _, err) = home.run(&["history", "list", "--quick"]);

@@ -47,12 +47,12 @@ pub enum HistoryError {
         source: std::io::Error,
     },
     /// The file could not be opened, or is not an SQLite database, or could not be set up.
-    #[error("cannot open the history database {}: {source}", path.display())]
+    #[error("cannot open the history database {}: {}", path.display(), sqlite_text(cause))]
     Open {
         /// The database file.
         path: PathBuf,
-        /// What SQLite said.
-        source: rusqlite::Error,
+        /// What SQLite said (shown without the statement it was given).
+        cause: rusqlite::Error,
     },
     /// The path is not a regular file (a device, a FIFO, a directory): SQLite would create its
     /// journal beside it.
@@ -78,6 +78,20 @@ pub enum HistoryError {
         /// Its tables.
         tables: Vec<String>,
     },
+    /// A database with some of oscost's tables but not a whole history (a table or its
+    /// recorded version is missing): damaged, or another program's; left exactly as it is.
+    #[error(
+        "{} is not a whole oscost history ({why}), so oscost leaves it as it is: move it aside \
+         to start a new history there (`oscost history import` takes result files back), or \
+         give --history another file",
+        path.display()
+    )]
+    Damaged {
+        /// The database file.
+        path: PathBuf,
+        /// What is missing or wrong.
+        why: String,
+    },
     /// The database was made by a newer oscost, whose layout this one does not know.
     #[error(
         "{} was written by a newer oscost (schema {found}, this one knows {known}); use a \
@@ -93,8 +107,8 @@ pub enum HistoryError {
         known: i64,
     },
     /// A read or write failed after the database was opened.
-    #[error("the history database failed: {0}")]
-    Sqlite(#[from] rusqlite::Error),
+    #[error("the history database failed: {}{}", sqlite_text(.0), layout_hint(.0))]
+    Sqlite(rusqlite::Error),
     /// No run has this id, or an id starting with it.
     #[error("no run `{run}` in the history (`oscost history list` shows the runs it holds)")]
     UnknownRun {
@@ -147,6 +161,45 @@ pub enum HistoryError {
     /// A document could not be turned into JSON.
     #[error("cannot serialise the result document: {0}")]
     Json(#[from] serde_json::Error),
+}
+
+impl From<rusqlite::Error> for HistoryError {
+    fn from(e: rusqlite::Error) -> HistoryError {
+        HistoryError::Sqlite(e)
+    }
+}
+
+/// What SQLite said, on one line and without the statement it was given: a message never
+/// dumps SQL.
+fn sqlite_text(e: &rusqlite::Error) -> String {
+    let text = match e {
+        rusqlite::Error::SqlInputError { msg, .. } => msg.clone(),
+        rusqlite::Error::SqliteFailure(_, Some(msg)) => msg.clone(),
+        e => e.to_string(),
+    };
+    let text = text.lines().next().unwrap_or_default();
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+/// What to do when SQLite finds a table or column missing: the layout is not oscost's.
+fn layout_hint(e: &rusqlite::Error) -> &'static str {
+    let text = sqlite_text(e);
+    if [
+        "no such table",
+        "no such column",
+        "has no column",
+        "already exists",
+    ]
+    .iter()
+    .any(|m| text.contains(m))
+    {
+        " (its tables are not the ones oscost made: move the file aside to start a new history \
+         there)"
+    } else {
+        ""
+    }
 }
 
 fn similar_hint(similar: &[String]) -> String {
@@ -251,9 +304,9 @@ impl History {
                 })?;
             }
         }
-        let open_err = |source| HistoryError::Open {
+        let open_err = |cause| HistoryError::Open {
             path: path.to_path_buf(),
-            source,
+            cause,
         };
         let mut conn = Connection::open(path).map_err(open_err)?;
         conn.busy_handler(Some(wait_busy)).map_err(open_err)?;
@@ -272,9 +325,9 @@ impl History {
     /// Opens the database at `path` to read only: nothing in it or beside it is created or
     /// changed. A file that does not exist yet, or is empty, reads as an empty history.
     pub fn open_read_only(path: &Path) -> Result<History, HistoryError> {
-        let open_err = |source| HistoryError::Open {
+        let open_err = |cause| HistoryError::Open {
             path: path.to_path_buf(),
-            source,
+            cause,
         };
         let empty = || -> Result<History, HistoryError> {
             let mut conn = Connection::open_in_memory().map_err(open_err)?;
@@ -617,9 +670,9 @@ fn file_kind(path: &Path) -> Result<Option<()>, HistoryError> {
 /// Whether the database holds oscost's tables (`true`) or none at all (`false`); another
 /// program's tables fail with [`HistoryError::Foreign`]. Reads only.
 fn owned_tables(conn: &Connection, path: &Path) -> Result<bool, HistoryError> {
-    let open_err = |source| HistoryError::Open {
+    let open_err = |cause| HistoryError::Open {
         path: path.to_path_buf(),
-        source,
+        cause,
     };
     let mut q = conn
         .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
@@ -636,13 +689,53 @@ fn owned_tables(conn: &Connection, path: &Path) -> Result<bool, HistoryError> {
         return Ok(false);
     }
     let has = |name: &str| tables.iter().any(|t| t == name);
-    if has("schema_migrations") && has("runs") {
-        return Ok(true);
-    }
-    Err(HistoryError::Foreign {
+    let damaged = |why: String| HistoryError::Damaged {
         path: path.to_path_buf(),
-        tables,
-    })
+        why,
+    };
+    // The tables every layout up to SCHEMA_VERSION has (migration 1 made them all); a
+    // migration that adds a table checks for it from its own version on.
+    const OURS: [&str; 4] = ["cases", "experiments", "runs", "schema_migrations"];
+    if !has("schema_migrations") {
+        // Only tables of oscost's: a history whose record of versions was lost; anything
+        // else is another program's.
+        if tables.iter().all(|t| OURS.contains(&t.as_str())) {
+            return Err(damaged("it has no schema_migrations table".into()));
+        }
+        return Err(HistoryError::Foreign {
+            path: path.to_path_buf(),
+            tables,
+        });
+    }
+    let version: Option<i64> = conn
+        .query_row("SELECT MAX(version) FROM schema_migrations", [], |r| {
+            r.get(0)
+        })
+        .map_err(|e| {
+            damaged(format!(
+                "its schema_migrations table cannot be read: {}",
+                sqlite_text(&e)
+            ))
+        })?;
+    match version {
+        None => Err(damaged(
+            "its schema_migrations table records no version".into(),
+        )),
+        // A newer oscost's layout may have other tables: `schema::refuse_newer` says so.
+        Some(v) if v > SCHEMA_VERSION => Ok(true),
+        Some(_) => {
+            let missing: Vec<&str> = OURS.iter().copied().filter(|t| !has(t)).collect();
+            if missing.is_empty() {
+                Ok(true)
+            } else {
+                Err(damaged(format!(
+                    "it lacks the table{} {}",
+                    if missing.len() == 1 { "" } else { "s" },
+                    missing.join(", ")
+                )))
+            }
+        }
+    }
 }
 
 /// The flag that, once set (SIGINT, SIGTERM), ends every wait for another writer's lock.

@@ -55,9 +55,9 @@ pub(crate) fn refuse_newer(conn: &Connection, path: &Path) -> Result<(), History
         .query_row("SELECT MAX(version) FROM schema_migrations", [], |r| {
             r.get(0)
         })
-        .map_err(|source| HistoryError::Open {
+        .map_err(|cause| HistoryError::Open {
             path: path.to_path_buf(),
-            source,
+            cause,
         })?;
     match found {
         Some(v) if v > SCHEMA_VERSION => Err(HistoryError::TooNew {

@@ -309,3 +309,74 @@ fn a_trend_follows_when_runs_ran_not_when_they_were_saved() {
         [None, earlier.started_at.clone(), later.started_at.clone()]
     );
 }
+
+/// A history that lost a table, its record of versions, or whose record cannot be read: one
+/// line naming the file and what to do, never a statement of SQL, and nothing changes.
+#[test]
+fn a_damaged_history_is_named_in_one_line_without_sql() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, damage, why) in [
+        (
+            "no-migrations",
+            "DROP TABLE schema_migrations",
+            "no schema_migrations table",
+        ),
+        (
+            "empty-migrations",
+            "DELETE FROM schema_migrations",
+            "records no version",
+        ),
+        (
+            "odd-migrations",
+            "DROP TABLE schema_migrations; CREATE TABLE schema_migrations (x)",
+            "cannot be read: no such column: version",
+        ),
+        ("no-cases", "DROP TABLE cases", "lacks the table cases"),
+    ] {
+        let path = dir.path().join(format!("{name}.sqlite"));
+        {
+            let mut h = History::open(&path).unwrap();
+            h.save(&common::run("round", 1)).unwrap();
+        }
+        {
+            let c = rusqlite::Connection::open(&path).unwrap();
+            c.query_row("PRAGMA journal_mode = DELETE", [], |_| Ok(()))
+                .unwrap();
+            c.execute_batch(damage).unwrap();
+        }
+        let before = std::fs::read(&path).unwrap();
+        for opened in [History::open(&path), History::open_read_only(&path)] {
+            let err = opened.unwrap_err();
+            assert!(matches!(err, HistoryError::Damaged { .. }), "{err:?}");
+            let text = err.to_string();
+            assert!(text.contains(&path.display().to_string()), "{text}");
+            assert!(
+                text.contains(why) && text.contains("move it aside"),
+                "{text}"
+            );
+            assert!(!text.contains('\n') && !text.contains("SELECT"), "{text}");
+        }
+        assert_eq!(std::fs::read(&path).unwrap(), before, "{name} changed");
+    }
+}
+
+/// A table whose columns are not oscost's: SQLite's message without the statement.
+#[test]
+fn a_failed_statement_is_not_shown_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.sqlite");
+    History::open(&path)
+        .unwrap()
+        .save(&common::run("round", 1))
+        .unwrap();
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch("ALTER TABLE runs RENAME COLUMN kernel TO k2")
+        .unwrap();
+    let err = History::open_read_only(&path).unwrap().list().unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("no such column: kernel"), "{text}");
+    assert!(text.contains("move the file aside"), "{text}");
+    assert!(!text.contains("SELECT") && !text.contains('\n'), "{text}");
+    assert!(std::error::Error::source(&err).is_none());
+}

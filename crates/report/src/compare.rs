@@ -428,14 +428,44 @@ fn pct(a: f64, b: f64) -> f64 {
     }
 }
 
+/// Above this relative gap a case's `median_ns` is not the median of its `raw_ns` (a file
+/// written by hand or by another tool): beyond the last bits a JSON round trip may change.
+const SUMMARY_GAP: f64 = 1e-9;
+
+/// The median a case's row uses, and a note when its summary says otherwise. With raw samples
+/// the verdict comes from them, so the difference and the percentage must too: a row never
+/// reads "−104.7 %" from the summary beside "no difference" from the samples.
+fn row_median(c: &CaseResult, side: &str, use_raw: bool) -> (f64, Option<String>) {
+    if !use_raw {
+        return (c.median_ns, None);
+    }
+    let raw = oscost_stats::median(&c.raw_ns);
+    let gap = (c.median_ns - raw).abs() > SUMMARY_GAP * raw.abs().max(c.median_ns.abs());
+    let note = (gap || !c.median_ns.is_finite()).then(|| {
+        format!(
+            "{side}'s median_ns ({}) is not the median of its raw_ns ({}): the file is \
+             inconsistent, so this row uses the raw samples throughout",
+            fmt_ns(c.median_ns),
+            fmt_ns(raw)
+        )
+    });
+    (raw, note)
+}
+
 fn case_row(a: &CaseResult, b: &CaseResult, settings: Settings) -> Row {
-    let figure = |c: &CaseResult| Figure {
-        median_ns: c.median_ns,
-        ci95_ns: Some(c.ci95_ns),
+    let ratio = bootstrap_ratio_ci(&a.raw_ns, &b.raw_ns, DEFAULT_RESAMPLES, DEFAULT_SEED);
+    // The verdict comes from the raw samples when both sides have usable ones; then so do the
+    // figures, the difference and the percentage.
+    let use_raw = ratio.is_some();
+    let (ma, note_a) = row_median(a, "A", use_raw);
+    let (mb, note_b) = row_median(b, "B", use_raw);
+    let figure = |c: &CaseResult, median_ns: f64, inconsistent: bool| Figure {
+        median_ns,
+        // The summary's interval belongs to the summary's median, not to this one.
+        ci95_ns: (!inconsistent).then_some(c.ci95_ns),
         samples: c.samples,
         checks_passed: c.checks_passed,
     };
-    let ratio = bootstrap_ratio_ci(&a.raw_ns, &b.raw_ns, DEFAULT_RESAMPLES, DEFAULT_SEED);
     // Every size: with few samples the test cannot reach p < 0.05 (3 against 3 never does),
     // which is the honest verdict on so little data.
     let p = mann_whitney_p(&a.raw_ns, &b.raw_ns);
@@ -446,6 +476,7 @@ fn case_row(a: &CaseResult, b: &CaseResult, settings: Settings) -> Row {
     if !a.checks_passed || !b.checks_passed {
         note.push("a mechanism check failed: the figure is not trusted".into());
     }
+    note.extend(note_a.iter().chain(&note_b).cloned());
     let verdict = match &ratio {
         Some(r) if a.unit == b.unit => verdict(r.estimate, r.ci95, p, settings.threshold_pct),
         _ => Verdict::NotComparable,
@@ -454,15 +485,15 @@ fn case_row(a: &CaseResult, b: &CaseResult, settings: Settings) -> Row {
         id: a.id.clone(),
         kind: "case",
         unit: a.unit.clone(),
-        baseline: figure(a),
-        other: figure(b),
-        diff_ns: b.median_ns - a.median_ns,
-        diff_pct: pct(a.median_ns, b.median_ns),
+        baseline: figure(a, ma, note_a.is_some()),
+        other: figure(b, mb, note_b.is_some()),
+        diff_ns: mb - ma,
+        diff_pct: pct(ma, mb),
         ratio: ratio.as_ref().map(|r| r.estimate),
         ratio_ci95: ratio.map(|r| r.ci95),
         mann_whitney_p: p,
         verdict,
-        at_rate: at_rate(a.median_ns, b.median_ns, settings),
+        at_rate: at_rate(ma, mb, settings),
         note: (!note.is_empty()).then(|| note.join("; ")),
     }
 }
@@ -979,6 +1010,12 @@ fn cells(c: &Comparison, r: &Row) -> Vec<String> {
     v
 }
 
+/// A measured case row whose file's summary disagrees with its raw samples: its note is shown
+/// under the table (the row's figures come from the samples, without the summary's interval).
+fn inconsistent(r: &Row) -> bool {
+    r.kind == "case" && (r.baseline.ci95_ns.is_none() || r.other.ci95_ns.is_none())
+}
+
 /// Counts of each verdict, for the summary line.
 pub fn tally(c: &Comparison) -> BTreeMap<&'static str, usize> {
     let mut t = BTreeMap::new();
@@ -1158,7 +1195,11 @@ pub fn terminal(comparisons: &[Comparison]) -> String {
             s += &e;
             s.push('\n');
         }
-        for r in c.rows.iter().filter(|r| r.kind == "published") {
+        for r in c
+            .rows
+            .iter()
+            .filter(|r| r.kind == "published" || inconsistent(r))
+        {
             if let Some(n) = &r.note {
                 s += &format!("  {}: {n}\n", r.id);
             }
@@ -1309,6 +1350,11 @@ pub fn markdown(comparisons: &[Comparison]) -> String {
                 );
             }
             s.push('\n');
+        }
+        for r in c.rows.iter().filter(|r| inconsistent(r)) {
+            if let Some(n) = &r.note {
+                s += &format!("- `{}`: {}\n", r.id, md_escape(n));
+            }
         }
         for u in &c.unmatched_published {
             s += &format!(

@@ -21,6 +21,16 @@ pub fn for_terminal(text: &str) -> String {
     out
 }
 
+/// [`for_terminal`] for a one-line message (an error quoting a case id from a file): newlines
+/// and tabs are shown as escapes too (`\x0a`), so text from a file never splits the line.
+pub fn one_line(text: &str) -> String {
+    let safe = for_terminal(text);
+    if !safe.contains(['\n', '\t']) {
+        return safe;
+    }
+    safe.replace('\n', "\\x0a").replace('\t', "\\x09")
+}
+
 fn unsafe_char(c: char) -> bool {
     (c.is_control() && c != '\n' && c != '\t')
         || matches!(
@@ -42,5 +52,14 @@ mod tests {
         );
         assert_eq!(for_terminal("a\u{202e}b\rc"), "a\\u{202e}b\\x0dc");
         assert_eq!(for_terminal("\u{9b}31m"), "\\u{9b}31m");
+    }
+
+    #[test]
+    fn one_line_shows_newlines_and_tabs_as_escapes() {
+        assert_eq!(one_line("plain line"), "plain line");
+        assert_eq!(
+            one_line("case `evil\nid\u{1b}[2J`\tx"),
+            "case `evil\\x0aid\\x1b[2J`\\x09x"
+        );
     }
 }

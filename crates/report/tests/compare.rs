@@ -225,3 +225,57 @@ fn many_figures_moving_at_once_are_called_a_drift_of_the_machine() {
     );
     assert!(c[0].drift.is_none());
 }
+
+/// A file whose `median_ns` says one thing and its `raw_ns` another (edited by hand): the row's
+/// percentage, difference and ratio come from the same figures as its verdict, and it says why.
+#[test]
+fn a_summary_that_disagrees_with_its_samples_does_not_split_the_row() {
+    let a = golden();
+    let mut b = golden();
+    let case = b
+        .experiments
+        .iter_mut()
+        .flat_map(|e| e.cases.iter_mut())
+        .find(|c| c.id == "example.cost250")
+        .unwrap();
+    // The summary claims a far faster figure; the samples are unchanged.
+    case.median_ns = -12.0;
+    let c = run(&a, &b, Settings::default());
+    let r = verdict_of(&c[0], "example.cost250");
+    assert_eq!(r.verdict, Verdict::NoDifference);
+    assert!(r.diff_pct.abs() < 1e-9, "{}", r.diff_pct);
+    assert!(r.diff_ns.abs() < 1e-9, "{}", r.diff_ns);
+    assert_eq!(r.ratio, Some(1.0));
+    assert!((r.other.median_ns - r.baseline.median_ns).abs() < 1e-9);
+    assert!(r.other.ci95_ns.is_none() && r.baseline.ci95_ns.is_some());
+    let note = r.note.as_deref().unwrap();
+    assert!(
+        note.contains("B's median_ns") && note.contains("raw samples"),
+        "{note}"
+    );
+    let t = compare::terminal(&c);
+    assert!(t.contains("  example.cost250: B's median_ns"), "{t}");
+    assert!(!t.contains("-104") && !t.contains("−104"), "{t}");
+    // Every other row still shows its summary and its interval.
+    assert!(c[0]
+        .rows
+        .iter()
+        .filter(|r| r.id != "example.cost250" && r.kind == "case")
+        .all(|r| !r.note.as_deref().unwrap_or("").contains("median_ns")
+            && r.baseline.ci95_ns.is_some()
+            && r.other.ci95_ns.is_some()));
+    // A real change with a summary that hides it: the percentage follows the samples.
+    let mut b = scaled(golden(), "example.cost250", 1.5);
+    let case = b
+        .experiments
+        .iter_mut()
+        .flat_map(|e| e.cases.iter_mut())
+        .find(|c| c.id == "example.cost250")
+        .unwrap();
+    case.median_ns /= 1.5;
+    let c = run(&a, &b, Settings::default());
+    let r = verdict_of(&c[0], "example.cost250");
+    assert_eq!(r.verdict, Verdict::Slower);
+    assert!((r.diff_pct - 50.0).abs() < 1e-6, "{}", r.diff_pct);
+    assert_eq!(compare::slower_than(&c, 40.0).len(), 1);
+}

@@ -198,7 +198,7 @@ unsafe impl TaskBody for LockShared {
             .ok_or(Failure::Setup)?
             .store(crate::gettid() as u64, Ordering::Release);
         let own = self.locks.get(i).ok_or(Failure::Setup)?;
-        own.lock().map_err(|_| Failure::Setup)?;
+        own.lock().map_err(|e| Failure::setup(&e))?;
         self.add(W_READY, 1);
         // Wait for the caller's measured span, holding mutex i.
         let go = self.words.get32(W32_GO);

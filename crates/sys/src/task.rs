@@ -142,6 +142,8 @@ pub enum Failure {
     Post,
     /// Its own setup (signal mask, working set) failed.
     Setup,
+    /// Its own setup failed with this OS error (errno), named in the message.
+    SetupOs(i32),
 }
 
 /// Exit statuses a child uses besides [`Failure`]'s.
@@ -152,38 +154,59 @@ mod status {
     pub const PIN: i32 = 13;
     pub const ORPHANED: i32 = 14;
     pub const UNWOUND: i32 = 15;
+    /// [`super::Failure::SetupOs`]: this plus the errno, for an errno up to 255 − this.
+    pub const SETUP_OS: i32 = 64;
 }
 
+const SETUP_FAILED: &str = "its setup (signal mask or working set) failed";
+
 impl Failure {
+    /// A setup failure carrying `e`'s errno when it has one. Reads the error only: no
+    /// allocation, so a forked child may call it.
+    pub fn setup(e: &io::Error) -> Failure {
+        match e.raw_os_error() {
+            Some(n) if n > 0 => Failure::SetupOs(n),
+            _ => Failure::Setup,
+        }
+    }
+
     fn code(self) -> i32 {
         match self {
             Failure::Wait => status::WAIT,
             Failure::Post => status::POST,
             Failure::Setup => status::SETUP,
+            Failure::SetupOs(n) if (1..=255 - status::SETUP_OS).contains(&n) => {
+                status::SETUP_OS + n
+            }
+            Failure::SetupOs(_) => status::SETUP,
         }
     }
 }
 
 impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Failure::Wait => "waiting on its link failed",
-            Failure::Post => "posting to its successor failed",
-            Failure::Setup => "its setup (signal mask or working set) failed",
-        })
+        match self {
+            Failure::Wait => f.write_str("waiting on its link failed"),
+            Failure::Post => f.write_str("posting to its successor failed"),
+            Failure::Setup => f.write_str(SETUP_FAILED),
+            Failure::SetupOs(n) => {
+                write!(f, "{SETUP_FAILED}: {}", io::Error::from_raw_os_error(*n))
+            }
+        }
     }
 }
 
 /// What a child exit status means.
-fn describe_status(code: i32) -> &'static str {
+fn describe_status(code: i32) -> String {
     match code {
-        status::WAIT => "waiting on its link failed",
-        status::POST => "posting to its successor failed",
-        status::SETUP => "its setup (signal mask or working set) failed",
-        status::PIN => "pinning it to its CPU failed",
-        status::ORPHANED => "its parent was gone before it started",
-        status::UNWOUND => "it panicked",
-        _ => "unexpected status",
+        status::WAIT => "waiting on its link failed".into(),
+        status::POST => "posting to its successor failed".into(),
+        status::SETUP => SETUP_FAILED.into(),
+        status::PIN => "pinning it to its CPU failed".into(),
+        status::ORPHANED => "its parent was gone before it started".into(),
+        status::UNWOUND => "it panicked".into(),
+        c if c > status::SETUP_OS && c <= 255 => Failure::SetupOs(c - status::SETUP_OS).to_string(),
+        _ => "unexpected status".into(),
     }
 }
 
@@ -830,7 +853,7 @@ impl Team {
                 let result = match mask.as_ref().map(CpuMask::apply) {
                     Some(Err(e)) => {
                         shared.fail(format!("worker thread {index}: pinning failed: {e}"));
-                        return Err(Failure::Setup);
+                        return Err(Failure::setup(&e));
                     }
                     _ => body.run(task),
                 };
@@ -1143,6 +1166,28 @@ pub fn send_signal(pid: i32, sig: i32) -> io::Result<()> {
 mod tests {
     use super::*;
     use crate::ipc::{Link, SharedWords, Via};
+
+    /// A setup failure names the OS error, from a thread (the value) and from a process (its
+    /// exit status) alike; one without an errno keeps the plain message.
+    #[test]
+    fn a_setup_failure_names_the_os_error() {
+        let f = Failure::setup(&io::Error::from_raw_os_error(libc::ENOMEM));
+        assert_eq!(f, Failure::SetupOs(libc::ENOMEM));
+        let want = format!(
+            "its setup (signal mask or working set) failed: {}",
+            io::Error::from_raw_os_error(libc::ENOMEM)
+        );
+        assert_eq!(f.to_string(), want);
+        assert_eq!(describe_status(f.code()), want);
+        let plain = Failure::setup(&io::Error::new(io::ErrorKind::InvalidInput, "x"));
+        assert_eq!(plain, Failure::Setup);
+        assert_eq!(
+            describe_status(plain.code()),
+            "its setup (signal mask or working set) failed"
+        );
+        // An errno that does not fit an exit status keeps the plain message.
+        assert_eq!(Failure::SetupOs(300).code(), status::SETUP);
+    }
 
     /// Children of this process among `pids` that still exist (zombies included).
     fn still_ours(pids: &[i32]) -> Vec<i32> {

@@ -217,13 +217,13 @@ unsafe impl TaskBody for TokenRing {
         let own = self.link(i).ok_or(Failure::Setup)?;
         let next = self.link((i + 1) % self.tasks).ok_or(Failure::Setup)?;
         if self.via == Via::Signal {
-            ipc::block_link_signal().map_err(|_| Failure::Setup)?;
+            ipc::block_link_signal().map_err(|e| Failure::setup(&e))?;
             own.set_waiter(crate::gettid());
         }
         // Whatever way this task ends, later posts (a halt) must not signal its id, which the
         // kernel may hand to another task once this one is gone.
         let _clear = ClearWaiter(own);
-        let ws = WorkingSet::new(self.size_kib).map_err(|_| Failure::Setup)?;
+        let ws = WorkingSet::new(self.size_kib).map_err(|e| Failure::setup(&e))?;
         self.word(W_READY)
             .ok_or(Failure::Setup)?
             .fetch_add(1, Ordering::AcqRel);

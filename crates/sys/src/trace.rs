@@ -374,7 +374,7 @@ impl TraceBoard {
         for j in 0..self.workers {
             let b = W_WORKERS + j * PER_WORKER;
             let tid = self.load(b + O_TID) as i32;
-            let ns = cpu_clock_ns(cpu_clock_of(self.kind, tid)).map_err(|_| Failure::Setup)?;
+            let ns = cpu_clock_ns(cpu_clock_of(self.kind, tid)).map_err(|e| Failure::setup(&e))?;
             self.store(b + O_CPU_AT_FIRST, ns)?;
         }
         self.store(W_FIRST_AT, self.clock.now())
@@ -428,7 +428,7 @@ unsafe impl TaskBody for TraceBoard {
             futex_wait(go, 0).map_err(|_| Failure::Wait)?;
         }
         let switches = crate::thread_switches();
-        let cpu = thread_cpu_ns().map_err(|_| Failure::Setup)?;
+        let cpu = thread_cpu_ns().map_err(|e| Failure::setup(&e))?;
         self.store(b + O_CPU_START, cpu)?;
         self.store(b + O_START, self.clock.now())?;
         let row = i * self.chunks;
@@ -450,7 +450,7 @@ unsafe impl TaskBody for TraceBoard {
         {
             self.snapshot()?;
         }
-        let cpu = thread_cpu_ns().map_err(|_| Failure::Setup)?;
+        let cpu = thread_cpu_ns().map_err(|e| Failure::setup(&e))?;
         let d = crate::thread_switches().since(switches);
         self.store(b + O_CPU_END, cpu)?;
         self.store(b + O_INVOLUNTARY, d.involuntary)?;
