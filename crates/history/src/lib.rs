@@ -268,6 +268,20 @@ pub struct History {
     path: PathBuf,
 }
 
+impl HistoryError {
+    /// Whether SQLite said another connection holds the database (busy or locked).
+    fn is_busy(&self) -> bool {
+        let cause = match self {
+            HistoryError::Open { cause, .. } | HistoryError::Sqlite(cause) => cause,
+            _ => return false,
+        };
+        matches!(
+            cause.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+        )
+    }
+}
+
 impl std::fmt::Debug for History {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("History").field("path", &self.path).finish()
@@ -296,6 +310,22 @@ impl History {
     /// mode included). Writers wait for each other, so any number of oscost processes can
     /// save into one database at once.
     pub fn open(path: &Path) -> Result<History, HistoryError> {
+        // SQLite answers "busy" at once, without its busy handler, where waiting could
+        // deadlock (two processes creating one database together, each holding a read lock and
+        // wanting to write): the whole opening is tried again then, as long as a busy wait
+        // would have waited.
+        let started = std::time::Instant::now();
+        loop {
+            match Self::open_once(path) {
+                Err(e) if e.is_busy() && started.elapsed() < BUSY_TIMEOUT && !stop_asked() => {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                r => return r,
+            }
+        }
+    }
+
+    fn open_once(path: &Path) -> Result<History, HistoryError> {
         if file_kind(path)?.is_some() {
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                 std::fs::create_dir_all(dir).map_err(|source| HistoryError::CreateDir {
