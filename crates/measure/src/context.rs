@@ -83,6 +83,11 @@ pub(crate) mod testing {
         }
     }
 
+    /// Runs `f` with the tiny sampler on every CPU this process may use, not cancelled.
+    pub fn with_tiny_ctx<T>(f: impl FnOnce(&Context) -> T) -> T {
+        with_ctx(tiny_sampler(), oscost_sys::affinity().unwrap(), false, f)
+    }
+
     /// Runs `f` with a context on `cpus`; `cancelled` presets the Ctrl-C flag.
     pub fn with_ctx<T>(
         sampler: SamplerConfig,

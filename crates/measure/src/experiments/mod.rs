@@ -227,8 +227,9 @@ pub struct ExperimentInfo {
     pub hidden: bool,
 }
 
-/// An experiment's options from `args`, every other flag at its default.
-fn defaults<T: Experiment>(args: &[&str]) -> T {
+/// An experiment's options from `args`, every other flag at its default (the suite's sizes,
+/// and the experiments' tests).
+pub(crate) fn defaults<T: Experiment>(args: &[&str]) -> T {
     let cmd = T::augment_args(clap::Command::new("defaults").no_binary_name(true));
     let matches = cmd
         .try_get_matches_from(args)

@@ -706,18 +706,11 @@ mod tests {
     use oscost_sys::Switches;
 
     fn with_ctx<T>(f: impl FnOnce(&Context) -> T) -> T {
-        testing::with_ctx(
-            testing::tiny_sampler(),
-            oscost_sys::affinity().unwrap(),
-            false,
-            f,
-        )
+        testing::with_tiny_ctx(f)
     }
 
     fn opts(extra: &[&str]) -> Options {
-        use clap::{Args, FromArgMatches};
-        let cmd = Options::augment_args(clap::Command::new("ring").no_binary_name(true));
-        Options::from_arg_matches(&cmd.try_get_matches_from(extra).unwrap()).unwrap()
+        crate::experiments::defaults(extra)
     }
 
     fn counts(voluntary: u64, involuntary: u64) -> Counts {

@@ -905,9 +905,7 @@ mod tests {
     use crate::context::testing;
 
     fn opts(extra: &[&str]) -> Options {
-        use clap::{Args, FromArgMatches};
-        let cmd = Options::augment_args(clap::Command::new("spawn").no_binary_name(true));
-        Options::from_arg_matches(&cmd.try_get_matches_from(extra).unwrap()).unwrap()
+        crate::experiments::defaults(extra)
     }
 
     /// A context on the last allowed CPU: other tests of this crate pin their one-task cases

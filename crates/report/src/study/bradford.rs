@@ -48,28 +48,16 @@ fn ring(doc: &ResultDoc) -> Vec<(u64, &CaseResult)> {
     v
 }
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    Some(if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        (v[m - 1] + v[m]) / 2.0
-    })
-}
-
 /// The study's figures for this machine: the ring's time per switch (the median over the ring
 /// sizes measured, as the study gave one figure for its chart) and the switch cost.
 pub fn figures(doc: &ResultDoc) -> Vec<StudyFigure> {
     let ring = ring(doc);
     let mut out = Vec::new();
     let cases: Vec<&CaseResult> = ring.iter().map(|p| p.1).collect();
-    let Some(per_switch) = median(ring.iter().map(|p| p.1.median_ns).collect()) else {
+    if ring.is_empty() {
         return out;
-    };
+    }
+    let per_switch = oscost_stats::median(&ring.iter().map(|p| p.1.median_ns).collect::<Vec<_>>());
     let flagged = super::flag_of(&cases);
     out.push(StudyFigure {
         id: format!("study.{NAME}.ring.time_per_switch"),

@@ -14,6 +14,7 @@ use super::{
 use crate::plot::chart::{grid, Axis, Fit, Header, Panel, Unit};
 use crate::plot::Plot;
 use crate::render::fmt_ns;
+use crate::views::split::overhead_pct;
 use crate::views::View;
 use oscost_model::{CaseResult, ResultDoc};
 
@@ -155,11 +156,6 @@ pub fn figures(doc: &ResultDoc) -> Vec<StudyFigure> {
     out
 }
 
-/// `T(N) / (T(1) / min(N, cpus)) − 1`, in %: the time against the ideal.
-fn against_ideal(t: f64, t1: f64, n: u64, cpus: u64) -> f64 {
-    (t / (t1 / n.min(cpus).max(1) as f64) - 1.0) * 100.0
-}
-
 /// The study's tables: one CPU, two CPUs, and the gain of two over one.
 pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
     let figs = doc.map(figures).unwrap_or_default();
@@ -207,7 +203,7 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
             )));
             row.push(match (c, t1) {
                 (Some(c), Some(t1)) => {
-                    format!("{} %", signed(against_ideal(c.median_ns, t1, n, cpus)))
+                    format!("{} %", signed(overhead_pct(c.median_ns, t1, n, cpus)))
                 }
                 _ => "-".into(),
             });
