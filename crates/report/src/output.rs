@@ -329,16 +329,24 @@ pub fn check_writable(path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Where writing `path` goes, or why it must not be written: a directory, a name ending in
-/// `/`, a socket, a file this process may not write, a read-only file, another user's file in
-/// a sticky directory.
-/// The files (device, inode) this process put in place: its own to replace again.
-fn written_here() -> &'static std::sync::Mutex<Vec<(u64, u64)>> {
-    static WRITTEN: std::sync::OnceLock<std::sync::Mutex<Vec<(u64, u64)>>> =
-        std::sync::OnceLock::new();
+/// A file's identity: device, inode, mode and modification time. Mode and time tell our file
+/// from a later one that reuses the inode after ours was removed (the time alone may not: the
+/// kernel stamps files at its tick's resolution).
+type FileId = (u64, u64, u32, i64, i64);
+
+fn file_id(m: &std::fs::Metadata) -> FileId {
+    (m.dev(), m.ino(), m.mode(), m.mtime(), m.mtime_nsec())
+}
+
+/// The files this process put in place: its own to replace again.
+fn written_here() -> &'static std::sync::Mutex<Vec<FileId>> {
+    static WRITTEN: std::sync::OnceLock<std::sync::Mutex<Vec<FileId>>> = std::sync::OnceLock::new();
     WRITTEN.get_or_init(|| std::sync::Mutex::new(Vec::new()))
 }
 
+/// Where writing `path` goes, or why it must not be written: a directory, a name ending in
+/// `/`, a socket, a file this process may not write, a read-only file, another user's file in
+/// a sticky directory.
 fn vet(path: &Path) -> anyhow::Result<Target> {
     let shown = path.display();
     if path.is_dir() {
@@ -381,7 +389,7 @@ fn vet(path: &Path) -> anyhow::Result<Target> {
         let ours = written_here()
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .contains(&(m.dev(), m.ino()));
+            .contains(&file_id(&m));
         if mode & 0o222 == 0 && !ours {
             anyhow::bail!(
                 "cannot write {shown}: it is read-only (mode {mode:04o}); remove it or choose \
@@ -435,7 +443,7 @@ impl Staged {
                 written_here()
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .push((m.dev(), m.ino()));
+                    .push(file_id(&m));
             }
         }
         Ok(())
