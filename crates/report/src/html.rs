@@ -8,8 +8,8 @@
 //! template's HTML escaping (or, inside a figure, the SVG writer's), never around it.
 
 use crate::envtext::render_environment;
+use crate::format::fmt_ns;
 use crate::plot::{self, runs::common_cases, Plot};
-use crate::render::fmt_ns;
 use crate::views::{self, View};
 use minijinja::{context, Environment};
 use oscost_model::{CaseResult, ExperimentResult, ResultDoc, RunLoad};
@@ -260,7 +260,7 @@ fn cycles(c: f64) -> String {
     } else if c.abs() < 100.0 {
         format!("{c:.1}")
     } else {
-        crate::views::tick::grouped(c)
+        crate::format::grouped(c)
     }
 }
 
@@ -457,7 +457,7 @@ fn case_row(c: &CaseResult) -> CaseRow {
             format!(
                 "{} × {}",
                 c.samples,
-                crate::views::tick::grouped(c.iterations_per_sample as f64)
+                crate::format::grouped(c.iterations_per_sample as f64)
             )
         } else {
             c.samples.to_string()

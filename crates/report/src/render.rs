@@ -10,39 +10,8 @@ use oscost_model::schema::{CaseResult, ExperimentResult, ResultDoc};
 
 mod warnings;
 
-/// A duration in ns with a unit that keeps 3-4 significant digits.
-pub fn fmt_ns(ns: f64) -> String {
-    let a = ns.abs();
-    if !ns.is_finite() {
-        "-".into()
-    } else if a < 10.0 {
-        format!("{ns:.2} ns")
-    } else if a < 1e3 {
-        format!("{ns:.1} ns")
-    } else if a < 1e6 {
-        format!("{:.2} µs", ns / 1e3)
-    } else if a < 1e9 {
-        format!("{:.2} ms", ns / 1e6)
-    } else {
-        format!("{:.3} s", ns / 1e9)
-    }
-}
-
-/// Half the CI width as `±x.x %` of the median.
-fn fmt_ci_pct(median: f64, ci: [f64; 2]) -> String {
-    if median == 0.0 {
-        return "-".into();
-    }
-    format!("±{:.1} %", (ci[1] - ci[0]) / 2.0 / median.abs() * 100.0)
-}
-
-fn fmt_cycles(c: f64) -> String {
-    if c.abs() < 100.0 {
-        format!("{c:.1}")
-    } else {
-        format!("{c:.0}")
-    }
-}
+pub use crate::format::fmt_ns;
+use crate::format::{ci_pct as fmt_ci_pct, cycles as fmt_cycles};
 
 /// Checks shown only when they fail: every one-task case's thread count, and split's work
 /// and task counts, which are either exact or wrong.

@@ -5,7 +5,7 @@
 use super::chart::{self, Axis, Fit, Header, Key, Unit, PALETTE};
 use super::svg::{Anchor, Paint, Svg};
 use super::Plot;
-use crate::render::fmt_ns;
+use crate::format::fmt_ns;
 use oscost_model::{CaseResult, ExperimentResult};
 
 /// Dots drawn per case at most; beyond it, evenly spaced quantiles of the samples stand for

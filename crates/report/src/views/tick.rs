@@ -4,29 +4,9 @@
 //! interval, beside what the kernel's own tick costs a spinning loop on the same CPU.
 
 use super::View;
-use crate::render::fmt_ns;
+use crate::format::{fmt_ns, grouped};
 use oscost_model::schema::{CaseResult, ExperimentResult};
 use serde_json::Value;
-
-/// An integer in groups of three digits (`3 169 850 746`), as the study printed its cycles.
-pub(crate) fn grouped(v: f64) -> String {
-    if !v.is_finite() {
-        return "-".into();
-    }
-    let digits = format!("{:.0}", v.abs());
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(' ');
-        }
-        out.push(c);
-    }
-    if v < 0.0 && digits != "0" {
-        format!("-{out}")
-    } else {
-        out
-    }
-}
 
 fn counter(c: &CaseResult, key: &str) -> Option<f64> {
     c.counters.get(key).copied()
@@ -162,19 +142,4 @@ pub fn views(e: &ExperimentResult) -> Vec<View> {
             }
         })
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn groups_of_three() {
-        assert_eq!(grouped(3_169_850_746.0), "3 169 850 746");
-        assert_eq!(grouped(860_977.0), "860 977");
-        assert_eq!(grouped(1256.4), "1 256");
-        assert_eq!(grouped(-45.0), "-45");
-        assert_eq!(grouped(999.0), "999");
-        assert_eq!(grouped(f64::NAN), "-");
-    }
 }

@@ -3,9 +3,9 @@
 //! per event), and under it the hand-over between threads and between processes set against
 //! the cost of an event, the study's "switching against servicing the clock".
 
-use super::tick::grouped;
 use super::View;
-use crate::render::fmt_ns;
+use crate::format::fmt_ns;
+use crate::format::grouped;
 use oscost_model::schema::{CaseResult, ExperimentResult};
 use serde_json::Value;
 
