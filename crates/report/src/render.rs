@@ -30,11 +30,17 @@ fn notes(c: &CaseResult) -> String {
         if k.passed && QUIET_WHEN_PASSED.contains(&k.name.as_str()) {
             continue;
         }
-        let v = format!("{} {:.2}", k.name.replace('_', " "), k.counted);
+        // The counted value, what it counts, and the value expected from the check itself.
+        let v = format!(
+            "{:.2} {} ({} expected)",
+            k.counted,
+            k.name.replace('_', " "),
+            crate::format::plain(k.expected)
+        );
         n.push(if k.passed {
-            v
+            format!("✓ {v}")
         } else {
-            format!("FAILED: {v} (expected {:.2})", k.expected)
+            format!("FAILED: {v}")
         });
     }
     if c.noisy {
@@ -377,34 +383,26 @@ pub fn terminal_with(
 }
 
 /// An experiment's extra table (see [`crate::views`]) for the terminal: its title, the table
-/// and its notes, wrapped to `width`.
+/// and its notes, wrapped to `width`. A table wider than `width` is folded into several, each
+/// repeating the first column, so every figure stays whole and in view.
 pub fn view_table(v: &crate::views::View, width: Option<u16>) -> String {
-    let mut t = Table::new();
-    t.load_preset(presets::UTF8_FULL_CONDENSED);
-    t.force_no_tty();
-    t.set_content_arrangement(ContentArrangement::Disabled);
-    t.set_header(v.head.clone());
+    use crate::layout::{fit, Col, Overflow};
     // Numbers (and `-` for none) line up on the right, words on the left.
-    let numeric: Vec<bool> = (0..v.head.len())
-        .map(|i| {
-            v.rows.iter().filter_map(|r| r.get(i)).all(|c| {
+    let cols: Vec<Col> = v
+        .head
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let numeric = v.rows.iter().filter_map(|r| r.get(i)).all(|c| {
                 c == "-"
                     || c.is_empty()
                     || c.starts_with(|ch: char| ch.is_ascii_digit() || "+-±<≈".contains(ch))
-            })
+            });
+            Col::keep(h, numeric)
         })
         .collect();
-    for r in &v.rows {
-        t.add_row(r.iter().enumerate().map(|(i, c)| {
-            let cell = Cell::new(c);
-            if numeric.get(i).copied().unwrap_or(false) {
-                cell.set_alignment(CellAlignment::Right)
-            } else {
-                cell
-            }
-        }));
-    }
-    let mut s = format!("{}\n{t}\n", v.title);
+    let mut s = wrap(&v.title, width, 2);
+    s += &fit(&cols, &v.rows, width, Overflow::Fold);
     for n in &v.notes {
         s += &wrap(n, width, 2);
     }
