@@ -190,6 +190,22 @@ pub fn change(pct: f64) -> String {
     format!("{} %", signed(pct))
 }
 
+/// A mechanism check as a note: `✓ 2.00 switches per round trip (2 expected)`, or
+/// `FAILED: 1.50 events per op (2 expected)`; the expected value is the check's own.
+pub fn check(k: &oscost_model::case::Check) -> String {
+    let v = format!(
+        "{:.2} {} ({} expected)",
+        k.counted,
+        k.name.replace('_', " "),
+        plain(k.expected)
+    );
+    if k.passed {
+        format!("✓ {v}")
+    } else {
+        format!("FAILED: {v}")
+    }
+}
+
 /// A unit as read: `us` from a file or a command line is `µs`.
 pub fn unit(u: &str) -> &str {
     if u == "us" {

@@ -174,11 +174,21 @@ fn list(
             Some(h) if !cell(h).is_empty() => format!("{}: {}", cell(0), cell(h)),
             _ => cell(0).to_string(),
         };
-        s += &crate::render::wrap(&first, Some(width as u16), 4);
         let items: Vec<String> = (1..cols.len())
             .filter(|&i| shown[i] && Some(i) != headline && !cell(i).is_empty())
             .map(|i| format!("{} {}", cols[i].head, cell(i)))
             .collect();
+        // One line when it fits; else the id line and the items under it.
+        let one = std::iter::once(first.clone())
+            .chain(items.iter().cloned())
+            .collect::<Vec<_>>()
+            .join("; ");
+        if text_width(&one) <= width {
+            s += &one;
+            s.push('\n');
+            continue;
+        }
+        s += &crate::render::wrap(&first, Some(width as u16), 4);
         if !items.is_empty() {
             s += &wrap_items(&items, width);
         }

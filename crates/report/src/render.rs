@@ -30,18 +30,7 @@ fn notes(c: &CaseResult) -> String {
         if k.passed && QUIET_WHEN_PASSED.contains(&k.name.as_str()) {
             continue;
         }
-        // The counted value, what it counts, and the value expected from the check itself.
-        let v = format!(
-            "{:.2} {} ({} expected)",
-            k.counted,
-            k.name.replace('_', " "),
-            crate::format::plain(k.expected)
-        );
-        n.push(if k.passed {
-            format!("✓ {v}")
-        } else {
-            format!("FAILED: {v}")
-        });
+        n.push(crate::format::check(k));
     }
     if c.noisy {
         n.push("noisy".into());

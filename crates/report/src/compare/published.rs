@@ -79,45 +79,7 @@ pub(super) fn published_pair(
     let study_figs = crate::study::all_figures(m);
     for f in &p.figures {
         if let Some(id) = f.case_id.as_deref().filter(|id| id.starts_with("study.")) {
-            match study_figs.iter().find(|s| s.id == id) {
-                Some(s) => match convert(f.value, &f.unit, &s.unit) {
-                    Some(v) => c.study_rows.push(StudyRow {
-                        id: f.id.clone(),
-                        measured_id: s.id.clone(),
-                        unit: s.unit.clone(),
-                        published: v,
-                        measured: s.value,
-                        measured_ci95: s.ci95,
-                        difference: s.value - v,
-                        note: format!(
-                            "{}{}{}",
-                            f.meaning,
-                            f.mapping_note
-                                .as_ref()
-                                .map(|n| format!(" ({n})"))
-                                .unwrap_or_default(),
-                            s.flagged
-                                .as_ref()
-                                .map(|x| format!("; today's figure is flagged: {x}"))
-                                .unwrap_or_default()
-                        ),
-                    }),
-                    None => c.unmatched_published.push(Unmatched {
-                        id: f.id.clone(),
-                        value: published_value(f),
-                        meaning: f.meaning.clone(),
-                        why: format!("{id} is in {}, not in {}", s.unit, f.unit),
-                    }),
-                },
-                None => c.unmatched_published.push(Unmatched {
-                    id: f.id.clone(),
-                    value: published_value(f),
-                    meaning: f.meaning.clone(),
-                    why: format!(
-                        "{id} cannot be computed from this result (its cases are not in it)"
-                    ),
-                }),
-            }
+            study_row(c, f, id, &study_figs);
             continue;
         }
         let found = f
@@ -276,4 +238,51 @@ pub(super) fn published_only(c: &mut Comparison, p: &PublishedDoc, q: &Published
         .filter(|g| !in_p.contains_key(g.id.as_str()))
         .map(|g| g.id.clone())
         .collect();
+}
+
+/// A published figure that is a study figure (`study.…`) beside the same figure computed from
+/// the run, or why it cannot be.
+fn study_row(
+    c: &mut Comparison,
+    f: &oscost_model::PublishedFigure,
+    id: &str,
+    study_figs: &[crate::study::StudyFigure],
+) {
+    match study_figs.iter().find(|s| s.id == id) {
+        Some(s) => match convert(f.value, &f.unit, &s.unit) {
+            Some(v) => c.study_rows.push(StudyRow {
+                id: f.id.clone(),
+                measured_id: s.id.clone(),
+                unit: s.unit.clone(),
+                published: v,
+                measured: s.value,
+                measured_ci95: s.ci95,
+                difference: s.value - v,
+                note: format!(
+                    "{}{}{}",
+                    f.meaning,
+                    f.mapping_note
+                        .as_ref()
+                        .map(|n| format!(" ({n})"))
+                        .unwrap_or_default(),
+                    s.flagged
+                        .as_ref()
+                        .map(|x| format!("; today's figure is flagged: {x}"))
+                        .unwrap_or_default()
+                ),
+            }),
+            None => c.unmatched_published.push(Unmatched {
+                id: f.id.clone(),
+                value: published_value(f),
+                meaning: f.meaning.clone(),
+                why: format!("{id} is in {}, not in {}", s.unit, f.unit),
+            }),
+        },
+        None => c.unmatched_published.push(Unmatched {
+            id: f.id.clone(),
+            value: published_value(f),
+            meaning: f.meaning.clone(),
+            why: format!("{id} cannot be computed from this result (its cases are not in it)"),
+        }),
+    }
 }
