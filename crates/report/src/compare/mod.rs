@@ -24,7 +24,7 @@ mod verdict;
 pub use data::{csv, json};
 pub use env::env_diffs;
 use published::{published_only, published_pair};
-pub use text::{markdown, terminal, terminal_view, terminal_with, View};
+pub use text::{markdown, since_last, terminal, terminal_view, terminal_with, View};
 pub use verdict::Verdict;
 use verdict::{test_can_decide, verdict, Evidence};
 

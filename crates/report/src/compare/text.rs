@@ -441,3 +441,69 @@ pub fn markdown(comparisons: &[Comparison]) -> String {
     }
     s
 }
+
+/// The change since the last comparable run, as a run ends (criterion's "change" line): one
+/// line naming that run and counting the verdicts, then one line per figure called slower or
+/// faster (at most `MAX_SINCE`), each with its change and the ratio's interval; `None` when
+/// no figure is common to both. Judged as `compare` judges, at the default threshold.
+pub fn since_last(
+    previous: &ResultDoc,
+    label: &str,
+    current: &ResultDoc,
+    width: Option<u16>,
+) -> Option<String> {
+    let settings = Settings::default();
+    let c = super::compare(
+        &[
+            (label.to_string(), Source::Measured(previous)),
+            ("this run".to_string(), Source::Measured(current)),
+        ],
+        settings,
+    )
+    .pop()?;
+    if c.rows.is_empty() {
+        return None;
+    }
+    let changed: Vec<&Row> = c.rows.iter().filter(|r| changed(r)).collect();
+    let mut s = crate::render::wrap(
+        &format!(
+            "Change since run {label}, the last with the same machine, settings and experiments: \
+             {}{}",
+            summary(&c),
+            if changed.is_empty() {
+                String::new()
+            } else {
+                ":".into()
+            }
+        ),
+        width,
+        2,
+    );
+    for r in changed.iter().take(MAX_SINCE) {
+        s += &crate::render::wrap(
+            &format!(
+                "  {} {} ({}), {}",
+                r.id,
+                pct_signed(r.diff_pct),
+                ratio(r.ratio, r.ratio_ci95),
+                r.verdict.text()
+            ),
+            width,
+            4,
+        );
+    }
+    if changed.len() > MAX_SINCE {
+        s += &crate::render::wrap(
+            &format!(
+                "  and {} more (oscost compare {label} latest)",
+                changed.len() - MAX_SINCE
+            ),
+            width,
+            4,
+        );
+    }
+    Some(s)
+}
+
+/// Figures listed by [`since_last`] at most.
+const MAX_SINCE: usize = 10;
