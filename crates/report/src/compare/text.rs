@@ -482,11 +482,11 @@ pub fn since_last(
     for r in changed.iter().take(MAX_SINCE) {
         s += &crate::render::wrap(
             &format!(
-                "  {} {} ({}), {}",
+                "  {} {}: {}, B / A {}",
                 r.id,
+                r.verdict.text(),
                 pct_signed(r.diff_pct),
-                ratio(r.ratio, r.ratio_ci95),
-                r.verdict.text()
+                ratio(r.ratio, r.ratio_ci95)
             ),
             width,
             4,
