@@ -78,12 +78,30 @@ fn derived_rows(e: &ExperimentResult) -> Vec<Vec<String>> {
                 fmt_ns(d.estimate_ns),
                 format!("{} .. {}", fmt_ns(d.ci95_ns[0]), fmt_ns(d.ci95_ns[1])),
                 fmt_cycles(d.estimate_cycles),
-                d.flagged
-                    .as_ref()
-                    .map_or(String::new(), |f| format!("FLAGGED: {f}")),
+                [
+                    d.flagged.as_ref().map(|f| format!("FLAGGED: {f}")),
+                    below_zero(d),
+                ]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join("; "),
             ]
         })
         .collect()
+}
+
+/// What a derived figure below zero means, so it is not read as a negative cost: a
+/// difference whose interval reaches zero is within its noise; one wholly below zero says the
+/// term subtracted cost more than the whole here.
+fn below_zero(d: &oscost_model::DerivedResult) -> Option<String> {
+    if d.estimate_ns >= 0.0 || !d.estimate_ns.is_finite() {
+        None
+    } else if d.ci95_ns[1] >= 0.0 {
+        Some("below zero but its interval reaches zero: no cost told apart from noise".into())
+    } else {
+        Some("below zero: the term subtracted cost more than the whole here".into())
+    }
 }
 
 /// Columns the terminal drops when it is too narrow, first to go first: `min`, `p95`,
@@ -544,4 +562,29 @@ pub fn csv(doc: &ResultDoc) -> anyhow::Result<String> {
 /// The document as pretty JSON.
 pub fn json(doc: &ResultDoc) -> anyhow::Result<String> {
     Ok(serde_json::to_string_pretty(doc)? + "\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_derived_figure_below_zero_says_why() {
+        let d = |estimate_ns: f64, ci95_ns: [f64; 2]| oscost_model::DerivedResult {
+            id: "tick.rr.1ms.per_rescheduling".into(),
+            description: String::new(),
+            terms: Vec::new(),
+            estimate_ns,
+            ci95_ns,
+            estimate_cycles: 0.0,
+            flagged: None,
+        };
+        assert_eq!(below_zero(&d(5.0, [1.0, 9.0])), None);
+        assert!(below_zero(&d(-7390.0, [-9000.0, 800.0]))
+            .unwrap()
+            .contains("reaches zero"));
+        assert!(below_zero(&d(-7390.0, [-9000.0, -100.0]))
+            .unwrap()
+            .contains("cost more"));
+    }
 }
