@@ -154,6 +154,10 @@ pub enum Command {
         /// below it gates at the threshold)
         #[arg(long, value_name = "PCT", value_parser = parse_pct)]
         fail_above: Option<f64>,
+        /// Show only the figures called slower or faster in the terminal table (the summary
+        /// still counts every figure; --json and --csv keep every row)
+        #[arg(long)]
+        only_changed: bool,
     },
     /// List the published baselines (the studies' own figures), or describe one
     Baselines {
@@ -373,6 +377,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
             threshold,
             rate,
             fail_above,
+            only_changed,
         }) => {
             let cfg = Config::from_global(&cli.global)?;
             let settings = oscost_report::compare::Settings {
@@ -384,6 +389,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
                 &inputs,
                 settings,
                 fail_above,
+                only_changed,
                 &cfg,
                 db.as_deref(),
                 cli.global.history.is_some(),

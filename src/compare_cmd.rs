@@ -68,6 +68,7 @@ pub fn run(
     inputs: &[String],
     settings: Settings,
     fail_above: Option<f64>,
+    only_changed: bool,
     cfg: &Config,
     history: Option<&Path>,
     explicit_history: bool,
@@ -105,7 +106,11 @@ pub fn run(
         s.commit()?;
     }
     // Labels and environments come from result files: shown, never sent to the terminal raw.
-    let table = oscost_report::termtext::for_terminal(&compare::terminal(&comparisons));
+    let view = compare::View {
+        width: table_width(cfg.stdout_taken()),
+        only_changed,
+    };
+    let table = oscost_report::termtext::for_terminal(&compare::terminal_view(&comparisons, view));
     if cfg.stdout_taken() {
         for (sink, render) in &outputs {
             if let Some(Sink::Stdout) = sink {
@@ -143,6 +148,17 @@ pub fn run(
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The width the tables are laid out to: `COLUMNS` when set to a number, else the width of
+/// the terminal they go to (standard error when standard output carries a file format); none
+/// (natural width) for a pipe or a file.
+fn table_width(stderr: bool) -> Option<u16> {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<u16>().ok())
+        .filter(|&c| c > 0)
+        .or_else(|| oscost_report::render::terminal_width(stderr))
 }
 
 /// A run of the history, when the history exists (a comparison never creates one).

@@ -499,7 +499,7 @@ pub enum Saving {
 
 /// Saves a finished run as `saving` says; says why not when it could not. Returns whether
 /// the run is in the history.
-fn save(saving: Saving, doc: &ResultDoc) -> anyhow::Result<bool> {
+fn save(saving: Saving, doc: &ResultDoc, cfg: &Config) -> anyhow::Result<bool> {
     let why = match saving {
         Saving::Off => return Ok(false),
         Saving::Unavailable(why) => why,
@@ -507,7 +507,20 @@ fn save(saving: Saving, doc: &ResultDoc) -> anyhow::Result<bool> {
             mut history,
             explicit,
         } => match history.save(doc).map_err(|e| located(&history, e)) {
-            Ok(_) => return Ok(true),
+            Ok(_) => {
+                // The change since the last comparable run, as criterion prints it.
+                if let (false, Ok(Some(prev))) = (cfg.quiet, history.last_comparable(doc)) {
+                    let label = prev
+                        .run_id
+                        .as_deref()
+                        .map_or("", |id| &id[..id.len().min(8)]);
+                    let since = oscost_report::compare::since_last;
+                    if let Some(text) = since(&prev, label, doc, table_width(cfg)) {
+                        eprint!("{}", oscost_report::termtext::for_terminal(&text));
+                    }
+                }
+                return Ok(true);
+            }
             // SIGINT or SIGTERM while waiting for another writer's lock: an interruption.
             Err(_) if oscost_history::stop_asked() => {
                 return Err(anyhow::Error::new(oscost_measure::Cancelled).context(
@@ -684,7 +697,7 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs], saving: Saving) -> anyh
     }
     // A run its reader left early (`| head`) holds only some of its experiments: the history
     // keeps whole runs, so it is not saved.
-    let in_history = doc.experiments.len() == experiments.len() && save(saving, &doc)?;
+    let in_history = doc.experiments.len() == experiments.len() && save(saving, &doc, cfg)?;
     Ok(Saved {
         run_id: cfg.run_id.clone(),
         in_history,

@@ -595,6 +595,42 @@ impl History {
         })
     }
 
+    /// The newest run before `doc` that is comparable with it: the same environment
+    /// fingerprint, the same experiments in the same order, and the same size (both `--quick`
+    /// or neither). Looks at the last 20 runs of that fingerprint at most.
+    pub fn last_comparable(&self, doc: &ResultDoc) -> Result<Option<ResultDoc>, HistoryError> {
+        let quick = |line: &[String]| line.iter().any(|a| a == "--quick");
+        let names = |d: &ResultDoc| {
+            d.experiments
+                .iter()
+                .map(|e| e.name.clone())
+                .collect::<Vec<_>>()
+        };
+        let own = match &doc.run_id {
+            Some(id) => id.clone(),
+            None => derived_run_id(doc)?,
+        };
+        let ids: Vec<String> = {
+            let mut q = self.conn.prepare(&format!(
+                "SELECT run_id FROM runs WHERE env_fingerprint = ?1 AND run_id != ?2 \
+                 {NEWEST_FIRST} LIMIT 20"
+            ))?;
+            let rows = q.query_map(params![env_fingerprint(&doc.environment), own], |r| {
+                r.get::<_, String>(0)
+            })?;
+            rows.collect::<Result<_, _>>()?
+        };
+        for id in ids {
+            let d = self.get(&id)?;
+            if quick(&d.environment.command_line) == quick(&doc.environment.command_line)
+                && names(&d) == names(doc)
+            {
+                return Ok(Some(d));
+            }
+        }
+        Ok(None)
+    }
+
     /// Removes the run `run` names (as [`History::resolve`] reads it), with its experiments
     /// and cases.
     pub fn remove(&mut self, run: &str) -> Result<(), HistoryError> {

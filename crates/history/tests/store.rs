@@ -380,3 +380,37 @@ fn a_failed_statement_is_not_shown_whole() {
     assert!(!text.contains("SELECT") && !text.contains('\n'), "{text}");
     assert!(std::error::Error::source(&err).is_none());
 }
+
+#[test]
+fn the_last_comparable_run_shares_the_machine_the_experiments_and_the_size() {
+    let (_dir, mut h) = fresh();
+    let first = common::run("first", 1);
+    let mut quick = common::run("quick", 2);
+    quick.environment.command_line.push("--quick".into());
+    let mut other_kernel = common::run("kernel", 3);
+    other_kernel.environment.kernel_release = "6.1.0".into();
+    let mut fewer = common::run("fewer", 4);
+    fewer.experiments.pop();
+    for d in [&first, &quick, &other_kernel, &fewer] {
+        h.save(d).unwrap();
+    }
+    // The newest run that matches is `first`: the others differ in size, kernel or experiments.
+    let now = common::run("now", 5);
+    let found = h
+        .last_comparable(&now)
+        .unwrap()
+        .expect("first is comparable");
+    assert_eq!(found.run_id, first.run_id);
+    // Saved itself, the run is never its own comparison.
+    h.save(&now).unwrap();
+    let found = h.last_comparable(&now).unwrap().expect("first still is");
+    assert_eq!(found.run_id, first.run_id);
+    // A quick run compares with the quick one only.
+    let mut later_quick = common::run("later-quick", 6);
+    later_quick.environment.command_line.push("--quick".into());
+    let found = h
+        .last_comparable(&later_quick)
+        .unwrap()
+        .expect("quick is comparable");
+    assert_eq!(found.run_id, quick.run_id);
+}

@@ -8,8 +8,8 @@
 //! template's HTML escaping (or, inside a figure, the SVG writer's), never around it.
 
 use crate::envtext::render_environment;
+use crate::format::fmt_ns;
 use crate::plot::{self, runs::common_cases, Plot};
-use crate::render::fmt_ns;
 use crate::views::{self, View};
 use minijinja::{context, Environment};
 use oscost_model::{CaseResult, ExperimentResult, ResultDoc, RunLoad};
@@ -260,7 +260,7 @@ fn cycles(c: f64) -> String {
     } else if c.abs() < 100.0 {
         format!("{c:.1}")
     } else {
-        crate::views::tick::grouped(c)
+        crate::format::grouped(c)
     }
 }
 
@@ -280,10 +280,14 @@ fn ci_text(ci: [f64; 2]) -> String {
     }
 }
 
-/// A parameter's value as one short line; the whole of it for the tooltip.
+/// A parameter's value as one short line; the whole of it for the tooltip. Numbers are as
+/// short as they are exact (`10000`, not `10000.0`; six decimals at most).
 fn param(name: &str, v: &serde_json::Value) -> Param {
     let full = match v {
         serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Number(n) => n
+            .as_f64()
+            .map_or_else(|| n.to_string(), crate::format::plain),
         v => v.to_string(),
     };
     let value = if full.chars().count() > 90 {
@@ -292,9 +296,19 @@ fn param(name: &str, v: &serde_json::Value) -> Param {
         full.clone()
     };
     Param {
-        name: name.to_owned(),
+        name: name.replace('_', " "),
         value,
         full,
+    }
+}
+
+/// A parameter a reader of the page can use: structured ones (a helper's own settings, a
+/// list) and paths of temporary files are the run's internals, kept in the JSON result.
+fn shown_param(v: &serde_json::Value) -> bool {
+    match v {
+        serde_json::Value::Object(_) | serde_json::Value::Array(_) => false,
+        serde_json::Value::String(s) => !(s.starts_with("/tmp/") || s.starts_with("/var/tmp/")),
+        _ => true,
     }
 }
 
@@ -429,16 +443,7 @@ fn case_row(c: &CaseResult) -> CaseRow {
         .iter()
         .filter(|k| !(k.passed && QUIET_WHEN_PASSED.contains(&k.name.as_str())))
         .map(|k| CheckCell {
-            text: if k.passed {
-                format!("{} {:.2}", k.name.replace('_', " "), k.counted)
-            } else {
-                format!(
-                    "FAILED: {} {:.2} (expected {:.2})",
-                    k.name.replace('_', " "),
-                    k.counted,
-                    k.expected
-                )
-            },
+            text: crate::format::check(k),
             passed: k.passed,
             detail: k.detail.clone(),
         })
@@ -457,7 +462,7 @@ fn case_row(c: &CaseResult) -> CaseRow {
             format!(
                 "{} × {}",
                 c.samples,
-                crate::views::tick::grouped(c.iterations_per_sample as f64)
+                crate::format::grouped(c.iterations_per_sample as f64)
             )
         } else {
             c.samples.to_string()
@@ -485,9 +490,12 @@ fn table(v: View) -> Table {
                 })
         })
         .collect();
-    let cell = |i: usize, text: String| Cell {
-        text,
-        numeric: numeric.get(i).copied().unwrap_or(false),
+    let cell = |i: usize, text: String| {
+        let numeric = numeric.get(i).copied().unwrap_or(false);
+        Cell {
+            text: if numeric { breakable(&text) } else { text },
+            numeric,
+        }
     };
     Table {
         title: v.title,
@@ -504,6 +512,22 @@ fn table(v: View) -> Table {
             .collect(),
         notes: v.notes,
     }
+}
+
+/// A figure cell that may wrap only between the items of a list (`183.4 ms, 293.7 ms` or
+/// `25.0 / 25.0 %`), never between a number and its unit, so a wide table fits the page.
+fn breakable(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut prev = ' ';
+    for c in text.chars() {
+        out.push(if c == ' ' && prev != ',' && prev != '/' {
+            '\u{a0}'
+        } else {
+            c
+        });
+        prev = c;
+    }
+    out
 }
 
 fn experiment(prefix: &str, e: &ExperimentResult, tick_unit: &str) -> Experiment {
@@ -529,7 +553,12 @@ fn experiment(prefix: &str, e: &ExperimentResult, tick_unit: &str) -> Experiment
     Experiment {
         anchor: anchor(&[prefix, &e.name]),
         name: e.name.clone(),
-        params: e.params.iter().map(|(k, v)| param(k, v)).collect(),
+        params: e
+            .params
+            .iter()
+            .filter(|(_, v)| shown_param(v))
+            .map(|(k, v)| param(k, v))
+            .collect(),
         tick_unit: tick_unit.to_owned(),
         with_rate: e.cases.iter().any(|c| c.at_rate.is_some()),
         rate,
@@ -575,9 +604,13 @@ struct RunHead {
 struct SideCell {
     median: String,
     ci: String,
+    /// Half the interval as a share of the median (`±1.2 %`).
+    ci_pct: String,
     change: String,
     /// `slower` or `faster` when `compare` calls it so against the first run, else empty.
     verdict: &'static str,
+    /// `compare`'s verdict in words, empty for the first run.
+    verdict_text: &'static str,
 }
 
 #[derive(Debug, Serialize)]
@@ -599,6 +632,8 @@ struct Comparison {
     tables: Vec<SideTable>,
     /// The rule behind the verdicts, as `compare` states it.
     rule: String,
+    /// The noise threshold in percent, as `compare` uses it.
+    threshold: String,
     /// `compare`'s warnings that the machine itself may have changed between runs.
     drift: Vec<String>,
 }
@@ -662,12 +697,16 @@ fn comparison(docs: &[(String, &ResultDoc)]) -> Comparison {
     Comparison {
         runs,
         tables,
+        threshold: crate::format::plain(settings.threshold_pct),
         rule: format!(
             "A change is marked slower or faster only when oscost compare would call it so: \
              the bootstrap 95 % confidence interval of the ratio of medians excludes 1, the \
              Mann-Whitney test gives p < 0.05, and the change is beyond ±{} %, the noise \
-             between runs of one machine. The others are within the noise.",
-            settings.threshold_pct
+             between runs of one machine. \"Too few samples to tell\" marks a change the \
+             samples cannot decide (the test cannot reach p < 0.05 with so few, or the \
+             interval lies beyond the threshold unconfirmed); \"no difference\", one within \
+             the noise.",
+            crate::format::plain(settings.threshold_pct)
         ),
         drift,
     }
@@ -682,7 +721,8 @@ fn side_row(r: &[&CaseResult], verdicts: &Verdicts) -> SideRow {
             .iter()
             .enumerate()
             .map(|(k, c)| {
-                let verdict = match verdicts.get(&(k, c.id.clone())) {
+                let v = verdicts.get(&(k, c.id.clone()));
+                let verdict = match v {
                     Some(Verdict::Slower) => "slower",
                     Some(Verdict::Faster) => "faster",
                     _ => "",
@@ -690,12 +730,14 @@ fn side_row(r: &[&CaseResult], verdicts: &Verdicts) -> SideRow {
                 SideCell {
                     median: fmt_ns(c.median_ns),
                     ci: ci_text(c.ci95_ns),
+                    ci_pct: crate::format::ci_pct(c.median_ns, c.ci95_ns),
                     change: if k == 0 {
                         String::new()
                     } else {
-                        plot::chart::change((c.median_ns / base.median_ns - 1.0) * 100.0)
+                        crate::format::pct_signed((c.median_ns / base.median_ns - 1.0) * 100.0)
                     },
                     verdict,
+                    verdict_text: v.map_or("", |v| v.text()),
                 }
             })
             .collect(),

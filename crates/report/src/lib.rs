@@ -10,7 +10,9 @@
 pub mod baselines;
 pub mod compare;
 pub mod envtext;
+pub mod format;
 pub mod html;
+mod layout;
 pub mod output;
 pub mod plot;
 pub mod render;

@@ -10,39 +10,8 @@ use oscost_model::schema::{CaseResult, ExperimentResult, ResultDoc};
 
 mod warnings;
 
-/// A duration in ns with a unit that keeps 3-4 significant digits.
-pub fn fmt_ns(ns: f64) -> String {
-    let a = ns.abs();
-    if !ns.is_finite() {
-        "-".into()
-    } else if a < 10.0 {
-        format!("{ns:.2} ns")
-    } else if a < 1e3 {
-        format!("{ns:.1} ns")
-    } else if a < 1e6 {
-        format!("{:.2} µs", ns / 1e3)
-    } else if a < 1e9 {
-        format!("{:.2} ms", ns / 1e6)
-    } else {
-        format!("{:.3} s", ns / 1e9)
-    }
-}
-
-/// Half the CI width as `±x.x %` of the median.
-fn fmt_ci_pct(median: f64, ci: [f64; 2]) -> String {
-    if median == 0.0 {
-        return "-".into();
-    }
-    format!("±{:.1} %", (ci[1] - ci[0]) / 2.0 / median.abs() * 100.0)
-}
-
-fn fmt_cycles(c: f64) -> String {
-    if c.abs() < 100.0 {
-        format!("{c:.1}")
-    } else {
-        format!("{c:.0}")
-    }
-}
+pub use crate::format::fmt_ns;
+use crate::format::{ci_pct as fmt_ci_pct, cycles as fmt_cycles};
 
 /// Checks shown only when they fail: every one-task case's thread count, and split's work
 /// and task counts, which are either exact or wrong.
@@ -61,12 +30,7 @@ fn notes(c: &CaseResult) -> String {
         if k.passed && QUIET_WHEN_PASSED.contains(&k.name.as_str()) {
             continue;
         }
-        let v = format!("{} {:.2}", k.name.replace('_', " "), k.counted);
-        n.push(if k.passed {
-            v
-        } else {
-            format!("FAILED: {v} (expected {:.2})", k.expected)
-        });
+        n.push(crate::format::check(k));
     }
     if c.noisy {
         n.push("noisy".into());
@@ -114,12 +78,30 @@ fn derived_rows(e: &ExperimentResult) -> Vec<Vec<String>> {
                 fmt_ns(d.estimate_ns),
                 format!("{} .. {}", fmt_ns(d.ci95_ns[0]), fmt_ns(d.ci95_ns[1])),
                 fmt_cycles(d.estimate_cycles),
-                d.flagged
-                    .as_ref()
-                    .map_or(String::new(), |f| format!("FLAGGED: {f}")),
+                [
+                    d.flagged.as_ref().map(|f| format!("FLAGGED: {f}")),
+                    below_zero(d),
+                ]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join("; "),
             ]
         })
         .collect()
+}
+
+/// What a derived figure below zero means, so it is not read as a negative cost: a
+/// difference whose interval reaches zero is within its noise; one wholly below zero says the
+/// term subtracted cost more than the whole here.
+fn below_zero(d: &oscost_model::DerivedResult) -> Option<String> {
+    if d.estimate_ns >= 0.0 || !d.estimate_ns.is_finite() {
+        None
+    } else if d.ci95_ns[1] >= 0.0 {
+        Some("below zero but its interval reaches zero: no cost told apart from noise".into())
+    } else {
+        Some("below zero: the term subtracted cost more than the whole here".into())
+    }
 }
 
 /// Columns the terminal drops when it is too narrow, first to go first: `min`, `p95`,
@@ -408,34 +390,26 @@ pub fn terminal_with(
 }
 
 /// An experiment's extra table (see [`crate::views`]) for the terminal: its title, the table
-/// and its notes, wrapped to `width`.
+/// and its notes, wrapped to `width`. A table wider than `width` is folded into several, each
+/// repeating the first column, so every figure stays whole and in view.
 pub fn view_table(v: &crate::views::View, width: Option<u16>) -> String {
-    let mut t = Table::new();
-    t.load_preset(presets::UTF8_FULL_CONDENSED);
-    t.force_no_tty();
-    t.set_content_arrangement(ContentArrangement::Disabled);
-    t.set_header(v.head.clone());
+    use crate::layout::{fit, Col, Overflow};
     // Numbers (and `-` for none) line up on the right, words on the left.
-    let numeric: Vec<bool> = (0..v.head.len())
-        .map(|i| {
-            v.rows.iter().filter_map(|r| r.get(i)).all(|c| {
+    let cols: Vec<Col> = v
+        .head
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let numeric = v.rows.iter().filter_map(|r| r.get(i)).all(|c| {
                 c == "-"
                     || c.is_empty()
                     || c.starts_with(|ch: char| ch.is_ascii_digit() || "+-±<≈".contains(ch))
-            })
+            });
+            Col::keep(h, numeric)
         })
         .collect();
-    for r in &v.rows {
-        t.add_row(r.iter().enumerate().map(|(i, c)| {
-            let cell = Cell::new(c);
-            if numeric.get(i).copied().unwrap_or(false) {
-                cell.set_alignment(CellAlignment::Right)
-            } else {
-                cell
-            }
-        }));
-    }
-    let mut s = format!("{}\n{t}\n", v.title);
+    let mut s = wrap(&v.title, width, 2);
+    s += &fit(&cols, &v.rows, width, Overflow::Fold);
     for n in &v.notes {
         s += &wrap(n, width, 2);
     }
@@ -588,4 +562,29 @@ pub fn csv(doc: &ResultDoc) -> anyhow::Result<String> {
 /// The document as pretty JSON.
 pub fn json(doc: &ResultDoc) -> anyhow::Result<String> {
     Ok(serde_json::to_string_pretty(doc)? + "\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_derived_figure_below_zero_says_why() {
+        let d = |estimate_ns: f64, ci95_ns: [f64; 2]| oscost_model::DerivedResult {
+            id: "tick.rr.1ms.per_rescheduling".into(),
+            description: String::new(),
+            terms: Vec::new(),
+            estimate_ns,
+            ci95_ns,
+            estimate_cycles: 0.0,
+            flagged: None,
+        };
+        assert_eq!(below_zero(&d(5.0, [1.0, 9.0])), None);
+        assert!(below_zero(&d(-7390.0, [-9000.0, 800.0]))
+            .unwrap()
+            .contains("reaches zero"));
+        assert!(below_zero(&d(-7390.0, [-9000.0, -100.0]))
+            .unwrap()
+            .contains("cost more"));
+    }
 }

@@ -37,6 +37,28 @@ fn scale(max: f64) -> (&'static str, f64) {
         .unwrap_or(("ns", 1.0))
 }
 
+/// Where the plot sits in the figure and how values map onto it.
+struct Frame {
+    left: f64,
+    top: f64,
+    plot_w: f64,
+    plot_h: f64,
+    n: usize,
+    unit_name: &'static str,
+    unit_ns: f64,
+    y_max: f64,
+}
+
+impl Frame {
+    fn x(&self, i: usize) -> f64 {
+        self.left + (i as f64 + 0.5) / self.n.max(1) as f64 * self.plot_w
+    }
+
+    fn y(&self, ns: f64) -> f64 {
+        self.top + self.plot_h - (ns / self.unit_ns / self.y_max).clamp(0.0, 1.0) * self.plot_h
+    }
+}
+
 /// The whole SVG document of the trend of `case_id` (per `unit`, `derived` for a derived
 /// figure) through `points`, oldest first. The same points always give the same bytes.
 pub fn trend_svg(case_id: &str, unit: &str, points: &[TrendRow]) -> String {
@@ -51,6 +73,7 @@ pub fn trend_svg(case_id: &str, unit: &str, points: &[TrendRow]) -> String {
     } else {
         format!("median per {unit}")
     };
+    let n = points.len();
     s.text(
         left,
         22.0,
@@ -59,7 +82,6 @@ pub fn trend_svg(case_id: &str, unit: &str, points: &[TrendRow]) -> String {
         0.0,
         &format!("{case_id}: {what} across runs"),
     );
-    let n = points.len();
     s.text(
         left,
         42.0,
@@ -82,11 +104,18 @@ pub fn trend_svg(case_id: &str, unit: &str, points: &[TrendRow]) -> String {
     } else {
         1.0
     };
-    let x = |i: usize| left + (i as f64 + 0.5) / n.max(1) as f64 * plot_w;
-    let y = |ns: f64| top + plot_h - (ns / unit_ns / y_max).clamp(0.0, 1.0) * plot_h;
-    // Grid and axes.
+    let f = Frame {
+        left,
+        top,
+        plot_w,
+        plot_h,
+        n,
+        unit_name,
+        unit_ns,
+        y_max,
+    };
     s.grid_and_frame((left, top), (plot_w, plot_h), &ticks(y_max, 5), |v| {
-        y(v * unit_ns)
+        f.y(v * unit_ns)
     });
     s.text(
         44.0,
@@ -107,27 +136,39 @@ pub fn trend_svg(case_id: &str, unit: &str, points: &[TrendRow]) -> String {
         );
         return s.finish();
     }
-    // Where the environment changed: between the run before and this one.
+    env_changes(&mut s, &f, points);
+    series(&mut s, &f, case_id, points);
+    run_labels(&mut s, &f, points);
+    legend(&mut s, &f, top + plot_h + labels_h + 24.0, points);
+    s.finish()
+}
+
+/// Where the environment changed, between the run before and this one: a dashed line and a
+/// mark above the frame, with no text over the data (the legend says what the mark means).
+fn env_changes(s: &mut Svg, f: &Frame, points: &[TrendRow]) {
     for (i, p) in points.iter().enumerate().skip(1) {
         if p.env_changed {
-            let cx = (x(i - 1) + x(i)) / 2.0;
-            s.line(cx, top, cx, top + plot_h, CHANGE, 1.5);
-            s.text(
+            let cx = (f.x(i - 1) + f.x(i)) / 2.0;
+            s.line(cx, f.top, cx, f.top + f.plot_h, CHANGE, 1.5);
+            s.rect(
                 cx - 4.0,
-                top + 4.0,
-                10.0,
-                Anchor::End,
-                -90.0,
-                "environment changed",
+                f.top - 10.0,
+                8.0,
+                8.0,
+                CHANGE,
+                Some("environment changed"),
             );
         }
     }
-    // The medians, joined where they follow each other without a gap.
+}
+
+/// The medians, joined where they follow each other without a gap, each with its interval.
+fn series(s: &mut Svg, f: &Frame, case_id: &str, points: &[TrendRow]) {
     let mut segment: Vec<(f64, f64)> = Vec::new();
     let mut segments = Vec::new();
     for (i, p) in points.iter().enumerate() {
         if p.median_ns.is_finite() {
-            segment.push((x(i), y(p.median_ns)));
+            segment.push((f.x(i), f.y(p.median_ns)));
         } else if !segment.is_empty() {
             segments.push(std::mem::take(&mut segment));
         }
@@ -136,77 +177,73 @@ pub fn trend_svg(case_id: &str, unit: &str, points: &[TrendRow]) -> String {
     for seg in segments.iter().filter(|seg| seg.len() > 1) {
         s.polyline(seg, LINE, 1.5, &format!("{case_id} across runs"));
     }
-    let cap = (plot_w / n as f64 * 0.3).clamp(1.0, 6.0);
-    let dot = (plot_w / n as f64 * 0.5).clamp(2.0, 7.0);
+    let n = points.len() as f64;
+    let cap = (f.plot_w / n * 0.3).clamp(1.0, 6.0);
+    let dot = (f.plot_w / n * 0.5).clamp(2.0, 7.0);
     for (i, p) in points.iter().enumerate() {
         if !p.median_ns.is_finite() {
             continue;
         }
         let colour = if p.checks_passed { LINE } else { FAILED };
         let [lo, hi] = p.ci95_ns;
+        let x = f.x(i);
         if lo.is_finite() && hi.is_finite() {
-            s.line(x(i), y(lo), x(i), y(hi), colour, 1.0);
-            s.line(x(i) - cap, y(lo), x(i) + cap, y(lo), colour, 1.0);
-            s.line(x(i) - cap, y(hi), x(i) + cap, y(hi), colour, 1.0);
+            s.line(x, f.y(lo), x, f.y(hi), colour, 1.0);
+            s.line(x - cap, f.y(lo), x + cap, f.y(lo), colour, 1.0);
+            s.line(x - cap, f.y(hi), x + cap, f.y(hi), colour, 1.0);
         }
+        let u = f.unit_ns;
         let tip = format!(
-            "run {}{}: {:.4} {unit_name} (95 % CI {:.4} .. {:.4}){}",
+            "run {}{}: {:.4} {} (95 % CI {:.4} .. {:.4}){}",
             p.label,
             if p.date.is_empty() {
                 String::new()
             } else {
                 format!(", {}", p.date)
             },
-            p.median_ns / unit_ns,
-            lo / unit_ns,
-            hi / unit_ns,
+            p.median_ns / u,
+            f.unit_name,
+            lo / u,
+            hi / u,
             if p.checks_passed {
                 ""
             } else {
                 "; a mechanism check failed"
             }
         );
-        s.rect(
-            x(i) - dot / 2.0,
-            y(p.median_ns) - dot / 2.0,
-            dot,
-            dot,
-            colour,
-            Some(&tip),
-        );
+        let y = f.y(p.median_ns);
+        s.rect(x - dot / 2.0, y - dot / 2.0, dot, dot, colour, Some(&tip));
     }
-    // Run labels, slanted so that ids and dates fit side by side.
-    let every = n.div_ceil(MAX_LABELS);
-    for (i, p) in points.iter().enumerate() {
-        if i % every != 0 {
-            continue;
-        }
+}
+
+/// Run labels, slanted so that ids and dates fit side by side.
+fn run_labels(s: &mut Svg, f: &Frame, points: &[TrendRow]) {
+    let every = points.len().div_ceil(MAX_LABELS);
+    let base = f.top + f.plot_h;
+    for (i, p) in points.iter().enumerate().step_by(every.max(1)) {
         let label = if p.date.is_empty() {
             p.label.clone()
         } else {
             format!("{} {}", p.label, p.date)
         };
-        s.line(x(i), top + plot_h, x(i), top + plot_h + 4.0, "#000000", 1.0);
+        s.line(f.x(i), base, f.x(i), base + 4.0, "#000000", 1.0);
+        s.text(f.x(i) + 3.0, base + 14.0, 10.0, Anchor::End, -40.0, &label);
+    }
+}
+
+fn legend(s: &mut Svg, f: &Frame, ly: f64, points: &[TrendRow]) {
+    let left = f.left;
+    if points.iter().any(|p| p.env_changed) {
+        s.rect(left + 5.0, ly - 8.0, 8.0, 8.0, CHANGE, None);
         s.text(
-            x(i) + 3.0,
-            top + plot_h + 14.0,
-            10.0,
-            Anchor::End,
-            -40.0,
-            &label,
+            left + 24.0,
+            ly,
+            11.0,
+            Anchor::Start,
+            0.0,
+            "environment changed (kernel, CPU, mitigations, clock, CPUs, nice or oscost version)",
         );
     }
-    // Legend.
-    let ly = top + plot_h + labels_h + 24.0;
-    s.line(left, ly - 4.0, left + 18.0, ly - 4.0, CHANGE, 1.5);
-    s.text(
-        left + 24.0,
-        ly,
-        11.0,
-        Anchor::Start,
-        0.0,
-        "environment changed (kernel, CPU, mitigations, clock, CPUs, nice or oscost version)",
-    );
     if points.iter().any(|p| !p.checks_passed) {
         s.rect(left + 5.0, ly + 10.0, 7.0, 7.0, FAILED, None);
         s.text(
@@ -218,7 +255,6 @@ pub fn trend_svg(case_id: &str, unit: &str, points: &[TrendRow]) -> String {
             "a mechanism check failed: the figure is not trusted",
         );
     }
-    s.finish()
 }
 
 #[cfg(test)]

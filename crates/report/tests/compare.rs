@@ -279,3 +279,47 @@ fn a_summary_that_disagrees_with_its_samples_does_not_split_the_row() {
     assert!((r.diff_pct - 50.0).abs() < 1e-6, "{}", r.diff_pct);
     assert_eq!(compare::slower_than(&c, 40.0).len(), 1);
 }
+
+#[test]
+fn three_rounds_a_side_with_a_large_change_are_too_few_samples_never_no_difference() {
+    // Keep three samples a side: the rank test cannot reach p < 0.05 with them.
+    let keep3 = |mut d: ResultDoc| {
+        for e in &mut d.experiments {
+            for c in &mut e.cases {
+                c.raw_ns.truncate(3);
+                c.median_ns = oscost_stats::median(&c.raw_ns);
+                c.samples = 3;
+            }
+        }
+        d
+    };
+    let a = keep3(golden());
+    let b = keep3(scaled(golden(), "example.cost250", 2.35));
+    let c = run(&a, &b, Settings::default());
+    let row = verdict_of(&c[0], "example.cost250");
+    assert!(row.mann_whitney_p.unwrap() >= 0.05);
+    assert_eq!(row.verdict, Verdict::TooFewSamples);
+    let text = compare::terminal(&c);
+    assert!(text.contains("too few samples to tell"), "{text}");
+}
+
+#[test]
+fn the_change_since_the_last_run_names_what_moved() {
+    let a = golden();
+    let b = scaled(golden(), "example.cost250", 1.2);
+    let text = compare::since_last(&a, "abcd1234", &b, Some(60)).expect("common figures");
+    assert!(text.starts_with("Change since run abcd1234"), "{text}");
+    assert!(
+        text.contains("example.cost250 slower: +20.0 %, B / A 1.200"),
+        "{text}"
+    );
+    assert!(text.lines().all(|l| l.chars().count() <= 60), "{text}");
+    // --only-changed keeps the one row that moved.
+    let c = run(&a, &b, Settings::default());
+    let view = compare::View {
+        width: None,
+        only_changed: true,
+    };
+    let shown = compare::terminal_view(&c, view);
+    assert!(shown.contains("example.cost250") && !shown.contains("example.cost100 "));
+}

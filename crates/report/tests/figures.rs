@@ -152,6 +152,11 @@ fn hostile_text_in_a_result_stays_text_in_every_figure() {
             c.id = format!("{}.{hostile}", c.id);
             c.description = hostile.into();
         }
+        // A derived id keeps its shape (`switch.<primitive>.threads.same.switch_cost`) with
+        // the text inside it.
+        for d in &mut e.derived {
+            d.id = d.id.replacen('.', &format!(".{hostile}"), 1);
+        }
     }
     let plots = all(&doc);
     assert!(!plots.is_empty());

@@ -6,7 +6,7 @@
 //! result always draws the same bytes.
 
 use super::svg::{Anchor, Paint, Svg};
-use crate::views::tick::grouped;
+use crate::format::grouped;
 
 /// Okabe and Ito's palette ("Color Universal Design", 2008): told apart with every common
 /// kind of colour blindness. Yellow goes last: it is faint on white paper.
@@ -424,61 +424,8 @@ fn at_data(values: &[f64]) -> (f64, f64, Vec<f64>) {
     (lo / pad, hi * pad, ticks)
 }
 
-/// `x` with three significant digits at most, trailing zeros dropped: `1.5`, `250`, `0.02`.
-pub fn sig(x: f64) -> String {
-    if !x.is_finite() {
-        return "-".into();
-    }
-    let a = x.abs();
-    let decimals = if a >= 100.0 || a == 0.0 {
-        0
-    } else if a >= 10.0 {
-        1
-    } else if a >= 1.0 {
-        2
-    } else {
-        (2.0 - a.log10().floor()) as usize
-    };
-    trim(&format!("{x:.decimals$}"))
-}
-
-/// Drops trailing zeros after a decimal point, and the point itself; `-0` becomes `0`.
-fn trim(s: &str) -> String {
-    let t = if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.')
-    } else {
-        s
-    };
-    if t == "-0" {
-        "0".into()
-    } else {
-        t.to_owned()
-    }
-}
-
-/// A duration with its own unit, three significant digits: `500 ns`, `1.5 µs`, `12 ms`.
-pub fn time(ns: f64) -> String {
-    const UNITS: [(f64, &str); 4] = [(1.0, "ns"), (1e3, "µs"), (1e6, "ms"), (1e9, "s")];
-    let a = ns.abs();
-    // The largest unit the value reaches once rounded: 999.96 ns reads `1 µs`, not `1000 ns`.
-    let (f, u) = UNITS
-        .iter()
-        .rev()
-        .find(|(f, _)| sig(a / f).parse::<f64>().is_ok_and(|v| v >= 1.0))
-        .copied()
-        .unwrap_or(UNITS[0]);
-    format!("{} {u}", sig(ns / f))
-}
-
-/// A change in percent, signed: `+12 %`, `-3.5 %`, `0 %`.
-pub fn change(pct: f64) -> String {
-    let s = sig(pct);
-    if pct > 0.0 && s != "0" {
-        format!("+{s} %")
-    } else {
-        format!("{s} %")
-    }
-}
+use crate::format::trim;
+pub use crate::format::{change, sig, time};
 
 fn log_label(unit: Unit, v: f64) -> String {
     match unit {

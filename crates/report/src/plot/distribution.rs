@@ -1,11 +1,13 @@
 //! Every experiment's samples, one row per case: each sample as a dot, the middle half as a
 //! box, the median with its confidence interval. A median alone hides a bimodal case or a
-//! tail of interrupted samples; this shows them.
+//! tail of interrupted samples; this shows them. Each case is drawn against its own median,
+//! so a 3 ns call and a 30 ms run show their spread at the same scale instead of a few
+//! pixels each on an axis of many decades; the median itself is in the row's label.
 
 use super::chart::{self, Axis, Fit, Header, Key, Unit, PALETTE};
 use super::svg::{Anchor, Paint, Svg};
 use super::Plot;
-use crate::render::fmt_ns;
+use crate::format::fmt_ns;
 use oscost_model::{CaseResult, ExperimentResult};
 
 /// Dots drawn per case at most; beyond it, evenly spaced quantiles of the samples stand for
@@ -44,9 +46,11 @@ fn pct(sorted: &[f64], p: f64) -> f64 {
 
 /// The figure of experiment `e`, if any case has samples.
 pub fn plots(e: &ExperimentResult) -> Vec<Plot> {
+    // A ratio needs a positive median.
     let rows: Vec<(&CaseResult, Vec<f64>)> = e
         .cases
         .iter()
+        .filter(|c| c.median_ns > 0.0 && c.median_ns.is_finite())
         .map(|c| (c, samples(c)))
         .filter(|(_, s)| !s.is_empty())
         .collect();
@@ -55,18 +59,20 @@ pub fn plots(e: &ExperimentResult) -> Vec<Plot> {
     }
     let all: Vec<f64> = rows
         .iter()
-        .flat_map(|(c, s)| s.iter().copied().chain(c.ci95_ns))
+        .flat_map(|(c, s)| s.iter().chain(&c.ci95_ns).map(|v| v / c.median_ns))
+        .chain([1.0])
         .collect();
     let axis = Axis::fit(
-        "time per operation",
-        Unit::Ns,
+        "each sample against its case's median",
+        Unit::Ratio,
         &all,
-        Fit::Auto { zero: true },
+        Fit::Auto { zero: false },
     );
     let thinned = rows.iter().any(|(_, s)| s.len() > DOTS_MAX);
     let mut notes = vec![String::from(
-        "One row per case, in the unit of the case (a call, a hop, a run). Dots: the samples, \
-         each the mean of a batch of operations, spread up and down to be seen apart; box: the \
+        "One row per case, in the unit of the case (a call, a hop, a run), drawn against the \
+         case's own median (its value in the label; the dashed line). Dots: the samples, each \
+         the mean of a batch of operations, spread up and down to be seen apart; box: the \
          middle half (25th to 75th percentile); whisker: smallest to largest; black bar: the \
          median; orange bar: its 95 % confidence interval.",
     )];
@@ -79,7 +85,7 @@ pub fn plots(e: &ExperimentResult) -> Vec<Plot> {
     let header = Header::new(&format!("{}: every sample of every case", e.name), &notes);
     let labels: Vec<String> = rows
         .iter()
-        .map(|(c, _)| row_label(&e.name, &c.id))
+        .map(|(c, _)| format!("{} {}", row_label(&e.name, &c.id), fmt_ns(c.median_ns)))
         .collect();
     let (area, top_axis) = chart::row_area(&header, &labels, ROW_H);
     let orange = PALETTE[4];
@@ -96,12 +102,14 @@ pub fn plots(e: &ExperimentResult) -> Vec<Plot> {
     chart::row_stripes(&mut s, area, rows.len(), ROW_H);
     chart::x_axis(&mut s, area, &axis, top_axis);
     s.line(area.x, area.y, area.x, area.y + area.h, "#000000", 1.0);
+    let one = area.px(&axis, 1.0);
+    s.dashed_line((one, area.y), (one, area.y + area.h), "#000000", 1.0, "4 4");
     let blue = PALETTE[0];
     for (i, ((c, raw), label)) in rows.iter().zip(&labels).enumerate() {
         let mid = area.y + (i as f64 + 0.5) * ROW_H;
         let mut sorted = raw.clone();
         sorted.sort_by(f64::total_cmp);
-        let x = |v: f64| area.px(&axis, v);
+        let x = |v: f64| area.px(&axis, v / c.median_ns);
         let tip = format!(
             "{}: median {} (95 % CI {} to {}), {} samples",
             c.id,

@@ -13,6 +13,7 @@ pub mod runs;
 pub mod spawn;
 pub mod split;
 pub mod svg;
+pub mod switch_cost;
 pub mod tick;
 pub mod timeline;
 
@@ -35,6 +36,7 @@ const PLOTS: &[(&str, PlotFn)] = &[
     ("ring", ring::plots),
     ("split", split::plots),
     ("spawn", spawn::plots),
+    ("switch", switch_cost::plots),
     ("timeline", timeline::plots),
     ("tick", tick::plots),
     ("noise", noise::plots),

@@ -4,7 +4,7 @@
 
 use super::chart::{self, Axis, Bar, Fit, Header, Key, Line, Panel, Point, Reference, Style, Unit};
 use super::Plot;
-use crate::views::tick::grouped;
+use crate::format::grouped;
 use oscost_model::case::Series;
 use oscost_model::{CaseResult, ExperimentResult};
 use oscost_stats::periodic::log2_histogram;

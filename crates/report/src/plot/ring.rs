@@ -4,7 +4,7 @@
 
 use super::chart::{Axis, Fit, Header, Key, Line, Panel, Point, Reference, Style, Unit};
 use super::Plot;
-use crate::render::fmt_ns;
+use crate::format::fmt_ns;
 use oscost_model::{CaseResult, ExperimentResult};
 
 fn param_u64(c: &CaseResult, key: &str) -> Option<u64> {

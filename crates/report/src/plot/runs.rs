@@ -6,7 +6,7 @@ use super::chart::{self, Axis, Fit, Header, Key, Style, Unit};
 use super::distribution::row_label;
 use super::svg::{Anchor, Svg};
 use super::Plot;
-use crate::render::fmt_ns;
+use crate::format::fmt_ns;
 use oscost_model::{CaseResult, ResultDoc};
 
 /// One figure per experiment of the first run that every run measured a case of.

@@ -4,7 +4,7 @@
 
 use super::chart::{self, Axis, Fit, Header, Key, Line, Panel, Point, Style, Unit};
 use super::Plot;
-use crate::render::fmt_ns;
+use crate::format::fmt_ns;
 use oscost_model::{CaseResult, ExperimentResult};
 
 /// `spawn.fork-exec.static.p64mib` → `fork-exec.static`.

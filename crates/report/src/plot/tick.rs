@@ -4,7 +4,7 @@
 
 use super::chart::{self, Axis, Fit, Header, Key, Line, Panel, Point, Reference, Style, Unit};
 use super::Plot;
-use crate::views::tick::grouped;
+use crate::format::grouped;
 use oscost_model::ExperimentResult;
 use serde_json::Value;
 

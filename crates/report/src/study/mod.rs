@@ -292,15 +292,7 @@ pub fn value_text(v: f64, unit: &str) -> String {
     }
 }
 
-/// A signed percentage: `+12.3`, `-0.5`, `0`.
-pub fn signed(v: f64) -> String {
-    let s = crate::plot::chart::sig(v);
-    if v > 0.0 && s != "0" {
-        format!("+{s}")
-    } else {
-        s
-    }
-}
+pub use crate::format::signed;
 
 /// A published value in its unit for a table cell, or `-`.
 pub(crate) fn pub_cell(v: Option<f64>, unit: &str) -> String {

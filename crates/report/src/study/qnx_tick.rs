@@ -12,9 +12,9 @@ use super::{
     baseline, case, get, keys, line, published, published_style, signed, this_label,
     this_machine_note, this_style, value_text, x_values, y_values, StudyFigure, StudyInfo,
 };
+use crate::format::fmt_ns;
 use crate::plot::chart::{grid, Axis, Fit, Header, Panel, Unit};
 use crate::plot::Plot;
-use crate::render::fmt_ns;
 use crate::views::View;
 use oscost_model::{CaseResult, ResultDoc};
 

@@ -4,7 +4,7 @@
 //! study's own %, and the difference priced at the run's call rate.
 
 use super::View;
-use crate::render::fmt_ns;
+use crate::format::{fmt_ns, pct_signed as pct};
 use oscost_model::schema::{CaseResult, ExperimentResult};
 
 /// The study's published slowdown of `call` (user-mode drivers over kernel-mode ones), %.
@@ -18,14 +18,6 @@ fn study_pct(call: &str) -> Option<f64> {
         .into_iter()
         .find(|f| f.id == id)
         .map(|f| f.value)
-}
-
-fn pct(v: f64) -> String {
-    if v.is_finite() {
-        format!("{v:+.1} %")
-    } else {
-        "-".into()
-    }
 }
 
 /// The table: one row per call measured on both sides, in the order measured, and the sum.

@@ -2,9 +2,9 @@
 //! share of the CPU lost, the dominant period and what its interruptions cost, beside the local
 //! timer interrupts and the steal time the kernel counted over the run.
 
-use super::tick::grouped;
 use super::View;
-use crate::render::fmt_ns;
+use crate::format::fmt_ns;
+use crate::format::grouped;
 use oscost_model::schema::ExperimentResult;
 use serde_json::Value;
 

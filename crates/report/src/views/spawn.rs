@@ -2,7 +2,7 @@
 //! page tables it copies.
 
 use super::View;
-use crate::render::fmt_ns;
+use crate::format::fmt_ns;
 use oscost_model::{CaseResult, ExperimentResult};
 
 /// The views of a `spawn` result.
@@ -197,7 +197,7 @@ mod tests {
         let v = views(&e);
         assert_eq!(v.len(), 2);
         assert_eq!(v[0].head, ["creation", "1 MiB", "1025 MiB"]);
-        assert_eq!(v[0].rows[0], ["fork", "100.00 µs", "12.39 ms"]);
+        assert_eq!(v[0].rows[0], ["fork", "100.0 µs", "12.39 ms"]);
         assert_eq!(v[0].rows[2], ["fork-exec.static", "", "not measured"]);
         let big = &v[1].rows[1];
         assert_eq!(big[0], "1025 MiB");
@@ -205,8 +205,8 @@ mod tests {
         assert_eq!(big[4], "10.00 µs");
         // 12.288608 ms over 2048 KiB of page tables, over 262144 pages.
         assert_eq!(big[5], "12.29 ms");
-        assert_eq!(big[6], "6.00 µs");
-        assert_eq!(big[7], "46.9 ns");
+        assert_eq!(big[6], "6.000 µs");
+        assert_eq!(big[7], "46.88 ns");
         let one = ExperimentResult {
             cases: e.cases[..2].to_vec(),
             unavailable: vec![],

@@ -2,7 +2,7 @@
 //! and the speed-up that the extra CPUs gave.
 
 use super::View;
-use crate::render::fmt_ns;
+use crate::format::{fmt_ns, pct_signed as pct};
 use oscost_model::{CaseResult, ExperimentResult};
 
 /// The ideal time of N tasks sharing work that takes one flow `t1` on one CPU, on `cpus` CPUs.
@@ -25,14 +25,6 @@ fn param_str<'a>(c: &'a CaseResult, key: &str) -> Option<&'a str> {
 
 fn counter(c: &CaseResult, key: &str) -> Option<f64> {
     c.counters.get(key).copied()
-}
-
-fn pct(v: f64) -> String {
-    if v.is_finite() {
-        format!("{v:+.1} %")
-    } else {
-        "-".into()
-    }
 }
 
 fn num(v: Option<f64>) -> String {

@@ -4,29 +4,9 @@
 //! interval, beside what the kernel's own tick costs a spinning loop on the same CPU.
 
 use super::View;
-use crate::render::fmt_ns;
+use crate::format::{fmt_ns, grouped};
 use oscost_model::schema::{CaseResult, ExperimentResult};
 use serde_json::Value;
-
-/// An integer in groups of three digits (`3 169 850 746`), as the study printed its cycles.
-pub(crate) fn grouped(v: f64) -> String {
-    if !v.is_finite() {
-        return "-".into();
-    }
-    let digits = format!("{:.0}", v.abs());
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(' ');
-        }
-        out.push(c);
-    }
-    if v < 0.0 && digits != "0" {
-        format!("-{out}")
-    } else {
-        out
-    }
-}
 
 fn counter(c: &CaseResult, key: &str) -> Option<f64> {
     c.counters.get(key).copied()
@@ -73,7 +53,8 @@ pub fn views(e: &ExperimentResult) -> Vec<View> {
                     .params
                     .get("period_ns")
                     .and_then(Value::as_f64)
-                    .map_or_else(|| "-".into(), fmt_ns);
+                    // A setting, not a measurement: as short as it was asked for (`50 µs`).
+                    .map_or_else(|| "-".into(), crate::format::time);
                 let flag = if c.checks_passed { "" } else { " *" };
                 rows.push(vec![
                     format!("{period}{flag}"),
@@ -137,12 +118,18 @@ pub fn views(e: &ExperimentResult) -> Vec<View> {
                 ),
                 _ => {}
             }
-            notes.push(
+            // The footnote mark is explained only where a row carries it.
+            let flagged = notes.iter().any(|n| n.starts_with("* "));
+            notes.push(format!(
                 "events: counted per run (median); extra cycles: median run less the undisturbed \
                  median; cycles per event: extra cycles / events; overhead: extra cycles / \
-                 undisturbed cycles; * a check failed (see the notes above)"
-                    .into(),
-            );
+                 undisturbed cycles{}",
+                if flagged {
+                    "; * a check failed (see the notes above)"
+                } else {
+                    ""
+                }
+            ));
             View {
                 title: format!("{}: {source}, cost per timer event", e.name),
                 head: [
@@ -162,19 +149,4 @@ pub fn views(e: &ExperimentResult) -> Vec<View> {
             }
         })
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn groups_of_three() {
-        assert_eq!(grouped(3_169_850_746.0), "3 169 850 746");
-        assert_eq!(grouped(860_977.0), "860 977");
-        assert_eq!(grouped(1256.4), "1 256");
-        assert_eq!(grouped(-45.0), "-45");
-        assert_eq!(grouped(999.0), "999");
-        assert_eq!(grouped(f64::NAN), "-");
-    }
 }

@@ -3,9 +3,9 @@
 //! per event), and under it the hand-over between threads and between processes set against
 //! the cost of an event, the study's "switching against servicing the clock".
 
-use super::tick::grouped;
 use super::View;
-use crate::render::fmt_ns;
+use crate::format::fmt_ns;
+use crate::format::grouped;
 use oscost_model::schema::{CaseResult, ExperimentResult};
 use serde_json::Value;
 
@@ -61,7 +61,8 @@ pub fn views(e: &ExperimentResult) -> Vec<View> {
                 .params
                 .get("period_ns")
                 .and_then(Value::as_f64)
-                .map_or_else(|| "none".into(), fmt_ns);
+                // A setting, not a measurement: as short as it was asked for (`50 µs`).
+                .map_or_else(|| "none".into(), crate::format::time);
             let flag = if c.checks_passed { "" } else { " *" };
             let (cpe, useful) = match base {
                 Some(b) if c.params.contains_key("period_ns") => {

@@ -3,7 +3,7 @@
 //! the CPU shares measured against the ones the kernel's weights predict.
 
 use super::View;
-use crate::render::fmt_ns;
+use crate::format::fmt_ns;
 use oscost_model::{CaseResult, ExperimentResult};
 
 fn counter(c: &CaseResult, key: &str) -> Option<f64> {

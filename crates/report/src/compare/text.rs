@@ -1,0 +1,509 @@
+//! The comparison for people: terminal tables and Markdown.
+
+use super::verdict::P_SIGNIFICANT;
+use super::*;
+
+use crate::format::{fmt_ns, fmt_ns_signed, ns_with_ci, p_value, pct_signed, plain, ratio};
+use crate::layout::{fit, Col, Overflow};
+
+fn fmt_rate(ns_per_s: f64) -> String {
+    // ns of CPU per second of wall time, and the same as a share of one CPU.
+    format!("{}/s ({:.2} %)", fmt_ns(ns_per_s), ns_per_s / 1e7)
+}
+
+/// The columns of the figures table. In a narrow terminal the difference goes first, then the
+/// p-value, A, B and the percentage; the case, the ratio and the verdict stay.
+fn cols(c: &Comparison) -> Vec<Col> {
+    let mut h = vec![
+        Col::keep("case", false),
+        Col::drop("A", true, 3),
+        Col::drop("B", true, 4),
+        Col::drop("B − A", true, 1),
+        Col::drop("%", true, 5),
+        Col::keep("B / A (95 % CI)", true),
+    ];
+    if c.published.is_none() {
+        h.push(Col::drop("p", true, 2));
+    }
+    h.push(Col::keep("verdict", false));
+    if let Some(r) = c.settings.rate_per_s {
+        h.push(Col::drop(&format!("B − A at {} /s", plain(r)), false, 6));
+    }
+    h
+}
+
+fn cells(c: &Comparison, r: &Row) -> Vec<String> {
+    let mut v = vec![
+        r.id.clone(),
+        ns_with_ci(r.baseline.median_ns, r.baseline.ci95_ns),
+        ns_with_ci(r.other.median_ns, r.other.ci95_ns),
+        fmt_ns_signed(r.diff_ns),
+        pct_signed(r.diff_pct),
+        ratio(r.ratio, r.ratio_ci95),
+    ];
+    if c.published.is_none() {
+        v.push(p_value(r.mann_whitney_p));
+    }
+    let mut verdict = r.verdict.text().to_string();
+    if !r.baseline.checks_passed || !r.other.checks_passed {
+        verdict.push_str(" (!)");
+    }
+    v.push(verdict);
+    if let Some(a) = &r.at_rate {
+        v.push(fmt_rate(a.diff_ns_per_s));
+    }
+    v
+}
+
+/// A measured case row whose file's summary disagrees with its raw samples: its note is shown
+/// under the table (the row's figures come from the samples, without the summary's interval).
+fn inconsistent(r: &Row) -> bool {
+    r.kind == "case" && (r.baseline.ci95_ns.is_none() || r.other.ci95_ns.is_none())
+}
+
+fn intro(c: &Comparison) -> Vec<String> {
+    let mut lines = vec![format!("B = {} against A = {}", c.other, c.baseline)];
+    if let Some(p) = &c.published {
+        lines.push(format!(
+            "The published figures are from {} on {}. They were not measured here: no \
+             samples, no confidence interval, so only the ratio is shown and no verdict is \
+             given.",
+            p.citation, p.machine
+        ));
+    }
+    lines
+}
+
+fn explanation(c: &Comparison) -> String {
+    let rate = c
+        .settings
+        .rate_per_s
+        .map(|r| {
+            format!(
+                " The last column is the difference as CPU time per second at {} operations a \
+                 second, and as a share of one CPU.",
+                plain(r)
+            )
+        })
+        .unwrap_or_default();
+    if c.published.is_some() {
+        return rate.trim_start().to_string();
+    }
+    rate_after(
+        format!(
+            "A verdict of faster or slower needs all three: the bootstrap 95 % CI of the ratio of \
+         medians excludes 1, Mann-Whitney p < {P_SIGNIFICANT} on the raw samples, and a change \
+         beyond ±{} % (--threshold), the noise between runs of one machine. \"No difference\" \
+         needs the data to say so; when the test cannot decide with this many samples, or \
+         the interval lies beyond the threshold without the test agreeing: too few samples \
+         to tell (run more rounds). (!) marks a row with a failed mechanism check.",
+            plain(c.settings.threshold_pct)
+        ),
+        &rate,
+    )
+}
+
+fn rate_after(mut s: String, rate: &str) -> String {
+    s.push_str(rate);
+    s
+}
+
+fn summary(c: &Comparison) -> String {
+    let t = tally(c);
+    let mut parts: Vec<String> = [
+        "slower",
+        "faster",
+        "no difference",
+        "too few samples to tell",
+        "not comparable",
+        "not measured here",
+    ]
+    .iter()
+    .filter_map(|k| t.get(k).map(|n| format!("{n} {k}")))
+    .collect();
+    if !c.study_rows.is_empty() {
+        parts.push(format!(
+            "{} figure{} the study derived set beside this run's",
+            c.study_rows.len(),
+            if c.study_rows.len() == 1 { "" } else { "s" }
+        ));
+    }
+    if parts.is_empty() {
+        parts.push("no common figure".into());
+    }
+    let n = c.rows.len() + c.study_rows.len();
+    let unmatched = if c.unmatched_published.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; {} published figure{} with no counterpart here, each saying why (below)",
+            c.unmatched_published.len(),
+            if c.unmatched_published.len() == 1 {
+                ""
+            } else {
+                "s"
+            }
+        )
+    };
+    format!(
+        "{n} figure{} compared: {}{unmatched}",
+        if n == 1 { "" } else { "s" },
+        parts.join(", ")
+    )
+}
+
+fn leftovers(c: &Comparison) -> Vec<String> {
+    let mut v = Vec::new();
+    let names = |ids: &[String]| {
+        let shown: Vec<&str> = ids.iter().take(12).map(String::as_str).collect();
+        let more = ids.len().saturating_sub(shown.len());
+        format!(
+            "{}{}",
+            shown.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        )
+    };
+    if !c.only_in_baseline.is_empty() {
+        v.push(format!(
+            "Only in {} ({}): {}",
+            c.baseline,
+            c.only_in_baseline.len(),
+            names(&c.only_in_baseline)
+        ));
+    }
+    if !c.only_in_other.is_empty() {
+        v.push(format!(
+            "Only in {} ({}): {}",
+            c.other,
+            c.only_in_other.len(),
+            names(&c.only_in_other)
+        ));
+    }
+    v
+}
+
+/// How the terminal shows a comparison.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct View {
+    /// The terminal's width; `None`: tables at their natural width (a pipe, a file).
+    pub width: Option<u16>,
+    /// Only the rows called slower or faster (`--only-changed`).
+    pub only_changed: bool,
+}
+
+/// The comparison as terminal tables at their natural width.
+pub fn terminal(comparisons: &[Comparison]) -> String {
+    terminal_view(comparisons, View::default())
+}
+
+/// The comparison as terminal tables laid out for `width` columns (see [`terminal_view`]).
+pub fn terminal_with(comparisons: &[Comparison], width: Option<u16>) -> String {
+    terminal_view(
+        comparisons,
+        View {
+            width,
+            only_changed: false,
+        },
+    )
+}
+
+fn changed(r: &Row) -> bool {
+    matches!(r.verdict, Verdict::Slower | Verdict::Faster)
+}
+
+/// The comparison as terminal tables: a table too wide for `view.width` drops its difference,
+/// p-value and A and B columns first, then shows each row as a block of lines that starts
+/// with its verdict; prose is wrapped.
+pub fn terminal_view(comparisons: &[Comparison], view: View) -> String {
+    let width = view.width;
+    let mut s = String::new();
+    let line = |text: &str, indent: usize| crate::render::wrap(text, width, indent);
+    for c in comparisons {
+        for l in intro(c) {
+            s += &line(&l, 0);
+        }
+        s.push('\n');
+        if c.environment.is_empty() {
+            s += "Environment: nothing that can explain a difference differs.\n\n";
+        } else {
+            let rows: Vec<Vec<String>> = c
+                .environment
+                .iter()
+                .map(|d| vec![d.field.clone(), d.baseline.clone(), d.other.clone()])
+                .collect();
+            let env_cols = [
+                Col::keep("environment differs", false),
+                Col::keep("A", false),
+                Col::keep("B", false),
+            ];
+            s += &fit(&env_cols, &rows, width, Overflow::List { headline: None });
+            s.push('\n');
+        }
+        let shown: Vec<&Row> = c
+            .rows
+            .iter()
+            .filter(|r| !view.only_changed || changed(r))
+            .collect();
+        if !shown.is_empty() {
+            let cols = cols(c);
+            let rows: Vec<Vec<String>> = shown.iter().map(|r| cells(c, r)).collect();
+            let verdict = cols.iter().position(|k| k.head == "verdict");
+            s += &fit(&cols, &rows, width, Overflow::List { headline: verdict });
+        }
+        s += &line(&summary(c), 2);
+        if view.only_changed && shown.len() < c.rows.len() {
+            s += &line(
+                &format!(
+                    "{} figure{} neither slower nor faster not shown (--only-changed).",
+                    c.rows.len() - shown.len(),
+                    if c.rows.len() - shown.len() == 1 {
+                        ""
+                    } else {
+                        "s"
+                    }
+                ),
+                2,
+            );
+        }
+        if let Some(d) = &c.drift {
+            s += &line(&format!("Warning: {d}"), 2);
+        }
+        let e = explanation(c);
+        if !e.is_empty() {
+            s += &line(&e, 0);
+        }
+        for r in c
+            .rows
+            .iter()
+            .filter(|r| r.kind == "published" || inconsistent(r))
+        {
+            if let Some(n) = &r.note {
+                s += &line(&format!("  {}: {n}", r.id), 4);
+            }
+        }
+        if !c.study_rows.is_empty() {
+            let study_cols = [
+                Col::keep("figure", false),
+                Col::keep("published", true),
+                Col::keep("this machine", true),
+                Col::drop("95 % CI", true, 1),
+                Col::keep("difference", true),
+            ];
+            let rows: Vec<Vec<String>> =
+                c.study_rows.iter().map(|r| study_cells(r).into()).collect();
+            s += &line(
+                "Figures the study derived, computed from this run as the study computed them \
+                 (ratios, percentages, cycles per event: no verdict):",
+                0,
+            );
+            s += &fit(&study_cols, &rows, width, Overflow::List { headline: None });
+            for r in &c.study_rows {
+                s += &line(&format!("  {} (= {}): {}", r.id, r.measured_id, r.note), 4);
+            }
+        }
+        for u in &c.unmatched_published {
+            s += &line(
+                &format!(
+                    "  not compared: {} = {} ({}): {}",
+                    u.id, u.value, u.meaning, u.why
+                ),
+                4,
+            );
+        }
+        for l in leftovers(c) {
+            s += &line(&l, 2);
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// A study row's cells: the figure, both values, the interval and the difference.
+fn study_cells(r: &StudyRow) -> [String; 5] {
+    use crate::study::value_text;
+    let diff = if r.unit == "%" {
+        format!("{} points", crate::study::signed(r.difference))
+    } else {
+        format!(
+            "{}{}",
+            if r.difference > 0.0 { "+" } else { "" },
+            value_text(r.difference, &r.unit)
+        )
+    };
+    [
+        r.id.clone(),
+        value_text(r.published, &r.unit),
+        value_text(r.measured, &r.unit),
+        r.measured_ci95.map_or("-".into(), |c| {
+            format!(
+                "{} to {}",
+                value_text(c[0], &r.unit),
+                value_text(c[1], &r.unit)
+            )
+        }),
+        diff,
+    ]
+}
+
+fn md_escape(s: &str) -> String {
+    s.replace('|', "\\|")
+}
+
+/// The comparison as Markdown.
+pub fn markdown(comparisons: &[Comparison]) -> String {
+    let mut s = String::new();
+    for c in comparisons {
+        let mut lines = intro(c).into_iter();
+        s += &format!("## {}\n\n", md_escape(&lines.next().unwrap_or_default()));
+        for l in lines {
+            s += &format!("{}\n\n", md_escape(&l));
+        }
+        if !c.environment.is_empty() {
+            s += "| environment differs | A | B |\n|---|---|---|\n";
+            for d in &c.environment {
+                s += &format!(
+                    "| {} | {} | {} |\n",
+                    md_escape(&d.field),
+                    md_escape(&d.baseline),
+                    md_escape(&d.other)
+                );
+            }
+            s.push('\n');
+        }
+        if !c.rows.is_empty() {
+            let h = cols(c);
+            s += &format!(
+                "| {} |\n|{}\n",
+                h.iter()
+                    .map(|x| md_escape(&x.head))
+                    .collect::<Vec<_>>()
+                    .join(" | "),
+                h.iter()
+                    .map(|x| if x.right { "---:|" } else { "---|" })
+                    .collect::<String>()
+            );
+            for r in &c.rows {
+                s += &format!(
+                    "| {} |\n",
+                    cells(c, r)
+                        .iter()
+                        .map(|x| md_escape(x))
+                        .collect::<Vec<_>>()
+                        .join(" | ")
+                );
+            }
+            s.push('\n');
+        }
+        s += &format!("{}\n\n", summary(c));
+        if let Some(d) = &c.drift {
+            s += &format!("**Warning:** {}\n\n", md_escape(d));
+        }
+        let e = explanation(c);
+        if !e.is_empty() {
+            s += &format!("{}\n\n", md_escape(&e));
+        }
+        if !c.study_rows.is_empty() {
+            s += "| figure | published | this machine | 95 % CI | difference |\n|---|---:|---:|---:|---:|\n";
+            for r in &c.study_rows {
+                s += &format!(
+                    "| {} |\n",
+                    study_cells(r)
+                        .iter()
+                        .map(|x| md_escape(x))
+                        .collect::<Vec<_>>()
+                        .join(" | ")
+                );
+            }
+            s.push('\n');
+        }
+        for r in c.rows.iter().filter(|r| inconsistent(r)) {
+            if let Some(n) = &r.note {
+                s += &format!("- `{}`: {}\n", r.id, md_escape(n));
+            }
+        }
+        for u in &c.unmatched_published {
+            s += &format!(
+                "- not compared: `{}` = {} ({}): {}\n",
+                u.id,
+                md_escape(&u.value),
+                md_escape(&u.meaning),
+                md_escape(&u.why)
+            );
+        }
+        for l in leftovers(c) {
+            s += &format!("- {}\n", md_escape(&l));
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// The change since the last comparable run, as a run ends (criterion's "change" line): one
+/// line naming that run and counting the verdicts, then one line per figure called slower or
+/// faster (at most `MAX_SINCE`), each with its change and the ratio's interval; `None` when
+/// no figure is common to both. Judged as `compare` judges, at the default threshold.
+pub fn since_last(
+    previous: &ResultDoc,
+    label: &str,
+    current: &ResultDoc,
+    width: Option<u16>,
+) -> Option<String> {
+    let settings = Settings::default();
+    let c = super::compare(
+        &[
+            (label.to_string(), Source::Measured(previous)),
+            ("this run".to_string(), Source::Measured(current)),
+        ],
+        settings,
+    )
+    .pop()?;
+    if c.rows.is_empty() {
+        return None;
+    }
+    let changed: Vec<&Row> = c.rows.iter().filter(|r| changed(r)).collect();
+    let mut s = crate::render::wrap(
+        &format!(
+            "Change since run {label}, the last with the same machine, settings and experiments: \
+             {}{}",
+            summary(&c),
+            if changed.is_empty() {
+                String::new()
+            } else {
+                ":".into()
+            }
+        ),
+        width,
+        2,
+    );
+    for r in changed.iter().take(MAX_SINCE) {
+        s += &crate::render::wrap(
+            &format!(
+                "  {} {}: {}, B / A {}",
+                r.id,
+                r.verdict.text(),
+                pct_signed(r.diff_pct),
+                ratio(r.ratio, r.ratio_ci95)
+            ),
+            width,
+            4,
+        );
+    }
+    if changed.len() > MAX_SINCE {
+        s += &crate::render::wrap(
+            &format!(
+                "  and {} more (oscost compare {label} latest)",
+                changed.len() - MAX_SINCE
+            ),
+            width,
+            4,
+        );
+    }
+    Some(s)
+}
+
+/// Figures listed by [`since_last`] at most.
+const MAX_SINCE: usize = 10;
