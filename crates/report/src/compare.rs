@@ -584,8 +584,8 @@ fn published_pair(c: &mut Comparison, p: &PublishedDoc, m: &ResultDoc, measured_
     let side = citation(p);
     let kernel = |e: &Environment| {
         format!(
-            "Linux {} ({})",
-            e.kernel_release,
+            "{} ({})",
+            e.system(),
             e.cpu_model.as_deref().unwrap_or("CPU unknown")
         )
     };
@@ -669,7 +669,14 @@ fn published_pair(c: &mut Comparison, p: &PublishedDoc, m: &ResultDoc, measured_
                         None => why,
                     }
                 }
-                (Some(id), _, None) => format!("{id} is not in this result"),
+                // A figure only another system measures (the Windows agent's Win32 locks)
+                // keeps its note and nearest figure here, as an unmapped one does.
+                (Some(id), _, None) => match (&f.mapping_note, &f.nearest) {
+                    (Some(n), Some(near)) => {
+                        format!("{id} is not in this result: {n}; nearest on Linux: {near}")
+                    }
+                    _ => format!("{id} is not in this result"),
+                },
                 (Some(id), None, Some(_)) => format!(
                     "not a time per operation, so not set beside {id}{}",
                     f.mapping_note
@@ -824,6 +831,10 @@ pub fn env_diffs(a: &Environment, b: &Environment) -> Vec<EnvDiff> {
     type Field = (&'static str, fn(&Environment) -> String);
     let fields: &[Field] = &[
         ("oscost version", |e| e.oscost_version.clone()),
+        // Linux for oscost's own runs; Windows (or Wine) for the Windows agent's.
+        ("operating system", |e| {
+            e.os.as_ref().map_or("Linux".into(), |o| o.describe())
+        }),
         ("kernel", |e| e.kernel_release.clone()),
         ("kernel build", |e| opt(&e.kernel_version)),
         ("CPU", |e| opt(&e.cpu_model)),
