@@ -126,8 +126,17 @@ void environment_json(struct buf *b, int argc, char **argv, const char *clock_js
     bprintf(b, "{\n    \"oscost_version\": \"windows-agent " AGENT_VERSION "\",\n");
     bprintf(b, "    \"git_commit\": null,\n    \"rustc_version\": null,\n    \"command_line\": [");
     for (int i = 0; i < argc; i++) {
+        /* The program by its name: where it was unpacked says nothing of the run. */
+        const char *a = argv[i];
+        if (i == 0) {
+            const char *slash = strrchr(a, '\\'), *fwd = strrchr(a, '/');
+            if (fwd > slash)
+                slash = fwd;
+            if (slash)
+                a = slash + 1;
+        }
         bprintf(b, "%s", i ? ", " : "");
-        bjson_str(b, argv[i]);
+        bjson_str(b, a);
     }
     bprintf(b, "],\n    \"nice\": null,\n    \"kernel_release\": ");
     bjson_str(b, release);
