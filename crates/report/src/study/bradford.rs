@@ -179,21 +179,21 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
         row.push(if id.is_empty() { why.into() } else { this(id) });
         rows.push(row);
     }
-    let mut notes = vec![
+    let from_windows = !win("primitives.critical-section").is_empty();
+    let mut notes = vec![if from_windows {
+        "µs per call with no switch. This machine times the pair (wait + release, enter + \
+         leave); the study does not say whether its figure is the pair or one call. This run \
+         came from oscost's Windows agent: its Win32 rows are this machine's and its Linux rows \
+         stay empty (compare it with a Linux run of the same machine for both)."
+            .to_string()
+    } else {
         "µs per call with no switch. This machine times the pair (lock + unlock, post + wait); \
          the study does not say whether its figure is the pair or one call. A Win32 Mutex or \
          Semaphore is a kernel object reached by a handle and a Critical Section a user-space \
          lock over a kernel event: Linux has neither, so those rows stay empty here (the nearest \
          Linux figures are the SysV semaphore and the pthread mutex rows)."
-            .to_string(),
-    ];
-    if !win("primitives.critical-section").is_empty() {
-        notes.push(
-            "This run came from oscost's Windows agent: its Win32 rows are this machine's, and \
-             the Linux rows stay empty (compare it with a Linux run of the same machine for both)."
-                .into(),
-        );
-    }
+            .to_string()
+    }];
     notes.extend(this_machine_note(doc));
     let mut head = vec!["primitive".to_string()];
     head.extend(SYSTEMS.iter().map(|(_, h)| h.to_string()));
@@ -252,13 +252,19 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
             _ => "-".into(),
         }
     };
+    // A Windows agent's run has the other half of the study's comparison.
+    let other_half = if doc.is_some_and(|d| lock_of(d).0 == "lockring.cs") {
+        "this run is the Windows half: `oscost compare` with a Linux run of the same machine sets \
+         each ring beside the other"
+    } else {
+        "that needs Windows on this machine, so it has no figure here"
+    };
     let mut notes = vec![
         format!(
             "The study reads one time per switch off its chart for an unstated N; this machine's \
              is the median over the ring sizes it measured (each below). Its switch cost subtracts \
              the same run's lock + unlock. The study found Linux spending about twice Windows' \
-             switch cost ({} x Windows 2000, {} x XP): that needs Windows on this machine, so it \
-             has no figure here.",
+             switch cost ({} x Windows 2000, {} x XP): {other_half}.",
             twice("windows-2000-2002"),
             twice("windows-xp-2002")
         ),
