@@ -334,7 +334,12 @@ fn show(doc: &oscost_model::ResultDoc, global: &GlobalOpts) -> String {
             },
         ],
         vec!["oscost".into(), env.oscost_version.clone()],
-        vec!["kernel".into(), env.kernel_release.clone()],
+        vec![
+            "kernel".into(),
+            env.os
+                .as_ref()
+                .map_or_else(|| env.kernel_release.clone(), |o| o.describe()),
+        ],
         vec![
             "CPU".into(),
             env.cpu_model.clone().unwrap_or_else(|| "-".into()),

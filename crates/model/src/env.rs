@@ -94,6 +94,52 @@ pub struct Environment {
     pub process_nice: Option<i32>,
     /// How busy the machine was during the run; filled in by the caller from a [`LoadProbe`].
     pub load: Option<RunLoad>,
+    /// The operating system when it is not Linux: written by oscost's Windows agent. `None` in
+    /// oscost's own runs, whose system is the Linux kernel of `kernel_release`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub os: Option<OsInfo>,
+}
+
+/// A system other than Linux, as it describes itself (oscost's Windows agent fills it in).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OsInfo {
+    /// The system's family: `windows`.
+    pub family: String,
+    /// Major and minor version as the system reports them (`RtlGetVersion`), e.g. `10.0`.
+    pub version: String,
+    /// Build number, e.g. `19045`.
+    pub build: Option<u32>,
+    /// Frequency of the system's performance counter (`QueryPerformanceFrequency`), Hz.
+    pub counter_hz: Option<f64>,
+    /// Wine's version when the agent ran under Wine: the figures are then Wine's on its host
+    /// system, not Windows'. `None` on Windows itself.
+    pub wine: Option<String>,
+    /// The host system under Wine (`wine_get_host_version`), e.g. `Linux 6.1.0`.
+    pub wine_host: Option<String>,
+}
+
+impl OsInfo {
+    /// One line naming the system, and Wine when it ran under Wine.
+    pub fn describe(&self) -> String {
+        let name = match self.family.as_str() {
+            "windows" => "Windows",
+            other => other,
+        };
+        let build = self
+            .build
+            .map(|b| format!(" build {b}"))
+            .unwrap_or_default();
+        match &self.wine {
+            Some(w) => format!(
+                "{name} {}{build} as Wine {w} reports it, under Wine on {} (Wine's figures, not \
+                 Windows')",
+                self.version,
+                self.wine_host.as_deref().unwrap_or("an unknown host")
+            ),
+            None => format!("{name} {}{build}", self.version),
+        }
+    }
 }
 
 /// What the kernel's build configuration says, from `/boot/config-<release>` or
@@ -176,9 +222,9 @@ pub struct Security {
     pub cmdline_pti: Option<String>,
     /// `/proc/sys/kernel/perf_event_paranoid`: whether kernel-side counting needs privilege.
     pub perf_event_paranoid: Option<i32>,
-    /// Real user id (0 = root).
+    /// Real user id (0 = root; 4294967295 where the system has no numeric ids, as on Windows).
     pub uid: u32,
-    /// Effective user id (0 = root).
+    /// Effective user id (0 = root; 4294967295 where the system has none).
     pub euid: u32,
 }
 
@@ -320,5 +366,19 @@ impl Environment {
     /// Whether the run was made as root (effective uid 0).
     pub fn is_root(&self) -> bool {
         self.security.euid == 0
+    }
+
+    /// The measured system in a few words: `Linux 6.1.0` or, from the Windows agent,
+    /// `Windows 10.0 build 19045` (and whether it ran under Wine).
+    pub fn system(&self) -> String {
+        match &self.os {
+            Some(os) => os.describe(),
+            None => format!("Linux {}", self.kernel_release),
+        }
+    }
+
+    /// Whether the figures came from Wine, not from the system they name.
+    pub fn under_wine(&self) -> bool {
+        self.os.as_ref().is_some_and(|o| o.wine.is_some())
     }
 }

@@ -17,7 +17,7 @@ pub mod schema;
 
 pub use case::{Case, Check, DerivedSpec, ExperimentOutput, Samples, Series, Unavailable};
 pub use clock::{ClockInfo, CounterKind};
-pub use env::{Environment, RunLoad};
+pub use env::{Environment, OsInfo, RunLoad};
 pub use published::{read_published, PublishedDoc, PublishedFigure, PUBLISHED_SCHEMA};
 pub use schema::{
     read, CaseResult, DerivedResult, ExperimentResult, ReadError, ResultDoc, OLDER_SCHEMAS, SCHEMA,

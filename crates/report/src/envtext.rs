@@ -89,6 +89,12 @@ pub fn render_environment(env: &Environment) -> String {
 
 fn system(o: &mut Out, env: &Environment) {
     o.section("System");
+    if let Some(os) = &env.os {
+        o.row("system", os.describe());
+        if let Some(hz) = os.counter_hz {
+            o.row("performance counter", format!("{:.3} MHz", hz / 1e6));
+        }
+    }
     let release = if env.kernel_release.is_empty() {
         NA
     } else {

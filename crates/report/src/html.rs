@@ -333,7 +333,11 @@ fn facts(doc: &ResultDoc) -> Vec<Fact> {
     vec![
         Fact {
             name: "kernel",
-            value: env.kernel_release.clone(),
+            // The Windows agent's runs name their system, and Wine when it ran under Wine.
+            value: env
+                .os
+                .as_ref()
+                .map_or_else(|| env.kernel_release.clone(), |o| o.describe()),
         },
         Fact {
             name: "CPU",
@@ -648,7 +652,11 @@ fn comparison(docs: &[(String, &ResultDoc)]) -> Comparison {
             label: label.clone(),
             run_id: opt(&d.run_id),
             started_at: opt(&d.started_at),
-            kernel: d.environment.kernel_release.clone(),
+            kernel: d
+                .environment
+                .os
+                .as_ref()
+                .map_or_else(|| d.environment.kernel_release.clone(), |o| o.describe()),
             cpu: opt(&d.environment.cpu_model),
         })
         .collect();

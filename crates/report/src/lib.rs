@@ -9,6 +9,7 @@
 
 pub mod baselines;
 pub mod compare;
+mod counterparts;
 pub mod envtext;
 pub mod format;
 pub mod html;

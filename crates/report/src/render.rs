@@ -428,8 +428,11 @@ pub fn terminal_width(stderr: bool) -> Option<u16> {
 /// The whole document as Markdown tables.
 pub fn markdown(doc: &ResultDoc) -> String {
     let mut s = format!(
-        "# oscost results\n\nKernel {}, clock: {} at {:.1} MHz ({}).\n",
-        doc.environment.kernel_release,
+        "# oscost results\n\n{}, clock: {} at {:.1} MHz ({}).\n",
+        match &doc.environment.os {
+            Some(os) => os.describe(),
+            None => format!("Kernel {}", doc.environment.kernel_release),
+        },
         doc.environment.clock.tick_unit,
         doc.environment.clock.frequency_hz / 1e6,
         doc.environment.clock.frequency_source

@@ -151,6 +151,7 @@ pub fn collect(clock: &ClockInfo, cpus_used: &[usize]) -> Environment {
         affinity: oscost_sys::affinity().ok(),
         process_nice: oscost_sys::nice().ok(),
         load: None,
+        os: None,
     }
 }
 

@@ -17,6 +17,10 @@ pub fn env_diffs(a: &Environment, b: &Environment) -> Vec<EnvDiff> {
     type Field = (&'static str, fn(&Environment) -> String);
     let fields: &[Field] = &[
         ("oscost version", |e| e.oscost_version.clone()),
+        // Linux for oscost's own runs; Windows (or Wine) for the Windows agent's.
+        ("operating system", |e| {
+            e.os.as_ref().map_or("Linux".into(), |o| o.describe())
+        }),
         ("kernel", |e| e.kernel_release.clone()),
         ("kernel build", |e| opt(&e.kernel_version)),
         ("CPU", |e| opt(&e.cpu_model)),

@@ -302,6 +302,44 @@ fn measured_pair(c: &mut Comparison, a: &ResultDoc, b: &ResultDoc) {
         })
         .map(|(id, _)| id.to_string())
         .collect();
+    if crate::counterparts::across_systems(&a.environment, &b.environment) {
+        counterpart_rows(c, &in_a, &in_b);
+        // Linux's settings (tick, mitigations, THP...) are unknown on Windows, not different.
+        c.environment
+            .retain(|d| d.baseline != "unknown" && d.other != "unknown");
+    }
+}
+
+/// A Windows run beside a Linux run: the figures of one meaning under different ids (see
+/// `counterparts`) become rows, and leave the lists of figures only one side has.
+fn counterpart_rows(
+    c: &mut Comparison,
+    in_a: &BTreeMap<&str, &Measured>,
+    in_b: &BTreeMap<&str, &Measured>,
+) {
+    let mut paired = Vec::new();
+    for id in &c.only_in_baseline {
+        let Some((other, what)) = crate::counterparts::counterpart(id) else {
+            continue;
+        };
+        let mut row = match (in_a.get(id.as_str()), in_b.get(other.as_str())) {
+            (Some(Measured::Case(x)), Some(Measured::Case(y))) => case_row(x, y, c.settings),
+            (Some(Measured::Derived(x)), Some(Measured::Derived(y))) => {
+                derived_row(x, y, c.settings)
+            }
+            _ => continue,
+        };
+        let mine = format!("beside B's {other}: {what}");
+        row.note = Some(row.note.map_or(mine.clone(), |n| format!("{mine}; {n}")));
+        // Both ids in the row's name: the tables print no note for a measured row.
+        row.id = format!("{id} vs {other}");
+        c.rows.push(row);
+        paired.push((id.clone(), other));
+    }
+    c.only_in_baseline
+        .retain(|id| !paired.iter().any(|(a, _)| a == id));
+    c.only_in_other
+        .retain(|id| !paired.iter().any(|(_, b)| b == id));
 }
 
 /// Above this share of figures differing, a comparison says the machine may have drifted.

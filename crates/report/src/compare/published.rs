@@ -51,8 +51,8 @@ pub(super) fn published_pair(
     let side = citation(p);
     let kernel = |e: &Environment| {
         format!(
-            "Linux {} ({})",
-            e.kernel_release,
+            "{} ({})",
+            e.system(),
             e.cpu_model.as_deref().unwrap_or("CPU unknown")
         )
     };
@@ -98,7 +98,14 @@ pub(super) fn published_pair(
                         None => why,
                     }
                 }
-                (Some(id), _, None) => format!("{id} is not in this result"),
+                // A figure only another system measures (the Windows agent's Win32 locks)
+                // keeps its note and nearest figure here, as an unmapped one does.
+                (Some(id), _, None) => match (&f.mapping_note, &f.nearest) {
+                    (Some(n), Some(near)) => {
+                        format!("{id} is not in this result: {n}; nearest on Linux: {near}")
+                    }
+                    _ => format!("{id} is not in this result"),
+                },
                 (Some(id), None, Some(_)) => format!(
                     "not a time per operation, so not set beside {id}{}",
                     f.mapping_note

@@ -38,11 +38,25 @@ const SYSTEMS: [(&str, &str); 3] = [
     ("linux-2.4-2002", "Linux 2.4.2"),
 ];
 
+/// The ring's lock in a run: oscost's rings of pthread mutexes on Linux, or the Windows agent's
+/// rings of Critical Sections, the lock the study's csfast5 used on Windows. (case prefix, the
+/// lock's own-cost case, the lock's name)
+fn lock_of(doc: &ResultDoc) -> (&'static str, &'static str, &'static str) {
+    let windows = case(doc, "lockring.cs.own").is_some()
+        || (1..=16).any(|k| case(doc, &format!("lockring.cs.n{}.k1", 1u64 << k)).is_some());
+    if windows {
+        ("lockring.cs", "lockring.cs.own", "Critical Sections")
+    } else {
+        ("lockring.mutex", "lockring.mutex.own", "pthread mutexes")
+    }
+}
+
 /// The ring sizes a run measured with one token, by N, with their switch-cost figure.
 fn ring(doc: &ResultDoc) -> Vec<(u64, &CaseResult)> {
+    let prefix = lock_of(doc).0;
     let mut v: Vec<(u64, &CaseResult)> = (1..=16)
         .map(|k| 1u64 << k)
-        .filter_map(|n| Some((n, case(doc, &format!("lockring.mutex.n{n}.k1"))?)))
+        .filter_map(|n| Some((n, case(doc, &format!("{prefix}.n{n}.k1"))?)))
         .collect();
     v.sort_by_key(|p| p.0);
     v
@@ -59,22 +73,25 @@ pub fn figures(doc: &ResultDoc) -> Vec<StudyFigure> {
     }
     let per_switch = oscost_stats::median(&ring.iter().map(|p| p.1.median_ns).collect::<Vec<_>>());
     let flagged = super::flag_of(&cases);
+    let (_, own_id, lock) = lock_of(doc);
     out.push(StudyFigure {
         id: format!("study.{NAME}.ring.time_per_switch"),
-        description: "time per switch in the ring of pthread mutexes, one token: the median over \
-                      the ring sizes measured"
-            .into(),
+        description: format!(
+            "time per switch in the ring of {lock}, one token: the median over the ring sizes \
+             measured"
+        ),
         value: per_switch,
         ci95: None,
         unit: "ns".into(),
         flagged: flagged.clone(),
     });
-    if let Some(own) = case(doc, "lockring.mutex.own") {
+    if let Some(own) = case(doc, own_id) {
         out.push(StudyFigure {
             id: format!("study.{NAME}.ring.switch_cost"),
-            description: "switch cost: the time per switch less a pthread mutex's own lock and \
-                          unlock"
-                .into(),
+            description: format!(
+                "switch cost: the time per switch less the lock's own cost ({} of {lock})",
+                own.id
+            ),
             value: per_switch - own.median_ns,
             ci95: None,
             unit: "ns".into(),
@@ -111,10 +128,33 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
         })
     };
     let none = "no Linux counterpart";
-    let t1_rows = [
-        ("Mutex (Win32)", "mutex", "", none),
-        ("Semaphore (Win32)", "semaphore", "", none),
-        ("Critical Section (Win32)", "critical_section", "", none),
+    // The Windows agent measures the Win32 rows; a Linux run has none of them.
+    let win = |id: &'static str| {
+        if doc.and_then(|d| case(d, id)).is_some() {
+            id
+        } else {
+            ""
+        }
+    };
+    let mut t1_rows = vec![
+        (
+            "Mutex (Win32)",
+            "mutex",
+            win("primitives.win32-mutex"),
+            none,
+        ),
+        (
+            "Semaphore (Win32)",
+            "semaphore",
+            win("primitives.win32-semaphore"),
+            none,
+        ),
+        (
+            "Critical Section (Win32)",
+            "critical_section",
+            win("primitives.critical-section"),
+            none,
+        ),
         ("SVR5 semaphore", "sysv_sem", "primitives.sysv-sem", ""),
         ("POSIX semaphore", "posix_sem", "primitives.posix-sem", ""),
         (
@@ -124,6 +164,14 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
             "",
         ),
     ];
+    if !win("primitives.srwlock").is_empty() {
+        t1_rows.push((
+            "SRWLock (Win32, not in the study)",
+            "",
+            "primitives.srwlock",
+            "",
+        ));
+    }
     let mut rows = Vec::new();
     for (label, fig, id, why) in t1_rows {
         let mut row = vec![label.to_string()];
@@ -131,14 +179,21 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
         row.push(if id.is_empty() { why.into() } else { this(id) });
         rows.push(row);
     }
-    let mut notes = vec![
+    let from_windows = !win("primitives.critical-section").is_empty();
+    let mut notes = vec![if from_windows {
+        "µs per call with no switch. This machine times the pair (wait + release, enter + \
+         leave); the study does not say whether its figure is the pair or one call. This run \
+         came from oscost's Windows agent: its Win32 rows are this machine's and its Linux rows \
+         stay empty (compare it with a Linux run of the same machine for both)."
+            .to_string()
+    } else {
         "µs per call with no switch. This machine times the pair (lock + unlock, post + wait); \
          the study does not say whether its figure is the pair or one call. A Win32 Mutex or \
          Semaphore is a kernel object reached by a handle and a Critical Section a user-space \
          lock over a kernel event: Linux has neither, so those rows stay empty here (the nearest \
          Linux figures are the SysV semaphore and the pthread mutex rows)."
-            .to_string(),
-    ];
+            .to_string()
+    }];
     notes.extend(this_machine_note(doc));
     let mut head = vec!["primitive".to_string()];
     head.extend(SYSTEMS.iter().map(|(_, h)| h.to_string()));
@@ -159,7 +214,11 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
             "ring.time_per_switch",
             fig(&format!("study.{NAME}.ring.time_per_switch")),
         ),
-        ("the lock's own cost", "", this("lockring.mutex.own")),
+        (
+            "the lock's own cost",
+            "",
+            this(doc.map_or("lockring.mutex.own", |d| lock_of(d).1)),
+        ),
         (
             "switch cost",
             "ring.switch_cost",
@@ -193,13 +252,19 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
             _ => "-".into(),
         }
     };
+    // A Windows agent's run has the other half of the study's comparison.
+    let other_half = if doc.is_some_and(|d| lock_of(d).0 == "lockring.cs") {
+        "this run is the Windows half: `oscost compare` with a Linux run of the same machine sets \
+         each ring beside the other"
+    } else {
+        "that needs Windows on this machine, so it has no figure here"
+    };
     let mut notes = vec![
         format!(
             "The study reads one time per switch off its chart for an unstated N; this machine's \
              is the median over the ring sizes it measured (each below). Its switch cost subtracts \
              the same run's lock + unlock. The study found Linux spending about twice Windows' \
-             switch cost ({} x Windows 2000, {} x XP): that needs Windows on this machine, so it \
-             has no figure here.",
+             switch cost ({} x Windows 2000, {} x XP): {other_half}.",
             twice("windows-2000-2002"),
             twice("windows-xp-2002")
         ),
@@ -221,7 +286,7 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
     if let Some(doc) = doc {
         let mut rows = Vec::new();
         for (n, c) in ring(doc) {
-            let cost = derived(doc, &format!("lockring.mutex.n{n}.k1.switch_cost"));
+            let cost = derived(doc, &format!("{}.n{n}.k1.switch_cost", lock_of(doc).0));
             let switches = c
                 .counters
                 .iter()

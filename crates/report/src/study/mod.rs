@@ -312,9 +312,9 @@ pub(crate) fn this_machine_note(doc: Option<&ResultDoc>) -> Option<String> {
     let doc = doc?;
     let e = &doc.environment;
     Some(format!(
-        "this machine: Linux {} on {}, run {}; `!` marks a figure whose mechanism check failed; \
+        "this machine: {} on {}, run {}; `!` marks a figure whose mechanism check failed; \
          `-` one this run did not measure.",
-        e.kernel_release,
+        e.system(),
         e.cpu_model.as_deref().unwrap_or("an unnamed CPU"),
         doc.run_id
             .as_deref()
@@ -398,7 +398,7 @@ pub(crate) fn x_values(lines: &[Line]) -> Vec<f64> {
 
 /// The legend's name for this machine's series.
 pub(crate) fn this_label(doc: &ResultDoc) -> String {
-    format!("this machine (Linux {})", doc.environment.kernel_release)
+    format!("this machine ({})", doc.environment.system())
 }
 
 #[cfg(test)]
