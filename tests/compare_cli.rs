@@ -1,16 +1,11 @@
 //! `oscost compare`, `completions` and `man` as a user drives them: real files, bad input.
 
 mod common;
+use common::oscost;
 
 use assert_cmd::Command;
 use predicates::prelude::*;
 use std::path::{Path, PathBuf};
-
-/// oscost with a history of this test process's own: an input that is not a file is looked up
-/// there, never in the developer's.
-fn oscost() -> Command {
-    common::oscost_cmd()
-}
 
 fn golden() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/oscost-2.json")

@@ -2,16 +2,10 @@
 //! every unreadable input or unwritable output named in one line, exit 2, and nothing written.
 
 mod common;
+use common::oscost;
 
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};
-
-/// oscost with a history of this test process's own (`--report` runs are saved).
-fn oscost() -> Command {
-    let mut c = common::oscost_cmd();
-    c.env_remove("COLUMNS");
-    c
-}
 
 /// A scripted run of `example` written with --json into `dir`.
 fn result_file(dir: &Path, name: &str) -> PathBuf {

@@ -55,9 +55,37 @@ pub fn oscost_std() -> std::process::Command {
     cmd
 }
 
-/// [`oscost_std`] for assertions.
-pub fn oscost_cmd() -> assert_cmd::Command {
-    assert_cmd::Command::from_std(oscost_std())
+/// [`oscost_std`] for assertions, without the terminal width of whoever runs the tests
+/// (`COLUMNS`), so tables are laid out alike everywhere.
+pub fn oscost() -> assert_cmd::Command {
+    let mut cmd = assert_cmd::Command::from_std(oscost_std());
+    cmd.env_remove("COLUMNS");
+    cmd
+}
+
+/// Runs `cmd` with `--json FILE` in a fresh directory and asserts a refusal: exit 2, one
+/// `oscost: ` line containing `needle` besides any `warning: ` lines, and no result file.
+/// Returns standard error whole, for the caller's own assertions.
+pub fn assert_refused(cmd: &mut assert_cmd::Command, needle: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = cmd.arg("--json").arg(&json).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| !l.starts_with("warning: "))
+        .collect();
+    assert_eq!(lines.len(), 1, "one line expected: {err}");
+    assert!(lines[0].starts_with("oscost: "), "{err}");
+    assert!(lines[0].contains(needle), "`{needle}` missing from: {err}");
+    assert!(!json.exists(), "a result file was written on failure");
+    err
+}
+
+/// [`assert_refused`] for `oscost --quiet ARGS`.
+pub fn assert_args_refused(args: &[&str], needle: &str) -> String {
+    assert_refused(oscost().arg("--quiet").args(args), needle)
 }
 
 /// Whether the tests run as root (effective uid 0).
