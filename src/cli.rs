@@ -251,12 +251,42 @@ fn experiment_names() -> clap::builder::PossibleValuesParser {
 
 /// Parses the command line and runs it.
 pub fn run() -> anyhow::Result<ExitCode> {
-    let cli = match Cli::try_parse() {
+    let cli = match parse()? {
         Ok(cli) => cli,
+        Err(code) => return Ok(code),
+    };
+    if let Some(e) = unused_options(cli.command.as_ref(), &cli.global) {
+        eprintln!("oscost: {e}");
+        return Ok(ExitCode::from(2));
+    }
+    // The default suite keeps its result file and report beside the history, and says where.
+    let default_suite = match &cli.command {
+        None => true,
+        Some(Command::Run { experiments }) => experiments.is_empty(),
+        _ => false,
+    };
+    let (experiments, study) = match cli.command {
+        Some(Command::Study { name, full }) => match study(name, full, &cli.global)? {
+            Some(planned) => planned,
+            None => return Ok(ExitCode::SUCCESS),
+        },
+        Some(Command::Experiment(e)) => (vec![e], None),
+        Some(Command::Run { experiments }) => (by_name(&experiments), None),
+        None => (by_name(&[]), None),
+        Some(other) => return other_command(other, &cli.global),
+    };
+    measure(experiments, study, default_suite, &cli.global)
+}
+
+/// The command line, or the exit code when clap answered it: help and version printed, or an
+/// error said in one line.
+fn parse() -> anyhow::Result<Result<Cli, ExitCode>> {
+    match Cli::try_parse() {
+        Ok(cli) => Ok(Ok(cli)),
         Err(e) if !e.use_stderr() => {
             // --help and --version: print as clap formats them.
             e.print()?;
-            return Ok(ExitCode::SUCCESS);
+            Ok(Err(ExitCode::SUCCESS))
         }
         Err(e) => {
             // One line, like every other oscost error, instead of clap's paragraph.
@@ -277,73 +307,70 @@ pub fn run() -> anyhow::Result<ExitCode> {
                 String::new()
             };
             eprintln!("oscost: {first}{missing}{}", choices(&e));
-            return Ok(ExitCode::from(2));
+            Ok(Err(ExitCode::from(2)))
         }
-    };
-    if let Some(e) = unused_options(cli.command.as_ref(), &cli.global) {
-        eprintln!("oscost: {e}");
-        return Ok(ExitCode::from(2));
     }
-    // The default suite keeps its result file and report beside the history, and says where.
-    let default_suite = match &cli.command {
-        None => true,
-        Some(Command::Run { experiments }) => experiments.is_empty(),
-        _ => false,
+}
+
+/// `oscost study`: the list of studies (`None`, nothing to measure), or the experiments of
+/// the study named and its name.
+fn study(
+    name: Option<String>,
+    full: bool,
+    global: &GlobalOpts,
+) -> anyhow::Result<Option<(Vec<ExperimentArgs>, Option<&'static str>)>> {
+    let Some(name) = name else {
+        if full {
+            anyhow::bail!("--full needs a study to run (`oscost study NAME --full`)");
+        }
+        session::print_stdout(&oscost_report::study::list_text())?;
+        return Ok(None);
     };
-    let mut study = None;
-    let experiments: Vec<ExperimentArgs> = match cli.command {
-        Some(Command::Study { name: None, full }) => {
-            if full {
-                anyhow::bail!("--full needs a study to run (`oscost study NAME --full`)");
-            }
-            session::print_stdout(&oscost_report::study::list_text())?;
-            return Ok(ExitCode::SUCCESS);
+    let size = if full {
+        crate::study_cmd::Size::Full
+    } else if global.quick {
+        crate::study_cmd::Size::Quick
+    } else {
+        crate::study_cmd::Size::Default
+    };
+    let (name, exps) = crate::study_cmd::experiments(&name, size)?;
+    Ok(Some((exps, Some(name))))
+}
+
+/// The commands that measure nothing: history, list, env, completions, baselines, man,
+/// compare and report.
+fn other_command(command: Command, global: &GlobalOpts) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::History(cmd) => {
+            let db = history_path(global)?;
+            history_cmd::run(cmd, &db, global)
         }
-        Some(Command::Study {
-            name: Some(name),
-            full,
-        }) => {
-            let size = if full {
-                crate::study_cmd::Size::Full
-            } else if cli.global.quick {
-                crate::study_cmd::Size::Quick
-            } else {
-                crate::study_cmd::Size::Default
-            };
-            let (name, exps) = crate::study_cmd::experiments(&name, size)?;
-            study = Some(name);
-            exps
-        }
-        Some(Command::History(cmd)) => {
-            let db = history_path(&cli.global)?;
-            return history_cmd::run(cmd, &db, &cli.global);
-        }
-        Some(Command::List) => {
+        Command::List => {
             session::print_stdout(&list())?;
-            return Ok(ExitCode::SUCCESS);
+            Ok(ExitCode::SUCCESS)
         }
-        Some(Command::Env) => {
-            if cli.global.csv.is_some() || cli.global.markdown.is_some() {
+        Command::Env => {
+            if global.csv.is_some() || global.markdown.is_some() {
                 anyhow::bail!(
                     "env writes the description as text or --json, not --csv or --markdown"
                 );
             }
-            let cfg = Config::from_global(&cli.global)?;
+            let cfg = Config::from_global(global)?;
             let text = session::environment_text(&cfg)?;
             if cfg.stdout_taken() {
                 eprint!("{text}");
             } else {
                 session::print_stdout(&text)?;
             }
-            return Ok(ExitCode::SUCCESS);
+            Ok(ExitCode::SUCCESS)
         }
-        Some(Command::Completions { shell }) => {
+        Command::Completions { shell } => {
             let mut out = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "oscost", &mut out);
             session::print_stdout(&String::from_utf8_lossy(&out))?;
-            return Ok(ExitCode::SUCCESS);
+            Ok(ExitCode::SUCCESS)
         }
-        Some(Command::Baselines { name }) => {
+        Command::Baselines { name } => {
             let text = match name {
                 None => oscost_report::baselines::list_text(),
                 Some(n) => {
@@ -360,47 +387,57 @@ pub fn run() -> anyhow::Result<ExitCode> {
                 }
             };
             session::print_stdout(&text)?;
-            return Ok(ExitCode::SUCCESS);
+            Ok(ExitCode::SUCCESS)
         }
-        Some(Command::Man) => {
+        Command::Man => {
             let mut out = Vec::new();
             clap_mangen::Man::new(Cli::command()).render(&mut out)?;
             session::print_stdout(&String::from_utf8_lossy(&out))?;
-            return Ok(ExitCode::SUCCESS);
+            Ok(ExitCode::SUCCESS)
         }
-        Some(Command::Compare {
+        Command::Compare {
             inputs,
             threshold,
             rate,
             fail_above,
-        }) => {
-            let cfg = Config::from_global(&cli.global)?;
+        } => {
+            let cfg = Config::from_global(global)?;
             let settings = oscost_report::compare::Settings {
                 threshold_pct: threshold,
                 rate_per_s: rate,
             };
-            let db = history_path(&cli.global).ok();
-            return crate::compare_cmd::run(
+            let db = history_path(global).ok();
+            crate::compare_cmd::run(
                 &inputs,
                 settings,
                 fail_above,
                 &cfg,
                 db.as_deref(),
-                cli.global.history.is_some(),
-            );
+                global.history.is_some(),
+            )
         }
-        Some(Command::Report { files, output }) => {
+        Command::Report { files, output } => {
             session::report(&files, output.as_deref())?;
-            return Ok(ExitCode::SUCCESS);
+            Ok(ExitCode::SUCCESS)
         }
-        Some(Command::Experiment(e)) => vec![e],
-        Some(Command::Run { experiments }) => by_name(&experiments),
-        None => by_name(&[]),
-    };
-    let mut cfg = Config::from_global(&cli.global)?;
+        Command::Study { .. } | Command::Experiment(_) | Command::Run { .. } => {
+            unreachable!("measuring commands are run by `run`")
+        }
+    }
+}
+
+/// Runs `experiments` (checked against the clock and the machine's limits first), saves the
+/// run and says where it went.
+fn measure(
+    experiments: Vec<ExperimentArgs>,
+    study: Option<&'static str>,
+    default_suite: bool,
+    global: &GlobalOpts,
+) -> anyhow::Result<ExitCode> {
+    let mut cfg = Config::from_global(global)?;
     cfg.study = study;
-    let kept = if default_suite && !cli.global.no_save {
-        keep_files(&mut cfg, &cli.global)
+    let kept = if default_suite && !global.no_save {
+        keep_files(&mut cfg, global)
     } else {
         Vec::new()
     };
@@ -429,9 +466,27 @@ pub fn run() -> anyhow::Result<ExitCode> {
         }
     }
     // Opened before anything is measured: a --history that cannot take the run fails now.
-    let saving = if cli.global.no_save {
+    let saving = saving(global)?;
+    let saved = session::run(&cfg, &experiments, saving)?;
+    if !cfg.quiet {
+        let short = history_cmd::short_id(&saved.run_id);
+        if saved.in_history {
+            eprintln!("saved as run {short} in the history (oscost history show {short})");
+        }
+        // A kept file that could not be written was said so when it failed.
+        for (what, path) in kept.iter().filter(|(_, p)| !saved.lost.contains(p)) {
+            eprintln!("{what:8} {}", path.display());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Where the run is saved: opened before anything is measured, so a --history that cannot
+/// take the run fails now.
+fn saving(global: &GlobalOpts) -> anyhow::Result<session::Saving> {
+    Ok(if global.no_save {
         session::Saving::Off
-    } else if let Some(path) = &cli.global.history {
+    } else if let Some(path) = &global.history {
         session::Saving::Into {
             history: history_cmd::open(
                 path,
@@ -451,19 +506,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
             },
             None => session::Saving::Unavailable(NO_DATA_DIR.into()),
         }
-    };
-    let saved = session::run(&cfg, &experiments, saving)?;
-    if !cfg.quiet {
-        let short = history_cmd::short_id(&saved.run_id);
-        if saved.in_history {
-            eprintln!("saved as run {short} in the history (oscost history show {short})");
-        }
-        // A kept file that could not be written was said so when it failed.
-        for (what, path) in kept.iter().filter(|(_, p)| !saved.lost.contains(p)) {
-            eprintln!("{what:8} {}", path.display());
-        }
-    }
-    Ok(ExitCode::SUCCESS)
+    })
 }
 
 /// For the default suite: the result file and the report the user did not ask for, in

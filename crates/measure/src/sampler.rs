@@ -131,7 +131,7 @@ impl Drop for IdleThread {
 const SHORT_OP_NS: f64 = 10.0;
 
 /// Fewest samples kept when the budget runs out.
-const MIN_SAMPLES: usize = 5;
+pub(crate) const MIN_SAMPLES: usize = 5;
 
 /// Times `n` calls of `op` and returns the elapsed counter ticks. Not inlined, so the timed
 /// loop and the empty reference loop have the same shape and placement rules.
@@ -330,11 +330,32 @@ pub fn measure_interleaved(
     mut jobs: Vec<Job<'_>>,
     on_step: &dyn Fn(),
 ) -> anyhow::Result<Vec<(Samples, Vec<String>)>> {
-    let cfg = ctx.sampler;
     for job in &mut jobs {
         job.prepare(ctx)?;
         on_step();
     }
+    let count = jobs.len();
+    if let Some(cut) = rounds(ctx, count, |k| jobs[k].sample(), on_step)? {
+        for job in &mut jobs {
+            job.warnings.push(cut.clone());
+        }
+    }
+    Ok(jobs.into_iter().map(|j| j.finish(ctx.clock)).collect())
+}
+
+/// Takes the samples of `count` jobs in rounds: `sample(k)` takes one sample of job `k`, every
+/// job once a round in an order rotated every round, and `on_round` follows each round. Stops
+/// early, after at least [`MIN_SAMPLES`] rounds, once the time budget (the configured one per
+/// job) is spent, and then returns the warning every job carries. The one sampling loop: the
+/// batched jobs above and experiments that time one operation per sample with hooks of their
+/// own around it (spawn's usage counts) both take their rounds here.
+pub(crate) fn rounds(
+    ctx: &Context,
+    count: usize,
+    mut sample: impl FnMut(usize) -> anyhow::Result<()>,
+    mut on_round: impl FnMut(),
+) -> anyhow::Result<Option<String>> {
+    let cfg = ctx.sampler;
     let started = ctx.clock.now();
     let elapsed = || {
         Duration::from_nanos(
@@ -342,27 +363,23 @@ pub fn measure_interleaved(
                 .ticks_to_ns(ctx.clock.now().wrapping_sub(started) as f64) as u64,
         )
     };
-    let budget = cfg.budget * jobs.len().max(1) as u32;
-    let count = jobs.len();
+    let budget = cfg.budget * count.max(1) as u32;
     for round in 0..cfg.samples {
         for k in 0..count {
             ctx.check_cancel()?;
-            jobs[(round + k) % count].sample()?;
+            sample((round + k) % count)?;
         }
-        on_step();
+        on_round();
         if round + 1 >= MIN_SAMPLES && round + 1 < cfg.samples && elapsed() > budget {
-            for job in &mut jobs {
-                job.warnings.push(format!(
-                    "time budget of {} ms reached: {} of {} samples taken",
-                    budget.as_millis(),
-                    round + 1,
-                    cfg.samples
-                ));
-            }
-            break;
+            return Ok(Some(format!(
+                "time budget of {} ms reached: {} of {} samples taken",
+                budget.as_millis(),
+                round + 1,
+                cfg.samples
+            )));
         }
     }
-    Ok(jobs.into_iter().map(|j| j.finish(ctx.clock)).collect())
+    Ok(None)
 }
 
 /// Samples of whole runs timed in counter ticks: one operation per sample, nothing to

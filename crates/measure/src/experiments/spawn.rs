@@ -12,6 +12,7 @@
 use crate::context::Context;
 use crate::cpuset::AffinityRestore;
 use crate::limits::{Limits, Needs};
+use crate::sampler;
 use crate::scratch::ScratchDir;
 use anyhow::Context as _;
 use oscost_model::case::{
@@ -38,8 +39,6 @@ const MEMORY_MARGIN_KIB: u64 = 256 << 10;
 const DYNAMIC_TARGET: &str = "/bin/true";
 /// The static helper's file name in the run's private directory.
 const HELPER_NAME: &str = "oscost-exit0";
-/// Fewest timed creations kept per case when the time budget runs out.
-const MIN_SAMPLES: usize = 5;
 
 /// The ways of creating a task.
 #[derive(
@@ -432,19 +431,11 @@ fn sample_group(ctx: &Context, slots: &mut [Slot]) -> anyhow::Result<f64> {
         }
     }
     let overhead = clock_overhead(ctx);
-    let started = ctx.clock.now();
-    let elapsed = || {
-        Duration::from_nanos(
-            ctx.clock
-                .ticks_to_ns(ctx.clock.now().wrapping_sub(started) as f64) as u64,
-        )
-    };
-    let budget = cfg.budget * slots.len().max(1) as u32;
-    let n = slots.len();
-    for round in 0..cfg.samples {
-        for k in 0..n {
-            ctx.check_cancel()?;
-            let s = &mut slots[(round + k) % n];
+    let cut = sampler::rounds(
+        ctx,
+        slots.len(),
+        |k| {
+            let s = &mut slots[k];
             let index = s.creator.created() as usize + 1;
             let (p0, c0) = (sys::thread_usage(), sys::children_usage());
             let t0 = ctx.clock.now();
@@ -454,18 +445,13 @@ fn sample_group(ctx: &Context, slots: &mut [Slot]) -> anyhow::Result<f64> {
             s.ticks.push(t1.wrapping_sub(t0) as f64 - overhead);
             s.parent.add(p1.since(p0));
             s.children.add(c1.since(c0));
-        }
-        ctx.progress.inc(1);
-        if round + 1 >= MIN_SAMPLES && round + 1 < cfg.samples && elapsed() > budget {
-            for s in slots.iter_mut() {
-                s.warnings.push(format!(
-                    "time budget of {} ms reached: {} of {} samples taken",
-                    budget.as_millis(),
-                    round + 1,
-                    cfg.samples
-                ));
-            }
-            break;
+            Ok(())
+        },
+        || ctx.progress.inc(1),
+    )?;
+    if let Some(cut) = cut {
+        for s in slots.iter_mut() {
+            s.warnings.push(cut.clone());
         }
     }
     for s in slots.iter() {
@@ -1056,7 +1042,11 @@ mod tests {
                 ]
             );
             for c in &out.cases {
-                assert!(c.samples.per_op_ns.len() >= MIN_SAMPLES, "{}", c.id);
+                assert!(
+                    c.samples.per_op_ns.len() >= sampler::MIN_SAMPLES,
+                    "{}",
+                    c.id
+                );
                 assert!(c.samples.per_op_ns.iter().all(|&v| v > 0.0), "{}", c.id);
                 let reaped = c
                     .checks
