@@ -3,10 +3,11 @@
 use crate::config::{Config, Sink};
 use crate::history_cmd::{self, HistoryCommand};
 use crate::session;
+use anyhow::Context as _;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use oscost_measure::experiments::{ExperimentArgs, REGISTRY};
 use oscost_measure::limits::Limits;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 const ABOUT: &str = "oscost measures what the operating system costs a program: system calls, \
@@ -179,16 +180,26 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the manual page in roff (`oscost man > oscost.1; man ./oscost.1`)
-    Man,
+    /// Print a manual page in roff: oscost's own (`oscost man > oscost.1; man ./oscost.1`) or a
+    /// subcommand's (`oscost man syscall > oscost-syscall.1`); `--dir DIR` writes them all
+    Man {
+        /// The subcommand whose page to print, with its options (none: oscost's own page)
+        #[arg(value_name = "SUBCOMMAND")]
+        name: Option<String>,
+        /// Write every page into DIR instead: oscost.1 and oscost-SUBCOMMAND.1 for each
+        /// subcommand (oscost-history-list.1 and so on below history)
+        #[arg(long, value_name = "DIR", conflicts_with = "name")]
+        dir: Option<PathBuf>,
+    },
     /// The runs kept in the history: list, show, trend, export, import, rm
     #[command(subcommand)]
     History(HistoryCommand),
     /// Write one HTML page of result files (`--json` output): tables, figures, the machine;
     /// with several files, the cases they share side by side against the first
     Report {
-        /// Result files written by `oscost --json`, the first the reference
-        #[arg(value_name = "FILE")]
+        /// Result files written by `oscost --json`, or runs of the history (`latest`,
+        /// `latest~1`, an id), the first the reference
+        #[arg(value_name = "RUN")]
         files: Vec<PathBuf>,
         /// The HTML file to write (`-` for stdout); replaced whole, never half written
         #[arg(short, long, value_name = "OUT.html")]
@@ -281,11 +292,16 @@ pub fn run() -> anyhow::Result<ExitCode> {
 /// The command line, or the exit code when clap answered it: help and version printed, or an
 /// error said in one line.
 fn parse() -> anyhow::Result<Result<Cli, ExitCode>> {
-    match Cli::try_parse() {
+    match Cli::try_parse_from(negative_values(std::env::args_os())) {
         Ok(cli) => Ok(Ok(cli)),
         Err(e) if !e.use_stderr() => {
-            // --help and --version: print as clap formats them.
-            e.print()?;
+            // --help and --version: print as clap formats them; a reader that closed the pipe
+            // early (`oscost --help | head -1`) has what it wanted.
+            if let Err(io) = e.print() {
+                if io.kind() != std::io::ErrorKind::BrokenPipe {
+                    return Err(io.into());
+                }
+            }
             Ok(Err(ExitCode::SUCCESS))
         }
         Err(e) => {
@@ -310,6 +326,33 @@ fn parse() -> anyhow::Result<Result<Cli, ExitCode>> {
             Ok(Err(ExitCode::from(2)))
         }
     }
+}
+
+/// The command line with a value that starts with a minus sign and a digit (`--work -1s`,
+/// `--nice -19`) joined to the option before it (`--work=-1s`), so that it is read as that
+/// option's value, to be accepted or refused by its parser, and never as an unknown flag.
+/// oscost has no option named by a digit, so nothing else is changed.
+fn negative_values(args: impl IntoIterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let mut out: Vec<std::ffi::OsString> = Vec::new();
+    for arg in args {
+        let negative = arg
+            .to_str()
+            .and_then(|a| a.strip_prefix('-'))
+            .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit() || c == '.'));
+        match out.last_mut() {
+            Some(prev)
+                if negative
+                    && prev.to_str().is_some_and(|p| {
+                        p.starts_with("--") && p.len() > 2 && !p.contains('=')
+                    }) =>
+            {
+                prev.push("=");
+                prev.push(&arg);
+            }
+            _ => out.push(arg),
+        }
+    }
+    out
 }
 
 /// `oscost study`: the list of studies (`None`, nothing to measure), or the experiments of
@@ -389,12 +432,7 @@ fn other_command(command: Command, global: &GlobalOpts) -> anyhow::Result<ExitCo
             session::print_stdout(&text)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Man => {
-            let mut out = Vec::new();
-            clap_mangen::Man::new(Cli::command()).render(&mut out)?;
-            session::print_stdout(&String::from_utf8_lossy(&out))?;
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Man { name, dir } => man(name.as_deref(), dir.as_deref()),
         Command::Compare {
             inputs,
             threshold,
@@ -417,13 +455,56 @@ fn other_command(command: Command, global: &GlobalOpts) -> anyhow::Result<ExitCo
             )
         }
         Command::Report { files, output } => {
-            session::report(&files, output.as_deref())?;
+            let db = history_path(global).ok();
+            session::report(
+                &files,
+                output.as_deref(),
+                db.as_deref(),
+                global.history.is_some(),
+            )?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Study { .. } | Command::Experiment(_) | Command::Run { .. } => {
             unreachable!("measuring commands are run by `run`")
         }
     }
+}
+
+/// `oscost man`: oscost's page or subcommand `name`'s on stdout, or every page into `dir`.
+fn man(name: Option<&str>, dir: Option<&Path>) -> anyhow::Result<ExitCode> {
+    let mut cmd = Cli::command().disable_help_subcommand(true);
+    if let Some(dir) = dir {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("--dir {}: cannot create it", dir.display()))?;
+        clap_mangen::generate_to(cmd, dir)
+            .with_context(|| format!("--dir {}: cannot write the pages", dir.display()))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    // Built, so that a subcommand's page carries its full name and the global options.
+    cmd.build();
+    let page = match name {
+        None => cmd,
+        Some(name) => {
+            let visible: Vec<&str> = cmd
+                .get_subcommands()
+                .filter(|c| !c.is_hide_set())
+                .map(|c| c.get_name())
+                .collect();
+            if !visible.contains(&name) {
+                anyhow::bail!(
+                    "man {name}: no such subcommand (choose from: {})",
+                    visible.join(", ")
+                );
+            }
+            cmd.find_subcommand(name)
+                .cloned()
+                .expect("a visible subcommand is found")
+        }
+    };
+    let mut out = Vec::new();
+    clap_mangen::Man::new(page).render(&mut out)?;
+    session::print_stdout(&String::from_utf8_lossy(&out))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Runs `experiments` (checked against the clock and the machine's limits first), saves the
@@ -569,7 +650,7 @@ fn unused_options(command: Option<&Command>, g: &GlobalOpts) -> Option<String> {
     let (name, uses): (&str, &[&str]) = match command {
         Some(Command::List) => ("list", &[]),
         Some(Command::Completions { .. }) => ("completions", &[]),
-        Some(Command::Man) => ("man", &[]),
+        Some(Command::Man { .. }) => ("man", &[]),
         Some(Command::Baselines { .. }) => ("baselines", &[]),
         Some(Command::History(h)) => h.uses(),
         // --csv and --markdown have a message of their own.
@@ -580,7 +661,7 @@ fn unused_options(command: Option<&Command>, g: &GlobalOpts) -> Option<String> {
         Some(Command::Compare { .. }) => {
             ("compare", &["--json", "--csv", "--markdown", "--history"])
         }
-        Some(Command::Report { .. }) => ("report", &[]),
+        Some(Command::Report { .. }) => ("report", &["--history"]),
         _ => return None,
     };
     let given = [
@@ -596,7 +677,7 @@ fn unused_options(command: Option<&Command>, g: &GlobalOpts) -> Option<String> {
         ("--nice", g.nice.is_some()),
         ("--scripted", g.scripted),
         ("--history", g.history.is_some()),
-        ("--no-save", g.no_save),
+        // --no-save is not listed: these commands save nothing, so it holds whatever they are.
     ];
     let unused: Vec<&str> = given
         .iter()
@@ -613,15 +694,34 @@ fn unused_options(command: Option<&Command>, g: &GlobalOpts) -> Option<String> {
     }
 }
 
-/// What to do about a parse error: the valid values when clap knows them (an invalid choice),
-/// else a pointer to the help.
+/// What to do about a parse error: the near miss clap found (a typo) and the valid values when
+/// it knows them (an invalid choice), else a pointer to the help.
 fn choices(e: &clap::Error) -> String {
     use clap::error::{ContextKind, ContextValue};
-    match e.get(ContextKind::ValidValue) {
-        Some(ContextValue::Strings(values)) if !values.is_empty() => {
-            format!(" (choose from: {})", values.join(", "))
+    // A near miss of a subcommand, an option or a value: the likely fix, said first.
+    let near = [
+        ContextKind::SuggestedSubcommand,
+        ContextKind::SuggestedArg,
+        ContextKind::SuggestedValue,
+    ]
+    .into_iter()
+    .find_map(|kind| match e.get(kind) {
+        Some(ContextValue::String(s)) => Some(format!("did you mean `{s}`?")),
+        Some(ContextValue::Strings(v)) if !v.is_empty() => {
+            Some(format!("did you mean `{}`?", v.join("` or `")))
         }
-        _ => " (see `oscost --help`)".into(),
+        _ => None,
+    });
+    let valid = match e.get(ContextKind::ValidValue) {
+        Some(ContextValue::Strings(values)) if !values.is_empty() => {
+            Some(format!("choose from: {}", values.join(", ")))
+        }
+        _ => None,
+    };
+    match (near, valid) {
+        (Some(n), Some(v)) => format!(" ({n} {v})"),
+        (Some(one), None) | (None, Some(one)) => format!(" ({one})"),
+        (None, None) => " (see `oscost --help`)".into(),
     }
 }
 
