@@ -635,7 +635,7 @@ impl Seen<'_> {
             .first()
             .map(|p| format!(" (busiest: {} pid {})", p.comm, p.pid))
             .unwrap_or_default();
-        let by_tasks = (self.tasks_share > 0.01).then(|| self.tasks_share * 100.0);
+        let by_tasks = (self.tasks_share > 0.01).then_some(self.tasks_share * 100.0);
         // Worth its own figure when the per-task estimate did not flag the run, or saw clearly
         // less: then the time went to tasks gone by the end.
         let by_busy = self.busy.filter(|b| {
