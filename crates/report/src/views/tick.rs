@@ -137,12 +137,18 @@ pub fn views(e: &ExperimentResult) -> Vec<View> {
                 ),
                 _ => {}
             }
-            notes.push(
+            // The key to `*` only where a row carries one.
+            let flagged = rows.iter().any(|r| r[0].ends_with(" *"));
+            notes.push(format!(
                 "events: counted per run (median); extra cycles: median run less the undisturbed \
                  median; cycles per event: extra cycles / events; overhead: extra cycles / \
-                 undisturbed cycles; * a check failed (see the notes above)"
-                    .into(),
-            );
+                 undisturbed cycles{}",
+                if flagged {
+                    "; * a check failed (see the notes above)"
+                } else {
+                    ""
+                }
+            ));
             View {
                 title: format!("{}: {source}, cost per timer event", e.name),
                 head: [
