@@ -212,11 +212,16 @@ pub fn progress_svg(
         );
     }
     s.line(left, strip_top, left, strip_top + strip_h, "#000000", 1.0);
-    // Legend.
-    let lx = left + plot_w + 20.0;
+    legend(&mut s, left + plot_w + 20.0, top, workers, labels);
+    Some(s.finish())
+}
+
+/// The legend at `(lx, top)`: a swatch and a label for each worker, the first
+/// [`LEGEND_MAX`] of them, and how many more there are.
+fn legend(s: &mut Svg, lx: f64, top: f64, workers: usize, labels: &[String]) {
     for w in 0..workers.min(LEGEND_MAX) {
         let ly = top + 10.0 + w as f64 * 18.0;
-        s.rect(lx, ly - 9.0, 14.0, 10.0, colour(w), None);
+        s.rect(lx, ly - 9.0, 14.0, 10.0, palette(w), None);
         let label = labels
             .get(w)
             .cloned()
@@ -234,5 +239,4 @@ pub fn progress_svg(
             &format!("and {} more", workers - LEGEND_MAX),
         );
     }
-    Some(s.finish())
 }
