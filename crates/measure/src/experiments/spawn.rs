@@ -692,17 +692,12 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
 /// The program a case starts (none for fork and vfork), or why it cannot be started.
 type ProgramFor<'a> = Result<Option<&'a Program>, String>;
 
-/// The process cases at one parent size: measured, or not measured with the reason.
-fn size_group(
-    opts: &Options,
-    ctx: &Context,
+/// Every case of one parent size, with its program when it execs (or why it cannot).
+fn planned<'a>(
     ops: &[Op],
-    programs: &[(Target, Result<Program, String>)],
-    mib: u64,
-    out: &mut ExperimentOutput,
-) -> anyhow::Result<()> {
-    // Every case of this size, with its program when it execs.
-    let mut planned: Vec<(Op, Option<Target>, ProgramFor)> = Vec::new();
+    programs: &'a [(Target, Result<Program, String>)],
+) -> Vec<(Op, Option<Target>, ProgramFor<'a>)> {
+    let mut planned = Vec::new();
     for &op in ops {
         if op.execs() {
             for (t, prog) in programs {
@@ -712,6 +707,39 @@ fn size_group(
             planned.push((op, None, Ok(None)));
         }
     }
+    planned
+}
+
+/// The parameters a process case of parent size `mib` carries: the parent's memory, and the
+/// program it starts.
+fn case_params(
+    mib: u64,
+    thp: &'static str,
+    target: Option<Target>,
+    prog: Option<&Program>,
+) -> Vec<(&'static str, serde_json::Value)> {
+    let mut params: Vec<(&str, serde_json::Value)> =
+        vec![("parent_mib", mib.into()), ("parent_pages", thp.into())];
+    if let (Some(t), Some(prog)) = (target, prog) {
+        params.push(("target", t.id().into()));
+        params.push(("program", prog.path.display().to_string().into()));
+        params.push(("program_bytes", prog.bytes.into()));
+        params.push(("program_linking", prog.linking.clone().into()));
+        params.push(("program_environment", "empty".into()));
+    }
+    params
+}
+
+/// The process cases at one parent size: measured, or not measured with the reason.
+fn size_group(
+    opts: &Options,
+    ctx: &Context,
+    ops: &[Op],
+    programs: &[(Target, Result<Program, String>)],
+    mib: u64,
+    out: &mut ExperimentOutput,
+) -> anyhow::Result<()> {
+    let planned = planned(ops, programs);
     let unavailable =
         |out: &mut ExperimentOutput, reason: &str, only: Option<(Op, Option<Target>)>| {
             for (op, t, _) in &planned {
@@ -772,16 +800,7 @@ fn size_group(
         };
         let creator = Creator::new(op.method(), prog.map(|p| p.path.as_path()))
             .with_context(|| format!("preparing {}", case_id(*op, *t, Some(mib))))?;
-        let mut params: Vec<(&str, serde_json::Value)> =
-            vec![("parent_mib", mib.into()), ("parent_pages", thp.into())];
-        if let (Some(t), Some(prog)) = (t, prog) {
-            params.push(("target", t.id().into()));
-            params.push(("program", prog.path.display().to_string().into()));
-            params.push(("program_bytes", prog.bytes.into()));
-            params.push(("program_linking", prog.linking.clone().into()));
-            params.push(("program_environment", "empty".into()));
-        }
-        extra.push(params);
+        extra.push(case_params(mib, thp, *t, prog));
         slots.push(Slot {
             id: case_id(*op, *t, Some(mib)),
             description: description(*op, *t, Some(mib)),
