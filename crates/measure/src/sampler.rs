@@ -412,6 +412,21 @@ mod tests {
         testing::with_ctx(SamplerConfig::quick(), vec![0], false, f)
     }
 
+    /// Runs `f` with a context on the scripted clock, which moves only when told to.
+    fn with_scripted<T>(f: impl FnOnce(&Context, &crate::timesource::Scripted) -> T) -> T {
+        let clock = crate::timesource::Scripted::new();
+        let cancel = std::sync::atomic::AtomicBool::new(false);
+        let ctx = Context {
+            clock: &clock,
+            sampler: SamplerConfig::quick(),
+            quick: true,
+            cpus: vec![0],
+            progress: &crate::context::NoProgress,
+            cancel: &cancel,
+        };
+        f(&ctx, &clock)
+    }
+
     #[test]
     fn takes_the_configured_samples() {
         with_ctx(|ctx| {
@@ -427,25 +442,17 @@ mod tests {
     fn slower_work_measures_slower() {
         // On the scripted clock, so the test reads what the sampler does with the ticks an
         // operation costs, not how fast this machine happens to be.
-        let clock = crate::timesource::Scripted::new();
-        let cancel = std::sync::atomic::AtomicBool::new(false);
-        let ctx = Context {
-            clock: &clock,
-            sampler: SamplerConfig::quick(),
-            quick: true,
-            cpus: vec![0],
-            progress: &crate::context::NoProgress,
-            cancel: &cancel,
-        };
-        let (fast, _) = measure(&ctx, || clock.spend(10)).unwrap();
-        let (slow, _) = measure(&ctx, || clock.spend(1000)).unwrap();
-        let med = |v: &[f64]| {
-            let mut v = v.to_vec();
-            v.sort_by(f64::total_cmp);
-            v[v.len() / 2]
-        };
-        let ratio = med(&slow.per_op_ticks) / med(&fast.per_op_ticks);
-        assert!((ratio - 100.0).abs() < 1.0, "{ratio}");
+        with_scripted(|ctx, clock| {
+            let (fast, _) = measure(ctx, || clock.spend(10)).unwrap();
+            let (slow, _) = measure(ctx, || clock.spend(1000)).unwrap();
+            let med = |v: &[f64]| {
+                let mut v = v.to_vec();
+                v.sort_by(f64::total_cmp);
+                v[v.len() / 2]
+            };
+            let ratio = med(&slow.per_op_ticks) / med(&fast.per_op_ticks);
+            assert!((ratio - 100.0).abs() < 1.0, "{ratio}");
+        });
     }
 
     #[test]
@@ -477,29 +484,21 @@ mod tests {
 
     #[test]
     fn one_slow_batch_does_not_end_the_calibration() {
-        let clock = crate::timesource::Scripted::new();
-        let cancel = std::sync::atomic::AtomicBool::new(false);
-        let ctx = Context {
-            clock: &clock,
-            sampler: SamplerConfig::quick(),
-            quick: true,
-            cpus: vec![0],
-            progress: &crate::context::NoProgress,
-            cancel: &cancel,
-        };
-        // The very first operation is held up for 5 ms (a preemption); every other one costs
-        // 100 ticks. A 1 ms sample needs about 10 000 of them per batch.
-        let mut first = true;
-        let (s, _) = measure(&ctx, || {
-            clock.spend(if first { 5_000_000 } else { 100 });
-            first = false;
-        })
-        .unwrap();
-        assert!(
-            s.iterations_per_sample >= 5_000,
-            "{}",
-            s.iterations_per_sample
-        );
+        with_scripted(|ctx, clock| {
+            // The very first operation is held up for 5 ms (a preemption); every other one costs
+            // 100 ticks. A 1 ms sample needs about 10 000 of them per batch.
+            let mut first = true;
+            let (s, _) = measure(ctx, || {
+                clock.spend(if first { 5_000_000 } else { 100 });
+                first = false;
+            })
+            .unwrap();
+            assert!(
+                s.iterations_per_sample >= 5_000,
+                "{}",
+                s.iterations_per_sample
+            );
+        });
     }
 
     #[test]
