@@ -193,16 +193,29 @@ pub fn run_limited(limit: &str, unprivileged: bool, args: &[&str]) -> (Option<i3
     // Writable for `nobody` too.
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
     let json = dir.path().join("r.json");
-    let mut cmd = limited(limit, unprivileged);
-    let out = isolate_in(&mut cmd, dir.path())
-        .arg(bin_for_nobody(dir.path()))
-        .args(args)
-        .arg("--json")
-        .arg(&json)
-        .env("TMPDIR", dir.path())
-        .output()
-        .expect("prlimit (util-linux) must be installed");
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let bin = bin_for_nobody(dir.path());
+    let mut attempt = 0;
+    let (out, err) = loop {
+        let mut cmd = limited(limit, unprivileged);
+        let out = isolate_in(&mut cmd, dir.path())
+            .arg(&bin)
+            .args(args)
+            .arg("--json")
+            .arg(&json)
+            .env("TMPDIR", dir.path())
+            .output()
+            .expect("prlimit (util-linux) must be installed");
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        // The fresh copy can still be open for writing in a child another test thread forked
+        // while it was written (until that child execs): exec then fails with ETXTBSY. That is
+        // the test harness's race, not oscost's, so try again once the child has gone on.
+        attempt += 1;
+        if err.contains("Text file busy") && attempt < 20 {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            continue;
+        }
+        break (out, err);
+    };
     assert!(
         !err.contains("prlimit:") && !err.contains("setpriv:"),
         "the limit could not be set up: {err}"

@@ -383,7 +383,7 @@ fn busy_excess(start: &Snapshot, end: &Snapshot, wall_s: f64, ticks: Ticks) -> O
     }
     let own_s = own1.saturating_sub(own0) as f64 / 1e9;
     let capacity_s = wall_s * cpus.len() as f64;
-    let threshold_s = (0.01 * capacity_s)
+    let threshold_s = (QUIET_SHARE * capacity_s)
         .max(rounding_s)
         .max(3.0 * variance_s2.sqrt());
     Some(BusyExcess {
@@ -399,6 +399,11 @@ fn busy_excess(start: &Snapshot, end: &Snapshot, wall_s: f64, ticks: Ticks) -> O
 fn compare(start: &Snapshot, end: &Snapshot, own_forks: u64, cpus_used: Option<usize>) -> RunLoad {
     compare_in(start, end, own_forks, cpus_used, Ticks::of_this_kernel())
 }
+
+/// The share of the CPUs a run used that other processes may take with the run still called
+/// quiet: a quiet machine's own kernel threads (DAMON's `kdamond`, for one) take about 1 %,
+/// which is no reason to doubt a figure.
+const QUIET_SHARE: f64 = 0.02;
 
 /// [`compare`] with the kernel's accounting units given (`None`: unknown).
 fn compare_in(
@@ -475,7 +480,7 @@ fn compare_in(
     };
     let warnings = seen.warnings();
     let quiet = foreign_tasks_seen > 0
-        && foreign_cpu_share <= 0.01
+        && foreign_cpu_share <= QUIET_SHARE
         && busy.is_some()
         && busy_flagged.is_none()
         && others.is_empty()
@@ -635,7 +640,7 @@ impl Seen<'_> {
             .first()
             .map(|p| format!(" (busiest: {} pid {})", p.comm, p.pid))
             .unwrap_or_default();
-        let by_tasks = (self.tasks_share > 0.01).then_some(self.tasks_share * 100.0);
+        let by_tasks = (self.tasks_share > QUIET_SHARE).then_some(self.tasks_share * 100.0);
         // Worth its own figure when the per-task estimate did not flag the run, or saw clearly
         // less: then the time went to tasks gone by the end.
         let by_busy = self.busy.filter(|b| {
