@@ -137,34 +137,23 @@ fn set_panels(
                 overhead_pct(c.median_ns, t1, n, cpus)
             )
         };
-        times.push(Line {
+        // One line of the form's cases, each point at `at(median or CI bound, N, CPUs)`.
+        let line = |at: &dyn Fn(f64, u64, u64) -> f64| Line {
             label: form.to_string(),
             style: style_of(forms, form),
             points: of
                 .iter()
                 .map(|&&(c, n, cpus, _)| Point {
                     x: n as f64,
-                    y: c.median_ns,
-                    ci: Some(c.ci95_ns),
+                    y: at(c.median_ns, n, cpus),
+                    ci: Some(c.ci95_ns.map(|t| at(t, n, cpus))),
                     hollow: !c.checks_passed,
                     tip: tip(c, n, cpus),
                 })
                 .collect(),
-        });
-        overheads.push(Line {
-            label: form.to_string(),
-            style: style_of(forms, form),
-            points: of
-                .iter()
-                .map(|&&(c, n, cpus, _)| Point {
-                    x: n as f64,
-                    y: overhead_pct(c.median_ns, t1, n, cpus),
-                    ci: Some(c.ci95_ns.map(|t| overhead_pct(t, t1, n, cpus))),
-                    hollow: !c.checks_passed,
-                    tip: tip(c, n, cpus),
-                })
-                .collect(),
-        });
+        };
+        times.push(line(&|t, _, _| t));
+        overheads.push(line(&|t, n, cpus| overhead_pct(t, t1, n, cpus)));
     }
     let mut ns: Vec<(u64, u64)> = cases.iter().map(|c| (c.1, c.2)).collect();
     ns.sort_unstable();
