@@ -3,10 +3,11 @@
 use crate::config::{Config, Sink};
 use crate::history_cmd::{self, HistoryCommand};
 use crate::session;
+use anyhow::Context as _;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use oscost_measure::experiments::{ExperimentArgs, REGISTRY};
 use oscost_measure::limits::Limits;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 const ABOUT: &str = "oscost measures what the operating system costs a program: system calls, \
@@ -183,16 +184,26 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the manual page in roff (`oscost man > oscost.1; man ./oscost.1`)
-    Man,
+    /// Print a manual page in roff: oscost's own (`oscost man > oscost.1; man ./oscost.1`) or a
+    /// subcommand's (`oscost man syscall > oscost-syscall.1`); `--dir DIR` writes them all
+    Man {
+        /// The subcommand whose page to print, with its options (none: oscost's own page)
+        #[arg(value_name = "SUBCOMMAND")]
+        name: Option<String>,
+        /// Write every page into DIR instead: oscost.1 and oscost-SUBCOMMAND.1 for each
+        /// subcommand (oscost-history-list.1 and so on below history)
+        #[arg(long, value_name = "DIR", conflicts_with = "name")]
+        dir: Option<PathBuf>,
+    },
     /// The runs kept in the history: list, show, trend, export, import, rm
     #[command(subcommand)]
     History(HistoryCommand),
     /// Write one HTML page of result files (`--json` output): tables, figures, the machine;
     /// with several files, the cases they share side by side against the first
     Report {
-        /// Result files written by `oscost --json`, the first the reference
-        #[arg(value_name = "FILE")]
+        /// Result files written by `oscost --json`, or runs of the history (`latest`,
+        /// `latest~1`, an id), the first the reference
+        #[arg(value_name = "RUN")]
         files: Vec<PathBuf>,
         /// The HTML file to write (`-` for stdout); replaced whole, never half written
         #[arg(short, long, value_name = "OUT.html")]
@@ -255,12 +266,47 @@ fn experiment_names() -> clap::builder::PossibleValuesParser {
 
 /// Parses the command line and runs it.
 pub fn run() -> anyhow::Result<ExitCode> {
-    let cli = match Cli::try_parse() {
+    let cli = match parse()? {
         Ok(cli) => cli,
+        Err(code) => return Ok(code),
+    };
+    if let Some(e) = unused_options(cli.command.as_ref(), &cli.global) {
+        eprintln!("oscost: {e}");
+        return Ok(ExitCode::from(2));
+    }
+    // The default suite keeps its result file and report beside the history, and says where.
+    let default_suite = match &cli.command {
+        None => true,
+        Some(Command::Run { experiments }) => experiments.is_empty(),
+        _ => false,
+    };
+    let (experiments, study) = match cli.command {
+        Some(Command::Study { name, full }) => match study(name, full, &cli.global)? {
+            Some(planned) => planned,
+            None => return Ok(ExitCode::SUCCESS),
+        },
+        Some(Command::Experiment(e)) => (vec![e], None),
+        Some(Command::Run { experiments }) => (by_name(&experiments), None),
+        None => (by_name(&[]), None),
+        Some(other) => return other_command(other, &cli.global),
+    };
+    measure(experiments, study, default_suite, &cli.global)
+}
+
+/// The command line, or the exit code when clap answered it: help and version printed, or an
+/// error said in one line.
+fn parse() -> anyhow::Result<Result<Cli, ExitCode>> {
+    match Cli::try_parse_from(negative_values(std::env::args_os())) {
+        Ok(cli) => Ok(Ok(cli)),
         Err(e) if !e.use_stderr() => {
-            // --help and --version: print as clap formats them.
-            e.print()?;
-            return Ok(ExitCode::SUCCESS);
+            // --help and --version: print as clap formats them; a reader that closed the pipe
+            // early (`oscost --help | head -1`) has what it wanted.
+            if let Err(io) = e.print() {
+                if io.kind() != std::io::ErrorKind::BrokenPipe {
+                    return Err(io.into());
+                }
+            }
+            Ok(Err(ExitCode::SUCCESS))
         }
         Err(e) => {
             // One line, like every other oscost error, instead of clap's paragraph.
@@ -281,73 +327,97 @@ pub fn run() -> anyhow::Result<ExitCode> {
                 String::new()
             };
             eprintln!("oscost: {first}{missing}{}", choices(&e));
-            return Ok(ExitCode::from(2));
+            Ok(Err(ExitCode::from(2)))
         }
-    };
-    if let Some(e) = unused_options(cli.command.as_ref(), &cli.global) {
-        eprintln!("oscost: {e}");
-        return Ok(ExitCode::from(2));
     }
-    // The default suite keeps its result file and report beside the history, and says where.
-    let default_suite = match &cli.command {
-        None => true,
-        Some(Command::Run { experiments }) => experiments.is_empty(),
-        _ => false,
-    };
-    let mut study = None;
-    let experiments: Vec<ExperimentArgs> = match cli.command {
-        Some(Command::Study { name: None, full }) => {
-            if full {
-                anyhow::bail!("--full needs a study to run (`oscost study NAME --full`)");
+}
+
+/// The command line with a value that starts with a minus sign and a digit (`--work -1s`,
+/// `--nice -19`) joined to the option before it (`--work=-1s`), so that it is read as that
+/// option's value, to be accepted or refused by its parser, and never as an unknown flag.
+/// oscost has no option named by a digit, so nothing else is changed.
+fn negative_values(args: impl IntoIterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let mut out: Vec<std::ffi::OsString> = Vec::new();
+    for arg in args {
+        let negative = arg
+            .to_str()
+            .and_then(|a| a.strip_prefix('-'))
+            .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit() || c == '.'));
+        match out.last_mut() {
+            Some(prev)
+                if negative
+                    && prev.to_str().is_some_and(|p| {
+                        p.starts_with("--") && p.len() > 2 && !p.contains('=')
+                    }) =>
+            {
+                prev.push("=");
+                prev.push(&arg);
             }
-            session::print_stdout(&oscost_report::study::list_text())?;
-            return Ok(ExitCode::SUCCESS);
+            _ => out.push(arg),
         }
-        Some(Command::Study {
-            name: Some(name),
-            full,
-        }) => {
-            let size = if full {
-                crate::study_cmd::Size::Full
-            } else if cli.global.quick {
-                crate::study_cmd::Size::Quick
-            } else {
-                crate::study_cmd::Size::Default
-            };
-            let (name, exps) = crate::study_cmd::experiments(&name, size)?;
-            study = Some(name);
-            exps
+    }
+    out
+}
+
+/// `oscost study`: the list of studies (`None`, nothing to measure), or the experiments of
+/// the study named and its name.
+fn study(
+    name: Option<String>,
+    full: bool,
+    global: &GlobalOpts,
+) -> anyhow::Result<Option<(Vec<ExperimentArgs>, Option<&'static str>)>> {
+    let Some(name) = name else {
+        if full {
+            anyhow::bail!("--full needs a study to run (`oscost study NAME --full`)");
         }
-        Some(Command::History(cmd)) => {
-            let db = history_path(&cli.global)?;
-            return history_cmd::run(cmd, &db, &cli.global);
+        session::print_stdout(&oscost_report::study::list_text())?;
+        return Ok(None);
+    };
+    let size = if full {
+        crate::study_cmd::Size::Full
+    } else if global.quick {
+        crate::study_cmd::Size::Quick
+    } else {
+        crate::study_cmd::Size::Default
+    };
+    let (name, exps) = crate::study_cmd::experiments(&name, size)?;
+    Ok(Some((exps, Some(name))))
+}
+
+/// The commands that measure nothing: history, list, env, completions, baselines, man,
+/// compare and report.
+fn other_command(command: Command, global: &GlobalOpts) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::History(cmd) => {
+            let db = history_path(global)?;
+            history_cmd::run(cmd, &db, global)
         }
-        Some(Command::List) => {
+        Command::List => {
             session::print_stdout(&list())?;
-            return Ok(ExitCode::SUCCESS);
+            Ok(ExitCode::SUCCESS)
         }
-        Some(Command::Env) => {
-            if cli.global.csv.is_some() || cli.global.markdown.is_some() {
+        Command::Env => {
+            if global.csv.is_some() || global.markdown.is_some() {
                 anyhow::bail!(
                     "env writes the description as text or --json, not --csv or --markdown"
                 );
             }
-            let cfg = Config::from_global(&cli.global)?;
+            let cfg = Config::from_global(global)?;
             let text = session::environment_text(&cfg)?;
             if cfg.stdout_taken() {
                 eprint!("{text}");
             } else {
                 session::print_stdout(&text)?;
             }
-            return Ok(ExitCode::SUCCESS);
+            Ok(ExitCode::SUCCESS)
         }
-        Some(Command::Completions { shell }) => {
+        Command::Completions { shell } => {
             let mut out = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "oscost", &mut out);
             session::print_stdout(&String::from_utf8_lossy(&out))?;
-            return Ok(ExitCode::SUCCESS);
+            Ok(ExitCode::SUCCESS)
         }
-        Some(Command::Baselines { name }) => {
+        Command::Baselines { name } => {
             let text = match name {
                 None => oscost_report::baselines::list_text(),
                 Some(n) => {
@@ -364,49 +434,97 @@ pub fn run() -> anyhow::Result<ExitCode> {
                 }
             };
             session::print_stdout(&text)?;
-            return Ok(ExitCode::SUCCESS);
+            Ok(ExitCode::SUCCESS)
         }
-        Some(Command::Man) => {
-            let mut out = Vec::new();
-            clap_mangen::Man::new(Cli::command()).render(&mut out)?;
-            session::print_stdout(&String::from_utf8_lossy(&out))?;
-            return Ok(ExitCode::SUCCESS);
-        }
-        Some(Command::Compare {
+        Command::Man { name, dir } => man(name.as_deref(), dir.as_deref()),
+        Command::Compare {
             inputs,
             threshold,
             rate,
             fail_above,
             only_changed,
-        }) => {
-            let cfg = Config::from_global(&cli.global)?;
+        } => {
+            let cfg = Config::from_global(global)?;
             let settings = oscost_report::compare::Settings {
                 threshold_pct: threshold,
                 rate_per_s: rate,
             };
-            let db = history_path(&cli.global).ok();
-            return crate::compare_cmd::run(
+            let db = history_path(global).ok();
+            crate::compare_cmd::run(
                 &inputs,
                 settings,
                 fail_above,
                 only_changed,
                 &cfg,
                 db.as_deref(),
-                cli.global.history.is_some(),
-            );
+                global.history.is_some(),
+            )
         }
-        Some(Command::Report { files, output }) => {
-            session::report(&files, output.as_deref())?;
-            return Ok(ExitCode::SUCCESS);
+        Command::Report { files, output } => {
+            let db = history_path(global).ok();
+            session::report(
+                &files,
+                output.as_deref(),
+                db.as_deref(),
+                global.history.is_some(),
+            )?;
+            Ok(ExitCode::SUCCESS)
         }
-        Some(Command::Experiment(e)) => vec![e],
-        Some(Command::Run { experiments }) => by_name(&experiments),
-        None => by_name(&[]),
+        Command::Study { .. } | Command::Experiment(_) | Command::Run { .. } => {
+            unreachable!("measuring commands are run by `run`")
+        }
+    }
+}
+
+/// `oscost man`: oscost's page or subcommand `name`'s on stdout, or every page into `dir`.
+fn man(name: Option<&str>, dir: Option<&Path>) -> anyhow::Result<ExitCode> {
+    let mut cmd = Cli::command().disable_help_subcommand(true);
+    if let Some(dir) = dir {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("--dir {}: cannot create it", dir.display()))?;
+        clap_mangen::generate_to(cmd, dir)
+            .with_context(|| format!("--dir {}: cannot write the pages", dir.display()))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    // Built, so that a subcommand's page carries its full name and the global options.
+    cmd.build();
+    let page = match name {
+        None => cmd,
+        Some(name) => {
+            let visible: Vec<&str> = cmd
+                .get_subcommands()
+                .filter(|c| !c.is_hide_set())
+                .map(|c| c.get_name())
+                .collect();
+            if !visible.contains(&name) {
+                anyhow::bail!(
+                    "man {name}: no such subcommand (choose from: {})",
+                    visible.join(", ")
+                );
+            }
+            cmd.find_subcommand(name)
+                .cloned()
+                .expect("a visible subcommand is found")
+        }
     };
-    let mut cfg = Config::from_global(&cli.global)?;
+    let mut out = Vec::new();
+    clap_mangen::Man::new(page).render(&mut out)?;
+    session::print_stdout(&String::from_utf8_lossy(&out))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `experiments` (checked against the clock and the machine's limits first), saves the
+/// run and says where it went.
+fn measure(
+    experiments: Vec<ExperimentArgs>,
+    study: Option<&'static str>,
+    default_suite: bool,
+    global: &GlobalOpts,
+) -> anyhow::Result<ExitCode> {
+    let mut cfg = Config::from_global(global)?;
     cfg.study = study;
-    let kept = if default_suite && !cli.global.no_save {
-        keep_files(&mut cfg, &cli.global)
+    let kept = if default_suite && !global.no_save {
+        keep_files(&mut cfg, global)
     } else {
         Vec::new()
     };
@@ -435,9 +553,27 @@ pub fn run() -> anyhow::Result<ExitCode> {
         }
     }
     // Opened before anything is measured: a --history that cannot take the run fails now.
-    let saving = if cli.global.no_save {
+    let saving = saving(global)?;
+    let saved = session::run(&cfg, &experiments, saving)?;
+    if !cfg.quiet {
+        let short = history_cmd::short_id(&saved.run_id);
+        if saved.in_history {
+            eprintln!("saved as run {short} in the history (oscost history show {short})");
+        }
+        // A kept file that could not be written was said so when it failed.
+        for (what, path) in kept.iter().filter(|(_, p)| !saved.lost.contains(p)) {
+            eprintln!("{what:8} {}", path.display());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Where the run is saved: opened before anything is measured, so a --history that cannot
+/// take the run fails now.
+fn saving(global: &GlobalOpts) -> anyhow::Result<session::Saving> {
+    Ok(if global.no_save {
         session::Saving::Off
-    } else if let Some(path) = &cli.global.history {
+    } else if let Some(path) = &global.history {
         session::Saving::Into {
             history: history_cmd::open(
                 path,
@@ -457,19 +593,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
             },
             None => session::Saving::Unavailable(NO_DATA_DIR.into()),
         }
-    };
-    let saved = session::run(&cfg, &experiments, saving)?;
-    if !cfg.quiet {
-        let short = history_cmd::short_id(&saved.run_id);
-        if saved.in_history {
-            eprintln!("saved as run {short} in the history (oscost history show {short})");
-        }
-        // A kept file that could not be written was said so when it failed.
-        for (what, path) in kept.iter().filter(|(_, p)| !saved.lost.contains(p)) {
-            eprintln!("{what:8} {}", path.display());
-        }
-    }
-    Ok(ExitCode::SUCCESS)
+    })
 }
 
 /// For the default suite: the result file and the report the user did not ask for, in
@@ -532,7 +656,7 @@ fn unused_options(command: Option<&Command>, g: &GlobalOpts) -> Option<String> {
     let (name, uses): (&str, &[&str]) = match command {
         Some(Command::List) => ("list", &[]),
         Some(Command::Completions { .. }) => ("completions", &[]),
-        Some(Command::Man) => ("man", &[]),
+        Some(Command::Man { .. }) => ("man", &[]),
         Some(Command::Baselines { .. }) => ("baselines", &[]),
         Some(Command::History(h)) => h.uses(),
         // --csv and --markdown have a message of their own.
@@ -543,7 +667,7 @@ fn unused_options(command: Option<&Command>, g: &GlobalOpts) -> Option<String> {
         Some(Command::Compare { .. }) => {
             ("compare", &["--json", "--csv", "--markdown", "--history"])
         }
-        Some(Command::Report { .. }) => ("report", &[]),
+        Some(Command::Report { .. }) => ("report", &["--history"]),
         _ => return None,
     };
     let given = [
@@ -559,7 +683,7 @@ fn unused_options(command: Option<&Command>, g: &GlobalOpts) -> Option<String> {
         ("--nice", g.nice.is_some()),
         ("--scripted", g.scripted),
         ("--history", g.history.is_some()),
-        ("--no-save", g.no_save),
+        // --no-save is not listed: these commands save nothing, so it holds whatever they are.
     ];
     let unused: Vec<&str> = given
         .iter()
@@ -576,15 +700,34 @@ fn unused_options(command: Option<&Command>, g: &GlobalOpts) -> Option<String> {
     }
 }
 
-/// What to do about a parse error: the valid values when clap knows them (an invalid choice),
-/// else a pointer to the help.
+/// What to do about a parse error: the near miss clap found (a typo) and the valid values when
+/// it knows them (an invalid choice), else a pointer to the help.
 fn choices(e: &clap::Error) -> String {
     use clap::error::{ContextKind, ContextValue};
-    match e.get(ContextKind::ValidValue) {
-        Some(ContextValue::Strings(values)) if !values.is_empty() => {
-            format!(" (choose from: {})", values.join(", "))
+    // A near miss of a subcommand, an option or a value: the likely fix, said first.
+    let near = [
+        ContextKind::SuggestedSubcommand,
+        ContextKind::SuggestedArg,
+        ContextKind::SuggestedValue,
+    ]
+    .into_iter()
+    .find_map(|kind| match e.get(kind) {
+        Some(ContextValue::String(s)) => Some(format!("did you mean `{s}`?")),
+        Some(ContextValue::Strings(v)) if !v.is_empty() => {
+            Some(format!("did you mean `{}`?", v.join("` or `")))
         }
-        _ => " (see `oscost --help`)".into(),
+        _ => None,
+    });
+    let valid = match e.get(ContextKind::ValidValue) {
+        Some(ContextValue::Strings(values)) if !values.is_empty() => {
+            Some(format!("choose from: {}", values.join(", ")))
+        }
+        _ => None,
+    };
+    match (near, valid) {
+        (Some(n), Some(v)) => format!(" ({n} {v})"),
+        (Some(one), None) | (None, Some(one)) => format!(" ({one})"),
+        (None, None) => " (see `oscost --help`)".into(),
     }
 }
 

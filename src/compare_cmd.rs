@@ -54,9 +54,8 @@ pub fn load(arg: &str, history: Option<&Path>, explicit: bool) -> anyhow::Result
                 )
             });
     }
-    let path = Path::new(arg);
-    if path.exists() || arg.contains('/') || arg.ends_with(".json") {
-        return read_result_file(path).map(|d| Loaded::Measured(Box::new(d)));
+    if names_a_file(arg) {
+        return read_result_file(Path::new(arg)).map(|d| Loaded::Measured(Box::new(d)));
     }
     load_run(arg, history, explicit)
         .map(|d| Loaded::Measured(Box::new(d)))
@@ -161,8 +160,14 @@ fn table_width(stderr: bool) -> Option<u16> {
         .or_else(|| oscost_report::render::terminal_width(stderr))
 }
 
+/// Whether a command-line input names a result file rather than a run of the history: an
+/// existing path, or one that looks like a path (a `/`, a `.json` ending).
+pub fn names_a_file(arg: &str) -> bool {
+    Path::new(arg).exists() || arg.contains('/') || arg.ends_with(".json")
+}
+
 /// A run of the history, when the history exists (a comparison never creates one).
-fn load_run(arg: &str, history: Option<&Path>, explicit: bool) -> anyhow::Result<ResultDoc> {
+pub fn load_run(arg: &str, history: Option<&Path>, explicit: bool) -> anyhow::Result<ResultDoc> {
     let hint = "give a result file, a run of the history, or published:NAME";
     let Some(path) = history else {
         anyhow::bail!("no history to look in ({hint})");

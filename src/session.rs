@@ -362,7 +362,16 @@ fn report_of_run(doc: &ResultDoc) -> anyhow::Result<String> {
 
 /// `oscost report FILE... -o OUT`: reads every result file, then writes their page in one go;
 /// any file that cannot be read stops it before anything is written.
-pub fn report(files: &[std::path::PathBuf], output: Option<&Path>) -> anyhow::Result<()> {
+///
+/// Each input is `published:NAME`, a result file, or a run of the history (`latest`,
+/// `latest~1`, an id), as `compare` takes them; `history` is the database to look in and
+/// `explicit` whether `--history` named it.
+pub fn report(
+    files: &[std::path::PathBuf],
+    output: Option<&Path>,
+    history: Option<&Path>,
+    explicit: bool,
+) -> anyhow::Result<()> {
     const USAGE: &str = "oscost report r.json [more.json...] -o report.html";
     let Some(output) = output else {
         anyhow::bail!("report needs -o FILE, the HTML file to write (`{USAGE}`)");
@@ -402,7 +411,13 @@ pub fn report(files: &[std::path::PathBuf], output: Option<&Path>) -> anyhow::Re
             studies.push(study);
             continue;
         }
-        docs.push((f.display().to_string(), read_result(f)?));
+        let doc = if crate::compare_cmd::names_a_file(&arg) {
+            read_result(f)?
+        } else {
+            crate::compare_cmd::load_run(&arg, history, explicit)
+                .map_err(|e| anyhow::anyhow!("{arg}: no such file, and {e:#}"))?
+        };
+        docs.push((f.display().to_string(), doc));
     }
     if docs.is_empty() {
         anyhow::bail!(

@@ -1,24 +1,13 @@
 //! The binary as a user drives it: tiny real runs, output files, and bad input.
 
 mod common;
+use common::{oscost, read_doc};
 
-use assert_cmd::Command;
 use oscost_model::case::SINGLE_THREAD_CHECK;
 use oscost_model::{CaseResult, ResultDoc};
 use predicates::prelude::*;
 use std::path::Path;
 use std::time::{Duration, Instant};
-
-fn oscost() -> Command {
-    common::oscost_cmd()
-}
-
-/// Reads a result file with the typed model, so an unknown or missing field fails the test.
-fn read_doc(path: &Path) -> ResultDoc {
-    let text = std::fs::read_to_string(path).unwrap();
-    serde_json::from_str(&text)
-        .unwrap_or_else(|e| panic!("{}: not a result document: {e}", path.display()))
-}
 
 fn case<'a>(doc: &'a ResultDoc, id: &str) -> &'a CaseResult {
     doc.experiments

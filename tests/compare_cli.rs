@@ -1,16 +1,11 @@
 //! `oscost compare`, `completions` and `man` as a user drives them: real files, bad input.
 
 mod common;
+use common::oscost;
 
 use assert_cmd::Command;
 use predicates::prelude::*;
 use std::path::{Path, PathBuf};
-
-/// oscost with a history of this test process's own: an input that is not a file is looked up
-/// there, never in the developer's.
-fn oscost() -> Command {
-    common::oscost_cmd()
-}
 
 fn golden() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/oscost-2.json")
@@ -195,4 +190,79 @@ fn completions_and_man_page_come_from_the_cli_definition() {
         .stdout(predicate::str::contains(".TH oscost 1"))
         .stdout(predicate::str::contains("compare"));
     refused(oscost().args(["completions", "cmd.exe"]), "invalid value");
+    // Every subcommand the top page names has a page of its own, with its options.
+    oscost()
+        .args(["man", "syscall"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(".TH oscost-syscall 1"))
+        .stdout(predicate::str::contains("calls"));
+    refused(
+        oscost().args(["man", "bogus"]),
+        "man bogus: no such subcommand",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    oscost()
+        .args(["man", "--dir"])
+        .arg(dir.path())
+        .assert()
+        .success();
+    for page in [
+        "oscost.1",
+        "oscost-run.1",
+        "oscost-history-list.1",
+        "oscost-timeline.1",
+    ] {
+        assert!(dir.path().join(page).exists(), "{page} not written");
+    }
+}
+
+#[test]
+fn typos_get_a_suggestion_and_negative_values_are_values() {
+    refused(oscost().arg("sycall"), "(did you mean `syscall`?)");
+    refused(oscost().args(["history", "lst"]), "(did you mean `list`?)");
+    refused(
+        oscost().args(["syscall", "--quik"]),
+        "(did you mean `--quick`?)",
+    );
+    // A value that starts with a minus sign is the option's value, refused by its parser.
+    refused(
+        oscost().args(["split", "--work", "-1s"]),
+        "invalid value '-1s' for '--work <TIME>'",
+    );
+}
+
+#[test]
+fn help_into_a_closed_pipe_ends_quietly() {
+    use std::io::Read;
+    let mut child = common::oscost_std()
+        .arg("--help")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read nothing: the pipe is closed before oscost writes (or while it does).
+    drop(child.stdout.take());
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(status.success(), "{status:?}: {err}");
+    assert!(err.is_empty(), "{err}");
+}
+
+#[test]
+fn no_save_is_accepted_where_nothing_is_saved() {
+    let g = golden();
+    oscost()
+        .args(["compare", "--no-save"])
+        .arg(&g)
+        .arg(&g)
+        .assert()
+        .success();
+    oscost().args(["list", "--no-save"]).assert().success();
 }

@@ -3,16 +3,12 @@
 //! its own. No timing assertions; after every run no mount and no process of it is left.
 
 mod common;
+use common::oscost;
 
-use assert_cmd::Command;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
-
-fn oscost() -> Command {
-    common::oscost_cmd()
-}
 
 /// Lines of this process's mount table that are oscost's (its FUSE file system or tmpfs).
 fn oscost_mounts() -> Vec<String> {

@@ -2,13 +2,8 @@
 //! and exit 2 before anything is measured. No timing assertions.
 
 mod common;
+use common::oscost;
 use common::{is_root, run_limited};
-
-use assert_cmd::Command;
-
-fn oscost() -> Command {
-    common::oscost_cmd()
-}
 
 /// One `oscost: ` line and nothing else: no progress, no table, no warning of an experiment
 /// that ran.

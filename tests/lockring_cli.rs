@@ -4,15 +4,10 @@
 
 mod common;
 use common::read_doc;
+use common::{assert_refused, oscost};
 
-use assert_cmd::Command;
 use oscost_model::case::SINGLE_THREAD_CHECK;
 use oscost_model::CaseResult;
-use std::path::Path;
-
-fn oscost() -> Command {
-    common::oscost_cmd()
-}
 
 /// The first online CPU, as `--cpus` takes it.
 fn first_cpu() -> String {
@@ -23,25 +18,8 @@ fn first_cpu() -> String {
         .to_string()
 }
 
-/// Asserts a failed run: exit 2, one `oscost: ` line containing `needle`, no result file.
-fn assert_refused(cmd: &mut Command, json: &Path, needle: &str) {
-    let out = cmd.arg("--json").arg(json).output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "stderr: {err}");
-    let lines: Vec<&str> = err
-        .lines()
-        .filter(|l| !l.starts_with("warning: "))
-        .collect();
-    assert_eq!(lines.len(), 1, "one line expected: {err}");
-    assert!(lines[0].starts_with("oscost: "), "{err}");
-    assert!(lines[0].contains(needle), "`{needle}` missing from: {err}");
-    assert!(!json.exists(), "a result file was written on failure");
-}
-
 #[test]
 fn bad_input_exits_2_with_one_line_and_no_result() {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
     let cases: [(&[&str], &str); 7] = [
         (
             &["--tasks", "1"],
@@ -60,7 +38,6 @@ fn bad_input_exits_2_with_one_line_and_no_result() {
     for (args, needle) in cases {
         assert_refused(
             oscost().args(["--quick", "--quiet", "lockring"]).args(args),
-            &json,
             needle,
         );
     }

@@ -4,15 +4,11 @@
 
 mod common;
 use common::children_of;
+use common::{assert_args_refused, oscost};
 
-use assert_cmd::Command;
 use oscost_model::{CaseResult, ExperimentResult, ResultDoc};
 use std::path::Path;
 use std::time::{Duration, Instant};
-
-fn oscost() -> Command {
-    common::oscost_cmd()
-}
 
 /// Runs `oscost --quiet ARGS --json -` and reads the document from standard output with the
 /// typed model, so an unknown or missing field fails the test.
@@ -33,32 +29,6 @@ fn counter(c: &CaseResult, key: &str) -> f64 {
     *c.counters
         .get(key)
         .unwrap_or_else(|| panic!("{}: no counter {key}: {:?}", c.id, c.counters))
-}
-
-/// Asserts a refused run: exit 2, one `oscost: ` line containing `needle`, no result file.
-fn assert_refused(args: &[&str], needle: &str) {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
-    let out = oscost()
-        .arg("--quiet")
-        .args(args)
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    let lines: Vec<&str> = err
-        .lines()
-        .filter(|l| !l.starts_with("warning: "))
-        .collect();
-    assert_eq!(lines.len(), 1, "{args:?}: one line expected: {err}");
-    assert!(lines[0].starts_with("oscost: "), "{args:?}: {err}");
-    assert!(
-        lines[0].contains(needle),
-        "{args:?}: `{needle}` missing: {err}"
-    );
-    assert!(!json.exists(), "{args:?}: a result file was written");
 }
 
 /// These runs measure timing: `noise` spins on every CPU and `--rr-slices` runs real-time
@@ -93,7 +63,7 @@ fn bad_input_exits_2_with_one_line_and_no_result() {
         (&["--cpus", "99999", "noise"], "99999"),
     ];
     for (args, needle) in cases {
-        assert_refused(args, needle);
+        assert_args_refused(args, needle);
     }
 }
 

@@ -4,6 +4,7 @@
 //! measured and nothing depends on the machine's speed.
 
 mod common;
+use common::oscost;
 
 use assert_cmd::Command;
 use std::ffi::OsString;
@@ -11,12 +12,6 @@ use std::os::unix::ffi::OsStringExt;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-fn oscost() -> Command {
-    let mut c = common::oscost_cmd();
-    c.env_remove("COLUMNS");
-    c
-}
 
 fn exe() -> PathBuf {
     assert_cmd::cargo::cargo_bin("oscost")
@@ -39,7 +34,7 @@ fn markdown_document() -> String {
 }
 
 /// Asserts a refusal before measuring: exit 2, one line naming the problem, no table printed.
-fn assert_refused(c: &mut Command, needles: &[&str]) -> String {
+fn assert_refused_before_measuring(c: &mut Command, needles: &[&str]) -> String {
     let out = c.assert().code(2).get_output().clone();
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(err.lines().count(), 1, "{err}");
@@ -106,7 +101,7 @@ fn a_dangling_symlink_writes_the_file_it_names() {
     let mut c = oscost();
     c.args(["--scripted", "example", "--markdown"])
         .arg(&nowhere);
-    assert_refused(&mut c, &["--markdown", "does not exist"]);
+    assert_refused_before_measuring(&mut c, &["--markdown", "does not exist"]);
 }
 
 #[test]
@@ -152,7 +147,7 @@ fn one_file_for_two_formats_is_refused_before_measuring() {
         .arg(&same)
         .arg("--csv")
         .arg(&same);
-    assert_refused(&mut c, &["--json", "--csv", "same.out"]);
+    assert_refused_before_measuring(&mut c, &["--json", "--csv", "same.out"]);
     assert!(!same.exists());
 
     // The same file by another name: `./`, and a link to it.
@@ -169,7 +164,7 @@ fn one_file_for_two_formats_is_refused_before_measuring() {
             "--json",
         ])
         .arg(&link);
-    assert_refused(&mut c, &["--json", "--markdown"]);
+    assert_refused_before_measuring(&mut c, &["--json", "--markdown"]);
     assert_eq!(std::fs::read_to_string(&same).unwrap(), "kept");
 }
 
@@ -214,7 +209,7 @@ fn a_read_only_target_is_refused_before_measuring() {
     for flag in ["--json", "--csv", "--markdown"] {
         let mut c = oscost();
         c.args(["--scripted", "example", flag]).arg(&json);
-        let err = assert_refused(
+        let err = assert_refused_before_measuring(
             &mut c,
             &[
                 flag,
@@ -232,7 +227,7 @@ fn a_read_only_target_is_refused_before_measuring() {
     std::os::unix::fs::symlink(&json, &link).unwrap();
     let mut c = oscost();
     c.args(["--scripted", "example", "--json"]).arg(&link);
-    assert_refused(&mut c, &["read-only"]);
+    assert_refused_before_measuring(&mut c, &["read-only"]);
     assert_eq!(std::fs::read_to_string(&json).unwrap(), "precious");
 }
 
@@ -272,7 +267,7 @@ fn another_users_file_is_refused_before_measuring() {
             .arg(&copy)
             .args(["--scripted", "example", "--json"])
             .arg(&file);
-        let err = assert_refused(&mut c, &[name, needle, "choose another path"]);
+        let err = assert_refused_before_measuring(&mut c, &[name, needle, "choose another path"]);
         assert!(!err.contains("os error 1): "), "{err}");
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "root's");
     }
@@ -432,7 +427,7 @@ fn run_bounded(exe: &Path, cwd: &Path, base: &[&str], args: &[OsString]) -> Opti
 #[test]
 fn a_path_ending_in_a_slash_is_refused_before_measuring() {
     let dir = tempfile::tempdir().unwrap();
-    let err = assert_refused(
+    let err = assert_refused_before_measuring(
         oscost()
             .current_dir(dir.path())
             .args(["--scripted", "example", "--json", "r.json/"]),

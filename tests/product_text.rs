@@ -7,6 +7,7 @@
 //! random seed ("a fixed seed", `DEFAULT_SEED`, "seeded") is fine, so bare "seed" is not listed.
 
 mod common;
+use common::oscost;
 
 use oscost_measure::experiments::REGISTRY;
 use std::path::{Path, PathBuf};
@@ -220,7 +221,7 @@ fn help_and_list_hold_no_internal_reference() {
     }
     let mut bad = Vec::new();
     for args in &commands {
-        let out = common::oscost_cmd().args(args).output().unwrap();
+        let out = oscost().args(args).output().unwrap();
         assert!(out.status.success(), "oscost {args:?}: {out:?}");
         let text = format!(
             "{}{}",

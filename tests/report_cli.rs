@@ -2,16 +2,10 @@
 //! every unreadable input or unwritable output named in one line, exit 2, and nothing written.
 
 mod common;
+use common::oscost;
 
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};
-
-/// oscost with a history of this test process's own (`--report` runs are saved).
-fn oscost() -> Command {
-    let mut c = common::oscost_cmd();
-    c.env_remove("COLUMNS");
-    c
-}
 
 /// A scripted run of `example` written with --json into `dir`.
 fn result_file(dir: &Path, name: &str) -> PathBuf {
@@ -240,4 +234,34 @@ fn a_missing_or_unwritable_output_is_one_line() {
             .args(["-o", "x.html", "--json", "y.json"]),
     );
     assert!(err.contains("report does not use --json"), "{err}");
+}
+
+#[test]
+fn runs_of_the_history_are_taken_as_compare_takes_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.sqlite");
+    for _ in 0..2 {
+        oscost()
+            .args(["--scripted", "--quiet", "run", "example", "--history"])
+            .arg(&db)
+            .assert()
+            .success();
+    }
+    let out = dir.path().join("r.html");
+    oscost()
+        .args(["report", "latest~1", "latest", "-o"])
+        .arg(&out)
+        .arg("--history")
+        .arg(&db)
+        .assert()
+        .success();
+    page_checks(&std::fs::read_to_string(&out).unwrap());
+    let err = fails(
+        oscost()
+            .args(["report", "latest~5", "-o"])
+            .arg(dir.path().join("x.html"))
+            .arg("--history")
+            .arg(&db),
+    );
+    assert!(err.contains("latest~5: no such file"), "{err}");
 }

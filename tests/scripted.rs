@@ -5,17 +5,10 @@
 //! deliberate change).
 
 mod common;
+use common::oscost;
 use common::read_doc;
 
 use assert_cmd::Command;
-
-/// oscost with no `COLUMNS` from the caller: tables at their natural width unless a test
-/// sets it.
-fn oscost() -> Command {
-    let mut c = common::oscost_cmd();
-    c.env_remove("COLUMNS");
-    c
-}
 
 /// A result document with its run id and start time, which differ in every run, replaced by
 /// placeholders; the id is checked to be a version-4 UUID and the time RFC 3339 first.

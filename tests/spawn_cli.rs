@@ -4,16 +4,12 @@
 
 mod common;
 use common::is_root;
+use common::oscost;
 use common::{read_doc, run_limited};
 
-use assert_cmd::Command;
 use oscost_model::case::SINGLE_THREAD_CHECK;
 use std::path::Path;
 use std::time::{Duration, Instant};
-
-fn oscost() -> Command {
-    common::oscost_cmd()
-}
 
 /// Processes (thread-group leaders) whose `TMPDIR` is `dir` or a directory in it: the oscost
 /// processes of one test's run (the coordinator hands each measuring process a private

@@ -4,15 +4,11 @@
 //! assertions.
 
 mod common;
+use common::oscost;
 use common::{assert_nothing_left, is_root, processes_with};
 
-use assert_cmd::Command;
 use oscost_model::ResultDoc;
 use std::time::{Duration, Instant};
-
-fn oscost() -> Command {
-    common::oscost_cmd()
-}
 
 #[test]
 fn every_form_does_exactly_the_work_and_the_tables_read_it() {
@@ -185,25 +181,14 @@ fn the_two_set_runs_on_the_first_two_cpus_or_says_why_not() {
     }
 }
 
-/// A failed run: exit 2, one `oscost: ` line containing `needle`, no result file.
+/// A failed run: [`common::assert_refused`], no warning either, and no process of it left.
 fn assert_refused(args: &[&str], needle: &str) {
     let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
-    let out = oscost()
-        .env("TMPDIR", dir.path())
-        .args(["--quiet"])
-        .args(args)
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    let lines: Vec<&str> = err.lines().collect();
-    assert_eq!(lines.len(), 1, "one line expected: {err}");
-    assert!(lines[0].starts_with("oscost: "), "{err}");
-    assert!(lines[0].contains(needle), "`{needle}` missing from: {err}");
-    assert!(!json.exists(), "a result file was written on failure");
+    let err = common::assert_refused(
+        oscost().env("TMPDIR", dir.path()).arg("--quiet").args(args),
+        needle,
+    );
+    assert_eq!(err.lines().count(), 1, "{args:?}: one line expected: {err}");
     assert_nothing_left(&dir.path().to_string_lossy());
 }
 

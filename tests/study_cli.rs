@@ -1,13 +1,9 @@
 //! `oscost study`: the list, a whole study run at its quick size, and bad input.
 
 mod common;
+use common::oscost;
 
-use assert_cmd::Command;
 use predicates::prelude::*;
-
-fn oscost() -> Command {
-    common::oscost_cmd()
-}
 
 #[test]
 fn the_list_names_the_five_studies_with_their_citations() {

@@ -4,17 +4,13 @@
 
 mod common;
 use common::is_root;
+use common::{assert_refused, oscost};
 use common::{children_of, read_doc, stat_fields};
 
-use assert_cmd::Command;
 use oscost_model::case::SINGLE_THREAD_CHECK;
 use oscost_model::CaseResult;
 use std::path::Path;
 use std::time::{Duration, Instant};
-
-fn oscost() -> Command {
-    common::oscost_cmd()
-}
 
 fn bin() -> std::path::PathBuf {
     assert_cmd::cargo::cargo_bin("oscost")
@@ -32,25 +28,8 @@ fn alive(pid: i32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
 }
 
-/// Asserts a failed run: exit 2, one `oscost: ` line containing `needle`, no result file.
-fn assert_refused(cmd: &mut Command, json: &Path, needle: &str) {
-    let out = cmd.arg("--json").arg(json).output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "stderr: {err}");
-    let lines: Vec<&str> = err
-        .lines()
-        .filter(|l| !l.starts_with("warning: "))
-        .collect();
-    assert_eq!(lines.len(), 1, "one line expected: {err}");
-    assert!(lines[0].starts_with("oscost: "), "{err}");
-    assert!(lines[0].contains(needle), "`{needle}` missing from: {err}");
-    assert!(!json.exists(), "a result file was written on failure");
-}
-
 #[test]
 fn bad_input_exits_2_with_one_line_and_no_result() {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
     let cases: [(&[&str], &str); 6] = [
         (&["ring", "--tasks", "1"], "--tasks 1"),
         (&["ring", "--tokens", "0"], "--tokens 0"),
@@ -63,11 +42,7 @@ fn bad_input_exits_2_with_one_line_and_no_result() {
         ),
     ];
     for (args, needle) in cases {
-        assert_refused(
-            oscost().args(["--quick", "--quiet"]).args(args),
-            &json,
-            needle,
-        );
+        assert_refused(oscost().args(["--quick", "--quiet"]).args(args), needle);
     }
 }
 

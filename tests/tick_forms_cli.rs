@@ -2,34 +2,9 @@
 //! whose output must be self-consistent. No timing assertions: only what was counted.
 
 mod common;
+use common::{assert_args_refused, oscost};
 
 use oscost_model::{CaseResult, ResultDoc};
-
-/// Asserts a refused run: exit 2, one `oscost: ` line containing `needle`, no result file.
-fn assert_refused(args: &[&str], needle: &str) {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
-    let out = common::oscost_cmd()
-        .arg("--quiet")
-        .args(args)
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    let lines: Vec<&str> = err
-        .lines()
-        .filter(|l| !l.starts_with("warning: "))
-        .collect();
-    assert_eq!(lines.len(), 1, "{args:?}: one line expected: {err}");
-    assert!(lines[0].starts_with("oscost: "), "{args:?}: {err}");
-    assert!(
-        lines[0].contains(needle),
-        "{args:?}: `{needle}` missing: {err}"
-    );
-    assert!(!json.exists(), "{args:?}: a result file was written");
-}
 
 #[test]
 fn bad_values_exit_2_with_one_line() {
@@ -44,7 +19,7 @@ fn bad_values_exit_2_with_one_line() {
             "fewer than 10",
         ),
     ] {
-        assert_refused(args, needle);
+        assert_args_refused(args, needle);
     }
 }
 
@@ -59,7 +34,7 @@ fn counter(c: &CaseResult, key: &str) -> f64 {
 #[test]
 fn a_tiny_run_is_self_consistent() {
     let cpu = oscost_sys::affinity().unwrap()[0].to_string();
-    let out = common::oscost_cmd()
+    let out = oscost()
         .args(["--quiet", "--cpus", &cpu, "tick-forms", "--work", "10ms"])
         .args(["--periods", "500us", "--policies", "other", "--rounds", "2"])
         .args(["--json", "-"])

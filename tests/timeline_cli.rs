@@ -138,30 +138,18 @@ fn a_tiny_run_keeps_the_whole_trace_and_draws_it() {
     );
 }
 
-/// Runs oscost with `args` and `--json FILE`; asserts exit 2, one `oscost:` line containing
-/// `needle`, no result file and no process of the run left.
+/// A failed run: [`common::assert_refused`], no warning either, no process of the run left
+/// and the round-robin slice as it was.
 fn assert_refused(args: &[&str], needle: &str) {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
     let mark = marker("refused");
     let before = std::fs::read_to_string(RR).ok();
-    let out = oscost(&mark)
-        .args(["--quiet"])
-        .args(args)
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    let lines: Vec<&str> = err.lines().collect();
-    assert_eq!(lines.len(), 1, "{args:?}: one line expected: {err}");
-    assert!(lines[0].starts_with("oscost: "), "{err}");
-    assert!(
-        lines[0].contains(needle),
-        "{args:?}: `{needle}` missing from {err}"
+    let err = common::assert_refused(
+        assert_cmd::Command::from_std(oscost(&mark))
+            .arg("--quiet")
+            .args(args),
+        needle,
     );
-    assert!(!json.exists(), "{args:?}: a result file was written");
+    assert_eq!(err.lines().count(), 1, "{args:?}: one line expected: {err}");
     common::assert_nothing_left(&mark);
     assert_eq!(
         std::fs::read_to_string(RR).ok(),

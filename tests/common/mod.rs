@@ -55,9 +55,37 @@ pub fn oscost_std() -> std::process::Command {
     cmd
 }
 
-/// [`oscost_std`] for assertions.
-pub fn oscost_cmd() -> assert_cmd::Command {
-    assert_cmd::Command::from_std(oscost_std())
+/// [`oscost_std`] for assertions, without the terminal width of whoever runs the tests
+/// (`COLUMNS`), so tables are laid out alike everywhere.
+pub fn oscost() -> assert_cmd::Command {
+    let mut cmd = assert_cmd::Command::from_std(oscost_std());
+    cmd.env_remove("COLUMNS");
+    cmd
+}
+
+/// Runs `cmd` with `--json FILE` in a fresh directory and asserts a refusal: exit 2, one
+/// `oscost: ` line containing `needle` besides any `warning: ` lines, and no result file.
+/// Returns standard error whole, for the caller's own assertions.
+pub fn assert_refused(cmd: &mut assert_cmd::Command, needle: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = cmd.arg("--json").arg(&json).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| !l.starts_with("warning: "))
+        .collect();
+    assert_eq!(lines.len(), 1, "one line expected: {err}");
+    assert!(lines[0].starts_with("oscost: "), "{err}");
+    assert!(lines[0].contains(needle), "`{needle}` missing from: {err}");
+    assert!(!json.exists(), "a result file was written on failure");
+    err
+}
+
+/// [`assert_refused`] for `oscost --quiet ARGS`.
+pub fn assert_args_refused(args: &[&str], needle: &str) -> String {
+    assert_refused(oscost().arg("--quiet").args(args), needle)
 }
 
 /// Whether the tests run as root (effective uid 0).
@@ -165,16 +193,29 @@ pub fn run_limited(limit: &str, unprivileged: bool, args: &[&str]) -> (Option<i3
     // Writable for `nobody` too.
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
     let json = dir.path().join("r.json");
-    let mut cmd = limited(limit, unprivileged);
-    let out = isolate_in(&mut cmd, dir.path())
-        .arg(bin_for_nobody(dir.path()))
-        .args(args)
-        .arg("--json")
-        .arg(&json)
-        .env("TMPDIR", dir.path())
-        .output()
-        .expect("prlimit (util-linux) must be installed");
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let bin = bin_for_nobody(dir.path());
+    let mut attempt = 0;
+    let (out, err) = loop {
+        let mut cmd = limited(limit, unprivileged);
+        let out = isolate_in(&mut cmd, dir.path())
+            .arg(&bin)
+            .args(args)
+            .arg("--json")
+            .arg(&json)
+            .env("TMPDIR", dir.path())
+            .output()
+            .expect("prlimit (util-linux) must be installed");
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        // The fresh copy can still be open for writing in a child another test thread forked
+        // while it was written (until that child execs): exec then fails with ETXTBSY. That is
+        // the test harness's race, not oscost's, so try again once the child has gone on.
+        attempt += 1;
+        if err.contains("Text file busy") && attempt < 20 {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            continue;
+        }
+        break (out, err);
+    };
     assert!(
         !err.contains("prlimit:") && !err.contains("setpriv:"),
         "the limit could not be set up: {err}"

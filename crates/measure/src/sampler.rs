@@ -131,7 +131,7 @@ impl Drop for IdleThread {
 const SHORT_OP_NS: f64 = 10.0;
 
 /// Fewest samples kept when the budget runs out.
-const MIN_SAMPLES: usize = 5;
+pub(crate) const MIN_SAMPLES: usize = 5;
 
 /// Times `n` calls of `op` and returns the elapsed counter ticks. Not inlined, so the timed
 /// loop and the empty reference loop have the same shape and placement rules.
@@ -330,11 +330,32 @@ pub fn measure_interleaved(
     mut jobs: Vec<Job<'_>>,
     on_step: &dyn Fn(),
 ) -> anyhow::Result<Vec<(Samples, Vec<String>)>> {
-    let cfg = ctx.sampler;
     for job in &mut jobs {
         job.prepare(ctx)?;
         on_step();
     }
+    let count = jobs.len();
+    if let Some(cut) = rounds(ctx, count, |k| jobs[k].sample(), on_step)? {
+        for job in &mut jobs {
+            job.warnings.push(cut.clone());
+        }
+    }
+    Ok(jobs.into_iter().map(|j| j.finish(ctx.clock)).collect())
+}
+
+/// Takes the samples of `count` jobs in rounds: `sample(k)` takes one sample of job `k`, every
+/// job once a round in an order rotated every round, and `on_round` follows each round. Stops
+/// early, after at least [`MIN_SAMPLES`] rounds, once the time budget (the configured one per
+/// job) is spent, and then returns the warning every job carries. The one sampling loop: the
+/// batched jobs above and experiments that time one operation per sample with hooks of their
+/// own around it (spawn's usage counts) both take their rounds here.
+pub(crate) fn rounds(
+    ctx: &Context,
+    count: usize,
+    mut sample: impl FnMut(usize) -> anyhow::Result<()>,
+    mut on_round: impl FnMut(),
+) -> anyhow::Result<Option<String>> {
+    let cfg = ctx.sampler;
     let started = ctx.clock.now();
     let elapsed = || {
         Duration::from_nanos(
@@ -342,27 +363,23 @@ pub fn measure_interleaved(
                 .ticks_to_ns(ctx.clock.now().wrapping_sub(started) as f64) as u64,
         )
     };
-    let budget = cfg.budget * jobs.len().max(1) as u32;
-    let count = jobs.len();
+    let budget = cfg.budget * count.max(1) as u32;
     for round in 0..cfg.samples {
         for k in 0..count {
             ctx.check_cancel()?;
-            jobs[(round + k) % count].sample()?;
+            sample((round + k) % count)?;
         }
-        on_step();
+        on_round();
         if round + 1 >= MIN_SAMPLES && round + 1 < cfg.samples && elapsed() > budget {
-            for job in &mut jobs {
-                job.warnings.push(format!(
-                    "time budget of {} ms reached: {} of {} samples taken",
-                    budget.as_millis(),
-                    round + 1,
-                    cfg.samples
-                ));
-            }
-            break;
+            return Ok(Some(format!(
+                "time budget of {} ms reached: {} of {} samples taken",
+                budget.as_millis(),
+                round + 1,
+                cfg.samples
+            )));
         }
     }
-    Ok(jobs.into_iter().map(|j| j.finish(ctx.clock)).collect())
+    Ok(None)
 }
 
 /// Samples of whole runs timed in counter ticks: one operation per sample, nothing to
@@ -395,6 +412,21 @@ mod tests {
         testing::with_ctx(SamplerConfig::quick(), vec![0], false, f)
     }
 
+    /// Runs `f` with a context on the scripted clock, which moves only when told to.
+    fn with_scripted<T>(f: impl FnOnce(&Context, &crate::timesource::Scripted) -> T) -> T {
+        let clock = crate::timesource::Scripted::new();
+        let cancel = std::sync::atomic::AtomicBool::new(false);
+        let ctx = Context {
+            clock: &clock,
+            sampler: SamplerConfig::quick(),
+            quick: true,
+            cpus: vec![0],
+            progress: &crate::context::NoProgress,
+            cancel: &cancel,
+        };
+        f(&ctx, &clock)
+    }
+
     #[test]
     fn takes_the_configured_samples() {
         with_ctx(|ctx| {
@@ -408,22 +440,18 @@ mod tests {
 
     #[test]
     fn slower_work_measures_slower() {
-        with_ctx(|ctx| {
-            let spin = |k: u64| {
-                let mut x = 0u64;
-                for i in 0..k {
-                    x = black_box(x.wrapping_add(i));
-                }
-                x
-            };
-            let (fast, _) = measure(ctx, || spin(10)).unwrap();
-            let (slow, _) = measure(ctx, || spin(1000)).unwrap();
+        // On the scripted clock, so the test reads what the sampler does with the ticks an
+        // operation costs, not how fast this machine happens to be.
+        with_scripted(|ctx, clock| {
+            let (fast, _) = measure(ctx, || clock.spend(10)).unwrap();
+            let (slow, _) = measure(ctx, || clock.spend(1000)).unwrap();
             let med = |v: &[f64]| {
                 let mut v = v.to_vec();
                 v.sort_by(f64::total_cmp);
                 v[v.len() / 2]
             };
-            assert!(med(&slow.per_op_ns) > med(&fast.per_op_ns) * 5.0);
+            let ratio = med(&slow.per_op_ticks) / med(&fast.per_op_ticks);
+            assert!((ratio - 100.0).abs() < 1.0, "{ratio}");
         });
     }
 
@@ -456,29 +484,21 @@ mod tests {
 
     #[test]
     fn one_slow_batch_does_not_end_the_calibration() {
-        let clock = crate::timesource::Scripted::new();
-        let cancel = std::sync::atomic::AtomicBool::new(false);
-        let ctx = Context {
-            clock: &clock,
-            sampler: SamplerConfig::quick(),
-            quick: true,
-            cpus: vec![0],
-            progress: &crate::context::NoProgress,
-            cancel: &cancel,
-        };
-        // The very first operation is held up for 5 ms (a preemption); every other one costs
-        // 100 ticks. A 1 ms sample needs about 10 000 of them per batch.
-        let mut first = true;
-        let (s, _) = measure(&ctx, || {
-            clock.spend(if first { 5_000_000 } else { 100 });
-            first = false;
-        })
-        .unwrap();
-        assert!(
-            s.iterations_per_sample >= 5_000,
-            "{}",
-            s.iterations_per_sample
-        );
+        with_scripted(|ctx, clock| {
+            // The very first operation is held up for 5 ms (a preemption); every other one costs
+            // 100 ticks. A 1 ms sample needs about 10 000 of them per batch.
+            let mut first = true;
+            let (s, _) = measure(ctx, || {
+                clock.spend(if first { 5_000_000 } else { 100 });
+                first = false;
+            })
+            .unwrap();
+            assert!(
+                s.iterations_per_sample >= 5_000,
+                "{}",
+                s.iterations_per_sample
+            );
+        });
     }
 
     #[test]

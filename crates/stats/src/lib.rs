@@ -25,6 +25,7 @@ pub mod fit;
 mod mann_whitney;
 mod outliers;
 pub mod periodic;
+pub mod sched;
 mod summary;
 
 pub use bootstrap::{bootstrap_median_ci, bootstrap_ratio_ci, combine_medians, Combination};

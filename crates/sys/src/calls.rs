@@ -98,10 +98,8 @@ pub fn open_close(path: &CStr) -> io::Result<()> {
 #[inline]
 pub fn lseek_start(fd: BorrowedFd) -> io::Result<()> {
     // SAFETY: fd is open for the borrow's lifetime.
-    check(
-        unsafe { libc::lseek(fd.as_raw_fd(), 0, libc::SEEK_SET) } as libc::c_long,
-        "lseek",
-    )?;
+    let r = unsafe { libc::lseek(fd.as_raw_fd(), 0, libc::SEEK_SET) };
+    check(r as libc::c_long, "lseek")?;
     Ok(())
 }
 
@@ -179,10 +177,8 @@ pub fn stat(path: &CStr) -> io::Result<i64> {
     // SAFETY: st is plain data, written by the kernel.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: path is NUL-terminated; st is writable.
-    check(
-        unsafe { libc::stat(path.as_ptr(), &mut st) } as libc::c_long,
-        "stat",
-    )?;
+    let r = unsafe { libc::stat(path.as_ptr(), &mut st) };
+    check(r as libc::c_long, "stat")?;
     Ok(st.st_size)
 }
 
@@ -192,10 +188,8 @@ pub fn fstat(fd: BorrowedFd) -> io::Result<i64> {
     // SAFETY: st is plain data, written by the kernel.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: fd is open; st is writable.
-    check(
-        unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } as libc::c_long,
-        "fstat",
-    )?;
+    let r = unsafe { libc::fstat(fd.as_raw_fd(), &mut st) };
+    check(r as libc::c_long, "fstat")?;
     Ok(st.st_size)
 }
 

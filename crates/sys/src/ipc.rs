@@ -409,10 +409,8 @@ impl PthreadMutex {
     #[inline]
     pub fn lock_unlock(&self) -> io::Result<()> {
         // SAFETY: m is an initialised mutex at a stable address for self's lifetime.
-        pthread_result(
-            unsafe { libc::pthread_mutex_lock(self.m.0.get()) },
-            "pthread_mutex_lock",
-        )?;
+        let r = unsafe { libc::pthread_mutex_lock(self.m.0.get()) };
+        pthread_result(r, "pthread_mutex_lock")?;
         // SAFETY: this thread locked it just above.
         let r = unsafe { libc::pthread_mutex_unlock(self.m.0.get()) };
         pthread_result(r, "pthread_mutex_unlock")
@@ -1296,10 +1294,36 @@ mod tests {
 
     #[test]
     fn pthread_mutex_locks_and_unlocks() {
-        let m = PthreadMutex::new();
-        for _ in 0..10 {
-            m.lock_unlock().unwrap();
-        }
+        let m = std::sync::Arc::new(PthreadMutex::new());
+        let (done, finished) = std::sync::mpsc::channel();
+        let pairs = std::sync::Arc::clone(&m);
+        // On a thread of its own, so that a pair that left the mutex locked fails the test
+        // (the next lock would wait for ever) instead of hanging it.
+        std::thread::spawn(move || {
+            for _ in 0..10 {
+                pairs.lock_unlock().unwrap();
+            }
+            let _ = done.send(());
+        });
+        finished
+            .recv_timeout(Duration::from_secs(30))
+            .expect("ten lock/unlock pairs did not finish: a pair left the mutex locked");
+        let other = std::sync::Arc::clone(&m);
+        let taken = std::thread::spawn(move || {
+            // SAFETY: an initialised mutex, alive while `other` holds it.
+            let r = unsafe { libc::pthread_mutex_trylock(other.m.0.get()) };
+            if r == 0 {
+                // SAFETY: this thread took it just above.
+                unsafe { libc::pthread_mutex_unlock(other.m.0.get()) };
+            }
+            r
+        })
+        .join()
+        .unwrap();
+        assert_eq!(
+            taken, 0,
+            "another thread could not take the mutex: it was left locked"
+        );
     }
 
     #[test]

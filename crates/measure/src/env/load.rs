@@ -383,7 +383,7 @@ fn busy_excess(start: &Snapshot, end: &Snapshot, wall_s: f64, ticks: Ticks) -> O
     }
     let own_s = own1.saturating_sub(own0) as f64 / 1e9;
     let capacity_s = wall_s * cpus.len() as f64;
-    let threshold_s = (0.01 * capacity_s)
+    let threshold_s = (QUIET_SHARE * capacity_s)
         .max(rounding_s)
         .max(3.0 * variance_s2.sqrt());
     Some(BusyExcess {
@@ -399,6 +399,11 @@ fn busy_excess(start: &Snapshot, end: &Snapshot, wall_s: f64, ticks: Ticks) -> O
 fn compare(start: &Snapshot, end: &Snapshot, own_forks: u64, cpus_used: Option<usize>) -> RunLoad {
     compare_in(start, end, own_forks, cpus_used, Ticks::of_this_kernel())
 }
+
+/// The share of the CPUs a run used that other processes may take with the run still called
+/// quiet: a quiet machine's own kernel threads (DAMON's `kdamond`, for one) take about 1 %,
+/// which is no reason to doubt a figure.
+const QUIET_SHARE: f64 = 0.02;
 
 /// [`compare`] with the kernel's accounting units given (`None`: unknown).
 fn compare_in(
@@ -424,25 +429,7 @@ fn compare_in(
                 .map(|v| v.len())
         })
         .unwrap_or(0);
-
-    // Steal, in USER_HZ ticks (sysconf(_SC_CLK_TCK) is the right unit for /proc/stat).
-    let user_hz = ticks.map(|t| t.user_hz);
-    let mut steal_by_cpu_s = BTreeMap::new();
-    let steal_s = match (&start.stat, &end.stat, user_hz) {
-        (Some(a), Some(b), Some(hz)) if !b.steal_ticks.is_empty() => {
-            let mut total = 0u64;
-            for (&cpu, &t1) in &b.steal_ticks {
-                // A CPU brought online during the run counts from zero.
-                let d = t1.saturating_sub(a.steal_ticks.get(&cpu).copied().unwrap_or(0));
-                if d > 0 {
-                    steal_by_cpu_s.insert(cpu, d as f64 / hz as f64);
-                }
-                total += d;
-            }
-            Some(total as f64 / hz as f64)
-        }
-        _ => None,
-    };
+    let (steal_s, steal_by_cpu_s) = steal(start, end, ticks.map(|t| t.user_hz));
 
     let forks = match (&start.stat, &end.stat) {
         (Some(a), Some(b)) => match (a.forks, b.forks) {
@@ -453,15 +440,7 @@ fn compare_in(
     };
     let foreign_forks = forks.map(|f| f.saturating_sub(own_forks));
 
-    let mut per_pid: HashMap<u32, u64> = HashMap::new();
-    for (tid, &(pid, ns1)) in &end.tasks {
-        let d = match start.tasks.get(tid) {
-            // A smaller value means the tid was reused by a new task: count it from zero.
-            Some(&(_, ns0)) if ns0 <= ns1 => ns1 - ns0,
-            _ => ns1,
-        };
-        *per_pid.entry(pid).or_default() += d;
-    }
+    let per_pid = cpu_ns_per_pid(start, end);
     let foreign_ns: u64 = per_pid.values().sum();
     let tasks_cpu_s = foreign_ns as f64 / 1e9;
     let busy = ticks.and_then(|t| busy_excess(start, end, wall_s, t));
@@ -484,96 +463,24 @@ fn compare_in(
     };
     let tasks_share = share(tasks_cpu_s);
     let foreign_cpu_share = share(foreign_cpu_s);
-    let mut busiest: Vec<ForeignProcess> = per_pid
-        .iter()
-        .filter(|(_, &ns)| wall_s > 0.0 && ns as f64 / 1e9 / wall_s > 0.01)
-        .map(|(&pid, &ns)| ForeignProcess {
-            pid,
-            comm: end.comms.get(&pid).cloned().unwrap_or_default(),
-            cpu_s: ns as f64 / 1e9,
-            share_of_one_cpu: ns as f64 / 1e9 / wall_s,
-        })
-        .collect();
-    busiest.sort_by(|a, b| b.cpu_s.total_cmp(&a.cpu_s).then(a.pid.cmp(&b.pid)));
-    busiest.truncate(5);
+    let busiest = busiest(&per_pid, end, wall_s);
 
-    let mut warnings = Vec::new();
     let foreign_tasks_seen = end.tasks.len();
-    if foreign_tasks_seen == 0 {
-        warnings.push(
-            "could not read the CPU time of other processes from /proc: the run cannot be \
-             shown to be quiet"
-                .to_owned(),
-        );
-    }
-    if tasks_share > 0.01 {
-        let who = busiest
-            .first()
-            .map(|p| format!(" (busiest: {} pid {})", p.comm, p.pid))
-            .unwrap_or_default();
-        warnings.push(format!(
-            "other processes used {:.1} % of the CPUs during the run{who}: figures may be \
-             inflated",
-            tasks_share * 100.0
-        ));
-    }
-    match (&busy, busy_flagged) {
-        (None, _) if steal_s.is_some() => warnings.push(
-            "could not compare the CPUs' busy time in /proc/stat with oscost's own CPU time: \
-             the run cannot be shown to be quiet (processes that exited before its end are not \
-             counted)"
-                .to_owned(),
-        ),
-        // Worth its own sentence when the per-task estimate did not flag the run, or saw
-        // clearly less: then the time went to tasks gone by the end.
-        (_, Some(b)) if tasks_share <= 0.01 || b.excess_s > tasks_cpu_s + b.threshold_s => {
-            let exited = if b.excess_s > tasks_cpu_s + b.threshold_s {
-                "; some had exited before its end"
-            } else {
-                ""
-            };
-            warnings.push(format!(
-                "other processes used {:.1} % of CPU{} {} during the run (seen in the CPUs' busy \
-                 time{exited}): figures may be inflated",
-                b.share() * 100.0,
-                if b.cpus.len() == 1 { "" } else { "s" },
-                oscost_model::cpulist::format(&b.cpus)
-            ));
-        }
-        _ => {}
-    }
     let others = other_oscost(start, end);
-    for pid in &others {
-        warnings.push(format!(
-            "another oscost (pid {pid}) ran at the same time: both runs' figures are suspect"
-        ));
-    }
-    match steal_s {
-        None => warnings.push(
-            "could not read steal time from /proc/stat: the run cannot be shown to be quiet"
-                .to_owned(),
-        ),
-        Some(s) if s > 0.0 => {
-            let cpus: Vec<usize> = steal_by_cpu_s.keys().copied().collect();
-            warnings.push(format!(
-                "steal time {s:.2} s (CPUs {}): the hypervisor ran something else on these vCPUs",
-                oscost_model::cpulist::format(&cpus)
-            ));
-        }
-        Some(_) => {}
-    }
-    // Forks alone do not make a run noisy: a shell or a timer starts a short process now and
-    // then at no measurable cost. They mattered because a task that exited before the end was
-    // missing from the per-task estimate; the busy-time estimate counts it on the CPUs the run
-    // used, so forks are only worth a warning when that estimate could not be made.
-    if let Some(n) = foreign_forks.filter(|&n| n > 0 && busy.is_none()) {
-        warnings.push(format!(
-            "{n} processes or threads were started by other programs during the run; those \
-             that exited before its end are missing from the foreign CPU time"
-        ));
-    }
+    let seen = Seen {
+        foreign_tasks_seen,
+        tasks_share,
+        tasks_cpu_s,
+        busiest: &busiest,
+        busy: busy.as_ref(),
+        steal_s,
+        steal_by_cpu_s: &steal_by_cpu_s,
+        others: &others,
+        foreign_forks,
+    };
+    let warnings = seen.warnings();
     let quiet = foreign_tasks_seen > 0
-        && foreign_cpu_share <= 0.01
+        && foreign_cpu_share <= QUIET_SHARE
         && busy.is_some()
         && busy_flagged.is_none()
         && others.is_empty()
@@ -596,6 +503,188 @@ fn compare_in(
         probe_s: start.took_s + end.took_s,
         quiet,
         warnings,
+    }
+}
+
+/// Steal over the run, s, in total and by CPU, from /proc/stat's USER_HZ ticks
+/// (sysconf(_SC_CLK_TCK) is the right unit there); `None` when it cannot be read.
+fn steal(
+    start: &Snapshot,
+    end: &Snapshot,
+    user_hz: Option<u64>,
+) -> (Option<f64>, BTreeMap<usize, f64>) {
+    let mut steal_by_cpu_s = BTreeMap::new();
+    let steal_s = match (&start.stat, &end.stat, user_hz) {
+        (Some(a), Some(b), Some(hz)) if !b.steal_ticks.is_empty() => {
+            let mut total = 0u64;
+            for (&cpu, &t1) in &b.steal_ticks {
+                // A CPU brought online during the run counts from zero.
+                let d = t1.saturating_sub(a.steal_ticks.get(&cpu).copied().unwrap_or(0));
+                if d > 0 {
+                    steal_by_cpu_s.insert(cpu, d as f64 / hz as f64);
+                }
+                total += d;
+            }
+            Some(total as f64 / hz as f64)
+        }
+        _ => None,
+    };
+    (steal_s, steal_by_cpu_s)
+}
+
+/// The CPU time other processes' tasks used over the run, ns, by process.
+fn cpu_ns_per_pid(start: &Snapshot, end: &Snapshot) -> HashMap<u32, u64> {
+    let mut per_pid: HashMap<u32, u64> = HashMap::new();
+    for (tid, &(pid, ns1)) in &end.tasks {
+        let d = match start.tasks.get(tid) {
+            // A smaller value means the tid was reused by a new task: count it from zero.
+            Some(&(_, ns0)) if ns0 <= ns1 => ns1 - ns0,
+            _ => ns1,
+        };
+        *per_pid.entry(pid).or_default() += d;
+    }
+    per_pid
+}
+
+/// The five processes that used the most CPU time, each above 1 % of one CPU.
+fn busiest(per_pid: &HashMap<u32, u64>, end: &Snapshot, wall_s: f64) -> Vec<ForeignProcess> {
+    let mut busiest: Vec<ForeignProcess> = per_pid
+        .iter()
+        .filter(|(_, &ns)| wall_s > 0.0 && ns as f64 / 1e9 / wall_s > 0.01)
+        .map(|(&pid, &ns)| ForeignProcess {
+            pid,
+            comm: end.comms.get(&pid).cloned().unwrap_or_default(),
+            cpu_s: ns as f64 / 1e9,
+            share_of_one_cpu: ns as f64 / 1e9 / wall_s,
+        })
+        .collect();
+    busiest.sort_by(|a, b| b.cpu_s.total_cmp(&a.cpu_s).then(a.pid.cmp(&b.pid)));
+    busiest.truncate(5);
+    busiest
+}
+
+/// What the probes saw of the rest of the machine, to be said in warnings.
+struct Seen<'a> {
+    foreign_tasks_seen: usize,
+    tasks_share: f64,
+    tasks_cpu_s: f64,
+    busiest: &'a [ForeignProcess],
+    busy: Option<&'a BusyExcess>,
+    steal_s: Option<f64>,
+    steal_by_cpu_s: &'a BTreeMap<usize, f64>,
+    others: &'a [u32],
+    foreign_forks: Option<u64>,
+}
+
+impl Seen<'_> {
+    /// The run's warnings: at most one line on other processes' load, however it was seen,
+    /// then another oscost, steal, and forks that could not be accounted for.
+    fn warnings(&self) -> Vec<String> {
+        let mut warnings = Vec::new();
+        if self.foreign_tasks_seen == 0 {
+            warnings.push(
+                "could not read the CPU time of other processes from /proc: the run cannot be \
+                 shown to be quiet"
+                    .to_owned(),
+            );
+        }
+        warnings.extend(self.load_line());
+        if self.busy.is_none() && self.steal_s.is_some() {
+            warnings.push(
+                "could not compare the CPUs' busy time in /proc/stat with oscost's own CPU \
+                 time: the run cannot be shown to be quiet (processes that exited before its \
+                 end are not counted)"
+                    .to_owned(),
+            );
+        }
+        for pid in self.others {
+            warnings.push(format!(
+                "another oscost (pid {pid}) ran at the same time: both runs' figures are suspect"
+            ));
+        }
+        match self.steal_s {
+            None => warnings.push(
+                "could not read steal time from /proc/stat: the run cannot be shown to be quiet"
+                    .to_owned(),
+            ),
+            Some(s) if s > 0.0 => {
+                let cpus: Vec<usize> = self.steal_by_cpu_s.keys().copied().collect();
+                warnings.push(format!(
+                    "steal time {s:.2} s (CPUs {}): the hypervisor ran something else on these \
+                     vCPUs",
+                    oscost_model::cpulist::format(&cpus)
+                ));
+            }
+            Some(_) => {}
+        }
+        // Forks alone do not make a run noisy: a shell or a timer starts a short process now
+        // and then at no measurable cost. They mattered because a task that exited before the
+        // end was missing from the per-task estimate; the busy-time estimate counts it on the
+        // CPUs the run used, so forks are only worth a warning when that estimate could not be
+        // made.
+        if let Some(n) = self.foreign_forks.filter(|&n| n > 0 && self.busy.is_none()) {
+            warnings.push(format!(
+                "{n} processes or threads were started by other programs during the run; those \
+                 that exited before its end are missing from the foreign CPU time"
+            ));
+        }
+        warnings
+    }
+
+    /// One line on the load other processes put on the machine, from the per-task CPU times
+    /// and the CPUs' busy time together (two figures of one load in one line, each said with
+    /// how it was seen), or `None` when neither saw any worth a word.
+    fn load_line(&self) -> Option<String> {
+        let who = self
+            .busiest
+            .first()
+            .map(|p| format!(" (busiest: {} pid {})", p.comm, p.pid))
+            .unwrap_or_default();
+        let by_tasks = (self.tasks_share > QUIET_SHARE).then_some(self.tasks_share * 100.0);
+        // Worth its own figure when the per-task estimate did not flag the run, or saw clearly
+        // less: then the time went to tasks gone by the end.
+        let by_busy = self.busy.filter(|b| {
+            b.significant() && (by_tasks.is_none() || b.excess_s > self.tasks_cpu_s + b.threshold_s)
+        });
+        let busy_text = |b: &BusyExcess| {
+            let exited = if b.excess_s > self.tasks_cpu_s + b.threshold_s {
+                "; some had exited before its end"
+            } else {
+                ""
+            };
+            (
+                format!(
+                    "{:.1} % of CPU{} {}",
+                    b.share() * 100.0,
+                    if b.cpus.len() == 1 { "" } else { "s" },
+                    oscost_model::cpulist::format(&b.cpus)
+                ),
+                exited,
+            )
+        };
+        let line = match (by_tasks, by_busy) {
+            (None, None) => return None,
+            (Some(t), None) => format!(
+                "other processes used {t:.1} % of the CPUs during the run{who}: figures may be \
+                 inflated"
+            ),
+            (None, Some(b)) => {
+                let (share, exited) = busy_text(b);
+                format!(
+                    "other processes used {share} during the run (seen in the CPUs' busy \
+                     time{exited}): figures may be inflated"
+                )
+            }
+            (Some(t), Some(b)) => {
+                let (share, exited) = busy_text(b);
+                format!(
+                    "other processes used {t:.1} % of the CPUs during the run{who} by their \
+                     tasks' CPU time, and {share} by the CPUs' busy time{exited}: figures may \
+                     be inflated"
+                )
+            }
+        };
+        Some(line)
     }
 }
 
@@ -817,6 +906,34 @@ mod tests {
         let b = snap(t0, 10.0, &[(1008, 2996, 10), (1010, 2000, 10)], 9_980);
         let load = compare_in(&a, &b, 0, Some(2), Some(TICKS));
         assert!(load.quiet, "{load:?}");
+    }
+
+    #[test]
+    fn two_estimates_of_one_load_are_one_line() {
+        let t0 = Instant::now();
+        let mut a = snap(t0, 0.0, &[(1000, 2000, 10)], 0);
+        a.cpus = Some(vec![0]);
+        a.tasks.insert(4242, (4242, 0));
+        let mut b = snap(t0, 5.0, &[(1150, 2350, 10)], 3500);
+        // The hog seen by its tasks used 0.2 s; the CPU's busy time shows 1.5 s not oscost's.
+        b.tasks.insert(4242, (4242, 200_000_000));
+        b.comms.insert(4242, "hog".into());
+        let load = compare_in(&a, &b, 0, Some(1), Some(TICKS));
+        let lines: Vec<&String> = load
+            .warnings
+            .iter()
+            .filter(|w| w.starts_with("other processes used"))
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "other processes used 4.0 % of the CPUs during the run (busiest: hog pid 4242) by \
+                 their tasks' CPU time, and 30.0 % of CPU 0 by the CPUs' busy time; some had \
+                 exited before its end: figures may be inflated"
+            ],
+            "{:?}",
+            load.warnings
+        );
     }
 
     #[test]

@@ -119,24 +119,13 @@ fn validate(opts: &Options, ctx: &Context) -> anyhow::Result<Vec<usize>> {
         return Ok(Vec::new());
     }
     let sizes = sweep(opts, ctx.quick);
-    let (Some(&min), Some(&max)) = (sizes.iter().min(), sizes.iter().max()) else {
-        anyhow::bail!("--tasks: no ring size given");
-    };
-    if min < 2 {
-        anyhow::bail!("--tasks {min}: a lock ring needs at least 2 threads");
-    }
-    if max > MAX_TASKS {
-        anyhow::bail!("--tasks {max}: at most {MAX_TASKS} threads");
-    }
-    if opts.tokens == 0 {
-        anyhow::bail!("--tokens 0: at least one mutex must start free");
-    }
-    if opts.tokens >= min {
-        anyhow::bail!(
-            "--tokens {}: must be less than the number of threads (smallest --tasks: {min})",
-            opts.tokens
-        );
-    }
+    super::check_ring_sweep(
+        &sizes,
+        opts.tokens,
+        MAX_TASKS,
+        ("a lock ring", "threads"),
+        "at least one mutex must start free",
+    )?;
     Ok(sizes)
 }
 

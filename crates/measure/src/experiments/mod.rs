@@ -237,6 +237,37 @@ pub(crate) fn defaults<T: Experiment>(args: &[&str]) -> T {
     T::from_arg_matches(&matches).expect("defaults parse")
 }
 
+/// Checks a sweep of ring sizes (`ring`, `lockring`): one size at least, each from 2 to
+/// `max_tasks`, and fewer tokens than the smallest ring. `(ring, members)` name the ring and
+/// its tasks in the messages; `no_token` says why zero tokens are refused.
+pub(crate) fn check_ring_sweep(
+    sizes: &[usize],
+    tokens: usize,
+    max_tasks: usize,
+    (ring, members): (&str, &str),
+    no_token: &str,
+) -> anyhow::Result<()> {
+    let (Some(&min), Some(&max)) = (sizes.iter().min(), sizes.iter().max()) else {
+        anyhow::bail!("--tasks: no ring size given");
+    };
+    if min < 2 {
+        anyhow::bail!("--tasks {min}: {ring} needs at least 2 {members}");
+    }
+    if max > max_tasks {
+        anyhow::bail!("--tasks {max}: at most {max_tasks} {members}");
+    }
+    if tokens == 0 {
+        anyhow::bail!("--tokens 0: {no_token}");
+    }
+    if tokens >= min {
+        anyhow::bail!(
+            "--tokens {tokens}: must be less than the number of {members} (smallest --tasks: \
+             {min})"
+        );
+    }
+    Ok(())
+}
+
 macro_rules! registry {
     ($($variant:ident => $options:ty),* $(,)?) => {
         /// One subcommand per experiment, holding its options.

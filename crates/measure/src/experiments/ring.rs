@@ -251,24 +251,13 @@ fn needs(opts: &Options, quick: bool) -> Option<Needs> {
 /// Checks the options before anything is spawned; returns the sizes to sweep.
 fn validate(opts: &Options, ctx: &Context) -> anyhow::Result<Vec<usize>> {
     let sizes = sweep(opts, ctx.quick);
-    let (Some(&min), Some(&max)) = (sizes.iter().min(), sizes.iter().max()) else {
-        anyhow::bail!("--tasks: no ring size given");
-    };
-    if min < 2 {
-        anyhow::bail!("--tasks {min}: a ring needs at least 2 tasks");
-    }
-    if max > MAX_TASKS {
-        anyhow::bail!("--tasks {max}: at most {MAX_TASKS} tasks");
-    }
-    if opts.tokens == 0 {
-        anyhow::bail!("--tokens 0: at least one token must circulate");
-    }
-    if opts.tokens >= min {
-        anyhow::bail!(
-            "--tokens {}: must be less than the number of tasks (smallest --tasks: {min})",
-            opts.tokens
-        );
-    }
+    super::check_ring_sweep(
+        &sizes,
+        opts.tokens,
+        MAX_TASKS,
+        ("a ring", "tasks"),
+        "at least one token must circulate",
+    )?;
     if ctx.cpus.is_empty() {
         anyhow::bail!("--cpus: the CPU set is empty");
     }

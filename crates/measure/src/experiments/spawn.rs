@@ -12,6 +12,7 @@
 use crate::context::Context;
 use crate::cpuset::AffinityRestore;
 use crate::limits::{Limits, Needs};
+use crate::sampler;
 use crate::scratch::ScratchDir;
 use anyhow::Context as _;
 use oscost_model::case::{
@@ -38,8 +39,6 @@ const MEMORY_MARGIN_KIB: u64 = 256 << 10;
 const DYNAMIC_TARGET: &str = "/bin/true";
 /// The static helper's file name in the run's private directory.
 const HELPER_NAME: &str = "oscost-exit0";
-/// Fewest timed creations kept per case when the time budget runs out.
-const MIN_SAMPLES: usize = 5;
 
 /// The ways of creating a task.
 #[derive(
@@ -432,19 +431,11 @@ fn sample_group(ctx: &Context, slots: &mut [Slot]) -> anyhow::Result<f64> {
         }
     }
     let overhead = clock_overhead(ctx);
-    let started = ctx.clock.now();
-    let elapsed = || {
-        Duration::from_nanos(
-            ctx.clock
-                .ticks_to_ns(ctx.clock.now().wrapping_sub(started) as f64) as u64,
-        )
-    };
-    let budget = cfg.budget * slots.len().max(1) as u32;
-    let n = slots.len();
-    for round in 0..cfg.samples {
-        for k in 0..n {
-            ctx.check_cancel()?;
-            let s = &mut slots[(round + k) % n];
+    let cut = sampler::rounds(
+        ctx,
+        slots.len(),
+        |k| {
+            let s = &mut slots[k];
             let index = s.creator.created() as usize + 1;
             let (p0, c0) = (sys::thread_usage(), sys::children_usage());
             let t0 = ctx.clock.now();
@@ -454,18 +445,13 @@ fn sample_group(ctx: &Context, slots: &mut [Slot]) -> anyhow::Result<f64> {
             s.ticks.push(t1.wrapping_sub(t0) as f64 - overhead);
             s.parent.add(p1.since(p0));
             s.children.add(c1.since(c0));
-        }
-        ctx.progress.inc(1);
-        if round + 1 >= MIN_SAMPLES && round + 1 < cfg.samples && elapsed() > budget {
-            for s in slots.iter_mut() {
-                s.warnings.push(format!(
-                    "time budget of {} ms reached: {} of {} samples taken",
-                    budget.as_millis(),
-                    round + 1,
-                    cfg.samples
-                ));
-            }
-            break;
+            Ok(())
+        },
+        || ctx.progress.inc(1),
+    )?;
+    if let Some(cut) = cut {
+        for s in slots.iter_mut() {
+            s.warnings.push(cut.clone());
         }
     }
     for s in slots.iter() {
@@ -706,17 +692,12 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
 /// The program a case starts (none for fork and vfork), or why it cannot be started.
 type ProgramFor<'a> = Result<Option<&'a Program>, String>;
 
-/// The process cases at one parent size: measured, or not measured with the reason.
-fn size_group(
-    opts: &Options,
-    ctx: &Context,
+/// Every case of one parent size, with its program when it execs (or why it cannot).
+fn planned<'a>(
     ops: &[Op],
-    programs: &[(Target, Result<Program, String>)],
-    mib: u64,
-    out: &mut ExperimentOutput,
-) -> anyhow::Result<()> {
-    // Every case of this size, with its program when it execs.
-    let mut planned: Vec<(Op, Option<Target>, ProgramFor)> = Vec::new();
+    programs: &'a [(Target, Result<Program, String>)],
+) -> Vec<(Op, Option<Target>, ProgramFor<'a>)> {
+    let mut planned = Vec::new();
     for &op in ops {
         if op.execs() {
             for (t, prog) in programs {
@@ -726,6 +707,39 @@ fn size_group(
             planned.push((op, None, Ok(None)));
         }
     }
+    planned
+}
+
+/// The parameters a process case of parent size `mib` carries: the parent's memory, and the
+/// program it starts.
+fn case_params(
+    mib: u64,
+    thp: &'static str,
+    target: Option<Target>,
+    prog: Option<&Program>,
+) -> Vec<(&'static str, serde_json::Value)> {
+    let mut params: Vec<(&str, serde_json::Value)> =
+        vec![("parent_mib", mib.into()), ("parent_pages", thp.into())];
+    if let (Some(t), Some(prog)) = (target, prog) {
+        params.push(("target", t.id().into()));
+        params.push(("program", prog.path.display().to_string().into()));
+        params.push(("program_bytes", prog.bytes.into()));
+        params.push(("program_linking", prog.linking.clone().into()));
+        params.push(("program_environment", "empty".into()));
+    }
+    params
+}
+
+/// The process cases at one parent size: measured, or not measured with the reason.
+fn size_group(
+    opts: &Options,
+    ctx: &Context,
+    ops: &[Op],
+    programs: &[(Target, Result<Program, String>)],
+    mib: u64,
+    out: &mut ExperimentOutput,
+) -> anyhow::Result<()> {
+    let planned = planned(ops, programs);
     let unavailable =
         |out: &mut ExperimentOutput, reason: &str, only: Option<(Op, Option<Target>)>| {
             for (op, t, _) in &planned {
@@ -786,16 +800,7 @@ fn size_group(
         };
         let creator = Creator::new(op.method(), prog.map(|p| p.path.as_path()))
             .with_context(|| format!("preparing {}", case_id(*op, *t, Some(mib))))?;
-        let mut params: Vec<(&str, serde_json::Value)> =
-            vec![("parent_mib", mib.into()), ("parent_pages", thp.into())];
-        if let (Some(t), Some(prog)) = (t, prog) {
-            params.push(("target", t.id().into()));
-            params.push(("program", prog.path.display().to_string().into()));
-            params.push(("program_bytes", prog.bytes.into()));
-            params.push(("program_linking", prog.linking.clone().into()));
-            params.push(("program_environment", "empty".into()));
-        }
-        extra.push(params);
+        extra.push(case_params(mib, thp, *t, prog));
         slots.push(Slot {
             id: case_id(*op, *t, Some(mib)),
             description: description(*op, *t, Some(mib)),
@@ -1056,7 +1061,11 @@ mod tests {
                 ]
             );
             for c in &out.cases {
-                assert!(c.samples.per_op_ns.len() >= MIN_SAMPLES, "{}", c.id);
+                assert!(
+                    c.samples.per_op_ns.len() >= sampler::MIN_SAMPLES,
+                    "{}",
+                    c.id
+                );
                 assert!(c.samples.per_op_ns.iter().all(|&v| v > 0.0), "{}", c.id);
                 let reaped = c
                     .checks

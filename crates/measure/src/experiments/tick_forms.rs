@@ -487,21 +487,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     let forms = super::first_occurrences(&opts.form);
     let asked = super::first_occurrences(&opts.policies);
     let explicit = opts.periods.is_some();
-    let periods: Vec<u64> = match &opts.periods {
-        Some(p) => super::first_occurrences(p),
-        None => DEFAULT_PERIODS
-            .iter()
-            .copied()
-            .filter(|&p| work_ns / p >= tick::MIN_EVENTS_PER_RUN)
-            .collect(),
-    };
-    if periods.is_empty() {
-        anyhow::bail!(
-            "--work {}: too short for any default period to give {} events a run; lengthen it",
-            tick::period_name(work_ns),
-            tick::MIN_EVENTS_PER_RUN
-        );
-    }
+    let periods = periods_to_try(opts, work_ns)?;
     let cpu = ctx.first_cpu();
     let _pin = AffinityRestore::pin(&[cpu])?;
     let mut out = ExperimentOutput::default();
@@ -513,32 +499,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         .context("measuring the futex post + wait in one task")?;
     ctx.progress.inc(1);
 
-    let refused = asked
-        .iter()
-        .any(|&p| p != Policy::Other)
-        .then(realtime_refused)
-        .flatten();
-    let mut policies = Vec::new();
-    for &policy in &asked {
-        match (&refused, policy) {
-            (Some(why), Policy::Fifo | Policy::Rr) => {
-                for &form in &forms {
-                    for period in std::iter::once(None).chain(periods.iter().map(|&p| Some(p))) {
-                        out.unavailable.push(Unavailable {
-                            id: case_id(form, policy, period),
-                            description: format!(
-                                "{} under {}",
-                                super::value_name(&form),
-                                policy.sched().kernel_name()
-                            ),
-                            reason: why.clone(),
-                        });
-                    }
-                }
-            }
-            _ => policies.push(policy),
-        }
-    }
+    let policies = policies_to_run(&asked, &forms, &periods, &mut out);
 
     ctx.progress.message("calibrating the work");
     let rate = split::calibrate(&clock);
@@ -624,6 +585,98 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     }
     ctx.progress.finish();
 
+    let helper_text = add_params(
+        &mut out,
+        opts,
+        &setup,
+        work_ns,
+        rate,
+        rounds,
+        &kept,
+        helper_policy,
+    );
+
+    for (p, r) in points.iter().zip(&runs) {
+        out.cases.push(point_case(p, r, &setup, opts, &helper_text));
+    }
+    add_extras(&mut out, &points);
+    add_control(&mut out, &control, switch_cases, cpu);
+    Ok(out)
+}
+
+/// The timer periods to try: those asked for, else the defaults that give the run enough
+/// events.
+fn periods_to_try(opts: &Options, work_ns: u64) -> anyhow::Result<Vec<u64>> {
+    let periods: Vec<u64> = match &opts.periods {
+        Some(p) => super::first_occurrences(p),
+        None => DEFAULT_PERIODS
+            .iter()
+            .copied()
+            .filter(|&p| work_ns / p >= tick::MIN_EVENTS_PER_RUN)
+            .collect(),
+    };
+    if periods.is_empty() {
+        anyhow::bail!(
+            "--work {}: too short for any default period to give {} events a run; lengthen it",
+            tick::period_name(work_ns),
+            tick::MIN_EVENTS_PER_RUN
+        );
+    }
+    Ok(periods)
+}
+
+/// The policies that can run: a real-time one this process may not use is recorded as
+/// unavailable, every case of it, with the reason.
+fn policies_to_run(
+    asked: &[Policy],
+    forms: &[Form],
+    periods: &[u64],
+    out: &mut ExperimentOutput,
+) -> Vec<Policy> {
+    let refused = asked
+        .iter()
+        .any(|&p| p != Policy::Other)
+        .then(realtime_refused)
+        .flatten();
+    let mut policies = Vec::new();
+    for &policy in asked {
+        match (&refused, policy) {
+            (Some(why), Policy::Fifo | Policy::Rr) => {
+                for &form in forms {
+                    for period in std::iter::once(None).chain(periods.iter().map(|&p| Some(p))) {
+                        out.unavailable.push(Unavailable {
+                            id: case_id(form, policy, period),
+                            description: format!(
+                                "{} under {}",
+                                super::value_name(&form),
+                                policy.sched().kernel_name()
+                            ),
+                            reason: why.clone(),
+                        });
+                    }
+                }
+            }
+            _ => policies.push(policy),
+        }
+    }
+
+    policies
+}
+
+/// Records the run's parameters; returns the helper's policy in words.
+#[allow(clippy::too_many_arguments)]
+fn add_params(
+    out: &mut ExperimentOutput,
+    opts: &Options,
+    setup: &Setup,
+    work_ns: u64,
+    rate: f64,
+    rounds: usize,
+    kept: &[u64],
+    helper_policy: Option<HelperPolicy>,
+) -> String {
+    let (cpu, clock) = (setup.cpu, setup.clock);
+    let (units, step) = (setup.plan.units, setup.plan.step);
     out.params.insert("cpu".into(), json!(cpu));
     out.params.insert("tasks".into(), json!(opts.tasks));
     out.params
@@ -660,10 +713,12 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     out.params
         .insert("helper_policy".into(), json!(helper_text));
 
-    for (p, r) in points.iter().zip(&runs) {
-        out.cases.push(point_case(p, r, &setup, opts, &helper_text));
-    }
-    for p in &points {
+    helper_text
+}
+
+/// The time each period's events added: a point's median less its undisturbed run's.
+fn add_extras(out: &mut ExperimentOutput, points: &[Point]) {
+    for p in points {
         let Some(period) = p.period else { continue };
         let base = case_id(p.form, p.policy, None);
         let flagged = [p.id(), base.clone()]
@@ -682,7 +737,15 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
             flagged: (!flagged.is_empty()).then(|| flagged.join("; ")),
         });
     }
+}
 
+/// The one-task control case and each hand-over's cost against it.
+fn add_control(
+    out: &mut ExperimentOutput,
+    control: &primitives::Control,
+    switch_cases: Vec<Case>,
+    cpu: usize,
+) {
     let mut control_case = Case::new(
         CONTROL_ID,
         "futex post + wait in one task (no switch): what a hand-over does besides switching",
@@ -712,7 +775,6 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     }
     out.cases.extend(switch_cases);
     out.cases.push(control_case);
-    Ok(out)
 }
 
 fn point_case(p: &Point, runs: &[Run], s: &Setup, opts: &Options, helper: &str) -> Case {

@@ -42,6 +42,12 @@ const PLOTS: &[(&str, PlotFn)] = &[
     ("noise", noise::plots),
 ];
 
+/// The names of the experiments that have figures of their own: a test holds them against the
+/// experiment registry, so that renaming an experiment cannot silently drop its figures.
+pub fn experiments_with_plots() -> impl Iterator<Item = &'static str> {
+    PLOTS.iter().map(|(name, _)| *name)
+}
+
 /// The plots of experiment `e`: its own figures first, then its samples case by case.
 pub fn plots(e: &ExperimentResult) -> Vec<Plot> {
     PLOTS

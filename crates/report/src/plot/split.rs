@@ -43,7 +43,7 @@ pub fn plots(e: &ExperimentResult) -> Vec<Plot> {
         .collect();
     forms.sort_by_key(|f| (form_index(f), f.to_string()));
     forms.dedup();
-    let style = |form: &str| Style::nth(forms.iter().position(|f| *f == form).unwrap_or(0));
+    let style = |form: &str| style_of(&forms, form);
     let mut panels = Vec::new();
     let all_n: Vec<f64> = e
         .cases
@@ -74,118 +74,7 @@ pub fn plots(e: &ExperimentResult) -> Vec<Plot> {
         if cases.is_empty() {
             continue;
         }
-        let mut times = Vec::new();
-        let mut overheads = Vec::new();
-        for form in &forms {
-            let mut of: Vec<&(&CaseResult, u64, u64, &str)> =
-                cases.iter().filter(|c| c.3 == *form).collect();
-            if of.is_empty() {
-                continue;
-            }
-            of.sort_by_key(|c| c.1);
-            let tip = |c: &CaseResult, n: u64, cpus: u64| {
-                format!(
-                    "{}: {} (95 % CI {} to {}), {:+.1} % against the ideal",
-                    c.id,
-                    fmt_ns(c.median_ns),
-                    fmt_ns(c.ci95_ns[0]),
-                    fmt_ns(c.ci95_ns[1]),
-                    overhead_pct(c.median_ns, t1, n, cpus)
-                )
-            };
-            times.push(Line {
-                label: form.to_string(),
-                style: style(form),
-                points: of
-                    .iter()
-                    .map(|&&(c, n, cpus, _)| Point {
-                        x: n as f64,
-                        y: c.median_ns,
-                        ci: Some(c.ci95_ns),
-                        hollow: !c.checks_passed,
-                        tip: tip(c, n, cpus),
-                    })
-                    .collect(),
-            });
-            overheads.push(Line {
-                label: form.to_string(),
-                style: style(form),
-                points: of
-                    .iter()
-                    .map(|&&(c, n, cpus, _)| Point {
-                        x: n as f64,
-                        y: overhead_pct(c.median_ns, t1, n, cpus),
-                        ci: Some(c.ci95_ns.map(|t| overhead_pct(t, t1, n, cpus))),
-                        hollow: !c.checks_passed,
-                        tip: tip(c, n, cpus),
-                    })
-                    .collect(),
-            });
-        }
-        let mut ns: Vec<(u64, u64)> = cases.iter().map(|c| (c.1, c.2)).collect();
-        ns.sort_unstable();
-        ns.dedup_by_key(|p| p.0);
-        times.push(Line {
-            label: "ideal T1 / min(N, CPUs)".into(),
-            style: Style {
-                colour: "#000000",
-                marker: None,
-                size: 0.0,
-                line: true,
-                dash: "5 4",
-            },
-            points: ns
-                .iter()
-                .map(|&(n, cpus)| Point {
-                    x: n as f64,
-                    y: ideal(t1, n, cpus),
-                    ci: None,
-                    hollow: false,
-                    tip: String::new(),
-                })
-                .collect(),
-        });
-        let values = |lines: &[Line]| -> Vec<f64> {
-            lines
-                .iter()
-                .flat_map(|l| &l.points)
-                .flat_map(|p| [p.y].into_iter().chain(p.ci.into_iter().flatten()))
-                .collect()
-        };
-        panels.push(Panel {
-            title: format!("time, {what}"),
-            x: x.clone(),
-            y: Axis::fit(
-                "time for all the work",
-                Unit::Ns,
-                &values(&times),
-                Fit::Linear { zero: true },
-            ),
-            lines: times,
-            refs: Vec::new(),
-            bars: Vec::new(),
-        });
-        let mut o = values(&overheads);
-        o.push(0.0);
-        panels.push(Panel {
-            title: format!("above the ideal, {what}"),
-            x: x.clone(),
-            y: Axis::fit(
-                "time above the ideal",
-                Unit::Percent,
-                &o,
-                Fit::Linear { zero: true },
-            ),
-            lines: overheads,
-            refs: vec![Reference {
-                label: "ideal".into(),
-                y: 0.0,
-                band: None,
-                colour: "#000000",
-                dash: "5 4",
-            }],
-            bars: Vec::new(),
-        });
+        panels.extend(set_panels(&cases, what, &forms, t1, &x));
     }
     if panels.is_empty() {
         return Vec::new();
@@ -213,4 +102,122 @@ pub fn plots(e: &ExperimentResult) -> Vec<Plot> {
         name: format!("{}.tasks", e.name),
         svg: super::chart::grid(&header, &panels, 2, 190.0, &keys),
     }]
+}
+
+/// Each form's colour, fixed by its place among the forms shown.
+fn style_of(forms: &[&str], form: &str) -> Style {
+    Style::nth(forms.iter().position(|f| *f == form).unwrap_or(0))
+}
+
+/// A CPU set's two panels: the time for all the work beside the ideal, and how far above the
+/// ideal it is.
+fn set_panels(
+    cases: &[(&CaseResult, u64, u64, &str)],
+    what: &str,
+    forms: &[&str],
+    t1: f64,
+    x: &Axis,
+) -> [Panel; 2] {
+    let mut times = Vec::new();
+    let mut overheads = Vec::new();
+    for form in forms {
+        let mut of: Vec<&(&CaseResult, u64, u64, &str)> =
+            cases.iter().filter(|c| c.3 == *form).collect();
+        if of.is_empty() {
+            continue;
+        }
+        of.sort_by_key(|c| c.1);
+        let tip = |c: &CaseResult, n: u64, cpus: u64| {
+            format!(
+                "{}: {} (95 % CI {} to {}), {:+.1} % against the ideal",
+                c.id,
+                fmt_ns(c.median_ns),
+                fmt_ns(c.ci95_ns[0]),
+                fmt_ns(c.ci95_ns[1]),
+                overhead_pct(c.median_ns, t1, n, cpus)
+            )
+        };
+        // One line of the form's cases, each point at `at(median or CI bound, N, CPUs)`.
+        let line = |at: &dyn Fn(f64, u64, u64) -> f64| Line {
+            label: form.to_string(),
+            style: style_of(forms, form),
+            points: of
+                .iter()
+                .map(|&&(c, n, cpus, _)| Point {
+                    x: n as f64,
+                    y: at(c.median_ns, n, cpus),
+                    ci: Some(c.ci95_ns.map(|t| at(t, n, cpus))),
+                    hollow: !c.checks_passed,
+                    tip: tip(c, n, cpus),
+                })
+                .collect(),
+        };
+        times.push(line(&|t, _, _| t));
+        overheads.push(line(&|t, n, cpus| overhead_pct(t, t1, n, cpus)));
+    }
+    let mut ns: Vec<(u64, u64)> = cases.iter().map(|c| (c.1, c.2)).collect();
+    ns.sort_unstable();
+    ns.dedup_by_key(|p| p.0);
+    times.push(Line {
+        label: "ideal T1 / min(N, CPUs)".into(),
+        style: Style {
+            colour: "#000000",
+            marker: None,
+            size: 0.0,
+            line: true,
+            dash: "5 4",
+        },
+        points: ns
+            .iter()
+            .map(|&(n, cpus)| Point {
+                x: n as f64,
+                y: ideal(t1, n, cpus),
+                ci: None,
+                hollow: false,
+                tip: String::new(),
+            })
+            .collect(),
+    });
+    let values = |lines: &[Line]| -> Vec<f64> {
+        lines
+            .iter()
+            .flat_map(|l| &l.points)
+            .flat_map(|p| [p.y].into_iter().chain(p.ci.into_iter().flatten()))
+            .collect()
+    };
+    let time = Panel {
+        title: format!("time, {what}"),
+        x: x.clone(),
+        y: Axis::fit(
+            "time for all the work",
+            Unit::Ns,
+            &values(&times),
+            Fit::Linear { zero: true },
+        ),
+        lines: times,
+        refs: Vec::new(),
+        bars: Vec::new(),
+    };
+    let mut o = values(&overheads);
+    o.push(0.0);
+    let above = Panel {
+        title: format!("above the ideal, {what}"),
+        x: x.clone(),
+        y: Axis::fit(
+            "time above the ideal",
+            Unit::Percent,
+            &o,
+            Fit::Linear { zero: true },
+        ),
+        lines: overheads,
+        refs: vec![Reference {
+            label: "ideal".into(),
+            y: 0.0,
+            band: None,
+            colour: "#000000",
+            dash: "5 4",
+        }],
+        bars: Vec::new(),
+    };
+    [time, above]
 }

@@ -6,6 +6,7 @@ use super::svg::{tick_label, ticks, Anchor, Svg};
 use super::Plot;
 use oscost_model::case::Series;
 use oscost_model::ExperimentResult;
+use oscost_stats::sched::turns;
 
 /// Legend entries shown at most; the rest are summed up in one line.
 const LEGEND_MAX: usize = 16;
@@ -63,35 +64,13 @@ fn worker_count(trace: &Series) -> Option<usize> {
     points(trace)?.iter().map(|p| p.1 + 1).max()
 }
 
-/// A worker's turn: from the previous chunk end of anyone (or the start) to its own last
-/// consecutive chunk end.
-struct Turn {
-    worker: usize,
-    from: f64,
-    to: f64,
-    chunks_before: f64,
-}
-
-fn turns(p: &[(f64, usize, f64)]) -> Vec<Turn> {
-    let mut out: Vec<Turn> = Vec::new();
-    let mut prev = 0.0;
-    let mut k = 0;
-    while k < p.len() {
-        let w = p[k].1;
-        let mut j = k;
-        while j + 1 < p.len() && p[j + 1].1 == w {
-            j += 1;
-        }
-        out.push(Turn {
-            worker: w,
-            from: prev,
-            to: p[j].0,
-            chunks_before: p[k].2 - 1.0,
-        });
-        prev = p[j].0;
-        k = j + 1;
+/// Each worker's chunk ends in time order, from a trace's sorted points.
+fn ends_per_worker(p: &[(f64, usize, f64)]) -> Vec<Vec<f64>> {
+    let mut ends = vec![Vec::new(); p.iter().map(|e| e.1 + 1).max().unwrap_or(0)];
+    for &(t, w, _) in p {
+        ends[w].push(t);
     }
-    out
+    ends
 }
 
 /// The figure: progress against time above, who ran when below; `None` for an empty trace.
@@ -171,18 +150,18 @@ pub fn progress_svg(
         "time since the common start (ms)",
     );
     // One line per worker: flat while it waits, rising while it runs.
-    let all = turns(&p);
+    let all = turns(&ends_per_worker(&p));
     for w in 0..workers {
         // From the start: a worker that has not run yet waits at 0.
         let mut pts: Vec<(f64, f64)> = vec![(x(0.0), y(0.0))];
         for t in all.iter().filter(|t| t.worker == w) {
-            if t.from <= 0.0 {
+            if t.from_ns <= 0.0 {
                 pts.clear();
             }
-            pts.push((x(t.from / 1e6), y(t.chunks_before)));
+            pts.push((x(t.from_ns / 1e6), y(t.chunks_before as f64)));
             pts.extend(
                 p.iter()
-                    .filter(|e| e.1 == w && e.0 > t.from && e.0 <= t.to)
+                    .filter(|e| e.1 == w && e.0 > t.from_ns && e.0 <= t.to_ns)
                     .map(|e| (x(e.0 / 1e6), y(e.2))),
             );
         }
@@ -216,12 +195,12 @@ pub fn progress_svg(
         }
     }
     for t in &all {
-        let (a, b) = (x(t.from / 1e6), x(t.to / 1e6));
+        let (a, b) = (x(t.from_ns / 1e6), x(t.to_ns / 1e6));
         let tip = format!(
             "worker {}: {:.3} to {:.3} ms",
             t.worker + 1,
-            t.from / 1e6,
-            t.to / 1e6
+            t.from_ns / 1e6,
+            t.to_ns / 1e6
         );
         s.rect(
             a,
@@ -233,11 +212,16 @@ pub fn progress_svg(
         );
     }
     s.line(left, strip_top, left, strip_top + strip_h, "#000000", 1.0);
-    // Legend.
-    let lx = left + plot_w + 20.0;
+    legend(&mut s, left + plot_w + 20.0, top, workers, labels);
+    Some(s.finish())
+}
+
+/// The legend at `(lx, top)`: a swatch and a label for each worker, the first
+/// [`LEGEND_MAX`] of them, and how many more there are.
+fn legend(s: &mut Svg, lx: f64, top: f64, workers: usize, labels: &[String]) {
     for w in 0..workers.min(LEGEND_MAX) {
         let ly = top + 10.0 + w as f64 * 18.0;
-        s.rect(lx, ly - 9.0, 14.0, 10.0, colour(w), None);
+        s.rect(lx, ly - 9.0, 14.0, 10.0, palette(w), None);
         let label = labels
             .get(w)
             .cloned()
@@ -255,5 +239,4 @@ pub fn progress_svg(
             &format!("and {} more", workers - LEGEND_MAX),
         );
     }
-    Some(s.finish())
 }

@@ -41,6 +41,12 @@ const VIEWS: &[(&str, ViewFn)] = &[
     ("noise", noise::views),
 ];
 
+/// The names of the experiments that have views of their own: a test holds them against the
+/// experiment registry, so that renaming an experiment cannot silently drop its tables.
+pub fn experiments_with_views() -> impl Iterator<Item = &'static str> {
+    VIEWS.iter().map(|(name, _)| *name)
+}
+
 /// The views of experiment `e`, in display order; none for most experiments.
 pub fn views(e: &ExperimentResult) -> Vec<View> {
     VIEWS

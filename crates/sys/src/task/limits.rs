@@ -1,0 +1,172 @@
+//! A task that could not be created: which limit stopped it, in words a user acts on.
+
+use std::io;
+
+/// A task could not be created because a limit was reached. Every task started before it has
+/// already been stopped and reaped when this is returned; the CLI exits 2 with the message.
+#[derive(Debug, thiserror::Error)]
+pub enum LimitError {
+    /// fork or clone failed with EAGAIN.
+    #[error(
+        "cannot create task {index} of {total}: the process limit was reached \
+         (RLIMIT_NPROC soft={soft}, hard={hard}, raise it with `ulimit -u`; \
+         the kernel also caps tasks at {system})"
+    )]
+    Tasks {
+        /// 1-based number of the task that failed.
+        index: usize,
+        /// Tasks the experiment needed.
+        total: usize,
+        /// Soft limit, or `unlimited`.
+        soft: String,
+        /// Hard limit, or `unlimited`.
+        hard: String,
+        /// The system-wide caps (threads-max, pid_max, cgroup pids.max).
+        system: String,
+    },
+    /// A descriptor could not be created: EMFILE.
+    #[error(
+        "cannot create {what} for task {index} of {total}: the open-file limit was reached \
+         (RLIMIT_NOFILE soft={soft}, hard={hard}, raise it with `ulimit -n`)"
+    )]
+    Files {
+        /// What was being created (`a pipe link`).
+        what: String,
+        /// 1-based task number.
+        index: usize,
+        /// Tasks the experiment needed.
+        total: usize,
+        /// Soft limit, or `unlimited`.
+        soft: String,
+        /// Hard limit, or `unlimited`.
+        hard: String,
+    },
+    /// ENFILE: the whole system's file table is full.
+    #[error(
+        "cannot create {what} for task {index} of {total}: the system-wide file table is full \
+         (fs.file-max={max})"
+    )]
+    SystemFiles {
+        /// What was being created.
+        what: String,
+        /// 1-based task number.
+        index: usize,
+        /// Tasks the experiment needed.
+        total: usize,
+        /// `/proc/sys/fs/file-max`.
+        max: String,
+    },
+    /// fork, clone or a stack mapping failed with ENOMEM.
+    #[error(
+        "cannot create task {index} of {total}: out of memory or address-space mappings \
+         (vm.max_map_count={max_map_count}, vm.overcommit_memory={overcommit})"
+    )]
+    Memory {
+        /// 1-based task number.
+        index: usize,
+        /// Tasks the experiment needed.
+        total: usize,
+        /// `/proc/sys/vm/max_map_count`.
+        max_map_count: String,
+        /// `/proc/sys/vm/overcommit_memory`.
+        overcommit: String,
+    },
+}
+
+pub(super) fn limit_text(resource: libc::__rlimit_resource_t) -> (String, String) {
+    let show = |v: Option<u64>| v.map_or_else(|| "unlimited".to_string(), |v| v.to_string());
+    match crate::rlimit(resource) {
+        Ok((soft, hard)) => (show(soft), show(hard)),
+        Err(_) => ("unknown".into(), "unknown".into()),
+    }
+}
+
+pub(super) fn read_trimmed(path: &str) -> String {
+    std::fs::read_to_string(path).map_or_else(|_| "unknown".into(), |s| s.trim().to_string())
+}
+
+/// The cgroup v1/v2 `pids.max` of this process, if it has one.
+pub(super) fn cgroup_pids_max() -> Option<String> {
+    let cgroups = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    cgroups.lines().find_map(|line| {
+        let mut parts = line.splitn(3, ':');
+        let (_, ctrl, path) = (parts.next()?, parts.next()?, parts.next()?);
+        let dir = match ctrl {
+            "" => format!("/sys/fs/cgroup{path}"),
+            c if c.split(',').any(|c| c == "pids") => format!("/sys/fs/cgroup/pids{path}"),
+            _ => return None,
+        };
+        std::fs::read_to_string(format!("{dir}/pids.max"))
+            .ok()
+            .map(|s| s.trim().to_string())
+    })
+}
+
+/// Turns a failed task creation into a [`LimitError`] where the errno names a limit.
+pub(crate) fn spawn_error(err: io::Error, index: usize, total: usize, what: &str) -> anyhow::Error {
+    match os_errno(&err) {
+        Some(libc::EAGAIN) => {
+            let (soft, hard) = limit_text(libc::RLIMIT_NPROC);
+            let mut system = format!(
+                "kernel.threads-max={}, kernel.pid_max={}",
+                read_trimmed("/proc/sys/kernel/threads-max"),
+                read_trimmed("/proc/sys/kernel/pid_max")
+            );
+            if let Some(max) = cgroup_pids_max() {
+                system.push_str(&format!(", cgroup pids.max={max}"));
+            }
+            LimitError::Tasks {
+                index,
+                total,
+                soft,
+                hard,
+                system,
+            }
+            .into()
+        }
+        Some(libc::ENOMEM) => LimitError::Memory {
+            index,
+            total,
+            max_map_count: read_trimmed("/proc/sys/vm/max_map_count"),
+            overcommit: read_trimmed("/proc/sys/vm/overcommit_memory"),
+        }
+        .into(),
+        _ => anyhow::anyhow!("cannot create task {index} of {total} ({what}): {err}"),
+    }
+}
+
+/// The errno behind `err`: its raw code, or the `(os error N)` that a wrapped error (one
+/// built by [`super::last_error`]) carries in its message.
+pub(super) fn os_errno(err: &io::Error) -> Option<i32> {
+    err.raw_os_error().or_else(|| {
+        let text = err.to_string();
+        let start = text.rfind("(os error ")? + "(os error ".len();
+        text[start..].trim_end_matches(')').parse().ok()
+    })
+}
+
+/// Turns a failure to create a descriptor-backed object (a link) for task `index` into a
+/// [`LimitError`] naming RLIMIT_NOFILE or fs.file-max, or else an error naming `what`.
+pub fn resource_error(err: io::Error, what: &str, index: usize, total: usize) -> anyhow::Error {
+    match os_errno(&err) {
+        Some(libc::EMFILE) => {
+            let (soft, hard) = limit_text(libc::RLIMIT_NOFILE);
+            LimitError::Files {
+                what: what.into(),
+                index,
+                total,
+                soft,
+                hard,
+            }
+            .into()
+        }
+        Some(libc::ENFILE) => LimitError::SystemFiles {
+            what: what.into(),
+            index,
+            total,
+            max: read_trimmed("/proc/sys/fs/file-max"),
+        }
+        .into(),
+        _ => anyhow::anyhow!("cannot create {what} for task {index} of {total}: {err}"),
+    }
+}
