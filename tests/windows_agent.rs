@@ -21,7 +21,7 @@ fn doc() -> ResultDoc {
 
 /// Runs oscost with a history of its own; (exit code, stdout, stderr).
 fn run(home: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = common::oscost_cmd()
+    let out = common::oscost()
         .env("XDG_DATA_HOME", home.join("data"))
         .env("COLUMNS", "400")
         .args(args)
