@@ -99,11 +99,13 @@ pub struct GlobalOpts {
     #[arg(long, short, global = true, conflicts_with = "quiet")]
     pub verbose: bool,
 
-    /// The history database: where each run is saved and what `oscost history` reads
-    /// (default: $XDG_DATA_HOME/oscost/history.sqlite3, else
-    /// ~/.local/share/oscost/history.sqlite3)
-    #[arg(long, global = true, value_name = "PATH")]
-    pub history: Option<PathBuf>,
+    /// The history: where each run is saved and what `oscost history`, `compare` and
+    /// `report` read. An SQLite file, a postgres://USER@HOST/DB URL (a store a fleet
+    /// shares), or @FILE for a file holding either, so a password stays off the command
+    /// line. Default: $OSCOST_HISTORY, else the file $OSCOST_HISTORY_FILE names, else
+    /// $XDG_DATA_HOME/oscost/history.sqlite3 (~/.local/share/oscost/history.sqlite3)
+    #[arg(long, global = true, value_name = "PATH|URL")]
+    pub history: Option<String>,
 
     /// Do not save this run in the history
     #[arg(long, global = true, conflicts_with = "history")]
@@ -187,7 +189,8 @@ pub enum Command {
     /// Write one HTML page of result files (`--json` output): tables, figures, the machine;
     /// with several files, the cases they share side by side against the first
     Report {
-        /// Result files written by `oscost --json`, the first the reference
+        /// Result files written by `oscost --json`, or history runs (`latest`, `latest~1`, an
+        /// id or 4+ characters of one), the first the reference
         #[arg(value_name = "FILE")]
         files: Vec<PathBuf>,
         /// The HTML file to write (`-` for stdout); replaced whole, never half written
@@ -315,8 +318,10 @@ pub fn run() -> anyhow::Result<ExitCode> {
             exps
         }
         Some(Command::History(cmd)) => {
-            let db = history_path(&cli.global)?;
-            return history_cmd::run(cmd, &db, &cli.global);
+            let (db, explicit) = history_location(&cli.global)?.ok_or_else(|| {
+                anyhow::anyhow!("the history has {NO_DATA_DIR} (give --history PATH)")
+            })?;
+            return history_cmd::run(cmd, &db, explicit, &cli.global);
         }
         Some(Command::List) => {
             session::print_stdout(&list())?;
@@ -379,18 +384,12 @@ pub fn run() -> anyhow::Result<ExitCode> {
                 threshold_pct: threshold,
                 rate_per_s: rate,
             };
-            let db = history_path(&cli.global).ok();
-            return crate::compare_cmd::run(
-                &inputs,
-                settings,
-                fail_above,
-                &cfg,
-                db.as_deref(),
-                cli.global.history.is_some(),
-            );
+            let db = history_location(&cli.global)?;
+            return crate::compare_cmd::run(&inputs, settings, fail_above, &cfg, db.as_ref());
         }
         Some(Command::Report { files, output }) => {
-            session::report(&files, output.as_deref())?;
+            let db = history_location(&cli.global)?;
+            session::report(&files, output.as_deref(), db.as_ref())?;
             return Ok(ExitCode::SUCCESS);
         }
         Some(Command::Experiment(e)) => vec![e],
@@ -431,10 +430,10 @@ pub fn run() -> anyhow::Result<ExitCode> {
     // Opened before anything is measured: a --history that cannot take the run fails now.
     let saving = if cli.global.no_save {
         session::Saving::Off
-    } else if let Some(path) = &cli.global.history {
+    } else if let Some(location) = named_history(&cli.global)? {
         session::Saving::Into {
             history: history_cmd::open(
-                path,
+                &location,
                 true,
                 "give --history a path where oscost can write, or --no-save",
             )?,
@@ -471,10 +470,12 @@ pub fn run() -> anyhow::Result<ExitCode> {
 /// options can still be read, compared and opened later. Returns what it chose, to be named
 /// at the end; nothing when the directory cannot be made (said in one line).
 fn keep_files(cfg: &mut Config, g: &GlobalOpts) -> Vec<(&'static str, PathBuf)> {
-    let Some(dir) = history_path(g)
-        .ok()
-        .and_then(|p| p.parent().map(|d| d.join("runs")))
-    else {
+    // Beside a history file; for a PostgreSQL store, beside the default one.
+    let file = match history_location(g) {
+        Ok(Some((oscost_history::Location::File(p), _))) => Some(p),
+        _ => oscost_history::History::default_path(),
+    };
+    let Some(dir) = file.and_then(|p| p.parent().map(|d| d.join("runs"))) else {
         return Vec::new();
     };
     if let Err(e) = std::fs::create_dir_all(&dir) {
@@ -510,13 +511,32 @@ fn keep_files(cfg: &mut Config, g: &GlobalOpts) -> Vec<(&'static str, PathBuf)> 
 /// Why the history has no default place.
 const NO_DATA_DIR: &str = "no home directory to keep it in";
 
-/// The history database a command uses: `--history`, else the default place.
-fn history_path(g: &GlobalOpts) -> anyhow::Result<PathBuf> {
-    match &g.history {
-        Some(p) => Ok(p.clone()),
+/// The history the user named: `--history`, else `OSCOST_HISTORY`, else the file
+/// `OSCOST_HISTORY_FILE` names; `None` when none is named (the default file is used).
+pub fn named_history(g: &GlobalOpts) -> anyhow::Result<Option<oscost_history::Location>> {
+    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+    let (spec, from) = if let Some(h) = &g.history {
+        (h.clone(), "--history")
+    } else if let Some(h) = var("OSCOST_HISTORY") {
+        (h, "OSCOST_HISTORY")
+    } else if let Some(f) = var("OSCOST_HISTORY_FILE") {
+        (format!("@{f}"), "OSCOST_HISTORY_FILE")
+    } else {
+        return Ok(None);
+    };
+    history_cmd::location(&spec, from).map(Some)
+}
+
+/// The history a command uses, and whether the user named it ([`named_history`]), else the
+/// default file; `None` when there is neither.
+pub fn history_location(
+    g: &GlobalOpts,
+) -> anyhow::Result<Option<(oscost_history::Location, bool)>> {
+    Ok(match named_history(g)? {
+        Some(l) => Some((l, true)),
         None => oscost_history::History::default_path()
-            .ok_or_else(|| anyhow::anyhow!("the history has {NO_DATA_DIR} (give --history PATH)")),
-    }
+            .map(|p| (oscost_history::Location::File(p), false)),
+    })
 }
 
 /// The global options given to a command that does not use them (`list` uses none, `env`

@@ -362,7 +362,11 @@ fn report_of_run(doc: &ResultDoc) -> anyhow::Result<String> {
 
 /// `oscost report FILE... -o OUT`: reads every result file, then writes their page in one go;
 /// any file that cannot be read stops it before anything is written.
-pub fn report(files: &[std::path::PathBuf], output: Option<&Path>) -> anyhow::Result<()> {
+pub fn report(
+    files: &[std::path::PathBuf],
+    output: Option<&Path>,
+    history: crate::compare_cmd::HistoryAt,
+) -> anyhow::Result<()> {
     const USAGE: &str = "oscost report r.json [more.json...] -o report.html";
     let Some(output) = output else {
         anyhow::bail!("report needs -o FILE, the HTML file to write (`{USAGE}`)");
@@ -402,7 +406,15 @@ pub fn report(files: &[std::path::PathBuf], output: Option<&Path>) -> anyhow::Re
             studies.push(study);
             continue;
         }
-        docs.push((f.display().to_string(), read_result(f)?));
+        // A history run (`latest`, an id) when no such file exists, as `compare` reads it.
+        let looks_like_file = f.exists() || arg.contains('/') || arg.ends_with(".json");
+        let doc = if looks_like_file {
+            read_result(f)?
+        } else {
+            crate::compare_cmd::load_run(&arg, history)
+                .map_err(|e| anyhow::anyhow!("{arg}: no such file, and {e:#}"))?
+        };
+        docs.push((f.display().to_string(), doc));
     }
     if docs.is_empty() {
         anyhow::bail!(
@@ -533,7 +545,7 @@ fn save(saving: Saving, doc: &ResultDoc) -> anyhow::Result<bool> {
 /// error" and "database or disk is full" name no file).
 fn located(history: &oscost_history::History, e: oscost_history::HistoryError) -> String {
     let text = e.to_string();
-    let path = history.path().display().to_string();
+    let path = history.shown().to_owned();
     if text.contains(&path) {
         text
     } else {

@@ -322,7 +322,7 @@ enum Store {
     Sqlite(Connection),
     // A RefCell because reading needs the connection's buffers; a History is used by one
     // thread at a time.
-    Postgres(RefCell<pg::Client>),
+    Postgres(Box<RefCell<pg::Client>>),
 }
 
 /// A value going to or coming from the database.
@@ -599,7 +599,7 @@ impl History {
         let mut client = pg::Client::connect(url)?;
         schema::migrate_postgres(&mut client, url.shown())?;
         Ok(History {
-            store: Store::Postgres(RefCell::new(client)),
+            store: Store::Postgres(Box::new(RefCell::new(client))),
             path: PathBuf::new(),
             shown: url.shown().to_owned(),
         })
