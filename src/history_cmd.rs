@@ -538,6 +538,9 @@ fn show(doc: &oscost_model::ResultDoc, global: &GlobalOpts) -> String {
             env.cpu_model.clone().unwrap_or_else(|| "-".into()),
         ],
     ];
+    if let Some(host) = &env.hostname {
+        rows.insert(2, vec!["host".into(), host.clone()]);
+    }
     if !env.command_line.is_empty() {
         rows.push(vec!["command".into(), env.command_line.join(" ")]);
     }

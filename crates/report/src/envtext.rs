@@ -89,6 +89,9 @@ pub fn render_environment(env: &Environment) -> String {
 
 fn system(o: &mut Out, env: &Environment) {
     o.section("System");
+    if let Some(host) = &env.hostname {
+        o.row("host", host.clone());
+    }
     let release = if env.kernel_release.is_empty() {
         NA
     } else {
