@@ -290,30 +290,41 @@ fn run_with(
     Ok(ExitCode::SUCCESS)
 }
 
+/// How many documents one transaction of `history push` stores: a commit waits for the disk
+/// once per batch instead of once per file, and a batch stays a few hundred MB at most.
+const PUSH_BATCH: usize = 100;
+
 /// Pushes each file on its own: a bad one is named on stderr and the others still go in.
 fn push(store: &mut History, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
     let (mut pushed, mut there, mut failed) = (0, 0, 0);
-    for file in files {
-        match read_doc(file) {
-            Ok(doc) => {
-                let saved = store.save(&doc)?;
-                let line = if saved.new {
-                    pushed += 1;
-                    format!("pushed {} ({})", saved.run_id, file.display())
-                } else {
-                    there += 1;
-                    format!("already there: {} ({})", saved.run_id, file.display())
-                };
-                // A file name may hold a newline or an escape sequence: one line, shown.
-                print_stdout(&format!("{}\n", one_line(&line)))?;
+    for chunk in files.chunks(PUSH_BATCH) {
+        let mut docs = Vec::with_capacity(chunk.len());
+        let mut names = Vec::with_capacity(chunk.len());
+        for file in chunk {
+            match read_doc(file) {
+                Ok(doc) => {
+                    docs.push(doc);
+                    names.push(file);
+                }
+                Err(why) => {
+                    eprintln!(
+                        "oscost: {}",
+                        one_line(&format!("{}: {why}", file.display()))
+                    );
+                    failed += 1;
+                }
             }
-            Err(why) => {
-                eprintln!(
-                    "oscost: {}",
-                    one_line(&format!("{}: {why}", file.display()))
-                );
-                failed += 1;
-            }
+        }
+        for (saved, file) in store.save_all(&docs)?.iter().zip(names) {
+            let line = if saved.new {
+                pushed += 1;
+                format!("pushed {} ({})", saved.run_id, file.display())
+            } else {
+                there += 1;
+                format!("already there: {} ({})", saved.run_id, file.display())
+            };
+            // A file name may hold a newline or an escape sequence: one line, shown.
+            print_stdout(&format!("{}\n", one_line(&line)))?;
         }
     }
     let mut last = format!("pushed {pushed}, already there {there}");

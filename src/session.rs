@@ -56,6 +56,10 @@ fn environment(cfg: &Config, clock: &Clock, cpus: &[usize]) -> Environment {
     env.rustc_version = Some(env!("OSCOST_RUSTC_VERSION").to_owned()).filter(|c| !c.is_empty());
     // The nice value asked for; the one in force is `process_nice`.
     env.nice = cfg.nice;
+    // A history URL given on the command line may hold a password: never recorded.
+    for arg in &mut env.command_line {
+        *arg = oscost_history::pg::mask_passwords(arg);
+    }
     env
 }
 

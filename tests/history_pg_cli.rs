@@ -194,6 +194,27 @@ fn pushed_runs_are_listed_with_their_hosts_and_read_like_local_ones() {
     assert!(err.contains("saved as run"), "{err}");
     let (_, out, _) = env.run_with(&vars, &["history", "list", "--csv", "-"]);
     assert_eq!(out.lines().count(), 5, "{out}");
+    // The URL on a run's command line is recorded with its password masked (a real run, at
+    // the smallest size: the scripted machine records a command line of its own).
+    let (code, _, err) = env.run(&[
+        "syscall",
+        "--calls",
+        "getpid",
+        "--multi-threaded",
+        "none",
+        "--quick",
+        "--samples",
+        "5",
+        "--quiet",
+        "--history",
+        &url,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = env.run(&["history", "export", "latest", "--history", &url]);
+    assert_eq!(code, 0, "{err}");
+    let doc = oscost_model::read(&out).unwrap();
+    let line = doc.environment.command_line.join(" ");
+    assert!(line.contains("postgres://oscost:***@127.0.0.1"), "{line}");
 }
 
 #[test]

@@ -707,12 +707,31 @@ impl History {
     /// changes nothing either. A run already in the history is left as it is
     /// (`new == false`).
     pub fn save(&mut self, doc: &ResultDoc) -> Result<Saved, HistoryError> {
-        let mut stored = doc.clone();
-        stored.schema = SCHEMA.into();
+        self.write(|h| h.save_in(doc))
+    }
+
+    /// Saves every document of `docs` as [`History::save`] does, in one transaction: all of
+    /// them or none. Much faster than one save each where a commit waits for the disk.
+    pub fn save_all(&mut self, docs: &[ResultDoc]) -> Result<Vec<Saved>, HistoryError> {
+        self.write(|h| docs.iter().map(|d| h.save_in(d)).collect())
+    }
+
+    /// [`History::save`] inside a transaction already begun.
+    fn save_in(&self, doc: &ResultDoc) -> Result<Saved, HistoryError> {
         let run_id = match &doc.run_id {
             Some(id) => id.clone(),
             None => derived_run_id(doc)?,
         };
+        // A run already there costs one look-up, not the whole document sent and parsed.
+        let there = self.query(
+            "SELECT run_id FROM runs WHERE run_id = $1",
+            &[(&run_id).into()],
+        )?;
+        if !there.is_empty() {
+            return Ok(Saved { run_id, new: false });
+        }
+        let mut stored = doc.clone();
+        stored.schema = SCHEMA.into();
         stored.run_id = Some(run_id.clone());
         let document = serde_json::to_string(&stored)?;
         let env = &doc.environment;
@@ -758,21 +777,19 @@ impl History {
                 ],
             ));
         }
-        let new = self.write(|h| {
-            let inserted = h.execute(&[(
-                "INSERT INTO runs (run_id, started_at, saved_at, oscost_version, kernel, \
+        // ON CONFLICT: another oscost may have saved the run since the look-up.
+        let inserted = self.execute(&[(
+            "INSERT INTO runs (run_id, started_at, saved_at, oscost_version, kernel, \
                  cpu_model, env_fingerprint, command_line, case_count, document, hostname) \
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
                  ON CONFLICT (run_id) DO NOTHING",
-                run,
-            )])?;
-            if inserted.first().copied().unwrap_or(0) == 0 {
-                return Ok(false);
-            }
-            h.execute(&rest)?;
-            Ok(true)
-        })?;
-        Ok(Saved { run_id, new })
+            run,
+        )])?;
+        if inserted.first().copied().unwrap_or(0) == 0 {
+            return Ok(Saved { run_id, new: false });
+        }
+        self.execute(&rest)?;
+        Ok(Saved { run_id, new: true })
     }
 
     /// Every run, newest first.

@@ -96,6 +96,59 @@ fn percent_decode(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
+/// `text` with the password of every `postgres://` URL in it masked (`user:***@`,
+/// `password=***`): for what oscost records or shows of its own command line.
+pub fn mask_passwords(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = ["postgres://", "postgresql://"]
+        .iter()
+        .filter_map(|p| rest.find(p).map(|i| (i, p.len())))
+        .min()
+    {
+        let (start, scheme) = at;
+        out.push_str(&rest[..start + scheme]);
+        rest = &rest[start + scheme..];
+        let end = rest.find(|c: char| c.is_whitespace()).unwrap_or(rest.len());
+        let (url, after) = rest.split_at(end);
+        let (main, query) = match url.split_once('?') {
+            Some((m, q)) => (m, Some(q)),
+            None => (url, None),
+        };
+        let (authority, path) = match main.find('/') {
+            Some(i) => main.split_at(i),
+            None => (main, ""),
+        };
+        match authority.rsplit_once('@') {
+            Some((userinfo, host)) => {
+                let user = userinfo.split(':').next().unwrap_or_default();
+                out.push_str(user);
+                if userinfo.contains(':') {
+                    out.push_str(":***");
+                }
+                out.push('@');
+                out.push_str(host);
+            }
+            None => out.push_str(authority),
+        }
+        out.push_str(path);
+        if let Some(q) = query {
+            out.push('?');
+            let pairs: Vec<String> = q
+                .split('&')
+                .map(|p| match p.split_once('=') {
+                    Some(("password", _)) => "password=***".to_owned(),
+                    _ => p.to_owned(),
+                })
+                .collect();
+            out.push_str(&pairs.join("&"));
+        }
+        rest = after;
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Whether `s` names a PostgreSQL store.
 pub fn is_url(s: &str) -> bool {
     s.starts_with("postgres://") || s.starts_with("postgresql://")
@@ -776,6 +829,19 @@ mod tests {
         assert_eq!(u.sslmode, SslMode::Require);
         assert_eq!(u.shown(), "postgres://ann:***@db.example:6543/runs");
         assert!(!format!("{u:?}").contains("cret"));
+    }
+
+    #[test]
+    fn passwords_in_text_are_masked() {
+        assert_eq!(
+            mask_passwords("--history=postgres://ann:pw@h:1/db?password=x&sslmode=require y"),
+            "--history=postgres://ann:***@h:1/db?password=***&sslmode=require y"
+        );
+        assert_eq!(
+            mask_passwords("postgresql://ann@h/db and postgres://b:c@d"),
+            "postgresql://ann@h/db and postgres://b:***@d"
+        );
+        assert_eq!(mask_passwords("/var/lib/h.sqlite3"), "/var/lib/h.sqlite3");
     }
 
     #[test]

@@ -107,8 +107,22 @@ fn a_push_is_idempotent_by_run_id() {
     assert!(a.new);
     assert!(!second.save(&old).unwrap().new);
     assert_eq!(a.run_id, oscost_history::derived_run_id(&old).unwrap());
+    // Several at once, in one transaction: the one already there is left as it is.
+    let batch = [
+        common::run("batch", 1),
+        doc.clone(),
+        common::run("batch", 2),
+    ];
+    let news: Vec<bool> = first
+        .save_all(&batch)
+        .unwrap()
+        .iter()
+        .map(|s| s.new)
+        .collect();
+    assert_eq!(news, [true, false, true]);
+    assert_eq!(second.list().unwrap().len(), 4);
     // A new connection finds the layout in place and migrates nothing.
-    assert_eq!(open(&cluster.url()).list().unwrap().len(), 2);
+    assert_eq!(open(&cluster.url()).list().unwrap().len(), 4);
 }
 
 /// Errors name the store with its password masked, on one line.
