@@ -9,7 +9,8 @@
 # fsync as the server defaults), stopped and removed at the end, on failure too.
 # Run it alone on the machine, from the repository root:
 #   flock /tmp/oscost-bench.lock scripts/history-scale.sh
-# REPEAT=N runs each `history list` N times (default 5) and prints the median and the range.
+# REPEAT=N runs each `history list` N times (default 5) and prints the median and the range;
+# ONLY_LIST=1 skips part 1 and fills both stores with 10 000 runs without raw samples.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -86,7 +87,7 @@ EOF
 }
 
 mkdir -p "$tmp/docs"
-make_docs 0 1000 "$tmp/docs"
+make_docs 0 1000 "$tmp/docs" "${ONLY_LIST:+no-raw}"
 size=$(du -k "$tmp/docs/00000.json" | cut -f1)
 figures=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sum(len(e["cases"])+len(e["derived"]) for e in d["experiments"]))' "$template")
 echo "template: $figures figures, ${size} KiB a document"
@@ -94,6 +95,11 @@ echo "template: $figures figures, ${size} KiB a document"
 now() { date +%s.%N; }
 elapsed() { python3 -c "import sys; print('%.2f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$1" "$2"; }
 
+sqlite=$tmp/history.sqlite3
+if [[ -n "${ONLY_LIST:-}" ]]; then
+    "$bin" history push --to "$url" "$tmp"/docs/*.json | tail -1
+    "$bin" history push --to "$sqlite" "$tmp"/docs/*.json | tail -1
+else
 echo "== 1. push 1000 documents into PostgreSQL"
 t0=$(now)
 "$bin" history push --to "$url" "$tmp"/docs/*.json | tail -1
@@ -104,11 +110,11 @@ t0=$(now)
 again=$("$bin" history push --to "$url" "$tmp"/docs/*.json | tail -1)
 t1=$(now)
 echo "again: $again, $(elapsed "$t0" "$t1") s"
-sqlite=$tmp/history.sqlite3
 t0=$(now)
 "$bin" history push --to "$sqlite" "$tmp"/docs/*.json | tail -1
 t1=$(now)
 echo "the same 1000 into SQLite: $(elapsed "$t0" "$t1") s"
+fi
 
 echo "== 2. up to 10 000 runs in each store"
 for batch in 1 2 3 4 5 6 7 8 9; do

@@ -748,9 +748,14 @@ impl History {
             env.command_line.join(" ").into(),
             (rows.len() as i64).into(),
             document.into(),
-            env.hostname.as_ref().into(),
         ];
         let mut rest: Vec<(&str, Vec<Cell>)> = Vec::new();
+        if let Some(host) = &env.hostname {
+            rest.push((
+                "INSERT INTO run_hosts (run_id, hostname) VALUES ($1, $2)",
+                vec![(&run_id).into(), host.into()],
+            ));
+        }
         for (i, e) in doc.experiments.iter().enumerate() {
             rest.push((
                 "INSERT INTO experiments (run_id, position, name) VALUES ($1, $2, $3)",
@@ -780,8 +785,8 @@ impl History {
         // ON CONFLICT: another oscost may have saved the run since the look-up.
         let inserted = self.execute(&[(
             "INSERT INTO runs (run_id, started_at, saved_at, oscost_version, kernel, \
-                 cpu_model, env_fingerprint, command_line, case_count, document, hostname) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+                 cpu_model, env_fingerprint, command_line, case_count, document) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
                  ON CONFLICT (run_id) DO NOTHING",
             run,
         )])?;
@@ -806,7 +811,8 @@ impl History {
         let runs = self.query(
             &format!(
                 "SELECT run_id, started_at, saved_at, oscost_version, kernel, cpu_model, \
-                 case_count, hostname FROM runs {NEWEST_FIRST}"
+                 case_count, (SELECT hostname FROM run_hosts h WHERE h.run_id = runs.run_id) \
+                 FROM runs {NEWEST_FIRST}"
             ),
             &[],
         )?;
@@ -1046,10 +1052,15 @@ fn owned_tables(conn: &Connection, path: &Path) -> Result<bool, HistoryError> {
     // The tables every layout up to SCHEMA_VERSION has (migration 1 made them all); a
     // migration that adds a table checks for it from its own version on.
     const OURS: [&str; 4] = ["cases", "experiments", "runs", "schema_migrations"];
+    // Tables later migrations added (2: `run_hosts`).
+    const ADDED: [&str; 1] = ["run_hosts"];
     if !has("schema_migrations") {
         // Only tables of oscost's: a history whose record of versions was lost; anything
         // else is another program's.
-        if tables.iter().all(|t| OURS.contains(&t.as_str())) {
+        if tables
+            .iter()
+            .all(|t| OURS.contains(&t.as_str()) || ADDED.contains(&t.as_str()))
+        {
             return Err(damaged("it has no schema_migrations table".into()));
         }
         return Err(HistoryError::Foreign {

@@ -44,8 +44,13 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX cases_by_case_id ON cases (case_id);",
     // 2: the host name of the machine each run ran on, for a history a fleet shares. Runs
-    // saved before have none: their documents did not record it.
-    "ALTER TABLE runs ADD COLUMN hostname TEXT;",
+    // saved before have none: their documents did not record it. A table of its own rather
+    // than a column added to `runs`: SQLite keeps an added column after the document, so
+    // listing would read every document's overflow pages to reach it.
+    "CREATE TABLE run_hosts (
+        run_id TEXT PRIMARY KEY REFERENCES runs (run_id) ON DELETE CASCADE,
+        hostname TEXT NOT NULL
+    );",
 ];
 
 /// Migration `i` (from 0) as PostgreSQL runs it: the same layout, the document as JSONB.
