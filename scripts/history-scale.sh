@@ -4,8 +4,9 @@
 #   2. `oscost history list` over 10 000 runs, in PostgreSQL and in SQLite (goal: 1 s or less).
 # The documents are copies of one real result document (a quick run of the default suite, made
 # here unless TEMPLATE=FILE names one), each with its own run_id, start time and one of 100 host
-# names. The 9 000 runs that part 2 adds have their raw samples left out (`raw_ns` empty), so
-# that the two stores stay a few GB smaller: `history list` reads no document. PostgreSQL is a throw-away cluster (initdb in a temporary directory, its socket there,
+# names. The 9 000 runs that part 2 adds have their raw samples left out (`raw_ns` empty), which
+# keeps the two stores somewhat smaller (`history list` reads no document); even so they take
+# about 3 GB (PostgreSQL) and 4 GB (SQLite) of /tmp while it runs. PostgreSQL is a throw-away cluster (initdb in a temporary directory, its socket there,
 # fsync as the server defaults), stopped and removed at the end, on failure too.
 # Run it alone on the machine, from the repository root:
 #   flock /tmp/oscost-bench.lock scripts/history-scale.sh
