@@ -100,11 +100,13 @@ pub struct GlobalOpts {
     #[arg(long, short, global = true, conflicts_with = "quiet")]
     pub verbose: bool,
 
-    /// The history database: where each run is saved and what `oscost history` reads
-    /// (default: $XDG_DATA_HOME/oscost/history.sqlite3, else
-    /// ~/.local/share/oscost/history.sqlite3)
-    #[arg(long, global = true, value_name = "PATH")]
-    pub history: Option<PathBuf>,
+    /// The history: where each run is saved and what `oscost history`, `compare` and
+    /// `report` read. An SQLite file, a postgres://USER@HOST/DB URL (a store a fleet
+    /// shares), or @FILE for a file holding either, so a password stays off the command
+    /// line. Default: $OSCOST_HISTORY, else the file $OSCOST_HISTORY_FILE names, else
+    /// $XDG_DATA_HOME/oscost/history.sqlite3 (~/.local/share/oscost/history.sqlite3)
+    #[arg(long, global = true, value_name = "PATH|URL")]
+    pub history: Option<String>,
 
     /// Do not save this run in the history
     #[arg(long, global = true, conflicts_with = "history")]
@@ -389,8 +391,10 @@ fn study(
 fn other_command(command: Command, global: &GlobalOpts) -> anyhow::Result<ExitCode> {
     match command {
         Command::History(cmd) => {
-            let db = history_path(global)?;
-            history_cmd::run(cmd, &db, global)
+            let (db, explicit) = history_location(global)?.ok_or_else(|| {
+                anyhow::anyhow!("the history has {NO_DATA_DIR} (give --history PATH)")
+            })?;
+            history_cmd::run(cmd, &db, explicit, global)
         }
         Command::List => {
             session::print_stdout(&list())?;
@@ -449,25 +453,19 @@ fn other_command(command: Command, global: &GlobalOpts) -> anyhow::Result<ExitCo
                 threshold_pct: threshold,
                 rate_per_s: rate,
             };
-            let db = history_path(global).ok();
+            let db = history_location(global)?;
             crate::compare_cmd::run(
                 &inputs,
                 settings,
                 fail_above,
                 only_changed,
                 &cfg,
-                db.as_deref(),
-                global.history.is_some(),
+                db.as_ref(),
             )
         }
         Command::Report { files, output } => {
-            let db = history_path(global).ok();
-            session::report(
-                &files,
-                output.as_deref(),
-                db.as_deref(),
-                global.history.is_some(),
-            )?;
+            let db = history_location(global)?;
+            session::report(&files, output.as_deref(), db.as_ref())?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Study { .. } | Command::Experiment(_) | Command::Run { .. } => {
@@ -573,10 +571,10 @@ fn measure(
 fn saving(global: &GlobalOpts) -> anyhow::Result<session::Saving> {
     Ok(if global.no_save {
         session::Saving::Off
-    } else if let Some(path) = &global.history {
+    } else if let Some(location) = named_history(global)? {
         session::Saving::Into {
             history: history_cmd::open(
-                path,
+                &location,
                 true,
                 "give --history a path where oscost can write, or --no-save",
             )?,
@@ -601,10 +599,12 @@ fn saving(global: &GlobalOpts) -> anyhow::Result<session::Saving> {
 /// options can still be read, compared and opened later. Returns what it chose, to be named
 /// at the end; nothing when the directory cannot be made (said in one line).
 fn keep_files(cfg: &mut Config, g: &GlobalOpts) -> Vec<(&'static str, PathBuf)> {
-    let Some(dir) = history_path(g)
-        .ok()
-        .and_then(|p| p.parent().map(|d| d.join("runs")))
-    else {
+    // Beside a history file; for a PostgreSQL store, beside the default one.
+    let file = match history_location(g) {
+        Ok(Some((oscost_history::Location::File(p), _))) => Some(p),
+        _ => oscost_history::History::default_path(),
+    };
+    let Some(dir) = file.and_then(|p| p.parent().map(|d| d.join("runs"))) else {
         return Vec::new();
     };
     if let Err(e) = std::fs::create_dir_all(&dir) {
@@ -640,13 +640,32 @@ fn keep_files(cfg: &mut Config, g: &GlobalOpts) -> Vec<(&'static str, PathBuf)> 
 /// Why the history has no default place.
 const NO_DATA_DIR: &str = "no home directory to keep it in";
 
-/// The history database a command uses: `--history`, else the default place.
-fn history_path(g: &GlobalOpts) -> anyhow::Result<PathBuf> {
-    match &g.history {
-        Some(p) => Ok(p.clone()),
+/// The history the user named: `--history`, else `OSCOST_HISTORY`, else the file
+/// `OSCOST_HISTORY_FILE` names; `None` when none is named (the default file is used).
+pub fn named_history(g: &GlobalOpts) -> anyhow::Result<Option<oscost_history::Location>> {
+    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+    let (spec, from) = if let Some(h) = &g.history {
+        (h.clone(), "--history")
+    } else if let Some(h) = var("OSCOST_HISTORY") {
+        (h, "OSCOST_HISTORY")
+    } else if let Some(f) = var("OSCOST_HISTORY_FILE") {
+        (format!("@{f}"), "OSCOST_HISTORY_FILE")
+    } else {
+        return Ok(None);
+    };
+    history_cmd::location(&spec, from).map(Some)
+}
+
+/// The history a command uses, and whether the user named it ([`named_history`]), else the
+/// default file; `None` when there is neither.
+pub fn history_location(
+    g: &GlobalOpts,
+) -> anyhow::Result<Option<(oscost_history::Location, bool)>> {
+    Ok(match named_history(g)? {
+        Some(l) => Some((l, true)),
         None => oscost_history::History::default_path()
-            .ok_or_else(|| anyhow::anyhow!("the history has {NO_DATA_DIR} (give --history PATH)")),
-    }
+            .map(|p| (oscost_history::Location::File(p), false)),
+    })
 }
 
 /// The global options given to a command that does not use them (`list` uses none, `env`

@@ -41,8 +41,11 @@ pub fn read_result_file(path: &Path) -> anyhow::Result<ResultDoc> {
     })
 }
 
+/// The history runs are looked up in, and whether the user named it.
+pub type HistoryAt<'a> = Option<&'a (oscost_history::Location, bool)>;
+
 /// Loads one command-line input: `published:NAME`, an existing file, else a history run.
-pub fn load(arg: &str, history: Option<&Path>, explicit: bool) -> anyhow::Result<Loaded> {
+pub fn load(arg: &str, history: HistoryAt) -> anyhow::Result<Loaded> {
     if let Some(name) = arg.strip_prefix(PUBLISHED_PREFIX) {
         return oscost_report::baselines::find(name)
             .map(|p| Loaded::Published(Box::new(p)))
@@ -57,7 +60,7 @@ pub fn load(arg: &str, history: Option<&Path>, explicit: bool) -> anyhow::Result
     if names_a_file(arg) {
         return read_result_file(Path::new(arg)).map(|d| Loaded::Measured(Box::new(d)));
     }
-    load_run(arg, history, explicit)
+    load_run(arg, history)
         .map(|d| Loaded::Measured(Box::new(d)))
         .map_err(|e| anyhow::anyhow!("{arg}: no such file, and {e:#}"))
 }
@@ -69,12 +72,11 @@ pub fn run(
     fail_above: Option<f64>,
     only_changed: bool,
     cfg: &Config,
-    history: Option<&Path>,
-    explicit_history: bool,
+    history: HistoryAt,
 ) -> anyhow::Result<ExitCode> {
     let loaded = inputs
         .iter()
-        .map(|a| load(a, history, explicit_history))
+        .map(|a| load(a, history))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let sources: Vec<(String, Source)> = inputs
         .iter()
@@ -166,16 +168,21 @@ pub fn names_a_file(arg: &str) -> bool {
     Path::new(arg).exists() || arg.contains('/') || arg.ends_with(".json")
 }
 
-/// A run of the history, when the history exists (a comparison never creates one).
-pub fn load_run(arg: &str, history: Option<&Path>, explicit: bool) -> anyhow::Result<ResultDoc> {
+/// A run of the history, when the history exists (a comparison never creates a file).
+pub fn load_run(arg: &str, history: HistoryAt) -> anyhow::Result<ResultDoc> {
     let hint = "give a result file, a run of the history, or published:NAME";
-    let Some(path) = history else {
+    let Some((location, explicit)) = history else {
         anyhow::bail!("no history to look in ({hint})");
     };
-    if !path.exists() {
-        anyhow::bail!("no history at {} ({hint})", path.display());
+    if let oscost_history::Location::File(path) = location {
+        if !path.exists() {
+            anyhow::bail!("no history at {} ({hint})", path.display());
+        }
     }
-    let history =
-        crate::history_cmd::open_read_only(path, explicit, "give --history the database to read")?;
+    let history = crate::history_cmd::open_read_only(
+        location,
+        *explicit,
+        "give --history the database to read",
+    )?;
     Ok(history.get(&history.resolve(arg)?)?)
 }

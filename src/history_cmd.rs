@@ -5,7 +5,7 @@ use crate::cli::GlobalOpts;
 use crate::session::print_stdout;
 use anyhow::Context as _;
 use clap::Subcommand;
-use oscost_history::{History, HistoryError, TrendPoint};
+use oscost_history::{History, HistoryError, Location, RunSummary, TrendPoint};
 use oscost_report::render;
 // Text from result files, which may carry escape sequences, is shown, never sent raw.
 use oscost_report::termtext::{for_terminal, one_line};
@@ -16,7 +16,9 @@ use std::process::ExitCode;
 /// What to do with the history.
 #[derive(Debug, Subcommand)]
 pub enum HistoryCommand {
-    /// The runs in the history, newest first
+    /// The runs in the history, newest first, with the host each ran on; with --json FILE or
+    /// --csv FILE (`-` for stdout) also as data: run_id, started_at, saved_at, hostname,
+    /// oscost_version, kernel, cpu_model, experiments, case_count
     List,
     /// A run's machine and tables
     Show {
@@ -45,6 +47,18 @@ pub enum HistoryCommand {
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
     },
+    /// Result files into another store, a PostgreSQL database a fleet shares
+    /// (`--to postgres://USER@HOST/DB`) or an SQLite file: one line per file, then `pushed N,
+    /// already there M`; a run already there (the same run_id) is left as it is
+    Push {
+        /// The result files
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// The store: a postgres:// URL, an SQLite file, or @FILE holding either (default: the
+        /// history, as --history, OSCOST_HISTORY or OSCOST_HISTORY_FILE name it)
+        #[arg(long, value_name = "URL")]
+        to: Option<String>,
+    },
     /// Removes a run from the history
     Rm {
         /// The run: its id, the first 4 or more characters of it, `latest`, or `latest~N` (N runs
@@ -57,11 +71,12 @@ impl HistoryCommand {
     /// The name shown in messages (`history list`) and the global options it uses.
     pub fn uses(&self) -> (&'static str, &'static [&'static str]) {
         match self {
-            HistoryCommand::List => ("history list", &["--history"]),
+            HistoryCommand::List => ("history list", &["--history", "--json", "--csv"]),
             HistoryCommand::Show { .. } => ("history show", &["--history"]),
             HistoryCommand::Trend { .. } => ("history trend", &["--history", "--svg"]),
             HistoryCommand::Export { .. } => ("history export", &["--history", "--json"]),
             HistoryCommand::Import { .. } => ("history import", &["--history"]),
+            HistoryCommand::Push { .. } => ("history push", &["--history"]),
             HistoryCommand::Rm { .. } => ("history rm", &["--history"]),
         }
     }
@@ -73,26 +88,59 @@ pub fn short_id(run_id: &str) -> &str {
     run_id.get(..8).unwrap_or(run_id)
 }
 
-/// Opens the history at `path` for a command, with a hint on what to do when it cannot be;
-/// `explicit` when the path was given with `--history`, which the message then names.
-pub fn open(path: &Path, explicit: bool, hint: &str) -> anyhow::Result<History> {
-    explain(History::open(path), path, explicit, hint)
+/// The history `spec` names (`from` is the option or variable that gave it, for messages):
+/// an SQLite path, a postgres:// URL, or `@FILE` for a file holding either. What the file
+/// holds is never shown: it may carry a password.
+pub fn location(spec: &str, from: &str) -> anyhow::Result<Location> {
+    let (text, shown) = match spec.strip_prefix('@') {
+        Some(file) => {
+            let text = std::fs::read_to_string(file).map_err(|e| {
+                anyhow::anyhow!(
+                    "{from} {spec}: cannot read {file} ({}; it holds the history's URL or                      path)",
+                    match e.kind() {
+                        std::io::ErrorKind::NotFound => "no such file".to_owned(),
+                        _ => e.to_string(),
+                    }
+                )
+            })?;
+            let text = text.trim().to_owned();
+            if text.is_empty() || text.starts_with('@') {
+                anyhow::bail!(
+                    "{from} {spec}: {file} should hold the history's URL or path on one line"
+                );
+            }
+            (text, format!("{from} {spec}"))
+        }
+        None => (spec.to_owned(), from.to_owned()),
+    };
+    Location::parse(&text).map_err(|e| anyhow::anyhow!("{shown}: {e}"))
 }
 
-/// [`open`] to read only: nothing in or beside the database changes.
-pub fn open_read_only(path: &Path, explicit: bool, hint: &str) -> anyhow::Result<History> {
-    explain(History::open_read_only(path), path, explicit, hint)
+/// Opens the history at `location` for a command, with a hint on what to do when it cannot
+/// be; `explicit` when the user named it, which the message then does.
+pub fn open(location: &Location, explicit: bool, hint: &str) -> anyhow::Result<History> {
+    explain(History::open_at(location), location, explicit, hint)
+}
+
+/// [`open`] to read only: nothing in or beside an SQLite database changes.
+pub fn open_read_only(location: &Location, explicit: bool, hint: &str) -> anyhow::Result<History> {
+    explain(
+        History::open_read_only_at(location),
+        location,
+        explicit,
+        hint,
+    )
 }
 
 fn explain(
     opened: Result<History, HistoryError>,
-    path: &Path,
+    location: &Location,
     explicit: bool,
     hint: &str,
 ) -> anyhow::Result<History> {
     opened.map_err(|e| match e {
         HistoryError::CreateDir { .. } | HistoryError::Open { .. } if explicit => {
-            anyhow::anyhow!("--history {}: {e} ({hint})", path.display())
+            anyhow::anyhow!("--history {}: {e} ({hint})", location.shown())
         }
         HistoryError::CreateDir { .. } | HistoryError::Open { .. } => {
             anyhow::anyhow!("{e} ({hint})")
@@ -102,7 +150,12 @@ fn explain(
 }
 
 /// Runs one `oscost history` command on the database at `db_path`.
-pub fn run(cmd: HistoryCommand, db_path: &Path, global: &GlobalOpts) -> anyhow::Result<ExitCode> {
+pub fn run(
+    cmd: HistoryCommand,
+    db: &Location,
+    explicit: bool,
+    global: &GlobalOpts,
+) -> anyhow::Result<ExitCode> {
     // SIGINT and SIGTERM end a wait for another writer's lock, or for a reader of the output.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -111,29 +164,72 @@ pub fn run(cmd: HistoryCommand, db_path: &Path, global: &GlobalOpts) -> anyhow::
     }
     oscost_history::stop_waiting_on(std::sync::Arc::clone(&stop));
     oscost_report::output::stop_waiting_on(std::sync::Arc::clone(&stop));
-    let result = run_with(cmd, db_path, global);
+    let result = run_with(cmd, db, explicit, global);
     if result.is_err() && stop.load(std::sync::atomic::Ordering::SeqCst) {
         return Err(anyhow::Error::new(oscost_measure::Cancelled));
     }
     // SQLite's own errors ("disk I/O error") name no file: name the database.
     result.map_err(|e| match e.downcast_ref::<HistoryError>() {
-        Some(HistoryError::Sqlite(_)) => e.context(db_path.display().to_string()),
+        Some(HistoryError::Sqlite(_)) => e.context(db.shown()),
         _ => e,
     })
 }
 
-fn run_with(cmd: HistoryCommand, db_path: &Path, global: &GlobalOpts) -> anyhow::Result<ExitCode> {
-    let explicit = global.history.is_some();
-    let mut history = match cmd {
-        HistoryCommand::Import { .. } | HistoryCommand::Rm { .. } => open(
-            db_path,
+fn run_with(
+    cmd: HistoryCommand,
+    db: &Location,
+    explicit: bool,
+    global: &GlobalOpts,
+) -> anyhow::Result<ExitCode> {
+    if let HistoryCommand::Push { files, to } = cmd {
+        let (target, explicit) = match to {
+            Some(spec) => (location(&spec, "--to")?, true),
+            None => (db.clone(), explicit),
+        };
+        let mut store = open(
+            &target,
             explicit,
-            "give --history a path where oscost can write",
-        )?,
-        _ => open_read_only(db_path, explicit, "give --history the database to read")?,
+            "give --to a store oscost can write: postgres://USER@HOST/DB or a file",
+        )?;
+        return push(&mut store, &files);
+    }
+    let mut history = match cmd {
+        HistoryCommand::Import { .. } | HistoryCommand::Rm { .. } => {
+            open(db, explicit, "give --history a path where oscost can write")?
+        }
+        _ => open_read_only(db, explicit, "give --history the database to read")?,
     };
     match cmd {
-        HistoryCommand::List => print_stdout(&for_terminal(&list(&history)?))?,
+        HistoryCommand::List => {
+            let runs = history.list()?;
+            let mut to_stdout = false;
+            for (sink, text) in [
+                (
+                    &global.json,
+                    list_json as fn(&[RunSummary]) -> anyhow::Result<String>,
+                ),
+                (&global.csv, list_csv),
+            ] {
+                match sink {
+                    Some(p) if p.as_os_str() == "-" || oscost_report::output::is_stdout(p) => {
+                        print_stdout(&text(&runs)?)?;
+                        to_stdout = true;
+                    }
+                    Some(p) => oscost_report::output::write_atomic(p, &text(&runs)?)
+                        .with_context(|| format!("--json/--csv {}", p.display()))?,
+                    None => {}
+                }
+            }
+            // The table goes to stderr when stdout carries data, so the data stays parseable.
+            let table = for_terminal(&list(&history, &runs));
+            if to_stdout {
+                if !global.quiet {
+                    eprint!("{table}");
+                }
+            } else {
+                print_stdout(&table)?;
+            }
+        }
         HistoryCommand::Show { run } => {
             let doc = history.get(&history.resolve(&run)?)?;
             print_stdout(&for_terminal(&show(&doc, global)))?;
@@ -184,6 +280,7 @@ fn run_with(cmd: HistoryCommand, db_path: &Path, global: &GlobalOpts) -> anyhow:
             }
         }
         HistoryCommand::Import { files } => return import(&mut history, &files),
+        HistoryCommand::Push { .. } => unreachable!("handled above"),
         HistoryCommand::Rm { run } => {
             let run_id = history.resolve(&run)?;
             history.remove(&run_id)?;
@@ -193,24 +290,78 @@ fn run_with(cmd: HistoryCommand, db_path: &Path, global: &GlobalOpts) -> anyhow:
     Ok(ExitCode::SUCCESS)
 }
 
+/// How many documents one transaction of `history push` stores: a commit waits for the disk
+/// once per batch instead of once per file, and a batch stays a few hundred MB at most.
+const PUSH_BATCH: usize = 100;
+
+/// Pushes each file on its own: a bad one is named on stderr and the others still go in.
+fn push(store: &mut History, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
+    let (mut pushed, mut there, mut failed) = (0, 0, 0);
+    for chunk in files.chunks(PUSH_BATCH) {
+        let mut docs = Vec::with_capacity(chunk.len());
+        let mut names = Vec::with_capacity(chunk.len());
+        for file in chunk {
+            match read_doc(file) {
+                Ok(doc) => {
+                    docs.push(doc);
+                    names.push(file);
+                }
+                Err(why) => {
+                    eprintln!(
+                        "oscost: {}",
+                        one_line(&format!("{}: {why}", file.display()))
+                    );
+                    failed += 1;
+                }
+            }
+        }
+        for (saved, file) in store.save_all(&docs)?.iter().zip(names) {
+            let line = if saved.new {
+                pushed += 1;
+                format!("pushed {} ({})", saved.run_id, file.display())
+            } else {
+                there += 1;
+                format!("already there: {} ({})", saved.run_id, file.display())
+            };
+            // A file name may hold a newline or an escape sequence: one line, shown.
+            print_stdout(&format!("{}\n", one_line(&line)))?;
+        }
+    }
+    let mut last = format!("pushed {pushed}, already there {there}");
+    if failed > 0 {
+        let _ = write!(last, ", {failed} not read");
+    }
+    print_stdout(&format!("{last} ({})\n", store.shown()))?;
+    Ok(if failed > 0 {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// A result file read for import or push, or why not, in words.
+fn read_doc(file: &Path) -> Result<oscost_model::ResultDoc, String> {
+    std::fs::read_to_string(file)
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => "no such file".to_owned(),
+            std::io::ErrorKind::InvalidData => "not a text file".to_owned(),
+            _ => e.to_string(),
+        })
+        .and_then(|text| {
+            oscost_model::read(&text).map_err(|e| match e {
+                // Its own message says what to do.
+                oscost_model::ReadError::Unsupported(_) => e.to_string(),
+                e => format!("{e} (give the JSON files oscost writes with --json)"),
+            })
+        })
+}
+
 /// Imports each file on its own: a bad one is named on stderr and the others still go in.
 fn import(history: &mut History, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
     let mut failed = false;
     for file in files {
         let shown = file.display();
-        let doc = std::fs::read_to_string(file)
-            .map_err(|e| match e.kind() {
-                std::io::ErrorKind::NotFound => "no such file".to_owned(),
-                std::io::ErrorKind::InvalidData => "not a text file".to_owned(),
-                _ => e.to_string(),
-            })
-            .and_then(|text| {
-                oscost_model::read(&text).map_err(|e| match e {
-                    // Its own message says what to do.
-                    oscost_model::ReadError::Unsupported(_) => e.to_string(),
-                    e => format!("{e} (import takes the JSON files oscost writes with --json)"),
-                })
-            });
+        let doc = read_doc(file);
         match doc {
             Ok(doc) => {
                 let saved = history.save(&doc)?;
@@ -277,15 +428,66 @@ fn columns(rows: &[Vec<String>]) -> String {
     s
 }
 
-/// The text of `oscost history list`.
-fn list(history: &History) -> anyhow::Result<String> {
-    let runs = history.list()?;
-    if runs.is_empty() {
-        return Ok(format!(
-            "no runs in the history yet ({}); a run is saved there when it ends\n",
-            history.path().display()
-        ));
+/// `oscost history list --json`: one object per run, newest first.
+fn list_json(runs: &[RunSummary]) -> anyhow::Result<String> {
+    let rows: Vec<serde_json::Value> = runs
+        .iter()
+        .map(|r| {
+            serde_json::json!({
+                "run_id": r.run_id,
+                "started_at": r.started_at,
+                "saved_at": r.saved_at,
+                "hostname": r.hostname,
+                "oscost_version": r.oscost_version,
+                "kernel": r.kernel,
+                "cpu_model": r.cpu_model,
+                "experiments": r.experiments,
+                "case_count": r.case_count,
+            })
+        })
+        .collect();
+    Ok(serde_json::to_string_pretty(&rows)? + "\n")
+}
+
+/// `oscost history list --csv`: one row per run, newest first; experiments joined by spaces.
+fn list_csv(runs: &[RunSummary]) -> anyhow::Result<String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record([
+        "run_id",
+        "started_at",
+        "saved_at",
+        "hostname",
+        "oscost_version",
+        "kernel",
+        "cpu_model",
+        "experiments",
+        "case_count",
+    ])?;
+    for r in runs {
+        w.write_record([
+            r.run_id.as_str(),
+            r.started_at.as_deref().unwrap_or(""),
+            &r.saved_at,
+            r.hostname.as_deref().unwrap_or(""),
+            &r.oscost_version,
+            &r.kernel,
+            r.cpu_model.as_deref().unwrap_or(""),
+            &r.experiments.join(" "),
+            &r.case_count.to_string(),
+        ])?;
     }
+    Ok(String::from_utf8(w.into_inner()?)?)
+}
+
+/// The text of `oscost history list`; a host column when any run records its host.
+fn list(history: &History, runs: &[RunSummary]) -> String {
+    if runs.is_empty() {
+        return format!(
+            "no runs in the history yet ({}); a run is saved there when it ends\n",
+            history.shown()
+        );
+    }
+    let hosts = runs.iter().any(|r| r.hostname.is_some());
     let mut rows = vec![vec![
         "run".to_owned(),
         "started (UTC)".into(),
@@ -294,8 +496,11 @@ fn list(history: &History) -> anyhow::Result<String> {
         "CPU".into(),
         "experiments (figures)".into(),
     ]];
-    for r in &runs {
-        rows.push(vec![
+    if hosts {
+        rows[0].insert(1, "host".into());
+    }
+    for r in runs {
+        let mut row = vec![
             short_id(&r.run_id).to_owned(),
             match &r.started_at {
                 Some(t) => when(t),
@@ -305,7 +510,11 @@ fn list(history: &History) -> anyhow::Result<String> {
             r.kernel.clone(),
             r.cpu_model.clone().unwrap_or_else(|| "-".into()),
             format!("{} ({})", r.experiments.join(", "), r.case_count),
-        ]);
+        ];
+        if hosts {
+            row.insert(1, r.hostname.clone().unwrap_or_else(|| "-".into()));
+        }
+        rows.push(row);
     }
     let mut s = columns(&rows);
     let _ = writeln!(
@@ -313,9 +522,9 @@ fn list(history: &History) -> anyhow::Result<String> {
         "{} run{} in {}",
         runs.len(),
         if runs.len() == 1 { "" } else { "s" },
-        history.path().display()
+        history.shown()
     );
-    Ok(s)
+    s
 }
 
 /// The text of `oscost history show`: the run's header, then each experiment's tables.
@@ -345,6 +554,9 @@ fn show(doc: &oscost_model::ResultDoc, global: &GlobalOpts) -> String {
             env.cpu_model.clone().unwrap_or_else(|| "-".into()),
         ],
     ];
+    if let Some(host) = &env.hostname {
+        rows.insert(2, vec!["host".into(), host.clone()]);
+    }
     if !env.command_line.is_empty() {
         rows.push(vec!["command".into(), env.command_line.join(" ")]);
     }

@@ -56,6 +56,10 @@ fn environment(cfg: &Config, clock: &Clock, cpus: &[usize]) -> Environment {
     env.rustc_version = Some(env!("OSCOST_RUSTC_VERSION").to_owned()).filter(|c| !c.is_empty());
     // The nice value asked for; the one in force is `process_nice`.
     env.nice = cfg.nice;
+    // A history URL given on the command line may hold a password: never recorded.
+    for arg in &mut env.command_line {
+        *arg = oscost_history::pg::mask_passwords(arg);
+    }
     env
 }
 
@@ -364,13 +368,12 @@ fn report_of_run(doc: &ResultDoc) -> anyhow::Result<String> {
 /// any file that cannot be read stops it before anything is written.
 ///
 /// Each input is `published:NAME`, a result file, or a run of the history (`latest`,
-/// `latest~1`, an id), as `compare` takes them; `history` is the database to look in and
-/// `explicit` whether `--history` named it.
+/// `latest~1`, an id), as `compare` takes them; `history` is the store to look in and
+/// whether `--history` named it.
 pub fn report(
     files: &[std::path::PathBuf],
     output: Option<&Path>,
-    history: Option<&Path>,
-    explicit: bool,
+    history: crate::compare_cmd::HistoryAt,
 ) -> anyhow::Result<()> {
     const USAGE: &str = "oscost report r.json [more.json...] -o report.html";
     let Some(output) = output else {
@@ -414,7 +417,7 @@ pub fn report(
         let doc = if crate::compare_cmd::names_a_file(&arg) {
             read_result(f)?
         } else {
-            crate::compare_cmd::load_run(&arg, history, explicit)
+            crate::compare_cmd::load_run(&arg, history)
                 .map_err(|e| anyhow::anyhow!("{arg}: no such file, and {e:#}"))?
         };
         docs.push((f.display().to_string(), doc));
@@ -561,7 +564,7 @@ fn save(saving: Saving, doc: &ResultDoc, cfg: &Config) -> anyhow::Result<bool> {
 /// error" and "database or disk is full" name no file).
 fn located(history: &oscost_history::History, e: oscost_history::HistoryError) -> String {
     let text = e.to_string();
-    let path = history.path().display().to_string();
+    let path = history.shown().to_owned();
     if text.contains(&path) {
         text
     } else {

@@ -381,7 +381,7 @@ fn a_history_of_a_newer_oscost_is_refused() {
             code,
             &err,
             &[
-                "was written by a newer oscost (schema 99, this one knows 1)",
+                "was written by a newer oscost (schema 99, this one knows 2)",
                 "--history PATH",
             ],
         );

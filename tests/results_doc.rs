@@ -77,6 +77,7 @@ fn busy_document(mut doc: ResultDoc) -> ResultDoc {
     let env = &mut doc.environment;
     env.git_commit = s("0123456789ab");
     env.rustc_version = s("rustc 1.80.0");
+    env.hostname = s("node-1");
     env.nice = Some(-19);
     env.clock.kernel_stated_hz = Some(1e9);
     env.clock.fallback_reason = s("an example reason");

@@ -1,25 +1,30 @@
-//! oscost's run history: every result document kept in an embedded SQLite database, so a
-//! figure can be followed across runs (`oscost history trend`) and any run shown again.
+//! oscost's run history: every result document kept in an embedded SQLite database, or in a
+//! PostgreSQL database that a fleet of machines shares, so a figure can be followed across
+//! runs (`oscost history trend`) and any run shown again.
 //!
 //! The document is stored whole (the `oscost/2` JSON), next to a few columns drawn from it
 //! that listing and trends need: one row per run, one per experiment and one per case and per
 //! derived figure. Runs are keyed by their `run_id`, so saving or importing a run twice
 //! changes nothing. The layout is described in `docs/history.md`.
 //!
-//! The SQL is kept to what PostgreSQL reads too (TEXT, INTEGER and DOUBLE PRECISION columns,
-//! `INSERT ... ON CONFLICT DO NOTHING`, no SQLite functions); only the connection setup
-//! (write-ahead log, busy timeout, foreign keys) and the `?N` placeholders are SQLite's.
+//! The SQL is written once for both (TEXT, INTEGER and DOUBLE PRECISION columns,
+//! `INSERT ... ON CONFLICT DO NOTHING`, `$N` placeholders, no functions of either); only the
+//! connection setup (SQLite's write-ahead log, busy timeout and foreign keys) and the
+//! document's column type (JSONB in PostgreSQL) differ.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod fingerprint;
+pub mod pg;
 mod schema;
 
 pub use fingerprint::env_fingerprint;
+pub use pg::PgUrl;
 pub use schema::SCHEMA_VERSION;
 
 use oscost_model::{ResultDoc, SCHEMA};
-use rusqlite::{params, Connection, OptionalExtension as _, TransactionBehavior};
+use rusqlite::Connection;
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -161,6 +166,19 @@ pub enum HistoryError {
     /// A document could not be turned into JSON.
     #[error("cannot serialise the result document: {0}")]
     Json(#[from] serde_json::Error),
+    /// A PostgreSQL store could not be reached, or refused a statement: the server's words,
+    /// with the URL's password masked.
+    #[error("{0}")]
+    Postgres(String),
+    /// A store location that names no store.
+    #[error("{0}")]
+    BadLocation(String),
+}
+
+impl From<pg::PgError> for HistoryError {
+    fn from(e: pg::PgError) -> HistoryError {
+        HistoryError::Postgres(e.0)
+    }
 }
 
 impl From<rusqlite::Error> for HistoryError {
@@ -230,6 +248,8 @@ pub struct RunSummary {
     pub saved_at: String,
     /// The oscost that made it.
     pub oscost_version: String,
+    /// The host name of the machine it ran on, when its document records one.
+    pub hostname: Option<String>,
     /// The kernel release it ran on.
     pub kernel: String,
     /// The CPU model it ran on, when known.
@@ -262,10 +282,163 @@ pub struct TrendPoint {
     pub env_changed: bool,
 }
 
-/// An open history database.
+/// Where a history is kept: an SQLite file, or a PostgreSQL database.
+#[derive(Debug, Clone)]
+pub enum Location {
+    /// An SQLite database file (made when missing).
+    File(PathBuf),
+    /// A PostgreSQL database.
+    Postgres(PgUrl),
+}
+
+impl Location {
+    /// A `postgres://` or `postgresql://` URL, else a file path.
+    pub fn parse(text: &str) -> Result<Location, HistoryError> {
+        if pg::is_url(text) {
+            PgUrl::parse(text)
+                .map(Location::Postgres)
+                .map_err(|e| HistoryError::BadLocation(e.0))
+        } else if text.contains("://") {
+            Err(HistoryError::BadLocation(format!(
+                "`{}` is neither a file path nor a postgres:// URL",
+                text.split("://").next().unwrap_or_default()
+            )))
+        } else {
+            Ok(Location::File(PathBuf::from(text)))
+        }
+    }
+
+    /// As messages name it: the file's path, or the URL with its password masked.
+    pub fn shown(&self) -> String {
+        match self {
+            Location::File(p) => p.display().to_string(),
+            Location::Postgres(u) => u.shown().to_owned(),
+        }
+    }
+}
+
+/// The database behind a [`History`].
+enum Store {
+    Sqlite(Connection),
+    // A RefCell because reading needs the connection's buffers; a History is used by one
+    // thread at a time.
+    Postgres(Box<RefCell<pg::Client>>),
+}
+
+/// A value going to or coming from the database.
+#[derive(Debug, Clone, PartialEq)]
+enum Cell {
+    Null,
+    Int(i64),
+    Real(f64),
+    Text(String),
+}
+
+impl Cell {
+    fn text(self) -> Option<String> {
+        match self {
+            Cell::Null => None,
+            Cell::Int(i) => Some(i.to_string()),
+            Cell::Real(r) => Some(r.to_string()),
+            Cell::Text(t) => Some(t),
+        }
+    }
+    fn string(self) -> String {
+        self.text().unwrap_or_default()
+    }
+    fn int(&self) -> i64 {
+        match self {
+            Cell::Int(i) => *i,
+            Cell::Real(r) => *r as i64,
+            Cell::Text(t) => t.parse().unwrap_or(0),
+            Cell::Null => 0,
+        }
+    }
+    /// NULL (how NaN is stored) reads as NaN.
+    fn real(&self) -> f64 {
+        match self {
+            Cell::Int(i) => *i as f64,
+            Cell::Real(r) => *r,
+            Cell::Text(t) => t.parse().unwrap_or(f64::NAN),
+            Cell::Null => f64::NAN,
+        }
+    }
+    /// As PostgreSQL reads a text parameter.
+    fn pg_text(&self) -> Option<String> {
+        match self {
+            Cell::Null => None,
+            Cell::Int(i) => Some(i.to_string()),
+            Cell::Real(r) if r.is_infinite() => {
+                Some(if *r > 0.0 { "Infinity" } else { "-Infinity" }.into())
+            }
+            Cell::Real(r) => Some(r.to_string()),
+            Cell::Text(t) => Some(t.clone()),
+        }
+    }
+}
+
+impl From<&str> for Cell {
+    fn from(s: &str) -> Cell {
+        Cell::Text(s.to_owned())
+    }
+}
+impl From<&String> for Cell {
+    fn from(s: &String) -> Cell {
+        Cell::Text(s.clone())
+    }
+}
+impl From<String> for Cell {
+    fn from(s: String) -> Cell {
+        Cell::Text(s)
+    }
+}
+impl From<i64> for Cell {
+    fn from(i: i64) -> Cell {
+        Cell::Int(i)
+    }
+}
+impl<T: Into<Cell>> From<Option<T>> for Cell {
+    fn from(v: Option<T>) -> Cell {
+        v.map_or(Cell::Null, Into::into)
+    }
+}
+/// NaN is stored as NULL (SQLite would anyway).
+fn real(v: f64) -> Cell {
+    if v.is_nan() {
+        Cell::Null
+    } else {
+        Cell::Real(v)
+    }
+}
+
+impl rusqlite::ToSql for Cell {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        use rusqlite::types::{ToSqlOutput, Value};
+        Ok(ToSqlOutput::Owned(match self {
+            Cell::Null => Value::Null,
+            Cell::Int(i) => Value::Integer(*i),
+            Cell::Real(r) => Value::Real(*r),
+            Cell::Text(t) => Value::Text(t.clone()),
+        }))
+    }
+}
+
+fn from_sqlite(v: rusqlite::types::Value) -> Cell {
+    use rusqlite::types::Value;
+    match v {
+        Value::Null => Cell::Null,
+        Value::Integer(i) => Cell::Int(i),
+        Value::Real(r) => Cell::Real(r),
+        Value::Text(t) => Cell::Text(t),
+        Value::Blob(b) => Cell::Text(String::from_utf8_lossy(&b).into_owned()),
+    }
+}
+
+/// An open history: an SQLite database or a PostgreSQL one, the same to every caller.
 pub struct History {
-    conn: Connection,
+    store: Store,
     path: PathBuf,
+    shown: String,
 }
 
 impl HistoryError {
@@ -284,7 +457,7 @@ impl HistoryError {
 
 impl std::fmt::Debug for History {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("History").field("path", &self.path).finish()
+        f.debug_struct("History").field("at", &self.shown).finish()
     }
 }
 
@@ -346,10 +519,7 @@ impl History {
         }
         setup(&conn).map_err(open_err)?;
         schema::migrate(&mut conn, path)?;
-        Ok(History {
-            conn,
-            path: path.to_path_buf(),
-        })
+        Ok(History::sqlite(conn, path))
     }
 
     /// Opens the database at `path` to read only: nothing in it or beside it is created or
@@ -362,10 +532,7 @@ impl History {
         let empty = || -> Result<History, HistoryError> {
             let mut conn = Connection::open_in_memory().map_err(open_err)?;
             schema::migrate(&mut conn, path)?;
-            Ok(History {
-                conn,
-                path: path.to_path_buf(),
-            })
+            Ok(History::sqlite(conn, path))
         };
         if file_kind(path)?.is_some() {
             return empty();
@@ -397,15 +564,142 @@ impl History {
             return empty();
         }
         schema::refuse_newer(&conn, path)?;
-        Ok(History {
-            conn,
+        Ok(History::sqlite(conn, path))
+    }
+
+    fn sqlite(conn: Connection, path: &Path) -> History {
+        History {
+            store: Store::Sqlite(conn),
             path: path.to_path_buf(),
+            shown: path.display().to_string(),
+        }
+    }
+
+    /// Opens the history at `location` to read and write: [`History::open`] for a file; for a
+    /// PostgreSQL database, connects and brings oscost's tables up to [`SCHEMA_VERSION`]
+    /// (creating them in a database that has none).
+    pub fn open_at(location: &Location) -> Result<History, HistoryError> {
+        match location {
+            Location::File(p) => History::open(p),
+            Location::Postgres(url) => History::open_postgres(url),
+        }
+    }
+
+    /// Opens the history at `location` to read: [`History::open_read_only`] for a file; a
+    /// PostgreSQL database as [`History::open_at`] does (a database without oscost's tables
+    /// gets them, empty).
+    pub fn open_read_only_at(location: &Location) -> Result<History, HistoryError> {
+        match location {
+            Location::File(p) => History::open_read_only(p),
+            Location::Postgres(url) => History::open_postgres(url),
+        }
+    }
+
+    fn open_postgres(url: &PgUrl) -> Result<History, HistoryError> {
+        let mut client = pg::Client::connect(url)?;
+        schema::migrate_postgres(&mut client, url.shown())?;
+        Ok(History {
+            store: Store::Postgres(Box::new(RefCell::new(client))),
+            path: PathBuf::new(),
+            shown: url.shown().to_owned(),
         })
     }
 
-    /// The database file.
+    /// The database file; empty for a PostgreSQL store (see [`History::shown`]).
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Where the history is, as messages name it: the file's path, or the URL with its
+    /// password masked.
+    pub fn shown(&self) -> &str {
+        &self.shown
+    }
+
+    /// The rows `sql` (with `$N` placeholders) gives.
+    fn query(&self, sql: &str, params: &[Cell]) -> Result<Vec<Vec<Cell>>, HistoryError> {
+        match &self.store {
+            Store::Sqlite(conn) => {
+                let mut st = conn.prepare_cached(&sql.replace('$', "?"))?;
+                let n = st.column_count();
+                let rows = st.query_map(rusqlite::params_from_iter(params), |r| {
+                    (0..n)
+                        .map(|i| r.get::<_, rusqlite::types::Value>(i).map(from_sqlite))
+                        .collect::<rusqlite::Result<Vec<Cell>>>()
+                })?;
+                Ok(rows.collect::<rusqlite::Result<_>>()?)
+            }
+            Store::Postgres(client) => {
+                let text = params.iter().map(Cell::pg_text).collect();
+                let mut out = client.borrow_mut().run(&[(sql, text)])?;
+                let rows = out.pop().map(|o| o.rows).unwrap_or_default();
+                Ok(rows
+                    .into_iter()
+                    .map(|r| {
+                        r.into_iter()
+                            .map(|c| c.map_or(Cell::Null, Cell::Text))
+                            .collect()
+                    })
+                    .collect())
+            }
+        }
+    }
+
+    /// Runs writes in order, each with its parameters; returns the rows each one touched. On
+    /// PostgreSQL they go in one exchange with the server.
+    fn execute(&self, statements: &[(&str, Vec<Cell>)]) -> Result<Vec<u64>, HistoryError> {
+        match &self.store {
+            Store::Sqlite(conn) => statements
+                .iter()
+                .map(|(sql, params)| {
+                    let mut st = conn.prepare_cached(&sql.replace('$', "?"))?;
+                    Ok(st.execute(rusqlite::params_from_iter(params))? as u64)
+                })
+                .collect(),
+            Store::Postgres(client) => {
+                let text: Vec<(&str, Vec<Option<String>>)> = statements
+                    .iter()
+                    .map(|(sql, p)| (*sql, p.iter().map(Cell::pg_text).collect()))
+                    .collect();
+                Ok(client
+                    .borrow_mut()
+                    .run(&text)?
+                    .iter()
+                    .map(|o| o.affected)
+                    .collect())
+            }
+        }
+    }
+
+    /// Runs `f` in a write transaction: all of it is kept, or none.
+    fn write<T>(
+        &mut self,
+        f: impl FnOnce(&History) -> Result<T, HistoryError>,
+    ) -> Result<T, HistoryError> {
+        // SQLite: IMMEDIATE takes the write lock at the start, so a second writer waits (busy
+        // timeout) instead of failing when it would upgrade a read lock in the middle.
+        let (begin, commit, rollback) = match &self.store {
+            Store::Sqlite(_) => ("BEGIN IMMEDIATE", "COMMIT", "ROLLBACK"),
+            Store::Postgres(_) => ("BEGIN", "COMMIT", "ROLLBACK"),
+        };
+        self.batch(begin)?;
+        match f(self) {
+            Ok(v) => {
+                self.batch(commit)?;
+                Ok(v)
+            }
+            Err(e) => {
+                let _ = self.batch(rollback);
+                Err(e)
+            }
+        }
+    }
+
+    fn batch(&self, sql: &str) -> Result<(), HistoryError> {
+        match &self.store {
+            Store::Sqlite(conn) => Ok(conn.execute_batch(sql)?),
+            Store::Postgres(client) => Ok(client.borrow_mut().batch(sql)?),
+        }
     }
 
     /// Saves `doc` in one transaction: all of it or nothing. A document without a `run_id`
@@ -413,105 +707,133 @@ impl History {
     /// changes nothing either. A run already in the history is left as it is
     /// (`new == false`).
     pub fn save(&mut self, doc: &ResultDoc) -> Result<Saved, HistoryError> {
-        let mut stored = doc.clone();
-        stored.schema = SCHEMA.into();
+        self.write(|h| h.save_in(doc))
+    }
+
+    /// Saves every document of `docs` as [`History::save`] does, in one transaction: all of
+    /// them or none. Much faster than one save each where a commit waits for the disk.
+    pub fn save_all(&mut self, docs: &[ResultDoc]) -> Result<Vec<Saved>, HistoryError> {
+        self.write(|h| docs.iter().map(|d| h.save_in(d)).collect())
+    }
+
+    /// [`History::save`] inside a transaction already begun.
+    fn save_in(&self, doc: &ResultDoc) -> Result<Saved, HistoryError> {
         let run_id = match &doc.run_id {
             Some(id) => id.clone(),
             None => derived_run_id(doc)?,
         };
+        // A run already there costs one look-up, not the whole document sent and parsed.
+        let there = self.query(
+            "SELECT run_id FROM runs WHERE run_id = $1",
+            &[(&run_id).into()],
+        )?;
+        if !there.is_empty() {
+            return Ok(Saved { run_id, new: false });
+        }
+        let mut stored = doc.clone();
+        stored.schema = SCHEMA.into();
         stored.run_id = Some(run_id.clone());
         let document = serde_json::to_string(&stored)?;
         let env = &doc.environment;
         let rows = case_rows(doc);
         let saved_at = humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string();
-        // IMMEDIATE: take the write lock at the start, so a second writer waits (busy timeout)
-        // instead of failing when it would upgrade a read lock in the middle.
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let inserted = tx.execute(
-            "INSERT INTO runs (run_id, started_at, saved_at, oscost_version, kernel, cpu_model, \
-             env_fingerprint, command_line, case_count, document) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (run_id) DO NOTHING",
-            params![
-                run_id,
-                doc.started_at,
-                saved_at,
-                env.oscost_version,
-                env.kernel_release,
-                env.cpu_model,
-                env_fingerprint(env),
-                env.command_line.join(" "),
-                rows.len() as i64,
-                document,
-            ],
-        )?;
-        if inserted == 0 {
-            return Ok(Saved { run_id, new: false });
+        let run = vec![
+            Cell::from(&run_id),
+            doc.started_at.as_ref().into(),
+            saved_at.into(),
+            (&env.oscost_version).into(),
+            (&env.kernel_release).into(),
+            env.cpu_model.as_ref().into(),
+            env_fingerprint(env).into(),
+            env.command_line.join(" ").into(),
+            (rows.len() as i64).into(),
+            document.into(),
+        ];
+        let mut rest: Vec<(&str, Vec<Cell>)> = Vec::new();
+        if let Some(host) = &env.hostname {
+            rest.push((
+                "INSERT INTO run_hosts (run_id, hostname) VALUES ($1, $2)",
+                vec![(&run_id).into(), host.into()],
+            ));
         }
-        {
-            let mut exp =
-                tx.prepare("INSERT INTO experiments (run_id, position, name) VALUES (?1, ?2, ?3)")?;
-            for (i, e) in doc.experiments.iter().enumerate() {
-                exp.execute(params![run_id, i as i64, e.name])?;
-            }
-            let mut case = tx.prepare(
+        for (i, e) in doc.experiments.iter().enumerate() {
+            rest.push((
+                "INSERT INTO experiments (run_id, position, name) VALUES ($1, $2, $3)",
+                vec![(&run_id).into(), (i as i64).into(), (&e.name).into()],
+            ));
+        }
+        for r in &rows {
+            rest.push((
                 "INSERT INTO cases (run_id, case_id, experiment, kind, unit, median_ns, \
                  ci_low_ns, ci_high_ns, median_cycles, samples, checks_passed) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-            )?;
-            for r in &rows {
-                case.execute(params![
-                    run_id,
-                    r.case_id,
-                    r.experiment,
-                    r.kind,
-                    r.unit,
-                    finite(r.median_ns),
-                    finite(r.ci95_ns[0]),
-                    finite(r.ci95_ns[1]),
-                    finite(r.median_cycles),
-                    r.samples,
-                    r.checks_passed as i64,
-                ])?;
-            }
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                vec![
+                    (&run_id).into(),
+                    r.case_id.into(),
+                    r.experiment.into(),
+                    r.kind.into(),
+                    r.unit.into(),
+                    real(r.median_ns),
+                    real(r.ci95_ns[0]),
+                    real(r.ci95_ns[1]),
+                    real(r.median_cycles),
+                    r.samples.into(),
+                    (r.checks_passed as i64).into(),
+                ],
+            ));
         }
-        tx.commit()?;
+        // ON CONFLICT: another oscost may have saved the run since the look-up.
+        let inserted = self.execute(&[(
+            "INSERT INTO runs (run_id, started_at, saved_at, oscost_version, kernel, \
+                 cpu_model, env_fingerprint, command_line, case_count, document) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
+                 ON CONFLICT (run_id) DO NOTHING",
+            run,
+        )])?;
+        if inserted.first().copied().unwrap_or(0) == 0 {
+            return Ok(Saved { run_id, new: false });
+        }
+        self.execute(&rest)?;
         Ok(Saved { run_id, new: true })
     }
 
     /// Every run, newest first.
     pub fn list(&self) -> Result<Vec<RunSummary>, HistoryError> {
         let mut experiments: HashMap<String, Vec<String>> = HashMap::new();
-        let mut q = self
-            .conn
-            .prepare("SELECT run_id, name FROM experiments ORDER BY run_id, position")?;
-        for row in q.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get(1)?)))? {
-            let (id, name) = row?;
+        for row in self.query(
+            "SELECT run_id, name FROM experiments ORDER BY run_id, position",
+            &[],
+        )? {
+            let mut row = row.into_iter();
+            let (id, name) = (next(&mut row).string(), next(&mut row).string());
             experiments.entry(id).or_default().push(name);
         }
-        let mut q = self.conn.prepare(&format!(
-            "SELECT run_id, started_at, saved_at, oscost_version, kernel, cpu_model, case_count \
-             FROM runs {NEWEST_FIRST}"
-        ))?;
-        let runs = q.query_map([], |r| {
-            Ok(RunSummary {
-                run_id: r.get(0)?,
-                started_at: r.get(1)?,
-                saved_at: r.get(2)?,
-                oscost_version: r.get(3)?,
-                kernel: r.get(4)?,
-                cpu_model: r.get(5)?,
-                experiments: Vec::new(),
-                case_count: r.get::<_, i64>(6)? as usize,
+        let runs = self.query(
+            &format!(
+                "SELECT run_id, started_at, saved_at, oscost_version, kernel, cpu_model, \
+                 case_count, (SELECT hostname FROM run_hosts h WHERE h.run_id = runs.run_id) \
+                 FROM runs {NEWEST_FIRST}"
+            ),
+            &[],
+        )?;
+        Ok(runs
+            .into_iter()
+            .map(|r| {
+                let mut r = r.into_iter();
+                let run_id = next(&mut r).string();
+                RunSummary {
+                    experiments: experiments.remove(&run_id).unwrap_or_default(),
+                    run_id,
+                    started_at: next(&mut r).text(),
+                    saved_at: next(&mut r).string(),
+                    oscost_version: next(&mut r).string(),
+                    kernel: next(&mut r).string(),
+                    cpu_model: next(&mut r).text(),
+                    case_count: next(&mut r).int() as usize,
+                    hostname: next(&mut r).text(),
+                }
             })
-        })?;
-        runs.map(|r| {
-            let mut r = r?;
-            r.experiments = experiments.remove(&r.run_id).unwrap_or_default();
-            Ok(r)
-        })
-        .collect()
+            .collect())
     }
 
     /// The full id of the run `run` names: a whole id, a prefix of one id (at least
@@ -527,14 +849,14 @@ impl History {
             None => None,
         };
         if let Some(back) = back {
-            return self
-                .conn
-                .query_row(
-                    &format!("SELECT run_id FROM runs {NEWEST_FIRST} LIMIT 1 OFFSET ?1"),
-                    [back],
-                    |r| r.get(0),
-                )
-                .optional()?
+            let found = self.query(
+                &format!("SELECT run_id FROM runs {NEWEST_FIRST} LIMIT 1 OFFSET $1"),
+                &[back.into()],
+            )?;
+            return found
+                .into_iter()
+                .next()
+                .map(|r| first(r).string())
                 .ok_or_else(|| {
                     if back == 0 {
                         HistoryError::Empty
@@ -543,30 +865,22 @@ impl History {
                     }
                 });
         }
-        let exact: Option<String> = self
-            .conn
-            .query_row("SELECT run_id FROM runs WHERE run_id = ?1", [run], |r| {
-                r.get(0)
-            })
-            .optional()?;
-        if let Some(id) = exact {
-            return Ok(id);
+        let exact = self.query("SELECT run_id FROM runs WHERE run_id = $1", &[run.into()])?;
+        if let Some(row) = exact.into_iter().next() {
+            return Ok(first(row).string());
         }
         if run.chars().count() < MIN_PREFIX {
             return Err(HistoryError::ShortPrefix { run: run.into() });
         }
         // Matched here rather than with LIKE, whose wildcards and case rules differ between
-        // databases; a history holds thousands of runs at most.
-        let mut q = self
-            .conn
-            .prepare("SELECT run_id FROM runs ORDER BY run_id")?;
-        let mut matches = Vec::new();
-        for id in q.query_map([], |r| r.get::<_, String>(0))? {
-            let id = id?;
-            if id.starts_with(run) {
-                matches.push(id);
-            }
-        }
+        // databases; listing ten thousand ids takes milliseconds.
+        let mut matches: Vec<String> = self
+            .query("SELECT run_id FROM runs", &[])?
+            .into_iter()
+            .map(|r| first(r).string())
+            .filter(|id| id.starts_with(run))
+            .collect();
+        matches.sort();
         match matches.len() {
             0 => Err(HistoryError::UnknownRun { run: run.into() }),
             1 => Ok(matches.remove(0)),
@@ -580,14 +894,14 @@ impl History {
     /// The document of the run with the full id `run_id` (see [`History::resolve`]), read
     /// with [`oscost_model::read`] so that documents of older schemas load too.
     pub fn get(&self, run_id: &str) -> Result<ResultDoc, HistoryError> {
-        let text: String = self
-            .conn
-            .query_row(
-                "SELECT document FROM runs WHERE run_id = ?1",
-                [run_id],
-                |r| r.get(0),
-            )
-            .optional()?
+        let text = self
+            .query(
+                "SELECT document FROM runs WHERE run_id = $1",
+                &[run_id.into()],
+            )?
+            .into_iter()
+            .next()
+            .map(|r| first(r).string())
             .ok_or_else(|| HistoryError::UnknownRun { run: run_id.into() })?;
         oscost_model::read(&text).map_err(|source| HistoryError::Document {
             run_id: run_id.into(),
@@ -610,16 +924,17 @@ impl History {
             Some(id) => id.clone(),
             None => derived_run_id(doc)?,
         };
-        let ids: Vec<String> = {
-            let mut q = self.conn.prepare(&format!(
-                "SELECT run_id FROM runs WHERE env_fingerprint = ?1 AND run_id != ?2 \
-                 {NEWEST_FIRST} LIMIT 20"
-            ))?;
-            let rows = q.query_map(params![env_fingerprint(&doc.environment), own], |r| {
-                r.get::<_, String>(0)
-            })?;
-            rows.collect::<Result<_, _>>()?
-        };
+        let ids: Vec<String> = self
+            .query(
+                &format!(
+                    "SELECT run_id FROM runs WHERE env_fingerprint = $1 AND run_id != $2 \
+                     {NEWEST_FIRST} LIMIT 20"
+                ),
+                &[env_fingerprint(&doc.environment).into(), own.into()],
+            )?
+            .into_iter()
+            .map(|r| first(r).string())
+            .collect();
         for id in ids {
             let d = self.get(&id)?;
             if quick(&d.environment.command_line) == quick(&doc.environment.command_line)
@@ -635,43 +950,51 @@ impl History {
     /// and cases.
     pub fn remove(&mut self, run: &str) -> Result<(), HistoryError> {
         let run_id = self.resolve(run)?;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        // Spelled out rather than left to ON DELETE CASCADE alone, so a database opened
-        // without foreign keys enforced loses no less.
-        tx.execute("DELETE FROM cases WHERE run_id = ?1", [&run_id])?;
-        tx.execute("DELETE FROM experiments WHERE run_id = ?1", [&run_id])?;
-        tx.execute("DELETE FROM runs WHERE run_id = ?1", [&run_id])?;
-        tx.commit()?;
+        self.write(|h| {
+            // Spelled out rather than left to ON DELETE CASCADE alone, so a database opened
+            // without foreign keys enforced loses no less.
+            h.execute(&[
+                (
+                    "DELETE FROM cases WHERE run_id = $1",
+                    vec![(&run_id).into()],
+                ),
+                (
+                    "DELETE FROM experiments WHERE run_id = $1",
+                    vec![(&run_id).into()],
+                ),
+                ("DELETE FROM runs WHERE run_id = $1", vec![(&run_id).into()]),
+            ])
+        })?;
         Ok(())
     }
 
     /// The figure of case (or derived figure) `case_id` in every run that has it, oldest
     /// first, each point saying whether the environment changed since the one before.
     pub fn trend(&self, case_id: &str) -> Result<Vec<TrendPoint>, HistoryError> {
-        let mut q = self.conn.prepare(
+        let rows = self.query(
             "SELECT r.run_id, r.started_at, r.env_fingerprint, c.unit, c.median_ns, \
              c.ci_low_ns, c.ci_high_ns, c.checks_passed \
-             FROM cases c JOIN runs r ON r.run_id = c.run_id WHERE c.case_id = ?1 \
+             FROM cases c JOIN runs r ON r.run_id = c.run_id WHERE c.case_id = $1 \
              ORDER BY CASE WHEN r.started_at IS NULL THEN 0 ELSE 1 END, r.started_at, \
              r.saved_at, r.run_id",
+            &[case_id.into()],
         )?;
-        let nan = |v: Option<f64>| v.unwrap_or(f64::NAN);
-        let mut points = q
-            .query_map([case_id], |r| {
-                Ok(TrendPoint {
-                    run_id: r.get(0)?,
-                    started_at: r.get(1)?,
-                    env_fingerprint: r.get(2)?,
-                    unit: r.get(3)?,
-                    median_ns: nan(r.get(4)?),
-                    ci95_ns: [nan(r.get(5)?), nan(r.get(6)?)],
-                    checks_passed: r.get::<_, i64>(7)? != 0,
+        let mut points: Vec<TrendPoint> = rows
+            .into_iter()
+            .map(|r| {
+                let mut r = r.into_iter();
+                TrendPoint {
+                    run_id: next(&mut r).string(),
+                    started_at: next(&mut r).text(),
+                    env_fingerprint: next(&mut r).string(),
+                    unit: next(&mut r).string(),
+                    median_ns: next(&mut r).real(),
+                    ci95_ns: [next(&mut r).real(), next(&mut r).real()],
+                    checks_passed: next(&mut r).int() != 0,
                     env_changed: false,
-                })
-            })?
-            .collect::<Result<Vec<_>, _>>()?;
+                }
+            })
+            .collect();
         if points.is_empty() {
             return Err(HistoryError::UnknownCase {
                 case_id: case_id.into(),
@@ -687,21 +1010,25 @@ impl History {
     /// A few stored case ids that contain `case_id`, for an error message.
     fn similar_cases(&self, case_id: &str) -> Result<Vec<String>, HistoryError> {
         let needle = case_id.to_lowercase();
-        let mut q = self
-            .conn
-            .prepare("SELECT DISTINCT case_id FROM cases ORDER BY case_id")?;
-        let mut found = Vec::new();
-        for id in q.query_map([], |r| r.get::<_, String>(0))? {
-            let id = id?;
-            if !needle.is_empty() && id.to_lowercase().contains(&needle) {
-                found.push(id);
-                if found.len() == 5 {
-                    break;
-                }
-            }
-        }
-        Ok(found)
+        let mut ids: Vec<String> = self
+            .query("SELECT DISTINCT case_id FROM cases", &[])?
+            .into_iter()
+            .map(|r| first(r).string())
+            .filter(|id| !needle.is_empty() && id.to_lowercase().contains(&needle))
+            .collect();
+        ids.sort();
+        ids.truncate(5);
+        Ok(ids)
     }
+}
+
+/// The next cell of a row (NULL past its end, which the queries above never reach).
+fn next(row: &mut impl Iterator<Item = Cell>) -> Cell {
+    row.next().unwrap_or(Cell::Null)
+}
+
+fn first(row: Vec<Cell>) -> Cell {
+    row.into_iter().next().unwrap_or(Cell::Null)
 }
 
 /// The id [`History::save`] gives a document that carries none: a UUID v5 of its canonical
@@ -762,10 +1089,15 @@ fn owned_tables(conn: &Connection, path: &Path) -> Result<bool, HistoryError> {
     // The tables every layout up to SCHEMA_VERSION has (migration 1 made them all); a
     // migration that adds a table checks for it from its own version on.
     const OURS: [&str; 4] = ["cases", "experiments", "runs", "schema_migrations"];
+    // Tables later migrations added (2: `run_hosts`).
+    const ADDED: [&str; 1] = ["run_hosts"];
     if !has("schema_migrations") {
         // Only tables of oscost's: a history whose record of versions was lost; anything
         // else is another program's.
-        if tables.iter().all(|t| OURS.contains(&t.as_str())) {
+        if tables
+            .iter()
+            .all(|t| OURS.contains(&t.as_str()) || ADDED.contains(&t.as_str()))
+        {
             return Err(damaged("it has no schema_migrations table".into()));
         }
         return Err(HistoryError::Foreign {
@@ -837,11 +1169,6 @@ fn setup(conn: &Connection) -> rusqlite::Result<()> {
     conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))?;
     conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = FULL;")?;
     Ok(())
-}
-
-/// SQLite stores NaN as NULL; say so explicitly, and read NULL back as NaN.
-fn finite(v: f64) -> Option<f64> {
-    (!v.is_nan()).then_some(v)
 }
 
 /// One row of the `cases` table.

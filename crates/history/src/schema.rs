@@ -2,7 +2,7 @@
 //! transaction together with the row in `schema_migrations` that records it, so a database is
 //! always at one whole version.
 
-use crate::HistoryError;
+use crate::{pg, HistoryError};
 use rusqlite::{params, Connection, TransactionBehavior};
 use std::path::Path;
 
@@ -43,7 +43,97 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (run_id, case_id)
     );
     CREATE INDEX cases_by_case_id ON cases (case_id);",
+    // 2: the host name of the machine each run ran on, for a history a fleet shares. Runs
+    // saved before have none: their documents did not record it. A table of its own rather
+    // than a column added to `runs`: SQLite keeps an added column after the document, so
+    // listing would read every document's overflow pages to reach it.
+    "CREATE TABLE run_hosts (
+        run_id TEXT PRIMARY KEY REFERENCES runs (run_id) ON DELETE CASCADE,
+        hostname TEXT NOT NULL
+    );",
 ];
+
+/// Migration `i` (from 0) as PostgreSQL runs it: the same layout, the document as JSONB.
+fn postgres_sql(i: usize) -> String {
+    MIGRATIONS[i].replace("document TEXT NOT NULL", "document JSONB NOT NULL")
+}
+
+/// Any number: the key of the advisory lock that lets one oscost at a time create or migrate
+/// the tables of a PostgreSQL database.
+const MIGRATION_LOCK: i64 = 0x6f73_636f_7374;
+
+/// [`migrate`] for PostgreSQL: brings oscost's tables up to [`SCHEMA_VERSION`], creating them
+/// in a database that has none; fails with [`HistoryError::TooNew`] for a newer layout.
+pub(crate) fn migrate_postgres(client: &mut pg::Client, shown: &str) -> Result<(), HistoryError> {
+    let version = |client: &mut pg::Client| -> Result<Option<i64>, HistoryError> {
+        let out = client.run(&[(
+            "SELECT CASE WHEN to_regclass('schema_migrations') IS NULL THEN NULL \
+             ELSE 0 END",
+            vec![],
+        )])?;
+        let exists = out
+            .first()
+            .and_then(|o| o.rows.first())
+            .and_then(|r| r.first().cloned().flatten())
+            .is_some();
+        if !exists {
+            return Ok(None);
+        }
+        let out = client.run(&[(
+            "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
+            vec![],
+        )])?;
+        Ok(out
+            .first()
+            .and_then(|o| o.rows.first())
+            .and_then(|r| r.first().cloned().flatten())
+            .and_then(|v| v.parse().ok()))
+    };
+    let too_new = |found| HistoryError::TooNew {
+        path: shown.into(),
+        found,
+        known: SCHEMA_VERSION,
+    };
+    // Up to date (the common case): reads only, so a user who may only read can list.
+    match version(client)? {
+        Some(v) if v == SCHEMA_VERSION => return Ok(()),
+        Some(v) if v > SCHEMA_VERSION => return Err(too_new(v)),
+        _ => {}
+    }
+    client.batch("BEGIN")?;
+    let result = (|| {
+        client.run(&[(
+            "SELECT pg_advisory_xact_lock($1)",
+            vec![Some(MIGRATION_LOCK.to_string())],
+        )])?;
+        client.batch(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (
+                version INTEGER PRIMARY KEY,
+                applied_at TEXT NOT NULL
+            );",
+        )?;
+        let found = version(client)?.unwrap_or(0);
+        if found > SCHEMA_VERSION {
+            return Err(too_new(found));
+        }
+        let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+        for i in found as usize..MIGRATIONS.len() {
+            client.batch(&postgres_sql(i))?;
+            client.run(&[(
+                "INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)",
+                vec![Some((i + 1).to_string()), Some(now.clone())],
+            )])?;
+        }
+        Ok(())
+    })();
+    match result {
+        Ok(()) => Ok(client.batch("COMMIT")?),
+        Err(e) => {
+            let _ = client.batch("ROLLBACK");
+            Err(e)
+        }
+    }
+}
 
 /// The newest layout this oscost knows: the number of its migrations.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

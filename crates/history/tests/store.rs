@@ -414,3 +414,34 @@ fn the_last_comparable_run_shares_the_machine_the_experiments_and_the_size() {
         .expect("quick is comparable");
     assert_eq!(found.run_id, quick.run_id);
 }
+
+/// A history of schema 1 (before the host names) is brought to the current schema on open:
+/// its runs stay, listed without a host, and a new run's host is kept.
+#[test]
+fn a_schema_1_history_is_migrated() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v1.sqlite3");
+    {
+        let mut h = History::open(&path).unwrap();
+        h.save(&common::run("old", 1)).unwrap();
+    }
+    {
+        // Back to what schema 1 was: no `run_hosts`, version 1 recorded.
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute_batch("DROP TABLE run_hosts; DELETE FROM schema_migrations WHERE version > 1")
+            .unwrap();
+    }
+    let mut h = History::open(&path).unwrap();
+    let mut doc = common::run("new", 2);
+    doc.environment.hostname = Some("node-9".into());
+    assert!(h.save(&doc).unwrap().new);
+    let hosts: Vec<Option<String>> = h.list().unwrap().into_iter().map(|r| r.hostname).collect();
+    assert_eq!(hosts, [Some("node-9".to_owned()), None]);
+    let c = rusqlite::Connection::open(&path).unwrap();
+    let version: i64 = c
+        .query_row("SELECT MAX(version) FROM schema_migrations", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+}

@@ -29,6 +29,12 @@ pub struct Environment {
     /// Nice value the CLI was asked to run the measured work at, if any (filled by the CLI).
     pub nice: Option<i32>,
 
+    /// The machine's host name (`/proc/sys/kernel/hostname`), which tells the runs of a fleet
+    /// apart in one history; absent when it cannot be read, and in documents written before
+    /// it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+
     /// Kernel release (`/proc/sys/kernel/osrelease`, else `uname -r`); empty if neither can
     /// be read.
     pub kernel_release: String,

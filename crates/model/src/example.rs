@@ -30,6 +30,8 @@ pub fn environment() -> Environment {
         rustc_version: None,
         command_line: vec!["oscost".into(), "--example".into()],
         nice: None,
+        // None, so that the example documents and their snapshots stay as they were.
+        hostname: None,
         kernel_release: "0.0.0-example".into(),
         kernel_version: s("#1 SMP PREEMPT_DYNAMIC (example)"),
         proc_version: s("Linux version 0.0.0-example (example)"),

@@ -89,6 +89,9 @@ pub fn render_environment(env: &Environment) -> String {
 
 fn system(o: &mut Out, env: &Environment) {
     o.section("System");
+    if let Some(host) = &env.hostname {
+        o.row("host", host.clone());
+    }
     if let Some(os) = &env.os {
         o.row("system", os.describe());
         if let Some(hz) = os.counter_hz {

@@ -42,3 +42,4 @@ pub fn big_run(tag: &str, n: u32, extra: usize) -> ResultDoc {
     }
     doc
 }
+pub mod pgcluster;

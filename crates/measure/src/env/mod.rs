@@ -78,6 +78,7 @@ pub fn collect(clock: &ClockInfo, cpus_used: &[usize]) -> Environment {
             .map(|a| a.to_string_lossy().into_owned())
             .collect(),
         nice: None,
+        hostname: read_trim("/proc/sys/kernel/hostname").filter(|h| !h.is_empty()),
         kernel_release,
         kernel_version: uname.as_ref().map(|u| u.version.clone()),
         proc_version: read_trim("/proc/version"),

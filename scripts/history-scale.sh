@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# The history stores at fleet scale, against the goals of docs/history.md:
+#   1. `oscost history push` of 1 000 result documents into PostgreSQL (goal: 10 s or less);
+#   2. `oscost history list` over 10 000 runs, in PostgreSQL and in SQLite (goal: 1 s or less).
+# The documents are copies of one real result document (a quick run of the default suite, made
+# here unless TEMPLATE=FILE names one), each with its own run_id, start time and one of 100 host
+# names. The 9 000 runs that part 2 adds have their raw samples left out (`raw_ns` empty), which
+# keeps the two stores somewhat smaller (`history list` reads no document); even so they take
+# about 3 GB (PostgreSQL) and 4 GB (SQLite) of /tmp while it runs. PostgreSQL is a throw-away cluster (initdb in a temporary directory, its socket there,
+# fsync as the server defaults), stopped and removed at the end, on failure too.
+# Run it alone on the machine, from the repository root:
+#   flock /tmp/oscost-bench.lock scripts/history-scale.sh
+# REPEAT=N runs each `history list` N times (default 5) and prints the median and the range;
+# ONLY_LIST=1 skips part 1 and fills both stores with 10 000 runs without raw samples.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+die() {
+    echo "error: $*" >&2
+    exit 2
+}
+
+repeat="${REPEAT:-5}"
+[[ "$repeat" =~ ^[1-9][0-9]*$ ]] || die "REPEAT must be a positive number, got '$repeat'"
+bin="${OSCOST_BIN:-}"
+if [[ -z "$bin" ]]; then
+    cargo build --release --locked -q
+    bin=$PWD/target/release/oscost
+fi
+pgbin=$(dirname "$(command -v initdb 2>/dev/null || ls -d /usr/lib/postgresql/*/bin/initdb 2>/dev/null | tail -1)")
+[[ -x "$pgbin/initdb" && -x "$pgbin/pg_ctl" ]] || die "PostgreSQL's initdb and pg_ctl are not installed (apt-get install postgresql)"
+
+tmp=$(mktemp -d /tmp/oscost-scale.XXXXXX)
+runas=()
+if [[ $(id -u) == 0 ]]; then
+    # The server refuses to run as root.
+    chown postgres: "$tmp"
+    runas=(runuser -u postgres --)
+fi
+started=
+cleanup() {
+    if [[ -n "$started" ]]; then
+        "${runas[@]}" "$pgbin/pg_ctl" -D "$tmp/data" -m fast -w -s stop || true
+    fi
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+export XDG_DATA_HOME=$tmp/xdg
+unset OSCOST_HISTORY OSCOST_HISTORY_FILE
+
+template="${TEMPLATE:-}"
+if [[ -z "$template" ]]; then
+    template=$tmp/template.json
+    echo "== a quick run of the default suite, the template document"
+    "$bin" --quick --quiet --no-save --json "$template" >/dev/null
+fi
+[[ -f "$template" ]] || die "TEMPLATE $template: no such file"
+
+echo "== the throw-away PostgreSQL cluster"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"${runas[@]}" "$pgbin/initdb" -D "$tmp/data" -U oscost --auth=trust -E UTF8 >/dev/null
+"${runas[@]}" "$pgbin/pg_ctl" -D "$tmp/data" -l "$tmp/log" -w -s \
+    -o "-c listen_addresses='' -c unix_socket_directories='$tmp' -p $port" start
+started=1
+url="postgres://oscost@/postgres?host=$tmp&port=$port"
+
+# Writes documents FROM..TO-1 of the series into DIR (emptied first); without raw samples when
+# a fourth argument is given.
+make_docs() {
+    python3 - "$template" "$1" "$2" "$3" "${4:-}" <<'EOF'
+import json, os, sys, uuid
+template, first, last, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+doc = json.load(open(template))
+if sys.argv[5]:
+    for e in doc["experiments"]:
+        for c in e["cases"]:
+            c["raw_ns"] = []
+for f in os.listdir(out):
+    os.unlink(os.path.join(out, f))
+for n in range(first, last):
+    doc["run_id"] = str(uuid.uuid5(uuid.NAMESPACE_OID, f"oscost-scale/{n}"))
+    doc["started_at"] = "2026-%02d-%02dT%02d:%02d:00Z" % (1 + n // 40000 % 12, 1 + n // 1440 % 28, n // 60 % 24, n % 60)
+    doc["environment"]["hostname"] = "host-%03d" % (n % 100)
+    with open(os.path.join(out, "%05d.json" % n), "w") as f:
+        json.dump(doc, f)
+EOF
+}
+
+mkdir -p "$tmp/docs"
+make_docs 0 1000 "$tmp/docs" "${ONLY_LIST:+no-raw}"
+size=$(du -k "$tmp/docs/00000.json" | cut -f1)
+figures=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sum(len(e["cases"])+len(e["derived"]) for e in d["experiments"]))' "$template")
+echo "template: $figures figures, ${size} KiB a document"
+
+now() { date +%s.%N; }
+elapsed() { python3 -c "import sys; print('%.2f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$1" "$2"; }
+
+sqlite=$tmp/history.sqlite3
+if [[ -n "${ONLY_LIST:-}" ]]; then
+    "$bin" history push --to "$url" "$tmp"/docs/*.json | tail -1
+    "$bin" history push --to "$sqlite" "$tmp"/docs/*.json | tail -1
+else
+echo "== 1. push 1000 documents into PostgreSQL"
+t0=$(now)
+"$bin" history push --to "$url" "$tmp"/docs/*.json | tail -1
+t1=$(now)
+push_s=$(elapsed "$t0" "$t1")
+echo "push of 1000: $push_s s (goal <= 10 s)"
+t0=$(now)
+again=$("$bin" history push --to "$url" "$tmp"/docs/*.json | tail -1)
+t1=$(now)
+echo "again: $again, $(elapsed "$t0" "$t1") s"
+t0=$(now)
+"$bin" history push --to "$sqlite" "$tmp"/docs/*.json | tail -1
+t1=$(now)
+echo "the same 1000 into SQLite: $(elapsed "$t0" "$t1") s"
+fi
+
+echo "== 2. up to 10 000 runs in each store"
+for batch in 1 2 3 4 5 6 7 8 9; do
+    make_docs $((batch * 1000)) $(((batch + 1) * 1000)) "$tmp/docs" no-raw
+    "$bin" history push --to "$url" "$tmp"/docs/*.json | tail -1
+    "$bin" history push --to "$sqlite" "$tmp"/docs/*.json | tail -1
+done
+echo "disk: $(du -sh "$tmp/data" | cut -f1) PostgreSQL, $(du -sh "$sqlite" | cut -f1) SQLite"
+rm -rf "$tmp/docs"
+
+# Runs `history list` REPEAT times on the store; prints the median and the range, in s.
+time_list() {
+    local times=() t0 t1 runs
+    for _ in $(seq "$repeat"); do
+        t0=$(now)
+        runs=$("$bin" history list --history "$1" | wc -l)
+        t1=$(now)
+        times+=("$(elapsed "$t0" "$t1")")
+    done
+    python3 - "$2" "$runs" "${times[@]}" <<'EOF'
+import statistics, sys
+name, lines, times = sys.argv[1], int(sys.argv[2]), sorted(map(float, sys.argv[3:]))
+print(f"history list, {name}: {lines - 2} runs listed, median {statistics.median(times):.2f} s "
+      f"(range {times[0]:.2f} .. {times[-1]:.2f} s over {len(times)} runs; goal <= 1 s)")
+EOF
+}
+time_list "$url" PostgreSQL
+time_list "$sqlite" SQLite
