@@ -56,6 +56,7 @@ fn environment(cfg: &Config, clock: &Clock, cpus: &[usize]) -> Environment {
     env.rustc_version = Some(env!("OSCOST_RUSTC_VERSION").to_owned()).filter(|c| !c.is_empty());
     // The nice value asked for; the one in force is `process_nice`.
     env.nice = cfg.nice;
+    env.fleet = cfg.fleet.clone();
     env
 }
 
@@ -580,6 +581,9 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs], saving: Saving) -> anyh
         Some(clock) => environment(cfg, clock, &cpus),
         None => oscost_model::example::environment(),
     };
+    if cfg.scripted {
+        env.fleet = cfg.fleet.clone();
+    }
     let tick_unit = env.clock.tick_unit.clone();
     let ns_per_tick = 1e9 / env.clock.frequency_hz;
     // Every measuring process makes its temporary files in here, and it goes when the run

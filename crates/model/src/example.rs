@@ -125,6 +125,8 @@ pub fn environment() -> Environment {
         affinity: Some(vec![0, 1]),
         process_nice: Some(0),
         load: None,
+        hostname: None,
+        fleet: None,
     }
 }
 

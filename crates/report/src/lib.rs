@@ -10,6 +10,7 @@
 pub mod baselines;
 pub mod compare;
 pub mod envtext;
+pub mod fleet;
 pub mod html;
 pub mod output;
 pub mod plot;

@@ -151,6 +151,8 @@ pub fn collect(clock: &ClockInfo, cpus_used: &[usize]) -> Environment {
         affinity: oscost_sys::affinity().ok(),
         process_nice: oscost_sys::nice().ok(),
         load: None,
+        hostname: read_trim("/proc/sys/kernel/hostname").filter(|h| !h.is_empty()),
+        fleet: None,
     }
 }
 
