@@ -8,7 +8,9 @@
 #   scripts/fleet-loopback.sh                   # store: a throw-away PostgreSQL cluster
 #   scripts/fleet-loopback.sh --store sqlite    # store: a SQLite file
 #   options: --hosts N (default 3), --args 'EXPERIMENT OPTIONS' (default 'syscall --quick'),
-#            --no-kill (skip the second scenario)
+#            --no-kill (skip the second scenario), --no-build (use target/release/oscost as
+#            it is), --parallel (the hosts do not take turns), --timing (the first play's
+#            controller CPU time and wall time against the slowest host's run)
 #
 # Needs root (it installs ansible-core, openssh-server and postgresql when missing, and logs
 # in as root over the loopback sshds, by key only). Everything it starts (sshd, the cluster)
@@ -23,12 +25,18 @@ hosts=3
 args="syscall --quick"
 kill_scenario=1
 inside_pg=0
+no_build=0
+parallel=0
+timing=0
 while (($#)); do
   case "$1" in
     --store) store=$2; shift 2 ;;
     --hosts) hosts=$2; shift 2 ;;
     --args) args=$2; shift 2 ;;
     --no-kill) kill_scenario=0; shift ;;
+    --no-build) no_build=1; shift ;;
+    --parallel) parallel=1; shift ;;
+    --timing) timing=1; shift ;;
     --inside-pg) inside_pg=1; shift ;;
     *) echo "fleet-loopback: unknown option $1 (see the top of $0)" >&2; exit 2 ;;
   esac
@@ -58,7 +66,8 @@ if ((!inside_pg)); then
     # pg_virtualenv makes a throw-away cluster, runs us inside it with PG* set, and drops
     # the cluster when we end, however we end.
     exec pg_virtualenv "$0" --store postgres --hosts "$hosts" --args "$args" \
-      $( ((kill_scenario)) || echo --no-kill) --inside-pg
+      $( ((kill_scenario)) || echo --no-kill) $( ((no_build)) && echo --no-build) \
+      $( ((parallel)) && echo --parallel) $( ((timing)) && echo --timing) --inside-pg
   fi
 fi
 
@@ -145,7 +154,7 @@ echo "== $hosts loopback hosts: sshd on 127.0.0.2..$(addr "$hosts"), port $port"
   echo "ansible_ssh_private_key_file=$tmp/ssh/id"
   echo "ansible_ssh_common_args='-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null'"
   echo "ansible_python_interpreter=/usr/bin/python3"
-  echo "oscost_hardware=this-machine"
+  ((parallel)) || echo "oscost_hardware=this-machine"
 } >"$tmp/inventory.ini"
 
 export ANSIBLE_HOME=$tmp/ansible ANSIBLE_LOCAL_TEMP=$tmp/ansible/tmp
@@ -183,6 +192,7 @@ store_cmd() {
 # Plays the fleet with campaign $1 into store $2; the play's exit status is returned. The
 # first play builds oscost on the controller (cargo build --release), the others reuse it.
 built=false
+((no_build)) && built=true
 play() {
   local campaign=$1 s=$2 build=true
   [[ $built == true ]] && build=false
@@ -197,7 +207,14 @@ with os.fdopen(fd, "w") as f:
                "oscost_results_dir": results, "oscost_push_with_import": imp == "true",
                "oscost_build": build == "true"}, f)
 EOF
-  ansible-playbook -i "$tmp/inventory.ini" ansible/fleet.yml -e "@$tmp/vars.$campaign.json"
+  if ((timing)) && [[ ! -e $tmp/time.$campaign ]]; then
+    # The controller's own CPU time: ansible-playbook and its ssh clients. oscost runs under
+    # the hosts' sshds, not under it, so none of the measuring is counted.
+    /usr/bin/time -f '%U %S %e' -o "$tmp/time.$campaign" \
+      ansible-playbook -i "$tmp/inventory.ini" ansible/fleet.yml -e "@$tmp/vars.$campaign.json"
+  else
+    ansible-playbook -i "$tmp/inventory.ini" ansible/fleet.yml -e "@$tmp/vars.$campaign.json"
+  fi
 }
 
 # Hosts, runs and duplicates in store $1: from `compare --group-by host --json`, whose groups
@@ -216,6 +233,18 @@ for n in 1 2; do
   play c1 "$url" >"$tmp/play$n.log" 2>&1 || { cat "$tmp/play$n.log"; fail "play $n failed"; }
   grep -E '^(PLAY RECAP|loop[0-9]+ +:|localhost +:)' "$tmp/play$n.log" | sed 's/^/   /'
 done
+if ((timing)); then
+  read -r user sys wall <"$tmp/time.c1"
+  python3 - "$user" "$sys" "$wall" "$hosts" "$tmp"/results/c1/*.json <<'EOF'
+import json, sys
+user, system, wall, hosts = float(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+runs = [json.load(open(f))["environment"]["load"]["wall_s"] for f in sys.argv[5:]]
+cpu = user + system
+print(f"timing: hosts {hosts}, controller CPU {cpu:.1f} s ({cpu / hosts:.2f} s per host), "
+      f"play wall {wall:.1f} s, slowest host's run {max(runs):.1f} s "
+      f"(median {sorted(runs)[len(runs) // 2]:.1f} s), play/slowest {wall / max(runs):.1f}x")
+EOF
+fi
 grep -q 'loop1.*changed=0' "$tmp/play2.log" ||
   fail "the second play changed something on loop1 (it should find its result and stop)"
 

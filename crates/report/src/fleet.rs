@@ -320,7 +320,7 @@ pub fn build(
         .iter()
         .map(|&g| (names[g].clone(), Source::Measured(runs[chosen[g]].1)))
         .collect();
-    let comparisons: Vec<Comparison> = compare::compare(&sources, settings);
+    let comparisons = compare_in_parallel(&sources, settings);
     // comparisons[k] is order[k + 1] against the reference.
     let mut rows: Vec<FleetRow> = Vec::new();
     let mut row_at: BTreeMap<String, usize> = BTreeMap::new();
@@ -380,6 +380,44 @@ pub fn build(
         environment,
         rows,
         settings,
+    })
+}
+
+/// `compare::compare` of every source after the first against the first, the pairs shared
+/// out among the CPUs: each pair is seeded on its own, so the result is the same as one call.
+/// The bootstrap of each pair is nearly all the work, and a fleet has many pairs.
+fn compare_in_parallel(sources: &[(String, Source<'_>)], settings: Settings) -> Vec<Comparison> {
+    let Some((first, others)) = sources.split_first() else {
+        return Vec::new();
+    };
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(others.len())
+        .max(1);
+    let chunk = others.len().div_ceil(threads);
+    if threads == 1 {
+        return compare::compare(sources, settings);
+    }
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = others
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || {
+                    let mut inputs = Vec::with_capacity(part.len() + 1);
+                    inputs.push(first.clone());
+                    inputs.extend(part.iter().cloned());
+                    compare::compare(&inputs, settings)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| match h.join() {
+                Ok(c) => c,
+                // A panic in a pair is a bug: carry it to the caller as one would have been.
+                Err(p) => std::panic::resume_unwind(p),
+            })
+            .collect()
     })
 }
 
