@@ -223,6 +223,7 @@ const COMPARE_HELP: &str = "Examples:
   oscost compare before.json after.json --fail-above 10     exit 1 on a regression
   oscost compare published:minix3-kernel-drivers today.json --rate 10000
   oscost compare latest~1 latest --markdown -               history runs, as Markdown
+  oscost compare --group-by host results/*.json             one column per host (docs/fleet.md)
 
 Verdicts: faster or slower when the bootstrap 95 % CI of the ratio of medians excludes 1,
 Mann-Whitney p < 0.05 and the change exceeds --threshold; otherwise no difference beyond
