@@ -245,6 +245,23 @@ print(f"timing: hosts {hosts}, controller CPU {cpu:.1f} s ({cpu / hosts:.2f} s p
       f"(median {sorted(runs)[len(runs) // 2]:.1f} s), play/slowest {wall / max(runs):.1f}x")
 EOF
 fi
+if ((!parallel)); then
+  # Sharing hardware, they must have taken turns: each run starts after the one before ended
+  # (start times are to the second, so a run may start in the second the previous one ended).
+  python3 - "$tmp"/results/c1/*.json <<'EOF' || fail "the hosts sharing hardware did not take turns"
+import datetime, json, sys
+runs = []
+for f in sys.argv[1:]:
+    d = json.load(open(f))
+    start = datetime.datetime.fromisoformat(d["started_at"].replace("Z", "+00:00")).timestamp()
+    runs.append((start, d["environment"]["load"]["wall_s"], d["environment"]["fleet"]["host_name"]))
+runs.sort()
+for (s0, w0, h0), (s1, _, h1) in zip(runs, runs[1:]):
+    if s1 < s0 + w0 - 1.0:
+        sys.exit(f"{h1} started {s1 - s0:.0f} s after {h0}, whose run took {w0:.1f} s")
+print("   the hosts took turns: " + ", ".join(h for _, _, h in runs))
+EOF
+fi
 grep -q 'loop1.*changed=0' "$tmp/play2.log" ||
   fail "the second play changed something on loop1 (it should find its result and stop)"
 

@@ -404,6 +404,12 @@ pub fn run() -> anyhow::Result<ExitCode> {
             };
             let db = history_path(&cli.global).ok();
             if let Some(field) = group_by {
+                if fail_above.is_some() || rate.is_some() {
+                    anyhow::bail!(
+                        "--group-by takes neither --fail-above nor --rate (compare two runs \
+                         for those)"
+                    );
+                }
                 return crate::fleet_cmd::run(
                     &inputs,
                     &field,

@@ -289,6 +289,13 @@ fn group_by_refuses_a_field_no_run_has_and_one_input_needs_it() {
         "every run has the same value",
     );
     refused(oscost().arg("compare").arg(&a), "two results or more");
+    refused(
+        oscost()
+            .args(["compare", "--group-by", "host", "--fail-above", "5"])
+            .arg(&a)
+            .arg(&b),
+        "neither --fail-above nor --rate",
+    );
 }
 
 #[test]
