@@ -112,6 +112,16 @@ pub struct GlobalOpts {
     #[arg(long, global = true, conflicts_with = "history")]
     pub no_save: bool,
 
+    /// The name this host goes by in a fleet (an inventory name), recorded with the run and
+    /// used by `compare --group-by host` (default: the machine's host name)
+    #[arg(long, global = true, value_name = "NAME")]
+    pub host_name: Option<String>,
+
+    /// What started this run on the host (`ansible-core 2.14, command module over ssh`),
+    /// recorded with the run as part of the machine's state
+    #[arg(long, global = true, value_name = "TEXT")]
+    pub runner: Option<String>,
+
     /// Tests only: a fictional machine and a scripted clock, for the example experiments
     #[arg(long, global = true, hide = true)]
     pub scripted: bool,
@@ -139,9 +149,19 @@ pub enum Command {
         /// `latest~N` for the one N runs before it, or an id or its first characters, from
         /// `oscost history list`), or published
         /// baselines (`published:NAME`, listed by `oscost baselines`). Each is compared
-        /// against the first
-        #[arg(required = true, num_args = 2.., value_name = "RESULT")]
+        /// against the first. With --group-by, one or more runs, or none for every run of the
+        /// history
+        #[arg(required_unless_present = "group_by", value_name = "RESULT")]
         inputs: Vec<String>,
+        /// Compare groups of runs, one column each: `host` (the fleet's name for the host,
+        /// else its host name), `kernel`, or any environment field by its JSON path
+        /// (`scheduler.preempt_model`); each group's latest run stands for it
+        #[arg(long, value_name = "FIELD")]
+        group_by: Option<String>,
+        /// With --group-by: the group every other is compared against (default: the first
+        /// group in name order)
+        #[arg(long, value_name = "NAME", requires = "group_by")]
+        reference: Option<String>,
         /// Changes smaller than PCT percent are noise whatever the statistics say: two runs
         /// of one build on one machine differ by several percent, a virtual machine's by more
         #[arg(long, value_name = "PCT", default_value_t = 10.0,
@@ -220,6 +240,7 @@ const COMPARE_HELP: &str = "Examples:
   oscost compare before.json after.json --fail-above 10     exit 1 on a regression
   oscost compare published:minix3-kernel-drivers today.json --rate 10000
   oscost compare latest~1 latest --markdown -               history runs, as Markdown
+  oscost compare --group-by host results/*.json             one column per host (docs/fleet.md)
 
 Verdicts: faster or slower when the bootstrap 95 % CI of the ratio of medians excludes 1,
 Mann-Whitney p < 0.05 and the change exceeds --threshold; otherwise no difference beyond
@@ -447,6 +468,8 @@ fn other_command(command: Command, global: &GlobalOpts) -> anyhow::Result<ExitCo
             rate,
             fail_above,
             only_changed,
+            group_by,
+            reference,
         } => {
             let cfg = Config::from_global(global)?;
             let settings = oscost_report::compare::Settings {
@@ -454,6 +477,27 @@ fn other_command(command: Command, global: &GlobalOpts) -> anyhow::Result<ExitCo
                 rate_per_s: rate,
             };
             let db = history_location(global)?;
+            if let Some(field) = group_by {
+                if fail_above.is_some() || rate.is_some() {
+                    anyhow::bail!(
+                        "--group-by takes neither --fail-above nor --rate (compare two runs \
+                         for those)"
+                    );
+                }
+                return crate::fleet_cmd::run(
+                    &inputs,
+                    &field,
+                    reference.as_deref(),
+                    settings,
+                    &cfg,
+                    db.as_ref(),
+                );
+            }
+            if inputs.len() < 2 {
+                anyhow::bail!(
+                    "compare needs two results or more (or --group-by FIELD for groups of runs)"
+                );
+            }
             crate::compare_cmd::run(
                 &inputs,
                 settings,
@@ -681,11 +725,23 @@ fn unused_options(command: Option<&Command>, g: &GlobalOpts) -> Option<String> {
         // --csv and --markdown have a message of their own.
         Some(Command::Env) => (
             "env",
-            &["--json", "--cpus", "--nice", "--csv", "--markdown"],
+            &[
+                "--json",
+                "--cpus",
+                "--nice",
+                "--csv",
+                "--markdown",
+                "--host-name",
+                "--runner",
+            ],
         ),
-        Some(Command::Compare { .. }) => {
+        Some(Command::Compare { group_by: None, .. }) => {
             ("compare", &["--json", "--csv", "--markdown", "--history"])
         }
+        Some(Command::Compare { .. }) => (
+            "compare --group-by",
+            &["--json", "--csv", "--markdown", "--history", "--report"],
+        ),
         Some(Command::Report { .. }) => ("report", &["--history"]),
         _ => return None,
     };
@@ -702,6 +758,8 @@ fn unused_options(command: Option<&Command>, g: &GlobalOpts) -> Option<String> {
         ("--nice", g.nice.is_some()),
         ("--scripted", g.scripted),
         ("--history", g.history.is_some()),
+        ("--host-name", g.host_name.is_some()),
+        ("--runner", g.runner.is_some()),
         // --no-save is not listed: these commands save nothing, so it holds whatever they are.
     ];
     let unused: Vec<&str> = given

@@ -49,6 +49,8 @@ pub struct Config {
     pub scripted: bool,
     /// The study this run repeats (`oscost study NAME`): its tables replace the experiments'.
     pub study: Option<&'static str>,
+    /// `--host-name` and `--runner`: how a fleet tool started the run, if one did.
+    pub fleet: Option<oscost_model::env::FleetRun>,
     /// Files oscost chose itself (the default suite's result file and report beside the
     /// history): one that cannot be written is given up with a line, never the run.
     pub kept: Vec<PathBuf>,
@@ -143,6 +145,7 @@ impl Config {
             verbose: g.verbose,
             scripted: g.scripted,
             study: None,
+            fleet: fleet(g)?,
             kept: Vec::new(),
         };
         let to_stdout = [&cfg.json, &cfg.csv, &cfg.markdown, &cfg.report]
@@ -189,4 +192,22 @@ impl Config {
             .iter()
             .any(|s| matches!(s, Some(Sink::Stdout)))
     }
+}
+
+/// `--host-name` and `--runner`, checked: one line each, so that tables and CSV stay whole.
+fn fleet(g: &GlobalOpts) -> anyhow::Result<Option<oscost_model::env::FleetRun>> {
+    let check = |flag: &str, v: &Option<String>| -> anyhow::Result<Option<String>> {
+        match v.as_deref().map(str::trim) {
+            None => Ok(None),
+            Some("") => anyhow::bail!("--{flag}: empty (give a name, or leave the option out)"),
+            Some(t) if t.chars().any(char::is_control) => {
+                anyhow::bail!("--{flag}: holds a control character (give one line of text)")
+            }
+            Some(t) => Ok(Some(t.to_owned())),
+        }
+    };
+    let host_name = check("host-name", &g.host_name)?;
+    let runner = check("runner", &g.runner)?;
+    Ok((host_name.is_some() || runner.is_some())
+        .then_some(oscost_model::env::FleetRun { host_name, runner }))
 }

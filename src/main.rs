@@ -8,6 +8,7 @@
 mod cli;
 mod compare_cmd;
 mod config;
+mod fleet_cmd;
 mod fuse_serve;
 mod history_cmd;
 mod progress;

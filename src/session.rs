@@ -60,6 +60,7 @@ fn environment(cfg: &Config, clock: &Clock, cpus: &[usize]) -> Environment {
     for arg in &mut env.command_line {
         *arg = oscost_history::pg::mask_passwords(arg);
     }
+    env.fleet = cfg.fleet.clone();
     env
 }
 
@@ -611,6 +612,9 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs], saving: Saving) -> anyh
         Some(clock) => environment(cfg, clock, &cpus),
         None => oscost_model::example::environment(),
     };
+    if cfg.scripted {
+        env.fleet = cfg.fleet.clone();
+    }
     let tick_unit = env.clock.tick_unit.clone();
     let ns_per_tick = 1e9 / env.clock.frequency_hz;
     // Every measuring process makes its temporary files in here, and it goes when the run

@@ -135,7 +135,7 @@ fn compare_refuses_bad_input_with_one_line() {
             .arg(golden()),
         "no such published baseline",
     );
-    refused(oscost().arg("compare").arg(golden()), "2 values required");
+    refused(oscost().arg("compare").arg(golden()), "two results or more");
     refused(
         oscost()
             .arg("compare")
@@ -265,4 +265,133 @@ fn no_save_is_accepted_where_nothing_is_saved() {
         .assert()
         .success();
     oscost().args(["list", "--no-save"]).assert().success();
+}
+
+/// The golden run as made on fleet host `host`, written to `dir/host.json`.
+fn on_host(dir: &Path, host: &str) -> PathBuf {
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(golden()).unwrap()).unwrap();
+    doc["environment"]["fleet"] = serde_json::json!({"host_name": host, "runner": "a test"});
+    let path = dir.join(format!("{host}.json"));
+    std::fs::write(&path, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+    path
+}
+
+#[test]
+fn group_by_host_gives_one_column_per_host_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let files: Vec<PathBuf> = ["web2", "web10", "db"]
+        .iter()
+        .map(|h| on_host(dir.path(), h))
+        .collect();
+    let out = oscost()
+        .args(["compare", "--group-by", "host", "--reference", "web2"])
+        .args(&files)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    let header = text.lines().find(|l| l.contains("│ figure")).unwrap();
+    assert!(
+        header.contains("db") && header.contains("web2 (reference)") && header.contains("web10"),
+        "{header}"
+    );
+    assert!(text.contains("example.cost250"), "{text}");
+    let (md, csv, json, html) = (
+        dir.path().join("f.md"),
+        dir.path().join("f.csv"),
+        dir.path().join("f.json"),
+        dir.path().join("f.html"),
+    );
+    oscost()
+        .args(["compare", "--group-by", "host"])
+        .args(&files)
+        .arg("--markdown")
+        .arg(&md)
+        .arg("--csv")
+        .arg(&csv)
+        .arg("--json")
+        .arg(&json)
+        .arg("--report")
+        .arg(&html)
+        .assert()
+        .success();
+    assert!(std::fs::read_to_string(&md)
+        .unwrap()
+        .contains("| figure | db (reference) | web2 | web10 |"));
+    assert!(std::fs::read_to_string(&csv)
+        .unwrap()
+        .starts_with("figure,unit,group_by"));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["groups"].as_array().unwrap().len(), 3);
+    assert!(std::fs::read_to_string(&html)
+        .unwrap()
+        .contains("ratio to the reference"));
+}
+
+#[test]
+fn group_by_refuses_a_field_no_run_has_and_one_input_needs_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = on_host(dir.path(), "a");
+    let b = on_host(dir.path(), "b");
+    refused(
+        oscost()
+            .args(["compare", "--group-by", "power.no_such_field"])
+            .arg(&a)
+            .arg(&b),
+        "no such environment field",
+    );
+    refused(
+        oscost()
+            .args(["compare", "--group-by", "host", "--reference", "c"])
+            .arg(&a)
+            .arg(&b),
+        "choose from: a, b",
+    );
+    refused(
+        oscost()
+            .args(["compare", "--group-by", "kernel"])
+            .arg(&a)
+            .arg(&b),
+        "every run has the same value",
+    );
+    refused(oscost().arg("compare").arg(&a), "two results or more");
+    refused(
+        oscost()
+            .args(["compare", "--group-by", "host", "--fail-above", "5"])
+            .arg(&a)
+            .arg(&b),
+        "neither --fail-above nor --rate",
+    );
+}
+
+#[test]
+fn host_name_and_runner_are_recorded_with_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    oscost()
+        .args(["--scripted", "run", "example", "--no-save", "--quiet"])
+        .args(["--host-name", "rack1-7", "--runner", "ansible-core 2.14"])
+        .arg("--json")
+        .arg(&json)
+        .assert()
+        .success();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["environment"]["fleet"]["host_name"], "rack1-7");
+    assert_eq!(v["environment"]["fleet"]["runner"], "ansible-core 2.14");
+    refused(
+        oscost().args([
+            "--scripted",
+            "run",
+            "example",
+            "--no-save",
+            "--host-name",
+            " ",
+        ]),
+        "--host-name: empty",
+    );
 }

@@ -248,7 +248,8 @@ pub struct RunSummary {
     pub saved_at: String,
     /// The oscost that made it.
     pub oscost_version: String,
-    /// The host name of the machine it ran on, when its document records one.
+    /// The host it ran on, when its document records one: the name a fleet gave it
+    /// (`--host-name`), else its host name.
     pub hostname: Option<String>,
     /// The kernel release it ran on.
     pub kernel: String,
@@ -750,7 +751,8 @@ impl History {
             document.into(),
         ];
         let mut rest: Vec<(&str, Vec<Cell>)> = Vec::new();
-        if let Some(host) = &env.hostname {
+        // The name a fleet gives the host, else its own: loopback "hosts" share one hostname.
+        if let Some(host) = env.host() {
             rest.push((
                 "INSERT INTO run_hosts (run_id, hostname) VALUES ($1, $2)",
                 vec![(&run_id).into(), host.into()],

@@ -104,6 +104,11 @@ pub struct Environment {
     /// oscost's own runs, whose system is the Linux kernel of `kernel_release`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub os: Option<OsInfo>,
+    /// The fleet tool that started the run and the name it gives this host, when one did
+    /// (`--host-name`, `--runner`): its connection and processes were on the machine during
+    /// the run, so they are part of the machine's state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<FleetRun>,
 }
 
 /// A system other than Linux, as it describes itself (oscost's Windows agent fills it in).
@@ -146,6 +151,18 @@ impl OsInfo {
             None => format!("{name} {}{build}", self.version),
         }
     }
+}
+
+/// How a fleet tool (Ansible, Slurm, Kubernetes) started a run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FleetRun {
+    /// The name the fleet knows this host by (an inventory name, a node name); runs are
+    /// grouped by it in `compare --group-by host`.
+    pub host_name: Option<String>,
+    /// What started the run, as the tool described itself (`ansible-core 2.14.18, command
+    /// module over ssh`).
+    pub runner: Option<String>,
 }
 
 /// What the kernel's build configuration says, from `/boot/config-<release>` or
@@ -369,6 +386,14 @@ pub struct ForeignProcess {
 }
 
 impl Environment {
+    /// The name of the host the run was made on: the fleet's name for it, else its host name.
+    pub fn host(&self) -> Option<&str> {
+        self.fleet
+            .as_ref()
+            .and_then(|f| f.host_name.as_deref())
+            .or(self.hostname.as_deref())
+    }
+
     /// Whether the run was made as root (effective uid 0).
     pub fn is_root(&self) -> bool {
         self.security.euid == 0

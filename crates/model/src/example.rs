@@ -128,6 +128,7 @@ pub fn environment() -> Environment {
         process_nice: Some(0),
         load: None,
         os: None,
+        fleet: None,
     }
 }
 

@@ -459,6 +459,19 @@ fn this_run(o: &mut Out, env: &Environment) {
         ),
     );
     o.row("command", env.command_line.join(" "));
+    if let Some(h) = &env.hostname {
+        o.row("host name", h.clone());
+    }
+    if let Some(f) = &env.fleet {
+        o.row(
+            "fleet",
+            format!(
+                "host {}, started by {}",
+                f.host_name.as_deref().unwrap_or("(its host name)"),
+                f.runner.as_deref().unwrap_or("(not said)")
+            ),
+        );
+    }
     o.row(
         "CPUs used",
         format!(

@@ -153,6 +153,7 @@ pub fn collect(clock: &ClockInfo, cpus_used: &[usize]) -> Environment {
         process_nice: oscost_sys::nice().ok(),
         load: None,
         os: None,
+        fleet: None,
     }
 }
 

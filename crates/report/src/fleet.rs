@@ -1,0 +1,895 @@
+//! `compare --group-by`: runs from many machines in one table, one column per group (a host, a
+//! kernel, any environment field), every figure as its ratio to a reference group.
+//!
+//! The statistics are `compare`'s own: each group's run is compared against the reference
+//! group's run with [`compare::compare`], so a cell's ratio, its bootstrap 95 % CI and its
+//! verdict are exactly what `oscost compare REFERENCE OTHER` would print for that pair. A group
+//! with several runs is represented by its latest (by start time); the others are counted and
+//! named, never averaged in silently.
+
+use crate::compare::{self, Comparison, Settings, Source, Verdict};
+use crate::render::fmt_ns;
+use comfy_table::{presets, Cell, CellAlignment, ContentArrangement, Table};
+use oscost_model::env::Environment;
+use oscost_model::schema::ResultDoc;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// Schema of `compare --group-by ... --json`.
+pub const FLEET_SCHEMA: &str = "oscost-fleet/1";
+
+/// The group name of a run whose environment lacks the field grouped by.
+pub const NOT_RECORDED: &str = "(not recorded)";
+
+/// What runs are grouped by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GroupBy {
+    /// The fleet's name for the host (`--host-name`), else the machine's host name.
+    Host,
+    /// The kernel release.
+    Kernel,
+    /// Any environment field, by its path in the result document's `environment` object
+    /// (`scheduler.preempt_model`).
+    Field(String),
+}
+
+impl GroupBy {
+    /// Reads `--group-by`: `host`, `kernel`, or a dotted field path.
+    pub fn parse(s: &str) -> Result<GroupBy, String> {
+        let s = s.trim();
+        match s {
+            "" => Err("--group-by: empty (give host, kernel or an environment field)".into()),
+            "host" => Ok(GroupBy::Host),
+            "kernel" => Ok(GroupBy::Kernel),
+            f if f.split('.').any(str::is_empty) => Err(format!(
+                "--group-by {f}: not a field path (give host, kernel, or a field of \
+                 `oscost env --json` such as scheduler.preempt_model)"
+            )),
+            f => Ok(GroupBy::Field(f.to_owned())),
+        }
+    }
+
+    /// The name as given on the command line.
+    pub fn name(&self) -> &str {
+        match self {
+            GroupBy::Host => "host",
+            GroupBy::Kernel => "kernel",
+            GroupBy::Field(f) => f,
+        }
+    }
+
+    /// The group of one run's environment; `None` when the field does not exist in this
+    /// environment's document at all (a misspelt field), `Some(NOT_RECORDED)` when it exists
+    /// but holds nothing.
+    pub fn key(&self, env: &Environment) -> Option<String> {
+        match self {
+            GroupBy::Host => Some(env.host().unwrap_or(NOT_RECORDED).to_owned()),
+            GroupBy::Kernel => Some(if env.kernel_release.is_empty() {
+                NOT_RECORDED.to_owned()
+            } else {
+                env.kernel_release.clone()
+            }),
+            GroupBy::Field(path) => {
+                let value = serde_json::to_value(env).ok()?;
+                let mut at = &value;
+                for (i, part) in path.split('.').enumerate() {
+                    at = match at.get(part) {
+                        Some(v) => v,
+                        // Optional fields left out of the document are fields all the same.
+                        None if i == 0 && KNOWN_OPTIONAL.contains(&part) => {
+                            return Some(NOT_RECORDED.to_owned())
+                        }
+                        None if at.is_null() => return Some(NOT_RECORDED.to_owned()),
+                        None => return None,
+                    };
+                }
+                Some(match at {
+                    serde_json::Value::Null => NOT_RECORDED.to_owned(),
+                    serde_json::Value::String(s) if s.is_empty() => NOT_RECORDED.to_owned(),
+                    serde_json::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+            }
+        }
+    }
+}
+
+/// Top-level environment fields a document leaves out when they are empty.
+const KNOWN_OPTIONAL: &[&str] = &["hostname", "fleet"];
+
+/// Why runs cannot be compared by group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FleetError {
+    /// No runs were given.
+    NoRuns,
+    /// The field exists in no run's environment.
+    NoSuchField(String),
+    /// Every run falls in one group.
+    OneGroup {
+        /// The field.
+        field: String,
+        /// The one group.
+        group: String,
+    },
+    /// `--reference` names no group.
+    NoSuchReference {
+        /// The name given.
+        name: String,
+        /// The field grouped by.
+        field: String,
+        /// The groups there are.
+        choices: String,
+    },
+}
+
+impl std::fmt::Display for FleetError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FleetError::NoRuns => write!(
+                f,
+                "no runs to compare (give result files, or a history that holds runs)"
+            ),
+            FleetError::NoSuchField(field) => write!(
+                f,
+                "--group-by {field}: no such environment field (give host, kernel, or a field \
+                 of `oscost env --json`, such as kernel_release, scheduler.preempt_model or \
+                 power.cpufreq_governor)"
+            ),
+            FleetError::OneGroup { field, group } => write!(
+                f,
+                "--group-by {field}: every run has the same value ({group}), so there is \
+                 nothing to compare (give runs of two values or more)"
+            ),
+            FleetError::NoSuchReference {
+                name,
+                field,
+                choices,
+            } => write!(
+                f,
+                "--reference {name}: no such {field} among the runs (choose from: {choices})"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for FleetError {}
+
+/// One group: the run that stands for it and the machine it ran on.
+#[derive(Debug, Clone, Serialize)]
+pub struct Group {
+    /// The group's value (a host name, a kernel release...).
+    pub name: String,
+    /// Where its run came from (a file name, a history run).
+    pub source: String,
+    /// The run standing for the group.
+    pub run_id: Option<String>,
+    /// When that run started.
+    pub started_at: Option<String>,
+    /// Runs of this group that were given but not used (older than the one used).
+    pub older_runs: usize,
+    /// The machine, in one line: CPU, CPUs online, kernel, virtualisation.
+    pub machine: String,
+    /// What started the run, when a fleet tool did.
+    pub runner: Option<String>,
+}
+
+/// An environment field whose value differs between groups.
+#[derive(Debug, Clone, Serialize)]
+pub struct FleetEnvDiff {
+    /// What the field is.
+    pub field: String,
+    /// Its value in each group, in the groups' order.
+    pub values: Vec<String>,
+}
+
+/// One group's figure against the reference group's.
+#[derive(Debug, Clone, Serialize)]
+pub struct FleetCell {
+    /// Median per operation, ns.
+    pub median_ns: f64,
+    /// This group's figure over the reference group's.
+    pub ratio: Option<f64>,
+    /// Bootstrap 95 % CI of that ratio.
+    pub ratio_ci95: Option<[f64; 2]>,
+    /// What the statistics say.
+    pub verdict: Verdict,
+}
+
+/// One figure across the groups.
+#[derive(Debug, Clone, Serialize)]
+pub struct FleetRow {
+    /// Case or derived figure id.
+    pub id: String,
+    /// What one operation is.
+    pub unit: String,
+    /// The reference group's median, ns.
+    pub reference_ns: f64,
+    /// Every group's cell, in the groups' order; `None` for the reference group itself and
+    /// for a group whose run lacks the figure.
+    pub cells: Vec<Option<FleetCell>>,
+}
+
+/// Runs compared by group.
+#[derive(Debug, Clone, Serialize)]
+pub struct Fleet {
+    /// Always [`FLEET_SCHEMA`].
+    pub schema: &'static str,
+    /// The field grouped by.
+    pub group_by: String,
+    /// Index of the reference group in `groups`.
+    pub reference: usize,
+    /// The groups, in name order.
+    pub groups: Vec<Group>,
+    /// Environment fields that differ between groups: what can explain a difference.
+    pub environment: Vec<FleetEnvDiff>,
+    /// One row per figure the reference group has and at least one other group shares.
+    pub rows: Vec<FleetRow>,
+    /// The judging settings.
+    pub settings: Settings,
+}
+
+/// Groups `runs` (label, document) by `by`, takes each group's latest run, and compares every
+/// group against the reference (`reference`, else the first group in name order).
+pub fn build(
+    runs: &[(String, &ResultDoc)],
+    by: &GroupBy,
+    reference: Option<&str>,
+    settings: Settings,
+) -> Result<Fleet, FleetError> {
+    if runs.is_empty() {
+        return Err(FleetError::NoRuns);
+    }
+    let keys: Vec<Option<String>> = runs.iter().map(|(_, d)| by.key(&d.environment)).collect();
+    if keys.iter().all(Option::is_none) {
+        return Err(FleetError::NoSuchField(by.name().to_owned()));
+    }
+    // Group name → indexes of its runs.
+    let mut by_name: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, k) in keys.into_iter().enumerate() {
+        by_name
+            .entry(k.unwrap_or_else(|| NOT_RECORDED.to_owned()))
+            .or_default()
+            .push(i);
+    }
+    if by_name.len() == 1 {
+        let group = by_name.into_keys().next().unwrap_or_default();
+        return Err(FleetError::OneGroup {
+            field: by.name().to_owned(),
+            group,
+        });
+    }
+    let mut names: Vec<String> = by_name.keys().cloned().collect();
+    names.sort_by(|a, b| natural(a, b));
+    let reference = match reference {
+        None => 0,
+        Some(r) => {
+            names
+                .iter()
+                .position(|n| n == r)
+                .ok_or_else(|| FleetError::NoSuchReference {
+                    name: r.to_owned(),
+                    field: by.name().to_owned(),
+                    choices: names.join(", "),
+                })?
+        }
+    };
+    let chosen: Vec<usize> = names
+        .iter()
+        .map(|n| {
+            let members = &by_name[n];
+            // The latest start wins; a run without a start time loses to one with.
+            *members
+                .iter()
+                .max_by(|&&a, &&b| {
+                    runs[a]
+                        .1
+                        .started_at
+                        .cmp(&runs[b].1.started_at)
+                        .then(a.cmp(&b))
+                })
+                .unwrap_or(&members[0])
+        })
+        .collect();
+    let groups: Vec<Group> = names
+        .iter()
+        .zip(&chosen)
+        .map(|(n, &i)| {
+            let (label, doc) = &runs[i];
+            Group {
+                name: n.clone(),
+                source: label.clone(),
+                run_id: doc.run_id.clone(),
+                started_at: doc.started_at.clone(),
+                older_runs: by_name[n].len() - 1,
+                machine: machine(&doc.environment),
+                runner: doc
+                    .environment
+                    .fleet
+                    .as_ref()
+                    .and_then(|f| f.runner.clone()),
+            }
+        })
+        .collect();
+
+    // The reference first, then the others in group order.
+    let order: Vec<usize> = std::iter::once(reference)
+        .chain((0..names.len()).filter(|&g| g != reference))
+        .collect();
+    let sources: Vec<(String, Source)> = order
+        .iter()
+        .map(|&g| (names[g].clone(), Source::Measured(runs[chosen[g]].1)))
+        .collect();
+    let comparisons = compare_in_parallel(&sources, settings);
+    // comparisons[k] is order[k + 1] against the reference.
+    let mut rows: Vec<FleetRow> = Vec::new();
+    let mut row_at: BTreeMap<String, usize> = BTreeMap::new();
+    let mut env_at: BTreeMap<String, usize> = BTreeMap::new();
+    let mut environment: Vec<FleetEnvDiff> = Vec::new();
+    for (k, c) in comparisons.iter().enumerate() {
+        let g = order[k + 1];
+        for r in &c.rows {
+            let at = *row_at.entry(r.id.clone()).or_insert_with(|| {
+                rows.push(FleetRow {
+                    id: r.id.clone(),
+                    unit: r.unit.clone(),
+                    reference_ns: r.baseline.median_ns,
+                    cells: vec![None; names.len()],
+                });
+                rows.len() - 1
+            });
+            rows[at].cells[g] = Some(FleetCell {
+                median_ns: r.other.median_ns,
+                ratio: r.ratio,
+                ratio_ci95: r.ratio_ci95,
+                verdict: r.verdict,
+            });
+        }
+        for d in &c.environment {
+            let at = *env_at.entry(d.field.clone()).or_insert_with(|| {
+                environment.push(FleetEnvDiff {
+                    field: d.field.clone(),
+                    // Groups that do not differ hold the reference's value.
+                    values: vec![d.baseline.clone(); names.len()],
+                });
+                environment.len() - 1
+            });
+            environment[at].values[g] = d.other.clone();
+        }
+    }
+    // In the reference's order: the first comparison lists the rows in it.
+    let reference_order: BTreeMap<&str, usize> = runs[chosen[reference]]
+        .1
+        .experiments
+        .iter()
+        .flat_map(|e| {
+            e.cases
+                .iter()
+                .map(|c| c.id.as_str())
+                .chain(e.derived.iter().map(|d| d.id.as_str()))
+        })
+        .enumerate()
+        .map(|(i, id)| (id, i))
+        .collect();
+    rows.sort_by_key(|r| reference_order.get(r.id.as_str()).copied());
+    Ok(Fleet {
+        schema: FLEET_SCHEMA,
+        group_by: by.name().to_owned(),
+        reference,
+        groups,
+        environment,
+        rows,
+        settings,
+    })
+}
+
+/// `compare::compare` of every source after the first against the first, the pairs shared
+/// out among the CPUs: each pair is seeded on its own, so the result is the same as one call.
+/// The bootstrap of each pair is nearly all the work, and a fleet has many pairs.
+fn compare_in_parallel(sources: &[(String, Source<'_>)], settings: Settings) -> Vec<Comparison> {
+    let Some((first, others)) = sources.split_first() else {
+        return Vec::new();
+    };
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(others.len())
+        .max(1);
+    let chunk = others.len().div_ceil(threads);
+    if threads == 1 {
+        return compare::compare(sources, settings);
+    }
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = others
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || {
+                    let mut inputs = Vec::with_capacity(part.len() + 1);
+                    inputs.push(first.clone());
+                    inputs.extend(part.iter().cloned());
+                    compare::compare(&inputs, settings)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| match h.join() {
+                Ok(c) => c,
+                // A panic in a pair is a bug: carry it to the caller as one would have been.
+                Err(p) => std::panic::resume_unwind(p),
+            })
+            .collect()
+    })
+}
+
+/// Orders `host2` before `host10`: digit runs compare as numbers.
+fn natural(a: &str, b: &str) -> std::cmp::Ordering {
+    fn parts(s: &str) -> Vec<(bool, &str)> {
+        let mut out = Vec::new();
+        let mut start = 0;
+        let bytes = s.as_bytes();
+        for i in 1..=bytes.len() {
+            if i == bytes.len() || bytes[i].is_ascii_digit() != bytes[start].is_ascii_digit() {
+                out.push((bytes[start].is_ascii_digit(), &s[start..i]));
+                start = i;
+            }
+        }
+        out
+    }
+    let (pa, pb) = (parts(a), parts(b));
+    for (x, y) in pa.iter().zip(&pb) {
+        let o = match (x, y) {
+            ((true, x), (true, y)) => {
+                let (x, y) = (x.trim_start_matches('0'), y.trim_start_matches('0'));
+                x.len().cmp(&y.len()).then(x.cmp(y))
+            }
+            ((_, x), (_, y)) => x.cmp(y),
+        };
+        if o.is_ne() {
+            return o;
+        }
+    }
+    pa.len().cmp(&pb.len()).then(a.cmp(b))
+}
+
+/// The machine in one line.
+fn machine(env: &Environment) -> String {
+    let cpus = env
+        .cpus_online
+        .as_ref()
+        .map_or_else(|| "? CPUs".to_owned(), |c| format!("{} CPUs", c.len()));
+    let virt = match (
+        &env.virtualisation.cpuid_signature,
+        env.virtualisation.hypervisor_flag,
+    ) {
+        (Some(sig), _) => format!("virtual ({sig})"),
+        (None, Some(true)) => "virtual".to_owned(),
+        (None, Some(false)) => "bare metal".to_owned(),
+        (None, None) => "virtualisation unknown".to_owned(),
+    };
+    format!(
+        "{}, {cpus}, kernel {}, {virt}",
+        env.cpu_model.as_deref().unwrap_or("unknown CPU"),
+        if env.kernel_release.is_empty() {
+            "unknown"
+        } else {
+            &env.kernel_release
+        }
+    )
+}
+
+fn verdict_word(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Slower => "slower",
+        Verdict::Faster => "faster",
+        Verdict::NoDifference => "same",
+        Verdict::TooFewSamples => "too few samples",
+        Verdict::NotComparable => "n/c",
+        Verdict::NotMeasuredHere => "n/m",
+    }
+}
+
+/// A cell as text: `×1.03 [0.99–1.07] same`.
+fn cell_text(c: &FleetCell) -> String {
+    match (c.ratio, c.ratio_ci95) {
+        (Some(r), Some([lo, hi])) => {
+            format!("×{r:.2} [{lo:.2}–{hi:.2}] {}", verdict_word(c.verdict))
+        }
+        (Some(r), None) => format!("×{r:.2} {}", verdict_word(c.verdict)),
+        (None, _) => format!("{} {}", fmt_ns(c.median_ns), verdict_word(c.verdict)),
+    }
+}
+
+fn header(f: &Fleet) -> Vec<String> {
+    let mut h = vec!["figure".to_owned()];
+    for (i, g) in f.groups.iter().enumerate() {
+        h.push(if i == f.reference {
+            format!("{} (reference)", g.name)
+        } else {
+            g.name.clone()
+        });
+    }
+    h
+}
+
+fn row_cells(f: &Fleet, r: &FleetRow) -> Vec<String> {
+    let mut out = vec![r.id.clone()];
+    for (i, c) in r.cells.iter().enumerate() {
+        out.push(if i == f.reference {
+            fmt_ns(r.reference_ns)
+        } else {
+            c.as_ref().map_or_else(|| "—".to_owned(), cell_text)
+        });
+    }
+    out
+}
+
+fn legend(f: &Fleet) -> String {
+    format!(
+        "Each cell: the group's figure over {}'s (×ratio), its bootstrap 95 % CI, and the \
+         verdict (slower/faster beyond noise: CI excludes 1, Mann-Whitney p < 0.05 and the \
+         change above {} %; same otherwise; — the run lacks the figure).",
+        f.groups[f.reference].name, f.settings.threshold_pct
+    )
+}
+
+fn older_note(f: &Fleet) -> Option<String> {
+    let older: Vec<String> = f
+        .groups
+        .iter()
+        .filter(|g| g.older_runs > 0)
+        .map(|g| format!("{} ({})", g.name, g.older_runs))
+        .collect();
+    (!older.is_empty()).then(|| {
+        format!(
+            "Each group's latest run stands for it; older runs not used: {}.",
+            older.join(", ")
+        )
+    })
+}
+
+/// The fleet table for a terminal: environment differences first, then the figures.
+pub fn terminal(f: &Fleet) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{} groups by {}, each against {}",
+        f.groups.len(),
+        f.group_by,
+        f.groups[f.reference].name
+    );
+    let mut runs = Table::new();
+    runs.load_preset(presets::UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(vec![f.group_by.as_str(), "run", "machine", "started by"]);
+    for g in &f.groups {
+        runs.add_row(vec![
+            g.name.clone(),
+            g.run_id
+                .as_deref()
+                .map_or_else(|| g.source.clone(), |id| id.chars().take(8).collect()),
+            g.machine.clone(),
+            g.runner.clone().unwrap_or_else(|| "-".into()),
+        ]);
+    }
+    let _ = writeln!(s, "{runs}");
+    if f.environment.is_empty() {
+        s.push_str("Environment: no recorded difference between the groups.\n");
+    } else {
+        let mut t = Table::new();
+        t.load_preset(presets::UTF8_FULL_CONDENSED)
+            .set_content_arrangement(ContentArrangement::Disabled);
+        let mut h = header(f);
+        h[0] = "environment differs".into();
+        t.set_header(h);
+        for d in &f.environment {
+            let mut row = vec![d.field.clone()];
+            row.extend(d.values.iter().cloned());
+            t.add_row(row);
+        }
+        let _ = writeln!(s, "{t}");
+    }
+    let mut t = Table::new();
+    t.load_preset(presets::UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(header(f));
+    for r in &f.rows {
+        t.add_row(
+            row_cells(f, r)
+                .into_iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    if i == 0 {
+                        Cell::new(c)
+                    } else {
+                        Cell::new(c).set_alignment(CellAlignment::Right)
+                    }
+                })
+                .collect::<Vec<_>>(),
+        );
+    }
+    let _ = writeln!(s, "{t}");
+    let _ = writeln!(s, "{}", legend(f));
+    if let Some(n) = older_note(f) {
+        let _ = writeln!(s, "{n}");
+    }
+    s
+}
+
+fn md_escape(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+/// The fleet table in Markdown.
+pub fn markdown(f: &Fleet) -> String {
+    let mut s = format!(
+        "# Compared by {}: {} groups against {}\n\n",
+        md_escape(&f.group_by),
+        f.groups.len(),
+        md_escape(&f.groups[f.reference].name)
+    );
+    let table = |s: &mut String, head: &[String], rows: &[Vec<String>]| {
+        let esc: Vec<String> = head.iter().map(|h| md_escape(h)).collect();
+        let _ = writeln!(s, "| {} |", esc.join(" | "));
+        let _ = writeln!(s, "|{}", "---|".repeat(head.len()));
+        for r in rows {
+            let esc: Vec<String> = r.iter().map(|c| md_escape(c)).collect();
+            let _ = writeln!(s, "| {} |", esc.join(" | "));
+        }
+        s.push('\n');
+    };
+    let runs: Vec<Vec<String>> = f
+        .groups
+        .iter()
+        .map(|g| {
+            vec![
+                g.name.clone(),
+                g.run_id.clone().unwrap_or_else(|| g.source.clone()),
+                g.machine.clone(),
+                g.runner.clone().unwrap_or_else(|| "-".into()),
+            ]
+        })
+        .collect();
+    table(
+        &mut s,
+        &[
+            f.group_by.clone(),
+            "run".into(),
+            "machine".into(),
+            "started by".into(),
+        ],
+        &runs,
+    );
+    s.push_str("## Environment differences\n\n");
+    if f.environment.is_empty() {
+        s.push_str("No recorded difference between the groups.\n\n");
+    } else {
+        let mut h = header(f);
+        h[0] = "field".into();
+        let rows: Vec<Vec<String>> = f
+            .environment
+            .iter()
+            .map(|d| {
+                std::iter::once(d.field.clone())
+                    .chain(d.values.iter().cloned())
+                    .collect()
+            })
+            .collect();
+        table(&mut s, &h, &rows);
+    }
+    s.push_str("## Figures\n\n");
+    let rows: Vec<Vec<String>> = f.rows.iter().map(|r| row_cells(f, r)).collect();
+    table(&mut s, &header(f), &rows);
+    let _ = writeln!(s, "{}", legend(f));
+    if let Some(n) = older_note(f) {
+        let _ = writeln!(s, "\n{n}");
+    }
+    s
+}
+
+/// One CSV row per figure and group: the long form, easy to pivot.
+pub fn csv(f: &Fleet) -> anyhow::Result<String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record([
+        "figure",
+        "unit",
+        "group_by",
+        "group",
+        "reference",
+        "run_id",
+        "median_ns",
+        "ratio",
+        "ratio_ci95_lo",
+        "ratio_ci95_hi",
+        "verdict",
+    ])?;
+    let num = |x: Option<f64>| x.map_or_else(String::new, |v| format!("{v}"));
+    for r in &f.rows {
+        for (i, g) in f.groups.iter().enumerate() {
+            let run = g.run_id.clone().unwrap_or_default();
+            let reference = f.groups[f.reference].name.clone();
+            let rec: Vec<String> = if i == f.reference {
+                vec![
+                    r.id.clone(),
+                    r.unit.clone(),
+                    f.group_by.clone(),
+                    g.name.clone(),
+                    reference,
+                    run,
+                    num(Some(r.reference_ns)),
+                    "1".into(),
+                    String::new(),
+                    String::new(),
+                    "reference".into(),
+                ]
+            } else if let Some(c) = &r.cells[i] {
+                vec![
+                    r.id.clone(),
+                    r.unit.clone(),
+                    f.group_by.clone(),
+                    g.name.clone(),
+                    reference,
+                    run,
+                    num(Some(c.median_ns)),
+                    num(c.ratio),
+                    num(c.ratio_ci95.map(|c| c[0])),
+                    num(c.ratio_ci95.map(|c| c[1])),
+                    serde_json::to_value(c.verdict)?
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
+                ]
+            } else {
+                continue;
+            };
+            w.write_record(&rec)?;
+        }
+    }
+    Ok(String::from_utf8(w.into_inner()?)?)
+}
+
+/// The whole comparison as JSON (schema [`FLEET_SCHEMA`]).
+pub fn json(f: &Fleet) -> anyhow::Result<String> {
+    Ok(serde_json::to_string_pretty(f)? + "\n")
+}
+
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// The heat map's colour of a ratio: red slower, blue faster, stronger the further from 1
+/// (full strength at 2× either way); grey when not beyond noise.
+fn heat(c: &FleetCell) -> String {
+    let Some(r) = c.ratio.filter(|r| *r > 0.0) else {
+        return "#eeeeee".into();
+    };
+    let strength = r.log2().abs().min(1.0);
+    let alpha = 0.15 + 0.7 * strength;
+    match c.verdict {
+        Verdict::Slower => format!("rgba(200,40,40,{alpha:.2})"),
+        Verdict::Faster => format!("rgba(40,90,200,{alpha:.2})"),
+        _ => "#f4f4f4".into(),
+    }
+}
+
+/// The fleet page: hosts × figures as a heat map of ratios, the environment differences above
+/// it, and each host's machine; one self-contained HTML page.
+pub fn html(f: &Fleet) -> String {
+    let mut s = String::from(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/>\n<title>oscost fleet",
+    );
+    let _ = write!(
+        s,
+        " by {}</title>\n<style>\nbody{{font-family:system-ui,sans-serif;margin:1.5em;}}\n\
+         table{{border-collapse:collapse;font-size:0.85em;}}\n\
+         th,td{{border:1px solid #ccc;padding:0.25em 0.5em;}}\n\
+         td.n{{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap;}}\n\
+         th{{background:#fafafa;}}\n.wrap{{overflow-x:auto;}}\n</style></head><body>\n",
+        html_escape(&f.group_by)
+    );
+    let _ = writeln!(
+        s,
+        "<h1>Compared by {}: {} groups against {}</h1>",
+        html_escape(&f.group_by),
+        f.groups.len(),
+        html_escape(&f.groups[f.reference].name)
+    );
+    s.push_str("<h2>Machines</h2>\n<div class=\"wrap\"><table>\n");
+    let _ = writeln!(
+        s,
+        "<tr><th>{}</th><th>run</th><th>started</th><th>machine</th><th>started by</th></tr>",
+        html_escape(&f.group_by)
+    );
+    for g in &f.groups {
+        let _ = writeln!(
+            s,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            html_escape(&g.name),
+            html_escape(g.run_id.as_deref().unwrap_or(&g.source)),
+            html_escape(g.started_at.as_deref().unwrap_or("-")),
+            html_escape(&g.machine),
+            html_escape(g.runner.as_deref().unwrap_or("-"))
+        );
+    }
+    s.push_str("</table></div>\n<h2>Environment differences</h2>\n");
+    let head = |s: &mut String, first: &str| {
+        let _ = write!(s, "<tr><th>{}</th>", html_escape(first));
+        for (i, g) in f.groups.iter().enumerate() {
+            let _ = write!(
+                s,
+                "<th>{}{}</th>",
+                html_escape(&g.name),
+                if i == f.reference { " (reference)" } else { "" }
+            );
+        }
+        s.push_str("</tr>\n");
+    };
+    if f.environment.is_empty() {
+        s.push_str("<p>No recorded difference between the groups.</p>\n");
+    } else {
+        s.push_str("<div class=\"wrap\"><table>\n");
+        head(&mut s, "field");
+        for d in &f.environment {
+            let _ = write!(s, "<tr><td>{}</td>", html_escape(&d.field));
+            for v in &d.values {
+                let _ = write!(s, "<td>{}</td>", html_escape(v));
+            }
+            s.push_str("</tr>\n");
+        }
+        s.push_str("</table></div>\n");
+    }
+    s.push_str("<h2>Figures: ratio to the reference</h2>\n");
+    let _ = writeln!(
+        s,
+        "<p>{} Red: slower beyond noise, blue: faster, the stronger the further from 1 (full \
+         at 2×); grey: no difference beyond noise. Hover a cell for its CI.</p>",
+        html_escape(&legend(f))
+    );
+    s.push_str("<div class=\"wrap\"><table>\n");
+    head(&mut s, "figure");
+    for r in &f.rows {
+        let _ = write!(s, "<tr><td>{}</td>", html_escape(&r.id));
+        for (i, c) in r.cells.iter().enumerate() {
+            if i == f.reference {
+                let _ = write!(
+                    s,
+                    "<td class=\"n\">{}</td>",
+                    html_escape(&fmt_ns(r.reference_ns))
+                );
+                continue;
+            }
+            match c {
+                None => s.push_str("<td class=\"n\">—</td>"),
+                Some(c) => {
+                    let title = format!(
+                        "{}: {} ({}), {}",
+                        r.id,
+                        fmt_ns(c.median_ns),
+                        c.ratio_ci95.map_or_else(
+                            || "no CI".to_owned(),
+                            |[lo, hi]| format!("95 % CI {lo:.3}–{hi:.3}")
+                        ),
+                        verdict_word(c.verdict)
+                    );
+                    let _ = write!(
+                        s,
+                        "<td class=\"n\" style=\"background:{}\" title=\"{}\">{}</td>",
+                        heat(c),
+                        html_escape(&title),
+                        c.ratio
+                            .map_or_else(|| "n/c".to_owned(), |r| format!("×{r:.2}"))
+                    );
+                }
+            }
+        }
+        s.push_str("</tr>\n");
+    }
+    s.push_str("</table></div>\n");
+    if let Some(n) = older_note(f) {
+        let _ = writeln!(s, "<p>{}</p>", html_escape(&n));
+    }
+    s.push_str("</body></html>\n");
+    s
+}

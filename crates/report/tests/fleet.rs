@@ -1,0 +1,247 @@
+//! `compare --group-by` on fixed documents: the golden run copied to several hosts, some with a
+//! known change, so the columns, the reference, the verdicts and the environment differences
+//! are pinned.
+
+use oscost_model::env::FleetRun;
+use oscost_model::ResultDoc;
+use oscost_report::compare::{Settings, Verdict};
+use oscost_report::fleet::{self, FleetError, GroupBy};
+use std::path::PathBuf;
+
+fn golden() -> ResultDoc {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/golden/oscost-2.json");
+    oscost_model::read(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// The golden run as made on `host` (its fleet name), started at `at`.
+fn on_host(host: &str, at: &str) -> ResultDoc {
+    let mut d = golden();
+    d.run_id = Some(format!("{host}-{at}"));
+    d.started_at = Some(at.into());
+    d.environment.hostname = Some("same-box".into());
+    d.environment.fleet = Some(FleetRun {
+        host_name: Some(host.into()),
+        runner: Some("ansible-core 2.14".into()),
+    });
+    d
+}
+
+/// One case's samples scaled by `factor`.
+fn scaled(mut doc: ResultDoc, case: &str, factor: f64) -> ResultDoc {
+    let c = doc
+        .experiments
+        .iter_mut()
+        .flat_map(|e| e.cases.iter_mut())
+        .find(|c| c.id == case)
+        .unwrap();
+    c.raw_ns.iter_mut().for_each(|x| *x *= factor);
+    c.median_ns *= factor;
+    c.ci95_ns = c.ci95_ns.map(|x| x * factor);
+    doc
+}
+
+fn labelled(docs: &[ResultDoc]) -> Vec<(String, &ResultDoc)> {
+    docs.iter()
+        .map(|d| (d.run_id.clone().unwrap(), d))
+        .collect()
+}
+
+#[test]
+fn one_column_per_host_each_against_the_first() {
+    let docs = vec![
+        on_host("host10", "2026-11-24T01:00:00Z"),
+        scaled(
+            on_host("host2", "2026-11-24T01:00:00Z"),
+            "example.cost250",
+            1.3,
+        ),
+        on_host("host1", "2026-11-24T01:00:00Z"),
+    ];
+    let f = fleet::build(&labelled(&docs), &GroupBy::Host, None, Settings::default()).unwrap();
+    let names: Vec<&str> = f.groups.iter().map(|g| g.name.as_str()).collect();
+    // Numbers in names order as numbers: host2 before host10.
+    assert_eq!(names, ["host1", "host2", "host10"]);
+    assert_eq!(f.reference, 0);
+    let row = f.rows.iter().find(|r| r.id == "example.cost250").unwrap();
+    assert!(
+        row.cells[0].is_none(),
+        "the reference has no ratio to itself"
+    );
+    let slow = row.cells[1].as_ref().unwrap();
+    assert_eq!(slow.verdict, Verdict::Slower);
+    assert!((slow.ratio.unwrap() - 1.3).abs() < 0.01, "{:?}", slow.ratio);
+    let [lo, hi] = slow.ratio_ci95.unwrap();
+    assert!(lo > 1.0 && lo <= 1.3 && hi >= 1.3, "{lo} {hi}");
+    assert_eq!(
+        row.cells[2].as_ref().unwrap().verdict,
+        Verdict::NoDifference
+    );
+    // Every other figure is the same everywhere.
+    for r in f.rows.iter().filter(|r| r.id != "example.cost250") {
+        for c in r.cells.iter().flatten() {
+            assert_eq!(c.verdict, Verdict::NoDifference, "{}", r.id);
+        }
+    }
+    let text = fleet::terminal(&f);
+    assert!(text.contains("host1 (reference)"), "{text}");
+    assert!(text.contains("slower"), "{text}");
+}
+
+#[test]
+fn a_chosen_reference_turns_the_ratios_around() {
+    let docs = vec![
+        on_host("a", "2026-11-24T01:00:00Z"),
+        scaled(on_host("b", "2026-11-24T01:00:00Z"), "example.cost250", 0.5),
+    ];
+    let f = fleet::build(
+        &labelled(&docs),
+        &GroupBy::Host,
+        Some("b"),
+        Settings::default(),
+    )
+    .unwrap();
+    assert_eq!(f.groups[f.reference].name, "b");
+    let row = f.rows.iter().find(|r| r.id == "example.cost250").unwrap();
+    let a = row.cells[0].as_ref().unwrap();
+    assert_eq!(a.verdict, Verdict::Slower);
+    assert!((a.ratio.unwrap() - 2.0).abs() < 0.02);
+    let e = fleet::build(
+        &labelled(&docs),
+        &GroupBy::Host,
+        Some("c"),
+        Settings::default(),
+    )
+    .unwrap_err();
+    assert!(matches!(e, FleetError::NoSuchReference { .. }));
+    assert!(e.to_string().contains("choose from: a, b"), "{e}");
+}
+
+#[test]
+fn environment_differences_come_first_with_every_groups_value() {
+    let mut b = on_host("b", "2026-11-24T01:00:00Z");
+    b.environment.kernel_release = "9.9.9-other".into();
+    let docs = vec![
+        on_host("a", "2026-11-24T01:00:00Z"),
+        b,
+        on_host("c", "2026-11-24T01:00:00Z"),
+    ];
+    let f = fleet::build(&labelled(&docs), &GroupBy::Host, None, Settings::default()).unwrap();
+    let kernel = f.environment.iter().find(|d| d.field == "kernel").unwrap();
+    let reference = &docs[0].environment.kernel_release;
+    assert_eq!(
+        kernel.values,
+        [reference.clone(), "9.9.9-other".into(), reference.clone()]
+    );
+    for text in [fleet::terminal(&f), fleet::markdown(&f), fleet::html(&f)] {
+        let env_at = text.find("9.9.9-other").unwrap();
+        let fig_at = text.find("example.cost250").unwrap();
+        assert!(env_at < fig_at, "environment after the figures:\n{text}");
+    }
+}
+
+#[test]
+fn a_group_with_several_runs_is_its_latest_and_the_others_are_counted() {
+    let old = scaled(on_host("a", "2026-11-20T01:00:00Z"), "example.cost250", 3.0);
+    let docs = vec![
+        old,
+        on_host("a", "2026-11-24T01:00:00Z"),
+        on_host("b", "2026-11-24T01:00:00Z"),
+    ];
+    let f = fleet::build(&labelled(&docs), &GroupBy::Host, None, Settings::default()).unwrap();
+    assert_eq!(f.groups.len(), 2);
+    assert_eq!(
+        f.groups[0].run_id.as_deref(),
+        Some("a-2026-11-24T01:00:00Z")
+    );
+    assert_eq!(f.groups[0].older_runs, 1);
+    let row = f.rows.iter().find(|r| r.id == "example.cost250").unwrap();
+    assert_eq!(
+        row.cells[1].as_ref().unwrap().verdict,
+        Verdict::NoDifference
+    );
+    assert!(fleet::terminal(&f).contains("older runs not used: a (1)"));
+}
+
+#[test]
+fn any_environment_field_groups_and_a_bad_one_is_named() {
+    let mut b = on_host("b", "2026-11-24T01:00:00Z");
+    b.environment.scheduler.preempt_model = Some("full".into());
+    let mut a = on_host("a", "2026-11-24T01:00:00Z");
+    a.environment.scheduler.preempt_model = Some("voluntary".into());
+    let docs = vec![a, b];
+    let by = GroupBy::parse("scheduler.preempt_model").unwrap();
+    let f = fleet::build(&labelled(&docs), &by, None, Settings::default()).unwrap();
+    let names: Vec<&str> = f.groups.iter().map(|g| g.name.as_str()).collect();
+    assert_eq!(names, ["full", "voluntary"]);
+
+    let bad = GroupBy::parse("scheduler.no_such").unwrap();
+    let e = fleet::build(&labelled(&docs), &bad, None, Settings::default()).unwrap_err();
+    assert_eq!(e, FleetError::NoSuchField("scheduler.no_such".into()));
+    assert!(e.to_string().contains("no such environment field"));
+    assert!(GroupBy::parse("scheduler.").is_err());
+    assert!(GroupBy::parse(" ").is_err());
+
+    // Every run on one kernel: nothing to compare, said so.
+    let e = fleet::build(
+        &labelled(&docs),
+        &GroupBy::Kernel,
+        None,
+        Settings::default(),
+    )
+    .unwrap_err();
+    assert!(matches!(e, FleetError::OneGroup { .. }), "{e}");
+}
+
+#[test]
+fn hosts_without_a_fleet_name_go_by_their_host_name() {
+    let mut a = golden();
+    a.environment.hostname = Some("alpha".into());
+    let mut b = golden();
+    b.environment.hostname = Some("beta".into());
+    b.run_id = Some("other".into());
+    let mut c = golden();
+    c.environment.hostname = None;
+    c.run_id = Some("third".into());
+    let docs = vec![a, b, c];
+    let f = fleet::build(&labelled(&docs), &GroupBy::Host, None, Settings::default()).unwrap();
+    let names: Vec<&str> = f.groups.iter().map(|g| g.name.as_str()).collect();
+    assert_eq!(names, ["(not recorded)", "alpha", "beta"]);
+}
+
+#[test]
+fn csv_has_a_row_per_figure_and_group_and_json_its_schema() {
+    let docs = vec![
+        on_host("a", "2026-11-24T01:00:00Z"),
+        on_host("b", "2026-11-24T01:00:00Z"),
+        on_host("c", "2026-11-24T01:00:00Z"),
+    ];
+    let f = fleet::build(&labelled(&docs), &GroupBy::Host, None, Settings::default()).unwrap();
+    let text = fleet::csv(&f).unwrap();
+    let mut r = csv::Reader::from_reader(text.as_bytes());
+    let rows: Vec<csv::StringRecord> = r.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), f.rows.len() * 3);
+    assert!(rows.iter().any(|r| &r[3] == "a" && &r[10] == "reference"));
+    assert!(rows
+        .iter()
+        .any(|r| &r[3] == "c" && &r[10] == "no_difference"));
+    let v: serde_json::Value = serde_json::from_str(&fleet::json(&f).unwrap()).unwrap();
+    assert_eq!(v["schema"], fleet::FLEET_SCHEMA);
+    assert_eq!(v["groups"].as_array().unwrap().len(), 3);
+    let md = fleet::markdown(&f);
+    assert!(md.contains("| figure | a (reference) | b | c |"), "{md}");
+}
+
+#[test]
+fn the_fleet_page_escapes_what_the_files_hold() {
+    let docs = vec![
+        on_host("<b>x</b>", "2026-11-24T01:00:00Z"),
+        on_host("y", "2026-11-24T01:00:00Z"),
+    ];
+    let f = fleet::build(&labelled(&docs), &GroupBy::Host, None, Settings::default()).unwrap();
+    let page = fleet::html(&f);
+    assert!(!page.contains("<b>x</b>"));
+    assert!(page.contains("&lt;b&gt;x&lt;/b&gt;"));
+    roxmltree::Document::parse(&page.replace("<!DOCTYPE html>", "").replace("&nbsp;", " "))
+        .map(|_| ())
+        .unwrap_or_else(|e| panic!("the page is not well formed: {e}\n{page}"));
+}
