@@ -21,7 +21,6 @@ const WITHOUT_PLOTS: &[&str] = &[
     "syscall",
     "fs",
     "primitives",
-    "switch",
     "lockring",
     "tick-forms",
     "example",
