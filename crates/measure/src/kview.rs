@@ -412,20 +412,39 @@ impl Session {
         Ok(())
     }
 
-    /// Stops recording and decodes every event, with the records the kernel dropped.
-    pub fn stop(&mut self, clock: &Clock) -> std::io::Result<(Vec<Event>, u64)> {
+    /// Stops recording and decodes every event; counts the records of each tracepoint per
+    /// CPU (`(cpu, sys:event)`), and those the kernel dropped.
+    pub fn stop(&mut self, clock: &Clock) -> std::io::Result<Stopped> {
         let end = oscost_sys::ktrace::anchor(|| clock.now());
         self.tracer.disable()?;
         let map = TimeMap::new(self.start, end);
         let dec = Decoder::new(self.tracer.formats());
-        let events = self
-            .tracer
-            .drain()
-            .iter()
-            .filter_map(|r| dec.decode(r, &map))
-            .collect();
-        Ok((events, self.tracer.lost()))
+        let records = self.tracer.drain();
+        let mut counts: BTreeMap<(u32, String), u64> = BTreeMap::new();
+        for r in &records {
+            if let Some(f) = dec.by_id.get(&r.event_id()) {
+                *counts.entry((r.cpu, f.name.clone())).or_insert(0) += 1;
+            }
+        }
+        Ok(Stopped {
+            events: records.iter().filter_map(|r| dec.decode(r, &map)).collect(),
+            counts,
+            lost: self.tracer.lost(),
+            window_ns: end.1.saturating_sub(self.start.1),
+        })
     }
+}
+
+/// What a session recorded.
+pub struct Stopped {
+    /// The decoded events, in time order.
+    pub events: Vec<Event>,
+    /// Records per `(cpu, sys:event)`.
+    pub counts: BTreeMap<(u32, String), u64>,
+    /// Records the kernel dropped (a ring was full).
+    pub lost: u64,
+    /// How long recording was on, ns.
+    pub window_ns: u64,
 }
 
 #[cfg(test)]

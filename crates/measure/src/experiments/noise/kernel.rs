@@ -20,6 +20,8 @@ const MAX_SAMPLES: usize = 20_000;
 pub(super) struct Traced {
     pub spins: Vec<CpuSpin>,
     events: Vec<Event>,
+    counts: BTreeMap<(u32, String), u64>,
+    window_s: f64,
     lost: u64,
     /// `/proc/interrupts` before and after, with the counter readings beside them.
     loc: Option<(Interrupts, Interrupts, u64, u64)>,
@@ -56,11 +58,13 @@ pub(super) fn traced_pass(
     let t1 = clock.now();
     let after = read_interrupts();
     // Stopped on every path, so the rings are read and closed even when the spin failed.
-    let (events, lost) = session.stop(clock)?;
+    let stopped = session.stop(clock)?;
     Ok(Ok(Traced {
         spins: spins?,
-        events,
-        lost,
+        events: stopped.events,
+        counts: stopped.counts,
+        window_s: stopped.window_ns as f64 / 1e9,
+        lost: stopped.lost,
         loc: before.zip(after).map(|(a, b)| (a, b, t0, t1)),
         notes,
     }))
@@ -165,6 +169,16 @@ pub(super) fn kernel_case(
         c.insert(format!("{k}.cpu_lost_pct"), pct(r.lost, n.span_ns));
         c.insert(format!("{k}.in_events_ns"), r.explained / r.count as f64);
     }
+    // Every record of each tracepoint, so the counts can be held against `perf stat`.
+    for ((on, name), n) in &t.counts {
+        if *on as usize == cpu {
+            let key = format!("events.{}", name.replace(':', "."));
+            case.counters.insert(key.clone(), *n as f64);
+            case.counters
+                .insert(format!("{key}.per_s"), *n as f64 / t.window_s);
+        }
+    }
+    case.counters.insert("trace_window_s".into(), t.window_s);
     timer_figures(&mut case, &mine, &segs, &gaps, &views, n, t, clock, start);
     if let Some(p) = plain {
         let lost_plain = pct(p.lens_ns.iter().sum(), p.span_ns);
