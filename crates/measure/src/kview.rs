@@ -55,7 +55,6 @@ pub const NOISE_EVENTS: &[(&str, &str)] = &[
     ("irq", "softirq_entry"),
     ("irq", "softirq_exit"),
     ("sched", "sched_switch"),
-    ("exceptions", "page_fault_user"),
 ];
 
 /// What one event was.

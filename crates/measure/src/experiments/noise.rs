@@ -116,7 +116,7 @@ interrupts the kernel counted over the run (/proc/interrupts) and the steal time
 Then, where the kernel's tracepoints can be read (root, or perf_event_paranoid -1), the loop \
 spins again as long with them recorded (a separate pass, so tracing never touches the first \
 one's figures): each gap is matched with the kernel events inside it (the local timer, each \
-other interrupt by name, each softirq by kind, another task by name, a page fault), and what \
+other interrupt by name, each softirq by kind, another task by name), and what \
 no event explains is shown as outside the kernel's view. The local timer's rate is counted \
 from the kernel's own events and checked against /proc/interrupts; what tracing cost is the \
 share of the CPU lost traced against untraced. Without permission: one line says what is \

@@ -192,8 +192,8 @@ pub(super) fn kernel_case(
     }
     if t.lost > 0 {
         case.warnings.push(format!(
-            "the kernel dropped {} trace records (a ring filled up): some gaps may lack their \
-             events",
+            "{} trace records were lost (a ring filled up): some gaps lack their events and \
+             the timer's count falls short",
             t.lost
         ));
         case.counters
