@@ -107,12 +107,31 @@ fn noise_tiny_run_is_self_consistent() {
     let timeline = c.series.iter().find(|s| s.name == "timeline").unwrap();
     assert_eq!(timeline.points.len() as f64, gaps);
     assert!(timeline.points.windows(2).all(|w| w[0][0] <= w[1][0]));
-    // The kernel's count of local timer interrupts is beside it, with its check.
+    // The kernel's count of local timer interrupts is beside it, with its check: against the
+    // periodic gaps, or, when the traced pass ran, against the timer's own traced events.
     assert!(counter(c, "local_timer_interrupts") >= 0.0);
-    assert!(c
-        .checks
-        .iter()
-        .any(|k| k.name == "periodic_gaps_vs_local_timer_per_s"));
+    match e.params["kernel_view"].as_str() {
+        Some("traced") => {
+            let k = e
+                .cases
+                .iter()
+                .find(|k| k.id == format!("noise.cpu{cpu}.kernel"))
+                .expect("a traced case beside the untraced one");
+            assert!(c.params.contains_key("timer_rate_checked_by"));
+            assert!(k
+                .checks
+                .iter()
+                .any(|x| x.name == "timer_events_vs_local_timer"));
+            assert!((0.0..=100.0).contains(&counter(k, "attributed_pct")));
+        }
+        _ => {
+            assert_eq!(e.unavailable.len(), 1, "{e:?}");
+            assert!(c
+                .checks
+                .iter()
+                .any(|k| k.name == "periodic_gaps_vs_local_timer_per_s"));
+        }
+    }
 }
 
 /// Every source at two periods in a tiny run: a row per period with counted events, the

@@ -10,6 +10,7 @@ pub mod context;
 pub mod cpuset;
 pub mod env;
 pub mod experiments;
+pub mod kview;
 pub mod leftovers;
 pub mod limits;
 pub mod sampler;

@@ -11,6 +11,7 @@ pub mod buf;
 pub mod calls;
 pub mod clock;
 pub mod ipc;
+pub mod ktrace;
 pub mod lifetime;
 pub mod lockring;
 pub mod mount;

@@ -15,13 +15,15 @@ use crate::context::{Cancelled, Context};
 use crate::cpuset::{self, AffinityRestore};
 use crate::env::parse::{hz_from_tick_ns, parse_proc_stat};
 use anyhow::Context as _;
-use oscost_model::case::{Case, Check, ExperimentOutput, Samples, Series};
+use oscost_model::case::{Case, Check, ExperimentOutput, Samples, Series, Unavailable};
 use oscost_stats::periodic::{dominant_period, log2_histogram, PeriodSearch, Periodic};
 use oscost_sys::clock::Clock;
 use oscost_sys::spin::{gap_buffer, record_gaps, Gap, Spin};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicBool;
+
+mod kernel;
 
 /// Subcommand name and id prefix.
 pub const NAME: &str = "noise";
@@ -69,6 +71,12 @@ pub struct Options {
     /// are counted but not stored
     #[arg(long, default_value_t = DEFAULT_MAX_GAPS, value_name = "N", value_parser = parse_max_gaps)]
     pub max_gaps: usize,
+
+    /// No traced pass: skip the second spin that matches each gap with the kernel's
+    /// tracepoints
+    #[arg(long)]
+    #[serde(default)]
+    pub no_kernel_view: bool,
 }
 
 fn parse_threshold(s: &str) -> Result<u64, String> {
@@ -103,7 +111,16 @@ interruptions per second, their length (median, p99, max), the share of the CPU 
 histogram, the dominant period (the kernel's tick shows up as one) and its gaps' median length \
 (what one tick costs a running program), and a timeline. Beside them: the local timer \
 interrupts the kernel counted over the run (/proc/interrupts) and the steal time \
-(/proc/stat); the periodic gaps' rate is checked against the local timer's.";
+(/proc/stat); the periodic gaps' rate is checked against the local timer's.
+
+Then, where the kernel's tracepoints can be read (root, or perf_event_paranoid -1), the loop \
+spins again as long with them recorded (a separate pass, so tracing never touches the first \
+one's figures): each gap is matched with the kernel events inside it (the local timer, each \
+other interrupt by name, each softirq by kind, another task by name), and what \
+no event explains is shown as outside the kernel's view. The local timer's rate is counted \
+from the kernel's own events and checked against /proc/interrupts; what tracing cost is the \
+share of the CPU lost traced against untraced. Without permission: one line says what is \
+missing, and every other figure still comes.";
     const IN_DEFAULT_SUITE: bool = true;
     const SUITE_ARGS: &'static [&'static str] = &["--duration", "1s"];
 
@@ -139,6 +156,8 @@ pub(crate) fn iteration_ticks(clock: &Clock, cancel: &AtomicBool) -> Result<f64,
 /// One CPU's spin: what the loop saw, and the gaps it stored.
 struct CpuSpin {
     cpu: usize,
+    /// The spinning thread's kernel id (0 where unknown).
+    tid: i32,
     spin: Spin,
     gaps: Vec<Gap>,
 }
@@ -155,16 +174,20 @@ fn spin_all(
 ) -> anyhow::Result<Vec<CpuSpin>> {
     // Every buffer is written before any thread starts, so no spin takes a page fault on it.
     let mut bufs: Vec<Vec<Gap>> = cpus.iter().map(|_| gap_buffer(capacity)).collect();
-    let results: Vec<anyhow::Result<Spin>> = std::thread::scope(|s| {
+    let results: Vec<anyhow::Result<(i32, Spin)>> = std::thread::scope(|s| {
         let mut handles = Vec::with_capacity(cpus.len());
         for (&cpu, buf) in cpus.iter().zip(bufs.iter_mut()) {
             let spawned = std::thread::Builder::new()
                 .name("oscost-noise".into())
                 .stack_size(64 * 1024)
-                .spawn_scoped(s, move || -> anyhow::Result<Spin> {
+                .spawn_scoped(s, move || -> anyhow::Result<(i32, Spin)> {
                     oscost_sys::set_affinity(&[cpu])
                         .with_context(|| format!("pinning the spinning thread to CPU {cpu}"))?;
-                    Ok(record_gaps(|| clock.now(), until, threshold, buf, cancel))
+                    let tid = oscost_sys::gettid();
+                    Ok((
+                        tid,
+                        record_gaps(|| clock.now(), until, threshold, buf, cancel),
+                    ))
                 });
             match spawned {
                 Ok(h) => {
@@ -186,9 +209,14 @@ fn spin_all(
     });
     let mut out = Vec::with_capacity(cpus.len());
     for ((&cpu, mut gaps), spin) in cpus.iter().zip(bufs).zip(results) {
-        let spin = spin?;
+        let (tid, spin) = spin?;
         gaps.truncate(spin.stored);
-        out.push(CpuSpin { cpu, spin, gaps });
+        out.push(CpuSpin {
+            cpu,
+            tid,
+            spin,
+            gaps,
+        });
     }
     if out.iter().any(|c| c.spin.stopped) {
         return Err(Cancelled.into());
@@ -314,6 +342,7 @@ pub(crate) fn natural_tick(
         clock,
         &CpuSpin {
             cpu,
+            tid: 0,
             spin,
             gaps: buf,
         },
@@ -422,7 +451,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     } else {
         DEFAULT_DURATION_NS
     });
-    ctx.progress.start(2, NAME);
+    ctx.progress.start(3, NAME);
     ctx.progress.message("timing the loop's own iteration");
     let iteration = {
         let _pin = AffinityRestore::pin(&cpus[..1])?;
@@ -441,25 +470,23 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         cpuset::format(&cpus),
         duration_ns as f64 / 1e9
     ));
-    let irq_before = read_interrupts();
-    let steal_before = read_steal();
-    let t_before = clock.now();
-    let until = clock.now() + ticks(&clock, duration_ns as f64);
-    let spins = spin_all(&clock, &cpus, until, threshold, opts.max_gaps, ctx.cancel)?;
-    let t_after = clock.now();
-    let kernel = Kernel {
-        interrupts: irq_before.zip(read_interrupts()).map(|(a, b)| {
-            let window = clock.ticks_to_ns(t_after.wrapping_sub(t_before) as f64) / 1e9;
-            (a, b, window)
-        }),
-        steal: steal_before
-            .zip(read_steal())
-            .zip(oscost_sys::sysinfo::user_hz())
-            .map(|((before, after), user_hz)| Steal {
-                before,
-                after,
-                user_hz,
-            }),
+    let (spins, kernel) = plain_pass(&clock, &cpus, duration_ns, threshold, opts, ctx)?;
+    ctx.progress.inc(1);
+    let traced = if opts.no_kernel_view {
+        None
+    } else {
+        ctx.progress.message(&format!(
+            "spinning again for {:.1} s, the kernel's tracepoints recorded",
+            duration_ns as f64 / 1e9
+        ));
+        Some(kernel::traced_pass(
+            &clock,
+            &cpus,
+            duration_ns,
+            threshold,
+            opts.max_gaps,
+            ctx.cancel,
+        )?)
     };
     ctx.progress.inc(1);
     let mut out = ExperimentOutput::default();
@@ -485,8 +512,33 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
                 .into(),
         );
     }
-    for s in &spins {
-        let n = analyse(&clock, s, iteration);
+    let traced = match traced {
+        Some(Ok(t)) => {
+            out.params.insert("kernel_view".into(), json!("traced"));
+            out.warnings.extend(t.notes.iter().cloned());
+            Some(t)
+        }
+        Some(Err(why)) => {
+            out.params
+                .insert("kernel_view".into(), json!(why.0.clone()));
+            out.unavailable.push(Unavailable {
+                id: format!("{NAME}.kernel"),
+                description: "each gap matched with the kernel's tracepoints".into(),
+                reason: why.0,
+            });
+            None
+        }
+        None => {
+            out.params
+                .insert("kernel_view".into(), json!("off (--no-kernel-view)"));
+            None
+        }
+    };
+    let plain: Vec<CpuNoise> = spins
+        .iter()
+        .map(|s| analyse(&clock, s, iteration))
+        .collect();
+    for n in &plain {
         if n.lens_ns.is_empty() {
             out.warnings.push(format!(
                 "{NAME}.cpu{}: no gap above {} in {:.2} s of spinning: nothing to summarise",
@@ -496,11 +548,58 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
             ));
             continue;
         }
-        out.cases
-            .push(cpu_case(&n, &clock, iteration, threshold_ns, &kernel));
+        let checked_by_kernel = traced.is_some();
+        out.cases.push(cpu_case(
+            n,
+            &clock,
+            iteration,
+            threshold_ns,
+            &kernel,
+            checked_by_kernel,
+        ));
+    }
+    if let Some(t) = &traced {
+        for s in &t.spins {
+            let n = analyse(&clock, s, iteration);
+            let p = plain.iter().find(|p| p.cpu == n.cpu);
+            out.cases
+                .push(kernel::kernel_case(&n, s, t, &clock, iteration, p));
+        }
     }
     ctx.progress.finish();
     Ok(out)
+}
+
+/// The untraced spin, with the kernel's counts read around it.
+fn plain_pass(
+    clock: &Clock,
+    cpus: &[usize],
+    duration_ns: u64,
+    threshold: u64,
+    opts: &Options,
+    ctx: &Context,
+) -> anyhow::Result<(Vec<CpuSpin>, Kernel)> {
+    let irq_before = read_interrupts();
+    let steal_before = read_steal();
+    let t_before = clock.now();
+    let until = clock.now() + ticks(clock, duration_ns as f64);
+    let spins = spin_all(clock, cpus, until, threshold, opts.max_gaps, ctx.cancel)?;
+    let t_after = clock.now();
+    let kernel = Kernel {
+        interrupts: irq_before.zip(read_interrupts()).map(|(a, b)| {
+            let window = clock.ticks_to_ns(t_after.wrapping_sub(t_before) as f64) / 1e9;
+            (a, b, window)
+        }),
+        steal: steal_before
+            .zip(read_steal())
+            .zip(oscost_sys::sysinfo::user_hz())
+            .map(|((before, after), user_hz)| Steal {
+                before,
+                after,
+                user_hz,
+            }),
+    };
+    Ok((spins, kernel))
 }
 
 fn fmt_ns(ns: f64) -> String {
@@ -521,7 +620,14 @@ fn spread<T: Copy>(v: &[T], max: usize) -> Vec<T> {
     (0..max).map(|i| v[i * v.len() / max]).collect()
 }
 
-fn cpu_case(n: &CpuNoise, clock: &Clock, iteration: f64, threshold_ns: f64, k: &Kernel) -> Case {
+fn cpu_case(
+    n: &CpuNoise,
+    clock: &Clock,
+    iteration: f64,
+    threshold_ns: f64,
+    k: &Kernel,
+    checked_by_kernel: bool,
+) -> Case {
     let cpu = n.cpu;
     let samples = Samples {
         per_op_ns: spread(&n.lens_ns, MAX_SAMPLES),
@@ -614,19 +720,28 @@ fn cpu_case(n: &CpuNoise, clock: &Clock, iteration: f64, threshold_ns: f64, k: &
                 ),
                 None => "no periodic component was found among the gaps".into(),
             };
-            case.checks.push(Check::near(
-                "periodic_gaps_vs_local_timer_per_s",
-                expected,
-                periodic,
-                RATE_TOLERANCE * expected,
-                &format!(
-                    "local timer interrupts on CPU {cpu} (LOC in /proc/interrupts: {loc} in \
+            // The traced pass counts the timer from the kernel's own events; the period
+            // search, which can lock onto another rhythm, then only informs.
+            if checked_by_kernel {
+                case.params.insert(
+                    "timer_rate_checked_by".into(),
+                    json!(format!("{NAME}.cpu{cpu}.kernel")),
+                );
+            } else {
+                case.checks.push(Check::near(
+                    "periodic_gaps_vs_local_timer_per_s",
+                    expected,
+                    periodic,
+                    RATE_TOLERANCE * expected,
+                    &format!(
+                        "local timer interrupts on CPU {cpu} (LOC in /proc/interrupts: {loc} in \
                      {window:.2} s) while the loop ran ({:.1} % of the time: a tick inside a \
                      longer interruption makes no gap of its own), against {found}; within \
                      ±10 %",
-                    running * 100.0
-                ),
-            ));
+                        running * 100.0
+                    ),
+                ));
+            }
         }
         if let Some(all) = delta(&before.all, &after.all, cpu) {
             case.counters.insert("interrupts_all".into(), all as f64);
@@ -725,8 +840,35 @@ mod tests {
         testing::with_ctx(SamplerConfig::quick(), cpus.clone(), false, |ctx| {
             let out = run(&opts(&["--duration", "200ms"]), ctx).unwrap();
             assert!(out.params["threshold_ns"].as_f64().unwrap() >= 1000.0);
-            assert_eq!(out.cases.len() + out.warnings.len(), cpus.len(), "{out:?}");
-            for c in &out.cases {
+            let (kernel, plain): (Vec<&Case>, Vec<&Case>) =
+                out.cases.iter().partition(|c| c.id.ends_with(".kernel"));
+            let empty = out.warnings.iter().filter(|w| w.contains("no gap above"));
+            assert_eq!(plain.len() + empty.count(), cpus.len(), "{out:?}");
+            // The traced pass gives a case per CPU, or says in one line why it could not.
+            match out.params["kernel_view"].as_str() {
+                Some("traced") => {
+                    assert!(out.unavailable.is_empty());
+                    for c in &kernel {
+                        let lost = c.counters["cpu_lost_pct"];
+                        let by_source: f64 = c
+                            .counters
+                            .iter()
+                            .filter(|(k, _)| {
+                                k.starts_with("source.") && k.ends_with(".cpu_lost_pct")
+                            })
+                            .map(|(_, v)| v)
+                            .sum();
+                        assert!((by_source - lost).abs() < 1e-6 * lost.max(1.0), "{c:?}");
+                        assert!(c.counters["attributed_pct"] <= 100.0);
+                    }
+                }
+                _ => {
+                    assert!(kernel.is_empty());
+                    assert_eq!(out.unavailable.len(), 1, "{out:?}");
+                    assert!(!out.unavailable[0].reason.contains('\n'));
+                }
+            }
+            for c in &plain {
                 let gaps = c.counters["gaps"];
                 assert!(gaps >= 1.0);
                 assert_eq!(c.counters["gaps_stored"], gaps);
@@ -738,6 +880,17 @@ mod tests {
                 assert!(c.counters["cpu_lost_pct"] >= 0.0 && c.counters["cpu_lost_pct"] < 100.0);
                 assert!(c.counters.contains_key("local_timer_interrupts"), "{c:?}");
             }
+        });
+    }
+
+    #[test]
+    fn no_kernel_view_means_no_traced_pass() {
+        let cpu = oscost_sys::affinity().unwrap()[0];
+        testing::with_ctx(SamplerConfig::quick(), vec![cpu], false, |ctx| {
+            let out = run(&opts(&["--duration", "20ms", "--no-kernel-view"]), ctx).unwrap();
+            assert!(out.cases.iter().all(|c| !c.id.ends_with(".kernel")));
+            assert!(out.unavailable.is_empty());
+            assert_eq!(out.params["kernel_view"], "off (--no-kernel-view)");
         });
     }
 
@@ -754,6 +907,7 @@ mod tests {
                     "1",
                     "--max-gaps",
                     "10",
+                    "--no-kernel-view",
                 ]),
                 ctx,
             )

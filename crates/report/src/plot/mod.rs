@@ -12,6 +12,7 @@ pub mod ring;
 pub mod runs;
 pub mod spawn;
 pub mod split;
+pub mod stacked;
 pub mod svg;
 pub mod switch_cost;
 pub mod tick;

@@ -3,7 +3,7 @@
 //! at the dominant period apart from the rest.
 
 use super::chart::{self, Axis, Bar, Fit, Header, Key, Line, Panel, Point, Reference, Style, Unit};
-use super::Plot;
+use super::{stacked, Plot};
 use crate::format::grouped;
 use oscost_model::case::Series;
 use oscost_model::{CaseResult, ExperimentResult};
@@ -76,9 +76,56 @@ fn gaps(c: &CaseResult) -> (Vec<(f64, f64, bool)>, bool) {
     (longest.into_iter().flatten().collect(), true)
 }
 
-/// One figure per case.
+/// One figure per case, and the traced CPUs' lost time by source as stacked bars.
 pub fn plots(e: &ExperimentResult) -> Vec<Plot> {
-    e.cases.iter().filter_map(|c| figure(e, c)).collect()
+    let mut v: Vec<Plot> = e.cases.iter().filter_map(|c| figure(e, c)).collect();
+    v.extend(sources_figure(e));
+    v
+}
+
+/// Each traced CPU's lost share of the CPU, stacked by the source the kernel's events name.
+fn sources_figure(e: &ExperimentResult) -> Option<Plot> {
+    let rows: Vec<stacked::Row> = e
+        .cases
+        .iter()
+        .filter(|c| c.params.get("kernel_view").and_then(|v| v.as_bool()) == Some(true))
+        .map(|c| stacked::Row {
+            label: format!(
+                "CPU {}",
+                c.params.get("cpu").and_then(|v| v.as_u64()).unwrap_or(0)
+            ),
+            parts: crate::views::noise::sources(c)
+                .into_iter()
+                .filter_map(|(k, label)| {
+                    Some((label, *c.counters.get(&format!("source.{k}.cpu_lost_pct"))?))
+                })
+                .collect(),
+            mark: None,
+        })
+        .collect();
+    if rows.is_empty() {
+        return None;
+    }
+    let svg = stacked::figure(
+        &format!(
+            "{}: where a busy loop's time went, by the kernel's events",
+            e.name
+        ),
+        &[
+            "One bar per CPU (a second spin, traced): the share of the CPU the loop lost, \
+           split by what the kernel's tracepoints show ran in each gap (the local timer, an \
+           interrupt by name, a softirq by kind, another task by name, a page fault); gaps \
+           no event explains are outside the kernel's view (a hypervisor, an SMI)."
+                .to_owned(),
+        ],
+        "share of the CPU lost",
+        Unit::Percent,
+        &rows,
+    );
+    Some(Plot {
+        name: format!("{}.kernel", e.name),
+        svg,
+    })
 }
 
 fn figure(e: &ExperimentResult, c: &CaseResult) -> Option<Plot> {

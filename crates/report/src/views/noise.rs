@@ -6,6 +6,7 @@ use super::View;
 use crate::format::fmt_ns;
 use crate::format::grouped;
 use oscost_model::schema::ExperimentResult;
+use oscost_model::CaseResult;
 use serde_json::Value;
 
 /// The per-CPU table.
@@ -17,6 +18,7 @@ pub fn views(e: &ExperimentResult) -> Vec<View> {
     let rows = e
         .cases
         .iter()
+        .filter(|c| !is_kernel(c))
         .map(|c| {
             let get = |k: &str| c.counters.get(k).copied();
             let ns = |k: &str| get(k).map_or_else(|| "-".into(), fmt_ns);
@@ -68,7 +70,7 @@ pub fn views(e: &ExperimentResult) -> Vec<View> {
             fmt_ns(t)
         ));
     }
-    vec![View {
+    let mut views = vec![View {
         title: format!("{}: interruptions of a busy loop per CPU", e.name),
         head: [
             "cpu",
@@ -87,5 +89,109 @@ pub fn views(e: &ExperimentResult) -> Vec<View> {
         .to_vec(),
         rows,
         notes,
-    }]
+    }];
+    views.extend(e.cases.iter().filter(|c| is_kernel(c)).map(kernel_view));
+    views
+}
+
+/// A case of the traced pass.
+fn is_kernel(c: &CaseResult) -> bool {
+    c.params.get("kernel_view").and_then(Value::as_bool) == Some(true)
+}
+
+/// The sources of one traced CPU's gaps, largest share first, as `(key, label)`.
+pub fn sources(c: &CaseResult) -> Vec<(String, String)> {
+    let Some(labels) = c.params.get("sources").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    let lost = |k: &str| {
+        c.counters
+            .get(&format!("source.{k}.cpu_lost_pct"))
+            .copied()
+            .unwrap_or(0.0)
+    };
+    let mut v: Vec<(String, String)> = labels
+        .iter()
+        .map(|(k, l)| (k.clone(), l.as_str().unwrap_or(k).to_owned()))
+        .collect();
+    v.sort_by(|a, b| lost(&b.0).total_cmp(&lost(&a.0)));
+    v
+}
+
+/// One traced CPU: its gaps by the kernel event that took them.
+fn kernel_view(c: &CaseResult) -> View {
+    let get = |k: &str| c.counters.get(k).copied();
+    let ns = |k: &str| get(k).map_or_else(|| "-".into(), fmt_ns);
+    let rows = sources(c)
+        .into_iter()
+        .map(|(k, label)| {
+            let f = |what: &str| format!("source.{k}.{what}");
+            vec![
+                label,
+                get(&f("per_s")).map_or_else(|| "-".into(), |v| format!("{v:.1}")),
+                ns(&f("median_ns")),
+                ns(&f("p99_ns")),
+                get(&f("cpu_lost_pct")).map_or_else(|| "-".into(), |v| format!("{v:.3} %")),
+                ns(&f("in_events_ns")),
+            ]
+        })
+        .collect();
+    let cpu = c.params.get("cpu").and_then(Value::as_u64).unwrap_or(0);
+    let mut notes = Vec::new();
+    if let (Some(a), Some(lost)) = (get("attributed_pct"), get("cpu_lost_pct")) {
+        let mut outside = format!(
+            "attributed: {a:.1} % of the {lost:.3} % of the CPU lost; in the events' own \
+             handlers: {:.1} %",
+            get("in_events_pct").unwrap_or(0.0)
+        );
+        if let Some(p) = get("outside_period_ns") {
+            outside.push_str(&format!(
+                "; outside the kernel's view: {:.0} % of those gaps come every {} (a rhythm \
+                 the guest kernel does not see: a hypervisor's timer, an SMI)",
+                get("outside_periodic_share_pct").unwrap_or(0.0),
+                fmt_ns(p)
+            ));
+        }
+        notes.push(outside);
+    }
+    if let (Some(t), Some(loc)) = (get("timer_events_in_window"), get("local_timer_interrupts")) {
+        notes.push(format!(
+            "local timer: {t:.0} entries traced against {loc:.0} in /proc/interrupts over the \
+             same window ({:.1} per s, every {}); its handler {} (median), a gap it took {}",
+            get("local_timer_per_s").unwrap_or(0.0),
+            ns("timer_period_ns"),
+            ns("timer_handler_median_ns"),
+            ns("timer_gap_median_ns"),
+        ));
+    }
+    if let (Some(cost), Some(plain)) =
+        (get("trace_cost_cpu_lost_pct"), get("untraced_cpu_lost_pct"))
+    {
+        notes.push(format!(
+            "what tracing cost: the CPU lost {:.3} % traced against {plain:.3} % untraced \
+             ({cost:+.3} points)",
+            plain + cost
+        ));
+    }
+    for k in c.checks.iter().filter(|k| !k.passed) {
+        notes.push(format!(
+            "* {}: {} counted {:.1}, expected {:.1}: {}",
+            c.id, k.name, k.counted, k.expected, k.detail
+        ));
+    }
+    View {
+        title: format!("noise: CPU {cpu} as the kernel saw it (a second, traced spin)"),
+        head: [
+            "source",
+            "per s",
+            "median",
+            "p99",
+            "CPU lost",
+            "in events, each",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+        notes,
+    }
 }

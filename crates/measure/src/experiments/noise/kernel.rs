@@ -1,0 +1,297 @@
+//! `noise`'s traced pass: the same spin again with the kernel's tracepoints recorded, each gap
+//! matched with the kernel events inside it, and the local timer's rate counted from the
+//! kernel's own events.
+
+use super::{read_interrupts, spin_all, ticks, CpuNoise, CpuSpin, Interrupts, NAME};
+use crate::kview::{self, Event, Kind, Session, LOCAL_TIMER, NOISE_EVENTS, OUTSIDE};
+use oscost_model::case::{Case, Check, Samples};
+use oscost_sys::clock::Clock;
+use oscost_sys::ktrace::Unavailable;
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicBool;
+
+/// The traced timer count must be within this of `/proc/interrupts`' over the same window.
+const TIMER_TOLERANCE: f64 = 0.02;
+/// Samples handed up at most (as for the untraced pass).
+const MAX_SAMPLES: usize = 20_000;
+
+/// What the traced pass recorded.
+pub(super) struct Traced {
+    pub spins: Vec<CpuSpin>,
+    events: Vec<Event>,
+    counts: BTreeMap<(u32, String), u64>,
+    window_s: f64,
+    lost: u64,
+    /// `/proc/interrupts` before and after, with the counter readings beside them.
+    loc: Option<(Interrupts, Interrupts, u64, u64)>,
+    /// What was changed on the machine (tracefs mounted), and the tracepoints missing.
+    pub notes: Vec<String>,
+}
+
+/// Spins again on `cpus` with the tracepoints on. `Ok(Err(_))`: tracing is not to be had here,
+/// in one line that says why and how to get it.
+pub(super) fn traced_pass(
+    clock: &Clock,
+    cpus: &[usize],
+    duration_ns: u64,
+    threshold: u64,
+    capacity: usize,
+    cancel: &AtomicBool,
+) -> anyhow::Result<Result<Traced, Unavailable>> {
+    let mut session = match Session::open(NOISE_EVENTS, cpus) {
+        Ok(s) => s,
+        Err(u) => return Ok(Err(u)),
+    };
+    let mut notes: Vec<String> = session.mounted().map(str::to_owned).into_iter().collect();
+    if !session.missing().is_empty() {
+        notes.push(format!(
+            "tracepoints this kernel lacks, not traced: {}",
+            session.missing().join(", ")
+        ));
+    }
+    session.start(clock)?;
+    let before = read_interrupts();
+    let t0 = clock.now();
+    let until = clock.now() + ticks(clock, duration_ns as f64);
+    let spins = spin_all(clock, cpus, until, threshold, capacity, cancel);
+    let t1 = clock.now();
+    let after = read_interrupts();
+    // Stopped on every path, so the rings are read and closed even when the spin failed.
+    let stopped = session.stop(clock)?;
+    Ok(Ok(Traced {
+        spins: spins?,
+        events: stopped.events,
+        counts: stopped.counts,
+        window_s: stopped.window_ns as f64 / 1e9,
+        lost: stopped.lost,
+        loc: before.zip(after).map(|(a, b)| (a, b, t0, t1)),
+        notes,
+    }))
+}
+
+fn pct(part: f64, whole: f64) -> f64 {
+    if whole > 0.0 {
+        part / whole * 100.0
+    } else {
+        0.0
+    }
+}
+
+/// The case of one CPU's traced spin: its gaps by source, the timer's rate from the kernel's
+/// events against `/proc/interrupts`, and what tracing cost against the untraced spin `plain`.
+pub(super) fn kernel_case(
+    n: &CpuNoise,
+    s: &CpuSpin,
+    t: &Traced,
+    clock: &Clock,
+    iteration: f64,
+    plain: Option<&CpuNoise>,
+) -> Case {
+    let cpu = n.cpu;
+    let start = s.spin.start;
+    let to_ns = |ticks: f64| clock.ticks_to_ns(ticks - start as f64);
+    let mine: Vec<(f64, &Kind)> = t
+        .events
+        .iter()
+        .filter(|e| e.cpu as usize == cpu)
+        .map(|e| (to_ns(e.ticks), &e.kind))
+        .collect();
+    let (segs, faults) = kview::segments(&mine, i64::from(s.tid));
+    let gaps: Vec<(f64, f64)> = s
+        .gaps
+        .iter()
+        .map(|g| (to_ns(g.at as f64), clock.ticks_to_ns(g.len as f64)))
+        .collect();
+    // The loop's readings bracket an interruption to within one iteration on each side.
+    let tol = clock.ticks_to_ns(iteration) + 100.0;
+    let views = kview::attribute(&gaps, &segs, &faults, tol);
+    let rows = kview::table(&n.lens_ns, &views);
+    let lost: f64 = n.lens_ns.iter().sum();
+    let span_s = n.span_s();
+
+    let mut case = Case::new(
+        format!("{NAME}.cpu{cpu}.kernel"),
+        format!(
+            "the loop spun again on CPU {cpu} for {span_s:.2} s with the kernel's tracepoints \
+             recorded: each gap matched with the kernel events inside it"
+        ),
+        "interruption",
+        Samples {
+            per_op_ns: super::spread(&n.lens_ns, MAX_SAMPLES),
+            per_op_ticks: super::spread(&n.lens_ticks, MAX_SAMPLES),
+            iterations_per_sample: 1,
+            loop_overhead_ns: clock.ticks_to_ns(iteration),
+        },
+    )
+    .param("cpu", cpu as u64)
+    .param("kernel_view", true);
+    let labels: BTreeMap<String, String> = rows
+        .iter()
+        .map(|r| (kview::key(&r.source), r.source.clone()))
+        .collect();
+    case.params.insert("sources".into(), json!(labels));
+    let c = &mut case.counters;
+    c.insert("gaps".into(), n.gaps_seen as f64);
+    c.insert("gaps_per_s".into(), n.gaps_per_s());
+    c.insert("span_s".into(), span_s);
+    c.insert("cpu_lost_pct".into(), pct(lost, n.span_ns));
+    let outside: f64 = rows
+        .iter()
+        .filter(|r| r.source == OUTSIDE)
+        .map(|r| r.lost)
+        .sum();
+    let explained: f64 = rows.iter().map(|r| r.explained).sum();
+    c.insert("attributed_pct".into(), pct(lost - outside, lost));
+    c.insert("outside_pct".into(), pct(outside, lost));
+    c.insert("in_events_pct".into(), pct(explained, lost));
+    // What the kernel cannot see may still keep a rhythm of its own (a host's timer).
+    let outside_starts: Vec<f64> = gaps
+        .iter()
+        .zip(&views)
+        .filter(|(_, v)| v.source.is_none())
+        .map(|(g, _)| g.0)
+        .take(super::PERIOD_EVENTS)
+        .collect();
+    if let Some(p) = oscost_stats::periodic::dominant_period(&outside_starts, super::SEARCH) {
+        c.insert("outside_period_ns".into(), p.period);
+        c.insert(
+            "outside_periodic_share_pct".into(),
+            pct(p.members.len() as f64, outside_starts.len() as f64),
+        );
+    }
+    for r in &rows {
+        let k = format!("source.{}", kview::key(&r.source));
+        c.insert(format!("{k}.count"), r.count as f64);
+        c.insert(format!("{k}.per_s"), r.count as f64 / span_s);
+        c.insert(format!("{k}.median_ns"), r.median);
+        c.insert(format!("{k}.p99_ns"), r.p99);
+        c.insert(format!("{k}.cpu_lost_pct"), pct(r.lost, n.span_ns));
+        c.insert(format!("{k}.in_events_ns"), r.explained / r.count as f64);
+    }
+    // Every record of each tracepoint, so the counts can be held against `perf stat`.
+    for ((on, name), n) in &t.counts {
+        if *on as usize == cpu {
+            let key = format!("events.{}", name.replace(':', "."));
+            case.counters.insert(key.clone(), *n as f64);
+            case.counters
+                .insert(format!("{key}.per_s"), *n as f64 / t.window_s);
+        }
+    }
+    case.counters.insert("trace_window_s".into(), t.window_s);
+    timer_figures(&mut case, &mine, &segs, &gaps, &views, n, t, clock, start);
+    if let Some(p) = plain {
+        let lost_plain = pct(p.lens_ns.iter().sum(), p.span_ns);
+        let c = &mut case.counters;
+        c.insert("untraced_cpu_lost_pct".into(), lost_plain);
+        c.insert("untraced_gaps_per_s".into(), p.gaps_per_s());
+        c.insert(
+            "trace_cost_cpu_lost_pct".into(),
+            pct(lost, n.span_ns) - lost_plain,
+        );
+    }
+    if t.lost > 0 {
+        case.warnings.push(format!(
+            "{} trace records were lost (a ring filled up): some gaps lack their events and \
+             the timer's count falls short",
+            t.lost
+        ));
+        case.counters
+            .insert("trace_records_lost".into(), t.lost as f64);
+    }
+    case
+}
+
+/// The local timer from the kernel's own events: its rate against `/proc/interrupts` over
+/// the same window (a check), its handler's length, and the timer gaps' length beside it.
+#[allow(clippy::too_many_arguments)]
+fn timer_figures(
+    case: &mut Case,
+    mine: &[(f64, &Kind)],
+    segs: &[kview::Segment],
+    gaps: &[(f64, f64)],
+    views: &[kview::GapView],
+    n: &CpuNoise,
+    t: &Traced,
+    clock: &Clock,
+    start: u64,
+) {
+    let cpu = n.cpu;
+    let entries: Vec<f64> = mine
+        .iter()
+        .filter(|(_, k)| matches!(k, Kind::Enter(_, l) if l == LOCAL_TIMER))
+        .map(|(at, _)| *at)
+        .collect();
+    if entries.is_empty() {
+        case.warnings.push(format!(
+            "no local timer event on CPU {cpu} in the trace: the timer's rate is not checked \
+             against the kernel's events"
+        ));
+        return;
+    }
+    let mut handler: Vec<f64> = segs
+        .iter()
+        .filter(|s| s.label == LOCAL_TIMER)
+        .map(|s| s.to - s.from)
+        .collect();
+    handler.sort_by(f64::total_cmp);
+    let mut intervals: Vec<f64> = entries.windows(2).map(|w| w[1] - w[0]).collect();
+    intervals.sort_by(f64::total_cmp);
+    let mut timer_gaps: Vec<f64> = gaps
+        .iter()
+        .zip(views)
+        .filter(|(_, v)| v.source.as_deref() == Some(LOCAL_TIMER))
+        .map(|(g, _)| g.1)
+        .collect();
+    timer_gaps.sort_by(f64::total_cmp);
+    let c = &mut case.counters;
+    c.insert("timer_events".into(), entries.len() as f64);
+    c.insert(
+        "timer_events_per_s".into(),
+        entries.len() as f64 / n.span_s(),
+    );
+    c.insert(
+        "timer_period_ns".into(),
+        oscost_stats::percentile(&intervals, 50.0),
+    );
+    if !handler.is_empty() {
+        c.insert(
+            "timer_handler_median_ns".into(),
+            oscost_stats::percentile(&handler, 50.0),
+        );
+    }
+    let in_gaps = views.iter().filter(|v| v.timer).count();
+    c.insert("timer_events_in_gaps".into(), in_gaps as f64);
+    if !timer_gaps.is_empty() {
+        c.insert(
+            "timer_gap_median_ns".into(),
+            oscost_stats::percentile(&timer_gaps, 50.0),
+        );
+    }
+    let Some((before, after, t0, t1)) = &t.loc else {
+        return;
+    };
+    let (Some(a), Some(b)) = (before.local_timer.get(&cpu), after.local_timer.get(&cpu)) else {
+        return;
+    };
+    let loc = b.saturating_sub(*a) as f64;
+    let (w0, w1) = (
+        clock.ticks_to_ns(t0.wrapping_sub(start) as i64 as f64),
+        clock.ticks_to_ns(t1.wrapping_sub(start) as i64 as f64),
+    );
+    let window_s = (w1 - w0) / 1e9;
+    let traced = entries.iter().filter(|&&e| e >= w0 && e <= w1).count() as f64;
+    c.insert("local_timer_interrupts".into(), loc);
+    c.insert("local_timer_per_s".into(), loc / window_s);
+    c.insert("timer_events_in_window".into(), traced);
+    case.checks.push(Check::near(
+        "timer_events_vs_local_timer",
+        loc,
+        traced,
+        (TIMER_TOLERANCE * loc).max(1.0),
+        &format!(
+            "local timer entries the kernel traced on CPU {cpu} between the two readings of \
+             /proc/interrupts ({window_s:.2} s), against its LOC count; within ±2 %"
+        ),
+    ));
+}

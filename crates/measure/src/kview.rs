@@ -1,0 +1,555 @@
+//! The kernel's own view of a measured run: its tracepoint records (read by
+//! `oscost_sys::ktrace`) decoded into events on oscost's time line, and the pure functions
+//! that match them with what a measuring loop saw (which interrupt, softirq or task took a
+//! gap of a busy loop).
+
+use oscost_sys::clock::Clock;
+use oscost_sys::ktrace::{Format, Record, Tracefs, Tracer, Unavailable};
+use std::collections::{BTreeMap, HashMap};
+
+/// The label of time no kernel event explains.
+pub const OUTSIDE: &str = "outside the kernel's view";
+/// The label of the local timer interrupt's handler.
+pub const LOCAL_TIMER: &str = "local timer";
+
+/// The x86 interrupt vectors with entry and exit tracepoints, and the label of each.
+const VECTORS: &[(&str, &str)] = &[
+    ("local_timer", LOCAL_TIMER),
+    ("reschedule", "IPI reschedule"),
+    ("call_function", "IPI call function"),
+    ("call_function_single", "IPI call function single"),
+    ("irq_work", "IPI irq work"),
+    ("x86_platform_ipi", "IPI platform"),
+    ("thermal_apic", "thermal interrupt"),
+    ("error_apic", "APIC error"),
+    ("spurious_apic", "spurious interrupt"),
+];
+
+/// The softirq kinds, by vector number (`include/linux/interrupt.h`).
+const SOFTIRQS: &[&str] = &[
+    "HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU",
+];
+
+/// The tracepoints the noise attribution reads (those a kernel lacks are skipped).
+pub const NOISE_EVENTS: &[(&str, &str)] = &[
+    ("irq_vectors", "local_timer_entry"),
+    ("irq_vectors", "local_timer_exit"),
+    ("irq_vectors", "reschedule_entry"),
+    ("irq_vectors", "reschedule_exit"),
+    ("irq_vectors", "call_function_entry"),
+    ("irq_vectors", "call_function_exit"),
+    ("irq_vectors", "call_function_single_entry"),
+    ("irq_vectors", "call_function_single_exit"),
+    ("irq_vectors", "irq_work_entry"),
+    ("irq_vectors", "irq_work_exit"),
+    ("irq_vectors", "x86_platform_ipi_entry"),
+    ("irq_vectors", "x86_platform_ipi_exit"),
+    ("irq_vectors", "thermal_apic_entry"),
+    ("irq_vectors", "thermal_apic_exit"),
+    ("irq_vectors", "error_apic_entry"),
+    ("irq_vectors", "error_apic_exit"),
+    ("irq_vectors", "spurious_apic_entry"),
+    ("irq_vectors", "spurious_apic_exit"),
+    ("irq", "irq_handler_entry"),
+    ("irq", "irq_handler_exit"),
+    ("irq", "softirq_entry"),
+    ("irq", "softirq_exit"),
+    ("sched", "sched_switch"),
+];
+
+/// What one event was.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Kind {
+    /// A handler started: its matching key and its label.
+    Enter(String, String),
+    /// A handler ended: its matching key.
+    Exit(String),
+    /// The scheduler switched tasks.
+    Switch {
+        /// The task leaving.
+        prev_tid: i64,
+        /// Its state: 0 is preempted (still runnable), anything else went to sleep.
+        prev_state: i64,
+        /// The task coming in and its name.
+        next_tid: i64,
+        /// Its name.
+        next_comm: String,
+    },
+    /// A page fault in user space.
+    Fault,
+}
+
+/// One kernel event on oscost's time line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    /// Counter ticks, on the same counter the loop read.
+    pub ticks: f64,
+    /// The CPU it happened on.
+    pub cpu: u32,
+    /// What it was.
+    pub kind: Kind,
+}
+
+/// Maps `CLOCK_MONOTONIC_RAW` ns onto the counter with two anchors taken around the run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TimeMap {
+    a: (u64, u64),
+    ticks_per_ns: f64,
+}
+
+impl TimeMap {
+    /// From two `(counter, raw ns)` anchors (see `oscost_sys::ktrace::anchor`).
+    pub fn new(a: (u64, u64), b: (u64, u64)) -> TimeMap {
+        let dn = b.1.saturating_sub(a.1).max(1) as f64;
+        TimeMap {
+            a,
+            ticks_per_ns: b.0.wrapping_sub(a.0) as f64 / dn,
+        }
+    }
+
+    /// The counter reading at raw time `ns`.
+    pub fn ticks(&self, ns: u64) -> f64 {
+        self.a.0 as f64 + (ns as f64 - self.a.1 as f64) * self.ticks_per_ns
+    }
+}
+
+/// Turns records into events by the formats of the tracepoints they came from.
+pub struct Decoder {
+    by_id: HashMap<u64, Format>,
+    /// Handlers whose exit is traced too: an entry without its exit would hold the stack.
+    paired: Vec<String>,
+}
+
+impl Decoder {
+    /// A decoder for the tracepoints `formats`.
+    pub fn new(formats: &[Format]) -> Decoder {
+        let paired = VECTORS
+            .iter()
+            .map(|(v, _)| *v)
+            .filter(|v| {
+                let has = |end: &str| {
+                    formats
+                        .iter()
+                        .any(|f| f.name == format!("irq_vectors:{v}_{end}"))
+                };
+                has("entry") && has("exit")
+            })
+            .map(str::to_owned)
+            .collect();
+        Decoder {
+            by_id: formats.iter().map(|f| (f.id, f.clone())).collect(),
+            paired,
+        }
+    }
+
+    /// The event of `r`, or `None` for a record of no known tracepoint.
+    pub fn decode(&self, r: &Record, map: &TimeMap) -> Option<Event> {
+        let f = self.by_id.get(&r.event_id())?;
+        let (sys, ev) = f.name.split_once(':')?;
+        let kind = match (sys, ev) {
+            ("irq_vectors", _) => {
+                let (vec, end) = ev
+                    .strip_suffix("_entry")
+                    .map(|v| (v, false))
+                    .or_else(|| ev.strip_suffix("_exit").map(|v| (v, true)))?;
+                let label = VECTORS.iter().find(|(n, _)| *n == vec)?.1;
+                if !self.paired.iter().any(|p| p == vec) {
+                    return None;
+                }
+                if end {
+                    Kind::Exit(vec.into())
+                } else {
+                    Kind::Enter(vec.into(), label.into())
+                }
+            }
+            ("irq", "irq_handler_entry") => {
+                let name = f.string(&r.raw, "name").unwrap_or_default();
+                let irq = f.int(&r.raw, "irq").unwrap_or(-1);
+                Kind::Enter("irq".into(), format!("irq {irq} {name}"))
+            }
+            ("irq", "irq_handler_exit") => Kind::Exit("irq".into()),
+            ("irq", "softirq_entry") | ("irq", "softirq_exit") => {
+                let v = f.int(&r.raw, "vec").unwrap_or(-1);
+                let kind = usize::try_from(v)
+                    .ok()
+                    .and_then(|v| SOFTIRQS.get(v))
+                    .map_or_else(|| format!("softirq {v}"), |k| format!("softirq {k}"));
+                if ev == "softirq_entry" {
+                    Kind::Enter("softirq".into(), kind)
+                } else {
+                    Kind::Exit("softirq".into())
+                }
+            }
+            ("sched", "sched_switch") => Kind::Switch {
+                prev_tid: f.int(&r.raw, "prev_pid")?,
+                prev_state: f.int(&r.raw, "prev_state")?,
+                next_tid: f.int(&r.raw, "next_pid")?,
+                next_comm: f.string(&r.raw, "next_comm")?,
+            },
+            ("exceptions", _) => Kind::Fault,
+            _ => return None,
+        };
+        Some(Event {
+            ticks: map.ticks(r.time_ns),
+            cpu: r.cpu,
+            kind,
+        })
+    }
+}
+
+/// A stretch of one CPU's time the kernel's events give to one label (the innermost handler,
+/// or the task that ran instead of the loop).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Segment {
+    /// Start and end, in the caller's unit.
+    pub from: f64,
+    /// End.
+    pub to: f64,
+    /// What ran.
+    pub label: String,
+}
+
+/// The stretches of one CPU's time the events `(at, kind)` (in time order, one CPU) explain,
+/// and the instants of page faults. `loop_tid` is the measuring task: while another task runs
+/// in its place, that task's name labels the time.
+pub fn segments(events: &[(f64, &Kind)], loop_tid: i64) -> (Vec<Segment>, Vec<f64>) {
+    let mut segs = Vec::new();
+    let mut faults = Vec::new();
+    // The stack of what runs: (key, label); the bottom may be another task.
+    let mut stack: Vec<(String, String)> = Vec::new();
+    let mut last = f64::NAN;
+    for &(at, kind) in events {
+        if let Some((_, label)) = stack.last() {
+            if at > last {
+                segs.push(Segment {
+                    from: last,
+                    to: at,
+                    label: label.clone(),
+                });
+            }
+        }
+        last = at;
+        match kind {
+            Kind::Enter(key, label) => stack.push((key.clone(), label.clone())),
+            Kind::Exit(key) => {
+                if let Some(i) = stack.iter().rposition(|(k, _)| k == key) {
+                    stack.truncate(i);
+                }
+            }
+            Kind::Switch {
+                next_tid,
+                next_comm,
+                ..
+            } => {
+                // A switch ends whatever handler ran before it on this CPU's stack.
+                stack.clear();
+                if *next_tid != loop_tid {
+                    let name = if *next_tid == 0 {
+                        "idle".to_owned()
+                    } else {
+                        format!("task {next_comm}")
+                    };
+                    stack.push(("task".into(), name));
+                }
+            }
+            // Another task's faults are that task's time, already labelled.
+            Kind::Fault if !stack.iter().any(|(k, _)| k == "task") => faults.push(at),
+            Kind::Fault => {}
+        }
+    }
+    (segs, faults)
+}
+
+/// What the kernel says about one gap of the loop.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GapView {
+    /// The label that took most of the gap, a page fault, or `None`: no event inside.
+    pub source: Option<String>,
+    /// Time inside the gap the events explain.
+    pub explained: f64,
+    /// Whether the local timer's handler ran inside it.
+    pub timer: bool,
+}
+
+/// Matches each gap `(start, length)` (in time order) with the segments and faults inside it
+/// (widened by `tol` on both sides: the loop's readings bracket the interruption).
+pub fn attribute(gaps: &[(f64, f64)], segs: &[Segment], faults: &[f64], tol: f64) -> Vec<GapView> {
+    gaps.iter()
+        .map(|&(g0, len)| {
+            let (lo, hi) = (g0 - tol, g0 + len + tol);
+            let first = segs.partition_point(|s| s.to < lo);
+            let mut by: BTreeMap<&str, f64> = BTreeMap::new();
+            let mut timer = false;
+            for s in segs[first..].iter().take_while(|s| s.from <= hi) {
+                let t = s.to.min(hi) - s.from.max(lo);
+                if t >= 0.0 {
+                    *by.entry(&s.label).or_insert(0.0) += t;
+                    timer |= s.label == LOCAL_TIMER;
+                }
+            }
+            let explained: f64 = by.values().sum();
+            let source = by
+                .iter()
+                .max_by(|a, b| a.1.total_cmp(b.1))
+                .map(|(l, _)| (*l).to_owned())
+                .or_else(|| {
+                    let i = faults.partition_point(|&f| f < lo);
+                    faults
+                        .get(i)
+                        .filter(|&&f| f <= hi)
+                        .map(|_| "page fault".to_owned())
+                });
+            GapView {
+                source,
+                explained: explained.min(len),
+                timer,
+            }
+        })
+        .collect()
+}
+
+/// One source's line of the table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SourceRow {
+    /// The label.
+    pub source: String,
+    /// Gaps it took.
+    pub count: usize,
+    /// Their median and p99 length.
+    pub median: f64,
+    /// p99.
+    pub p99: f64,
+    /// Their total length.
+    pub lost: f64,
+    /// The time the events explain in them.
+    pub explained: f64,
+}
+
+/// The gaps grouped by source, the largest total first; unexplained gaps under [`OUTSIDE`].
+pub fn table(lens: &[f64], views: &[GapView]) -> Vec<SourceRow> {
+    let mut by: BTreeMap<String, (Vec<f64>, f64)> = BTreeMap::new();
+    for (len, v) in lens.iter().zip(views) {
+        let e = by
+            .entry(v.source.clone().unwrap_or_else(|| OUTSIDE.into()))
+            .or_default();
+        e.0.push(*len);
+        e.1 += v.explained;
+    }
+    let mut rows: Vec<SourceRow> = by
+        .into_iter()
+        .map(|(source, (mut l, explained))| {
+            l.sort_by(f64::total_cmp);
+            SourceRow {
+                source,
+                count: l.len(),
+                median: oscost_stats::percentile(&l, 50.0),
+                p99: oscost_stats::percentile(&l, 99.0),
+                lost: l.iter().sum(),
+                explained,
+            }
+        })
+        .collect();
+    rows.sort_by(|a, b| b.lost.total_cmp(&a.lost));
+    rows
+}
+
+/// A short key for a label in counter names: lower case, words joined by `_`.
+pub fn key(label: &str) -> String {
+    let mut k = String::new();
+    for c in label.chars() {
+        if c.is_ascii_alphanumeric() {
+            k.push(c.to_ascii_lowercase());
+        } else if !k.ends_with('_') {
+            k.push('_');
+        }
+    }
+    k.trim_matches('_').to_owned()
+}
+
+/// A traced run: the tracer, its tracefs, and where their times are anchored.
+pub struct Session {
+    /// Kept so a tracefs mounted for the run is unmounted after it, and only then.
+    _fs: Tracefs,
+    tracer: Tracer,
+    mounted: Option<String>,
+    start: (u64, u64),
+}
+
+impl Session {
+    /// Opens `events` on `cpus`, disabled.
+    pub fn open(events: &[(&str, &str)], cpus: &[usize]) -> Result<Session, Unavailable> {
+        let fs = Tracefs::open()?;
+        let mounted = fs.mounted_here().then(|| {
+            format!(
+                "tracefs was not mounted: mounted on {} for the traced pass, unmounted after",
+                fs.root().display()
+            )
+        });
+        let tracer = Tracer::open(&fs, events, cpus, oscost_sys::ktrace::DEFAULT_RING_PAGES)?;
+        Ok(Session {
+            _fs: fs,
+            tracer,
+            mounted,
+            start: (0, 0),
+        })
+    }
+
+    /// What was changed on the machine for the session, if anything.
+    pub fn mounted(&self) -> Option<&str> {
+        self.mounted.as_deref()
+    }
+
+    /// Tracepoints this kernel lacks.
+    pub fn missing(&self) -> &[String] {
+        self.tracer.missing()
+    }
+
+    /// Starts recording; anchors the time line.
+    pub fn start(&mut self, clock: &Clock) -> std::io::Result<()> {
+        self.tracer.enable()?;
+        self.start = oscost_sys::ktrace::anchor(|| clock.now());
+        Ok(())
+    }
+
+    /// Stops recording and decodes every event; counts the records of each tracepoint per
+    /// CPU (`(cpu, sys:event)`), and those the kernel dropped.
+    pub fn stop(&mut self, clock: &Clock) -> std::io::Result<Stopped> {
+        let end = oscost_sys::ktrace::anchor(|| clock.now());
+        self.tracer.disable()?;
+        let map = TimeMap::new(self.start, end);
+        let dec = Decoder::new(self.tracer.formats());
+        let records = self.tracer.drain();
+        let mut counts: BTreeMap<(u32, String), u64> = BTreeMap::new();
+        for r in &records {
+            if let Some(f) = dec.by_id.get(&r.event_id()) {
+                *counts.entry((r.cpu, f.name.clone())).or_insert(0) += 1;
+            }
+        }
+        Ok(Stopped {
+            events: records.iter().filter_map(|r| dec.decode(r, &map)).collect(),
+            counts,
+            lost: self.tracer.lost(),
+            window_ns: end.1.saturating_sub(self.start.1),
+        })
+    }
+}
+
+/// What a session recorded.
+pub struct Stopped {
+    /// The decoded events, in time order.
+    pub events: Vec<Event>,
+    /// Records per `(cpu, sys:event)`.
+    pub counts: BTreeMap<(u32, String), u64>,
+    /// Records the kernel dropped (a ring was full).
+    pub lost: u64,
+    /// How long recording was on, ns.
+    pub window_ns: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn enter(k: &str, l: &str) -> Kind {
+        Kind::Enter(k.into(), l.into())
+    }
+
+    fn exit(k: &str) -> Kind {
+        Kind::Exit(k.into())
+    }
+
+    fn switch(prev: i64, next: i64, comm: &str) -> Kind {
+        Kind::Switch {
+            prev_tid: prev,
+            prev_state: 0,
+            next_tid: next,
+            next_comm: comm.into(),
+        }
+    }
+
+    /// A tick with its softirq, a device interrupt, another task, and a gap nothing explains.
+    #[test]
+    fn known_events_are_given_to_known_gaps() {
+        let evs = [
+            (100.0, enter("local_timer", LOCAL_TIMER)),
+            (103.0, exit("local_timer")),
+            (104.0, enter("softirq", "softirq TIMER")),
+            (105.0, exit("softirq")),
+            (200.0, enter("irq", "irq 36 virtio1-req.0")),
+            (202.0, exit("irq")),
+            (300.0, switch(7, 9, "kworker/0:1")),
+            (310.0, enter("local_timer", LOCAL_TIMER)),
+            (311.0, exit("local_timer")),
+            (340.0, switch(9, 7, "oscost-noise")),
+            (500.0, Kind::Fault),
+        ];
+        let refs: Vec<(f64, &Kind)> = evs.iter().map(|(t, k)| (*t, k)).collect();
+        let (segs, faults) = segments(&refs, 7);
+        assert_eq!(segs.len(), 6, "{segs:?}");
+        assert_eq!(faults, vec![500.0]);
+        // Inside the other task's run, the tick is the tick's and the rest the task's.
+        assert_eq!(segs[3].label, "task kworker/0:1");
+        assert_eq!((segs[3].from, segs[3].to), (300.0, 310.0));
+        assert_eq!(segs[4].label, LOCAL_TIMER);
+
+        let gaps = [
+            (99.0, 7.0),
+            (199.5, 3.0),
+            (299.0, 42.0),
+            (400.0, 5.0),
+            (499.0, 3.0),
+        ];
+        let v = attribute(&gaps, &segs, &faults, 0.5);
+        assert_eq!(v[0].source.as_deref(), Some(LOCAL_TIMER));
+        assert!(v[0].timer);
+        assert_eq!(v[0].explained, 4.0);
+        assert_eq!(v[1].source.as_deref(), Some("irq 36 virtio1-req.0"));
+        assert_eq!(v[2].source.as_deref(), Some("task kworker/0:1"));
+        assert!(v[2].timer);
+        assert_eq!(v[2].explained, 40.0);
+        assert_eq!(v[3].source, None);
+        assert_eq!(v[4].source.as_deref(), Some("page fault"));
+
+        let lens: Vec<f64> = gaps.iter().map(|g| g.1).collect();
+        let t = table(&lens, &v);
+        assert_eq!(t[0].source, "task kworker/0:1");
+        assert_eq!(t.iter().map(|r| r.count).sum::<usize>(), gaps.len());
+        let outside = t.iter().find(|r| r.source == OUTSIDE).unwrap();
+        assert_eq!((outside.count, outside.lost), (1, 5.0));
+    }
+
+    #[test]
+    fn an_exit_without_its_entry_changes_nothing() {
+        let evs = [
+            (1.0, exit("irq")),
+            (2.0, enter("irq", "irq 1 x")),
+            (4.0, exit("irq")),
+        ];
+        let refs: Vec<(f64, &Kind)> = evs.iter().map(|(t, k)| (*t, k)).collect();
+        let (segs, _) = segments(&refs, 1);
+        assert_eq!(segs.len(), 1);
+        assert_eq!((segs[0].from, segs[0].to), (2.0, 4.0));
+    }
+
+    #[test]
+    fn the_time_map_is_linear_between_its_anchors() {
+        let m = TimeMap::new((1000, 500), (4000, 1500));
+        assert_eq!(m.ticks(500), 1000.0);
+        assert_eq!(m.ticks(1000), 2500.0);
+        assert_eq!(m.ticks(1500), 4000.0);
+    }
+
+    #[test]
+    fn keys_are_plain() {
+        assert_eq!(key("irq 36 virtio1-req.0"), "irq_36_virtio1_req_0");
+        assert_eq!(key(OUTSIDE), "outside_the_kernel_s_view");
+    }
+
+    #[test]
+    fn the_noise_events_name_real_tracepoints() {
+        for (name, _) in VECTORS {
+            assert!(NOISE_EVENTS.contains(&("irq_vectors", &*format!("{name}_entry"))));
+            assert!(NOISE_EVENTS.contains(&("irq_vectors", &*format!("{name}_exit"))));
+        }
+    }
+}

@@ -1,0 +1,757 @@
+//! The kernel's own view: its tracepoints, read through `perf_event_open`.
+//!
+//! One ring buffer per CPU collects the chosen tracepoints of that CPU (each record carries
+//! its time, CPU, pid/tid and the event's raw fields). Times are `CLOCK_MONOTONIC_RAW`
+//! nanoseconds (`use_clockid`), the clock oscost's counter is calibrated against, so a caller
+//! maps them onto the counter with two anchors ([`anchor`]). Field offsets come from tracefs
+//! (`events/<sys>/<event>/format`), never from a guess. Everything opened is closed, and a
+//! tracefs mounted here is unmounted, when the [`Tracer`] and [`Tracefs`] are dropped.
+
+use crate::clock::monotonic_raw_ns;
+use crate::last_error;
+use perf_event_open_sys as perf;
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// Why the kernel's view cannot be had here, in one line that says how to get it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unavailable(pub String);
+
+impl std::fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Unavailable {}
+
+/// One field of a tracepoint's record, as its format file states it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Field {
+    /// The field's name (`prev_pid`).
+    pub name: String,
+    /// Byte offset in the raw record.
+    pub offset: usize,
+    /// Size in bytes.
+    pub size: usize,
+    /// Whether the value is signed.
+    pub signed: bool,
+    /// A `__data_loc` string: the field holds its offset (low 16 bits) and length.
+    pub data_loc: bool,
+    /// A fixed `char[N]` string.
+    pub chars: bool,
+}
+
+/// A tracepoint's id and fields, from tracefs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Format {
+    /// `sys:event`.
+    pub name: String,
+    /// The id perf knows it by (and the `common_type` of its records).
+    pub id: u64,
+    /// Its fields, the common ones included.
+    pub fields: Vec<Field>,
+}
+
+/// Parses a tracefs `format` file.
+pub fn parse_format(sys: &str, text: &str) -> Option<Format> {
+    let mut name = None;
+    let mut id = None;
+    let mut fields = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if let Some(n) = line.strip_prefix("name:") {
+            name = Some(format!("{sys}:{}", n.trim()));
+        } else if let Some(n) = line.strip_prefix("ID:") {
+            id = n.trim().parse().ok();
+        } else if let Some(rest) = line.strip_prefix("field:") {
+            let mut parts = rest.split(';').map(str::trim);
+            let decl = parts.next()?;
+            let mut offset = None;
+            let mut size = None;
+            let mut signed = false;
+            for p in parts {
+                if let Some(v) = p.strip_prefix("offset:") {
+                    offset = v.parse().ok();
+                } else if let Some(v) = p.strip_prefix("size:") {
+                    size = v.parse().ok();
+                } else if let Some(v) = p.strip_prefix("signed:") {
+                    signed = v == "1";
+                }
+            }
+            let data_loc = decl.starts_with("__data_loc");
+            let chars = !data_loc && decl.contains('[') && decl.contains("char");
+            // The name is the last word once array sizes are dropped: `char comm[16]`,
+            // `__data_loc char[] name`.
+            let mut bare = String::new();
+            let mut depth = 0;
+            for ch in decl.chars() {
+                match ch {
+                    '[' => depth += 1,
+                    ']' => depth -= 1,
+                    _ if depth == 0 => bare.push(ch),
+                    _ => {}
+                }
+            }
+            let fname = bare
+                .rsplit(|c: char| c.is_whitespace() || c == '*')
+                .find(|w| !w.is_empty())?;
+            fields.push(Field {
+                name: fname.to_owned(),
+                offset: offset?,
+                size: size?,
+                signed,
+                data_loc,
+                chars,
+            });
+        }
+    }
+    Some(Format {
+        name: name?,
+        id: id?,
+        fields,
+    })
+}
+
+impl Format {
+    /// The field called `name`.
+    pub fn field(&self, name: &str) -> Option<&Field> {
+        self.fields.iter().find(|f| f.name == name)
+    }
+
+    /// An integer field of `raw`, sign-extended when the format says it is signed.
+    pub fn int(&self, raw: &[u8], name: &str) -> Option<i64> {
+        let f = self.field(name)?;
+        let b = raw.get(f.offset..f.offset + f.size)?;
+        Some(match (f.size, f.signed) {
+            (1, true) => b[0] as i8 as i64,
+            (1, false) => b[0] as i64,
+            (2, true) => i16::from_ne_bytes(b.try_into().ok()?) as i64,
+            (2, false) => u16::from_ne_bytes(b.try_into().ok()?) as i64,
+            (4, true) => i32::from_ne_bytes(b.try_into().ok()?) as i64,
+            (4, false) => u32::from_ne_bytes(b.try_into().ok()?) as i64,
+            (8, _) => i64::from_ne_bytes(b.try_into().ok()?),
+            _ => return None,
+        })
+    }
+
+    /// A string field of `raw` (`char[N]` or `__data_loc char[]`), up to its first NUL.
+    pub fn string(&self, raw: &[u8], name: &str) -> Option<String> {
+        let f = self.field(name)?;
+        let bytes = if f.data_loc {
+            let loc = u32::from_ne_bytes(raw.get(f.offset..f.offset + 4)?.try_into().ok()?);
+            let (off, len) = ((loc & 0xffff) as usize, (loc >> 16) as usize);
+            raw.get(off..off + len)?
+        } else {
+            raw.get(f.offset..f.offset + f.size)?
+        };
+        let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+        Some(String::from_utf8_lossy(&bytes[..end]).into_owned())
+    }
+}
+
+/// Where tracefs is, and whether this process mounted it (then it is unmounted on drop).
+#[derive(Debug)]
+pub struct Tracefs {
+    root: PathBuf,
+    mounted_here: bool,
+}
+
+/// The standard mount point of tracefs.
+const TRACEFS_DIR: &str = "/sys/kernel/tracing";
+
+fn tracefs_mount(mounts: &str) -> Option<PathBuf> {
+    mounts.lines().find_map(|l| {
+        let mut w = l.split_whitespace();
+        let (_, dir, kind) = (w.next()?, w.next()?, w.next()?);
+        (kind == "tracefs").then(|| PathBuf::from(dir.replace("\\040", " ")))
+    })
+}
+
+impl Tracefs {
+    /// Finds tracefs, mounting it on `/sys/kernel/tracing` when it is mounted nowhere (root
+    /// only).
+    pub fn open() -> Result<Tracefs, Unavailable> {
+        let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+        if let Some(root) = tracefs_mount(&mounts) {
+            return Ok(Tracefs {
+                root,
+                mounted_here: false,
+            });
+        }
+        let supported = std::fs::read_to_string("/proc/filesystems").is_ok_and(|t| {
+            t.lines()
+                .any(|l| l.split_whitespace().last() == Some("tracefs"))
+        });
+        if !supported {
+            return Err(Unavailable(
+                "this kernel has no tracefs (CONFIG_TRACING): no tracepoints to read".into(),
+            ));
+        }
+        let dir = CString::new(TRACEFS_DIR).expect("no NUL");
+        // SAFETY: every pointer is a NUL-terminated string that outlives the call.
+        let r = unsafe {
+            libc::mount(
+                c"nodev".as_ptr(),
+                dir.as_ptr(),
+                c"tracefs".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                std::ptr::null(),
+            )
+        };
+        if r != 0 {
+            let e = io::Error::last_os_error();
+            return Err(Unavailable(format!(
+                "tracefs is not mounted and mounting it on {TRACEFS_DIR} failed ({e}): run as \
+                 root, or `mount -t tracefs nodev {TRACEFS_DIR}` first"
+            )));
+        }
+        Ok(Tracefs {
+            root: PathBuf::from(TRACEFS_DIR),
+            mounted_here: true,
+        })
+    }
+
+    /// Where it is mounted.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Whether this process mounted it (and will unmount it).
+    pub fn mounted_here(&self) -> bool {
+        self.mounted_here
+    }
+
+    /// The format of tracepoint `sys:event`, or `None` when this kernel lacks it.
+    pub fn format(&self, sys: &str, event: &str) -> Option<Format> {
+        let path = self
+            .root
+            .join("events")
+            .join(sys)
+            .join(event)
+            .join("format");
+        parse_format(sys, &std::fs::read_to_string(path).ok()?)
+    }
+}
+
+impl Drop for Tracefs {
+    fn drop(&mut self) {
+        if self.mounted_here {
+            if let Ok(dir) = CString::new(self.root.as_os_str().as_bytes()) {
+                // SAFETY: dir is a NUL-terminated path; a lazy unmount of our own mount.
+                unsafe { libc::umount2(dir.as_ptr(), libc::MNT_DETACH) };
+            }
+        }
+    }
+}
+
+/// One tracepoint record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// `CLOCK_MONOTONIC_RAW`, ns.
+    pub time_ns: u64,
+    /// The CPU it happened on.
+    pub cpu: u32,
+    /// The process and thread current when it happened.
+    pub pid: u32,
+    /// The thread.
+    pub tid: u32,
+    /// The raw tracepoint record (its first two bytes are the event's id).
+    pub raw: Vec<u8>,
+}
+
+impl Record {
+    /// The tracepoint id (`common_type`).
+    pub fn event_id(&self) -> u64 {
+        self.raw
+            .get(0..2)
+            .map_or(0, |b| u16::from_ne_bytes([b[0], b[1]]) as u64)
+    }
+}
+
+const HEADER: usize = 8;
+const RECORD_SAMPLE: u32 = perf::bindings::PERF_RECORD_SAMPLE;
+const RECORD_LOST: u32 = perf::bindings::PERF_RECORD_LOST;
+
+/// What one perf record was: a sample, a count of records the ring lost, or another kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decoded {
+    /// A tracepoint sample.
+    Sample(Record),
+    /// The kernel dropped this many records (the ring was full).
+    Lost(u64),
+    /// Any other record.
+    Other,
+}
+
+/// Decodes one perf record laid out as `PERF_SAMPLE_TID | TIME | CPU | RAW` asks: header,
+/// pid, tid, time, cpu, reserved, raw size, raw bytes.
+pub fn decode(rec: &[u8]) -> Option<Decoded> {
+    let u32_at =
+        |o: usize| -> Option<u32> { Some(u32::from_ne_bytes(rec.get(o..o + 4)?.try_into().ok()?)) };
+    let u64_at =
+        |o: usize| -> Option<u64> { Some(u64::from_ne_bytes(rec.get(o..o + 8)?.try_into().ok()?)) };
+    let kind = u32_at(0)?;
+    match kind {
+        RECORD_SAMPLE => {
+            let size = u32_at(32)? as usize;
+            Some(Decoded::Sample(Record {
+                pid: u32_at(8)?,
+                tid: u32_at(12)?,
+                time_ns: u64_at(16)?,
+                cpu: u32_at(24)?,
+                raw: rec.get(36..36 + size)?.to_vec(),
+            }))
+        }
+        RECORD_LOST => Some(Decoded::Lost(u64_at(16)?)),
+        _ => Some(Decoded::Other),
+    }
+}
+
+/// A ring buffer mapped from a perf fd.
+struct Ring {
+    base: *mut u8,
+    len: usize,
+    page: usize,
+}
+
+impl Ring {
+    fn map(fd: &OwnedFd, data_pages: usize) -> io::Result<Ring> {
+        // SAFETY: sysconf has no memory effects.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        let len = page * (1 + data_pages);
+        // SAFETY: a fresh shared mapping of a perf fd at a kernel-chosen address.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(last_error("mmap(perf ring)"));
+        }
+        Ok(Ring {
+            base: p.cast(),
+            len,
+            page,
+        })
+    }
+
+    /// Copies every record out of the ring and frees its space.
+    fn drain(&mut self, out: &mut Vec<Vec<u8>>) {
+        let meta = self.base.cast::<perf::bindings::perf_event_mmap_page>();
+        // SAFETY: the first page of the mapping is the kernel's perf_event_mmap_page; the
+        // head is read with acquire order so the data before it is visible, as the perf ABI
+        // asks.
+        let (head, tail, off, size) = unsafe {
+            let head = std::ptr::addr_of!((*meta).data_head).read_volatile();
+            std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+            let tail = std::ptr::addr_of!((*meta).data_tail).read_volatile();
+            let off = std::ptr::addr_of!((*meta).data_offset).read_volatile() as usize;
+            let size = std::ptr::addr_of!((*meta).data_size).read_volatile() as usize;
+            (head, tail, off, size)
+        };
+        let (off, size) = if size == 0 {
+            (self.page, self.len - self.page)
+        } else {
+            (off, size)
+        };
+        // SAFETY: off..off + size lies inside the mapping (the kernel says so, or it is
+        // the data pages we mapped).
+        let data = unsafe { std::slice::from_raw_parts(self.base.add(off), size) };
+        let at = |pos: u64, n: usize| -> Vec<u8> {
+            (0..n).map(|i| data[((pos as usize) + i) % size]).collect()
+        };
+        let mut pos = tail;
+        while pos + HEADER as u64 <= head {
+            let h = at(pos, HEADER);
+            let len = u16::from_ne_bytes([h[6], h[7]]) as usize;
+            if len < HEADER {
+                break;
+            }
+            out.push(at(pos, len));
+            pos += len as u64;
+        }
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+        // SAFETY: data_tail is ours to write; it tells the kernel the space is free.
+        unsafe { std::ptr::addr_of_mut!((*meta).data_tail).write_volatile(head) };
+    }
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        // SAFETY: base/len are the mapping made in `map`, unmapped once.
+        unsafe { libc::munmap(self.base.cast(), self.len) };
+    }
+}
+
+/// Tracepoints open on a set of CPUs, one ring each; closed on drop.
+pub struct Tracer {
+    fds: Vec<OwnedFd>,
+    rings: Vec<Ring>,
+    formats: Vec<Format>,
+    missing: Vec<String>,
+    lost: u64,
+}
+
+/// Data pages per CPU ring by default (4 MiB with 4 KiB pages).
+pub const DEFAULT_RING_PAGES: usize = 1024;
+
+fn open_one(fmt: &Format, cpu: usize) -> io::Result<OwnedFd> {
+    let mut attr = perf::bindings::perf_event_attr {
+        type_: perf::bindings::PERF_TYPE_TRACEPOINT,
+        size: std::mem::size_of::<perf::bindings::perf_event_attr>() as u32,
+        config: fmt.id,
+        ..Default::default()
+    };
+    attr.sample_period = 1;
+    attr.sample_type = (perf::bindings::PERF_SAMPLE_TID
+        | perf::bindings::PERF_SAMPLE_TIME
+        | perf::bindings::PERF_SAMPLE_CPU
+        | perf::bindings::PERF_SAMPLE_RAW) as u64;
+    attr.set_disabled(1);
+    attr.set_use_clockid(1);
+    attr.clockid = libc::CLOCK_MONOTONIC_RAW;
+    // SAFETY: attr is a fully initialised perf_event_attr of the size it states.
+    let fd = unsafe {
+        perf::perf_event_open(
+            &mut attr,
+            -1,
+            cpu as i32,
+            -1,
+            perf::bindings::PERF_FLAG_FD_CLOEXEC as libc::c_ulong,
+        )
+    };
+    if fd < 0 {
+        return Err(last_error("perf_event_open(tracepoint)"));
+    }
+    // SAFETY: fd was just returned by the kernel and is owned by no one else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn not_permitted(e: &io::Error) -> Unavailable {
+    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_else(|_| "?".into());
+    Unavailable(format!(
+        "the kernel's tracepoints cannot be read ({e}; perf_event_paranoid is {paranoid}): run \
+         as root (or with CAP_PERFMON), or set /proc/sys/kernel/perf_event_paranoid to -1"
+    ))
+}
+
+impl Tracer {
+    /// Opens the tracepoints `events` (`sys`, `event`) on every CPU of `cpus`, disabled, with
+    /// a ring of `ring_pages` data pages (a power of two) per CPU. Tracepoints this kernel
+    /// lacks are skipped and named by [`Tracer::missing`]; none present, or no permission,
+    /// is [`Unavailable`].
+    pub fn open(
+        fs: &Tracefs,
+        events: &[(&str, &str)],
+        cpus: &[usize],
+        ring_pages: usize,
+    ) -> Result<Tracer, Unavailable> {
+        let mut formats: Vec<Format> = Vec::new();
+        let mut missing = Vec::new();
+        for &(sys, ev) in events {
+            match fs.format(sys, ev) {
+                Some(f) => formats.push(f),
+                None => missing.push(format!("{sys}:{ev}")),
+            }
+        }
+        if formats.is_empty() {
+            return Err(Unavailable(format!(
+                "none of the tracepoints {} exists under {}",
+                missing.join(", "),
+                fs.root().display()
+            )));
+        }
+        // Probe each tracepoint on the first CPU: some (irq_work's, on some kernels) are
+        // refused to perf alone; they are skipped and named, the rest are kept.
+        let probe_cpu = *cpus
+            .first()
+            .ok_or_else(|| Unavailable("no CPU to trace".into()))?;
+        let mut refused = Vec::new();
+        let mut kept = Vec::new();
+        for f in formats {
+            match open_one(&f, probe_cpu) {
+                Ok(_) => kept.push(f),
+                Err(e) => refused.push((f.name.clone(), e)),
+            }
+        }
+        if kept.is_empty() {
+            let (name, e) = &refused[0];
+            return Err(match e.raw_os_error() {
+                Some(libc::EACCES) | Some(libc::EPERM) => not_permitted(e),
+                _ => Unavailable(format!("opening tracepoint {name} failed: {e}")),
+            });
+        }
+        missing.extend(
+            refused
+                .iter()
+                .map(|(n, e)| format!("{n} (refused: {})", e.kind())),
+        );
+        let mut t = Tracer {
+            fds: Vec::new(),
+            rings: Vec::new(),
+            formats: kept,
+            missing,
+            lost: 0,
+        };
+        for &cpu in cpus {
+            let mut leader: Option<i32> = None;
+            for f in &t.formats {
+                let fd = open_one(f, cpu).map_err(|e| match e.raw_os_error() {
+                    Some(libc::EACCES) | Some(libc::EPERM) => not_permitted(&e),
+                    _ => Unavailable(format!(
+                        "opening tracepoint {} on CPU {cpu} failed: {e}",
+                        f.name
+                    )),
+                })?;
+                match leader {
+                    None => {
+                        let ring = Ring::map(&fd, ring_pages).map_err(|e| {
+                            Unavailable(format!("mapping the trace ring of CPU {cpu}: {e}"))
+                        })?;
+                        leader = Some(fd.as_raw_fd());
+                        t.rings.push(ring);
+                    }
+                    Some(l) => {
+                        // SAFETY: both are perf fds of the same CPU that we hold open.
+                        if unsafe { perf::ioctls::SET_OUTPUT(fd.as_raw_fd(), l) } != 0 {
+                            let e = last_error("ioctl(PERF_EVENT_IOC_SET_OUTPUT)");
+                            return Err(Unavailable(format!(
+                                "sharing CPU {cpu}'s trace ring: {e}"
+                            )));
+                        }
+                    }
+                }
+                t.fds.push(fd);
+            }
+        }
+        Ok(t)
+    }
+
+    /// The formats of the tracepoints opened.
+    pub fn formats(&self) -> &[Format] {
+        &self.formats
+    }
+
+    /// Tracepoints asked for that this kernel lacks (`sys:event`).
+    pub fn missing(&self) -> &[String] {
+        &self.missing
+    }
+
+    fn ioctl_all(&self, enable: bool) -> io::Result<()> {
+        for fd in &self.fds {
+            // SAFETY: fd is a perf fd we hold open; the argument is unused.
+            let r = unsafe {
+                if enable {
+                    perf::ioctls::ENABLE(fd.as_raw_fd(), 0)
+                } else {
+                    perf::ioctls::DISABLE(fd.as_raw_fd(), 0)
+                }
+            };
+            if r != 0 {
+                return Err(last_error("ioctl(PERF_EVENT_IOC_ENABLE/DISABLE)"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts recording.
+    pub fn enable(&self) -> io::Result<()> {
+        self.ioctl_all(true)
+    }
+
+    /// Stops recording.
+    pub fn disable(&self) -> io::Result<()> {
+        self.ioctl_all(false)
+    }
+
+    /// Every record in the rings, in time order; the records the kernel dropped are counted
+    /// in [`Tracer::lost`].
+    pub fn drain(&mut self) -> Vec<Record> {
+        let mut raw = Vec::new();
+        for r in &mut self.rings {
+            r.drain(&mut raw);
+        }
+        let mut out = Vec::with_capacity(raw.len());
+        let mut reported = 0;
+        for r in raw {
+            match decode(&r) {
+                Some(Decoded::Sample(s)) => out.push(s),
+                Some(Decoded::Lost(n)) => reported += n,
+                _ => {}
+            }
+        }
+        // A ring read only at the end never gets the kernel's LOST record (it is written once
+        // space is freed): the events' own counts, which go on while the ring is full, say
+        // how many records are missing.
+        let counted: u64 = self.fds.iter().filter_map(event_count).sum();
+        self.lost += reported.max(counted.saturating_sub(out.len() as u64));
+        out.sort_by_key(|r| (r.time_ns, r.cpu));
+        out
+    }
+
+    /// Records the kernel dropped because a ring was full.
+    pub fn lost(&self) -> u64 {
+        self.lost
+    }
+}
+
+/// How many times the event of `fd` fired (the perf count, `read_format` 0).
+fn event_count(fd: &OwnedFd) -> Option<u64> {
+    let mut v = 0u64;
+    // SAFETY: reads at most 8 bytes into v, which is 8 bytes long and writable.
+    let n = unsafe { libc::read(fd.as_raw_fd(), std::ptr::addr_of_mut!(v).cast(), 8) };
+    (n == 8).then_some(v)
+}
+
+/// A reading of the counter `now` and of `CLOCK_MONOTONIC_RAW` at the same moment (the
+/// counter read on both sides, the middle kept): two of them map trace times onto the counter.
+pub fn anchor(now: impl Fn() -> u64) -> (u64, u64) {
+    let a = now();
+    let raw = monotonic_raw_ns();
+    let b = now();
+    (a + (b.wrapping_sub(a)) / 2, raw)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) const SWITCH_FORMAT: &str = "name: sched_switch
+ID: 372
+format:
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
+
+\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;
+\tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;
+\tfield:int prev_prio;\toffset:28;\tsize:4;\tsigned:1;
+\tfield:long prev_state;\toffset:32;\tsize:8;\tsigned:1;
+\tfield:char next_comm[16];\toffset:40;\tsize:16;\tsigned:0;
+\tfield:pid_t next_pid;\toffset:56;\tsize:4;\tsigned:1;
+\tfield:int next_prio;\toffset:60;\tsize:4;\tsigned:1;
+
+print fmt: \"prev_comm=%s\", REC->prev_comm
+";
+
+    const IRQ_FORMAT: &str = "name: irq_handler_entry
+ID: 225
+format:
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
+
+\tfield:int irq;\toffset:8;\tsize:4;\tsigned:1;
+\tfield:__data_loc char[] name;\toffset:12;\tsize:4;\tsigned:0;
+";
+
+    #[test]
+    fn a_format_file_gives_id_and_fields() {
+        let f = parse_format("sched", SWITCH_FORMAT).unwrap();
+        assert_eq!(f.name, "sched:sched_switch");
+        assert_eq!(f.id, 372);
+        let p = f.field("prev_state").unwrap();
+        assert_eq!((p.offset, p.size, p.signed, p.chars), (32, 8, true, false));
+        let c = f.field("next_comm").unwrap();
+        assert_eq!((c.offset, c.size, c.chars), (40, 16, true));
+        let i = parse_format("irq", IRQ_FORMAT).unwrap();
+        assert!(i.field("name").unwrap().data_loc);
+        assert_eq!(parse_format("x", "garbage"), None);
+    }
+
+    fn switch_raw(prev: &str, prev_pid: i32, state: i64, next: &str, next_pid: i32) -> Vec<u8> {
+        let mut r = vec![0u8; 64];
+        r[0..2].copy_from_slice(&372u16.to_ne_bytes());
+        r[8..8 + prev.len()].copy_from_slice(prev.as_bytes());
+        r[24..28].copy_from_slice(&prev_pid.to_ne_bytes());
+        r[32..40].copy_from_slice(&state.to_ne_bytes());
+        r[40..40 + next.len()].copy_from_slice(next.as_bytes());
+        r[56..60].copy_from_slice(&next_pid.to_ne_bytes());
+        r
+    }
+
+    #[test]
+    fn fields_are_read_from_a_raw_record() {
+        let f = parse_format("sched", SWITCH_FORMAT).unwrap();
+        let raw = switch_raw("oscost-noise", 41, 1, "kworker/0:1", -7);
+        assert_eq!(f.string(&raw, "prev_comm").unwrap(), "oscost-noise");
+        assert_eq!(f.int(&raw, "prev_pid"), Some(41));
+        assert_eq!(f.int(&raw, "prev_state"), Some(1));
+        assert_eq!(f.int(&raw, "next_pid"), Some(-7));
+        assert_eq!(f.string(&raw, "next_comm").unwrap(), "kworker/0:1");
+        assert_eq!(f.int(&raw, "nope"), None);
+
+        let i = parse_format("irq", IRQ_FORMAT).unwrap();
+        let mut raw = vec![0u8; 16];
+        raw[8..12].copy_from_slice(&36i32.to_ne_bytes());
+        let name = b"virtio1-req.0\0";
+        raw[12..16].copy_from_slice(&(16u32 | ((name.len() as u32) << 16)).to_ne_bytes());
+        raw.extend_from_slice(name);
+        assert_eq!(i.int(&raw, "irq"), Some(36));
+        assert_eq!(i.string(&raw, "name").unwrap(), "virtio1-req.0");
+        // A location past the end reads as nothing rather than panicking.
+        raw.truncate(20);
+        assert_eq!(i.string(&raw, "name"), None);
+    }
+
+    #[test]
+    fn perf_records_decode() {
+        let raw = switch_raw("a", 1, 0, "b", 2);
+        let mut rec = Vec::new();
+        let len = 36 + raw.len();
+        rec.extend_from_slice(&RECORD_SAMPLE.to_ne_bytes());
+        rec.extend_from_slice(&0u16.to_ne_bytes());
+        rec.extend_from_slice(&(len as u16).to_ne_bytes());
+        rec.extend_from_slice(&10u32.to_ne_bytes()); // pid
+        rec.extend_from_slice(&11u32.to_ne_bytes()); // tid
+        rec.extend_from_slice(&123_456_789u64.to_ne_bytes());
+        rec.extend_from_slice(&1u32.to_ne_bytes()); // cpu
+        rec.extend_from_slice(&0u32.to_ne_bytes());
+        rec.extend_from_slice(&(raw.len() as u32).to_ne_bytes());
+        rec.extend_from_slice(&raw);
+        let Some(Decoded::Sample(s)) = decode(&rec) else {
+            panic!("not a sample")
+        };
+        assert_eq!((s.pid, s.tid, s.time_ns, s.cpu), (10, 11, 123_456_789, 1));
+        assert_eq!(s.event_id(), 372);
+        assert_eq!(s.raw, raw);
+
+        let mut lost = Vec::new();
+        lost.extend_from_slice(&RECORD_LOST.to_ne_bytes());
+        lost.extend_from_slice(&0u16.to_ne_bytes());
+        lost.extend_from_slice(&24u16.to_ne_bytes());
+        lost.extend_from_slice(&7u64.to_ne_bytes());
+        lost.extend_from_slice(&42u64.to_ne_bytes());
+        assert_eq!(decode(&lost), Some(Decoded::Lost(42)));
+        // A truncated sample is refused, not read past its end.
+        assert_eq!(decode(&rec[..40]), None);
+    }
+
+    #[test]
+    fn no_permission_is_one_line_that_says_how_to_get_it() {
+        let u = not_permitted(&io::Error::from_raw_os_error(libc::EACCES));
+        assert!(!u.0.contains('\n'), "{u}");
+        assert!(
+            u.0.contains("root") && u.0.contains("perf_event_paranoid"),
+            "{u}"
+        );
+    }
+
+    #[test]
+    fn the_tracefs_mount_is_found_in_the_mount_table() {
+        let m = "proc /proc proc rw 0 0\nnodev /sys/kernel/tracing tracefs rw 0 0\n";
+        assert_eq!(tracefs_mount(m), Some(PathBuf::from("/sys/kernel/tracing")));
+        assert_eq!(tracefs_mount("proc /proc proc rw 0 0\n"), None);
+    }
+}
