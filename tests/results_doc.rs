@@ -78,6 +78,10 @@ fn busy_document(mut doc: ResultDoc) -> ResultDoc {
     env.git_commit = s("0123456789ab");
     env.rustc_version = s("rustc 1.80.0");
     env.hostname = s("node-1");
+    env.fleet = Some(oscost_model::env::FleetRun {
+        host_name: s("rack1-node-1"),
+        runner: s("ansible-core 2.14.18, shell module over ssh"),
+    });
     env.nice = Some(-19);
     env.clock.kernel_stated_hz = Some(1e9);
     env.clock.fallback_reason = s("an example reason");
