@@ -254,6 +254,7 @@ fn another_users_file_is_refused_before_measuring() {
     let copy = dir.path().join("oscost");
     std::fs::copy(exe(), &copy).unwrap();
     std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+    common::wait_until_runnable(&copy);
     for (name, file_mode, needle) in [
         ("sticky.json", 0o666, "sticky directory"),
         ("theirs.json", 0o644, "you may not write it"),

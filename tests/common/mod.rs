@@ -124,8 +124,27 @@ pub fn bin_for_nobody(dir: &std::path::Path) -> std::path::PathBuf {
     let copy = dir.join("oscost");
     std::fs::copy(assert_cmd::cargo::cargo_bin("oscost"), &copy).expect("copying oscost");
     std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+    wait_until_runnable(&copy);
     copy
 }
+
+/// Waits until a freshly written executable can be run. While it was written, another test
+/// thread may have forked a child that holds it open for writing until that child execs, and
+/// exec then fails with ETXTBSY: the test harness's race, not oscost's.
+pub fn wait_until_runnable(path: &std::path::Path) {
+    for _ in 0..100 {
+        match std::process::Command::new(path).arg("--version").output() {
+            Err(e) if e.raw_os_error() == Some(ETXTBSY) => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            _ => return,
+        }
+    }
+    panic!("{} stayed busy (ETXTBSY) for 2 s", path.display());
+}
+
+/// "Text file busy" on Linux.
+const ETXTBSY: i32 = 26;
 
 /// Processes whose environment contains `marker` (a test's own TMPDIR or marker variable,
 /// which every process of that test's run inherits): what a run left behind. A zombie shows
