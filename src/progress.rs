@@ -20,7 +20,9 @@ impl Bar {
         }
         bar.set_style(
             ProgressStyle::with_template(
-                "{prefix:>16} [{bar:30}] {pos}/{len} {msg} ({elapsed}, about {eta} left)",
+                // The message last and cut to what is left of the line, so that the bar
+                // fits a terminal of 60 columns and redraws in place instead of scrolling.
+                "{prefix:>16} [{bar:20}] {pos}/{len} {elapsed}, ~{eta} left {wide_msg}",
             )
             .expect("static template")
             .progress_chars("=> "),
@@ -58,6 +60,8 @@ impl Progress for Bar {
         self.bar.set_position(0);
         let stage = self.stage.lock().unwrap_or_else(|e| e.into_inner()).clone();
         self.bar.set_prefix(format!("{stage}{what}"));
+        // A step's message belongs to the step: "calibrating the clock" must not linger.
+        self.bar.set_message(String::new());
     }
     fn inc(&self, n: u64) {
         self.bar.inc(n);
