@@ -22,7 +22,7 @@ impl Bar {
             ProgressStyle::with_template(
                 // The message last and cut to what is left of the line, so that the bar
                 // fits a terminal of 60 columns and redraws in place instead of scrolling.
-                "{prefix:>16} [{bar:20}] {pos}/{len} {elapsed}, ~{eta} left {wide_msg}",
+                "{prefix:>16} [{bar:16}] {pos}/{len} ~{eta} left {wide_msg}",
             )
             .expect("static template")
             .progress_chars("=> "),
