@@ -478,10 +478,10 @@ fn other_command(command: Command, global: &GlobalOpts) -> anyhow::Result<ExitCo
             };
             let db = history_location(global)?;
             if let Some(field) = group_by {
-                if fail_above.is_some() || rate.is_some() {
+                if fail_above.is_some() || rate.is_some() || only_changed {
                     anyhow::bail!(
-                        "--group-by takes neither --fail-above nor --rate (compare two runs \
-                         for those)"
+                        "--group-by takes neither --fail-above, --rate nor --only-changed \
+                         (compare two runs for those)"
                     );
                 }
                 return crate::fleet_cmd::run(

@@ -364,7 +364,7 @@ fn group_by_refuses_a_field_no_run_has_and_one_input_needs_it() {
             .args(["compare", "--group-by", "host", "--fail-above", "5"])
             .arg(&a)
             .arg(&b),
-        "neither --fail-above nor --rate",
+        "neither --fail-above, --rate nor --only-changed",
     );
 }
 

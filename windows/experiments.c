@@ -383,15 +383,21 @@ static void run_ring(struct experiment *e, const struct settings *s, int n, int 
     for (int i = 0; i < n + k; i++)
         InitializeCriticalSection(&r.locks[i]);
     r.go = CreateEventA(NULL, TRUE, FALSE, NULL);
+    if (!r.go)
+        fail("could not create the ring's start event (error %lu)", GetLastError());
     int started = 0;
+    DWORD create_error = 0;
     for (int i = 0; i < n; i++) {
         r.t[i].ring = &r;
         r.t[i].index = i;
         r.t[i].handle = CreateThread(NULL, 64 * 1024, ring_main, &r.t[i],
                                      CREATE_SUSPENDED | STACK_SIZE_PARAM_IS_A_RESERVATION,
                                      &r.t[i].tid);
-        if (!r.t[i].handle)
+        if (!r.t[i].handle) {
+            /* Read now: the formatting below may change the thread's last error. */
+            create_error = GetLastError();
             break;
+        }
         SetThreadAffinityMask(r.t[i].handle, (DWORD_PTR)1 << cpu);
         ResumeThread(r.t[i].handle);
         started++;
@@ -405,7 +411,7 @@ static void run_ring(struct experiment *e, const struct settings *s, int n, int 
                  "%d threads in a ring of Critical Sections", n);
         snprintf(u->reason, sizeof u->reason,
                  "only %d of %d threads could be created (error %lu)", started, n,
-                 GetLastError());
+                 create_error);
     }
     while (r.ready < started)
         Sleep(1);
@@ -546,6 +552,8 @@ static void run_pipe(struct experiment *e, const struct settings *s, int cpu, in
     if (!CreatePipe(&p.a_read, &p.a_write, NULL, 0) || !CreatePipe(&p.b_read, &p.b_write, NULL, 0))
         fail("could not create two anonymous pipes (error %lu)", GetLastError());
     p.go = CreateEventA(NULL, TRUE, FALSE, NULL);
+    if (!p.go)
+        fail("could not create the pipe token's start event (error %lu)", GetLastError());
     HANDLE t[2];
     DWORD tids[2];
     t[0] = CreateThread(NULL, 0, pipe_first, &p, CREATE_SUSPENDED, &tids[0]);

@@ -96,6 +96,17 @@ fn percent_decode(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
+/// A URL's authority (`user:password@host:port`) and the path after it (from its `/`). The
+/// authority runs to the last `@` and then to the next `/`: a password holding a `/` that was
+/// not percent-escaped is still read, and masked, as the password.
+fn split_authority(main: &str) -> (&str, &str) {
+    let host_from = main.rfind('@').map_or(0, |i| i + 1);
+    match main[host_from..].find('/') {
+        Some(i) => main.split_at(host_from + i),
+        None => (main, ""),
+    }
+}
+
 /// `text` with the password of every `postgres://` URL in it masked (`user:***@`,
 /// `password=***`): for what oscost records or shows of its own command line.
 pub fn mask_passwords(text: &str) -> String {
@@ -115,10 +126,7 @@ pub fn mask_passwords(text: &str) -> String {
             Some((m, q)) => (m, Some(q)),
             None => (url, None),
         };
-        let (authority, path) = match main.find('/') {
-            Some(i) => main.split_at(i),
-            None => (main, ""),
-        };
+        let (authority, path) = split_authority(main);
         match authority.rsplit_once('@') {
             Some((userinfo, host)) => {
                 let user = userinfo.split(':').next().unwrap_or_default();
@@ -166,7 +174,8 @@ impl PgUrl {
             .or_else(|| url.strip_prefix("postgres://"))
             .ok_or_else(|| err("a PostgreSQL URL starts with postgres:// or postgresql://"))?;
         let (main, query) = rest.split_once('?').unwrap_or((rest, ""));
-        let (authority, path) = main.split_once('/').unwrap_or((main, ""));
+        let (authority, path) = split_authority(main);
+        let path = path.strip_prefix('/').unwrap_or(path);
         let (userinfo, hostport) = match authority.rsplit_once('@') {
             Some((u, h)) => (Some(u), h),
             None => (None, authority),
@@ -842,6 +851,19 @@ mod tests {
             "postgresql://ann@h/db and postgres://b:***@d"
         );
         assert_eq!(mask_passwords("/var/lib/h.sqlite3"), "/var/lib/h.sqlite3");
+        // A `/` in a password someone forgot to escape (base64 has them) is still masked.
+        assert_eq!(
+            mask_passwords("postgres://ann:pa/ss+w@h:1/db"),
+            "postgres://ann:***@h:1/db"
+        );
+    }
+
+    #[test]
+    fn an_unescaped_slash_stays_in_the_password() {
+        let u = PgUrl::parse("postgres://ann:pa/ss@h:7/db").unwrap();
+        assert_eq!(u.password.as_deref(), Some("pa/ss"));
+        assert_eq!((u.port, u.dbname.as_str()), (7, "db"));
+        assert_eq!(u.shown(), "postgres://ann:***@h:7/db");
     }
 
     #[test]

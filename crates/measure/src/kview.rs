@@ -368,9 +368,10 @@ pub fn key(label: &str) -> String {
 
 /// A traced run: the tracer, its tracefs, and where their times are anchored.
 pub struct Session {
-    /// Kept so a tracefs mounted for the run is unmounted after it, and only then.
-    _fs: Tracefs,
     tracer: Tracer,
+    /// Kept so a tracefs mounted for the run is unmounted after the tracer is closed (fields
+    /// drop in order of declaration).
+    _fs: Tracefs,
     mounted: Option<String>,
     start: (u64, u64),
 }

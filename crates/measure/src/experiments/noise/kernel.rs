@@ -269,9 +269,18 @@ fn timer_figures(
         );
     }
     let Some((before, after, t0, t1)) = &t.loc else {
+        case.warnings.push(
+            "/proc/interrupts could not be read around the traced pass: the timer events are \
+             not checked against its LOC count"
+                .into(),
+        );
         return;
     };
     let (Some(a), Some(b)) = (before.local_timer.get(&cpu), after.local_timer.get(&cpu)) else {
+        case.warnings.push(format!(
+            "/proc/interrupts has no local timer (LOC) count for CPU {cpu}: its timer events \
+             are not checked against it"
+        ));
         return;
     };
     let loc = b.saturating_sub(*a) as f64;
