@@ -911,9 +911,9 @@ impl History {
         })
     }
 
-    /// The newest run before `doc` that is comparable with it: the same environment
-    /// fingerprint, the same experiments in the same order, and the same size (both `--quick`
-    /// or neither). Looks at the last 20 runs of that fingerprint at most.
+    /// The newest other run comparable with `doc`: the same host (when `doc` names one), the
+    /// same environment fingerprint, the same experiments in the same order, and the same size
+    /// (both `--quick` or neither). Looks at the last 20 such runs at most.
     pub fn last_comparable(&self, doc: &ResultDoc) -> Result<Option<ResultDoc>, HistoryError> {
         let quick = |line: &[String]| line.iter().any(|a| a == "--quick");
         let names = |d: &ResultDoc| {
@@ -926,13 +926,28 @@ impl History {
             Some(id) => id.clone(),
             None => derived_run_id(doc)?,
         };
+        // On a store many machines share, twins of one fingerprint are still other hosts.
+        let (host_filter, host) = match doc.environment.host() {
+            Some(h) => (
+                "AND run_id IN (SELECT run_id FROM run_hosts WHERE hostname = $3)",
+                h.to_owned(),
+            ),
+            None => (
+                "AND run_id NOT IN (SELECT run_id FROM run_hosts WHERE hostname != $3)",
+                String::new(),
+            ),
+        };
         let ids: Vec<String> = self
             .query(
                 &format!(
                     "SELECT run_id FROM runs WHERE env_fingerprint = $1 AND run_id != $2 \
-                     {NEWEST_FIRST} LIMIT 20"
+                     {host_filter} {NEWEST_FIRST} LIMIT 20"
                 ),
-                &[env_fingerprint(&doc.environment).into(), own.into()],
+                &[
+                    env_fingerprint(&doc.environment).into(),
+                    own.into(),
+                    host.into(),
+                ],
             )?
             .into_iter()
             .map(|r| first(r).string())
