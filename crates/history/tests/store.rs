@@ -413,6 +413,15 @@ fn the_last_comparable_run_shares_the_machine_the_experiments_and_the_size() {
         .unwrap()
         .expect("quick is comparable");
     assert_eq!(found.run_id, quick.run_id);
+    // Another host of the same make is not this host's last run, and the reverse.
+    let mut elsewhere = common::run("elsewhere", 7);
+    elsewhere.environment.hostname = Some("node-2".into());
+    h.save(&elsewhere).unwrap();
+    let mut here = common::run("here", 8);
+    here.environment.hostname = Some("node-1".into());
+    assert!(h.last_comparable(&here).unwrap().is_none());
+    let found = h.last_comparable(&now).unwrap().expect("first still is");
+    assert_eq!(found.run_id, first.run_id);
 }
 
 /// A history of schema 1 (before the host names) is brought to the current schema on open:
