@@ -600,7 +600,7 @@ fn measure(
     if !cfg.quiet {
         let short = history_cmd::short_id(&saved.run_id);
         if saved.in_history {
-            eprintln!("saved as run {short} in the history (oscost history show {short})");
+            eprintln!("saved as run {short} (oscost history show {short})");
         }
         // A kept file that could not be written was said so when it failed.
         for (what, path) in kept.iter().filter(|(_, p)| !saved.lost.contains(p)) {

@@ -104,7 +104,7 @@ fn a_scripted_run_is_saved_and_can_be_listed_shown_exported_and_removed() {
     let s = short(&id);
     assert!(
         err.contains(&format!(
-            "saved as run {s} in the history (oscost history show {s})"
+            "saved as run {s} (oscost history show {s})"
         )),
         "{err}"
     );
