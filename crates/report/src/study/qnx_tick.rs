@@ -575,35 +575,36 @@ fn push_this_lines(doc: &ResultDoc, lines: &mut Lines) {
         lines.share.push(line(
             &label,
             st,
-            ps.iter()
-                .filter_map(|(n, ns)| {
-                    let f = get(
-                        &figs,
-                        &format!("study.{NAME}.{form}.{policy}.{n}.useful_share"),
-                    )?;
-                    Some((*ns, f.value, None, format!("{}: {:.1} %", f.id, f.value)))
-                })
-                .collect(),
+            figure_points(&figs, &ps, form, policy, "useful_share", |f| {
+                format!("{}: {:.1} %", f.id, f.value)
+            }),
         ));
         lines.cpe.push(line(
             &label,
             st,
-            ps.iter()
-                .filter_map(|(n, ns)| {
-                    let f = get(
-                        &figs,
-                        &format!("study.{NAME}.{form}.{policy}.{n}.cycles_per_event"),
-                    )?;
-                    Some((
-                        *ns,
-                        f.value,
-                        None,
-                        format!("{}: {:.0} cycles", f.id, f.value),
-                    ))
-                })
-                .collect(),
+            figure_points(&figs, &ps, form, policy, "cycles_per_event", |f| {
+                format!("{}: {:.0} cycles", f.id, f.value)
+            }),
         ));
     }
+}
+
+/// A line's points: one study figure of a form at each period that has it, against the period.
+fn figure_points(
+    figs: &[StudyFigure],
+    periods: &[(String, f64)],
+    form: &str,
+    policy: &str,
+    what: &str,
+    tip: impl Fn(&StudyFigure) -> String,
+) -> Vec<(f64, f64, Option<[f64; 2]>, String)> {
+    periods
+        .iter()
+        .filter_map(|(n, ns)| {
+            let f = get(figs, &format!("study.{NAME}.{form}.{policy}.{n}.{what}"))?;
+            Some((*ns, f.value, None, tip(f)))
+        })
+        .collect()
 }
 
 /// The three panels on one period axis: time, cycles per event, useful share.
