@@ -237,28 +237,7 @@ pub fn build(
     reference: Option<&str>,
     settings: Settings,
 ) -> Result<Fleet, FleetError> {
-    if runs.is_empty() {
-        return Err(FleetError::NoRuns);
-    }
-    let keys: Vec<Option<String>> = runs.iter().map(|(_, d)| by.key(&d.environment)).collect();
-    if keys.iter().all(Option::is_none) {
-        return Err(FleetError::NoSuchField(by.name().to_owned()));
-    }
-    // Group name → indexes of its runs.
-    let mut by_name: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-    for (i, k) in keys.into_iter().enumerate() {
-        by_name
-            .entry(k.unwrap_or_else(|| NOT_RECORDED.to_owned()))
-            .or_default()
-            .push(i);
-    }
-    if by_name.len() == 1 {
-        let group = by_name.into_keys().next().unwrap_or_default();
-        return Err(FleetError::OneGroup {
-            field: by.name().to_owned(),
-            group,
-        });
-    }
+    let by_name = group_runs(runs, by)?;
     let mut names: Vec<String> = by_name.keys().cloned().collect();
     names.sort_by(|a, b| natural(a, b));
     let reference = match reference {
@@ -274,23 +253,7 @@ pub fn build(
                 })?
         }
     };
-    let chosen: Vec<usize> = names
-        .iter()
-        .map(|n| {
-            let members = &by_name[n];
-            // The latest start wins; a run without a start time loses to one with.
-            *members
-                .iter()
-                .max_by(|&&a, &&b| {
-                    runs[a]
-                        .1
-                        .started_at
-                        .cmp(&runs[b].1.started_at)
-                        .then(a.cmp(&b))
-                })
-                .unwrap_or(&members[0])
-        })
-        .collect();
+    let chosen: Vec<usize> = names.iter().map(|n| latest(runs, &by_name[n])).collect();
     let groups: Vec<Group> = names
         .iter()
         .zip(&chosen)
@@ -321,7 +284,71 @@ pub fn build(
         .map(|&g| (names[g].clone(), Source::Measured(runs[chosen[g]].1)))
         .collect();
     let comparisons = compare_in_parallel(&sources, settings);
-    // comparisons[k] is order[k + 1] against the reference.
+    let (mut rows, environment) = merge(&comparisons, &order, names.len());
+    sort_as_in(&mut rows, runs[chosen[reference]].1);
+    Ok(Fleet {
+        schema: FLEET_SCHEMA,
+        group_by: by.name().to_owned(),
+        reference,
+        groups,
+        environment,
+        rows,
+        settings,
+    })
+}
+
+/// Group name → indexes of its runs; an error when there are no runs, none records the field,
+/// or all fall in one group.
+fn group_runs(
+    runs: &[(String, &ResultDoc)],
+    by: &GroupBy,
+) -> Result<BTreeMap<String, Vec<usize>>, FleetError> {
+    if runs.is_empty() {
+        return Err(FleetError::NoRuns);
+    }
+    let keys: Vec<Option<String>> = runs.iter().map(|(_, d)| by.key(&d.environment)).collect();
+    if keys.iter().all(Option::is_none) {
+        return Err(FleetError::NoSuchField(by.name().to_owned()));
+    }
+    let mut by_name: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, k) in keys.into_iter().enumerate() {
+        by_name
+            .entry(k.unwrap_or_else(|| NOT_RECORDED.to_owned()))
+            .or_default()
+            .push(i);
+    }
+    if by_name.len() == 1 {
+        let group = by_name.into_keys().next().unwrap_or_default();
+        return Err(FleetError::OneGroup {
+            field: by.name().to_owned(),
+            group,
+        });
+    }
+    Ok(by_name)
+}
+
+/// The index of a group's latest run.
+fn latest(runs: &[(String, &ResultDoc)], members: &[usize]) -> usize {
+    // The latest start wins; a run without a start time loses to one with.
+    *members
+        .iter()
+        .max_by(|&&a, &&b| {
+            runs[a]
+                .1
+                .started_at
+                .cmp(&runs[b].1.started_at)
+                .then(a.cmp(&b))
+        })
+        .unwrap_or(&members[0])
+}
+
+/// The pairwise comparisons as one row per figure and one line per differing environment
+/// field, a cell per group; `comparisons[k]` is group `order[k + 1]` against the reference.
+fn merge(
+    comparisons: &[Comparison],
+    order: &[usize],
+    groups: usize,
+) -> (Vec<FleetRow>, Vec<FleetEnvDiff>) {
     let mut rows: Vec<FleetRow> = Vec::new();
     let mut row_at: BTreeMap<String, usize> = BTreeMap::new();
     let mut env_at: BTreeMap<String, usize> = BTreeMap::new();
@@ -334,7 +361,7 @@ pub fn build(
                     id: r.id.clone(),
                     unit: r.unit.clone(),
                     reference_ns: r.baseline.median_ns,
-                    cells: vec![None; names.len()],
+                    cells: vec![None; groups],
                 });
                 rows.len() - 1
             });
@@ -350,16 +377,20 @@ pub fn build(
                 environment.push(FleetEnvDiff {
                     field: d.field.clone(),
                     // Groups that do not differ hold the reference's value.
-                    values: vec![d.baseline.clone(); names.len()],
+                    values: vec![d.baseline.clone(); groups],
                 });
                 environment.len() - 1
             });
             environment[at].values[g] = d.other.clone();
         }
     }
+    (rows, environment)
+}
+
+/// Sorts the rows in the reference run's order of cases and derived figures.
+fn sort_as_in(rows: &mut [FleetRow], reference: &ResultDoc) {
     // In the reference's order: the first comparison lists the rows in it.
-    let reference_order: BTreeMap<&str, usize> = runs[chosen[reference]]
-        .1
+    let reference_order: BTreeMap<&str, usize> = reference
         .experiments
         .iter()
         .flat_map(|e| {
@@ -372,15 +403,6 @@ pub fn build(
         .map(|(i, id)| (id, i))
         .collect();
     rows.sort_by_key(|r| reference_order.get(r.id.as_str()).copied());
-    Ok(Fleet {
-        schema: FLEET_SCHEMA,
-        group_by: by.name().to_owned(),
-        reference,
-        groups,
-        environment,
-        rows,
-        settings,
-    })
 }
 
 /// `compare::compare` of every source after the first against the first, the pairs shared

@@ -55,6 +55,115 @@ fn run(runas: &[String], program: &Path, args: &[&str]) {
     );
 }
 
+/// Gives `dir` to a user other than root (the server refuses root) and returns the command
+/// prefix that runs a tool as that user.
+fn hand_over(dir: &Path) -> Vec<String> {
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+    let user = ["postgres", "nobody"]
+        .into_iter()
+        .find(|u| passwd.lines().any(|l| l.starts_with(&format!("{u}:"))))
+        .expect("a user other than root to run the server");
+    let line = passwd
+        .lines()
+        .find(|l| l.starts_with(&format!("{user}:")))
+        .unwrap();
+    let f: Vec<&str> = line.split(':').collect();
+    let (uid, gid): (u32, u32) = (f[2].parse().unwrap(), f[3].parse().unwrap());
+    std::os::unix::fs::chown(dir, Some(uid), Some(gid)).unwrap();
+    vec!["runuser".into(), "-u".into(), user.into(), "--".into()]
+}
+
+/// Makes the certificates in `data` and refuses any client that does not encrypt; returns the
+/// lines to add to postgresql.conf. `own` gives a file to the server's user.
+fn tls_only(data: &Path, own: &dyn Fn(&Path)) -> String {
+    let (crt, key) = (data.join("server.crt"), data.join("server.key"));
+    // A certificate authority of its own, and the server's certificate for `localhost`
+    // signed by it.
+    let (ca, ca_key, csr, ext) = (
+        data.join("ca.crt"),
+        data.join("ca.key"),
+        data.join("server.csr"),
+        data.join("server.ext"),
+    );
+    std::fs::write(&ext, "subjectAltName=DNS:localhost\n").unwrap();
+    let p = |p: &PathBuf| p.to_str().unwrap().to_owned();
+    let steps: [Vec<String>; 3] = [
+        [
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=oscost-test-ca",
+            "-keyout",
+            &p(&ca_key),
+            "-out",
+            &p(&ca),
+        ]
+        .map(String::from)
+        .to_vec(),
+        [
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=localhost",
+            "-keyout",
+            &p(&key),
+            "-out",
+            &p(&csr),
+        ]
+        .map(String::from)
+        .to_vec(),
+        [
+            "x509",
+            "-req",
+            "-in",
+            &p(&csr),
+            "-CA",
+            &p(&ca),
+            "-CAkey",
+            &p(&ca_key),
+            "-CAcreateserial",
+            "-days",
+            "1",
+            "-extfile",
+            &p(&ext),
+            "-out",
+            &p(&crt),
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    for args in steps {
+        let out = Command::new("openssl")
+            .args(&args)
+            .output()
+            .expect("openssl makes the test certificates");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    own(&crt);
+    own(&key);
+    // Only TLS over TCP: a client that does not encrypt is refused.
+    let hba = data.join("pg_hba.conf");
+    std::fs::write(
+        &hba,
+        "local all all scram-sha-256\nhostssl all all 127.0.0.1/32 scram-sha-256\n",
+    )
+    .unwrap();
+    own(&hba);
+    "ssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n".to_owned()
+}
+
 impl Cluster {
     /// Starts a cluster, or `None` (saying why on stderr) when PostgreSQL is not installed.
     pub fn start(tls: bool) -> Option<Cluster> {
@@ -67,22 +176,11 @@ impl Cluster {
             .tempdir()
             .unwrap();
         let root = std::fs::metadata("/proc/self").unwrap().uid() == 0;
-        let mut runas = Vec::new();
-        if root {
-            let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
-            let user = ["postgres", "nobody"]
-                .into_iter()
-                .find(|u| passwd.lines().any(|l| l.starts_with(&format!("{u}:"))))
-                .expect("a user other than root to run the server");
-            let line = passwd
-                .lines()
-                .find(|l| l.starts_with(&format!("{user}:")))
-                .unwrap();
-            let f: Vec<&str> = line.split(':').collect();
-            let (uid, gid): (u32, u32) = (f[2].parse().unwrap(), f[3].parse().unwrap());
-            std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).unwrap();
-            runas = vec!["runuser".into(), "-u".into(), user.into(), "--".into()];
-        }
+        let runas = if root {
+            hand_over(dir.path())
+        } else {
+            Vec::new()
+        };
         let own = |p: &Path| {
             if root {
                 let m = std::fs::metadata(dir.path()).unwrap();
@@ -120,87 +218,7 @@ impl Cluster {
             dir.path().display()
         );
         if tls {
-            let (crt, key) = (data.join("server.crt"), data.join("server.key"));
-            // A certificate authority of its own, and the server's certificate for `localhost`
-            // signed by it.
-            let (ca, ca_key, csr, ext) = (
-                data.join("ca.crt"),
-                data.join("ca.key"),
-                data.join("server.csr"),
-                data.join("server.ext"),
-            );
-            std::fs::write(&ext, "subjectAltName=DNS:localhost\n").unwrap();
-            let p = |p: &PathBuf| p.to_str().unwrap().to_owned();
-            let steps: [Vec<String>; 3] = [
-                vec![
-                    "req".into(),
-                    "-x509".into(),
-                    "-newkey".into(),
-                    "rsa:2048".into(),
-                    "-nodes".into(),
-                    "-days".into(),
-                    "1".into(),
-                    "-subj".into(),
-                    "/CN=oscost-test-ca".into(),
-                    "-keyout".into(),
-                    p(&ca_key),
-                    "-out".into(),
-                    p(&ca),
-                ],
-                vec![
-                    "req".into(),
-                    "-newkey".into(),
-                    "rsa:2048".into(),
-                    "-nodes".into(),
-                    "-subj".into(),
-                    "/CN=localhost".into(),
-                    "-keyout".into(),
-                    p(&key),
-                    "-out".into(),
-                    p(&csr),
-                ],
-                vec![
-                    "x509".into(),
-                    "-req".into(),
-                    "-in".into(),
-                    p(&csr),
-                    "-CA".into(),
-                    p(&ca),
-                    "-CAkey".into(),
-                    p(&ca_key),
-                    "-CAcreateserial".into(),
-                    "-days".into(),
-                    "1".into(),
-                    "-extfile".into(),
-                    p(&ext),
-                    "-out".into(),
-                    p(&crt),
-                ],
-            ];
-            for args in steps {
-                let out = Command::new("openssl")
-                    .args(&args)
-                    .output()
-                    .expect("openssl makes the test certificates");
-                assert!(
-                    out.status.success(),
-                    "{}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
-            }
-            std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600))
-                .unwrap();
-            own(&crt);
-            own(&key);
-            conf += "ssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n";
-            // Only TLS over TCP: a client that does not encrypt is refused.
-            let hba = data.join("pg_hba.conf");
-            std::fs::write(
-                &hba,
-                "local all all scram-sha-256\nhostssl all all 127.0.0.1/32 scram-sha-256\n",
-            )
-            .unwrap();
-            own(&hba);
+            conf += &tls_only(&data, &own);
         }
         let conf_path = data.join("postgresql.conf");
         let mut text = std::fs::read_to_string(&conf_path).unwrap();

@@ -16,7 +16,7 @@
 use crate::context::Context;
 use crate::cpuset::AffinityRestore;
 use crate::experiments::primitives;
-use crate::experiments::ring::RingPlacement;
+use crate::experiments::ring::{parse_count, placement_name, RingPlacement};
 use crate::experiments::TaskList;
 use crate::limits::{Limits, Needs, FILES_MARGIN};
 use crate::sampler::measure_fallible;
@@ -86,14 +86,6 @@ pub struct Options {
     /// the timed path
     #[arg(long)]
     pub verify_order: bool,
-}
-
-/// A count that cannot be negative, with a message that says so (clap would otherwise read
-/// `-4` as an unknown flag).
-fn parse_count(s: &str) -> Result<usize, String> {
-    s.trim()
-        .parse::<usize>()
-        .map_err(|_| format!("`{s}` is not a whole number of 0 or more"))
 }
 
 /// The ring sizes to sweep, as given or by default.
@@ -200,13 +192,6 @@ one-way pass is half a round trip.";
             Some(needs) => limits.check(&needs),
             None => Ok(()),
         }
-    }
-}
-
-fn placement_name(p: RingPlacement) -> &'static str {
-    match p {
-        RingPlacement::Same => "same",
-        RingPlacement::Free => "free",
     }
 }
 

@@ -648,6 +648,15 @@ fn cpu_case(
     )
     .param("cpu", cpu as u64)
     .param("threshold_ns", threshold_ns);
+    gap_counters(&mut case, n);
+    gap_warnings(&mut case, n);
+    kernel_counts(&mut case, n, k, checked_by_kernel);
+    gap_series(&mut case, n);
+    case
+}
+
+/// The gaps' counts, lengths, the share of the CPU they took, and their periodic component.
+fn gap_counters(case: &mut Case, n: &CpuNoise) {
     let mut sorted = n.lens_ns.clone();
     sorted.sort_by(f64::total_cmp);
     let lost: f64 = n.lens_ns.iter().sum();
@@ -678,6 +687,10 @@ fn cpu_case(
             oscost_stats::median(&pl_ticks),
         );
     }
+}
+
+/// What the stored gaps, the timeline and the samples leave out.
+fn gap_warnings(case: &mut Case, n: &CpuNoise) {
     if n.gaps_seen > n.lens_ns.len() as u64 {
         case.warnings.push(format!(
             "the gap buffer filled up: {} gaps stored of {} seen (--max-gaps); lengths, the \
@@ -699,6 +712,13 @@ fn cpu_case(
             n.lens_ns.len()
         ));
     }
+}
+
+/// The kernel's interrupt and steal counts for the CPU, and the check of the periodic gaps
+/// against its local timer (or where that check is made instead).
+fn kernel_counts(case: &mut Case, n: &CpuNoise, k: &Kernel, checked_by_kernel: bool) {
+    let cpu = n.cpu;
+    let lost: f64 = n.lens_ns.iter().sum();
     if let Some((before, after, window)) = &k.interrupts {
         if let Some(loc) = delta(&before.local_timer, &after.local_timer, cpu) {
             let loc_per_s = loc as f64 / window;
@@ -757,6 +777,10 @@ fn cpu_case(
                 .insert("steal_pct".into(), ms / 1e3 / n.span_s() * 100.0);
         }
     }
+}
+
+/// The gaps' length histogram and their timeline, periodic ones marked.
+fn gap_series(case: &mut Case, n: &CpuNoise) {
     case.series.push(Series {
         name: "histogram".into(),
         columns: vec!["from_ns".into(), "to_ns".into(), "count".into()],
@@ -779,7 +803,6 @@ fn cpu_case(
             })
             .collect(),
     });
-    case
 }
 
 #[cfg(test)]

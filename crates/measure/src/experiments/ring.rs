@@ -150,7 +150,7 @@ impl Drop for PolicyRestore {
 
 /// A count that cannot be negative, with a message that says so (clap would otherwise read
 /// `-4` as an unknown flag).
-fn parse_count(s: &str) -> Result<usize, String> {
+pub(crate) fn parse_count(s: &str) -> Result<usize, String> {
     s.trim()
         .parse::<usize>()
         .map_err(|_| format!("`{s}` is not a whole number of 0 or more"))
@@ -518,7 +518,8 @@ pub(crate) fn add_migrations(case: &mut Case, counts: &Counts, pinned: bool) {
     }
 }
 
-fn placement_name(p: RingPlacement) -> &'static str {
+/// The placement's name in parameters, as the command line spells it.
+pub(crate) fn placement_name(p: RingPlacement) -> &'static str {
     match p {
         RingPlacement::Same => "same",
         RingPlacement::Free => "free",

@@ -545,22 +545,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     } else {
         &opts.source
     });
-    let explicit = opts.periods.is_some();
-    let periods: Vec<u64> = match &opts.periods {
-        Some(p) => super::first_occurrences(p),
-        None => DEFAULT_PERIODS
-            .iter()
-            .copied()
-            .filter(|&p| work_ns / p >= MIN_EVENTS_PER_RUN)
-            .collect(),
-    };
-    if periods.is_empty() {
-        anyhow::bail!(
-            "--work {}: too short for any default period to give {MIN_EVENTS_PER_RUN} events a \
-             run; lengthen it",
-            period_name(work_ns)
-        );
-    }
+    let periods = chosen_periods(opts, work_ns)?;
     let cpu = ctx.first_cpu();
     let _pin = AffinityRestore::pin(&[cpu])?;
     let mut out = ExperimentOutput::default();
@@ -574,7 +559,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         &clock,
         &sources,
         &periods,
-        explicit,
+        opts.periods.is_some(),
         cpu,
         FIFO_PRIORITY,
         ctx,
@@ -590,25 +575,15 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     let natural = noise::natural_tick(&clock, cpu, natural_ns, ctx.cancel)?;
     ctx.progress.inc(1);
 
-    let limit = run_limit(work_ns);
-    let mut undisturbed: Vec<Run> = Vec::with_capacity(opts.runs);
-    let mut runs: Vec<Vec<Run>> = vec![Vec::with_capacity(opts.runs); points.len()];
-    let mut policies: Vec<Option<Policy>> = vec![None; points.len()];
-    for round in 0..opts.runs {
-        ctx.progress
-            .message(&format!("run {} of {}", round + 1, opts.runs));
-        ctx.check_cancel()?;
-        undisturbed.push(one_run(&clock, iterations, None, cpu, limit)?.0);
-        // A rotating order, so a drift of the machine's speed touches every point alike.
-        for k in 0..points.len() {
-            ctx.check_cancel()?;
-            let i = (round + k) % points.len();
-            let (r, policy) = one_run(&clock, iterations, Some(points[i]), cpu, limit)?;
-            runs[i].push(r);
-            policies[i] = policy;
-        }
-        ctx.progress.inc(1);
-    }
+    let sampled = sample(
+        &clock,
+        &points,
+        iterations,
+        opts.runs,
+        cpu,
+        run_limit(work_ns),
+        ctx,
+    )?;
 
     out.params.insert("cpu".into(), json!(cpu));
     out.params.insert("work_ns".into(), json!(work_ns));
@@ -619,66 +594,10 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         out.params.insert("kernel_hz".into(), json!(hz));
         out.params.insert("kernel_tick_ns".into(), json!(tick_ns));
     }
-    out.params.insert(
-        "natural_tick".into(),
-        match &natural {
-            Some(t) => json!({
-                "period_ns": t.period_ns,
-                "median_ns": t.median_ns,
-                "median_cycles": t.median_ticks,
-                "count": t.count,
-                "span_s": t.span_ns / 1e9,
-            }),
-            None => serde_json::Value::Null,
-        },
+    record_natural(&mut out, natural.as_ref(), natural_ns, cpu);
+    record_points(
+        &mut out, &clock, &sources, &points, &sampled, cpu, iterations,
     );
-    if natural.is_none() {
-        out.warnings.push(format!(
-            "no periodic interruption was seen in {} ms of spinning on CPU {cpu}: the kernel's \
-             own tick has nothing to be compared with",
-            natural_ns / 1_000_000
-        ));
-    }
-    let base = undisturbed_case(&clock, &undisturbed, cpu, iterations);
-    let base_ticks = median_of(undisturbed.iter().map(|r| r.ticks as f64));
-    out.cases.push(base);
-    let mut slopes = serde_json::Map::new();
-    for &source in &sources {
-        let mut fit_points: Vec<Point> = undisturbed
-            .iter()
-            .map(|r| Point {
-                events: 0.0,
-                cycles: r.ticks as f64,
-            })
-            .collect();
-        for (i, &(s, period)) in points.iter().enumerate() {
-            if s != source {
-                continue;
-            }
-            fit_points.extend(runs[i].iter().map(|r| Point {
-                events: r.events.events as f64,
-                cycles: r.ticks as f64,
-            }));
-            let case = point_case(
-                &clock,
-                source,
-                period,
-                &runs[i],
-                base_ticks,
-                cpu,
-                policies[i].as_ref(),
-            );
-            if let Some(d) = per_event(&case) {
-                out.derived.push(d);
-            }
-            out.cases.push(case);
-        }
-        if let Some(v) = slope(&clock, &fit_points) {
-            slopes.insert(source.name(), v);
-        }
-    }
-    out.params
-        .insert("slope".into(), serde_json::Value::Object(slopes));
     if !opts.rr_slices.is_empty() {
         let slices = super::first_occurrences(&opts.rr_slices);
         let tick_ns = noise::kernel_hz().map(|(_, ns)| ns as f64);
@@ -696,6 +615,153 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     }
     ctx.progress.finish();
     Ok(out)
+}
+
+/// The periods asked for, else the defaults that give enough events in a run of `work_ns`.
+fn chosen_periods(opts: &Options, work_ns: u64) -> anyhow::Result<Vec<u64>> {
+    let periods: Vec<u64> = match &opts.periods {
+        Some(p) => super::first_occurrences(p),
+        None => DEFAULT_PERIODS
+            .iter()
+            .copied()
+            .filter(|&p| work_ns / p >= MIN_EVENTS_PER_RUN)
+            .collect(),
+    };
+    if periods.is_empty() {
+        anyhow::bail!(
+            "--work {}: too short for any default period to give {MIN_EVENTS_PER_RUN} events a \
+             run; lengthen it",
+            period_name(work_ns)
+        );
+    }
+    Ok(periods)
+}
+
+/// The runs of every round: the undisturbed work, and the work under each point's events.
+struct Sampled {
+    undisturbed: Vec<Run>,
+    /// By point, in the order of the points.
+    runs: Vec<Vec<Run>>,
+    /// The policy each point's helper ran under, by point.
+    policies: Vec<Option<Policy>>,
+}
+
+/// Runs the work `rounds` times undisturbed and under each point's events.
+fn sample(
+    clock: &Clock,
+    points: &[(Source, u64)],
+    iterations: u64,
+    rounds: usize,
+    cpu: usize,
+    limit: u64,
+    ctx: &Context,
+) -> anyhow::Result<Sampled> {
+    let mut undisturbed: Vec<Run> = Vec::with_capacity(rounds);
+    let mut runs: Vec<Vec<Run>> = vec![Vec::with_capacity(rounds); points.len()];
+    let mut policies: Vec<Option<Policy>> = vec![None; points.len()];
+    for round in 0..rounds {
+        ctx.progress
+            .message(&format!("run {} of {}", round + 1, rounds));
+        ctx.check_cancel()?;
+        undisturbed.push(one_run(clock, iterations, None, cpu, limit)?.0);
+        // A rotating order, so a drift of the machine's speed touches every point alike.
+        for k in 0..points.len() {
+            ctx.check_cancel()?;
+            let i = (round + k) % points.len();
+            let (r, policy) = one_run(clock, iterations, Some(points[i]), cpu, limit)?;
+            runs[i].push(r);
+            policies[i] = policy;
+        }
+        ctx.progress.inc(1);
+    }
+    Ok(Sampled {
+        undisturbed,
+        runs,
+        policies,
+    })
+}
+
+/// The kernel's own tick as a parameter, with a warning when none was seen.
+fn record_natural(
+    out: &mut ExperimentOutput,
+    natural: Option<&noise::NaturalTick>,
+    natural_ns: u64,
+    cpu: usize,
+) {
+    out.params.insert(
+        "natural_tick".into(),
+        match natural {
+            Some(t) => json!({
+                "period_ns": t.period_ns,
+                "median_ns": t.median_ns,
+                "median_cycles": t.median_ticks,
+                "count": t.count,
+                "span_s": t.span_ns / 1e9,
+            }),
+            None => serde_json::Value::Null,
+        },
+    );
+    if natural.is_none() {
+        out.warnings.push(format!(
+            "no periodic interruption was seen in {} ms of spinning on CPU {cpu}: the kernel's \
+             own tick has nothing to be compared with",
+            natural_ns / 1_000_000
+        ));
+    }
+}
+
+/// The undisturbed case, a case and per-event figure for each point, and each source's slope
+/// of cycles against events over all its runs.
+fn record_points(
+    out: &mut ExperimentOutput,
+    clock: &Clock,
+    sources: &[Source],
+    points: &[(Source, u64)],
+    sampled: &Sampled,
+    cpu: usize,
+    iterations: u64,
+) {
+    let undisturbed = &sampled.undisturbed;
+    let base = undisturbed_case(clock, undisturbed, cpu, iterations);
+    let base_ticks = median_of(undisturbed.iter().map(|r| r.ticks as f64));
+    out.cases.push(base);
+    let mut slopes = serde_json::Map::new();
+    for &source in sources {
+        let mut fit_points: Vec<Point> = undisturbed
+            .iter()
+            .map(|r| Point {
+                events: 0.0,
+                cycles: r.ticks as f64,
+            })
+            .collect();
+        for (i, &(s, period)) in points.iter().enumerate() {
+            if s != source {
+                continue;
+            }
+            fit_points.extend(sampled.runs[i].iter().map(|r| Point {
+                events: r.events.events as f64,
+                cycles: r.ticks as f64,
+            }));
+            let case = point_case(
+                clock,
+                source,
+                period,
+                &sampled.runs[i],
+                base_ticks,
+                cpu,
+                sampled.policies[i].as_ref(),
+            );
+            if let Some(d) = per_event(&case) {
+                out.derived.push(d);
+            }
+            out.cases.push(case);
+        }
+        if let Some(v) = slope(clock, &fit_points) {
+            slopes.insert(source.name(), v);
+        }
+    }
+    out.params
+        .insert("slope".into(), serde_json::Value::Object(slopes));
 }
 
 fn undisturbed_case(clock: &Clock, runs: &[Run], cpu: usize, iterations: u64) -> Case {

@@ -44,9 +44,12 @@ fn label(g: &Group, all: &[Group]) -> String {
     l
 }
 
+/// A case of a known ring size: (case, N, group).
+type Member<'a> = (&'a CaseResult, u64, Group);
+
 /// The hop-time and per-switch figure, when any case is a ring of a known size.
 pub fn plots(e: &ExperimentResult) -> Vec<Plot> {
-    let cases: Vec<(&CaseResult, u64, Group)> = e
+    let cases: Vec<Member> = e
         .cases
         .iter()
         .filter_map(|c| Some((c, param_u64(c, "tasks")?, group(c)?)))
@@ -65,51 +68,11 @@ pub fn plots(e: &ExperimentResult) -> Vec<Plot> {
     let mut flagged = false;
     for (i, g) in groups.iter().enumerate() {
         let name = label(g, &groups);
-        let mut members: Vec<&(&CaseResult, u64, Group)> =
-            cases.iter().filter(|c| &c.2 == g).collect();
+        let mut members: Vec<&Member> = cases.iter().filter(|c| &c.2 == g).collect();
         members.sort_by_key(|c| c.1);
-        let hop: Vec<Point> = members
-            .iter()
-            .map(|(c, n, _)| Point {
-                x: *n as f64,
-                y: c.median_ns,
-                ci: Some(c.ci95_ns),
-                hollow: !c.checks_passed,
-                tip: format!(
-                    "{}: {} per hop (95 % CI {} to {})",
-                    c.id,
-                    fmt_ns(c.median_ns),
-                    fmt_ns(c.ci95_ns[0]),
-                    fmt_ns(c.ci95_ns[1])
-                ),
-            })
-            .collect();
-        let per: Vec<Point> = members
-            .iter()
-            .filter_map(|(c, n, _)| {
-                let d = e
-                    .derived
-                    .iter()
-                    .find(|d| d.id == format!("{}.per_switch", c.id))?;
-                flagged |= d.flagged.is_some();
-                Some(Point {
-                    x: *n as f64,
-                    y: d.estimate_ns,
-                    ci: Some(d.ci95_ns),
-                    hollow: d.flagged.is_some(),
-                    tip: format!(
-                        "{}: {} per switch (95 % CI {} to {}){}",
-                        d.id,
-                        fmt_ns(d.estimate_ns),
-                        fmt_ns(d.ci95_ns[0]),
-                        fmt_ns(d.ci95_ns[1]),
-                        d.flagged
-                            .as_deref()
-                            .map_or(String::new(), |f| format!("; flagged: {f}"))
-                    ),
-                })
-            })
-            .collect();
+        let hop = hop_points(&members);
+        let per = switch_points(e, &members);
+        flagged |= per.iter().any(|p| p.hollow);
         flagged |= hop.iter().any(|p| p.hollow);
         hops.push(Line {
             label: name.clone(),
@@ -124,63 +87,9 @@ pub fn plots(e: &ExperimentResult) -> Vec<Plot> {
             });
         }
     }
-    // Each primitive's post + wait in one task: the part of a hop that is no switch.
-    let mut vias: Vec<&str> = groups.iter().map(|g| g.0.as_str()).collect();
-    vias.dedup();
-    let controls: Vec<Reference> = vias
-        .iter()
-        .filter_map(|via| {
-            let c = e
-                .cases
-                .iter()
-                .find(|c| c.id == format!("{}.{via}.control", e.name))?;
-            Some(Reference {
-                label: format!("{via}: post + wait in one task (no switch)"),
-                y: c.median_ns,
-                band: None,
-                colour: "#666666",
-                dash: "6 3",
-            })
-        })
-        .collect();
+    let controls = controls(e, &groups);
     let ns: Vec<f64> = cases.iter().map(|c| c.1 as f64).collect();
-    let x = Axis::fit("tasks in the ring (N)", Unit::Plain, &ns, Fit::AtData);
-    let values = |lines: &[Line], refs: &[Reference]| -> Vec<f64> {
-        lines
-            .iter()
-            .flat_map(|l| &l.points)
-            .flat_map(|p| [p.y].into_iter().chain(p.ci.into_iter().flatten()))
-            .chain(refs.iter().map(|r| r.y))
-            .collect()
-    };
-    let mut panels = vec![Panel {
-        title: "time per hop (median, 95 % CI)".into(),
-        x: x.clone(),
-        y: Axis::fit(
-            "time per hop",
-            Unit::Ns,
-            &values(&hops, &controls),
-            Fit::Auto { zero: true },
-        ),
-        lines: hops.clone(),
-        refs: controls.clone(),
-        bars: Vec::new(),
-    }];
-    if !switches.is_empty() {
-        panels.push(Panel {
-            title: "cost of one switch (derived)".into(),
-            x,
-            y: Axis::fit(
-                "time per switch",
-                Unit::Ns,
-                &values(&switches, &[]),
-                Fit::Auto { zero: true },
-            ),
-            lines: switches,
-            refs: Vec::new(),
-            bars: Vec::new(),
-        });
-    }
+    let panels = panels(&ns, &hops, switches, &controls);
     let mut keys: Vec<Key> = hops
         .iter()
         .map(|l| Key::Series(l.label.clone(), l.style))
@@ -207,4 +116,117 @@ pub fn plots(e: &ExperimentResult) -> Vec<Plot> {
         name: format!("{}.hops", e.name),
         svg: super::chart::grid(&header, &panels, 2, 230.0, &keys),
     }]
+}
+
+/// One group's time per hop at each N, hollow where a check failed.
+fn hop_points(members: &[&Member]) -> Vec<Point> {
+    members
+        .iter()
+        .map(|(c, n, _)| Point {
+            x: *n as f64,
+            y: c.median_ns,
+            ci: Some(c.ci95_ns),
+            hollow: !c.checks_passed,
+            tip: format!(
+                "{}: {} per hop (95 % CI {} to {})",
+                c.id,
+                fmt_ns(c.median_ns),
+                fmt_ns(c.ci95_ns[0]),
+                fmt_ns(c.ci95_ns[1])
+            ),
+        })
+        .collect()
+}
+
+/// One group's derived cost per switch at each N that has one, hollow where it is flagged.
+fn switch_points(e: &ExperimentResult, members: &[&Member]) -> Vec<Point> {
+    members
+        .iter()
+        .filter_map(|(c, n, _)| {
+            let d = e
+                .derived
+                .iter()
+                .find(|d| d.id == format!("{}.per_switch", c.id))?;
+            Some(Point {
+                x: *n as f64,
+                y: d.estimate_ns,
+                ci: Some(d.ci95_ns),
+                hollow: d.flagged.is_some(),
+                tip: format!(
+                    "{}: {} per switch (95 % CI {} to {}){}",
+                    d.id,
+                    fmt_ns(d.estimate_ns),
+                    fmt_ns(d.ci95_ns[0]),
+                    fmt_ns(d.ci95_ns[1]),
+                    d.flagged
+                        .as_deref()
+                        .map_or(String::new(), |f| format!("; flagged: {f}"))
+                ),
+            })
+        })
+        .collect()
+}
+
+/// Each primitive's post + wait in one task: the part of a hop that is no switch.
+fn controls(e: &ExperimentResult, groups: &[Group]) -> Vec<Reference> {
+    let mut vias: Vec<&str> = groups.iter().map(|g| g.0.as_str()).collect();
+    vias.dedup();
+    vias.iter()
+        .filter_map(|via| {
+            let c = e
+                .cases
+                .iter()
+                .find(|c| c.id == format!("{}.{via}.control", e.name))?;
+            Some(Reference {
+                label: format!("{via}: post + wait in one task (no switch)"),
+                y: c.median_ns,
+                band: None,
+                colour: "#666666",
+                dash: "6 3",
+            })
+        })
+        .collect()
+}
+
+/// The hop panel with the controls as levels, and the per-switch panel when any switch cost
+/// was derived, on one axis of N.
+fn panels(ns: &[f64], hops: &[Line], switches: Vec<Line>, controls: &[Reference]) -> Vec<Panel> {
+    let x = Axis::fit("tasks in the ring (N)", Unit::Plain, ns, Fit::AtData);
+    let values = |lines: &[Line], refs: &[Reference]| -> Vec<f64> {
+        lines
+            .iter()
+            .flat_map(|l| &l.points)
+            .flat_map(|p| [p.y].into_iter().chain(p.ci.into_iter().flatten()))
+            .chain(refs.iter().map(|r| r.y))
+            .collect()
+    };
+    let mut panels = vec![Panel {
+        title: "time per hop (median, 95 % CI)".into(),
+        x: x.clone(),
+        y: Axis::fit(
+            "time per hop",
+            Unit::Ns,
+            &values(hops, controls),
+            Fit::Auto { zero: true },
+        ),
+        lines: hops.to_vec(),
+        refs: controls.to_vec(),
+        bars: Vec::new(),
+    }];
+    if !switches.is_empty() {
+        panels.push(Panel {
+            title: "cost of one switch (derived)".into(),
+            x,
+            y: Axis::fit(
+                "time per switch",
+                Unit::Ns,
+                &values(&switches, &[]),
+                Fit::Auto { zero: true },
+            ),
+            lines: switches,
+            refs: Vec::new(),
+            bars: Vec::new(),
+        });
+    }
+    panels
 }

@@ -15,7 +15,7 @@ use crate::format::fmt_ns;
 use crate::plot::chart::{grid, Axis, Fit, Header, Panel, Reference, Unit};
 use crate::plot::Plot;
 use crate::views::View;
-use oscost_model::{CaseResult, ResultDoc};
+use oscost_model::{CaseResult, PublishedDoc, ResultDoc};
 
 const NAME: &str = "bradford";
 
@@ -116,17 +116,41 @@ pub fn figures(doc: &ResultDoc) -> Vec<StudyFigure> {
 /// Table 1 with this machine's Linux rows, and the ring's figures per system and per N.
 pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
     let docs: Vec<_> = SYSTEMS.iter().map(|(b, _)| baseline(b)).collect();
-    let us = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v} µs"));
-    let this = |id: &str| {
-        doc.and_then(|d| case(d, id)).map_or("-".into(), |c| {
-            let v = fmt_ns(c.median_ns);
-            if c.checks_passed {
-                v
-            } else {
-                format!("{v} !")
-            }
-        })
-    };
+    let figs = doc.map(figures).unwrap_or_default();
+    let mut views = vec![table1(doc, &docs), ring_table(doc, &docs, &figs)];
+    if let Some(doc) = doc {
+        views.extend(by_size_table(doc, &figs));
+    }
+    views
+}
+
+/// A published figure in µs, empty when the study has none.
+fn us(v: Option<f64>) -> String {
+    v.map_or(String::new(), |v| format!("{v} µs"))
+}
+
+/// This machine's median for a case, marked when its checks failed; "-" when not measured.
+fn this_cell(doc: Option<&ResultDoc>, id: &str) -> String {
+    doc.and_then(|d| case(d, id)).map_or("-".into(), |c| {
+        let v = fmt_ns(c.median_ns);
+        if c.checks_passed {
+            v
+        } else {
+            format!("{v} !")
+        }
+    })
+}
+
+/// The head of a table comparing the study's systems with this machine.
+fn systems_head(first: &str) -> Vec<String> {
+    let mut head = vec![first.to_string()];
+    head.extend(SYSTEMS.iter().map(|(_, h)| h.to_string()));
+    head.push("this machine".into());
+    head
+}
+
+/// Table 1: each primitive's own cost with no switch.
+fn table1(doc: Option<&ResultDoc>, docs: &[PublishedDoc]) -> View {
     let none = "no Linux counterpart";
     // The Windows agent measures the Win32 rows; a Linux run has none of them.
     let win = |id: &'static str| {
@@ -176,7 +200,11 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
     for (label, fig, id, why) in t1_rows {
         let mut row = vec![label.to_string()];
         row.extend(docs.iter().map(|d| us(published(d, fig))));
-        row.push(if id.is_empty() { why.into() } else { this(id) });
+        row.push(if id.is_empty() {
+            why.into()
+        } else {
+            this_cell(doc, id)
+        });
         rows.push(row);
     }
     let from_windows = !win("primitives.critical-section").is_empty();
@@ -195,18 +223,18 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
             .to_string()
     }];
     notes.extend(this_machine_note(doc));
-    let mut head = vec!["primitive".to_string()];
-    head.extend(SYSTEMS.iter().map(|(_, h)| h.to_string()));
-    head.push("this machine".into());
-    let mut views = vec![View {
+    View {
         title: format!("{NAME}: Table 1, each primitive's own cost with no switch"),
-        head: head.clone(),
+        head: systems_head("primitive"),
         rows,
         notes,
-    }];
+    }
+}
 
-    let figs = doc.map(figures).unwrap_or_default();
-    let fig = |id: &str| super::cell(super::get(&figs, id));
+/// The ring of locks with one token: time per switch, the lock's own cost and the switch cost,
+/// per published system and on this machine.
+fn ring_table(doc: Option<&ResultDoc>, docs: &[PublishedDoc], figs: &[StudyFigure]) -> View {
+    let fig = |id: &str| super::cell(super::get(figs, id));
     let mut rows = Vec::new();
     for (label, what, mine) in [
         (
@@ -217,7 +245,7 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
         (
             "the lock's own cost",
             "",
-            this(doc.map_or("lockring.mutex.own", |d| lock_of(d).1)),
+            this_cell(doc, doc.map_or("lockring.mutex.own", |d| lock_of(d).1)),
         ),
         (
             "switch cost",
@@ -273,84 +301,84 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
             .to_string(),
     ];
     notes.extend(this_machine_note(doc));
-    let mut head2 = vec!["ring of locks (csfast5)".to_string()];
-    head2.extend(SYSTEMS.iter().map(|(_, h)| h.to_string()));
-    head2.push("this machine".into());
-    views.push(View {
+    View {
         title: format!("{NAME}: the ring of locks, one token"),
-        head: head2,
+        head: systems_head("ring of locks (csfast5)"),
         rows,
         notes,
-    });
-
-    if let Some(doc) = doc {
-        let mut rows = Vec::new();
-        for (n, c) in ring(doc) {
-            let cost = derived(doc, &format!("{}.n{n}.k1.switch_cost", lock_of(doc).0));
-            let switches = c
-                .counters
-                .iter()
-                .find(|(k, _)| k.contains("switches_per"))
-                .map(|(_, v)| format!("{v:.2}"));
-            rows.push(vec![
-                format!("lock ring, N = {n}"),
-                fmt_ns(c.median_ns),
-                cost.map_or("-".into(), |d| fmt_ns(d.estimate_ns)),
-                switches.unwrap_or("-".into()),
-                if c.checks_passed {
-                    "✓".into()
-                } else {
-                    "FAILED".into()
-                },
-            ]);
-        }
-        if let Some(p) = case(doc, "lockring.pipe.n2") {
-            rows.push(vec![
-                "pipe token (cspipe2a), 2 threads".into(),
-                fmt_ns(p.median_ns),
-                "-".into(),
-                p.counters
-                    .iter()
-                    .find(|(k, _)| k.contains("switches_per"))
-                    .map_or("-".into(), |(_, v)| format!("{v:.2}")),
-                if p.checks_passed {
-                    "✓".into()
-                } else {
-                    "FAILED".into()
-                },
-            ]);
-        }
-        if let Some(f) = super::get(&figs, &format!("study.{NAME}.pipe_over_lock")) {
-            rows.push(vec![
-                "pipe over lock".into(),
-                value_text(f.value, &f.unit),
-                "".into(),
-                "".into(),
-                "".into(),
-            ]);
-        }
-        if !rows.is_empty() {
-            views.push(View {
-                title: format!("{NAME}: this machine's time per switch by ring size"),
-                head: [
-                    "ring",
-                    "per switch",
-                    "switch cost",
-                    "switches/hand-over",
-                    "checks",
-                ]
-                .map(String::from)
-                .to_vec(),
-                rows,
-                notes: vec![
-                    "switches/hand-over: context switches the kernel counted per lock hand-over \
-                     (1 expected with one token on one CPU)."
-                        .into(),
-                ],
-            });
-        }
     }
-    views
+}
+
+/// A check cell: passed or failed.
+fn checks_cell(c: &CaseResult) -> String {
+    if c.checks_passed {
+        "✓".into()
+    } else {
+        "FAILED".into()
+    }
+}
+
+/// A case's context switches per hand-over, as the kernel counted them.
+fn switches_per(c: &CaseResult) -> Option<String> {
+    c.counters
+        .iter()
+        .find(|(k, _)| k.contains("switches_per"))
+        .map(|(_, v)| format!("{v:.2}"))
+}
+
+/// This machine's time per switch for each ring size, the pipe pair and their ratio; none when
+/// the run measured none of them.
+fn by_size_table(doc: &ResultDoc, figs: &[StudyFigure]) -> Option<View> {
+    let mut rows = Vec::new();
+    for (n, c) in ring(doc) {
+        let cost = derived(doc, &format!("{}.n{n}.k1.switch_cost", lock_of(doc).0));
+        rows.push(vec![
+            format!("lock ring, N = {n}"),
+            fmt_ns(c.median_ns),
+            cost.map_or("-".into(), |d| fmt_ns(d.estimate_ns)),
+            switches_per(c).unwrap_or("-".into()),
+            checks_cell(c),
+        ]);
+    }
+    if let Some(p) = case(doc, "lockring.pipe.n2") {
+        rows.push(vec![
+            "pipe token (cspipe2a), 2 threads".into(),
+            fmt_ns(p.median_ns),
+            "-".into(),
+            switches_per(p).unwrap_or("-".into()),
+            checks_cell(p),
+        ]);
+    }
+    if let Some(f) = super::get(figs, &format!("study.{NAME}.pipe_over_lock")) {
+        rows.push(vec![
+            "pipe over lock".into(),
+            value_text(f.value, &f.unit),
+            "".into(),
+            "".into(),
+            "".into(),
+        ]);
+    }
+    if rows.is_empty() {
+        return None;
+    }
+    Some(View {
+        title: format!("{NAME}: this machine's time per switch by ring size"),
+        head: [
+            "ring",
+            "per switch",
+            "switch cost",
+            "switches/hand-over",
+            "checks",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+        notes: vec![
+            "switches/hand-over: context switches the kernel counted per lock hand-over \
+             (1 expected with one token on one CPU)."
+                .into(),
+        ],
+    })
 }
 
 /// Time per switch against the ring's size: this machine's rings and pipe pair, the study's

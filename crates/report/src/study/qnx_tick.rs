@@ -13,10 +13,10 @@ use super::{
     this_machine_note, this_style, value_text, x_values, y_values, StudyFigure, StudyInfo,
 };
 use crate::format::fmt_ns;
-use crate::plot::chart::{grid, Axis, Fit, Header, Panel, Unit};
+use crate::plot::chart::{grid, Axis, Fit, Header, Line, Panel, Unit};
 use crate::plot::Plot;
 use crate::views::View;
-use oscost_model::{CaseResult, ResultDoc};
+use oscost_model::{CaseResult, PublishedDoc, ResultDoc};
 
 const NAME: &str = "qnx-tick";
 
@@ -261,12 +261,26 @@ pub fn figures(doc: &ResultDoc) -> Vec<StudyFigure> {
 /// the derived figures side by side.
 pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
     let b = baseline(NAME);
-    let mut views = Vec::new();
-    // The study's own table, with what it derives from it.
-    let t_long = |form: &str| published(&b, &format!("{form}.tick1ms.time"));
+    let mut views = vec![published_table(&b)];
+    let Some(doc) = doc else {
+        return views;
+    };
+    let figs = figures(doc);
+    views.extend(
+        ["other", "fifo", "rr"]
+            .into_iter()
+            .filter_map(|policy| forms_table(doc, &figs, policy)),
+    );
+    views.push(derived_table(doc, &b, &figs));
+    views
+}
+
+/// The study's own table, with what it derives from it.
+fn published_table(b: &PublishedDoc) -> View {
+    let t_long = |form: &str| published(b, &format!("{form}.tick1ms.time"));
     let mut rows = Vec::new();
     for (tick, ns) in TICKS {
-        let t = |form: &str| published(&b, &format!("{form}.{tick}.time"));
+        let t = |form: &str| published(b, &format!("{form}.{tick}.time"));
         let (s, th, fk) = (t("single"), t("threads"), t("forks"));
         let spread = match (s, th, fk) {
             (Some(a), Some(b2), Some(c)) => {
@@ -294,7 +308,7 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
             share,
         ]);
     }
-    views.push(View {
+    View {
         title: format!("{NAME}: the study's table (QNX, as published) and what it derives"),
         head: [
             "tick",
@@ -315,85 +329,86 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
              Fig. 2.7)."
                 .into(),
         ],
-    });
-    let Some(doc) = doc else {
-        return views;
-    };
-    let figs = figures(doc);
-    for policy in ["other", "fifo", "rr"] {
-        let ps = periods(doc, policy);
-        if ps.is_empty() {
-            continue;
-        }
-        let mut rows = Vec::new();
-        for (name, _) in std::iter::once(("none".to_string(), 0.0)).chain(ps.clone()) {
-            let t = |form: &str| point(doc, form, policy, &name);
-            let cell = |c: Option<&CaseResult>| {
-                c.map_or("-".into(), |c| {
-                    let v = fmt_ns(c.median_ns);
-                    if c.checks_passed {
-                        v
-                    } else {
-                        format!("{v} !")
-                    }
-                })
-            };
-            let f = |form: &str, what: &str| {
-                get(
-                    &figs,
-                    &format!("study.{NAME}.{form}.{policy}.{name}.{what}"),
-                )
-                .map_or("-".into(), |f| value_text(f.value, &f.unit))
-            };
-            rows.push(vec![
-                name.clone(),
-                cell(t("single")),
-                cell(t("threads")),
-                cell(t("processes")),
-                t("single")
-                    .and_then(|c| counter(c, "events"))
-                    .map_or("-".into(), |e| format!("{e:.0}")),
-                f("single", "cycles_per_event"),
-                f("threads", "cycles_per_event"),
-                f("processes", "cycles_per_event"),
-                f("threads", "switches_per_event"),
-                get(&figs, &format!("study.{NAME}.form_spread.{policy}.{name}"))
-                    .map_or("-".into(), |f| format!("{:.1} %", f.value)),
-                f("single", "useful_share"),
-            ]);
-        }
-        let mut notes = vec![format!(
-            "SCHED_{}: the same work as one flow, N threads and N processes on one CPU under \
-             periodic timer events (none: undisturbed). events: timer events counted in the \
-             single flow's run; cycles/event: (cycles − cycles with none) / (events − events \
-             with none), counter cycles; switches/event: extra switches per extra event for the \
-             threads.",
-            policy.to_uppercase()
-        )];
-        notes.extend(this_machine_note(Some(doc)));
-        views.push(View {
-            title: format!("{NAME}: this machine, the forms under timer events ({policy})"),
-            head: [
-                "period",
-                "single",
-                "threads",
-                "processes",
-                "events",
-                "cyc/ev single",
-                "cyc/ev threads",
-                "cyc/ev procs",
-                "sw/ev threads",
-                "forms apart",
-                "useful share",
-            ]
-            .map(String::from)
-            .to_vec(),
-            rows,
-            notes,
-        });
     }
-    let f = |id: &str| super::cell(get(&figs, &format!("study.{NAME}.{id}")));
-    let p = |id: &str| published(&b, id).map_or("-".into(), |v| format!("{v}"));
+}
+
+/// This machine's grid under one scheduling policy: the forms at each period; none when the
+/// run measured no period under it.
+fn forms_table(doc: &ResultDoc, figs: &[StudyFigure], policy: &str) -> Option<View> {
+    let ps = periods(doc, policy);
+    if ps.is_empty() {
+        return None;
+    }
+    let mut rows = Vec::new();
+    for (name, _) in std::iter::once(("none".to_string(), 0.0)).chain(ps) {
+        let t = |form: &str| point(doc, form, policy, &name);
+        let cell = |c: Option<&CaseResult>| {
+            c.map_or("-".into(), |c| {
+                let v = fmt_ns(c.median_ns);
+                if c.checks_passed {
+                    v
+                } else {
+                    format!("{v} !")
+                }
+            })
+        };
+        let f = |form: &str, what: &str| {
+            get(figs, &format!("study.{NAME}.{form}.{policy}.{name}.{what}"))
+                .map_or("-".into(), |f| value_text(f.value, &f.unit))
+        };
+        rows.push(vec![
+            name.clone(),
+            cell(t("single")),
+            cell(t("threads")),
+            cell(t("processes")),
+            t("single")
+                .and_then(|c| counter(c, "events"))
+                .map_or("-".into(), |e| format!("{e:.0}")),
+            f("single", "cycles_per_event"),
+            f("threads", "cycles_per_event"),
+            f("processes", "cycles_per_event"),
+            f("threads", "switches_per_event"),
+            get(figs, &format!("study.{NAME}.form_spread.{policy}.{name}"))
+                .map_or("-".into(), |f| format!("{:.1} %", f.value)),
+            f("single", "useful_share"),
+        ]);
+    }
+    let mut notes = vec![format!(
+        "SCHED_{}: the same work as one flow, N threads and N processes on one CPU under \
+         periodic timer events (none: undisturbed). events: timer events counted in the \
+         single flow's run; cycles/event: (cycles − cycles with none) / (events − events \
+         with none), counter cycles; switches/event: extra switches per extra event for the \
+         threads.",
+        policy.to_uppercase()
+    )];
+    notes.extend(this_machine_note(Some(doc)));
+    Some(View {
+        title: format!("{NAME}: this machine, the forms under timer events ({policy})"),
+        head: [
+            "period",
+            "single",
+            "threads",
+            "processes",
+            "events",
+            "cyc/ev single",
+            "cyc/ev threads",
+            "cyc/ev procs",
+            "sw/ev threads",
+            "forms apart",
+            "useful share",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+        notes,
+    })
+}
+
+/// The study's derived figures (cycles per tick, the switches, switching's share) beside this
+/// machine's.
+fn derived_table(doc: &ResultDoc, b: &PublishedDoc, figs: &[StudyFigure]) -> View {
+    let f = |id: &str| super::cell(get(figs, &format!("study.{NAME}.{id}")));
+    let p = |id: &str| published(b, id).map_or("-".into(), |v| format!("{v}"));
     // (figure, the study's value, this machine's study figure(s)).
     let derived: [(&str, String, &[&str]); 6] = [
         (
@@ -443,29 +458,60 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
             .to_string(),
     ];
     notes.extend(this_machine_note(Some(doc)));
-    views.push(View {
+    View {
         title: format!("{NAME}: the study's derived figures beside this machine's"),
         head: ["figure", "study (QNX)", "this machine"]
             .map(String::from)
             .to_vec(),
         rows,
         notes,
-    });
-    views
+    }
 }
 
 /// Time and cycles per event against the period: the study's forms dashed, this machine's
 /// solid; and the useful work's share against the period (its Fig. 2.7).
 pub fn plots(doc: Option<&ResultDoc>) -> Vec<Plot> {
-    let b = baseline(NAME);
+    let mut lines = published_lines(&baseline(NAME));
+    if let Some(doc) = doc {
+        push_this_lines(doc, &mut lines);
+    }
+    let panels = panels(&lines);
+    let all: Vec<&Line> = lines.time.iter().chain(lines.cpe.iter()).collect();
+    let header = Header::new(
+        "qnx-tick: the same work as one flow, threads and processes as the events come faster",
+        &[
+            "Dashed: QNX as published, its system tick shortened (time against its 1 ms tick); \
+             solid: this machine under timer events at each period (time against none), under \
+             SCHED_RR where it could be set. Cycles per event: the study's subtraction."
+                .to_string(),
+        ],
+    );
+    vec![Plot {
+        name: format!("study.{NAME}"),
+        svg: grid(&header, &panels, 3, 200.0, &keys(&all)),
+    }]
+}
+
+/// The lines of the figure's three panels.
+struct Lines {
+    /// Time against the least disturbed run.
+    time: Vec<Line>,
+    /// The useful work's share of the time.
+    share: Vec<Line>,
+    /// Cycles per extra event.
+    cpe: Vec<Line>,
+}
+
+/// The study's forms as published: time and share per tick, and its one cycles-per-tick figure.
+fn published_lines(b: &PublishedDoc) -> Lines {
     let mut time_lines = Vec::new();
     let mut share_lines = Vec::new();
     for (i, (pf, form)) in FORMS.iter().enumerate() {
-        let base = published(&b, &format!("{pf}.tick1ms.time"));
+        let base = published(b, &format!("{pf}.tick1ms.time"));
         let pts: Vec<_> = TICKS
             .iter()
             .filter_map(|(t, ns)| {
-                let v = published(&b, &format!("{pf}.{t}.time"))?;
+                let v = published(b, &format!("{pf}.{t}.time"))?;
                 Some((*ns, v / base?, None, format!("QNX {pf} at {ns} ns: {v} ms")))
             })
             .collect();
@@ -485,85 +531,97 @@ pub fn plots(doc: Option<&ResultDoc>) -> Vec<Plot> {
         ));
     }
     let mut cpe_lines = Vec::new();
-    if let Some(pub_cpe) = published(&b, "cycles_per_tick") {
+    if let Some(pub_cpe) = published(b, "cycles_per_tick") {
         cpe_lines.push(line(
             "QNX, as published (1 ms against 9.2 µs)",
             published_style(0),
             vec![(9_219.0, pub_cpe, None, format!("{pub_cpe} cycles per tick"))],
         ));
     }
-    if let Some(doc) = doc {
-        let figs = figures(doc);
-        let policy = summary_policy(doc);
-        for (i, (_, form)) in FORMS.iter().enumerate() {
-            let Some(base) = point(doc, form, policy, "none") else {
-                continue;
-            };
-            let mut st = this_style();
-            st.colour = crate::plot::chart::colour(i + 1);
-            let ps = periods(doc, policy);
-            let label = format!("{}: {form} ({policy})", this_label(doc));
-            time_lines.push(line(
-                &label,
-                st,
-                ps.iter()
-                    .filter_map(|(n, ns)| {
-                        let c = point(doc, form, policy, n)?;
-                        Some((
-                            *ns,
-                            c.median_ns / base.median_ns,
-                            None,
-                            format!("{}: {}", c.id, fmt_ns(c.median_ns)),
-                        ))
-                    })
-                    .collect(),
-            ));
-            share_lines.push(line(
-                &label,
-                st,
-                ps.iter()
-                    .filter_map(|(n, ns)| {
-                        let f = get(
-                            &figs,
-                            &format!("study.{NAME}.{form}.{policy}.{n}.useful_share"),
-                        )?;
-                        Some((*ns, f.value, None, format!("{}: {:.1} %", f.id, f.value)))
-                    })
-                    .collect(),
-            ));
-            cpe_lines.push(line(
-                &label,
-                st,
-                ps.iter()
-                    .filter_map(|(n, ns)| {
-                        let f = get(
-                            &figs,
-                            &format!("study.{NAME}.{form}.{policy}.{n}.cycles_per_event"),
-                        )?;
-                        Some((
-                            *ns,
-                            f.value,
-                            None,
-                            format!("{}: {:.0} cycles", f.id, f.value),
-                        ))
-                    })
-                    .collect(),
-            ));
-        }
+    Lines {
+        time: time_lines,
+        share: share_lines,
+        cpe: cpe_lines,
     }
-    let xs: Vec<f64> = x_values(&time_lines)
+}
+
+/// This machine's forms under the summary's policy, one line per form in each panel.
+fn push_this_lines(doc: &ResultDoc, lines: &mut Lines) {
+    let figs = figures(doc);
+    let policy = summary_policy(doc);
+    for (i, (_, form)) in FORMS.iter().enumerate() {
+        let Some(base) = point(doc, form, policy, "none") else {
+            continue;
+        };
+        let mut st = this_style();
+        st.colour = crate::plot::chart::colour(i + 1);
+        let ps = periods(doc, policy);
+        let label = format!("{}: {form} ({policy})", this_label(doc));
+        lines.time.push(line(
+            &label,
+            st,
+            ps.iter()
+                .filter_map(|(n, ns)| {
+                    let c = point(doc, form, policy, n)?;
+                    Some((
+                        *ns,
+                        c.median_ns / base.median_ns,
+                        None,
+                        format!("{}: {}", c.id, fmt_ns(c.median_ns)),
+                    ))
+                })
+                .collect(),
+        ));
+        lines.share.push(line(
+            &label,
+            st,
+            figure_points(&figs, &ps, form, policy, "useful_share", |f| {
+                format!("{}: {:.1} %", f.id, f.value)
+            }),
+        ));
+        lines.cpe.push(line(
+            &label,
+            st,
+            figure_points(&figs, &ps, form, policy, "cycles_per_event", |f| {
+                format!("{}: {:.0} cycles", f.id, f.value)
+            }),
+        ));
+    }
+}
+
+/// A line's points: one study figure of a form at each period that has it, against the period.
+fn figure_points(
+    figs: &[StudyFigure],
+    periods: &[(String, f64)],
+    form: &str,
+    policy: &str,
+    what: &str,
+    tip: impl Fn(&StudyFigure) -> String,
+) -> Vec<(f64, f64, Option<[f64; 2]>, String)> {
+    periods
+        .iter()
+        .filter_map(|(n, ns)| {
+            let f = get(figs, &format!("study.{NAME}.{form}.{policy}.{n}.{what}"))?;
+            Some((*ns, f.value, None, tip(f)))
+        })
+        .collect()
+}
+
+/// The three panels on one period axis: time, cycles per event, useful share.
+fn panels(lines: &Lines) -> Vec<Panel> {
+    let xs: Vec<f64> = x_values(&lines.time)
         .into_iter()
-        .chain(x_values(&cpe_lines))
+        .chain(x_values(&lines.cpe))
         .collect();
     let x = Axis::fit("timer period", Unit::Ns, &xs, Fit::Auto { zero: false });
-    let mut ty = y_values(&time_lines);
+    let mut ty = y_values(&lines.time);
     ty.push(1.0);
-    let panels = vec![
+    vec![
         Panel {
             title: "time against the least disturbed run".into(),
             x: x.clone(),
             y: Axis::fit("time", Unit::Ratio, &ty, Fit::Auto { zero: false }),
-            lines: time_lines.clone(),
+            lines: lines.time.clone(),
             refs: Vec::new(),
             bars: Vec::new(),
         },
@@ -573,10 +631,10 @@ pub fn plots(doc: Option<&ResultDoc>) -> Vec<Plot> {
             y: Axis::fit(
                 "cycles",
                 Unit::Count,
-                &y_values(&cpe_lines),
+                &y_values(&lines.cpe),
                 Fit::Auto { zero: true },
             ),
-            lines: cpe_lines.clone(),
+            lines: lines.cpe.clone(),
             refs: Vec::new(),
             bars: Vec::new(),
         },
@@ -586,29 +644,15 @@ pub fn plots(doc: Option<&ResultDoc>) -> Vec<Plot> {
             y: Axis::fit(
                 "share",
                 Unit::Percent,
-                &y_values(&share_lines)
+                &y_values(&lines.share)
                     .into_iter()
                     .chain([0.0, 100.0])
                     .collect::<Vec<_>>(),
                 Fit::Linear { zero: true },
             ),
-            lines: share_lines,
+            lines: lines.share.clone(),
             refs: Vec::new(),
             bars: Vec::new(),
         },
-    ];
-    let all: Vec<&crate::plot::chart::Line> = time_lines.iter().chain(cpe_lines.iter()).collect();
-    let header = Header::new(
-        "qnx-tick: the same work as one flow, threads and processes as the events come faster",
-        &[
-            "Dashed: QNX as published, its system tick shortened (time against its 1 ms tick); \
-             solid: this machine under timer events at each period (time against none), under \
-             SCHED_RR where it could be set. Cycles per event: the study's subtraction."
-                .to_string(),
-        ],
-    );
-    vec![Plot {
-        name: format!("study.{NAME}"),
-        svg: grid(&header, &panels, 3, 200.0, &keys(&all)),
-    }]
+    ]
 }

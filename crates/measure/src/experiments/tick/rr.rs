@@ -115,31 +115,17 @@ pub(super) fn measure(
             "sched_rt_period_us": read_trim(Path::new(RT_PERIOD)),
         }),
     );
-    let runtime_us: Option<f64> = read_trim(Path::new(RT_RUNTIME)).and_then(|v| v.parse().ok());
+    let setting = Setting {
+        tasks,
+        cpu,
+        tick_ns,
+        runtime_us: read_trim(Path::new(RT_RUNTIME)).and_then(|v| v.parse().ok()),
+    };
     for &ms in slices {
         ctx.check_cancel()?;
         ctx.progress.message(&format!(
             "{tasks} SCHED_RR threads, sched_rr_timeslice_ms = {ms}"
         ));
-        let id = format!("{NAME}.rr.{ms}ms");
-        let unavailable = |out: &mut ExperimentOutput, reason: String| {
-            for (id, what) in [
-                (
-                    id.clone(),
-                    format!("{tasks} SCHED_RR threads sharing the work, {ms} ms slices"),
-                ),
-                (
-                    format!("{id}.alone"),
-                    format!("one SCHED_RR thread doing the work alone, {ms} ms slices"),
-                ),
-            ] {
-                out.unavailable.push(Unavailable {
-                    id,
-                    description: what,
-                    reason: reason.clone(),
-                });
-            }
-        };
         let mut warnings = Vec::new();
         let mut scratch = ExperimentOutput::default();
         let guard = set_sysctl(
@@ -151,106 +137,168 @@ pub(super) fn measure(
         );
         warnings.append(&mut scratch.warnings);
         if guard.is_none() {
-            unavailable(out, warnings.join("; "));
+            unavailable(out, tasks, ms, warnings.join("; "));
             continue;
         }
-        let mut crowd = Vec::with_capacity(runs);
-        let mut alone = Vec::with_capacity(runs);
-        let mut refused = None;
-        for _ in 0..runs {
-            ctx.check_cancel()?;
-            match one_run(clock, 1, total, cpu)
-                .inspect(|r| rest(clock, r))
-                .and_then(|a| Ok((a, one_run(clock, tasks, per_task, cpu)?)))
-                .inspect(|(_, r)| rest(clock, r))
-            {
-                Ok((a, c)) => {
-                    alone.push(a);
-                    crowd.push(c);
-                }
-                Err(e) => {
-                    refused = Some(e.to_string());
-                    break;
-                }
-            }
-        }
+        let sampled = sample(clock, tasks, per_task, total, runs, cpu, ctx)?;
         drop(guard);
-        if let Some(reason) = refused {
-            unavailable(out, reason);
-            continue;
+        match sampled {
+            Ok((alone, crowd)) => {
+                record(out, clock, &setting, ms, &crowd, &alone, warnings);
+            }
+            Err(reason) => unavailable(out, tasks, ms, reason),
         }
-        let resched = median_of(crowd.iter().map(|r| r.reschedulings as f64));
-        let crowd_ns = median_of(crowd.iter().map(|r| clock.ticks_to_ns(r.ticks as f64)));
-        let alone_ns = median_of(alone.iter().map(|r| clock.ticks_to_ns(r.ticks as f64)));
-        let slice_ns = effective_slice_ns(ms, tick_ns);
-        let expected = crowd_ns / slice_ns;
-        let mut case = Case::new(
-            id.clone(),
-            format!("{tasks} SCHED_RR threads sharing the work on CPU {cpu}, sched_rr_timeslice_ms = {ms}"),
-            "run",
-            whole_runs(clock, crowd.iter().map(|r| r.ticks)),
-        )
-        .param("cpu", cpu)
-        .param("tasks", tasks)
-        .param("sched_rr_timeslice_ms", ms)
-        .param("effective_slice_ns", slice_ns);
-        case.counters.insert("reschedulings".into(), resched);
-        case.counters.insert("alone_ns".into(), alone_ns);
-        case.counters.insert("extra_ns".into(), crowd_ns - alone_ns);
-        if resched > 0.0 {
-            case.counters.insert(
-                "ns_per_rescheduling".into(),
-                (crowd_ns - alone_ns) / resched,
-            );
-        }
-        case.checks.push(Check {
-            name: "reschedulings_vs_time_over_slice".into(),
-            expected,
-            counted: resched,
-            // Each thread's last slice is cut short by its finish, so a few runs' worth of
-            // slices can be missing whatever the length: at least one per thread is allowed.
-            passed: (resched - expected).abs() <= (RESCHED_TOLERANCE * expected).max(tasks as f64),
-            detail: format!(
-                "involuntary switches of the threads (getrusage) per run, against the run's \
-                 time / the slice in whole ticks ({:.2} ms); within ±{:.0} % or ±{tasks}",
-                slice_ns / 1e6,
-                RESCHED_TOLERANCE * 100.0
-            ),
-        });
-        if let Some(r) = runtime_us.filter(|&r| r >= 0.0 && crowd_ns / 1e3 > r) {
-            warnings.push(format!(
-                "a run lasted {:.0} ms, longer than sched_rt_runtime_us ({:.0} ms): real-time \
-                 throttling stopped the threads for part of it; use a shorter --work",
-                crowd_ns / 1e6,
-                r / 1e3
-            ));
-        }
-        case.warnings.extend(warnings);
-        let alone_case = Case::new(
-            format!("{id}.alone"),
-            format!("one SCHED_RR thread doing the same work alone on CPU {cpu}, sched_rr_timeslice_ms = {ms}"),
-            "run",
-            whole_runs(clock, alone.iter().map(|r| r.ticks)),
-        )
-        .param("cpu", cpu)
-        .param("sched_rr_timeslice_ms", ms);
-        if resched > 0.0 {
-            out.derived.push(DerivedSpec {
-                id: format!("{id}.per_rescheduling"),
-                description: "(shared run − the same work alone) / the reschedulings counted: \
-                              what one round-robin rescheduling costs the work"
-                    .into(),
-                terms: vec![
-                    (id.clone(), 1.0 / resched),
-                    (alone_case.id.clone(), -1.0 / resched),
-                ],
-                flagged: super::super::failed_checks(&case),
-            });
-        }
-        out.cases.push(case);
-        out.cases.push(alone_case);
     }
     Ok(())
+}
+
+/// What stays the same for every slice length measured.
+struct Setting {
+    tasks: usize,
+    cpu: usize,
+    /// The kernel's tick, which rounds the slice up, when known.
+    tick_ns: Option<f64>,
+    /// sched_rt_runtime_us, when readable.
+    runtime_us: Option<f64>,
+}
+
+/// Says why both cases of one slice length have no figure.
+fn unavailable(out: &mut ExperimentOutput, tasks: usize, ms: u64, reason: String) {
+    let id = format!("{NAME}.rr.{ms}ms");
+    for (id, what) in [
+        (
+            id.clone(),
+            format!("{tasks} SCHED_RR threads sharing the work, {ms} ms slices"),
+        ),
+        (
+            format!("{id}.alone"),
+            format!("one SCHED_RR thread doing the work alone, {ms} ms slices"),
+        ),
+    ] {
+        out.unavailable.push(Unavailable {
+            id,
+            description: what,
+            reason: reason.clone(),
+        });
+    }
+}
+
+/// `runs` pairs of runs at the slice length set: the work alone, then shared by `tasks`
+/// threads; the first refusal's reason instead when a run could not be made.
+#[allow(clippy::type_complexity)]
+fn sample(
+    clock: &Clock,
+    tasks: usize,
+    per_task: u64,
+    total: u64,
+    runs: usize,
+    cpu: usize,
+    ctx: &Context,
+) -> anyhow::Result<Result<(Vec<RrRun>, Vec<RrRun>), String>> {
+    let mut crowd = Vec::with_capacity(runs);
+    let mut alone = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        ctx.check_cancel()?;
+        match one_run(clock, 1, total, cpu)
+            .inspect(|r| rest(clock, r))
+            .and_then(|a| Ok((a, one_run(clock, tasks, per_task, cpu)?)))
+            .inspect(|(_, r)| rest(clock, r))
+        {
+            Ok((a, c)) => {
+                alone.push(a);
+                crowd.push(c);
+            }
+            Err(e) => return Ok(Err(e.to_string())),
+        }
+    }
+    Ok(Ok((alone, crowd)))
+}
+
+/// The shared and the alone case of one slice length, the reschedulings checked against the
+/// run's time over the slice, and the cost of one rescheduling when any was counted.
+fn record(
+    out: &mut ExperimentOutput,
+    clock: &Clock,
+    s: &Setting,
+    ms: u64,
+    crowd: &[RrRun],
+    alone: &[RrRun],
+    mut warnings: Vec<String>,
+) {
+    let (tasks, cpu) = (s.tasks, s.cpu);
+    let id = format!("{NAME}.rr.{ms}ms");
+    let resched = median_of(crowd.iter().map(|r| r.reschedulings as f64));
+    let crowd_ns = median_of(crowd.iter().map(|r| clock.ticks_to_ns(r.ticks as f64)));
+    let alone_ns = median_of(alone.iter().map(|r| clock.ticks_to_ns(r.ticks as f64)));
+    let slice_ns = effective_slice_ns(ms, s.tick_ns);
+    let expected = crowd_ns / slice_ns;
+    let mut case = Case::new(
+        id.clone(),
+        format!(
+            "{tasks} SCHED_RR threads sharing the work on CPU {cpu}, sched_rr_timeslice_ms = {ms}"
+        ),
+        "run",
+        whole_runs(clock, crowd.iter().map(|r| r.ticks)),
+    )
+    .param("cpu", cpu)
+    .param("tasks", tasks)
+    .param("sched_rr_timeslice_ms", ms)
+    .param("effective_slice_ns", slice_ns);
+    case.counters.insert("reschedulings".into(), resched);
+    case.counters.insert("alone_ns".into(), alone_ns);
+    case.counters.insert("extra_ns".into(), crowd_ns - alone_ns);
+    if resched > 0.0 {
+        case.counters.insert(
+            "ns_per_rescheduling".into(),
+            (crowd_ns - alone_ns) / resched,
+        );
+    }
+    case.checks.push(Check {
+        name: "reschedulings_vs_time_over_slice".into(),
+        expected,
+        counted: resched,
+        // Each thread's last slice is cut short by its finish, so a few runs' worth of
+        // slices can be missing whatever the length: at least one per thread is allowed.
+        passed: (resched - expected).abs() <= (RESCHED_TOLERANCE * expected).max(tasks as f64),
+        detail: format!(
+            "involuntary switches of the threads (getrusage) per run, against the run's \
+             time / the slice in whole ticks ({:.2} ms); within ±{:.0} % or ±{tasks}",
+            slice_ns / 1e6,
+            RESCHED_TOLERANCE * 100.0
+        ),
+    });
+    if let Some(r) = s.runtime_us.filter(|&r| r >= 0.0 && crowd_ns / 1e3 > r) {
+        warnings.push(format!(
+            "a run lasted {:.0} ms, longer than sched_rt_runtime_us ({:.0} ms): real-time \
+             throttling stopped the threads for part of it; use a shorter --work",
+            crowd_ns / 1e6,
+            r / 1e3
+        ));
+    }
+    case.warnings.extend(warnings);
+    let alone_case = Case::new(
+        format!("{id}.alone"),
+        format!("one SCHED_RR thread doing the same work alone on CPU {cpu}, sched_rr_timeslice_ms = {ms}"),
+        "run",
+        whole_runs(clock, alone.iter().map(|r| r.ticks)),
+    )
+    .param("cpu", cpu)
+    .param("sched_rr_timeslice_ms", ms);
+    if resched > 0.0 {
+        out.derived.push(DerivedSpec {
+            id: format!("{id}.per_rescheduling"),
+            description: "(shared run − the same work alone) / the reschedulings counted: \
+                          what one round-robin rescheduling costs the work"
+                .into(),
+            terms: vec![
+                (id.clone(), 1.0 / resched),
+                (alone_case.id.clone(), -1.0 / resched),
+            ],
+            flagged: super::super::failed_checks(&case),
+        });
+    }
+    out.cases.push(case);
+    out.cases.push(alone_case);
 }
 
 #[cfg(test)]
