@@ -103,9 +103,7 @@ fn a_scripted_run_is_saved_and_can_be_listed_shown_exported_and_removed() {
     let id = read_doc(&json).run_id.unwrap();
     let s = short(&id);
     assert!(
-        err.contains(&format!(
-            "saved as run {s} (oscost history show {s})"
-        )),
+        err.contains(&format!("saved as run {s} (oscost history show {s})")),
         "{err}"
     );
     assert!(home.db().exists());

@@ -141,10 +141,11 @@ fn tick_tiny_run_is_self_consistent() {
     let _alone = one_at_a_time();
     let doc = json_run(&[
         "tick",
+        // Periods a machine busy with other tests still keeps.
         "--work",
-        "10ms",
+        "40ms",
         "--periods",
-        "1ms,500us",
+        "4ms,2ms",
         "--runs",
         "3",
     ]);
@@ -155,12 +156,12 @@ fn tick_tiny_run_is_self_consistent() {
         ids,
         [
             "tick.undisturbed",
-            "tick.signal.1ms",
-            "tick.signal.500us",
-            "tick.helper.1ms",
-            "tick.helper.500us",
-            "tick.timerfd.1ms",
-            "tick.timerfd.500us"
+            "tick.signal.4ms",
+            "tick.signal.2ms",
+            "tick.helper.4ms",
+            "tick.helper.2ms",
+            "tick.timerfd.4ms",
+            "tick.timerfd.2ms"
         ]
     );
     for c in &e.cases[1..] {
@@ -252,9 +253,9 @@ fn rr_slices_measure_reschedulings_and_put_the_setting_back() {
         "--source",
         "signal",
         "--periods",
-        "1ms",
+        "4ms",
         "--work",
-        "20ms",
+        "40ms",
         "--runs",
         "2",
         "--rr-slices",
