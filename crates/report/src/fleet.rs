@@ -729,28 +729,25 @@ pub fn csv(f: &Fleet) -> anyhow::Result<String> {
         for (i, g) in f.groups.iter().enumerate() {
             let run = g.run_id.clone().unwrap_or_default();
             let reference = f.groups[f.reference].name.clone();
-            let rec: Vec<String> = if i == f.reference {
-                vec![
-                    r.id.clone(),
-                    r.unit.clone(),
-                    f.group_by.clone(),
-                    g.name.clone(),
-                    reference,
-                    run,
+            // The figure's and the group's columns, then the measured ones.
+            let mut rec = vec![
+                r.id.clone(),
+                r.unit.clone(),
+                f.group_by.clone(),
+                g.name.clone(),
+                reference,
+                run,
+            ];
+            if i == f.reference {
+                rec.extend([
                     num(Some(r.reference_ns)),
                     "1".into(),
                     String::new(),
                     String::new(),
                     "reference".into(),
-                ]
+                ]);
             } else if let Some(c) = &r.cells[i] {
-                vec![
-                    r.id.clone(),
-                    r.unit.clone(),
-                    f.group_by.clone(),
-                    g.name.clone(),
-                    reference,
-                    run,
+                rec.extend([
                     num(Some(c.median_ns)),
                     num(c.ratio),
                     num(c.ratio_ci95.map(|c| c[0])),
@@ -759,10 +756,10 @@ pub fn csv(f: &Fleet) -> anyhow::Result<String> {
                         .as_str()
                         .unwrap_or_default()
                         .to_owned(),
-                ]
+                ]);
             } else {
                 continue;
-            };
+            }
             w.write_record(&rec)?;
         }
     }

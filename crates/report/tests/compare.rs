@@ -1,6 +1,8 @@
 //! `compare` on fixed documents: the golden run against itself and against copies with a known
 //! change, so each verdict and every rendering is pinned.
 
+mod common;
+use common::scaled;
 use oscost_model::ResultDoc;
 use oscost_report::compare::{self, Settings, Source, Verdict};
 use std::path::PathBuf;
@@ -8,21 +10,6 @@ use std::path::PathBuf;
 fn golden() -> ResultDoc {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/golden/oscost-2.json");
     oscost_model::read(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-/// The golden run with one case's samples scaled by `factor`, as a slower or faster run of
-/// that case would give.
-fn scaled(mut doc: ResultDoc, case: &str, factor: f64) -> ResultDoc {
-    let c = doc
-        .experiments
-        .iter_mut()
-        .flat_map(|e| e.cases.iter_mut())
-        .find(|c| c.id == case)
-        .unwrap();
-    c.raw_ns.iter_mut().for_each(|x| *x *= factor);
-    c.median_ns *= factor;
-    c.ci95_ns = c.ci95_ns.map(|x| x * factor);
-    doc
 }
 
 fn run(a: &ResultDoc, b: &ResultDoc, settings: Settings) -> Vec<compare::Comparison> {

@@ -3,6 +3,8 @@
 //! are pinned.
 
 use oscost_model::env::FleetRun;
+mod common;
+use common::scaled;
 use oscost_model::ResultDoc;
 use oscost_report::compare::{Settings, Verdict};
 use oscost_report::fleet::{self, FleetError, GroupBy};
@@ -24,20 +26,6 @@ fn on_host(host: &str, at: &str) -> ResultDoc {
         runner: Some("ansible-core 2.14".into()),
     });
     d
-}
-
-/// One case's samples scaled by `factor`.
-fn scaled(mut doc: ResultDoc, case: &str, factor: f64) -> ResultDoc {
-    let c = doc
-        .experiments
-        .iter_mut()
-        .flat_map(|e| e.cases.iter_mut())
-        .find(|c| c.id == case)
-        .unwrap();
-    c.raw_ns.iter_mut().for_each(|x| *x *= factor);
-    c.median_ns *= factor;
-    c.ci95_ns = c.ci95_ns.map(|x| x * factor);
-    doc
 }
 
 fn labelled(docs: &[ResultDoc]) -> Vec<(String, &ResultDoc)> {
