@@ -260,6 +260,8 @@ fn run_with(
                         ci95_ns: p.ci95_ns,
                         env_changed: p.env_changed,
                         checks_passed: p.checks_passed,
+                        changes: p.changes.clone(),
+                        quick: p.quick,
                     })
                     .collect();
                 let text = oscost_report::trend::trend_svg(&case_id, &points[0].unit, &rows);
@@ -600,13 +602,18 @@ fn trend(case_id: &str, points: &[TrendPoint]) -> String {
         points.len(),
         if points.len() == 1 { "" } else { "s" }
     );
-    let mut rows = vec![vec![
+    let mixed = points.iter().any(|p| p.quick) && points.iter().any(|p| !p.quick);
+    let mut header = vec![
         "run".to_owned(),
         "started (UTC)".into(),
         if derived { "estimate" } else { "median" }.into(),
         "95% CI".into(),
-        "notes".into(),
-    ]];
+    ];
+    if mixed {
+        header.push("size".into());
+    }
+    header.push("notes".into());
+    let mut rows = vec![header];
     for p in points {
         let mut notes = Vec::new();
         if p.env_changed {
@@ -615,7 +622,7 @@ fn trend(case_id: &str, points: &[TrendPoint]) -> String {
         if !p.checks_passed {
             notes.push(if derived { "flagged" } else { "a check failed" });
         }
-        rows.push(vec![
+        let mut row = vec![
             short_id(&p.run_id).to_owned(),
             p.started_at
                 .as_deref()
@@ -627,13 +634,27 @@ fn trend(case_id: &str, points: &[TrendPoint]) -> String {
                 render::fmt_ns(p.ci95_ns[0]),
                 render::fmt_ns(p.ci95_ns[1])
             ),
-            notes.join("; "),
-        ]);
+        ];
+        if mixed {
+            row.push(if p.quick { "quick" } else { "full" }.into());
+        }
+        row.push(notes.join("; "));
+        rows.push(row);
     }
     s += &columns(&rows);
-    if points.iter().any(|p| p.env_changed) {
-        s += "environment changed: the kernel, CPU, mitigations, clock, CPUs, nice or oscost \
-              version differ from the run above (`oscost history export RUN` has each run's)\n";
+    if mixed {
+        s += "size: quick runs (--quick) take fewer, shorter samples than full ones; compare a \
+              quick run with a quick one\n";
+    }
+    for p in points.iter().filter(|p| p.env_changed) {
+        s += &format!("environment changed before run {}: ", short_id(&p.run_id));
+        if p.changes.is_empty() {
+            s += "its document or the one before could not be read (`oscost history export RUN` \
+                  has each run's)\n";
+        } else {
+            s += &p.changes.join("; ");
+            s.push('\n');
+        }
     }
     s
 }

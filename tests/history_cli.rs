@@ -220,6 +220,42 @@ fn a_trend_lists_every_run_oldest_first_and_draws_it() {
 }
 
 #[test]
+fn a_trend_names_what_changed_and_marks_quick_runs() {
+    let home = Home::new();
+    home.scripted_run("a.json");
+    // A later run on another kernel, and a quick one: the same document, edited.
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(home.path("a.json")).unwrap()).unwrap();
+    doc["run_id"] = "01234567-89ab-4def-8123-456789abcdef".into();
+    doc["started_at"] = "2099-01-01T00:00:00Z".into();
+    doc["environment"]["kernel_release"] = "9.9.9-test".into();
+    doc["environment"]["command_line"]
+        .as_array_mut()
+        .unwrap()
+        .push("--quick".into());
+    std::fs::write(home.path("b.json"), doc.to_string()).unwrap();
+    let (code, _, err) = home.run(&["history", "import", home.path("b.json").to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = home.run(&["history", "trend", "example.cost250"]);
+    assert_eq!(code, 0, "{err}");
+    let rows: Vec<&str> = out.lines().skip(2).take(2).collect();
+    assert!(rows[0].trim_end().ends_with(" full"), "{out}");
+    assert!(
+        rows[1].contains(" quick ") && rows[1].contains("environment changed"),
+        "{out}"
+    );
+    let change = out
+        .lines()
+        .find(|l| l.starts_with("environment changed before run 01234567: "))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        change.contains("kernel ") && change.ends_with("→ 9.9.9-test"),
+        "{out}"
+    );
+    assert!(out.contains("size: quick runs (--quick)"), "{out}");
+}
+
+#[test]
 fn importing_twice_changes_nothing() {
     let home = Home::new();
     let id = home.scripted_run("r.json");

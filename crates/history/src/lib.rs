@@ -18,7 +18,7 @@ mod fingerprint;
 pub mod pg;
 mod schema;
 
-pub use fingerprint::env_fingerprint;
+pub use fingerprint::{env_differences, env_fingerprint};
 pub use pg::PgUrl;
 pub use schema::SCHEMA_VERSION;
 
@@ -281,6 +281,11 @@ pub struct TrendPoint {
     /// The fingerprint differs from the previous point's: a change of kernel, CPU, mitigations,
     /// clock, CPUs, nice or oscost version may explain a step.
     pub env_changed: bool,
+    /// What changed since the previous point ([`env_differences`]); empty unless
+    /// `env_changed`, or when either run's document could not be read.
+    pub changes: Vec<String>,
+    /// The run was a `--quick` one (fewer, shorter samples and smaller sweeps).
+    pub quick: bool,
 }
 
 /// Where a history is kept: an SQLite file, or a PostgreSQL database.
@@ -990,7 +995,7 @@ impl History {
     pub fn trend(&self, case_id: &str) -> Result<Vec<TrendPoint>, HistoryError> {
         let rows = self.query(
             "SELECT r.run_id, r.started_at, r.env_fingerprint, c.unit, c.median_ns, \
-             c.ci_low_ns, c.ci_high_ns, c.checks_passed \
+             c.ci_low_ns, c.ci_high_ns, c.checks_passed, r.command_line \
              FROM cases c JOIN runs r ON r.run_id = c.run_id WHERE c.case_id = $1 \
              ORDER BY CASE WHEN r.started_at IS NULL THEN 0 ELSE 1 END, r.started_at, \
              r.saved_at, r.run_id",
@@ -1009,6 +1014,8 @@ impl History {
                     ci95_ns: [next(&mut r).real(), next(&mut r).real()],
                     checks_passed: next(&mut r).int() != 0,
                     env_changed: false,
+                    changes: Vec::new(),
+                    quick: next(&mut r).string().split(' ').any(|a| a == "--quick"),
                 }
             })
             .collect();
@@ -1020,6 +1027,14 @@ impl History {
         }
         for i in 1..points.len() {
             points[i].env_changed = points[i].env_fingerprint != points[i - 1].env_fingerprint;
+            if points[i].env_changed {
+                // Only the runs either side of a change are read whole.
+                if let (Ok(a), Ok(b)) =
+                    (self.get(&points[i - 1].run_id), self.get(&points[i].run_id))
+                {
+                    points[i].changes = env_differences(&a.environment, &b.environment);
+                }
+            }
         }
         Ok(points)
     }

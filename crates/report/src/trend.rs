@@ -2,7 +2,7 @@
 //! with its 95 % confidence interval, and a mark wherever the machine's environment changed
 //! between two runs (the step after it may be the machine's, not the program's).
 
-use crate::plot::svg::{ticks, Anchor, Svg};
+use crate::plot::svg::{ticks, Anchor, Paint, Svg};
 
 /// One run's point of a trend, as the caller read it from wherever runs are kept.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,6 +19,10 @@ pub struct TrendRow {
     pub env_changed: bool,
     /// Every mechanism check passed (a derived figure: not flagged).
     pub checks_passed: bool,
+    /// What changed since the previous run, one phrase each (`kernel 6.1 → 6.12`).
+    pub changes: Vec<String>,
+    /// A `--quick` run: drawn hollow, since its figure is a rougher look than a full run's.
+    pub quick: bool,
 }
 
 const LINE: &str = "#4e79a7";
@@ -66,7 +70,7 @@ pub fn trend_svg(case_id: &str, unit: &str, points: &[TrendRow]) -> String {
     let (left, plot_w, top, plot_h) = (110.0, 640.0, 62.0, 300.0);
     let width = left + plot_w + 40.0;
     let labels_h = 96.0;
-    let height = top + plot_h + labels_h + 60.0;
+    let height = top + plot_h + labels_h + 76.0;
     let mut s = Svg::new(width, height);
     let what = if unit == "derived" {
         "estimate".to_owned()
@@ -150,14 +154,12 @@ fn env_changes(s: &mut Svg, f: &Frame, points: &[TrendRow]) {
         if p.env_changed {
             let cx = (f.x(i - 1) + f.x(i)) / 2.0;
             s.line(cx, f.top, cx, f.top + f.plot_h, CHANGE, 1.5);
-            s.rect(
-                cx - 4.0,
-                f.top - 10.0,
-                8.0,
-                8.0,
-                CHANGE,
-                Some("environment changed"),
-            );
+            let tip = if p.changes.is_empty() {
+                "environment changed".to_owned()
+            } else {
+                format!("environment changed: {}", p.changes.join("; "))
+            };
+            s.rect(cx - 4.0, f.top - 10.0, 8.0, 8.0, CHANGE, Some(&tip));
         }
     }
 }
@@ -194,8 +196,9 @@ fn series(s: &mut Svg, f: &Frame, case_id: &str, points: &[TrendRow]) {
         }
         let u = f.unit_ns;
         let tip = format!(
-            "run {}{}: {:.4} {} (95 % CI {:.4} .. {:.4}){}",
+            "run {}{}{}: {:.4} {} (95 % CI {:.4} .. {:.4}){}",
             p.label,
+            if p.quick { " (--quick)" } else { "" },
             if p.date.is_empty() {
                 String::new()
             } else {
@@ -212,7 +215,16 @@ fn series(s: &mut Svg, f: &Frame, case_id: &str, points: &[TrendRow]) {
             }
         );
         let y = f.y(p.median_ns);
-        s.rect(x - dot / 2.0, y - dot / 2.0, dot, dot, colour, Some(&tip));
+        if p.quick {
+            s.painted_rect(
+                (x - dot / 2.0, y - dot / 2.0),
+                (dot, dot),
+                Paint::outline(colour, 1.5),
+                Some(&tip),
+            );
+        } else {
+            s.rect(x - dot / 2.0, y - dot / 2.0, dot, dot, colour, Some(&tip));
+        }
     }
 }
 
@@ -253,6 +265,22 @@ fn legend(s: &mut Svg, f: &Frame, ly: f64, points: &[TrendRow]) {
             Anchor::Start,
             0.0,
             "a mechanism check failed: the figure is not trusted",
+        );
+    }
+    if points.iter().any(|p| p.quick) && points.iter().any(|p| !p.quick) {
+        s.painted_rect(
+            (left + 5.0, ly + 28.0),
+            (7.0, 7.0),
+            Paint::outline(LINE, 1.5),
+            None,
+        );
+        s.text(
+            left + 24.0,
+            ly + 36.0,
+            11.0,
+            Anchor::Start,
+            0.0,
+            "hollow: a --quick run (fewer, shorter samples: a rougher look than the filled points)",
         );
     }
 }

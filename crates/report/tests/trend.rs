@@ -16,6 +16,13 @@ fn rows() -> Vec<TrendRow> {
             // The kernel changed before the fifth run.
             env_changed: i == 4,
             checks_passed: i != 2,
+            changes: if i == 4 {
+                vec!["kernel 6.1.0 → 6.12.0".into()]
+            } else {
+                Vec::new()
+            },
+            // The first two runs were quick looks.
+            quick: i < 2,
         })
         .collect()
 }
@@ -43,7 +50,14 @@ fn the_figure_is_valid_xml_with_a_point_per_run_and_the_change_marked() {
     };
     assert_eq!(titled("run "), 5);
     // The change is a mark above the frame, named in its tooltip, not text over the data.
-    assert_eq!(titled("environment changed"), 1);
+    assert_eq!(titled("environment changed: kernel 6.1.0 → 6.12.0"), 1);
+    // Quick runs are drawn hollow, named in their tooltips and in the legend.
+    assert_eq!(titled("run 1a2b3c4d (--quick)"), 1);
+    let hollow = root
+        .descendants()
+        .filter(|n| n.has_tag_name("rect") && n.attribute("fill") == Some("none"))
+        .count();
+    assert_eq!(hollow, 3, "two quick runs and the legend's mark");
     // The line breaks at the gap: two pieces.
     let lines = root
         .descendants()
@@ -60,6 +74,7 @@ fn the_figure_is_valid_xml_with_a_point_per_run_and_the_change_marked() {
     assert!(texts
         .iter()
         .any(|t| t.starts_with("a mechanism check failed")));
+    assert!(texts.iter().any(|t| t.starts_with("hollow: a --quick run")));
     insta::assert_snapshot!("trend-switch-cost", text);
 }
 
