@@ -75,10 +75,33 @@ pub struct GlobalOpts {
     #[arg(long, global = true)]
     pub quick: bool,
 
-    /// Samples per case, 5 or more (default 81, or 15 with --quick)
+    /// Samples per case, 3 or more (default 81, or 15 with --quick). Taken by the experiments
+    /// that sample a repeated operation (syscall, fs, primitives, switch, ring, lockring) and by
+    /// spawn; the others size themselves by their own options (--rounds, --runs, --duration)
     #[arg(long, global = true, value_name = "N", allow_negative_numbers = true,
           value_parser = parse_samples)]
     pub samples: Option<u32>,
+
+    /// Fewest samples per case before --budget may stop sampling, 3 or more and at most
+    /// --samples (default 5); the same experiments as --samples
+    #[arg(long, global = true, value_name = "N", allow_negative_numbers = true,
+          value_parser = parse_min_runs)]
+    pub min_runs: Option<u32>,
+
+    /// Minimum warm-up per case before its samples, e.g. 40ms: warm-up goes on until three
+    /// batches agree within 2 %, at most four times this (default 40ms, or 8ms with --quick;
+    /// 1us to 60s). The experiments that sample a repeated operation (syscall, fs,
+    /// primitives, switch, ring, lockring)
+    #[arg(long, global = true, value_name = "TIME", allow_hyphen_values = true,
+          value_parser = parse_warmup)]
+    pub warmup: Option<std::time::Duration>,
+
+    /// Time budget per case, e.g. 2s: once spent, sampling stops after --min-runs samples
+    /// (default 2s, or 300ms with --quick, and more with a larger --samples; 1us to 1h). The
+    /// same experiments as --samples
+    #[arg(long, global = true, value_name = "TIME", allow_hyphen_values = true,
+          value_parser = parse_budget)]
+    pub budget: Option<std::time::Duration>,
 
     /// CPUs to measure on, kernel list syntax (`0-3,8`); single-task cases use the first
     #[arg(long, global = true, value_name = "LIST", allow_hyphen_values = true)]
@@ -274,9 +297,41 @@ fn parse_rate(s: &str) -> Result<f64, String> {
 
 fn parse_samples(s: &str) -> Result<u32, String> {
     match s.trim().parse::<i64>() {
-        Ok(n) if (5..=100_000).contains(&n) => Ok(n as u32),
-        _ => Err(format!("`{s}` is not a number of samples from 5 to 100000")),
+        Ok(n) if (3..=100_000).contains(&n) => Ok(n as u32),
+        _ => Err(format!("`{s}` is not a number of samples from 3 to 100000")),
     }
+}
+
+fn parse_min_runs(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<i64>() {
+        Ok(n) if (3..=100_000).contains(&n) => Ok(n as u32),
+        _ => Err(format!("`{s}` is not a number of samples from 3 to 100000")),
+    }
+}
+
+/// A time from `min` to `max` (ns, spelled `shown` in the error), with its unit.
+fn parse_time_in(
+    s: &str,
+    (min, max): (u64, u64),
+    what: &str,
+    shown: &str,
+) -> Result<std::time::Duration, String> {
+    let bounds = || format!("`{s}` is not {what} from {shown} (e.g. 40ms)");
+    if s.trim().starts_with('-') {
+        return Err(bounds());
+    }
+    match oscost_measure::experiments::parse_time(s)? {
+        ns if (min..=max).contains(&ns) => Ok(std::time::Duration::from_nanos(ns)),
+        _ => Err(bounds()),
+    }
+}
+
+fn parse_warmup(s: &str) -> Result<std::time::Duration, String> {
+    parse_time_in(s, (1_000, 60_000_000_000), "a warm-up", "1us to 60s")
+}
+
+fn parse_budget(s: &str) -> Result<std::time::Duration, String> {
+    parse_time_in(s, (1_000, 3_600_000_000_000), "a time budget", "1us to 1h")
 }
 
 fn experiment_names() -> clap::builder::PossibleValuesParser {
@@ -754,6 +809,9 @@ fn unused_options(command: Option<&Command>, g: &GlobalOpts) -> Option<String> {
         ("--series", g.series.is_some()),
         ("--quick", g.quick),
         ("--samples", g.samples.is_some()),
+        ("--min-runs", g.min_runs.is_some()),
+        ("--warmup", g.warmup.is_some()),
+        ("--budget", g.budget.is_some()),
         ("--cpus", g.cpus.is_some()),
         ("--nice", g.nice.is_some()),
         ("--scripted", g.scripted),

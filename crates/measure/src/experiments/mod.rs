@@ -70,7 +70,7 @@ pub(crate) fn parse_tasks(s: &str) -> Result<TaskList, String> {
 }
 
 /// A time with its unit (`5s`, `300ms`, `49us`, `9.2µs`, `500ns`), in ns.
-pub(crate) fn parse_time(s: &str) -> Result<u64, String> {
+pub fn parse_time(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
