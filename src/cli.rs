@@ -15,8 +15,11 @@ context switches, wake-ups, with the loop overhead subtracted, every figure in n
 ticks, a median with a bootstrap 95 % CI, and checks that what was timed really happened.";
 
 const AFTER_HELP: &str = "Examples:
-  oscost                          run the default suite (same as `oscost run`)
-  oscost syscall --quick          the system-call table, fast
+  oscost                          run the default suite (same as `oscost run`; 76-91 s on a
+                                  2-vCPU virtual machine)
+  oscost --quick                  the suite at each experiment's --quick size (about 5 s there
+                                  besides split's own time, which `oscost split --help` gives)
+  oscost syscall --quick          the system-call table, fast (about 0.6 s)
   oscost syscall --calls getpid,read64k --json r.json
   oscost switch --via pipe,futex --kind processes   ping-pong, switches counted
   oscost ring --tasks 2..1024 --via futex            token ring sweep
@@ -71,11 +74,12 @@ pub struct GlobalOpts {
     #[arg(long, global = true, value_name = "DIR")]
     pub series: Option<PathBuf>,
 
-    /// Smaller sizes, fewer and shorter samples: a rough table in about a second per experiment
+    /// A rough look: smaller sizes, fewer and shorter samples (each experiment's --help says how
+    /// long it takes); a suite with --quick runs each experiment at its --quick size
     #[arg(long, global = true)]
     pub quick: bool,
 
-    /// Samples per case, 3 or more (default 81, or 15 with --quick). Taken by the experiments
+    /// Samples per case, 3 or more (default 81, or 10 with --quick). Taken by the experiments
     /// that sample a repeated operation (syscall, fs, primitives, switch, ring, lockring) and by
     /// spawn; the others size themselves by their own options (--rounds, --runs, --duration)
     #[arg(long, global = true, value_name = "N", allow_negative_numbers = true,
@@ -89,7 +93,7 @@ pub struct GlobalOpts {
     pub min_runs: Option<u32>,
 
     /// Minimum warm-up per case before its samples, e.g. 40ms: warm-up goes on until three
-    /// batches agree within 2 %, at most four times this (default 40ms, or 8ms with --quick;
+    /// batches agree within 2 %, at most four times this (default 40ms, or 4ms with --quick;
     /// 1us to 60s). The experiments that sample a repeated operation (syscall, fs,
     /// primitives, switch, ring, lockring)
     #[arg(long, global = true, value_name = "TIME", allow_hyphen_values = true,
@@ -154,7 +158,7 @@ pub struct GlobalOpts {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run experiments at their suite size (no names: the default suite; `ring` runs 2, 4, 16 and
-    /// 64 tasks)
+    /// 64 tasks), or with --quick each at its --quick size
     Run {
         /// Experiments to run, in order
         #[arg(value_name = "EXPERIMENT", value_parser = experiment_names())]
@@ -364,8 +368,8 @@ pub fn run() -> anyhow::Result<ExitCode> {
             None => return Ok(ExitCode::SUCCESS),
         },
         Some(Command::Experiment(e)) => (vec![e], None),
-        Some(Command::Run { experiments }) => (by_name(&experiments), None),
-        None => (by_name(&[]), None),
+        Some(Command::Run { experiments }) => (by_name(&experiments, cli.global.quick), None),
+        None => (by_name(&[], cli.global.quick), None),
         Some(other) => return other_command(other, &cli.global),
     };
     measure(experiments, study, default_suite, &cli.global)
@@ -866,8 +870,9 @@ fn choices(e: &clap::Error) -> String {
     }
 }
 
-/// The named experiments at their suite size, or the default suite when none are named.
-fn by_name(names: &[String]) -> Vec<ExperimentArgs> {
+/// The named experiments at their suite size (with `quick`, at their own `--quick` size), or
+/// the default suite when none are named.
+fn by_name(names: &[String], quick: bool) -> Vec<ExperimentArgs> {
     let names: Vec<&str> = if names.is_empty() {
         REGISTRY
             .iter()
@@ -886,7 +891,7 @@ fn by_name(names: &[String]) -> Vec<ExperimentArgs> {
     };
     names
         .into_iter()
-        .filter_map(ExperimentArgs::with_defaults)
+        .filter_map(|n| ExperimentArgs::in_suite(n, quick))
         .collect()
 }
 

@@ -161,8 +161,8 @@ fn bad_input_is_one_clear_line_and_exit_2() {
             "--min-runs 20",
         ),
         (
-            &["syscall", "--quick", "--min-runs", "16"],
-            "15 samples per case by default",
+            &["syscall", "--quick", "--min-runs", "11"],
+            "10 samples per case by default",
         ),
         (&["syscall", "--warmup", "0s"], "--warmup"),
         (&["syscall", "--warmup", "-5ms"], "--warmup"),

@@ -48,11 +48,11 @@ impl SamplerConfig {
         }
     }
 
-    /// `--quick`: 15 samples of at least 1 ms.
+    /// `--quick`: 10 samples of at least 1 ms, after 4 ms of warm-up.
     pub fn quick() -> SamplerConfig {
         SamplerConfig {
-            samples: 15,
-            warmup: Duration::from_millis(8),
+            samples: 10,
+            warmup: Duration::from_millis(4),
             min_sample: Duration::from_millis(1),
             budget: Duration::from_millis(300),
             min_runs: MIN_SAMPLES,
