@@ -15,8 +15,11 @@ context switches, wake-ups, with the loop overhead subtracted, every figure in n
 ticks, a median with a bootstrap 95 % CI, and checks that what was timed really happened.";
 
 const AFTER_HELP: &str = "Examples:
-  oscost                          run the default suite (same as `oscost run`)
-  oscost syscall --quick          the system-call table, fast
+  oscost                          run the default suite (same as `oscost run`; 76-91 s on a
+                                  2-vCPU virtual machine)
+  oscost --quick                  the suite at each experiment's --quick size (about 5 s there
+                                  besides split's own time, which `oscost split --help` gives)
+  oscost syscall --quick          the system-call table, fast (about 0.6 s)
   oscost syscall --calls getpid,read64k --json r.json
   oscost switch --via pipe,futex --kind processes   ping-pong, switches counted
   oscost ring --tasks 2..1024 --via futex            token ring sweep
@@ -71,14 +74,38 @@ pub struct GlobalOpts {
     #[arg(long, global = true, value_name = "DIR")]
     pub series: Option<PathBuf>,
 
-    /// Smaller sizes, fewer and shorter samples: a rough table in about a second per experiment
+    /// A rough look: smaller sizes, fewer and shorter samples (each experiment's --help says how
+    /// long it takes); a suite with --quick runs each experiment at its --quick size
     #[arg(long, global = true)]
     pub quick: bool,
 
-    /// Samples per case, 5 or more (default 81, or 15 with --quick)
+    /// Samples per case, 3 or more (default 81, or 10 with --quick). Taken by the experiments
+    /// that sample a repeated operation (syscall, fs, primitives, switch, ring, lockring) and by
+    /// spawn; the others size themselves by their own options (--rounds, --runs, --duration)
     #[arg(long, global = true, value_name = "N", allow_negative_numbers = true,
           value_parser = parse_samples)]
     pub samples: Option<u32>,
+
+    /// Fewest samples per case before --budget may stop sampling, 3 or more and at most
+    /// --samples (default 5); the same experiments as --samples
+    #[arg(long, global = true, value_name = "N", allow_negative_numbers = true,
+          value_parser = parse_min_runs)]
+    pub min_runs: Option<u32>,
+
+    /// Minimum warm-up per case before its samples, e.g. 40ms: warm-up goes on until three
+    /// batches agree within 2 %, at most four times this (default 40ms, or 4ms with --quick;
+    /// 1us to 60s). The experiments that sample a repeated operation (syscall, fs,
+    /// primitives, switch, ring, lockring)
+    #[arg(long, global = true, value_name = "TIME", allow_hyphen_values = true,
+          value_parser = parse_warmup)]
+    pub warmup: Option<std::time::Duration>,
+
+    /// Time budget per case, e.g. 2s: once spent, sampling stops after --min-runs samples
+    /// (default 2s, or 300ms with --quick, and more with a larger --samples; 1us to 1h). The
+    /// same experiments as --samples
+    #[arg(long, global = true, value_name = "TIME", allow_hyphen_values = true,
+          value_parser = parse_budget)]
+    pub budget: Option<std::time::Duration>,
 
     /// CPUs to measure on, kernel list syntax (`0-3,8`); single-task cases use the first
     #[arg(long, global = true, value_name = "LIST", allow_hyphen_values = true)]
@@ -131,7 +158,7 @@ pub struct GlobalOpts {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run experiments at their suite size (no names: the default suite; `ring` runs 2, 4, 16 and
-    /// 64 tasks)
+    /// 64 tasks), or with --quick each at its --quick size
     Run {
         /// Experiments to run, in order
         #[arg(value_name = "EXPERIMENT", value_parser = experiment_names())]
@@ -274,9 +301,41 @@ fn parse_rate(s: &str) -> Result<f64, String> {
 
 fn parse_samples(s: &str) -> Result<u32, String> {
     match s.trim().parse::<i64>() {
-        Ok(n) if (5..=100_000).contains(&n) => Ok(n as u32),
-        _ => Err(format!("`{s}` is not a number of samples from 5 to 100000")),
+        Ok(n) if (3..=100_000).contains(&n) => Ok(n as u32),
+        _ => Err(format!("`{s}` is not a number of samples from 3 to 100000")),
     }
+}
+
+fn parse_min_runs(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<i64>() {
+        Ok(n) if (3..=100_000).contains(&n) => Ok(n as u32),
+        _ => Err(format!("`{s}` is not a number of samples from 3 to 100000")),
+    }
+}
+
+/// A time from `min` to `max` (ns, spelled `shown` in the error), with its unit.
+fn parse_time_in(
+    s: &str,
+    (min, max): (u64, u64),
+    what: &str,
+    shown: &str,
+) -> Result<std::time::Duration, String> {
+    let bounds = || format!("`{s}` is not {what} from {shown} (e.g. 40ms)");
+    if s.trim().starts_with('-') {
+        return Err(bounds());
+    }
+    match oscost_measure::experiments::parse_time(s)? {
+        ns if (min..=max).contains(&ns) => Ok(std::time::Duration::from_nanos(ns)),
+        _ => Err(bounds()),
+    }
+}
+
+fn parse_warmup(s: &str) -> Result<std::time::Duration, String> {
+    parse_time_in(s, (1_000, 60_000_000_000), "a warm-up", "1us to 60s")
+}
+
+fn parse_budget(s: &str) -> Result<std::time::Duration, String> {
+    parse_time_in(s, (1_000, 3_600_000_000_000), "a time budget", "1us to 1h")
 }
 
 fn experiment_names() -> clap::builder::PossibleValuesParser {
@@ -309,8 +368,8 @@ pub fn run() -> anyhow::Result<ExitCode> {
             None => return Ok(ExitCode::SUCCESS),
         },
         Some(Command::Experiment(e)) => (vec![e], None),
-        Some(Command::Run { experiments }) => (by_name(&experiments), None),
-        None => (by_name(&[]), None),
+        Some(Command::Run { experiments }) => (by_name(&experiments, cli.global.quick), None),
+        None => (by_name(&[], cli.global.quick), None),
         Some(other) => return other_command(other, &cli.global),
     };
     measure(experiments, study, default_suite, &cli.global)
@@ -754,6 +813,9 @@ fn unused_options(command: Option<&Command>, g: &GlobalOpts) -> Option<String> {
         ("--series", g.series.is_some()),
         ("--quick", g.quick),
         ("--samples", g.samples.is_some()),
+        ("--min-runs", g.min_runs.is_some()),
+        ("--warmup", g.warmup.is_some()),
+        ("--budget", g.budget.is_some()),
         ("--cpus", g.cpus.is_some()),
         ("--nice", g.nice.is_some()),
         ("--scripted", g.scripted),
@@ -808,8 +870,9 @@ fn choices(e: &clap::Error) -> String {
     }
 }
 
-/// The named experiments at their suite size, or the default suite when none are named.
-fn by_name(names: &[String]) -> Vec<ExperimentArgs> {
+/// The named experiments at their suite size (with `quick`, at their own `--quick` size), or
+/// the default suite when none are named.
+fn by_name(names: &[String], quick: bool) -> Vec<ExperimentArgs> {
     let names: Vec<&str> = if names.is_empty() {
         REGISTRY
             .iter()
@@ -828,7 +891,7 @@ fn by_name(names: &[String]) -> Vec<ExperimentArgs> {
     };
     names
         .into_iter()
-        .filter_map(ExperimentArgs::with_defaults)
+        .filter_map(|n| ExperimentArgs::in_suite(n, quick))
         .collect()
 }
 

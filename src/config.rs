@@ -96,6 +96,29 @@ impl Config {
             let per_sample = sampler.min_sample * 3;
             sampler.budget = sampler.budget.max(per_sample * n);
         }
+        if let Some(w) = g.warmup {
+            sampler.warmup = w;
+        }
+        // Given, the budget is the user's, whatever --samples asked for.
+        if let Some(b) = g.budget {
+            sampler.budget = b;
+        }
+        if let Some(m) = g.min_runs {
+            if m as usize > sampler.samples {
+                anyhow::bail!(
+                    "--min-runs {m} is more than the {} samples per case{}: give --min-runs at \
+                     most {}, or --samples {m} or more",
+                    sampler.samples,
+                    if g.samples.is_some() {
+                        ""
+                    } else {
+                        " by default"
+                    },
+                    sampler.samples
+                );
+            }
+            sampler.min_runs = m as usize;
+        }
         let cpus = g
             .cpus
             .as_deref()

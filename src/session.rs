@@ -64,6 +64,18 @@ fn environment(cfg: &Config, clock: &Clock, cpus: &[usize]) -> Environment {
     env
 }
 
+/// The sampling rules of a run, as recorded with it.
+fn sampling(cfg: &Config) -> oscost_model::env::Sampling {
+    oscost_model::env::Sampling {
+        quick: cfg.quick,
+        samples: cfg.sampler.samples as u64,
+        min_runs: cfg.sampler.min_runs as u64,
+        warmup_ns: cfg.sampler.warmup.as_nanos() as u64,
+        min_sample_ns: cfg.sampler.min_sample.as_nanos() as u64,
+        budget_ns: cfg.sampler.budget.as_nanos() as u64,
+    }
+}
+
 /// The text of `oscost env`.
 pub fn environment_text(cfg: &Config) -> anyhow::Result<String> {
     let cpus = apply_placement(cfg)?;
@@ -615,6 +627,7 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs], saving: Saving) -> anyh
     if cfg.scripted {
         env.fleet = cfg.fleet.clone();
     }
+    env.sampling = Some(sampling(cfg));
     let tick_unit = env.clock.tick_unit.clone();
     let ns_per_tick = 1e9 / env.clock.frequency_hz;
     // Every measuring process makes its temporary files in here, and it goes when the run

@@ -153,6 +153,25 @@ fn bad_input_is_one_clear_line_and_exit_2() {
         (&["syscall", "--rate", "-5"], "--rate"),
         (&["syscall", "--nice", "40"], "--nice"),
         (&["frobnicate"], "frobnicate"),
+        (&["syscall", "--samples", "2"], "from 3 to 100000"),
+        (&["syscall", "--min-runs", "0"], "--min-runs"),
+        (&["syscall", "--min-runs", "-3"], "--min-runs"),
+        (
+            &["syscall", "--min-runs", "20", "--samples", "10"],
+            "--min-runs 20",
+        ),
+        (
+            &["syscall", "--quick", "--min-runs", "11"],
+            "10 samples per case by default",
+        ),
+        (&["syscall", "--warmup", "0s"], "--warmup"),
+        (&["syscall", "--warmup", "-5ms"], "--warmup"),
+        (&["syscall", "--warmup", "40"], "has no unit"),
+        (&["syscall", "--warmup", "2min"], "--warmup"),
+        (&["syscall", "--warmup", "61s"], "from 1us to 60s"),
+        (&["syscall", "--budget", "0ms"], "--budget"),
+        (&["syscall", "--budget", "3601s"], "from 1us to 1h"),
+        (&["list", "--budget", "1s"], "--budget"),
     ];
     for (args, needle) in cases {
         let out = oscost()
@@ -485,7 +504,7 @@ fn errors_name_the_choices_and_the_problem() {
         (&["run", "nosuch"], &["choose from:", "syscall", "ring"]),
         (
             &["syscall", "--samples", "-1"],
-            &["`-1` is not a number of samples from 5 to 100000"],
+            &["`-1` is not a number of samples from 3 to 100000"],
         ),
         (&["ring", "--tasks", "-4"], &["`-4` is not a list"]),
         (&["ring", "--tokens", "-2"], &["`-2` is not a whole number"]),
@@ -512,5 +531,53 @@ fn errors_name_the_choices_and_the_problem() {
         for n in *needles {
             assert!(err.contains(n), "{args:?}: `{n}` missing from {err}");
         }
+    }
+}
+
+/// `--min-runs`, `--samples` and `--budget` as hyperfine has them: a spent budget stops
+/// sampling at `--min-runs` samples, never before, and the run records how it sampled.
+#[test]
+fn min_runs_samples_and_budget_are_honoured_and_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    // (arguments, samples expected per case): on the scripted clock every sample spends
+    // far more than a 1 ms budget, so sampling stops at the first round the budget allows.
+    let runs: &[(&[&str], usize)] = &[
+        (&["--min-runs", "3", "--samples", "3", "--budget", "1ms"], 3),
+        (
+            &["--min-runs", "4", "--samples", "20", "--budget", "1us"],
+            4,
+        ),
+    ];
+    for (k, (args, expected)) in runs.iter().enumerate() {
+        let json = dir.path().join(format!("r{k}.json"));
+        oscost()
+            .args([
+                "--scripted",
+                "--quiet",
+                "--no-save",
+                "--warmup",
+                "2ms",
+                "example",
+            ])
+            .args(*args)
+            .arg("--json")
+            .arg(&json)
+            .assert()
+            .success();
+        let doc = read_doc(&json);
+        let measured: Vec<_> = doc.experiments[0]
+            .cases
+            .iter()
+            .filter(|c| !c.raw_ns.is_empty())
+            .collect();
+        assert!(!measured.is_empty());
+        for c in measured {
+            assert_eq!(c.raw_ns.len(), *expected, "{} with {args:?}", c.id);
+        }
+        let s = doc.environment.sampling.expect("the sampling is recorded");
+        assert_eq!(s.min_runs, *expected as u64);
+        assert_eq!(s.warmup_ns, 2_000_000);
+        assert_eq!(s.budget_ns, if k == 0 { 1_000_000 } else { 1_000 });
+        assert_eq!(s.samples, if k == 0 { 3 } else { 20 });
     }
 }

@@ -82,6 +82,14 @@ fn busy_document(mut doc: ResultDoc) -> ResultDoc {
         host_name: s("rack1-node-1"),
         runner: s("ansible-core 2.14.18, shell module over ssh"),
     });
+    env.sampling = Some(oscost_model::env::Sampling {
+        quick: true,
+        samples: 10,
+        min_runs: 5,
+        warmup_ns: 4_000_000,
+        min_sample_ns: 1_000_000,
+        budget_ns: 300_000_000,
+    });
     env.nice = Some(-19);
     env.clock.kernel_stated_hz = Some(1e9);
     env.clock.fallback_reason = s("an example reason");

@@ -80,6 +80,7 @@ pub(crate) mod testing {
             warmup: Duration::from_millis(2),
             min_sample: Duration::from_micros(500),
             budget: Duration::from_millis(100),
+            min_runs: crate::sampler::MIN_SAMPLES,
         }
     }
 

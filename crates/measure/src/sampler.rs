@@ -21,8 +21,19 @@ pub struct SamplerConfig {
     pub warmup: Duration,
     /// Minimum duration of one sample.
     pub min_sample: Duration,
-    /// Time budget per case; sampling stops early (with at least 5 samples) when spent.
+    /// Time budget per case; sampling stops early (with at least `min_runs` samples) when
+    /// spent.
     pub budget: Duration,
+    /// Fewest samples per case before the budget may stop sampling (`--min-runs`).
+    #[serde(default = "default_min_runs")]
+    pub min_runs: usize,
+}
+
+/// Fewest samples kept when the budget runs out, unless `--min-runs` says otherwise.
+pub const MIN_SAMPLES: usize = 5;
+
+fn default_min_runs() -> usize {
+    MIN_SAMPLES
 }
 
 impl SamplerConfig {
@@ -33,16 +44,18 @@ impl SamplerConfig {
             warmup: Duration::from_millis(40),
             min_sample: Duration::from_millis(4),
             budget: Duration::from_secs(2),
+            min_runs: MIN_SAMPLES,
         }
     }
 
-    /// `--quick`: 15 samples of at least 1 ms.
+    /// `--quick`: 10 samples of at least 1 ms, after 4 ms of warm-up.
     pub fn quick() -> SamplerConfig {
         SamplerConfig {
-            samples: 15,
-            warmup: Duration::from_millis(8),
+            samples: 10,
+            warmup: Duration::from_millis(4),
             min_sample: Duration::from_millis(1),
             budget: Duration::from_millis(300),
+            min_runs: MIN_SAMPLES,
         }
     }
 }
@@ -129,9 +142,6 @@ impl Drop for IdleThread {
 /// Below this per-operation time the empty-loop subtraction is the figure's main error: side
 /// by side with C loops, operations of 3–13 ns read up to ±1 ns apart.
 const SHORT_OP_NS: f64 = 10.0;
-
-/// Fewest samples kept when the budget runs out.
-pub(crate) const MIN_SAMPLES: usize = 5;
 
 /// Times `n` calls of `op` and returns the elapsed counter ticks. Not inlined, so the timed
 /// loop and the empty reference loop have the same shape and placement rules.
@@ -345,7 +355,7 @@ pub fn measure_interleaved(
 
 /// Takes the samples of `count` jobs in rounds: `sample(k)` takes one sample of job `k`, every
 /// job once a round in an order rotated every round, and `on_round` follows each round. Stops
-/// early, after at least [`MIN_SAMPLES`] rounds, once the time budget (the configured one per
+/// early, after at least `min_runs` rounds ([`MIN_SAMPLES`] by default), once the time budget (the configured one per
 /// job) is spent, and then returns the warning every job carries. The one sampling loop: the
 /// batched jobs above and experiments that time one operation per sample with hooks of their
 /// own around it (spawn's usage counts) both take their rounds here.
@@ -370,7 +380,7 @@ pub(crate) fn rounds(
             sample((round + k) % count)?;
         }
         on_round();
-        if round + 1 >= MIN_SAMPLES && round + 1 < cfg.samples && elapsed() > budget {
+        if round + 1 >= cfg.min_runs && round + 1 < cfg.samples && elapsed() > budget {
             return Ok(Some(format!(
                 "time budget of {} ms reached: {} of {} samples taken",
                 budget.as_millis(),
@@ -499,6 +509,44 @@ mod tests {
                 s.iterations_per_sample
             );
         });
+    }
+
+    #[test]
+    fn a_spent_budget_stops_sampling_only_after_min_runs() {
+        // Every sample spends 10 ms of the scripted clock, far beyond a 1 ms budget: sampling
+        // stops at the first round the budget allows, which --min-runs sets.
+        for (min_runs, samples, taken) in [(3, 20, 3), (7, 20, 7), (3, 3, 3), (5, 4, 4)] {
+            let clock = crate::timesource::Scripted::new();
+            let cancel = std::sync::atomic::AtomicBool::new(false);
+            let ctx = Context {
+                clock: &clock,
+                sampler: SamplerConfig {
+                    samples,
+                    min_runs,
+                    budget: Duration::from_millis(1),
+                    ..SamplerConfig::quick()
+                },
+                quick: true,
+                cpus: vec![0],
+                progress: &crate::context::NoProgress,
+                cancel: &cancel,
+            };
+            let mut n = 0;
+            let cut = rounds(
+                &ctx,
+                1,
+                |_| {
+                    clock.spend(10_000_000);
+                    n += 1;
+                    Ok(())
+                },
+                || {},
+            )
+            .unwrap();
+            assert_eq!(n, taken, "min_runs {min_runs}, samples {samples}");
+            // Cut short only when fewer than the samples asked for were taken.
+            assert_eq!(cut.is_some(), taken < samples, "{cut:?}");
+        }
     }
 
     #[test]

@@ -109,6 +109,52 @@ pub struct Environment {
     /// the run, so they are part of the machine's state.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fleet: Option<FleetRun>,
+    /// How the run sampled (`--quick`, `--samples`, `--min-runs`, `--warmup`, `--budget`),
+    /// so that a comparison can say two runs sampled differently; absent in documents written
+    /// before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<Sampling>,
+}
+
+/// The sampling rules a run used (filled in by the CLI).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sampling {
+    /// `--quick`: the experiments' smaller sizes.
+    pub quick: bool,
+    /// Samples per case asked for (`--samples`).
+    pub samples: u64,
+    /// Fewest samples per case before the time budget may stop sampling (`--min-runs`).
+    pub min_runs: u64,
+    /// Minimum warm-up per case, ns (`--warmup`).
+    pub warmup_ns: u64,
+    /// Minimum duration of one sample, ns.
+    pub min_sample_ns: u64,
+    /// Time budget per case, ns (`--budget`).
+    pub budget_ns: u64,
+}
+
+impl Sampling {
+    /// One line: `81 samples (at least 5), warm-up 40 ms, budget 2000 ms, 4 ms a sample`.
+    pub fn describe(&self) -> String {
+        let ms = |ns: u64| {
+            let v = ns as f64 / 1e6;
+            if v >= 1.0 {
+                format!("{v:.0} ms")
+            } else {
+                format!("{v:.3} ms")
+            }
+        };
+        format!(
+            "{}{} samples (at least {}), warm-up {}, budget {}, {} a sample",
+            if self.quick { "--quick, " } else { "" },
+            self.samples,
+            self.min_runs,
+            ms(self.warmup_ns),
+            ms(self.budget_ns),
+            ms(self.min_sample_ns)
+        )
+    }
 }
 
 /// A system other than Linux, as it describes itself (oscost's Windows agent fills it in).

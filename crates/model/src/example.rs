@@ -129,6 +129,7 @@ pub fn environment() -> Environment {
         load: None,
         os: None,
         fleet: None,
+        sampling: None,
     }
 }
 

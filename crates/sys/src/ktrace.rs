@@ -479,12 +479,20 @@ impl Tracer {
             .ok_or_else(|| Unavailable("no CPU to trace".into()))?;
         let mut refused = Vec::new();
         let mut kept = Vec::new();
+        // The probe's descriptors are kept as the first CPU's: each close of a tracepoint's
+        // last descriptor waits for an RCU grace period under a kernel lock (25-35 ms each on
+        // a 2-vCPU virtual machine), so a probe closed and opened again cost a second wait.
+        let mut probed = Vec::new();
         for f in formats {
             match open_one(&f, probe_cpu) {
-                Ok(_) => kept.push(f),
+                Ok(fd) => {
+                    kept.push(f);
+                    probed.push(fd);
+                }
                 Err(e) => refused.push((f.name.clone(), e)),
             }
         }
+        let mut probed = probed.into_iter();
         if kept.is_empty() {
             let (name, e) = &refused[0];
             return Err(match e.raw_os_error() {
@@ -507,7 +515,13 @@ impl Tracer {
         for &cpu in cpus {
             let mut leader: Option<i32> = None;
             for f in &t.formats {
-                let fd = open_one(f, cpu).map_err(|e| match e.raw_os_error() {
+                let reused = if cpu == probe_cpu {
+                    probed.next()
+                } else {
+                    None
+                };
+                let fd = reused.map_or_else(|| open_one(f, cpu), Ok);
+                let fd = fd.map_err(|e| match e.raw_os_error() {
                     Some(libc::EACCES) | Some(libc::EPERM) => not_permitted(&e),
                     _ => Unavailable(format!(
                         "opening tracepoint {} on CPU {cpu} failed: {e}",

@@ -154,6 +154,7 @@ pub fn collect(clock: &ClockInfo, cpus_used: &[usize]) -> Environment {
         load: None,
         os: None,
         fleet: None,
+        sampling: None,
     }
 }
 

@@ -179,7 +179,7 @@ mutexes are counted: N per step of the measuring thread. --verify-order logs the
 mutexes were taken and replays it against the ring.
 
 Pipe token: two threads pass a 4-byte counter back and forth through two pipes; the time per \
-one-way pass is half a round trip.";
+one-way pass is half a round trip.\n\nTakes about 4 s; --quick about 0.4 s on a 2-vCPU virtual machine.";
     const IN_DEFAULT_SUITE: bool = false;
     const SUITE_ARGS: &'static [&'static str] = &["--tasks", "2,8,32"];
 

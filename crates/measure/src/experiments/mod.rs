@@ -70,7 +70,7 @@ pub(crate) fn parse_tasks(s: &str) -> Result<TaskList, String> {
 }
 
 /// A time with its unit (`5s`, `300ms`, `49us`, `9.2µs`, `500ns`), in ns.
-pub(crate) fn parse_time(s: &str) -> Result<u64, String> {
+pub fn parse_time(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -328,8 +328,15 @@ macro_rules! registry {
 
             /// The experiment called `name` at its suite size (`oscost run`).
             pub fn with_defaults(name: &str) -> Option<ExperimentArgs> {
+                Self::in_suite(name, false)
+            }
+
+            /// The experiment called `name` as a suite runs it: at its suite size, or with
+            /// `quick` at its own `--quick` size, so that `oscost --quick` is every
+            /// experiment's quick look (the suite sizes are larger).
+            pub fn in_suite(name: &str, quick: bool) -> Option<ExperimentArgs> {
                 $(if name == <$options as Experiment>::NAME {
-                    let args = <$options as Experiment>::SUITE_ARGS;
+                    let args = if quick { &[] } else { <$options as Experiment>::SUITE_ARGS };
                     return Some(Self::$variant(defaults::<$options>(args)));
                 })*
                 None
@@ -359,6 +366,25 @@ registry! {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_quick_suite_runs_each_experiment_at_its_quick_size() {
+        // The suite's own sizes are given as options, which --quick would not shrink.
+        let Some(ExperimentArgs::Noise(suite)) = ExperimentArgs::in_suite(noise::NAME, false)
+        else {
+            panic!("noise")
+        };
+        assert_eq!(suite.duration_ns, Some(1_000_000_000));
+        let Some(ExperimentArgs::Noise(quick)) = ExperimentArgs::in_suite(noise::NAME, true) else {
+            panic!("noise")
+        };
+        assert_eq!(quick.duration_ns, None);
+        let Some(ExperimentArgs::Ring(quick)) = ExperimentArgs::in_suite(ring::NAME, true) else {
+            panic!("ring")
+        };
+        assert!(quick.tasks.is_none());
+        assert!(ExperimentArgs::in_suite("nosuch", true).is_none());
+    }
 
     #[test]
     fn names_are_unique_well_formed_and_documented() {

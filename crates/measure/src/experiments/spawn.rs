@@ -563,7 +563,7 @@ private temporary directory, and /bin/true, a dynamically linked program. The pr
 repeated with the parent holding more touched private memory (--parent-mib), so a fork's cost \
 can be read against the page tables it copies (VmPTE and RSS are recorded); a default size \
 the machine's available memory cannot hold is reported as not measured. Children reaped and the \
-creator's context switches are counted and checked.";
+creator's context switches are counted and checked.\n\nTakes about 16 s; --quick about 0.4 s on a 2-vCPU virtual machine.";
     const IN_DEFAULT_SUITE: bool = true;
     const SUITE_ARGS: &'static [&'static str] = &["--parent-mib", "1,64"];
 

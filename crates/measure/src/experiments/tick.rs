@@ -32,6 +32,9 @@ pub const NAME: &str = "tick";
 /// The default periods: from the study's 1 ms down to 20 µs, which a virtual machine can still
 /// deliver (the study's 9.2 µs can be asked for with `--periods`).
 pub(crate) const DEFAULT_PERIODS: [u64; 4] = [1_000_000, 200_000, 50_000, 20_000];
+/// The periods with `--quick`: three points still give the slope; 20 µs, which a virtual
+/// machine often cannot keep, is left to the full run.
+const QUICK_PERIODS: [u64; 3] = [1_000_000, 200_000, 50_000];
 /// No period below 1 µs is accepted: an interrupt's entry and exit alone take about that long.
 const MIN_PERIOD_NS: u64 = 1_000;
 /// Nor above 100 ms: too few events per run to see, and a helper asleep for longer would hold
@@ -56,6 +59,10 @@ pub(crate) const EVENTS_TOLERANCE: f64 = 0.05;
 /// suite's size).
 const NATURAL_TICK_NS: u64 = 1_000_000_000;
 const NATURAL_TICK_SHORT_NS: u64 = 300_000_000;
+/// With `--quick`: some 37 ticks at 250 Hz, enough to find the tick and its gap.
+const NATURAL_TICK_QUICK_NS: u64 = 150_000_000;
+/// Runs of each point with `--quick`, at most.
+const QUICK_RUNS: usize = 3;
 /// The helper's SCHED_FIFO priority: the lowest real-time one preempts any normal task.
 const FIFO_PRIORITY: i32 = 1;
 
@@ -113,7 +120,8 @@ pub struct Options {
     pub source: Vec<Source>,
 
     /// Timer periods, comma-separated, each from 1us to 100ms (e.g. 1ms,49us,9.2us) [default:
-    /// 1ms,200us,50us,20us, without those this machine cannot deliver]
+    /// 1ms,200us,50us,20us, or 1ms,200us,50us with --quick, without those this machine cannot
+    /// deliver]
     #[arg(long, value_delimiter = ',', value_name = "PERIOD,...", value_parser = parse_period)]
     pub periods: Option<Vec<u64>>,
 
@@ -122,7 +130,8 @@ pub struct Options {
     #[arg(long = "work", value_name = "TIME", value_parser = super::parse_duration)]
     pub work_ns: Option<u64>,
 
-    /// Runs of each point: the undisturbed work and each source and period, interleaved
+    /// Runs of each point: the undisturbed work and each source and period, interleaved (at
+    /// most 3 with --quick)
     #[arg(long, default_value_t = 5, value_name = "N", value_parser = parse_runs)]
     pub runs: usize,
 
@@ -207,7 +216,9 @@ source, the slope of a least-squares line of cycles against events over every ru
 bootstrap interval. This repeats the method of a QNX study that shrank the system tick from \
 1 ms to 9.2 µs under the same work and found about 1256 cycles per tick. A short spin on the same CPU measures what the \
 kernel's own tick costs, for comparison. Periods this machine cannot deliver are refused when \
-asked for, and left out of the defaults with a warning.";
+asked for, and left out of the defaults with a warning.\n\nTakes about 21 s on a 2-vCPU virtual machine; --quick about 1.2 s. Each --rr-slices value \
+adds about 11 s at the default --work and --runs (about 0.3 s with --quick), and grows with \
+both.";
     const IN_DEFAULT_SUITE: bool = true;
     const SUITE_ARGS: &'static [&'static str] = &["--work", "20ms"];
 
@@ -533,6 +544,16 @@ fn fmt_ns(ns: f64) -> String {
 }
 
 fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
+    let quick_opts;
+    let opts = if ctx.quick && opts.runs > QUICK_RUNS {
+        quick_opts = Options {
+            runs: QUICK_RUNS,
+            ..opts.clone()
+        };
+        &quick_opts
+    } else {
+        opts
+    };
     let clock = noise::real_clock(ctx, NAME)?;
     let work_ns = opts.work_ns.unwrap_or(if ctx.quick {
         QUICK_WORK_NS
@@ -545,7 +566,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     } else {
         &opts.source
     });
-    let periods = chosen_periods(opts, work_ns)?;
+    let periods = chosen_periods(opts, work_ns, ctx.quick)?;
     let cpu = ctx.first_cpu();
     let _pin = AffinityRestore::pin(&[cpu])?;
     let mut out = ExperimentOutput::default();
@@ -567,7 +588,9 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     )?;
     ctx.progress.inc(1);
     ctx.progress.message("watching the kernel's own tick");
-    let natural_ns = if work_ns >= 100_000_000 {
+    let natural_ns = if ctx.quick {
+        NATURAL_TICK_QUICK_NS
+    } else if work_ns >= 100_000_000 {
         NATURAL_TICK_NS
     } else {
         NATURAL_TICK_SHORT_NS
@@ -618,14 +641,18 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
 }
 
 /// The periods asked for, else the defaults that give enough events in a run of `work_ns`.
-fn chosen_periods(opts: &Options, work_ns: u64) -> anyhow::Result<Vec<u64>> {
+fn chosen_periods(opts: &Options, work_ns: u64, quick: bool) -> anyhow::Result<Vec<u64>> {
     let periods: Vec<u64> = match &opts.periods {
         Some(p) => super::first_occurrences(p),
-        None => DEFAULT_PERIODS
-            .iter()
-            .copied()
-            .filter(|&p| work_ns / p >= MIN_EVENTS_PER_RUN)
-            .collect(),
+        None => if quick {
+            &QUICK_PERIODS[..]
+        } else {
+            &DEFAULT_PERIODS[..]
+        }
+        .iter()
+        .copied()
+        .filter(|&p| work_ns / p >= MIN_EVENTS_PER_RUN)
+        .collect(),
     };
     if periods.is_empty() {
         anyhow::bail!(

@@ -67,6 +67,11 @@ pub fn env_diffs(a: &Environment, b: &Environment) -> Vec<EnvDiff> {
         }),
         ("cpufreq governor", |e| opt(&e.power.cpufreq_governor)),
         ("transparent hugepages", |e| opt(&e.thp_enabled)),
+        ("sampling", |e| {
+            e.sampling
+                .as_ref()
+                .map_or_else(|| "unknown".into(), |s| s.describe())
+        }),
         ("other load during the run", |e| match &e.load {
             Some(l) if l.quiet => "quiet".into(),
             Some(l) => format!(
