@@ -11,8 +11,10 @@
 //!   measuring process that was killed.
 //! - A coordinator that was itself killed leaves its directory behind; its measuring process
 //!   dies with it (a parent-death signal). The next run finds the directory, sees from the pid
-//!   in its name that its creator is gone, removes the sets listed and the directory
-//!   ([`remove_earlier_runs`]).
+//!   in its name that its creator is gone (no such process, or one started after the directory
+//!   last changed: the pid was reused), removes the sets listed and the directory
+//!   ([`remove_earlier_runs`]). The process's name is not looked at: a live oscost run under
+//!   another name keeps its directory.
 //!
 //! A set created and not yet recorded when the process is killed (the instant between `semget`
 //! and the write) is the one thing this cannot catch.
@@ -189,16 +191,39 @@ impl Earlier {
     }
 }
 
-/// Whether `pid` is a live oscost process: its command name is `oscost`, or this process's own
-/// (an oscost binary under another name). A pid reused by another program does not count.
-fn oscost_alive(pid: u32, own_comm: Option<&str>) -> bool {
-    match fs::read_to_string(format!("/proc/{pid}/comm")) {
-        Ok(comm) => {
-            let comm = comm.trim_end_matches('\n');
-            comm == "oscost" || Some(comm) == own_comm
-        }
-        Err(_) => false,
+/// Whether the process that made run directory `dir` (last changed at `changed`, seconds since
+/// the epoch) may still be alive: `pid` exists and started no later than the directory last
+/// changed. A pid reused by a process started after the creator died does not count; the
+/// name is not looked at, since an oscost binary may be run under any name (a copy kept for
+/// an A/B comparison), and removing a live run's directory would fail that run.
+fn creator_alive(pid: u32, changed: i64) -> bool {
+    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    match process_start(&stat, boot_time(), oscost_sys::sysinfo::user_hz()) {
+        // One second of slack for the clocks' resolution: a pid reused within a second of
+        // the directory's last change keeps the directory for a later run to remove.
+        Some(start) => start <= changed + 1,
+        // Alive, with a start time that cannot be read: keep the directory.
+        None => true,
     }
+}
+
+/// The system's boot time (`btime` of `/proc/stat`), seconds since the epoch.
+fn boot_time() -> Option<i64> {
+    let stat = fs::read_to_string("/proc/stat").ok()?;
+    stat.lines()
+        .find_map(|l| l.strip_prefix("btime "))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// When a process started, seconds since the epoch, from its `/proc/<pid>/stat` text (field 22,
+/// clock ticks since boot), the boot time and USER_HZ.
+fn process_start(stat: &str, boot: Option<i64>, hz: Option<u64>) -> Option<i64> {
+    // The command name (field 2) may hold spaces and parentheses: count from its last `)`.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let ticks: i64 = rest.split_whitespace().nth(19)?.parse().ok()?;
+    Some(boot? + ticks / hz? as i64)
 }
 
 /// Finds, in `tmp`, the run directories of this user whose coordinator is no longer a live
@@ -211,9 +236,6 @@ pub fn remove_earlier_runs(tmp: &Path) -> Vec<Earlier> {
     };
     let euid = oscost_sys::sysinfo::uids().1;
     let own = std::process::id();
-    let own_comm = fs::read_to_string("/proc/self/comm")
-        .ok()
-        .map(|c| c.trim_end_matches('\n').to_owned());
     let mut found = Vec::new();
     for entry in entries.flatten() {
         let path = entry.path();
@@ -227,7 +249,7 @@ pub fn remove_earlier_runs(tmp: &Path) -> Vec<Earlier> {
         if !meta.is_dir() || meta.uid() != euid || pid == own {
             continue;
         }
-        if oscost_alive(pid, own_comm.as_deref()) {
+        if creator_alive(pid, meta.mtime().max(meta.ctime())) {
             continue;
         }
         let removed = remove_registered(&path);
@@ -246,6 +268,33 @@ pub fn remove_earlier_runs(tmp: &Path) -> Vec<Earlier> {
 mod tests {
     use super::*;
     use oscost_sys::ipc::{Link, Via};
+
+    #[test]
+    fn a_start_time_is_read_past_a_command_name_with_spaces() {
+        let stat = "4242 (a (b) c) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 \
+                    12345 1000 100";
+        assert_eq!(
+            process_start(stat, Some(1_000_000), Some(100)),
+            Some(1_000_123)
+        );
+        assert_eq!(process_start(stat, None, Some(100)), None);
+        assert_eq!(process_start("4242 (x) S 1", Some(1), Some(100)), None);
+    }
+
+    #[test]
+    fn a_live_creator_keeps_its_directory_whatever_its_name() {
+        let own = std::process::id();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64;
+        // This test process (not called oscost) made a directory just now: alive.
+        assert!(creator_alive(own, now));
+        // A directory last changed long before this process started: its pid was reused.
+        assert!(!creator_alive(own, 0));
+        // No such process.
+        assert!(!creator_alive(u32::MAX - 1, now));
+    }
 
     #[test]
     fn run_dir_names_carry_the_pid() {
