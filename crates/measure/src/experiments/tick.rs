@@ -53,8 +53,14 @@ const MIN_DELIVERED: f64 = 0.5;
 /// ...nor when servicing the events leaves the working thread less than half the CPU: the
 /// figure would be the events' cost alone, and a run would take more than twice the work.
 const MIN_KEPT: f64 = 0.5;
-/// Counted events per run must be within this of time / period.
+/// Counted events per run must be within this of time / period...
 pub(crate) const EVENTS_TOLERANCE: f64 = 0.05;
+
+/// ...or within one event: a run that starts and ends between two events counts one fewer
+/// than time / period, which at 20 events per run (20 ms of work at 1 ms) is already 5 %.
+pub(crate) fn events_tolerance(expected: f64) -> f64 {
+    (EVENTS_TOLERANCE * expected).max(1.0)
+}
 /// How long the kernel's own tick is watched: a second, or 300 ms for work under 100 ms (the
 /// suite's size).
 const NATURAL_TICK_NS: u64 = 1_000_000_000;
@@ -876,10 +882,11 @@ fn point_case(
         "events_per_run",
         expected,
         events,
-        EVENTS_TOLERANCE * expected,
+        events_tolerance(expected),
         &format!(
             "events counted during each run ({}; median over {} runs, with {} expirations) \
-             against the run's time / period; within ±5 %, else the period was not kept",
+             against the run's time / period; within ±5 % or one event, else the period was \
+             not kept",
             match source {
                 Source::Signal => "signal handler runs",
                 _ => "helper wake-ups",
@@ -893,19 +900,22 @@ fn point_case(
         "switches_per_event",
         expected_switches,
         per_event_switches,
-        if expected_switches == 0.0 { 0.1 } else { 0.2 },
+        // Plus one switch per run: another task waking once during a run of 20 events is
+        // not the source's doing.
+        if expected_switches == 0.0 { 0.1 } else { 0.2 } + 1.0 / events.max(1.0),
         &match source {
             Source::Signal => "getrusage switches of the working thread per event (median over \
                                runs): a signal interrupts the thread without a switch; other \
-                               tasks preempting it show here; at most 0.1"
+                               tasks preempting it show here; at most 0.1, and one per run"
                 .to_owned(),
             _ => "switches of the working thread (getrusage) and of the helper \
                   (/proc/self/task/<tid>/status) per event, median over runs: the helper's \
-                  wake-up preempts the working thread and its sleep hands the CPU back; 2 ± 0.2"
+                  wake-up preempts the working thread and its sleep hands the CPU back; 2 ± 0.2, \
+                  and one per run"
                 .to_owned(),
         },
     ));
-    if events < expected * (1.0 - EVENTS_TOLERANCE) {
+    if events < expected - events_tolerance(expected) {
         case.warnings.push(format!(
             "the period of {} was not kept: {:.0} events per run counted against {:.0} expected \
              ({:.0} %)",

@@ -841,10 +841,10 @@ fn point_case(p: &Point, runs: &[Run], s: &Setup, opts: &Options, helper: &str) 
             "events",
             expected,
             events,
-            tick::EVENTS_TOLERANCE * expected,
+            tick::events_tolerance(expected),
             &format!(
                 "helper wake-ups counted during each run (median over {} rounds) against the \
-                 run's time / {}; within ±5 %, else the period was not kept",
+                 run's time / {}; within ±5 % or one event, else the period was not kept",
                 runs.len(),
                 tick::period_name(period)
             ),
