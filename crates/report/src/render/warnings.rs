@@ -20,6 +20,15 @@ struct Kind {
 /// Every kind, in no particular order (lines are printed in the order the kinds first occur).
 const KINDS: &[Kind] = &[
     Kind {
+        prefix: "wide interval",
+        tag: "noisy",
+        explain: "the 95 % interval of the median is wider than ±5 %; each case's text \
+                  (--verbose, and the result file) names what its samples showed: too few, two \
+                  clusters, a drift, a wide spread, steal; a quieter machine or more samples \
+                  narrow it",
+        doc: &["Samples"],
+    },
+    Kind {
         prefix: "warm-up did not settle",
         tag: "warm-up did not settle",
         explain: "timings kept changing by more than 2 % during warm-up (the machine's speed \
@@ -105,10 +114,10 @@ fn key(text: &str) -> &str {
     }
 }
 
-/// What the notes column says of a case's warnings: each kind's tag, once.
+/// What the notes column says of a case's warnings and notes: each kind's tag, once.
 pub(super) fn tags(c: &CaseResult) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for w in &c.warnings {
+    for w in c.warnings.iter().chain(&c.notes) {
         let k = key(w);
         let tag = if k.chars().count() > UNKNOWN_TAG_CHARS {
             let cut: String = k.chars().take(UNKNOWN_TAG_CHARS - 1).collect();
@@ -123,12 +132,30 @@ pub(super) fn tags(c: &CaseResult) -> Vec<String> {
     out
 }
 
-/// The experiment's per-case warnings by kind, in the order the kinds first occur: the key and
+/// Which of a case's messages a summary is of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Of {
+    /// What makes a figure less trustworthy.
+    Warnings,
+    /// Context.
+    Notes,
+}
+
+impl Of {
+    fn of(self, c: &CaseResult) -> &[String] {
+        match self {
+            Of::Warnings => &c.warnings,
+            Of::Notes => &c.notes,
+        }
+    }
+}
+
+/// The experiment's per-case messages by kind, in the order the kinds first occur: the key and
 /// every (case id, full text) of that kind.
-fn groups(e: &ExperimentResult) -> Vec<(&str, Vec<(&str, &str)>)> {
+fn groups(e: &ExperimentResult, of: Of) -> Vec<(&str, Vec<(&str, &str)>)> {
     let mut out: Vec<(&str, Vec<(&str, &str)>)> = Vec::new();
     for c in &e.cases {
-        for w in &c.warnings {
+        for w in of.of(c) {
             let k = key(w);
             let item = (c.id.as_str(), w.as_str());
             match out.iter_mut().find(|(key, _)| *key == k) {
@@ -158,12 +185,12 @@ fn doc_pointer(doc: &[&str]) -> String {
     s
 }
 
-/// One line per kind of per-case warning (without the `warning: ` mark), each followed, when
-/// `full`, by every case's own text.
-pub(super) fn summary(e: &ExperimentResult, full: bool) -> Vec<(String, Vec<String>)> {
+/// One line per kind of per-case warning or note (without the `warning: ` mark), each
+/// followed, when `full`, by every case's own text.
+pub(super) fn summary(e: &ExperimentResult, of: Of, full: bool) -> Vec<(String, Vec<String>)> {
     let cases = e.cases.len();
     let mut out = Vec::new();
-    for (key, items) in groups(e) {
+    for (key, items) in groups(e, of) {
         // A case with two warnings of one kind counts once.
         let mut ids: Vec<&str> = items.iter().map(|(id, _)| *id).collect();
         ids.dedup();
@@ -239,6 +266,7 @@ mod tests {
             "peak memory could not be reset (/proc/self/clear_refs): it may be an earlier ring's",
             "--verify-order: every hop also appended to a shared log",
             "migrations not counted: se.nr_migrations is missing from /proc/<pid>/sched",
+            "wide interval: CI ±8.0 %: only 5 samples",
         ] {
             assert!(kind_of(text).is_some(), "{text}");
         }
@@ -247,6 +275,7 @@ mod tests {
             include_str!("../../../measure/src/sampler.rs"),
             include_str!("../../../measure/src/experiments/ring.rs"),
             include_str!("../../../measure/src/experiments/switch.rs"),
+            include_str!("../summarise.rs"),
         ];
         for k in KINDS {
             let literal = format!("\"{}", k.prefix);
