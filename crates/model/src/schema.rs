@@ -375,11 +375,15 @@ mod tests {
         let text = include_str!("../../../tests/golden/oscost-2.json");
         assert!(!text.contains("\"notes\""));
         let mut doc: ResultDoc = read(text).unwrap();
-        assert!(doc.experiments.iter().all(|e| e.notes.is_empty()
-            && e.cases.iter().all(|c| c.notes.is_empty())));
+        assert!(doc
+            .experiments
+            .iter()
+            .all(|e| e.notes.is_empty() && e.cases.iter().all(|c| c.notes.is_empty())));
         let back = serde_json::to_string(&doc).unwrap();
         assert!(!back.contains("\"notes\""));
-        doc.experiments[0].notes.push("a period was left out".into());
+        doc.experiments[0]
+            .notes
+            .push("a period was left out".into());
         doc.experiments[0].cases[0]
             .notes
             .push("an operation of 2.6 ns".into());

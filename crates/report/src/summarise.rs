@@ -31,8 +31,7 @@ pub fn is_note(text: &str) -> bool {
 
 /// Splits `warnings` into (warnings, notes), adding them to the notes already given.
 fn sort_messages(warnings: Vec<String>, mut notes: Vec<String>) -> (Vec<String>, Vec<String>) {
-    let (moved, kept): (Vec<String>, Vec<String>) =
-        warnings.into_iter().partition(|w| is_note(w));
+    let (moved, kept): (Vec<String>, Vec<String>) = warnings.into_iter().partition(|w| is_note(w));
     notes.extend(moved);
     (kept, notes)
 }
@@ -255,7 +254,10 @@ mod tests {
             assert!(!is_note(warning), "{warning}");
         }
         let (w, n) = sort_messages(
-            vec!["warm-up did not settle: x".into(), "an operation of 1 ns".into()],
+            vec![
+                "warm-up did not settle: x".into(),
+                "an operation of 1 ns".into(),
+            ],
             vec!["a period was left out".into()],
         );
         assert_eq!(w, ["warm-up did not settle: x"]);
