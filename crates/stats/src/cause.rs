@@ -6,7 +6,7 @@ use crate::summary::{median, percentile, sorted_copy};
 
 /// Below this many samples the bootstrap interval of a median spans most of them whatever
 /// the machine did.
-pub const FEW_SAMPLES: usize = 10;
+pub const FEW_SAMPLES: usize = 8;
 
 /// What the samples of a figure whose interval is wide show, in a few words (`None` for no
 /// samples or non-finite ones). The checks run in order and the first that holds is named:

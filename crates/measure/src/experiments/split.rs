@@ -41,11 +41,11 @@ const DEFAULT_WORK: &str = "1s";
 /// In the suite, runs long enough that a tick of steal or a late wake-up moves a run by a few
 /// percent, not by a third.
 const SUITE_WORK: &str = "30ms";
-const QUICK_WORK: &str = "10ms";
+const QUICK_WORK: &str = "5ms";
 /// Rounds: stand-alone, in the suite (enough for a median's interval within a few percent on
 /// a machine that lends its CPUs unevenly), with `--quick` (a look, kept near a second).
 const DEFAULT_REPEATS: u32 = 5;
-const SUITE_REPEATS: u32 = 11;
+const SUITE_REPEATS: u32 = 9;
 const QUICK_REPEATS: u32 = 3;
 /// The pause after a run with `--quick`: the kernel's deferred work of a few tasks is short.
 const QUICK_SETTLE_MIN: Duration = Duration::from_millis(5);
@@ -118,7 +118,7 @@ pub struct Options {
 
     /// The total work W, as the time one flow needs for it on one CPU (`1s`, `250ms`); it is
     /// turned into a fixed count of work units at the start [default: 1s; 30ms in the suite,
-    /// 10ms with --quick]
+    /// 5ms with --quick]
     #[arg(long, value_name = "TIME", value_parser = super::parse_duration)]
     pub work: Option<u64>,
 
@@ -142,7 +142,7 @@ pub struct Options {
     )]
     pub sets: Vec<CpuSet>,
 
-    /// Runs of each point (the points interleaved in each round) [default: 5; 11 in the
+    /// Runs of each point (the points interleaved in each round) [default: 5; 9 in the
     /// suite, 3 with --quick]
     #[arg(long, value_name = "R", value_parser = clap::value_parser!(u32).range(1..))]
     pub repeats: Option<u32>,
@@ -1209,14 +1209,14 @@ mod tests {
         assert_eq!(sweep(&suite, false), [1, 2, 8]);
         assert_eq!(sweep(&plain, true), [1, 2, 8]);
         assert_eq!(work_ns(&suite, false), 30_000_000);
-        assert_eq!(work_ns(&suite, true), 10_000_000);
+        assert_eq!(work_ns(&suite, true), 5_000_000);
         assert_eq!(
             (
                 repeats(&plain, false),
                 repeats(&suite, false),
                 repeats(&suite, true)
             ),
-            (5, 11, 3)
+            (5, 9, 3)
         );
         let given = opts(&[
             "--suite-size",

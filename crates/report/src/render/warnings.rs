@@ -29,6 +29,14 @@ const KINDS: &[Kind] = &[
         doc: &["Samples"],
     },
     Kind {
+        prefix: "speed-up withheld",
+        tag: "speed-up withheld",
+        explain: "these CPUs gave less than half the speed-up they could over one CPU; the \
+                  speed-up table names, under it, what was seen in those runs (steal, other \
+                  tasks on the CPUs, a late start, workers apart)",
+        doc: &["split"],
+    },
+    Kind {
         prefix: "warm-up did not settle",
         tag: "warm-up did not settle",
         explain: "timings kept changing by more than 2 % during warm-up (the machine's speed \
@@ -267,6 +275,7 @@ mod tests {
             "--verify-order: every hop also appended to a shared log",
             "migrations not counted: se.nr_migrations is missing from /proc/<pid>/sched",
             "wide interval: CI ±8.0 %: only 5 samples",
+            "speed-up withheld: +3 % of a possible +100 %: no cause seen",
         ] {
             assert!(kind_of(text).is_some(), "{text}");
         }
@@ -276,6 +285,7 @@ mod tests {
             include_str!("../../../measure/src/experiments/ring.rs"),
             include_str!("../../../measure/src/experiments/switch.rs"),
             include_str!("../summarise.rs"),
+            include_str!("../../../measure/src/experiments/split.rs"),
         ];
         for k in KINDS {
             let literal = format!("\"{}", k.prefix);
