@@ -117,16 +117,12 @@ pub fn experiment(
         .collect();
     if let Some(load) = &load {
         warnings.extend(load.warnings.iter().cloned());
-        // Steal is the one load a wide interval can be traced to from here: say it beside
+        // The machine's load is what a wide interval is most often traced to: say it beside
         // each wide figure, since the experiment's own line may be far from the table.
-        if let Some(steal) = load.steal_s.filter(|&s| s > 0.0) {
-            let share = steal / (load.wall_s * load.cpus_online.max(1) as f64).max(1e-9);
+        if let Some(seen) = load_seen(load) {
             for c in cases.iter_mut().filter(|c| c.noisy) {
                 if let Some(w) = c.warnings.iter_mut().find(|w| w.starts_with(WIDE_CI)) {
-                    w.push_str(&format!(
-                        "; the hypervisor took {:.1} % of the CPUs (steal) during the experiment",
-                        share * 100.0
-                    ));
+                    w.push_str(&format!("; {seen}"));
                 }
             }
         }
@@ -150,6 +146,30 @@ pub fn experiment(
         notes,
         load,
     }
+}
+
+/// What of an experiment's load could widen its intervals: other programs' CPU time above
+/// the quiet threshold (2 % of the CPUs) and steal above 1 % of them, in words; `None` when
+/// neither was seen.
+fn load_seen(load: &RunLoad) -> Option<String> {
+    let mut seen = Vec::new();
+    if load.foreign_cpu_share > 0.02 {
+        seen.push(format!(
+            "other programs used {:.0} % of the CPUs",
+            load.foreign_cpu_share * 100.0
+        ));
+    }
+    let capacity = load.wall_s * load.cpus_online.max(1) as f64;
+    if let Some(steal) = load
+        .steal_s
+        .filter(|&s| capacity > 0.0 && s > 0.01 * capacity)
+    {
+        seen.push(format!(
+            "the hypervisor took {:.0} % of them (steal)",
+            steal / capacity * 100.0
+        ));
+    }
+    (!seen.is_empty()).then(|| format!("{} during the experiment", seen.join(" and ")))
 }
 
 /// Summarises one case; `None` when it has no usable samples.
@@ -298,6 +318,31 @@ mod tests {
         let text =
             crate::render::terminal_with(&r, "ref-cycles", None, crate::render::Warnings::Summary);
         assert!(text.contains("noisy for 1 of 2 cases"), "{text}");
+    }
+
+    #[test]
+    fn a_wide_interval_names_the_load_it_ran_under() {
+        let mut ns: Vec<f64> = (0..12).map(|i| 100.0 + i as f64 * 0.1).collect();
+        ns.extend((0..10).map(|i| 150.0 + i as f64 * 0.1));
+        let out = || ExperimentOutput {
+            cases: vec![case("bimodal", &ns, true)],
+            ..Default::default()
+        };
+        let mut load = oscost_model::example::quiet_load(10.0);
+        let quiet = experiment("x", out(), 1.0, Some(load.clone()));
+        assert!(!quiet.cases[0].warnings[0].contains("during the experiment"));
+        load.foreign_cpu_share = 0.41;
+        load.steal_s = Some(0.6);
+        load.cpus_online = 2;
+        let busy = experiment("x", out(), 1.0, Some(load));
+        assert!(
+            busy.cases[0].warnings[0].ends_with(
+                "; other programs used 41 % of the CPUs and the hypervisor took 3 % of them \
+                 (steal) during the experiment"
+            ),
+            "{}",
+            busy.cases[0].warnings[0]
+        );
     }
 
     fn case(id: &str, ns: &[f64], passed: bool) -> Case {

@@ -22,10 +22,8 @@ const KINDS: &[Kind] = &[
     Kind {
         prefix: "wide interval",
         tag: "noisy",
-        explain: "the 95 % interval of the median is wider than ±5 %; each case's text \
-                  (--verbose, and the result file) names what its samples showed: too few, two \
-                  clusters, a drift, a wide spread, steal; a quieter machine or more samples \
-                  narrow it",
+        explain: "a 95 % interval wider than ±5 %; --verbose names what each case's samples \
+                  showed; a quieter machine narrows it",
         doc: &["Samples"],
     },
     Kind {
