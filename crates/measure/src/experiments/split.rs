@@ -713,6 +713,11 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
             .map(|r| seen(r, cpus.len(), &clock, tick_ns))
             .collect();
         seen_counters(&mut case, &seen);
+        let place = match cpus.as_slice() {
+            [one] => format!("CPU {one}"),
+            _ => format!("CPUs {}", cpuset::format(cpus)),
+        };
+        case.warnings.extend(shared_runs(&seen, &place));
         if let Some(w) = speedup_withheld(p, &points, &results, &seen, cpus, &clock) {
             case.warnings.push(w);
         }
@@ -755,6 +760,73 @@ fn seen_counters(case: &mut Case, seen: &[Seen]) {
     if let Some(o) = seen.iter().map(|r| r.overlap_ns).sum::<Option<f64>>() {
         c.insert("workers_together_pct".into(), o / work * 100.0);
     }
+}
+
+/// How a run's share of its CPUs begins to count as taken: by other tasks, or by the host.
+const TAKEN_SHARE: f64 = 0.2;
+const STOLEN_SHARE: f64 = 0.05;
+
+/// The prefix of the warning a point carries when some of its runs shared their CPUs.
+const SHARED: &str = "CPUs shared during some runs";
+
+/// When other tasks held at least a fifth of the point's CPUs (`place`) during some of its
+/// runs, or the host stole at least 5 % of them, a warning saying in how many runs, how much,
+/// and what those runs took against the rest: the usual cause of a wide interval here.
+fn shared_runs(runs: &[Seen], place: &str) -> Option<String> {
+    let cap = |r: &Seen| (r.wall_ns * r.cpus as f64).max(1.0);
+    let taken = |r: &Seen| r.foreign_ns.is_some_and(|f| f / cap(r) >= TAKEN_SHARE);
+    let stolen = |r: &Seen| r.steal_ns.is_some_and(|s| s / cap(r) >= STOLEN_SHARE);
+    let hit: Vec<&Seen> = runs.iter().filter(|r| taken(r) || stolen(r)).collect();
+    if hit.is_empty() {
+        return None;
+    }
+    let mut what = Vec::new();
+    let k = hit.iter().filter(|r| taken(r)).count();
+    if k > 0 {
+        let share = oscost_stats::median(
+            &hit.iter()
+                .filter(|r| taken(r))
+                .map(|r| r.foreign_ns.unwrap_or(0.0) / cap(r) * 100.0)
+                .collect::<Vec<_>>(),
+        );
+        what.push(format!(
+            "in {k} of {} runs other tasks held {share:.0} % of {place}",
+            runs.len()
+        ));
+    }
+    let k = hit.iter().filter(|r| stolen(r)).count();
+    if k > 0 {
+        let share = oscost_stats::median(
+            &hit.iter()
+                .filter(|r| stolen(r))
+                .map(|r| r.steal_ns.unwrap_or(0.0) / cap(r) * 100.0)
+                .collect::<Vec<_>>(),
+        );
+        what.push(format!(
+            "in {k} of {} runs the host stole {share:.0} % of {place}",
+            runs.len()
+        ));
+    }
+    let rest: Vec<f64> = runs
+        .iter()
+        .filter(|r| !taken(r) && !stolen(r))
+        .map(|r| r.wall_ns)
+        .collect();
+    let slow = oscost_stats::median(&hit.iter().map(|r| r.wall_ns).collect::<Vec<_>>());
+    let times = if rest.is_empty() {
+        format!("every run: median {}", ms(slow))
+    } else {
+        format!(
+            "those runs: median {}, the rest {}",
+            ms(slow),
+            ms(oscost_stats::median(&rest))
+        )
+    };
+    Some(format!("{SHARED}: {} ({times})", what.join("; ")))
+}
+
+fn ms(ns: f64) -> String {
+    format!("{:.1} ms", ns / 1e6)
 }
 
 /// For a point of several tasks on several CPUs, the warning that its CPUs gave less than half
@@ -1280,6 +1352,34 @@ mod tests {
             };
             2
         ]
+    }
+
+    #[test]
+    fn runs_that_shared_their_cpus_are_counted_with_their_times() {
+        let ms = 1e6;
+        let run = |wall: f64, foreign: f64, steal: f64| Seen {
+            wall_ns: wall * ms,
+            cpus: 1,
+            steal_ns: Some(steal * ms),
+            foreign_ns: Some(foreign * ms),
+            work_ns: wall * ms,
+            overlap_ns: None,
+            late_start_ns: None,
+            cpu_ns: 30.0 * ms,
+        };
+        let quiet = vec![run(30.0, 0.0, 0.0); 5];
+        assert_eq!(shared_runs(&quiet, "CPU 0"), None);
+        let mut runs = quiet.clone();
+        runs.extend([
+            run(60.0, 30.0, 0.0),
+            run(62.0, 31.0, 0.0),
+            run(40.0, 0.0, 4.0),
+        ]);
+        assert_eq!(
+            shared_runs(&runs, "CPU 0").unwrap(),
+            "CPUs shared during some runs: in 2 of 8 runs other tasks held 50 % of CPU 0; in 1 \
+             of 8 runs the host stole 10 % of CPU 0 (those runs: median 60.0 ms, the rest 30.0 ms)"
+        );
     }
 
     #[test]

@@ -27,6 +27,14 @@ const KINDS: &[Kind] = &[
         doc: &["Samples"],
     },
     Kind {
+        prefix: "CPUs shared during some runs",
+        tag: "CPUs shared",
+        explain: "other programs (or the host) took a share of the point's CPUs during some \
+                  runs, which then took longer; --verbose says in how many runs and how much; a \
+                  quieter machine gives steadier figures",
+        doc: &["split"],
+    },
+    Kind {
         prefix: "speed-up withheld",
         tag: "speed-up withheld",
         explain: "these CPUs gave less than half the speed-up they could over one CPU; the \
@@ -274,6 +282,7 @@ mod tests {
             "migrations not counted: se.nr_migrations is missing from /proc/<pid>/sched",
             "wide interval: CI ±8.0 %: only 5 samples",
             "speed-up withheld: +3 % of a possible +100 %: no cause seen",
+            "CPUs shared during some runs: in 2 of 8 runs other tasks held 50 % of CPU 0",
         ] {
             assert!(kind_of(text).is_some(), "{text}");
         }
