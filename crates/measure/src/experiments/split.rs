@@ -514,7 +514,14 @@ struct Seen {
     late_start_ns: Option<f64>,
     /// CPU time of all the tasks.
     cpu_ns: f64,
+    /// The work's speed against the calibrated one: CPU time W should have taken over the CPU
+    /// time it took (`None` with --yield, whose CPU time holds the yields too). Well under 1
+    /// with no steal: the host ran the vCPU slower than at the start without saying so.
+    speed: Option<f64>,
 }
+
+/// Below this speed against the calibrated one a run counts as slowed by the host.
+const SLOWED: f64 = 0.8;
 
 /// The prefix of the warning a point carries when its CPUs gave less than half the speed-up
 /// they could.
@@ -578,6 +585,17 @@ fn withheld(speedup_pct: f64, possible_pct: f64, runs: &[Seen], place: &str) -> 
         return Some(format!(
             "{head}: the workers ran together for only {o:.0} % of the work time \
              ({parallel:.2} CPUs' worth of time between them)"
+        ));
+    }
+    let speed: Option<Vec<f64>> = runs.iter().map(|r| r.speed).collect();
+    if let Some(v) = speed
+        .map(|v| oscost_stats::median(&v))
+        .filter(|&v| v < SLOWED)
+    {
+        return Some(format!(
+            "{head}: the work ran at {:.0} % of its calibrated speed on CPU time counted as \
+             the tasks' own, with no steal to explain it: the host ran the vCPUs slower",
+            v * 100.0
         ));
     }
     let pct = |v: Option<f64>| v.map_or("not read".to_string(), |v| format!("{v:.0} %"));
@@ -705,12 +723,13 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     ctx.progress.finish();
 
     let tick_ns = oscost_sys::sysinfo::user_hz().map(|hz| 1e9 / hz as f64);
+    let expected_cpu_ns = (!opts.yield_each).then(|| units as f64 / rate);
     for (p, runs) in points.iter().zip(&results) {
         let cpus = cpus_of(p.set);
         let mut case = point_case(p, cpus, runs, units, step, opts, &clock);
         let seen: Vec<Seen> = runs
             .iter()
-            .map(|r| seen(r, cpus.len(), &clock, tick_ns))
+            .map(|r| seen(r, cpus.len(), &clock, tick_ns, expected_cpu_ns))
             .collect();
         seen_counters(&mut case, &seen);
         let place = match cpus.as_slice() {
@@ -727,7 +746,13 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
 }
 
 /// A run's observations in ns; busy and steal need the length of a USER_HZ tick.
-fn seen(r: &RunStats, cpus: usize, clock: &Clock, tick_ns: Option<f64>) -> Seen {
+fn seen(
+    r: &RunStats,
+    cpus: usize,
+    clock: &Clock,
+    tick_ns: Option<f64>,
+    expected_cpu_ns: Option<f64>,
+) -> Seen {
     let ns = |t: u64| clock.ticks_to_ns(t as f64);
     let ticks = r.cpu_seen.zip(tick_ns);
     Seen {
@@ -739,6 +764,9 @@ fn seen(r: &RunStats, cpus: usize, clock: &Clock, tick_ns: Option<f64>) -> Seen 
         overlap_ns: r.overlap.map(ns),
         late_start_ns: r.late_start.map(ns),
         cpu_ns: r.cpu_ns as f64,
+        speed: expected_cpu_ns
+            .filter(|_| r.cpu_ns > 0)
+            .map(|e| e / r.cpu_ns as f64),
     }
 }
 
@@ -776,7 +804,11 @@ fn shared_runs(runs: &[Seen], place: &str) -> Option<String> {
     let cap = |r: &Seen| (r.wall_ns * r.cpus as f64).max(1.0);
     let taken = |r: &Seen| r.foreign_ns.is_some_and(|f| f / cap(r) >= TAKEN_SHARE);
     let stolen = |r: &Seen| r.steal_ns.is_some_and(|s| s / cap(r) >= STOLEN_SHARE);
-    let hit: Vec<&Seen> = runs.iter().filter(|r| taken(r) || stolen(r)).collect();
+    let slowed = |r: &Seen| !taken(r) && !stolen(r) && r.speed.is_some_and(|v| v < SLOWED);
+    let hit: Vec<&Seen> = runs
+        .iter()
+        .filter(|r| taken(r) || stolen(r) || slowed(r))
+        .collect();
     if hit.is_empty() {
         return None;
     }
@@ -807,9 +839,23 @@ fn shared_runs(runs: &[Seen], place: &str) -> Option<String> {
             runs.len()
         ));
     }
+    let k = hit.iter().filter(|r| slowed(r)).count();
+    if k > 0 {
+        let speed = oscost_stats::median(
+            &hit.iter()
+                .filter(|r| slowed(r))
+                .map(|r| r.speed.unwrap_or(1.0) * 100.0)
+                .collect::<Vec<_>>(),
+        );
+        what.push(format!(
+            "in {k} of {} runs the work ran at {speed:.0} % of its calibrated speed with no \
+             steal or other task seen (the host ran {place} slower)",
+            runs.len()
+        ));
+    }
     let rest: Vec<f64> = runs
         .iter()
-        .filter(|r| !taken(r) && !stolen(r))
+        .filter(|r| !taken(r) && !stolen(r) && !slowed(r))
         .map(|r| r.wall_ns)
         .collect();
     let slow = oscost_stats::median(&hit.iter().map(|r| r.wall_ns).collect::<Vec<_>>());
@@ -1349,6 +1395,7 @@ mod tests {
                 overlap_ns: Some(overlap_ms * ms),
                 late_start_ns: Some(late_ms * ms),
                 cpu_ns: 100.0 * ms,
+                speed: Some(1.0),
             };
             2
         ]
@@ -1366,6 +1413,7 @@ mod tests {
             overlap_ns: None,
             late_start_ns: None,
             cpu_ns: 30.0 * ms,
+            speed: Some(30.0 / wall),
         };
         let quiet = vec![run(30.0, 0.0, 0.0); 5];
         assert_eq!(shared_runs(&quiet, "CPU 0"), None);
@@ -1379,6 +1427,15 @@ mod tests {
             shared_runs(&runs, "CPU 0").unwrap(),
             "CPUs shared during some runs: in 2 of 8 runs other tasks held 50 % of CPU 0; in 1 \
              of 8 runs the host stole 10 % of CPU 0 (those runs: median 60.0 ms, the rest 30.0 ms)"
+        );
+        // Twice as long with nothing else seen: the work itself ran at half speed.
+        let mut runs = quiet.clone();
+        runs.push(run(60.0, 0.0, 0.0));
+        assert_eq!(
+            shared_runs(&runs, "CPU 0").unwrap(),
+            "CPUs shared during some runs: in 1 of 6 runs the work ran at 50 % of its calibrated \
+             speed with no steal or other task seen (the host ran CPU 0 slower) (those runs: \
+             median 60.0 ms, the rest 30.0 ms)"
         );
     }
 
@@ -1408,6 +1465,10 @@ mod tests {
         assert!(w.contains("together for only 30 %"), "{w}");
         let w = withheld(3.0, 100.0, &runs(0.0, 0.0, 80.0, 0.0), place).unwrap();
         assert!(w.contains("no cause seen: steal 0 %"), "{w}");
+        let mut slow = runs(0.0, 0.0, 80.0, 0.0);
+        slow.iter_mut().for_each(|r| r.speed = Some(0.55));
+        let w = withheld(3.0, 100.0, &slow, place).unwrap();
+        assert!(w.contains("ran at 55 % of its calibrated speed"), "{w}");
         // Unread figures are said to be unread.
         let mut r = runs(0.0, 0.0, 80.0, 0.0);
         r[0].steal_ns = None;
