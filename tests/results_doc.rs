@@ -107,8 +107,10 @@ fn busy_document(mut doc: ResultDoc) -> ResultDoc {
     env.load = Some(busy_load());
     for experiment in &mut doc.experiments {
         experiment.load = Some(busy_load());
+        experiment.notes.push("an example note".into());
         for case in &mut experiment.cases {
             case.warnings.push("an example warning".into());
+            case.notes.push("an example note".into());
         }
     }
     doc

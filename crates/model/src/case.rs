@@ -95,8 +95,13 @@ pub struct Case {
     pub checks: Vec<Check>,
     /// Other measured figures of the case (counters, peak memory), unit in the key.
     pub counters: BTreeMap<String, f64>,
-    /// Warnings met while measuring.
+    /// Warnings met while measuring: what makes the figure less trustworthy and the user could
+    /// act on (load, steal, lost trace records, a failed check).
     pub warnings: Vec<String>,
+    /// Context that is not a problem (a period left out, a mount made and undone, why a hop
+    /// holds two switches). Absent from documents written before it existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// Attached series.
     pub series: Vec<Series>,
 }
@@ -118,6 +123,7 @@ impl Case {
             checks: Vec::new(),
             counters: BTreeMap::new(),
             warnings: Vec::new(),
+            notes: Vec::new(),
             series: Vec::new(),
         }
     }
@@ -166,8 +172,11 @@ pub struct ExperimentOutput {
     pub unavailable: Vec<Unavailable>,
     /// Derived figures.
     pub derived: Vec<DerivedSpec>,
-    /// Experiment-wide warnings.
+    /// Experiment-wide warnings (see [`Case::warnings`]).
     pub warnings: Vec<String>,
+    /// Experiment-wide notes (see [`Case::notes`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// Experiment-wide parameters (e.g. `rate_per_s` for the syscall table).
     pub params: BTreeMap<String, serde_json::Value>,
 }

@@ -162,8 +162,12 @@ pub struct ExperimentResult {
     pub unavailable: Vec<UnavailableCase>,
     /// Figures computed from other cases, with their uncertainty.
     pub derived: Vec<DerivedResult>,
-    /// Experiment-wide warnings (including a noisy machine).
+    /// Experiment-wide warnings (including a noisy machine): what makes figures less
+    /// trustworthy and the user could act on.
     pub warnings: Vec<String>,
+    /// Experiment-wide notes: context, not a problem. Absent from older documents.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// How busy the machine was while this experiment ran.
     pub load: Option<RunLoad>,
 }
@@ -245,8 +249,11 @@ pub struct CaseResult {
     pub counters: BTreeMap<String, f64>,
     /// Cost at the experiment's chosen rate, where it has one.
     pub at_rate: Option<AtRate>,
-    /// Warnings met while measuring.
+    /// Warnings met while measuring, and the cause found for a wide interval.
     pub warnings: Vec<String>,
+    /// Context met while measuring, not a problem. Absent from older documents.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// Attached series.
     pub series: Vec<Series>,
     /// Every per-operation sample, ns, in the order taken.
@@ -359,6 +366,29 @@ mod tests {
         ] {
             assert!(!real_time(t), "{t}");
         }
+    }
+
+    /// A document written before notes existed reads with none, writes back without the key,
+    /// and notes survive a round trip.
+    #[test]
+    fn notes_are_optional_and_round_trip() {
+        let text = include_str!("../../../tests/golden/oscost-2.json");
+        assert!(!text.contains("\"notes\""));
+        let mut doc: ResultDoc = read(text).unwrap();
+        assert!(doc
+            .experiments
+            .iter()
+            .all(|e| e.notes.is_empty() && e.cases.iter().all(|c| c.notes.is_empty())));
+        let back = serde_json::to_string(&doc).unwrap();
+        assert!(!back.contains("\"notes\""));
+        doc.experiments[0]
+            .notes
+            .push("a period was left out".into());
+        doc.experiments[0].cases[0]
+            .notes
+            .push("an operation of 2.6 ns".into());
+        let again: ResultDoc = read(&serde_json::to_string(&doc).unwrap()).unwrap();
+        assert_eq!(again, doc);
     }
 
     /// An upper-case id reads as the same run; raw samples must match `samples`.

@@ -247,6 +247,7 @@ struct Experiment {
     figures: Vec<Figure>,
     unavailable: Vec<Missing>,
     warnings: Vec<Warning>,
+    notes: Vec<Warning>,
     load: String,
 }
 
@@ -554,6 +555,20 @@ fn experiment(prefix: &str, e: &ExperimentResult, tick_unit: &str) -> Experiment
             text: w.clone(),
         }));
     }
+    let mut notes: Vec<Warning> = e
+        .notes
+        .iter()
+        .map(|w| Warning {
+            case: String::new(),
+            text: w.clone(),
+        })
+        .collect();
+    for c in &e.cases {
+        notes.extend(c.notes.iter().map(|w| Warning {
+            case: c.id.clone(),
+            text: w.clone(),
+        }));
+    }
     Experiment {
         anchor: anchor(&[prefix, &e.name]),
         name: e.name.clone(),
@@ -591,6 +606,7 @@ fn experiment(prefix: &str, e: &ExperimentResult, tick_unit: &str) -> Experiment
             })
             .collect(),
         warnings,
+        notes,
         load: e.load.as_ref().map(load_line).unwrap_or_default(),
     }
 }

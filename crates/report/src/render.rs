@@ -35,7 +35,11 @@ fn notes(c: &CaseResult) -> String {
     if c.noisy {
         n.push("noisy".into());
     }
-    n.extend(warnings::tags(c));
+    for t in warnings::tags(c) {
+        if !n.contains(&t) {
+            n.push(t);
+        }
+    }
     n.join("; ")
 }
 
@@ -360,9 +364,10 @@ pub fn terminal_with(
     }
     // One warning per experiment: a single problem on one line, several as a list under one
     // line, so a run never buries its tables under a wall of warnings.
+    let full = warnings == Warnings::Full;
     let mut items: Vec<(String, Vec<String>)> =
         e.warnings.iter().map(|w| (w.clone(), Vec::new())).collect();
-    items.extend(warnings::summary(e, warnings == Warnings::Full));
+    items.extend(warnings::summary(e, warnings::Of::Warnings, full));
     match items.len() {
         0 => {}
         1 => {
@@ -384,6 +389,17 @@ pub fn terminal_with(
                     s += &wrap(&format!("    {d}"), width, 6);
                 }
             }
+        }
+    }
+    // Notes are context, not problems: one plain line per kind, after the warnings, so the
+    // eye that looks for `warning:` finds only what is worth acting on.
+    let mut notes: Vec<(String, Vec<String>)> =
+        e.notes.iter().map(|w| (w.clone(), Vec::new())).collect();
+    notes.extend(warnings::summary(e, warnings::Of::Notes, full));
+    for (line, detail) in &notes {
+        s += &wrap(&format!("note: {line}"), width, 2);
+        for d in detail {
+            s += &wrap(&format!("  {d}"), width, 4);
         }
     }
     s
@@ -464,6 +480,14 @@ pub fn markdown(doc: &ResultDoc) -> String {
         for c in &e.cases {
             for w in &c.warnings {
                 s += &format!("\n- warning: `{}`: {w}", c.id);
+            }
+        }
+        for n in &e.notes {
+            s += &format!("\n- note: {n}");
+        }
+        for c in &e.cases {
+            for n in &c.notes {
+                s += &format!("\n- note: `{}`: {n}", c.id);
             }
         }
         s.push('\n');

@@ -5,6 +5,48 @@ use oscost_model::RunLoad;
 use oscost_model::{Case, ExperimentOutput};
 use oscost_stats::{combine_medians, summarize, DEFAULT_RESAMPLES, DEFAULT_SEED};
 
+/// How the messages the measuring layer writes as warnings begin when they are context, not a
+/// problem: nothing the user could do would make the figure more trustworthy. Every other
+/// message stays a warning (load, steal, lost trace records, a failed check, a warm-up that
+/// did not settle, a budget that cut the samples).
+const NOTE_PREFIXES: &[&str] = &[
+    // The sampler: a figure under 10 ns is exact only to about a nanosecond, whatever is done.
+    "an operation of ",
+    // ring, lockring: why a hop holds more than one switch; the time is real.
+    "wakeup preemption",
+    // The times are not affected by either.
+    "migrations not counted",
+    "peak memory could not be reset",
+    // noise: how the stored gaps were thinned; every counter still uses all of them.
+    "the timeline series holds the first",
+    "the samples are ",
+    // timeline: with several CPUs the weights predict nothing, by design of the option.
+    "no share is predicted",
+];
+
+/// Whether a message is a note (context) rather than a warning; see [`NOTE_PREFIXES`].
+pub fn is_note(text: &str) -> bool {
+    NOTE_PREFIXES.iter().any(|p| text.starts_with(p))
+}
+
+/// Splits `warnings` into (warnings, notes), adding them to the notes already given.
+fn sort_messages(warnings: Vec<String>, mut notes: Vec<String>) -> (Vec<String>, Vec<String>) {
+    let (moved, kept): (Vec<String>, Vec<String>) = warnings.into_iter().partition(|w| is_note(w));
+    notes.extend(moved);
+    (kept, notes)
+}
+
+/// How every wide-interval warning begins: its kind, for the terminal's grouping.
+pub const WIDE_CI: &str = "wide interval";
+
+/// The warning a figure whose 95 % interval is wider than ±5 % of its median carries: the
+/// half-width and what its samples showed (see [`oscost_stats::cause::wide_ci_cause`]).
+pub fn wide_ci_warning(samples: &[f64], median: f64, ci95: [f64; 2]) -> Option<String> {
+    let cause = oscost_stats::cause::wide_ci_cause(samples)?;
+    let half = (ci95[1] - ci95[0]) / 2.0 / median.abs().max(f64::MIN_POSITIVE) * 100.0;
+    Some(format!("{WIDE_CI}: CI ±{half:.1} %: {cause}"))
+}
+
 /// Summarises one experiment. `ns_per_tick` converts ns figures to counter ticks.
 pub fn experiment(
     name: &str,
@@ -13,12 +55,12 @@ pub fn experiment(
     load: Option<RunLoad>,
 ) -> ExperimentResult {
     let rate = out.params.get("rate_per_s").and_then(|v| v.as_f64());
-    let cases: Vec<CaseResult> = out
+    let mut cases: Vec<CaseResult> = out
         .cases
         .iter()
         .filter_map(|c| case(c, ns_per_tick, rate))
         .collect();
-    let mut warnings = out.warnings;
+    let (mut warnings, mut notes) = sort_messages(out.warnings, out.notes);
     for c in &out.cases {
         if c.samples.per_op_ns.is_empty() {
             warnings.push(format!("{}: no samples were taken", c.id));
@@ -75,7 +117,17 @@ pub fn experiment(
         .collect();
     if let Some(load) = &load {
         warnings.extend(load.warnings.iter().cloned());
+        // The machine's load is what a wide interval is most often traced to: say it beside
+        // each wide figure, since the experiment's own line may be far from the table.
+        if let Some(seen) = load_seen(load) {
+            for c in cases.iter_mut().filter(|c| c.noisy) {
+                if let Some(w) = c.warnings.iter_mut().find(|w| w.starts_with(WIDE_CI)) {
+                    w.push_str(&format!("; {seen}"));
+                }
+            }
+        }
     }
+    notes.dedup();
     ExperimentResult {
         name: name.into(),
         params: out.params,
@@ -91,8 +143,33 @@ pub fn experiment(
             .collect(),
         derived,
         warnings,
+        notes,
         load,
     }
+}
+
+/// What of an experiment's load could widen its intervals: other programs' CPU time above
+/// the quiet threshold (2 % of the CPUs) and steal above 1 % of them, in words; `None` when
+/// neither was seen.
+fn load_seen(load: &RunLoad) -> Option<String> {
+    let mut seen = Vec::new();
+    if load.foreign_cpu_share > 0.02 {
+        seen.push(format!(
+            "other programs used {:.0} % of the CPUs",
+            load.foreign_cpu_share * 100.0
+        ));
+    }
+    let capacity = load.wall_s * load.cpus_online.max(1) as f64;
+    if let Some(steal) = load
+        .steal_s
+        .filter(|&s| capacity > 0.0 && s > 0.01 * capacity)
+    {
+        seen.push(format!(
+            "the hypervisor took {:.0} % of them (steal)",
+            steal / capacity * 100.0
+        ));
+    }
+    (!seen.is_empty()).then(|| format!("{} during the experiment", seen.join(" and ")))
 }
 
 /// Summarises one case; `None` when it has no usable samples.
@@ -104,9 +181,13 @@ pub fn case(c: &Case, ns_per_tick: f64, rate: Option<f64>) -> Option<CaseResult>
         ns_per_s: s.median * r,
         share_pct: s.median * r / 1e9 * 100.0,
     });
-    let mut warnings = c.warnings.clone();
+    let (mut warnings, mut notes) = sort_messages(c.warnings.clone(), c.notes.clone());
+    // Context, not a problem: the share at that rate is simply not a real figure.
     if let Some(a) = at_rate.as_ref().filter(|a| a.share_pct > 100.0) {
-        warnings.push(rate_warning(a.ops_per_s, s.median));
+        notes.push(rate_warning(a.ops_per_s, s.median));
+    }
+    if s.noisy {
+        warnings.extend(wide_ci_warning(&c.samples.per_op_ns, s.median, s.ci95));
     }
     Some(CaseResult {
         id: c.id.clone(),
@@ -139,6 +220,7 @@ pub fn case(c: &Case, ns_per_tick: f64, rate: Option<f64>) -> Option<CaseResult>
         counters: c.counters.clone(),
         at_rate,
         warnings,
+        notes,
         series: c.series.clone(),
         raw_ns: c.samples.per_op_ns.clone(),
     })
@@ -169,6 +251,99 @@ fn whole(v: f64) -> String {
 mod tests {
     use super::*;
     use oscost_model::{Check, DerivedSpec, Samples};
+
+    #[test]
+    fn messages_sort_into_notes_and_warnings() {
+        for note in [
+            "an operation of 2.6 ns overlaps the loop around it",
+            "wakeup preemption: 0.34 involuntary switches per hop",
+            "migrations not counted: se.nr_migrations is missing from /proc/<pid>/sched",
+            "the timeline series holds the first 20000 gaps of 31000",
+            "no share is predicted: the workers had 2 CPUs (--spread)",
+        ] {
+            assert!(is_note(note), "{note}");
+        }
+        for warning in [
+            "warm-up did not settle: the last three batches differed by more than 2 %",
+            "time budget of 300 ms reached: 9 of 15 samples taken",
+            "12 trace records were lost (a ring filled up)",
+            "steal time 0.46 s (CPUs 0-1): the hypervisor ran something else on these vCPUs",
+            "wide interval: CI ±8.0 %: only 5 samples",
+            "expected with 4 tokens: 0.62 switches per hop instead of at least 1",
+        ] {
+            assert!(!is_note(warning), "{warning}");
+        }
+        let (w, n) = sort_messages(
+            vec![
+                "warm-up did not settle: x".into(),
+                "an operation of 1 ns".into(),
+            ],
+            vec!["a period was left out".into()],
+        );
+        assert_eq!(w, ["warm-up did not settle: x"]);
+        assert_eq!(n, ["a period was left out", "an operation of 1 ns"]);
+        // The prefixes are still how the measuring layer starts its texts.
+        let sources = [
+            include_str!("../../measure/src/sampler.rs"),
+            include_str!("../../measure/src/experiments/ring.rs"),
+            include_str!("../../measure/src/experiments/lockring.rs"),
+            include_str!("../../measure/src/experiments/noise.rs"),
+            include_str!("../../measure/src/experiments/timeline.rs"),
+        ];
+        for p in NOTE_PREFIXES {
+            let literal = format!("\"{p}");
+            assert!(
+                sources.iter().any(|s| s.contains(&literal)),
+                "no message starts with {p:?} any more"
+            );
+        }
+    }
+
+    #[test]
+    fn a_wide_interval_carries_its_cause() {
+        // Two clusters, a wide interval: the warning gives the half-width and the clusters.
+        let mut ns: Vec<f64> = (0..12).map(|i| 100.0 + i as f64 * 0.1).collect();
+        ns.extend((0..10).map(|i| 150.0 + i as f64 * 0.1));
+        let out = ExperimentOutput {
+            cases: vec![case("bimodal", &ns, true), case("steady", &[5.0; 20], true)],
+            ..Default::default()
+        };
+        let r = experiment("x", out, 1.0, None);
+        let c = &r.cases[0];
+        assert!(c.noisy);
+        let w = c.warnings.iter().find(|w| w.starts_with(WIDE_CI)).unwrap();
+        assert!(w.starts_with("wide interval: CI ±"), "{w}");
+        assert!(w.contains("two clusters: 12 samples near 100"), "{w}");
+        assert!(r.cases[1].warnings.is_empty());
+        let text =
+            crate::render::terminal_with(&r, "ref-cycles", None, crate::render::Warnings::Summary);
+        assert!(text.contains("noisy for 1 of 2 cases"), "{text}");
+    }
+
+    #[test]
+    fn a_wide_interval_names_the_load_it_ran_under() {
+        let mut ns: Vec<f64> = (0..12).map(|i| 100.0 + i as f64 * 0.1).collect();
+        ns.extend((0..10).map(|i| 150.0 + i as f64 * 0.1));
+        let out = || ExperimentOutput {
+            cases: vec![case("bimodal", &ns, true)],
+            ..Default::default()
+        };
+        let mut load = oscost_model::example::quiet_load(10.0);
+        let quiet = experiment("x", out(), 1.0, Some(load.clone()));
+        assert!(!quiet.cases[0].warnings[0].contains("during the experiment"));
+        load.foreign_cpu_share = 0.41;
+        load.steal_s = Some(0.6);
+        load.cpus_online = 2;
+        let busy = experiment("x", out(), 1.0, Some(load));
+        assert!(
+            busy.cases[0].warnings[0].ends_with(
+                "; other programs used 41 % of the CPUs and the hypervisor took 3 % of them \
+                 (steal) during the experiment"
+            ),
+            "{}",
+            busy.cases[0].warnings[0]
+        );
+    }
 
     fn case(id: &str, ns: &[f64], passed: bool) -> Case {
         let mut c = Case::new(
@@ -223,8 +398,9 @@ mod tests {
         let r = experiment("syscall", out, 1.0, None);
         let slow = &r.cases[0];
         assert!(slow.at_rate.as_ref().unwrap().share_pct > 8555.0);
+        assert!(slow.warnings.is_empty());
         assert_eq!(
-            slow.warnings,
+            slow.notes,
             [
                 "the call cannot run 1000000000 times a second here: at most 11687704, one after \
               another (its share at that rate, 8556 % of a second, is not a real figure)"

@@ -21,6 +21,7 @@
 #![warn(missing_docs)]
 
 mod bootstrap;
+pub mod cause;
 pub mod fit;
 mod mann_whitney;
 mod outliers;

@@ -515,7 +515,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     let traced = match traced {
         Some(Ok(t)) => {
             out.params.insert("kernel_view".into(), json!("traced"));
-            out.warnings.extend(t.notes.iter().cloned());
+            out.notes.extend(t.notes.iter().cloned());
             Some(t)
         }
         Some(Err(why)) => {

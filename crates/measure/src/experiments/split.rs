@@ -32,12 +32,23 @@ const MAX_TASKS: usize = 1 << 16;
 /// The pause after a run of N tasks, untimed: a base and a little per task.
 const SETTLE_MIN: Duration = Duration::from_millis(20);
 const SETTLE_PER_TASK: Duration = Duration::from_micros(20);
-/// The stand-alone sweep, and the one with `--quick`.
+/// The stand-alone sweep; the suite's and `--quick`'s: one task, two (the speed-up two CPUs
+/// give), and a crowd.
 const FULL_SWEEP: &str = "1..1024";
-const QUICK_SWEEP: &str = "1..64";
+const SMALL_SWEEP: &str = "1,2,8";
 /// The work W by default: what one task needs on one CPU.
 const DEFAULT_WORK: &str = "1s";
-const QUICK_WORK: &str = "100ms";
+/// In the suite, runs long enough that a tick of steal or a late wake-up moves a run by a few
+/// percent, not by a third.
+const SUITE_WORK: &str = "30ms";
+const QUICK_WORK: &str = "5ms";
+/// Rounds: stand-alone, in the suite (enough for a median's interval within a few percent on
+/// a machine that lends its CPUs unevenly), with `--quick` (a look, kept near a second).
+const DEFAULT_REPEATS: u32 = 5;
+const SUITE_REPEATS: u32 = 9;
+const QUICK_REPEATS: u32 = 3;
+/// The pause after a run with `--quick`: the kernel's deferred work of a few tasks is short.
+const QUICK_SETTLE_MIN: Duration = Duration::from_millis(5);
 
 /// Who does the work.
 #[derive(
@@ -100,14 +111,14 @@ pub struct Options {
     )]
     pub form: Vec<Form>,
 
-    /// Numbers of tasks: a list (`1,4,64`) or a doubling range (`1..8192`) [default: 1..1024,
-    /// or 1..64 with --quick]
+    /// Numbers of tasks: a list (`1,4,64`) or a doubling range (`1..8192`) [default: 1..1024;
+    /// 1,2,8 in the suite and with --quick]
     #[arg(long, value_name = "N,...|A..B", value_parser = parse_tasks, allow_hyphen_values = true)]
     pub tasks: Option<TaskList>,
 
     /// The total work W, as the time one flow needs for it on one CPU (`1s`, `250ms`); it is
-    /// turned into a fixed count of work units at the start [default: 1s, or 100ms with
-    /// --quick]
+    /// turned into a fixed count of work units at the start [default: 1s; 30ms in the suite,
+    /// 5ms with --quick]
     #[arg(long, value_name = "TIME", value_parser = super::parse_duration)]
     pub work: Option<u64>,
 
@@ -131,9 +142,14 @@ pub struct Options {
     )]
     pub sets: Vec<CpuSet>,
 
-    /// Runs of each point (the points interleaved in each round)
-    #[arg(long, default_value_t = 5, value_name = "R", value_parser = clap::value_parser!(u32).range(1..))]
-    pub repeats: u32,
+    /// Runs of each point (the points interleaved in each round) [default: 5; 9 in the
+    /// suite, 3 with --quick]
+    #[arg(long, value_name = "R", value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeats: Option<u32>,
+
+    /// The suite's sizes for what is not given (`oscost run` passes it)
+    #[arg(long, hide = true)]
+    pub suite_size: bool,
 }
 
 impl super::Experiment for Options {
@@ -155,7 +171,7 @@ the cost of a crowd of tasks taking turns. --sets one,two runs the Windows study
 configuration (one CPU and exactly two, whatever the machine has): `oscost split --form \
 threads --yield --tasks 1..8192 --sets one,two`.";
     const IN_DEFAULT_SUITE: bool = true;
-    const SUITE_ARGS: &'static [&'static str] = &["--work", "20ms", "--tasks", "1..16"];
+    const SUITE_ARGS: &'static [&'static str] = &["--suite-size"];
     const NO_THREAD_STACK_CACHE: bool = true;
 
     fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
@@ -173,16 +189,32 @@ threads --yield --tasks 1..8192 --sets one,two`.";
 fn sweep(opts: &Options, quick: bool) -> Vec<usize> {
     match &opts.tasks {
         Some(TaskList(v)) => v.clone(),
-        None => parse_tasks(if quick { QUICK_SWEEP } else { FULL_SWEEP })
-            .map(|t| t.0)
-            .unwrap_or_default(),
+        None => parse_tasks(if quick || opts.suite_size {
+            SMALL_SWEEP
+        } else {
+            FULL_SWEEP
+        })
+        .map(|t| t.0)
+        .unwrap_or_default(),
     }
 }
 
 fn work_ns(opts: &Options, quick: bool) -> u64 {
     opts.work.unwrap_or_else(|| {
-        super::parse_duration(if quick { QUICK_WORK } else { DEFAULT_WORK })
-            .unwrap_or(1_000_000_000)
+        super::parse_duration(match (quick, opts.suite_size) {
+            (true, _) => QUICK_WORK,
+            (false, true) => SUITE_WORK,
+            (false, false) => DEFAULT_WORK,
+        })
+        .unwrap_or(1_000_000_000)
+    })
+}
+
+fn repeats(opts: &Options, quick: bool) -> u32 {
+    opts.repeats.unwrap_or(match (quick, opts.suite_size) {
+        (true, _) => QUICK_REPEATS,
+        (false, true) => SUITE_REPEATS,
+        (false, false) => DEFAULT_REPEATS,
     })
 }
 
@@ -393,6 +425,187 @@ struct RunStats {
     /// Memory mappings of the measuring process when it started creating the tasks: what
     /// each fork copies.
     mappings: Option<u64>,
+    /// Time at least two tasks were working at once, ticks (teams only).
+    overlap: Option<u64>,
+    /// Barrier start to the last task starting its share, ticks (teams only).
+    late_start: Option<u64>,
+    /// What `/proc/stat` counted on the point's CPUs around the run.
+    cpu_seen: Option<CpuTicks>,
+}
+
+/// Busy and steal time of a set of CPUs, in USER_HZ ticks, from `/proc/stat`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct CpuTicks {
+    /// user, nice, system, irq and softirq.
+    busy: u64,
+    /// Time the hypervisor ran something else on these vCPUs.
+    steal: u64,
+}
+
+/// Sums the busy and steal ticks of `cpus` in the text of `/proc/stat`; `None` when a CPU's
+/// line is missing or too short to hold steal.
+fn cpu_ticks(text: &str, cpus: &[usize]) -> Option<CpuTicks> {
+    let mut sum = CpuTicks::default();
+    let mut found = 0;
+    for line in text.lines() {
+        let mut it = line.split_whitespace();
+        let Some(cpu) = it
+            .next()
+            .and_then(|k| k.strip_prefix("cpu"))
+            .and_then(|n| n.parse::<usize>().ok())
+        else {
+            continue;
+        };
+        if !cpus.contains(&cpu) {
+            continue;
+        }
+        // user nice system idle iowait irq softirq steal
+        let v: Vec<u64> = it.take(8).map_while(|x| x.parse().ok()).collect();
+        let [user, nice, system, _, _, irq, softirq, steal] = v[..] else {
+            return None;
+        };
+        sum.busy += user + nice + system + irq + softirq;
+        sum.steal += steal;
+        found += 1;
+    }
+    (found == cpus.len()).then_some(sum)
+}
+
+fn read_cpu_ticks(cpus: &[usize]) -> Option<CpuTicks> {
+    cpu_ticks(&std::fs::read_to_string("/proc/stat").ok()?, cpus)
+}
+
+/// How long at least two of the `(start, finish)` intervals were open at once.
+fn overlap_of(spans: &[(u64, u64)]) -> u64 {
+    let mut edges: Vec<(u64, i32)> = spans
+        .iter()
+        .filter(|(a, b)| b > a)
+        .flat_map(|&(a, b)| [(a, 1), (b, -1)])
+        .collect();
+    // A finish before a start at the same instant: touching intervals do not overlap.
+    edges.sort_unstable();
+    let (mut open, mut since, mut total) = (0i32, 0u64, 0u64);
+    for (at, step) in edges {
+        if open >= 2 {
+            total += at - since;
+        }
+        open += step;
+        since = at;
+    }
+    total
+}
+
+/// What one run of a point on several CPUs saw, in ns, for [`withheld`].
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Seen {
+    /// The whole run.
+    wall_ns: f64,
+    /// CPUs of the point's set.
+    cpus: usize,
+    /// Steal on those CPUs during the run.
+    steal_ns: Option<f64>,
+    /// Busy time on those CPUs that was not the tasks' own.
+    foreign_ns: Option<f64>,
+    /// Barrier start to the last finish.
+    work_ns: f64,
+    /// Time at least two tasks worked at once.
+    overlap_ns: Option<f64>,
+    /// Barrier start to the last task starting.
+    late_start_ns: Option<f64>,
+    /// CPU time of all the tasks.
+    cpu_ns: f64,
+    /// The work's speed against the calibrated one: CPU time W should have taken over the CPU
+    /// time it took (`None` with --yield, whose CPU time holds the yields too). Well under 1
+    /// with no steal: the host ran the vCPU slower than at the start without saying so.
+    speed: Option<f64>,
+}
+
+/// Below this speed against the calibrated one a run counts as slowed by the host.
+const SLOWED: f64 = 0.8;
+
+/// The prefix of the warning a point carries when its CPUs gave less than half the speed-up
+/// they could.
+const WITHHELD: &str = "speed-up withheld";
+
+/// Why a point on several CPUs (`place`, e.g. `CPUs 0-1`) gained `speedup_pct` over one CPU
+/// when `possible_pct` was possible, from what its runs saw; `None` when it gained at least
+/// half of what was possible. The first cause that holds is named, with what was seen: steal
+/// (the host lent the CPUs to someone else), other tasks' busy time, a late start of the last
+/// worker, workers that did not overlap; otherwise every figure looked at.
+fn withheld(speedup_pct: f64, possible_pct: f64, runs: &[Seen], place: &str) -> Option<String> {
+    if runs.is_empty() || possible_pct <= 0.0 || speedup_pct >= possible_pct / 2.0 {
+        return None;
+    }
+    let n = runs.len();
+    let capacity: f64 = runs.iter().map(|r| r.wall_ns * r.cpus as f64).sum();
+    let work: f64 = runs.iter().map(|r| r.work_ns).sum::<f64>().max(1.0);
+    let share = |f: &dyn Fn(&Seen) -> Option<f64>| -> Option<f64> {
+        let v: Option<Vec<f64>> = runs.iter().map(f).collect();
+        v.map(|v| v.iter().sum::<f64>() / capacity.max(1.0) * 100.0)
+    };
+    let steal = share(&|r| r.steal_ns);
+    let foreign = share(&|r| r.foreign_ns);
+    let overlap: Option<f64> = runs
+        .iter()
+        .map(|r| r.overlap_ns)
+        .sum::<Option<f64>>()
+        .map(|o| o / work * 100.0);
+    let late = {
+        let v: Option<Vec<f64>> = runs
+            .iter()
+            .map(|r| r.late_start_ns.map(|l| l / r.work_ns.max(1.0) * 100.0))
+            .collect();
+        v.map(|v| oscost_stats::median(&v))
+    };
+    let parallel = runs.iter().map(|r| r.cpu_ns).sum::<f64>() / work;
+    let head = format!("{WITHHELD}: {speedup_pct:+.0} % of a possible {possible_pct:+.0} %");
+    if let Some(st) = steal.filter(|&s| s >= 5.0) {
+        let rounds = runs
+            .iter()
+            .filter(|r| r.steal_ns.unwrap_or(0.0) > 0.05 * r.wall_ns * r.cpus as f64)
+            .count();
+        return Some(format!(
+            "{head}: the machine withheld the CPUs: steal {st:.0} % of {place} during these \
+             runs ({rounds} of {n} over 5 %)"
+        ));
+    }
+    if let Some(f) = foreign.filter(|&f| f >= 10.0) {
+        return Some(format!(
+            "{head}: other tasks held the CPUs: {f:.0} % of {place} busy with them during these \
+             runs"
+        ));
+    }
+    if let Some(l) = late.filter(|&l| l >= 20.0) {
+        return Some(format!(
+            "{head}: the last worker was slow to start: {l:.0} % of the work time after the \
+             start (median of {n} runs)"
+        ));
+    }
+    if let Some(o) = overlap.filter(|&o| o < 60.0) {
+        return Some(format!(
+            "{head}: the workers ran together for only {o:.0} % of the work time \
+             ({parallel:.2} CPUs' worth of time between them)"
+        ));
+    }
+    let speed: Option<Vec<f64>> = runs.iter().map(|r| r.speed).collect();
+    if let Some(v) = speed
+        .map(|v| oscost_stats::median(&v))
+        .filter(|&v| v < SLOWED)
+    {
+        return Some(format!(
+            "{head}: the work ran at {:.0} % of its calibrated speed on CPU time counted as \
+             the tasks' own, with no steal to explain it: the host ran the vCPUs slower",
+            v * 100.0
+        ));
+    }
+    let pct = |v: Option<f64>| v.map_or("not read".to_string(), |v| format!("{v:.0} %"));
+    Some(format!(
+        "{head}: no cause seen: steal {}, other tasks {} of {place}, workers together {} of \
+         the work time, {parallel:.2} CPUs' worth of time",
+        pct(steal),
+        pct(foreign),
+        pct(overlap)
+    ))
 }
 
 /// Memory mappings of this process (lines of /proc/self/maps).
@@ -414,7 +627,13 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         CpuSet::All | CpuSet::Balanced => &all,
     };
     let points = points(opts, &sizes, all.len());
-    let runs_total = points.len() as u64 * u64::from(opts.repeats);
+    let rounds = repeats(opts, ctx.quick);
+    let runs_total = points.len() as u64 * u64::from(rounds);
+    let settle_min = if ctx.quick {
+        QUICK_SETTLE_MIN
+    } else {
+        SETTLE_MIN
+    };
 
     let rate = {
         let _pin = AffinityRestore::pin(&one)?;
@@ -432,7 +651,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         .insert("step_requested_ns".into(), opts.step.into());
     out.params.insert("units_per_ns".into(), json!(rate));
     out.params.insert("yield".into(), opts.yield_each.into());
-    out.params.insert("repeats".into(), opts.repeats.into());
+    out.params.insert("repeats".into(), rounds.into());
     out.params
         .insert("baseline".into(), points[0].id(opts.yield_each).into());
     out.params
@@ -447,7 +666,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
             .iter()
             .any(|&s| s == CpuSet::All || s == CpuSet::Balanced)
     {
-        out.warnings.push(format!(
+        out.notes.push(format!(
             "only one CPU is allowed ({}), so the `all` and `balanced` sets were not run",
             cpuset::format(&all)
         ));
@@ -465,13 +684,13 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
 
     let mut results: Vec<Vec<RunStats>> = vec![Vec::new(); points.len()];
     ctx.progress.start(runs_total, NAME);
-    for round in 0..opts.repeats {
+    for round in 0..rounds {
         for (i, p) in points.iter().enumerate() {
             ctx.check_cancel()?;
             ctx.progress.message(&format!(
                 "round {}/{}: {} {} on {}",
                 round + 1,
-                opts.repeats,
+                rounds,
                 p.tasks,
                 super::value_name(&p.form),
                 super::value_name(&p.set)
@@ -483,25 +702,201 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
                 step,
                 yield_each: opts.yield_each,
             };
+            // Read outside the timed run: what the host and other tasks did with these CPUs.
+            let before = read_cpu_ticks(cpus);
             let stats = run_point(p, plan, cpus, &clock, ctx)
                 .with_context(|| format!("{} (round {})", p.id(opts.yield_each), round + 1))?;
-            results[i].push(stats);
+            let after = read_cpu_ticks(cpus);
+            let cpu_seen = before.zip(after).map(|(a, b)| CpuTicks {
+                busy: b.busy.saturating_sub(a.busy),
+                steal: b.steal.saturating_sub(a.steal),
+            });
+            results[i].push(RunStats { cpu_seen, ..stats });
             if p.form != Form::Single {
                 // Exited tasks leave the kernel deferred work (freeing their memory and page
                 // tables) that would otherwise run inside the next point's timing.
-                std::thread::sleep(SETTLE_PER_TASK * p.tasks as u32 + SETTLE_MIN);
+                std::thread::sleep(SETTLE_PER_TASK * p.tasks as u32 + settle_min);
             }
             ctx.progress.inc(1);
         }
     }
     ctx.progress.finish();
 
-    for (p, runs) in points.iter().zip(results) {
+    let tick_ns = oscost_sys::sysinfo::user_hz().map(|hz| 1e9 / hz as f64);
+    let expected_cpu_ns = (!opts.yield_each).then(|| units as f64 / rate);
+    for (p, runs) in points.iter().zip(&results) {
         let cpus = cpus_of(p.set);
-        out.cases
-            .push(point_case(p, cpus, &runs, units, step, opts, &clock));
+        let mut case = point_case(p, cpus, runs, units, step, opts, &clock);
+        let seen: Vec<Seen> = runs
+            .iter()
+            .map(|r| seen(r, cpus.len(), &clock, tick_ns, expected_cpu_ns))
+            .collect();
+        seen_counters(&mut case, &seen);
+        let place = match cpus.as_slice() {
+            [one] => format!("CPU {one}"),
+            _ => format!("CPUs {}", cpuset::format(cpus)),
+        };
+        case.warnings.extend(shared_runs(&seen, &place));
+        if let Some(w) = speedup_withheld(p, &points, &results, &seen, cpus, &clock) {
+            case.warnings.push(w);
+        }
+        out.cases.push(case);
     }
     Ok(out)
+}
+
+/// A run's observations in ns; busy and steal need the length of a USER_HZ tick.
+fn seen(
+    r: &RunStats,
+    cpus: usize,
+    clock: &Clock,
+    tick_ns: Option<f64>,
+    expected_cpu_ns: Option<f64>,
+) -> Seen {
+    let ns = |t: u64| clock.ticks_to_ns(t as f64);
+    let ticks = r.cpu_seen.zip(tick_ns);
+    Seen {
+        wall_ns: ns(r.total),
+        cpus,
+        steal_ns: ticks.map(|(c, t)| c.steal as f64 * t),
+        foreign_ns: ticks.map(|(c, t)| (c.busy as f64 * t - r.cpu_ns as f64).max(0.0)),
+        work_ns: ns(r.work),
+        overlap_ns: r.overlap.map(ns),
+        late_start_ns: r.late_start.map(ns),
+        cpu_ns: r.cpu_ns as f64,
+        speed: expected_cpu_ns
+            .filter(|_| r.cpu_ns > 0)
+            .map(|e| e / r.cpu_ns as f64),
+    }
+}
+
+/// What the runs saw, as counters: shares of the set's CPU time over the runs and of the work
+/// time.
+fn seen_counters(case: &mut Case, seen: &[Seen]) {
+    let capacity: f64 = seen.iter().map(|r| r.wall_ns * r.cpus as f64).sum::<f64>();
+    let work: f64 = seen.iter().map(|r| r.work_ns).sum::<f64>();
+    if capacity <= 0.0 || work <= 0.0 {
+        return;
+    }
+    let c = &mut case.counters;
+    if let Some(st) = seen.iter().map(|r| r.steal_ns).sum::<Option<f64>>() {
+        c.insert("steal_pct".into(), st / capacity * 100.0);
+    }
+    if let Some(f) = seen.iter().map(|r| r.foreign_ns).sum::<Option<f64>>() {
+        c.insert("other_tasks_busy_pct".into(), f / capacity * 100.0);
+    }
+    if let Some(o) = seen.iter().map(|r| r.overlap_ns).sum::<Option<f64>>() {
+        c.insert("workers_together_pct".into(), o / work * 100.0);
+    }
+}
+
+/// How a run's share of its CPUs begins to count as taken: by other tasks, or by the host.
+const TAKEN_SHARE: f64 = 0.2;
+const STOLEN_SHARE: f64 = 0.05;
+
+/// The prefix of the warning a point carries when some of its runs shared their CPUs.
+const SHARED: &str = "CPUs shared during some runs";
+
+/// When other tasks held at least a fifth of the point's CPUs (`place`) during some of its
+/// runs, or the host stole at least 5 % of them, a warning saying in how many runs, how much,
+/// and what those runs took against the rest: the usual cause of a wide interval here.
+fn shared_runs(runs: &[Seen], place: &str) -> Option<String> {
+    let cap = |r: &Seen| (r.wall_ns * r.cpus as f64).max(1.0);
+    let taken = |r: &Seen| r.foreign_ns.is_some_and(|f| f / cap(r) >= TAKEN_SHARE);
+    let stolen = |r: &Seen| r.steal_ns.is_some_and(|s| s / cap(r) >= STOLEN_SHARE);
+    let slowed = |r: &Seen| !taken(r) && !stolen(r) && r.speed.is_some_and(|v| v < SLOWED);
+    let hit: Vec<&Seen> = runs
+        .iter()
+        .filter(|r| taken(r) || stolen(r) || slowed(r))
+        .collect();
+    if hit.is_empty() {
+        return None;
+    }
+    let mut what = Vec::new();
+    let k = hit.iter().filter(|r| taken(r)).count();
+    if k > 0 {
+        let share = oscost_stats::median(
+            &hit.iter()
+                .filter(|r| taken(r))
+                .map(|r| r.foreign_ns.unwrap_or(0.0) / cap(r) * 100.0)
+                .collect::<Vec<_>>(),
+        );
+        what.push(format!(
+            "in {k} of {} runs other tasks held {share:.0} % of {place}",
+            runs.len()
+        ));
+    }
+    let k = hit.iter().filter(|r| stolen(r)).count();
+    if k > 0 {
+        let share = oscost_stats::median(
+            &hit.iter()
+                .filter(|r| stolen(r))
+                .map(|r| r.steal_ns.unwrap_or(0.0) / cap(r) * 100.0)
+                .collect::<Vec<_>>(),
+        );
+        what.push(format!(
+            "in {k} of {} runs the host stole {share:.0} % of {place}",
+            runs.len()
+        ));
+    }
+    let k = hit.iter().filter(|r| slowed(r)).count();
+    if k > 0 {
+        let speed = oscost_stats::median(
+            &hit.iter()
+                .filter(|r| slowed(r))
+                .map(|r| r.speed.unwrap_or(1.0) * 100.0)
+                .collect::<Vec<_>>(),
+        );
+        what.push(format!(
+            "in {k} of {} runs the work ran at {speed:.0} % of its calibrated speed with no \
+             steal or other task seen (the host ran {place} slower)",
+            runs.len()
+        ));
+    }
+    let rest: Vec<f64> = runs
+        .iter()
+        .filter(|r| !taken(r) && !stolen(r) && !slowed(r))
+        .map(|r| r.wall_ns)
+        .collect();
+    let slow = oscost_stats::median(&hit.iter().map(|r| r.wall_ns).collect::<Vec<_>>());
+    let times = if rest.is_empty() {
+        format!("every run: median {}", ms(slow))
+    } else {
+        format!(
+            "those runs: median {}, the rest {}",
+            ms(slow),
+            ms(oscost_stats::median(&rest))
+        )
+    };
+    Some(format!("{SHARED}: {} ({times})", what.join("; ")))
+}
+
+fn ms(ns: f64) -> String {
+    format!("{:.1} ms", ns / 1e6)
+}
+
+/// For a point of several tasks on several CPUs, the warning that its CPUs gave less than half
+/// the speed-up they could over the same point on one CPU, and why.
+fn speedup_withheld(
+    p: &Point,
+    points: &[Point],
+    results: &[Vec<RunStats>],
+    seen: &[Seen],
+    cpus: &[usize],
+    clock: &Clock,
+) -> Option<String> {
+    if !matches!(p.set, CpuSet::All | CpuSet::Two) || p.tasks < 2 || cpus.len() < 2 {
+        return None;
+    }
+    let one = points
+        .iter()
+        .position(|q| q.form == p.form && q.tasks == p.tasks && q.set == CpuSet::One)?;
+    let this = points.iter().position(|q| q == p)?;
+    let med = |i: usize| median_of(results[i].iter().map(|r| clock.ticks_to_ns(r.total as f64)));
+    let speedup = (med(one) / med(this) - 1.0) * 100.0;
+    let possible = (p.tasks.min(cpus.len()) as f64 - 1.0) * 100.0;
+    let place = format!("CPUs {}", cpuset::format(cpus));
+    withheld(speedup, possible, seen, &place)
 }
 
 /// One run of a point, pinned as its set says; the calling thread's CPU set is restored.
@@ -571,6 +966,9 @@ fn run_single(plan: Plan, clock: &Clock) -> RunStats {
         threads_in_process: None,
         peak_rss_kib: 0,
         mappings: None,
+        overlap: None,
+        late_start: None,
+        cpu_seen: None,
     }
 }
 
@@ -636,6 +1034,7 @@ fn run_team(
     tids.sort_unstable();
     tids.dedup();
     let parent = oscost_sys::gettid();
+    let spans: Vec<(u64, u64)> = records.iter().map(|r| (r.start, r.finish)).collect();
     Ok(RunStats {
         total: (t_seen - t0) + (t_joined - t_release),
         work: last.saturating_sub(t_go),
@@ -654,6 +1053,16 @@ fn run_team(
         threads_in_process: None,
         peak_rss_kib: 0,
         mappings,
+        overlap: Some(overlap_of(&spans)),
+        late_start: Some(
+            records
+                .iter()
+                .map(|r| r.start)
+                .max()
+                .unwrap_or(t_go)
+                .saturating_sub(t_go),
+        ),
+        cpu_seen: None,
     })
 }
 
@@ -730,7 +1139,7 @@ fn point_case(
             med(&|r| r.migrations.unwrap_or(0) as f64),
         );
     } else {
-        case.warnings.push(
+        case.notes.push(
             "migrations not counted: se.nr_migrations is missing from /proc/<pid>/sched".into(),
         );
     }
@@ -908,6 +1317,163 @@ mod tests {
                 c.counters["work_ns"] <= c.samples.per_op_ns.iter().cloned().fold(0.0, f64::max)
             );
         }
+    }
+
+    #[test]
+    fn sizes_follow_the_suite_and_quick_unless_given() {
+        let plain = opts(&[]);
+        let suite = opts(&["--suite-size"]);
+        assert_eq!(sweep(&plain, false).len(), 11);
+        assert_eq!(sweep(&suite, false), [1, 2, 8]);
+        assert_eq!(sweep(&plain, true), [1, 2, 8]);
+        assert_eq!(work_ns(&suite, false), 30_000_000);
+        assert_eq!(work_ns(&suite, true), 5_000_000);
+        assert_eq!(
+            (
+                repeats(&plain, false),
+                repeats(&suite, false),
+                repeats(&suite, true)
+            ),
+            (5, 9, 3)
+        );
+        let given = opts(&[
+            "--suite-size",
+            "--repeats",
+            "2",
+            "--work",
+            "5ms",
+            "--tasks",
+            "4",
+        ]);
+        assert_eq!(
+            (
+                repeats(&given, true),
+                work_ns(&given, true),
+                sweep(&given, true)
+            ),
+            (2, 5_000_000, vec![4])
+        );
+    }
+
+    #[test]
+    fn proc_stat_gives_busy_and_steal_of_the_chosen_cpus() {
+        let text = "cpu  9 9 9 9 9 9 9 9 0 0\n\
+                    cpu0 10 1 5 100 2 1 1 7 0 0\n\
+                    cpu1 20 0 10 100 0 0 0 30 0 0\n\
+                    cpu2 1 1 1\n";
+        assert_eq!(
+            cpu_ticks(text, &[0, 1]),
+            Some(CpuTicks {
+                busy: 18 + 30,
+                steal: 37
+            })
+        );
+        assert_eq!(cpu_ticks(text, &[1]).map(|c| c.steal), Some(30));
+        // Too short for steal, or missing: not invented.
+        assert_eq!(cpu_ticks(text, &[2]), None);
+        assert_eq!(cpu_ticks(text, &[0, 5]), None);
+    }
+
+    #[test]
+    fn overlap_counts_only_time_with_two_at_work() {
+        assert_eq!(overlap_of(&[(0, 10), (5, 20)]), 5);
+        assert_eq!(overlap_of(&[(0, 10), (10, 20)]), 0);
+        assert_eq!(overlap_of(&[(0, 10), (2, 4), (3, 12)]), 8);
+        assert_eq!(overlap_of(&[(0, 10)]), 0);
+    }
+
+    /// Two runs of 2 tasks on 2 CPUs, each 100 ms of wall time, 90 ms of work.
+    fn runs(steal_ms: f64, foreign_ms: f64, overlap_ms: f64, late_ms: f64) -> Vec<Seen> {
+        let ms = 1e6;
+        vec![
+            Seen {
+                wall_ns: 100.0 * ms,
+                cpus: 2,
+                steal_ns: Some(steal_ms * ms),
+                foreign_ns: Some(foreign_ms * ms),
+                work_ns: 90.0 * ms,
+                overlap_ns: Some(overlap_ms * ms),
+                late_start_ns: Some(late_ms * ms),
+                cpu_ns: 100.0 * ms,
+                speed: Some(1.0),
+            };
+            2
+        ]
+    }
+
+    #[test]
+    fn runs_that_shared_their_cpus_are_counted_with_their_times() {
+        let ms = 1e6;
+        let run = |wall: f64, foreign: f64, steal: f64| Seen {
+            wall_ns: wall * ms,
+            cpus: 1,
+            steal_ns: Some(steal * ms),
+            foreign_ns: Some(foreign * ms),
+            work_ns: wall * ms,
+            overlap_ns: None,
+            late_start_ns: None,
+            cpu_ns: 30.0 * ms,
+            speed: Some(30.0 / wall),
+        };
+        let quiet = vec![run(30.0, 0.0, 0.0); 5];
+        assert_eq!(shared_runs(&quiet, "CPU 0"), None);
+        let mut runs = quiet.clone();
+        runs.extend([
+            run(60.0, 30.0, 0.0),
+            run(62.0, 31.0, 0.0),
+            run(40.0, 0.0, 4.0),
+        ]);
+        assert_eq!(
+            shared_runs(&runs, "CPU 0").unwrap(),
+            "CPUs shared during some runs: in 2 of 8 runs other tasks held 50 % of CPU 0; in 1 \
+             of 8 runs the host stole 10 % of CPU 0 (those runs: median 60.0 ms, the rest 30.0 ms)"
+        );
+        // Twice as long with nothing else seen: the work itself ran at half speed.
+        let mut runs = quiet.clone();
+        runs.push(run(60.0, 0.0, 0.0));
+        assert_eq!(
+            shared_runs(&runs, "CPU 0").unwrap(),
+            "CPUs shared during some runs: in 1 of 6 runs the work ran at 50 % of its calibrated \
+             speed with no steal or other task seen (the host ran CPU 0 slower) (those runs: \
+             median 60.0 ms, the rest 30.0 ms)"
+        );
+    }
+
+    #[test]
+    fn a_withheld_speedup_names_what_was_seen() {
+        let place = "CPUs 0-1";
+        // Half of what was possible or more: nothing to say.
+        assert_eq!(
+            withheld(60.0, 100.0, &runs(80.0, 0.0, 0.0, 0.0), place),
+            None
+        );
+        let w = withheld(3.0, 100.0, &runs(82.0, 0.0, 10.0, 0.0), place).unwrap();
+        assert!(
+            w.starts_with("speed-up withheld: +3 % of a possible +100 %"),
+            "{w}"
+        );
+        assert!(w.contains("steal 41 % of CPUs 0-1"), "{w}");
+        assert!(w.contains("(2 of 2 over 5 %)"), "{w}");
+        let w = withheld(3.0, 100.0, &runs(0.0, 60.0, 10.0, 0.0), place).unwrap();
+        assert!(
+            w.contains("other tasks held the CPUs: 30 % of CPUs 0-1"),
+            "{w}"
+        );
+        let w = withheld(3.0, 100.0, &runs(0.0, 0.0, 10.0, 45.0), place).unwrap();
+        assert!(w.contains("slow to start: 50 %"), "{w}");
+        let w = withheld(3.0, 100.0, &runs(0.0, 0.0, 27.0, 0.0), place).unwrap();
+        assert!(w.contains("together for only 30 %"), "{w}");
+        let w = withheld(3.0, 100.0, &runs(0.0, 0.0, 80.0, 0.0), place).unwrap();
+        assert!(w.contains("no cause seen: steal 0 %"), "{w}");
+        let mut slow = runs(0.0, 0.0, 80.0, 0.0);
+        slow.iter_mut().for_each(|r| r.speed = Some(0.55));
+        let w = withheld(3.0, 100.0, &slow, place).unwrap();
+        assert!(w.contains("ran at 55 % of its calibrated speed"), "{w}");
+        // Unread figures are said to be unread.
+        let mut r = runs(0.0, 0.0, 80.0, 0.0);
+        r[0].steal_ns = None;
+        let w = withheld(3.0, 100.0, &r, place).unwrap();
+        assert!(w.contains("steal not read"), "{w}");
     }
 
     #[test]

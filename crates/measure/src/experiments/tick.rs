@@ -488,7 +488,7 @@ pub(crate) fn deliverable(
     cpu: usize,
     priority: i32,
     ctx: &Context,
-    warnings: &mut Vec<String>,
+    notes: &mut Vec<String>,
 ) -> anyhow::Result<Vec<(Source, u64)>> {
     let mut ascending = periods.to_vec();
     ascending.sort_unstable();
@@ -526,7 +526,7 @@ pub(crate) fn deliverable(
             if explicit {
                 anyhow::bail!("--periods {}: {why}; use a longer period", period_name(p));
             }
-            warnings.push(format!("{why}; left out of the default periods"));
+            notes.push(format!("{why}; left out of the default periods"));
             lost.push(p);
         }
         points.extend(
@@ -590,7 +590,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         cpu,
         FIFO_PRIORITY,
         ctx,
-        &mut out.warnings,
+        &mut out.notes,
     )?;
     ctx.progress.inc(1);
     ctx.progress.message("watching the kernel's own tick");

@@ -518,7 +518,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         cpu,
         HELPER_PRIORITY,
         ctx,
-        &mut out.warnings,
+        &mut out.notes,
     )?
     .into_iter()
     .map(|(_, p)| p)

@@ -130,6 +130,7 @@ mod tests {
             unavailable: Vec::new(),
             derived: Vec::new(),
             warnings: Vec::new(),
+            notes: Vec::new(),
             load: None,
         }
     }

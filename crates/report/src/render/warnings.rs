@@ -20,6 +20,29 @@ struct Kind {
 /// Every kind, in no particular order (lines are printed in the order the kinds first occur).
 const KINDS: &[Kind] = &[
     Kind {
+        prefix: "wide interval",
+        tag: "noisy",
+        explain: "a 95 % interval wider than ±5 %; --verbose names what each case's samples \
+                  showed; a quieter machine narrows it",
+        doc: &["Samples"],
+    },
+    Kind {
+        prefix: "CPUs shared during some runs",
+        tag: "CPUs shared",
+        explain: "other programs (or the host) took a share of the point's CPUs during some \
+                  runs, which then took longer; --verbose says in how many runs and how much; a \
+                  quieter machine gives steadier figures",
+        doc: &["split"],
+    },
+    Kind {
+        prefix: "speed-up withheld",
+        tag: "speed-up withheld",
+        explain: "these CPUs gave less than half the speed-up they could over one CPU; the \
+                  speed-up table names, under it, what was seen in those runs (steal, other \
+                  tasks on the CPUs, a late start, workers apart)",
+        doc: &["split"],
+    },
+    Kind {
         prefix: "warm-up did not settle",
         tag: "warm-up did not settle",
         explain: "timings kept changing by more than 2 % during warm-up (the machine's speed \
@@ -105,10 +128,10 @@ fn key(text: &str) -> &str {
     }
 }
 
-/// What the notes column says of a case's warnings: each kind's tag, once.
+/// What the notes column says of a case's warnings and notes: each kind's tag, once.
 pub(super) fn tags(c: &CaseResult) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for w in &c.warnings {
+    for w in c.warnings.iter().chain(&c.notes) {
         let k = key(w);
         let tag = if k.chars().count() > UNKNOWN_TAG_CHARS {
             let cut: String = k.chars().take(UNKNOWN_TAG_CHARS - 1).collect();
@@ -123,12 +146,30 @@ pub(super) fn tags(c: &CaseResult) -> Vec<String> {
     out
 }
 
-/// The experiment's per-case warnings by kind, in the order the kinds first occur: the key and
+/// Which of a case's messages a summary is of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Of {
+    /// What makes a figure less trustworthy.
+    Warnings,
+    /// Context.
+    Notes,
+}
+
+impl Of {
+    fn of(self, c: &CaseResult) -> &[String] {
+        match self {
+            Of::Warnings => &c.warnings,
+            Of::Notes => &c.notes,
+        }
+    }
+}
+
+/// The experiment's per-case messages by kind, in the order the kinds first occur: the key and
 /// every (case id, full text) of that kind.
-fn groups(e: &ExperimentResult) -> Vec<(&str, Vec<(&str, &str)>)> {
+fn groups(e: &ExperimentResult, of: Of) -> Vec<(&str, Vec<(&str, &str)>)> {
     let mut out: Vec<(&str, Vec<(&str, &str)>)> = Vec::new();
     for c in &e.cases {
-        for w in &c.warnings {
+        for w in of.of(c) {
             let k = key(w);
             let item = (c.id.as_str(), w.as_str());
             match out.iter_mut().find(|(key, _)| *key == k) {
@@ -158,12 +199,12 @@ fn doc_pointer(doc: &[&str]) -> String {
     s
 }
 
-/// One line per kind of per-case warning (without the `warning: ` mark), each followed, when
-/// `full`, by every case's own text.
-pub(super) fn summary(e: &ExperimentResult, full: bool) -> Vec<(String, Vec<String>)> {
+/// One line per kind of per-case warning or note (without the `warning: ` mark), each
+/// followed, when `full`, by every case's own text.
+pub(super) fn summary(e: &ExperimentResult, of: Of, full: bool) -> Vec<(String, Vec<String>)> {
     let cases = e.cases.len();
     let mut out = Vec::new();
-    for (key, items) in groups(e) {
+    for (key, items) in groups(e, of) {
         // A case with two warnings of one kind counts once.
         let mut ids: Vec<&str> = items.iter().map(|(id, _)| *id).collect();
         ids.dedup();
@@ -239,6 +280,9 @@ mod tests {
             "peak memory could not be reset (/proc/self/clear_refs): it may be an earlier ring's",
             "--verify-order: every hop also appended to a shared log",
             "migrations not counted: se.nr_migrations is missing from /proc/<pid>/sched",
+            "wide interval: CI ±8.0 %: only 5 samples",
+            "speed-up withheld: +3 % of a possible +100 %: no cause seen",
+            "CPUs shared during some runs: in 2 of 8 runs other tasks held 50 % of CPU 0",
         ] {
             assert!(kind_of(text).is_some(), "{text}");
         }
@@ -247,6 +291,8 @@ mod tests {
             include_str!("../../../measure/src/sampler.rs"),
             include_str!("../../../measure/src/experiments/ring.rs"),
             include_str!("../../../measure/src/experiments/switch.rs"),
+            include_str!("../summarise.rs"),
+            include_str!("../../../measure/src/experiments/split.rs"),
         ];
         for k in KINDS {
             let literal = format!("\"{}", k.prefix);

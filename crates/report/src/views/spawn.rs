@@ -192,6 +192,7 @@ mod tests {
             }],
             derived: vec![],
             warnings: vec![],
+            notes: vec![],
             load: None,
         };
         let v = views(&e);

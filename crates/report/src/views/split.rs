@@ -135,6 +135,17 @@ pub fn views(e: &ExperimentResult) -> Vec<View> {
     out
 }
 
+/// How the experiment begins the warning of a point whose CPUs gave less than half the
+/// speed-up they could, with the cause it saw.
+const WITHHELD: &str = "speed-up withheld: ";
+
+/// The line under a speed-up table for a point whose speed-up was withheld: `N form: +3 % of
+/// a possible +100 %: the machine withheld the CPUs: steal 41 % …`.
+fn withheld_note(c: &CaseResult, n: u64, form: &str) -> Option<String> {
+    let w = c.warnings.iter().find_map(|w| w.strip_prefix(WITHHELD))?;
+    Some(format!("{n} {form}: {w}"))
+}
+
 fn find<'a>(e: &'a ExperimentResult, form: &str, set: &str, n: u64) -> Option<&'a CaseResult> {
     e.cases.iter().find(|c| {
         param_str(c, "form") == Some(form)
@@ -147,6 +158,7 @@ fn find<'a>(e: &'a ExperimentResult, form: &str, set: &str, n: u64) -> Option<&'
 /// Windows study's summary of two CPUs against one.
 fn speedup_two(e: &ExperimentResult) -> Option<View> {
     let mut rows = Vec::new();
+    let mut why = Vec::new();
     for c in e
         .cases
         .iter()
@@ -158,6 +170,7 @@ fn speedup_two(e: &ExperimentResult) -> Option<View> {
         let Some(two) = find(e, form, "two", n) else {
             continue;
         };
+        why.extend(withheld_note(two, n, form).map(|w| ((n, form == "processes"), w)));
         rows.push((
             n,
             form == "processes",
@@ -174,17 +187,20 @@ fn speedup_two(e: &ExperimentResult) -> Option<View> {
         return None;
     }
     rows.sort_by_key(|r| (r.0, r.1));
+    why.sort();
+    let mut notes = vec![
+        "speed-up = time on one CPU / time on the first two CPUs of the set - 1 (a perfect \
+         two-fold speed-up would read +100 %)"
+            .to_string(),
+    ];
+    notes.extend(why.into_iter().map(|(_, w)| w));
     Some(View {
         title: "split: what two CPUs gave over one".into(),
         head: ["N", "form", "one CPU", "two CPUs", "speed-up"]
             .map(String::from)
             .to_vec(),
         rows: rows.into_iter().map(|r| r.2).collect(),
-        notes: vec![
-            "speed-up = time on one CPU / time on the first two CPUs of the set - 1 (a perfect \
-             two-fold speed-up would read +100 %)"
-                .into(),
-        ],
+        notes,
     })
 }
 
@@ -192,6 +208,7 @@ fn speedup_two(e: &ExperimentResult) -> Option<View> {
 fn speedup(e: &ExperimentResult) -> Option<View> {
     let find = |form: &str, set: &str, n: u64| find(e, form, set, n);
     let mut rows = Vec::new();
+    let mut why = Vec::new();
     for c in e
         .cases
         .iter()
@@ -204,6 +221,7 @@ fn speedup(e: &ExperimentResult) -> Option<View> {
             continue;
         };
         let balanced = find(form, "balanced", n);
+        why.extend(withheld_note(all, n, form).map(|w| ((n, form == "processes"), w)));
         rows.push((
             n,
             form == "processes",
@@ -221,6 +239,7 @@ fn speedup(e: &ExperimentResult) -> Option<View> {
         return None;
     }
     rows.sort_by_key(|r| (r.0, r.1));
+    why.sort();
     let cpus = e
         .cases
         .iter()
@@ -233,11 +252,13 @@ fn speedup(e: &ExperimentResult) -> Option<View> {
             .map(String::from)
             .to_vec(),
         rows: rows.into_iter().map(|r| r.2).collect(),
-        notes: vec![format!(
+        notes: std::iter::once(format!(
             "speed-up = time on one CPU / time on all {cpus} CPUs - 1 (a perfect {cpus}-fold \
              speed-up would read {:+.0} %)",
             (cpus as f64 - 1.0) * 100.0
-        )],
+        ))
+        .chain(why.into_iter().map(|(_, w)| w))
+        .collect(),
     })
 }
 
@@ -260,5 +281,58 @@ mod tests {
         assert!((overhead_pct(8343.0, 2.0 * 5453.0, 8192, 2) - 53.0).abs() < 0.1);
         // Faster than ideal reads negative.
         assert!(overhead_pct(90.0, 100.0, 1, 1) < 0.0);
+    }
+
+    fn case(form: &str, set: &str, n: u64, median: f64, warning: Option<&str>) -> CaseResult {
+        let mut c: CaseResult = serde_json::from_value(serde_json::json!({
+            "id": format!("split.{form}.{set}.{n}"), "description": "", "unit": "run",
+            "params": {"form": form, "set": set, "tasks": n, "cpu_count": 2}, "samples": 5,
+            "iterations_per_sample": 1, "loop_overhead_ns": 0.0, "median_ns": median,
+            "mad_ns": 0.0, "min_ns": median, "max_ns": median, "mean_ns": median,
+            "stddev_ns": 0.0, "p5_ns": median, "p95_ns": median, "ci95_ns": [median, median],
+            "median_cycles": median, "ci95_cycles": [median, median],
+            "outliers": {"low_severe": 0, "low_mild": 0, "high_mild": 0, "high_severe": 0},
+            "noisy": false, "checks": [], "checks_passed": true, "counters": {},
+            "at_rate": null, "warnings": [], "series": [], "raw_ns": []
+        }))
+        .unwrap();
+        c.warnings.extend(warning.map(String::from));
+        c
+    }
+
+    #[test]
+    fn a_withheld_speedup_is_said_under_its_table() {
+        let why = "speed-up withheld: +3 % of a possible +100 %: the machine withheld the \
+                   CPUs: steal 41 % of CPUs 0-1 during these runs (9 of 11 over 5 %)";
+        let e = ExperimentResult {
+            name: "split".into(),
+            params: [(
+                "baseline".to_owned(),
+                serde_json::json!("split.single.one.1"),
+            )]
+            .into_iter()
+            .collect(),
+            cases: vec![
+                case("single", "one", 1, 30e6, None),
+                case("threads", "one", 2, 30e6, None),
+                case("threads", "all", 2, 29e6, Some(why)),
+                case("processes", "one", 2, 30e6, None),
+                case("processes", "all", 2, 16e6, None),
+            ],
+            unavailable: vec![],
+            derived: vec![],
+            warnings: vec![],
+            notes: vec![],
+            load: None,
+        };
+        let v = views(&e);
+        let speedup = v.iter().find(|v| v.title.contains("CPUs gave")).unwrap();
+        assert_eq!(speedup.rows.len(), 2);
+        assert_eq!(speedup.notes.len(), 2, "{:?}", speedup.notes);
+        assert_eq!(
+            speedup.notes[1],
+            "2 threads: +3 % of a possible +100 %: the machine withheld the CPUs: steal 41 % of \
+             CPUs 0-1 during these runs (9 of 11 over 5 %)"
+        );
     }
 }
