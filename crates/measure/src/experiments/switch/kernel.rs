@@ -1,5 +1,5 @@
 //! `switch`'s traced pass: the same ping-pong again, apart from the timed rounds, with the
-//! kernel's tracepoints recorded on the tasks' CPUs, and each one-way hand-over split into
+//! kernel's tracepoints recorded on the tasks' CPU, and each one-way hand-over split into
 //! stages by the kernel's own timestamps: the poster's system call entry to the wake-up of the
 //! waiter, the wake-up to the switch into the waiter, the switch to the waiter's return to
 //! user space, and the waiter's time in user space until its own post.
@@ -218,6 +218,8 @@ pub(super) struct Traced {
     pub lost: u64,
     /// Records of the two tasks read.
     pub records: usize,
+    /// Switches from one task to the other the trace holds.
+    pub switches: usize,
     /// What was changed on the machine for the pass.
     pub notes: Vec<String>,
 }
@@ -325,7 +327,13 @@ pub(super) fn traced_pass(
         .iter()
         .filter(|r| r.tid as i32 == a || r.tid as i32 == b)
         .count();
+    let pair = |t: i64| t == i64::from(a) || t == i64::from(b);
+    let switches = events
+        .iter()
+        .filter(|e| matches!(e.ev, Ev::Switch { prev, next } if pair(prev) && pair(next)))
+        .count();
     Ok(Ok(Traced {
+        switches,
         traced_ns,
         plain_ns,
         split: split(&events, i64::from(a), i64::from(b)),
@@ -418,6 +426,10 @@ pub(super) fn stages_case(timed: &Case, t: &Traced, ns_per_tick: f64) -> Case {
     c.insert("hand_overs_broken".into(), s.broken as f64);
     c.insert("trace_records".into(), t.records as f64);
     c.insert("round_trips_traced".into(), t.traced_ns.len() as f64);
+    c.insert(
+        "switches_per_round_trip_traced".into(),
+        t.switches as f64 / t.traced_ns.len().max(1) as f64,
+    );
     let traced_rt = median(&t.traced_ns);
     let plain_rt = median(&t.plain_ns);
     c.insert("traced_round_trip_ns".into(), traced_rt);
@@ -692,6 +704,7 @@ mod tests {
             split,
             lost: 0,
             records: 0,
+            switches: 18,
             notes: Vec::new(),
         }
     }
@@ -723,6 +736,7 @@ mod tests {
         assert_eq!(c.counters["stages_vs_timed_one_way"], 1.25);
         assert_eq!(c.counters["trace_cost_ns"], 200.0);
         assert_eq!(c.counters["trace_cost_pct"], 25.0);
+        assert_eq!(c.counters["switches_per_round_trip_traced"], 2.0);
         assert_eq!(c.counters["stage.wake_to_switch.mean_ns"], 200.0);
         assert_eq!(c.counters["stage.post_to_wake.median_ns"], 100.0);
         assert!(c.checks.iter().all(|k| k.passed), "{:?}", c.checks);
