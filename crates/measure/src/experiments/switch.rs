@@ -808,12 +808,25 @@ mod tests {
                     assert_eq!(stages.len(), 2, "{stages:?}");
                     for c in stages {
                         assert!(c.counters["hand_overs"] > 0.0, "{c:?}");
+                        let mut sum = 0.0;
                         for (k, _) in STAGES {
-                            assert!(c.counters[&format!("stage.{k}.mean_ns")] >= 0.0);
+                            let m = c.counters[&format!("stage.{k}.mean_ns")];
+                            assert!(m >= 0.0, "{}: {k} {m}", c.id);
+                            sum += m;
                         }
                         assert!(c.counters["stage.wake_to_switch.mean_ns"] > 0.0);
+                        assert!((c.counters["stages_sum_ns"] - sum).abs() < 1e-6 * sum);
+                        // Other tests' tasks may share the CPU, so the ±5 % is the product's
+                        // own check: here its verdict must come with a line saying why.
                         let r = c.counters["stages_vs_traced_one_way"];
-                        assert!((0.5..2.0).contains(&r), "{}: sum / one-way {r}", c.id);
+                        assert!(r.is_finite() && r > 0.0, "{}: sum / one-way {r}", c.id);
+                        let check = c
+                            .checks
+                            .iter()
+                            .find(|k| k.name == "stages_cover_one_way")
+                            .unwrap();
+                        let said = c.warnings.iter().any(|w| w.contains("the stages sum to"));
+                        assert_eq!(check.passed, !said, "{c:?}");
                         assert!(c.counters.contains_key("trace_cost_ns"));
                     }
                 }

@@ -1,8 +1,8 @@
 //! `switch`'s traced pass: the same ping-pong again, apart from the timed rounds, with the
-//! kernel's tracepoints recorded on the tasks' CPU, and each one-way hand-over split into
-//! stages by the kernel's own timestamps: the poster's system call entry to the wake-up of the
-//! waiter, the wake-up to the switch into the waiter, the switch to the waiter's return to
-//! user space, and the waiter's time in user space until its own post.
+//! kernel's tracepoints recorded on the tasks' CPU, and each one-way hand-over (a task's turn,
+//! from the switch into it to the switch out) split into stages by the kernel's own
+//! timestamps: the switch to its return to user space, user space to its post's entry, the
+//! entry to the wake-up of the other task, the wake-up to the switch.
 
 use crate::context::Context;
 use crate::tokens::{Ring, RingSpec};
@@ -107,7 +107,8 @@ struct Turn {
 /// (its wait; none when it was preempted, not asleep), user space to the entry of its post,
 /// the entry to the wake-up of the other task, and the wake-up to the switch. Without a
 /// wake-up (the other was preempted, not waiting) the post is the call before the one it
-/// blocked in, and the post-to-wake stage is 0. A turn cut by a third task, or out of that
+/// blocked in (or, when that is its only call, a post made in user space), and the
+/// post-to-wake stage is 0. A turn cut by a third task, or out of that
 /// order (a lost record), is counted as broken, never split.
 pub(crate) fn split(events: &[At], a: i64, b: i64) -> Split {
     let other = |t: i64| if t == a { b } else { a };
@@ -196,6 +197,9 @@ fn finish(u: &Turn, end: u64) -> Option<(Stages, bool, bool)> {
             let post = u.entries[u.entries.len() - 2];
             (post, post)
         }
+        // A post that needed no system call (a semaphore's user-space fast path with nobody
+        // waiting): the one call is the wait it blocked in.
+        None if u.open && u.entries.len() == 1 => (u.entries[0], u.entries[0]),
         None => return None,
     };
     if post < ret || wake > end {
@@ -505,19 +509,28 @@ pub(super) fn stages_case(timed: &Case, t: &Traced, ns_per_tick: f64) -> Case {
         ),
     );
     if !check.passed {
-        let (short, missing) = if sum < one_way {
-            (
+        let per_rt = t.switches as f64 / t.traced_ns.len().max(1) as f64;
+        let (short, missing) =
+            if per_rt > 2.1 {
+                (
+                if sum < one_way { "short of" } else { "more than" },
+                "a round trip here is more than two turns (the trace holds more than 2 switches \
+                 between the tasks per round trip, as in a lock hand-off), so one turn is not \
+                 one one-way hand-over",
+            )
+            } else if sum < one_way {
+                (
                 "short of",
                 "the rest is time between the hand-overs the trace split: turns cut by a third \
                  task or a lost record, left out",
             )
-        } else {
-            (
+            } else {
+                (
                 "more than",
                 "the kernel's hand-overs are longer than the loop's round trips: time the loop \
                  did not see, or a turn counted twice",
             )
-        };
+            };
         case.warnings.push(format!(
             "the stages sum to {sum:.0} ns, {short} the traced one-way time {one_way:.0} ns by \
              {:.1} %: {missing}",
@@ -615,6 +628,21 @@ mod tests {
         );
         assert_eq!((s.woken, s.preempted, s.broken), (1, 1, 1));
         assert_eq!(s.halves, vec![500.0]);
+    }
+
+    /// A post made in user space (nobody waiting): the turn's one call is the wait it
+    /// blocks in.
+    #[test]
+    fn a_post_without_a_system_call_is_split_at_the_wait() {
+        let ev = vec![
+            at(0, Ev::Switch { prev: B, next: A }),
+            at(100, Ev::Exit(A)),
+            at(400, Ev::Enter(A)),
+            at(700, Ev::Switch { prev: A, next: B }),
+        ];
+        let s = split(&ev, A, B);
+        assert_eq!(s.hand_overs, vec![[100.0, 300.0, 0.0, 300.0]]);
+        assert_eq!((s.woken, s.broken), (0, 0));
     }
 
     #[test]
