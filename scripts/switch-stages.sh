@@ -38,6 +38,18 @@ else
 fi
 [[ -x "$bin" ]] || die "$bin not found or not executable"
 
+# perf mounts tracefs to resolve a tracepoint's name when it is mounted nowhere, and leaves it
+# mounted: put the machine back as it was.
+tracefs_before=$(awk '$3 == "tracefs"' /proc/mounts)
+restore_tracefs() {
+    if [[ -z "$tracefs_before" ]]; then
+        awk '$3 == "tracefs" { print $2 }' /proc/mounts | while read -r m; do
+            umount "$m" 2>/dev/null || echo "warning: could not unmount tracefs at $m" >&2
+        done
+    fi
+}
+trap 'restore_tracefs; rm -rf "$tmp"' EXIT
+
 loops=100000
 for r in $(seq 1 "$rounds"); do
     "$bin" switch --via pipe,futex,eventfd --kind threads,processes --placement same \
