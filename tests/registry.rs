@@ -8,7 +8,6 @@ use std::collections::BTreeSet;
 const WITHOUT_VIEWS: &[&str] = &[
     "syscall",
     "primitives",
-    "switch",
     "ring",
     "lockring",
     "example",

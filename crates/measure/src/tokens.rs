@@ -127,6 +127,11 @@ impl Ring {
         self.team.pids()
     }
 
+    /// Kernel thread ids of every task, task 0 (the caller) first: what a trace knows them by.
+    pub fn tids(&self) -> &[i32] {
+        &self.tids
+    }
+
     /// Starts the measured span: reads task 0's switch and migration counters and releases a
     /// yield partner.
     pub fn begin(&mut self) {

@@ -620,6 +620,30 @@ impl Tracer {
     }
 }
 
+impl Tracer {
+    /// Sets the kernel-side filter `filter` (tracefs filter syntax, e.g. `common_pid == 7`)
+    /// on the tracepoint `name` (`sys:event`) on every CPU: records it rejects never take ring
+    /// space. An unknown name is an error.
+    pub fn set_filter(&self, name: &str, filter: &str) -> io::Result<()> {
+        let i = self
+            .formats
+            .iter()
+            .position(|f| f.name == name)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{name}: not open")))?;
+        let c = CString::new(filter)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL in the filter"))?;
+        // The fds are laid out CPU by CPU, one per format, in the formats' order.
+        for fd in self.fds.iter().skip(i).step_by(self.formats.len()) {
+            // SAFETY: fd is a perf fd we hold open; c is a NUL-terminated string the kernel
+            // only reads during the call.
+            if unsafe { perf::ioctls::SET_FILTER(fd.as_raw_fd(), c.as_ptr().cast_mut()) } != 0 {
+                return Err(last_error("ioctl(PERF_EVENT_IOC_SET_FILTER)"));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// How many times the event of `fd` fired (the perf count, `read_format` 0).
 fn event_count(fd: &OwnedFd) -> Option<u64> {
     let mut v = 0u64;

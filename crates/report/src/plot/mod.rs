@@ -15,6 +15,7 @@ pub mod split;
 pub mod stacked;
 pub mod svg;
 pub mod switch_cost;
+pub mod switch_stages;
 pub mod tick;
 pub mod timeline;
 
@@ -38,6 +39,7 @@ const PLOTS: &[(&str, PlotFn)] = &[
     ("split", split::plots),
     ("spawn", spawn::plots),
     ("switch", switch_cost::plots),
+    ("switch", switch_stages::plots),
     ("timeline", timeline::plots),
     ("tick", tick::plots),
     ("noise", noise::plots),

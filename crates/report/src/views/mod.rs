@@ -11,6 +11,7 @@ pub mod fs;
 pub mod noise;
 pub mod spawn;
 pub mod split;
+pub mod switch;
 pub mod tick;
 pub mod tick_forms;
 pub mod timeline;
@@ -39,6 +40,7 @@ const VIEWS: &[(&str, ViewFn)] = &[
     ("tick", tick::views),
     ("tick-forms", tick_forms::views),
     ("noise", noise::views),
+    ("switch", switch::views),
 ];
 
 /// The names of the experiments that have views of their own: a test holds them against the
