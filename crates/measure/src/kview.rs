@@ -447,6 +447,44 @@ pub struct Stopped {
     pub window_ns: u64,
 }
 
+/// What a session recorded, undecoded: for a reader of tracepoints the [`Decoder`] does not
+/// know (the scheduler's wake-ups, timers, signals).
+pub struct Raw {
+    /// Every record, in time order.
+    pub records: Vec<Record>,
+    /// The formats of the tracepoints opened.
+    pub formats: Vec<Format>,
+    /// Maps the records' times onto the counter.
+    pub map: TimeMap,
+    /// Records the kernel dropped (a ring was full).
+    pub lost: u64,
+    /// How long recording was on, ns.
+    pub window_ns: u64,
+}
+
+impl Raw {
+    /// The format of the tracepoint `r` came from.
+    pub fn format(&self, r: &Record) -> Option<&Format> {
+        self.formats.iter().find(|f| f.id == r.event_id())
+    }
+}
+
+impl Session {
+    /// Stops recording and hands back the records as they came, with their formats.
+    pub fn stop_raw(&mut self, clock: &Clock) -> std::io::Result<Raw> {
+        let end = oscost_sys::ktrace::anchor(|| clock.now());
+        self.tracer.disable()?;
+        let records = self.tracer.drain();
+        Ok(Raw {
+            records,
+            formats: self.tracer.formats().to_vec(),
+            map: TimeMap::new(self.start, end),
+            lost: self.tracer.lost(),
+            window_ns: end.1.saturating_sub(self.start.1),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
