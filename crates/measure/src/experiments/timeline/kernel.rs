@@ -17,6 +17,9 @@ pub(super) const EVENTS: &[(&str, &str)] = &[
     ("sched", "sched_waking"),
 ];
 
+/// A worker's run time from the switches may differ from its CPU clock by this, relative.
+const RUN_TOLERANCE: f64 = 0.05;
+
 /// Points of the `kernel_runs` series at most (a figure needs no more).
 const MAX_RUN_POINTS: usize = 20_000;
 
@@ -334,9 +337,13 @@ pub(super) fn case(i: &Input, clock: &oscost_sys::clock::Clock) -> Case {
     .param("kernel_view", true)
     .param("tids", json!(t.tids));
     let c = &mut case.counters;
+    // Every run in the trace, from the common start to the worker's exit: what a tool that
+    // sees only the kernel's switches (`perf sched timehist`) gives the task.
+    let traced_ns = run_time(&mine, &t.tids, &vec![start; i.n], &vec![f64::INFINITY; i.n]);
     for w in 0..i.n {
         c.insert(format!("run_worker{}_ns", w + 1), run_ns[w]);
         c.insert(format!("cpu_worker{}_ns", w + 1), cpu_ns[w]);
+        c.insert(format!("run_traced_worker{}_ns", w + 1), traced_ns[w]);
     }
     let ratios: Vec<f64> = run_ns
         .iter()
@@ -346,6 +353,26 @@ pub(super) fn case(i: &Input, clock: &oscost_sys::clock::Clock) -> Case {
         .collect();
     if !ratios.is_empty() {
         c.insert("run_vs_cpu_ratio_median".into(), median(&ratios));
+        // A trace that lost its end keeps a whole chain of switches but gives a worker too
+        // little run time: the worker's own CPU clock catches it.
+        let worst = ratios
+            .iter()
+            .copied()
+            .max_by(|a, b| (a - 1.0).abs().total_cmp(&(b - 1.0).abs()))
+            .unwrap_or(1.0);
+        case.checks.push(Check::near(
+            "kernel_run_vs_cpu_clock",
+            1.0,
+            worst,
+            RUN_TOLERANCE,
+            &format!(
+                "each worker's run time from the kernel's switches (its own start to its \
+                 finish) over its CPU clock over the same stretch, the one farthest from 1 of \
+                 {} workers; two counts of one thing, within ±{:.0} %",
+                ratios.len(),
+                RUN_TOLERANCE * 100.0
+            ),
+        ));
     }
     // Slices and their ends only mean turns on one CPU.
     let chunk_ns = median(&r.chunk_cpu_ns);
