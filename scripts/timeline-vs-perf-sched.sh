@@ -36,6 +36,17 @@ else
 fi
 [[ -x "$bin" ]] || die "$bin not found or not executable"
 
+# perf mounts tracefs where it finds none, and leaves it mounted: put that back on the way out.
+tracefs_before=$(awk '$3 == "tracefs"' /proc/self/mounts | wc -l)
+restore_tracefs() {
+    if [[ "$tracefs_before" == 0 ]]; then
+        awk '$3 == "tracefs" { print $2 }' /proc/self/mounts | while read -r dir; do
+            umount "$dir" 2>/dev/null || echo "warning: could not unmount tracefs on $dir" >&2
+        done
+    fi
+}
+trap 'restore_tracefs; rm -rf "$tmp"' EXIT
+
 for r in $(seq 1 "$rounds"); do
     perf sched record -C "$cpu" -o "$tmp/perf.$r.data" -- \
         "$bin" timeline --cpus "$cpu" --workers 2,4 --rounds 1 --no-save --quiet \
