@@ -151,7 +151,32 @@ fn tick_tiny_run_is_self_consistent() {
     ]);
     let e = experiment(&doc);
     assert_eq!(e.name, "tick");
-    let ids: Vec<&str> = e.cases.iter().map(|c| c.id.as_str()).collect();
+    let ids: Vec<&str> = e
+        .cases
+        .iter()
+        .map(|c| c.id.as_str())
+        .filter(|id| !id.ends_with(".kernel"))
+        .collect();
+    // The traced runs: one case per source, or one line saying why there are none.
+    let traced: Vec<&str> = e
+        .cases
+        .iter()
+        .map(|c| c.id.as_str())
+        .filter(|id| id.ends_with(".kernel"))
+        .collect();
+    if e.params["kernel_view"] == "traced" {
+        assert_eq!(
+            traced,
+            [
+                "tick.signal.2ms.kernel",
+                "tick.helper.2ms.kernel",
+                "tick.timerfd.2ms.kernel"
+            ]
+        );
+    } else {
+        assert!(traced.is_empty());
+        assert_eq!(e.unavailable.len(), 1, "{e:?}");
+    }
     assert_eq!(
         ids,
         [
@@ -164,7 +189,7 @@ fn tick_tiny_run_is_self_consistent() {
             "tick.timerfd.2ms"
         ]
     );
-    for c in &e.cases[1..] {
+    for c in e.cases[1..].iter().filter(|c| !c.id.ends_with(".kernel")) {
         assert_eq!(c.samples, 3, "{}", c.id);
         let events = counter(c, "events_per_run");
         assert!(events > 0.0, "{}: no event counted", c.id);

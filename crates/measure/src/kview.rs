@@ -75,8 +75,6 @@ pub enum Kind {
         /// Its name.
         next_comm: String,
     },
-    /// A page fault in user space.
-    Fault,
 }
 
 /// One kernel event on oscost's time line.
@@ -186,7 +184,6 @@ impl Decoder {
                 next_tid: f.int(&r.raw, "next_pid")?,
                 next_comm: f.string(&r.raw, "next_comm")?,
             },
-            ("exceptions", _) => Kind::Fault,
             _ => return None,
         };
         Some(Event {
@@ -209,12 +206,11 @@ pub struct Segment {
     pub label: String,
 }
 
-/// The stretches of one CPU's time the events `(at, kind)` (in time order, one CPU) explain,
-/// and the instants of page faults. `loop_tid` is the measuring task: while another task runs
-/// in its place, that task's name labels the time.
-pub fn segments(events: &[(f64, &Kind)], loop_tid: i64) -> (Vec<Segment>, Vec<f64>) {
+/// The stretches of one CPU's time the events `(at, kind)` (in time order, one CPU) explain.
+/// `loop_tid` is the measuring task: while another task runs in its place, that task's name
+/// labels the time.
+pub fn segments(events: &[(f64, &Kind)], loop_tid: i64) -> Vec<Segment> {
     let mut segs = Vec::new();
-    let mut faults = Vec::new();
     // The stack of what runs: (key, label); the bottom may be another task.
     let mut stack: Vec<(String, String)> = Vec::new();
     let mut last = f64::NAN;
@@ -252,18 +248,15 @@ pub fn segments(events: &[(f64, &Kind)], loop_tid: i64) -> (Vec<Segment>, Vec<f6
                     stack.push(("task".into(), name));
                 }
             }
-            // Another task's faults are that task's time, already labelled.
-            Kind::Fault if !stack.iter().any(|(k, _)| k == "task") => faults.push(at),
-            Kind::Fault => {}
         }
     }
-    (segs, faults)
+    segs
 }
 
 /// What the kernel says about one gap of the loop.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GapView {
-    /// The label that took most of the gap, a page fault, or `None`: no event inside.
+    /// The label that took most of the gap, or `None`: no event inside.
     pub source: Option<String>,
     /// Time inside the gap the events explain.
     pub explained: f64,
@@ -271,9 +264,9 @@ pub struct GapView {
     pub timer: bool,
 }
 
-/// Matches each gap `(start, length)` (in time order) with the segments and faults inside it
+/// Matches each gap `(start, length)` (in time order) with the segments inside it
 /// (widened by `tol` on both sides: the loop's readings bracket the interruption).
-pub fn attribute(gaps: &[(f64, f64)], segs: &[Segment], faults: &[f64], tol: f64) -> Vec<GapView> {
+pub fn attribute(gaps: &[(f64, f64)], segs: &[Segment], tol: f64) -> Vec<GapView> {
     gaps.iter()
         .map(|&(g0, len)| {
             let (lo, hi) = (g0 - tol, g0 + len + tol);
@@ -291,14 +284,7 @@ pub fn attribute(gaps: &[(f64, f64)], segs: &[Segment], faults: &[f64], tol: f64
             let source = by
                 .iter()
                 .max_by(|a, b| a.1.total_cmp(b.1))
-                .map(|(l, _)| (*l).to_owned())
-                .or_else(|| {
-                    let i = faults.partition_point(|&f| f < lo);
-                    faults
-                        .get(i)
-                        .filter(|&&f| f <= hi)
-                        .map(|_| "page fault".to_owned())
-                });
+                .map(|(l, _)| (*l).to_owned());
             GapView {
                 source,
                 explained: explained.min(len),
@@ -447,6 +433,44 @@ pub struct Stopped {
     pub window_ns: u64,
 }
 
+/// What a session recorded, undecoded: for a reader of tracepoints the [`Decoder`] does not
+/// know (the scheduler's wake-ups, timers, signals).
+pub struct Raw {
+    /// Every record, in time order.
+    pub records: Vec<Record>,
+    /// The formats of the tracepoints opened.
+    pub formats: Vec<Format>,
+    /// Maps the records' times onto the counter.
+    pub map: TimeMap,
+    /// Records the kernel dropped (a ring was full).
+    pub lost: u64,
+    /// How long recording was on, ns.
+    pub window_ns: u64,
+}
+
+impl Raw {
+    /// The format of the tracepoint `r` came from.
+    pub fn format(&self, r: &Record) -> Option<&Format> {
+        self.formats.iter().find(|f| f.id == r.event_id())
+    }
+}
+
+impl Session {
+    /// Stops recording and hands back the records as they came, with their formats.
+    pub fn stop_raw(&mut self, clock: &Clock) -> std::io::Result<Raw> {
+        let end = oscost_sys::ktrace::anchor(|| clock.now());
+        self.tracer.disable()?;
+        let records = self.tracer.drain();
+        Ok(Raw {
+            records,
+            formats: self.tracer.formats().to_vec(),
+            map: TimeMap::new(self.start, end),
+            lost: self.tracer.lost(),
+            window_ns: end.1.saturating_sub(self.start.1),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -482,25 +506,17 @@ mod tests {
             (310.0, enter("local_timer", LOCAL_TIMER)),
             (311.0, exit("local_timer")),
             (340.0, switch(9, 7, "oscost-noise")),
-            (500.0, Kind::Fault),
         ];
         let refs: Vec<(f64, &Kind)> = evs.iter().map(|(t, k)| (*t, k)).collect();
-        let (segs, faults) = segments(&refs, 7);
+        let segs = segments(&refs, 7);
         assert_eq!(segs.len(), 6, "{segs:?}");
-        assert_eq!(faults, vec![500.0]);
         // Inside the other task's run, the tick is the tick's and the rest the task's.
         assert_eq!(segs[3].label, "task kworker/0:1");
         assert_eq!((segs[3].from, segs[3].to), (300.0, 310.0));
         assert_eq!(segs[4].label, LOCAL_TIMER);
 
-        let gaps = [
-            (99.0, 7.0),
-            (199.5, 3.0),
-            (299.0, 42.0),
-            (400.0, 5.0),
-            (499.0, 3.0),
-        ];
-        let v = attribute(&gaps, &segs, &faults, 0.5);
+        let gaps = [(99.0, 7.0), (199.5, 3.0), (299.0, 42.0), (400.0, 5.0)];
+        let v = attribute(&gaps, &segs, 0.5);
         assert_eq!(v[0].source.as_deref(), Some(LOCAL_TIMER));
         assert!(v[0].timer);
         assert_eq!(v[0].explained, 4.0);
@@ -509,7 +525,6 @@ mod tests {
         assert!(v[2].timer);
         assert_eq!(v[2].explained, 40.0);
         assert_eq!(v[3].source, None);
-        assert_eq!(v[4].source.as_deref(), Some("page fault"));
 
         let lens: Vec<f64> = gaps.iter().map(|g| g.1).collect();
         let t = table(&lens, &v);
@@ -527,7 +542,7 @@ mod tests {
             (4.0, exit("irq")),
         ];
         let refs: Vec<(f64, &Kind)> = evs.iter().map(|(t, k)| (*t, k)).collect();
-        let (segs, _) = segments(&refs, 1);
+        let segs = segments(&refs, 1);
         assert_eq!(segs.len(), 1);
         assert_eq!((segs[0].from, segs[0].to), (2.0, 4.0));
     }

@@ -466,6 +466,16 @@ impl Tracer {
             }
         }
         if formats.is_empty() {
+            // A tracefs mounted by root is not readable by others: that is no missing event.
+            if let Err(e) = std::fs::read_dir(fs.root().join("events")) {
+                if e.kind() == io::ErrorKind::PermissionDenied {
+                    return Err(Unavailable(format!(
+                        "the kernel's tracepoints cannot be read ({}/events: {e}): run as root \
+                         (or with CAP_PERFMON and read access to tracefs)",
+                        fs.root().display()
+                    )));
+                }
+            }
             return Err(Unavailable(format!(
                 "none of the tracepoints {} exists under {}",
                 missing.join(", "),

@@ -309,7 +309,7 @@ impl KernelView {
             (None, _) => "traced".to_owned(),
         };
         out.params.insert("kernel_view".into(), json!(state));
-        out.warnings.extend(self.notes);
+        out.notes.extend(self.notes);
     }
 }
 

@@ -24,6 +24,7 @@ use serde_json::json;
 use std::hint::black_box;
 use std::time::Duration;
 
+mod kernel;
 mod rr;
 
 /// Subcommand name and id prefix.
@@ -150,6 +151,11 @@ pub struct Options {
     /// SCHED_RR threads sharing the work under --rr-slices (2..64)
     #[arg(long, default_value_t = 4, value_name = "N", value_parser = parse_rr_tasks)]
     pub rr_tasks: usize,
+
+    /// No traced runs: skip the run per source that records the kernel's tracepoints
+    #[arg(long)]
+    #[serde(default)]
+    pub no_kernel_view: bool,
 }
 
 fn parse_rr_ms(s: &str) -> Result<u64, String> {
@@ -222,9 +228,17 @@ source, the slope of a least-squares line of cycles against events over every ru
 bootstrap interval. This repeats the method of a QNX study that shrank the system tick from \
 1 ms to 9.2 µs under the same work and found about 1256 cycles per tick. A short spin on the same CPU measures what the \
 kernel's own tick costs, for comparison. Periods this machine cannot deliver are refused when \
-asked for, and left out of the defaults with a warning.\n\nTakes about 21 s on a 2-vCPU virtual machine; --quick about 1.2 s. Each --rr-slices value \
-adds about 11 s at the default --work and --runs (about 0.3 s with --quick), and grows with \
-both.";
+asked for, and left out of the defaults with a note.
+
+Then, where the kernel's tracepoints can be read (root, or perf_event_paranoid -1), the work \
+runs once more per source, at its shortest period of at least 50 µs (apart from the timed runs, \
+so tracing never touches their figures), with the local timer interrupt, hrtimer callbacks, \
+softirqs, switches and signal deliveries recorded on its CPU: case `.kernel` gives the kernel's \
+time per event by part (the interrupt, the callbacks in it, softirqs, the helper task) against \
+the time the work lost per event, and the rest, what an event costs outside the kernel's \
+handlers (cache and TLB refill, a virtual machine's exit, a signal handler's user time). \
+--no-kernel-view skips it; without permission one line says what is missing, and every other \
+figure still comes.";
     const IN_DEFAULT_SUITE: bool = true;
     const SUITE_ARGS: &'static [&'static str] = &["--work", "20ms"];
 
@@ -627,6 +641,20 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     record_points(
         &mut out, &clock, &sources, &points, &sampled, cpu, iterations,
     );
+    if !opts.no_kernel_view {
+        traced(
+            &mut out,
+            &clock,
+            &points,
+            iterations,
+            cpu,
+            run_limit(work_ns),
+            ctx,
+        )?;
+    } else {
+        out.params
+            .insert("kernel_view".into(), json!("off (--no-kernel-view)"));
+    }
     if !opts.rr_slices.is_empty() {
         let slices = super::first_occurrences(&opts.rr_slices);
         let tick_ns = noise::kernel_hz().map(|(_, ns)| ns as f64);
@@ -644,6 +672,87 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     }
     ctx.progress.finish();
     Ok(out)
+}
+
+/// The traced period of each source: its shortest of at least 50 µs, else its longest.
+fn traced_points(points: &[(Source, u64)]) -> Vec<(Source, u64)> {
+    let mut out: Vec<(Source, u64)> = Vec::new();
+    for &(s, p) in points {
+        let better = |q: u64| match (p >= 50_000, q >= 50_000) {
+            (true, true) => p < q,
+            (true, false) => true,
+            (false, true) => false,
+            (false, false) => p > q,
+        };
+        match out.iter_mut().find(|(o, _)| *o == s) {
+            Some(e) if better(e.1) => e.1 = p,
+            Some(_) => {}
+            None => out.push((s, p)),
+        }
+    }
+    out
+}
+
+/// One traced run per source, after the timed ones, each a `.kernel` case; or one line saying
+/// why there are none.
+#[allow(clippy::too_many_arguments)]
+fn traced(
+    out: &mut ExperimentOutput,
+    clock: &Clock,
+    points: &[(Source, u64)],
+    iterations: u64,
+    cpu: usize,
+    limit: u64,
+    ctx: &Context,
+) -> anyhow::Result<()> {
+    let mut base: Option<kernel::Traced> = None;
+    for (k, (source, period)) in traced_points(points).into_iter().enumerate() {
+        ctx.check_cancel()?;
+        ctx.progress.message(&format!(
+            "the {} source at {}, the kernel's tracepoints recorded",
+            source.name(),
+            period_name(period)
+        ));
+        let mut pair = Vec::new();
+        // The undisturbed traced run once, first, so the unavailable case returns before any.
+        for point in [None, Some((source, period))] {
+            if point.is_none() && base.is_some() {
+                continue;
+            }
+            match kernel::traced_run(clock, iterations, point, cpu, limit)? {
+                Ok((t, notes)) => {
+                    if k == 0 && point.is_none() {
+                        out.notes.extend(notes);
+                    }
+                    pair.push(t);
+                }
+                Err(why) => {
+                    out.params
+                        .insert("kernel_view".into(), json!(why.0.clone()));
+                    out.unavailable.push(oscost_model::case::Unavailable {
+                        id: format!("{NAME}.kernel"),
+                        description: "the kernel's handler time per event, from its tracepoints"
+                            .into(),
+                        reason: why.0,
+                    });
+                    return Ok(());
+                }
+            }
+        }
+        let t = pair.pop().expect("the source's run");
+        if let Some(u) = pair.pop() {
+            base = Some(u);
+        }
+        let u = base.as_ref().expect("the undisturbed run, traced first");
+        let timed = out
+            .cases
+            .iter()
+            .find(|c| c.id == case_id(source, period))
+            .and_then(|c| c.counters.get("ns_per_event").copied());
+        out.cases.extend(kernel::case(&t, u, timed, cpu, clock));
+    }
+    out.params.insert("kernel_view".into(), json!("traced"));
+    Ok(())
 }
 
 /// The periods asked for, else the defaults that give enough events in a run of `work_ns`.
@@ -1101,9 +1210,12 @@ mod tests {
             .unwrap()
         });
         assert!(nothing_left(), "{:?}", leftovers());
-        assert_eq!(out.cases.len(), 1 + 3 * 2, "{out:#?}");
-        assert_eq!(out.cases[0].id, UNDISTURBED);
-        for c in &out.cases[1..] {
+        let (kernel, timed): (Vec<&Case>, Vec<&Case>) =
+            out.cases.iter().partition(|c| c.id.ends_with(".kernel"));
+        assert_eq!(timed.len(), 1 + 3 * 2, "{out:#?}");
+        assert_eq!(timed[0].id, UNDISTURBED);
+        traced_runs_are_consistent(&out, &kernel);
+        for c in &timed[1..] {
             assert_eq!(c.samples.per_op_ns.len(), 3, "{}", c.id);
             assert!(c.counters["events_per_run"] > 0.0, "{}", c.id);
             assert!(
@@ -1125,6 +1237,41 @@ mod tests {
             assert!(ci[0].as_f64().unwrap() <= v && v <= ci[1].as_f64().unwrap());
         }
         assert!(out.cases.iter().any(|c| c.id == "tick.signal.2ms"));
+    }
+
+    /// One traced run per source at its shortest period (2 ms here), whose kernel time adds up
+    /// by part; or one line saying why there is none.
+    fn traced_runs_are_consistent(out: &ExperimentOutput, kernel: &[&Case]) {
+        if out.params["kernel_view"] != "traced" {
+            assert!(kernel.is_empty());
+            assert_eq!(out.unavailable.len(), 1, "{out:?}");
+            assert!(!out.unavailable[0].reason.contains('\n'));
+            return;
+        }
+        let ids: Vec<&str> = kernel.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "tick.signal.2ms.kernel",
+                "tick.helper.2ms.kernel",
+                "tick.timerfd.2ms.kernel"
+            ]
+        );
+        for c in kernel {
+            let k = &c.counters;
+            assert!(k["events"] >= 1.0, "{c:?}");
+            assert!(!c.samples.per_op_ns.is_empty(), "{c:?}");
+            let parts: f64 = kernel::PARTS
+                .iter()
+                .map(|(p, _)| k[&format!("{p}_ns_per_event")])
+                .sum();
+            assert!((parts - k["kernel_ns_per_event"]).abs() < 1e-6 * parts.max(1.0));
+            let rest = k["lost_ns_per_event"] - k["kernel_ns_per_event"];
+            assert!((rest - k["outside_ns_per_event"]).abs() < 1e-6 * rest.abs().max(1.0));
+            if c.id.starts_with("tick.signal") {
+                assert!(k["signals_per_event"] > 0.0, "{c:?}");
+            }
+        }
     }
 
     /// A period no machine keeps, asked for: refused from what the probe saw, before any

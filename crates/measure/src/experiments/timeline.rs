@@ -13,6 +13,7 @@
 
 use crate::context::Context;
 use crate::cpuset::{self, AffinityRestore};
+use crate::kview::Session;
 use crate::limits::{Limits, Needs, FILES_MARGIN};
 use crate::sysctl::{read_trim, set_sysctl, RR_TIMESLICE};
 use anyhow::Context as _;
@@ -28,6 +29,8 @@ use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+mod kernel;
 
 /// Subcommand name and id prefix.
 pub const NAME: &str = "timeline";
@@ -160,6 +163,12 @@ pub struct Options {
     /// run side by side: no slice is read from the trace and no share predicted)
     #[arg(long)]
     pub spread: bool,
+
+    /// No traced round: skip the extra round per worker count that records the scheduler's
+    /// tracepoints
+    #[arg(long)]
+    #[serde(default)]
+    pub no_kernel_view: bool,
 }
 
 fn parse_in(s: &str, what: &str, min: u64, max: u64) -> Result<u64, String> {
@@ -223,7 +232,17 @@ derived), and each worker's CPU share while all were runnable beside the share t
 nice-to-weight table predicts (within ±2 percentage points, checked). --worker-nice gives each \
 worker a nice value, --policy a scheduling policy. The trace is kept as the series `trace`: \
 --series DIR writes it as CSV, --svg DIR draws progress against time, one line per worker, with \
-a strip of who ran when.\n\nTakes about 5 s; --quick about 0.9 s on a 2-vCPU virtual machine.";
+a strip of who ran when.
+
+Then, where the kernel's tracepoints can be read (root, or perf_event_paranoid -1), one more \
+round per worker count runs with sched_switch, sched_wakeup and sched_waking recorded (apart \
+from the timed rounds, so tracing never touches their figures; its total time beside theirs \
+says what tracing cost): case `.kernel` gives who ran when from the kernel's switches, each \
+worker's run time against its own CPU clock, the kernel's slice lengths against the workers' \
+own (they agree within one chunk, checked), how many runs ended preempted and how many asleep, \
+and the wake-up latency (sched_wakeup to the switch in). --svg draws the kernel's who-ran-when \
+under that round's trace. --no-kernel-view skips it; without permission one line says what is \
+missing, and every other figure still comes.\n\nTakes about 5 s; --quick about 0.9 s on a 2-vCPU virtual machine.";
     const IN_DEFAULT_SUITE: bool = true;
     const SUITE_ARGS: &'static [&'static str] = &["--rounds", "3"];
 
@@ -438,13 +457,14 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
                 r + 1,
                 plan.rounds
             ));
-            let round = run_round(opts, &plan, ctx, &clock, n, &chunk)
+            let (round, _) = run_round(opts, &plan, ctx, &clock, n, &chunk, None)
                 .with_context(|| case_id(opts, n, plan.nice.as_deref()))?;
             rounds[k].push(round);
             ctx.progress.inc(1);
         }
     }
     ctx.progress.finish();
+    let traced = traced_rounds(opts, &plan, ctx, &clock, &chunk, &mut out)?;
     let base = base_slice(&rounds);
     let hrtick = read_trim(Path::new("/sys/kernel/debug/sched/features"))
         .map(|f| f.split_whitespace().any(|w| w == "HRTICK"));
@@ -455,6 +475,22 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         out.cases.push(main);
         out.cases.push(latency);
         out.cases.push(own);
+        if let Some((round, t)) = &traced[k] {
+            let totals: Vec<f64> = rounds[k].iter().map(Round::total_ns).collect();
+            let id = case_id(opts, n, plan.nice.as_deref());
+            out.cases.push(kernel::case(
+                &kernel::Input {
+                    id: &id,
+                    n,
+                    cpus: &plan.cpus,
+                    round,
+                    traced: t,
+                    chunks: opts.chunks,
+                    untraced_totals: &totals,
+                },
+                &clock,
+            ));
+        }
     }
     drop(rr);
     Ok(out)
@@ -564,6 +600,73 @@ impl Round {
     }
 }
 
+/// One traced round per worker count, after the timed ones; `None` for each where tracing is
+/// off or not to be had (said once in `out`).
+fn traced_rounds(
+    opts: &Options,
+    plan: &Plan,
+    ctx: &Context,
+    clock: &Clock,
+    chunk: &Chunk,
+    out: &mut ExperimentOutput,
+) -> anyhow::Result<Vec<Option<(Round, kernel::Traced)>>> {
+    let mut traced: Vec<Option<(Round, kernel::Traced)>> =
+        plan.sizes.iter().map(|_| None).collect();
+    if opts.no_kernel_view {
+        out.params
+            .insert("kernel_view".into(), json!("off (--no-kernel-view)"));
+        return Ok(traced);
+    }
+    // Wake-ups are traced where the waker runs, so every online CPU is traced.
+    let mut on = cpuset::online();
+    for c in &plan.cpus {
+        if !on.contains(c) {
+            on.push(*c);
+        }
+    }
+    ctx.progress.start(plan.sizes.len() as u64, NAME);
+    for (k, &n) in plan.sizes.iter().enumerate() {
+        ctx.check_cancel()?;
+        ctx.progress.message(&format!(
+            "{n} {}, one more round with the scheduler's tracepoints recorded",
+            opts.kind.name()
+        ));
+        let mut session = match Session::open(kernel::EVENTS, &on) {
+            Ok(s) => s,
+            Err(why) => {
+                out.params
+                    .insert("kernel_view".into(), json!(why.0.clone()));
+                out.unavailable.push(oscost_model::case::Unavailable {
+                    id: format!("{NAME}.kernel"),
+                    description: "who ran when, from the scheduler's tracepoints".into(),
+                    reason: why.0,
+                });
+                ctx.progress.finish();
+                return Ok(traced);
+            }
+        };
+        if k == 0 {
+            out.notes.extend(session.mounted().map(str::to_owned));
+            if !session.missing().is_empty() {
+                out.notes.push(format!(
+                    "tracepoints this kernel lacks, not traced: {}",
+                    session.missing().join(", ")
+                ));
+            }
+        }
+        let (round, t) = run_round(opts, plan, ctx, clock, n, chunk, Some(&mut session))
+            .with_context(|| {
+                format!("{} (traced round)", case_id(opts, n, plan.nice.as_deref()))
+            })?;
+        traced[k] = t.map(|t| (round, t));
+        ctx.progress.inc(1);
+    }
+    ctx.progress.finish();
+    out.params.insert("kernel_view".into(), json!("traced"));
+    Ok(traced)
+}
+
+#[allow(clippy::too_many_arguments)]
 fn run_round(
     opts: &Options,
     plan: &Plan,
@@ -571,7 +674,8 @@ fn run_round(
     clock: &Clock,
     n: usize,
     chunk: &Chunk,
-) -> anyhow::Result<Round> {
+    mut session: Option<&mut Session>,
+) -> anyhow::Result<(Round, Option<kernel::Traced>)> {
     let board = Arc::new(TraceBoard::new(
         opts.kind,
         n,
@@ -604,6 +708,9 @@ fn run_round(
         apply(opts, plan, i, tid)?;
         applied.push(read_applied(opts.kind, tid));
     }
+    if let Some(s) = session.as_deref_mut() {
+        s.start(clock)?;
+    }
     let go = board.go();
     let deadline = Instant::now()
         + SETUP_DEADLINE.max(Duration::from_micros(
@@ -616,10 +723,17 @@ fn run_round(
             anyhow::bail!("the workers did not finish their chunks in time");
         }
     }
+    // On an error above, the caller's session is dropped, which closes its rings.
+    let raw = session.map(|s| s.stop_raw(clock)).transpose()?;
     team.check()?;
     let rec = board.record();
     team.finish()?;
-    Ok(Round::from_record(&rec, go, clock, applied))
+    let traced = raw.map(|raw| kernel::Traced {
+        tids: (0..n).map(|i| i64::from(board.tid(i))).collect(),
+        events: kernel::decode(&raw, |t| clock.ticks_to_ns(t - go as f64)),
+        lost: raw.lost,
+    });
+    Ok((Round::from_record(&rec, go, clock, applied), traced))
 }
 
 /// Gives worker `i` (task `tid`) its nice value and the policy.
@@ -1229,8 +1343,14 @@ mod tests {
                     kind,
                 ]);
                 let out = run(&o, ctx).unwrap();
-                let ids: Vec<&str> = out.cases.iter().map(|c| c.id.as_str()).collect();
+                let ids: Vec<&str> = out
+                    .cases
+                    .iter()
+                    .map(|c| c.id.as_str())
+                    .filter(|id| !id.ends_with(".kernel"))
+                    .collect();
                 let n3 = format!("timeline.{kind}.n3");
+                traced_round_is_consistent(&out, kind);
                 assert_eq!(
                     ids,
                     vec![
@@ -1299,6 +1419,67 @@ mod tests {
                 }
                 assert!(own.counters["own_latency_avg_ns"] <= c.counters["latency_avg_ns"]);
             }
+        });
+    }
+
+    /// The traced round gives a `.kernel` case per worker count whose figures agree with the
+    /// workers' own, or one line saying why there is none.
+    fn traced_round_is_consistent(out: &ExperimentOutput, kind: &str) {
+        let kernel: Vec<&Case> = out
+            .cases
+            .iter()
+            .filter(|c| c.id.ends_with(".kernel"))
+            .collect();
+        if out.params["kernel_view"] != "traced" {
+            assert!(kernel.is_empty());
+            assert_eq!(out.unavailable.len(), 1, "{out:?}");
+            assert!(!out.unavailable[0].reason.contains('\n'));
+            return;
+        }
+        assert_eq!(
+            kernel.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
+            [
+                format!("timeline.{kind}.n1.kernel"),
+                format!("timeline.{kind}.n3.kernel")
+            ]
+        );
+        for c in kernel {
+            let n = c.params["workers"].as_u64().unwrap() as usize;
+            assert_eq!(c.samples.per_op_ns.len(), n);
+            // The kernel's run time and the worker's CPU clock are two counts of one thing.
+            for w in 1..=n {
+                let run = c.counters[&format!("run_worker{w}_ns")];
+                let cpu = c.counters[&format!("cpu_worker{w}_ns")];
+                assert!(run > 0.5 * cpu && run < 2.0 * cpu, "{run} {cpu} {c:?}");
+            }
+            assert_eq!(c.counters["trace_records_lost"], 0.0, "{c:?}");
+            let runs = c.series.iter().find(|s| s.name == "kernel_runs").unwrap();
+            assert!(runs.points.iter().any(|p| p[2] >= 1.0));
+            assert!(runs.points.iter().all(|p| p[0] <= p[1]));
+            let trace = c.series.iter().find(|s| s.name == "trace").unwrap();
+            assert_eq!(trace.points.len(), n * 12);
+            assert!(c.counters["wakeups"] >= 1.0, "{c:?}");
+        }
+    }
+
+    #[test]
+    fn no_kernel_view_means_no_traced_round() {
+        with_ctx(|ctx| {
+            let o = opts(&[
+                "--workers",
+                "2",
+                "--chunks",
+                "3",
+                "--chunk-us",
+                "100",
+                "--rounds",
+                "1",
+                "--no-kernel-view",
+            ]);
+            let out = run(&o, ctx).unwrap();
+            assert!(out.cases.iter().all(|c| !c.id.ends_with(".kernel")));
+            assert!(out.unavailable.is_empty());
+            assert_eq!(out.params["kernel_view"], "off (--no-kernel-view)");
         });
     }
 

@@ -114,7 +114,7 @@ fn sources_figure(e: &ExperimentResult) -> Option<Plot> {
         &[
             "One bar per CPU (a second spin, traced): the share of the CPU the loop lost, \
            split by what the kernel's tracepoints show ran in each gap (the local timer, an \
-           interrupt by name, a softirq by kind, another task by name, a page fault); gaps \
+           interrupt by name, a softirq by kind, another task by name); gaps \
            no event explains are outside the kernel's view (a hypervisor, an SMI)."
                 .to_owned(),
         ],

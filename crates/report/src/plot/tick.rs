@@ -8,8 +8,74 @@ use crate::format::grouped;
 use oscost_model::ExperimentResult;
 use serde_json::Value;
 
-/// The figure, when any case has a period and a cost per event.
+/// The figure of cost against period, and the traced runs' stacked bars.
 pub fn plots(e: &ExperimentResult) -> Vec<Plot> {
+    let mut v = period_plots(e);
+    v.extend(kernel_plot(e));
+    v
+}
+
+/// A stacked bar per traced source: the kernel's time per event by part and the rest the work
+/// lost outside it, the lost time marked across.
+fn kernel_plot(e: &ExperimentResult) -> Option<Plot> {
+    let rows: Vec<super::stacked::Row> = e
+        .cases
+        .iter()
+        .filter(|c| c.params.get("kernel_view").and_then(Value::as_bool) == Some(true))
+        .map(|c| {
+            let get = |k: &str| c.counters.get(k).copied().unwrap_or(0.0);
+            let mut parts: Vec<(String, f64)> = crate::views::tick::KERNEL_PARTS
+                .iter()
+                .map(|(k, l)| (l.to_string(), get(&format!("{k}_ns_per_event"))))
+                .collect();
+            parts.push((
+                "outside the kernel's handlers".into(),
+                get("outside_ns_per_event").max(0.0),
+            ));
+            super::stacked::Row {
+                label: format!(
+                    "{} {}",
+                    c.params
+                        .get("traced_source")
+                        .and_then(Value::as_str)
+                        .unwrap_or("?"),
+                    c.params
+                        .get("period_ns")
+                        .and_then(Value::as_f64)
+                        .map_or_else(String::new, crate::format::time)
+                ),
+                parts,
+                mark: c.counters.get("lost_ns_per_event").copied(),
+            }
+        })
+        .collect();
+    if rows.is_empty() {
+        return None;
+    }
+    let svg = super::stacked::figure(
+        &format!(
+            "{}: one timer event taken apart, by the kernel's events",
+            e.name
+        ),
+        &[
+            "One bar per source (a traced run of the work): the kernel's time per event on the \
+           working CPU by part, then what the work lost beyond it (cache and TLB refill, a \
+           virtual machine's exit, a signal handler's own time); the mark: the time lost per \
+           event."
+                .to_owned(),
+        ],
+        "time per event",
+        Unit::Ns,
+        &rows,
+    );
+    Some(Plot {
+        name: format!("{}.kernel", e.name),
+        svg,
+    })
+}
+
+/// The figure, when any case has a period and a cost per event.
+fn period_plots(e: &ExperimentResult) -> Vec<Plot> {
     let mut sources: Vec<&str> = Vec::new();
     for c in &e.cases {
         if let Some(s) = c.params.get("source").and_then(Value::as_str) {

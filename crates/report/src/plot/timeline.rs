@@ -30,7 +30,8 @@ pub fn plots(e: &ExperimentResult) -> Vec<Plot> {
                     None => format!("worker {}", w + 1),
                 })
                 .collect();
-            let svg = progress_svg(&c.id, &c.description, trace, &labels)?;
+            let kernel = c.series.iter().find(|s| s.name == "kernel_runs");
+            let svg = progress_with_kernel_svg(&c.id, &c.description, trace, &labels, kernel)?;
             Some(Plot {
                 name: c.id.clone(),
                 svg,
@@ -80,6 +81,41 @@ pub fn progress_svg(
     trace: &Series,
     labels: &[String],
 ) -> Option<String> {
+    progress_with_kernel_svg(id, description, trace, labels, None)
+}
+
+/// A `kernel_runs` series' runs as `(from_ms, to_ms, worker from 1 or 0, ended)`.
+fn kernel_runs(s: &Series) -> Vec<(f64, f64, usize, f64)> {
+    let col = |name: &str| s.columns.iter().position(|c| c == name);
+    let (Some(a), Some(b), Some(w), Some(e)) =
+        (col("from_ns"), col("to_ns"), col("worker"), col("ended"))
+    else {
+        return Vec::new();
+    };
+    s.points
+        .iter()
+        .filter_map(|p| {
+            let (from, to, worker, ended) = (*p.get(a)?, *p.get(b)?, *p.get(w)?, *p.get(e)?);
+            (from.is_finite() && to >= from && worker >= 0.0).then_some((
+                from / 1e6,
+                to / 1e6,
+                worker as usize,
+                ended,
+            ))
+        })
+        .collect()
+}
+
+/// As [`progress_svg`], with the kernel's who-ran-when (a `kernel_runs` series: its switches
+/// in the same round) drawn under the workers' own, one row per worker and one for every
+/// other task.
+pub fn progress_with_kernel_svg(
+    id: &str,
+    description: &str,
+    trace: &Series,
+    labels: &[String],
+    kernel: Option<&Series>,
+) -> Option<String> {
     let p = points(trace)?;
     let workers = p.iter().map(|x| x.1 + 1).max()?;
     let t_max_ms = p.iter().map(|x| x.0).fold(0.0, f64::max) / 1e6;
@@ -88,8 +124,15 @@ pub fn progress_svg(
     let row_h = (320.0 / workers as f64).clamp(2.0, 14.0);
     let strip_top = top + plot_h + 50.0;
     let strip_h = row_h * workers as f64;
+    let kruns = kernel.map(kernel_runs).unwrap_or_default();
+    let ktop = strip_top + strip_h + 44.0;
+    let kh = if kernel.is_some() {
+        row_h * (workers + 1) as f64 + 44.0
+    } else {
+        0.0
+    };
     let width = left + plot_w + right_legend;
-    let height = strip_top + strip_h + 48.0;
+    let height = strip_top + strip_h + 48.0 + kh;
     let x = |ms: f64| {
         left + if t_max_ms > 0.0 {
             ms / t_max_ms * plot_w
@@ -131,6 +174,18 @@ pub fn progress_svg(
             0.0,
             &tick_label(v, x_step),
         );
+        if kernel.is_some() {
+            let kb = ktop + row_h * (workers + 1) as f64;
+            s.line(x(v), ktop, x(v), kb, "#e6e6e6", 1.0);
+            s.text(
+                x(v),
+                kb + 16.0,
+                11.0,
+                Anchor::Middle,
+                0.0,
+                &tick_label(v, x_step),
+            );
+        }
     }
     s.grid_and_frame((left, top), (plot_w, plot_h), &ticks(chunks_max, 5), y);
     s.text(
@@ -143,7 +198,7 @@ pub fn progress_svg(
     );
     s.text(
         left + plot_w / 2.0,
-        strip_top + strip_h + 34.0,
+        strip_top + strip_h + 34.0 + kh,
         12.0,
         Anchor::Middle,
         0.0,
@@ -212,8 +267,77 @@ pub fn progress_svg(
         );
     }
     s.line(left, strip_top, left, strip_top + strip_h, "#000000", 1.0);
+    if kernel.is_some() {
+        kernel_strip(&mut s, (left, ktop, plot_w, row_h), workers, &kruns, &x);
+    }
     legend(&mut s, left + plot_w + 20.0, top, workers, labels);
     Some(s.finish())
+}
+
+/// The kernel's who-ran-when at `(left, top)`: a row per worker, then one for every other
+/// task (idle left blank), each run a bar.
+fn kernel_strip(
+    s: &mut Svg,
+    (left, top, plot_w, row_h): (f64, f64, f64, f64),
+    workers: usize,
+    runs: &[(f64, f64, usize, f64)],
+    x: &dyn Fn(f64) -> f64,
+) {
+    s.text(
+        left,
+        top - 8.0,
+        12.0,
+        Anchor::Start,
+        0.0,
+        "who ran when, from the kernel's sched_switch (the last row: any other task)",
+    );
+    for r in 0..=workers {
+        let ry = top + r as f64 * row_h;
+        s.rect(left, ry, plot_w, row_h - 1.0, "#f4f4f4", None);
+        if row_h >= 10.0 {
+            let name = if r < workers {
+                format!("w{}", r + 1)
+            } else {
+                "other".into()
+            };
+            s.text(left - 6.0, ry + row_h - 3.0, 10.0, Anchor::End, 0.0, &name);
+        }
+    }
+    for &(from, to, worker, ended) in runs {
+        // Idle (tid 0) is no task's time: left blank. Other tasks share the last row.
+        let (row, fill) = match worker {
+            0 => (workers, "#555555"),
+            w if w <= workers => (w - 1, palette(w - 1)),
+            _ => continue,
+        };
+        let how = match ended as u8 {
+            1 => "preempted",
+            2 => "slept",
+            _ => "still running",
+        };
+        let who = if worker == 0 {
+            "another task".to_owned()
+        } else {
+            format!("worker {worker}")
+        };
+        let tip = format!("{who}: {from:.3} to {to:.3} ms, then {how}");
+        s.rect(
+            x(from),
+            top + row as f64 * row_h,
+            x(to) - x(from),
+            row_h - 1.0,
+            fill,
+            Some(&tip),
+        );
+    }
+    s.line(
+        left,
+        top,
+        left,
+        top + row_h * (workers + 1) as f64,
+        "#000000",
+        1.0,
+    );
 }
 
 /// The legend at `(lx, top)`: a swatch and a label for each worker, the first

@@ -16,8 +16,97 @@ fn cell(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
     v.map_or_else(|| "-".into(), f)
 }
 
-/// One table per event source, in the order the cases came.
+/// One table per event source, in the order the cases came, then the traced runs' table.
 pub fn views(e: &ExperimentResult) -> Vec<View> {
+    let mut v = timed_views(e);
+    v.extend(kernel_view(e));
+    v
+}
+
+/// The labels of the kernel's parts of an event, as `tick`'s traced runs name them.
+pub const KERNEL_PARTS: [(&str, &str); 4] = [
+    ("interrupt", "interrupt"),
+    ("callbacks", "callbacks"),
+    ("softirq", "softirq"),
+    ("helper", "helper"),
+];
+
+/// The traced runs: the kernel's time per event by part against what the work lost per event.
+fn kernel_view(e: &ExperimentResult) -> Option<View> {
+    let rows: Vec<Vec<String>> = e
+        .cases
+        .iter()
+        .filter(|c| c.params.get("kernel_view").and_then(Value::as_bool) == Some(true))
+        .map(|c| {
+            let source = c
+                .params
+                .get("traced_source")
+                .and_then(Value::as_str)
+                .unwrap_or("?");
+            let period = c
+                .params
+                .get("period_ns")
+                .and_then(Value::as_f64)
+                .map_or_else(|| "-".into(), crate::format::time);
+            let ns = |k: &str| cell(counter(c, k), fmt_ns);
+            let mut row = vec![
+                format!(
+                    "{source} {period}{}",
+                    if c.checks_passed { "" } else { " *" }
+                ),
+                ns("lost_ns_per_event"),
+                ns("kernel_ns_per_event"),
+            ];
+            row.extend(
+                KERNEL_PARTS
+                    .iter()
+                    .map(|(k, _)| ns(&format!("{k}_ns_per_event"))),
+            );
+            row.push(ns("outside_ns_per_event"));
+            row.push(ns("untraced_lost_ns_per_event"));
+            row
+        })
+        .collect();
+    if rows.is_empty() {
+        return None;
+    }
+    let mut notes = vec![
+        "one more run of the work per source, the kernel's tracepoints recorded on its CPU. \
+         lost: the run's time less a traced undisturbed run's, other tasks' time taken out of \
+         both, per event; kernel: the kernel's \
+         time on the CPU per event, as interrupt (the local timer interrupt's entry, exit and \
+         own work), callbacks (hrtimer callbacks inside it), softirq (run on its way out) and \
+         helper (the helper thread, with the switches to it and back), each less what an \
+         undisturbed traced run had (the kernel's own tick); outside: lost less kernel, what \
+         an event costs outside the kernel's handlers (cache and TLB refill, a virtual \
+         machine's exit; for a signal also its delivery and sigreturn, which no tracepoint \
+         brackets, and the handler's own time); untraced: the timed runs' figure at \
+         that period."
+            .to_string(),
+    ];
+    for c in e.cases.iter().filter(|c| {
+        c.params.get("kernel_view").and_then(Value::as_bool) == Some(true) && !c.checks_passed
+    }) {
+        for k in c.checks.iter().filter(|k| !k.passed) {
+            notes.push(format!(
+                "* {}: {} counted {:.0}, expected {:.0}: {}",
+                c.id, k.name, k.counted, k.expected, k.detail
+            ));
+        }
+    }
+    let mut head = vec!["source".to_string(), "lost".into(), "kernel".into()];
+    head.extend(KERNEL_PARTS.iter().map(|(_, l)| l.to_string()));
+    head.push("outside".into());
+    head.push("untraced".into());
+    Some(View {
+        title: format!("{}: one timer event taken apart (a traced run)", e.name),
+        head,
+        rows,
+        notes,
+    })
+}
+
+fn timed_views(e: &ExperimentResult) -> Vec<View> {
     let Some(base) = e.cases.iter().find(|c| c.id == "tick.undisturbed") else {
         return Vec::new();
     };

@@ -78,7 +78,7 @@ pub fn views(e: &ExperimentResult) -> Vec<View> {
     if let Some(how) = e.params.get("expected_slice").and_then(|v| v.as_str()) {
         notes.push(format!("expected slice: {how}."));
     }
-    vec![View {
+    let mut views = vec![View {
         title: "timeline: throughput, latency, slices and CPU shares".into(),
         head: [
             "case",
@@ -95,5 +95,96 @@ pub fn views(e: &ExperimentResult) -> Vec<View> {
         .to_vec(),
         rows,
         notes,
-    }]
+    }];
+    views.extend(kernel_view(e));
+    views
+}
+
+/// The traced rounds: the kernel's switches held against the workers' own trace.
+fn kernel_view(e: &ExperimentResult) -> Option<View> {
+    let dash = || "-".to_string();
+    let rows: Vec<Vec<String>> = e
+        .cases
+        .iter()
+        .filter(|c| c.params.get("kernel_view").and_then(|v| v.as_bool()) == Some(true))
+        .map(|c| {
+            let get = |k: &str| counter(c, k);
+            let ratio = |k: &str| get(k).map_or_else(dash, |v| format!("{v:.3}"));
+            let slice = match (get("kernel_slice_median_ns"), get("own_slice_median_ns")) {
+                (Some(k), Some(o)) => format!("{} / {}", fmt_ns(k), fmt_ns(o)),
+                (Some(k), None) => fmt_ns(k),
+                _ => dash(),
+            };
+            let ended = match (get("runs_preempted"), get("runs_slept")) {
+                (Some(p), Some(s)) => format!("{p:.0} / {s:.0}"),
+                _ => dash(),
+            };
+            let cost = get("trace_cost_total_pct").map_or_else(dash, |v| format!("{v:+.1} %"));
+            vec![
+                format!(
+                    "{}{}",
+                    c.id.trim_end_matches(".kernel"),
+                    if c.checks_passed { "" } else { " *" }
+                ),
+                ratio("run_vs_cpu_ratio_median"),
+                slice,
+                ratio("slice_ratio_median"),
+                get("slices_within_chunk_pct").map_or_else(dash, |v| format!("{v:.0} %")),
+                ended,
+                get("wake_latency_median_ns").map_or_else(dash, fmt_ns),
+                get("other_tasks_ns").map_or_else(dash, fmt_ns),
+                cost,
+            ]
+        })
+        .collect();
+    if rows.is_empty() {
+        return None;
+    }
+    let mut notes = vec![
+        "one more round per worker count with sched_switch and sched_wakeup recorded, apart \
+         from the timed rounds. run/CPU: each worker's run time from the kernel's switches \
+         (its own start to its finish) over its CPU clock, median over the workers; slice: \
+         the kernel's whole turns (switch in to switch out) / the workers' own, medians; \
+         ratio: each of the workers' turns against the kernel's over it measured alike (from \
+         the previous worker's switch out: other tasks' time in it, which the workers cannot \
+         see, included), median; within a chunk: the matched turns that differ by at most \
+         one chunk (the workers note the time only after one)."
+            .to_string(),
+        "preempted / slept: the workers' runs that ended still runnable / asleep while they \
+         had work; wake-up: sched_wakeup to the switch in (median); others: the CPU's time \
+         in the round given to other tasks; trace cost: the traced round's total time against \
+         the timed rounds' median."
+            .to_string(),
+    ];
+    for c in e.cases.iter().filter(|c| !c.checks_passed) {
+        for k in c
+            .checks
+            .iter()
+            .filter(|k| !k.passed && c.id.ends_with(".kernel"))
+        {
+            notes.push(format!(
+                "* {}: {} counted {:.0}, expected {:.0}: {}",
+                c.id, k.name, k.counted, k.expected, k.detail
+            ));
+        }
+    }
+    Some(View {
+        title: "timeline: the same workers as the kernel's scheduler saw them (a traced round)"
+            .into(),
+        head: [
+            "case",
+            "run/CPU",
+            "slice kernel / own",
+            "ratio",
+            "within a chunk",
+            "preempted / slept",
+            "wake-up",
+            "others",
+            "trace cost",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+        notes,
+    })
 }

@@ -97,7 +97,7 @@ pub(super) fn kernel_case(
         .filter(|e| e.cpu as usize == cpu)
         .map(|e| (to_ns(e.ticks), &e.kind))
         .collect();
-    let (segs, faults) = kview::segments(&mine, i64::from(s.tid));
+    let segs = kview::segments(&mine, i64::from(s.tid));
     let gaps: Vec<(f64, f64)> = s
         .gaps
         .iter()
@@ -105,7 +105,7 @@ pub(super) fn kernel_case(
         .collect();
     // The loop's readings bracket an interruption to within one iteration on each side.
     let tol = clock.ticks_to_ns(iteration) + 100.0;
-    let views = kview::attribute(&gaps, &segs, &faults, tol);
+    let views = kview::attribute(&gaps, &segs, tol);
     let rows = kview::table(&n.lens_ns, &views);
     let lost: f64 = n.lens_ns.iter().sum();
     let span_s = n.span_s();
