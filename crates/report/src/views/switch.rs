@@ -168,6 +168,7 @@ pub(crate) mod tests {
             unavailable: vec![],
             derived: vec![],
             warnings: vec![],
+            notes: vec![],
             load: None,
         }
     }
