@@ -1452,7 +1452,13 @@ mod tests {
                 let cpu = c.counters[&format!("cpu_worker{w}_ns")];
                 assert!(run > 0.5 * cpu && run < 2.0 * cpu, "{run} {cpu} {c:?}");
             }
-            assert_eq!(c.counters["trace_records_lost"], 0.0, "{c:?}");
+            // A record lost now and then (the kernel's ring) is said on the case, never hidden.
+            if c.counters["trace_records_lost"] > 0.0 {
+                assert!(
+                    c.warnings.iter().any(|w| w.contains("trace records were lost")),
+                    "{c:?}"
+                );
+            }
             let runs = c.series.iter().find(|s| s.name == "kernel_runs").unwrap();
             assert!(runs.points.iter().any(|p| p[2] >= 1.0));
             assert!(runs.points.iter().all(|p| p[0] <= p[1]));
