@@ -3,9 +3,7 @@
 //! All output is deterministic for a given document (no timestamps, fixed number formats), so
 //! it can be pinned in tests.
 
-use comfy_table::{
-    presets, Cell, CellAlignment, ColumnConstraint, ContentArrangement, Table, Width,
-};
+use comfy_table::{presets, Cell, CellAlignment, ContentArrangement, Table};
 use oscost_model::schema::{CaseResult, ExperimentResult, ResultDoc};
 
 mod warnings;
@@ -136,6 +134,22 @@ fn text_width(s: &str) -> usize {
     s.chars().count()
 }
 
+/// `text` in lines of at most `width` columns, broken between words (a longer word keeps a
+/// line of its own).
+fn wrap_words(text: &str, width: usize) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split(' ') {
+        match lines.last_mut() {
+            Some(line) if text_width(line) + 1 + text_width(word) <= width => {
+                line.push(' ');
+                line.push_str(word);
+            }
+            _ => lines.push(word.to_owned()),
+        }
+    }
+    lines.join("\n")
+}
+
 /// A table laid out for `width` columns, or at its natural width (`None`). The first column (a
 /// case or figure id) is never wrapped, nor is any figure: when the table is too wide, columns
 /// are dropped in [`drop_rank`] order, then the notes (the last column) are wrapped, and when
@@ -240,7 +254,11 @@ fn table(
         .map(|i| i > 0 && i < notes)
         .collect();
     t.set_header(keep(head.iter().map(|h| h.to_string()).collect()));
-    for r in rows {
+    for mut r in rows {
+        // Wrapped here, between words: the table is laid out by oscost, not by comfy-table.
+        if let Some(w) = notes_width {
+            r[notes] = wrap_words(&r[notes], w);
+        }
         t.add_row(keep(r).into_iter().zip(&right).map(|(s, &right)| {
             let c = Cell::new(s);
             if right {
@@ -249,10 +267,6 @@ fn table(
                 c
             }
         }));
-    }
-    if let (Some(w), Some(column)) = (notes_width, t.column_iter_mut().last()) {
-        let w = u16::try_from(w + 2).unwrap_or(u16::MAX);
-        column.set_constraint(ColumnConstraint::UpperBoundary(Width::Fixed(w)));
     }
     let kept = keep(head.iter().map(|h| h.to_string()).collect());
     (t, below, kept)

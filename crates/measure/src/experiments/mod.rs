@@ -164,6 +164,9 @@ pub trait Experiment:
     /// The arguments a suite run (`oscost run`) gives it, when its stand-alone default is too
     /// large for a suite.
     const SUITE_ARGS: &'static [&'static str] = &[];
+    /// The arguments `oscost --quick` gives it on top of its `--quick` size: what a quick look
+    /// at the whole suite leaves out (the kernel's traced passes, which would double it).
+    const QUICK_SUITE_ARGS: &'static [&'static str] = &[];
     /// Hidden from `oscost list`, `--help` and the default suite (the scripted examples).
     const HIDDEN: bool = false;
     /// The measuring process starts with glibc's cache of thread stacks off, so a joined
@@ -332,11 +335,15 @@ macro_rules! registry {
             }
 
             /// The experiment called `name` as a suite runs it: at its suite size, or with
-            /// `quick` at its own `--quick` size, so that `oscost --quick` is every
-            /// experiment's quick look (the suite sizes are larger).
+            /// `quick` at its own `--quick` size less what a quick suite leaves out, so that
+            /// `oscost --quick` is every experiment's quick look (the suite sizes are larger).
             pub fn in_suite(name: &str, quick: bool) -> Option<ExperimentArgs> {
                 $(if name == <$options as Experiment>::NAME {
-                    let args = if quick { &[] } else { <$options as Experiment>::SUITE_ARGS };
+                    let args = if quick {
+                        <$options as Experiment>::QUICK_SUITE_ARGS
+                    } else {
+                        <$options as Experiment>::SUITE_ARGS
+                    };
                     return Some(Self::$variant(defaults::<$options>(args)));
                 })*
                 None

@@ -122,6 +122,7 @@ from the kernel's own events and checked against /proc/interrupts; what tracing 
 share of the CPU lost traced against untraced. Without permission: one line says what is \
 missing, and every other figure still comes.\n\nTakes about 12 s (two spins of 5 s, the second traced); --quick about 1.5 s on a 2-vCPU virtual machine.";
     const IN_DEFAULT_SUITE: bool = true;
+    const QUICK_SUITE_ARGS: &'static [&'static str] = &["--no-kernel-view"];
     const SUITE_ARGS: &'static [&'static str] = &["--duration", "1s"];
 
     fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput> {

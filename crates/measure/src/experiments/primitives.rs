@@ -361,7 +361,7 @@ the kinds the `switch` and `ring` experiments pass tokens through (pipe, socketp
 futex, POSIX and SysV semaphores, condvar, message queue, signal), the case times exactly that \
 link's post + wait, the same code the ping-pong runs. A verification batch after the samples \
 counts context switches with getrusage(RUSAGE_THREAD); each case checks it is ~0 per op. A \
-primitive this machine cannot provide is listed as unavailable with the reason.\n\nTakes about 11 s; --quick about 0.6 s on a 2-vCPU virtual machine.";
+primitive this machine cannot provide is listed as unavailable with the reason.\n\nTakes about 6.5 s; --quick about 0.6 s on a 2-vCPU virtual machine.";
     const IN_DEFAULT_SUITE: bool = true;
 
     fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput> {

@@ -169,7 +169,7 @@ where T1 is one flow on one CPU measured in the same rounds. Every run checks th
 done sums to W exactly. --yield makes every task give up the CPU after each --step of work: \
 the cost of a crowd of tasks taking turns. --sets one,two runs the Windows study's \
 configuration (one CPU and exactly two, whatever the machine has): `oscost split --form \
-threads --yield --tasks 1..8192 --sets one,two`.";
+threads --yield --tasks 1..8192 --sets one,two`.\n\nIn the suite it takes about 7.4 s; --quick about 1 s on a 2-vCPU virtual machine.";
     const IN_DEFAULT_SUITE: bool = true;
     const SUITE_ARGS: &'static [&'static str] = &["--suite-size"];
     const NO_THREAD_STACK_CACHE: bool = true;
@@ -796,6 +796,8 @@ const STOLEN_SHARE: f64 = 0.05;
 
 /// The prefix of the warning a point carries when some of its runs shared their CPUs.
 const SHARED: &str = "CPUs shared during some runs";
+/// Shared runs at most this much slower (median) than the others moved nothing.
+const NO_SLOWER: f64 = 0.05;
 
 /// When other tasks held at least a fifth of the point's CPUs (`place`) during some of its
 /// runs, or the host stole at least 5 % of them, a warning saying in how many runs, how much,
@@ -859,6 +861,11 @@ fn shared_runs(runs: &[Seen], place: &str) -> Option<String> {
         .map(|r| r.wall_ns)
         .collect();
     let slow = oscost_stats::median(&hit.iter().map(|r| r.wall_ns).collect::<Vec<_>>());
+    // Runs that shared their CPUs and took no longer than the rest did not move the figure:
+    // nothing to act on (on a quiet machine a kernel thread's moment touches most points).
+    if !rest.is_empty() && slow <= oscost_stats::median(&rest) * (1.0 + NO_SLOWER) {
+        return None;
+    }
     let times = if rest.is_empty() {
         format!("every run: median {}", ms(slow))
     } else {
@@ -1417,6 +1424,10 @@ mod tests {
         };
         let quiet = vec![run(30.0, 0.0, 0.0); 5];
         assert_eq!(shared_runs(&quiet, "CPU 0"), None);
+        // Shared, but no slower than the rest: the figure was not moved.
+        let mut runs = quiet.clone();
+        runs.push(run(31.0, 9.0, 0.0));
+        assert_eq!(shared_runs(&runs, "CPU 0"), None);
         let mut runs = quiet.clone();
         runs.extend([
             run(60.0, 30.0, 0.0),

@@ -300,7 +300,7 @@ Each case times batches of one call between two counter reads and subtracts the 
 same loop with an empty body. `enosys` (an invalid call number) is the kernel's entry/exit \
 floor; `getpid` goes through syscall(SYS_getpid) so no library cache can answer it; \
 `clock-gettime-vdso` is a reference that never enters the kernel. Reads and writes hit the \
-page cache of a file in a private temporary directory, removed afterwards.\n\nTakes about 13 s; --quick about 0.6 s on a 2-vCPU virtual machine.";
+page cache of a file in a private temporary directory, removed afterwards.\n\nTakes about 6.5 s; --quick about 0.6 s on a 2-vCPU virtual machine.";
     const IN_DEFAULT_SUITE: bool = true;
 
     fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput> {

@@ -242,8 +242,9 @@ worker's run time against its own CPU clock, the kernel's slice lengths against 
 own (they agree within one chunk, checked), how many runs ended preempted and how many asleep, \
 and the wake-up latency (sched_wakeup to the switch in). --svg draws the kernel's who-ran-when \
 under that round's trace. --no-kernel-view skips it; without permission one line says what is \
-missing, and every other figure still comes.\n\nTakes about 5 s; --quick about 0.9 s on a 2-vCPU virtual machine.";
+missing, and every other figure still comes.\n\nTakes about 5 s; --quick about 1.5 s on a 2-vCPU virtual machine.";
     const IN_DEFAULT_SUITE: bool = true;
+    const QUICK_SUITE_ARGS: &'static [&'static str] = &["--no-kernel-view"];
     const SUITE_ARGS: &'static [&'static str] = &["--rounds", "3"];
 
     fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
@@ -1455,7 +1456,9 @@ mod tests {
             // A record lost now and then (the kernel's ring) is said on the case, never hidden.
             if c.counters["trace_records_lost"] > 0.0 {
                 assert!(
-                    c.warnings.iter().any(|w| w.contains("trace records were lost")),
+                    c.warnings
+                        .iter()
+                        .any(|w| w.contains("trace records were lost")),
                     "{c:?}"
                 );
             }
