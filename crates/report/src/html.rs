@@ -535,40 +535,35 @@ fn breakable(text: &str) -> String {
     out
 }
 
+/// An experiment's own messages, then each case's, named by its case.
+fn messages<'a>(
+    own: &[String],
+    cases: impl Iterator<Item = (&'a String, &'a Vec<String>)>,
+) -> Vec<Warning> {
+    let mut out: Vec<Warning> = own
+        .iter()
+        .map(|w| Warning {
+            case: String::new(),
+            text: w.clone(),
+        })
+        .collect();
+    for (id, texts) in cases {
+        out.extend(texts.iter().map(|w| Warning {
+            case: id.clone(),
+            text: w.clone(),
+        }));
+    }
+    out
+}
+
 fn experiment(prefix: &str, e: &ExperimentResult, tick_unit: &str) -> Experiment {
     let rate = e
         .params
         .get("rate_per_s")
         .and_then(|v| v.as_f64())
         .map_or_else(String::new, |r| format!("{r} calls/s"));
-    let mut warnings: Vec<Warning> = e
-        .warnings
-        .iter()
-        .map(|w| Warning {
-            case: String::new(),
-            text: w.clone(),
-        })
-        .collect();
-    for c in &e.cases {
-        warnings.extend(c.warnings.iter().map(|w| Warning {
-            case: c.id.clone(),
-            text: w.clone(),
-        }));
-    }
-    let mut notes: Vec<Warning> = e
-        .notes
-        .iter()
-        .map(|w| Warning {
-            case: String::new(),
-            text: w.clone(),
-        })
-        .collect();
-    for c in &e.cases {
-        notes.extend(c.notes.iter().map(|w| Warning {
-            case: c.id.clone(),
-            text: w.clone(),
-        }));
-    }
+    let warnings = messages(&e.warnings, e.cases.iter().map(|c| (&c.id, &c.warnings)));
+    let notes = messages(&e.notes, e.cases.iter().map(|c| (&c.id, &c.notes)));
     Experiment {
         anchor: anchor(&[prefix, &e.name]),
         name: e.name.clone(),
