@@ -278,6 +278,10 @@ pub struct DerivedResult {
     pub estimate_cycles: f64,
     /// Why the figure is not trusted, when it is not.
     pub flagged: Option<String>,
+    /// What makes the figure less precise: a 95 % interval wider than ±5 % of the estimate,
+    /// with the cause found. Absent from older documents.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// Samples beyond Tukey's fences (1.5 IQR mild, 3 IQR severe): counted and kept, never removed,

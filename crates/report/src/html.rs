@@ -204,6 +204,8 @@ struct DerivedRow {
     ci: String,
     cycles: String,
     flagged: String,
+    /// What makes it less precise, as the terminal's notes column says it.
+    notes: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -587,6 +589,11 @@ fn experiment(prefix: &str, e: &ExperimentResult, tick_unit: &str) -> Experiment
                 ci: ci_text(d.ci95_ns),
                 cycles: cycles(d.estimate_cycles),
                 flagged: d.flagged.clone().unwrap_or_default(),
+                notes: d
+                    .warnings
+                    .iter()
+                    .map(|w| crate::render::derived_note(w))
+                    .collect(),
             })
             .collect(),
         views: views::views(e).into_iter().map(table).collect(),

@@ -86,6 +86,7 @@ fn derived_rows(e: &ExperimentResult) -> Vec<Vec<String>> {
                 ]
                 .into_iter()
                 .flatten()
+                .chain(d.warnings.iter().map(|w| derived_note(w)))
                 .collect::<Vec<_>>()
                 .join("; "),
             ]
@@ -96,6 +97,18 @@ fn derived_rows(e: &ExperimentResult) -> Vec<Vec<String>> {
 /// What a derived figure below zero means, so it is not read as a negative cost: a
 /// difference whose interval reaches zero is within its noise; one wholly below zero says the
 /// term subtracted cost more than the whole here.
+/// A derived figure's warning as its notes column says it: a wide interval by the tag cases
+/// use and its cause (the interval itself stands in the next column but one).
+pub(crate) fn derived_note(w: &str) -> String {
+    match w
+        .strip_prefix(crate::summarise::WIDE_CI)
+        .and_then(|rest| rest.split_once(" %: "))
+    {
+        Some((_, cause)) => format!("noisy: {cause}"),
+        None => w.to_owned(),
+    }
+}
+
 fn below_zero(d: &oscost_model::DerivedResult) -> Option<String> {
     if d.estimate_ns >= 0.0 || !d.estimate_ns.is_finite() {
         None
@@ -619,6 +632,7 @@ mod tests {
             ci95_ns,
             estimate_cycles: 0.0,
             flagged: None,
+            warnings: Vec::new(),
         };
         assert_eq!(below_zero(&d(5.0, [1.0, 9.0])), None);
         assert!(below_zero(&d(-7390.0, [-9000.0, 800.0]))

@@ -47,6 +47,47 @@ pub fn wide_ci_warning(samples: &[f64], median: f64, ci95: [f64; 2]) -> Option<S
     Some(format!("{WIDE_CI}: CI ±{half:.1} %: {cause}"))
 }
 
+/// The warning a derived figure whose 95 % interval is wider than ±5 % of its estimate
+/// carries, with the cause read from its terms: a difference much smaller than the figures it
+/// is taken from magnifies their own spread (a 1 % difference of two figures each known to
+/// ±0.2 % is known only to about ±30 %); otherwise the term whose own interval is widest.
+fn wide_derived_warning(
+    terms: &[(String, f64)],
+    cases: &[CaseResult],
+    estimate: f64,
+    ci95: [f64; 2],
+) -> Option<String> {
+    let half = (ci95[1] - ci95[0]) / 2.0 / estimate.abs().max(f64::MIN_POSITIVE) * 100.0;
+    // Not finite (an estimate of zero, say) counts as not wide: there is no share to name.
+    if !half.is_finite() || half <= oscost_stats::NOISY_REL_HALF_WIDTH * 100.0 {
+        return None;
+    }
+    let found: Vec<(&CaseResult, f64)> = terms
+        .iter()
+        .filter_map(|(id, coef)| cases.iter().find(|c| &c.id == id).map(|c| (c, *coef)))
+        .collect();
+    let own = |c: &CaseResult| (c.ci95_ns[1] - c.ci95_ns[0]) / 2.0 / c.median_ns.abs() * 100.0;
+    let largest = found.iter().max_by(|a, b| {
+        (a.0.median_ns * a.1)
+            .abs()
+            .total_cmp(&(b.0.median_ns * b.1).abs())
+    })?;
+    let size = (largest.0.median_ns * largest.1).abs();
+    let share = estimate.abs() / size * 100.0;
+    let cause = if found.len() > 1 && share < 25.0 {
+        format!(
+            "terms nearly cancel: what is left is {share:.1} % of {} ({} ±{:.1} %)",
+            largest.0.id,
+            crate::format::fmt_ns(largest.0.median_ns),
+            own(largest.0)
+        )
+    } else {
+        let widest = found.iter().max_by(|a, b| own(a.0).total_cmp(&own(b.0)))?;
+        format!("a term is wide: {} (±{:.1} %)", widest.0.id, own(widest.0))
+    };
+    Some(format!("{WIDE_CI}: CI ±{half:.1} %: {cause}"))
+}
+
 /// Summarises one experiment. `ns_per_tick` converts ns figures to counter ticks.
 pub fn experiment(
     name: &str,
@@ -112,6 +153,9 @@ pub fn experiment(
                 ci95_ns: comb.ci95,
                 estimate_cycles: comb.estimate / ns_per_tick,
                 flagged,
+                warnings: wide_derived_warning(&d.terms, &cases, comb.estimate, comb.ci95)
+                    .into_iter()
+                    .collect(),
             })
         })
         .collect();
@@ -425,6 +469,51 @@ mod tests {
         assert!((d.estimate_ns - (0.5 * 11.0 - 1.0)).abs() < 1e-9);
         assert!(d.ci95_ns[0] <= d.estimate_ns && d.estimate_ns <= d.ci95_ns[1]);
         assert_eq!(d.flagged, None);
+    }
+
+    #[test]
+    fn a_derived_figure_wide_from_a_small_difference_says_so() {
+        // 20 ms of work, and the same work under events adding 1 %: each term is known to
+        // a fraction of a percent, their difference to far worse than ±5 %.
+        let base: Vec<f64> = (0..9).map(|i| 20.0e6 + (i as f64 - 4.0) * 20e3).collect();
+        let under: Vec<f64> = (0..9).map(|i| 20.2e6 + (4.0 - i as f64) * 25e3).collect();
+        let out = ExperimentOutput {
+            cases: vec![case("under", &under, true), case("base", &base, true)],
+            derived: vec![
+                DerivedSpec {
+                    id: "per_event".into(),
+                    description: String::new(),
+                    terms: vec![("under".into(), 0.05), ("base".into(), -0.05)],
+                    flagged: None,
+                },
+                // Each term alone is narrow: no warning.
+                DerivedSpec {
+                    id: "whole".into(),
+                    description: String::new(),
+                    terms: vec![("under".into(), 1.0)],
+                    flagged: None,
+                },
+            ],
+            ..Default::default()
+        };
+        let r = experiment("t", out, 1.0, None);
+        let w = &r.derived[0].warnings;
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].starts_with("wide interval: CI ±"), "{w:?}");
+        assert!(
+            w[0].contains("terms nearly cancel: what is left is 1.0 % of under (20.20 ms ±"),
+            "{w:?}"
+        );
+        assert!(r.derived[1].warnings.is_empty());
+        // The terminal names the cause in the derived table's notes.
+        let text =
+            crate::render::terminal_with(&r, "ref-cycles", None, crate::render::Warnings::Summary);
+        assert!(text.contains("noisy: terms nearly cancel"), "{text}");
+        // Older documents without the field still read, and an empty one is not written.
+        let json = serde_json::to_value(&r.derived[1]).unwrap();
+        assert!(json.get("warnings").is_none());
+        let back: DerivedResult = serde_json::from_value(json).unwrap();
+        assert!(back.warnings.is_empty());
     }
 
     #[test]

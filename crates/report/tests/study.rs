@@ -265,6 +265,7 @@ fn the_time_slice_ratios_and_the_minix_overall_are_the_studies_own() {
         ci95_ns: [170.0, 190.0],
         estimate_cycles: 360.0,
         flagged: None,
+        warnings: Vec::new(),
     });
     let d = doc(vec![e]);
     let figs = study::find("minix3").unwrap().figures(&d);

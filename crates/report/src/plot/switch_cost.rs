@@ -119,6 +119,7 @@ mod tests {
             ci95_ns: [ns * 0.9, ns * 1.1],
             estimate_cycles: ns * 2.5,
             flagged: None,
+            warnings: Vec::new(),
         }
     }
 
