@@ -560,7 +560,25 @@ fn show(doc: &oscost_model::ResultDoc, global: &GlobalOpts) -> String {
         rows.insert(2, vec!["host".into(), host.clone()]);
     }
     if !env.command_line.is_empty() {
-        rows.push(vec!["command".into(), env.command_line.join(" ")]);
+        // A command line (a long --json path, a list of cases) is the one value here that
+        // can outgrow the terminal: continue it under itself.
+        let command = env.command_line.join(" ");
+        let room = table_width().map_or(usize::MAX, |w| usize::from(w).saturating_sub(9).max(20));
+        // A word longer than the room (a path) is cut where the room ends, as a terminal would.
+        let lines = render::wrap_words(&command, room)
+            .lines()
+            .flat_map(|l| {
+                let chars: Vec<char> = l.chars().collect();
+                chars
+                    .chunks(room.min(chars.len()).max(1))
+                    .map(|c| c.iter().collect::<String>())
+                    .collect::<Vec<_>>()
+            })
+            .collect::<Vec<_>>();
+        for (i, line) in lines.into_iter().enumerate() {
+            let label = if i == 0 { "command" } else { "" };
+            rows.push(vec![label.into(), line]);
+        }
     }
     let mut s = columns(&rows);
     let warnings = if global.quiet {

@@ -89,6 +89,67 @@ fn assert_one_line_error(code: i32, err: &str, needles: &[&str]) {
 }
 
 #[test]
+fn show_continues_a_long_command_line_under_itself_to_fit_the_terminal() {
+    let home = Home::new();
+    // A scripted run records a fixed command line: give its document a long one, as a run
+    // with a long --json path or list of cases has, and import it.
+    let json = home.path("r.json");
+    let (code, _, err) = home.run(&[
+        "--scripted",
+        "run",
+        "example",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let long = format!("/tmp/{}.json", "a-rather-long-result-name".repeat(3));
+    doc["run_id"] = serde_json::json!("01234567-89ab-4def-8123-456789abcdef");
+    doc["environment"]["command_line"] = serde_json::json!(["oscost", "switch", "--json", long]);
+    let edited = home.path("long.json");
+    std::fs::write(&edited, doc.to_string()).unwrap();
+    let (code, _, err) = home.run(&["history", "import", edited.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let out = home
+        .oscost()
+        .env("COLUMNS", "60")
+        .args(["history", "show", "01234567"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let header: Vec<&str> = text.lines().take_while(|l| !l.is_empty()).collect();
+    for l in &header {
+        assert!(
+            l.chars().count() <= 60,
+            "{} columns: {l}\n{text}",
+            l.chars().count()
+        );
+    }
+    // Every character of the command is kept, in order, the first line labelled and the
+    // path cut where the line ends.
+    let start = header
+        .iter()
+        .position(|l| l.starts_with("command  "))
+        .unwrap();
+    let kept: Vec<&str> = header[start..].iter().map(|l| &l[9..]).collect();
+    assert!(kept.len() > 2, "{text}");
+    assert!(
+        header[start + 1..]
+            .iter()
+            .all(|l| l.starts_with("         ")),
+        "{text}"
+    );
+    let squeeze = |s: &str| s.split_whitespace().collect::<String>();
+    assert_eq!(
+        squeeze(&kept.join(" ")),
+        squeeze(&format!("oscost switch --json {long}")),
+        "{text}"
+    );
+}
+
+#[test]
 fn a_scripted_run_is_saved_and_can_be_listed_shown_exported_and_removed() {
     let home = Home::new();
     let json = home.path("r.json");

@@ -149,7 +149,7 @@ fn text_width(s: &str) -> usize {
 
 /// `text` in lines of at most `width` columns, broken between words (a longer word keeps a
 /// line of its own).
-fn wrap_words(text: &str, width: usize) -> String {
+pub fn wrap_words(text: &str, width: usize) -> String {
     let mut lines: Vec<String> = Vec::new();
     for word in text.split(' ') {
         match lines.last_mut() {
