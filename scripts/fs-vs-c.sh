@@ -43,13 +43,7 @@ fi
 
 echo "building benches/fscalls_ref.c and oscost (release)..." >&2
 cc -O2 -fno-plt -o "$tmp/fscalls_ref" benches/fscalls_ref.c || die "cc failed on benches/fscalls_ref.c"
-if [[ -n "${OSCOST_BIN:-}" ]]; then
-    bin="$OSCOST_BIN"
-else
-    cargo build --release -q || die "cargo build --release failed"
-    bin="${CARGO_TARGET_DIR:-target}/release/oscost"
-fi
-[[ -x "$bin" ]] || die "$bin not found or not executable"
+build_oscost
 
 # The two mounts, and their removal on every way out.
 kdir="$tmp/tmpfs" fdir="$tmp/fuse" kmounted=0 server=""

@@ -43,13 +43,7 @@ echo "building benches/csfast5_ref.c and oscost (release)..." >&2
 # -fno-plt: call libc through the GOT as the Rust binary does (see side-by-side.sh).
 cc -O2 -fno-plt -pthread -o "$tmp/csfast5_ref" benches/csfast5_ref.c ||
     die "cc failed on benches/csfast5_ref.c"
-if [[ -n "${OSCOST_BIN:-}" ]]; then
-    bin="$OSCOST_BIN"
-else
-    cargo build --release -q || die "cargo build --release failed"
-    bin="${CARGO_TARGET_DIR:-target}/release/oscost"
-fi
-[[ -x "$bin" ]] || die "$bin not found or not executable"
+build_oscost
 
 # "MEDIAN_NS SWITCHES_PER_PASS" of case ID in oscost's result FILE.
 oscost_figure() { # FILE ID

@@ -30,13 +30,7 @@ threshold="${THRESHOLD_NS:-1000}"
 
 echo "building benches/noise_ref.c and oscost (release)..." >&2
 cc -O2 -o "$tmp/noise_ref" benches/noise_ref.c || die "cc failed on benches/noise_ref.c"
-if [[ -n "${OSCOST_BIN:-}" ]]; then
-    bin="$OSCOST_BIN"
-else
-    cargo build --release -q || die "cargo build --release failed"
-    bin="${CARGO_TARGET_DIR:-target}/release/oscost"
-fi
-[[ -x "$bin" ]] || die "$bin not found or not executable"
+build_oscost
 
 # Counter KEY of case ID in oscost's result FILE.
 counter() { # FILE ID KEY

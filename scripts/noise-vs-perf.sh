@@ -27,16 +27,10 @@ source scripts/side-by-side.sh
 side_by_side_setup "${1:-}"
 duration="${DURATION:-5}"
 [[ "$duration" =~ ^[0-9]+$ && "$duration" -ge 4 ]] || die "DURATION must be whole seconds, at least 4"
-command -v perf >/dev/null || die "perf not found (Debian: apt-get install linux-perf)"
+perf_setup
 command -v python3 >/dev/null || die "python3 not found"
 
-if [[ -n "${OSCOST_BIN:-}" ]]; then
-    bin="$OSCOST_BIN"
-else
-    cargo build --release -q || die "cargo build --release failed"
-    bin="${CARGO_TARGET_DIR:-target}/release/oscost"
-fi
-[[ -x "$bin" ]] || die "$bin not found or not executable"
+build_oscost
 
 events=irq_vectors:local_timer_entry,irq:irq_handler_entry,irq:softirq_entry,sched:sched_switch,irq_vectors:reschedule_entry,irq_vectors:call_function_single_entry
 window=$((duration - 2))

@@ -1,8 +1,9 @@
 # shellcheck shell=bash disable=SC2034  # the variables it sets are read by the scripts that source it
-# Shared by the scripts that hold oscost's figures against the C reference in benches/
-# (single-thread-acceptance.sh, truth-acceptance.sh): sourced, not run. Provides die,
-# last_cpu, the checks of CPU/ROUNDS/QUICK, the JSON reader, the two builds, c_median and
-# median_of. Expects to be sourced from the repository root.
+# Shared by the scripts that hold oscost's figures against the C reference in benches/ or
+# against perf (the acceptance scripts, *-vs-c.sh, *-vs-perf*.sh): sourced, not run. Provides die,
+# last_cpu, the checks of CPU/ROUNDS/QUICK, the JSON reader, the two builds (build_both,
+# build_oscost), perf_setup, c_median and median_of. Expects to be sourced from the repository
+# root.
 
 die() {
     echo "error: $*" >&2
@@ -58,6 +59,11 @@ build_both() {
     echo "building benches/fdcalls_ref.c and oscost (release)..." >&2
     cc -O2 -fno-plt -pthread -o "$tmp/fdcalls_ref" benches/fdcalls_ref.c ||
         die "cc failed on benches/fdcalls_ref.c"
+    build_oscost
+}
+
+# Builds oscost (release), or takes $OSCOST_BIN; sets bin.
+build_oscost() {
     if [[ -n "${OSCOST_BIN:-}" ]]; then
         bin="$OSCOST_BIN"
     else
@@ -65,6 +71,23 @@ build_both() {
         bin="${CARGO_TARGET_DIR:-target}/release/oscost"
     fi
     [[ -x "$bin" ]] || die "$bin not found or not executable"
+}
+
+# For the scripts that run perf: dies without it, and on exit unmounts the tracefs perf leaves
+# behind (perf mounts one to resolve a tracepoint's name when it finds none) and removes $tmp,
+# so the machine is left as it was. Call after side_by_side_setup, whose trap this replaces.
+perf_setup() {
+    command -v perf >/dev/null || die "perf not found (Debian: apt-get install linux-perf)"
+    tracefs_before=$(awk '$3 == "tracefs"' /proc/self/mounts)
+    trap 'restore_tracefs; rm -rf "$tmp"' EXIT
+}
+
+# Unmounts every tracefs when none was mounted at perf_setup.
+restore_tracefs() {
+    [[ -z "$tracefs_before" ]] || return 0
+    awk '$3 == "tracefs" { print $2 }' /proc/self/mounts | while read -r dir; do
+        umount "$dir" 2>/dev/null || echo "warning: could not unmount tracefs at $dir" >&2
+    done
 }
 
 # The C program's figure for CASE from its output FILE ("CASE MEDIAN_NS ...").

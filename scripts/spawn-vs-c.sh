@@ -37,13 +37,7 @@ cc -static -nostdlib -O2 -s -fno-asynchronous-unwind-tables -Wl,--build-id=none 
     -o "$tmp/exit0" crates/sys/helper/exit0.c 2>/dev/null ||
     cc -static -nostdlib -O2 -s -o "$tmp/exit0" crates/sys/helper/exit0.c ||
     die "cc cannot build the static helper (crates/sys/helper/exit0.c)"
-if [[ -n "${OSCOST_BIN:-}" ]]; then
-    bin="$OSCOST_BIN"
-else
-    cargo build --release -q || die "cargo build --release failed"
-    bin="${CARGO_TARGET_DIR:-target}/release/oscost"
-fi
-[[ -x "$bin" ]] || die "$bin not found or not executable"
+build_oscost
 
 # median_ns of case ID in oscost's JSON FILE, or nothing when it is not there (a case that
 # could not be measured has no figure, and none is invented).

@@ -26,29 +26,11 @@ cd "$(dirname "$0")/.."
 # shellcheck source=scripts/side-by-side.sh
 source scripts/side-by-side.sh
 side_by_side_setup "${1:-}"
-command -v perf >/dev/null || die "perf not found (Debian: apt-get install linux-perf)"
+perf_setup
 perf bench sched pipe -l 1 >/dev/null 2>&1 || die "perf cannot run 'perf bench sched pipe'"
 command -v python3 >/dev/null || die "python3 not found"
 
-if [[ -n "${OSCOST_BIN:-}" ]]; then
-    bin="$OSCOST_BIN"
-else
-    cargo build --release -q || die "cargo build --release failed"
-    bin="${CARGO_TARGET_DIR:-target}/release/oscost"
-fi
-[[ -x "$bin" ]] || die "$bin not found or not executable"
-
-# perf mounts tracefs to resolve a tracepoint's name when it is mounted nowhere, and leaves it
-# mounted: put the machine back as it was.
-tracefs_before=$(awk '$3 == "tracefs"' /proc/mounts)
-restore_tracefs() {
-    if [[ -z "$tracefs_before" ]]; then
-        awk '$3 == "tracefs" { print $2 }' /proc/mounts | while read -r m; do
-            umount "$m" 2>/dev/null || echo "warning: could not unmount tracefs at $m" >&2
-        done
-    fi
-}
-trap 'restore_tracefs; rm -rf "$tmp"' EXIT
+build_oscost
 
 loops=100000
 for r in $(seq 1 "$rounds"); do

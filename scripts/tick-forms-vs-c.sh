@@ -64,13 +64,7 @@ done
 echo "building benches/tickforms_ref.c and oscost (release)..." >&2
 cc -O2 -pthread -o "$tmp/tickforms_ref" benches/tickforms_ref.c ||
     die "cc failed on benches/tickforms_ref.c"
-if [[ -n "${OSCOST_BIN:-}" ]]; then
-    bin="$OSCOST_BIN"
-else
-    cargo build --release -q || die "cargo build --release failed"
-    bin="${CARGO_TARGET_DIR:-target}/release/oscost"
-fi
-[[ -x "$bin" ]] || die "$bin not found or not executable"
+build_oscost
 command -v python3 >/dev/null 2>&1 || die "'python3' is required to read oscost's JSON"
 
 # oscost's grid as lines "FORM PERIOD_NS median_ns cycles events", and its units and step.

@@ -45,13 +45,7 @@ case_name=$(awk -v n="$period_ns" 'BEGIN {
 
 echo "building benches/tick_ref.c and oscost (release)..." >&2
 cc -O2 -o "$tmp/tick_ref" benches/tick_ref.c || die "cc failed on benches/tick_ref.c"
-if [[ -n "${OSCOST_BIN:-}" ]]; then
-    bin="$OSCOST_BIN"
-else
-    cargo build --release -q || die "cargo build --release failed"
-    bin="${CARGO_TARGET_DIR:-target}/release/oscost"
-fi
-[[ -x "$bin" ]] || die "$bin not found or not executable"
+build_oscost
 
 # FIELD of oscost's result FILE: `counter ID KEY` (a case's counter) or `param KEY` (the
 # experiment's parameter).

@@ -44,13 +44,7 @@ workers=$(
 
 echo "building benches/timeline_ref.c and oscost (release)..." >&2
 cc -O2 -o "$tmp/timeline_ref" benches/timeline_ref.c || die "cc failed on benches/timeline_ref.c"
-if [[ -n "${OSCOST_BIN:-}" ]]; then
-    bin="$OSCOST_BIN"
-else
-    cargo build --release -q || die "cargo build --release failed"
-    bin="${CARGO_TARGET_DIR:-target}/release/oscost"
-fi
-[[ -x "$bin" ]] || die "$bin not found or not executable"
+build_oscost
 
 # "ITERATIONS" then "N THROUGHPUT LATENCY_NS" per case, from oscost's JSON FILE.
 oscost_figures() {

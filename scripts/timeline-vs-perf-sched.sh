@@ -25,27 +25,10 @@ cd "$(dirname "$0")/.."
 # shellcheck source=scripts/side-by-side.sh
 source scripts/side-by-side.sh
 side_by_side_setup "${1:-}"
-command -v perf >/dev/null || die "perf not found (Debian: apt-get install linux-perf)"
+perf_setup
 command -v python3 >/dev/null || die "python3 not found"
 
-if [[ -n "${OSCOST_BIN:-}" ]]; then
-    bin="$OSCOST_BIN"
-else
-    cargo build --release -q || die "cargo build --release failed"
-    bin="${CARGO_TARGET_DIR:-target}/release/oscost"
-fi
-[[ -x "$bin" ]] || die "$bin not found or not executable"
-
-# perf mounts tracefs where it finds none, and leaves it mounted: put that back on the way out.
-tracefs_before=$(awk '$3 == "tracefs"' /proc/self/mounts | wc -l)
-restore_tracefs() {
-    if [[ "$tracefs_before" == 0 ]]; then
-        awk '$3 == "tracefs" { print $2 }' /proc/self/mounts | while read -r dir; do
-            umount "$dir" 2>/dev/null || echo "warning: could not unmount tracefs on $dir" >&2
-        done
-    fi
-}
-trap 'restore_tracefs; rm -rf "$tmp"' EXIT
+build_oscost
 
 for r in $(seq 1 "$rounds"); do
     perf sched record -C "$cpu" -o "$tmp/perf.$r.data" -- \

@@ -249,10 +249,35 @@ fn read_foreign_tasks(s: &mut Snapshot, want_comm: bool) {
 /// workers alike).
 const OSCOST_COMM: &str = "oscost";
 
-/// Parses the per-CPU busy time of `/proc/stat`: user, nice, system, irq and softirq of each
-/// `cpuN` line, in USER_HZ ticks. Idle and iowait are idle time, steal was not the guest's to
-/// use, and guest time is already counted in user and nice.
-fn parse_busy_ticks(text: &str) -> BTreeMap<usize, [u64; 5]> {
+/// One `cpuN` line of `/proc/stat`, in USER_HZ ticks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct CpuTimes {
+    /// Time in user mode.
+    pub user: u64,
+    /// Time in user mode at a lowered priority.
+    pub nice: u64,
+    /// Time in the kernel.
+    pub system: u64,
+    /// Time serving interrupts.
+    pub irq: u64,
+    /// Time serving softirqs.
+    pub softirq: u64,
+    /// Time the hypervisor ran something else on this vCPU; `None` when the line stops
+    /// before it.
+    pub steal: Option<u64>,
+}
+
+impl CpuTimes {
+    /// The busy fields: user, nice, system, irq and softirq. Idle and iowait are idle time,
+    /// steal was not the guest's to use, and guest time is already counted in user and nice.
+    pub fn busy(&self) -> [u64; 5] {
+        [self.user, self.nice, self.system, self.irq, self.softirq]
+    }
+}
+
+/// Parses the `cpuN` lines of `/proc/stat` (not the aggregate `cpu` line); a line too short
+/// to reach softirq is left out.
+pub(crate) fn parse_cpu_times(text: &str) -> BTreeMap<usize, CpuTimes> {
     let mut out = BTreeMap::new();
     for line in text.lines() {
         let mut it = line.split_whitespace();
@@ -263,13 +288,32 @@ fn parse_busy_ticks(text: &str) -> BTreeMap<usize, [u64; 5]> {
         else {
             continue;
         };
-        // user nice system idle iowait irq softirq
-        let v: Vec<u64> = it.take(7).map_while(|x| x.parse().ok()).collect();
-        if let [user, nice, system, _idle, _iowait, irq, softirq] = v[..] {
-            out.insert(cpu, [user, nice, system, irq, softirq]);
+        // user nice system idle iowait irq softirq steal
+        let v: Vec<u64> = it.take(8).map_while(|x| x.parse().ok()).collect();
+        if let [user, nice, system, _idle, _iowait, irq, softirq, ..] = v[..] {
+            let steal = v.get(7).copied();
+            out.insert(
+                cpu,
+                CpuTimes {
+                    user,
+                    nice,
+                    system,
+                    irq,
+                    softirq,
+                    steal,
+                },
+            );
         }
     }
     out
+}
+
+/// The per-CPU busy time of `/proc/stat` (see [`CpuTimes::busy`]).
+fn parse_busy_ticks(text: &str) -> BTreeMap<usize, [u64; 5]> {
+    parse_cpu_times(text)
+        .into_iter()
+        .map(|(cpu, t)| (cpu, t.busy()))
+        .collect()
 }
 
 /// The units of the kernel's CPU-time accounting.
@@ -839,6 +883,30 @@ mod tests {
         assert_eq!(t.len(), 2);
         assert_eq!(t[&0], [1, 2, 3, 6, 7]);
         assert_eq!(t[&1], [100, 0, 50, 0, 1]);
+    }
+
+    #[test]
+    fn cpu_times_hold_steal_only_when_the_line_reaches_it() {
+        let t = parse_cpu_times(
+            "cpu  10 20 30 40 50 60 70 80 0 0\n\
+             cpu0 1 2 3 1000 5 6 7 8 9 10\n\
+             cpu1 100 0 50 1000 5 0 1\n\
+             cpu2 1 2 3\n",
+        );
+        assert_eq!(t.len(), 2);
+        assert_eq!(
+            t[&0],
+            CpuTimes {
+                user: 1,
+                nice: 2,
+                system: 3,
+                irq: 6,
+                softirq: 7,
+                steal: Some(8),
+            }
+        );
+        assert_eq!(t[&1].busy(), [100, 0, 50, 0, 1]);
+        assert_eq!(t[&1].steal, None);
     }
 
     #[test]

@@ -12,6 +12,7 @@
 
 use crate::context::{Cancelled, Context};
 use crate::cpuset::{self, AffinityRestore};
+use crate::env::load::parse_cpu_times;
 use crate::experiments::{parse_tasks, TaskList};
 use crate::limits::{Limits, Needs};
 use crate::sampler::{counting_threads, median_of, single_task_check, whole_runs};
@@ -447,25 +448,12 @@ struct CpuTicks {
 fn cpu_ticks(text: &str, cpus: &[usize]) -> Option<CpuTicks> {
     let mut sum = CpuTicks::default();
     let mut found = 0;
-    for line in text.lines() {
-        let mut it = line.split_whitespace();
-        let Some(cpu) = it
-            .next()
-            .and_then(|k| k.strip_prefix("cpu"))
-            .and_then(|n| n.parse::<usize>().ok())
-        else {
-            continue;
-        };
+    for (cpu, t) in parse_cpu_times(text) {
         if !cpus.contains(&cpu) {
             continue;
         }
-        // user nice system idle iowait irq softirq steal
-        let v: Vec<u64> = it.take(8).map_while(|x| x.parse().ok()).collect();
-        let [user, nice, system, _, _, irq, softirq, steal] = v[..] else {
-            return None;
-        };
-        sum.busy += user + nice + system + irq + softirq;
-        sum.steal += steal;
+        sum.busy += t.busy().iter().sum::<u64>();
+        sum.steal += t.steal?;
         found += 1;
     }
     (found == cpus.len()).then_some(sum)
@@ -1367,7 +1355,8 @@ mod tests {
         let text = "cpu  9 9 9 9 9 9 9 9 0 0\n\
                     cpu0 10 1 5 100 2 1 1 7 0 0\n\
                     cpu1 20 0 10 100 0 0 0 30 0 0\n\
-                    cpu2 1 1 1\n";
+                    cpu2 1 1 1\n\
+                    cpu3 1 1 1 1 1 1 1\n";
         assert_eq!(
             cpu_ticks(text, &[0, 1]),
             Some(CpuTicks {
@@ -1378,6 +1367,7 @@ mod tests {
         assert_eq!(cpu_ticks(text, &[1]).map(|c| c.steal), Some(30));
         // Too short for steal, or missing: not invented.
         assert_eq!(cpu_ticks(text, &[2]), None);
+        assert_eq!(cpu_ticks(text, &[3]), None);
         assert_eq!(cpu_ticks(text, &[0, 5]), None);
     }
 

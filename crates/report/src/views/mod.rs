@@ -12,6 +12,8 @@ pub mod noise;
 pub mod spawn;
 pub mod split;
 pub mod switch;
+#[cfg(test)]
+pub(crate) mod testkit;
 pub mod tick;
 pub mod tick_forms;
 pub mod timeline;

@@ -153,20 +153,11 @@ fn page_tables(e: &ExperimentResult) -> Option<View> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::views::testkit;
     use oscost_model::schema::UnavailableCase;
 
     fn case(id: &str, op: &str, mib: u64, median: f64, pte: f64) -> CaseResult {
-        let mut c: CaseResult = serde_json::from_value(serde_json::json!({
-            "id": id, "description": "", "unit": "creation", "params": {}, "samples": 5,
-            "iterations_per_sample": 1, "loop_overhead_ns": 0.0, "median_ns": median,
-            "mad_ns": 0.0, "min_ns": median, "max_ns": median, "mean_ns": median,
-            "stddev_ns": 0.0, "p5_ns": median, "p95_ns": median, "ci95_ns": [median, median],
-            "median_cycles": median, "ci95_cycles": [median, median],
-            "outliers": {"low_severe": 0, "low_mild": 0, "high_mild": 0, "high_severe": 0},
-            "noisy": false, "checks": [], "checks_passed": true, "counters": {},
-            "at_rate": null, "warnings": [], "series": [], "raw_ns": []
-        }))
-        .unwrap();
+        let mut c = testkit::case(id, "creation", median);
         c.params.insert("op".into(), op.into());
         c.params.insert("parent_mib".into(), mib.into());
         c.counters.insert("vm_pte_kib".into(), pte);

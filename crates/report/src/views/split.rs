@@ -265,6 +265,7 @@ fn speedup(e: &ExperimentResult) -> Option<View> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::views::testkit;
 
     #[test]
     fn overhead_is_against_t1_over_the_usable_cpus() {
@@ -284,18 +285,11 @@ mod tests {
     }
 
     fn case(form: &str, set: &str, n: u64, median: f64, warning: Option<&str>) -> CaseResult {
-        let mut c: CaseResult = serde_json::from_value(serde_json::json!({
-            "id": format!("split.{form}.{set}.{n}"), "description": "", "unit": "run",
-            "params": {"form": form, "set": set, "tasks": n, "cpu_count": 2}, "samples": 5,
-            "iterations_per_sample": 1, "loop_overhead_ns": 0.0, "median_ns": median,
-            "mad_ns": 0.0, "min_ns": median, "max_ns": median, "mean_ns": median,
-            "stddev_ns": 0.0, "p5_ns": median, "p95_ns": median, "ci95_ns": [median, median],
-            "median_cycles": median, "ci95_cycles": [median, median],
-            "outliers": {"low_severe": 0, "low_mild": 0, "high_mild": 0, "high_severe": 0},
-            "noisy": false, "checks": [], "checks_passed": true, "counters": {},
-            "at_rate": null, "warnings": [], "series": [], "raw_ns": []
-        }))
-        .unwrap();
+        let mut c = testkit::case(&format!("split.{form}.{set}.{n}"), "run", median);
+        c.params.insert("form".into(), form.into());
+        c.params.insert("set".into(), set.into());
+        c.params.insert("tasks".into(), n.into());
+        c.params.insert("cpu_count".into(), 2.into());
         c.warnings.extend(warning.map(String::from));
         c
     }

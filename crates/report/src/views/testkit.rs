@@ -1,0 +1,19 @@
+//! Test-only builders for the views' unit tests.
+
+use oscost_model::CaseResult;
+
+/// A summarised case `id` measured in `unit`, every figure of it `median` ns over five
+/// samples, with no params, counters, checks or warnings: each test adds what its view reads.
+pub(crate) fn case(id: &str, unit: &str, median: f64) -> CaseResult {
+    serde_json::from_value(serde_json::json!({
+        "id": id, "description": "", "unit": unit, "params": {}, "samples": 5,
+        "iterations_per_sample": 1, "loop_overhead_ns": 0.0, "median_ns": median,
+        "mad_ns": 0.0, "min_ns": median, "max_ns": median, "mean_ns": median,
+        "stddev_ns": 0.0, "p5_ns": median, "p95_ns": median, "ci95_ns": [median, median],
+        "median_cycles": median, "ci95_cycles": [median, median],
+        "outliers": {"low_severe": 0, "low_mild": 0, "high_mild": 0, "high_severe": 0},
+        "noisy": false, "checks": [], "checks_passed": true, "counters": {},
+        "at_rate": null, "warnings": [], "series": [], "raw_ns": []
+    }))
+    .expect("a summarised case")
+}
