@@ -1,14 +1,51 @@
 //! The progress bar: on stderr, and only when stderr is a terminal and `--quiet` is off.
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 use oscost_measure::Progress;
 use std::io::IsTerminal;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 /// An indicatif bar behind the measuring layer's [`Progress`] trait.
 pub struct Bar {
     bar: ProgressBar,
     /// "[2/4] " while a suite of several experiments runs.
-    stage: std::sync::Mutex<String>,
+    stage: Mutex<String>,
+    /// What the whole run has left, where the history knows how long its experiments took.
+    suite: Arc<Mutex<Option<Suite>>>,
+}
+
+/// The run's expected time left, from what each experiment took the last time the same run
+/// was made on this machine.
+#[derive(Debug, Clone, Copy)]
+struct Suite {
+    /// When the experiment now measuring began.
+    started: Instant,
+    /// What it took last time, s.
+    expected: f64,
+    /// What the experiments after it took last time, s.
+    rest: f64,
+}
+
+/// The run's time left: what the experiment now measuring has left (its time last run less
+/// `elapsed`; once it has outrun that, the step's own estimate `step_left`) plus `rest`.
+fn suite_left(elapsed: f64, expected: f64, rest: f64, step_left: f64) -> f64 {
+    let now = if elapsed < expected {
+        expected - elapsed
+    } else {
+        step_left
+    };
+    now + rest
+}
+
+/// `38s`, `2m05s`: as short as the bar's own estimate beside it.
+fn short_secs(s: f64) -> String {
+    let s = s.max(0.0).round() as u64;
+    if s < 60 {
+        format!("{s}s")
+    } else {
+        format!("{}m{:02}s", s / 60, s % 60)
+    }
 }
 
 impl Bar {
@@ -18,19 +55,40 @@ impl Bar {
         if visible && std::io::stderr().is_terminal() {
             bar.set_draw_target(ProgressDrawTarget::stderr());
         }
+        let suite: Arc<Mutex<Option<Suite>>> = Arc::default();
+        let shared = Arc::clone(&suite);
         bar.set_style(
             ProgressStyle::with_template(
                 // The message last and cut to what is left of the line, so that the bar
                 // fits a terminal of 60 columns and redraws in place instead of scrolling.
-                "{prefix:>16} [{bar:16}] {pos}/{len} ~{eta} left {wide_msg}",
+                "{prefix:>16} [{bar:16}] {pos}/{len} ~{eta} left{suite} {wide_msg}",
             )
             .expect("static template")
+            .with_key(
+                "suite",
+                move |state: &ProgressState, w: &mut dyn std::fmt::Write| {
+                    let Some(s) = *shared.lock().unwrap_or_else(|e| e.into_inner()) else {
+                        return;
+                    };
+                    let elapsed = s.started.elapsed().as_secs_f64();
+                    let left = suite_left(elapsed, s.expected, s.rest, state.eta().as_secs_f64());
+                    let _ = write!(w, ", all ~{}", short_secs(left));
+                },
+            )
             .progress_chars("=> "),
         );
         Bar {
             bar,
-            stage: std::sync::Mutex::new(String::new()),
+            stage: Mutex::new(String::new()),
+            suite,
         }
+    }
+
+    /// Says what the run has left from here: `expected` is what each experiment of the run
+    /// took the last time this run was made here (`None` where unknown), and `index` (from 0)
+    /// the one starting now. Shown only when every experiment from here on is known.
+    pub fn suite(&self, expected: &[Option<f64>], index: usize) {
+        *self.suite.lock().unwrap_or_else(|e| e.into_inner()) = known(expected, index);
     }
 
     /// Says which experiment of the run is measuring: `index` of `count` (from 1).
@@ -71,5 +129,55 @@ impl Progress for Bar {
     }
     fn finish(&self) {
         self.bar.finish_and_clear();
+    }
+}
+
+/// The run's time left from experiment `index` on, when every one from there is known.
+fn known(expected: &[Option<f64>], index: usize) -> Option<Suite> {
+    let now = (*expected.get(index)?)?;
+    let rest: Option<f64> = expected.get(index + 1..)?.iter().copied().sum();
+    Some(Suite {
+        started: Instant::now(),
+        expected: now,
+        rest: rest?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_run_left_is_this_experiments_time_left_plus_the_rest() {
+        // 4 s into an experiment that took 10 s last time, 30 s after it.
+        assert_eq!(suite_left(4.0, 10.0, 30.0, 99.0), 36.0);
+        // Outrunning last time's: the step's own estimate stands for what is left of it.
+        assert_eq!(suite_left(12.0, 10.0, 30.0, 2.0), 32.0);
+    }
+
+    #[test]
+    fn times_read_short() {
+        assert_eq!(short_secs(0.4), "0s");
+        assert_eq!(short_secs(38.4), "38s");
+        assert_eq!(short_secs(125.0), "2m05s");
+        assert_eq!(short_secs(-3.0), "0s");
+    }
+
+    #[test]
+    fn the_run_left_is_shown_only_when_every_later_experiment_is_known() {
+        let bar = Bar::new(false);
+        let known = |b: &Bar| b.suite.lock().unwrap().is_some();
+        bar.suite(&[Some(5.0), Some(10.0), Some(1.0)], 0);
+        assert!(known(&bar));
+        bar.suite(&[Some(5.0), None, Some(1.0)], 0);
+        assert!(!known(&bar));
+        // Past the unknown one, the rest is known again.
+        bar.suite(&[Some(5.0), None, Some(1.0)], 2);
+        assert!(known(&bar));
+        let s = bar.suite.lock().unwrap().unwrap();
+        assert_eq!((s.expected, s.rest), (1.0, 0.0));
+        // No earlier run: nothing.
+        bar.suite(&[], 0);
+        assert!(!known(&bar));
     }
 }

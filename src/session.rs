@@ -641,6 +641,11 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs], saving: Saving) -> anyh
         )
     })?;
     bar.finish();
+    let expected = if cfg.scripted {
+        Vec::new()
+    } else {
+        expected_seconds(&saving, &env, &cfg.run_id, experiments)
+    };
     // How busy the machine was: measured, except on the scripted (fictional) machine.
     let load_since = |probe: LoadProbe, own_tasks: u64| {
         if cfg.scripted {
@@ -665,6 +670,7 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs], saving: Saving) -> anyh
             break;
         }
         bar.stage(index + 1, experiments.len());
+        bar.suite(&expected, index);
         let job = Job {
             experiment: e.clone(),
             sampler: cfg.sampler,
@@ -738,6 +744,72 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs], saving: Saving) -> anyh
         in_history,
         lost,
     })
+}
+
+/// Options that say where results go or how much is printed: they change nothing measured,
+/// so two runs that differ only in them take the same time. Each takes a value.
+const OUTPUT_OPTIONS: &[&str] = &[
+    "--json",
+    "--csv",
+    "--markdown",
+    "--report",
+    "--svg",
+    "--series",
+    "--history",
+    "--host-name",
+    "--runner",
+];
+
+/// Flags of the same kind: see [`OUTPUT_OPTIONS`].
+const OUTPUT_FLAGS: &[&str] = &["--no-save", "-q", "--quiet", "-v", "--verbose"];
+
+/// A command line without its program name and its output options: what decides what a run
+/// measures and so how long it takes.
+fn measuring_args(line: &[String]) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut args = line.iter().skip(1).map(String::as_str);
+    while let Some(a) = args.next() {
+        let name = a.split_once('=').map_or(a, |(n, _)| n);
+        if OUTPUT_OPTIONS.contains(&name) {
+            if !a.contains('=') {
+                args.next();
+            }
+        } else if !OUTPUT_FLAGS.contains(&a) {
+            out.push(a);
+        }
+    }
+    out
+}
+
+/// What each of `experiments` took the last time the same run (the same experiments and the
+/// same measuring options) was saved in this history from this machine: the progress bar's
+/// time left for the whole run. Empty when there is no such run or no history.
+fn expected_seconds(
+    saving: &Saving,
+    env: &Environment,
+    run_id: &str,
+    experiments: &[ExperimentArgs],
+) -> Vec<Option<f64>> {
+    let Saving::Into { history, .. } = saving else {
+        return Vec::new();
+    };
+    let names: Vec<&str> = experiments.iter().map(|e| e.name()).collect();
+    let args = measuring_args(&env.command_line);
+    let alike = |d: &ResultDoc| {
+        d.experiments
+            .iter()
+            .map(|e| e.name.as_str())
+            .eq(names.iter().copied())
+            && measuring_args(&d.environment.command_line) == args
+    };
+    match history.newest_alike(env, run_id, alike) {
+        Ok(Some(prev)) => prev
+            .experiments
+            .iter()
+            .map(|e| e.load.as_ref().map(|l| l.wall_s))
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// Prints an experiment's tables: to stdout, or to stderr when stdout carries a machine
@@ -873,4 +945,26 @@ fn reader_gone() -> bool {
         READER_GONE.store(true, Ordering::SeqCst);
     }
     READER_GONE.load(Ordering::SeqCst)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(s: &str) -> Vec<String> {
+        s.split(' ').map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn output_options_do_not_change_what_a_run_measures() {
+        let a = line("oscost run tick --work 1s --json a.json --no-save -q");
+        let b = line("/usr/bin/oscost run tick --work 1s --report=r.html --history h.db");
+        assert_eq!(measuring_args(&a), ["run", "tick", "--work", "1s"]);
+        assert_eq!(measuring_args(&a), measuring_args(&b));
+        // A measuring option differs: not alike.
+        let c = line("oscost run tick --work 2s");
+        assert_ne!(measuring_args(&a), measuring_args(&c));
+        let quick = line("oscost --quick --csv -");
+        assert_eq!(measuring_args(&quick), ["--quick"]);
+    }
 }

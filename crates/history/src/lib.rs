@@ -931,8 +931,23 @@ impl History {
             Some(id) => id.clone(),
             None => derived_run_id(doc)?,
         };
+        self.newest_alike(&doc.environment, &own, |d| {
+            quick(&d.environment.command_line) == quick(&doc.environment.command_line)
+                && names(d) == names(doc)
+        })
+    }
+
+    /// The newest run other than `own` on the machine `env` describes (the same host when it
+    /// names one, the same environment fingerprint) that `accept` takes. Looks at the last 20
+    /// such runs at most: a run about to start asks it before it has any results.
+    pub fn newest_alike(
+        &self,
+        env: &oscost_model::Environment,
+        own: &str,
+        accept: impl Fn(&ResultDoc) -> bool,
+    ) -> Result<Option<ResultDoc>, HistoryError> {
         // On a store many machines share, twins of one fingerprint are still other hosts.
-        let (host_filter, host) = match doc.environment.host() {
+        let (host_filter, host) = match env.host() {
             Some(h) => (
                 "AND run_id IN (SELECT run_id FROM run_hosts WHERE hostname = $3)",
                 h.to_owned(),
@@ -948,20 +963,14 @@ impl History {
                     "SELECT run_id FROM runs WHERE env_fingerprint = $1 AND run_id != $2 \
                      {host_filter} {NEWEST_FIRST} LIMIT 20"
                 ),
-                &[
-                    env_fingerprint(&doc.environment).into(),
-                    own.into(),
-                    host.into(),
-                ],
+                &[env_fingerprint(env).into(), own.into(), host.into()],
             )?
             .into_iter()
             .map(|r| first(r).string())
             .collect();
         for id in ids {
             let d = self.get(&id)?;
-            if quick(&d.environment.command_line) == quick(&doc.environment.command_line)
-                && names(&d) == names(doc)
-            {
+            if accept(&d) {
                 return Ok(Some(d));
             }
         }
