@@ -6,7 +6,7 @@
 //! machine's exit, a signal handler's own user time).
 
 use super::{period_name, work, Armed, Source, FIFO_PRIORITY, NAME};
-use crate::kview::{self, Kind, Raw, Segment, Session, LOCAL_TIMER};
+use crate::kview::{self, Event, Kind, Segment, Session, CALLBACKS, LOCAL_TIMER};
 use oscost_model::case::{Case, Check, Samples};
 use oscost_sys::clock::Clock;
 use std::hint::black_box;
@@ -22,9 +22,6 @@ pub(super) const EVENTS: &[(&str, &str)] = &[
     ("sched", "sched_switch"),
     ("signal", "signal_deliver"),
 ];
-
-/// The label of hrtimer callbacks' time.
-const CALLBACKS: &str = "timer callbacks";
 
 /// The parts of the kernel's time per event, in drawing order, and what each takes in.
 pub const PARTS: &[(&str, &str)] = &[
@@ -55,48 +52,17 @@ pub(crate) enum Ev {
     Signal,
 }
 
-/// The events of `raw` on `cpu`, at ns from `start` (counter ticks) by `clock`.
-fn decode(raw: &Raw, cpu: usize, start: u64, clock: &Clock) -> Vec<(f64, Ev)> {
-    let softirqs = [
-        "HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER",
-        "RCU",
-    ];
-    raw.records
-        .iter()
-        .filter(|r| r.cpu as usize == cpu)
-        .filter_map(|r| {
-            let f = raw.format(r)?;
-            let ev = match f.name.as_str() {
-                "irq_vectors:local_timer_entry" => {
-                    Ev::Kind(Kind::Enter("local_timer".into(), LOCAL_TIMER.into()))
-                }
-                "irq_vectors:local_timer_exit" => Ev::Kind(Kind::Exit("local_timer".into())),
-                "timer:hrtimer_expire_entry" => {
-                    Ev::Kind(Kind::Enter("hrtimer".into(), CALLBACKS.into()))
-                }
-                "timer:hrtimer_expire_exit" => Ev::Kind(Kind::Exit("hrtimer".into())),
-                "irq:softirq_entry" => {
-                    let v = f.int(&r.raw, "vec").unwrap_or(-1);
-                    let kind = usize::try_from(v)
-                        .ok()
-                        .and_then(|v| softirqs.get(v))
-                        .map_or_else(|| format!("softirq {v}"), |k| format!("softirq {k}"));
-                    Ev::Kind(Kind::Enter("softirq".into(), kind))
-                }
-                "irq:softirq_exit" => Ev::Kind(Kind::Exit("softirq".into())),
-                "sched:sched_switch" => Ev::Kind(Kind::Switch {
-                    prev_tid: f.int(&r.raw, "prev_pid")?,
-                    prev_state: f.int(&r.raw, "prev_state")?,
-                    next_tid: f.int(&r.raw, "next_pid")?,
-                    next_comm: f.string(&r.raw, "next_comm")?,
-                }),
-                "signal:signal_deliver" => Ev::Signal,
-                _ => return None,
+/// The events on `cpu`, at ns from `start` (counter ticks) by `clock`.
+fn on_cpu(events: Vec<Event>, cpu: usize, start: u64, clock: &Clock) -> Vec<(f64, Ev)> {
+    events
+        .into_iter()
+        .filter(|e| e.cpu as usize == cpu)
+        .map(|e| {
+            let ev = match e.kind {
+                Kind::Signal => Ev::Signal,
+                k => Ev::Kind(k),
             };
-            Some((
-                clock.ticks_to_ns(raw.map.ticks(r.time_ns) - start as f64),
-                ev,
-            ))
+            (clock.ticks_to_ns(e.ticks - start as f64), ev)
         })
         .collect()
 }
@@ -224,7 +190,7 @@ pub(super) fn traced_run(
         armed.disarm()?;
     }
     let span = clock.ticks_to_ns(b.wrapping_sub(a) as f64);
-    let events = decode(&raw, cpu, a, clock);
+    let events = on_cpu(raw.events(), cpu, a, clock);
     Ok(Ok((
         Traced {
             point,
