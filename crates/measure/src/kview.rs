@@ -3,8 +3,8 @@
 //! that match them with what a measuring loop saw (which interrupt, softirq or task took a
 //! gap of a busy loop).
 
-use oscost_sys::clock::Clock;
-use oscost_sys::ktrace::{Format, Record, Tracefs, Tracer, Unavailable};
+use crate::timesource::TimeSource;
+use oscost_sys::ktrace::{Format, Record, Tracefs, Tracer, Unavailable, DEFAULT_RING_PAGES};
 use std::collections::{BTreeMap, HashMap};
 
 /// The label of time no kernel event explains.
@@ -365,47 +365,95 @@ pub fn key(label: &str) -> String {
     k.trim_matches('_').to_owned()
 }
 
+/// What a traced pass asks of [`Session::open`].
+#[derive(Debug, Clone, Copy)]
+pub struct Pass<'a> {
+    /// The tracepoints, `(system, event)`.
+    pub events: &'a [(&'a str, &'a str)],
+    /// The CPUs recorded.
+    pub cpus: &'a [usize],
+    /// Whether the pass is one of several, each mounting tracefs anew where it is mounted
+    /// nowhere (the note says so).
+    pub each: bool,
+    /// `None`: tracepoints this kernel lacks are skipped and named in a note. `Some(why)`: the
+    /// pass needs every one, so a kernel lacking any (or a tracefs closed to this user) is the
+    /// reason it is not measured; `why` ends the reason for lacking ones.
+    pub needs_all: Option<&'a str>,
+}
+
+impl<'a> Pass<'a> {
+    /// A single pass over `events` on `cpus` that skips the tracepoints this kernel lacks.
+    pub fn new(events: &'a [(&'a str, &'a str)], cpus: &'a [usize]) -> Pass<'a> {
+        Pass {
+            events,
+            cpus,
+            each: false,
+            needs_all: None,
+        }
+    }
+}
+
 /// A traced run: the tracer, its tracefs, and where their times are anchored.
 pub struct Session {
     tracer: Tracer,
     /// Kept so a tracefs mounted for the run is unmounted after the tracer is closed (fields
     /// drop in order of declaration).
     _fs: Tracefs,
-    mounted: Option<String>,
     start: (u64, u64),
 }
 
 impl Session {
-    /// Opens `events` on `cpus`, disabled.
-    pub fn open(events: &[(&str, &str)], cpus: &[usize]) -> Result<Session, Unavailable> {
+    /// Opens `pass`'s tracepoints, disabled, mounting tracefs where it is mounted nowhere: the
+    /// session with its notes (what was changed on the machine, the tracepoints skipped), or
+    /// the one line saying why tracing is not to be had and how to get it.
+    pub fn open(pass: &Pass) -> Result<(Session, Vec<String>), Unavailable> {
         let fs = Tracefs::open()?;
-        let mounted = fs.mounted_here().then(|| {
-            format!(
-                "tracefs was not mounted: mounted on {} for the traced pass, unmounted after",
+        let mut notes = Vec::new();
+        if fs.mounted_here() {
+            let (passes, after) = if pass.each {
+                ("passes", "after each")
+            } else {
+                ("pass", "after")
+            };
+            notes.push(format!(
+                "tracefs was not mounted: mounted on {} for the traced {passes}, unmounted {after}",
                 fs.root().display()
-            )
-        });
-        let tracer = Tracer::open(&fs, events, cpus, oscost_sys::ktrace::DEFAULT_RING_PAGES)?;
-        Ok(Session {
+            ));
+        }
+        let tracer = match Tracer::open(&fs, pass.events, pass.cpus, DEFAULT_RING_PAGES) {
+            Ok(t) => t,
+            Err(u) if pass.needs_all.is_some() => return Err(closed(&fs).unwrap_or(u)),
+            Err(u) => return Err(u),
+        };
+        if !tracer.missing().is_empty() {
+            let missing = tracer.missing().join(", ");
+            match pass.needs_all {
+                Some(why) => {
+                    return Err(Unavailable(format!(
+                        "this kernel lacks the tracepoints {missing}: {why}"
+                    )))
+                }
+                None => notes.push(format!(
+                    "tracepoints this kernel lacks, not traced: {missing}"
+                )),
+            }
+        }
+        let session = Session {
             _fs: fs,
             tracer,
-            mounted,
             start: (0, 0),
-        })
+        };
+        Ok((session, notes))
     }
 
-    /// What was changed on the machine for the session, if anything.
-    pub fn mounted(&self) -> Option<&str> {
-        self.mounted.as_deref()
-    }
-
-    /// Tracepoints this kernel lacks.
-    pub fn missing(&self) -> &[String] {
-        self.tracer.missing()
+    /// Keeps only the records of tracepoint `name` (`sys:event`) that match `filter` (a
+    /// tracefs filter expression).
+    pub fn set_filter(&self, name: &str, filter: &str) -> std::io::Result<()> {
+        self.tracer.set_filter(name, filter)
     }
 
     /// Starts recording; anchors the time line.
-    pub fn start(&mut self, clock: &Clock) -> std::io::Result<()> {
+    pub fn start<C: TimeSource + ?Sized>(&mut self, clock: &C) -> std::io::Result<()> {
         self.tracer.enable()?;
         self.start = oscost_sys::ktrace::anchor(|| clock.now());
         Ok(())
@@ -413,7 +461,7 @@ impl Session {
 
     /// Stops recording and decodes every event; counts the records of each tracepoint per
     /// CPU (`(cpu, sys:event)`), and those the kernel dropped.
-    pub fn stop(&mut self, clock: &Clock) -> std::io::Result<Stopped> {
+    pub fn stop<C: TimeSource + ?Sized>(&mut self, clock: &C) -> std::io::Result<Stopped> {
         let end = oscost_sys::ktrace::anchor(|| clock.now());
         self.tracer.disable()?;
         let map = TimeMap::new(self.start, end);
@@ -432,6 +480,19 @@ impl Session {
             window_ns: end.1.saturating_sub(self.start.1),
         })
     }
+}
+
+/// A tracefs mounted by someone else but closed to this user hides every tracepoint: say it
+/// is permission, not a kernel without them.
+fn closed(fs: &Tracefs) -> Option<Unavailable> {
+    let e = std::fs::read_dir(fs.root().join("events")).err()?;
+    (e.kind() == std::io::ErrorKind::PermissionDenied).then(|| {
+        Unavailable(format!(
+            "the kernel's tracepoints cannot be read (tracefs at {}: {e}): run as root (or \
+             with CAP_PERFMON and read access to tracefs)",
+            fs.root().display()
+        ))
+    })
 }
 
 /// What a session recorded.
@@ -480,7 +541,7 @@ impl Raw {
 
 impl Session {
     /// Stops recording and hands back the records as they came, with their formats.
-    pub fn stop_raw(&mut self, clock: &Clock) -> std::io::Result<Raw> {
+    pub fn stop_raw<C: TimeSource + ?Sized>(&mut self, clock: &C) -> std::io::Result<Raw> {
         let end = oscost_sys::ktrace::anchor(|| clock.now());
         self.tracer.disable()?;
         let records = self.tracer.drain();

@@ -6,7 +6,7 @@
 //! machine's exit, a signal handler's own user time).
 
 use super::{period_name, work, Armed, Source, FIFO_PRIORITY, NAME};
-use crate::kview::{self, Event, Kind, Segment, Session, CALLBACKS, LOCAL_TIMER};
+use crate::kview::{self, Event, Kind, Pass, Segment, Session, CALLBACKS, LOCAL_TIMER};
 use oscost_model::case::{Case, Check, Samples};
 use oscost_sys::clock::Clock;
 use std::hint::black_box;
@@ -43,7 +43,8 @@ pub const PARTS: &[(&str, &str)] = &[
 /// The label `kview::segments` gives the helper thread's time.
 const HELPER_LABEL: &str = "task oscost-tick";
 
-/// One event decoded for the traced run: the kernel view's kinds, or a signal's delivery.
+/// One event of the traced run as [`kernel_time`] reads it: the handlers, callbacks and switches
+/// make up the kernel's time, a signal's delivery is only counted.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Ev {
     /// A handler, a callback or a switch.
@@ -165,17 +166,10 @@ pub(super) fn traced_run(
     cpu: usize,
     limit: u64,
 ) -> anyhow::Result<Result<(Traced, Vec<String>), oscost_sys::ktrace::Unavailable>> {
-    let mut session = match Session::open(EVENTS, &[cpu]) {
+    let (mut session, notes) = match Session::open(&Pass::new(EVENTS, &[cpu])) {
         Ok(s) => s,
         Err(u) => return Ok(Err(u)),
     };
-    let mut notes: Vec<String> = session.mounted().map(str::to_owned).into_iter().collect();
-    if !session.missing().is_empty() {
-        notes.push(format!(
-            "tracepoints this kernel lacks, not traced: {}",
-            session.missing().join(", ")
-        ));
-    }
     let armed = point
         .map(|(s, p)| Armed::arm(s, p, cpu, limit, FIFO_PRIORITY))
         .transpose()?;
