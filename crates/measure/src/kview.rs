@@ -3,14 +3,16 @@
 //! that match them with what a measuring loop saw (which interrupt, softirq or task took a
 //! gap of a busy loop).
 
-use oscost_sys::clock::Clock;
-use oscost_sys::ktrace::{Format, Record, Tracefs, Tracer, Unavailable};
+use crate::timesource::TimeSource;
+use oscost_sys::ktrace::{Format, Record, Tracefs, Tracer, Unavailable, DEFAULT_RING_PAGES};
 use std::collections::{BTreeMap, HashMap};
 
 /// The label of time no kernel event explains.
 pub const OUTSIDE: &str = "outside the kernel's view";
 /// The label of the local timer interrupt's handler.
 pub const LOCAL_TIMER: &str = "local timer";
+/// The label of hrtimer callbacks' time.
+pub const CALLBACKS: &str = "timer callbacks";
 
 /// The x86 interrupt vectors with entry and exit tracepoints, and the label of each.
 const VECTORS: &[(&str, &str)] = &[
@@ -75,6 +77,8 @@ pub enum Kind {
         /// Its name.
         next_comm: String,
     },
+    /// A signal was delivered to the task running.
+    Signal,
 }
 
 /// One kernel event on oscost's time line.
@@ -166,6 +170,8 @@ impl Decoder {
                 Kind::Enter("irq".into(), format!("irq {irq} {name}"))
             }
             ("irq", "irq_handler_exit") => Kind::Exit("irq".into()),
+            ("timer", "hrtimer_expire_entry") => Kind::Enter("hrtimer".into(), CALLBACKS.into()),
+            ("timer", "hrtimer_expire_exit") => Kind::Exit("hrtimer".into()),
             ("irq", "softirq_entry") | ("irq", "softirq_exit") => {
                 let v = f.int(&r.raw, "vec").unwrap_or(-1);
                 let kind = usize::try_from(v)
@@ -184,6 +190,7 @@ impl Decoder {
                 next_tid: f.int(&r.raw, "next_pid")?,
                 next_comm: f.string(&r.raw, "next_comm")?,
             },
+            ("signal", "signal_deliver") => Kind::Signal,
             _ => return None,
         };
         Some(Event {
@@ -215,6 +222,11 @@ pub fn segments(events: &[(f64, &Kind)], loop_tid: i64) -> Vec<Segment> {
     let mut stack: Vec<(String, String)> = Vec::new();
     let mut last = f64::NAN;
     for &(at, kind) in events {
+        // A signal's delivery runs inside what the stack holds: it neither starts nor ends a
+        // stretch.
+        if *kind == Kind::Signal {
+            continue;
+        }
         if let Some((_, label)) = stack.last() {
             if at > last {
                 segs.push(Segment {
@@ -248,6 +260,7 @@ pub fn segments(events: &[(f64, &Kind)], loop_tid: i64) -> Vec<Segment> {
                     stack.push(("task".into(), name));
                 }
             }
+            Kind::Signal => {}
         }
     }
     segs
@@ -352,47 +365,95 @@ pub fn key(label: &str) -> String {
     k.trim_matches('_').to_owned()
 }
 
+/// What a traced pass asks of [`Session::open`].
+#[derive(Debug, Clone, Copy)]
+pub struct Pass<'a> {
+    /// The tracepoints, `(system, event)`.
+    pub events: &'a [(&'a str, &'a str)],
+    /// The CPUs recorded.
+    pub cpus: &'a [usize],
+    /// Whether the pass is one of several, each mounting tracefs anew where it is mounted
+    /// nowhere (the note says so).
+    pub each: bool,
+    /// `None`: tracepoints this kernel lacks are skipped and named in a note. `Some(why)`: the
+    /// pass needs every one, so a kernel lacking any (or a tracefs closed to this user) is the
+    /// reason it is not measured; `why` ends the reason for lacking ones.
+    pub needs_all: Option<&'a str>,
+}
+
+impl<'a> Pass<'a> {
+    /// A single pass over `events` on `cpus` that skips the tracepoints this kernel lacks.
+    pub fn new(events: &'a [(&'a str, &'a str)], cpus: &'a [usize]) -> Pass<'a> {
+        Pass {
+            events,
+            cpus,
+            each: false,
+            needs_all: None,
+        }
+    }
+}
+
 /// A traced run: the tracer, its tracefs, and where their times are anchored.
 pub struct Session {
     tracer: Tracer,
     /// Kept so a tracefs mounted for the run is unmounted after the tracer is closed (fields
     /// drop in order of declaration).
     _fs: Tracefs,
-    mounted: Option<String>,
     start: (u64, u64),
 }
 
 impl Session {
-    /// Opens `events` on `cpus`, disabled.
-    pub fn open(events: &[(&str, &str)], cpus: &[usize]) -> Result<Session, Unavailable> {
+    /// Opens `pass`'s tracepoints, disabled, mounting tracefs where it is mounted nowhere: the
+    /// session with its notes (what was changed on the machine, the tracepoints skipped), or
+    /// the one line saying why tracing is not to be had and how to get it.
+    pub fn open(pass: &Pass) -> Result<(Session, Vec<String>), Unavailable> {
         let fs = Tracefs::open()?;
-        let mounted = fs.mounted_here().then(|| {
-            format!(
-                "tracefs was not mounted: mounted on {} for the traced pass, unmounted after",
+        let mut notes = Vec::new();
+        if fs.mounted_here() {
+            let (passes, after) = if pass.each {
+                ("passes", "after each")
+            } else {
+                ("pass", "after")
+            };
+            notes.push(format!(
+                "tracefs was not mounted: mounted on {} for the traced {passes}, unmounted {after}",
                 fs.root().display()
-            )
-        });
-        let tracer = Tracer::open(&fs, events, cpus, oscost_sys::ktrace::DEFAULT_RING_PAGES)?;
-        Ok(Session {
+            ));
+        }
+        let tracer = match Tracer::open(&fs, pass.events, pass.cpus, DEFAULT_RING_PAGES) {
+            Ok(t) => t,
+            Err(u) if pass.needs_all.is_some() => return Err(closed(&fs).unwrap_or(u)),
+            Err(u) => return Err(u),
+        };
+        if !tracer.missing().is_empty() {
+            let missing = tracer.missing().join(", ");
+            match pass.needs_all {
+                Some(why) => {
+                    return Err(Unavailable(format!(
+                        "this kernel lacks the tracepoints {missing}: {why}"
+                    )))
+                }
+                None => notes.push(format!(
+                    "tracepoints this kernel lacks, not traced: {missing}"
+                )),
+            }
+        }
+        let session = Session {
             _fs: fs,
             tracer,
-            mounted,
             start: (0, 0),
-        })
+        };
+        Ok((session, notes))
     }
 
-    /// What was changed on the machine for the session, if anything.
-    pub fn mounted(&self) -> Option<&str> {
-        self.mounted.as_deref()
-    }
-
-    /// Tracepoints this kernel lacks.
-    pub fn missing(&self) -> &[String] {
-        self.tracer.missing()
+    /// Keeps only the records of tracepoint `name` (`sys:event`) that match `filter` (a
+    /// tracefs filter expression).
+    pub fn set_filter(&self, name: &str, filter: &str) -> std::io::Result<()> {
+        self.tracer.set_filter(name, filter)
     }
 
     /// Starts recording; anchors the time line.
-    pub fn start(&mut self, clock: &Clock) -> std::io::Result<()> {
+    pub fn start<C: TimeSource + ?Sized>(&mut self, clock: &C) -> std::io::Result<()> {
         self.tracer.enable()?;
         self.start = oscost_sys::ktrace::anchor(|| clock.now());
         Ok(())
@@ -400,7 +461,7 @@ impl Session {
 
     /// Stops recording and decodes every event; counts the records of each tracepoint per
     /// CPU (`(cpu, sys:event)`), and those the kernel dropped.
-    pub fn stop(&mut self, clock: &Clock) -> std::io::Result<Stopped> {
+    pub fn stop<C: TimeSource + ?Sized>(&mut self, clock: &C) -> std::io::Result<Stopped> {
         let end = oscost_sys::ktrace::anchor(|| clock.now());
         self.tracer.disable()?;
         let map = TimeMap::new(self.start, end);
@@ -421,6 +482,19 @@ impl Session {
     }
 }
 
+/// A tracefs mounted by someone else but closed to this user hides every tracepoint: say it
+/// is permission, not a kernel without them.
+fn closed(fs: &Tracefs) -> Option<Unavailable> {
+    let e = std::fs::read_dir(fs.root().join("events")).err()?;
+    (e.kind() == std::io::ErrorKind::PermissionDenied).then(|| {
+        Unavailable(format!(
+            "the kernel's tracepoints cannot be read (tracefs at {}: {e}): run as root (or \
+             with CAP_PERFMON and read access to tracefs)",
+            fs.root().display()
+        ))
+    })
+}
+
 /// What a session recorded.
 pub struct Stopped {
     /// The decoded events, in time order.
@@ -434,7 +508,8 @@ pub struct Stopped {
 }
 
 /// What a session recorded, undecoded: for a reader of tracepoints the [`Decoder`] does not
-/// know (the scheduler's wake-ups, timers, signals).
+/// know (the scheduler's wake-ups, system calls), or one that decodes them later
+/// ([`Raw::events`]).
 pub struct Raw {
     /// Every record, in time order.
     pub records: Vec<Record>,
@@ -453,11 +528,20 @@ impl Raw {
     pub fn format(&self, r: &Record) -> Option<&Format> {
         self.formats.iter().find(|f| f.id == r.event_id())
     }
+
+    /// The records of tracepoints the [`Decoder`] knows, decoded, in time order.
+    pub fn events(&self) -> Vec<Event> {
+        let dec = Decoder::new(&self.formats);
+        self.records
+            .iter()
+            .filter_map(|r| dec.decode(r, &self.map))
+            .collect()
+    }
 }
 
 impl Session {
     /// Stops recording and hands back the records as they came, with their formats.
-    pub fn stop_raw(&mut self, clock: &Clock) -> std::io::Result<Raw> {
+    pub fn stop_raw<C: TimeSource + ?Sized>(&mut self, clock: &C) -> std::io::Result<Raw> {
         let end = oscost_sys::ktrace::anchor(|| clock.now());
         self.tracer.disable()?;
         let records = self.tracer.drain();
@@ -559,6 +643,90 @@ mod tests {
     fn keys_are_plain() {
         assert_eq!(key("irq 36 virtio1-req.0"), "irq_36_virtio1_req_0");
         assert_eq!(key(OUTSIDE), "outside_the_kernel_s_view");
+    }
+
+    /// A tracefs format of `sys:name` with the common fields and `fields` after them.
+    fn format(sys: &str, name: &str, id: u64, fields: &str) -> Format {
+        let text = format!(
+            "name: {name}\nID: {id}\nformat:\n\
+             \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+             \tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n{fields}"
+        );
+        oscost_sys::ktrace::parse_format(sys, &text).unwrap()
+    }
+
+    /// A record of tracepoint `id` at `ns` on CPU 1, with `tail` from offset 8.
+    fn record(id: u16, ns: u64, tail: &[u8]) -> Record {
+        let mut raw = vec![0u8; 8];
+        raw[0..2].copy_from_slice(&id.to_ne_bytes());
+        raw.extend_from_slice(tail);
+        Record {
+            time_ns: ns,
+            cpu: 1,
+            pid: 7,
+            tid: 7,
+            raw,
+        }
+    }
+
+    #[test]
+    fn timer_callbacks_softirqs_and_signals_decode_from_fixed_records() {
+        let hrtimer = "\tfield:void * hrtimer;\toffset:8;\tsize:8;\tsigned:0;\n";
+        let fmts = [
+            format("timer", "hrtimer_expire_entry", 101, hrtimer),
+            format("timer", "hrtimer_expire_exit", 102, hrtimer),
+            format(
+                "irq",
+                "softirq_entry",
+                103,
+                "\tfield:unsigned int vec;\toffset:8;\tsize:4;\tsigned:0;\n",
+            ),
+            format(
+                "signal",
+                "signal_deliver",
+                104,
+                "\tfield:int sig;\toffset:8;\tsize:4;\tsigned:1;\n",
+            ),
+        ];
+        let dec = Decoder::new(&fmts);
+        let map = TimeMap::new((0, 0), (2000, 1000));
+        let kinds: Vec<(f64, u32, Kind)> = [
+            record(101, 10, &[0; 8]),
+            record(102, 20, &[0; 8]),
+            record(103, 30, &9u32.to_ne_bytes()),
+            record(103, 40, &12u32.to_ne_bytes()),
+            record(104, 50, &14i32.to_ne_bytes()),
+            record(105, 60, &[]),
+        ]
+        .iter()
+        .filter_map(|r| dec.decode(r, &map))
+        .map(|e| (e.ticks, e.cpu, e.kind))
+        .collect();
+        assert_eq!(
+            kinds,
+            vec![
+                (20.0, 1, enter("hrtimer", CALLBACKS)),
+                (40.0, 1, exit("hrtimer")),
+                (60.0, 1, enter("softirq", "softirq RCU")),
+                (80.0, 1, enter("softirq", "softirq 12")),
+                (100.0, 1, Kind::Signal),
+            ],
+            "a record of no known tracepoint is left out"
+        );
+    }
+
+    #[test]
+    fn a_signal_neither_starts_nor_ends_a_stretch() {
+        let evs = [
+            (1.0, enter("local_timer", LOCAL_TIMER)),
+            (2.0, Kind::Signal),
+            (4.0, exit("local_timer")),
+            (5.0, Kind::Signal),
+        ];
+        let refs: Vec<(f64, &Kind)> = evs.iter().map(|(t, k)| (*t, k)).collect();
+        let segs = segments(&refs, 1);
+        assert_eq!(segs.len(), 1);
+        assert_eq!((segs[0].from, segs[0].to), (1.0, 4.0));
     }
 
     #[test]

@@ -13,7 +13,7 @@
 
 use crate::context::Context;
 use crate::cpuset::{self, AffinityRestore};
-use crate::kview::Session;
+use crate::kview::{Pass, Session};
 use crate::limits::{Limits, Needs, FILES_MARGIN};
 use crate::sysctl::{read_trim, set_sysctl, RR_TIMESLICE};
 use anyhow::Context as _;
@@ -632,8 +632,13 @@ fn traced_rounds(
             "{n} {}, one more round with the scheduler's tracepoints recorded",
             opts.kind.name()
         ));
-        let mut session = match Session::open(kernel::EVENTS, &on) {
-            Ok(s) => s,
+        let mut session = match Session::open(&Pass::new(kernel::EVENTS, &on)) {
+            Ok((s, notes)) => {
+                if k == 0 {
+                    out.notes.extend(notes);
+                }
+                s
+            }
             Err(why) => {
                 out.params
                     .insert("kernel_view".into(), json!(why.0.clone()));
@@ -646,15 +651,6 @@ fn traced_rounds(
                 return Ok(traced);
             }
         };
-        if k == 0 {
-            out.notes.extend(session.mounted().map(str::to_owned));
-            if !session.missing().is_empty() {
-                out.notes.push(format!(
-                    "tracepoints this kernel lacks, not traced: {}",
-                    session.missing().join(", ")
-                ));
-            }
-        }
         let (round, t) = run_round(opts, plan, ctx, clock, n, chunk, Some(&mut session))
             .with_context(|| {
                 format!("{} (traced round)", case_id(opts, n, plan.nice.as_deref()))

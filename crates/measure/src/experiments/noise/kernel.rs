@@ -3,7 +3,7 @@
 //! kernel's own events.
 
 use super::{read_interrupts, spin_all, ticks, CpuNoise, CpuSpin, Interrupts, NAME};
-use crate::kview::{self, Event, Kind, Session, LOCAL_TIMER, NOISE_EVENTS, OUTSIDE};
+use crate::kview::{self, Event, Kind, Pass, Session, LOCAL_TIMER, NOISE_EVENTS, OUTSIDE};
 use oscost_model::case::{Case, Check, Samples};
 use oscost_sys::clock::Clock;
 use oscost_sys::ktrace::Unavailable;
@@ -39,17 +39,10 @@ pub(super) fn traced_pass(
     capacity: usize,
     cancel: &AtomicBool,
 ) -> anyhow::Result<Result<Traced, Unavailable>> {
-    let mut session = match Session::open(NOISE_EVENTS, cpus) {
+    let (mut session, notes) = match Session::open(&Pass::new(NOISE_EVENTS, cpus)) {
         Ok(s) => s,
         Err(u) => return Ok(Err(u)),
     };
-    let mut notes: Vec<String> = session.mounted().map(str::to_owned).into_iter().collect();
-    if !session.missing().is_empty() {
-        notes.push(format!(
-            "tracepoints this kernel lacks, not traced: {}",
-            session.missing().join(", ")
-        ));
-    }
     session.start(clock)?;
     let before = read_interrupts();
     let t0 = clock.now();

@@ -5,9 +5,10 @@
 //! entry to the wake-up of the other task, the wake-up to the switch.
 
 use crate::context::Context;
+use crate::kview::{Pass, Session};
 use crate::tokens::{Ring, RingSpec};
 use oscost_model::case::{Case, Check, Samples};
-use oscost_sys::ktrace::{Format, Record, Tracefs, Tracer, Unavailable, DEFAULT_RING_PAGES};
+use oscost_sys::ktrace::{Format, Record, Unavailable};
 
 /// The tracepoints read.
 pub(super) const EVENTS: &[(&str, &str)] = &[
@@ -248,19 +249,6 @@ fn decode(r: &Record, formats: &[Format]) -> Option<At> {
     Some(At { ns: r.time_ns, ev })
 }
 
-/// A tracefs mounted by someone else but closed to this user hides every tracepoint: say it
-/// is permission, not a kernel without them.
-fn unreadable(fs: &Tracefs) -> Option<Unavailable> {
-    let e = std::fs::read_dir(fs.root().join("events")).err()?;
-    (e.kind() == std::io::ErrorKind::PermissionDenied).then(|| {
-        Unavailable(format!(
-            "the kernel's tracepoints cannot be read (tracefs at {}: {e}): run as root (or \
-             with CAP_PERFMON and read access to tracefs)",
-            fs.root().display()
-        ))
-    })
-}
-
 /// Runs the ping-pong `spec` again: warm-up, `n` round trips untraced, `n` traced on `cpus`.
 /// `Ok(Err(_))`: tracing is not to be had here, in one line saying why and how to get it.
 pub(super) fn traced_pass(
@@ -273,33 +261,21 @@ pub(super) fn traced_pass(
     } else {
         ROUND_TRIPS
     };
-    let fs = match Tracefs::open() {
-        Ok(fs) => fs,
+    let pass = Pass {
+        each: true,
+        needs_all: Some("a hand-over cannot be split without them"),
+        ..Pass::new(EVENTS, cpus)
+    };
+    let (mut session, notes) = match Session::open(&pass) {
+        Ok(s) => s,
         Err(u) => return Ok(Err(u)),
     };
-    let mut notes = Vec::new();
-    if fs.mounted_here() {
-        notes.push(format!(
-            "tracefs was not mounted: mounted on {} for the traced passes, unmounted after each",
-            fs.root().display()
-        ));
-    }
-    let mut tracer = match Tracer::open(&fs, EVENTS, cpus, DEFAULT_RING_PAGES) {
-        Ok(t) => t,
-        Err(u) => return Ok(Err(unreadable(&fs).unwrap_or(u))),
-    };
-    if !tracer.missing().is_empty() {
-        return Ok(Err(Unavailable(format!(
-            "this kernel lacks the tracepoints {}: a hand-over cannot be split without them",
-            tracer.missing().join(", ")
-        ))));
-    }
     let mut ring = Ring::start(spec, ctx)?;
     let (a, b) = (ring.tids()[0], ring.tids()[1]);
     // Only the two tasks' system calls: every other task's on the CPU would fill the ring.
     let only = format!("common_pid == {a} || common_pid == {b}");
     for ev in ["raw_syscalls:sys_enter", "raw_syscalls:sys_exit"] {
-        tracer.set_filter(ev, &only)?;
+        session.set_filter(ev, &only)?;
     }
     ring.begin();
     for _ in 0..WARM_UP {
@@ -319,15 +295,18 @@ pub(super) fn traced_pass(
         Ok(v)
     };
     let plain_ns = timed(&mut ring)?;
-    tracer.enable()?;
+    session.start(clock)?;
     let traced_ns = timed(&mut ring);
-    tracer.disable()?;
+    let raw = session.stop_raw(clock)?;
     let traced_ns = traced_ns?;
     ring.end()?;
-    let records = tracer.drain();
-    let formats = tracer.formats();
-    let events: Vec<At> = records.iter().filter_map(|r| decode(r, formats)).collect();
-    let count = records
+    let events: Vec<At> = raw
+        .records
+        .iter()
+        .filter_map(|r| decode(r, &raw.formats))
+        .collect();
+    let count = raw
+        .records
         .iter()
         .filter(|r| r.tid as i32 == a || r.tid as i32 == b)
         .count();
@@ -341,7 +320,7 @@ pub(super) fn traced_pass(
         traced_ns,
         plain_ns,
         split: split(&events, i64::from(a), i64::from(b)),
-        lost: tracer.lost(),
+        lost: raw.lost,
         records: count,
         notes,
     }))

@@ -6,7 +6,7 @@
 //! machine's exit, a signal handler's own user time).
 
 use super::{period_name, work, Armed, Source, FIFO_PRIORITY, NAME};
-use crate::kview::{self, Kind, Raw, Segment, Session, LOCAL_TIMER};
+use crate::kview::{self, Event, Kind, Pass, Segment, Session, CALLBACKS, LOCAL_TIMER};
 use oscost_model::case::{Case, Check, Samples};
 use oscost_sys::clock::Clock;
 use std::hint::black_box;
@@ -22,9 +22,6 @@ pub(super) const EVENTS: &[(&str, &str)] = &[
     ("sched", "sched_switch"),
     ("signal", "signal_deliver"),
 ];
-
-/// The label of hrtimer callbacks' time.
-const CALLBACKS: &str = "timer callbacks";
 
 /// The parts of the kernel's time per event, in drawing order, and what each takes in.
 pub const PARTS: &[(&str, &str)] = &[
@@ -46,7 +43,8 @@ pub const PARTS: &[(&str, &str)] = &[
 /// The label `kview::segments` gives the helper thread's time.
 const HELPER_LABEL: &str = "task oscost-tick";
 
-/// One event decoded for the traced run: the kernel view's kinds, or a signal's delivery.
+/// One event of the traced run as [`kernel_time`] reads it: the handlers, callbacks and switches
+/// make up the kernel's time, a signal's delivery is only counted.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Ev {
     /// A handler, a callback or a switch.
@@ -55,48 +53,17 @@ pub(crate) enum Ev {
     Signal,
 }
 
-/// The events of `raw` on `cpu`, at ns from `start` (counter ticks) by `clock`.
-fn decode(raw: &Raw, cpu: usize, start: u64, clock: &Clock) -> Vec<(f64, Ev)> {
-    let softirqs = [
-        "HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER",
-        "RCU",
-    ];
-    raw.records
-        .iter()
-        .filter(|r| r.cpu as usize == cpu)
-        .filter_map(|r| {
-            let f = raw.format(r)?;
-            let ev = match f.name.as_str() {
-                "irq_vectors:local_timer_entry" => {
-                    Ev::Kind(Kind::Enter("local_timer".into(), LOCAL_TIMER.into()))
-                }
-                "irq_vectors:local_timer_exit" => Ev::Kind(Kind::Exit("local_timer".into())),
-                "timer:hrtimer_expire_entry" => {
-                    Ev::Kind(Kind::Enter("hrtimer".into(), CALLBACKS.into()))
-                }
-                "timer:hrtimer_expire_exit" => Ev::Kind(Kind::Exit("hrtimer".into())),
-                "irq:softirq_entry" => {
-                    let v = f.int(&r.raw, "vec").unwrap_or(-1);
-                    let kind = usize::try_from(v)
-                        .ok()
-                        .and_then(|v| softirqs.get(v))
-                        .map_or_else(|| format!("softirq {v}"), |k| format!("softirq {k}"));
-                    Ev::Kind(Kind::Enter("softirq".into(), kind))
-                }
-                "irq:softirq_exit" => Ev::Kind(Kind::Exit("softirq".into())),
-                "sched:sched_switch" => Ev::Kind(Kind::Switch {
-                    prev_tid: f.int(&r.raw, "prev_pid")?,
-                    prev_state: f.int(&r.raw, "prev_state")?,
-                    next_tid: f.int(&r.raw, "next_pid")?,
-                    next_comm: f.string(&r.raw, "next_comm")?,
-                }),
-                "signal:signal_deliver" => Ev::Signal,
-                _ => return None,
+/// The events on `cpu`, at ns from `start` (counter ticks) by `clock`.
+fn on_cpu(events: Vec<Event>, cpu: usize, start: u64, clock: &Clock) -> Vec<(f64, Ev)> {
+    events
+        .into_iter()
+        .filter(|e| e.cpu as usize == cpu)
+        .map(|e| {
+            let ev = match e.kind {
+                Kind::Signal => Ev::Signal,
+                k => Ev::Kind(k),
             };
-            Some((
-                clock.ticks_to_ns(raw.map.ticks(r.time_ns) - start as f64),
-                ev,
-            ))
+            (clock.ticks_to_ns(e.ticks - start as f64), ev)
         })
         .collect()
 }
@@ -199,17 +166,10 @@ pub(super) fn traced_run(
     cpu: usize,
     limit: u64,
 ) -> anyhow::Result<Result<(Traced, Vec<String>), oscost_sys::ktrace::Unavailable>> {
-    let mut session = match Session::open(EVENTS, &[cpu]) {
+    let (mut session, notes) = match Session::open(&Pass::new(EVENTS, &[cpu])) {
         Ok(s) => s,
         Err(u) => return Ok(Err(u)),
     };
-    let mut notes: Vec<String> = session.mounted().map(str::to_owned).into_iter().collect();
-    if !session.missing().is_empty() {
-        notes.push(format!(
-            "tracepoints this kernel lacks, not traced: {}",
-            session.missing().join(", ")
-        ));
-    }
     let armed = point
         .map(|(s, p)| Armed::arm(s, p, cpu, limit, FIFO_PRIORITY))
         .transpose()?;
@@ -224,7 +184,7 @@ pub(super) fn traced_run(
         armed.disarm()?;
     }
     let span = clock.ticks_to_ns(b.wrapping_sub(a) as f64);
-    let events = decode(&raw, cpu, a, clock);
+    let events = on_cpu(raw.events(), cpu, a, clock);
     Ok(Ok((
         Traced {
             point,
