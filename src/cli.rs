@@ -368,9 +368,19 @@ pub fn run() -> anyhow::Result<ExitCode> {
         && !cli.global.quiet
         && matches!(cli.command, None | Some(Command::Run { .. }))
     {
-        eprintln!(
-            "note: a quick suite leaves out the kernel's traced passes (switch, timeline, tick, \
-             noise), which would double its time: `oscost NAME --quick` takes them"
+        let width = std::env::var("COLUMNS")
+            .ok()
+            .and_then(|c| c.trim().parse::<u16>().ok())
+            .filter(|&c| c > 0)
+            .or_else(|| oscost_report::render::terminal_width(true));
+        eprint!(
+            "{}",
+            oscost_report::render::wrap(
+                "note: a quick suite leaves out the kernel's traced passes (switch, timeline, \
+                 tick, noise), which would double its time: `oscost NAME --quick` takes them",
+                width,
+                6
+            )
         );
     }
     let (experiments, study) = match cli.command {

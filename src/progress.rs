@@ -57,25 +57,31 @@ impl Bar {
         }
         let suite: Arc<Mutex<Option<Suite>>> = Arc::default();
         let shared = Arc::clone(&suite);
+        // The message last and cut to what is left of the line, so that the bar redraws in
+        // place instead of scrolling: under 80 columns a shorter bar keeps the run's time left
+        // on a line of 60 (a longer one is wrapped by the terminal and redrawn a line lower).
+        let narrow = oscost_report::render::terminal_width(true).is_some_and(|w| w < 80);
+        let template = if narrow {
+            "{prefix:>16} [{bar:8}] {pos}/{len} ~{eta} left{suite} {wide_msg}"
+        } else {
+            "{prefix:>16} [{bar:16}] {pos}/{len} ~{eta} left{suite} {wide_msg}"
+        };
         bar.set_style(
-            ProgressStyle::with_template(
-                // The message last and cut to what is left of the line, so that the bar
-                // fits a terminal of 60 columns and redraws in place instead of scrolling.
-                "{prefix:>16} [{bar:16}] {pos}/{len} ~{eta} left{suite} {wide_msg}",
-            )
-            .expect("static template")
-            .with_key(
-                "suite",
-                move |state: &ProgressState, w: &mut dyn std::fmt::Write| {
-                    let Some(s) = *shared.lock().unwrap_or_else(|e| e.into_inner()) else {
-                        return;
-                    };
-                    let elapsed = s.started.elapsed().as_secs_f64();
-                    let left = suite_left(elapsed, s.expected, s.rest, state.eta().as_secs_f64());
-                    let _ = write!(w, ", all ~{}", short_secs(left));
-                },
-            )
-            .progress_chars("=> "),
+            ProgressStyle::with_template(template)
+                .expect("static template")
+                .with_key(
+                    "suite",
+                    move |state: &ProgressState, w: &mut dyn std::fmt::Write| {
+                        let Some(s) = *shared.lock().unwrap_or_else(|e| e.into_inner()) else {
+                            return;
+                        };
+                        let elapsed = s.started.elapsed().as_secs_f64();
+                        let left =
+                            suite_left(elapsed, s.expected, s.rest, state.eta().as_secs_f64());
+                        let _ = write!(w, ", all ~{}", short_secs(left));
+                    },
+                )
+                .progress_chars("=> "),
         );
         Bar {
             bar,

@@ -288,7 +288,7 @@ fn table(
 /// `text` wrapped at spaces to `width` columns, continuation lines indented by `indent`
 /// spaces (a word longer than a line is left whole); unchanged without a width. Ends in a
 /// newline.
-pub(crate) fn wrap(text: &str, width: Option<u16>, indent: usize) -> String {
+pub fn wrap(text: &str, width: Option<u16>, indent: usize) -> String {
     let Some(width) = width.map(usize::from) else {
         return format!("{text}\n");
     };
