@@ -477,6 +477,8 @@ impl Session {
             events: records.iter().filter_map(|r| dec.decode(r, &map)).collect(),
             counts,
             lost: self.tracer.lost(),
+            unsampled: self.tracer.unsampled(),
+            unsampled_by: self.tracer.unsampled_by().clone(),
             window_ns: end.1.saturating_sub(self.start.1),
         })
     }
@@ -503,6 +505,11 @@ pub struct Stopped {
     pub counts: BTreeMap<(u32, String), u64>,
     /// Records the kernel dropped (a ring was full).
     pub lost: u64,
+    /// Events the kernel counted but did not sample, none lost (see
+    /// [`oscost_sys::ktrace::Tracer::unsampled`]).
+    pub unsampled: u64,
+    /// The same by `(cpu, sys:event)`, where any.
+    pub unsampled_by: BTreeMap<(u32, String), u64>,
     /// How long recording was on, ns.
     pub window_ns: u64,
 }
@@ -519,6 +526,9 @@ pub struct Raw {
     pub map: TimeMap,
     /// Records the kernel dropped (a ring was full).
     pub lost: u64,
+    /// Events the kernel counted but did not sample, none lost (see
+    /// [`oscost_sys::ktrace::Tracer::unsampled`]).
+    pub unsampled: u64,
     /// How long recording was on, ns.
     pub window_ns: u64,
 }
@@ -550,6 +560,7 @@ impl Session {
             formats: self.tracer.formats().to_vec(),
             map: TimeMap::new(self.start, end),
             lost: self.tracer.lost(),
+            unsampled: self.tracer.unsampled(),
             window_ns: end.1.saturating_sub(self.start.1),
         })
     }

@@ -399,12 +399,32 @@ pub struct Tracer {
     formats: Vec<Format>,
     missing: Vec<String>,
     lost: u64,
+    unsampled: u64,
+    /// [`Tracer::unsampled`] by CPU and tracepoint (`sys:event`).
+    unsampled_by: std::collections::BTreeMap<(u32, String), u64>,
+    /// The CPU of each CPU's group of descriptors, in the order of `fds`.
+    cpus: Vec<usize>,
+    /// The events were opened with `PERF_FORMAT_LOST` (Linux 6.0 and later): a read gives
+    /// the samples each could not write beside its count.
+    lost_readable: bool,
 }
 
 /// Data pages per CPU ring by default (4 MiB with 4 KiB pages).
 pub const DEFAULT_RING_PAGES: usize = 1024;
 
-fn open_one(fmt: &Format, cpu: usize) -> io::Result<OwnedFd> {
+/// Opens `fmt` on `cpu`, reading its lost samples beside its count where the kernel can
+/// (`PERF_FORMAT_LOST`, Linux 6.0); an older kernel refuses that with EINVAL, and the event is
+/// opened without it. Says which it got.
+fn open_one(fmt: &Format, cpu: usize) -> io::Result<(OwnedFd, bool)> {
+    match open_with(fmt, cpu, true) {
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+            Ok((open_with(fmt, cpu, false)?, false))
+        }
+        r => Ok((r?, true)),
+    }
+}
+
+fn open_with(fmt: &Format, cpu: usize, lost: bool) -> io::Result<OwnedFd> {
     let mut attr = perf::bindings::perf_event_attr {
         type_: perf::bindings::PERF_TYPE_TRACEPOINT,
         size: std::mem::size_of::<perf::bindings::perf_event_attr>() as u32,
@@ -416,6 +436,9 @@ fn open_one(fmt: &Format, cpu: usize) -> io::Result<OwnedFd> {
         | perf::bindings::PERF_SAMPLE_TIME
         | perf::bindings::PERF_SAMPLE_CPU
         | perf::bindings::PERF_SAMPLE_RAW) as u64;
+    if lost {
+        attr.read_format = perf::bindings::PERF_FORMAT_LOST as u64;
+    }
     attr.set_disabled(1);
     attr.set_use_clockid(1);
     attr.clockid = libc::CLOCK_MONOTONIC_RAW;
@@ -493,9 +516,11 @@ impl Tracer {
         // last descriptor waits for an RCU grace period under a kernel lock (25-35 ms each on
         // a 2-vCPU virtual machine), so a probe closed and opened again cost a second wait.
         let mut probed = Vec::new();
+        let mut lost_readable = true;
         for f in formats {
             match open_one(&f, probe_cpu) {
-                Ok(fd) => {
+                Ok((fd, readable)) => {
+                    lost_readable &= readable;
                     kept.push(f);
                     probed.push(fd);
                 }
@@ -521,6 +546,10 @@ impl Tracer {
             formats: kept,
             missing,
             lost: 0,
+            unsampled: 0,
+            unsampled_by: Default::default(),
+            cpus: cpus.to_vec(),
+            lost_readable,
         };
         for &cpu in cpus {
             let mut leader: Option<i32> = None;
@@ -530,7 +559,15 @@ impl Tracer {
                 } else {
                     None
                 };
-                let fd = reused.map_or_else(|| open_one(f, cpu), Ok);
+                let fd = reused.map_or_else(
+                    || {
+                        open_one(f, cpu).map(|(fd, readable)| {
+                            t.lost_readable &= readable;
+                            fd
+                        })
+                    },
+                    Ok,
+                );
                 let fd = fd.map_err(|e| match e.raw_os_error() {
                     Some(libc::EACCES) | Some(libc::EPERM) => not_permitted(&e),
                     _ => Unavailable(format!(
@@ -616,10 +653,40 @@ impl Tracer {
             }
         }
         // A ring read only at the end never gets the kernel's LOST record (it is written once
-        // space is freed): the events' own counts, which go on while the ring is full, say
-        // how many records are missing.
-        let counted: u64 = self.fds.iter().filter_map(event_count).sum();
-        self.lost += reported.max(counted.saturating_sub(out.len() as u64));
+        // space is freed): each event's own tally of the samples it could not write says how
+        // many are missing. Its count says more: the kernel counts, but never samples, a
+        // tracepoint that fires in an interrupt taken while its CPU idles (perf record misses
+        // them too), so the count less the records is not all lost to a full ring.
+        let mut records: std::collections::BTreeMap<(u32, u64), u64> = Default::default();
+        for r in &out {
+            *records.entry((r.cpu, r.event_id())).or_default() += 1;
+        }
+        let (mut counted, mut dropped) = (0, 0);
+        let per_cpu = self.formats.len().max(1);
+        for (i, fd) in self.fds.iter().enumerate() {
+            let Some((n, l)) = event_count(fd, self.lost_readable) else {
+                continue;
+            };
+            counted += n;
+            dropped += l;
+            let (Some(&cpu), Some(f)) = (self.cpus.get(i / per_cpu), self.formats.get(i % per_cpu))
+            else {
+                continue;
+            };
+            let got = records.get(&(cpu as u32, f.id)).copied().unwrap_or(0);
+            let never = n.saturating_sub(got + l);
+            if self.lost_readable && never > 0 {
+                *self
+                    .unsampled_by
+                    .entry((cpu as u32, f.name.clone()))
+                    .or_default() += never;
+            }
+        }
+        let missing = counted.saturating_sub(out.len() as u64);
+        let (lost, unsampled) =
+            split_missing(missing, reported, self.lost_readable.then_some(dropped));
+        self.lost += lost;
+        self.unsampled += unsampled;
         out.sort_by_key(|r| (r.time_ns, r.cpu));
         out
     }
@@ -627,6 +694,18 @@ impl Tracer {
     /// Records the kernel dropped because a ring was full.
     pub fn lost(&self) -> u64 {
         self.lost
+    }
+
+    /// Events the kernel counted but never sampled, none of them lost to a full ring: a
+    /// tracepoint firing in an interrupt of an idle CPU (a timer waking a sleeper there). Zero
+    /// on a kernel older than 6.0, which counts them as lost.
+    pub fn unsampled(&self) -> u64 {
+        self.unsampled
+    }
+
+    /// [`Tracer::unsampled`] by CPU and tracepoint (`sys:event`), where any.
+    pub fn unsampled_by(&self) -> &std::collections::BTreeMap<(u32, String), u64> {
+        &self.unsampled_by
     }
 }
 
@@ -654,12 +733,28 @@ impl Tracer {
     }
 }
 
-/// How many times the event of `fd` fired (the perf count, `read_format` 0).
-fn event_count(fd: &OwnedFd) -> Option<u64> {
-    let mut v = 0u64;
-    // SAFETY: reads at most 8 bytes into v, which is 8 bytes long and writable.
-    let n = unsafe { libc::read(fd.as_raw_fd(), std::ptr::addr_of_mut!(v).cast(), 8) };
-    (n == 8).then_some(v)
+/// Splits the `missing` records (the events' counts less the records read) into (lost to a
+/// full ring, never sampled), from the kernel's LOST records (`reported`) and the events' own
+/// tally of samples they could not write (`dropped`, `None` on a kernel without it, where
+/// every missing record counts as lost: the safe side).
+fn split_missing(missing: u64, reported: u64, dropped: Option<u64>) -> (u64, u64) {
+    match dropped {
+        Some(d) => {
+            let lost = reported.max(d).min(missing);
+            (lost, missing - lost)
+        }
+        None => (reported.max(missing), 0),
+    }
+}
+
+/// How many times the event of `fd` fired (the perf count), and, when it was opened with
+/// `PERF_FORMAT_LOST` (`lost`), how many of its samples the kernel could not write (else 0).
+fn event_count(fd: &OwnedFd, lost: bool) -> Option<(u64, u64)> {
+    let mut v = [0u64; 2];
+    let want = if lost { 16 } else { 8 };
+    // SAFETY: reads at most `want` ≤ 16 bytes into v, which is 16 bytes long and writable.
+    let n = unsafe { libc::read(fd.as_raw_fd(), v.as_mut_ptr().cast(), want) };
+    (n == want as isize).then_some((v[0], v[1]))
 }
 
 /// A reading of the counter `now` and of `CLOCK_MONOTONIC_RAW` at the same moment (the
@@ -674,6 +769,20 @@ pub fn anchor(now: impl Fn() -> u64) -> (u64, u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn records_missing_are_lost_only_as_far_as_the_kernel_says() {
+        // 400 counted, 240 read, nothing dropped: 160 never sampled (an idle CPU's
+        // interrupts), none lost.
+        assert_eq!(split_missing(160, 0, Some(0)), (0, 160));
+        // A full ring: the tally, or the LOST records when they say more.
+        assert_eq!(split_missing(160, 0, Some(100)), (100, 60));
+        assert_eq!(split_missing(160, 120, Some(100)), (120, 40));
+        // Never more lost than missing.
+        assert_eq!(split_missing(10, 50, Some(50)), (10, 0));
+        // No tally (Linux before 6.0): all missing counts as lost.
+        assert_eq!(split_missing(160, 3, None), (160, 0));
+    }
 
     pub(crate) const SWITCH_FORMAT: &str = "name: sched_switch
 ID: 372

@@ -729,6 +729,7 @@ fn run_round(
         tids: (0..n).map(|i| i64::from(board.tid(i))).collect(),
         events: kernel::decode(&raw, |t| clock.ticks_to_ns(t - go as f64)),
         lost: raw.lost,
+        unsampled: raw.unsampled,
     });
     Ok((Round::from_record(&rec, go, clock, applied), traced))
 }

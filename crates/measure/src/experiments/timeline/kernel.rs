@@ -266,6 +266,8 @@ pub(crate) struct Traced {
     pub events: Vec<At>,
     /// Records the kernel dropped.
     pub lost: u64,
+    /// Events the kernel counted but did not sample (a wake-up in an idle CPU's interrupt).
+    pub unsampled: u64,
 }
 
 fn median(v: &[f64]) -> f64 {
@@ -477,6 +479,7 @@ pub(super) fn case(i: &Input, clock: &oscost_sys::clock::Clock) -> Case {
         c.insert("trace_cost_total_pct".into(), (total / m - 1.0) * 100.0);
     }
     c.insert("trace_records_lost".into(), t.lost as f64);
+    c.insert("trace_events_unsampled".into(), t.unsampled as f64);
     let breaks: usize = cpus.iter().map(|&cpu| chain_breaks(&t.events, cpu)).sum();
     case.counters
         .insert("switch_chain_breaks".into(), breaks as f64);
