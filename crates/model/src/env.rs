@@ -411,7 +411,8 @@ pub struct RunLoad {
     /// Time the two probes themselves took, s.
     pub probe_s: f64,
     /// Foreign CPU share ≤ 1 % (by tasks' run times and by the CPUs' busy time, which also sees
-    /// tasks that exited), no steal, no other oscost running, and all of it could be measured.
+    /// tasks that exited), steal at most 2 % of the online CPUs' time, no other oscost running,
+    /// and all of it could be measured.
     pub quiet: bool,
     /// One plain sentence per problem found.
     pub warnings: Vec<String>,

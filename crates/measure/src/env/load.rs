@@ -509,6 +509,19 @@ fn compare_in(
     let foreign_cpu_share = share(foreign_cpu_s);
     let busiest = busiest(&per_pid, end, wall_s);
 
+    // Steal is read over every online CPU: a tick of it (10 ms) now and then is the
+    // hypervisor's housekeeping, no reason to doubt a figure; a share like the one other
+    // processes may take is.
+    let steal_capacity_s = wall_s * cpus_online as f64;
+    let steal_share = steal_s.map(|s| {
+        if steal_capacity_s > 0.0 {
+            s / steal_capacity_s
+        } else if s > 0.0 {
+            1.0
+        } else {
+            0.0
+        }
+    });
     let foreign_tasks_seen = end.tasks.len();
     let others = other_oscost(start, end);
     let seen = Seen {
@@ -518,6 +531,7 @@ fn compare_in(
         busiest: &busiest,
         busy: busy.as_ref(),
         steal_s,
+        steal_share,
         steal_by_cpu_s: &steal_by_cpu_s,
         others: &others,
         foreign_forks,
@@ -528,7 +542,7 @@ fn compare_in(
         && busy.is_some()
         && busy_flagged.is_none()
         && others.is_empty()
-        && steal_s == Some(0.0);
+        && steal_share.is_some_and(|s| s <= QUIET_SHARE);
 
     RunLoad {
         wall_s,
@@ -615,6 +629,8 @@ struct Seen<'a> {
     busiest: &'a [ForeignProcess],
     busy: Option<&'a BusyExcess>,
     steal_s: Option<f64>,
+    /// Steal as a share of the online CPUs' time over the run.
+    steal_share: Option<f64>,
     steal_by_cpu_s: &'a BTreeMap<usize, f64>,
     others: &'a [u32],
     foreign_forks: Option<u64>,
@@ -651,11 +667,12 @@ impl Seen<'_> {
                 "could not read steal time from /proc/stat: the run cannot be shown to be quiet"
                     .to_owned(),
             ),
-            Some(s) if s > 0.0 => {
+            Some(s) if self.steal_share.is_some_and(|share| share > QUIET_SHARE) => {
                 let cpus: Vec<usize> = self.steal_by_cpu_s.keys().copied().collect();
                 warnings.push(format!(
-                    "steal time {s:.2} s (CPUs {}): the hypervisor ran something else on these \
-                     vCPUs",
+                    "steal time {s:.2} s ({:.1} % of the CPUs' time; CPUs {}): the hypervisor \
+                     ran something else on these vCPUs",
+                    self.steal_share.unwrap_or(0.0) * 100.0,
                     oscost_model::cpulist::format(&cpus)
                 ));
             }
@@ -935,6 +952,36 @@ mod tests {
         assert!(!load.quiet);
         assert!((load.foreign_cpu_s - 1.53).abs() < 1e-9, "{load:?}");
         assert!(load.warnings[0].starts_with("other processes used 15.3 % of CPUs 0-1"));
+    }
+
+    #[test]
+    fn a_tick_of_steal_is_no_warning_a_share_of_the_cpus_is() {
+        // 10 s on two CPUs, the run's own time on CPU 0.
+        let t0 = Instant::now();
+        let mut a = snap(t0, 0.0, &[(1000, 2000, 10), (50, 50, 0)], 0);
+        a.cpus = Some(vec![0]);
+        let with_steal = |ticks: u64| {
+            let mut b = snap(t0, 10.0, &[(2000, 2000, 10), (50, 50, 0)], 10_000);
+            let stat = b.stat.as_mut().unwrap();
+            stat.steal_ticks.insert(0, ticks);
+            stat.steal_ticks.insert(1, 0);
+            compare_in(&a, &b, 0, Some(1), Some(TICKS))
+        };
+        // One tick (10 ms, 0.05 % of the CPUs' 20 s): recorded, not warned of, still quiet.
+        let one = with_steal(1);
+        assert_eq!(one.steal_s, Some(0.01));
+        assert!(one.warnings.is_empty(), "{:?}", one.warnings);
+        assert!(one.quiet, "{one:?}");
+        // One second (5 %): warned of, with its share, and not quiet.
+        let much = with_steal(100);
+        assert!(!much.quiet);
+        assert_eq!(
+            much.warnings,
+            [
+                "steal time 1.00 s (5.0 % of the CPUs' time; CPUs 0): the hypervisor ran \
+              something else on these vCPUs"
+            ]
+        );
     }
 
     #[test]
