@@ -410,7 +410,7 @@ pub struct RunLoad {
     pub foreign_forks: Option<u64>,
     /// Time the two probes themselves took, s.
     pub probe_s: f64,
-    /// Foreign CPU share ≤ 1 % (by tasks' run times and by the CPUs' busy time, which also sees
+    /// Foreign CPU share ≤ 2 % (by tasks' run times and by the CPUs' busy time, which also sees
     /// tasks that exited), steal at most 2 % of the online CPUs' time, no other oscost running,
     /// and all of it could be measured.
     pub quiet: bool,
