@@ -12,6 +12,8 @@ use oscost_stats::{combine_medians, summarize, DEFAULT_RESAMPLES, DEFAULT_SEED};
 const NOTE_PREFIXES: &[&str] = &[
     // The sampler: a figure under 10 ns is exact only to about a nanosecond, whatever is done.
     "an operation of ",
+    // The sampler: a warm-up that never settled, after which the samples held steady.
+    "batches still varied",
     // ring, lockring: why a hop holds more than one switch; the time is real.
     "wakeup preemption",
     // The times are not affected by either.
