@@ -112,6 +112,9 @@ fn busy_document(mut doc: ResultDoc) -> ResultDoc {
             case.warnings.push("an example warning".into());
             case.notes.push("an example note".into());
         }
+        for derived in &mut experiment.derived {
+            derived.warnings.push("an example warning".into());
+        }
     }
     doc
 }
