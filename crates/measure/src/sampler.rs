@@ -327,14 +327,17 @@ fn unsettled(ms: u128, samples: &[f64]) -> String {
     let half = samples.len() / 2;
     let median = oscost_stats::median;
     let (a, b) = (median(&samples[..half]), median(&samples[half..]));
-    if (a - b).abs() <= 0.02 * a.abs().min(b.abs()) {
-        format!(
-            "batches still varied by more than 2 % after {ms} ms of warm-up, but the samples \
-             held steady (the medians of their two halves within 2 %)"
-        )
-    } else {
-        warning
+    if (a - b).abs() > 0.02 * a.abs().min(b.abs()) {
+        return format!(
+            "{warning}, and the samples after it drifted {:+.1} % from their first half to their \
+             second",
+            (b / a - 1.0) * 100.0
+        );
     }
+    format!(
+        "batches still varied by more than 2 % after {ms} ms of warm-up, but the samples held \
+         steady (the medians of their two halves within 2 %)"
+    )
 }
 
 /// Samples an operation that cannot fail.
@@ -456,7 +459,12 @@ mod tests {
         let drift: Vec<f64> = (0..20)
             .map(|i| if i < 10 { 100.0 } else { 110.0 })
             .collect();
-        assert!(unsettled(160, &drift).starts_with("warm-up did not settle"));
+        let w = unsettled(160, &drift);
+        assert!(w.starts_with("warm-up did not settle"), "{w}");
+        assert!(
+            w.ends_with("drifted +10.0 % from their first half to their second"),
+            "{w}"
+        );
         // Too few samples to tell: the warning.
         assert!(unsettled(160, &steady[..4]).starts_with("warm-up did not settle"));
     }

@@ -45,9 +45,10 @@ const KINDS: &[Kind] = &[
     Kind {
         prefix: "warm-up did not settle",
         tag: "warm-up did not settle",
-        explain: "timings kept changing by more than 2 % during warm-up (the machine's speed \
-                  drifted, or something else ran); medians are still comparable within this \
-                  run, compare across runs with care",
+        explain: "timings kept changing by more than 2 % during warm-up and the samples after \
+                  it drifted too (the machine's speed drifted, something else ran, or the \
+                  operation's own cost moved as it repeated; --verbose says by how much); \
+                  medians are still comparable within this run, compare across runs with care",
         doc: &["Samples"],
     },
     Kind {
