@@ -93,15 +93,8 @@ fn show_continues_a_long_command_line_under_itself_to_fit_the_terminal() {
     let home = Home::new();
     // A scripted run records a fixed command line: give its document a long one, as a run
     // with a long --json path or list of cases has, and import it.
+    home.scripted_run("r.json");
     let json = home.path("r.json");
-    let (code, _, err) = home.run(&[
-        "--scripted",
-        "run",
-        "example",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0, "{err}");
     let mut doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let long = format!("/tmp/{}.json", "a-rather-long-result-name".repeat(3));
