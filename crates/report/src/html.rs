@@ -506,11 +506,16 @@ fn table(v: View) -> Table {
     };
     Table {
         title: v.title,
+        // A heading wraps between its words: kept whole, it made a wide table wider than
+        // the page (a study's twelve columns at 1400 px).
         head: v
             .head
             .into_iter()
             .enumerate()
-            .map(|(i, t)| cell(i, t))
+            .map(|(i, text)| Cell {
+                text,
+                numeric: numeric.get(i).copied().unwrap_or(false),
+            })
             .collect(),
         rows: v
             .rows
