@@ -138,8 +138,12 @@ impl Progress for Bar {
     }
 }
 
-/// The run's time left from experiment `index` on, when every one from there is known.
+/// The run's time left from experiment `index` on, when every one from there is known; none
+/// for a run of one experiment, whose step's own estimate already says it.
 fn known(expected: &[Option<f64>], index: usize) -> Option<Suite> {
+    if expected.len() < 2 {
+        return None;
+    }
     let now = (*expected.get(index)?)?;
     let rest: Option<f64> = expected.get(index + 1..)?.iter().copied().sum();
     Some(Suite {
@@ -182,8 +186,10 @@ mod tests {
         assert!(known(&bar));
         let s = bar.suite.lock().unwrap().unwrap();
         assert_eq!((s.expected, s.rest), (1.0, 0.0));
-        // No earlier run: nothing.
+        // No earlier run, or a run of one experiment: nothing.
         bar.suite(&[], 0);
+        assert!(!known(&bar));
+        bar.suite(&[Some(5.0)], 0);
         assert!(!known(&bar));
     }
 }
