@@ -368,11 +368,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         && !cli.global.quiet
         && matches!(cli.command, None | Some(Command::Run { .. }))
     {
-        let width = std::env::var("COLUMNS")
-            .ok()
-            .and_then(|c| c.trim().parse::<u16>().ok())
-            .filter(|&c| c > 0)
-            .or_else(|| oscost_report::render::terminal_width(true));
+        let width = oscost_report::render::layout_width(true);
         eprint!(
             "{}",
             oscost_report::render::wrap(

@@ -108,7 +108,8 @@ pub fn run(
     }
     // Labels and environments come from result files: shown, never sent to the terminal raw.
     let view = compare::View {
-        width: table_width(cfg.stdout_taken()),
+        // Standard error when standard output carries a file format.
+        width: oscost_report::render::layout_width(cfg.stdout_taken()),
         only_changed,
     };
     let table = oscost_report::termtext::for_terminal(&compare::terminal_view(&comparisons, view));
@@ -149,17 +150,6 @@ pub fn run(
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The width the tables are laid out to: `COLUMNS` when set to a number, else the width of
-/// the terminal they go to (standard error when standard output carries a file format); none
-/// (natural width) for a pipe or a file.
-fn table_width(stderr: bool) -> Option<u16> {
-    std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.trim().parse::<u16>().ok())
-        .filter(|&c| c > 0)
-        .or_else(|| oscost_report::render::terminal_width(stderr))
 }
 
 /// Whether a command-line input names a result file rather than a run of the history: an

@@ -595,13 +595,9 @@ fn show(doc: &oscost_model::ResultDoc, global: &GlobalOpts) -> String {
     s
 }
 
-/// `COLUMNS` when set to a number, else the terminal's width, else none (natural width).
+/// The width `history` lays its text out to (see [`render::layout_width`]).
 fn table_width() -> Option<u16> {
-    std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.trim().parse::<u16>().ok())
-        .filter(|&c| c > 0)
-        .or_else(|| render::terminal_width(false))
+    render::layout_width(false)
 }
 
 /// The text of `oscost history trend`.

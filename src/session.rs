@@ -864,15 +864,10 @@ fn show_study(cfg: &Config, name: &str, doc: &ResultDoc) -> anyhow::Result<Figur
     Ok(n)
 }
 
-/// The width tables are laid out to: `COLUMNS` when it is set to a number (it overrides the
-/// terminal), else the width of the terminal the tables go to; none (the tables' natural
-/// width) for a pipe or a file.
+/// The width tables are laid out to (see [`render::layout_width`]): the terminal the tables
+/// go to, standard error when standard output carries a file format.
 fn table_width(cfg: &Config) -> Option<u16> {
-    std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.trim().parse::<u16>().ok())
-        .filter(|&c| c > 0)
-        .or_else(|| render::terminal_width(cfg.stdout_taken()))
+    render::layout_width(cfg.stdout_taken())
 }
 
 /// Writes to stdout. A reader that went away (`| head`) is not an error; a full disk is. A

@@ -459,6 +459,17 @@ pub fn view_table(v: &crate::views::View, width: Option<u16>) -> String {
     s
 }
 
+/// The width text is laid out to: `COLUMNS` when it is set to a number (it overrides the
+/// terminal), else the width of the terminal standard output (or standard error) is; none
+/// (natural width) for a pipe or a file.
+pub fn layout_width(stderr: bool) -> Option<u16> {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<u16>().ok())
+        .filter(|&c| c > 0)
+        .or_else(|| terminal_width(stderr))
+}
+
 /// The width of the terminal that standard output (or standard error) is, if it is one.
 pub fn terminal_width(stderr: bool) -> Option<u16> {
     let mut t = Table::new();
