@@ -802,45 +802,27 @@ fn shared_runs(runs: &[Seen], place: &str) -> Option<String> {
     if hit.is_empty() {
         return None;
     }
+    // How many of the hit runs `is` holds, and the median of `value` over them.
+    let among = |is: &dyn Fn(&Seen) -> bool, value: &dyn Fn(&Seen) -> f64| {
+        let v: Vec<f64> = hit.iter().filter(|r| is(r)).map(|r| value(r)).collect();
+        (!v.is_empty()).then(|| (v.len(), oscost_stats::median(&v)))
+    };
+    let n = runs.len();
     let mut what = Vec::new();
-    let k = hit.iter().filter(|r| taken(r)).count();
-    if k > 0 {
-        let share = oscost_stats::median(
-            &hit.iter()
-                .filter(|r| taken(r))
-                .map(|r| r.foreign_ns.unwrap_or(0.0) / cap(r) * 100.0)
-                .collect::<Vec<_>>(),
-        );
+    if let Some((k, share)) = among(&taken, &|r| r.foreign_ns.unwrap_or(0.0) / cap(r) * 100.0) {
         what.push(format!(
-            "in {k} of {} runs other tasks held {share:.0} % of {place}",
-            runs.len()
+            "in {k} of {n} runs other tasks held {share:.0} % of {place}"
         ));
     }
-    let k = hit.iter().filter(|r| stolen(r)).count();
-    if k > 0 {
-        let share = oscost_stats::median(
-            &hit.iter()
-                .filter(|r| stolen(r))
-                .map(|r| r.steal_ns.unwrap_or(0.0) / cap(r) * 100.0)
-                .collect::<Vec<_>>(),
-        );
+    if let Some((k, share)) = among(&stolen, &|r| r.steal_ns.unwrap_or(0.0) / cap(r) * 100.0) {
         what.push(format!(
-            "in {k} of {} runs the host stole {share:.0} % of {place}",
-            runs.len()
+            "in {k} of {n} runs the host stole {share:.0} % of {place}"
         ));
     }
-    let k = hit.iter().filter(|r| slowed(r)).count();
-    if k > 0 {
-        let speed = oscost_stats::median(
-            &hit.iter()
-                .filter(|r| slowed(r))
-                .map(|r| r.speed.unwrap_or(1.0) * 100.0)
-                .collect::<Vec<_>>(),
-        );
+    if let Some((k, speed)) = among(&slowed, &|r| r.speed.unwrap_or(1.0) * 100.0) {
         what.push(format!(
-            "in {k} of {} runs the work ran at {speed:.0} % of its calibrated speed with no \
-             steal or other task seen (the host ran {place} slower)",
-            runs.len()
+            "in {k} of {n} runs the work ran at {speed:.0} % of its calibrated speed with no \
+             steal or other task seen (the host ran {place} slower)"
         ));
     }
     let rest: Vec<f64> = runs
