@@ -567,16 +567,11 @@ fn fmt_ns(ns: f64) -> String {
 }
 
 fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
-    let quick_opts;
-    let opts = if ctx.quick && opts.runs > QUICK_RUNS {
-        quick_opts = Options {
-            runs: QUICK_RUNS,
-            ..opts.clone()
-        };
-        &quick_opts
-    } else {
-        opts
-    };
+    let mut opts = opts.clone();
+    if ctx.quick {
+        opts.runs = opts.runs.min(QUICK_RUNS);
+    }
+    let opts = &opts;
     let clock = noise::real_clock(ctx, NAME)?;
     let work_ns = opts.work_ns.unwrap_or(if ctx.quick {
         QUICK_WORK_NS

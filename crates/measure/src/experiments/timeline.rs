@@ -385,16 +385,11 @@ fn case_id(opts: &Options, n: usize, nice: Option<&[i32]>) -> String {
 
 /// Runs every round of every worker count.
 fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
-    let quick_opts;
-    let opts = if ctx.quick && opts.chunks > QUICK_CHUNKS {
-        quick_opts = Options {
-            chunks: QUICK_CHUNKS,
-            ..opts.clone()
-        };
-        &quick_opts
-    } else {
-        opts
-    };
+    let mut opts = opts.clone();
+    if ctx.quick {
+        opts.chunks = opts.chunks.min(QUICK_CHUNKS);
+    }
+    let opts = &opts;
     let plan = validate(opts, ctx)?;
     if ctx.clock.scripted().is_some() {
         anyhow::bail!("{NAME} needs the real clock: its workers read the counter themselves");
