@@ -11,6 +11,9 @@ use std::collections::{BTreeMap, HashMap};
 pub const OUTSIDE: &str = "outside the kernel's view";
 /// The label of the local timer interrupt's handler.
 pub const LOCAL_TIMER: &str = "local timer";
+
+/// The local timer's entry tracepoint, `sys:event`, as a session names it.
+pub const LOCAL_TIMER_ENTRY: &str = "irq_vectors:local_timer_entry";
 /// The label of hrtimer callbacks' time.
 pub const CALLBACKS: &str = "timer callbacks";
 

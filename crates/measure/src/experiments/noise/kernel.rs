@@ -66,7 +66,7 @@ pub(super) fn traced_pass(
         timer_unsampled: stopped
             .unsampled_by
             .iter()
-            .filter(|((_, name), _)| name == "irq_vectors:local_timer_entry")
+            .filter(|((_, name), _)| name == kview::LOCAL_TIMER_ENTRY)
             .map(|((cpu, _), n)| (*cpu, *n))
             .collect(),
         loc: before.zip(after).map(|(a, b)| (a, b, t0, t1)),

@@ -8,7 +8,7 @@ use crate::context::Context;
 use crate::kview::{Pass, Session};
 use crate::tokens::{Ring, RingSpec};
 use oscost_model::case::{Case, Check, Samples};
-use oscost_sys::ktrace::{Format, Record, Unavailable};
+use oscost_sys::ktrace::{Record, Unavailable};
 
 /// The tracepoints read.
 pub(super) const EVENTS: &[(&str, &str)] = &[
@@ -230,8 +230,8 @@ pub(super) struct Traced {
 }
 
 /// Turns a record into an event, by the format of its tracepoint.
-fn decode(r: &Record, formats: &[Format]) -> Option<At> {
-    let f = formats.iter().find(|f| f.id == r.event_id())?;
+fn decode(r: &Record, raw: &crate::kview::Raw) -> Option<At> {
+    let f = raw.format(r)?;
     let tid = i64::from(r.tid);
     let ev = match f.name.as_str() {
         "raw_syscalls:sys_enter" => Ev::Enter(tid),
@@ -300,11 +300,7 @@ pub(super) fn traced_pass(
     let raw = session.stop_raw(clock)?;
     let traced_ns = traced_ns?;
     ring.end()?;
-    let events: Vec<At> = raw
-        .records
-        .iter()
-        .filter_map(|r| decode(r, &raw.formats))
-        .collect();
+    let events: Vec<At> = raw.records.iter().filter_map(|r| decode(r, &raw)).collect();
     let count = raw
         .records
         .iter()
