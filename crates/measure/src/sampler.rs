@@ -324,9 +324,7 @@ fn unsettled(ms: u128, samples: &[f64]) -> String {
     if samples.len() < 6 {
         return warning;
     }
-    let half = samples.len() / 2;
-    let median = oscost_stats::median;
-    let (a, b) = (median(&samples[..half]), median(&samples[half..]));
+    let (a, b) = oscost_stats::half_medians(samples);
     if (a - b).abs() > 0.02 * a.abs().min(b.abs()) {
         return format!(
             "{warning}, and the samples after it drifted {:+.1} % from their first half to their \

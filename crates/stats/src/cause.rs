@@ -41,9 +41,7 @@ pub fn wide_ci_cause(samples: &[f64]) -> Option<String> {
             short(high)
         ));
     }
-    let half = n / 2;
-    let first = median(&sorted_copy(&samples[..half]));
-    let second = median(&sorted_copy(&samples[half..]));
+    let (first, second) = crate::summary::half_medians(samples);
     if (second - first).abs() > 0.05 * scale {
         return Some(format!(
             "the figure drifted during the run: {} in its first half, {} in its second",

@@ -87,6 +87,13 @@ pub fn summarize_with(samples: &[f64], resamples: usize, seed: u64) -> Option<Su
     })
 }
 
+/// The medians of the first and of the second half of `samples`, in the order taken (the
+/// middle one of an odd count goes to the second): whether a run drifted.
+pub fn half_medians(samples: &[f64]) -> (f64, f64) {
+    let half = samples.len() / 2;
+    (median(&samples[..half]), median(&samples[half..]))
+}
+
 /// Median of unsorted samples (mean of the two middle values for even
 /// counts); `NaN` for an empty slice so that callers cannot mistake it for a
 /// measurement.
