@@ -763,11 +763,11 @@ const OUTPUT_OPTIONS: &[&str] = &[
 /// Flags of the same kind: see [`OUTPUT_OPTIONS`].
 const OUTPUT_FLAGS: &[&str] = &["--no-save", "-q", "--quiet", "-v", "--verbose"];
 
-/// A command line without its program name and its output options: what decides what a run
-/// measures and so how long it takes.
-fn measuring_args(line: &[String]) -> Vec<&str> {
+/// A command line's words without its program name and its output options: what decides
+/// what a run measures and so how long it takes.
+fn measuring_args<'a>(line: &[&'a str]) -> Vec<&'a str> {
     let mut out = Vec::new();
-    let mut args = line.iter().skip(1).map(String::as_str);
+    let mut args = line.iter().skip(1).copied();
     while let Some(a) = args.next() {
         let name = a.split_once('=').map_or(a, |(n, _)| n);
         if OUTPUT_OPTIONS.contains(&name) {
@@ -794,13 +794,15 @@ fn expected_seconds(
         return Vec::new();
     };
     let names: Vec<&str> = experiments.iter().map(|e| e.name()).collect();
-    let args = measuring_args(&env.command_line);
-    let alike = |d: &ResultDoc| {
-        d.experiments
+    // Split as the history keeps a command line: joined at spaces.
+    let line = env.command_line.join(" ");
+    let args = measuring_args(&line.split(' ').collect::<Vec<_>>());
+    let alike = |words: &[&str], experiments: &[String]| {
+        experiments
             .iter()
-            .map(|e| e.name.as_str())
+            .map(String::as_str)
             .eq(names.iter().copied())
-            && measuring_args(&d.environment.command_line) == args
+            && measuring_args(words) == args
     };
     match history.newest_alike(env, run_id, alike) {
         Ok(Some(prev)) => prev
@@ -946,8 +948,8 @@ fn reader_gone() -> bool {
 mod tests {
     use super::*;
 
-    fn line(s: &str) -> Vec<String> {
-        s.split(' ').map(str::to_owned).collect()
+    fn line(s: &str) -> Vec<&str> {
+        s.split(' ').collect()
     }
 
     #[test]

@@ -920,31 +920,33 @@ impl History {
     /// same environment fingerprint, the same experiments in the same order, and the same size
     /// (both `--quick` or neither). Looks at the last 20 such runs at most.
     pub fn last_comparable(&self, doc: &ResultDoc) -> Result<Option<ResultDoc>, HistoryError> {
-        let quick = |line: &[String]| line.iter().any(|a| a == "--quick");
-        let names = |d: &ResultDoc| {
-            d.experiments
-                .iter()
-                .map(|e| e.name.clone())
-                .collect::<Vec<_>>()
-        };
+        let quick = |words: &[&str]| words.contains(&"--quick");
+        let line = doc.environment.command_line.join(" ");
+        let mine: Vec<&str> = line.split(' ').collect();
+        let names: Vec<&str> = doc.experiments.iter().map(|e| e.name.as_str()).collect();
         let own = match &doc.run_id {
             Some(id) => id.clone(),
             None => derived_run_id(doc)?,
         };
-        self.newest_alike(&doc.environment, &own, |d| {
-            quick(&d.environment.command_line) == quick(&doc.environment.command_line)
-                && names(d) == names(doc)
+        self.newest_alike(&doc.environment, &own, |words, experiments| {
+            quick(words) == quick(&mine)
+                && experiments
+                    .iter()
+                    .map(String::as_str)
+                    .eq(names.iter().copied())
         })
     }
 
     /// The newest run other than `own` on the machine `env` describes (the same host when it
-    /// names one, the same environment fingerprint) that `accept` takes. Looks at the last 20
-    /// such runs at most: a run about to start asks it before it has any results.
+    /// names one, the same environment fingerprint) that `accept` takes, judged by its command
+    /// line (split at spaces, as it is kept) and its experiments' names in order; only that
+    /// run's document is read. Looks at the last 20 such runs at most: a run about to start
+    /// asks it before it has any results.
     pub fn newest_alike(
         &self,
         env: &oscost_model::Environment,
         own: &str,
-        accept: impl Fn(&ResultDoc) -> bool,
+        accept: impl Fn(&[&str], &[String]) -> bool,
     ) -> Result<Option<ResultDoc>, HistoryError> {
         // On a store many machines share, twins of one fingerprint are still other hosts.
         let (host_filter, host) = match env.host() {
@@ -957,21 +959,27 @@ impl History {
                 String::new(),
             ),
         };
-        let ids: Vec<String> = self
-            .query(
-                &format!(
-                    "SELECT run_id FROM runs WHERE env_fingerprint = $1 AND run_id != $2 \
-                     {host_filter} {NEWEST_FIRST} LIMIT 20"
-                ),
-                &[env_fingerprint(env).into(), own.into(), host.into()],
-            )?
-            .into_iter()
-            .map(|r| first(r).string())
-            .collect();
-        for id in ids {
-            let d = self.get(&id)?;
-            if accept(&d) {
-                return Ok(Some(d));
+        let candidates = self.query(
+            &format!(
+                "SELECT run_id, command_line FROM runs WHERE env_fingerprint = $1 AND run_id != $2 \
+                 {host_filter} {NEWEST_FIRST} LIMIT 20"
+            ),
+            &[env_fingerprint(env).into(), own.into(), host.into()],
+        )?;
+        for row in candidates {
+            let mut r = row.into_iter();
+            let id = next(&mut r).string();
+            let line = next(&mut r).string();
+            let names: Vec<String> = self
+                .query(
+                    "SELECT name FROM experiments WHERE run_id = $1 ORDER BY position",
+                    &[id.clone().into()],
+                )?
+                .into_iter()
+                .map(|r| first(r).string())
+                .collect();
+            if accept(&line.split(' ').collect::<Vec<_>>(), &names) {
+                return self.get(&id).map(Some);
             }
         }
         Ok(None)
