@@ -16,6 +16,7 @@ pub mod lifetime;
 pub mod lockring;
 pub mod mount;
 pub mod oom;
+pub mod pages;
 pub mod pmqos;
 pub mod shm;
 pub mod spawn;

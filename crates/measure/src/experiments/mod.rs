@@ -14,6 +14,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 pub mod example;
+pub mod fault;
 pub mod fs;
 pub mod lockring;
 pub mod noise;
@@ -361,6 +362,7 @@ registry! {
     Lockring => lockring::Options,
     Split => split::Options,
     Spawn => spawn::Options,
+    Fault => fault::Options,
     Timeline => timeline::Options,
     Tick => tick::Options,
     TickForms => tick_forms::Options,
