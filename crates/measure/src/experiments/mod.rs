@@ -17,6 +17,7 @@ pub mod example;
 pub mod fault;
 pub mod fs;
 pub mod lockring;
+pub mod mmap;
 pub mod noise;
 pub mod primitives;
 pub mod ring;
@@ -363,6 +364,7 @@ registry! {
     Split => split::Options,
     Spawn => spawn::Options,
     Fault => fault::Options,
+    Mmap => mmap::Options,
     Timeline => timeline::Options,
     Tick => tick::Options,
     TickForms => tick_forms::Options,
