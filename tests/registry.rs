@@ -7,6 +7,8 @@ use std::collections::BTreeSet;
 /// Experiments read in the common tables alone: no view of their own.
 const WITHOUT_VIEWS: &[&str] = &[
     "syscall",
+    "fault",
+    "mmap",
     "primitives",
     "ring",
     "lockring",
@@ -18,6 +20,8 @@ const WITHOUT_VIEWS: &[&str] = &[
 /// Experiments shown by the per-case distributions alone: no figure of their own.
 const WITHOUT_PLOTS: &[&str] = &[
     "syscall",
+    "fault",
+    "mmap",
     "fs",
     "primitives",
     "lockring",
