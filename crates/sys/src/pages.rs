@@ -151,6 +151,39 @@ impl Mapping {
         sum
     }
 
+    /// Drops every page of the mapping (`MADV_DONTNEED`): the next touch faults again, and
+    /// every CPU that may hold a translation of the pages must forget it first.
+    pub fn dont_need(&self) -> io::Result<()> {
+        // SAFETY: the range is this mapping; the pages become zero-fill again, which no
+        // reference of ours depends on (the mapping is only reached through volatile accesses).
+        let r = unsafe { libc::madvise(self.ptr.as_ptr().cast(), self.len, libc::MADV_DONTNEED) };
+        if r != 0 {
+            return Err(last_error("madvise(MADV_DONTNEED)"));
+        }
+        Ok(())
+    }
+
+    /// Makes the mapping read-only and then writable again, timing only the first call with
+    /// `now` (a counter read): what taking write permission away costs, while the mapping is
+    /// never left read-only for a later write to fault on.
+    pub fn time_write_protect(&self, mut now: impl FnMut() -> u64) -> io::Result<u64> {
+        let (p, len) = (self.ptr.as_ptr().cast(), self.len);
+        let t0 = now();
+        // SAFETY: the range is this mapping; no Rust reference into it exists (every access
+        // is volatile through the raw pointer) and it is made writable again below.
+        let r = unsafe { libc::mprotect(p, len, libc::PROT_READ) };
+        let t1 = now();
+        let e = (r != 0).then(|| last_error("mprotect(PROT_READ)"));
+        // SAFETY: as above.
+        if unsafe { libc::mprotect(p, len, libc::PROT_READ | libc::PROT_WRITE) } != 0 {
+            return Err(last_error("mprotect(PROT_READ|PROT_WRITE)"));
+        }
+        match e {
+            Some(e) => Err(e),
+            None => Ok(t1.wrapping_sub(t0)),
+        }
+    }
+
     /// Pages of the mapping now in memory (`mincore`): 0 before a page was ever touched or read.
     pub fn resident_pages(&self) -> io::Result<usize> {
         let pages = self.len.div_ceil(PAGE);

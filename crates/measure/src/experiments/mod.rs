@@ -21,6 +21,7 @@ pub mod mmap;
 pub mod noise;
 pub mod primitives;
 pub mod ring;
+pub mod shootdown;
 pub mod spawn;
 pub mod split;
 pub mod switch;
@@ -365,6 +366,7 @@ registry! {
     Spawn => spawn::Options,
     Fault => fault::Options,
     Mmap => mmap::Options,
+    Shootdown => shootdown::Options,
     Timeline => timeline::Options,
     Tick => tick::Options,
     TickForms => tick_forms::Options,
