@@ -63,6 +63,56 @@ impl Mapping {
         })
     }
 
+    /// `len` bytes of private anonymous memory between two inaccessible guard pages: a
+    /// mapping of its own that the kernel never merges with a neighbour, so changing or
+    /// removing it never splits or merges another (whose cost would depend on where it
+    /// landed).
+    pub fn isolated(len: usize) -> io::Result<Mapping> {
+        let whole = len + 2 * PAGE;
+        // SAFETY: a new mapping at a kernel-chosen address aliases nothing of ours.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                whole,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(last_error("mmap(MAP_PRIVATE|MAP_ANONYMOUS)"));
+        }
+        let base = NonNull::new(p.cast::<u8>()).ok_or_else(|| last_error("mmap"))?;
+        // SAFETY: PAGE < whole: in bounds of the mapping just made.
+        let inner = unsafe { base.as_ptr().add(PAGE) };
+        let m = Mapping {
+            // SAFETY: inside a non-null mapping.
+            ptr: unsafe { NonNull::new_unchecked(inner) },
+            len,
+            whole: (base, whole),
+        };
+        // SAFETY: the inner range lies inside the mapping just made.
+        if unsafe { libc::mprotect(inner.cast(), len, libc::PROT_READ | libc::PROT_WRITE) } != 0 {
+            return Err(last_error("mprotect"));
+        }
+        Ok(m)
+    }
+
+    /// Unmaps an [`isolated`](Mapping::isolated) mapping, timing only the unmap of its inner
+    /// part with `now` (a counter read); the guard pages go after.
+    pub fn time_unmap(self, mut now: impl FnMut() -> u64) -> u64 {
+        let me = std::mem::ManuallyDrop::new(self);
+        let t0 = now();
+        // SAFETY: the inner range of a mapping this value owned and nothing references.
+        unsafe { libc::munmap(me.ptr.as_ptr().cast(), me.len) };
+        let t1 = now();
+        // SAFETY: the whole mapping, its inner part already gone: munmap of a range with
+        // holes unmaps what is left.
+        unsafe { libc::munmap(me.whole.0.as_ptr().cast(), me.whole.1) };
+        t1.wrapping_sub(t0)
+    }
+
     /// `len` bytes (a multiple of [`HUGE_PAGE`]) of private anonymous memory starting on a
     /// huge-page boundary, advised `MADV_HUGEPAGE`: a first write may then get a whole huge
     /// page. Whether it did is the kernel's choice, read from `AnonHugePages` by the caller.
@@ -334,6 +384,20 @@ mod tests {
         assert_eq!(c, b);
         assert_eq!(m.resident_pages().unwrap(), 64);
         assert_eq!(m.read_each(PAGE), 128);
+    }
+
+    #[test]
+    fn an_isolated_mapping_is_writable_and_unmaps_whole() {
+        let mut m = Mapping::isolated(2 * PAGE).unwrap();
+        m.write_each(PAGE, 5);
+        assert_eq!(m.read_each(PAGE), 10);
+        assert!(m.time_write_protect(|| 0).is_ok());
+        m.write_each(PAGE, 1);
+        let mut clock = 0;
+        let _ = m.time_unmap(|| {
+            clock += 1;
+            clock
+        });
     }
 
     #[test]

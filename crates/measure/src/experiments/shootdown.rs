@@ -316,11 +316,9 @@ fn timed_ops(ctx: &Context, op: Op, page: &mut Mapping) -> anyhow::Result<u64> {
                 total += ctx.clock.now().wrapping_sub(t0);
             }
             Op::Munmap => {
-                let mut m = Mapping::anonymous(PAGE)?;
+                let mut m = Mapping::isolated(PAGE)?;
                 m.write_each(PAGE, 1);
-                let t0 = ctx.clock.now();
-                drop(m);
-                total += ctx.clock.now().wrapping_sub(t0);
+                total += m.time_unmap(|| ctx.clock.now());
             }
             Op::Mprotect => {
                 page.write_each(PAGE, 1);
@@ -497,7 +495,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     for &g in &p.groups {
         let others = Others::start(g, &ctx.cpus)?;
         let other_cpus: Vec<usize> = ctx.cpus.iter().skip(1).take(g.others).copied().collect();
-        let mut page = Mapping::anonymous(PAGE)?;
+        let mut page = Mapping::isolated(PAGE)?;
         let mut slots: Vec<Slot> = p
             .ops
             .iter()

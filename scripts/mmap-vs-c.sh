@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Holds `oscost mmap` against benches/mmap_ref.c, a C program that makes the same calls at the
+# same sizes the same way: batches of 4096/N calls (1 to 64) between two clock reads, mmap of
+# untouched regions then munmap of the same, munmap of regions written before the timing, pread
+# and pwrite of a cached file at offset 0; the cases in rotated rounds after one untimed batch.
+#
+# Both run pinned with `taskset -c CPU` to the same CPU, oscost with `--cpus CPU` too. A round
+# runs the C program, then oscost; the median ratio oscost/C over the rounds is the figure.
+# A measurement, not a test: exits 0 whatever the ratios are. Run it on an idle machine.
+#
+# Usage: [ROUNDS=N] [QUICK=1] [PAGES=1,10,1000,10000] scripts/mmap-vs-c.sh [CPU]
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+
+# shellcheck source=scripts/side-by-side.sh
+source scripts/side-by-side.sh
+side_by_side_setup "${1:-}"
+pages="${PAGES:-1,10,1000,10000}"
+[[ "$pages" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "PAGES must be a list like 1,1000, got '$pages'"
+c_samples=81
+[[ "$quick" == 0 ]] || c_samples=15
+
+echo "building benches/mmap_ref.c and oscost (release)..." >&2
+cc -O2 -o "$tmp/mmap_ref" benches/mmap_ref.c || die "cc failed on benches/mmap_ref.c"
+build_oscost
+
+mode="standard sampling"
+[[ "$quick" == 0 ]] || mode="QUICK: rough, not a figure to quote"
+echo "oscost mmap vs C, median ns per call, CPU $cpu, pages $pages, $rounds interleaved rounds ($mode)"
+echo "TMPDIR=${TMPDIR:-/tmp}; ratio = oscost / C"
+
+declare -A c_ns o_ns ratios
+ids=()
+for ((i = 1; i <= rounds; i++)); do
+    echo "round $i of $rounds..." >&2
+    taskset -c "$cpu" "$tmp/mmap_ref" -s "$c_samples" -p "$pages" >"$tmp/c$i" || die "mmap_ref failed"
+    taskset -c "$cpu" "$bin" --cpus "$cpu" --quiet --no-save ${quick_oscost[@]+"${quick_oscost[@]}"} \
+        mmap --pages "$pages" --json "$tmp/o$i.json" >/dev/null || die "oscost mmap failed"
+    python3 - "$tmp/o$i.json" >"$tmp/o$i" <<'PY'
+import json, sys
+for e in json.load(open(sys.argv[1]))["experiments"]:
+    for c in e["cases"]:
+        print(c["id"], c["median_ns"])
+PY
+    while read -r id cv; do
+        ov=$(awk -v id="$id" '$1 == id { print $2 }' "$tmp/o$i")
+        [[ -n "$ov" ]] || { echo "  round $i  $id: not measured by oscost, skipped" >&2; continue; }
+        [[ -n "${c_ns[$id]+x}" ]] || ids+=("$id")
+        r=$(awk -v o="$ov" -v c="$cv" 'BEGIN { printf "%.3f", o / c }')
+        c_ns[$id]+="$cv " o_ns[$id]+="$ov " ratios[$id]+="$r "
+        printf '  round %d  %-28s C %12.1f  oscost %12.1f  ratio %s\n' "$i" "$id" "$cv" "$ov" "$r"
+    done <"$tmp/c$i"
+done
+
+echo
+printf '%-28s %12s %12s %8s  %s\n' case "C ns" "oscost ns" ratio "per-round ratios"
+for id in "${ids[@]}"; do
+    printf '%-28s %12.1f %12.1f %8.3f  %s\n' "$id" "$(median_of "${c_ns[$id]}")" \
+        "$(median_of "${o_ns[$id]}")" "$(median_of "${ratios[$id]}")" "${ratios[$id]% }"
+done
+exit 0
