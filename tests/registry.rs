@@ -21,9 +21,7 @@ const WITHOUT_VIEWS: &[&str] = &[
 /// Experiments shown by the per-case distributions alone: no figure of their own.
 const WITHOUT_PLOTS: &[&str] = &[
     "syscall",
-    "fault",
     "mmap",
-    "shootdown",
     "fs",
     "primitives",
     "lockring",

@@ -7,6 +7,7 @@
 
 pub mod chart;
 pub mod distribution;
+pub mod memory;
 pub mod noise;
 pub mod ring;
 pub mod runs;
@@ -43,6 +44,8 @@ const PLOTS: &[(&str, PlotFn)] = &[
     ("timeline", timeline::plots),
     ("tick", tick::plots),
     ("noise", noise::plots),
+    ("fault", memory::fault_plots),
+    ("shootdown", memory::shootdown_plots),
 ];
 
 /// The names of the experiments that have figures of their own: a test holds them against the
