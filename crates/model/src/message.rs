@@ -272,7 +272,10 @@ mod tests {
             assert_eq!(m.rest(), "3.5 of them: more words");
             assert_eq!(MessageKind::of(k.lead()), k, "{k:?}");
         }
-        assert_eq!(MessageKind::of("12 trace records were lost"), MessageKind::Other);
+        assert_eq!(
+            MessageKind::of("12 trace records were lost"),
+            MessageKind::Other
+        );
         assert_eq!(Message::from("").kind(), MessageKind::Other);
         assert!(!MessageKind::KNOWN.contains(&MessageKind::Other));
     }
@@ -312,7 +315,10 @@ mod tests {
         said.push(Message::new(MessageKind::TimeBudget, "300 ms reached"));
         said.push(Message::new(MessageKind::ShortOperation, "1 ns"));
         said.push("something else".into());
-        assert_eq!(said.warnings, ["time budget of 300 ms reached", "something else"]);
+        assert_eq!(
+            said.warnings,
+            ["time budget of 300 ms reached", "something else"]
+        );
         assert_eq!(said.notes, ["an operation of 1 ns"]);
     }
 

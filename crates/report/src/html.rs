@@ -12,7 +12,7 @@ use crate::format::fmt_ns;
 use crate::plot::{self, runs::common_cases, Plot};
 use crate::views::{self, View};
 use minijinja::{context, Environment};
-use oscost_model::{CaseResult, ExperimentResult, ResultDoc, RunLoad};
+use oscost_model::{CaseResult, ExperimentResult, Message, ResultDoc, RunLoad};
 use serde::Serialize;
 
 const TEMPLATE: &str = include_str!("../templates/report.html");
@@ -544,20 +544,20 @@ fn breakable(text: &str) -> String {
 
 /// An experiment's own messages, then each case's, named by its case.
 fn messages<'a>(
-    own: &[String],
-    cases: impl Iterator<Item = (&'a String, &'a Vec<String>)>,
+    own: &[Message],
+    cases: impl Iterator<Item = (&'a String, &'a Vec<Message>)>,
 ) -> Vec<Warning> {
     let mut out: Vec<Warning> = own
         .iter()
         .map(|w| Warning {
             case: String::new(),
-            text: w.clone(),
+            text: w.to_string(),
         })
         .collect();
     for (id, texts) in cases {
         out.extend(texts.iter().map(|w| Warning {
             case: id.clone(),
-            text: w.clone(),
+            text: w.to_string(),
         }));
     }
     out

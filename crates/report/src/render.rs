@@ -99,13 +99,11 @@ fn derived_rows(e: &ExperimentResult) -> Vec<Vec<String>> {
 /// term subtracted cost more than the whole here.
 /// A derived figure's warning as its notes column says it: a wide interval by the tag cases
 /// use and its cause (the interval itself stands in the next column but one).
-pub(crate) fn derived_note(w: &str) -> String {
-    match w
-        .strip_prefix(crate::summarise::WIDE_CI)
-        .and_then(|rest| rest.split_once(" %: "))
-    {
+pub(crate) fn derived_note(w: &oscost_model::Message) -> String {
+    let wide = w.kind() == oscost_model::MessageKind::WideInterval;
+    match wide.then(|| w.rest().split_once(" %: ")).flatten() {
         Some((_, cause)) => format!("noisy: {cause}"),
-        None => w.to_owned(),
+        None => w.to_string(),
     }
 }
 
@@ -392,8 +390,11 @@ pub fn terminal_with(
     // One warning per experiment: a single problem on one line, several as a list under one
     // line, so a run never buries its tables under a wall of warnings.
     let full = warnings == Warnings::Full;
-    let mut items: Vec<(String, Vec<String>)> =
-        e.warnings.iter().map(|w| (w.clone(), Vec::new())).collect();
+    let mut items: Vec<(String, Vec<String>)> = e
+        .warnings
+        .iter()
+        .map(|w| (w.to_string(), Vec::new()))
+        .collect();
     items.extend(warnings::summary(e, warnings::Of::Warnings, full));
     match items.len() {
         0 => {}
@@ -420,8 +421,11 @@ pub fn terminal_with(
     }
     // Notes are context, not problems: one plain line per kind, after the warnings, so the
     // eye that looks for `warning:` finds only what is worth acting on.
-    let mut notes: Vec<(String, Vec<String>)> =
-        e.notes.iter().map(|w| (w.clone(), Vec::new())).collect();
+    let mut notes: Vec<(String, Vec<String>)> = e
+        .notes
+        .iter()
+        .map(|w| (w.to_string(), Vec::new()))
+        .collect();
     notes.extend(warnings::summary(e, warnings::Of::Notes, full));
     for (line, detail) in &notes {
         s += &wrap(&format!("note: {line}"), width, 2);
