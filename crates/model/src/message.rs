@@ -187,6 +187,12 @@ impl From<Message> for String {
     }
 }
 
+impl From<&Message> for String {
+    fn from(m: &Message) -> String {
+        m.text.clone()
+    }
+}
+
 impl fmt::Display for Message {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.text)

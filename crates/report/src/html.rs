@@ -551,13 +551,13 @@ fn messages<'a>(
         .iter()
         .map(|w| Warning {
             case: String::new(),
-            text: w.to_string(),
+            text: w.into(),
         })
         .collect();
     for (id, texts) in cases {
         out.extend(texts.iter().map(|w| Warning {
             case: id.clone(),
-            text: w.to_string(),
+            text: w.into(),
         }));
     }
     out

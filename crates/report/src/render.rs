@@ -390,11 +390,8 @@ pub fn terminal_with(
     // One warning per experiment: a single problem on one line, several as a list under one
     // line, so a run never buries its tables under a wall of warnings.
     let full = warnings == Warnings::Full;
-    let mut items: Vec<(String, Vec<String>)> = e
-        .warnings
-        .iter()
-        .map(|w| (w.to_string(), Vec::new()))
-        .collect();
+    let mut items: Vec<(String, Vec<String>)> =
+        e.warnings.iter().map(|w| (w.into(), Vec::new())).collect();
     items.extend(warnings::summary(e, warnings::Of::Warnings, full));
     match items.len() {
         0 => {}
@@ -421,11 +418,8 @@ pub fn terminal_with(
     }
     // Notes are context, not problems: one plain line per kind, after the warnings, so the
     // eye that looks for `warning:` finds only what is worth acting on.
-    let mut notes: Vec<(String, Vec<String>)> = e
-        .notes
-        .iter()
-        .map(|w| (w.to_string(), Vec::new()))
-        .collect();
+    let mut notes: Vec<(String, Vec<String>)> =
+        e.notes.iter().map(|w| (w.into(), Vec::new())).collect();
     notes.extend(warnings::summary(e, warnings::Of::Notes, full));
     for (line, detail) in &notes {
         s += &wrap(&format!("note: {line}"), width, 2);
