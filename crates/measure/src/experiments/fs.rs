@@ -593,7 +593,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
             if let (Side::Fuse, Some(b), Some(a)) = (side, &before, &after) {
                 fuse_evidence(&mut case, call, b, a, made.get());
             }
-            case.warnings = warnings;
+            case.add_messages(warnings);
             ids.push(case.id.clone());
             out.cases.push(case);
         }

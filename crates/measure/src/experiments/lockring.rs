@@ -22,6 +22,7 @@ use crate::limits::{Limits, Needs, FILES_MARGIN};
 use crate::sampler::measure_fallible;
 use anyhow::Context as _;
 use oscost_model::case::{Case, Check, DerivedSpec, ExperimentOutput, Samples, Series};
+use oscost_model::{Message, MessageKind};
 use oscost_sys::lockring::{LockRing, LockRingSpec, PipeToken};
 use oscost_sys::task::CpuMask;
 use oscost_sys::{self as os, Switches};
@@ -253,7 +254,7 @@ fn own_case(ctx: &Context) -> anyhow::Result<Case> {
         .extend(crate::sampler::single_task_check(c.threads_in_process));
     case.counters
         .insert("switches_per_op".into(), c.switches_per_op());
-    case.warnings = c.warnings;
+    case.add_messages(c.said);
     Ok(case)
 }
 
@@ -275,10 +276,10 @@ fn migrations(tids: &[i32]) -> Option<u64> {
 
 fn add_migrations(case: &mut Case, before: Option<u64>, after: Option<u64>, pinned: bool) {
     let (Some(b), Some(a)) = (before, after) else {
-        case.warnings.push(
-            "migrations not counted: se.nr_migrations is missing from /proc/self/task/<tid>/sched"
-                .into(),
-        );
+        case.notes.push(Message::new(
+            MessageKind::MigrationsNotCounted,
+            ": se.nr_migrations is missing from /proc/self/task/<tid>/sched",
+        ));
         return;
     };
     let moved = a.saturating_sub(b) as f64;
@@ -416,7 +417,7 @@ fn mutex_case(opts: &Options, ctx: &Context, n: usize, mask: &CpuMask) -> anyhow
     .param("mutexes", (n + k) as u64)
     .param("placement", placement_name(opts.placement))
     .param("cpus", serde_json::json!(mask.cpus()));
-    case.warnings = warnings;
+    case.add_messages(warnings);
     case.counters
         .insert("switches_per_hand_over".into(), per(sw.total()));
     case.counters
@@ -432,16 +433,19 @@ fn mutex_case(opts: &Options, ctx: &Context, n: usize, mask: &CpuMask) -> anyhow
 
     let check = switch_check(opts, per(sw.total()), sw, taken, "hand-over");
     if !check.passed && check.counted < 1.0 && (k > 1 || opts.placement == RingPlacement::Free) {
-        case.warnings.push(format!(
-            "expected with {}: {:.2} switches per hand-over instead of at least 1, so the time \
-             is not a switch cost and switch_cost is flagged (use --tokens 1 --placement same \
-             for one switch per hand-over)",
-            if k > 1 {
-                format!("{k} free mutexes")
-            } else {
-                "free placement".to_owned()
-            },
-            check.counted
+        case.warnings.push(Message::new(
+            MessageKind::HopsWithoutSwitch,
+            format!(
+                "{}: {:.2} switches per hand-over instead of at least 1, so the time is not a \
+                 switch cost and switch_cost is flagged (use --tokens 1 --placement same for \
+                 one switch per hand-over)",
+                if k > 1 {
+                    format!("{k} free mutexes")
+                } else {
+                    "free placement".to_owned()
+                },
+                check.counted
+            ),
         ));
     }
     case.checks.push(check);
@@ -462,9 +466,12 @@ fn mutex_case(opts: &Options, ctx: &Context, n: usize, mask: &CpuMask) -> anyhow
     ));
     let inv = per(sw.involuntary);
     if n > 2 && inv > 0.05 {
-        case.warnings.push(format!(
-            "wakeup preemption: {inv:.2} involuntary switches per hand-over (the woken thread \
-             preempts the one that woke it before it blocks); the time includes them"
+        case.notes.push(Message::new(
+            MessageKind::WakeupPreemption,
+            format!(
+                ": {inv:.2} involuntary switches per hand-over (the woken thread preempts the \
+                 one that woke it before it blocks); the time includes them"
+            ),
         ));
     }
     add_migrations(
@@ -476,11 +483,10 @@ fn mutex_case(opts: &Options, ctx: &Context, n: usize, mask: &CpuMask) -> anyhow
     if opts.verify_order {
         case.checks.push(order_check(&counts.log, n, k));
         case.series.push(order_series(&counts.log));
-        case.warnings.push(
-            "--verify-order: every step also appended to a shared log, which is in the timed \
-             path"
-                .into(),
-        );
+        case.warnings.push(Message::new(
+            MessageKind::VerifyOrder,
+            ": every step also appended to a shared log, which is in the timed path",
+        ));
     }
     Ok(case)
 }
@@ -521,7 +527,7 @@ fn pipe_case(opts: &Options, ctx: &Context, mask: &CpuMask) -> anyhow::Result<Ca
     .param("token_bytes", 4u64)
     .param("placement", placement_name(opts.placement))
     .param("cpus", serde_json::json!(mask.cpus()));
-    case.warnings = warnings;
+    case.add_messages(warnings);
     case.counters
         .insert("switches_per_pass".into(), per(sw.total()));
     case.counters

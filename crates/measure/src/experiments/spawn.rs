@@ -367,7 +367,7 @@ struct Slot {
     ticks: Vec<f64>,
     parent: Usage,
     children: Usage,
-    warnings: Vec<String>,
+    warnings: Vec<oscost_model::Message>,
 }
 
 fn case_id(op: Op, target: Option<Target>, mib: Option<u64>) -> String {

@@ -18,6 +18,7 @@ use crate::limits::{Limits, Needs, FILES_MARGIN};
 use crate::tokens::{self, Counts, RingSpec};
 use anyhow::Context as _;
 use oscost_model::case::{Case, Check, DerivedSpec, ExperimentOutput, Unavailable};
+use oscost_model::{Message, MessageKind};
 use oscost_sys::ipc::{IdlePoll, Via};
 use oscost_sys::task::{CpuMask, Kind};
 use serde_json::json;
@@ -242,7 +243,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
 struct KernelView {
     off: bool,
     unavailable: Option<String>,
-    notes: Vec<String>,
+    notes: Vec<oscost_model::Message>,
     traced: usize,
 }
 
@@ -333,9 +334,9 @@ fn hold_idle_poll(wanted: bool, out: &mut ExperimentOutput) -> (Option<IdlePoll>
     match IdlePoll::hold() {
         Ok(h) => (Some(h), true),
         Err(e) => {
-            out.warnings.push(format!(
-                "--idle-poll not in force: {e}; CPUs use their default idle states"
-            ));
+            out.warnings.push(
+                format!("--idle-poll not in force: {e}; CPUs use their default idle states").into(),
+            );
             (None, false)
         }
     }
@@ -386,7 +387,7 @@ fn control_case(via: Via, ctx: &Context) -> anyhow::Result<Case> {
     case.checks.push(c.no_switch_check());
     case.checks
         .extend(crate::sampler::single_task_check(c.threads_in_process));
-    case.warnings = c.warnings.clone();
+    case.add_messages(c.said.clone());
     Ok(case)
 }
 
@@ -438,7 +439,7 @@ fn pingpong_case(
     .param("cpus", json!(cpus))
     .param("last_cpus", json!(counts.last_cpus))
     .param("idle_poll", idle_poll);
-    case.warnings = warnings;
+    case.add_messages(warnings);
     add_switch_counts(&mut case, via, p, &counts);
     ring::add_migrations(&mut case, &counts, p != Placement::Free);
     for (state, n) in idle::delta(&idle_before, &idle_after) {
@@ -476,12 +477,15 @@ fn add_switch_counts(case: &mut Case, via: Via, p: Placement, counts: &Counts) {
     let check = switch_check(via, p, per(sw.total()), &detail);
     if !check.passed && via == Via::Yield && p != Placement::Same {
         // Expected with this setting: say what happened instead of a switch.
-        case.warnings.push(format!(
-            "expected for yield on separate CPUs: {:.2} switches per round trip instead of 2 \
-             (each task has a CPU of its own, so sched_yield finds nothing else to run and \
-             returns at once; the round trip is two yields, not two switches, and its switch \
-             cost is flagged: use --placement same for a yield switch)",
-            check.counted
+        case.warnings.push(Message::new(
+            MessageKind::YieldWithoutSwitch,
+            format!(
+                ": {:.2} switches per round trip instead of 2 (each task has a CPU of its own, \
+                 so sched_yield finds nothing else to run and returns at once; the round trip \
+                 is two yields, not two switches, and its switch cost is flagged: use \
+                 --placement same for a yield switch)",
+                check.counted
+            ),
         ));
     }
     case.checks.push(check);

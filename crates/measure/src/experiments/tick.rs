@@ -505,7 +505,7 @@ pub(crate) fn deliverable(
     cpu: usize,
     priority: i32,
     ctx: &Context,
-    notes: &mut Vec<String>,
+    notes: &mut Vec<oscost_model::Message>,
 ) -> anyhow::Result<Vec<(Source, u64)>> {
     let mut ascending = periods.to_vec();
     ascending.sort_unstable();
@@ -543,7 +543,7 @@ pub(crate) fn deliverable(
             if explicit {
                 anyhow::bail!("--periods {}: {why}; use a longer period", period_name(p));
             }
-            notes.push(format!("{why}; left out of the default periods"));
+            notes.push(format!("{why}; left out of the default periods").into());
             lost.push(p);
         }
         points.extend(
@@ -842,11 +842,14 @@ fn record_natural(
         },
     );
     if natural.is_none() {
-        out.warnings.push(format!(
+        out.warnings.push(
+            format!(
             "no periodic interruption was seen in {} ms of spinning on CPU {cpu}: the kernel's \
              own tick has nothing to be compared with",
             natural_ns / 1_000_000
-        ));
+        )
+            .into(),
+        );
     }
 }
 
@@ -959,10 +962,13 @@ fn point_case(
         let text = match p {
             Policy::Fifo(prio) => format!("SCHED_FIFO {prio}"),
             Policy::Normal(why) => {
-                case.warnings.push(format!(
-                    "the helper runs under the normal policy ({why}): its wake-ups wait until \
+                case.warnings.push(
+                    format!(
+                        "the helper runs under the normal policy ({why}): its wake-ups wait until \
                      the scheduler preempts the working thread"
-                ));
+                    )
+                    .into(),
+                );
                 "SCHED_OTHER".to_owned()
             }
         };
@@ -1023,14 +1029,17 @@ fn point_case(
         },
     ));
     if events < expected - events_tolerance(expected) {
-        case.warnings.push(format!(
+        case.warnings.push(
+            format!(
             "the period of {} was not kept: {:.0} events per run counted against {:.0} expected \
              ({:.0} %)",
             period_name(period),
             events,
             expected,
             events / expected.max(1e-9) * 100.0
-        ));
+        )
+            .into(),
+        );
     }
     case.series.push(Series {
         name: "runs".into(),

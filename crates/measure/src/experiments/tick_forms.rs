@@ -702,10 +702,13 @@ fn add_params(
     let helper_text = match &helper_policy {
         Some(HelperPolicy::Fifo(prio)) => format!("SCHED_FIFO {prio}"),
         Some(HelperPolicy::Normal(why)) => {
-            out.warnings.push(format!(
-                "the helper runs under the normal policy ({why}): its wake-ups wait until the \
+            out.warnings.push(
+                format!(
+                    "the helper runs under the normal policy ({why}): its wake-ups wait until the \
                  scheduler preempts the work, and under fifo and rr they never do"
-            ));
+                )
+                .into(),
+            );
             "SCHED_OTHER".to_owned()
         }
         None => "none".to_owned(),
@@ -758,7 +761,7 @@ fn add_control(
     control_case
         .checks
         .extend(single_task_check(control.threads_in_process));
-    control_case.warnings = control.warnings.clone();
+    control_case.add_messages(control.said.clone());
     for c in &switch_cases {
         let flagged = [c, &control_case]
             .into_iter()
@@ -931,7 +934,7 @@ fn handover_case(kind: Kind, cpu: usize, ctx: &Context) -> anyhow::Result<Case> 
     .param("via", Via::Futex.name())
     .param("kind", kind.name())
     .param("cpu", cpu as u64);
-    case.warnings = warnings;
+    case.add_messages(warnings);
     case.counters.insert("switches_per_handover".into(), per);
     case.counters
         .insert("handovers_counted".into(), handovers as f64);

@@ -18,6 +18,7 @@ use crate::limits::{Limits, Needs, FILES_MARGIN};
 use crate::sysctl::{read_trim, set_sysctl, RR_TIMESLICE};
 use anyhow::Context as _;
 use oscost_model::case::{Case, Check, ExperimentOutput, Samples, Series};
+use oscost_model::{Message, MessageKind};
 use oscost_stats::sched::{
     default_base_slice_ns, expected_slice, parse_release, predicted_shares, preemptions, slices_ns,
     weight, Policy, SliceRule, IDLE_WEIGHT,
@@ -1099,10 +1100,12 @@ fn add_shares(
             .and_then(|r| r.applied.iter().map(|a| a.nice).collect()),
     };
     let predicted = if plan.cpus.len() > 1 {
-        case.warnings.push(format!(
-            "no share is predicted: the workers had {} CPUs (--spread), and the weights share \
-             one CPU",
-            plan.cpus.len()
+        case.notes.push(Message::new(
+            MessageKind::NoSharePredicted,
+            format!(
+                ": the workers had {} CPUs (--spread), and the weights share one CPU",
+                plan.cpus.len()
+            ),
         ));
         None
     } else {
@@ -1122,14 +1125,17 @@ fn add_shares(
     // over a few slices says nothing about the weights: it is compared only over enough.
     let slice = rule.expected_ns.filter(|s| *s > 0.0);
     if let Some(slice) = slice.filter(|s| common < MIN_SLICES_FOR_SHARES * s) {
-        case.warnings.push(format!(
-            "shares not compared with the weights: the workers were all runnable for only {} \
+        case.warnings.push(
+            format!(
+                "shares not compared with the weights: the workers were all runnable for only {} \
              ({:.1} slices of {}), and a share says something about the weights only over at \
              least {MIN_SLICES_FOR_SHARES:.0} slices; give more --chunks or a longer --chunk-us",
-            ms(common),
-            common / slice,
-            ms(slice)
-        ));
+                ms(common),
+                common / slice,
+                ms(slice)
+            )
+            .into(),
+        );
         return;
     }
     let pairs: Vec<String> = measured
@@ -1159,15 +1165,18 @@ fn add_shares(
     if let Some(slice) = slice.filter(|_| unequal) {
         let spread_pct = slice / common * 100.0;
         if spread_pct > SHARE_TOLERANCE_PCT {
-            case.warnings.push(format!(
-                "the workers were all runnable for only {} ({:.0} slices of {}): shares over \
+            case.warnings.push(
+                format!(
+                    "the workers were all runnable for only {} ({:.0} slices of {}): shares over \
                  so few slices can miss the kernel's weights by about a slice ({spread_pct:.1} \
                  points); for a ±{SHARE_TOLERANCE_PCT}-point comparison give more --chunks \
                  (e.g. --chunks 500)",
-                ms(common),
-                common / slice,
-                ms(slice)
-            ));
+                    ms(common),
+                    common / slice,
+                    ms(slice)
+                )
+                .into(),
+            );
         }
     }
 }

@@ -165,7 +165,7 @@ pub(super) fn traced_run(
     point: Option<(Source, u64)>,
     cpu: usize,
     limit: u64,
-) -> anyhow::Result<Result<(Traced, Vec<String>), oscost_sys::ktrace::Unavailable>> {
+) -> anyhow::Result<Result<(Traced, Vec<oscost_model::Message>), oscost_sys::ktrace::Unavailable>> {
     let (mut session, notes) = match Session::open(&Pass::new(EVENTS, &[cpu])) {
         Ok(s) => s,
         Err(u) => return Ok(Err(u)),
@@ -318,10 +318,13 @@ pub(super) fn case(
         ),
     ));
     if t.lost + u.lost > 0 {
-        case.warnings.push(format!(
-            "{} trace records were lost (a ring filled up): the kernel's time falls short",
-            t.lost + u.lost
-        ));
+        case.warnings.push(
+            format!(
+                "{} trace records were lost (a ring filled up): the kernel's time falls short",
+                t.lost + u.lost
+            )
+            .into(),
+        );
     }
     Some(case)
 }

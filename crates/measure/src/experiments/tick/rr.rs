@@ -223,7 +223,7 @@ fn record(
     ms: u64,
     crowd: &[RrRun],
     alone: &[RrRun],
-    mut warnings: Vec<String>,
+    mut warnings: Vec<oscost_model::Message>,
 ) {
     let (tasks, cpu) = (s.tasks, s.cpu);
     let id = format!("{NAME}.rr.{ms}ms");
@@ -268,12 +268,15 @@ fn record(
         ),
     });
     if let Some(r) = s.runtime_us.filter(|&r| r >= 0.0 && crowd_ns / 1e3 > r) {
-        warnings.push(format!(
-            "a run lasted {:.0} ms, longer than sched_rt_runtime_us ({:.0} ms): real-time \
+        warnings.push(
+            format!(
+                "a run lasted {:.0} ms, longer than sched_rt_runtime_us ({:.0} ms): real-time \
              throttling stopped the threads for part of it; use a shorter --work",
-            crowd_ns / 1e6,
-            r / 1e3
-        ));
+                crowd_ns / 1e6,
+                r / 1e3
+            )
+            .into(),
+        );
     }
     case.warnings.extend(warnings);
     let alone_case = Case::new(

@@ -492,12 +492,15 @@ pub(super) fn case(i: &Input, clock: &oscost_sys::clock::Clock) -> Case {
          brought in (each a switch the trace is missing there)",
     ));
     if t.lost > 0 {
-        case.warnings.push(format!(
+        case.warnings.push(
+            format!(
             "{} trace records were lost over the traced CPUs ({breaks} switch{} missing on the \
              workers' CPU)",
             t.lost,
             if breaks == 1 { " is" } else { "es are" }
-        ));
+        )
+            .into(),
+        );
     }
     case.series
         .push(super::trace_series(std::slice::from_ref(r), &[total]));
