@@ -543,6 +543,19 @@ mod tests {
     }
 
     #[test]
+    fn a_short_operation_is_a_note_and_nothing_else() {
+        with_scripted(|ctx, clock| {
+            let (_, said) = measure(ctx, || clock.spend(3)).unwrap();
+            assert!(said.warnings.is_empty(), "{said:?}");
+            assert_eq!(said.notes.len(), 1, "{said:?}");
+            assert_eq!(said.notes[0].kind(), MessageKind::ShortOperation);
+            assert!(said.notes[0].starts_with("an operation of 3.0 ns overlaps"));
+            let (_, said) = measure(ctx, || clock.spend(100)).unwrap();
+            assert_eq!(said, Messages::default());
+        });
+    }
+
+    #[test]
     fn errors_stop_sampling() {
         with_ctx(|ctx| {
             let mut calls = 0;
