@@ -594,11 +594,7 @@ fn experiment(prefix: &str, e: &ExperimentResult, tick_unit: &str) -> Experiment
                 ci: ci_text(d.ci95_ns),
                 cycles: cycles(d.estimate_cycles),
                 flagged: d.flagged.clone().unwrap_or_default(),
-                notes: d
-                    .warnings
-                    .iter()
-                    .map(|w| crate::render::derived_note(w))
-                    .collect(),
+                notes: d.warnings.iter().map(crate::render::derived_note).collect(),
             })
             .collect(),
         views: views::views(e).into_iter().map(table).collect(),

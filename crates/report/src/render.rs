@@ -86,7 +86,7 @@ fn derived_rows(e: &ExperimentResult) -> Vec<Vec<String>> {
                 ]
                 .into_iter()
                 .flatten()
-                .chain(d.warnings.iter().map(|w| derived_note(w)))
+                .chain(d.warnings.iter().map(derived_note))
                 .collect::<Vec<_>>()
                 .join("; "),
             ]
