@@ -117,6 +117,8 @@ pub(super) enum Kind {
 /// after a crash. Process-shared mutex/condvar/semaphore objects are not destroyed, only
 /// unmapped: glibc's `pthread_cond_destroy` waits for waiters, which could hang if a forked
 /// peer were still blocked, and none of them holds a kernel resource.
+///
+/// [`on_sysv_sem_created`]: super::on_sysv_sem_created
 #[derive(Debug)]
 pub struct Link {
     via: Via,
@@ -312,6 +314,8 @@ impl Link {
     /// Takes one token, blocking until one is there. Retries on EINTR. Allocation-free on
     /// success, like [`Link::post`]. For [`Via::Signal`] the calling thread must have blocked
     /// the signal ([`block_link_signal`]) and be the waiter named by [`Link::set_waiter`].
+    ///
+    /// [`block_link_signal`]: super::block_link_signal
     // Always inlined, as `post`.
     #[inline(always)]
     pub fn wait(&self) -> io::Result<()> {

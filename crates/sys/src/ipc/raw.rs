@@ -58,6 +58,8 @@ pub fn futex_wake(word: &AtomicU32, n: i32) -> io::Result<i32> {
 }
 
 /// `sched_yield()`: the [`Via::Yield`] "primitive".
+///
+/// [`Via::Yield`]: super::Via::Yield
 #[inline]
 pub fn sched_yield() -> io::Result<()> {
     // SAFETY: no arguments, no memory touched.

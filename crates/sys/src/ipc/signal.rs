@@ -4,9 +4,11 @@
 use super::raw::pthread_result;
 use std::io;
 
-/// The realtime signal [`Via::Signal`](super::Via::Signal) links use: `SIGRTMIN + 2` (glibc
-/// reserves the first two real-time signals below its SIGRTMIN; +2 keeps clear of libraries
-/// that take SIGRTMIN itself).
+/// The realtime signal [`Via::Signal`] links use: `SIGRTMIN + 2` (glibc reserves the first
+/// two real-time signals below its SIGRTMIN; +2 keeps clear of libraries that take SIGRTMIN
+/// itself).
+///
+/// [`Via::Signal`]: super::Via::Signal
 pub fn link_signal_number() -> i32 {
     libc::SIGRTMIN() + 2
 }
@@ -22,10 +24,12 @@ pub(super) fn link_sigset() -> libc::sigset_t {
     }
 }
 
-/// Blocks the realtime signal used by [`Via::Signal`](super::Via::Signal) in the calling thread.
-/// Every task that waits on a signal link calls it before its first wait and before anyone may post
-/// to it: an unblocked realtime signal's default action terminates the whole process. The mask is
+/// Blocks the realtime signal used by [`Via::Signal`] in the calling thread. Every task that
+/// waits on a signal link calls it before its first wait and before anyone may post to it: an
+/// unblocked realtime signal's default action terminates the whole process. The mask is
 /// inherited by threads created and processes forked afterwards.
+///
+/// [`Via::Signal`]: super::Via::Signal
 pub fn block_link_signal() -> io::Result<()> {
     let set = link_sigset();
     // SAFETY: set is initialised; a null old-set pointer is allowed.

@@ -10,12 +10,14 @@ pub type SysvSemHook = Box<dyn Fn(libc::c_int) -> io::Result<()> + Send + Sync>;
 
 pub(super) static SYSV_SEM_CREATED: OnceLock<SysvSemHook> = OnceLock::new();
 
-/// Installs `hook`, called with the id of every SysV semaphore set [`Link::new`](super::Link::new)
-/// creates in this process from now on, right after `semget` and before the set is used. A SysV set
-/// outlives the process that made it: the hook lets the caller record it somewhere that survives a
-/// `kill -9`, and [`remove_sysv_sem`] removes it later. If the hook fails, the set is removed at
-/// once and `Link::new` returns the error. One hook per process; a second call returns
-/// `Err(AlreadyExists)` and leaves the first in place.
+/// Installs `hook`, called with the id of every SysV semaphore set [`Link::new`] creates in
+/// this process from now on, right after `semget` and before the set is used. A SysV set
+/// outlives the process that made it: the hook lets the caller record it somewhere that
+/// survives a `kill -9`, and [`remove_sysv_sem`] removes it later. If the hook fails, the set
+/// is removed at once and `Link::new` returns the error. One hook per process; a second
+/// call returns `Err(AlreadyExists)` and leaves the first in place.
+///
+/// [`Link::new`]: super::Link::new
 pub fn on_sysv_sem_created(hook: SysvSemHook) -> io::Result<()> {
     SYSV_SEM_CREATED.set(hook).map_err(|_| {
         io::Error::new(
@@ -25,10 +27,12 @@ pub fn on_sysv_sem_created(hook: SysvSemHook) -> io::Result<()> {
     })
 }
 
-/// Removes SysV semaphore set `id` if it still exists and is a private (`IPC_PRIVATE`) set created
-/// by this effective user, as every set [`Link::new`](super::Link::new) makes is. `Ok(true)`:
-/// removed; `Ok(false)`: already gone (`EINVAL`, `EIDRM`), or the id now names a set that is not
-/// one of ours (the kernel reused it), which is left alone.
+/// Removes SysV semaphore set `id` if it still exists and is a private (`IPC_PRIVATE`) set
+/// created by this effective user, as every set [`Link::new`] makes is. `Ok(true)`: removed;
+/// `Ok(false)`: already gone (`EINVAL`, `EIDRM`), or the id now names a set that is not one of
+/// ours (the kernel reused it), which is left alone.
+///
+/// [`Link::new`]: super::Link::new
 pub fn remove_sysv_sem(id: libc::c_int) -> io::Result<bool> {
     if id < 0 {
         return Ok(false);
