@@ -15,15 +15,32 @@ use minijinja::{context, Environment};
 use oscost_model::{CaseResult, ExperimentResult, Message, ResultDoc, RunLoad};
 use serde::Serialize;
 
-const TEMPLATE: &str = include_str!("../templates/report.html");
-const STYLE: &str = include_str!("../templates/report.css");
+/// One self-contained HTML page of the run, with every experiment's tables and figures.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Html;
 
-/// Checks that are news only when they fail (the same as the terminal's notes).
-const QUIET_WHEN_PASSED: &[&str] = &[
-    oscost_model::case::SINGLE_THREAD_CHECK,
-    "work_units_done",
-    "distinct_tasks",
-];
+impl super::Exporter for Html {
+    fn name(&self) -> &'static str {
+        "html"
+    }
+
+    fn extension(&self) -> &'static str {
+        "html"
+    }
+
+    /// The page of this run alone, named by `opts.label`, else by its run id.
+    fn export(&self, doc: &ResultDoc, opts: &super::ExportOptions) -> anyhow::Result<String> {
+        let label = opts
+            .label
+            .clone()
+            .or_else(|| doc.run_id.clone())
+            .unwrap_or_else(|| "this run".to_owned());
+        report(&[(label, doc)])
+    }
+}
+
+const TEMPLATE: &str = include_str!("../../templates/report.html");
+const STYLE: &str = include_str!("../../templates/report.css");
 
 /// The page of `docs`, each with a label (its file name or run id) that names it wherever runs
 /// are told apart. With two or more, the page opens with the cases they share side by side.
@@ -448,7 +465,7 @@ fn case_row(c: &CaseResult) -> CaseRow {
     let checks = c
         .checks
         .iter()
-        .filter(|k| !(k.passed && QUIET_WHEN_PASSED.contains(&k.name.as_str())))
+        .filter(|k| !(k.passed && super::table::QUIET_WHEN_PASSED.contains(&k.name.as_str())))
         .map(|k| CheckCell {
             text: crate::format::check(k),
             passed: k.passed,
@@ -594,7 +611,7 @@ fn experiment(prefix: &str, e: &ExperimentResult, tick_unit: &str) -> Experiment
                 ci: ci_text(d.ci95_ns),
                 cycles: cycles(d.estimate_cycles),
                 flagged: d.flagged.clone().unwrap_or_default(),
-                notes: d.warnings.iter().map(crate::render::derived_note).collect(),
+                notes: d.warnings.iter().map(super::table::derived_note).collect(),
             })
             .collect(),
         views: views::views(e).into_iter().map(table).collect(),
