@@ -11,6 +11,7 @@ pub mod baselines;
 pub mod compare;
 mod counterparts;
 pub mod envtext;
+pub mod experiments;
 pub mod fleet;
 pub mod format;
 pub mod html;
