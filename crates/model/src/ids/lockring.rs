@@ -38,6 +38,12 @@ pub enum Id<'a> {
         /// The lock.
         lock: &'a str,
     },
+    /// `lockring.pipe.n<tasks>`: the token passed through pipes instead, as the reference
+    /// programs and the Windows agent measure it (the study's cspipe2a).
+    Pipe {
+        /// Threads passing the token.
+        tasks: usize,
+    },
 }
 
 impl fmt::Display for Id<'_> {
@@ -54,6 +60,7 @@ impl fmt::Display for Id<'_> {
                 tokens,
             } => write!(f, "{NAME}.{lock}.n{tasks}.k{tokens}.switch_cost"),
             Id::Own { lock } => write!(f, "{NAME}.{lock}.own"),
+            Id::Pipe { tasks } => write!(f, "{NAME}.pipe.n{tasks}"),
         }
     }
 }
@@ -69,6 +76,9 @@ impl<'a> Id<'a> {
             ))
         };
         match super::parts(NAME, id)?.as_slice() {
+            ["pipe", n] => Some(Id::Pipe {
+                tasks: super::number(n, "n", "")?,
+            }),
             [lock, "own"] => Some(Id::Own {
                 lock: super::name(lock)?,
             }),
@@ -92,14 +102,15 @@ impl<'a> Id<'a> {
         }
     }
 
-    /// The lock the id names.
-    pub fn lock(&self) -> &'a str {
+    /// The lock the id names; none for the pipe.
+    pub fn lock(&self) -> Option<&'a str> {
         match *self {
-            Id::Case { lock, .. } | Id::SwitchCost { lock, .. } | Id::Own { lock } => lock,
+            Id::Case { lock, .. } | Id::SwitchCost { lock, .. } | Id::Own { lock } => Some(lock),
+            Id::Pipe { .. } => None,
         }
     }
 
-    /// The same id with another lock.
+    /// The same id with another lock; the pipe's unchanged.
     pub fn with_lock(self, other: &'a str) -> Self {
         match self {
             Id::Case { tasks, tokens, .. } => Id::Case {
@@ -113,6 +124,7 @@ impl<'a> Id<'a> {
                 tokens,
             },
             Id::Own { .. } => Id::Own { lock: other },
+            Id::Pipe { .. } => self,
         }
     }
 }
@@ -146,6 +158,7 @@ mod tests {
                 "lockring.cs.n2.k1.switch_cost",
             ),
             (Id::Own { lock: MUTEX }, "lockring.mutex.own"),
+            (Id::Pipe { tasks: 2 }, "lockring.pipe.n2"),
         ] {
             assert_eq!(id.to_string(), text);
             assert_eq!(Id::parse(text), Some(id), "{text}");
@@ -155,14 +168,14 @@ mod tests {
             "lockring.mutex.n2.k1.switch_cost"
         );
         let own = Id::parse("lockring.cs.own").unwrap();
-        assert_eq!(own.lock(), CRITICAL_SECTION);
+        assert_eq!(own.lock(), Some(CRITICAL_SECTION));
         assert_eq!(own.with_lock(MUTEX).to_string(), "lockring.mutex.own");
     }
 
     #[test]
     fn other_ids_do_not_parse() {
         for id in [
-            "lockring.pipe.n2",
+            "lockring.pipe.two",
             "lockring.mutex.n2.k1.other",
             "ring.mutex.own",
         ] {
