@@ -68,6 +68,8 @@ pub enum Id<'a> {
     Case(Case<'a>),
     /// `<case>.kernel`: the traced pass of a timed case.
     Traced(Case<'a>),
+    /// `<case>.alone`: a round-robin case's work done by one thread alone.
+    Alone(Case<'a>),
     /// A figure derived from a timed case.
     Derived(Case<'a>, Derived),
 }
@@ -85,6 +87,7 @@ impl fmt::Display for Id<'_> {
             Id::Kernel => write!(f, "{NAME}.kernel"),
             Id::Case(c) => write!(f, "{c}"),
             Id::Traced(c) => write!(f, "{c}.kernel"),
+            Id::Alone(c) => write!(f, "{}", alone(&c.to_string())),
             Id::Derived(c, d) => write!(f, "{c}.{}", d.name()),
         }
     }
@@ -104,6 +107,7 @@ impl<'a> Id<'a> {
             ["kernel"] => Some(Id::Kernel),
             [source, period] => Some(Id::Case(case(source, period)?)),
             [source, period, "kernel"] => Some(Id::Traced(case(source, period)?)),
+            [source, period, "alone"] => Some(Id::Alone(case(source, period)?)),
             [source, period, last] => {
                 let d = Derived::ALL.into_iter().find(|d| d.name() == *last)?;
                 Some(Id::Derived(case(source, period)?, d))
@@ -121,6 +125,11 @@ pub fn case(source: &str, period_ns: u64) -> String {
 /// The id of the traced pass of the timed case `case_id`.
 pub fn traced(case_id: &str) -> String {
     format!("{case_id}.kernel")
+}
+
+/// The id of the work of the round-robin case `case_id` done by one thread alone.
+pub fn alone(case_id: &str) -> String {
+    format!("{case_id}.alone")
 }
 
 /// The id of figure `d` derived from the timed case `case_id`.
@@ -154,6 +163,13 @@ mod tests {
             (Id::Kernel, "tick.kernel"),
             (Id::Case(c), "tick.timerfd.49us"),
             (Id::Traced(c), "tick.timerfd.49us.kernel"),
+            (
+                Id::Alone(Case {
+                    source: RR,
+                    period_ns: 10_000_000,
+                }),
+                "tick.rr.10ms.alone",
+            ),
             (
                 Id::Derived(c, Derived::PerEvent),
                 "tick.timerfd.49us.per_event",

@@ -69,7 +69,7 @@ fn periods(doc: &ResultDoc, policy: &str) -> Vec<(String, u64)> {
             _ => None,
         })
         .collect();
-    v.sort_by(|a, b| b.1.cmp(&a.1));
+    v.sort_by_key(|p| std::cmp::Reverse(p.1));
     v.dedup_by(|a, b| a.0 == b.0);
     v
 }

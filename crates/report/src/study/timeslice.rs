@@ -263,7 +263,7 @@ pub fn plots(doc: Option<&ResultDoc>) -> Vec<Plot> {
                             .filter_map(|pt| Some((*pt.first()?, *pt.get(2)?, None, String::new())))
                             .collect();
                         let mut st = this_style();
-                        st.colour = crate::plot::chart::colour(w as usize + 3);
+                        st.colour = crate::plot::chart::colour(w + 3);
                         st.marker = None;
                         lines.push(line(&format!("{}, worker {w}", this_label(doc)), st, pts));
                     }
