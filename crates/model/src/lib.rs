@@ -12,6 +12,7 @@ pub mod clock;
 pub mod cpulist;
 pub mod env;
 pub mod example;
+pub mod ids;
 pub mod message;
 pub mod published;
 pub mod schema;

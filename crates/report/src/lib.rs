@@ -13,6 +13,7 @@ pub mod baselines;
 pub mod compare;
 mod counterparts;
 pub mod envtext;
+pub mod experiments;
 pub mod export;
 pub mod fleet;
 pub mod format;

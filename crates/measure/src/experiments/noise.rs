@@ -27,7 +27,7 @@ use std::sync::atomic::AtomicBool;
 mod kernel;
 
 /// Subcommand name and id prefix.
-pub const NAME: &str = "noise";
+pub const NAME: &str = oscost_model::ids::noise::NAME;
 
 const DEFAULT_DURATION_NS: u64 = 5_000_000_000;
 const QUICK_DURATION_NS: u64 = 200_000_000;
@@ -524,7 +524,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
             out.params
                 .insert("kernel_view".into(), json!(why.0.clone()));
             out.unavailable.push(Unavailable {
-                id: format!("{NAME}.kernel"),
+                id: oscost_model::ids::noise::Id::Kernel.to_string(),
                 description: "each gap matched with the kernel's tracepoints".into(),
                 reason: why.0,
             });
@@ -641,7 +641,7 @@ fn cpu_case(
         loop_overhead_ns: clock.ticks_to_ns(iteration),
     };
     let mut case = Case::new(
-        format!("{NAME}.cpu{cpu}"),
+        oscost_model::ids::noise::Id::Cpu(cpu).to_string(),
         format!(
             "a loop spinning on CPU {cpu} for {:.2} s: each gap above {} between two counter \
              readings, less one loop iteration",
@@ -755,7 +755,7 @@ fn kernel_counts(case: &mut Case, n: &CpuNoise, k: &Kernel, checked_by_kernel: b
             if checked_by_kernel {
                 case.params.insert(
                     "timer_rate_checked_by".into(),
-                    json!(format!("{NAME}.cpu{cpu}.kernel")),
+                    json!(oscost_model::ids::noise::Id::Traced(cpu).to_string()),
                 );
             } else {
                 case.checks.push(Check::near(

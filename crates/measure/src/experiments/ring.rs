@@ -21,7 +21,7 @@ use oscost_sys::ipc::Via;
 use oscost_sys::task::{self, CpuMask, Kind, Policy, WorkingSet};
 
 /// Subcommand name and id prefix.
-pub const NAME: &str = "ring";
+pub const NAME: &str = oscost_model::ids::ring::NAME;
 
 /// The sweep with `--quick` (and what a suite run should use): small rings only.
 const QUICK_SWEEP: [usize; 4] = [2, 4, 16, 64];
@@ -275,7 +275,14 @@ fn validate(opts: &Options, ctx: &Context) -> anyhow::Result<Vec<usize>> {
 // The experiment.
 
 fn case_id(via: Via, kind: Kind, n: usize, k: usize, size: usize) -> String {
-    format!("{NAME}.{via}.{}.n{n}.k{k}.s{size}", kind.name())
+    oscost_model::ids::ring::Case {
+        via: via.name(),
+        kind: kind.name(),
+        tasks: n,
+        tokens: k,
+        size,
+    }
+    .to_string()
 }
 
 /// Per-turn samples to per-hop samples: one turn of task 0 is N hops.
@@ -551,7 +558,7 @@ fn controls(
     let via = opts.via.via();
     let c = primitives::link_control_on(via, ctx, ctx.first_cpu())
         .with_context(|| format!("measuring the {via} control"))?;
-    let id = format!("{NAME}.{via}.control");
+    let id = oscost_model::ids::ring::Id::Control { via: via.name() }.to_string();
     let mut case = Case::new(
         id.clone(),
         format!(
@@ -570,7 +577,7 @@ fn controls(
     out.cases.push(case);
     let mut terms = vec![(id, -1.0)];
     if opts.size > 0 {
-        let tid = format!("{NAME}.touch.s{}", opts.size);
+        let tid = oscost_model::ids::ring::Id::Touch { size: opts.size }.to_string();
         out.cases.push(touch_case(&tid, opts.size, ctx)?);
         terms.push((tid, -1.0));
     }
@@ -656,7 +663,10 @@ fn derived(case: &Case, control_terms: &[(String, f64)]) -> DerivedSpec {
     let mut terms = vec![(case.id.clone(), 1.0)];
     terms.extend(control_terms.iter().cloned());
     DerivedSpec {
-        id: format!("{}.switch_cost", case.id),
+        id: oscost_model::ids::ring::derived(
+            &case.id,
+            oscost_model::ids::ring::Derived::SwitchCost,
+        ),
         description: "per-hop time minus the primitive's own post + wait (and the cache-hot \
                       working-set sum): the hand-over, with any cache refill and any \
                       wakeup-preemption switches (involuntary_per_hop)"
@@ -684,7 +694,7 @@ fn per_switch(case: &Case, control_terms: &[(String, f64)]) -> Option<DerivedSpe
             .map(|(id, c)| (id.clone(), c / per_hop)),
     );
     Some(DerivedSpec {
-        id: format!("{}.per_switch", case.id),
+        id: oscost_model::ids::ring::derived(&case.id, oscost_model::ids::ring::Derived::PerSwitch),
         description: format!(
             "per-hop time minus the primitive's own post + wait, divided by the {per_hop:.3} \
              switches counted per hop: the cost of one switch as the kernel counts them"

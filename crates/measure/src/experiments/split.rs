@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Subcommand name and id prefix.
-pub const NAME: &str = "split";
+pub const NAME: &str = oscost_model::ids::split::NAME;
 
 /// The most tasks one point may have.
 const MAX_TASKS: usize = 1 << 16;
@@ -265,16 +265,13 @@ struct Point {
 
 impl Point {
     fn id(&self, yield_each: bool) -> String {
-        let mut id = format!(
-            "{NAME}.{}.{}.{}",
-            super::value_name(&self.form),
-            super::value_name(&self.set),
-            self.tasks
-        );
-        if yield_each {
-            id.push_str(".yield");
+        oscost_model::ids::split::Case {
+            form: &super::value_name(&self.form),
+            set: &super::value_name(&self.set),
+            tasks: self.tasks,
+            yield_each,
         }
-        id
+        .to_string()
     }
 }
 

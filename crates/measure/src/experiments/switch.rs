@@ -28,7 +28,7 @@ mod kernel;
 pub use kernel::STAGES;
 
 /// Subcommand name and id prefix.
-pub const NAME: &str = "switch";
+pub const NAME: &str = oscost_model::ids::switch::NAME;
 
 /// Where the two tasks run.
 #[derive(
@@ -87,11 +87,11 @@ pub struct Options {
 }
 
 fn case_id(via: Via, kind: Kind, p: Placement) -> String {
-    format!("{NAME}.{via}.{}.{}", kind.name(), p.name())
+    oscost_model::ids::switch::case(via.name(), kind.name(), p.name())
 }
 
 fn control_id(via: Via) -> String {
-    format!("{NAME}.{via}.control")
+    oscost_model::ids::switch::control(via.name())
 }
 
 /// The CPU mask of each of the two tasks, or why the placement is impossible here.
@@ -307,7 +307,7 @@ impl KernelView {
             (_, true) => "off (--no-kernel-view)".to_owned(),
             (Some(why), _) => {
                 out.unavailable.push(Unavailable {
-                    id: format!("{NAME}.stages"),
+                    id: oscost_model::ids::switch::Id::AllStages.to_string(),
                     description: "each hand-over split into stages by the kernel's tracepoints"
                         .into(),
                     reason: why.clone(),
@@ -531,16 +531,17 @@ fn switch_check(via: Via, p: Placement, counted: f64, detail: &str) -> Check {
 }
 
 fn derived(case: &Case, via: Via) -> [DerivedSpec; 2] {
+    use oscost_model::ids::switch::Derived;
     let flagged = super::failed_checks(case);
     [
         DerivedSpec {
-            id: format!("{}.one_way", case.id),
+            id: oscost_model::ids::switch::derived(&case.id, Derived::OneWay),
             description: "half a round trip: one post, one wait, one hand-over".into(),
             terms: vec![(case.id.clone(), 0.5)],
             flagged: flagged.clone(),
         },
         DerivedSpec {
-            id: format!("{}.switch_cost", case.id),
+            id: oscost_model::ids::switch::derived(&case.id, Derived::SwitchCost),
             description: format!(
                 "one-way time minus the primitive's own {} in one task: the switch, including \
                  the wake-up",

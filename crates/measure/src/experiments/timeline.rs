@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 mod kernel;
 
 /// Subcommand name and id prefix.
-pub const NAME: &str = "timeline";
+pub const NAME: &str = oscost_model::ids::timeline::NAME;
 
 /// The default sweep of worker counts (the study's 1, 2 and 4).
 const DEFAULT_WORKERS: [usize; 3] = [1, 2, 4];
@@ -372,16 +372,14 @@ fn plural(n: usize) -> &'static str {
 
 /// The case id of `n` workers under the plan's policy and nice values.
 fn case_id(opts: &Options, n: usize, nice: Option<&[i32]>) -> String {
-    let mut id = format!("{NAME}.{}", opts.kind.name());
-    if opts.policy != TimelinePolicy::Other {
-        id += &format!(".{}", opts.policy.name());
+    let policy = opts.policy.name();
+    oscost_model::ids::timeline::Case {
+        kind: opts.kind.name(),
+        policy: (opts.policy != TimelinePolicy::Other).then_some(policy.as_str()),
+        workers: n,
+        nice: nice.map(<[i32]>::to_vec),
     }
-    id += &format!(".n{n}");
-    if let Some(v) = nice {
-        let v: Vec<String> = v.iter().map(i32::to_string).collect();
-        id += &format!(".nice{}", v.join("_"));
-    }
-    id
+    .to_string()
 }
 
 /// Runs every round of every worker count.
@@ -639,7 +637,7 @@ fn traced_rounds(
                 out.params
                     .insert("kernel_view".into(), json!(why.0.clone()));
                 out.unavailable.push(oscost_model::case::Unavailable {
-                    id: format!("{NAME}.kernel"),
+                    id: oscost_model::ids::timeline::Id::Kernel.to_string(),
                     description: "who ran when, from the scheduler's tracepoints".into(),
                     reason: why.0,
                 });
@@ -1006,7 +1004,7 @@ fn cases(
     let mut finish_all: Vec<f64> = finishes.into_iter().flatten().collect();
     finish_all.retain(|v| v.is_finite());
     let latency = Case::new(
-        format!("{id}.latency"),
+        oscost_model::ids::timeline::reading(&id, oscost_model::ids::timeline::Reading::Latency),
         format!(
             "{n} {kind} on CPU {cpus}: each worker's finish time from the common start (its \
              latency)"
@@ -1040,7 +1038,7 @@ fn own_latency_case(
     let mut all: Vec<f64> = own.iter().flatten().copied().collect();
     all.retain(|v| v.is_finite());
     let mut case = Case::new(
-        format!("{id}.own_latency"),
+        oscost_model::ids::timeline::reading(id, oscost_model::ids::timeline::Reading::OwnLatency),
         format!(
             "{n} {kind} on CPU {cpus}: each worker's time from its own start (before its first \
              chunk) to its finish (the study's latency)"

@@ -2,7 +2,7 @@
 //! matched with the kernel events inside it, and the local timer's rate counted from the
 //! kernel's own events.
 
-use super::{read_interrupts, spin_all, ticks, CpuNoise, CpuSpin, Interrupts, NAME};
+use super::{read_interrupts, spin_all, ticks, CpuNoise, CpuSpin, Interrupts};
 use crate::kview::{self, Event, Kind, Pass, Session, LOCAL_TIMER, NOISE_EVENTS, OUTSIDE};
 use oscost_model::case::{Case, Check, Samples};
 use oscost_sys::clock::Clock;
@@ -115,7 +115,7 @@ pub(super) fn kernel_case(
     let span_s = n.span_s();
 
     let mut case = Case::new(
-        format!("{NAME}.cpu{cpu}.kernel"),
+        oscost_model::ids::noise::Id::Traced(cpu).to_string(),
         format!(
             "the loop spun again on CPU {cpu} for {span_s:.2} s with the kernel's tracepoints \
              recorded: each gap matched with the kernel events inside it"

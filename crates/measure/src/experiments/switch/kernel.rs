@@ -379,7 +379,7 @@ pub(super) fn stages_case(timed: &Case, t: &Traced, ns_per_tick: f64) -> Case {
         loop_overhead_ns: 0.0,
     };
     let mut case = Case::new(
-        format!("{}.stages", timed.id),
+        oscost_model::ids::switch::stages(&timed.id),
         format!(
             "the same ping-pong again, traced: {} round trips with the kernel's system call, \
              wake-up and switch events; half of each round trip as the kernel's switches time it",

@@ -5,7 +5,7 @@
 //! what an event costs outside the kernel's handlers (cache and TLB refill, a virtual
 //! machine's exit, a signal handler's own user time).
 
-use super::{period_name, work, Armed, Source, FIFO_PRIORITY, NAME};
+use super::{period_name, work, Armed, Source, FIFO_PRIORITY};
 use crate::kview::{self, Event, Kind, Pass, Segment, Session, CALLBACKS, LOCAL_TIMER};
 use oscost_model::case::{Case, Check, Samples};
 use oscost_sys::clock::Clock;
@@ -253,7 +253,7 @@ pub(super) fn case(
     ints.sort_by(f64::total_cmp);
     let pe = per_event(t, u);
     let mut case = Case::new(
-        format!("{NAME}.{}.{}.kernel", source.name(), period_name(period)),
+        oscost_model::ids::tick::traced(&super::case_id(source, period)),
         format!(
             "the work once more under an event every {} from the {} source, and once \
              undisturbed, the kernel's tracepoints recorded on CPU {cpu}: each local timer \

@@ -319,7 +319,7 @@ pub(super) fn case(i: &Input, clock: &oscost_sys::clock::Clock) -> Case {
     let run_ns = run_time(&mine, &t.tids, &r.starts_ns, &finishes);
     let cpu_ns: Vec<f64> = r.chunk_cpu_ns.iter().map(|c| c * i.chunks as f64).collect();
     let mut case = Case::new(
-        format!("{}.kernel", i.id),
+        oscost_model::ids::timeline::reading(i.id, oscost_model::ids::timeline::Reading::Kernel),
         format!(
             "{} worker{} on CPU {}, one more round with the scheduler's tracepoints recorded: \
              each worker's run time from its start to its finish as the kernel's switches give it",
