@@ -1,0 +1,1 @@
+//! Lists of experiments that help texts and messages name, made from the registries.
