@@ -32,12 +32,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         let width = oscost_report::render::layout_width(true);
         eprint!(
             "{}",
-            oscost_report::render::wrap(
-                "note: a quick suite leaves out the kernel's traced passes (switch, timeline, \
-                 tick, noise), which would double its time: `oscost NAME --quick` takes them",
-                width,
-                6
-            )
+            oscost_report::render::wrap(&crate::lists::quick_suite_note(), width, 6)
         );
     }
     let quick = cli.global.quick;

@@ -3,6 +3,7 @@
 
 mod values;
 
+use crate::lists;
 use clap::{Args, Parser, Subcommand};
 use oscost_measure::experiments::{ExperimentArgs, REGISTRY};
 use std::path::PathBuf;
@@ -61,10 +62,9 @@ pub struct GlobalOpts {
     #[arg(long, global = true, value_name = "FILE")]
     pub report: Option<PathBuf>,
 
-    /// Write each figure of the run into the existing directory DIR, as `<name>.svg`: every
-    /// experiment's samples case by case, and the figures of ring, split, spawn, timeline,
-    /// tick and noise
-    #[arg(long, global = true, value_name = "DIR")]
+    /// Write each figure of the run into the existing directory DIR (the experiments with
+    /// figures of their own are listed from the registries)
+    #[arg(long, global = true, value_name = "DIR", help = lists::svg_help())]
     pub svg: Option<PathBuf>,
 
     /// Write each series a case carries (a timeline's trace) into the existing directory DIR,
@@ -77,11 +77,9 @@ pub struct GlobalOpts {
     #[arg(long, global = true)]
     pub quick: bool,
 
-    /// Samples per case, 3 or more (default 81, or 10 with --quick). Taken by the experiments
-    /// that sample a repeated operation (syscall, fs, primitives, switch, ring, lockring) and by
-    /// spawn; the others size themselves by their own options (--rounds, --runs, --duration)
+    /// Samples per case (which experiments take it is listed from the registry)
     #[arg(long, global = true, value_name = "N", allow_negative_numbers = true,
-          value_parser = parse_samples)]
+          value_parser = parse_samples, help = lists::samples_help())]
     pub samples: Option<u32>,
 
     /// Fewest samples per case before --budget may stop sampling, 3 or more and at most
@@ -90,12 +88,9 @@ pub struct GlobalOpts {
           value_parser = parse_min_runs)]
     pub min_runs: Option<u32>,
 
-    /// Minimum warm-up per case before its samples, e.g. 40ms: warm-up goes on until three
-    /// batches agree within 2 %, at most four times this (default 40ms, or 4ms with --quick;
-    /// 1us to 60s). The experiments that sample a repeated operation (syscall, fs,
-    /// primitives, switch, ring, lockring)
+    /// Minimum warm-up per case (which experiments take it is listed from the registry)
     #[arg(long, global = true, value_name = "TIME", allow_hyphen_values = true,
-          value_parser = parse_warmup)]
+          value_parser = parse_warmup, help = lists::warmup_help())]
     pub warmup: Option<std::time::Duration>,
 
     /// Time budget per case, e.g. 2s: once spent, sampling stops after --min-runs samples
