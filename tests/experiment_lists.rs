@@ -34,7 +34,9 @@ fn sampled() -> BTreeSet<&'static str> {
     let cmd = ExperimentArgs::augment_subcommands(clap::Command::new("oscost"));
     visible()
         .filter(|n| {
-            let c = cmd.find_subcommand(n).expect("every experiment is a subcommand");
+            let c = cmd
+                .find_subcommand(n)
+                .expect("every experiment is a subcommand");
             !c.get_arguments()
                 .any(|a| a.get_long().is_some_and(|l| OWN_SIZE.contains(&l)))
         })
@@ -218,11 +220,7 @@ fn judge(place: &str, list: &[String], truths: &[Truth]) -> Option<String> {
     if missing.is_empty() && extra.is_empty() {
         return None;
     }
-    let mut why = format!(
-        "{place}: `{}` reads as {}:",
-        list.join(", "),
-        nearest.what
-    );
+    let mut why = format!("{place}: `{}` reads as {}:", list.join(", "), nearest.what);
     if !missing.is_empty() {
         why += &format!(" missing {}", missing.join(", "));
     }
@@ -301,7 +299,15 @@ fn the_detector_reads_lists_as_prose_and_markdown_write_them() {
     let text = "figures of `ring`, split,\n   spawn and noise; a ring, a split\n";
     assert_eq!(
         comma_lists(text, &names),
-        [(1, vec!["ring".into(), "split".into(), "spawn".into(), "noise".into()])]
+        [(
+            1,
+            vec![
+                "ring".into(),
+                "split".into(),
+                "spawn".into(),
+                "noise".into()
+            ]
+        )]
     );
     let table = "| a | b |\n|---|---|\n| `tick` | x |\n| `noise` | y |\n| `ring` | z |\n";
     assert_eq!(
@@ -313,7 +319,12 @@ fn the_detector_reads_lists_as_prose_and_markdown_write_them() {
         names: ["ring", "split", "switch"].into(),
     }];
     assert_eq!(
-        judge("f:1", &["ring".into(), "split".into(), "spawn".into()], &truths).as_deref(),
+        judge(
+            "f:1",
+            &["ring".into(), "split".into(), "spawn".into()],
+            &truths
+        )
+        .as_deref(),
         Some("f:1: `ring, split, spawn` reads as these: missing switch extra spawn")
     );
 }
