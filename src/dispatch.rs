@@ -136,51 +136,7 @@ fn other_command(command: Command, global: &GlobalOpts) -> anyhow::Result<ExitCo
         Command::Completions { shell } => commands::completions::run(shell),
         Command::Baselines { name } => commands::baselines::run(name),
         Command::Man { name, dir } => commands::man::run(name.as_deref(), dir.as_deref()),
-        Command::Compare {
-            inputs,
-            threshold,
-            rate,
-            fail_above,
-            only_changed,
-            group_by,
-            reference,
-        } => {
-            let cfg = Config::from_global(global)?;
-            let settings = oscost_report::compare::Settings {
-                threshold_pct: threshold,
-                rate_per_s: rate,
-            };
-            let db = cfg.history_location()?;
-            if let Some(field) = group_by {
-                if fail_above.is_some() || rate.is_some() || only_changed {
-                    anyhow::bail!(
-                        "--group-by takes neither --fail-above, --rate nor --only-changed \
-                         (compare two runs for those)"
-                    );
-                }
-                return commands::fleet::run(
-                    &inputs,
-                    &field,
-                    reference.as_deref(),
-                    settings,
-                    &cfg,
-                    db.as_ref(),
-                );
-            }
-            if inputs.len() < 2 {
-                anyhow::bail!(
-                    "compare needs two results or more (or --group-by FIELD for groups of runs)"
-                );
-            }
-            commands::compare::run(
-                &inputs,
-                settings,
-                fail_above,
-                only_changed,
-                &cfg,
-                db.as_ref(),
-            )
-        }
+        Command::Compare(args) => commands::compare::run(args, &Config::from_global(global)?),
         Command::Report { files, output } => {
             commands::report::run(&files, output.as_deref(), &Config::from_global(global)?)
         }

@@ -164,44 +164,7 @@ pub enum Command {
     /// Compare results: each against the first, case by case, with the environment
     /// differences that can explain a difference
     #[command(after_help = COMPARE_HELP)]
-    Compare {
-        /// Results to compare: result files (`--json` output), history runs (`latest`,
-        /// `latest~N` for the one N runs before it, or an id or its first characters, from
-        /// `oscost history list`), or published
-        /// baselines (`published:NAME`, listed by `oscost baselines`). Each is compared
-        /// against the first. With --group-by, one or more runs, or none for every run of the
-        /// history
-        #[arg(required_unless_present = "group_by", value_name = "RESULT")]
-        inputs: Vec<String>,
-        /// Compare groups of runs, one column each: `host` (the fleet's name for the host,
-        /// else its host name), `kernel`, or any environment field by its JSON path
-        /// (`scheduler.preempt_model`); each group's latest run stands for it
-        #[arg(long, value_name = "FIELD")]
-        group_by: Option<String>,
-        /// With --group-by: the group every other is compared against (default: the first
-        /// group in name order)
-        #[arg(long, value_name = "NAME", requires = "group_by")]
-        reference: Option<String>,
-        /// Changes smaller than PCT percent are noise whatever the statistics say: two runs
-        /// of one build on one machine differ by several percent, a virtual machine's by more
-        #[arg(long, value_name = "PCT", default_value_t = 10.0,
-              value_parser = parse_pct)]
-        threshold: f64,
-        /// Also show each difference as time per second at N operations per second (Herder et
-        /// al., "MINIX 3: A Highly Reliable, Self-Repairing Operating System", 2006, priced the
-        /// 180 ns getpid difference at 10 000 calls a second)
-        #[arg(long, value_name = "N", value_parser = parse_rate)]
-        rate: Option<f64>,
-        /// Exit with status 1 when any figure is slower by more than PCT percent beyond
-        /// noise, to gate a CI pipeline (only figures beyond --threshold count, so a PCT
-        /// below it gates at the threshold)
-        #[arg(long, value_name = "PCT", value_parser = parse_pct)]
-        fail_above: Option<f64>,
-        /// Show only the figures called slower or faster in the terminal table (the summary
-        /// still counts every figure; --json and --csv keep every row)
-        #[arg(long)]
-        only_changed: bool,
-    },
+    Compare(CompareArgs),
     /// List the published baselines (the studies' own figures), or describe one
     Baselines {
         /// A baseline to describe in full: its citation, machine, method and every figure
@@ -253,6 +216,47 @@ pub enum Command {
     },
     #[command(flatten)]
     Experiment(ExperimentArgs),
+}
+
+/// The arguments of `oscost compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Results to compare: result files (`--json` output), history runs (`latest`,
+    /// `latest~N` for the one N runs before it, or an id or its first characters, from
+    /// `oscost history list`), or published
+    /// baselines (`published:NAME`, listed by `oscost baselines`). Each is compared
+    /// against the first. With --group-by, one or more runs, or none for every run of the
+    /// history
+    #[arg(required_unless_present = "group_by", value_name = "RESULT")]
+    pub inputs: Vec<String>,
+    /// Compare groups of runs, one column each: `host` (the fleet's name for the host,
+    /// else its host name), `kernel`, or any environment field by its JSON path
+    /// (`scheduler.preempt_model`); each group's latest run stands for it
+    #[arg(long, value_name = "FIELD")]
+    pub group_by: Option<String>,
+    /// With --group-by: the group every other is compared against (default: the first
+    /// group in name order)
+    #[arg(long, value_name = "NAME", requires = "group_by")]
+    pub reference: Option<String>,
+    /// Changes smaller than PCT percent are noise whatever the statistics say: two runs
+    /// of one build on one machine differ by several percent, a virtual machine's by more
+    #[arg(long, value_name = "PCT", default_value_t = 10.0,
+          value_parser = parse_pct)]
+    pub threshold: f64,
+    /// Also show each difference as time per second at N operations per second (Herder et
+    /// al., "MINIX 3: A Highly Reliable, Self-Repairing Operating System", 2006, priced the
+    /// 180 ns getpid difference at 10 000 calls a second)
+    #[arg(long, value_name = "N", value_parser = parse_rate)]
+    pub rate: Option<f64>,
+    /// Exit with status 1 when any figure is slower by more than PCT percent beyond
+    /// noise, to gate a CI pipeline (only figures beyond --threshold count, so a PCT
+    /// below it gates at the threshold)
+    #[arg(long, value_name = "PCT", value_parser = parse_pct)]
+    pub fail_above: Option<f64>,
+    /// Show only the figures called slower or faster in the terminal table (the summary
+    /// still counts every figure; --json and --csv keep every row)
+    #[arg(long)]
+    pub only_changed: bool,
 }
 
 const COMPARE_HELP: &str = "Examples:

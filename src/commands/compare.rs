@@ -1,17 +1,54 @@
 //! `oscost compare`: reads results, baselines and history runs, and prints the comparison.
 
+use crate::args::CompareArgs;
 use crate::config::{Config, Sink};
 use crate::inputs::{load, HistoryAt, Loaded};
 use crate::stdout::print_stdout;
 use oscost_report::compare::{self, Settings, Source};
 use std::process::ExitCode;
 
-/// Runs `compare` on `inputs`, looked up in `history` (where `cfg` named it).
-pub fn run(
+/// Runs `compare`, or with `--group-by` its fleet form, looking runs up in the history `cfg`
+/// names.
+pub fn run(args: CompareArgs, cfg: &Config) -> anyhow::Result<ExitCode> {
+    let settings = Settings {
+        threshold_pct: args.threshold,
+        rate_per_s: args.rate,
+    };
+    let db = cfg.history_location()?;
+    if let Some(field) = &args.group_by {
+        if args.fail_above.is_some() || args.rate.is_some() || args.only_changed {
+            anyhow::bail!(
+                "--group-by takes neither --fail-above, --rate nor --only-changed (compare two \
+                 runs for those)"
+            );
+        }
+        let reference = args.reference.as_deref();
+        return super::fleet::run(&args.inputs, field, reference, settings, cfg, db.as_ref());
+    }
+    if args.inputs.len() < 2 {
+        anyhow::bail!("compare needs two results or more (or --group-by FIELD for groups of runs)");
+    }
+    let view = compare::View {
+        // Standard error when standard output carries a file format.
+        width: oscost_report::render::layout_width(cfg.stdout_taken()),
+        only_changed: args.only_changed,
+    };
+    two_or_more(
+        &args.inputs,
+        settings,
+        args.fail_above,
+        view,
+        cfg,
+        db.as_ref(),
+    )
+}
+
+/// Compares each of `inputs` with the first, found in `history`.
+fn two_or_more(
     inputs: &[String],
     settings: Settings,
     fail_above: Option<f64>,
-    only_changed: bool,
+    view: compare::View,
     cfg: &Config,
     history: HistoryAt,
 ) -> anyhow::Result<ExitCode> {
@@ -48,11 +85,6 @@ pub fn run(
         s.commit()?;
     }
     // Labels and environments come from result files: shown, never sent to the terminal raw.
-    let view = compare::View {
-        // Standard error when standard output carries a file format.
-        width: oscost_report::render::layout_width(cfg.stdout_taken()),
-        only_changed,
-    };
     let table = oscost_report::termtext::for_terminal(&compare::terminal_view(&comparisons, view));
     if cfg.stdout_taken() {
         for (sink, render) in &outputs {

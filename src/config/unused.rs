@@ -40,10 +40,10 @@ pub fn unused_options(command: Option<&Command>, g: &GlobalOpts) -> Option<Strin
                 "--runner",
             ],
         ),
-        Some(Command::Compare { group_by: None, .. }) => {
+        Some(Command::Compare(c)) if c.group_by.is_none() => {
             ("compare", &["--json", "--csv", "--markdown", "--history"])
         }
-        Some(Command::Compare { .. }) => (
+        Some(Command::Compare(_)) => (
             "compare --group-by",
             &["--json", "--csv", "--markdown", "--history", "--report"],
         ),
