@@ -1,5 +1,5 @@
-//! The command line parsed and each command run: the only place that reads the raw global
-//! options, to hand each command the validated `Config`.
+//! The command line parsed and each command run. The raw global options stop here: `config`
+//! checks them into the `Config` each command takes.
 
 use crate::args::{Cli, Command, GlobalOpts};
 use crate::commands;
