@@ -21,7 +21,7 @@ fn visible() -> impl Iterator<Item = &'static str> {
 
 /// The experiments that draw figures of their own (`--svg`), in the registry's order.
 pub fn with_figures() -> Vec<&'static str> {
-    let drawn: Vec<&str> = oscost_report::plot::experiments_with_plots().collect();
+    let drawn: Vec<&str> = oscost_report::experiments::with_figures().collect();
     visible().filter(|n| drawn.contains(n)).collect()
 }
 

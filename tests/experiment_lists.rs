@@ -60,7 +60,7 @@ fn cut_in_a_quick_suite() -> BTreeSet<&'static str> {
 }
 
 fn truths() -> Vec<Truth> {
-    let drawn: BTreeSet<&str> = oscost_report::plot::experiments_with_plots().collect();
+    let drawn: BTreeSet<&str> = oscost_report::experiments::with_figures().collect();
     let sampled = sampled();
     for n in WARM_UP_BY_COUNT {
         assert!(
