@@ -5,15 +5,20 @@
 //! failure into one line on stderr and an exit status (0 ok, 2 usage or run error, 130 Ctrl-C).
 #![forbid(unsafe_code)]
 
-mod cli;
-mod compare_cmd;
+mod args;
+mod commands;
 mod config;
-mod fleet_cmd;
+mod dispatch;
 mod fuse_serve;
-mod history_cmd;
+mod inputs;
+mod lists;
+mod machine;
+mod output;
 mod progress;
+mod run_id;
 mod session;
-mod study_cmd;
+mod stdout;
+mod store;
 mod worker;
 
 use oscost_report::termtext::one_line;
@@ -37,7 +42,7 @@ fn main() -> ExitCode {
         let args: Vec<std::ffi::OsString> = std::env::args_os().skip(2).collect();
         return fuse_serve::main(&args);
     }
-    match cli::run() {
+    match dispatch::run() {
         Ok(code) => code,
         Err(err) => {
             if err.downcast_ref::<oscost_measure::Cancelled>().is_some()

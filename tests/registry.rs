@@ -1,70 +1,44 @@
-//! The experiment registry and the report's tables and figures, keyed by experiment name,
-//! agree: renaming an experiment without its views or plots would silently drop them.
+//! The experiment registry and the report's per-experiment table agree: every registered
+//! experiment has an entry (an empty one when it has no views or figures of its own) and every
+//! entry names a registered experiment, so renaming or adding an experiment cannot silently
+//! drop its tables and figures.
 
 use oscost_measure::experiments::REGISTRY;
-use std::collections::BTreeSet;
-
-/// Experiments read in the common tables alone: no view of their own.
-const WITHOUT_VIEWS: &[&str] = &[
-    "syscall",
-    "fault",
-    "mmap",
-    "shootdown",
-    "primitives",
-    "ring",
-    "lockring",
-    "example",
-    "example-more",
-    "example-fails",
-];
-
-/// Experiments shown by the per-case distributions alone: no figure of their own.
-const WITHOUT_PLOTS: &[&str] = &[
-    "syscall",
-    "mmap",
-    "fs",
-    "primitives",
-    "lockring",
-    "tick-forms",
-    "example",
-    "example-more",
-    "example-fails",
-];
-
-/// Every registered experiment is either keyed in `with` or listed in `without`, never both,
-/// and neither names an experiment that is not registered.
-fn covers(what: &str, with: impl Iterator<Item = &'static str>, without: &[&str]) {
-    let registered: BTreeSet<&str> = REGISTRY.iter().map(|e| e.name).collect();
-    let with: BTreeSet<&str> = with.collect();
-    let without: BTreeSet<&str> = without.iter().copied().collect();
-    for name in with.iter().chain(&without) {
-        assert!(
-            registered.contains(name),
-            "{what}: `{name}` is no registered experiment"
-        );
-    }
-    for name in &registered {
-        assert!(
-            with.contains(name) != without.contains(name),
-            "{what}: `{name}` must have them or be listed as having none (not both)"
-        );
-    }
-}
+use oscost_report::experiments::TABLE;
 
 #[test]
-fn every_experiment_has_its_views_or_says_it_has_none() {
-    covers(
-        "views",
-        oscost_report::views::experiments_with_views(),
-        WITHOUT_VIEWS,
+fn every_experiment_has_its_entry_in_the_report_table_and_no_other() {
+    let registered: Vec<&str> = REGISTRY.iter().map(|e| e.name).collect();
+    let entries: Vec<&str> = TABLE.iter().map(|e| e.name).collect();
+    let missing: Vec<&str> = registered
+        .iter()
+        .filter(|n| !entries.contains(n))
+        .copied()
+        .collect();
+    let unknown: Vec<&str> = entries
+        .iter()
+        .filter(|n| !registered.contains(n))
+        .copied()
+        .collect();
+    assert!(
+        missing.is_empty() && unknown.is_empty(),
+        "crates/report/src/experiments/mod.rs, TABLE: {}{}",
+        if missing.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "no entry for {} (add one, with `views: &[]` and `plots: &[]` if it has none); ",
+                missing.join(", ")
+            )
+        },
+        if unknown.is_empty() {
+            String::new()
+        } else {
+            format!("{} named but not registered", unknown.join(", "))
+        }
     );
-}
-
-#[test]
-fn every_experiment_has_its_plots_or_says_it_has_none() {
-    covers(
-        "plots",
-        oscost_report::plot::experiments_with_plots(),
-        WITHOUT_PLOTS,
+    assert_eq!(
+        entries, registered,
+        "crates/report/src/experiments/mod.rs, TABLE: entries in the registry's order"
     );
 }

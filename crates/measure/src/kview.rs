@@ -409,7 +409,7 @@ impl Session {
     /// Opens `pass`'s tracepoints, disabled, mounting tracefs where it is mounted nowhere: the
     /// session with its notes (what was changed on the machine, the tracepoints skipped), or
     /// the one line saying why tracing is not to be had and how to get it.
-    pub fn open(pass: &Pass) -> Result<(Session, Vec<String>), Unavailable> {
+    pub fn open(pass: &Pass) -> Result<(Session, Vec<oscost_model::Message>), Unavailable> {
         let fs = Tracefs::open()?;
         let mut notes = Vec::new();
         if fs.mounted_here() {
@@ -418,10 +418,13 @@ impl Session {
             } else {
                 ("pass", "after")
             };
-            notes.push(format!(
+            notes.push(
+                format!(
                 "tracefs was not mounted: mounted on {} for the traced {passes}, unmounted {after}",
                 fs.root().display()
-            ));
+            )
+                .into(),
+            );
         }
         let tracer = match Tracer::open(&fs, pass.events, pass.cpus, DEFAULT_RING_PAGES) {
             Ok(t) => t,
@@ -436,9 +439,8 @@ impl Session {
                         "this kernel lacks the tracepoints {missing}: {why}"
                     )))
                 }
-                None => notes.push(format!(
-                    "tracepoints this kernel lacks, not traced: {missing}"
-                )),
+                None => notes
+                    .push(format!("tracepoints this kernel lacks, not traced: {missing}").into()),
             }
         }
         let session = Session {

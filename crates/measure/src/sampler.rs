@@ -9,6 +9,7 @@
 use crate::context::Context;
 use crate::timesource::TimeSource;
 use oscost_model::case::{Check, Samples};
+use oscost_model::{Message, MessageKind, Messages};
 use std::hint::black_box;
 use std::time::Duration;
 
@@ -169,7 +170,7 @@ pub struct Job<'a> {
     n: u64,
     overhead_ticks: f64,
     per_op_ticks: Vec<f64>,
-    warnings: Vec<String>,
+    said: Messages,
     /// The warm-up's length when its batches never agreed within 2 %, ms: judged in
     /// [`Job::finish`] against the samples taken after it.
     unsettled_ms: Option<u128>,
@@ -191,7 +192,7 @@ impl<'a> Job<'a> {
             n: 1,
             overhead_ticks: 0.0,
             per_op_ticks: Vec::new(),
-            warnings: Vec::new(),
+            said: Messages::default(),
             unsettled_ms: None,
         }
     }
@@ -283,19 +284,21 @@ impl<'a> Job<'a> {
         Ok(())
     }
 
-    fn finish(mut self, clock: &dyn TimeSource) -> (Samples, Vec<String>) {
+    fn finish(mut self, clock: &dyn TimeSource) -> (Samples, Messages) {
         if let Some(ms) = self.unsettled_ms {
-            self.warnings.push(unsettled(ms, &self.per_op_ticks));
+            self.said.push(unsettled(ms, &self.per_op_ticks));
         }
         let mut sorted = self.per_op_ticks.clone();
         sorted.sort_by(f64::total_cmp);
         if let Some(&mid) = sorted.get(sorted.len() / 2) {
             let median_ns = clock.ticks_to_ns(mid);
             if median_ns < SHORT_OP_NS {
-                self.warnings.push(format!(
-                    "an operation of {median_ns:.1} ns overlaps the loop around it in the CPU's \
-                     pipeline, so subtracting the separately timed empty loop is exact only to \
-                     about ±1 ns"
+                self.said.notes.push(Message::new(
+                    MessageKind::ShortOperation,
+                    format!(
+                        "{median_ns:.1} ns overlaps the loop around it in the CPU's pipeline, so \
+                         subtracting the separately timed empty loop is exact only to about ±1 ns"
+                    ),
                 ));
             }
         }
@@ -309,7 +312,7 @@ impl<'a> Job<'a> {
             iterations_per_sample: self.n,
             loop_overhead_ns: clock.ticks_to_ns(self.overhead_ticks),
         };
-        (samples, self.warnings)
+        (samples, self.said)
     }
 }
 
@@ -317,42 +320,44 @@ impl<'a> Job<'a> {
 /// the order taken. An operation whose batches vary by more than 2 % of themselves (a file
 /// created and removed) never settles by that test, yet its samples may hold steady: when the
 /// medians of their first and second halves are within 2 % it is context, not a warning.
-fn unsettled(ms: u128, samples: &[f64]) -> String {
-    let warning = format!(
-        "warm-up did not settle: the last three batches differed by more than 2 % after {ms} ms"
-    );
+fn unsettled(ms: u128, samples: &[f64]) -> Message {
+    let warning = format!(": the last three batches differed by more than 2 % after {ms} ms");
     if samples.len() < 6 {
-        return warning;
+        return Message::new(MessageKind::WarmUpUnsettled, warning);
     }
     let (a, b) = oscost_stats::half_medians(samples);
     if (a - b).abs() > 0.02 * a.abs().min(b.abs()) {
-        return format!(
-            "{warning}, and the samples after it drifted {:+.1} % from their first half to their \
-             second",
-            (b / a - 1.0) * 100.0
+        return Message::new(
+            MessageKind::WarmUpUnsettled,
+            format!(
+                "{warning}, and the samples after it drifted {:+.1} % from their first half to \
+                 their second",
+                (b / a - 1.0) * 100.0
+            ),
         );
     }
-    format!(
-        "batches still varied by more than 2 % after {ms} ms of warm-up, but the samples held \
-         steady (the medians of their two halves within 2 %)"
+    Message::new(
+        MessageKind::BatchesVaried,
+        format!(
+            " by more than 2 % after {ms} ms of warm-up, but the samples held steady (the \
+             medians of their two halves within 2 %)"
+        ),
     )
 }
 
 /// Samples an operation that cannot fail.
-pub fn measure<R>(
-    ctx: &Context,
-    mut op: impl FnMut() -> R,
-) -> anyhow::Result<(Samples, Vec<String>)> {
+pub fn measure<R>(ctx: &Context, mut op: impl FnMut() -> R) -> anyhow::Result<(Samples, Messages)> {
     measure_fallible(ctx, || Ok::<R, std::convert::Infallible>(op()))
 }
 
 /// Samples a fallible operation; the first error stops sampling and is returned.
 ///
-/// Returns the samples and any warnings (warm-up did not settle, budget cut the sample count).
+/// Returns the samples and what sampling met: warnings (warm-up did not settle, budget cut the
+/// sample count) and notes (an operation under 10 ns).
 pub fn measure_fallible<R, E>(
     ctx: &Context,
     op: impl FnMut() -> Result<R, E>,
-) -> anyhow::Result<(Samples, Vec<String>)>
+) -> anyhow::Result<(Samples, Messages)>
 where
     E: Into<anyhow::Error>,
 {
@@ -368,7 +373,7 @@ pub fn measure_interleaved(
     ctx: &Context,
     mut jobs: Vec<Job<'_>>,
     on_step: &dyn Fn(),
-) -> anyhow::Result<Vec<(Samples, Vec<String>)>> {
+) -> anyhow::Result<Vec<(Samples, Messages)>> {
     for job in &mut jobs {
         job.prepare(ctx)?;
         on_step();
@@ -376,7 +381,7 @@ pub fn measure_interleaved(
     let count = jobs.len();
     if let Some(cut) = rounds(ctx, count, |k| jobs[k].sample(), on_step)? {
         for job in &mut jobs {
-            job.warnings.push(cut.clone());
+            job.said.push(cut.clone());
         }
     }
     Ok(jobs.into_iter().map(|j| j.finish(ctx.clock)).collect())
@@ -393,7 +398,7 @@ pub(crate) fn rounds(
     count: usize,
     mut sample: impl FnMut(usize) -> anyhow::Result<()>,
     mut on_round: impl FnMut(),
-) -> anyhow::Result<Option<String>> {
+) -> anyhow::Result<Option<Message>> {
     let cfg = ctx.sampler;
     let started = ctx.clock.now();
     let elapsed = || {
@@ -410,11 +415,14 @@ pub(crate) fn rounds(
         }
         on_round();
         if round + 1 >= cfg.min_runs && round + 1 < cfg.samples && elapsed() > budget {
-            return Ok(Some(format!(
-                "time budget of {} ms reached: {} of {} samples taken",
-                budget.as_millis(),
-                round + 1,
-                cfg.samples
+            return Ok(Some(Message::new(
+                MessageKind::TimeBudget,
+                format!(
+                    "{} ms reached: {} of {} samples taken",
+                    budget.as_millis(),
+                    round + 1,
+                    cfg.samples
+                ),
             )));
         }
     }
@@ -452,19 +460,38 @@ mod tests {
         let steady: Vec<f64> = (0..20)
             .map(|i| 100.0 + if i % 2 == 0 { 5.0 } else { -5.0 })
             .collect();
-        assert!(unsettled(160, &steady).starts_with("batches still varied"));
+        let note = unsettled(160, &steady);
+        assert_eq!(note.kind(), MessageKind::BatchesVaried);
+        assert!(note.kind().is_note());
+        assert_eq!(
+            note,
+            "batches still varied by more than 2 % after 160 ms of warm-up, but the samples held \
+             steady (the medians of their two halves within 2 %)"
+        );
         // From 100 to 110 halfway: the warning.
         let drift: Vec<f64> = (0..20)
             .map(|i| if i < 10 { 100.0 } else { 110.0 })
             .collect();
         let w = unsettled(160, &drift);
-        assert!(w.starts_with("warm-up did not settle"), "{w}");
+        assert_eq!(w.kind(), MessageKind::WarmUpUnsettled);
+        assert!(
+            w.starts_with(
+                "warm-up did not settle: the last three batches differed by more than 2 % after \
+                 160 ms, and"
+            ),
+            "{w}"
+        );
         assert!(
             w.ends_with("drifted +10.0 % from their first half to their second"),
             "{w}"
         );
         // Too few samples to tell: the warning.
-        assert!(unsettled(160, &steady[..4]).starts_with("warm-up did not settle"));
+        let few = unsettled(160, &steady[..4]);
+        assert_eq!(few.kind(), MessageKind::WarmUpUnsettled);
+        assert_eq!(
+            few,
+            "warm-up did not settle: the last three batches differed by more than 2 % after 160 ms"
+        );
     }
     use crate::context::testing;
 
@@ -512,6 +539,19 @@ mod tests {
             };
             let ratio = med(&slow.per_op_ticks) / med(&fast.per_op_ticks);
             assert!((ratio - 100.0).abs() < 1.0, "{ratio}");
+        });
+    }
+
+    #[test]
+    fn a_short_operation_is_a_note_and_nothing_else() {
+        with_scripted(|ctx, clock| {
+            let (_, said) = measure(ctx, || clock.spend(3)).unwrap();
+            assert!(said.warnings.is_empty(), "{said:?}");
+            assert_eq!(said.notes.len(), 1, "{said:?}");
+            assert_eq!(said.notes[0].kind(), MessageKind::ShortOperation);
+            assert!(said.notes[0].starts_with("an operation of 3.0 ns overlaps"));
+            let (_, said) = measure(ctx, || clock.spend(100)).unwrap();
+            assert_eq!(said, Messages::default());
         });
     }
 
@@ -596,6 +636,14 @@ mod tests {
             assert_eq!(n, taken, "min_runs {min_runs}, samples {samples}");
             // Cut short only when fewer than the samples asked for were taken.
             assert_eq!(cut.is_some(), taken < samples, "{cut:?}");
+            if let Some(cut) = cut {
+                assert_eq!(cut.kind(), MessageKind::TimeBudget);
+                assert_eq!(
+                    cut,
+                    format!("time budget of 1 ms reached: {taken} of {samples} samples taken")
+                        .as_str()
+                );
+            }
         }
     }
 

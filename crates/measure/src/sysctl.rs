@@ -438,23 +438,28 @@ pub(crate) fn set_sysctl(
 ) -> Option<SysctlRestore> {
     let shown = path.display();
     let Some(original) = read_trim(path) else {
-        out.warnings.push(format!(
-            "{option} {value} not in force: {shown} cannot be read"
-        ));
+        out.warnings
+            .push(format!("{option} {value} not in force: {shown} cannot be read").into());
         return None;
     };
     if !path_writable(path) {
-        out.warnings.push(format!(
-            "{option} {value} not in force: {shown} may not be written by this user (it needs \
+        out.warnings.push(
+            format!(
+                "{option} {value} not in force: {shown} may not be written by this user (it needs \
              root); the kernel's {original} ms was used"
-        ));
+            )
+            .into(),
+        );
         return None;
     }
     let Some(me) = Holder::this_process() else {
-        out.warnings.push(format!(
-            "{option} {value} not in force: this process's start time cannot be read, so its \
+        out.warnings.push(
+            format!(
+                "{option} {value} not in force: this process's start time cannot be read, so its \
              change of {shown} could not be put back if it were killed"
-        ));
+            )
+            .into(),
+        );
         return None;
     };
     let dir = settings_dir();
@@ -467,12 +472,15 @@ pub(crate) fn set_sysctl(
                     .map(u32::to_string)
                     .collect::<Vec<_>>()
                     .join(", ");
-                out.warnings.push(format!(
-                    "{option} {value}: another oscost process (pid {pids}) has {shown} \
+                out.warnings.push(
+                    format!(
+                        "{option} {value}: another oscost process (pid {pids}) has {shown} \
                      changed too, so the value in force may be the other run's; the last run \
                      to end puts back {}",
-                    taken.original
-                ));
+                        taken.original
+                    )
+                    .into(),
+                );
             }
             Some(SysctlRestore {
                 dir,
@@ -481,11 +489,14 @@ pub(crate) fn set_sysctl(
             })
         }
         Err(e) => {
-            out.warnings.push(format!(
-                "{option} {value} not in force: {shown} was not changed: {e} (recording its \
+            out.warnings.push(
+                format!(
+                    "{option} {value} not in force: {shown} was not changed: {e} (recording its \
                  value before in {}); the kernel's {original} ms was used",
-                dir.display()
-            ));
+                    dir.display()
+                )
+                .into(),
+            );
             None
         }
     }

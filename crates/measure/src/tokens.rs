@@ -308,7 +308,7 @@ fn wait_ready(team: &Team, ctl: &TokenRing, ctx: &Context) -> anyhow::Result<()>
 pub(crate) fn sample(
     spec: &RingSpec,
     ctx: &Context,
-) -> anyhow::Result<(Samples, Vec<String>, Counts)> {
+) -> anyhow::Result<(Samples, oscost_model::Messages, Counts)> {
     let mut ring = Ring::start(spec, ctx)?;
     ring.begin();
     let (samples, warnings) = measure_fallible(ctx, || ring.op())?;

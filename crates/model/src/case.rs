@@ -4,6 +4,7 @@
 //! experiment never invents a number: a case it could not measure is an [`Unavailable`] with
 //! the reason.
 
+use crate::message::{Message, Messages};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -97,11 +98,11 @@ pub struct Case {
     pub counters: BTreeMap<String, f64>,
     /// Warnings met while measuring: what makes the figure less trustworthy and the user could
     /// act on (load, steal, lost trace records, a failed check).
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Message>,
     /// Context that is not a problem (a period left out, a mount made and undone, why a hop
     /// holds two switches). Absent from documents written before it existed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
+    pub notes: Vec<Message>,
     /// Attached series.
     pub series: Vec<Series>,
 }
@@ -126,6 +127,12 @@ impl Case {
             notes: Vec::new(),
             series: Vec::new(),
         }
+    }
+
+    /// Adds what a step of measuring met, warnings to the warnings and notes to the notes.
+    pub fn add_messages(&mut self, said: Messages) {
+        self.warnings.extend(said.warnings);
+        self.notes.extend(said.notes);
     }
 
     /// Adds a parameter.
@@ -173,10 +180,10 @@ pub struct ExperimentOutput {
     /// Derived figures.
     pub derived: Vec<DerivedSpec>,
     /// Experiment-wide warnings (see [`Case::warnings`]).
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Message>,
     /// Experiment-wide notes (see [`Case::notes`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
+    pub notes: Vec<Message>,
     /// Experiment-wide parameters (e.g. `rate_per_s` for the syscall table).
     pub params: BTreeMap<String, serde_json::Value>,
 }

@@ -12,12 +12,15 @@ pub mod clock;
 pub mod cpulist;
 pub mod env;
 pub mod example;
+pub mod ids;
+pub mod message;
 pub mod published;
 pub mod schema;
 
 pub use case::{Case, Check, DerivedSpec, ExperimentOutput, Samples, Series, Unavailable};
 pub use clock::{ClockInfo, CounterKind};
 pub use env::{Environment, OsInfo, RunLoad};
+pub use message::{Message, MessageKind, Messages};
 pub use published::{read_published, PublishedDoc, PublishedFigure, PUBLISHED_SCHEMA};
 pub use schema::{
     read, CaseResult, DerivedResult, ExperimentResult, ReadError, ResultDoc, OLDER_SCHEMAS, SCHEMA,

@@ -5,6 +5,7 @@
 
 use crate::case::{Check, Series};
 use crate::env::{Environment, RunLoad};
+use crate::message::Message;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -164,10 +165,10 @@ pub struct ExperimentResult {
     pub derived: Vec<DerivedResult>,
     /// Experiment-wide warnings (including a noisy machine): what makes figures less
     /// trustworthy and the user could act on.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Message>,
     /// Experiment-wide notes: context, not a problem. Absent from older documents.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
+    pub notes: Vec<Message>,
     /// How busy the machine was while this experiment ran.
     pub load: Option<RunLoad>,
 }
@@ -250,10 +251,10 @@ pub struct CaseResult {
     /// Cost at the experiment's chosen rate, where it has one.
     pub at_rate: Option<AtRate>,
     /// Warnings met while measuring, and the cause found for a wide interval.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Message>,
     /// Context met while measuring, not a problem. Absent from older documents.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
+    pub notes: Vec<Message>,
     /// Attached series.
     pub series: Vec<Series>,
     /// Every per-operation sample, ns, in the order taken.
@@ -281,7 +282,7 @@ pub struct DerivedResult {
     /// What makes the figure less precise: a 95 % interval wider than ±5 % of the estimate,
     /// with the cause found. Absent from older documents.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Message>,
 }
 
 /// Samples beyond Tukey's fences (1.5 IQR mild, 3 IQR severe): counted and kept, never removed,

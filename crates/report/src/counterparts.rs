@@ -4,6 +4,7 @@
 //! `lockring.cs.*`. Comparing a Windows run with a Linux run of the same machine sets each
 //! beside the other, which is the study's own comparison on the reader's hardware.
 
+use oscost_model::ids::lockring::{Id, CRITICAL_SECTION, MUTEX};
 use oscost_model::Environment;
 
 /// Whether two runs come from different systems: one from the Windows agent, one from Linux.
@@ -18,15 +19,18 @@ pub(crate) fn counterpart(id: &str) -> Option<(String, &'static str)> {
                         Sections on Windows beside one of pthread mutexes on Linux";
     const OWN: &str = "the ring's lock on each system: a Critical Section's enter + leave on \
                        Windows, a pthread mutex's lock + unlock on Linux";
-    let (from, to) = if id.starts_with("lockring.cs.") {
-        ("lockring.cs.", "lockring.mutex.")
-    } else if id.starts_with("lockring.mutex.") {
-        ("lockring.mutex.", "lockring.cs.")
-    } else {
-        return None;
+    let parsed = Id::parse(id)?;
+    let other = match parsed.lock()? {
+        CRITICAL_SECTION => MUTEX,
+        MUTEX => CRITICAL_SECTION,
+        _ => return None,
     };
-    let other = format!("{to}{}", &id[from.len()..]);
-    Some((other, if id.ends_with(".own") { OWN } else { NOTE }))
+    let note = if matches!(parsed, Id::Own { .. }) {
+        OWN
+    } else {
+        NOTE
+    };
+    Some((parsed.with_lock(other).to_string(), note))
 }
 
 #[cfg(test)]

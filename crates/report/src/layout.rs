@@ -4,6 +4,9 @@
 //!
 //! Without a width (output to a file or a pipe) every table keeps its natural width, so a
 //! program reading it sees every column.
+//!
+//! Text around the tables is wrapped between words ([`wrap`]), never inside one, to the width
+//! [`layout_width`] finds.
 
 use comfy_table::{presets, Cell, CellAlignment, ContentArrangement, Table};
 
@@ -188,7 +191,7 @@ fn list(
             s.push('\n');
             continue;
         }
-        s += &crate::render::wrap(&first, Some(width as u16), 4);
+        s += &wrap(&first, Some(width as u16), 4);
         if !items.is_empty() {
             s += &wrap_items(&items, width);
         }
@@ -210,7 +213,7 @@ fn wrap_items(items: &[String], width: usize) -> String {
             line = String::from(" ");
         }
         if text_width(&line) + text_width(&piece) > width {
-            let w = crate::render::wrap(&format!("{line}{piece}"), Some(width as u16), 4);
+            let w = wrap(&format!("{line}{piece}"), Some(width as u16), 4);
             let mut lines: Vec<&str> = w.lines().collect();
             line = lines.pop().unwrap_or("").to_string();
             for l in lines {
@@ -224,6 +227,71 @@ fn wrap_items(items: &[String], width: usize) -> String {
     out += &line;
     out.push('\n');
     out
+}
+
+/// `text` in lines of at most `width` columns, broken between words (a longer word keeps a
+/// line of its own).
+pub fn wrap_words(text: &str, width: usize) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split(' ') {
+        match lines.last_mut() {
+            Some(line) if text_width(line) + 1 + text_width(word) <= width => {
+                line.push(' ');
+                line.push_str(word);
+            }
+            _ => lines.push(word.to_owned()),
+        }
+    }
+    lines.join("\n")
+}
+
+/// `text` wrapped at spaces to `width` columns, continuation lines indented by `indent`
+/// spaces (a word longer than a line is left whole); unchanged without a width. Ends in a
+/// newline.
+pub fn wrap(text: &str, width: Option<u16>, indent: usize) -> String {
+    let Some(width) = width.map(usize::from) else {
+        return format!("{text}\n");
+    };
+    let body = text.trim_start_matches(' ');
+    let mut out = String::new();
+    let mut line = " ".repeat(text.len() - body.len());
+    let mut words = 0;
+    for word in body.split(' ').filter(|w| !w.is_empty()) {
+        if words > 0 && text_width(&line) + 1 + text_width(word) > width {
+            out += &line;
+            out.push('\n');
+            line = " ".repeat(indent);
+            words = 0;
+        }
+        if words > 0 {
+            line.push(' ');
+        }
+        line += word;
+        words += 1;
+    }
+    out += &line;
+    out.push('\n');
+    out
+}
+
+/// The width text is laid out to: `COLUMNS` when it is set to a number (it overrides the
+/// terminal), else the width of the terminal standard output (or standard error) is; none
+/// (natural width) for a pipe or a file.
+pub fn layout_width(stderr: bool) -> Option<u16> {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<u16>().ok())
+        .filter(|&c| c > 0)
+        .or_else(|| terminal_width(stderr))
+}
+
+/// The width of the terminal that standard output (or standard error) is, if it is one.
+pub fn terminal_width(stderr: bool) -> Option<u16> {
+    let mut t = Table::new();
+    if stderr {
+        t.use_stderr();
+    }
+    t.width().filter(|&w| w > 0)
 }
 
 #[cfg(test)]

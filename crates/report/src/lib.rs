@@ -3,7 +3,9 @@
 //! It reads `oscost-model` and `oscost-stats` only, never the measuring or OS layers, so a
 //! result file made on any machine can be rendered anywhere.
 //!
-//! Pure apart from [`output`], which writes files atomically. Nothing here measures.
+//! Each output format has one exporter in [`export`], behind one trait. Pure apart from
+//! [`output`], which writes files atomically, and [`export::staging`], which writes a run's
+//! exports with it. Nothing here measures.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -11,9 +13,11 @@ pub mod baselines;
 pub mod compare;
 mod counterparts;
 pub mod envtext;
+pub mod experiments;
+pub mod export;
 pub mod fleet;
 pub mod format;
-pub mod html;
+pub use export::html;
 mod layout;
 pub mod output;
 pub mod plot;

@@ -2,51 +2,23 @@
 
 use oscost_model::schema::{AtRate, CaseResult, DerivedResult, ExperimentResult, UnavailableCase};
 use oscost_model::RunLoad;
-use oscost_model::{Case, ExperimentOutput};
+use oscost_model::{Case, ExperimentOutput, Message, MessageKind};
 use oscost_stats::{combine_medians, summarize, DEFAULT_RESAMPLES, DEFAULT_SEED};
-
-/// How the messages the measuring layer writes as warnings begin when they are context, not a
-/// problem: nothing the user could do would make the figure more trustworthy. Every other
-/// message stays a warning (load, steal, lost trace records, a failed check, a warm-up that
-/// did not settle, a budget that cut the samples).
-const NOTE_PREFIXES: &[&str] = &[
-    // The sampler: a figure under 10 ns is exact only to about a nanosecond, whatever is done.
-    "an operation of ",
-    // The sampler: a warm-up that never settled, after which the samples held steady.
-    "batches still varied",
-    // ring, lockring: why a hop holds more than one switch; the time is real.
-    "wakeup preemption",
-    // The times are not affected by either.
-    "migrations not counted",
-    "peak memory could not be reset",
-    // noise: how the stored gaps were thinned; every counter still uses all of them.
-    "the timeline series holds the first",
-    "the samples are ",
-    // timeline: with several CPUs the weights predict nothing, by design of the option.
-    "no share is predicted",
-];
-
-/// Whether a message is a note (context) rather than a warning; see [`NOTE_PREFIXES`].
-pub fn is_note(text: &str) -> bool {
-    NOTE_PREFIXES.iter().any(|p| text.starts_with(p))
-}
-
-/// Splits `warnings` into (warnings, notes), adding them to the notes already given.
-fn sort_messages(warnings: Vec<String>, mut notes: Vec<String>) -> (Vec<String>, Vec<String>) {
-    let (moved, kept): (Vec<String>, Vec<String>) = warnings.into_iter().partition(|w| is_note(w));
-    notes.extend(moved);
-    (kept, notes)
-}
-
-/// How every wide-interval warning begins: its kind, for the terminal's grouping.
-pub const WIDE_CI: &str = "wide interval";
 
 /// The warning a figure whose 95 % interval is wider than ±5 % of its median carries: the
 /// half-width and what its samples showed (see [`oscost_stats::cause::wide_ci_cause`]).
-pub fn wide_ci_warning(samples: &[f64], median: f64, ci95: [f64; 2]) -> Option<String> {
+pub fn wide_ci_warning(samples: &[f64], median: f64, ci95: [f64; 2]) -> Option<Message> {
     let cause = oscost_stats::cause::wide_ci_cause(samples)?;
     let half = (ci95[1] - ci95[0]) / 2.0 / median.abs().max(f64::MIN_POSITIVE) * 100.0;
-    Some(format!("{WIDE_CI}: CI ±{half:.1} %: {cause}"))
+    Some(wide_ci(half, cause))
+}
+
+/// A wide-interval warning: the interval's half-width, % of the figure, and its cause.
+fn wide_ci(half_pct: f64, cause: impl std::fmt::Display) -> Message {
+    Message::new(
+        MessageKind::WideInterval,
+        format!(": CI ±{half_pct:.1} %: {cause}"),
+    )
 }
 
 /// The warning a derived figure whose 95 % interval is wider than ±5 % of its estimate
@@ -58,7 +30,7 @@ fn wide_derived_warning(
     cases: &[CaseResult],
     estimate: f64,
     ci95: [f64; 2],
-) -> Option<String> {
+) -> Option<Message> {
     let half = (ci95[1] - ci95[0]) / 2.0 / estimate.abs().max(f64::MIN_POSITIVE) * 100.0;
     // Not finite (an estimate of zero, say) counts as not wide: there is no share to name.
     if !half.is_finite() || half <= oscost_stats::NOISY_REL_HALF_WIDTH * 100.0 {
@@ -87,7 +59,7 @@ fn wide_derived_warning(
         let widest = found.iter().max_by(|a, b| own(a.0).total_cmp(&own(b.0)))?;
         format!("a term is wide: {} (±{:.1} %)", widest.0.id, own(widest.0))
     };
-    Some(format!("{WIDE_CI}: CI ±{half:.1} %: {cause}"))
+    Some(wide_ci(half, cause))
 }
 
 /// Summarises one experiment. `ns_per_tick` converts ns figures to counter ticks.
@@ -103,10 +75,10 @@ pub fn experiment(
         .iter()
         .filter_map(|c| case(c, ns_per_tick, rate))
         .collect();
-    let (mut warnings, mut notes) = sort_messages(out.warnings, out.notes);
+    let (mut warnings, mut notes) = (out.warnings, out.notes);
     for c in &out.cases {
         if c.samples.per_op_ns.is_empty() {
-            warnings.push(format!("{}: no samples were taken", c.id));
+            warnings.push(format!("{}: no samples were taken", c.id).into());
         }
     }
     let derived = out
@@ -124,14 +96,12 @@ pub fn experiment(
                 })
                 .collect();
             let Some(terms) = terms else {
-                warnings.push(format!("{}: a term's case is missing, not derived", d.id));
+                warnings.push(format!("{}: a term's case is missing, not derived", d.id).into());
                 return None;
             };
             let Some(comb) = combine_medians(&terms, DEFAULT_RESAMPLES, DEFAULT_SEED) else {
-                warnings.push(format!(
-                    "{}: a term has no usable samples, not derived",
-                    d.id
-                ));
+                warnings
+                    .push(format!("{}: a term has no usable samples, not derived", d.id).into());
                 return None;
             };
             // A figure is only as good as its worst term: any term whose mechanism check
@@ -162,12 +132,13 @@ pub fn experiment(
         })
         .collect();
     if let Some(load) = &load {
-        warnings.extend(load.warnings.iter().cloned());
+        warnings.extend(load.warnings.iter().map(|w| Message::from(w.as_str())));
         // The machine's load is what a wide interval is most often traced to: say it beside
         // each wide figure, since the experiment's own line may be far from the table.
         if let Some(seen) = load_seen(load) {
             for c in cases.iter_mut().filter(|c| c.noisy) {
-                if let Some(w) = c.warnings.iter_mut().find(|w| w.starts_with(WIDE_CI)) {
+                let mut wide = c.warnings.iter_mut();
+                if let Some(w) = wide.find(|w| w.kind() == MessageKind::WideInterval) {
                     w.push_str(&format!("; {seen}"));
                 }
             }
@@ -227,10 +198,11 @@ pub fn case(c: &Case, ns_per_tick: f64, rate: Option<f64>) -> Option<CaseResult>
         ns_per_s: s.median * r,
         share_pct: s.median * r / 1e9 * 100.0,
     });
-    let (mut warnings, mut notes) = sort_messages(c.warnings.clone(), c.notes.clone());
+    let mut warnings = c.warnings.clone();
+    let mut notes = c.notes.clone();
     // Context, not a problem: the share at that rate is simply not a real figure.
     if let Some(a) = at_rate.as_ref().filter(|a| a.share_pct > 100.0) {
-        notes.push(rate_warning(a.ops_per_s, s.median));
+        notes.push(rate_warning(a.ops_per_s, s.median).into());
     }
     if s.noisy {
         warnings.extend(wide_ci_warning(&c.samples.per_op_ns, s.median, s.ci95));
@@ -299,50 +271,31 @@ mod tests {
     use oscost_model::{Check, DerivedSpec, Samples};
 
     #[test]
-    fn messages_sort_into_notes_and_warnings() {
-        for note in [
-            "an operation of 2.6 ns overlaps the loop around it",
-            "wakeup preemption: 0.34 involuntary switches per hop",
-            "migrations not counted: se.nr_migrations is missing from /proc/<pid>/sched",
-            "the timeline series holds the first 20000 gaps of 31000",
-            "no share is predicted: the workers had 2 CPUs (--spread)",
-        ] {
-            assert!(is_note(note), "{note}");
-        }
-        for warning in [
-            "warm-up did not settle: the last three batches differed by more than 2 %",
-            "time budget of 300 ms reached: 9 of 15 samples taken",
-            "12 trace records were lost (a ring filled up)",
-            "steal time 0.46 s (CPUs 0-1): the hypervisor ran something else on these vCPUs",
-            "wide interval: CI ±8.0 %: only 5 samples",
-            "expected with 4 tokens: 0.62 switches per hop instead of at least 1",
-        ] {
-            assert!(!is_note(warning), "{warning}");
-        }
-        let (w, n) = sort_messages(
-            vec![
-                "warm-up did not settle: x".into(),
-                "an operation of 1 ns".into(),
-            ],
-            vec!["a period was left out".into()],
-        );
-        assert_eq!(w, ["warm-up did not settle: x"]);
-        assert_eq!(n, ["a period was left out", "an operation of 1 ns"]);
-        // The prefixes are still how the measuring layer starts its texts.
-        let sources = [
-            include_str!("../../measure/src/sampler.rs"),
-            include_str!("../../measure/src/experiments/ring.rs"),
-            include_str!("../../measure/src/experiments/lockring.rs"),
-            include_str!("../../measure/src/experiments/noise.rs"),
-            include_str!("../../measure/src/experiments/timeline.rs"),
+    fn warnings_and_notes_stay_where_the_measuring_layer_put_them() {
+        let mut c = case("c", &[5.0; 20], true);
+        c.warnings = vec![
+            Message::new(
+                MessageKind::TimeBudget,
+                "300 ms reached: 9 of 15 samples taken",
+            ),
+            "12 trace records were lost".into(),
         ];
-        for p in NOTE_PREFIXES {
-            let literal = format!("\"{p}");
-            assert!(
-                sources.iter().any(|s| s.contains(&literal)),
-                "no message starts with {p:?} any more"
-            );
-        }
+        c.notes = vec![
+            "a period was left out".into(),
+            Message::new(MessageKind::ShortOperation, "1.0 ns overlaps the loop"),
+        ];
+        let out = ExperimentOutput {
+            cases: vec![c],
+            warnings: vec!["a scripted warning".into()],
+            notes: vec![Message::new(MessageKind::NoSharePredicted, ": 2 CPUs")],
+            ..Default::default()
+        };
+        let r = experiment("x", out.clone(), 1.0, None);
+        assert_eq!(r.warnings, out.warnings);
+        assert_eq!(r.notes, out.notes);
+        assert_eq!(r.cases[0].warnings, out.cases[0].warnings);
+        assert_eq!(r.cases[0].notes, out.cases[0].notes);
+        assert_eq!(r.cases[0].notes[1].kind(), MessageKind::ShortOperation);
     }
 
     #[test]
@@ -357,7 +310,8 @@ mod tests {
         let r = experiment("x", out, 1.0, None);
         let c = &r.cases[0];
         assert!(c.noisy);
-        let w = c.warnings.iter().find(|w| w.starts_with(WIDE_CI)).unwrap();
+        let wide = |w: &&Message| w.kind() == MessageKind::WideInterval;
+        let w = c.warnings.iter().find(wide).unwrap();
         assert!(w.starts_with("wide interval: CI ±"), "{w}");
         assert!(w.contains("two clusters: 12 samples near 100"), "{w}");
         assert!(r.cases[1].warnings.is_empty());
@@ -502,6 +456,7 @@ mod tests {
         let w = &r.derived[0].warnings;
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(w[0].starts_with("wide interval: CI ±"), "{w:?}");
+        assert_eq!(w[0].kind(), MessageKind::WideInterval);
         assert!(
             w[0].contains("terms nearly cancel: what is left is 1.0 % of under (20.20 ms ±"),
             "{w:?}"

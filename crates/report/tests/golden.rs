@@ -147,8 +147,8 @@ fn per_case_warnings_are_summarised_by_kind() {
              {ms} ms"
         )
     };
-    e.cases[0].warnings.push(text(160));
-    e.cases[1].warnings.push(text(170));
+    e.cases[0].warnings.push(text(160).into());
+    e.cases[1].warnings.push(text(170).into());
     let n = e.cases.len();
 
     let summary = render::terminal_with(&e, unit, None, Warnings::Summary);

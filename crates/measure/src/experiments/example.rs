@@ -63,7 +63,7 @@ fn sample(ctx: &Context, clock: &Scripted, name: &str, cost: u64) -> anyhow::Res
     )
     .param("cost_ticks", cost);
     case.checks.extend(single_task_check(threads));
-    case.warnings = warnings;
+    case.add_messages(warnings);
     Ok(case)
 }
 

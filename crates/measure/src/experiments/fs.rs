@@ -33,7 +33,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 use std::time::{Duration, Instant};
 
 /// Subcommand name and id prefix.
-pub const NAME: &str = "fs";
+pub const NAME: &str = oscost_model::ids::fs::NAME;
 
 /// Bytes moved by one `read64k` or `write64k` call.
 const BIG: usize = 64 * 1024;
@@ -410,7 +410,7 @@ fn ok_if(cond: bool, what: &str) -> anyhow::Result<()> {
 }
 
 fn case_id(side: Side, call: Call) -> String {
-    format!("{NAME}.{}.{}", side.id(), call.id())
+    oscost_model::ids::fs::case(side.id(), &call.id())
 }
 
 /// The counters and the check of a FUSE case: requests per call, in all and by kind.
@@ -593,7 +593,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
             if let (Side::Fuse, Some(b), Some(a)) = (side, &before, &after) {
                 fuse_evidence(&mut case, call, b, a, made.get());
             }
-            case.warnings = warnings;
+            case.add_messages(warnings);
             ids.push(case.id.clone());
             out.cases.push(case);
         }
@@ -603,7 +603,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
                 &out.cases[out.cases.len() - 1],
             );
             out.derived.push(DerivedSpec {
-                id: format!("{NAME}.diff.{}", call.id()),
+                id: oscost_model::ids::fs::diff(&call.id()),
                 description: format!(
                     "{}: what serving it from a program in user space (FUSE) adds over the \
                      kernel's tmpfs",

@@ -22,12 +22,13 @@ use crate::limits::{Limits, Needs, FILES_MARGIN};
 use crate::sampler::measure_fallible;
 use anyhow::Context as _;
 use oscost_model::case::{Case, Check, DerivedSpec, ExperimentOutput, Samples, Series};
+use oscost_model::{Message, MessageKind};
 use oscost_sys::lockring::{LockRing, LockRingSpec, PipeToken};
 use oscost_sys::task::CpuMask;
 use oscost_sys::{self as os, Switches};
 
 /// Subcommand name and id prefix.
-pub const NAME: &str = "lockring";
+pub const NAME: &str = oscost_model::ids::lockring::NAME;
 
 /// The default sweep: the ring sizes of the study (its Linux runs stopped at 128 threads).
 const FULL_SWEEP: [usize; 7] = [2, 4, 8, 16, 32, 64, 128];
@@ -38,9 +39,17 @@ const QUICK_SWEEP: [usize; 3] = [2, 8, 32];
 const MAX_TASKS: usize = 1 << 16;
 
 /// The id of the mutex's own lock + unlock.
-const OWN_ID: &str = "lockring.mutex.own";
+fn own_id() -> String {
+    oscost_model::ids::lockring::Id::Own {
+        lock: oscost_model::ids::lockring::MUTEX,
+    }
+    .to_string()
+}
+
 /// The id of the pipe token.
-const PIPE_ID: &str = "lockring.pipe.n2";
+fn pipe_id() -> String {
+    oscost_model::ids::lockring::Id::Pipe { tasks: 2 }.to_string()
+}
 
 /// The two programs of the study.
 #[derive(
@@ -240,7 +249,7 @@ fn own_case(ctx: &Context) -> anyhow::Result<Case> {
     let c = primitives::pthread_mutex_control_on(ctx, cpu)
         .context("measuring the pthread mutex's own lock + unlock")?;
     let mut case = Case::new(
-        OWN_ID,
+        own_id(),
         "pthread_mutex_lock + unlock of a default pthread mutex in one thread, uncontended, no \
          switch (subtracted from every hand-over)",
         "lock + unlock",
@@ -253,7 +262,7 @@ fn own_case(ctx: &Context) -> anyhow::Result<Case> {
         .extend(crate::sampler::single_task_check(c.threads_in_process));
     case.counters
         .insert("switches_per_op".into(), c.switches_per_op());
-    case.warnings = c.warnings;
+    case.add_messages(c.said);
     Ok(case)
 }
 
@@ -275,10 +284,10 @@ fn migrations(tids: &[i32]) -> Option<u64> {
 
 fn add_migrations(case: &mut Case, before: Option<u64>, after: Option<u64>, pinned: bool) {
     let (Some(b), Some(a)) = (before, after) else {
-        case.warnings.push(
-            "migrations not counted: se.nr_migrations is missing from /proc/self/task/<tid>/sched"
-                .into(),
-        );
+        case.notes.push(Message::new(
+            MessageKind::MigrationsNotCounted,
+            ": se.nr_migrations is missing from /proc/self/task/<tid>/sched",
+        ));
         return;
     };
     let moved = a.saturating_sub(b) as f64;
@@ -381,7 +390,12 @@ fn order_series(log: &[(usize, usize)]) -> Series {
 /// One ring of `n` threads, built, sampled and stopped.
 fn mutex_case(opts: &Options, ctx: &Context, n: usize, mask: &CpuMask) -> anyhow::Result<Case> {
     let k = opts.tokens;
-    let id = format!("{NAME}.mutex.n{n}.k{k}");
+    let id = oscost_model::ids::lockring::Id::Case {
+        lock: oscost_model::ids::lockring::MUTEX,
+        tasks: n,
+        tokens: k,
+    }
+    .to_string();
     let _pin = AffinityRestore::pin(mask.cpus())?;
     let spec = LockRingSpec {
         tasks: n,
@@ -416,7 +430,7 @@ fn mutex_case(opts: &Options, ctx: &Context, n: usize, mask: &CpuMask) -> anyhow
     .param("mutexes", (n + k) as u64)
     .param("placement", placement_name(opts.placement))
     .param("cpus", serde_json::json!(mask.cpus()));
-    case.warnings = warnings;
+    case.add_messages(warnings);
     case.counters
         .insert("switches_per_hand_over".into(), per(sw.total()));
     case.counters
@@ -432,16 +446,19 @@ fn mutex_case(opts: &Options, ctx: &Context, n: usize, mask: &CpuMask) -> anyhow
 
     let check = switch_check(opts, per(sw.total()), sw, taken, "hand-over");
     if !check.passed && check.counted < 1.0 && (k > 1 || opts.placement == RingPlacement::Free) {
-        case.warnings.push(format!(
-            "expected with {}: {:.2} switches per hand-over instead of at least 1, so the time \
-             is not a switch cost and switch_cost is flagged (use --tokens 1 --placement same \
-             for one switch per hand-over)",
-            if k > 1 {
-                format!("{k} free mutexes")
-            } else {
-                "free placement".to_owned()
-            },
-            check.counted
+        case.warnings.push(Message::new(
+            MessageKind::HopsWithoutSwitch,
+            format!(
+                "{}: {:.2} switches per hand-over instead of at least 1, so the time is not a \
+                 switch cost and switch_cost is flagged (use --tokens 1 --placement same for \
+                 one switch per hand-over)",
+                if k > 1 {
+                    format!("{k} free mutexes")
+                } else {
+                    "free placement".to_owned()
+                },
+                check.counted
+            ),
         ));
     }
     case.checks.push(check);
@@ -462,9 +479,12 @@ fn mutex_case(opts: &Options, ctx: &Context, n: usize, mask: &CpuMask) -> anyhow
     ));
     let inv = per(sw.involuntary);
     if n > 2 && inv > 0.05 {
-        case.warnings.push(format!(
-            "wakeup preemption: {inv:.2} involuntary switches per hand-over (the woken thread \
-             preempts the one that woke it before it blocks); the time includes them"
+        case.notes.push(Message::new(
+            MessageKind::WakeupPreemption,
+            format!(
+                ": {inv:.2} involuntary switches per hand-over (the woken thread preempts the \
+                 one that woke it before it blocks); the time includes them"
+            ),
         ));
     }
     add_migrations(
@@ -476,11 +496,10 @@ fn mutex_case(opts: &Options, ctx: &Context, n: usize, mask: &CpuMask) -> anyhow
     if opts.verify_order {
         case.checks.push(order_check(&counts.log, n, k));
         case.series.push(order_series(&counts.log));
-        case.warnings.push(
-            "--verify-order: every step also appended to a shared log, which is in the timed \
-             path"
-                .into(),
-        );
+        case.warnings.push(Message::new(
+            MessageKind::VerifyOrder,
+            ": every step also appended to a shared log, which is in the timed path",
+        ));
     }
     Ok(case)
 }
@@ -488,7 +507,7 @@ fn mutex_case(opts: &Options, ctx: &Context, n: usize, mask: &CpuMask) -> anyhow
 /// `per hand-over − own lock + unlock`, flagged when either case failed a check.
 fn switch_cost(case: &Case, own: &Case) -> DerivedSpec {
     DerivedSpec {
-        id: format!("{}.switch_cost", case.id),
+        id: oscost_model::ids::lockring::switch_cost(&case.id),
         description: "time per mutex hand-over minus the mutex's own uncontended lock + unlock: \
                       the switch, with its wake-up and any wakeup-preemption switch"
             .into(),
@@ -500,18 +519,17 @@ fn switch_cost(case: &Case, own: &Case) -> DerivedSpec {
 /// cspipe2a: two threads, two pipes, a 4-byte token; the time per one-way pass.
 fn pipe_case(opts: &Options, ctx: &Context, mask: &CpuMask) -> anyhow::Result<Case> {
     let _pin = AffinityRestore::pin(mask.cpus())?;
-    let mut token = PipeToken::start(Some(mask)).with_context(|| PIPE_ID.to_owned())?;
+    let mut token = PipeToken::start(Some(mask)).with_context(pipe_id)?;
     let before = migrations(token.tids());
     token.begin();
-    let (samples, warnings) =
-        measure_fallible(ctx, || token.turn()).with_context(|| PIPE_ID.to_owned())?;
+    let (samples, warnings) = measure_fallible(ctx, || token.turn()).with_context(pipe_id)?;
     let after = migrations(token.tids());
-    let counts = token.end().with_context(|| PIPE_ID.to_owned())?;
+    let counts = token.end().with_context(pipe_id)?;
     let passes = counts.round_trips.saturating_mul(2).max(1);
     let sw = counts.switches;
     let per = |v: u64| v as f64 / passes as f64;
     let mut case = Case::new(
-        PIPE_ID,
+        pipe_id(),
         "two threads pass a 4-byte token through two pipes (write A, read B / read A, write B): \
          time per one-way pass, half a round trip",
         "switch",
@@ -521,7 +539,7 @@ fn pipe_case(opts: &Options, ctx: &Context, mask: &CpuMask) -> anyhow::Result<Ca
     .param("token_bytes", 4u64)
     .param("placement", placement_name(opts.placement))
     .param("cpus", serde_json::json!(mask.cpus()));
-    case.warnings = warnings;
+    case.add_messages(warnings);
     case.counters
         .insert("switches_per_pass".into(), per(sw.total()));
     case.counters
@@ -623,10 +641,10 @@ mod tests {
             assert_eq!(
                 ids,
                 [
-                    OWN_ID,
+                    own_id().as_str(),
                     "lockring.mutex.n2.k1",
                     "lockring.mutex.n4.k1",
-                    PIPE_ID
+                    pipe_id().as_str()
                 ]
             );
             let ids: Vec<&str> = out.derived.iter().map(|d| d.id.as_str()).collect();
@@ -638,7 +656,7 @@ mod tests {
                 ]
             );
             for d in &out.derived {
-                assert_eq!(d.terms[1], (OWN_ID.to_owned(), -1.0));
+                assert_eq!(d.terms[1], (own_id(), -1.0));
             }
             for c in &out.cases[1..3] {
                 assert_eq!(c.unit, "switch");
@@ -670,7 +688,7 @@ mod tests {
         with_ctx(|ctx| {
             let out = run(&opts(&["--forms", "pipe"]), ctx).unwrap();
             assert_eq!(out.cases.len(), 1);
-            assert_eq!(out.cases[0].id, PIPE_ID);
+            assert_eq!(out.cases[0].id, pipe_id());
             assert!(out.derived.is_empty());
         });
     }

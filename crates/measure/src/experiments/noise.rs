@@ -16,6 +16,7 @@ use crate::cpuset::{self, AffinityRestore};
 use crate::env::parse::{hz_from_tick_ns, parse_proc_stat};
 use anyhow::Context as _;
 use oscost_model::case::{Case, Check, ExperimentOutput, Samples, Series, Unavailable};
+use oscost_model::{Message, MessageKind};
 use oscost_stats::periodic::{dominant_period, log2_histogram, PeriodSearch, Periodic};
 use oscost_sys::clock::Clock;
 use oscost_sys::spin::{gap_buffer, record_gaps, Gap, Spin};
@@ -26,7 +27,7 @@ use std::sync::atomic::AtomicBool;
 mod kernel;
 
 /// Subcommand name and id prefix.
-pub const NAME: &str = "noise";
+pub const NAME: &str = oscost_model::ids::noise::NAME;
 
 const DEFAULT_DURATION_NS: u64 = 5_000_000_000;
 const QUICK_DURATION_NS: u64 = 200_000_000;
@@ -523,7 +524,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
             out.params
                 .insert("kernel_view".into(), json!(why.0.clone()));
             out.unavailable.push(Unavailable {
-                id: format!("{NAME}.kernel"),
+                id: oscost_model::ids::noise::Id::Kernel.to_string(),
                 description: "each gap matched with the kernel's tracepoints".into(),
                 reason: why.0,
             });
@@ -541,12 +542,15 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         .collect();
     for n in &plain {
         if n.lens_ns.is_empty() {
-            out.warnings.push(format!(
-                "{NAME}.cpu{}: no gap above {} in {:.2} s of spinning: nothing to summarise",
-                n.cpu,
-                fmt_ns(threshold_ns),
-                n.span_s()
-            ));
+            out.warnings.push(
+                format!(
+                    "{NAME}.cpu{}: no gap above {} in {:.2} s of spinning: nothing to summarise",
+                    n.cpu,
+                    fmt_ns(threshold_ns),
+                    n.span_s()
+                )
+                .into(),
+            );
             continue;
         }
         let checked_by_kernel = traced.is_some();
@@ -637,7 +641,7 @@ fn cpu_case(
         loop_overhead_ns: clock.ticks_to_ns(iteration),
     };
     let mut case = Case::new(
-        format!("{NAME}.cpu{cpu}"),
+        oscost_model::ids::noise::Id::Cpu(cpu).to_string(),
         format!(
             "a loop spinning on CPU {cpu} for {:.2} s: each gap above {} between two counter \
              readings, less one loop iteration",
@@ -693,24 +697,29 @@ fn gap_counters(case: &mut Case, n: &CpuNoise) {
 /// What the stored gaps, the timeline and the samples leave out.
 fn gap_warnings(case: &mut Case, n: &CpuNoise) {
     if n.gaps_seen > n.lens_ns.len() as u64 {
-        case.warnings.push(format!(
-            "the gap buffer filled up: {} gaps stored of {} seen (--max-gaps); lengths, the \
+        case.warnings.push(
+            format!(
+                "the gap buffer filled up: {} gaps stored of {} seen (--max-gaps); lengths, the \
              share of the CPU lost and the period come from the stored ones only",
-            n.lens_ns.len(),
-            n.gaps_seen
-        ));
+                n.lens_ns.len(),
+                n.gaps_seen
+            )
+            .into(),
+        );
     }
     if n.lens_ns.len() > MAX_TIMELINE {
-        case.warnings.push(format!(
-            "the timeline series holds the first {MAX_TIMELINE} gaps of {}",
-            n.lens_ns.len()
+        case.notes.push(Message::new(
+            MessageKind::GapsThinned,
+            format!(" {MAX_TIMELINE} gaps of {}", n.lens_ns.len()),
         ));
     }
     if n.lens_ns.len() > MAX_SAMPLES {
-        case.warnings.push(format!(
-            "the samples are {MAX_SAMPLES} gaps spread evenly over all {} (the counters use \
-             every one)",
-            n.lens_ns.len()
+        case.notes.push(Message::new(
+            MessageKind::SamplesThinned,
+            format!(
+                "{MAX_SAMPLES} gaps spread evenly over all {} (the counters use every one)",
+                n.lens_ns.len()
+            ),
         ));
     }
 }
@@ -746,7 +755,7 @@ fn kernel_counts(case: &mut Case, n: &CpuNoise, k: &Kernel, checked_by_kernel: b
             if checked_by_kernel {
                 case.params.insert(
                     "timer_rate_checked_by".into(),
-                    json!(format!("{NAME}.cpu{cpu}.kernel")),
+                    json!(oscost_model::ids::noise::Id::Traced(cpu).to_string()),
                 );
             } else {
                 case.checks.push(Check::near(

@@ -179,8 +179,8 @@ fn parse_mt(s: &str) -> Result<Mt<Primitive>, String> {
 pub struct Control {
     /// The timed samples.
     pub samples: Samples,
-    /// Sampler warnings.
-    pub warnings: Vec<String>,
+    /// What the sampler met: warnings and notes.
+    pub said: oscost_model::Messages,
     /// Switches of the measuring thread during the verification batch.
     pub switches: Switches,
     /// Ops in the verification batch.
@@ -217,9 +217,9 @@ impl Control {
 /// `switch` and `ring` experiments subtract from a ping-pong or ring hop.
 ///
 /// Runs on the calling thread; its affinity and signal mask are restored afterwards.
-pub fn link_control(via: Via, ctx: &Context) -> anyhow::Result<(Samples, Vec<String>)> {
+pub fn link_control(via: Via, ctx: &Context) -> anyhow::Result<(Samples, oscost_model::Messages)> {
     let c = link_control_on(via, ctx, ctx.first_cpu())?;
-    Ok((c.samples, c.warnings))
+    Ok((c.samples, c.said))
 }
 
 /// [`link_control`] on a chosen CPU, with the switch count of the verification batch (use
@@ -275,7 +275,7 @@ where
     E: Into<anyhow::Error>,
 {
     let (measured, threads) = crate::sampler::counting_threads(|| measure_fallible(ctx, &mut op));
-    let (samples, warnings) = measured?;
+    let (samples, said) = measured?;
     // Four sample batches' worth (4-16 ms at the standard settings), at least 1000 ops: long
     // enough that one stray preemption stays far below the 0.05-per-op bound, short enough
     // to cost little next to the samples.
@@ -288,7 +288,7 @@ where
     let switches = os::thread_switches().since(before);
     Ok(Control {
         samples,
-        warnings,
+        said,
         switches,
         verification_ops: ops,
         threads_in_process: threads,
@@ -484,7 +484,7 @@ fn measure_one(
         .insert("voluntary_switches".into(), c.switches.voluntary as f64);
     case.counters
         .insert("involuntary_switches".into(), c.switches.involuntary as f64);
-    case.warnings = c.warnings;
+    case.add_messages(c.said);
     out.cases.push(case);
     Ok(Some(id))
 }

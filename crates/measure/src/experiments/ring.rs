@@ -16,11 +16,12 @@ use crate::sampler::measure;
 use crate::tokens::{sample, Counts, RingSpec};
 use anyhow::Context as _;
 use oscost_model::case::{Case, Check, DerivedSpec, ExperimentOutput, Samples, Series};
+use oscost_model::{Message, MessageKind};
 use oscost_sys::ipc::Via;
 use oscost_sys::task::{self, CpuMask, Kind, Policy, WorkingSet};
 
 /// Subcommand name and id prefix.
-pub const NAME: &str = "ring";
+pub const NAME: &str = oscost_model::ids::ring::NAME;
 
 /// The sweep with `--quick` (and what a suite run should use): small rings only.
 const QUICK_SWEEP: [usize; 4] = [2, 4, 16, 64];
@@ -274,7 +275,14 @@ fn validate(opts: &Options, ctx: &Context) -> anyhow::Result<Vec<usize>> {
 // The experiment.
 
 fn case_id(via: Via, kind: Kind, n: usize, k: usize, size: usize) -> String {
-    format!("{NAME}.{via}.{}.n{n}.k{k}.s{size}", kind.name())
+    oscost_model::ids::ring::Case {
+        via: via.name(),
+        kind: kind.name(),
+        tasks: n,
+        tokens: k,
+        size,
+    }
+    .to_string()
 }
 
 /// Per-turn samples to per-hop samples: one turn of task 0 is N hops.
@@ -392,9 +400,12 @@ fn preemption_warning(case: &mut Case, n: usize) {
         .copied()
         .unwrap_or(0.0);
     if n > 2 && inv > 0.05 {
-        case.warnings.push(format!(
-            "wakeup preemption: {inv:.2} involuntary switches per hop (the scheduler switches \
-             the waker out before it blocks); the hop time includes them"
+        case.notes.push(Message::new(
+            MessageKind::WakeupPreemption,
+            format!(
+                ": {inv:.2} involuntary switches per hop (the scheduler switches the waker out \
+                 before it blocks); the hop time includes them"
+            ),
         ));
     }
 }
@@ -435,7 +446,7 @@ fn ring_case(opts: &Options, ctx: &Context, n: usize, masks: Vec<CpuMask>) -> an
     .param("policy", opts.policy.name())
     .param("cpus", serde_json::json!(cpus.first()))
     .param("last_cpus", serde_json::json!(counts.last_cpus));
-    case.warnings = warnings;
+    case.add_messages(warnings);
     let sw = counts.switches;
     case.counters
         .insert("switches_per_hop".into(), per(sw.total()));
@@ -451,11 +462,10 @@ fn ring_case(opts: &Options, ctx: &Context, n: usize, masks: Vec<CpuMask>) -> an
             case.counters
                 .insert("rss_before_ring_kib".into(), kib as f64);
         }
-        (Kind::Threads, None) => case.warnings.push(
-            "peak memory could not be reset (/proc/self/clear_refs): it may be an earlier \
-             ring's"
-                .into(),
-        ),
+        (Kind::Threads, None) => case.notes.push(Message::new(
+            MessageKind::PeakMemoryNotReset,
+            " (/proc/self/clear_refs): it may be an earlier ring's",
+        )),
         _ => {}
     }
     let check = switch_check(opts, per(sw.total()), &counts, hops);
@@ -464,22 +474,25 @@ fn ring_case(opts: &Options, ctx: &Context, n: usize, masks: Vec<CpuMask>) -> an
         && (opts.tokens > 1 || opts.placement == RingPlacement::Free)
     {
         // Expected with this setting: say what happened instead of a switch.
-        case.warnings.push(format!(
-            "expected with {}: {:.2} switches per hop instead of at least 1 ({}; the hop time is \
-             then not a switch cost, and switch_cost and per_switch are flagged: use --tokens 1 \
-             --placement same for one switch per hop)",
-            if opts.tokens > 1 {
-                format!("{} tokens", opts.tokens)
-            } else {
-                "free placement".to_owned()
-            },
-            check.counted,
-            if opts.tokens > 1 {
-                "a task often finds the next token already waiting and passes it on without \
-                 blocking"
-            } else {
-                "tasks on different CPUs pass the token without either one switching"
-            }
+        case.warnings.push(Message::new(
+            MessageKind::HopsWithoutSwitch,
+            format!(
+                "{}: {:.2} switches per hop instead of at least 1 ({}; the hop time is then not \
+                 a switch cost, and switch_cost and per_switch are flagged: use --tokens 1 \
+                 --placement same for one switch per hop)",
+                if opts.tokens > 1 {
+                    format!("{} tokens", opts.tokens)
+                } else {
+                    "free placement".to_owned()
+                },
+                check.counted,
+                if opts.tokens > 1 {
+                    "a task often finds the next token already waiting and passes it on without \
+                     blocking"
+                } else {
+                    "tasks on different CPUs pass the token without either one switching"
+                }
+            ),
         ));
     }
     case.checks.push(check);
@@ -489,10 +502,10 @@ fn ring_case(opts: &Options, ctx: &Context, n: usize, masks: Vec<CpuMask>) -> an
         case.checks
             .push(order_check(&counts.visits, n, opts.tokens));
         case.series.push(order_series(&counts.visits));
-        case.warnings.push(
-            "--verify-order: every hop also appended to a shared log, which is in the timed path"
-                .into(),
-        );
+        case.warnings.push(Message::new(
+            MessageKind::VerifyOrder,
+            ": every hop also appended to a shared log, which is in the timed path",
+        ));
     }
     Ok(case)
 }
@@ -500,9 +513,10 @@ fn ring_case(opts: &Options, ctx: &Context, n: usize, masks: Vec<CpuMask>) -> an
 /// Records migrations and, when the tasks were pinned, checks there were none.
 pub(crate) fn add_migrations(case: &mut Case, counts: &Counts, pinned: bool) {
     if !counts.migrations_known {
-        case.warnings.push(
-            "migrations not counted: se.nr_migrations is missing from /proc/<pid>/sched".into(),
-        );
+        case.notes.push(Message::new(
+            MessageKind::MigrationsNotCounted,
+            ": se.nr_migrations is missing from /proc/<pid>/sched",
+        ));
         return;
     }
     case.counters
@@ -544,7 +558,7 @@ fn controls(
     let via = opts.via.via();
     let c = primitives::link_control_on(via, ctx, ctx.first_cpu())
         .with_context(|| format!("measuring the {via} control"))?;
-    let id = format!("{NAME}.{via}.control");
+    let id = oscost_model::ids::ring::Id::Control { via: via.name() }.to_string();
     let mut case = Case::new(
         id.clone(),
         format!(
@@ -559,11 +573,11 @@ fn controls(
     case.checks.push(c.no_switch_check());
     case.checks
         .extend(crate::sampler::single_task_check(c.threads_in_process));
-    case.warnings = c.warnings.clone();
+    case.add_messages(c.said.clone());
     out.cases.push(case);
     let mut terms = vec![(id, -1.0)];
     if opts.size > 0 {
-        let tid = format!("{NAME}.touch.s{}", opts.size);
+        let tid = oscost_model::ids::ring::Id::Touch { size: opts.size }.to_string();
         out.cases.push(touch_case(&tid, opts.size, ctx)?);
         terms.push((tid, -1.0));
     }
@@ -586,7 +600,7 @@ fn touch_case(id: &str, kib: usize, ctx: &Context) -> anyhow::Result<Case> {
     .param("size_kib", kib as u64);
     case.checks
         .extend(crate::sampler::single_task_check(threads));
-    case.warnings = warnings;
+    case.add_messages(warnings);
     Ok(case)
 }
 
@@ -649,7 +663,10 @@ fn derived(case: &Case, control_terms: &[(String, f64)]) -> DerivedSpec {
     let mut terms = vec![(case.id.clone(), 1.0)];
     terms.extend(control_terms.iter().cloned());
     DerivedSpec {
-        id: format!("{}.switch_cost", case.id),
+        id: oscost_model::ids::ring::derived(
+            &case.id,
+            oscost_model::ids::ring::Derived::SwitchCost,
+        ),
         description: "per-hop time minus the primitive's own post + wait (and the cache-hot \
                       working-set sum): the hand-over, with any cache refill and any \
                       wakeup-preemption switches (involuntary_per_hop)"
@@ -677,7 +694,7 @@ fn per_switch(case: &Case, control_terms: &[(String, f64)]) -> Option<DerivedSpe
             .map(|(id, c)| (id.clone(), c / per_hop)),
     );
     Some(DerivedSpec {
-        id: format!("{}.per_switch", case.id),
+        id: oscost_model::ids::ring::derived(&case.id, oscost_model::ids::ring::Derived::PerSwitch),
         description: format!(
             "per-hop time minus the primitive's own post + wait, divided by the {per_hop:.3} \
              switches counted per hop: the cost of one switch as the kernel counts them"

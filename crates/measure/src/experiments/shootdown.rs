@@ -15,6 +15,7 @@ use crate::context::Context;
 use crate::sampler::{self, thread_check};
 use anyhow::Context as _;
 use oscost_model::case::{Case, Check, ExperimentOutput, Samples};
+use oscost_model::{Message, MessageKind};
 use oscost_sys::pages::{self, Mapping, PAGE};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -401,20 +402,22 @@ fn finish(ctx: &Context, s: Slot, g: Group, overhead: f64, threads: Option<u64>)
         }
     }
     if s.tlb_others.is_none() {
-        case.notes.push(
+        case.notes.push(Message::from(
             "no TLB line in /proc/interrupts: this kernel does not count shootdown \
-             interrupts, so none is reported"
-                .into(),
-        );
+                 interrupts, so none is reported",
+        ));
     } else if g.others > 0
         && g.mode == Some(Mode::Spin)
         && s.tlb_others.unwrap_or(0) as f64 / ops < 0.5
     {
-        case.notes.push(format!(
-            "fewer shootdown interrupts than operations reached the other CPUs ({}): the \
-             kernel flushed their translations without an interrupt for most operations (a \
-             hypervisor's paravirtual remote flush does so for a virtual CPU not running)",
-            said.join(", ")
+        case.notes.push(Message::new(
+            MessageKind::FlushWithoutInterrupt,
+            &format!(
+                " reached the other CPUs ({}): the kernel flushed their translations without \
+                 an interrupt for most operations (a hypervisor's paravirtual remote flush does \
+                 so for a virtual CPU not running)",
+                said.join(", ")
+            ),
         ));
     }
     match s.op {

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Subcommand name and id prefix.
-pub const NAME: &str = "spawn";
+pub const NAME: &str = oscost_model::ids::spawn::NAME;
 
 /// Parent sizes of a stand-alone run, MiB.
 const DEFAULT_PARENT_MIB: [u64; 3] = [1, 64, 1024];
@@ -367,18 +367,11 @@ struct Slot {
     ticks: Vec<f64>,
     parent: Usage,
     children: Usage,
-    warnings: Vec<String>,
+    warnings: Vec<oscost_model::Message>,
 }
 
 fn case_id(op: Op, target: Option<Target>, mib: Option<u64>) -> String {
-    let mut id = format!("{NAME}.{}", op.id());
-    if let Some(t) = target {
-        id += &format!(".{}", t.id());
-    }
-    if let Some(m) = mib {
-        id += &format!(".p{m}mib");
-    }
-    id
+    oscost_model::ids::spawn::case(&op.id(), target.map(Target::id).as_deref(), mib)
 }
 
 fn description(op: Op, target: Option<Target>, mib: Option<u64>) -> String {
@@ -889,7 +882,7 @@ fn derived(cases: &[Case]) -> Vec<DerivedSpec> {
         .iter()
         .filter(|(_, m)| *m > small_mib)
         .map(|&(big, mib)| DerivedSpec {
-            id: format!("{}.over_p{small_mib}mib", big.id),
+            id: oscost_model::ids::spawn::over(&big.id, small_mib),
             description: format!(
                 "fork with {mib} MiB of touched parent memory minus fork with {small_mib} MiB: \
                  copying the larger parent's page tables (VmPTE {} against {} KiB) and \

@@ -18,6 +18,7 @@ use crate::limits::{Limits, Needs};
 use crate::sampler::{counting_threads, median_of, single_task_check, whole_runs};
 use anyhow::Context as _;
 use oscost_model::case::{Case, Check, ExperimentOutput, Series, Unavailable};
+use oscost_model::{Message, MessageKind};
 use oscost_sys::clock::Clock;
 use oscost_sys::split::{self as sys_split, Plan, Record, SplitRun};
 use oscost_sys::task::{self, CpuMask, Kind, Team};
@@ -26,7 +27,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Subcommand name and id prefix.
-pub const NAME: &str = "split";
+pub const NAME: &str = oscost_model::ids::split::NAME;
 
 /// The most tasks one point may have.
 const MAX_TASKS: usize = 1 << 16;
@@ -264,16 +265,13 @@ struct Point {
 
 impl Point {
     fn id(&self, yield_each: bool) -> String {
-        let mut id = format!(
-            "{NAME}.{}.{}.{}",
-            super::value_name(&self.form),
-            super::value_name(&self.set),
-            self.tasks
-        );
-        if yield_each {
-            id.push_str(".yield");
+        oscost_model::ids::split::Case {
+            form: &super::value_name(&self.form),
+            set: &super::value_name(&self.set),
+            tasks: self.tasks,
+            yield_each,
         }
-        id
+        .to_string()
     }
 }
 
@@ -511,9 +509,9 @@ struct Seen {
 /// Below this speed against the calibrated one a run counts as slowed by the host.
 const SLOWED: f64 = 0.8;
 
-/// The prefix of the warning a point carries when its CPUs gave less than half the speed-up
-/// they could.
-const WITHHELD: &str = "speed-up withheld";
+/// How the warning a point carries when its CPUs gave less than half the speed-up they could
+/// begins: its kind's words.
+const WITHHELD: &str = MessageKind::SpeedUpWithheld.lead();
 
 /// Why a point on several CPUs (`place`, e.g. `CPUs 0-1`) gained `speedup_pct` over one CPU
 /// when `possible_pct` was possible, from what its runs saw; `None` when it gained at least
@@ -654,10 +652,13 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
             .iter()
             .any(|&s| s == CpuSet::All || s == CpuSet::Balanced)
     {
-        out.notes.push(format!(
-            "only one CPU is allowed ({}), so the `all` and `balanced` sets were not run",
-            cpuset::format(&all)
-        ));
+        out.notes.push(
+            format!(
+                "only one CPU is allowed ({}), so the `all` and `balanced` sets were not run",
+                cpuset::format(&all)
+            )
+            .into(),
+        );
     }
     for p in unrunnable(opts, &sizes, all.len()) {
         out.unavailable.push(Unavailable {
@@ -724,9 +725,10 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
             [one] => format!("CPU {one}"),
             _ => format!("CPUs {}", cpuset::format(cpus)),
         };
-        case.warnings.extend(shared_runs(&seen, &place));
+        case.warnings
+            .extend(shared_runs(&seen, &place).map(Message::from));
         if let Some(w) = speedup_withheld(p, &points, &results, &seen, cpus, &clock) {
-            case.warnings.push(w);
+            case.warnings.push(w.into());
         }
         out.cases.push(case);
     }
@@ -782,8 +784,9 @@ fn seen_counters(case: &mut Case, seen: &[Seen]) {
 const TAKEN_SHARE: f64 = 0.2;
 const STOLEN_SHARE: f64 = 0.05;
 
-/// The prefix of the warning a point carries when some of its runs shared their CPUs.
-const SHARED: &str = "CPUs shared during some runs";
+/// How the warning a point carries when some of its runs shared their CPUs begins: its kind's
+/// words.
+const SHARED: &str = MessageKind::CpusShared.lead();
 /// Shared runs at most this much slower (median) than the others moved nothing.
 const NO_SLOWER: f64 = 0.05;
 
@@ -1116,9 +1119,10 @@ fn point_case(
             med(&|r| r.migrations.unwrap_or(0) as f64),
         );
     } else {
-        case.notes.push(
-            "migrations not counted: se.nr_migrations is missing from /proc/<pid>/sched".into(),
-        );
+        case.notes.push(Message::new(
+            MessageKind::MigrationsNotCounted,
+            ": se.nr_migrations is missing from /proc/<pid>/sched",
+        ));
     }
 
     let wrong = runs.iter().find(|r| r.units != units);

@@ -18,6 +18,7 @@ use crate::limits::{Limits, Needs, FILES_MARGIN};
 use crate::tokens::{self, Counts, RingSpec};
 use anyhow::Context as _;
 use oscost_model::case::{Case, Check, DerivedSpec, ExperimentOutput, Unavailable};
+use oscost_model::{Message, MessageKind};
 use oscost_sys::ipc::{IdlePoll, Via};
 use oscost_sys::task::{CpuMask, Kind};
 use serde_json::json;
@@ -27,7 +28,7 @@ mod kernel;
 pub use kernel::STAGES;
 
 /// Subcommand name and id prefix.
-pub const NAME: &str = "switch";
+pub const NAME: &str = oscost_model::ids::switch::NAME;
 
 /// Where the two tasks run.
 #[derive(
@@ -86,11 +87,11 @@ pub struct Options {
 }
 
 fn case_id(via: Via, kind: Kind, p: Placement) -> String {
-    format!("{NAME}.{via}.{}.{}", kind.name(), p.name())
+    oscost_model::ids::switch::case(via.name(), kind.name(), p.name())
 }
 
 fn control_id(via: Via) -> String {
-    format!("{NAME}.{via}.control")
+    oscost_model::ids::switch::control(via.name())
 }
 
 /// The CPU mask of each of the two tasks, or why the placement is impossible here.
@@ -242,7 +243,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
 struct KernelView {
     off: bool,
     unavailable: Option<String>,
-    notes: Vec<String>,
+    notes: Vec<oscost_model::Message>,
     traced: usize,
 }
 
@@ -306,7 +307,7 @@ impl KernelView {
             (_, true) => "off (--no-kernel-view)".to_owned(),
             (Some(why), _) => {
                 out.unavailable.push(Unavailable {
-                    id: format!("{NAME}.stages"),
+                    id: oscost_model::ids::switch::Id::AllStages.to_string(),
                     description: "each hand-over split into stages by the kernel's tracepoints"
                         .into(),
                     reason: why.clone(),
@@ -333,9 +334,9 @@ fn hold_idle_poll(wanted: bool, out: &mut ExperimentOutput) -> (Option<IdlePoll>
     match IdlePoll::hold() {
         Ok(h) => (Some(h), true),
         Err(e) => {
-            out.warnings.push(format!(
-                "--idle-poll not in force: {e}; CPUs use their default idle states"
-            ));
+            out.warnings.push(
+                format!("--idle-poll not in force: {e}; CPUs use their default idle states").into(),
+            );
             (None, false)
         }
     }
@@ -386,7 +387,7 @@ fn control_case(via: Via, ctx: &Context) -> anyhow::Result<Case> {
     case.checks.push(c.no_switch_check());
     case.checks
         .extend(crate::sampler::single_task_check(c.threads_in_process));
-    case.warnings = c.warnings.clone();
+    case.add_messages(c.said.clone());
     Ok(case)
 }
 
@@ -438,7 +439,7 @@ fn pingpong_case(
     .param("cpus", json!(cpus))
     .param("last_cpus", json!(counts.last_cpus))
     .param("idle_poll", idle_poll);
-    case.warnings = warnings;
+    case.add_messages(warnings);
     add_switch_counts(&mut case, via, p, &counts);
     ring::add_migrations(&mut case, &counts, p != Placement::Free);
     for (state, n) in idle::delta(&idle_before, &idle_after) {
@@ -476,12 +477,15 @@ fn add_switch_counts(case: &mut Case, via: Via, p: Placement, counts: &Counts) {
     let check = switch_check(via, p, per(sw.total()), &detail);
     if !check.passed && via == Via::Yield && p != Placement::Same {
         // Expected with this setting: say what happened instead of a switch.
-        case.warnings.push(format!(
-            "expected for yield on separate CPUs: {:.2} switches per round trip instead of 2 \
-             (each task has a CPU of its own, so sched_yield finds nothing else to run and \
-             returns at once; the round trip is two yields, not two switches, and its switch \
-             cost is flagged: use --placement same for a yield switch)",
-            check.counted
+        case.warnings.push(Message::new(
+            MessageKind::YieldWithoutSwitch,
+            format!(
+                ": {:.2} switches per round trip instead of 2 (each task has a CPU of its own, \
+                 so sched_yield finds nothing else to run and returns at once; the round trip \
+                 is two yields, not two switches, and its switch cost is flagged: use \
+                 --placement same for a yield switch)",
+                check.counted
+            ),
         ));
     }
     case.checks.push(check);
@@ -527,16 +531,17 @@ fn switch_check(via: Via, p: Placement, counted: f64, detail: &str) -> Check {
 }
 
 fn derived(case: &Case, via: Via) -> [DerivedSpec; 2] {
+    use oscost_model::ids::switch::Derived;
     let flagged = super::failed_checks(case);
     [
         DerivedSpec {
-            id: format!("{}.one_way", case.id),
+            id: oscost_model::ids::switch::derived(&case.id, Derived::OneWay),
             description: "half a round trip: one post, one wait, one hand-over".into(),
             terms: vec![(case.id.clone(), 0.5)],
             flagged: flagged.clone(),
         },
         DerivedSpec {
-            id: format!("{}.switch_cost", case.id),
+            id: oscost_model::ids::switch::derived(&case.id, Derived::SwitchCost),
             description: format!(
                 "one-way time minus the primitive's own {} in one task: the switch, including \
                  the wake-up",

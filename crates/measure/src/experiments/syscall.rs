@@ -285,7 +285,7 @@ fn measure_calls(
         }
         case.checks
             .extend(crate::sampler::thread_check(threads, threads_expected));
-        case.warnings = warnings;
+        case.add_messages(warnings);
         cases.push(case);
     }
     Ok(cases)

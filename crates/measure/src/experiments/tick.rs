@@ -28,7 +28,7 @@ mod kernel;
 mod rr;
 
 /// Subcommand name and id prefix.
-pub const NAME: &str = "tick";
+pub const NAME: &str = oscost_model::ids::tick::NAME;
 
 /// The default periods: from the study's 1 ms down to 20 µs, which a virtual machine can still
 /// deliver (the study's 9.2 µs can be asked for with `--periods`).
@@ -194,21 +194,17 @@ fn parse_runs(s: &str) -> Result<usize, String> {
 
 /// A period as it appears in case ids and tables: `1ms`, `49us`, `9200ns`.
 pub fn period_name(ns: u64) -> String {
-    // `rem_euclid`, not `%`: newer lints ask for `is_multiple_of`, which Rust 1.80 lacks.
-    if ns.rem_euclid(1_000_000) == 0 {
-        format!("{}ms", ns / 1_000_000)
-    } else if ns.rem_euclid(1_000) == 0 {
-        format!("{}us", ns / 1_000)
-    } else {
-        format!("{ns}ns")
-    }
+    oscost_model::ids::tick::period_name(ns)
 }
 
 fn case_id(source: Source, period: u64) -> String {
-    format!("{NAME}.{}.{}", source.name(), period_name(period))
+    oscost_model::ids::tick::case(&source.name(), period)
 }
 
-const UNDISTURBED: &str = "tick.undisturbed";
+/// The id of the work with no timer.
+fn undisturbed_id() -> String {
+    oscost_model::ids::tick::Id::Undisturbed.to_string()
+}
 
 impl super::Experiment for Options {
     const NAME: &'static str = NAME;
@@ -505,7 +501,7 @@ pub(crate) fn deliverable(
     cpu: usize,
     priority: i32,
     ctx: &Context,
-    notes: &mut Vec<String>,
+    notes: &mut Vec<oscost_model::Message>,
 ) -> anyhow::Result<Vec<(Source, u64)>> {
     let mut ascending = periods.to_vec();
     ascending.sort_unstable();
@@ -543,7 +539,7 @@ pub(crate) fn deliverable(
             if explicit {
                 anyhow::bail!("--periods {}: {why}; use a longer period", period_name(p));
             }
-            notes.push(format!("{why}; left out of the default periods"));
+            notes.push(format!("{why}; left out of the default periods").into());
             lost.push(p);
         }
         points.extend(
@@ -728,7 +724,7 @@ fn traced(
                     out.params
                         .insert("kernel_view".into(), json!(why.0.clone()));
                     out.unavailable.push(oscost_model::case::Unavailable {
-                        id: format!("{NAME}.kernel"),
+                        id: oscost_model::ids::tick::Id::Kernel.to_string(),
                         description: "the kernel's handler time per event, from its tracepoints"
                             .into(),
                         reason: why.0,
@@ -842,11 +838,14 @@ fn record_natural(
         },
     );
     if natural.is_none() {
-        out.warnings.push(format!(
+        out.warnings.push(
+            format!(
             "no periodic interruption was seen in {} ms of spinning on CPU {cpu}: the kernel's \
              own tick has nothing to be compared with",
             natural_ns / 1_000_000
-        ));
+        )
+            .into(),
+        );
     }
 }
 
@@ -906,7 +905,7 @@ fn record_points(
 
 fn undisturbed_case(clock: &Clock, runs: &[Run], cpu: usize, iterations: u64) -> Case {
     let mut case = Case::new(
-        UNDISTURBED,
+        undisturbed_id(),
         format!(
             "the fixed work ({iterations} dependent multiply-adds) on CPU {cpu}, no event of \
              our own"
@@ -959,10 +958,13 @@ fn point_case(
         let text = match p {
             Policy::Fifo(prio) => format!("SCHED_FIFO {prio}"),
             Policy::Normal(why) => {
-                case.warnings.push(format!(
-                    "the helper runs under the normal policy ({why}): its wake-ups wait until \
+                case.warnings.push(
+                    format!(
+                        "the helper runs under the normal policy ({why}): its wake-ups wait until \
                      the scheduler preempts the working thread"
-                ));
+                    )
+                    .into(),
+                );
                 "SCHED_OTHER".to_owned()
             }
         };
@@ -1023,14 +1025,17 @@ fn point_case(
         },
     ));
     if events < expected - events_tolerance(expected) {
-        case.warnings.push(format!(
+        case.warnings.push(
+            format!(
             "the period of {} was not kept: {:.0} events per run counted against {:.0} expected \
              ({:.0} %)",
             period_name(period),
             events,
             expected,
             events / expected.max(1e-9) * 100.0
-        ));
+        )
+            .into(),
+        );
     }
     case.series.push(Series {
         name: "runs".into(),
@@ -1064,14 +1069,14 @@ fn per_event(case: &Case) -> Option<DerivedSpec> {
         return None;
     }
     Some(DerivedSpec {
-        id: format!("{}.per_event", case.id),
+        id: oscost_model::ids::tick::derived(&case.id, oscost_model::ids::tick::Derived::PerEvent),
         description: format!(
             "extra time per event: the run's median time less the undisturbed median, over the \
              {events:.0} events counted per run"
         ),
         terms: vec![
             (case.id.clone(), 1.0 / events),
-            (UNDISTURBED.into(), -1.0 / events),
+            (undisturbed_id(), -1.0 / events),
         ],
         flagged: super::failed_checks(case),
     })
@@ -1211,7 +1216,7 @@ mod tests {
         let (kernel, timed): (Vec<&Case>, Vec<&Case>) =
             out.cases.iter().partition(|c| c.id.ends_with(".kernel"));
         assert_eq!(timed.len(), 1 + 3 * 2, "{out:#?}");
-        assert_eq!(timed[0].id, UNDISTURBED);
+        assert_eq!(timed[0].id, undisturbed_id());
         traced_runs_are_consistent(&out, &kernel);
         for c in &timed[1..] {
             assert_eq!(c.samples.per_op_ns.len(), 3, "{}", c.id);

@@ -33,7 +33,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Subcommand name and id prefix.
-pub const NAME: &str = "tick-forms";
+pub const NAME: &str = oscost_model::ids::tick_forms::NAME;
 
 /// The default periods: `tick`'s four and 100 µs between them, five as the study had.
 const DEFAULT_PERIODS: [u64; 5] = [1_000_000, 200_000, 100_000, 50_000, 20_000];
@@ -221,16 +221,11 @@ struct Point {
     period: Option<u64>,
 }
 
-fn period_part(period: Option<u64>) -> String {
-    period.map_or_else(|| "none".to_owned(), tick::period_name)
-}
-
 fn case_id(form: Form, policy: Policy, period: Option<u64>) -> String {
-    format!(
-        "{NAME}.{}.{}.{}",
-        super::value_name(&form),
-        super::value_name(&policy),
-        period_part(period)
+    oscost_model::ids::tick_forms::case(
+        &super::value_name(&form),
+        &super::value_name(&policy),
+        period,
     )
 }
 
@@ -241,10 +236,13 @@ impl Point {
 }
 
 fn switch_id(kind: Kind) -> String {
-    format!("{NAME}.switch.{}", kind.name())
+    oscost_model::ids::tick_forms::switch(kind.name())
 }
 
-const CONTROL_ID: &str = "tick-forms.switch.control";
+/// The id of the futex post + wait in one task.
+fn control_id() -> String {
+    oscost_model::ids::tick_forms::Id::Control.to_string()
+}
 
 /// One run of a point: the span of the work, what happened meanwhile.
 #[derive(Debug, Clone, Copy, Default)]
@@ -702,10 +700,13 @@ fn add_params(
     let helper_text = match &helper_policy {
         Some(HelperPolicy::Fifo(prio)) => format!("SCHED_FIFO {prio}"),
         Some(HelperPolicy::Normal(why)) => {
-            out.warnings.push(format!(
-                "the helper runs under the normal policy ({why}): its wake-ups wait until the \
+            out.warnings.push(
+                format!(
+                    "the helper runs under the normal policy ({why}): its wake-ups wait until the \
                  scheduler preempts the work, and under fifo and rr they never do"
-            ));
+                )
+                .into(),
+            );
             "SCHED_OTHER".to_owned()
         }
         None => "none".to_owned(),
@@ -727,7 +728,7 @@ fn add_extras(out: &mut ExperimentOutput, points: &[Point]) {
             .filter_map(super::failed_checks)
             .collect::<Vec<_>>();
         out.derived.push(DerivedSpec {
-            id: format!("{}.extra", p.id()),
+            id: oscost_model::ids::tick_forms::extra(&p.id()),
             description: format!(
                 "time the events every {} added to the whole work: the run's median less the \
                  undisturbed run's median, same form and policy",
@@ -747,7 +748,7 @@ fn add_control(
     cpu: usize,
 ) {
     let mut control_case = Case::new(
-        CONTROL_ID,
+        control_id(),
         "futex post + wait in one task (no switch): what a hand-over does besides switching",
         "post + wait",
         control.samples.clone(),
@@ -758,18 +759,18 @@ fn add_control(
     control_case
         .checks
         .extend(single_task_check(control.threads_in_process));
-    control_case.warnings = control.warnings.clone();
+    control_case.add_messages(control.said.clone());
     for c in &switch_cases {
         let flagged = [c, &control_case]
             .into_iter()
             .filter_map(super::failed_checks)
             .collect::<Vec<_>>();
         out.derived.push(DerivedSpec {
-            id: format!("{}.cost", c.id),
+            id: oscost_model::ids::tick_forms::switch_cost(&c.id),
             description: "one-way hand-over less the futex post + wait in one task: the \
                           switch itself, with its wake-up"
                 .into(),
-            terms: vec![(c.id.clone(), 1.0), (CONTROL_ID.into(), -1.0)],
+            terms: vec![(c.id.clone(), 1.0), (control_id(), -1.0)],
             flagged: (!flagged.is_empty()).then(|| flagged.join("; ")),
         });
     }
@@ -931,7 +932,7 @@ fn handover_case(kind: Kind, cpu: usize, ctx: &Context) -> anyhow::Result<Case> 
     .param("via", Via::Futex.name())
     .param("kind", kind.name())
     .param("cpu", cpu as u64);
-    case.warnings = warnings;
+    case.add_messages(warnings);
     case.counters.insert("switches_per_handover".into(), per);
     case.counters
         .insert("handovers_counted".into(), handovers as f64);
@@ -1076,6 +1077,6 @@ mod tests {
             );
             assert!(out.derived.iter().any(|d| d.id == format!("{}.cost", c.id)));
         }
-        assert!(out.cases.iter().any(|c| c.id == CONTROL_ID));
+        assert!(out.cases.iter().any(|c| c.id == control_id()));
     }
 }

@@ -18,6 +18,7 @@ use crate::limits::{Limits, Needs, FILES_MARGIN};
 use crate::sysctl::{read_trim, set_sysctl, RR_TIMESLICE};
 use anyhow::Context as _;
 use oscost_model::case::{Case, Check, ExperimentOutput, Samples, Series};
+use oscost_model::{Message, MessageKind};
 use oscost_stats::sched::{
     default_base_slice_ns, expected_slice, parse_release, predicted_shares, preemptions, slices_ns,
     weight, Policy, SliceRule, IDLE_WEIGHT,
@@ -33,7 +34,7 @@ use std::time::{Duration, Instant};
 mod kernel;
 
 /// Subcommand name and id prefix.
-pub const NAME: &str = "timeline";
+pub const NAME: &str = oscost_model::ids::timeline::NAME;
 
 /// The default sweep of worker counts (the study's 1, 2 and 4).
 const DEFAULT_WORKERS: [usize; 3] = [1, 2, 4];
@@ -371,16 +372,14 @@ fn plural(n: usize) -> &'static str {
 
 /// The case id of `n` workers under the plan's policy and nice values.
 fn case_id(opts: &Options, n: usize, nice: Option<&[i32]>) -> String {
-    let mut id = format!("{NAME}.{}", opts.kind.name());
-    if opts.policy != TimelinePolicy::Other {
-        id += &format!(".{}", opts.policy.name());
+    let policy = opts.policy.name();
+    oscost_model::ids::timeline::Case {
+        kind: opts.kind.name(),
+        policy: (opts.policy != TimelinePolicy::Other).then_some(policy.as_str()),
+        workers: n,
+        nice: nice.map(<[i32]>::to_vec),
     }
-    id += &format!(".n{n}");
-    if let Some(v) = nice {
-        let v: Vec<String> = v.iter().map(i32::to_string).collect();
-        id += &format!(".nice{}", v.join("_"));
-    }
-    id
+    .to_string()
 }
 
 /// Runs every round of every worker count.
@@ -638,7 +637,7 @@ fn traced_rounds(
                 out.params
                     .insert("kernel_view".into(), json!(why.0.clone()));
                 out.unavailable.push(oscost_model::case::Unavailable {
-                    id: format!("{NAME}.kernel"),
+                    id: oscost_model::ids::timeline::Id::Kernel.to_string(),
                     description: "who ran when, from the scheduler's tracepoints".into(),
                     reason: why.0,
                 });
@@ -1005,7 +1004,7 @@ fn cases(
     let mut finish_all: Vec<f64> = finishes.into_iter().flatten().collect();
     finish_all.retain(|v| v.is_finite());
     let latency = Case::new(
-        format!("{id}.latency"),
+        oscost_model::ids::timeline::reading(&id, oscost_model::ids::timeline::Reading::Latency),
         format!(
             "{n} {kind} on CPU {cpus}: each worker's finish time from the common start (its \
              latency)"
@@ -1039,7 +1038,7 @@ fn own_latency_case(
     let mut all: Vec<f64> = own.iter().flatten().copied().collect();
     all.retain(|v| v.is_finite());
     let mut case = Case::new(
-        format!("{id}.own_latency"),
+        oscost_model::ids::timeline::reading(id, oscost_model::ids::timeline::Reading::OwnLatency),
         format!(
             "{n} {kind} on CPU {cpus}: each worker's time from its own start (before its first \
              chunk) to its finish (the study's latency)"
@@ -1099,10 +1098,12 @@ fn add_shares(
             .and_then(|r| r.applied.iter().map(|a| a.nice).collect()),
     };
     let predicted = if plan.cpus.len() > 1 {
-        case.warnings.push(format!(
-            "no share is predicted: the workers had {} CPUs (--spread), and the weights share \
-             one CPU",
-            plan.cpus.len()
+        case.notes.push(Message::new(
+            MessageKind::NoSharePredicted,
+            format!(
+                ": the workers had {} CPUs (--spread), and the weights share one CPU",
+                plan.cpus.len()
+            ),
         ));
         None
     } else {
@@ -1122,14 +1123,17 @@ fn add_shares(
     // over a few slices says nothing about the weights: it is compared only over enough.
     let slice = rule.expected_ns.filter(|s| *s > 0.0);
     if let Some(slice) = slice.filter(|s| common < MIN_SLICES_FOR_SHARES * s) {
-        case.warnings.push(format!(
-            "shares not compared with the weights: the workers were all runnable for only {} \
+        case.warnings.push(
+            format!(
+                "shares not compared with the weights: the workers were all runnable for only {} \
              ({:.1} slices of {}), and a share says something about the weights only over at \
              least {MIN_SLICES_FOR_SHARES:.0} slices; give more --chunks or a longer --chunk-us",
-            ms(common),
-            common / slice,
-            ms(slice)
-        ));
+                ms(common),
+                common / slice,
+                ms(slice)
+            )
+            .into(),
+        );
         return;
     }
     let pairs: Vec<String> = measured
@@ -1159,15 +1163,18 @@ fn add_shares(
     if let Some(slice) = slice.filter(|_| unequal) {
         let spread_pct = slice / common * 100.0;
         if spread_pct > SHARE_TOLERANCE_PCT {
-            case.warnings.push(format!(
-                "the workers were all runnable for only {} ({:.0} slices of {}): shares over \
+            case.warnings.push(
+                format!(
+                    "the workers were all runnable for only {} ({:.0} slices of {}): shares over \
                  so few slices can miss the kernel's weights by about a slice ({spread_pct:.1} \
                  points); for a ±{SHARE_TOLERANCE_PCT}-point comparison give more --chunks \
                  (e.g. --chunks 500)",
-                ms(common),
-                common / slice,
-                ms(slice)
-            ));
+                    ms(common),
+                    common / slice,
+                    ms(slice)
+                )
+                .into(),
+            );
         }
     }
 }

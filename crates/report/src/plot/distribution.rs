@@ -21,9 +21,7 @@ const ROW_H: f64 = 22.0;
 
 /// The row label of a case: its id without the experiment's name, cut to [`LABEL_MAX`].
 pub(crate) fn row_label(experiment: &str, id: &str) -> String {
-    let short = id
-        .strip_prefix(experiment)
-        .and_then(|s| s.strip_prefix('.'))
+    let short = oscost_model::ids::within(experiment, id)
         .filter(|s| !s.is_empty())
         .unwrap_or(id);
     if short.chars().count() > LABEL_MAX {

@@ -2,8 +2,9 @@
 //! bytes (pinned by snapshot tests) and no font or drawing library is needed.
 //!
 //! Every experiment gets its samples drawn ([`distribution`]); an experiment with a figure of
-//! its own adds a file here with a `plots(&ExperimentResult) -> Vec<Plot>` function and one
-//! line in `PLOTS`. Like the views, a plot reads the model only; it never measures.
+//! its own adds a file here with a `plots(&ExperimentResult) -> Vec<Plot>` function, named in
+//! the experiment's entry of [`crate::experiments::TABLE`]. Like the views, a plot reads the
+//! model only; it never measures.
 
 pub mod chart;
 pub mod distribution;
@@ -33,33 +34,12 @@ pub struct Plot {
     pub svg: String,
 }
 
-/// Each experiment's plot function, one line per experiment that draws a figure of its own.
-type PlotFn = fn(&ExperimentResult) -> Vec<Plot>;
-const PLOTS: &[(&str, PlotFn)] = &[
-    ("ring", ring::plots),
-    ("split", split::plots),
-    ("spawn", spawn::plots),
-    ("switch", switch_cost::plots),
-    ("switch", switch_stages::plots),
-    ("timeline", timeline::plots),
-    ("tick", tick::plots),
-    ("noise", noise::plots),
-    ("fault", memory::fault_plots),
-    ("shootdown", memory::shootdown_plots),
-];
-
-/// The names of the experiments that have figures of their own: a test holds them against the
-/// experiment registry, so that renaming an experiment cannot silently drop its figures.
-pub fn experiments_with_plots() -> impl Iterator<Item = &'static str> {
-    PLOTS.iter().map(|(name, _)| *name)
-}
-
 /// The plots of experiment `e`: its own figures first, then its samples case by case.
 pub fn plots(e: &ExperimentResult) -> Vec<Plot> {
-    PLOTS
+    crate::experiments::entry(&e.name)
+        .map_or(&[][..], |x| x.plots)
         .iter()
-        .filter(|(name, _)| *name == e.name)
-        .flat_map(|(_, f)| f(e))
+        .flat_map(|f| f(e))
         .chain(distribution::plots(e))
         .collect()
 }

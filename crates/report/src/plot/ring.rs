@@ -5,6 +5,7 @@
 use super::chart::{Axis, Fit, Header, Key, Line, Panel, Point, Reference, Style, Unit};
 use super::Plot;
 use crate::format::fmt_ns;
+use oscost_model::ids::ring;
 use oscost_model::{CaseResult, ExperimentResult};
 
 fn param_u64(c: &CaseResult, key: &str) -> Option<u64> {
@@ -143,10 +144,8 @@ fn switch_points(e: &ExperimentResult, members: &[&Member]) -> Vec<Point> {
     members
         .iter()
         .filter_map(|(c, n, _)| {
-            let d = e
-                .derived
-                .iter()
-                .find(|d| d.id == format!("{}.per_switch", c.id))?;
+            let id = ring::derived(&c.id, ring::Derived::PerSwitch);
+            let d = e.derived.iter().find(|d| d.id == id)?;
             Some(Point {
                 x: *n as f64,
                 y: d.estimate_ns,
@@ -173,10 +172,8 @@ fn controls(e: &ExperimentResult, groups: &[Group]) -> Vec<Reference> {
     vias.dedup();
     vias.iter()
         .filter_map(|via| {
-            let c = e
-                .cases
-                .iter()
-                .find(|c| c.id == format!("{}.{via}.control", e.name))?;
+            let id = ring::Id::Control { via }.to_string();
+            let c = e.cases.iter().find(|c| c.id == id)?;
             Some(Reference {
                 label: format!("{via}: post + wait in one task (no switch)"),
                 y: c.median_ns,

@@ -5,28 +5,25 @@
 use super::chart::{self, Axis, Fit, Header, Key, Line, Panel, Point, Style, Unit};
 use super::Plot;
 use crate::format::fmt_ns;
+use oscost_model::ids::spawn::Id;
 use oscost_model::{CaseResult, ExperimentResult};
 
-/// `spawn.fork-exec.static.p64mib` → `fork-exec.static`.
-fn operation<'a>(e: &ExperimentResult, c: &'a CaseResult) -> &'a str {
-    let id = c.id.as_str();
-    let id = id
-        .rsplit_once(".p")
-        .filter(|(_, size)| size.ends_with("mib"))
-        .map_or(id, |(op, _)| op);
-    id.strip_prefix(&e.name)
-        .and_then(|s| s.strip_prefix('.'))
-        .unwrap_or(id)
+/// `spawn.fork-exec.static.p64mib` → `fork-exec.static`; an id spawn never writes, whole.
+fn operation(c: &CaseResult) -> String {
+    match Id::parse(&c.id) {
+        Some(Id::Case(case)) => case.operation(),
+        _ => c.id.clone(),
+    }
 }
 
 /// The figure, when any creation was measured at two parent sizes or more.
 pub fn plots(e: &ExperimentResult) -> Vec<Plot> {
-    let cases: Vec<(&CaseResult, f64, &str)> = e
+    let cases: Vec<(&CaseResult, f64, String)> = e
         .cases
         .iter()
         .filter_map(|c| {
             let mib = c.params.get("parent_mib")?.as_f64()?;
-            Some((c, mib, operation(e, c)))
+            Some((c, mib, operation(c)))
         })
         .collect();
     let mut sizes: Vec<f64> = cases.iter().map(|c| c.1).collect();
@@ -37,8 +34,8 @@ pub fn plots(e: &ExperimentResult) -> Vec<Plot> {
     }
     let mut ops: Vec<&str> = Vec::new();
     for c in &cases {
-        if !ops.contains(&c.2) {
-            ops.push(c.2);
+        if !ops.contains(&c.2.as_str()) {
+            ops.push(&c.2);
         }
     }
     let mut failed = false;
@@ -46,7 +43,7 @@ pub fn plots(e: &ExperimentResult) -> Vec<Plot> {
         .iter()
         .enumerate()
         .map(|(i, op)| {
-            let mut of: Vec<&(&CaseResult, f64, &str)> =
+            let mut of: Vec<&(&CaseResult, f64, String)> =
                 cases.iter().filter(|c| c.2 == *op).collect();
             of.sort_by(|a, b| a.1.total_cmp(&b.1));
             Line {
@@ -90,7 +87,7 @@ pub fn plots(e: &ExperimentResult) -> Vec<Plot> {
         .unavailable
         .iter()
         .map(|u| u.id.as_str())
-        .filter(|id| id.ends_with("mib"))
+        .filter(|id| matches!(Id::parse(id), Some(Id::Case(c)) if c.parent_mib.is_some()))
         .collect();
     let mut notes = vec![
         "Each creation is timed with the wait for the child's exit. \

@@ -6,17 +6,21 @@ use super::chart::{self, Axis, Fit, Header, Key, Style, Unit};
 use super::svg::{Anchor, Svg};
 use super::Plot;
 use crate::format::fmt_ns;
+use oscost_model::ids::switch::{Derived, Id};
 use oscost_model::{DerivedResult, ExperimentResult};
 
 /// The forms drawn, each a dot per primitive.
 const FORMS: [&str; 2] = ["threads", "processes"];
 
-/// `switch.pipe.threads.same.switch_cost` → (`pipe`, `threads`).
-fn parts<'a>(e: &ExperimentResult, d: &'a DerivedResult) -> Option<(&'a str, &'a str)> {
-    let rest = d.id.strip_prefix(&e.name)?.strip_prefix('.')?;
-    let rest = rest.strip_suffix(".same.switch_cost")?;
-    let (primitive, form) = rest.rsplit_once('.')?;
-    FORMS.contains(&form).then_some((primitive, form))
+/// The primitive and the form of a same-CPU switch cost: `switch.pipe.threads.same.switch_cost`
+/// → (`pipe`, `threads`).
+fn parts(d: &DerivedResult) -> Option<(&str, &str)> {
+    match Id::parse(&d.id)? {
+        Id::Derived(c, Derived::SwitchCost) if c.placement == "same" => {
+            FORMS.contains(&c.kind).then_some((c.via, c.kind))
+        }
+        _ => None,
+    }
 }
 
 /// The figure, when the run derived a switch cost for at least one primitive.
@@ -24,7 +28,7 @@ pub fn plots(e: &ExperimentResult) -> Vec<Plot> {
     let costs: Vec<(&str, &str, &DerivedResult)> = e
         .derived
         .iter()
-        .filter_map(|d| parts(e, d).map(|(p, f)| (p, f, d)))
+        .filter_map(|d| parts(d).map(|(p, f)| (p, f, d)))
         .filter(|(_, _, d)| d.estimate_ns.is_finite())
         .collect();
     let mut primitives: Vec<&str> = Vec::new();

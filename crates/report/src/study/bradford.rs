@@ -15,6 +15,7 @@ use crate::format::fmt_ns;
 use crate::plot::chart::{grid, Axis, Fit, Header, Panel, Reference, Unit};
 use crate::plot::Plot;
 use crate::views::View;
+use oscost_model::ids::lockring::{self, Id, CRITICAL_SECTION, MUTEX};
 use oscost_model::{CaseResult, PublishedDoc, ResultDoc};
 
 const NAME: &str = "bradford";
@@ -39,24 +40,35 @@ const SYSTEMS: [(&str, &str); 3] = [
 ];
 
 /// The ring's lock in a run: oscost's rings of pthread mutexes on Linux, or the Windows agent's
-/// rings of Critical Sections, the lock the study's csfast5 used on Windows. (case prefix, the
-/// lock's own-cost case, the lock's name)
-fn lock_of(doc: &ResultDoc) -> (&'static str, &'static str, &'static str) {
-    let windows = case(doc, "lockring.cs.own").is_some()
-        || (1..=16).any(|k| case(doc, &format!("lockring.cs.n{}.k1", 1u64 << k)).is_some());
+/// rings of Critical Sections, the lock the study's csfast5 used on Windows. (the lock's part
+/// of the ids, the lock's name)
+fn lock_of(doc: &ResultDoc) -> (&'static str, &'static str) {
+    let has = |id: Id| case(doc, &id.to_string()).is_some();
+    let windows = has(Id::Own {
+        lock: CRITICAL_SECTION,
+    }) || (1..=16).any(|k| has(ring_case(CRITICAL_SECTION, 1 << k)));
     if windows {
-        ("lockring.cs", "lockring.cs.own", "Critical Sections")
+        (CRITICAL_SECTION, "Critical Sections")
     } else {
-        ("lockring.mutex", "lockring.mutex.own", "pthread mutexes")
+        (MUTEX, "pthread mutexes")
+    }
+}
+
+/// A ring of `tasks` threads and one token.
+fn ring_case(lock: &str, tasks: usize) -> Id<'_> {
+    Id::Case {
+        lock,
+        tasks,
+        tokens: 1,
     }
 }
 
 /// The ring sizes a run measured with one token, by N, with their switch-cost figure.
 fn ring(doc: &ResultDoc) -> Vec<(u64, &CaseResult)> {
-    let prefix = lock_of(doc).0;
+    let lock = lock_of(doc).0;
     let mut v: Vec<(u64, &CaseResult)> = (1..=16)
-        .map(|k| 1u64 << k)
-        .filter_map(|n| Some((n, case(doc, &format!("{prefix}.n{n}.k1"))?)))
+        .map(|k| 1usize << k)
+        .filter_map(|n| Some((n as u64, case(doc, &ring_case(lock, n).to_string())?)))
         .collect();
     v.sort_by_key(|p| p.0);
     v
@@ -73,7 +85,7 @@ pub fn figures(doc: &ResultDoc) -> Vec<StudyFigure> {
     }
     let per_switch = oscost_stats::median(&ring.iter().map(|p| p.1.median_ns).collect::<Vec<_>>());
     let flagged = super::flag_of(&cases);
-    let (_, own_id, lock) = lock_of(doc);
+    let (lock_id, lock) = lock_of(doc);
     out.push(StudyFigure {
         id: format!("study.{NAME}.ring.time_per_switch"),
         description: format!(
@@ -85,7 +97,7 @@ pub fn figures(doc: &ResultDoc) -> Vec<StudyFigure> {
         unit: "ns".into(),
         flagged: flagged.clone(),
     });
-    if let Some(own) = case(doc, own_id) {
+    if let Some(own) = case(doc, &Id::Own { lock: lock_id }.to_string()) {
         out.push(StudyFigure {
             id: format!("study.{NAME}.ring.switch_cost"),
             description: format!(
@@ -98,7 +110,7 @@ pub fn figures(doc: &ResultDoc) -> Vec<StudyFigure> {
             flagged,
         });
     }
-    if let (Some(pipe), Some(_)) = (case(doc, "lockring.pipe.n2"), ring.first()) {
+    if let (Some(pipe), Some(_)) = (case(doc, &Id::Pipe { tasks: 2 }.to_string()), ring.first()) {
         out.push(StudyFigure {
             id: format!("study.{NAME}.pipe_over_lock"),
             description: "the pipe token's time per switch over the lock ring's: what the \
@@ -245,7 +257,13 @@ fn ring_table(doc: Option<&ResultDoc>, docs: &[PublishedDoc], figs: &[StudyFigur
         (
             "the lock's own cost",
             "",
-            this_cell(doc, doc.map_or("lockring.mutex.own", |d| lock_of(d).1)),
+            this_cell(
+                doc,
+                &Id::Own {
+                    lock: doc.map_or(MUTEX, |d| lock_of(d).0),
+                }
+                .to_string(),
+            ),
         ),
         (
             "switch cost",
@@ -281,7 +299,7 @@ fn ring_table(doc: Option<&ResultDoc>, docs: &[PublishedDoc], figs: &[StudyFigur
         }
     };
     // A Windows agent's run has the other half of the study's comparison.
-    let other_half = if doc.is_some_and(|d| lock_of(d).0 == "lockring.cs") {
+    let other_half = if doc.is_some_and(|d| lock_of(d).0 == CRITICAL_SECTION) {
         "this run is the Windows half: `oscost compare` with a Linux run of the same machine sets \
          each ring beside the other"
     } else {
@@ -331,7 +349,7 @@ fn switches_per(c: &CaseResult) -> Option<String> {
 fn by_size_table(doc: &ResultDoc, figs: &[StudyFigure]) -> Option<View> {
     let mut rows = Vec::new();
     for (n, c) in ring(doc) {
-        let cost = derived(doc, &format!("{}.n{n}.k1.switch_cost", lock_of(doc).0));
+        let cost = derived(doc, &lockring::switch_cost(&c.id));
         rows.push(vec![
             format!("lock ring, N = {n}"),
             fmt_ns(c.median_ns),
@@ -340,7 +358,7 @@ fn by_size_table(doc: &ResultDoc, figs: &[StudyFigure]) -> Option<View> {
             checks_cell(c),
         ]);
     }
-    if let Some(p) = case(doc, "lockring.pipe.n2") {
+    if let Some(p) = case(doc, &Id::Pipe { tasks: 2 }.to_string()) {
         rows.push(vec![
             "pipe token (cspipe2a), 2 threads".into(),
             fmt_ns(p.median_ns),
@@ -414,7 +432,7 @@ pub fn plots(doc: Option<&ResultDoc>) -> Vec<Plot> {
                 })
                 .collect(),
         ));
-        if let Some(p) = case(doc, "lockring.pipe.n2") {
+        if let Some(p) = case(doc, &Id::Pipe { tasks: 2 }.to_string()) {
             let mut st = this_style().points(5.0);
             st.marker = Some(crate::plot::chart::Marker::Square);
             lines.push(line(

@@ -15,6 +15,7 @@ use crate::format::fmt_ns;
 use crate::plot::chart::{grid, Axis, Fit, Header, Panel, Unit};
 use crate::plot::Plot;
 use crate::views::View;
+use oscost_model::ids::fs::{self, FUSE, TMPFS};
 use oscost_model::ResultDoc;
 
 const NAME: &str = "minix3";
@@ -66,8 +67,8 @@ pub fn figures(doc: &ResultDoc) -> Vec<StudyFigure> {
     let mut out = Vec::new();
     for (call, _, label) in CALLS {
         let (Some(k), Some(u)) = (
-            case(doc, &format!("fs.tmpfs.{call}")),
-            case(doc, &format!("fs.fuse.{call}")),
+            case(doc, &fs::case(TMPFS, call)),
+            case(doc, &fs::case(FUSE, call)),
         ) else {
             continue;
         };
@@ -78,7 +79,7 @@ pub fn figures(doc: &ResultDoc) -> Vec<StudyFigure> {
             u,
         ));
     }
-    if let Some(d) = derived(doc, "fs.diff.getpid") {
+    if let Some(d) = derived(doc, &fs::diff("getpid")) {
         let r = rate(doc);
         out.push(StudyFigure {
             id: format!("study.{NAME}.getpid.extra_at_rate"),
@@ -131,10 +132,10 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
             _ => "-".into(),
         };
         let this = |side: &str| {
-            doc.and_then(|d| case(d, &format!("fs.{side}.{call}")))
+            doc.and_then(|d| case(d, &fs::case(side, call)))
                 .map_or("-".into(), |c| fmt_ns(c.median_ns))
         };
-        let diff = doc.and_then(|d| derived(d, &format!("fs.diff.{call}")));
+        let diff = doc.and_then(|d| derived(d, &fs::diff(call)));
         rows.push(vec![
             label.to_string(),
             match (pk, bound) {
@@ -145,8 +146,8 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
             us(pu),
             study_diff,
             pct.map_or("-".into(), |v| format!("+{v} %")),
-            this("tmpfs"),
-            this("fuse"),
+            this(TMPFS),
+            this(FUSE),
             diff.map_or("-".into(), |d| fmt_ns(d.estimate_ns)),
             super::cell(get(&figs, &format!("study.{NAME}.{call}.slowdown"))),
             diff.map_or("-".into(), |d| {
@@ -224,10 +225,10 @@ pub fn plots(doc: Option<&ResultDoc>) -> Vec<Plot> {
             study,
         ));
         if let Some(doc) = doc {
-            let pts: Vec<_> = [(1.0, "tmpfs"), (2.0, "fuse")]
+            let pts: Vec<_> = [(1.0, TMPFS), (2.0, FUSE)]
                 .into_iter()
                 .filter_map(|(x, side)| {
-                    let c = case(doc, &format!("fs.{side}.{call}"))?;
+                    let c = case(doc, &fs::case(side, call))?;
                     Some((
                         x,
                         c.median_ns,

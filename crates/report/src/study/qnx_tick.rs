@@ -16,6 +16,8 @@ use crate::format::fmt_ns;
 use crate::plot::chart::{grid, Axis, Fit, Header, Line, Panel, Unit};
 use crate::plot::Plot;
 use crate::views::View;
+use oscost_model::ids::tick::period_name;
+use oscost_model::ids::tick_forms::{self, Case, Id};
 use oscost_model::{CaseResult, PublishedDoc, ResultDoc};
 
 const NAME: &str = "qnx-tick";
@@ -51,33 +53,23 @@ const FORMS: [(&str, &str); 3] = [
     ("forks", "processes"),
 ];
 
-/// A period as oscost names it in case ids: `1ms`, `200us`, `9200ns`, or `none`.
-fn period_ns(name: &str) -> Option<f64> {
-    let split = name.find(|c: char| !c.is_ascii_digit() && c != '.')?;
-    let (num, unit) = name.split_at(split);
-    let v: f64 = num.parse().ok()?;
-    Some(match unit {
-        "ns" => v,
-        "us" => v * 1e3,
-        "ms" => v * 1e6,
-        "s" => v * 1e9,
-        _ => return None,
-    })
-}
-
 /// The periods a run measured for `policy`, shortest last, as (name, ns).
-fn periods(doc: &ResultDoc, policy: &str) -> Vec<(String, f64)> {
-    let mut v: Vec<(String, f64)> = doc
+fn periods(doc: &ResultDoc, policy: &str) -> Vec<(String, u64)> {
+    let mut v: Vec<(String, u64)> = doc
         .experiments
         .iter()
-        .filter(|e| e.name == "tick-forms")
+        .filter(|e| e.name == tick_forms::NAME)
         .flat_map(|e| &e.cases)
-        .filter_map(|c| {
-            let rest = c.id.strip_prefix(&format!("tick-forms.single.{policy}."))?;
-            Some((rest.to_owned(), period_ns(rest)?))
+        .filter_map(|c| match Id::parse(&c.id)? {
+            Id::Case(Case {
+                form: "single",
+                policy: p,
+                period_ns: Some(ns),
+            }) if p == policy => Some((period_name(ns), ns)),
+            _ => None,
         })
         .collect();
-    v.sort_by(|a, b| b.1.total_cmp(&a.1));
+    v.sort_by_key(|p| std::cmp::Reverse(p.1));
     v.dedup_by(|a, b| a.0 == b.0);
     v
 }
@@ -91,8 +83,14 @@ fn summary_policy(doc: &ResultDoc) -> &'static str {
         .unwrap_or("other")
 }
 
-fn point<'a>(doc: &'a ResultDoc, form: &str, policy: &str, period: &str) -> Option<&'a CaseResult> {
-    case(doc, &format!("tick-forms.{form}.{policy}.{period}"))
+/// The point of `form` under `policy` with a timer of `period_ns`, or with none.
+fn point<'a>(
+    doc: &'a ResultDoc,
+    form: &str,
+    policy: &str,
+    period_ns: Option<u64>,
+) -> Option<&'a CaseResult> {
+    case(doc, &tick_forms::case(form, policy, period_ns))
 }
 
 fn counter(c: &CaseResult, key: &str) -> Option<f64> {
@@ -128,11 +126,11 @@ fn fig(
 pub fn figures(doc: &ResultDoc) -> Vec<StudyFigure> {
     let mut out = Vec::new();
     for policy in ["other", "fifo", "rr"] {
-        for (name, _) in periods(doc, policy) {
+        for (name, ns) in periods(doc, policy) {
             for (_, form) in FORMS {
                 let (Some(base), Some(c)) = (
-                    point(doc, form, policy, "none"),
-                    point(doc, form, policy, &name),
+                    point(doc, form, policy, None),
+                    point(doc, form, policy, Some(ns)),
                 ) else {
                     continue;
                 };
@@ -185,7 +183,7 @@ pub fn figures(doc: &ResultDoc) -> Vec<StudyFigure> {
             });
         }
         for form in ["threads", "processes"] {
-            let sw = case(doc, &format!("tick-forms.switch.{form}"));
+            let sw = case(doc, &tick_forms::switch(form));
             let per = get(
                 &out,
                 &format!("study.{NAME}.{form}.{policy}.{short}.switches_per_event"),
@@ -232,10 +230,10 @@ pub fn figures(doc: &ResultDoc) -> Vec<StudyFigure> {
         }
     }
     for policy in ["other", "fifo", "rr"] {
-        for (name, _) in periods(doc, policy) {
+        for (name, ns) in periods(doc, policy) {
             let t: Vec<f64> = FORMS
                 .iter()
-                .filter_map(|(_, f)| point(doc, f, policy, &name).map(|c| c.median_ns))
+                .filter_map(|(_, f)| point(doc, f, policy, Some(ns)).map(|c| c.median_ns))
                 .collect();
             if t.len() == FORMS.len() {
                 let (lo, hi) = t
@@ -340,8 +338,9 @@ fn forms_table(doc: &ResultDoc, figs: &[StudyFigure], policy: &str) -> Option<Vi
         return None;
     }
     let mut rows = Vec::new();
-    for (name, _) in std::iter::once(("none".to_string(), 0.0)).chain(ps) {
-        let t = |form: &str| point(doc, form, policy, &name);
+    let none = ("none".to_string(), None);
+    for (name, ns) in std::iter::once(none).chain(ps.into_iter().map(|(n, ns)| (n, Some(ns)))) {
+        let t = |form: &str| point(doc, form, policy, ns);
         let cell = |c: Option<&CaseResult>| {
             c.map_or("-".into(), |c| {
                 let v = fmt_ns(c.median_ns);
@@ -550,7 +549,7 @@ fn push_this_lines(doc: &ResultDoc, lines: &mut Lines) {
     let figs = figures(doc);
     let policy = summary_policy(doc);
     for (i, (_, form)) in FORMS.iter().enumerate() {
-        let Some(base) = point(doc, form, policy, "none") else {
+        let Some(base) = point(doc, form, policy, None) else {
             continue;
         };
         let mut st = this_style();
@@ -561,10 +560,10 @@ fn push_this_lines(doc: &ResultDoc, lines: &mut Lines) {
             &label,
             st,
             ps.iter()
-                .filter_map(|(n, ns)| {
-                    let c = point(doc, form, policy, n)?;
+                .filter_map(|(_, ns)| {
+                    let c = point(doc, form, policy, Some(*ns))?;
                     Some((
-                        *ns,
+                        *ns as f64,
                         c.median_ns / base.median_ns,
                         None,
                         format!("{}: {}", c.id, fmt_ns(c.median_ns)),
@@ -592,7 +591,7 @@ fn push_this_lines(doc: &ResultDoc, lines: &mut Lines) {
 /// A line's points: one study figure of a form at each period that has it, against the period.
 fn figure_points(
     figs: &[StudyFigure],
-    periods: &[(String, f64)],
+    periods: &[(String, u64)],
     form: &str,
     policy: &str,
     what: &str,
@@ -602,7 +601,7 @@ fn figure_points(
         .iter()
         .filter_map(|(n, ns)| {
             let f = get(figs, &format!("study.{NAME}.{form}.{policy}.{n}.{what}"))?;
-            Some((*ns, f.value, None, tip(f)))
+            Some((*ns as f64, f.value, None, tip(f)))
         })
         .collect()
 }

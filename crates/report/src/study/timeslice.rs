@@ -14,6 +14,7 @@ use crate::format::fmt_ns;
 use crate::plot::chart::{grid, Axis, Fit, Header, Panel, Unit};
 use crate::plot::Plot;
 use crate::views::View;
+use oscost_model::ids::timeline::{self, Reading};
 use oscost_model::{CaseResult, ResultDoc};
 
 const NAME: &str = "linux-timeslice";
@@ -32,7 +33,7 @@ pub const INFO: StudyInfo = StudyInfo {
     experiments: &["timeline"],
 };
 
-const NS: [u64; 3] = [1, 2, 4];
+const NS: [usize; 3] = [1, 2, 4];
 
 struct Point<'a> {
     main: &'a CaseResult,
@@ -40,12 +41,19 @@ struct Point<'a> {
     common: Option<&'a CaseResult>,
 }
 
-fn point(doc: &ResultDoc, n: u64) -> Option<Point<'_>> {
-    let id = format!("timeline.processes.n{n}");
+/// The run of `n` processes under the default policy, with its two latency readings.
+fn point(doc: &ResultDoc, n: usize) -> Option<Point<'_>> {
+    let id = timeline::Case {
+        kind: "processes",
+        policy: None,
+        workers: n,
+        nice: None,
+    }
+    .to_string();
     Some(Point {
         main: case(doc, &id)?,
-        own: case(doc, &format!("{id}.own_latency")),
-        common: case(doc, &format!("{id}.latency")),
+        own: case(doc, &timeline::reading(&id, Reading::OwnLatency)),
+        common: case(doc, &timeline::reading(&id, Reading::Latency)),
     })
 }
 
@@ -255,7 +263,7 @@ pub fn plots(doc: Option<&ResultDoc>) -> Vec<Plot> {
                             .filter_map(|pt| Some((*pt.first()?, *pt.get(2)?, None, String::new())))
                             .collect();
                         let mut st = this_style();
-                        st.colour = crate::plot::chart::colour(w as usize + 3);
+                        st.colour = crate::plot::chart::colour(w + 3);
                         st.marker = None;
                         lines.push(line(&format!("{}, worker {w}", this_label(doc)), st, pts));
                     }

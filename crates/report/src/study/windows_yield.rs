@@ -16,6 +16,7 @@ use crate::plot::chart::{grid, Axis, Fit, Header, Panel, Unit};
 use crate::plot::Plot;
 use crate::views::split::overhead_pct;
 use crate::views::View;
+use oscost_model::ids::split;
 use oscost_model::{CaseResult, ResultDoc};
 
 const NAME: &str = "windows-yield";
@@ -68,7 +69,13 @@ fn cases_of(doc: &ResultDoc, cpus: u64) -> Vec<(u64, &CaseResult)> {
         let found: Vec<(u64, &CaseResult)> = study_ns()
             .into_iter()
             .filter_map(|n| {
-                let c = case(doc, &format!("split.threads.{set}.{n}.yield"))?;
+                let id = split::Case {
+                    form: "threads",
+                    set,
+                    tasks: usize::try_from(n).ok()?,
+                    yield_each: true,
+                };
+                let c = case(doc, &id.to_string())?;
                 let count = c.params.get("cpu_count").and_then(|v| v.as_u64());
                 (count == Some(cpus)).then_some((n, c))
             })

@@ -5,6 +5,7 @@
 
 use super::View;
 use crate::format::{fmt_ns, pct_signed as pct};
+use oscost_model::ids::fs::{self as ids, Id, FUSE, TMPFS};
 use oscost_model::schema::{CaseResult, ExperimentResult};
 
 /// The study's published slowdown of `call` (user-mode drivers over kernel-mode ones), %.
@@ -23,13 +24,14 @@ fn study_pct(call: &str) -> Option<f64> {
 /// The table: one row per call measured on both sides, in the order measured, and the sum.
 pub fn views(e: &ExperimentResult) -> Vec<View> {
     let find = |side: &str, call: &str| -> Option<&CaseResult> {
-        e.cases.iter().find(|c| c.id == format!("fs.{side}.{call}"))
+        let id = ids::case(side, call);
+        e.cases.iter().find(|c| c.id == id)
     };
     let rate = e.params.get("rate_per_s").and_then(|v| v.as_f64());
     let mut calls: Vec<&str> = Vec::new();
     for c in &e.cases {
-        if let Some(call) = c.id.strip_prefix("fs.tmpfs.") {
-            if find("fuse", call).is_some() && !calls.contains(&call) {
+        if let Some(Id::Case { side: TMPFS, call }) = Id::parse(&c.id) {
+            if find(FUSE, call).is_some() && !calls.contains(&call) {
                 calls.push(call);
             }
         }
@@ -56,7 +58,7 @@ pub fn views(e: &ExperimentResult) -> Vec<View> {
     let (mut sum_k, mut sum_u) = (0.0, 0.0);
     let mut rows = Vec::new();
     for call in &calls {
-        let (k, u) = (find("tmpfs", call).unwrap(), find("fuse", call).unwrap());
+        let (k, u) = (find(TMPFS, call).unwrap(), find(FUSE, call).unwrap());
         let flagged = !k.checks_passed || !u.checks_passed;
         sum_k += k.median_ns;
         sum_u += u.median_ns;

@@ -2,8 +2,9 @@
 //! (a sweep's overhead against its baseline, a timeline's CPU shares), computed from the
 //! summarised cases and shown under the experiment's case table.
 //!
-//! Adding one is a file here with a `views(&ExperimentResult) -> Vec<View>` function and one
-//! line in `VIEWS`. A view reads the model only; it never measures.
+//! Adding one is a file here with a `views(&ExperimentResult) -> Vec<View>` function, named in
+//! the experiment's entry of [`crate::experiments::TABLE`]. A view reads the model only; it
+//! never measures.
 
 use oscost_model::ExperimentResult;
 
@@ -32,30 +33,11 @@ pub struct View {
     pub notes: Vec<String>,
 }
 
-/// Each experiment's view function, one line per experiment that has views.
-type ViewFn = fn(&ExperimentResult) -> Vec<View>;
-const VIEWS: &[(&str, ViewFn)] = &[
-    ("fs", fs::views),
-    ("split", split::views),
-    ("spawn", spawn::views),
-    ("timeline", timeline::views),
-    ("tick", tick::views),
-    ("tick-forms", tick_forms::views),
-    ("noise", noise::views),
-    ("switch", switch::views),
-];
-
-/// The names of the experiments that have views of their own: a test holds them against the
-/// experiment registry, so that renaming an experiment cannot silently drop its tables.
-pub fn experiments_with_views() -> impl Iterator<Item = &'static str> {
-    VIEWS.iter().map(|(name, _)| *name)
-}
-
 /// The views of experiment `e`, in display order; none for most experiments.
 pub fn views(e: &ExperimentResult) -> Vec<View> {
-    VIEWS
+    crate::experiments::entry(&e.name)
+        .map_or(&[][..], |x| x.views)
         .iter()
-        .filter(|(name, _)| *name == e.name)
-        .flat_map(|(_, f)| f(e))
+        .flat_map(|f| f(e))
         .collect()
 }

@@ -3,6 +3,7 @@
 
 use super::View;
 use crate::format::fmt_ns;
+use oscost_model::ids::spawn::{Case, Id};
 use oscost_model::{CaseResult, ExperimentResult};
 
 /// The views of a `spawn` result.
@@ -10,11 +11,18 @@ pub fn views(e: &ExperimentResult) -> Vec<View> {
     by_parent(e).into_iter().chain(page_tables(e)).collect()
 }
 
-/// `spawn.fork.p64mib` → (`spawn.fork`, 64).
-fn split_id(id: &str) -> Option<(&str, u64)> {
-    let (op, size) = id.rsplit_once(".p")?;
-    let mib = size.strip_suffix("mib")?.parse().ok()?;
-    Some((op, mib))
+/// `spawn.fork.p64mib` → (the creation `spawn.fork`, 64).
+fn split_id(id: &str) -> Option<(Case<'_>, u64)> {
+    match Id::parse(id)? {
+        Id::Case(c) => Some((
+            Case {
+                parent_mib: None,
+                ..c
+            },
+            c.parent_mib?,
+        )),
+        Id::Over { .. } => None,
+    }
 }
 
 fn parent_mib(c: &CaseResult) -> Option<u64> {
@@ -28,7 +36,7 @@ fn op_of(c: &CaseResult) -> Option<&str> {
 /// Median per creation of every process op (rows) at every parent size (columns).
 fn by_parent(e: &ExperimentResult) -> Option<View> {
     let mut sizes: Vec<u64> = Vec::new();
-    let mut ops: Vec<&str> = Vec::new();
+    let mut ops: Vec<Case> = Vec::new();
     let ids = e
         .cases
         .iter()
@@ -51,9 +59,13 @@ fn by_parent(e: &ExperimentResult) -> Option<View> {
     let rows = ops
         .iter()
         .map(|op| {
-            let mut row = vec![op.strip_prefix("spawn.").unwrap_or(op).to_owned()];
+            let mut row = vec![op.operation()];
             row.extend(sizes.iter().map(|m| {
-                let id = format!("{op}.p{m}mib");
+                let id = Case {
+                    parent_mib: Some(*m),
+                    ..*op
+                }
+                .to_string();
                 if let Some(c) = e.cases.iter().find(|c| c.id == id) {
                     fmt_ns(c.median_ns)
                 } else if e.unavailable.iter().any(|u| u.id == id) {

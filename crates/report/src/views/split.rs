@@ -3,7 +3,7 @@
 
 use super::View;
 use crate::format::{fmt_ns, pct_signed as pct};
-use oscost_model::{CaseResult, ExperimentResult};
+use oscost_model::{CaseResult, ExperimentResult, MessageKind};
 
 /// The ideal time of N tasks sharing work that takes one flow `t1` on one CPU, on `cpus` CPUs.
 pub fn ideal(t1: f64, tasks: u64, cpus: u64) -> f64 {
@@ -135,14 +135,14 @@ pub fn views(e: &ExperimentResult) -> Vec<View> {
     out
 }
 
-/// How the experiment begins the warning of a point whose CPUs gave less than half the
-/// speed-up they could, with the cause it saw.
-const WITHHELD: &str = "speed-up withheld: ";
-
 /// The line under a speed-up table for a point whose speed-up was withheld: `N form: +3 % of
 /// a possible +100 %: the machine withheld the CPUs: steal 41 % …`.
 fn withheld_note(c: &CaseResult, n: u64, form: &str) -> Option<String> {
-    let w = c.warnings.iter().find_map(|w| w.strip_prefix(WITHHELD))?;
+    let w = c
+        .warnings
+        .iter()
+        .filter(|w| w.kind() == MessageKind::SpeedUpWithheld)
+        .find_map(|w| w.rest().strip_prefix(": "))?;
     Some(format!("{n} {form}: {w}"))
 }
 
@@ -290,7 +290,7 @@ mod tests {
         c.params.insert("set".into(), set.into());
         c.params.insert("tasks".into(), n.into());
         c.params.insert("cpu_count".into(), 2.into());
-        c.warnings.extend(warning.map(String::from));
+        c.warnings.extend(warning.map(oscost_model::Message::from));
         c
     }
 

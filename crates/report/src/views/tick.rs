@@ -5,6 +5,7 @@
 
 use super::View;
 use crate::format::{fmt_ns, grouped};
+use oscost_model::ids::tick::Id;
 use oscost_model::schema::{CaseResult, ExperimentResult};
 use serde_json::Value;
 
@@ -107,7 +108,8 @@ fn kernel_view(e: &ExperimentResult) -> Option<View> {
 }
 
 fn timed_views(e: &ExperimentResult) -> Vec<View> {
-    let Some(base) = e.cases.iter().find(|c| c.id == "tick.undisturbed") else {
+    let undisturbed = Id::Undisturbed.to_string();
+    let Some(base) = e.cases.iter().find(|c| c.id == undisturbed) else {
         return Vec::new();
     };
     let mut sources: Vec<&str> = Vec::new();

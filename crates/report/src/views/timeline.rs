@@ -4,6 +4,7 @@
 
 use super::View;
 use crate::format::fmt_ns;
+use oscost_model::ids::timeline::{Id, Reading};
 use oscost_model::{CaseResult, ExperimentResult};
 
 fn counter(c: &CaseResult, key: &str) -> Option<f64> {
@@ -100,6 +101,15 @@ pub fn views(e: &ExperimentResult) -> Vec<View> {
     views
 }
 
+/// The id of the run a traced round belongs to: `timeline.processes.n2.kernel` →
+/// `timeline.processes.n2`.
+fn traced_run(id: &str) -> Option<String> {
+    match Id::parse(id)? {
+        Id::Of(c, Reading::Kernel) => Some(c.to_string()),
+        _ => None,
+    }
+}
+
 /// The traced rounds: the kernel's switches held against the workers' own trace.
 fn kernel_view(e: &ExperimentResult) -> Option<View> {
     let dash = || "-".to_string();
@@ -123,7 +133,7 @@ fn kernel_view(e: &ExperimentResult) -> Option<View> {
             vec![
                 format!(
                     "{}{}",
-                    c.id.trim_end_matches(".kernel"),
+                    traced_run(&c.id).unwrap_or_else(|| c.id.clone()),
                     if c.checks_passed { "" } else { " *" }
                 ),
                 ratio("run_vs_cpu_ratio_median"),
@@ -160,7 +170,7 @@ fn kernel_view(e: &ExperimentResult) -> Option<View> {
         for k in c
             .checks
             .iter()
-            .filter(|k| !k.passed && c.id.ends_with(".kernel"))
+            .filter(|k| !k.passed && traced_run(&c.id).is_some())
         {
             notes.push(format!(
                 "* {}: {} counted {:.0}, expected {:.0}: {}",

@@ -2,7 +2,7 @@
 //! matched with the kernel events inside it, and the local timer's rate counted from the
 //! kernel's own events.
 
-use super::{read_interrupts, spin_all, ticks, CpuNoise, CpuSpin, Interrupts, NAME};
+use super::{read_interrupts, spin_all, ticks, CpuNoise, CpuSpin, Interrupts};
 use crate::kview::{self, Event, Kind, Pass, Session, LOCAL_TIMER, NOISE_EVENTS, OUTSIDE};
 use oscost_model::case::{Case, Check, Samples};
 use oscost_sys::clock::Clock;
@@ -30,7 +30,7 @@ pub(super) struct Traced {
     /// `/proc/interrupts` before and after, with the counter readings beside them.
     loc: Option<(Interrupts, Interrupts, u64, u64)>,
     /// What was changed on the machine (tracefs mounted), and the tracepoints missing.
-    pub notes: Vec<String>,
+    pub notes: Vec<oscost_model::Message>,
 }
 
 /// Spins again on `cpus` with the tracepoints on. `Ok(Err(_))`: tracing is not to be had here,
@@ -115,7 +115,7 @@ pub(super) fn kernel_case(
     let span_s = n.span_s();
 
     let mut case = Case::new(
-        format!("{NAME}.cpu{cpu}.kernel"),
+        oscost_model::ids::noise::Id::Traced(cpu).to_string(),
         format!(
             "the loop spun again on CPU {cpu} for {span_s:.2} s with the kernel's tracepoints \
              recorded: each gap matched with the kernel events inside it"
@@ -197,11 +197,14 @@ pub(super) fn kernel_case(
     case.counters
         .insert("trace_events_unsampled".into(), t.unsampled as f64);
     if t.lost > 0 {
-        case.warnings.push(format!(
-            "{} trace records were lost (a ring filled up): some gaps lack their events and \
+        case.warnings.push(
+            format!(
+                "{} trace records were lost (a ring filled up): some gaps lack their events and \
              the timer's count falls short",
-            t.lost
-        ));
+                t.lost
+            )
+            .into(),
+        );
         case.counters
             .insert("trace_records_lost".into(), t.lost as f64);
     }
@@ -229,10 +232,13 @@ fn timer_figures(
         .map(|(at, _)| *at)
         .collect();
     if entries.is_empty() {
-        case.warnings.push(format!(
-            "no local timer event on CPU {cpu} in the trace: the timer's rate is not checked \
+        case.warnings.push(
+            format!(
+                "no local timer event on CPU {cpu} in the trace: the timer's rate is not checked \
              against the kernel's events"
-        ));
+            )
+            .into(),
+        );
         return;
     }
     let mut handler: Vec<f64> = segs
@@ -283,10 +289,13 @@ fn timer_figures(
         return;
     };
     let (Some(a), Some(b)) = (before.local_timer.get(&cpu), after.local_timer.get(&cpu)) else {
-        case.warnings.push(format!(
-            "/proc/interrupts has no local timer (LOC) count for CPU {cpu}: its timer events \
+        case.warnings.push(
+            format!(
+                "/proc/interrupts has no local timer (LOC) count for CPU {cpu}: its timer events \
              are not checked against it"
-        ));
+            )
+            .into(),
+        );
         return;
     };
     let loc = b.saturating_sub(*a) as f64;

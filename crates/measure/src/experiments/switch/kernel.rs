@@ -226,7 +226,7 @@ pub(super) struct Traced {
     /// Switches from one task to the other the trace holds.
     pub switches: usize,
     /// What was changed on the machine for the pass.
-    pub notes: Vec<String>,
+    pub notes: Vec<oscost_model::Message>,
 }
 
 /// Turns a record into an event, by the format of its tracepoint.
@@ -379,7 +379,7 @@ pub(super) fn stages_case(timed: &Case, t: &Traced, ns_per_tick: f64) -> Case {
         loop_overhead_ns: 0.0,
     };
     let mut case = Case::new(
-        format!("{}.stages", timed.id),
+        oscost_model::ids::switch::stages(&timed.id),
         format!(
             "the same ping-pong again, traced: {} round trips with the kernel's system call, \
              wake-up and switch events; half of each round trip as the kernel's switches time it",
@@ -419,19 +419,25 @@ pub(super) fn stages_case(timed: &Case, t: &Traced, ns_per_tick: f64) -> Case {
         (traced_rt - plain_rt) / plain_rt * 100.0,
     );
     if t.lost > 0 {
-        case.warnings.push(format!(
-            "{} trace records were lost (a ring filled up): the hand-overs around them were \
+        case.warnings.push(
+            format!(
+                "{} trace records were lost (a ring filled up): the hand-overs around them were \
              left out",
-            t.lost
-        ));
+                t.lost
+            )
+            .into(),
+        );
         case.counters
             .insert("trace_records_lost".into(), t.lost as f64);
     }
     if s.hand_overs.is_empty() {
-        case.warnings.push(format!(
-            "{}: no whole hand-over in the trace ({} broken): no stages",
-            case.id, s.broken
-        ));
+        case.warnings.push(
+            format!(
+                "{}: no whole hand-over in the trace ({} broken): no stages",
+                case.id, s.broken
+            )
+            .into(),
+        );
         return case;
     }
     let (means, kept) = stage_means(&s.hand_overs);
@@ -506,11 +512,14 @@ pub(super) fn stages_case(timed: &Case, t: &Traced, ns_per_tick: f64) -> Case {
                  did not see, or a turn counted twice",
             )
             };
-        case.warnings.push(format!(
+        case.warnings.push(
+            format!(
             "the stages sum to {sum:.0} ns, {short} the traced one-way time {one_way:.0} ns by \
              {:.1} %: {missing}",
             (sum - one_way).abs() / one_way * 100.0,
-        ));
+        )
+            .into(),
+        );
     }
     case.checks.push(check);
     case

@@ -5,7 +5,7 @@
 //! what an event costs outside the kernel's handlers (cache and TLB refill, a virtual
 //! machine's exit, a signal handler's own user time).
 
-use super::{period_name, work, Armed, Source, FIFO_PRIORITY, NAME};
+use super::{period_name, work, Armed, Source, FIFO_PRIORITY};
 use crate::kview::{self, Event, Kind, Pass, Segment, Session, CALLBACKS, LOCAL_TIMER};
 use oscost_model::case::{Case, Check, Samples};
 use oscost_sys::clock::Clock;
@@ -165,7 +165,7 @@ pub(super) fn traced_run(
     point: Option<(Source, u64)>,
     cpu: usize,
     limit: u64,
-) -> anyhow::Result<Result<(Traced, Vec<String>), oscost_sys::ktrace::Unavailable>> {
+) -> anyhow::Result<Result<(Traced, Vec<oscost_model::Message>), oscost_sys::ktrace::Unavailable>> {
     let (mut session, notes) = match Session::open(&Pass::new(EVENTS, &[cpu])) {
         Ok(s) => s,
         Err(u) => return Ok(Err(u)),
@@ -253,7 +253,7 @@ pub(super) fn case(
     ints.sort_by(f64::total_cmp);
     let pe = per_event(t, u);
     let mut case = Case::new(
-        format!("{NAME}.{}.{}.kernel", source.name(), period_name(period)),
+        oscost_model::ids::tick::traced(&super::case_id(source, period)),
         format!(
             "the work once more under an event every {} from the {} source, and once \
              undisturbed, the kernel's tracepoints recorded on CPU {cpu}: each local timer \
@@ -318,10 +318,13 @@ pub(super) fn case(
         ),
     ));
     if t.lost + u.lost > 0 {
-        case.warnings.push(format!(
-            "{} trace records were lost (a ring filled up): the kernel's time falls short",
-            t.lost + u.lost
-        ));
+        case.warnings.push(
+            format!(
+                "{} trace records were lost (a ring filled up): the kernel's time falls short",
+                t.lost + u.lost
+            )
+            .into(),
+        );
     }
     Some(case)
 }

@@ -6,7 +6,7 @@
 //! each value, on every way out; its old value is recorded first (`crate::sysctl`), so the
 //! coordinator or the next run puts it back if this process is killed.
 
-use super::{work, NAME};
+use super::work;
 use crate::context::Context;
 use crate::sampler::{median_of, whole_runs};
 use crate::sysctl::{read_trim, set_sysctl, RR_TIMESLICE};
@@ -164,14 +164,14 @@ struct Setting {
 
 /// Says why both cases of one slice length have no figure.
 fn unavailable(out: &mut ExperimentOutput, tasks: usize, ms: u64, reason: String) {
-    let id = format!("{NAME}.rr.{ms}ms");
+    let id = oscost_model::ids::tick::case(oscost_model::ids::tick::RR, ms * 1_000_000);
     for (id, what) in [
         (
             id.clone(),
             format!("{tasks} SCHED_RR threads sharing the work, {ms} ms slices"),
         ),
         (
-            format!("{id}.alone"),
+            oscost_model::ids::tick::alone(&id),
             format!("one SCHED_RR thread doing the work alone, {ms} ms slices"),
         ),
     ] {
@@ -223,10 +223,10 @@ fn record(
     ms: u64,
     crowd: &[RrRun],
     alone: &[RrRun],
-    mut warnings: Vec<String>,
+    mut warnings: Vec<oscost_model::Message>,
 ) {
     let (tasks, cpu) = (s.tasks, s.cpu);
-    let id = format!("{NAME}.rr.{ms}ms");
+    let id = oscost_model::ids::tick::case(oscost_model::ids::tick::RR, ms * 1_000_000);
     let resched = median_of(crowd.iter().map(|r| r.reschedulings as f64));
     let crowd_ns = median_of(crowd.iter().map(|r| clock.ticks_to_ns(r.ticks as f64)));
     let alone_ns = median_of(alone.iter().map(|r| clock.ticks_to_ns(r.ticks as f64)));
@@ -268,16 +268,19 @@ fn record(
         ),
     });
     if let Some(r) = s.runtime_us.filter(|&r| r >= 0.0 && crowd_ns / 1e3 > r) {
-        warnings.push(format!(
-            "a run lasted {:.0} ms, longer than sched_rt_runtime_us ({:.0} ms): real-time \
+        warnings.push(
+            format!(
+                "a run lasted {:.0} ms, longer than sched_rt_runtime_us ({:.0} ms): real-time \
              throttling stopped the threads for part of it; use a shorter --work",
-            crowd_ns / 1e6,
-            r / 1e3
-        ));
+                crowd_ns / 1e6,
+                r / 1e3
+            )
+            .into(),
+        );
     }
     case.warnings.extend(warnings);
     let alone_case = Case::new(
-        format!("{id}.alone"),
+        oscost_model::ids::tick::alone(&id),
         format!("one SCHED_RR thread doing the same work alone on CPU {cpu}, sched_rr_timeslice_ms = {ms}"),
         "run",
         whole_runs(clock, alone.iter().map(|r| r.ticks)),
@@ -286,7 +289,10 @@ fn record(
     .param("sched_rr_timeslice_ms", ms);
     if resched > 0.0 {
         out.derived.push(DerivedSpec {
-            id: format!("{id}.per_rescheduling"),
+            id: oscost_model::ids::tick::derived(
+                &id,
+                oscost_model::ids::tick::Derived::PerRescheduling,
+            ),
             description: "(shared run − the same work alone) / the reschedulings counted: \
                           what one round-robin rescheduling costs the work"
                 .into(),

@@ -319,7 +319,7 @@ pub(super) fn case(i: &Input, clock: &oscost_sys::clock::Clock) -> Case {
     let run_ns = run_time(&mine, &t.tids, &r.starts_ns, &finishes);
     let cpu_ns: Vec<f64> = r.chunk_cpu_ns.iter().map(|c| c * i.chunks as f64).collect();
     let mut case = Case::new(
-        format!("{}.kernel", i.id),
+        oscost_model::ids::timeline::reading(i.id, oscost_model::ids::timeline::Reading::Kernel),
         format!(
             "{} worker{} on CPU {}, one more round with the scheduler's tracepoints recorded: \
              each worker's run time from its start to its finish as the kernel's switches give it",
@@ -492,12 +492,15 @@ pub(super) fn case(i: &Input, clock: &oscost_sys::clock::Clock) -> Case {
          brought in (each a switch the trace is missing there)",
     ));
     if t.lost > 0 {
-        case.warnings.push(format!(
+        case.warnings.push(
+            format!(
             "{} trace records were lost over the traced CPUs ({breaks} switch{} missing on the \
              workers' CPU)",
             t.lost,
             if breaks == 1 { " is" } else { "es are" }
-        ));
+        )
+            .into(),
+        );
     }
     case.series
         .push(super::trace_series(std::slice::from_ref(r), &[total]));

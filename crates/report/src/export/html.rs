@@ -12,18 +12,35 @@ use crate::format::fmt_ns;
 use crate::plot::{self, runs::common_cases, Plot};
 use crate::views::{self, View};
 use minijinja::{context, Environment};
-use oscost_model::{CaseResult, ExperimentResult, ResultDoc, RunLoad};
+use oscost_model::{CaseResult, ExperimentResult, Message, ResultDoc, RunLoad};
 use serde::Serialize;
 
-const TEMPLATE: &str = include_str!("../templates/report.html");
-const STYLE: &str = include_str!("../templates/report.css");
+/// One self-contained HTML page of the run, with every experiment's tables and figures.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Html;
 
-/// Checks that are news only when they fail (the same as the terminal's notes).
-const QUIET_WHEN_PASSED: &[&str] = &[
-    oscost_model::case::SINGLE_THREAD_CHECK,
-    "work_units_done",
-    "distinct_tasks",
-];
+impl super::Exporter for Html {
+    fn name(&self) -> &'static str {
+        "html"
+    }
+
+    fn extension(&self) -> &'static str {
+        "html"
+    }
+
+    /// The page of this run alone, named by `opts.label`, else by its run id.
+    fn export(&self, doc: &ResultDoc, opts: &super::ExportOptions) -> anyhow::Result<String> {
+        let label = opts
+            .label
+            .clone()
+            .or_else(|| doc.run_id.clone())
+            .unwrap_or_else(|| "this run".to_owned());
+        report(&[(label, doc)])
+    }
+}
+
+const TEMPLATE: &str = include_str!("../../templates/report.html");
+const STYLE: &str = include_str!("../../templates/report.css");
 
 /// The page of `docs`, each with a label (its file name or run id) that names it wherever runs
 /// are told apart. With two or more, the page opens with the cases they share side by side.
@@ -448,7 +465,7 @@ fn case_row(c: &CaseResult) -> CaseRow {
     let checks = c
         .checks
         .iter()
-        .filter(|k| !(k.passed && QUIET_WHEN_PASSED.contains(&k.name.as_str())))
+        .filter(|k| !(k.passed && super::table::QUIET_WHEN_PASSED.contains(&k.name.as_str())))
         .map(|k| CheckCell {
             text: crate::format::check(k),
             passed: k.passed,
@@ -544,20 +561,20 @@ fn breakable(text: &str) -> String {
 
 /// An experiment's own messages, then each case's, named by its case.
 fn messages<'a>(
-    own: &[String],
-    cases: impl Iterator<Item = (&'a String, &'a Vec<String>)>,
+    own: &[Message],
+    cases: impl Iterator<Item = (&'a String, &'a Vec<Message>)>,
 ) -> Vec<Warning> {
     let mut out: Vec<Warning> = own
         .iter()
         .map(|w| Warning {
             case: String::new(),
-            text: w.clone(),
+            text: w.into(),
         })
         .collect();
     for (id, texts) in cases {
         out.extend(texts.iter().map(|w| Warning {
             case: id.clone(),
-            text: w.clone(),
+            text: w.into(),
         }));
     }
     out
@@ -594,11 +611,7 @@ fn experiment(prefix: &str, e: &ExperimentResult, tick_unit: &str) -> Experiment
                 ci: ci_text(d.ci95_ns),
                 cycles: cycles(d.estimate_cycles),
                 flagged: d.flagged.clone().unwrap_or_default(),
-                notes: d
-                    .warnings
-                    .iter()
-                    .map(|w| crate::render::derived_note(w))
-                    .collect(),
+                notes: d.warnings.iter().map(super::table::derived_note).collect(),
             })
             .collect(),
         views: views::views(e).into_iter().map(table).collect(),

@@ -1,8 +1,10 @@
 //! `oscost compare --group-by FIELD`: runs of many machines, one column per group.
 
-use crate::compare_cmd::{load, HistoryAt, Loaded};
 use crate::config::{Config, Sink};
-use crate::session::print_stdout;
+use crate::inputs::{load, HistoryAt, Loaded};
+use crate::run_id::short_id;
+use crate::stdout::print_stdout;
+use crate::store::open_read_only;
 use oscost_model::ResultDoc;
 use oscost_report::compare::Settings;
 use oscost_report::fleet::{self, GroupBy};
@@ -80,17 +82,13 @@ fn every_run(history: HistoryAt) -> anyhow::Result<Vec<(String, ResultDoc)>> {
             anyhow::bail!("no history at {} ({hint})", path.display());
         }
     }
-    let history = crate::history_cmd::open_read_only(
-        location,
-        *explicit,
-        "give --history the store to read",
-    )?;
+    let history = open_read_only(location, *explicit, "give --history the store to read")?;
     history
         .list()?
         .into_iter()
         .map(|r| {
             let doc = history.get(&r.run_id)?;
-            Ok((crate::history_cmd::short_id(&r.run_id).to_owned(), doc))
+            Ok((short_id(&r.run_id).to_owned(), doc))
         })
         .collect()
 }

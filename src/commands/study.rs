@@ -4,13 +4,13 @@
 //! `compare`); only its terminal output differs: the study's own tables, from
 //! `oscost_report::study`, instead of each experiment's.
 
-use crate::cli::{Cli, Command};
-use clap::Parser;
+use crate::stdout::print_stdout;
+use clap::{FromArgMatches as _, Subcommand as _};
 use oscost_measure::experiments::ExperimentArgs;
 
 /// How large a study run is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Size {
+enum Size {
     /// `--quick`: seconds (qnx-tick, the longest, about 8 s on a 2-CPU virtual machine).
     Quick,
     /// The default: up to about a minute and a half (windows-yield).
@@ -72,8 +72,19 @@ const PROTOCOLS: &[(&str, &[Step])] = &[
     ),
 ];
 
+/// One experiment's command line (its name, then its options), read by the experiments' own
+/// option types: a protocol names experiments only, never oscost's global options.
+fn parse(line: &[&str]) -> Result<ExperimentArgs, clap::Error> {
+    let cmd = ExperimentArgs::augment_subcommands(
+        clap::Command::new("study")
+            .no_binary_name(true)
+            .subcommand_required(true),
+    );
+    ExperimentArgs::from_arg_matches(&cmd.try_get_matches_from(line)?)
+}
+
 /// The study called `name` and its experiments at `size`, or one line naming the choices.
-pub fn experiments(name: &str, size: Size) -> anyhow::Result<(&'static str, Vec<ExperimentArgs>)> {
+fn experiments(name: &str, size: Size) -> anyhow::Result<(&'static str, Vec<ExperimentArgs>)> {
     let Some((study, steps)) = PROTOCOLS.iter().find(|p| p.0 == name) else {
         let names: Vec<&str> = PROTOCOLS.iter().map(|p| p.0).collect();
         anyhow::bail!(
@@ -89,22 +100,39 @@ pub fn experiments(name: &str, size: Size) -> anyhow::Result<(&'static str, Vec<
     let mut out = Vec::new();
     for (base, extra) in steps.iter() {
         let line: Vec<&str> = base.iter().chain(extra[at].iter()).copied().collect();
-        let cli = Cli::try_parse_from(std::iter::once("oscost").chain(line.iter().copied()))
-            .map_err(|e| {
-                anyhow::anyhow!(
-                    "study {study}: `{}` does not parse (a bug): {e}",
-                    line.join(" ")
-                )
-            })?;
-        match cli.command {
-            Some(Command::Experiment(e)) => out.push(e),
-            _ => anyhow::bail!(
-                "study {study}: `{}` is not an experiment (a bug)",
+        out.push(parse(&line).map_err(|e| {
+            anyhow::anyhow!(
+                "study {study}: `{}` does not parse (a bug): {e}",
                 line.join(" ")
-            ),
-        }
+            )
+        })?);
     }
     Ok((study, out))
+}
+
+/// `oscost study`: the list of studies printed (`None`, nothing to measure), or the experiments
+/// of the study named and its name; `quick` is `--quick`.
+pub fn plan(
+    name: Option<String>,
+    full: bool,
+    quick: bool,
+) -> anyhow::Result<Option<(Vec<ExperimentArgs>, &'static str)>> {
+    let Some(name) = name else {
+        if full {
+            anyhow::bail!("--full needs a study to run (`oscost study NAME --full`)");
+        }
+        print_stdout(&oscost_report::study::list_text())?;
+        return Ok(None);
+    };
+    let size = if full {
+        Size::Full
+    } else if quick {
+        Size::Quick
+    } else {
+        Size::Default
+    };
+    let (name, exps) = experiments(&name, size)?;
+    Ok(Some((exps, name)))
 }
 
 #[cfg(test)]

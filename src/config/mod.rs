@@ -1,7 +1,11 @@
 //! Validated settings: the second stage after clap, where values are checked against the
 //! machine (online CPUs, writable output paths) before anything is measured.
 
-use crate::cli::GlobalOpts;
+mod unused;
+
+pub use unused::unused_options;
+
+use crate::args::GlobalOpts;
 use anyhow::Context as _;
 use oscost_measure::cpuset;
 use oscost_measure::sampler::SamplerConfig;
@@ -54,6 +58,11 @@ pub struct Config {
     /// Files oscost chose itself (the default suite's result file and report beside the
     /// history): one that cannot be written is given up with a line, never the run.
     pub kept: Vec<PathBuf>,
+    /// `--history` as given: read when a command opens the history, so that a run's own
+    /// checks come first.
+    pub history: Option<String>,
+    /// `--no-save`.
+    pub no_save: bool,
 }
 
 /// An output directory given to `--flag`: it must exist and take new files, checked before
@@ -170,6 +179,8 @@ impl Config {
             study: None,
             fleet: fleet(g)?,
             kept: Vec::new(),
+            history: g.history.clone(),
+            no_save: g.no_save,
         };
         let to_stdout = [&cfg.json, &cfg.csv, &cfg.markdown, &cfg.report]
             .iter()
@@ -209,6 +220,69 @@ impl Config {
         Ok(cfg)
     }
 
+    /// The global options as given, without the checks of [`Config::from_global`]: for the
+    /// history commands, which measure nothing and check a path when they write it
+    /// (`history trend --svg` takes a file name as well as a directory).
+    pub fn as_given(g: &GlobalOpts) -> Config {
+        let sink = |p: &Option<PathBuf>| {
+            p.as_ref().map(|p| {
+                if p.as_os_str() == "-" || oscost_report::output::is_stdout(p) {
+                    Sink::Stdout
+                } else {
+                    Sink::File(p.clone())
+                }
+            })
+        };
+        Config {
+            run_id: uuid::Uuid::new_v4().to_string(),
+            json: sink(&g.json),
+            csv: sink(&g.csv),
+            markdown: sink(&g.markdown),
+            report: sink(&g.report),
+            svg: g.svg.clone(),
+            series: g.series.clone(),
+            quick: g.quick,
+            sampler: SamplerConfig::standard(),
+            cpus: None,
+            nice: g.nice,
+            quiet: g.quiet,
+            verbose: g.verbose,
+            scripted: g.scripted,
+            study: None,
+            fleet: None,
+            kept: Vec::new(),
+            history: g.history.clone(),
+            no_save: g.no_save,
+        }
+    }
+
+    /// The history the user named: `--history`, else `OSCOST_HISTORY`, else the file
+    /// `OSCOST_HISTORY_FILE` names; `None` when none is named (the default file is used).
+    pub fn named_history(&self) -> anyhow::Result<Option<oscost_history::Location>> {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+        let (spec, from) = if let Some(h) = &self.history {
+            (h.clone(), "--history")
+        } else if let Some(h) = var("OSCOST_HISTORY") {
+            (h, "OSCOST_HISTORY")
+        } else if let Some(f) = var("OSCOST_HISTORY_FILE") {
+            (format!("@{f}"), "OSCOST_HISTORY_FILE")
+        } else {
+            return Ok(None);
+        };
+        crate::store::location(&spec, from).map(Some)
+    }
+
+    /// The history a command uses, and whether the user named it
+    /// ([`named_history`](Config::named_history)), else the default file; `None` when there
+    /// is neither.
+    pub fn history_location(&self) -> anyhow::Result<Option<(oscost_history::Location, bool)>> {
+        Ok(match self.named_history()? {
+            Some(l) => Some((l, true)),
+            None => oscost_history::History::default_path()
+                .map(|p| (oscost_history::Location::File(p), false)),
+        })
+    }
+
     /// Whether stdout is taken by a machine-readable format (then tables go to stderr).
     pub fn stdout_taken(&self) -> bool {
         [&self.json, &self.csv, &self.markdown, &self.report]
@@ -216,6 +290,9 @@ impl Config {
             .any(|s| matches!(s, Some(Sink::Stdout)))
     }
 }
+
+/// Why the history has no default place.
+pub const NO_DATA_DIR: &str = "no home directory to keep it in";
 
 /// `--host-name` and `--runner`, checked: one line each, so that tables and CSV stay whole.
 fn fleet(g: &GlobalOpts) -> anyhow::Result<Option<oscost_model::env::FleetRun>> {

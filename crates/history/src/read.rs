@@ -1,0 +1,263 @@
+//! Reading the history back: the runs listed, a run found by a prefix of its id or by
+//! `latest~N`, a run's document, the comparable run before one, a case's trend.
+
+use crate::store::{first, next};
+use crate::{
+    derived_run_id, env_differences, env_fingerprint, History, HistoryError, RunSummary,
+    TrendPoint, MIN_PREFIX,
+};
+use oscost_model::ResultDoc;
+use std::collections::HashMap;
+
+/// The columns `list` and `resolve` sort by: newest first. A document without a start time
+/// (`oscost/1`) counts from when it was saved.
+// A run with no start time (imported from an `oscost/1` file) counts as older than every run
+// that has one, so that importing old files does not make them `latest`.
+const NEWEST_FIRST: &str = "ORDER BY CASE WHEN started_at IS NULL THEN 0 ELSE 1 END DESC, \
+     started_at DESC, saved_at DESC, run_id DESC";
+
+impl History {
+    /// Every run, newest first.
+    pub fn list(&self) -> Result<Vec<RunSummary>, HistoryError> {
+        let mut experiments: HashMap<String, Vec<String>> = HashMap::new();
+        for row in self.query(
+            "SELECT run_id, name FROM experiments ORDER BY run_id, position",
+            &[],
+        )? {
+            let mut row = row.into_iter();
+            let (id, name) = (next(&mut row).string(), next(&mut row).string());
+            experiments.entry(id).or_default().push(name);
+        }
+        let runs = self.query(
+            &format!(
+                "SELECT run_id, started_at, saved_at, oscost_version, kernel, cpu_model, \
+                 case_count, (SELECT hostname FROM run_hosts h WHERE h.run_id = runs.run_id) \
+                 FROM runs {NEWEST_FIRST}"
+            ),
+            &[],
+        )?;
+        Ok(runs
+            .into_iter()
+            .map(|r| {
+                let mut r = r.into_iter();
+                let run_id = next(&mut r).string();
+                RunSummary {
+                    experiments: experiments.remove(&run_id).unwrap_or_default(),
+                    run_id,
+                    started_at: next(&mut r).text(),
+                    saved_at: next(&mut r).string(),
+                    oscost_version: next(&mut r).string(),
+                    kernel: next(&mut r).string(),
+                    cpu_model: next(&mut r).text(),
+                    case_count: next(&mut r).int() as usize,
+                    hostname: next(&mut r).text(),
+                }
+            })
+            .collect())
+    }
+
+    /// The full id of the run `run` names: a whole id, a prefix of one id (at least
+    /// [`MIN_PREFIX`] characters), `latest` for the newest run, or `latest~N` for the one N
+    /// runs before it.
+    pub fn resolve(&self, run: &str) -> Result<String, HistoryError> {
+        let back = match run.strip_prefix("latest") {
+            Some("") => Some(0),
+            Some(rest) => rest
+                .strip_prefix('~')
+                .and_then(|n| n.parse::<u32>().ok())
+                .map(i64::from),
+            None => None,
+        };
+        if let Some(back) = back {
+            let found = self.query(
+                &format!("SELECT run_id FROM runs {NEWEST_FIRST} LIMIT 1 OFFSET $1"),
+                &[back.into()],
+            )?;
+            return found
+                .into_iter()
+                .next()
+                .map(|r| first(r).string())
+                .ok_or_else(|| {
+                    if back == 0 {
+                        HistoryError::Empty
+                    } else {
+                        HistoryError::UnknownRun { run: run.into() }
+                    }
+                });
+        }
+        let exact = self.query("SELECT run_id FROM runs WHERE run_id = $1", &[run.into()])?;
+        if let Some(row) = exact.into_iter().next() {
+            return Ok(first(row).string());
+        }
+        if run.chars().count() < MIN_PREFIX {
+            return Err(HistoryError::ShortPrefix { run: run.into() });
+        }
+        // Matched here rather than with LIKE, whose wildcards and case rules differ between
+        // databases; listing ten thousand ids takes milliseconds.
+        let mut matches: Vec<String> = self
+            .query("SELECT run_id FROM runs", &[])?
+            .into_iter()
+            .map(|r| first(r).string())
+            .filter(|id| id.starts_with(run))
+            .collect();
+        matches.sort();
+        match matches.len() {
+            0 => Err(HistoryError::UnknownRun { run: run.into() }),
+            1 => Ok(matches.remove(0)),
+            _ => Err(HistoryError::AmbiguousRun {
+                run: run.into(),
+                matches,
+            }),
+        }
+    }
+
+    /// The document of the run with the full id `run_id` (see [`History::resolve`]), read
+    /// with [`oscost_model::read`] so that documents of older schemas load too.
+    pub fn get(&self, run_id: &str) -> Result<ResultDoc, HistoryError> {
+        let text = self
+            .query(
+                "SELECT document FROM runs WHERE run_id = $1",
+                &[run_id.into()],
+            )?
+            .into_iter()
+            .next()
+            .map(|r| first(r).string())
+            .ok_or_else(|| HistoryError::UnknownRun { run: run_id.into() })?;
+        oscost_model::read(&text).map_err(|source| HistoryError::Document {
+            run_id: run_id.into(),
+            source,
+        })
+    }
+
+    /// The newest other run comparable with `doc`: the same host (when `doc` names one), the
+    /// same environment fingerprint, the same experiments in the same order, and the same size
+    /// (both `--quick` or neither). Looks at the last 20 such runs at most.
+    pub fn last_comparable(&self, doc: &ResultDoc) -> Result<Option<ResultDoc>, HistoryError> {
+        let quick = |words: &[&str]| words.contains(&"--quick");
+        let line = doc.environment.command_line.join(" ");
+        let mine: Vec<&str> = line.split(' ').collect();
+        let names: Vec<&str> = doc.experiments.iter().map(|e| e.name.as_str()).collect();
+        let own = match &doc.run_id {
+            Some(id) => id.clone(),
+            None => derived_run_id(doc)?,
+        };
+        self.newest_alike(&doc.environment, &own, |words, experiments| {
+            quick(words) == quick(&mine)
+                && experiments
+                    .iter()
+                    .map(String::as_str)
+                    .eq(names.iter().copied())
+        })
+    }
+
+    /// The newest run other than `own` on the machine `env` describes (the same host when it
+    /// names one, the same environment fingerprint) that `accept` takes, judged by its command
+    /// line (split at spaces, as it is kept) and its experiments' names in order; only that
+    /// run's document is read. Looks at the last 20 such runs at most: a run about to start
+    /// asks it before it has any results.
+    pub fn newest_alike(
+        &self,
+        env: &oscost_model::Environment,
+        own: &str,
+        accept: impl Fn(&[&str], &[String]) -> bool,
+    ) -> Result<Option<ResultDoc>, HistoryError> {
+        // On a store many machines share, twins of one fingerprint are still other hosts.
+        let (host_filter, host) = match env.host() {
+            Some(h) => (
+                "AND run_id IN (SELECT run_id FROM run_hosts WHERE hostname = $3)",
+                h.to_owned(),
+            ),
+            None => (
+                "AND run_id NOT IN (SELECT run_id FROM run_hosts WHERE hostname != $3)",
+                String::new(),
+            ),
+        };
+        let candidates = self.query(
+            &format!(
+                "SELECT run_id, command_line FROM runs WHERE env_fingerprint = $1 AND run_id != $2 \
+                 {host_filter} {NEWEST_FIRST} LIMIT 20"
+            ),
+            &[env_fingerprint(env).into(), own.into(), host.into()],
+        )?;
+        for row in candidates {
+            let mut r = row.into_iter();
+            let id = next(&mut r).string();
+            let line = next(&mut r).string();
+            let names: Vec<String> = self
+                .query(
+                    "SELECT name FROM experiments WHERE run_id = $1 ORDER BY position",
+                    &[id.clone().into()],
+                )?
+                .into_iter()
+                .map(|r| first(r).string())
+                .collect();
+            if accept(&line.split(' ').collect::<Vec<_>>(), &names) {
+                return self.get(&id).map(Some);
+            }
+        }
+        Ok(None)
+    }
+
+    /// The figure of case (or derived figure) `case_id` in every run that has it, oldest
+    /// first, each point saying whether the environment changed since the one before.
+    pub fn trend(&self, case_id: &str) -> Result<Vec<TrendPoint>, HistoryError> {
+        let rows = self.query(
+            "SELECT r.run_id, r.started_at, r.env_fingerprint, c.unit, c.median_ns, \
+             c.ci_low_ns, c.ci_high_ns, c.checks_passed, r.command_line \
+             FROM cases c JOIN runs r ON r.run_id = c.run_id WHERE c.case_id = $1 \
+             ORDER BY CASE WHEN r.started_at IS NULL THEN 0 ELSE 1 END, r.started_at, \
+             r.saved_at, r.run_id",
+            &[case_id.into()],
+        )?;
+        let mut points: Vec<TrendPoint> = rows
+            .into_iter()
+            .map(|r| {
+                let mut r = r.into_iter();
+                TrendPoint {
+                    run_id: next(&mut r).string(),
+                    started_at: next(&mut r).text(),
+                    env_fingerprint: next(&mut r).string(),
+                    unit: next(&mut r).string(),
+                    median_ns: next(&mut r).real(),
+                    ci95_ns: [next(&mut r).real(), next(&mut r).real()],
+                    checks_passed: next(&mut r).int() != 0,
+                    env_changed: false,
+                    changes: Vec::new(),
+                    quick: next(&mut r).string().split(' ').any(|a| a == "--quick"),
+                }
+            })
+            .collect();
+        if points.is_empty() {
+            return Err(HistoryError::UnknownCase {
+                case_id: case_id.into(),
+                similar: self.similar_cases(case_id)?,
+            });
+        }
+        for i in 1..points.len() {
+            points[i].env_changed = points[i].env_fingerprint != points[i - 1].env_fingerprint;
+            if points[i].env_changed {
+                // Only the runs either side of a change are read whole.
+                if let (Ok(a), Ok(b)) =
+                    (self.get(&points[i - 1].run_id), self.get(&points[i].run_id))
+                {
+                    points[i].changes = env_differences(&a.environment, &b.environment);
+                }
+            }
+        }
+        Ok(points)
+    }
+
+    /// A few stored case ids that contain `case_id`, for an error message.
+    fn similar_cases(&self, case_id: &str) -> Result<Vec<String>, HistoryError> {
+        let needle = case_id.to_lowercase();
+        let mut ids: Vec<String> = self
+            .query("SELECT DISTINCT case_id FROM cases", &[])?
+            .into_iter()
+            .map(|r| first(r).string())
+            .filter(|id| !needle.is_empty() && id.to_lowercase().contains(&needle))
+            .collect();
+        ids.sort();
+        ids.truncate(5);
+        Ok(ids)
+    }
+}

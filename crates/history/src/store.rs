@@ -1,0 +1,223 @@
+//! The database behind a [`History`]: the values that go in and come out, statements with
+//! `$N` placeholders run on either store, and transactions.
+
+use crate::{pg, History, HistoryError};
+use rusqlite::Connection;
+use std::cell::RefCell;
+
+/// The database behind a [`History`].
+pub(crate) enum Store {
+    Sqlite(Connection),
+    // A RefCell because reading needs the connection's buffers; a History is used by one
+    // thread at a time.
+    Postgres(Box<RefCell<pg::Client>>),
+}
+
+/// A value going to or coming from the database.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Cell {
+    Null,
+    Int(i64),
+    Real(f64),
+    Text(String),
+}
+
+impl Cell {
+    pub(crate) fn text(self) -> Option<String> {
+        match self {
+            Cell::Null => None,
+            Cell::Int(i) => Some(i.to_string()),
+            Cell::Real(r) => Some(r.to_string()),
+            Cell::Text(t) => Some(t),
+        }
+    }
+    pub(crate) fn string(self) -> String {
+        self.text().unwrap_or_default()
+    }
+    pub(crate) fn int(&self) -> i64 {
+        match self {
+            Cell::Int(i) => *i,
+            Cell::Real(r) => *r as i64,
+            Cell::Text(t) => t.parse().unwrap_or(0),
+            Cell::Null => 0,
+        }
+    }
+    /// NULL (how NaN is stored) reads as NaN.
+    pub(crate) fn real(&self) -> f64 {
+        match self {
+            Cell::Int(i) => *i as f64,
+            Cell::Real(r) => *r,
+            Cell::Text(t) => t.parse().unwrap_or(f64::NAN),
+            Cell::Null => f64::NAN,
+        }
+    }
+    /// As PostgreSQL reads a text parameter.
+    pub(crate) fn pg_text(&self) -> Option<String> {
+        match self {
+            Cell::Null => None,
+            Cell::Int(i) => Some(i.to_string()),
+            Cell::Real(r) if r.is_infinite() => {
+                Some(if *r > 0.0 { "Infinity" } else { "-Infinity" }.into())
+            }
+            Cell::Real(r) => Some(r.to_string()),
+            Cell::Text(t) => Some(t.clone()),
+        }
+    }
+}
+
+impl From<&str> for Cell {
+    fn from(s: &str) -> Cell {
+        Cell::Text(s.to_owned())
+    }
+}
+impl From<&String> for Cell {
+    fn from(s: &String) -> Cell {
+        Cell::Text(s.clone())
+    }
+}
+impl From<String> for Cell {
+    fn from(s: String) -> Cell {
+        Cell::Text(s)
+    }
+}
+impl From<i64> for Cell {
+    fn from(i: i64) -> Cell {
+        Cell::Int(i)
+    }
+}
+impl<T: Into<Cell>> From<Option<T>> for Cell {
+    fn from(v: Option<T>) -> Cell {
+        v.map_or(Cell::Null, Into::into)
+    }
+}
+/// NaN is stored as NULL (SQLite would anyway).
+pub(crate) fn real(v: f64) -> Cell {
+    if v.is_nan() {
+        Cell::Null
+    } else {
+        Cell::Real(v)
+    }
+}
+
+impl rusqlite::ToSql for Cell {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        use rusqlite::types::{ToSqlOutput, Value};
+        Ok(ToSqlOutput::Owned(match self {
+            Cell::Null => Value::Null,
+            Cell::Int(i) => Value::Integer(*i),
+            Cell::Real(r) => Value::Real(*r),
+            Cell::Text(t) => Value::Text(t.clone()),
+        }))
+    }
+}
+
+fn from_sqlite(v: rusqlite::types::Value) -> Cell {
+    use rusqlite::types::Value;
+    match v {
+        Value::Null => Cell::Null,
+        Value::Integer(i) => Cell::Int(i),
+        Value::Real(r) => Cell::Real(r),
+        Value::Text(t) => Cell::Text(t),
+        Value::Blob(b) => Cell::Text(String::from_utf8_lossy(&b).into_owned()),
+    }
+}
+
+impl History {
+    /// The rows `sql` (with `$N` placeholders) gives.
+    pub(crate) fn query(&self, sql: &str, params: &[Cell]) -> Result<Vec<Vec<Cell>>, HistoryError> {
+        match &self.store {
+            Store::Sqlite(conn) => {
+                let mut st = conn.prepare_cached(&sql.replace('$', "?"))?;
+                let n = st.column_count();
+                let rows = st.query_map(rusqlite::params_from_iter(params), |r| {
+                    (0..n)
+                        .map(|i| r.get::<_, rusqlite::types::Value>(i).map(from_sqlite))
+                        .collect::<rusqlite::Result<Vec<Cell>>>()
+                })?;
+                Ok(rows.collect::<rusqlite::Result<_>>()?)
+            }
+            Store::Postgres(client) => {
+                let text = params.iter().map(Cell::pg_text).collect();
+                let mut out = client.borrow_mut().run(&[(sql, text)])?;
+                let rows = out.pop().map(|o| o.rows).unwrap_or_default();
+                Ok(rows
+                    .into_iter()
+                    .map(|r| {
+                        r.into_iter()
+                            .map(|c| c.map_or(Cell::Null, Cell::Text))
+                            .collect()
+                    })
+                    .collect())
+            }
+        }
+    }
+
+    /// Runs writes in order, each with its parameters; returns the rows each one touched. On
+    /// PostgreSQL they go in one exchange with the server.
+    pub(crate) fn execute(
+        &self,
+        statements: &[(&str, Vec<Cell>)],
+    ) -> Result<Vec<u64>, HistoryError> {
+        match &self.store {
+            Store::Sqlite(conn) => statements
+                .iter()
+                .map(|(sql, params)| {
+                    let mut st = conn.prepare_cached(&sql.replace('$', "?"))?;
+                    Ok(st.execute(rusqlite::params_from_iter(params))? as u64)
+                })
+                .collect(),
+            Store::Postgres(client) => {
+                let text: Vec<(&str, Vec<Option<String>>)> = statements
+                    .iter()
+                    .map(|(sql, p)| (*sql, p.iter().map(Cell::pg_text).collect()))
+                    .collect();
+                Ok(client
+                    .borrow_mut()
+                    .run(&text)?
+                    .iter()
+                    .map(|o| o.affected)
+                    .collect())
+            }
+        }
+    }
+
+    /// Runs `f` in a write transaction: all of it is kept, or none.
+    pub(crate) fn write<T>(
+        &mut self,
+        f: impl FnOnce(&History) -> Result<T, HistoryError>,
+    ) -> Result<T, HistoryError> {
+        // SQLite: IMMEDIATE takes the write lock at the start, so a second writer waits (busy
+        // timeout) instead of failing when it would upgrade a read lock in the middle.
+        let (begin, commit, rollback) = match &self.store {
+            Store::Sqlite(_) => ("BEGIN IMMEDIATE", "COMMIT", "ROLLBACK"),
+            Store::Postgres(_) => ("BEGIN", "COMMIT", "ROLLBACK"),
+        };
+        self.batch(begin)?;
+        match f(self) {
+            Ok(v) => {
+                self.batch(commit)?;
+                Ok(v)
+            }
+            Err(e) => {
+                let _ = self.batch(rollback);
+                Err(e)
+            }
+        }
+    }
+
+    fn batch(&self, sql: &str) -> Result<(), HistoryError> {
+        match &self.store {
+            Store::Sqlite(conn) => Ok(conn.execute_batch(sql)?),
+            Store::Postgres(client) => Ok(client.borrow_mut().batch(sql)?),
+        }
+    }
+}
+
+/// The next cell of a row (NULL past its end, which the queries above never reach).
+pub(crate) fn next(row: &mut impl Iterator<Item = Cell>) -> Cell {
+    row.next().unwrap_or(Cell::Null)
+}
+
+pub(crate) fn first(row: Vec<Cell>) -> Cell {
+    row.into_iter().next().unwrap_or(Cell::Null)
+}

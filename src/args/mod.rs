@@ -1,0 +1,354 @@
+//! The command line: every clap definition of oscost and nothing else. The values are checked
+//! against the machine in `config`; what each command does is in `commands`.
+
+mod values;
+
+use crate::lists;
+use clap::{Args, Parser, Subcommand};
+use oscost_measure::experiments::{ExperimentArgs, REGISTRY};
+use std::path::PathBuf;
+use values::{parse_budget, parse_min_runs, parse_pct, parse_rate, parse_samples, parse_warmup};
+
+const ABOUT: &str = "oscost measures what the operating system costs a program: system calls, \
+context switches, wake-ups, with the loop overhead subtracted, every figure in ns and counter \
+ticks, a median with a bootstrap 95 % CI, and checks that what was timed really happened.";
+
+const AFTER_HELP: &str = "Examples:
+  oscost                          run the default suite (same as `oscost run`; about 50 s on a
+                                  2-vCPU virtual machine)
+  oscost --quick                  the suite at each experiment's --quick size, without the
+                                  kernel's traced passes (about 4.7 s there)
+  oscost syscall --quick          the system-call table, fast (about 0.6 s)
+  oscost syscall --calls getpid,read64k --json r.json
+  oscost switch --via pipe,futex --kind processes   ping-pong, switches counted
+  oscost ring --tasks 2..1024 --via futex            token ring sweep
+  oscost timeline --workers 2 --worker-nice 0,5 --svg .   CPU shares by nice, drawn
+  oscost run syscall --cpus 1 --nice -19 --csv r.csv
+  oscost --report r.html          the default suite, and a page of its tables and figures
+  oscost report a.json b.json -o ab.html   two runs' results side by side in one page
+  oscost list                     experiments and what they measure
+  oscost env                      the machine description stored with every result
+  oscost history list             the runs kept in the history (every run is saved there)
+  oscost history trend syscall.getpid --svg t.svg   one figure across runs, drawn";
+
+/// Top-level command line.
+#[derive(Debug, Parser)]
+#[command(name = "oscost", version, about = ABOUT, after_help = AFTER_HELP)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalOpts,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Options every command takes, before or after the subcommand.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Output and sampling (any command)")]
+pub struct GlobalOpts {
+    /// Write the full results (schema oscost/2, raw samples included) to FILE; `-` for stdout
+    #[arg(long, global = true, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Write one CSV row per case to FILE; `-` for stdout
+    #[arg(long, global = true, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+
+    /// Write Markdown tables to FILE; `-` for stdout
+    #[arg(long, global = true, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+
+    /// Write a self-contained HTML page of the run (tables, figures, the machine) to FILE; `-`
+    /// for stdout
+    #[arg(long, global = true, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+
+    /// Write each figure of the run into the existing directory DIR (the experiments with
+    /// figures of their own are listed from the registries)
+    #[arg(long, global = true, value_name = "DIR", help = lists::svg_help())]
+    pub svg: Option<PathBuf>,
+
+    /// Write each series a case carries (a timeline's trace) into the existing directory DIR,
+    /// as `<case id>.<series>.csv`
+    #[arg(long, global = true, value_name = "DIR")]
+    pub series: Option<PathBuf>,
+
+    /// A rough look: smaller sizes, fewer and shorter samples (each experiment's --help says how
+    /// long it takes); a suite with --quick runs each experiment at its --quick size
+    #[arg(long, global = true)]
+    pub quick: bool,
+
+    /// Samples per case (which experiments take it is listed from the registry)
+    #[arg(long, global = true, value_name = "N", allow_negative_numbers = true,
+          value_parser = parse_samples, help = lists::samples_help())]
+    pub samples: Option<u32>,
+
+    /// Fewest samples per case before --budget may stop sampling, 3 or more and at most
+    /// --samples (default 5); the same experiments as --samples
+    #[arg(long, global = true, value_name = "N", allow_negative_numbers = true,
+          value_parser = parse_min_runs)]
+    pub min_runs: Option<u32>,
+
+    /// Minimum warm-up per case (which experiments take it is listed from the registry)
+    #[arg(long, global = true, value_name = "TIME", allow_hyphen_values = true,
+          value_parser = parse_warmup, help = lists::warmup_help())]
+    pub warmup: Option<std::time::Duration>,
+
+    /// Time budget per case, e.g. 2s: once spent, sampling stops after --min-runs samples
+    /// (default 2s, or 300ms with --quick, and more with a larger --samples; 1us to 1h). The
+    /// same experiments as --samples
+    #[arg(long, global = true, value_name = "TIME", allow_hyphen_values = true,
+          value_parser = parse_budget)]
+    pub budget: Option<std::time::Duration>,
+
+    /// CPUs to measure on, kernel list syntax (`0-3,8`); single-task cases use the first
+    #[arg(long, global = true, value_name = "LIST", allow_hyphen_values = true)]
+    pub cpus: Option<String>,
+
+    /// Nice value for the measuring tasks (-20..19; a negative value such as -19 needs root or
+    /// CAP_SYS_NICE). Default: leave it as inherited; the value used is recorded
+    #[arg(long, global = true, value_name = "N", allow_hyphen_values = true,
+          value_parser = clap::value_parser!(i32).range(-20..=19))]
+    pub nice: Option<i32>,
+
+    /// No progress bar and no warnings (tables and errors still print; warnings stay in the
+    /// result files)
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
+
+    /// Under each table, every case's warning in full (by default one line per kind of
+    /// warning, saying how many cases it touched)
+    #[arg(long, short, global = true, conflicts_with = "quiet")]
+    pub verbose: bool,
+
+    /// The history: where each run is saved and what `oscost history`, `compare` and
+    /// `report` read. An SQLite file, a postgres://USER@HOST/DB URL (a store a fleet
+    /// shares), or @FILE for a file holding either, so a password stays off the command
+    /// line. Default: $OSCOST_HISTORY, else the file $OSCOST_HISTORY_FILE names, else
+    /// $XDG_DATA_HOME/oscost/history.sqlite3 (~/.local/share/oscost/history.sqlite3)
+    #[arg(long, global = true, value_name = "PATH|URL")]
+    pub history: Option<String>,
+
+    /// Do not save this run in the history
+    #[arg(long, global = true, conflicts_with = "history")]
+    pub no_save: bool,
+
+    /// The name this host goes by in a fleet (an inventory name), recorded with the run and
+    /// used by `compare --group-by host` (default: the machine's host name)
+    #[arg(long, global = true, value_name = "NAME")]
+    pub host_name: Option<String>,
+
+    /// What started this run on the host (`ansible-core 2.14, command module over ssh`),
+    /// recorded with the run as part of the machine's state
+    #[arg(long, global = true, value_name = "TEXT")]
+    pub runner: Option<String>,
+
+    /// Tests only: a fictional machine and a scripted clock, for the example experiments
+    #[arg(long, global = true, hide = true)]
+    pub scripted: bool,
+}
+
+/// What to do.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run experiments at their suite size (no names: the default suite; `ring` runs 2, 4, 16 and
+    /// 64 tasks), or with --quick each at its --quick size
+    Run {
+        /// Experiments to run, in order
+        #[arg(value_name = "EXPERIMENT", value_parser = experiment_names())]
+        experiments: Vec<String>,
+    },
+    /// List the experiments
+    List,
+    /// Print the machine description recorded with every result
+    Env,
+    /// Compare results: each against the first, case by case, with the environment
+    /// differences that can explain a difference
+    #[command(after_help = COMPARE_HELP)]
+    Compare(CompareArgs),
+    /// List the published baselines (the studies' own figures), or describe one
+    Baselines {
+        /// A baseline to describe in full: its citation, machine, method and every figure
+        #[arg(value_name = "NAME")]
+        name: Option<String>,
+    },
+    /// The five published studies oscost repeats: list them, or run one on this machine and
+    /// print its own tables with the published figures beside this machine's
+    #[command(after_help = STUDY_HELP)]
+    Study {
+        /// The study to run (none: list them)
+        #[arg(value_name = "NAME")]
+        name: Option<String>,
+        /// At the study's own sizes (longer: --quick takes seconds, the default up to about a
+        /// minute and a half)
+        #[arg(long, conflicts_with = "quick")]
+        full: bool,
+    },
+    /// Print a shell completion script (`oscost completions bash > ~/.local/share/bash-completion/completions/oscost`)
+    Completions {
+        /// The shell
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print a manual page in roff: oscost's own (`oscost man > oscost.1; man ./oscost.1`) or a
+    /// subcommand's (`oscost man syscall > oscost-syscall.1`); `--dir DIR` writes them all
+    Man {
+        /// The subcommand whose page to print, with its options (none: oscost's own page)
+        #[arg(value_name = "SUBCOMMAND")]
+        name: Option<String>,
+        /// Write every page into DIR instead: oscost.1 and oscost-SUBCOMMAND.1 for each
+        /// subcommand (oscost-history-list.1 and so on below history)
+        #[arg(long, value_name = "DIR", conflicts_with = "name")]
+        dir: Option<PathBuf>,
+    },
+    /// The runs kept in the history: list, show, trend, export, import, rm
+    #[command(subcommand)]
+    History(HistoryCommand),
+    /// Write one HTML page of result files (`--json` output): tables, figures, the machine;
+    /// with several files, the cases they share side by side against the first
+    Report {
+        /// Result files written by `oscost --json`, or runs of the history (`latest`,
+        /// `latest~1`, an id), the first the reference
+        #[arg(value_name = "RUN")]
+        files: Vec<PathBuf>,
+        /// The HTML file to write (`-` for stdout); replaced whole, never half written
+        #[arg(short, long, value_name = "OUT.html")]
+        output: Option<PathBuf>,
+    },
+    #[command(flatten)]
+    Experiment(ExperimentArgs),
+}
+
+/// The arguments of `oscost compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Results to compare: result files (`--json` output), history runs (`latest`,
+    /// `latest~N` for the one N runs before it, or an id or its first characters, from
+    /// `oscost history list`), or published
+    /// baselines (`published:NAME`, listed by `oscost baselines`). Each is compared
+    /// against the first. With --group-by, one or more runs, or none for every run of the
+    /// history
+    #[arg(required_unless_present = "group_by", value_name = "RESULT")]
+    pub inputs: Vec<String>,
+    /// Compare groups of runs, one column each: `host` (the fleet's name for the host,
+    /// else its host name), `kernel`, or any environment field by its JSON path
+    /// (`scheduler.preempt_model`); each group's latest run stands for it
+    #[arg(long, value_name = "FIELD")]
+    pub group_by: Option<String>,
+    /// With --group-by: the group every other is compared against (default: the first
+    /// group in name order)
+    #[arg(long, value_name = "NAME", requires = "group_by")]
+    pub reference: Option<String>,
+    /// Changes smaller than PCT percent are noise whatever the statistics say: two runs
+    /// of one build on one machine differ by several percent, a virtual machine's by more
+    #[arg(long, value_name = "PCT", default_value_t = 10.0,
+          value_parser = parse_pct)]
+    pub threshold: f64,
+    /// Also show each difference as time per second at N operations per second (Herder et
+    /// al., "MINIX 3: A Highly Reliable, Self-Repairing Operating System", 2006, priced the
+    /// 180 ns getpid difference at 10 000 calls a second)
+    #[arg(long, value_name = "N", value_parser = parse_rate)]
+    pub rate: Option<f64>,
+    /// Exit with status 1 when any figure is slower by more than PCT percent beyond
+    /// noise, to gate a CI pipeline (only figures beyond --threshold count, so a PCT
+    /// below it gates at the threshold)
+    #[arg(long, value_name = "PCT", value_parser = parse_pct)]
+    pub fail_above: Option<f64>,
+    /// Show only the figures called slower or faster in the terminal table (the summary
+    /// still counts every figure; --json and --csv keep every row)
+    #[arg(long)]
+    pub only_changed: bool,
+}
+
+const COMPARE_HELP: &str = "Examples:
+  oscost compare before.json after.json
+  oscost compare before.json after.json --fail-above 10     exit 1 on a regression
+  oscost compare published:minix3-kernel-drivers today.json --rate 10000
+  oscost compare latest~1 latest --markdown -               history runs, as Markdown
+  oscost compare --group-by host results/*.json             one column per host (docs/fleet.md)
+
+Verdicts: faster or slower when the bootstrap 95 % CI of the ratio of medians excludes 1,
+Mann-Whitney p < 0.05 and the change exceeds --threshold; otherwise no difference beyond
+noise. A published baseline was not measured here: ratios only, no verdict.";
+
+const STUDY_HELP: &str = "Examples:
+  oscost study                           the five studies: who, when, on what, what they measured
+  oscost study windows-yield --quick     run one here, print its tables (seconds)
+  oscost study qnx-tick --report q.html  its tables and charts in one page
+  oscost compare published:qnx-tick latest   every published figure with a counterpart, beside it
+  oscost report published:qnx-tick r.json -o r.html   the study's page from a saved run
+
+A study run is an ordinary run of oscost's experiments: it is saved in the history and writes
+--json, --report and --svg like any other.";
+
+/// What to do with the history.
+#[derive(Debug, Subcommand)]
+pub enum HistoryCommand {
+    /// The runs in the history, newest first, with the host each ran on; with --json FILE or
+    /// --csv FILE (`-` for stdout) also as data: run_id, started_at, saved_at, hostname,
+    /// oscost_version, kernel, cpu_model, experiments, case_count
+    List,
+    /// A run's machine and tables
+    Show {
+        /// The run: its id, the first 4 or more characters of it, `latest`, or `latest~N` (N runs
+        /// before the latest)
+        run: String,
+    },
+    /// One case's (or derived figure's) median in every run that has it, oldest first, marking
+    /// where the machine's environment changed; with --svg FILE also drawn as a line chart
+    /// (--svg DIR: into DIR/<case id>.svg)
+    Trend {
+        /// The case id, as the tables name it (`syscall.getpid`,
+        /// `switch.pipe.threads.same.switch_cost`)
+        case_id: String,
+    },
+    /// A run's full result document (schema oscost/2) on stdout, or into the file of --json
+    Export {
+        /// The run: its id, the first 4 or more characters of it, `latest`, or `latest~N` (N runs
+        /// before the latest)
+        run: String,
+    },
+    /// Result files (written with --json, any schema oscost reads) into the history; a run
+    /// already there is left as it is
+    Import {
+        /// The result files
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+    },
+    /// Result files into another store, a PostgreSQL database a fleet shares
+    /// (`--to postgres://USER@HOST/DB`) or an SQLite file: one line per file, then `pushed N,
+    /// already there M`; a run already there (the same run_id) is left as it is
+    Push {
+        /// The result files
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// The store: a postgres:// URL, an SQLite file, or @FILE holding either (default: the
+        /// history, as --history, OSCOST_HISTORY or OSCOST_HISTORY_FILE name it)
+        #[arg(long, value_name = "URL")]
+        to: Option<String>,
+    },
+    /// Removes a run from the history
+    Rm {
+        /// The run: its id, the first 4 or more characters of it, `latest`, or `latest~N` (N runs
+        /// before the latest)
+        run: String,
+    },
+}
+
+fn experiment_names() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(
+        REGISTRY
+            .iter()
+            .map(|e| clap::builder::PossibleValue::new(e.name).hide(e.hidden)),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

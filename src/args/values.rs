@@ -1,0 +1,63 @@
+//! The parsers of option values that clap's own do not cover: ranges and units, each refusal
+//! naming what would be accepted.
+
+/// A percentage from 0 to 10000 (`10`, `10%`).
+pub(super) fn parse_pct(s: &str) -> Result<f64, String> {
+    match s.trim().trim_end_matches('%').trim().parse::<f64>() {
+        Ok(p) if p.is_finite() && (0.0..=10_000.0).contains(&p) => Ok(p),
+        _ => Err(format!("`{s}` is not a percentage from 0 to 10000")),
+    }
+}
+
+/// A positive number of operations per second (`10_000`).
+pub(super) fn parse_rate(s: &str) -> Result<f64, String> {
+    match s.trim().replace('_', "").parse::<f64>() {
+        Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
+        _ => Err(format!(
+            "`{s}` is not a positive number of operations per second"
+        )),
+    }
+}
+
+/// A number of samples per case, 3 to 100000.
+pub(super) fn parse_samples(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<i64>() {
+        Ok(n) if (3..=100_000).contains(&n) => Ok(n as u32),
+        _ => Err(format!("`{s}` is not a number of samples from 3 to 100000")),
+    }
+}
+
+/// The fewest samples per case, 3 to 100000.
+pub(super) fn parse_min_runs(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<i64>() {
+        Ok(n) if (3..=100_000).contains(&n) => Ok(n as u32),
+        _ => Err(format!("`{s}` is not a number of samples from 3 to 100000")),
+    }
+}
+
+/// A time from `min` to `max` (ns, spelled `shown` in the error), with its unit.
+fn parse_time_in(
+    s: &str,
+    (min, max): (u64, u64),
+    what: &str,
+    shown: &str,
+) -> Result<std::time::Duration, String> {
+    let bounds = || format!("`{s}` is not {what} from {shown} (e.g. 40ms)");
+    if s.trim().starts_with('-') {
+        return Err(bounds());
+    }
+    match oscost_measure::experiments::parse_time(s)? {
+        ns if (min..=max).contains(&ns) => Ok(std::time::Duration::from_nanos(ns)),
+        _ => Err(bounds()),
+    }
+}
+
+/// A warm-up time, 1us to 60s.
+pub(super) fn parse_warmup(s: &str) -> Result<std::time::Duration, String> {
+    parse_time_in(s, (1_000, 60_000_000_000), "a warm-up", "1us to 60s")
+}
+
+/// A time budget per case, 1us to 1h.
+pub(super) fn parse_budget(s: &str) -> Result<std::time::Duration, String> {
+    parse_time_in(s, (1_000, 3_600_000_000_000), "a time budget", "1us to 1h")
+}

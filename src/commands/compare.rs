@@ -1,0 +1,126 @@
+//! `oscost compare`: reads results, baselines and history runs, and prints the comparison.
+
+use crate::args::CompareArgs;
+use crate::config::{Config, Sink};
+use crate::inputs::{load, HistoryAt, Loaded};
+use crate::stdout::print_stdout;
+use oscost_report::compare::{self, Settings, Source};
+use std::process::ExitCode;
+
+/// Runs `compare`, or with `--group-by` its fleet form, looking runs up in the history `cfg`
+/// names.
+pub fn run(args: CompareArgs, cfg: &Config) -> anyhow::Result<ExitCode> {
+    let settings = Settings {
+        threshold_pct: args.threshold,
+        rate_per_s: args.rate,
+    };
+    let db = cfg.history_location()?;
+    if let Some(field) = &args.group_by {
+        if args.fail_above.is_some() || args.rate.is_some() || args.only_changed {
+            anyhow::bail!(
+                "--group-by takes neither --fail-above, --rate nor --only-changed (compare two \
+                 runs for those)"
+            );
+        }
+        let reference = args.reference.as_deref();
+        return super::fleet::run(&args.inputs, field, reference, settings, cfg, db.as_ref());
+    }
+    if args.inputs.len() < 2 {
+        anyhow::bail!("compare needs two results or more (or --group-by FIELD for groups of runs)");
+    }
+    let view = compare::View {
+        // Standard error when standard output carries a file format.
+        width: oscost_report::render::layout_width(cfg.stdout_taken()),
+        only_changed: args.only_changed,
+    };
+    two_or_more(
+        &args.inputs,
+        settings,
+        args.fail_above,
+        view,
+        cfg,
+        db.as_ref(),
+    )
+}
+
+/// Compares each of `inputs` with the first, found in `history`.
+fn two_or_more(
+    inputs: &[String],
+    settings: Settings,
+    fail_above: Option<f64>,
+    view: compare::View,
+    cfg: &Config,
+    history: HistoryAt,
+) -> anyhow::Result<ExitCode> {
+    let loaded = inputs
+        .iter()
+        .map(|a| load(a, history))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let sources: Vec<(String, Source)> = inputs
+        .iter()
+        .zip(&loaded)
+        .map(|(label, l)| {
+            let s = match l {
+                Loaded::Measured(d) => Source::Measured(d),
+                Loaded::Published(p) => Source::Published(p),
+            };
+            (label.clone(), s)
+        })
+        .collect();
+    let comparisons = compare::compare(&sources, settings);
+    type Render = fn(&[compare::Comparison]) -> anyhow::Result<String>;
+    let outputs: [(&Option<Sink>, Render); 3] = [
+        (&cfg.json, compare::json),
+        (&cfg.csv, compare::csv),
+        (&cfg.markdown, |c| Ok(compare::markdown(c))),
+    ];
+    // Every file staged before any is replaced: a failure leaves the old files whole.
+    let mut staged = Vec::new();
+    for (sink, render) in &outputs {
+        if let Some(Sink::File(p)) = sink {
+            staged.push(oscost_report::output::stage(p, &render(&comparisons)?)?);
+        }
+    }
+    for s in staged {
+        s.commit()?;
+    }
+    // Labels and environments come from result files: shown, never sent to the terminal raw.
+    let table = oscost_report::termtext::for_terminal(&compare::terminal_view(&comparisons, view));
+    if cfg.stdout_taken() {
+        for (sink, render) in &outputs {
+            if let Some(Sink::Stdout) = sink {
+                print_stdout(&render(&comparisons)?)?;
+            }
+        }
+        if !cfg.quiet {
+            eprint!("{table}");
+        }
+    } else {
+        print_stdout(&table)?;
+    }
+    if let Some(pct) = fail_above {
+        let slower = compare::slower_than(&comparisons, pct);
+        if !slower.is_empty() {
+            let names: Vec<String> = slower
+                .iter()
+                .take(8)
+                .map(|(c, r)| format!("{} in {} ({:+.1} %)", r.id, c.other, r.diff_pct))
+                .collect();
+            let line = format!(
+                "{} figure{} slower by more than {pct} % beyond noise: {}{}",
+                slower.len(),
+                if slower.len() == 1 { "" } else { "s" },
+                names.join(", "),
+                if slower.len() > names.len() {
+                    ", ..."
+                } else {
+                    ""
+                }
+            );
+            // The ids and labels come from the files: one line whatever they hold.
+            eprintln!("oscost: {}", oscost_report::termtext::one_line(&line));
+            return Ok(ExitCode::from(1));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

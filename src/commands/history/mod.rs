@@ -1,0 +1,258 @@
+//! `oscost history`: the runs kept in the history database, listed, shown, followed across
+//! runs, exported, imported and removed.
+
+mod text;
+
+use crate::args::HistoryCommand;
+use crate::config::{Config, Sink};
+use crate::run_id::short_id;
+use crate::stdout::print_stdout;
+use crate::store::{location, open, open_read_only};
+use anyhow::Context as _;
+use oscost_history::{History, HistoryError, Location, RunSummary};
+use oscost_report::render;
+// Text from result files, which may carry escape sequences, is shown, never sent raw.
+use oscost_report::termtext::{for_terminal, one_line};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use text::{list, list_csv, list_json, minute, show, trend};
+
+/// Runs one `oscost history` command on the history `cfg` names.
+pub fn run(cmd: HistoryCommand, cfg: &Config) -> anyhow::Result<ExitCode> {
+    let (db, explicit) = cfg.history_location()?.ok_or_else(|| {
+        anyhow::anyhow!(
+            "the history has {} (give --history PATH)",
+            crate::config::NO_DATA_DIR
+        )
+    })?;
+    let db = &db;
+    // SIGINT and SIGTERM end a wait for another writer's lock, or for a reader of the output.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, std::sync::Arc::clone(&stop))
+            .context("installing the signal handlers")?;
+    }
+    oscost_history::stop_waiting_on(std::sync::Arc::clone(&stop));
+    oscost_report::output::stop_waiting_on(std::sync::Arc::clone(&stop));
+    let result = run_with(cmd, db, explicit, cfg);
+    if result.is_err() && stop.load(std::sync::atomic::Ordering::SeqCst) {
+        return Err(anyhow::Error::new(oscost_measure::Cancelled));
+    }
+    // SQLite's own errors ("disk I/O error") name no file: name the database.
+    result.map_err(|e| match e.downcast_ref::<HistoryError>() {
+        Some(HistoryError::Sqlite(_)) => e.context(db.shown()),
+        _ => e,
+    })
+}
+
+fn run_with(
+    cmd: HistoryCommand,
+    db: &Location,
+    explicit: bool,
+    cfg: &Config,
+) -> anyhow::Result<ExitCode> {
+    if let HistoryCommand::Push { files, to } = cmd {
+        let (target, explicit) = match to {
+            Some(spec) => (location(&spec, "--to")?, true),
+            None => (db.clone(), explicit),
+        };
+        let mut store = open(
+            &target,
+            explicit,
+            "give --to a store oscost can write: postgres://USER@HOST/DB or a file",
+        )?;
+        return push(&mut store, &files);
+    }
+    let mut history = match cmd {
+        HistoryCommand::Import { .. } | HistoryCommand::Rm { .. } => {
+            open(db, explicit, "give --history a path where oscost can write")?
+        }
+        _ => open_read_only(db, explicit, "give --history the database to read")?,
+    };
+    match cmd {
+        HistoryCommand::List => {
+            let runs = history.list()?;
+            let mut to_stdout = false;
+            for (sink, text) in [
+                (
+                    &cfg.json,
+                    list_json as fn(&[RunSummary]) -> anyhow::Result<String>,
+                ),
+                (&cfg.csv, list_csv),
+            ] {
+                match sink {
+                    Some(Sink::Stdout) => {
+                        print_stdout(&text(&runs)?)?;
+                        to_stdout = true;
+                    }
+                    Some(Sink::File(p)) => oscost_report::output::write_atomic(p, &text(&runs)?)
+                        .with_context(|| format!("--json/--csv {}", p.display()))?,
+                    None => {}
+                }
+            }
+            // The table goes to stderr when stdout carries data, so the data stays parseable.
+            let table = for_terminal(&list(&history, &runs));
+            if to_stdout {
+                if !cfg.quiet {
+                    eprint!("{table}");
+                }
+            } else {
+                print_stdout(&table)?;
+            }
+        }
+        HistoryCommand::Show { run } => {
+            let doc = history.get(&history.resolve(&run)?)?;
+            print_stdout(&for_terminal(&show(&doc, cfg)))?;
+        }
+        HistoryCommand::Trend { case_id } => {
+            let points = history.trend(&case_id)?;
+            // The global --svg, which names a directory for a run's figures: a trend is one
+            // figure, so a file name is taken too.
+            if let Some(svg) = &cfg.svg {
+                // `--svg DIR/` names a directory: one that is missing is not a file name.
+                if svg.as_os_str().as_encoded_bytes().ends_with(b"/") && !svg.is_dir() {
+                    anyhow::bail!(
+                        "--svg {}: no such directory (create it, or give a file name)",
+                        svg.display()
+                    );
+                }
+                let path = if svg.is_dir() {
+                    svg.join(oscost_report::plot::file_name(&case_id, "svg"))
+                } else {
+                    svg.clone()
+                };
+                let rows: Vec<_> = points
+                    .iter()
+                    .map(|p| oscost_report::trend::TrendRow {
+                        label: short_id(&p.run_id).to_owned(),
+                        date: p.started_at.as_deref().map(minute).unwrap_or_default(),
+                        median_ns: p.median_ns,
+                        ci95_ns: p.ci95_ns,
+                        env_changed: p.env_changed,
+                        checks_passed: p.checks_passed,
+                        changes: p.changes.clone(),
+                        quick: p.quick,
+                    })
+                    .collect();
+                let text = oscost_report::trend::trend_svg(&case_id, &points[0].unit, &rows);
+                oscost_report::output::write_atomic(&path, &text)
+                    .with_context(|| format!("--svg {}", svg.display()))?;
+            }
+            print_stdout(&for_terminal(&trend(&case_id, &points)))?;
+        }
+        HistoryCommand::Export { run } => {
+            let doc = history.get(&history.resolve(&run)?)?;
+            let text = render::json(&doc)?;
+            match &cfg.json {
+                Some(Sink::File(p)) => {
+                    oscost_report::output::write_atomic(p, &text)
+                        .with_context(|| format!("--json {}", p.display()))?;
+                }
+                _ => print_stdout(&text)?,
+            }
+        }
+        HistoryCommand::Import { files } => return import(&mut history, &files),
+        HistoryCommand::Push { .. } => unreachable!("handled above"),
+        HistoryCommand::Rm { run } => {
+            let run_id = history.resolve(&run)?;
+            history.remove(&run_id)?;
+            print_stdout(&format!("removed run {run_id}\n"))?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// How many documents one transaction of `history push` stores: a commit waits for the disk
+/// once per batch instead of once per file, and a batch stays a few hundred MB at most.
+const PUSH_BATCH: usize = 100;
+
+/// Pushes each file on its own: a bad one is named on stderr and the others still go in.
+fn push(store: &mut History, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
+    let (mut pushed, mut there, mut failed) = (0, 0, 0);
+    for chunk in files.chunks(PUSH_BATCH) {
+        let mut docs = Vec::with_capacity(chunk.len());
+        let mut names = Vec::with_capacity(chunk.len());
+        for file in chunk {
+            match read_doc(file) {
+                Ok(doc) => {
+                    docs.push(doc);
+                    names.push(file);
+                }
+                Err(why) => {
+                    eprintln!(
+                        "oscost: {}",
+                        one_line(&format!("{}: {why}", file.display()))
+                    );
+                    failed += 1;
+                }
+            }
+        }
+        for (saved, file) in store.save_all(&docs)?.iter().zip(names) {
+            let line = if saved.new {
+                pushed += 1;
+                format!("pushed {} ({})", saved.run_id, file.display())
+            } else {
+                there += 1;
+                format!("already there: {} ({})", saved.run_id, file.display())
+            };
+            // A file name may hold a newline or an escape sequence: one line, shown.
+            print_stdout(&format!("{}\n", one_line(&line)))?;
+        }
+    }
+    let mut last = format!("pushed {pushed}, already there {there}");
+    if failed > 0 {
+        let _ = write!(last, ", {failed} not read");
+    }
+    print_stdout(&format!("{last} ({})\n", store.shown()))?;
+    Ok(if failed > 0 {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// A result file read for import or push, or why not, in words.
+fn read_doc(file: &Path) -> Result<oscost_model::ResultDoc, String> {
+    std::fs::read_to_string(file)
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => "no such file".to_owned(),
+            std::io::ErrorKind::InvalidData => "not a text file".to_owned(),
+            _ => e.to_string(),
+        })
+        .and_then(|text| {
+            oscost_model::read(&text).map_err(|e| match e {
+                // Its own message says what to do.
+                oscost_model::ReadError::Unsupported(_) => e.to_string(),
+                e => format!("{e} (give the JSON files oscost writes with --json)"),
+            })
+        })
+}
+
+/// Imports each file on its own: a bad one is named on stderr and the others still go in.
+fn import(history: &mut History, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
+    let mut failed = false;
+    for file in files {
+        let shown = file.display();
+        let doc = read_doc(file);
+        match doc {
+            Ok(doc) => {
+                let saved = history.save(&doc)?;
+                print_stdout(&if saved.new {
+                    format!("imported {}\n", saved.run_id)
+                } else {
+                    format!("already in the history: {}\n", saved.run_id)
+                })?;
+            }
+            Err(why) => {
+                eprintln!("oscost: {}", one_line(&format!("{shown}: {why}")));
+                failed = true;
+            }
+        }
+    }
+    Ok(if failed {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

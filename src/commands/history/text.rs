@@ -1,0 +1,295 @@
+//! The texts of the history commands: the list of runs, a run's header and tables, a figure's
+//! trend, and the list as JSON or CSV.
+
+use crate::config::Config;
+use crate::run_id::short_id;
+use oscost_history::{History, RunSummary, TrendPoint};
+use oscost_report::render;
+use std::fmt::Write as _;
+
+/// An RFC 3339 time in UTC as a table shows it: `2026-11-23 03:13:14`.
+fn when(rfc3339: &str) -> String {
+    rfc3339
+        .replacen('T', " ", 1)
+        .trim_end_matches('Z')
+        .to_owned()
+}
+
+/// The same to the minute, for the trend figure's labels.
+pub(super) fn minute(rfc3339: &str) -> String {
+    let w = when(rfc3339);
+    w.get(..16).map(str::to_owned).unwrap_or(w)
+}
+
+/// Rows of text in columns as wide as their widest cell, the last one not padded.
+fn columns(rows: &[Vec<String>]) -> String {
+    let n = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..n)
+        .map(|i| {
+            rows.iter()
+                .filter_map(|r| r.get(i))
+                .map(|c| c.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut s = String::new();
+    for r in rows {
+        let mut line = String::new();
+        for (i, cell) in r.iter().enumerate() {
+            if i > 0 {
+                line.push_str("  ");
+            }
+            line.push_str(cell);
+            if i + 1 < r.len() {
+                line.push_str(&" ".repeat(widths[i] - cell.chars().count()));
+            }
+        }
+        s += line.trim_end();
+        s.push('\n');
+    }
+    s
+}
+
+/// `oscost history list --json`: one object per run, newest first.
+pub(super) fn list_json(runs: &[RunSummary]) -> anyhow::Result<String> {
+    let rows: Vec<serde_json::Value> = runs
+        .iter()
+        .map(|r| {
+            serde_json::json!({
+                "run_id": r.run_id,
+                "started_at": r.started_at,
+                "saved_at": r.saved_at,
+                "hostname": r.hostname,
+                "oscost_version": r.oscost_version,
+                "kernel": r.kernel,
+                "cpu_model": r.cpu_model,
+                "experiments": r.experiments,
+                "case_count": r.case_count,
+            })
+        })
+        .collect();
+    Ok(serde_json::to_string_pretty(&rows)? + "\n")
+}
+
+/// `oscost history list --csv`: one row per run, newest first; experiments joined by spaces.
+pub(super) fn list_csv(runs: &[RunSummary]) -> anyhow::Result<String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record([
+        "run_id",
+        "started_at",
+        "saved_at",
+        "hostname",
+        "oscost_version",
+        "kernel",
+        "cpu_model",
+        "experiments",
+        "case_count",
+    ])?;
+    for r in runs {
+        w.write_record([
+            r.run_id.as_str(),
+            r.started_at.as_deref().unwrap_or(""),
+            &r.saved_at,
+            r.hostname.as_deref().unwrap_or(""),
+            &r.oscost_version,
+            &r.kernel,
+            r.cpu_model.as_deref().unwrap_or(""),
+            &r.experiments.join(" "),
+            &r.case_count.to_string(),
+        ])?;
+    }
+    Ok(String::from_utf8(w.into_inner()?)?)
+}
+
+/// The text of `oscost history list`; a host column when any run records its host.
+pub(super) fn list(history: &History, runs: &[RunSummary]) -> String {
+    if runs.is_empty() {
+        return format!(
+            "no runs in the history yet ({}); a run is saved there when it ends\n",
+            history.shown()
+        );
+    }
+    let hosts = runs.iter().any(|r| r.hostname.is_some());
+    let mut rows = vec![vec![
+        "run".to_owned(),
+        "started (UTC)".into(),
+        "oscost".into(),
+        "kernel".into(),
+        "CPU".into(),
+        "experiments (figures)".into(),
+    ]];
+    if hosts {
+        rows[0].insert(1, "host".into());
+    }
+    for r in runs {
+        let mut row = vec![
+            short_id(&r.run_id).to_owned(),
+            match &r.started_at {
+                Some(t) => when(t),
+                None => "-".into(),
+            },
+            r.oscost_version.clone(),
+            r.kernel.clone(),
+            r.cpu_model.clone().unwrap_or_else(|| "-".into()),
+            format!("{} ({})", r.experiments.join(", "), r.case_count),
+        ];
+        if hosts {
+            row.insert(1, r.hostname.clone().unwrap_or_else(|| "-".into()));
+        }
+        rows.push(row);
+    }
+    let mut s = columns(&rows);
+    let _ = writeln!(
+        s,
+        "{} run{} in {}",
+        runs.len(),
+        if runs.len() == 1 { "" } else { "s" },
+        history.shown()
+    );
+    s
+}
+
+/// The text of `oscost history show`: the run's header, then each experiment's tables.
+pub(super) fn show(doc: &oscost_model::ResultDoc, cfg: &Config) -> String {
+    let env = &doc.environment;
+    let mut rows = vec![
+        vec![
+            "run".to_owned(),
+            doc.run_id.clone().unwrap_or_else(|| "-".into()),
+        ],
+        vec![
+            "started".into(),
+            match &doc.started_at {
+                Some(t) => format!("{} UTC", when(t)),
+                None => "- (an oscost/1 document)".into(),
+            },
+        ],
+        vec!["oscost".into(), env.oscost_version.clone()],
+        vec![
+            "kernel".into(),
+            env.os
+                .as_ref()
+                .map_or_else(|| env.kernel_release.clone(), |o| o.describe()),
+        ],
+        vec![
+            "CPU".into(),
+            env.cpu_model.clone().unwrap_or_else(|| "-".into()),
+        ],
+    ];
+    if let Some(host) = &env.hostname {
+        rows.insert(2, vec!["host".into(), host.clone()]);
+    }
+    if !env.command_line.is_empty() {
+        // A command line (a long --json path, a list of cases) is the one value here that
+        // can outgrow the terminal: continue it under itself.
+        let command = env.command_line.join(" ");
+        let room = table_width().map_or(usize::MAX, |w| usize::from(w).saturating_sub(9).max(20));
+        // A word longer than the room (a path) is cut where the room ends, as a terminal would.
+        let lines = render::wrap_words(&command, room)
+            .lines()
+            .flat_map(|l| {
+                let chars: Vec<char> = l.chars().collect();
+                chars
+                    .chunks(room.min(chars.len()).max(1))
+                    .map(|c| c.iter().collect::<String>())
+                    .collect::<Vec<_>>()
+            })
+            .collect::<Vec<_>>();
+        for (i, line) in lines.into_iter().enumerate() {
+            let label = if i == 0 { "command" } else { "" };
+            rows.push(vec![label.into(), line]);
+        }
+    }
+    let mut s = columns(&rows);
+    let warnings = if cfg.quiet {
+        render::Warnings::Hidden
+    } else if cfg.verbose {
+        render::Warnings::Full
+    } else {
+        render::Warnings::Summary
+    };
+    for e in &doc.experiments {
+        s.push('\n');
+        s += &render::terminal_with(e, &env.clock.tick_unit, table_width(), warnings);
+    }
+    s
+}
+
+/// The width `history` lays its text out to (see [`render::layout_width`]).
+fn table_width() -> Option<u16> {
+    render::layout_width(false)
+}
+
+/// The text of `oscost history trend`.
+pub(super) fn trend(case_id: &str, points: &[TrendPoint]) -> String {
+    let derived = points.first().is_some_and(|p| p.unit == "derived");
+    let mut s = format!(
+        "{case_id}: {} in {} run{}, oldest first\n",
+        if derived {
+            "the derived figure".to_owned()
+        } else {
+            format!(
+                "median per {}",
+                points.first().map_or("", |p| p.unit.as_str())
+            )
+        },
+        points.len(),
+        if points.len() == 1 { "" } else { "s" }
+    );
+    let mixed = points.iter().any(|p| p.quick) && points.iter().any(|p| !p.quick);
+    let mut header = vec![
+        "run".to_owned(),
+        "started (UTC)".into(),
+        if derived { "estimate" } else { "median" }.into(),
+        "95% CI".into(),
+    ];
+    if mixed {
+        header.push("size".into());
+    }
+    header.push("notes".into());
+    let mut rows = vec![header];
+    for p in points {
+        let mut notes = Vec::new();
+        if p.env_changed {
+            notes.push("environment changed");
+        }
+        if !p.checks_passed {
+            notes.push(if derived { "flagged" } else { "a check failed" });
+        }
+        let mut row = vec![
+            short_id(&p.run_id).to_owned(),
+            p.started_at
+                .as_deref()
+                .map(when)
+                .unwrap_or_else(|| "-".into()),
+            render::fmt_ns(p.median_ns),
+            format!(
+                "{} .. {}",
+                render::fmt_ns(p.ci95_ns[0]),
+                render::fmt_ns(p.ci95_ns[1])
+            ),
+        ];
+        if mixed {
+            row.push(if p.quick { "quick" } else { "full" }.into());
+        }
+        row.push(notes.join("; "));
+        rows.push(row);
+    }
+    s += &columns(&rows);
+    if mixed {
+        s += "size: quick runs (--quick) take fewer, shorter samples than full ones; compare a \
+              quick run with a quick one\n";
+    }
+    for p in points.iter().filter(|p| p.env_changed) {
+        s += &format!("environment changed before run {}: ", short_id(&p.run_id));
+        if p.changes.is_empty() {
+            s += "its document or the one before could not be read (`oscost history export RUN` \
+                  has each run's)\n";
+        } else {
+            s += &p.changes.join("; ");
+            s.push('\n');
+        }
+    }
+    s
+}

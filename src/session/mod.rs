@@ -1,0 +1,197 @@
+//! One measuring run: set up the process, run each experiment in a measuring process of its
+//! own, show and write what it measured, save it.
+
+mod child;
+mod save;
+mod show;
+
+pub use save::Saving;
+
+use crate::config::{Config, Sink};
+use crate::output::{self, Figures};
+use crate::progress::Bar;
+use crate::stdout::{print_stdout, reader_gone};
+use crate::worker::Job;
+use anyhow::Context as _;
+use oscost_measure::env::LoadProbe;
+use oscost_measure::experiments::ExperimentArgs;
+use oscost_measure::Clock;
+use oscost_measure::Progress as _;
+use oscost_model::{ResultDoc, SCHEMA};
+use oscost_report::summarise;
+use oscost_sys as os;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// The sampling rules of a run, as recorded with it.
+fn sampling(cfg: &Config) -> oscost_model::env::Sampling {
+    oscost_model::env::Sampling {
+        quick: cfg.quick,
+        samples: cfg.sampler.samples as u64,
+        min_runs: cfg.sampler.min_runs as u64,
+        warmup_ns: cfg.sampler.warmup.as_nanos() as u64,
+        min_sample_ns: cfg.sampler.min_sample.as_nanos() as u64,
+        budget_ns: cfg.sampler.budget.as_nanos() as u64,
+    }
+}
+
+/// Where a finished run went.
+pub struct Saved {
+    /// The run's id.
+    pub run_id: String,
+    /// Whether it is in the history.
+    pub in_history: bool,
+    /// Files oscost chose itself that could not be written (said so when they failed).
+    pub lost: Vec<std::path::PathBuf>,
+}
+
+/// Runs the experiments, each in a measuring process of its own, and writes every requested
+/// output: files after each experiment, stdout at the end. A run that finished every
+/// experiment is then saved as `saving` says. Returns the run's id.
+pub fn run(cfg: &Config, experiments: &[ExperimentArgs], saving: Saving) -> anyhow::Result<Saved> {
+    let started = std::time::SystemTime::now();
+    let cancel = Arc::new(AtomicBool::new(false));
+    let children = Arc::new(Mutex::new(child::Children::default()));
+    // Workers orphaned by a killed measuring process come back here to be reaped.
+    os::task::become_subreaper().context("becoming the reaper of oscost's own processes")?;
+    child::catch_signals(Arc::clone(&children), Arc::clone(&cancel))?;
+    // Output to a FIFO or pipe nobody reads gives up on the first SIGINT or SIGTERM.
+    oscost_report::output::stop_waiting_on(Arc::clone(&cancel));
+    oscost_history::stop_waiting_on(Arc::clone(&cancel));
+    child::remove_earlier_leftovers();
+    // Placement first: every measuring process inherits the CPU set and nice value.
+    let cpus = if cfg.scripted {
+        cfg.cpus.clone().unwrap_or_else(|| vec![0, 1])
+    } else {
+        crate::machine::apply_placement(cfg)?
+    };
+    // Not being able to raise it only matters for large rings, which then name the limit.
+    let _ = os::raise_open_file_limit();
+    let bar = Bar::new(!cfg.quiet);
+    bar.preparing("calibrating the clock and describing the machine");
+    let clock = (!cfg.scripted).then(Clock::detect);
+    let mut env = match &clock {
+        Some(clock) => crate::machine::environment(cfg, clock, &cpus),
+        None => oscost_model::example::environment(),
+    };
+    if cfg.scripted {
+        env.fleet = cfg.fleet.clone();
+    }
+    env.sampling = Some(sampling(cfg));
+    let tick_unit = env.clock.tick_unit.clone();
+    let ns_per_tick = 1e9 / env.clock.frequency_hz;
+    // Every measuring process makes its temporary files in here, and it goes when the run
+    // ends, however it ends; named after this process, so that if it is killed the next run
+    // knows its creator is gone and removes it (`remove_earlier_leftovers`).
+    let scratch = oscost_measure::leftovers::new_run_dir().with_context(|| {
+        format!(
+            "cannot create a private temporary directory in {} (set TMPDIR to a writable \
+             directory)",
+            std::env::temp_dir().display()
+        )
+    })?;
+    bar.finish();
+    let expected = if cfg.scripted {
+        Vec::new()
+    } else {
+        save::expected_seconds(&saving, &env, &cfg.run_id, experiments)
+    };
+    // How busy the machine was: measured, except on the scripted (fictional) machine.
+    let load_since = |probe: LoadProbe, own_tasks: u64| {
+        if cfg.scripted {
+            oscost_model::example::quiet_load(1.0)
+        } else {
+            probe.finish_for(own_tasks, cpus.len())
+        }
+    };
+    let whole = LoadProbe::start();
+    let mut own_tasks = 0;
+    let mut figures = Figures::default();
+    let mut lost = Vec::new();
+    let mut doc = ResultDoc {
+        schema: SCHEMA.into(),
+        run_id: Some(cfg.run_id.clone()),
+        started_at: Some(humantime::format_rfc3339_seconds(started).to_string()),
+        environment: env.clone(),
+        experiments: Vec::new(),
+    };
+    for (index, e) in experiments.iter().enumerate() {
+        if reader_gone() {
+            break;
+        }
+        bar.stage(index + 1, experiments.len());
+        bar.suite(&expected, index);
+        let job = Job {
+            experiment: e.clone(),
+            sampler: cfg.sampler,
+            quick: cfg.quick,
+            cpus: cpus.clone(),
+            clock: clock.as_ref().map(|c| c.info().clone()),
+        };
+        let probe = LoadProbe::start();
+        let measured = child::measure_in_child(&job, scratch.path(), &bar, &children, &cancel);
+        let (out, tasks) = match measured {
+            Ok(r) => r,
+            Err(err) => {
+                let files = output::partial_files(cfg);
+                let kept = if !doc.experiments.is_empty() && !files.is_empty() {
+                    format!(
+                        " (the results of the experiments before it are in {})",
+                        files.join(", ")
+                    )
+                } else {
+                    String::new()
+                };
+                // The reader of stdout went away: stop quietly, keeping what was measured.
+                if reader_gone() && !cancel.load(Ordering::SeqCst) {
+                    break;
+                }
+                if err.downcast_ref::<oscost_measure::Cancelled>().is_some()
+                    || cancel.load(Ordering::SeqCst)
+                {
+                    return Err(anyhow::Error::new(oscost_measure::Cancelled)
+                        .context(format!("interrupted{kept}")));
+                }
+                let err = anyhow::anyhow!("{} failed: {err:#}{kept}", e.name());
+                return Err(err);
+            }
+        };
+        own_tasks += tasks;
+        let load = load_since(probe, tasks);
+        let result = summarise::experiment(e.name(), out, ns_per_tick, Some(load));
+        if cfg.study.is_none() || cfg.verbose {
+            show::show(cfg, &result, &tick_unit)?;
+        }
+        figures += output::write_figures(cfg, &result)?;
+        doc.experiments.push(result);
+        output::write_files(cfg, &doc, false, &mut lost)?;
+    }
+    if !cfg.quiet {
+        if cfg.svg.is_some() && figures.plots == 0 {
+            eprintln!("oscost: --svg: no case of this run has samples to draw");
+        }
+        if cfg.series.is_some() && figures.series == 0 {
+            eprintln!("oscost: --series: no case of this run carries a series");
+        }
+    }
+    env.load = Some(load_since(whole, own_tasks));
+    doc.environment = env;
+    if let Some(name) = cfg.study {
+        figures += show::show_study(cfg, name, &doc)?;
+    }
+    output::write_files(cfg, &doc, true, &mut lost)?;
+    output::keep_elsewhere(cfg, &doc, &lost);
+    for (sink, render) in output::outputs(cfg) {
+        if let Some(Sink::Stdout) = sink {
+            print_stdout(&render(&doc)?)?;
+        }
+    }
+    // A run its reader left early (`| head`) holds only some of its experiments: the history
+    // keeps whole runs, so it is not saved.
+    let in_history = doc.experiments.len() == experiments.len() && save::save(saving, &doc, cfg)?;
+    Ok(Saved {
+        run_id: cfg.run_id.clone(),
+        in_history,
+        lost,
+    })
+}
