@@ -11,6 +11,7 @@
 
 use crate::context::Context;
 use crate::cpuset::AffinityRestore;
+use crate::engine;
 use crate::limits::{Limits, Needs};
 use crate::sampler;
 use crate::scratch::ScratchDir;
@@ -60,7 +61,7 @@ pub enum Op {
 
 impl Op {
     fn id(self) -> String {
-        super::value_name(&self)
+        engine::value_name(&self)
     }
 
     fn method(self) -> Method {
@@ -95,7 +96,7 @@ pub enum Target {
 
 impl Target {
     fn id(self) -> String {
-        super::value_name(&self)
+        engine::value_name(&self)
     }
 }
 
@@ -146,19 +147,19 @@ fn plan(opts: &Options, quick: bool) -> Plan {
     let ops = if opts.ops.is_empty() {
         Op::value_variants().to_vec()
     } else {
-        super::first_occurrences(&opts.ops)
+        engine::first_occurrences(&opts.ops)
     };
     let targets = if !ops.iter().any(|o| o.execs()) {
         Vec::new()
     } else if opts.targets.is_empty() {
         Target::value_variants().to_vec()
     } else {
-        super::first_occurrences(&opts.targets)
+        engine::first_occurrences(&opts.targets)
     };
     let sizes = if !ops.iter().any(|o| o.is_process()) {
         Vec::new()
     } else if !opts.parent_mib.is_empty() {
-        super::first_occurrences(&opts.parent_mib)
+        engine::first_occurrences(&opts.parent_mib)
     } else if quick {
         QUICK_PARENT_MIB.to_vec()
     } else {
@@ -549,7 +550,7 @@ fn finish(ctx: &Context, s: Slot, overhead: f64, threads: Option<u64>) -> Case {
     case
 }
 
-impl super::Experiment for Options {
+impl engine::Experiment for Options {
     const NAME: &'static str = NAME;
     const SUMMARY: &'static str =
         "What creating a task costs: fork, vfork, posix_spawn, fork + exec, a thread";
@@ -899,7 +900,7 @@ fn derived(cases: &[Case]) -> Vec<DerivedSpec> {
                 pte(small)
             ),
             terms: vec![(big.id.clone(), 1.0), (small.id.clone(), -1.0)],
-            flagged: super::failed_checks(big).or_else(|| super::failed_checks(small)),
+            flagged: engine::failed_checks(big).or_else(|| engine::failed_checks(small)),
         })
         .collect()
 }
@@ -910,7 +911,7 @@ mod tests {
     use crate::context::testing;
 
     fn opts(extra: &[&str]) -> Options {
-        crate::experiments::defaults(extra)
+        crate::engine::defaults(extra)
     }
 
     /// A context on the last allowed CPU: other tests of this crate pin their one-task cases

@@ -12,8 +12,10 @@
 
 use crate::context::{Cancelled, Context};
 use crate::cpuset::{self, AffinityRestore};
+use crate::engine;
+use crate::engine::work::{calibrate, Form};
+use crate::engine::{parse_tasks, TaskList};
 use crate::env::load::parse_cpu_times;
-use crate::experiments::{parse_tasks, TaskList};
 use crate::limits::{Limits, Needs};
 use crate::sampler::{counting_threads, median_of, single_task_check, whole_runs};
 use anyhow::Context as _;
@@ -50,28 +52,6 @@ const SUITE_REPEATS: u32 = 9;
 const QUICK_REPEATS: u32 = 3;
 /// The pause after a run with `--quick`: the kernel's deferred work of a few tasks is short.
 const QUICK_SETTLE_MIN: Duration = Duration::from_millis(5);
-
-/// Who does the work.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    clap::ValueEnum,
-    serde::Serialize,
-    serde::Deserialize,
-)]
-pub enum Form {
-    /// one flow, the measuring thread, does all of W in N pieces, one after another
-    Single,
-    /// N threads of the measuring process
-    Threads,
-    /// N forked processes
-    Processes,
-}
 
 /// Where the tasks may run.
 #[derive(
@@ -120,12 +100,12 @@ pub struct Options {
     /// The total work W, as the time one flow needs for it on one CPU (`1s`, `250ms`); it is
     /// turned into a fixed count of work units at the start [default: 1s; 30ms in the suite,
     /// 5ms with --quick]
-    #[arg(long, value_name = "TIME", value_parser = super::parse_duration)]
+    #[arg(long, value_name = "TIME", value_parser = engine::parse_duration)]
     pub work: Option<u64>,
 
     /// Work per step, as a time (`20us`); with --yield each task gives up the CPU after
     /// every step
-    #[arg(long, value_name = "TIME", value_parser = super::parse_duration, default_value = "20us")]
+    #[arg(long, value_name = "TIME", value_parser = engine::parse_duration, default_value = "20us")]
     pub step: u64,
 
     /// Every task calls sched_yield() after each step (the Windows study's Sleep(0))
@@ -153,7 +133,7 @@ pub struct Options {
     pub suite_size: bool,
 }
 
-impl super::Experiment for Options {
+impl engine::Experiment for Options {
     const NAME: &'static str = NAME;
     const SUMMARY: &'static str =
         "The same work as one flow, N threads or N processes, with and without yielding";
@@ -202,7 +182,7 @@ fn sweep(opts: &Options, quick: bool) -> Vec<usize> {
 
 fn work_ns(opts: &Options, quick: bool) -> u64 {
     opts.work.unwrap_or_else(|| {
-        super::parse_duration(match (quick, opts.suite_size) {
+        engine::parse_duration(match (quick, opts.suite_size) {
             (true, _) => QUICK_WORK,
             (false, true) => SUITE_WORK,
             (false, false) => DEFAULT_WORK,
@@ -266,8 +246,8 @@ impl Point {
     fn id(&self, yield_each: bool) -> String {
         let mut id = format!(
             "{NAME}.{}.{}.{}",
-            super::value_name(&self.form),
-            super::value_name(&self.set),
+            engine::value_name(&self.form),
+            engine::value_name(&self.set),
             self.tasks
         );
         if yield_each {
@@ -287,8 +267,8 @@ fn points(opts: &Options, sizes: &[usize], ncpus: usize) -> Vec<Point> {
         tasks: 1,
     };
     let mut out = vec![baseline];
-    let forms = super::first_occurrences(&opts.form);
-    let sets = super::first_occurrences(&opts.sets);
+    let forms = engine::first_occurrences(&opts.form);
+    let sets = engine::first_occurrences(&opts.sets);
     for &set in &sets {
         if set != CpuSet::One && ncpus < 2 {
             continue;
@@ -319,7 +299,7 @@ fn unrunnable(opts: &Options, sizes: &[usize], ncpus: usize) -> Vec<Point> {
         return Vec::new();
     }
     let mut out = Vec::new();
-    for &form in &super::first_occurrences(&opts.form) {
+    for &form in &engine::first_occurrences(&opts.form) {
         if form == Form::Single {
             continue;
         }
@@ -379,23 +359,6 @@ fn show_ns(ns: u64) -> String {
         n if n >= 1_000 => format!("{}us", n as f64 / 1e3),
         n => format!("{n}ns"),
     }
-}
-
-/// Work units per nanosecond on the calling thread's CPU: the median of several timed
-/// stretches of the work loop, after a warm-up.
-pub(crate) fn calibrate(clock: &Clock) -> f64 {
-    const UNITS: u64 = 5_000_000;
-    oscost_sys::work::work(4 * UNITS);
-    let mut rates: Vec<f64> = (0..7)
-        .map(|_| {
-            let t0 = clock.now();
-            std::hint::black_box(oscost_sys::work::work(std::hint::black_box(UNITS)));
-            let ns = clock.ticks_to_ns((clock.now() - t0) as f64).max(1.0);
-            UNITS as f64 / ns
-        })
-        .collect();
-    rates.sort_by(f64::total_cmp);
-    rates[rates.len() / 2]
 }
 
 /// What one run of a point measured.
@@ -680,8 +643,8 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
                 round + 1,
                 rounds,
                 p.tasks,
-                super::value_name(&p.form),
-                super::value_name(&p.set)
+                engine::value_name(&p.form),
+                engine::value_name(&p.set)
             ));
             let cpus = cpus_of(p.set);
             let plan = Plan {
@@ -1073,8 +1036,8 @@ fn point_case(
         "run",
         samples,
     )
-    .param("form", super::value_name(&p.form))
-    .param("set", super::value_name(&p.set))
+    .param("form", engine::value_name(&p.form))
+    .param("set", engine::value_name(&p.set))
     .param("cpus", cpuset::format(cpus))
     .param("cpu_count", cpus.len())
     .param("tasks", p.tasks)
@@ -1196,7 +1159,7 @@ mod tests {
 
     #[test]
     fn times_parse_and_bad_ones_are_refused() {
-        use crate::experiments::parse_duration as parse_time;
+        use crate::engine::parse_duration as parse_time;
         assert_eq!(parse_time("1s"), Ok(1_000_000_000));
         assert_eq!(parse_time("250ms"), Ok(250_000_000));
         assert_eq!(parse_time("20us"), Ok(20_000));

@@ -12,12 +12,17 @@
 
 use crate::context::{Cancelled, Context};
 use crate::cpuset::AffinityRestore;
-use crate::experiments::split::{self, Form};
-use crate::experiments::tick::{self, Armed, Source as EventSource};
-use crate::experiments::{noise, primitives};
+use crate::engine;
+use crate::engine::clock::{kernel_hz, real_clock};
+use crate::engine::controls::{self, Control};
+use crate::engine::timer::{
+    self, deliverable, events_tolerance, period_name, run_limit, Armed, Source as EventSource,
+    MIN_EVENTS_PER_RUN,
+};
+use crate::engine::tokens::{self, RingSpec};
+use crate::engine::work::{calibrate, Form};
 use crate::limits::{Limits, Needs};
 use crate::sampler::{median_of, single_task_check, whole_runs};
-use crate::tokens::{self, RingSpec};
 use anyhow::Context as _;
 use oscost_model::case::{Case, Check, DerivedSpec, ExperimentOutput, Series, Unavailable};
 use oscost_model::Samples;
@@ -119,7 +124,7 @@ pub struct Options {
 
     /// Timer periods, comma-separated, each from 1us to 100ms, besides the undisturbed work
     /// [default: 1ms,200us,100us,50us,20us, without those this machine cannot deliver]
-    #[arg(long, value_delimiter = ',', value_name = "PERIOD,...", value_parser = tick::parse_period)]
+    #[arg(long, value_delimiter = ',', value_name = "PERIOD,...", value_parser = timer::parse_period)]
     pub periods: Option<Vec<u64>>,
 
     /// Where the events come from
@@ -139,7 +144,7 @@ pub struct Options {
 
     /// The work W, as the time one flow needs for it undisturbed (turned into a fixed count
     /// of work units at the start) [default: 120ms, or 30ms with --quick]
-    #[arg(long, value_name = "TIME", value_parser = super::parse_duration)]
+    #[arg(long, value_name = "TIME", value_parser = engine::parse_duration)]
     pub work: Option<u64>,
 
     /// Rounds: every point once per round, the order rotated [default: 5, or 3 with --quick]
@@ -163,7 +168,7 @@ fn parse_rounds(s: &str) -> Result<usize, String> {
     }
 }
 
-impl super::Experiment for Options {
+impl engine::Experiment for Options {
     const NAME: &'static str = NAME;
     const SUMMARY: &'static str =
         "One flow, N threads and N processes under timer events at several periods";
@@ -222,14 +227,14 @@ struct Point {
 }
 
 fn period_part(period: Option<u64>) -> String {
-    period.map_or_else(|| "none".to_owned(), tick::period_name)
+    period.map_or_else(|| "none".to_owned(), period_name)
 }
 
 fn case_id(form: Form, policy: Policy, period: Option<u64>) -> String {
     format!(
         "{NAME}.{}.{}.{}",
-        super::value_name(&form),
-        super::value_name(&policy),
+        engine::value_name(&form),
+        engine::value_name(&policy),
         period_part(period)
     )
 }
@@ -462,13 +467,13 @@ fn validate(opts: &Options, ctx: &Context) -> anyhow::Result<u64> {
             anyhow::bail!("--periods: give at least one period, e.g. 1ms,50us");
         }
         for &p in periods {
-            if work_ns / p < tick::MIN_EVENTS_PER_RUN {
+            if work_ns / p < MIN_EVENTS_PER_RUN {
                 anyhow::bail!(
                     "--periods {}: the work (--work {}) would see fewer than {} events; \
                      lengthen --work or shorten the period",
-                    tick::period_name(p),
-                    tick::period_name(work_ns),
-                    tick::MIN_EVENTS_PER_RUN
+                    period_name(p),
+                    period_name(work_ns),
+                    MIN_EVENTS_PER_RUN
                 );
             }
         }
@@ -478,14 +483,14 @@ fn validate(opts: &Options, ctx: &Context) -> anyhow::Result<u64> {
 
 fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     let work_ns = validate(opts, ctx)?;
-    let clock = noise::real_clock(ctx, NAME)?;
+    let clock = real_clock(ctx, NAME)?;
     let rounds = opts.rounds.unwrap_or(if ctx.quick {
         QUICK_ROUNDS
     } else {
         DEFAULT_ROUNDS
     });
-    let forms = super::first_occurrences(&opts.form);
-    let asked = super::first_occurrences(&opts.policies);
+    let forms = engine::first_occurrences(&opts.form);
+    let asked = engine::first_occurrences(&opts.policies);
     let explicit = opts.periods.is_some();
     let periods = periods_to_try(opts, work_ns)?;
     let cpu = ctx.first_cpu();
@@ -495,14 +500,14 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
 
     // One-task figures first: glibc stays in its multi-threaded mode once a thread existed.
     ctx.progress.message("futex post + wait in one task");
-    let control = primitives::link_control_on(Via::Futex, ctx, cpu)
+    let control = controls::link_control_on(Via::Futex, ctx, cpu)
         .context("measuring the futex post + wait in one task")?;
     ctx.progress.inc(1);
 
     let policies = policies_to_run(&asked, &forms, &periods, &mut out);
 
     ctx.progress.message("calibrating the work");
-    let rate = split::calibrate(&clock);
+    let rate = calibrate(&clock);
     let units = ((work_ns as f64) * rate).round().max(1.0) as u64;
     let step = ((STEP_NS as f64) * rate).round().max(1.0) as u64;
     ctx.progress.inc(1);
@@ -510,7 +515,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     ctx.progress
         .message("probing which periods can be delivered");
     let source = opts.source.event_source();
-    let kept: Vec<u64> = tick::deliverable(
+    let kept: Vec<u64> = deliverable(
         &clock,
         &[source],
         &periods,
@@ -558,7 +563,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         },
         source,
         cpu,
-        limit_ns: tick::run_limit(work_ns),
+        limit_ns: run_limit(work_ns),
     };
     let mut runs: Vec<Vec<Run>> = vec![Vec::with_capacity(rounds); points.len()];
     let mut helper_policy: Option<HelperPolicy> = None;
@@ -608,18 +613,18 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
 /// events.
 fn periods_to_try(opts: &Options, work_ns: u64) -> anyhow::Result<Vec<u64>> {
     let periods: Vec<u64> = match &opts.periods {
-        Some(p) => super::first_occurrences(p),
+        Some(p) => engine::first_occurrences(p),
         None => DEFAULT_PERIODS
             .iter()
             .copied()
-            .filter(|&p| work_ns / p >= tick::MIN_EVENTS_PER_RUN)
+            .filter(|&p| work_ns / p >= MIN_EVENTS_PER_RUN)
             .collect(),
     };
     if periods.is_empty() {
         anyhow::bail!(
             "--work {}: too short for any default period to give {} events a run; lengthen it",
-            tick::period_name(work_ns),
-            tick::MIN_EVENTS_PER_RUN
+            period_name(work_ns),
+            MIN_EVENTS_PER_RUN
         );
     }
     Ok(periods)
@@ -648,7 +653,7 @@ fn policies_to_run(
                             id: case_id(form, policy, period),
                             description: format!(
                                 "{} under {}",
-                                super::value_name(&form),
+                                engine::value_name(&form),
                                 policy.sched().kernel_name()
                             ),
                             reason: why.clone(),
@@ -686,13 +691,13 @@ fn add_params(
     out.params.insert("units_per_ns".into(), json!(rate));
     out.params.insert("rounds".into(), json!(rounds));
     out.params
-        .insert("source".into(), json!(super::value_name(&opts.source)));
+        .insert("source".into(), json!(engine::value_name(&opts.source)));
     out.params
         .insert("helper_fifo_priority".into(), json!(HELPER_PRIORITY));
     out.params.insert("periods_ns".into(), json!(kept));
     out.params
         .insert("tick_unit".into(), json!(clock.info().tick_unit.clone()));
-    if let Some((hz, tick_ns)) = noise::kernel_hz() {
+    if let Some((hz, tick_ns)) = kernel_hz() {
         out.params.insert("kernel_hz".into(), json!(hz));
         out.params.insert("kernel_tick_ns".into(), json!(tick_ns));
     }
@@ -724,14 +729,14 @@ fn add_extras(out: &mut ExperimentOutput, points: &[Point]) {
         let flagged = [p.id(), base.clone()]
             .iter()
             .filter_map(|id| out.cases.iter().find(|c| &c.id == id))
-            .filter_map(super::failed_checks)
+            .filter_map(engine::failed_checks)
             .collect::<Vec<_>>();
         out.derived.push(DerivedSpec {
             id: format!("{}.extra", p.id()),
             description: format!(
                 "time the events every {} added to the whole work: the run's median less the \
                  undisturbed run's median, same form and policy",
-                tick::period_name(period)
+                period_name(period)
             ),
             terms: vec![(p.id(), 1.0), (base, -1.0)],
             flagged: (!flagged.is_empty()).then(|| flagged.join("; ")),
@@ -740,12 +745,7 @@ fn add_extras(out: &mut ExperimentOutput, points: &[Point]) {
 }
 
 /// The one-task control case and each hand-over's cost against it.
-fn add_control(
-    out: &mut ExperimentOutput,
-    control: &primitives::Control,
-    switch_cases: Vec<Case>,
-    cpu: usize,
-) {
+fn add_control(out: &mut ExperimentOutput, control: &Control, switch_cases: Vec<Case>, cpu: usize) {
     let mut control_case = Case::new(
         CONTROL_ID,
         "futex post + wait in one task (no switch): what a hand-over does besides switching",
@@ -762,7 +762,7 @@ fn add_control(
     for c in &switch_cases {
         let flagged = [c, &control_case]
             .into_iter()
-            .filter_map(super::failed_checks)
+            .filter_map(engine::failed_checks)
             .collect::<Vec<_>>();
         out.derived.push(DerivedSpec {
             id: format!("{}.cost", c.id),
@@ -789,7 +789,7 @@ fn point_case(p: &Point, runs: &[Run], s: &Setup, opts: &Options, helper: &str) 
         None => "undisturbed".to_owned(),
         Some(period) => format!(
             "under an event every {} (a helper on the same CPU woken by {})",
-            tick::period_name(period),
+            period_name(period),
             match opts.source {
                 Source::Timerfd => "a timerfd",
                 Source::Helper => "clock_nanosleep",
@@ -806,15 +806,15 @@ fn point_case(p: &Point, runs: &[Run], s: &Setup, opts: &Options, helper: &str) 
         "run",
         whole_runs(clock, runs.iter().map(|r| r.ticks)),
     )
-    .param("form", super::value_name(&p.form))
-    .param("policy", super::value_name(&p.policy))
+    .param("form", engine::value_name(&p.form))
+    .param("policy", engine::value_name(&p.policy))
     .param("tasks", s.plan.tasks)
     .param("cpu", s.cpu as u64)
     .param("work_units", s.plan.units);
     if let Some(period) = p.period {
         case = case
             .param("period_ns", period)
-            .param("source", super::value_name(&opts.source))
+            .param("source", engine::value_name(&opts.source))
             .param("helper_policy", helper);
     }
     let events = med(&|r| r.events.events as f64);
@@ -841,12 +841,12 @@ fn point_case(p: &Point, runs: &[Run], s: &Setup, opts: &Options, helper: &str) 
             "events",
             expected,
             events,
-            tick::events_tolerance(expected),
+            events_tolerance(expected),
             &format!(
                 "helper wake-ups counted during each run (median over {} rounds) against the \
                  run's time / {}; within ±5 % or one event, else the period was not kept",
                 runs.len(),
-                tick::period_name(period)
+                period_name(period)
             ),
         ));
     }

@@ -13,6 +13,7 @@
 
 use crate::context::Context;
 use crate::cpuset::{self, AffinityRestore};
+use crate::engine;
 use crate::kview::{Pass, Session};
 use crate::limits::{Limits, Needs, FILES_MARGIN};
 use crate::sysctl::{read_trim, set_sysctl, RR_TIMESLICE};
@@ -106,7 +107,7 @@ impl TimelinePolicy {
     }
 
     fn name(self) -> String {
-        super::value_name(&self)
+        engine::value_name(&self)
     }
 }
 
@@ -136,7 +137,7 @@ pub struct Options {
     pub chunk_iterations: Option<u64>,
 
     /// Forked processes, or threads of the measuring process
-    #[arg(long, value_parser = super::kind_parser(), default_value = "processes")]
+    #[arg(long, value_parser = engine::kind_parser(), default_value = "processes")]
     pub kind: Kind,
 
     /// One nice value per worker, e.g. `0,5` (-20..19; going below the inherited value needs
@@ -214,7 +215,7 @@ fn parse_nice(s: &str) -> Result<i32, String> {
     }
 }
 
-impl super::Experiment for Options {
+impl engine::Experiment for Options {
     const NAME: &'static str = NAME;
     const SUMMARY: &'static str =
         "Who ran when on one CPU: time slices, throughput, latency and CPU shares by nice value";
@@ -302,7 +303,7 @@ fn validate(opts: &Options, ctx: &Context) -> anyhow::Result<Plan> {
             vec![opts.worker_nice.len()]
         }
     } else {
-        super::first_occurrences(&opts.workers)
+        engine::first_occurrences(&opts.workers)
     };
     sizes.retain(|&n| n >= 1);
     if let Some(&bad) = opts.workers.iter().find(|&&n| n == 0 || n > MAX_WORKERS) {
