@@ -333,8 +333,10 @@ mod tests {
             include_str!("../../measure/src/sampler.rs"),
             include_str!("../../measure/src/experiments/ring.rs"),
             include_str!("../../measure/src/experiments/lockring.rs"),
-            include_str!("../../measure/src/experiments/noise.rs"),
-            include_str!("../../measure/src/experiments/timeline.rs"),
+            include_str!("../../measure/src/experiments/noise/mod.rs"),
+            include_str!("../../measure/src/experiments/timeline/mod.rs"),
+            include_str!("../../measure/src/experiments/timeline/cases.rs"),
+            include_str!("../../measure/src/experiments/timeline/rounds.rs"),
         ];
         for p in NOTE_PREFIXES {
             let literal = format!("\"{p}");

@@ -300,9 +300,11 @@ mod tests {
         let sources = [
             include_str!("../../../measure/src/sampler.rs"),
             include_str!("../../../measure/src/experiments/ring.rs"),
-            include_str!("../../../measure/src/experiments/switch.rs"),
+            include_str!("../../../measure/src/engine/checks.rs"),
+            include_str!("../../../measure/src/experiments/switch/mod.rs"),
             include_str!("../summarise.rs"),
-            include_str!("../../../measure/src/experiments/split.rs"),
+            include_str!("../../../measure/src/experiments/split/mod.rs"),
+            include_str!("../../../measure/src/experiments/split/seen.rs"),
         ];
         for k in KINDS {
             let literal = format!("\"{}", k.prefix);
