@@ -3,7 +3,8 @@
 //! Context switching", IBM developerWorks, 2002, for today's machine).
 //!
 //! These are the no-switch controls the `switch` and `ring` experiments subtract: wherever a
-//! [`Link`] fits, the case times exactly that link's `post` + `wait` (see [`link_control`]),
+//! [`Link`](oscost_sys::ipc::Link) fits, the case times exactly that link's `post` + `wait`
+//! (see [`link_control`](crate::engine::controls::link_control)),
 //! so the control and the ping-pong run the same code. Each case runs in a fresh thread
 //! pinned to one CPU, and a verification batch counted with `getrusage(RUSAGE_THREAD)` proves
 //! that no switch happened while it ran.

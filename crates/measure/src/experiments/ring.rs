@@ -776,15 +776,6 @@ mod tests {
     }
 
     #[test]
-    fn parses_lists_and_ranges() {
-        use crate::engine::parse_tasks;
-        assert_eq!(parse_tasks("2..16").unwrap().0, vec![2, 4, 8, 16]);
-        assert_eq!(parse_tasks("3..10").unwrap().0, vec![3, 6, 10]);
-        assert_eq!(parse_tasks("5,2").unwrap().0, vec![5, 2]);
-        assert!(parse_tasks("x").is_err() && parse_tasks("8..2").is_err());
-    }
-
-    #[test]
     fn bad_options_are_refused_before_spawning() {
         with_ctx(|ctx| {
             let cases = [

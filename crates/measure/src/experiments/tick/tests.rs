@@ -59,26 +59,6 @@ fn nothing_left() -> bool {
 }
 
 #[test]
-fn times_parse_with_their_units() {
-    use crate::engine::{parse_duration, parse_time};
-    assert_eq!(parse_time("9.2us"), Ok(9_200));
-    assert_eq!(parse_time("9.2µs"), Ok(9_200));
-    assert_eq!(parse_time("49us"), Ok(49_000));
-    assert_eq!(parse_time("1ms"), Ok(1_000_000));
-    assert_eq!(parse_time("5s"), Ok(5_000_000_000));
-    assert_eq!(parse_time("500ns"), Ok(500));
-    assert!(parse_time("5").unwrap_err().contains("no unit"));
-    assert!(parse_time("5min").is_err());
-    assert!(parse_time("-1ms").is_err());
-    assert!(parse_duration("0s").unwrap_err().contains("above 0"));
-    assert!(parse_period("500ns").unwrap_err().contains("below 1us"));
-    assert!(parse_period("1s").is_err());
-    assert_eq!(period_name(9_200), "9200ns");
-    assert_eq!(period_name(49_000), "49us");
-    assert_eq!(period_name(1_000_000), "1ms");
-}
-
-#[test]
 fn a_period_too_long_for_the_work_is_refused_before_anything_runs() {
     let _g = SERIAL
         .lock()
