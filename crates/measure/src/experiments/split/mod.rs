@@ -170,6 +170,28 @@ threads --yield --tasks 1..8192 --sets one,two`.\n\nIn the suite it takes about 
     }
 }
 
+/// What a run measures at its size (`--quick`, the suite's or the stand-alone one), chosen once
+/// for both the preflight check and the run.
+struct Sizes {
+    /// The task counts of the sweep.
+    tasks: Vec<usize>,
+    /// The whole work W, ns.
+    work_ns: u64,
+    /// Runs of each point.
+    repeats: u32,
+    /// The shortest pause before a run.
+    settle_min: Duration,
+}
+
+fn plan(opts: &Options, quick: bool) -> Sizes {
+    Sizes {
+        tasks: sweep(opts, quick),
+        work_ns: work_ns(opts, quick),
+        repeats: repeats(opts, quick),
+        settle_min: if quick { QUICK_SETTLE_MIN } else { SETTLE_MIN },
+    }
+}
+
 fn sweep(opts: &Options, quick: bool) -> Vec<usize> {
     match &opts.tasks {
         Some(TaskList(v)) => v.clone(),
@@ -204,7 +226,7 @@ fn repeats(opts: &Options, quick: bool) -> u32 {
 
 /// What the largest point holds at once: its tasks, and for threads their stacks.
 fn needs(opts: &Options, quick: bool) -> Option<Needs> {
-    let n = sweep(opts, quick).into_iter().max()?;
+    let n = plan(opts, quick).tasks.into_iter().max()?;
     if !(1..=MAX_TASKS).contains(&n) {
         return None;
     }
@@ -330,9 +352,8 @@ fn describe(p: &Point) -> String {
 }
 
 /// Checks every option before anything is spawned; returns the task counts.
-fn validate(opts: &Options, ctx: &Context) -> anyhow::Result<Vec<usize>> {
-    let sizes = sweep(opts, ctx.quick);
-    let (Some(&min), Some(&max)) = (sizes.iter().min(), sizes.iter().max()) else {
+fn validate(opts: &Options, sizes: &Sizes, ctx: &Context) -> anyhow::Result<()> {
+    let (Some(&min), Some(&max)) = (sizes.tasks.iter().min(), sizes.tasks.iter().max()) else {
         anyhow::bail!("--tasks: no task count given");
     };
     if min == 0 {
@@ -341,7 +362,7 @@ fn validate(opts: &Options, ctx: &Context) -> anyhow::Result<Vec<usize>> {
     if max > MAX_TASKS {
         anyhow::bail!("--tasks {max}: at most {MAX_TASKS} tasks");
     }
-    let work = work_ns(opts, ctx.quick);
+    let work = sizes.work_ns;
     if opts.step > work {
         anyhow::bail!(
             "--step {} is larger than the whole work (--work {}): give a smaller --step",
@@ -352,7 +373,7 @@ fn validate(opts: &Options, ctx: &Context) -> anyhow::Result<Vec<usize>> {
     if ctx.cpus.is_empty() {
         anyhow::bail!("--cpus: the CPU set is empty");
     }
-    Ok(sizes)
+    Ok(())
 }
 
 fn show_ns(ns: u64) -> String {
@@ -365,7 +386,9 @@ fn show_ns(ns: u64) -> String {
 }
 
 fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
-    let sizes = validate(opts, ctx)?;
+    let plan = plan(opts, ctx.quick);
+    validate(opts, &plan, ctx)?;
+    let sizes = &plan.tasks;
     let clock = Clock::from_info(ctx.clock.info());
     let one = vec![ctx.first_cpu()];
     let all = ctx.cpus.clone();
@@ -375,20 +398,16 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         CpuSet::Two => &two,
         CpuSet::All | CpuSet::Balanced => &all,
     };
-    let points = points(opts, &sizes, all.len());
-    let rounds = repeats(opts, ctx.quick);
+    let points = points(opts, sizes, all.len());
+    let rounds = plan.repeats;
     let runs_total = points.len() as u64 * u64::from(rounds);
-    let settle_min = if ctx.quick {
-        QUICK_SETTLE_MIN
-    } else {
-        SETTLE_MIN
-    };
+    let settle_min = plan.settle_min;
 
     let rate = {
         let _pin = AffinityRestore::pin(&one)?;
         calibrate(&clock)
     };
-    let work = work_ns(opts, ctx.quick);
+    let work = plan.work_ns;
     let units = ((work as f64) * rate).round().max(1.0) as u64;
     let step = ((opts.step as f64) * rate).round().max(1.0) as u64;
     let mut out = ExperimentOutput::default();
@@ -420,7 +439,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
             cpuset::format(&all)
         ));
     }
-    for p in unrunnable(opts, &sizes, all.len()) {
+    for p in unrunnable(opts, sizes, all.len()) {
         out.unavailable.push(Unavailable {
             id: p.id(opts.yield_each),
             description: format!("{} on the first two CPUs of the set", describe(&p)),
