@@ -258,25 +258,60 @@ fn validate(opts: &Options, work_ns: u64) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
-    let mut opts = opts.clone();
-    if ctx.quick {
-        opts.runs = opts.runs.min(QUICK_RUNS);
-    }
-    let opts = &opts;
-    let clock = real_clock(ctx, NAME)?;
-    let work_ns = opts.work_ns.unwrap_or(if ctx.quick {
+/// What a run measures at its size (`--quick` or the stand-alone one), chosen in one place.
+struct Sizes {
+    /// Runs of each point.
+    runs: usize,
+    /// The fixed work, ns.
+    work_ns: u64,
+    /// The periods measured when `--periods` is not given.
+    default_periods: &'static [u64],
+    /// How long the kernel's own tick is watched, ns.
+    natural_ns: u64,
+}
+
+fn plan(opts: &Options, quick: bool) -> Sizes {
+    let work_ns = opts.work_ns.unwrap_or(if quick {
         QUICK_WORK_NS
     } else {
         DEFAULT_WORK_NS
     });
+    Sizes {
+        runs: if quick {
+            opts.runs.min(QUICK_RUNS)
+        } else {
+            opts.runs
+        },
+        work_ns,
+        default_periods: if quick {
+            &QUICK_PERIODS
+        } else {
+            &DEFAULT_PERIODS
+        },
+        natural_ns: if quick {
+            NATURAL_TICK_QUICK_NS
+        } else if work_ns >= 100_000_000 {
+            NATURAL_TICK_NS
+        } else {
+            NATURAL_TICK_SHORT_NS
+        },
+    }
+}
+
+fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
+    let sizes = plan(opts, ctx.quick);
+    let mut opts = opts.clone();
+    opts.runs = sizes.runs;
+    let opts = &opts;
+    let clock = real_clock(ctx, NAME)?;
+    let work_ns = sizes.work_ns;
     validate(opts, work_ns)?;
     let sources = engine::first_occurrences(if opts.source.is_empty() {
         &Source::ALL
     } else {
         &opts.source
     });
-    let periods = chosen_periods(opts, work_ns, ctx.quick)?;
+    let periods = chosen_periods(opts, work_ns, sizes.default_periods)?;
     let cpu = ctx.first_cpu();
     let _pin = AffinityRestore::pin(&[cpu])?;
     let mut out = ExperimentOutput::default();
@@ -298,14 +333,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     )?;
     ctx.progress.inc(1);
     ctx.progress.message("watching the kernel's own tick");
-    let natural_ns = if ctx.quick {
-        NATURAL_TICK_QUICK_NS
-    } else if work_ns >= 100_000_000 {
-        NATURAL_TICK_NS
-    } else {
-        NATURAL_TICK_SHORT_NS
-    };
-    let natural = natural_tick(&clock, cpu, natural_ns, ctx.cancel)?;
+    let natural = natural_tick(&clock, cpu, sizes.natural_ns, ctx.cancel)?;
     ctx.progress.inc(1);
 
     let sampled = sample(
@@ -327,7 +355,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         out.params.insert("kernel_hz".into(), json!(hz));
         out.params.insert("kernel_tick_ns".into(), json!(tick_ns));
     }
-    record_natural(&mut out, natural.as_ref(), natural_ns, cpu);
+    record_natural(&mut out, natural.as_ref(), sizes.natural_ns, cpu);
     record_points(
         &mut out, &clock, &sources, &points, &sampled, cpu, iterations,
     );
@@ -446,18 +474,18 @@ fn traced(
 }
 
 /// The periods asked for, else the defaults that give enough events in a run of `work_ns`.
-fn chosen_periods(opts: &Options, work_ns: u64, quick: bool) -> anyhow::Result<Vec<u64>> {
+fn chosen_periods(
+    opts: &Options,
+    work_ns: u64,
+    default_periods: &[u64],
+) -> anyhow::Result<Vec<u64>> {
     let periods: Vec<u64> = match &opts.periods {
         Some(p) => engine::first_occurrences(p),
-        None => if quick {
-            &QUICK_PERIODS[..]
-        } else {
-            &DEFAULT_PERIODS[..]
-        }
-        .iter()
-        .copied()
-        .filter(|&p| work_ns / p >= MIN_EVENTS_PER_RUN)
-        .collect(),
+        None => default_periods
+            .iter()
+            .copied()
+            .filter(|&p| work_ns / p >= MIN_EVENTS_PER_RUN)
+            .collect(),
     };
     if periods.is_empty() {
         anyhow::bail!(

@@ -449,19 +449,35 @@ fn run_team(
     ))
 }
 
-/// Checks the options against each other before anything runs; returns the work in ns.
-fn validate(opts: &Options, ctx: &Context) -> anyhow::Result<u64> {
+/// What a run measures at its size (`--quick` or the stand-alone one), chosen in one place.
+struct Sizes {
+    /// The work W, ns.
+    work_ns: u64,
+    /// Rounds of every point.
+    rounds: usize,
+}
+
+fn plan(opts: &Options, quick: bool) -> Sizes {
+    Sizes {
+        work_ns: opts.work.unwrap_or(if quick {
+            QUICK_WORK_NS
+        } else {
+            DEFAULT_WORK_NS
+        }),
+        rounds: opts
+            .rounds
+            .unwrap_or(if quick { QUICK_ROUNDS } else { DEFAULT_ROUNDS }),
+    }
+}
+
+/// Checks the options against each other before anything runs.
+fn validate(opts: &Options, work_ns: u64, ctx: &Context) -> anyhow::Result<()> {
     if ctx.cpus.is_empty() {
         anyhow::bail!("--cpus: the CPU set is empty");
     }
     if opts.tasks == 0 {
         anyhow::bail!("--tasks 0: at least one task must do the work");
     }
-    let work_ns = opts.work.unwrap_or(if ctx.quick {
-        QUICK_WORK_NS
-    } else {
-        DEFAULT_WORK_NS
-    });
     if let Some(periods) = &opts.periods {
         if periods.is_empty() {
             anyhow::bail!("--periods: give at least one period, e.g. 1ms,50us");
@@ -478,17 +494,15 @@ fn validate(opts: &Options, ctx: &Context) -> anyhow::Result<u64> {
             }
         }
     }
-    Ok(work_ns)
+    Ok(())
 }
 
 fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
-    let work_ns = validate(opts, ctx)?;
+    let sizes = plan(opts, ctx.quick);
+    let work_ns = sizes.work_ns;
+    validate(opts, work_ns, ctx)?;
     let clock = real_clock(ctx, NAME)?;
-    let rounds = opts.rounds.unwrap_or(if ctx.quick {
-        QUICK_ROUNDS
-    } else {
-        DEFAULT_ROUNDS
-    });
+    let rounds = sizes.rounds;
     let forms = engine::first_occurrences(&opts.form);
     let asked = engine::first_occurrences(&opts.policies);
     let explicit = opts.periods.is_some();
