@@ -1,9 +1,57 @@
 //! What every experiment is given: the clock, the sampling rules, the CPUs it may use, a
 //! progress sink and a way to notice Ctrl-C.
 
-use crate::sampler::SamplerConfig;
 use crate::timesource::TimeSource;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// How cases are sampled.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SamplerConfig {
+    /// Samples per case.
+    pub samples: usize,
+    /// Minimum warm-up time.
+    pub warmup: Duration,
+    /// Minimum duration of one sample.
+    pub min_sample: Duration,
+    /// Time budget per case; sampling stops early (with at least `min_runs` samples) when
+    /// spent.
+    pub budget: Duration,
+    /// Fewest samples per case before the budget may stop sampling (`--min-runs`).
+    #[serde(default = "default_min_runs")]
+    pub min_runs: usize,
+}
+
+/// Fewest samples kept when the budget runs out, unless `--min-runs` says otherwise.
+pub const MIN_SAMPLES: usize = 5;
+
+fn default_min_runs() -> usize {
+    MIN_SAMPLES
+}
+
+impl SamplerConfig {
+    /// The default: 81 samples of at least 4 ms.
+    pub fn standard() -> SamplerConfig {
+        SamplerConfig {
+            samples: 81,
+            warmup: Duration::from_millis(40),
+            min_sample: Duration::from_millis(4),
+            budget: Duration::from_secs(2),
+            min_runs: MIN_SAMPLES,
+        }
+    }
+
+    /// `--quick`: 10 samples of at least 1 ms, after 4 ms of warm-up.
+    pub fn quick() -> SamplerConfig {
+        SamplerConfig {
+            samples: 10,
+            warmup: Duration::from_millis(4),
+            min_sample: Duration::from_millis(1),
+            budget: Duration::from_millis(300),
+            min_runs: MIN_SAMPLES,
+        }
+    }
+}
 
 /// Progress reporting, implemented by the CLI (a progress bar) or by nothing in tests.
 pub trait Progress: Sync {
@@ -67,8 +115,7 @@ impl Context<'_> {
 /// Contexts for tests: the OS clock (no calibration wait) and no progress output.
 #[cfg(test)]
 pub(crate) mod testing {
-    use super::{Context, NoProgress};
-    use crate::sampler::SamplerConfig;
+    use super::{Context, NoProgress, SamplerConfig};
     use oscost_sys::clock::Clock;
     use std::sync::atomic::AtomicBool;
     use std::time::Duration;
@@ -80,7 +127,7 @@ pub(crate) mod testing {
             warmup: Duration::from_millis(2),
             min_sample: Duration::from_micros(500),
             budget: Duration::from_millis(100),
-            min_runs: crate::sampler::MIN_SAMPLES,
+            min_runs: super::MIN_SAMPLES,
         }
     }
 

@@ -8,6 +8,7 @@
 
 pub mod context;
 pub mod cpuset;
+pub mod engine;
 pub mod env;
 pub mod experiments;
 pub mod kview;
@@ -17,7 +18,6 @@ pub mod sampler;
 pub mod scratch;
 pub mod sysctl;
 pub mod timesource;
-pub mod tokens;
 
 pub use context::{Cancelled, Context, Progress};
 pub use oscost_sys::clock::Clock;

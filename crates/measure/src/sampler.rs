@@ -6,60 +6,14 @@
 //! per-iteration cost subtracted. Warm-up runs until three consecutive batches agree within 2 %
 //! (or the warm-up budget is spent, which is recorded as a warning).
 
+pub use crate::context::{SamplerConfig, MIN_SAMPLES};
+
 use crate::context::Context;
 use crate::timesource::TimeSource;
 use oscost_model::case::{Check, Samples};
 use oscost_model::{Message, MessageKind, Messages};
 use std::hint::black_box;
 use std::time::Duration;
-
-/// How cases are sampled.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct SamplerConfig {
-    /// Samples per case.
-    pub samples: usize,
-    /// Minimum warm-up time.
-    pub warmup: Duration,
-    /// Minimum duration of one sample.
-    pub min_sample: Duration,
-    /// Time budget per case; sampling stops early (with at least `min_runs` samples) when
-    /// spent.
-    pub budget: Duration,
-    /// Fewest samples per case before the budget may stop sampling (`--min-runs`).
-    #[serde(default = "default_min_runs")]
-    pub min_runs: usize,
-}
-
-/// Fewest samples kept when the budget runs out, unless `--min-runs` says otherwise.
-pub const MIN_SAMPLES: usize = 5;
-
-fn default_min_runs() -> usize {
-    MIN_SAMPLES
-}
-
-impl SamplerConfig {
-    /// The default: 81 samples of at least 4 ms.
-    pub fn standard() -> SamplerConfig {
-        SamplerConfig {
-            samples: 81,
-            warmup: Duration::from_millis(40),
-            min_sample: Duration::from_millis(4),
-            budget: Duration::from_secs(2),
-            min_runs: MIN_SAMPLES,
-        }
-    }
-
-    /// `--quick`: 10 samples of at least 1 ms, after 4 ms of warm-up.
-    pub fn quick() -> SamplerConfig {
-        SamplerConfig {
-            samples: 10,
-            warmup: Duration::from_millis(4),
-            min_sample: Duration::from_millis(1),
-            budget: Duration::from_millis(300),
-            min_runs: MIN_SAMPLES,
-        }
-    }
-}
 
 /// Threads of this process now (`Threads:` in `/proc/self/status`), if readable.
 pub fn threads_in_process() -> Option<u64> {

@@ -8,6 +8,7 @@
 //! kept.
 
 use crate::context::Context;
+use crate::engine;
 use crate::sampler::{counting_threads, measure, single_task_check};
 use crate::timesource::Scripted;
 use oscost_model::case::{Case, Check, DerivedSpec, ExperimentOutput, Series, Unavailable};
@@ -100,7 +101,7 @@ fn every_shape(ctx: &Context, name: &str, cost: u64) -> anyhow::Result<Experimen
     wrong.warnings.push("a scripted warning on one case".into());
     ctx.progress.inc(1);
     ctx.progress.finish();
-    let flagged = super::failed_checks(&wrong);
+    let flagged = engine::failed_checks(&wrong);
     out.derived.push(DerivedSpec {
         id: format!("{name}.difference"),
         description: "the dearer case minus the cheap one".into(),
@@ -124,7 +125,7 @@ fn every_shape(ctx: &Context, name: &str, cost: u64) -> anyhow::Result<Experimen
     Ok(out)
 }
 
-impl super::Experiment for Options {
+impl engine::Experiment for Options {
     const NAME: &'static str = NAME;
     const SUMMARY: &'static str = "Scripted costs on the scripted clock (tests only)";
     const ABOUT: &'static str = "Scripted costs on the scripted clock (tests only).";
@@ -136,7 +137,7 @@ impl super::Experiment for Options {
     }
 }
 
-impl super::Experiment for More {
+impl engine::Experiment for More {
     const NAME: &'static str = "example-more";
     const SUMMARY: &'static str = "The example's shapes at other costs (tests only)";
     const ABOUT: &'static str = "The example's shapes at other costs (tests only).";
@@ -148,7 +149,7 @@ impl super::Experiment for More {
     }
 }
 
-impl super::Experiment for Failing {
+impl engine::Experiment for Failing {
     const NAME: &'static str = "example-fails";
     const SUMMARY: &'static str = "Fails on purpose after a scripted case (tests only)";
     const ABOUT: &'static str = "Fails on purpose after a scripted case (tests only).";

@@ -15,9 +15,11 @@
 
 use crate::context::Context;
 use crate::cpuset::AffinityRestore;
-use crate::experiments::primitives;
-use crate::experiments::ring::{parse_count, placement_name, RingPlacement};
-use crate::experiments::TaskList;
+use crate::engine;
+use crate::engine::controls;
+use crate::engine::parse_count;
+use crate::engine::ring::{placement_name, RingPlacement};
+use crate::engine::TaskList;
 use crate::limits::{Limits, Needs, FILES_MARGIN};
 use crate::sampler::measure_fallible;
 use anyhow::Context as _;
@@ -67,7 +69,7 @@ pub enum Form {
 pub struct Options {
     /// Ring sizes (threads, the measuring one included): a list (`2,4,16`) or a doubling
     /// range (`2..128`) [default: 2,4,8,16,32,64,128, or 2,8,32 with --quick]
-    #[arg(long, value_name = "N,...|A..B", value_parser = super::parse_tasks, allow_hyphen_values = true)]
+    #[arg(long, value_name = "N,...|A..B", value_parser = engine::parse_tasks, allow_hyphen_values = true)]
     pub tasks: Option<TaskList>,
 
     /// Extra mutexes, free at the start: the tokens (1 <= K < N)
@@ -107,7 +109,7 @@ fn sweep(opts: &Options, quick: bool) -> Vec<usize> {
 }
 
 fn forms(opts: &Options) -> Vec<Form> {
-    super::first_occurrences(&opts.forms)
+    engine::first_occurrences(&opts.forms)
 }
 
 /// Checks the ring options before any thread starts; returns the sizes to sweep (none
@@ -120,7 +122,7 @@ fn validate(opts: &Options, ctx: &Context) -> anyhow::Result<Vec<usize>> {
         return Ok(Vec::new());
     }
     let sizes = sweep(opts, ctx.quick);
-    super::check_ring_sweep(
+    engine::check_ring_sweep(
         &sizes,
         opts.tokens,
         MAX_TASKS,
@@ -168,7 +170,7 @@ fn needs(opts: &Options, quick: bool) -> Option<Needs> {
     })
 }
 
-impl super::Experiment for Options {
+impl engine::Experiment for Options {
     const NAME: &'static str = NAME;
     const SUMMARY: &'static str =
         "Per-switch time of N threads handing pthread mutexes around a ring, and of a pipe token";
@@ -246,7 +248,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
 /// The mutex's own uncontended lock + unlock in one thread, as `primitives` measures it.
 fn own_case(ctx: &Context) -> anyhow::Result<Case> {
     let cpu = ctx.first_cpu();
-    let c = primitives::pthread_mutex_control_on(ctx, cpu)
+    let c = controls::pthread_mutex_control_on(ctx, cpu)
         .context("measuring the pthread mutex's own lock + unlock")?;
     let mut case = Case::new(
         own_id(),
@@ -512,7 +514,7 @@ fn switch_cost(case: &Case, own: &Case) -> DerivedSpec {
                       the switch, with its wake-up and any wakeup-preemption switch"
             .into(),
         terms: vec![(case.id.clone(), 1.0), (own.id.clone(), -1.0)],
-        flagged: super::failed_checks(case).or_else(|| super::failed_checks(own)),
+        flagged: engine::failed_checks(case).or_else(|| engine::failed_checks(own)),
     }
 }
 
@@ -580,7 +582,7 @@ mod tests {
     }
 
     fn opts(extra: &[&str]) -> Options {
-        crate::experiments::defaults(extra)
+        crate::engine::defaults(extra)
     }
 
     #[test]

@@ -3,18 +3,19 @@
 //! Context switching", IBM developerWorks, 2002, for today's machine).
 //!
 //! These are the no-switch controls the `switch` and `ring` experiments subtract: wherever a
-//! [`Link`] fits, the case times exactly that link's `post` + `wait` (see [`link_control`]),
+//! [`Link`](oscost_sys::ipc::Link) fits, the case times exactly that link's `post` + `wait`
+//! (see [`link_control`](crate::engine::controls::link_control)),
 //! so the control and the ping-pong run the same code. Each case runs in a fresh thread
 //! pinned to one CPU, and a verification batch counted with `getrusage(RUSAGE_THREAD)` proves
 //! that no switch happened while it ran.
 
-use super::Mt;
 use crate::context::{Cancelled, Context};
-use crate::sampler::measure_fallible;
+use crate::engine;
+use crate::engine::controls::{link_control_on, on_cpu, pthread_mutex_timed, timed, Control};
 use anyhow::Context as _;
-use oscost_model::case::{Case, Check, DerivedSpec, ExperimentOutput, Samples, Unavailable};
-use oscost_sys::ipc::{self, Link, PthreadMutex, SharedWords, Via, WithOps};
-use oscost_sys::{self as os, Switches};
+use engine::Mt;
+use oscost_model::case::{Case, DerivedSpec, ExperimentOutput, Unavailable};
+use oscost_sys::ipc::{SharedWords, Via};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -59,7 +60,7 @@ pub enum Primitive {
 impl Primitive {
     /// The case id suffix (the clap value).
     fn id(self) -> String {
-        super::value_name(&self)
+        engine::value_name(&self)
     }
 
     /// The link whose post + wait this case times, if any (`Yield` counts: it is what the
@@ -171,144 +172,13 @@ pub struct Options {
 }
 
 fn parse_mt(s: &str) -> Result<Mt<Primitive>, String> {
-    super::parse_mt(s, "primitive")
-}
-
-/// One no-switch measurement: the samples and what the verification batch counted.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Control {
-    /// The timed samples.
-    pub samples: Samples,
-    /// What the sampler met: warnings and notes.
-    pub said: oscost_model::Messages,
-    /// Switches of the measuring thread during the verification batch.
-    pub switches: Switches,
-    /// Ops in the verification batch.
-    pub verification_ops: u64,
-    /// Threads of the measuring process while it was measured (the most seen), if readable.
-    pub threads_in_process: Option<u64>,
-}
-
-impl Control {
-    /// Context switches (voluntary + involuntary) per op in the verification batch.
-    pub fn switches_per_op(&self) -> f64 {
-        self.switches.total() as f64 / self.verification_ops.max(1) as f64
-    }
-
-    /// The check every no-switch control must pass: ~0 switches per op.
-    pub fn no_switch_check(&self) -> Check {
-        Check::near(
-            "switches_per_op",
-            0.0,
-            self.switches_per_op(),
-            0.05,
-            &format!(
-                "getrusage(RUSAGE_THREAD) nvcsw + nivcsw over a verification batch of {} ops \
-                 run right after the samples ({} voluntary, {} involuntary); a one-task \
-                 control must not switch (bound: 0.05 per op)",
-                self.verification_ops, self.switches.voluntary, self.switches.involuntary
-            ),
-        )
-    }
-}
-
-/// The no-switch control of `via`: its post + wait in one thread, pinned to `ctx.first_cpu()`
-/// (for [`Via::Yield`], one `sched_yield` with nothing else runnable). This is the figure the
-/// `switch` and `ring` experiments subtract from a ping-pong or ring hop.
-///
-/// Runs on the calling thread; its affinity and signal mask are restored afterwards.
-pub fn link_control(via: Via, ctx: &Context) -> anyhow::Result<(Samples, oscost_model::Messages)> {
-    let c = link_control_on(via, ctx, ctx.first_cpu())?;
-    Ok((c.samples, c.said))
-}
-
-/// [`link_control`] on a chosen CPU, with the switch count of the verification batch (use
-/// [`Control::no_switch_check`] to attach it to a case).
-pub fn link_control_on(via: Via, ctx: &Context, cpu: usize) -> anyhow::Result<Control> {
-    on_cpu(cpu, || {
-        if via == Via::Yield {
-            return timed(ctx, ipc::sched_yield);
-        }
-        let link = Link::new(via).with_context(|| format!("creating a {via} link"))?;
-        // A signal link delivers to a named thread that has the signal blocked; here that is
-        // this thread, posting to itself. The guard restores the mask when it goes.
-        let _block = if via == Via::Signal {
-            Some(ipc::block_link_signal_scoped()?)
-        } else {
-            None
-        };
-        link.set_waiter(os::gettid());
-        link.with_ops(Timed(ctx))
-            .with_context(|| format!("measuring {via} post + wait"))
-    })
-}
-
-/// Times a link's post + wait, compiled for the link's kind (see `Link::with_ops`).
-struct Timed<'c, 'a>(&'c Context<'a>);
-
-impl WithOps<anyhow::Result<Control>> for Timed<'_, '_> {
-    fn call<P, W>(self, mut post: P, mut wait: W) -> anyhow::Result<Control>
-    where
-        P: FnMut() -> std::io::Result<()>,
-        W: FnMut() -> std::io::Result<()>,
-    {
-        timed(self.0, || {
-            post()?;
-            wait()
-        })
-    }
-}
-
-/// Runs `f` on the calling thread pinned to `cpu`, then gives the thread its previous CPU set
-/// back. No thread is created: a one-task figure must be taken in a single-threaded process (a
-/// second thread makes every file-descriptor call and glibc's locks dearer).
-fn on_cpu<T>(cpu: usize, f: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
-    let _restore = crate::cpuset::AffinityRestore::pin(&[cpu])?;
-    f()
-}
-
-/// Samples `op`, then runs a verification batch of it between two reads of the thread's
-/// switch counters. The batch is separate from the timed samples so that counting costs
-/// nothing inside them.
-fn timed<E>(ctx: &Context, mut op: impl FnMut() -> Result<(), E>) -> anyhow::Result<Control>
-where
-    E: Into<anyhow::Error>,
-{
-    let (measured, threads) = crate::sampler::counting_threads(|| measure_fallible(ctx, &mut op));
-    let (samples, said) = measured?;
-    // Four sample batches' worth (4-16 ms at the standard settings), at least 1000 ops: long
-    // enough that one stray preemption stays far below the 0.05-per-op bound, short enough
-    // to cost little next to the samples.
-    let ops = (samples.iterations_per_sample.saturating_mul(4)).max(1000);
-    ctx.check_cancel()?;
-    let before = os::thread_switches();
-    for _ in 0..ops {
-        op().map_err(Into::into)?;
-    }
-    let switches = os::thread_switches().since(before);
-    Ok(Control {
-        samples,
-        said,
-        switches,
-        verification_ops: ops,
-        threads_in_process: threads,
-    })
-}
-
-/// A default pthread mutex's uncontended lock + unlock in one thread pinned to `cpu`, timed
-/// as this experiment times it (the case `primitives.pthread-mutex`): the figure the
-/// `lockring` experiment subtracts from a lock hand-over.
-pub fn pthread_mutex_control_on(ctx: &Context, cpu: usize) -> anyhow::Result<Control> {
-    measure_plain(Primitive::PthreadMutex, ctx, cpu)
+    engine::parse_mt(s, "primitive")
 }
 
 /// Measures one of the primitives that is not a link.
 fn measure_plain(p: Primitive, ctx: &Context, cpu: usize) -> anyhow::Result<Control> {
     on_cpu(cpu, || match p {
-        Primitive::PthreadMutex => {
-            let m = PthreadMutex::new();
-            timed(ctx, || m.lock_unlock())
-        }
+        Primitive::PthreadMutex => pthread_mutex_timed(ctx),
         Primitive::StdMutex => {
             let m = std::sync::Mutex::new(0u64);
             timed(ctx, || {
@@ -346,7 +216,7 @@ fn measure_plain(p: Primitive, ctx: &Context, cpu: usize) -> anyhow::Result<Cont
     })
 }
 
-impl super::Experiment for Options {
+impl engine::Experiment for Options {
     const NAME: &'static str = NAME;
     const SUMMARY: &'static str =
         "Uncontended per-call cost of each wake-up and locking primitive in one task, no switch";
@@ -375,10 +245,10 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     let prims: Vec<Primitive> = if opts.only.is_empty() {
         Primitive::value_variants().to_vec()
     } else {
-        super::first_occurrences(&opts.only)
+        engine::first_occurrences(&opts.only)
     };
     // A multi-threaded variant only of a primitive that is measured; `none` means none.
-    let mt = super::pick_mt(&opts.multi_threaded, &prims);
+    let mt = engine::pick_mt(&opts.multi_threaded, &prims);
     let cpu = ctx.first_cpu();
     let mut out = ExperimentOutput::default();
     out.params.insert("cpu".into(), (cpu as u64).into());
@@ -415,7 +285,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
                 out.cases
                     .iter()
                     .find(|c| &c.id == id)
-                    .and_then(super::failed_checks)
+                    .and_then(engine::failed_checks)
             });
         }
     }
@@ -495,6 +365,7 @@ mod tests {
     use crate::context::testing;
     use crate::sampler::SamplerConfig;
     use clap::ValueEnum;
+    use oscost_sys as os;
 
     fn with_ctx<T>(f: impl FnOnce(&Context) -> T) -> T {
         // The first CPU this test may run on (CPU 0 may be outside a restricted cpuset).
@@ -601,25 +472,6 @@ mod tests {
     }
 
     #[test]
-    fn link_control_covers_every_via_and_leaves_the_caller_alone() {
-        with_ctx(|ctx| {
-            let before = os::affinity().unwrap();
-            for via in Via::ALL.iter() {
-                match link_control(*via, ctx) {
-                    Ok((s, _)) => assert!(median(&s.per_op_ns) > 0.0, "{via}"),
-                    // Only message queues may be missing (a kernel without them), and only
-                    // with the reason.
-                    Err(e) => assert!(
-                        *via == Via::Mqueue && format!("{e:#}").contains("mq_open"),
-                        "{via}: {e:#}"
-                    ),
-                }
-            }
-            assert_eq!(os::affinity().unwrap(), before);
-        });
-    }
-
-    #[test]
     fn cancel_propagates() {
         let cpu = os::affinity().unwrap()[0];
         testing::with_ctx(SamplerConfig::quick(), vec![cpu], true, |ctx| {
@@ -637,7 +489,7 @@ mod tests {
 
     #[test]
     fn defaults_parse() {
-        let o = crate::experiments::ExperimentArgs::with_defaults(NAME);
-        assert!(o.is_some());
+        // `defaults` panics on options that do not parse.
+        let _: Options = engine::defaults(<Options as engine::Experiment>::SUITE_ARGS);
     }
 }

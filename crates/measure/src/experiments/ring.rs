@@ -9,11 +9,15 @@
 
 use crate::context::Context;
 use crate::cpuset::AffinityRestore;
-use crate::experiments::primitives;
-use crate::experiments::TaskList;
+use crate::engine;
+use crate::engine::checks::add_migrations;
+use crate::engine::controls;
+use crate::engine::parse_count;
+use crate::engine::ring::{placement_name, RingPlacement};
+use crate::engine::tokens::{sample, Counts, RingSpec};
+use crate::engine::TaskList;
 use crate::limits::{Limits, Needs, FILES_MARGIN};
 use crate::sampler::measure;
-use crate::tokens::{sample, Counts, RingSpec};
 use anyhow::Context as _;
 use oscost_model::case::{Case, Check, DerivedSpec, ExperimentOutput, Samples, Series};
 use oscost_model::{Message, MessageKind};
@@ -58,23 +62,12 @@ impl RingVia {
     }
 }
 
-/// Where the ring's tasks run.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
-)]
-pub enum RingPlacement {
-    /// every task pinned to the first CPU of the set
-    Same,
-    /// no pinning within the CPU set: the scheduler places the tasks
-    Free,
-}
-
 /// Options of `oscost ring`.
 #[derive(Debug, Clone, clap::Args, serde::Serialize, serde::Deserialize)]
 pub struct Options {
     /// Ring sizes: a list (`2,4,16`) or a doubling range (`2..1024`) [default: 2..1024, or
     /// 2,4,16,64 with --quick]
-    #[arg(long, value_name = "N,...|A..B", value_parser = super::parse_tasks, allow_hyphen_values = true)]
+    #[arg(long, value_name = "N,...|A..B", value_parser = engine::parse_tasks, allow_hyphen_values = true)]
     pub tasks: Option<TaskList>,
 
     /// Tokens circulating at once (1 <= K < N)
@@ -83,7 +76,7 @@ pub struct Options {
     pub tokens: usize,
 
     /// Threads of one process, or processes
-    #[arg(long, value_parser = super::kind_parser(), default_value = "threads")]
+    #[arg(long, value_parser = engine::kind_parser(), default_value = "threads")]
     pub kind: Kind,
 
     /// Primitive that carries the token
@@ -147,14 +140,6 @@ impl Drop for PolicyRestore {
             let _ = task::set_sched_policy(p);
         }
     }
-}
-
-/// A count that cannot be negative, with a message that says so (clap would otherwise read
-/// `-4` as an unknown flag).
-pub(crate) fn parse_count(s: &str) -> Result<usize, String> {
-    s.trim()
-        .parse::<usize>()
-        .map_err(|_| format!("`{s}` is not a whole number of 0 or more"))
 }
 
 /// The ring sizes to sweep, as given or by default.
@@ -252,7 +237,7 @@ fn needs(opts: &Options, quick: bool) -> Option<Needs> {
 /// Checks the options before anything is spawned; returns the sizes to sweep.
 fn validate(opts: &Options, ctx: &Context) -> anyhow::Result<Vec<usize>> {
     let sizes = sweep(opts, ctx.quick);
-    super::check_ring_sweep(
+    engine::check_ring_sweep(
         &sizes,
         opts.tokens,
         MAX_TASKS,
@@ -510,36 +495,6 @@ fn ring_case(opts: &Options, ctx: &Context, n: usize, masks: Vec<CpuMask>) -> an
     Ok(case)
 }
 
-/// Records migrations and, when the tasks were pinned, checks there were none.
-pub(crate) fn add_migrations(case: &mut Case, counts: &Counts, pinned: bool) {
-    if !counts.migrations_known {
-        case.notes.push(Message::new(
-            MessageKind::MigrationsNotCounted,
-            ": se.nr_migrations is missing from /proc/<pid>/sched",
-        ));
-        return;
-    }
-    case.counters
-        .insert("migrations".into(), counts.migrations as f64);
-    if pinned {
-        case.checks.push(Check::near(
-            "migrations",
-            0.0,
-            counts.migrations as f64,
-            0.0,
-            "se.nr_migrations of every task over the measured span; pinned tasks must not move",
-        ));
-    }
-}
-
-/// The placement's name in parameters, as the command line spells it.
-pub(crate) fn placement_name(p: RingPlacement) -> &'static str {
-    match p {
-        RingPlacement::Same => "same",
-        RingPlacement::Free => "free",
-    }
-}
-
 fn masks_for(opts: &Options, ctx: &Context, n: usize) -> anyhow::Result<Vec<CpuMask>> {
     let cpus = match opts.placement {
         RingPlacement::Same => vec![ctx.first_cpu()],
@@ -556,7 +511,7 @@ fn controls(
     out: &mut ExperimentOutput,
 ) -> anyhow::Result<Vec<(String, f64)>> {
     let via = opts.via.via();
-    let c = primitives::link_control_on(via, ctx, ctx.first_cpu())
+    let c = controls::link_control_on(via, ctx, ctx.first_cpu())
         .with_context(|| format!("measuring the {via} control"))?;
     let id = oscost_model::ids::ring::Id::Control { via: via.name() }.to_string();
     let mut case = Case::new(
@@ -604,7 +559,7 @@ fn touch_case(id: &str, kib: usize, ctx: &Context) -> anyhow::Result<Case> {
     Ok(case)
 }
 
-impl super::Experiment for Options {
+impl engine::Experiment for Options {
     const NAME: &'static str = NAME;
     const SUMMARY: &'static str = "Per-hop time of N tasks passing K tokens around a ring";
     const ABOUT: &'static str = "Per-hop time of N tasks passing K tokens around a ring.
@@ -672,7 +627,7 @@ fn derived(case: &Case, control_terms: &[(String, f64)]) -> DerivedSpec {
                       wakeup-preemption switches (involuntary_per_hop)"
             .into(),
         terms,
-        flagged: super::failed_checks(case),
+        flagged: engine::failed_checks(case),
     }
 }
 
@@ -700,7 +655,7 @@ fn per_switch(case: &Case, control_terms: &[(String, f64)]) -> Option<DerivedSpe
              switches counted per hop: the cost of one switch as the kernel counts them"
         ),
         terms,
-        flagged: super::failed_checks(case),
+        flagged: engine::failed_checks(case),
     })
 }
 
@@ -708,7 +663,7 @@ fn per_switch(case: &Case, control_terms: &[(String, f64)]) -> Option<DerivedSpe
 mod tests {
     use super::*;
     use crate::context::testing;
-    use crate::tokens::Ring;
+    use crate::engine::tokens::Ring;
     use oscost_model::Samples;
     use oscost_sys::Switches;
 
@@ -717,7 +672,7 @@ mod tests {
     }
 
     fn opts(extra: &[&str]) -> Options {
-        crate::experiments::defaults(extra)
+        crate::engine::defaults(extra)
     }
 
     fn counts(voluntary: u64, involuntary: u64) -> Counts {
@@ -834,15 +789,6 @@ mod tests {
                 && e.ends_with("or use fewer --tasks"),
             "{e}"
         );
-    }
-
-    #[test]
-    fn parses_lists_and_ranges() {
-        use crate::experiments::parse_tasks;
-        assert_eq!(parse_tasks("2..16").unwrap().0, vec![2, 4, 8, 16]);
-        assert_eq!(parse_tasks("3..10").unwrap().0, vec![3, 6, 10]);
-        assert_eq!(parse_tasks("5,2").unwrap().0, vec![5, 2]);
-        assert!(parse_tasks("x").is_err() && parse_tasks("8..2").is_err());
     }
 
     #[test]

@@ -5,11 +5,12 @@
 //! shape is timed too and subtracted. Files live in a private temporary directory that is
 //! removed on every exit path (drop runs on errors and on Ctrl-C, which only sets a flag).
 
-use super::Mt;
 use crate::context::Context;
+use crate::engine;
 use crate::sampler::{measure_interleaved, Job};
 use crate::scratch::ScratchDir;
 use anyhow::Context as _;
+use engine::Mt;
 use oscost_model::case::{Case, DerivedSpec, ExperimentOutput};
 use oscost_sys::buf::PageBuffer;
 use oscost_sys::calls;
@@ -59,7 +60,7 @@ pub enum Call {
 
 impl Call {
     fn id(self) -> String {
-        super::value_name(&self)
+        engine::value_name(&self)
     }
 
     fn description(self) -> &'static str {
@@ -110,7 +111,7 @@ pub struct Options {
     /// Call rate for the "share of a second" figure: at this many calls per second, what part
     /// of each second goes to the call (the MINIX 3 study of Herder et al., 2006, used 10 000/s)
     #[arg(long, default_value_t = 10_000.0, value_name = "CALLS_PER_S", allow_negative_numbers = true,
-          value_parser = parse_rate)]
+          value_parser = engine::parse_rate)]
     pub rate: f64,
 
     /// Also measure these calls in a process with one idle extra thread, and derive what being
@@ -121,16 +122,7 @@ pub struct Options {
 }
 
 fn parse_mt(s: &str) -> Result<Mt<Call>, String> {
-    super::parse_mt(s, "call")
-}
-
-pub(crate) fn parse_rate(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(r) if r.is_finite() && r > 0.0 && r <= 1e9 => Ok(r),
-        _ => Err(format!(
-            "`{s}` is not a number of calls per second above 0 and at most 1e9"
-        )),
-    }
+    engine::parse_mt(s, "call")
 }
 
 const BIG: usize = 64 * 1024;
@@ -291,7 +283,7 @@ fn measure_calls(
     Ok(cases)
 }
 
-impl super::Experiment for Options {
+impl engine::Experiment for Options {
     const NAME: &'static str = NAME;
     const SUMMARY: &'static str = "Per-call cost of common system calls, loop overhead subtracted";
     const ABOUT: &'static str = "Per-call cost of common system calls, loop overhead subtracted.
@@ -316,10 +308,10 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     let calls: Vec<Call> = if opts.calls.is_empty() {
         Call::value_variants().to_vec()
     } else {
-        super::first_occurrences(&opts.calls)
+        engine::first_occurrences(&opts.calls)
     };
     // A multi-threaded variant only of a call that is measured; `none` anywhere means none.
-    let mt = super::pick_mt(&opts.multi_threaded, &calls);
+    let mt = engine::pick_mt(&opts.multi_threaded, &calls);
     oscost_sys::set_affinity(&[ctx.first_cpu()])
         .with_context(|| format!("pinning to CPU {}", ctx.first_cpu()))?;
     let scratch = Scratch::new()?;
@@ -348,11 +340,11 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
                               is shared; glibc leaves its single-thread paths)"
                     .into(),
                 terms: vec![(c.id.clone(), 1.0), (st.clone(), -1.0)],
-                flagged: super::failed_checks(c).or_else(|| {
+                flagged: engine::failed_checks(c).or_else(|| {
                     out.cases
                         .iter()
                         .find(|x| x.id == st)
-                        .and_then(super::failed_checks)
+                        .and_then(engine::failed_checks)
                 }),
             });
         }

@@ -2,7 +2,8 @@
 //! matched with the kernel events inside it, and the local timer's rate counted from the
 //! kernel's own events.
 
-use super::{read_interrupts, spin_all, ticks, CpuNoise, CpuSpin, Interrupts};
+use super::{read_interrupts, spin_all, Interrupts};
+use crate::engine::spin::{ticks, CpuNoise, CpuSpin, PERIOD_EVENTS, SEARCH};
 use crate::kview::{self, Event, Kind, Pass, Session, LOCAL_TIMER, NOISE_EVENTS, OUTSIDE};
 use oscost_model::case::{Case, Check, Samples};
 use oscost_sys::clock::Clock;
@@ -155,9 +156,9 @@ pub(super) fn kernel_case(
         .zip(&views)
         .filter(|(_, v)| v.source.is_none())
         .map(|(g, _)| g.0)
-        .take(super::PERIOD_EVENTS)
+        .take(PERIOD_EVENTS)
         .collect();
-    if let Some(p) = oscost_stats::periodic::dominant_period(&outside_starts, super::SEARCH) {
+    if let Some(p) = oscost_stats::periodic::dominant_period(&outside_starts, SEARCH) {
         c.insert("outside_period_ns".into(), p.period);
         c.insert(
             "outside_periodic_share_pct".into(),

@@ -5,8 +5,8 @@
 //! entry to the wake-up of the other task, the wake-up to the switch.
 
 use crate::context::Context;
+use crate::engine::tokens::{Ring, RingSpec};
 use crate::kview::{Pass, Session};
-use crate::tokens::{Ring, RingSpec};
 use oscost_model::case::{Case, Check, Samples};
 use oscost_sys::ktrace::{Record, Unavailable};
 

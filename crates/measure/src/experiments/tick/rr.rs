@@ -300,7 +300,7 @@ fn record(
                 (id.clone(), 1.0 / resched),
                 (alone_case.id.clone(), -1.0 / resched),
             ],
-            flagged: super::super::failed_checks(&case),
+            flagged: crate::engine::failed_checks(&case),
         });
     }
     out.cases.push(case);

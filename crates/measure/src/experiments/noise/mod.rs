@@ -13,11 +13,14 @@
 
 use crate::context::{Cancelled, Context};
 use crate::cpuset::{self, AffinityRestore};
-use crate::env::parse::{hz_from_tick_ns, parse_proc_stat};
+use crate::engine;
+use crate::engine::clock::{kernel_hz, real_clock};
+use crate::engine::spin::{analyse, default_threshold, iteration_ticks, ticks, CpuNoise, CpuSpin};
+use crate::env::parse::parse_proc_stat;
 use anyhow::Context as _;
 use oscost_model::case::{Case, Check, ExperimentOutput, Samples, Series, Unavailable};
 use oscost_model::{Message, MessageKind};
-use oscost_stats::periodic::{dominant_period, log2_histogram, PeriodSearch, Periodic};
+use oscost_stats::periodic::log2_histogram;
 use oscost_sys::clock::Clock;
 use oscost_sys::spin::{gap_buffer, record_gaps, Gap, Spin};
 use serde_json::json;
@@ -40,19 +43,6 @@ const MAX_MAX_GAPS: usize = 100_000_000;
 const MAX_SAMPLES: usize = 20_000;
 /// Points of the timeline series at most (the first gaps of the run).
 const MAX_TIMELINE: usize = 20_000;
-/// Gaps the period search looks at at most (the first of the run).
-const PERIOD_EVENTS: usize = 20_000;
-/// Periods looked for: 10 µs to 100 ms (the tick is 1 to 10 ms), in ns.
-const SEARCH: PeriodSearch = PeriodSearch {
-    min: 10_000.0,
-    max: 100_000_000.0,
-    neighbours: 64,
-};
-/// How long the loop's own iteration is timed before the run.
-const CALIBRATION_NS: u64 = 20_000_000;
-/// The default threshold: this many loop iterations, and at least `MIN_THRESHOLD_NS`.
-const THRESHOLD_ITERATIONS: f64 = 10.0;
-const MIN_THRESHOLD_NS: f64 = 1_000.0;
 /// The periodic gaps' rate must be within this of the local timer's.
 const RATE_TOLERANCE: f64 = 0.10;
 
@@ -60,7 +50,7 @@ const RATE_TOLERANCE: f64 = 0.10;
 #[derive(Debug, Clone, clap::Args, serde::Serialize, serde::Deserialize)]
 pub struct Options {
     /// How long each CPU spins, e.g. `5s`, `500ms` [default: 5s, or 200ms with --quick]
-    #[arg(long = "duration", value_name = "TIME", value_parser = super::parse_duration)]
+    #[arg(long = "duration", value_name = "TIME", value_parser = engine::parse_duration)]
     pub duration_ns: Option<u64>,
 
     /// Record gaps longer than this between two counter readings [default: 10 iterations of
@@ -98,7 +88,7 @@ fn parse_max_gaps(s: &str) -> Result<usize, String> {
     }
 }
 
-impl super::Experiment for Options {
+impl engine::Experiment for Options {
     const NAME: &'static str = NAME;
     const SUMMARY: &'static str =
         "What interrupts a busy CPU, how often and for how long, beside the kernel's counts";
@@ -129,39 +119,6 @@ missing, and every other figure still comes.\n\nTakes about 12 s (two spins of 5
     fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         run(self, ctx)
     }
-}
-
-/// The machine's counter, as the measuring process was told it: the scripted clock of the
-/// test fixtures never moves, and a loop waiting on it would never end.
-pub(crate) fn real_clock(ctx: &Context, what: &str) -> anyhow::Result<Clock> {
-    if ctx.clock.scripted().is_some() {
-        anyhow::bail!("{what} needs the machine's counter and cannot run on the scripted clock");
-    }
-    Ok(Clock::from_info(ctx.clock.info()))
-}
-
-fn ticks(clock: &Clock, ns: f64) -> u64 {
-    clock.ns_to_ticks(ns).round() as u64
-}
-
-/// Ticks one iteration of the loop takes on the calling thread's CPU: a spin of 20 ms that
-/// stores nothing, its length over its iterations.
-pub(crate) fn iteration_ticks(clock: &Clock, cancel: &AtomicBool) -> Result<f64, Cancelled> {
-    let until = clock.now() + ticks(clock, CALIBRATION_NS as f64);
-    let spin = record_gaps(|| clock.now(), until, u64::MAX, &mut [], cancel);
-    if spin.stopped {
-        return Err(Cancelled);
-    }
-    Ok(spin.end.wrapping_sub(spin.start) as f64 / spin.iterations.max(1) as f64)
-}
-
-/// One CPU's spin: what the loop saw, and the gaps it stored.
-struct CpuSpin {
-    cpu: usize,
-    /// The spinning thread's kernel id (0 where unknown).
-    tid: i32,
-    spin: Spin,
-    gaps: Vec<Gap>,
 }
 
 /// Spins on every CPU of `cpus` at once, one pinned thread each, until the counter reaches
@@ -226,145 +183,6 @@ fn spin_all(
     Ok(out)
 }
 
-/// The figures of one CPU's spin.
-struct CpuNoise {
-    cpu: usize,
-    span_ns: f64,
-    iterations: u64,
-    gaps_seen: u64,
-    /// Start of each stored gap, ns from the start of the spin.
-    starts_ns: Vec<f64>,
-    /// Each stored interruption: its gap less one loop iteration, ns and ticks.
-    lens_ns: Vec<f64>,
-    lens_ticks: Vec<f64>,
-    /// The periodic component among the first [`PERIOD_EVENTS`] gaps, and the span they cover.
-    periodic: Option<Periodic>,
-    period_span_ns: f64,
-}
-
-impl CpuNoise {
-    fn span_s(&self) -> f64 {
-        self.span_ns / 1e9
-    }
-
-    fn gaps_per_s(&self) -> f64 {
-        self.gaps_seen as f64 / self.span_s()
-    }
-
-    /// Lengths of the periodic gaps, ns and ticks.
-    fn periodic_lens(&self) -> (Vec<f64>, Vec<f64>) {
-        match &self.periodic {
-            Some(p) => p
-                .members
-                .iter()
-                .map(|&i| (self.lens_ns[i], self.lens_ticks[i]))
-                .unzip(),
-            None => (Vec::new(), Vec::new()),
-        }
-    }
-
-    /// Periodic gaps per second over the span the period search looked at.
-    fn periodic_per_s(&self) -> f64 {
-        match &self.periodic {
-            Some(p) if self.period_span_ns > 0.0 => {
-                p.members.len() as f64 / (self.period_span_ns / 1e9)
-            }
-            _ => 0.0,
-        }
-    }
-}
-
-fn analyse(clock: &Clock, s: &CpuSpin, iteration: f64) -> CpuNoise {
-    let start = s.spin.start;
-    let starts_ns: Vec<f64> = s
-        .gaps
-        .iter()
-        .map(|g| clock.ticks_to_ns(g.at.wrapping_sub(start) as f64))
-        .collect();
-    let lens_ticks: Vec<f64> = s
-        .gaps
-        .iter()
-        .map(|g| (g.len as f64 - iteration).max(0.0))
-        .collect();
-    let lens_ns = lens_ticks.iter().map(|&t| clock.ticks_to_ns(t)).collect();
-    let span_ns = clock.ticks_to_ns(s.spin.end.wrapping_sub(start) as f64);
-    let looked = starts_ns.len().min(PERIOD_EVENTS);
-    let periodic = dominant_period(&starts_ns[..looked], SEARCH);
-    let period_span_ns = if looked < starts_ns.len() {
-        starts_ns[looked]
-    } else {
-        span_ns
-    };
-    CpuNoise {
-        cpu: s.cpu,
-        span_ns,
-        iterations: s.spin.iterations,
-        gaps_seen: s.spin.gaps(),
-        starts_ns,
-        lens_ns,
-        lens_ticks,
-        periodic,
-        period_span_ns,
-    }
-}
-
-/// The kernel's own tick as a spinning loop on the calling thread's CPU sees it: what `tick`
-/// sets beside its cost per event.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct NaturalTick {
-    /// The dominant period of the loop's interruptions, ns.
-    pub period_ns: f64,
-    /// Median length of the periodic interruptions, ns and ticks.
-    pub median_ns: f64,
-    pub median_ticks: f64,
-    /// Periodic interruptions seen.
-    pub count: usize,
-    /// How long the loop spun, ns.
-    pub span_ns: f64,
-}
-
-/// Spins `duration_ns` on the calling thread (which the caller has pinned) and returns the
-/// periodic interruption it found, if one.
-pub(crate) fn natural_tick(
-    clock: &Clock,
-    cpu: usize,
-    duration_ns: u64,
-    cancel: &AtomicBool,
-) -> Result<Option<NaturalTick>, Cancelled> {
-    let iteration = iteration_ticks(clock, cancel)?;
-    let threshold = default_threshold(clock, iteration);
-    let mut buf = gap_buffer(100_000);
-    let until = clock.now() + ticks(clock, duration_ns as f64);
-    let spin = record_gaps(|| clock.now(), until, threshold, &mut buf, cancel);
-    if spin.stopped {
-        return Err(Cancelled);
-    }
-    buf.truncate(spin.stored);
-    let n = analyse(
-        clock,
-        &CpuSpin {
-            cpu,
-            tid: 0,
-            spin,
-            gaps: buf,
-        },
-        iteration,
-    );
-    let (ns, ts) = n.periodic_lens();
-    Ok(n.periodic.as_ref().map(|p| NaturalTick {
-        period_ns: p.period,
-        median_ns: oscost_stats::median(&ns),
-        median_ticks: oscost_stats::median(&ts),
-        count: ns.len(),
-        span_ns: n.span_ns,
-    }))
-}
-
-fn default_threshold(clock: &Clock, iteration_ticks: f64) -> u64 {
-    let floor = clock.ns_to_ticks(MIN_THRESHOLD_NS);
-    (THRESHOLD_ITERATIONS * iteration_ticks).max(floor).round() as u64
-}
-
 /// Interrupt counts per CPU from `/proc/interrupts`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Interrupts {
@@ -420,12 +238,6 @@ fn read_steal() -> Option<BTreeMap<usize, u64>> {
 
 fn delta(before: &BTreeMap<usize, u64>, after: &BTreeMap<usize, u64>, cpu: usize) -> Option<u64> {
     Some(after.get(&cpu)?.saturating_sub(*before.get(&cpu)?))
-}
-
-/// HZ and the length of one tick, from `clock_getres(CLOCK_MONOTONIC_COARSE)`.
-pub(crate) fn kernel_hz() -> Option<(u32, u64)> {
-    let ns = oscost_sys::sysinfo::coarse_clock_resolution_ns()?;
-    hz_from_tick_ns(ns).map(|hz| (hz, ns))
 }
 
 /// Steal time per CPU before and after the run, in USER_HZ ticks.

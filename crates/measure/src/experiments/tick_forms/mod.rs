@@ -12,12 +12,17 @@
 
 use crate::context::{Cancelled, Context};
 use crate::cpuset::AffinityRestore;
-use crate::experiments::split::{self, Form};
-use crate::experiments::tick::{self, Armed, Source as EventSource};
-use crate::experiments::{noise, primitives};
+use crate::engine;
+use crate::engine::clock::{kernel_hz, real_clock};
+use crate::engine::controls::{self, Control};
+use crate::engine::timer::{
+    self, deliverable, events_tolerance, period_name, run_limit, Armed, Source as EventSource,
+    MIN_EVENTS_PER_RUN,
+};
+use crate::engine::tokens::{self, RingSpec};
+use crate::engine::work::{calibrate, Form};
 use crate::limits::{Limits, Needs};
 use crate::sampler::{median_of, single_task_check, whole_runs};
-use crate::tokens::{self, RingSpec};
 use anyhow::Context as _;
 use oscost_model::case::{Case, Check, DerivedSpec, ExperimentOutput, Series, Unavailable};
 use oscost_model::Samples;
@@ -119,7 +124,7 @@ pub struct Options {
 
     /// Timer periods, comma-separated, each from 1us to 100ms, besides the undisturbed work
     /// [default: 1ms,200us,100us,50us,20us, without those this machine cannot deliver]
-    #[arg(long, value_delimiter = ',', value_name = "PERIOD,...", value_parser = tick::parse_period)]
+    #[arg(long, value_delimiter = ',', value_name = "PERIOD,...", value_parser = timer::parse_period)]
     pub periods: Option<Vec<u64>>,
 
     /// Where the events come from
@@ -139,7 +144,7 @@ pub struct Options {
 
     /// The work W, as the time one flow needs for it undisturbed (turned into a fixed count
     /// of work units at the start) [default: 120ms, or 30ms with --quick]
-    #[arg(long, value_name = "TIME", value_parser = super::parse_duration)]
+    #[arg(long, value_name = "TIME", value_parser = engine::parse_duration)]
     pub work: Option<u64>,
 
     /// Rounds: every point once per round, the order rotated [default: 5, or 3 with --quick]
@@ -163,7 +168,7 @@ fn parse_rounds(s: &str) -> Result<usize, String> {
     }
 }
 
-impl super::Experiment for Options {
+impl engine::Experiment for Options {
     const NAME: &'static str = NAME;
     const SUMMARY: &'static str =
         "One flow, N threads and N processes under timer events at several periods";
@@ -223,8 +228,8 @@ struct Point {
 
 fn case_id(form: Form, policy: Policy, period: Option<u64>) -> String {
     oscost_model::ids::tick_forms::case(
-        &super::value_name(&form),
-        &super::value_name(&policy),
+        &engine::value_name(&form),
+        &engine::value_name(&policy),
         period,
     )
 }
@@ -442,48 +447,62 @@ fn run_team(
     ))
 }
 
-/// Checks the options against each other before anything runs; returns the work in ns.
-fn validate(opts: &Options, ctx: &Context) -> anyhow::Result<u64> {
+/// What a run measures at its size (`--quick` or the stand-alone one), chosen in one place.
+struct Sizes {
+    /// The work W, ns.
+    work_ns: u64,
+    /// Rounds of every point.
+    rounds: usize,
+}
+
+fn plan(opts: &Options, quick: bool) -> Sizes {
+    Sizes {
+        work_ns: opts.work.unwrap_or(if quick {
+            QUICK_WORK_NS
+        } else {
+            DEFAULT_WORK_NS
+        }),
+        rounds: opts
+            .rounds
+            .unwrap_or(if quick { QUICK_ROUNDS } else { DEFAULT_ROUNDS }),
+    }
+}
+
+/// Checks the options against each other before anything runs.
+fn validate(opts: &Options, work_ns: u64, ctx: &Context) -> anyhow::Result<()> {
     if ctx.cpus.is_empty() {
         anyhow::bail!("--cpus: the CPU set is empty");
     }
     if opts.tasks == 0 {
         anyhow::bail!("--tasks 0: at least one task must do the work");
     }
-    let work_ns = opts.work.unwrap_or(if ctx.quick {
-        QUICK_WORK_NS
-    } else {
-        DEFAULT_WORK_NS
-    });
     if let Some(periods) = &opts.periods {
         if periods.is_empty() {
             anyhow::bail!("--periods: give at least one period, e.g. 1ms,50us");
         }
         for &p in periods {
-            if work_ns / p < tick::MIN_EVENTS_PER_RUN {
+            if work_ns / p < MIN_EVENTS_PER_RUN {
                 anyhow::bail!(
                     "--periods {}: the work (--work {}) would see fewer than {} events; \
                      lengthen --work or shorten the period",
-                    tick::period_name(p),
-                    tick::period_name(work_ns),
-                    tick::MIN_EVENTS_PER_RUN
+                    period_name(p),
+                    period_name(work_ns),
+                    MIN_EVENTS_PER_RUN
                 );
             }
         }
     }
-    Ok(work_ns)
+    Ok(())
 }
 
 fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
-    let work_ns = validate(opts, ctx)?;
-    let clock = noise::real_clock(ctx, NAME)?;
-    let rounds = opts.rounds.unwrap_or(if ctx.quick {
-        QUICK_ROUNDS
-    } else {
-        DEFAULT_ROUNDS
-    });
-    let forms = super::first_occurrences(&opts.form);
-    let asked = super::first_occurrences(&opts.policies);
+    let sizes = plan(opts, ctx.quick);
+    let work_ns = sizes.work_ns;
+    validate(opts, work_ns, ctx)?;
+    let clock = real_clock(ctx, NAME)?;
+    let rounds = sizes.rounds;
+    let forms = engine::first_occurrences(&opts.form);
+    let asked = engine::first_occurrences(&opts.policies);
     let explicit = opts.periods.is_some();
     let periods = periods_to_try(opts, work_ns)?;
     let cpu = ctx.first_cpu();
@@ -493,14 +512,14 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
 
     // One-task figures first: glibc stays in its multi-threaded mode once a thread existed.
     ctx.progress.message("futex post + wait in one task");
-    let control = primitives::link_control_on(Via::Futex, ctx, cpu)
+    let control = controls::link_control_on(Via::Futex, ctx, cpu)
         .context("measuring the futex post + wait in one task")?;
     ctx.progress.inc(1);
 
     let policies = policies_to_run(&asked, &forms, &periods, &mut out);
 
     ctx.progress.message("calibrating the work");
-    let rate = split::calibrate(&clock);
+    let rate = calibrate(&clock);
     let units = ((work_ns as f64) * rate).round().max(1.0) as u64;
     let step = ((STEP_NS as f64) * rate).round().max(1.0) as u64;
     ctx.progress.inc(1);
@@ -508,7 +527,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     ctx.progress
         .message("probing which periods can be delivered");
     let source = opts.source.event_source();
-    let kept: Vec<u64> = tick::deliverable(
+    let kept: Vec<u64> = deliverable(
         &clock,
         &[source],
         &periods,
@@ -556,7 +575,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         },
         source,
         cpu,
-        limit_ns: tick::run_limit(work_ns),
+        limit_ns: run_limit(work_ns),
     };
     let mut runs: Vec<Vec<Run>> = vec![Vec::with_capacity(rounds); points.len()];
     let mut helper_policy: Option<HelperPolicy> = None;
@@ -606,18 +625,18 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
 /// events.
 fn periods_to_try(opts: &Options, work_ns: u64) -> anyhow::Result<Vec<u64>> {
     let periods: Vec<u64> = match &opts.periods {
-        Some(p) => super::first_occurrences(p),
+        Some(p) => engine::first_occurrences(p),
         None => DEFAULT_PERIODS
             .iter()
             .copied()
-            .filter(|&p| work_ns / p >= tick::MIN_EVENTS_PER_RUN)
+            .filter(|&p| work_ns / p >= MIN_EVENTS_PER_RUN)
             .collect(),
     };
     if periods.is_empty() {
         anyhow::bail!(
             "--work {}: too short for any default period to give {} events a run; lengthen it",
-            tick::period_name(work_ns),
-            tick::MIN_EVENTS_PER_RUN
+            period_name(work_ns),
+            MIN_EVENTS_PER_RUN
         );
     }
     Ok(periods)
@@ -646,7 +665,7 @@ fn policies_to_run(
                             id: case_id(form, policy, period),
                             description: format!(
                                 "{} under {}",
-                                super::value_name(&form),
+                                engine::value_name(&form),
                                 policy.sched().kernel_name()
                             ),
                             reason: why.clone(),
@@ -684,13 +703,13 @@ fn add_params(
     out.params.insert("units_per_ns".into(), json!(rate));
     out.params.insert("rounds".into(), json!(rounds));
     out.params
-        .insert("source".into(), json!(super::value_name(&opts.source)));
+        .insert("source".into(), json!(engine::value_name(&opts.source)));
     out.params
         .insert("helper_fifo_priority".into(), json!(HELPER_PRIORITY));
     out.params.insert("periods_ns".into(), json!(kept));
     out.params
         .insert("tick_unit".into(), json!(clock.info().tick_unit.clone()));
-    if let Some((hz, tick_ns)) = noise::kernel_hz() {
+    if let Some((hz, tick_ns)) = kernel_hz() {
         out.params.insert("kernel_hz".into(), json!(hz));
         out.params.insert("kernel_tick_ns".into(), json!(tick_ns));
     }
@@ -725,14 +744,14 @@ fn add_extras(out: &mut ExperimentOutput, points: &[Point]) {
         let flagged = [p.id(), base.clone()]
             .iter()
             .filter_map(|id| out.cases.iter().find(|c| &c.id == id))
-            .filter_map(super::failed_checks)
+            .filter_map(engine::failed_checks)
             .collect::<Vec<_>>();
         out.derived.push(DerivedSpec {
             id: oscost_model::ids::tick_forms::extra(&p.id()),
             description: format!(
                 "time the events every {} added to the whole work: the run's median less the \
                  undisturbed run's median, same form and policy",
-                tick::period_name(period)
+                period_name(period)
             ),
             terms: vec![(p.id(), 1.0), (base, -1.0)],
             flagged: (!flagged.is_empty()).then(|| flagged.join("; ")),
@@ -741,12 +760,7 @@ fn add_extras(out: &mut ExperimentOutput, points: &[Point]) {
 }
 
 /// The one-task control case and each hand-over's cost against it.
-fn add_control(
-    out: &mut ExperimentOutput,
-    control: &primitives::Control,
-    switch_cases: Vec<Case>,
-    cpu: usize,
-) {
+fn add_control(out: &mut ExperimentOutput, control: &Control, switch_cases: Vec<Case>, cpu: usize) {
     let mut control_case = Case::new(
         control_id(),
         "futex post + wait in one task (no switch): what a hand-over does besides switching",
@@ -763,7 +777,7 @@ fn add_control(
     for c in &switch_cases {
         let flagged = [c, &control_case]
             .into_iter()
-            .filter_map(super::failed_checks)
+            .filter_map(engine::failed_checks)
             .collect::<Vec<_>>();
         out.derived.push(DerivedSpec {
             id: oscost_model::ids::tick_forms::switch_cost(&c.id),
@@ -790,7 +804,7 @@ fn point_case(p: &Point, runs: &[Run], s: &Setup, opts: &Options, helper: &str) 
         None => "undisturbed".to_owned(),
         Some(period) => format!(
             "under an event every {} (a helper on the same CPU woken by {})",
-            tick::period_name(period),
+            period_name(period),
             match opts.source {
                 Source::Timerfd => "a timerfd",
                 Source::Helper => "clock_nanosleep",
@@ -807,15 +821,15 @@ fn point_case(p: &Point, runs: &[Run], s: &Setup, opts: &Options, helper: &str) 
         "run",
         whole_runs(clock, runs.iter().map(|r| r.ticks)),
     )
-    .param("form", super::value_name(&p.form))
-    .param("policy", super::value_name(&p.policy))
+    .param("form", engine::value_name(&p.form))
+    .param("policy", engine::value_name(&p.policy))
     .param("tasks", s.plan.tasks)
     .param("cpu", s.cpu as u64)
     .param("work_units", s.plan.units);
     if let Some(period) = p.period {
         case = case
             .param("period_ns", period)
-            .param("source", super::value_name(&opts.source))
+            .param("source", engine::value_name(&opts.source))
             .param("helper_policy", helper);
     }
     let events = med(&|r| r.events.events as f64);
@@ -842,12 +856,12 @@ fn point_case(p: &Point, runs: &[Run], s: &Setup, opts: &Options, helper: &str) 
             "events",
             expected,
             events,
-            tick::events_tolerance(expected),
+            events_tolerance(expected),
             &format!(
                 "helper wake-ups counted during each run (median over {} rounds) against the \
                  run's time / {}; within ±5 % or one event, else the period was not kept",
                 runs.len(),
-                tick::period_name(period)
+                period_name(period)
             ),
         ));
     }
@@ -951,132 +965,4 @@ fn handover_case(kind: Kind, cpu: usize, ctx: &Context) -> anyhow::Result<Case> 
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::context::testing::{tiny_sampler, with_ctx};
-    use std::collections::BTreeSet;
-
-    fn opts(args: &[&str]) -> Options {
-        use clap::{Args, FromArgMatches};
-        let cmd = Options::augment_args(clap::Command::new("t").no_binary_name(true));
-        Options::from_arg_matches(&cmd.try_get_matches_from(args).unwrap()).unwrap()
-    }
-
-    fn refused(args: &[&str]) -> String {
-        use clap::Args;
-        let cmd = Options::augment_args(clap::Command::new("t").no_binary_name(true));
-        cmd.try_get_matches_from(args).unwrap_err().to_string()
-    }
-
-    #[test]
-    fn ids_name_form_policy_and_period() {
-        assert_eq!(
-            case_id(Form::Threads, Policy::Rr, Some(200_000)),
-            "tick-forms.threads.rr.200us"
-        );
-        assert_eq!(
-            case_id(Form::Single, Policy::Other, None),
-            "tick-forms.single.other.none"
-        );
-        assert_eq!(
-            case_id(Form::Processes, Policy::Fifo, Some(9_200)),
-            "tick-forms.processes.fifo.9200ns"
-        );
-        assert_eq!(switch_id(Kind::Processes), "tick-forms.switch.processes");
-    }
-
-    #[test]
-    fn bad_values_are_refused_by_the_parser() {
-        assert!(refused(&["--tasks", "0"]).contains("from 1 to 256"));
-        assert!(refused(&["--periods", "0us"]).contains("below 1us"));
-        assert!(refused(&["--periods", "0"]).contains("no unit"));
-        assert!(refused(&["--rounds", "0"]).contains("rounds"));
-        assert!(refused(&["--policies", "deadline"]).contains("deadline"));
-    }
-
-    #[test]
-    fn a_period_too_long_for_the_work_is_refused_before_anything_runs() {
-        let cpus = vec![oscost_sys::affinity().unwrap()[0]];
-        let e = with_ctx(tiny_sampler(), cpus, false, |ctx| {
-            run(&opts(&["--work", "5ms", "--periods", "1ms"]), ctx)
-        })
-        .unwrap_err();
-        assert!(e.to_string().contains("fewer than 10 events"), "{e}");
-    }
-
-    /// A tiny grid: every id present once, events counted at the periodic points and none at
-    /// the undisturbed ones, switches counted, the work summed to W, the switch cases there.
-    #[test]
-    fn a_tiny_grid_is_complete_and_self_consistent() {
-        let cpus = vec![oscost_sys::affinity().unwrap()[0]];
-        let o = opts(&[
-            "--work",
-            "10ms",
-            "--periods",
-            "1ms,200us",
-            "--rounds",
-            "2",
-            "--tasks",
-            "3",
-        ]);
-        let out = with_ctx(tiny_sampler(), cpus, false, |ctx| run(&o, ctx)).unwrap();
-        let units = out.params["work_units"].as_f64().unwrap();
-        let measured: Vec<Policy> = [Policy::Other, Policy::Fifo, Policy::Rr]
-            .into_iter()
-            .filter(|p| {
-                !out.unavailable
-                    .iter()
-                    .any(|u| u.id == case_id(Form::Single, *p, None))
-            })
-            .collect();
-        assert!(measured.contains(&Policy::Other));
-        let ids: BTreeSet<&str> = out.cases.iter().map(|c| c.id.as_str()).collect();
-        assert_eq!(ids.len(), out.cases.len(), "duplicate ids");
-        for form in [Form::Single, Form::Threads, Form::Processes] {
-            for &policy in &measured {
-                for period in [None, Some(1_000_000), Some(200_000)] {
-                    let id = case_id(form, policy, period);
-                    let c = out
-                        .cases
-                        .iter()
-                        .find(|c| c.id == id)
-                        .unwrap_or_else(|| panic!("{id} missing"));
-                    assert_eq!(c.unit, "run");
-                    assert_eq!(c.samples.per_op_ns.len(), 2, "{id}");
-                    assert!(c.samples.per_op_ns.iter().all(|&t| t > 0.0), "{id}");
-                    assert_eq!(c.counters["work_units"], units, "{id}");
-                    assert!(c.counters["cycles"] > 0.0, "{id}");
-                    let done = c.checks.iter().find(|k| k.name == "work_units_done");
-                    assert!(done.is_some_and(|k| k.passed), "{id}: {:?}", c.checks);
-                    if period.is_some() {
-                        assert!(c.counters["events"] > 0.0, "{id}");
-                        assert!(c.counters["switches"] > 0.0, "{id}: {:?}", c.counters);
-                        assert!(out.derived.iter().any(|d| d.id == format!("{id}.extra")));
-                    } else {
-                        assert_eq!(c.counters["events"], 0.0, "{id}");
-                    }
-                    if form != Form::Single {
-                        let k = c.checks.iter().find(|k| k.name == "distinct_tasks");
-                        assert!(k.is_some_and(|k| k.passed), "{id}: {:?}", c.checks);
-                    }
-                }
-            }
-        }
-        for kind in Kind::ALL {
-            let c = out
-                .cases
-                .iter()
-                .find(|c| c.id == switch_id(kind))
-                .expect("switch case");
-            assert_eq!(c.unit, "switch");
-            assert!(c.samples.per_op_ns.iter().all(|&t| t > 0.0));
-            assert!(
-                c.counters["switches_per_handover"] > 0.5,
-                "{:?}",
-                c.counters
-            );
-            assert!(out.derived.iter().any(|d| d.id == format!("{}.cost", c.id)));
-        }
-        assert!(out.cases.iter().any(|c| c.id == control_id()));
-    }
-}
+mod tests;

@@ -12,17 +12,22 @@
 
 use crate::context::Context;
 use crate::cpuset::AffinityRestore;
-use crate::experiments::noise;
+use crate::engine;
+use crate::engine::clock::{kernel_hz, real_clock};
+use crate::engine::spin::{natural_tick, NaturalTick};
+use crate::engine::timer::{
+    deliverable, events_tolerance, parse_period, period_name, run_limit, Armed, Source,
+    MIN_EVENTS_PER_RUN,
+};
+use crate::engine::work::work;
 use crate::sampler::{median_of, whole_runs};
-use anyhow::Context as _;
 use oscost_model::case::{Case, Check, DerivedSpec, ExperimentOutput, Series};
 use oscost_stats::fit::{least_squares, slope_ci, Point};
 use oscost_sys::clock::Clock;
-use oscost_sys::timer::{EventCounts, Helper, Policy, SignalTimer, Wake};
+use oscost_sys::timer::{EventCounts, Policy};
 use oscost_sys::Switches;
 use serde_json::json;
 use std::hint::black_box;
-use std::time::Duration;
 
 mod kernel;
 mod rr;
@@ -36,32 +41,8 @@ pub(crate) const DEFAULT_PERIODS: [u64; 4] = [1_000_000, 200_000, 50_000, 20_000
 /// The periods with `--quick`: three points still give the slope; 20 µs, which a virtual
 /// machine often cannot keep, is left to the full run.
 const QUICK_PERIODS: [u64; 3] = [1_000_000, 200_000, 50_000];
-/// No period below 1 µs is accepted: an interrupt's entry and exit alone take about that long.
-const MIN_PERIOD_NS: u64 = 1_000;
-/// Nor above 100 ms: too few events per run to see, and a helper asleep for longer would hold
-/// up the end of the run.
-const MAX_PERIOD_NS: u64 = 100_000_000;
 const DEFAULT_WORK_NS: u64 = 300_000_000;
 const QUICK_WORK_NS: u64 = 20_000_000;
-/// A run must see at least this many events at its longest period.
-pub(crate) const MIN_EVENTS_PER_RUN: u64 = 10;
-/// A probe arms the source for this long while the working thread spins.
-const PROBE_NS: u64 = 20_000_000;
-/// A probe's source stops by itself after this long, whatever happens.
-const PROBE_LIMIT_NS: u64 = 10 * PROBE_NS;
-/// Below this share of its events delivered in a probe, a period cannot be kept here...
-const MIN_DELIVERED: f64 = 0.5;
-/// ...nor when servicing the events leaves the working thread less than half the CPU: the
-/// figure would be the events' cost alone, and a run would take more than twice the work.
-const MIN_KEPT: f64 = 0.5;
-/// Counted events per run must be within this of time / period...
-pub(crate) const EVENTS_TOLERANCE: f64 = 0.05;
-
-/// ...or within one event: a run that starts and ends between two events counts one fewer
-/// than time / period, which at 20 events per run (20 ms of work at 1 ms) is already 5 %.
-pub(crate) fn events_tolerance(expected: f64) -> f64 {
-    (EVENTS_TOLERANCE * expected).max(1.0)
-}
 /// How long the kernel's own tick is watched: a second, or 300 ms for work under 100 ms (the
 /// suite's size).
 const NATURAL_TICK_NS: u64 = 1_000_000_000;
@@ -72,52 +53,6 @@ const NATURAL_TICK_QUICK_NS: u64 = 150_000_000;
 const QUICK_RUNS: usize = 3;
 /// The helper's SCHED_FIFO priority: the lowest real-time one preempts any normal task.
 const FIFO_PRIORITY: i32 = 1;
-
-/// Where the periodic events come from.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
-)]
-pub enum Source {
-    /// POSIX timer signalling the working thread: an interrupt and a signal delivery
-    Signal,
-    /// helper thread on the same CPU sleeping to an absolute time: an interrupt and two switches
-    Helper,
-    /// helper thread on the same CPU blocked on a timerfd: an interrupt and two switches
-    Timerfd,
-}
-
-impl Source {
-    const ALL: [Source; 3] = [Source::Signal, Source::Helper, Source::Timerfd];
-
-    fn name(self) -> String {
-        super::value_name(&self)
-    }
-
-    fn describe(self) -> &'static str {
-        match self {
-            Source::Signal => {
-                "a POSIX timer (CLOCK_MONOTONIC) signalling the working thread, whose handler \
-                 counts each delivery"
-            }
-            Source::Helper => {
-                "a helper thread on the same CPU that sleeps to the next period with \
-                 clock_nanosleep(TIMER_ABSTIME) and counts each wake-up"
-            }
-            Source::Timerfd => {
-                "a helper thread on the same CPU that reads a periodic timerfd and counts each \
-                 wake-up"
-            }
-        }
-    }
-
-    /// Switches each event makes: none for a signal, the helper's wake-up and sleep otherwise.
-    fn switches_per_event(self) -> f64 {
-        match self {
-            Source::Signal => 0.0,
-            Source::Helper | Source::Timerfd => 2.0,
-        }
-    }
-}
 
 /// Options of `oscost tick`.
 #[derive(Debug, Clone, clap::Args, serde::Serialize, serde::Deserialize)]
@@ -134,7 +69,7 @@ pub struct Options {
 
     /// How long the fixed work runs undisturbed (its size is calibrated to this), e.g. 300ms
     /// [default: 300ms, or 20ms with --quick]
-    #[arg(long = "work", value_name = "TIME", value_parser = super::parse_duration)]
+    #[arg(long = "work", value_name = "TIME", value_parser = engine::parse_duration)]
     pub work_ns: Option<u64>,
 
     /// Runs of each point: the undisturbed work and each source and period, interleaved (at
@@ -172,29 +107,11 @@ fn parse_rr_tasks(s: &str) -> Result<usize, String> {
     }
 }
 
-pub(crate) fn parse_period(s: &str) -> Result<u64, String> {
-    match super::parse_time(s)? {
-        ns if ns < MIN_PERIOD_NS => Err(format!(
-            "`{s}` is below 1us, shorter than a timer interrupt's own entry and exit: no \
-             machine can deliver it"
-        )),
-        ns if ns > MAX_PERIOD_NS => Err(format!(
-            "`{s}` is above 100ms: too few events per run to measure"
-        )),
-        ns => Ok(ns),
-    }
-}
-
 fn parse_runs(s: &str) -> Result<usize, String> {
     match s.trim().parse::<usize>() {
         Ok(n) if (1..=1000).contains(&n) => Ok(n),
         _ => Err(format!("`{s}` is not a number of runs from 1 to 1000")),
     }
-}
-
-/// A period as it appears in case ids and tables: `1ms`, `49us`, `9200ns`.
-pub fn period_name(ns: u64) -> String {
-    oscost_model::ids::tick::period_name(ns)
 }
 
 fn case_id(source: Source, period: u64) -> String {
@@ -206,7 +123,7 @@ fn undisturbed_id() -> String {
     oscost_model::ids::tick::Id::Undisturbed.to_string()
 }
 
-impl super::Experiment for Options {
+impl engine::Experiment for Options {
     const NAME: &'static str = NAME;
     const SUMMARY: &'static str =
         "The cycles each timer event costs a running program, per period and as a fitted slope";
@@ -246,20 +163,6 @@ with both.";
     }
 }
 
-/// The fixed work: a chain of dependent multiply-adds that no compiler can shorten, in a
-/// function of its own so that every run executes the same code.
-#[inline(never)]
-pub(crate) fn work(iterations: u64) -> u64 {
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    for _ in 0..iterations {
-        x = black_box(
-            x.wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407),
-        );
-    }
-    x
-}
-
 fn timed_work(clock: &Clock, iterations: u64) -> u64 {
     let a = clock.now();
     black_box(work(iterations));
@@ -287,75 +190,6 @@ fn calibrate(clock: &Clock, target_ns: u64, ctx: &Context) -> anyhow::Result<u64
     Ok((((n as f64) * target / t[1].max(1.0)).ceil() as u64).max(1))
 }
 
-/// A running source of events, disarmed (timer deleted, helper joined) when dropped, on every
-/// way out of a run.
-pub(crate) enum Armed {
-    // Boxed: the timer holds the saved signal action and mask, four times a helper's size.
-    Signal(Box<SignalTimer>),
-    Helper(Helper),
-}
-
-impl Armed {
-    /// Arms `source`, a helper asking for SCHED_FIFO at `priority`; it stops by itself
-    /// `limit_ns` from now whatever happens, so a period the machine cannot keep never holds
-    /// the working thread for good.
-    pub(crate) fn arm(
-        source: Source,
-        period: u64,
-        cpu: usize,
-        limit_ns: u64,
-        priority: i32,
-    ) -> anyhow::Result<Armed> {
-        let p = Duration::from_nanos(period);
-        let limit = Duration::from_nanos(limit_ns);
-        Ok(match source {
-            Source::Signal => Armed::Signal(Box::new(
-                SignalTimer::arm(p, limit).context("arming the POSIX timer of --source signal")?,
-            )),
-            Source::Helper => Armed::Helper(
-                Helper::start(Wake::Sleep, p, cpu, priority, limit)
-                    .context("starting the helper thread of --source helper")?,
-            ),
-            Source::Timerfd => Armed::Helper(
-                Helper::start(Wake::Timerfd, p, cpu, priority, limit)
-                    .context("starting the helper thread of --source timerfd")?,
-            ),
-        })
-    }
-
-    pub(crate) fn counts(&self) -> EventCounts {
-        match self {
-            Armed::Signal(t) => t.counts(),
-            Armed::Helper(h) => h.counts(),
-        }
-    }
-
-    fn helper_switches(&self) -> Option<Switches> {
-        match self {
-            Armed::Signal(_) => None,
-            Armed::Helper(h) => h.switches(),
-        }
-    }
-
-    pub(crate) fn policy(&self) -> Option<Policy> {
-        match self {
-            Armed::Signal(_) => None,
-            Armed::Helper(h) => Some(h.policy().clone()),
-        }
-    }
-
-    /// Disarms, returning the error that ended a helper early, if one did.
-    pub(crate) fn disarm(self) -> anyhow::Result<()> {
-        match self {
-            Armed::Signal(t) => {
-                drop(t);
-                Ok(())
-            }
-            Armed::Helper(h) => h.stop().context("the helper thread failed"),
-        }
-    }
-}
-
 /// One run of the work: how long it took and what happened meanwhile.
 #[derive(Debug, Clone, Copy, Default)]
 struct Run {
@@ -369,14 +203,6 @@ impl Run {
     fn switches(&self) -> u64 {
         self.worker.total() + self.helper.map_or(0, |s| s.total())
     }
-}
-
-/// How long a run's source may fire before it stops by itself: ten times the work's own
-/// time, and a second. A period that passed the probe leaves the work at least half the CPU,
-/// so a run takes at most about twice the work; this bound only stops a run whose period
-/// turned out not to be kept, which the event count then shows.
-pub(crate) fn run_limit(work_ns: u64) -> u64 {
-    work_ns.saturating_mul(10).saturating_add(1_000_000_000)
 }
 
 /// Runs the work once, under `source` at `period` if given; the source is armed just before
@@ -415,60 +241,6 @@ fn one_run(
     ))
 }
 
-/// Iterations of [`work`] per chunk of a probe: a few microseconds.
-const PROBE_CHUNK: u64 = 1_000;
-
-/// Chunks of work done while spinning for [`PROBE_NS`].
-fn work_chunks(clock: &Clock) -> u64 {
-    let until = clock.now() + clock.ns_to_ticks(PROBE_NS as f64) as u64;
-    let mut chunks = 0u64;
-    while clock.now() < until {
-        black_box(work(PROBE_CHUNK));
-        chunks += 1;
-    }
-    chunks
-}
-
-/// What a period leaves of a probe: the share of its events `source` delivered, and the share
-/// of the CPU the working thread kept, each the best of three short probes.
-#[derive(Debug, Clone, Copy)]
-struct Probe {
-    delivered: f64,
-    kept: f64,
-}
-
-fn probe(
-    clock: &Clock,
-    source: Source,
-    period: u64,
-    cpu: usize,
-    priority: i32,
-) -> anyhow::Result<Probe> {
-    let a = clock.now();
-    let chunks = work_chunks(clock);
-    let undisturbed = chunks as f64 / clock.ticks_to_ns(clock.now().wrapping_sub(a) as f64);
-    let mut best = Probe {
-        delivered: 0.0,
-        kept: 0.0,
-    };
-    for _ in 0..3 {
-        // Everything from the moment of arming counts: at a period shorter than one event,
-        // the events can hold the thread before it gets back from arming them.
-        let a = clock.now();
-        let armed = Armed::arm(source, period, cpu, PROBE_LIMIT_NS, priority)?;
-        let chunks = work_chunks(clock);
-        let ns = clock.ticks_to_ns(clock.now().wrapping_sub(a) as f64);
-        let got = armed.counts().events as f64;
-        armed.disarm()?;
-        best.delivered = best.delivered.max(got / (ns / period as f64));
-        best.kept = best.kept.max(chunks as f64 / (undisturbed * ns));
-        if best.delivered >= 0.9 && best.kept >= 0.9 {
-            break;
-        }
-    }
-    Ok(best)
-}
-
 /// Checks the options against each other before anything is armed.
 fn validate(opts: &Options, work_ns: u64) -> anyhow::Result<()> {
     if let Some(periods) = &opts.periods {
@@ -489,98 +261,60 @@ fn validate(opts: &Options, work_ns: u64) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The points to measure: each source with each period it can deliver here, a helper at
-/// SCHED_FIFO `priority`. A period asked for that cannot be delivered is refused; a default
-/// one is left out with a warning.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn deliverable(
-    clock: &Clock,
-    sources: &[Source],
-    periods: &[u64],
-    explicit: bool,
-    cpu: usize,
-    priority: i32,
-    ctx: &Context,
-    notes: &mut Vec<oscost_model::Message>,
-) -> anyhow::Result<Vec<(Source, u64)>> {
-    let mut ascending = periods.to_vec();
-    ascending.sort_unstable();
-    let mut points = Vec::new();
-    for &source in sources {
-        let mut lost = Vec::new();
-        for &p in &ascending {
-            ctx.check_cancel()?;
-            let pr = probe(clock, source, p, cpu, priority)?;
-            if pr.delivered >= MIN_DELIVERED && pr.kept >= MIN_KEPT {
-                break;
-            }
-            let why = if pr.delivered < MIN_DELIVERED {
-                format!(
-                    "the {} source delivered {:.0} % of its events at {} in a {} ms probe (at \
-                     best one every {})",
-                    source.name(),
-                    pr.delivered * 100.0,
-                    period_name(p),
-                    PROBE_NS / 1_000_000,
-                    fmt_ns(p as f64 / pr.delivered.max(1e-9))
-                )
-            } else {
-                format!(
-                    "the {} source's events at {} left the working thread {:.0} % of the CPU \
-                     in a {} ms probe (each event takes about {})",
-                    source.name(),
-                    period_name(p),
-                    pr.kept * 100.0,
-                    PROBE_NS / 1_000_000,
-                    fmt_ns(p as f64 * (1.0 - pr.kept))
-                )
-            };
-            let why = format!("{why}: this machine cannot keep that period");
-            if explicit {
-                anyhow::bail!("--periods {}: {why}; use a longer period", period_name(p));
-            }
-            notes.push(format!("{why}; left out of the default periods").into());
-            lost.push(p);
-        }
-        points.extend(
-            periods
-                .iter()
-                .filter(|p| !lost.contains(p))
-                .map(|&p| (source, p)),
-        );
-    }
-    Ok(points)
+/// What a run measures at its size (`--quick` or the stand-alone one), chosen in one place.
+struct Sizes {
+    /// Runs of each point.
+    runs: usize,
+    /// The fixed work, ns.
+    work_ns: u64,
+    /// The periods measured when `--periods` is not given.
+    default_periods: &'static [u64],
+    /// How long the kernel's own tick is watched, ns.
+    natural_ns: u64,
 }
 
-fn fmt_ns(ns: f64) -> String {
-    if ns >= 1e6 {
-        format!("{:.2} ms", ns / 1e6)
-    } else if ns >= 1e3 {
-        format!("{:.1} µs", ns / 1e3)
-    } else {
-        format!("{ns:.0} ns")
-    }
-}
-
-fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
-    let mut opts = opts.clone();
-    if ctx.quick {
-        opts.runs = opts.runs.min(QUICK_RUNS);
-    }
-    let opts = &opts;
-    let clock = noise::real_clock(ctx, NAME)?;
-    let work_ns = opts.work_ns.unwrap_or(if ctx.quick {
+fn plan(opts: &Options, quick: bool) -> Sizes {
+    let work_ns = opts.work_ns.unwrap_or(if quick {
         QUICK_WORK_NS
     } else {
         DEFAULT_WORK_NS
     });
+    Sizes {
+        runs: if quick {
+            opts.runs.min(QUICK_RUNS)
+        } else {
+            opts.runs
+        },
+        work_ns,
+        default_periods: if quick {
+            &QUICK_PERIODS
+        } else {
+            &DEFAULT_PERIODS
+        },
+        natural_ns: if quick {
+            NATURAL_TICK_QUICK_NS
+        } else if work_ns >= 100_000_000 {
+            NATURAL_TICK_NS
+        } else {
+            NATURAL_TICK_SHORT_NS
+        },
+    }
+}
+
+fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
+    let sizes = plan(opts, ctx.quick);
+    let mut opts = opts.clone();
+    opts.runs = sizes.runs;
+    let opts = &opts;
+    let clock = real_clock(ctx, NAME)?;
+    let work_ns = sizes.work_ns;
     validate(opts, work_ns)?;
-    let sources = super::first_occurrences(if opts.source.is_empty() {
+    let sources = engine::first_occurrences(if opts.source.is_empty() {
         &Source::ALL
     } else {
         &opts.source
     });
-    let periods = chosen_periods(opts, work_ns, ctx.quick)?;
+    let periods = chosen_periods(opts, work_ns, sizes.default_periods)?;
     let cpu = ctx.first_cpu();
     let _pin = AffinityRestore::pin(&[cpu])?;
     let mut out = ExperimentOutput::default();
@@ -602,14 +336,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     )?;
     ctx.progress.inc(1);
     ctx.progress.message("watching the kernel's own tick");
-    let natural_ns = if ctx.quick {
-        NATURAL_TICK_QUICK_NS
-    } else if work_ns >= 100_000_000 {
-        NATURAL_TICK_NS
-    } else {
-        NATURAL_TICK_SHORT_NS
-    };
-    let natural = noise::natural_tick(&clock, cpu, natural_ns, ctx.cancel)?;
+    let natural = natural_tick(&clock, cpu, sizes.natural_ns, ctx.cancel)?;
     ctx.progress.inc(1);
 
     let sampled = sample(
@@ -627,11 +354,11 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     out.params
         .insert("work_iterations".into(), json!(iterations));
     out.params.insert("runs".into(), json!(opts.runs));
-    if let Some((hz, tick_ns)) = noise::kernel_hz() {
+    if let Some((hz, tick_ns)) = kernel_hz() {
         out.params.insert("kernel_hz".into(), json!(hz));
         out.params.insert("kernel_tick_ns".into(), json!(tick_ns));
     }
-    record_natural(&mut out, natural.as_ref(), natural_ns, cpu);
+    record_natural(&mut out, natural.as_ref(), sizes.natural_ns, cpu);
     record_points(
         &mut out, &clock, &sources, &points, &sampled, cpu, iterations,
     );
@@ -650,8 +377,8 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
             .insert("kernel_view".into(), json!("off (--no-kernel-view)"));
     }
     if !opts.rr_slices.is_empty() {
-        let slices = super::first_occurrences(&opts.rr_slices);
-        let tick_ns = noise::kernel_hz().map(|(_, ns)| ns as f64);
+        let slices = engine::first_occurrences(&opts.rr_slices);
+        let tick_ns = kernel_hz().map(|(_, ns)| ns as f64);
         rr::measure(
             &slices,
             opts.rr_tasks,
@@ -750,18 +477,18 @@ fn traced(
 }
 
 /// The periods asked for, else the defaults that give enough events in a run of `work_ns`.
-fn chosen_periods(opts: &Options, work_ns: u64, quick: bool) -> anyhow::Result<Vec<u64>> {
+fn chosen_periods(
+    opts: &Options,
+    work_ns: u64,
+    default_periods: &[u64],
+) -> anyhow::Result<Vec<u64>> {
     let periods: Vec<u64> = match &opts.periods {
-        Some(p) => super::first_occurrences(p),
-        None => if quick {
-            &QUICK_PERIODS[..]
-        } else {
-            &DEFAULT_PERIODS[..]
-        }
-        .iter()
-        .copied()
-        .filter(|&p| work_ns / p >= MIN_EVENTS_PER_RUN)
-        .collect(),
+        Some(p) => engine::first_occurrences(p),
+        None => default_periods
+            .iter()
+            .copied()
+            .filter(|&p| work_ns / p >= MIN_EVENTS_PER_RUN)
+            .collect(),
     };
     if periods.is_empty() {
         anyhow::bail!(
@@ -820,7 +547,7 @@ fn sample(
 /// The kernel's own tick as a parameter, with a warning when none was seen.
 fn record_natural(
     out: &mut ExperimentOutput,
-    natural: Option<&noise::NaturalTick>,
+    natural: Option<&NaturalTick>,
     natural_ns: u64,
     cpu: usize,
 ) {
@@ -1078,7 +805,7 @@ fn per_event(case: &Case) -> Option<DerivedSpec> {
             (case.id.clone(), 1.0 / events),
             (undisturbed_id(), -1.0 / events),
         ],
-        flagged: super::failed_checks(case),
+        flagged: engine::failed_checks(case),
     })
 }
 
@@ -1102,227 +829,4 @@ fn slope(clock: &Clock, points: &[Point]) -> Option<serde_json::Value> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::context::NoProgress;
-    use crate::sampler::SamplerConfig;
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::Mutex;
-
-    /// One tick run at a time: a process has one signal timer, and the checks below count the
-    /// process's timers and helper threads.
-    static SERIAL: Mutex<()> = Mutex::new(());
-
-    fn opts(args: &[&str]) -> Options {
-        use clap::{Args, FromArgMatches};
-        let cmd = Options::augment_args(clap::Command::new("tick").no_binary_name(true));
-        Options::from_arg_matches(&cmd.try_get_matches_from(args).unwrap()).unwrap()
-    }
-
-    fn with_ctx<T>(cancel: &AtomicBool, f: impl FnOnce(&Context) -> T) -> T {
-        let clock = Clock::monotonic("test".into());
-        let ctx = Context {
-            clock: &clock,
-            sampler: SamplerConfig::quick(),
-            quick: true,
-            cpus: vec![oscost_sys::affinity().unwrap()[0]],
-            progress: &NoProgress,
-            cancel,
-        };
-        f(&ctx)
-    }
-
-    /// What a run may leave behind: POSIX timers, helper threads, timerfds.
-    fn leftovers() -> (usize, usize, usize) {
-        let timers = std::fs::read_to_string("/proc/self/timers")
-            .map(|t| t.lines().filter(|l| l.starts_with("ID:")).count())
-            .unwrap_or(0);
-        let helpers = std::fs::read_dir("/proc/self/task")
-            .unwrap()
-            .flatten()
-            .filter(|e| {
-                std::fs::read_to_string(e.path().join("comm"))
-                    .is_ok_and(|c| c.trim() == "oscost-tick")
-            })
-            .count();
-        let timerfds = std::fs::read_dir("/proc/self/fd")
-            .unwrap()
-            .flatten()
-            .filter(|e| {
-                std::fs::read_link(e.path()).is_ok_and(|l| l.to_string_lossy().contains("timerfd"))
-            })
-            .count();
-        (timers, helpers, timerfds)
-    }
-
-    fn nothing_left() -> bool {
-        (0..1000).any(|_| {
-            let l = leftovers();
-            std::thread::sleep(Duration::from_millis(1));
-            l == (0, 0, 0)
-        })
-    }
-
-    #[test]
-    fn times_parse_with_their_units() {
-        use crate::experiments::{parse_duration, parse_time};
-        assert_eq!(parse_time("9.2us"), Ok(9_200));
-        assert_eq!(parse_time("9.2µs"), Ok(9_200));
-        assert_eq!(parse_time("49us"), Ok(49_000));
-        assert_eq!(parse_time("1ms"), Ok(1_000_000));
-        assert_eq!(parse_time("5s"), Ok(5_000_000_000));
-        assert_eq!(parse_time("500ns"), Ok(500));
-        assert!(parse_time("5").unwrap_err().contains("no unit"));
-        assert!(parse_time("5min").is_err());
-        assert!(parse_time("-1ms").is_err());
-        assert!(parse_duration("0s").unwrap_err().contains("above 0"));
-        assert!(parse_period("500ns").unwrap_err().contains("below 1us"));
-        assert!(parse_period("1s").is_err());
-        assert_eq!(period_name(9_200), "9200ns");
-        assert_eq!(period_name(49_000), "49us");
-        assert_eq!(period_name(1_000_000), "1ms");
-    }
-
-    #[test]
-    fn a_period_too_long_for_the_work_is_refused_before_anything_runs() {
-        let _g = SERIAL
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let cancel = AtomicBool::new(false);
-        with_ctx(&cancel, |ctx| {
-            let e = run(&opts(&["--work", "5ms", "--periods", "1ms"]), ctx).unwrap_err();
-            assert!(e.to_string().contains("fewer than 10 events"), "{e}");
-        });
-    }
-
-    /// A tiny run of every source: events counted, rows per period, the slope and the
-    /// per-event figures, and nothing left armed afterwards.
-    #[test]
-    fn a_tiny_run_counts_events_and_leaves_nothing_armed() {
-        let _g = SERIAL
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let cancel = AtomicBool::new(false);
-        let out = with_ctx(&cancel, |ctx| {
-            run(
-                // Periods a busy machine still keeps (the tests run side by side): the probe
-                // refuses a period it cannot deliver, which another test checks.
-                &opts(&["--work", "40ms", "--periods", "4ms,2ms", "--runs", "3"]),
-                ctx,
-            )
-            .unwrap()
-        });
-        assert!(nothing_left(), "{:?}", leftovers());
-        let (kernel, timed): (Vec<&Case>, Vec<&Case>) =
-            out.cases.iter().partition(|c| c.id.ends_with(".kernel"));
-        assert_eq!(timed.len(), 1 + 3 * 2, "{out:#?}");
-        assert_eq!(timed[0].id, undisturbed_id());
-        traced_runs_are_consistent(&out, &kernel);
-        for c in &timed[1..] {
-            assert_eq!(c.samples.per_op_ns.len(), 3, "{}", c.id);
-            assert!(c.counters["events_per_run"] > 0.0, "{}", c.id);
-            assert!(
-                c.counters["expirations_per_run"] >= c.counters["events_per_run"],
-                "{}",
-                c.id
-            );
-            assert_eq!(c.series[0].points.len(), 3);
-            assert!(out
-                .derived
-                .iter()
-                .any(|d| d.id == format!("{}.per_event", c.id)));
-        }
-        for s in ["signal", "helper", "timerfd"] {
-            let fit = &out.params["slope"][s];
-            assert_eq!(fit["runs"], json!(3 + 3 * 2), "{s}: {fit}");
-            let ci = fit["ci95_cycles"].as_array().unwrap();
-            let v = fit["cycles_per_event"].as_f64().unwrap();
-            assert!(ci[0].as_f64().unwrap() <= v && v <= ci[1].as_f64().unwrap());
-        }
-        assert!(out.cases.iter().any(|c| c.id == "tick.signal.2ms"));
-    }
-
-    /// One traced run per source at its shortest period (2 ms here), whose kernel time adds up
-    /// by part; or one line saying why there is none.
-    fn traced_runs_are_consistent(out: &ExperimentOutput, kernel: &[&Case]) {
-        if out.params["kernel_view"] != "traced" {
-            assert!(kernel.is_empty());
-            assert_eq!(out.unavailable.len(), 1, "{out:?}");
-            assert!(!out.unavailable[0].reason.contains('\n'));
-            return;
-        }
-        let ids: Vec<&str> = kernel.iter().map(|c| c.id.as_str()).collect();
-        assert_eq!(
-            ids,
-            [
-                "tick.signal.2ms.kernel",
-                "tick.helper.2ms.kernel",
-                "tick.timerfd.2ms.kernel"
-            ]
-        );
-        for c in kernel {
-            let k = &c.counters;
-            assert!(k["events"] >= 1.0, "{c:?}");
-            assert!(!c.samples.per_op_ns.is_empty(), "{c:?}");
-            let parts: f64 = kernel::PARTS
-                .iter()
-                .map(|(p, _)| k[&format!("{p}_ns_per_event")])
-                .sum();
-            assert!((parts - k["kernel_ns_per_event"]).abs() < 1e-6 * parts.max(1.0));
-            let rest = k["lost_ns_per_event"] - k["kernel_ns_per_event"];
-            assert!((rest - k["outside_ns_per_event"]).abs() < 1e-6 * rest.abs().max(1.0));
-            if c.id.starts_with("tick.signal") {
-                assert!(k["signals_per_event"] > 0.0, "{c:?}");
-            }
-        }
-    }
-
-    /// A period no machine keeps, asked for: refused from what the probe saw, before any
-    /// run, and the probe's timer or helper is gone.
-    #[test]
-    fn an_undeliverable_period_is_refused_and_leaves_nothing_armed() {
-        let _g = SERIAL
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let cancel = AtomicBool::new(false);
-        for source in ["signal", "helper"] {
-            let e = with_ctx(&cancel, |ctx| {
-                run(
-                    &opts(&["--work", "10ms", "--periods", "1us", "--source", source]),
-                    ctx,
-                )
-                .unwrap_err()
-            });
-            let e = e.to_string();
-            assert!(
-                e.starts_with("--periods 1us: ") && e.contains("cannot keep that period"),
-                "{e}"
-            );
-            assert!(nothing_left(), "{source}: {:?}", leftovers());
-        }
-    }
-
-    /// Ctrl-C in the middle of the runs: the run stops with `Cancelled`, and no timer, helper
-    /// or timerfd is left.
-    #[test]
-    fn an_interrupted_run_leaves_nothing_armed() {
-        let _g = SERIAL
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let cancel = AtomicBool::new(false);
-        let e = std::thread::scope(|s| {
-            s.spawn(|| {
-                std::thread::sleep(Duration::from_millis(300));
-                cancel.store(true, Ordering::SeqCst);
-            });
-            with_ctx(&cancel, |ctx| {
-                run(&opts(&["--work", "10ms", "--runs", "1000"]), ctx).unwrap_err()
-            })
-        });
-        assert!(
-            e.downcast_ref::<crate::context::Cancelled>().is_some(),
-            "{e:#}"
-        );
-        assert!(nothing_left(), "{:?}", leftovers());
-    }
-}
+mod tests;

@@ -12,10 +12,11 @@
 
 use crate::context::Context;
 use crate::cpuset;
-use crate::experiments::primitives;
-use crate::experiments::ring;
+use crate::engine;
+use crate::engine::checks::add_migrations;
+use crate::engine::controls;
+use crate::engine::tokens::{self, Counts, RingSpec};
 use crate::limits::{Limits, Needs, FILES_MARGIN};
-use crate::tokens::{self, Counts, RingSpec};
 use anyhow::Context as _;
 use oscost_model::case::{Case, Check, DerivedSpec, ExperimentOutput, Unavailable};
 use oscost_model::{Message, MessageKind};
@@ -57,11 +58,11 @@ impl Placement {
 #[derive(Debug, Clone, clap::Args, serde::Serialize, serde::Deserialize)]
 pub struct Options {
     /// Primitives, comma-separated (default: all)
-    #[arg(long, value_parser = super::via_parser(), value_delimiter = ',', value_name = "VIA,...")]
+    #[arg(long, value_parser = engine::via_parser(), value_delimiter = ',', value_name = "VIA,...")]
     pub via: Vec<Via>,
 
     /// Task kinds, comma-separated (default: both)
-    #[arg(long, value_parser = super::kind_parser(), value_delimiter = ',', value_name = "KIND,...")]
+    #[arg(long, value_parser = engine::kind_parser(), value_delimiter = ',', value_name = "KIND,...")]
     pub kind: Vec<Kind>,
 
     /// Placements, comma-separated
@@ -117,7 +118,7 @@ fn validate(opts: &Options, ctx: &Context) -> anyhow::Result<()> {
     Ok(())
 }
 
-impl super::Experiment for Options {
+impl engine::Experiment for Options {
     const NAME: &'static str = NAME;
     const SUMMARY: &'static str =
         "Ping-pong round trip between two tasks per primitive, with counted switches";
@@ -190,7 +191,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     validate(opts, ctx)?;
     let vias = pick(&opts.via, &Via::ALL);
     let kinds = pick(&opts.kind, &Kind::ALL);
-    let placements = super::first_occurrences(&opts.placement);
+    let placements = engine::first_occurrences(&opts.placement);
     let mut out = ExperimentOutput::default();
     let (_hold, held) = hold_idle_poll(opts.idle_poll, &mut out);
     out.params.insert("idle".into(), idle::config(held));
@@ -323,7 +324,7 @@ impl KernelView {
 }
 
 fn pick<T: Copy + PartialEq>(chosen: &[T], all: &[T]) -> Vec<T> {
-    super::first_occurrences(if chosen.is_empty() { all } else { chosen })
+    engine::first_occurrences(if chosen.is_empty() { all } else { chosen })
 }
 
 /// Takes the PM QoS request if asked; not permitted is a warning, not a failure.
@@ -367,7 +368,7 @@ fn mark_unavailable(
 
 /// The primitive's post + wait in one task (sched_yield alone for yield), on the first CPU.
 fn control_case(via: Via, ctx: &Context) -> anyhow::Result<Case> {
-    let c = primitives::link_control_on(via, ctx, ctx.first_cpu())
+    let c = controls::link_control_on(via, ctx, ctx.first_cpu())
         .with_context(|| format!("{via}: measuring the no-switch control"))?;
     let (what, unit) = match via {
         Via::Yield => ("sched_yield with nothing else runnable".to_string(), "call"),
@@ -441,7 +442,7 @@ fn pingpong_case(
     .param("idle_poll", idle_poll);
     case.add_messages(warnings);
     add_switch_counts(&mut case, via, p, &counts);
-    ring::add_migrations(&mut case, &counts, p != Placement::Free);
+    add_migrations(&mut case, &counts, p != Placement::Free);
     for (state, n) in idle::delta(&idle_before, &idle_after) {
         case.counters
             .insert(format!("idle_entries_{state}"), n as f64);
@@ -532,7 +533,7 @@ fn switch_check(via: Via, p: Placement, counted: f64, detail: &str) -> Check {
 
 fn derived(case: &Case, via: Via) -> [DerivedSpec; 2] {
     use oscost_model::ids::switch::Derived;
-    let flagged = super::failed_checks(case);
+    let flagged = engine::failed_checks(case);
     [
         DerivedSpec {
             id: oscost_model::ids::switch::derived(&case.id, Derived::OneWay),

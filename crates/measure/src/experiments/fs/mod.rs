@@ -17,6 +17,7 @@
 pub mod server;
 
 use crate::context::Context;
+use crate::engine;
 use crate::sampler::{measure_interleaved, Job};
 use crate::scratch::ScratchDir;
 use anyhow::Context as _;
@@ -65,7 +66,7 @@ pub enum Call {
 
 impl Call {
     fn id(self) -> String {
-        super::value_name(&self)
+        engine::value_name(&self)
     }
 
     fn description(self) -> &'static str {
@@ -120,7 +121,7 @@ pub struct Options {
     /// Call rate for the "share of a second" figures: at this many calls per second, what part
     /// of each second goes to the call (the MINIX 3 study priced its differences at 10 000/s)
     #[arg(long, default_value_t = 10_000.0, value_name = "CALLS_PER_S", allow_negative_numbers = true,
-          value_parser = super::syscall::parse_rate)]
+          value_parser = engine::parse_rate)]
     pub rate: f64,
 
     /// Measure the kernel side only, as if FUSE could not be mounted here (for tests)
@@ -449,7 +450,7 @@ fn fuse_evidence(
     });
 }
 
-impl super::Experiment for Options {
+impl engine::Experiment for Options {
     const NAME: &'static str = NAME;
     const SUMMARY: &'static str =
         "File calls served by the kernel (tmpfs) against a program in user space (FUSE)";
@@ -477,7 +478,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     let calls: Vec<Call> = if opts.calls.is_empty() {
         Call::value_variants().to_vec()
     } else {
-        super::first_occurrences(&opts.calls)
+        engine::first_occurrences(&opts.calls)
     };
     oscost_sys::set_affinity(&[ctx.first_cpu()])
         .with_context(|| format!("pinning to CPU {}", ctx.first_cpu()))?;
@@ -610,7 +611,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
                     call.description()
                 ),
                 terms: vec![(u.id.clone(), 1.0), (k.id.clone(), -1.0)],
-                flagged: super::failed_checks(u).or_else(|| super::failed_checks(k)),
+                flagged: engine::failed_checks(u).or_else(|| engine::failed_checks(k)),
             });
         }
     }

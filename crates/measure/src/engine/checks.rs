@@ -1,0 +1,42 @@
+//! Checks several experiments attach to their cases, and what a failed one means.
+
+use crate::engine::tokens::Counts;
+use oscost_model::case::{Case, Check};
+
+/// Why a case's derived figure cannot be trusted: its failed checks, or `None`.
+pub(crate) fn failed_checks(case: &Case) -> Option<String> {
+    let failed: Vec<String> = case
+        .checks
+        .iter()
+        .filter(|c| !c.passed)
+        .map(|c| {
+            format!(
+                "{} counted {:.3}, expected {}",
+                c.name, c.counted, c.expected
+            )
+        })
+        .collect();
+    (!failed.is_empty()).then(|| format!("{}: {}", case.id, failed.join("; ")))
+}
+
+/// Records migrations and, when the tasks were pinned, checks there were none.
+pub(crate) fn add_migrations(case: &mut Case, counts: &Counts, pinned: bool) {
+    if !counts.migrations_known {
+        case.notes.push(oscost_model::Message::new(
+            oscost_model::MessageKind::MigrationsNotCounted,
+            ": se.nr_migrations is missing from /proc/<pid>/sched",
+        ));
+        return;
+    }
+    case.counters
+        .insert("migrations".into(), counts.migrations as f64);
+    if pinned {
+        case.checks.push(Check::near(
+            "migrations",
+            0.0,
+            counts.migrations as f64,
+            0.0,
+            "se.nr_migrations of every task over the measured span; pinned tasks must not move",
+        ));
+    }
+}
