@@ -7,8 +7,8 @@
 //! faults of the timed pass alone, so each case carries the faults that really happened per
 //! page, and its check fails when they are not what the kind must give.
 
-use super::{first_occurrences, value_name};
 use crate::context::Context;
+use crate::engine::{self, first_occurrences, value_name};
 use crate::limits::{Limits, Needs};
 use crate::sampler::{self, single_task_check};
 use crate::scratch::ScratchDir;
@@ -561,7 +561,7 @@ fn finish(ctx: &Context, s: Slot, files: &Files, threads: Option<u64>) -> Case {
 fn derived(cases: &[Case]) -> Vec<DerivedSpec> {
     let mut out = Vec::new();
     for c in cases {
-        let flagged = super::failed_checks(c);
+        let flagged = engine::failed_checks(c);
         let minor = c
             .counters
             .get("minor_faults_per_op")
@@ -590,7 +590,7 @@ fn derived(cases: &[Case]) -> Vec<DerivedSpec> {
     out
 }
 
-impl super::Experiment for Options {
+impl engine::Experiment for Options {
     const NAME: &'static str = NAME;
     const SUMMARY: &'static str =
         "What a page fault costs: anonymous, zero page, file, shared, copy-on-write, huge, major";
@@ -680,7 +680,7 @@ mod tests {
     use crate::context::testing;
 
     fn opts(extra: &[&str]) -> Options {
-        crate::experiments::defaults(extra)
+        engine::defaults(extra)
     }
 
     #[test]
@@ -715,7 +715,7 @@ mod tests {
             mem_available_kib: Some(64 * 1024),
             ..Limits::default()
         };
-        let e = super::super::Experiment::preflight(&opts(&["--pages", "1048576"]), false, &limits)
+        let e = engine::Experiment::preflight(&opts(&["--pages", "1048576"]), false, &limits)
             .unwrap_err()
             .to_string();
         assert!(e.contains("--pages 1048576"), "{e}");

@@ -9,8 +9,8 @@
 //! is read around each batch: the address space grew and shrank by what was mapped (`VmSize`),
 //! the touched regions' pages were freed (`VmRSS`), the file stayed cached (`mincore`).
 
-use super::first_occurrences;
 use crate::context::Context;
+use crate::engine::{self, first_occurrences};
 use crate::limits::{Limits, Needs};
 use crate::sampler::{self, single_task_check};
 use crate::scratch::ScratchDir;
@@ -296,7 +296,7 @@ fn sample(ctx: &Context, s: &mut Slot, file: Option<&mut FileSide>) -> anyhow::R
 }
 
 fn case_id(op: Op, pages: u64) -> String {
-    format!("{NAME}.{}.p{pages}", super::value_name(&op))
+    format!("{NAME}.{}.p{pages}", engine::value_name(&op))
 }
 
 fn finish(ctx: &Context, s: Slot, threads: Option<u64>) -> Case {
@@ -312,7 +312,7 @@ fn finish(ctx: &Context, s: Slot, threads: Option<u64>) -> Case {
         "call",
         samples,
     )
-    .param("op", super::value_name(&s.op))
+    .param("op", engine::value_name(&s.op))
     .param("pages", s.pages)
     .param("cpu", ctx.first_cpu() as u64);
     let ops = s.timed_ops.max(1) as f64;
@@ -376,7 +376,7 @@ fn finish(ctx: &Context, s: Slot, threads: Option<u64>) -> Case {
     case
 }
 
-impl super::Experiment for Options {
+impl engine::Experiment for Options {
     const NAME: &'static str = NAME;
     const SUMMARY: &'static str =
         "mmap, munmap (untouched and touched), and cached read and write, by size in pages";
@@ -466,7 +466,7 @@ mod tests {
     use crate::context::testing;
 
     fn opts(extra: &[&str]) -> Options {
-        crate::experiments::defaults(extra)
+        engine::defaults(extra)
     }
 
     #[test]

@@ -10,8 +10,8 @@
 //! interrupts each CPU received (`/proc/interrupts`, TLB and CAL) and the faults of the
 //! measuring thread, so each figure carries the interrupts that really happened per operation.
 
-use super::{first_occurrences, value_name};
 use crate::context::Context;
+use crate::engine::{self, first_occurrences, value_name};
 use crate::sampler::{self, thread_check};
 use anyhow::Context as _;
 use oscost_model::case::{Case, Check, ExperimentOutput, Samples};
@@ -455,7 +455,7 @@ fn finish(ctx: &Context, s: Slot, g: Group, overhead: f64, threads: Option<u64>)
     case
 }
 
-impl super::Experiment for Options {
+impl engine::Experiment for Options {
     const NAME: &'static str = NAME;
     const SUMMARY: &'static str =
         "What invalidating a page costs while other threads of the process run on other CPUs";
@@ -547,7 +547,7 @@ mod tests {
     use oscost_model::case::SINGLE_THREAD_CHECK;
 
     fn opts(extra: &[&str]) -> Options {
-        crate::experiments::defaults(extra)
+        engine::defaults(extra)
     }
 
     const INTERRUPTS: &str = "           CPU0       CPU1       \n\
