@@ -646,7 +646,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         }
     }
     ctx.progress
-        .start((ctx.sampler.samples as usize * slots.len()) as u64, NAME);
+        .start((ctx.sampler.samples * slots.len()) as u64, NAME);
     // One untimed sample of each first: the allocator's and the kernel's first-time costs.
     for s in slots.iter_mut() {
         ctx.check_cancel()?;

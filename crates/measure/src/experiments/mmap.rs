@@ -430,8 +430,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         }
     }
     let n = slots.len();
-    ctx.progress
-        .start((ctx.sampler.samples as usize * n) as u64, NAME);
+    ctx.progress.start((ctx.sampler.samples * n) as u64, NAME);
     // One untimed batch of each first; its figures are dropped.
     for s in slots.iter_mut() {
         ctx.check_cancel()?;

@@ -154,7 +154,6 @@ fn interrupt_counts(text: &str, name: &str) -> Option<Vec<u64>> {
     let cpus = lines.next()?.split_whitespace().count();
     let line = lines.find(|l| l.trim_start().starts_with(&format!("{name}:")))?;
     let counts: Vec<u64> = line
-        .trim_start()
         .split_whitespace()
         .skip(1)
         .take(cpus)
@@ -412,7 +411,7 @@ fn finish(ctx: &Context, s: Slot, g: Group, overhead: f64, threads: Option<u64>)
     {
         case.notes.push(Message::new(
             MessageKind::FlushWithoutInterrupt,
-            &format!(
+            format!(
                 " reached the other CPUs ({}): the kernel flushed their translations without \
                  an interrupt for most operations (a hypervisor's paravirtual remote flush does \
                  so for a virtual CPU not running)",
@@ -490,7 +489,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     let overhead = clock_overhead(ctx);
     let mut out = ExperimentOutput::default();
     ctx.progress.start(
-        (ctx.sampler.samples as usize * p.ops.len() * p.groups.len()) as u64,
+        (ctx.sampler.samples * p.ops.len() * p.groups.len()) as u64,
         NAME,
     );
     // The one-thread group first: once a thread has existed, the process stays multi-threaded
