@@ -29,10 +29,10 @@ pub fn run() -> anyhow::Result<ExitCode> {
         && !cli.global.quiet
         && matches!(cli.command, None | Some(Command::Run { .. }))
     {
-        let width = oscost_report::render::layout_width(true);
+        let width = oscost_report::export::terminal::layout_width(true);
         eprint!(
             "{}",
-            oscost_report::render::wrap(&crate::lists::quick_suite_note(), width, 6)
+            oscost_report::export::terminal::wrap(&crate::lists::quick_suite_note(), width, 6)
         );
     }
     let quick = cli.global.quick;

@@ -13,7 +13,6 @@ mod fuse_serve;
 mod inputs;
 mod lists;
 mod machine;
-mod output;
 mod progress;
 mod run_id;
 mod session;

@@ -60,7 +60,7 @@ impl Bar {
         // The message last and cut to what is left of the line, so that the bar redraws in
         // place instead of scrolling: under 80 columns a shorter bar keeps the run's time left
         // on a line of 60 (a longer one is wrapped by the terminal and redrawn a line lower).
-        let narrow = oscost_report::render::terminal_width(true).is_some_and(|w| w < 80);
+        let narrow = oscost_report::export::terminal::terminal_width(true).is_some_and(|w| w < 80);
         let template = if narrow {
             "{prefix:>16} [{bar:8}] {pos}/{len} ~{eta} left{suite} {wide_msg}"
         } else {

@@ -30,7 +30,7 @@ pub fn run(args: CompareArgs, cfg: &Config) -> anyhow::Result<ExitCode> {
     }
     let view = compare::View {
         // Standard error when standard output carries a file format.
-        width: oscost_report::render::layout_width(cfg.stdout_taken()),
+        width: oscost_report::export::terminal::layout_width(cfg.stdout_taken()),
         only_changed: args.only_changed,
     };
     two_or_more(

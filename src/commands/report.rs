@@ -70,7 +70,7 @@ pub fn run(files: &[PathBuf], output: Option<&Path>, cfg: &Config) -> anyhow::Re
         );
     }
     let refs: Vec<(String, &ResultDoc)> = docs.iter().map(|(l, d)| (l.clone(), d)).collect();
-    let html = oscost_report::html::report_with(&refs, &studies)?;
+    let html = oscost_report::export::html::report_with(&refs, &studies)?;
     if to_stdout {
         print_stdout(&html)?;
     } else {

@@ -3,22 +3,15 @@
 
 mod unused;
 
+pub use oscost_report::export::Sink;
 pub use unused::unused_options;
 
 use crate::args::GlobalOpts;
 use anyhow::Context as _;
 use oscost_measure::cpuset;
 use oscost_measure::sampler::SamplerConfig;
+use oscost_report::export::Warnings;
 use std::path::{Path, PathBuf};
-
-/// Where one rendering goes.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Sink {
-    /// Standard output.
-    Stdout,
-    /// A file, written atomically at the end.
-    File(PathBuf),
-}
 
 /// Everything a session needs, checked.
 #[derive(Debug, Clone)]
@@ -288,6 +281,18 @@ impl Config {
         [&self.json, &self.csv, &self.markdown, &self.report]
             .iter()
             .any(|s| matches!(s, Some(Sink::Stdout)))
+    }
+
+    /// How much of each experiment's warnings the tables print: none with `--quiet`, every
+    /// case's own with `--verbose`, else a summary by kind.
+    pub fn warnings(&self) -> Warnings {
+        if self.quiet {
+            Warnings::Hidden
+        } else if self.verbose {
+            Warnings::Full
+        } else {
+            Warnings::Summary
+        }
     }
 }
 

@@ -8,7 +8,6 @@ mod show;
 pub use save::Saving;
 
 use crate::config::{Config, Sink};
-use crate::output::{self, Figures};
 use crate::progress::Bar;
 use crate::stdout::{print_stdout, reader_gone};
 use crate::worker::Job;
@@ -18,8 +17,10 @@ use oscost_measure::experiments::ExperimentArgs;
 use oscost_measure::Clock;
 use oscost_measure::Progress as _;
 use oscost_model::{ResultDoc, SCHEMA};
+use oscost_report::export::{self, Figures, Format, Output, Outputs};
 use oscost_report::summarise;
 use oscost_sys as os;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -32,6 +33,46 @@ fn sampling(cfg: &Config) -> oscost_model::env::Sampling {
         warmup_ns: cfg.sampler.warmup.as_nanos() as u64,
         min_sample_ns: cfg.sampler.min_sample.as_nanos() as u64,
         budget_ns: cfg.sampler.budget.as_nanos() as u64,
+    }
+}
+
+/// The run's exports (`--json`, `--csv`, `--markdown`, `--report`), in the order they are
+/// written; the files oscost chose itself (`cfg.kept`) are given up, not the run, when they
+/// cannot be written.
+fn outputs(cfg: &Config) -> Outputs {
+    let formats = [
+        (Format::Json, &cfg.json),
+        (Format::Csv, &cfg.csv),
+        (Format::Markdown, &cfg.markdown),
+        (Format::Html, &cfg.report),
+    ];
+    Outputs::new(formats.into_iter().filter_map(|(format, sink)| {
+        let sink = sink.clone()?;
+        let kept = matches!(&sink, Sink::File(p) if cfg.kept.contains(p));
+        Some(Output { format, sink, kept })
+    }))
+}
+
+/// One line on stderr for a file oscost chose itself that could not be written.
+fn not_kept(_: &Path, e: &anyhow::Error) {
+    eprintln!(
+        "oscost: not kept: {e:#} (the run goes on; free some space or give --json and --report)"
+    );
+}
+
+/// When the result file oscost chose itself could not be kept, the document goes to the
+/// temporary directory instead (see [`Outputs::keep_elsewhere`]); says where.
+fn keep_elsewhere(outputs: &Outputs, doc: &ResultDoc) {
+    match outputs.keep_elsewhere(doc) {
+        None => {}
+        Some(Ok(other)) => eprintln!(
+            "oscost: the run's results are in {} instead",
+            other.display()
+        ),
+        Some(Err(e)) => eprintln!(
+            "oscost: the run's results could not be written anywhere ({e:#}): only the tables \
+             above hold them"
+        ),
     }
 }
 
@@ -107,7 +148,7 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs], saving: Saving) -> anyh
     let whole = LoadProbe::start();
     let mut own_tasks = 0;
     let mut figures = Figures::default();
-    let mut lost = Vec::new();
+    let mut outputs = outputs(cfg);
     let mut doc = ResultDoc {
         schema: SCHEMA.into(),
         run_id: Some(cfg.run_id.clone()),
@@ -133,8 +174,10 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs], saving: Saving) -> anyh
         let (out, tasks) = match measured {
             Ok(r) => r,
             Err(err) => {
-                let files = output::partial_files(cfg);
+                let files = outputs.partial_files();
                 let kept = if !doc.experiments.is_empty() && !files.is_empty() {
+                    let files: Vec<String> =
+                        files.iter().map(|p| p.display().to_string()).collect();
                     format!(
                         " (the results of the experiments before it are in {})",
                         files.join(", ")
@@ -162,9 +205,9 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs], saving: Saving) -> anyh
         if cfg.study.is_none() || cfg.verbose {
             show::show(cfg, &result, &tick_unit)?;
         }
-        figures += output::write_figures(cfg, &result)?;
+        figures += export::write_figures(&result, cfg.svg.as_deref(), cfg.series.as_deref())?;
         doc.experiments.push(result);
-        output::write_files(cfg, &doc, false, &mut lost)?;
+        outputs.write(&doc, false, not_kept)?;
     }
     if !cfg.quiet {
         if cfg.svg.is_some() && figures.plots == 0 {
@@ -179,12 +222,10 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs], saving: Saving) -> anyh
     if let Some(name) = cfg.study {
         figures += show::show_study(cfg, name, &doc)?;
     }
-    output::write_files(cfg, &doc, true, &mut lost)?;
-    output::keep_elsewhere(cfg, &doc, &lost);
-    for (sink, render) in output::outputs(cfg) {
-        if let Some(Sink::Stdout) = sink {
-            print_stdout(&render(&doc)?)?;
-        }
+    outputs.write(&doc, true, not_kept)?;
+    keep_elsewhere(&outputs, &doc);
+    if let Some(text) = outputs.stdout(&doc)? {
+        print_stdout(&text)?;
     }
     // A run its reader left early (`| head`) holds only some of its experiments: the history
     // keeps whole runs, so it is not saved.
@@ -192,6 +233,6 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs], saving: Saving) -> anyh
     Ok(Saved {
         run_id: cfg.run_id.clone(),
         in_history,
-        lost,
+        lost: outputs.lost().to_vec(),
     })
 }

@@ -1,10 +1,10 @@
 //! What a run prints as it goes: each experiment's tables, or a study's.
 
 use crate::config::Config;
-use crate::output::Figures;
 use crate::stdout::print_stdout;
 use oscost_model::ResultDoc;
-use oscost_report::render;
+use oscost_report::export::terminal::{self, layout_width};
+use oscost_report::export::{write_plots, ExportOptions, Figures};
 
 /// Prints an experiment's tables: to stdout, or to stderr when stdout carries a machine
 /// format. Warnings are summarised by kind, printed in full with `--verbose`, left out with
@@ -14,14 +14,12 @@ pub(super) fn show(
     result: &oscost_model::ExperimentResult,
     tick_unit: &str,
 ) -> anyhow::Result<()> {
-    let warnings = if cfg.quiet {
-        render::Warnings::Hidden
-    } else if cfg.verbose {
-        render::Warnings::Full
-    } else {
-        render::Warnings::Summary
+    let opts = ExportOptions {
+        width: table_width(cfg),
+        warnings: cfg.warnings(),
+        label: None,
     };
-    let text = render::terminal_with(result, tick_unit, table_width(cfg), warnings);
+    let text = terminal::experiment(result, tick_unit, &opts);
     if cfg.stdout_taken() {
         eprint!("{text}");
         Ok(())
@@ -40,7 +38,7 @@ pub(super) fn show_study(cfg: &Config, name: &str, doc: &ResultDoc) -> anyhow::R
     let width = table_width(cfg);
     let mut text = String::new();
     for v in study.tables(Some(doc)) {
-        text += &render::view_table(&v, width);
+        text += &terminal::view(&v, width);
         text.push('\n');
     }
     if cfg.stdout_taken() {
@@ -49,17 +47,13 @@ pub(super) fn show_study(cfg: &Config, name: &str, doc: &ResultDoc) -> anyhow::R
         print_stdout(&text)?;
     }
     if let Some(dir) = &cfg.svg {
-        for plot in study.plots(Some(doc)) {
-            let path = dir.join(oscost_report::plot::file_name(&plot.name, "svg"));
-            oscost_report::output::write_atomic(&path, &plot.svg)?;
-            n.plots += 1;
-        }
+        n.plots += write_plots(dir, study.plots(Some(doc)))?;
     }
     Ok(n)
 }
 
-/// The width tables are laid out to (see [`render::layout_width`]): the terminal the tables
-/// go to, standard error when standard output carries a file format.
+/// The width tables are laid out to (see [`layout_width`]): the terminal the tables go to,
+/// standard error when standard output carries a file format.
 pub(super) fn table_width(cfg: &Config) -> Option<u16> {
-    render::layout_width(cfg.stdout_taken())
+    layout_width(cfg.stdout_taken())
 }

@@ -8,7 +8,7 @@
 //! named, never averaged in silently.
 
 use crate::compare::{self, Comparison, Settings, Source, Verdict};
-use crate::render::fmt_ns;
+use crate::format::fmt_ns;
 use comfy_table::{presets, Cell, CellAlignment, ContentArrangement, Table};
 use oscost_model::env::Environment;
 use oscost_model::schema::ResultDoc;

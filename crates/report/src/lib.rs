@@ -17,7 +17,6 @@ pub mod experiments;
 pub mod export;
 pub mod fleet;
 pub mod format;
-pub use export::html;
 mod layout;
 pub mod output;
 pub mod plot;

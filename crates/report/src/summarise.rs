@@ -315,8 +315,7 @@ mod tests {
         assert!(w.starts_with("wide interval: CI ±"), "{w}");
         assert!(w.contains("two clusters: 12 samples near 100"), "{w}");
         assert!(r.cases[1].warnings.is_empty());
-        let text =
-            crate::render::terminal_with(&r, "ref-cycles", None, crate::render::Warnings::Summary);
+        let text = crate::export::terminal::experiment(&r, "ref-cycles", &Default::default());
         assert!(text.contains("noisy for 1 of 2 cases"), "{text}");
     }
 
@@ -410,8 +409,7 @@ mod tests {
         assert_eq!(r.cases[1].at_rate.as_ref().unwrap().share_pct, 50.0);
         assert!(r.cases[1].warnings.is_empty());
         // The terminal table notes it and says it under the table.
-        let text =
-            crate::render::terminal_with(&r, "ref-cycles", None, crate::render::Warnings::Summary);
+        let text = crate::export::terminal::experiment(&r, "ref-cycles", &Default::default());
         assert!(
             text.contains("the call cannot run 1000000000 times a second here"),
             "{text}"
@@ -463,8 +461,7 @@ mod tests {
         );
         assert!(r.derived[1].warnings.is_empty());
         // The terminal names the cause in the derived table's notes.
-        let text =
-            crate::render::terminal_with(&r, "ref-cycles", None, crate::render::Warnings::Summary);
+        let text = crate::export::terminal::experiment(&r, "ref-cycles", &Default::default());
         assert!(text.contains("noisy: terms nearly cancel"), "{text}");
         // Older documents without the field still read, and an empty one is not written.
         let json = serde_json::to_value(&r.derived[1]).unwrap();

@@ -2,8 +2,8 @@
 //! exporters are the one implementation of each format, the older entry points thin calls.
 
 use oscost_model::ResultDoc;
-use oscost_report::export::{self, ExportOptions, Format, Warnings};
-use oscost_report::{html, render};
+use oscost_report::export::{self, html, ExportOptions, Format, Warnings};
+use oscost_report::render;
 use std::path::PathBuf;
 
 fn doc() -> (String, ResultDoc) {
@@ -50,10 +50,13 @@ fn options_reach_the_formats_that_use_them() {
         label: Some("before".into()),
     };
     let e = &doc.experiments[0];
-    assert_eq!(
-        export::terminal::experiment(e, unit, &narrow),
-        render::terminal_with(e, unit, Some(60), Warnings::Hidden)
-    );
+    let alone = ResultDoc {
+        experiments: vec![e.clone()],
+        ..doc.clone()
+    };
+    let text = export::terminal::experiment(e, unit, &narrow);
+    assert_eq!(Format::Terminal.export(&alone, &narrow).unwrap(), text);
+    assert_ne!(text, render::terminal(e, unit, None));
     assert_eq!(
         Format::Html.export(&doc, &narrow).unwrap(),
         html::report(&[("before".into(), &doc)]).unwrap()

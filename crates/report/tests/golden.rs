@@ -7,7 +7,8 @@
 //! schema version, keep the old golden file). The renderings are pinned with insta.
 
 use oscost_model::{ExperimentResult, ResultDoc};
-use oscost_report::render::{self, Warnings};
+use oscost_report::export::{self, ExportOptions, Warnings};
+use oscost_report::render;
 use std::path::PathBuf;
 
 fn doc() -> (String, ResultDoc) {
@@ -17,11 +18,20 @@ fn doc() -> (String, ResultDoc) {
     (text, doc)
 }
 
+/// The terminal view of `e` at its natural width, with its warnings as `warnings` says.
+fn terminal_with(e: &ExperimentResult, unit: &str, warnings: Warnings) -> String {
+    let opts = ExportOptions {
+        warnings,
+        ..ExportOptions::default()
+    };
+    export::terminal::experiment(e, unit, &opts)
+}
+
 #[test]
 fn golden_document_round_trips_exactly() {
     let (text, doc) = doc();
     assert_eq!(doc.schema, oscost_model::SCHEMA);
-    assert_eq!(render::json(&doc).unwrap(), text);
+    assert_eq!(export::json::json(&doc).unwrap(), text);
 }
 
 #[test]
@@ -151,7 +161,7 @@ fn per_case_warnings_are_summarised_by_kind() {
     e.cases[1].warnings.push(text(170).into());
     let n = e.cases.len();
 
-    let summary = render::terminal_with(&e, unit, None, Warnings::Summary);
+    let summary = terminal_with(&e, unit, Warnings::Summary);
     // Several kinds of warning: one "warning:" line, then one item per kind.
     assert_eq!(
         summary
@@ -174,7 +184,7 @@ fn per_case_warnings_are_summarised_by_kind() {
     assert!(lines[0].contains("docs/methodology.md"), "{}", lines[0]);
     assert!(!summary.contains("after 160 ms"), "{summary}");
 
-    let full = render::terminal_with(&e, unit, None, Warnings::Full);
+    let full = terminal_with(&e, unit, Warnings::Full);
     for (c, ms) in e.cases.iter().zip([160, 170]) {
         let line = format!("{}: {}", c.id, text(ms));
         assert!(
@@ -184,7 +194,7 @@ fn per_case_warnings_are_summarised_by_kind() {
     }
     assert!(full.contains(lines[0]), "{full}");
 
-    let hidden = render::terminal_with(&e, unit, None, Warnings::Hidden);
+    let hidden = terminal_with(&e, unit, Warnings::Hidden);
     assert!(
         !hidden.lines().any(|l| l.starts_with("warning")),
         "{hidden}"

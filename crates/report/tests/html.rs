@@ -4,7 +4,7 @@
 //! `figures.rs`).
 
 use oscost_model::ResultDoc;
-use oscost_report::html::report;
+use oscost_report::export::html::report;
 use std::path::PathBuf;
 
 fn read(rel: &str) -> ResultDoc {

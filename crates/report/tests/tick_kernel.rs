@@ -2,7 +2,7 @@
 //! (fitting 80 and 60 columns), and its stacked bar per source.
 
 use oscost_model::ResultDoc;
-use oscost_report::{plot, render, views};
+use oscost_report::{export, plot, views};
 use serde_json::json;
 use std::path::PathBuf;
 
@@ -65,7 +65,7 @@ fn the_table_takes_one_event_apart_and_fits() {
         assert!(t.rows.iter().all(|r| !r[0].contains("kernel")));
     }
     for width in [80u16, 60] {
-        let text = render::view_table(k, Some(width));
+        let text = export::terminal::view(k, Some(width));
         for l in text.lines() {
             assert!(l.chars().count() <= usize::from(width), "{width}: {l}");
         }

@@ -3,8 +3,8 @@
 
 use oscost_model::case::Series;
 use oscost_model::ResultDoc;
+use oscost_report::export;
 use oscost_report::plot::timeline::progress_with_kernel_svg;
-use oscost_report::render;
 use oscost_report::views;
 use serde_json::json;
 use std::path::PathBuf;
@@ -77,7 +77,7 @@ fn the_kernel_table_holds_the_traced_figures_and_fits() {
     let main = &v[0];
     assert!(main.rows.iter().all(|r| !r[0].ends_with(".kernel")));
     for width in [80u16, 60] {
-        let text = render::view_table(k, Some(width));
+        let text = export::terminal::view(k, Some(width));
         for l in text.lines() {
             assert!(l.chars().count() <= usize::from(width), "{width}: {l}");
         }

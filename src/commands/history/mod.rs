@@ -10,7 +10,7 @@ use crate::stdout::print_stdout;
 use crate::store::{location, open, open_read_only};
 use anyhow::Context as _;
 use oscost_history::{History, HistoryError, Location, RunSummary};
-use oscost_report::render;
+use oscost_report::export::{ExportOptions, Format};
 // Text from result files, which may carry escape sequences, is shown, never sent raw.
 use oscost_report::termtext::{for_terminal, one_line};
 use std::fmt::Write as _;
@@ -143,7 +143,7 @@ fn run_with(
         }
         HistoryCommand::Export { run } => {
             let doc = history.get(&history.resolve(&run)?)?;
-            let text = render::json(&doc)?;
+            let text = Format::Json.export(&doc, &ExportOptions::default())?;
             match &cfg.json {
                 Some(Sink::File(p)) => {
                     oscost_report::output::write_atomic(p, &text)

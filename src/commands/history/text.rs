@@ -4,7 +4,9 @@
 use crate::config::Config;
 use crate::run_id::short_id;
 use oscost_history::{History, RunSummary, TrendPoint};
-use oscost_report::render;
+use oscost_report::export::terminal::{self, layout_width, wrap_words};
+use oscost_report::export::ExportOptions;
+use oscost_report::format::fmt_ns;
 use std::fmt::Write as _;
 
 /// An RFC 3339 time in UTC as a table shows it: `2026-11-23 03:13:14`.
@@ -186,7 +188,7 @@ pub(super) fn show(doc: &oscost_model::ResultDoc, cfg: &Config) -> String {
         let command = env.command_line.join(" ");
         let room = table_width().map_or(usize::MAX, |w| usize::from(w).saturating_sub(9).max(20));
         // A word longer than the room (a path) is cut where the room ends, as a terminal would.
-        let lines = render::wrap_words(&command, room)
+        let lines = wrap_words(&command, room)
             .lines()
             .flat_map(|l| {
                 let chars: Vec<char> = l.chars().collect();
@@ -202,23 +204,21 @@ pub(super) fn show(doc: &oscost_model::ResultDoc, cfg: &Config) -> String {
         }
     }
     let mut s = columns(&rows);
-    let warnings = if cfg.quiet {
-        render::Warnings::Hidden
-    } else if cfg.verbose {
-        render::Warnings::Full
-    } else {
-        render::Warnings::Summary
+    let opts = ExportOptions {
+        width: table_width(),
+        warnings: cfg.warnings(),
+        label: None,
     };
     for e in &doc.experiments {
         s.push('\n');
-        s += &render::terminal_with(e, &env.clock.tick_unit, table_width(), warnings);
+        s += &terminal::experiment(e, &env.clock.tick_unit, &opts);
     }
     s
 }
 
-/// The width `history` lays its text out to (see [`render::layout_width`]).
+/// The width `history` lays its text out to (see [`layout_width`]).
 fn table_width() -> Option<u16> {
-    render::layout_width(false)
+    layout_width(false)
 }
 
 /// The text of `oscost history trend`.
@@ -263,12 +263,8 @@ pub(super) fn trend(case_id: &str, points: &[TrendPoint]) -> String {
                 .as_deref()
                 .map(when)
                 .unwrap_or_else(|| "-".into()),
-            render::fmt_ns(p.median_ns),
-            format!(
-                "{} .. {}",
-                render::fmt_ns(p.ci95_ns[0]),
-                render::fmt_ns(p.ci95_ns[1])
-            ),
+            fmt_ns(p.median_ns),
+            format!("{} .. {}", fmt_ns(p.ci95_ns[0]), fmt_ns(p.ci95_ns[1])),
         ];
         if mixed {
             row.push(if p.quick { "quick" } else { "full" }.into());

@@ -221,7 +221,7 @@ fn changed(r: &Row) -> bool {
 pub fn terminal_view(comparisons: &[Comparison], view: View) -> String {
     let width = view.width;
     let mut s = String::new();
-    let line = |text: &str, indent: usize| crate::render::wrap(text, width, indent);
+    let line = |text: &str, indent: usize| crate::layout::wrap(text, width, indent);
     for c in comparisons {
         for l in intro(c) {
             s += &line(&l, 0);
@@ -465,7 +465,7 @@ pub fn since_last(
         return None;
     }
     let changed: Vec<&Row> = c.rows.iter().filter(|r| changed(r)).collect();
-    let mut s = crate::render::wrap(
+    let mut s = crate::layout::wrap(
         &format!(
             "Change since run {label}, the last with the same machine, settings and experiments: \
              {}{}",
@@ -480,7 +480,7 @@ pub fn since_last(
         2,
     );
     for r in changed.iter().take(MAX_SINCE) {
-        s += &crate::render::wrap(
+        s += &crate::layout::wrap(
             &format!(
                 "  {} {}: {}, B / A {}",
                 r.id,
@@ -493,7 +493,7 @@ pub fn since_last(
         );
     }
     if changed.len() > MAX_SINCE {
-        s += &crate::render::wrap(
+        s += &crate::layout::wrap(
             &format!(
                 "  and {} more (oscost compare {label} latest)",
                 changed.len() - MAX_SINCE

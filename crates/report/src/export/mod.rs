@@ -13,6 +13,7 @@ pub mod markdown;
 pub mod staging;
 mod table;
 pub mod terminal;
+mod warnings;
 
 pub use csv::Csv;
 pub use html::Html;

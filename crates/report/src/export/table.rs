@@ -27,7 +27,7 @@ fn notes(c: &CaseResult) -> String {
     if c.noisy {
         n.push("noisy".into());
     }
-    for t in crate::render::warning_tags(c) {
+    for t in super::warnings::tags(c) {
         if !n.contains(&t) {
             n.push(t);
         }

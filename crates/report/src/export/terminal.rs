@@ -2,6 +2,7 @@
 //! derived figures, what was not measured, and its warnings summarised by kind.
 
 use super::table::{derived_rows, rows};
+use super::warnings::{summary, Of};
 use super::{ExportOptions, Exporter};
 use crate::layout::text_width;
 pub use crate::layout::{layout_width, terminal_width, wrap, wrap_words};
@@ -250,7 +251,7 @@ pub fn experiment(e: &ExperimentResult, tick_unit: &str, opts: &ExportOptions) -
     let full = warnings == Warnings::Full;
     let mut items: Vec<(String, Vec<String>)> =
         e.warnings.iter().map(|w| (w.into(), Vec::new())).collect();
-    items.extend(crate::render::warning_summary(e, full));
+    items.extend(summary(e, Of::Warnings, full));
     match items.len() {
         0 => {}
         1 => {
@@ -278,7 +279,7 @@ pub fn experiment(e: &ExperimentResult, tick_unit: &str, opts: &ExportOptions) -
     // eye that looks for `warning:` finds only what is worth acting on.
     let mut notes: Vec<(String, Vec<String>)> =
         e.notes.iter().map(|w| (w.into(), Vec::new())).collect();
-    notes.extend(crate::render::note_summary(e, full));
+    notes.extend(summary(e, Of::Notes, full));
     for (line, detail) in &notes {
         s += &wrap(&format!("note: {line}"), width, 2);
         for d in detail {

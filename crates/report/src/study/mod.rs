@@ -154,7 +154,7 @@ const LIST_WIDTH: u16 = 100;
 
 /// The text of `oscost study`: one block per study.
 pub fn list_text() -> String {
-    let mut s = crate::render::wrap(
+    let mut s = crate::layout::wrap(
         "The studies oscost repeats: `oscost study NAME` runs one on this machine and prints its \
          tables with the published figures beside this machine's.",
         Some(LIST_WIDTH),
@@ -164,7 +164,7 @@ pub fn list_text() -> String {
     for st in STUDIES {
         let i = &st.info;
         s += &format!("{}\n", i.name);
-        let w = |t: String| crate::render::wrap(&format!("  {t}"), Some(LIST_WIDTH), 4);
+        let w = |t: String| crate::layout::wrap(&format!("  {t}"), Some(LIST_WIDTH), 4);
         s += &w(i.citation.to_owned());
         s += &w(format!("ran on: {}", i.ran_on));
         s += &w(format!("measured: {}", i.measured));
