@@ -57,7 +57,10 @@ fn check(p: &Plot) -> Vec<String> {
 }
 
 fn all(doc: &ResultDoc) -> Vec<Plot> {
-    doc.experiments.iter().flat_map(plot::plots).collect()
+    doc.experiments
+        .iter()
+        .flat_map(oscost_report::experiments::plots)
+        .collect()
 }
 
 #[test]

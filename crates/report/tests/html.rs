@@ -82,7 +82,7 @@ fn one_run_gives_a_well_formed_self_contained_page() {
     let figures: usize = doc
         .experiments
         .iter()
-        .map(|e| oscost_report::plot::plots(e).len())
+        .map(|e| oscost_report::experiments::plots(e).len())
         .sum::<usize>()
         + oscost_report::study::applying_to(&doc)
             .iter()
@@ -147,7 +147,7 @@ fn several_runs_open_with_their_common_cases_side_by_side() {
     let per_run: usize = [&a, &b]
         .iter()
         .flat_map(|d| &d.experiments)
-        .map(|e| oscost_report::plot::plots(e).len())
+        .map(|e| oscost_report::experiments::plots(e).len())
         .sum();
     assert_eq!(
         svgs,

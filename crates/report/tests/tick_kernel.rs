@@ -2,7 +2,7 @@
 //! (fitting 80 and 60 columns), and its stacked bar per source.
 
 use oscost_model::ResultDoc;
-use oscost_report::{export, plot, views};
+use oscost_report::export;
 use serde_json::json;
 use std::path::PathBuf;
 
@@ -41,7 +41,7 @@ fn with_kernel_case() -> oscost_model::ExperimentResult {
 #[test]
 fn the_table_takes_one_event_apart_and_fits() {
     let e = with_kernel_case();
-    let v = views::views(&e);
+    let v = oscost_report::experiments::views(&e);
     let k = v
         .iter()
         .find(|v| v.title.contains("taken apart"))
@@ -75,7 +75,7 @@ fn the_table_takes_one_event_apart_and_fits() {
 #[test]
 fn the_figure_has_a_bar_per_traced_source() {
     let e = with_kernel_case();
-    let p = plot::plots(&e);
+    let p = oscost_report::experiments::plots(&e);
     let k = p
         .iter()
         .find(|p| p.name == "tick.kernel")

@@ -5,7 +5,6 @@ use oscost_model::case::Series;
 use oscost_model::ResultDoc;
 use oscost_report::export;
 use oscost_report::plot::timeline::progress_with_kernel_svg;
-use oscost_report::views;
 use serde_json::json;
 use std::path::PathBuf;
 
@@ -53,7 +52,7 @@ fn with_kernel_case() -> oscost_model::ExperimentResult {
 #[test]
 fn the_kernel_table_holds_the_traced_figures_and_fits() {
     let e = with_kernel_case();
-    let v = views::views(&e);
+    let v = oscost_report::experiments::views(&e);
     let k = v
         .iter()
         .find(|v| v.title.contains("kernel's scheduler"))

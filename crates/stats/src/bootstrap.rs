@@ -2,7 +2,7 @@
 
 use oorandom::Rand64;
 
-use crate::summary::{cmp_f64, median, median_in_place, percentile};
+use crate::order::{cmp_f64, median, median_in_place, percentile};
 use crate::CONFIDENCE_95;
 
 /// A derived figure: sum of `coef_i * median(samples_i)`, with a bootstrap CI

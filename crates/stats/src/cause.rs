@@ -2,7 +2,7 @@
 //! few of them, two clusters, a drift from the first half of the run to the second, or a wide
 //! spread. The words go beside the figure, so a reader sees what was seen, not just "noisy".
 
-use crate::summary::{median, percentile, sorted_copy};
+use crate::order::{median, percentile, sorted_copy};
 
 /// Below this many samples the bootstrap interval of a median spans most of them whatever
 /// the machine did.

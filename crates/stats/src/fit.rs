@@ -5,7 +5,7 @@
 
 use oorandom::Rand64;
 
-use crate::summary::{cmp_f64, percentile};
+use crate::order::{cmp_f64, percentile};
 use crate::CONFIDENCE_95;
 
 /// Periodic events that fall within `time` at one every `period` (same unit): whole events

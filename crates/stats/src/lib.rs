@@ -24,6 +24,7 @@ mod bootstrap;
 pub mod cause;
 pub mod fit;
 mod mann_whitney;
+mod order;
 mod outliers;
 pub mod periodic;
 pub mod sched;
@@ -31,8 +32,9 @@ mod summary;
 
 pub use bootstrap::{bootstrap_median_ci, bootstrap_ratio_ci, combine_medians, Combination};
 pub use mann_whitney::mann_whitney_p;
+pub use order::{median, percentile};
 pub use outliers::{tukey_outliers, Outliers};
-pub use summary::{half_medians, mad, median, percentile, summarize, summarize_with, Summary};
+pub use summary::{half_medians, mad, summarize, summarize_with, Summary};
 
 /// Above this CI half-width relative to |median| a result is flagged noisy:
 /// beyond ±5% a figure is too unstable to compare runs or machines.

@@ -2,7 +2,7 @@
 
 use std::f64::consts::SQRT_2;
 
-use crate::summary::cmp_f64;
+use crate::order::cmp_f64;
 
 /// Mann-Whitney U two-sided test (normal approximation with tie correction
 /// and continuity correction, as scipy's asymptotic method), for `compare`.

@@ -1,6 +1,6 @@
 //! Tukey fence classification.
 
-use crate::summary::{percentile, sorted_copy};
+use crate::order::{percentile, sorted_copy};
 
 /// Tukey fence counts (1.5 IQR mild, 3 IQR severe); outliers are counted and
 /// kept, never removed, because on a busy system the tail is part of the cost.

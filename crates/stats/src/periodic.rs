@@ -13,7 +13,8 @@
 //! makes a tall interval peak but no phase that lasts over the whole run, and a multiple of the
 //! true period splits the periodic events over several phases.
 
-use crate::summary::{mad, percentile};
+use crate::order::percentile;
+use crate::summary::mad;
 
 /// Relative width of an interval bin: 0.25 %.
 const BIN: f64 = 0.0025;

@@ -1,8 +1,8 @@
 //! Point summaries of one sample set.
 
-use std::cmp::Ordering;
-
 use crate::bootstrap::bootstrap_median_ci;
+use crate::order::{median, percentile};
+use crate::order::{median_in_place, median_of_sorted, sorted_copy};
 use crate::outliers::{tukey_outliers_sorted, Outliers};
 use crate::{CONFIDENCE_95, DEFAULT_RESAMPLES, DEFAULT_SEED, NOISY_REL_HALF_WIDTH};
 
@@ -94,37 +94,6 @@ pub fn half_medians(samples: &[f64]) -> (f64, f64) {
     (median(&samples[..half]), median(&samples[half..]))
 }
 
-/// Median of unsorted samples (mean of the two middle values for even
-/// counts); `NaN` for an empty slice so that callers cannot mistake it for a
-/// measurement.
-pub fn median(samples: &[f64]) -> f64 {
-    if samples.is_empty() {
-        return f64::NAN;
-    }
-    let mut buf = samples.to_vec();
-    median_in_place(&mut buf)
-}
-
-/// Percentile `p` (0–100) of already sorted data, interpolating linearly
-/// between the closest ranks (R type 7, numpy's default) so that figures match
-/// what users get from their own tools.
-///
-/// `p` outside 0–100 is clamped; `NaN` for an empty slice or a `NaN` `p`.
-/// Sorting is the caller's job because summaries ask for several percentiles
-/// of the same data.
-pub fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() || p.is_nan() {
-        return f64::NAN;
-    }
-    let rank = (sorted.len() - 1) as f64 * (p.clamp(0.0, 100.0) / 100.0);
-    let lo = rank.floor() as usize;
-    let frac = rank - lo as f64;
-    if frac == 0.0 || lo + 1 >= sorted.len() {
-        return sorted[lo.min(sorted.len() - 1)];
-    }
-    sorted[lo] + frac * (sorted[lo + 1] - sorted[lo])
-}
-
 /// Unscaled median absolute deviation from the median: the spread measure
 /// that matches the median, since a few wild samples cannot move it.
 ///
@@ -136,60 +105,4 @@ pub fn mad(samples: &[f64]) -> f64 {
     let center = median(samples);
     let mut deviations: Vec<f64> = samples.iter().map(|x| (x - center).abs()).collect();
     median_in_place(&mut deviations)
-}
-
-/// Total order on floats so that sorting never panics; callers that need
-/// meaningful answers reject non-finite input first.
-pub(crate) fn cmp_f64(a: &f64, b: &f64) -> Ordering {
-    a.total_cmp(b)
-}
-
-pub(crate) fn sorted_copy(samples: &[f64]) -> Vec<f64> {
-    let mut sorted = samples.to_vec();
-    sorted.sort_unstable_by(cmp_f64);
-    sorted
-}
-
-/// The one formula for "between the two middle values", shared by the
-/// sorting and selecting paths so they agree to the last bit. Halving each
-/// term first cannot overflow for finite input.
-fn middle(lower: f64, upper: f64) -> f64 {
-    0.5 * lower + 0.5 * upper
-}
-
-pub(crate) fn median_of_sorted(sorted: &[f64]) -> f64 {
-    let n = sorted.len();
-    if n == 0 {
-        return f64::NAN;
-    }
-    if n % 2 == 1 {
-        sorted[n / 2]
-    } else {
-        middle(sorted[n / 2 - 1], sorted[n / 2])
-    }
-}
-
-/// Median by selection, O(n) instead of a full sort, because the bootstrap
-/// takes thousands of medians. Reorders `buf`. The result depends only on
-/// the multiset of values, never on how the selection algorithm permutes
-/// them, which keeps it deterministic across std versions.
-pub(crate) fn median_in_place(buf: &mut [f64]) -> f64 {
-    let n = buf.len();
-    if n == 0 {
-        return f64::NAN;
-    }
-    let k = n / 2;
-    let (below, &mut upper, _) = buf.select_nth_unstable_by(k, cmp_f64);
-    if n % 2 == 1 {
-        upper
-    } else {
-        // After selection the lower middle value is the largest of those
-        // placed before position k.
-        let lower = below
-            .iter()
-            .copied()
-            .max_by(cmp_f64)
-            .expect("even n >= 2 leaves at least one value below the middle");
-        middle(lower, upper)
-    }
 }

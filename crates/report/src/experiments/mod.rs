@@ -122,6 +122,25 @@ pub const TABLE: &[Entry] = &[
     },
 ];
 
+/// The views of experiment `e`, in display order; none for most experiments.
+pub fn views(e: &ExperimentResult) -> Vec<View> {
+    entry(&e.name)
+        .map_or(&[][..], |x| x.views)
+        .iter()
+        .flat_map(|f| f(e))
+        .collect()
+}
+
+/// The plots of experiment `e`: its own figures first, then its samples case by case.
+pub fn plots(e: &ExperimentResult) -> Vec<Plot> {
+    entry(&e.name)
+        .map_or(&[][..], |x| x.plots)
+        .iter()
+        .flat_map(|f| f(e))
+        .chain(plot::distribution::plots(e))
+        .collect()
+}
+
 /// The entry of the experiment named `name`, if it has one.
 pub fn entry(name: &str) -> Option<&'static Entry> {
     TABLE.iter().find(|e| e.name == name)

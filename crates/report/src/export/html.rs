@@ -10,7 +10,7 @@
 use crate::envtext::render_environment;
 use crate::format::fmt_ns;
 use crate::plot::{self, runs::common_cases, Plot};
-use crate::views::{self, View};
+use crate::views::View;
 use minijinja::{context, Environment};
 use oscost_model::{CaseResult, ExperimentResult, Message, ResultDoc, RunLoad};
 use serde::Serialize;
@@ -614,8 +614,14 @@ fn experiment(prefix: &str, e: &ExperimentResult, tick_unit: &str) -> Experiment
                 notes: d.warnings.iter().map(super::table::derived_note).collect(),
             })
             .collect(),
-        views: views::views(e).into_iter().map(table).collect(),
-        figures: plot::plots(e).into_iter().map(figure).collect(),
+        views: crate::experiments::views(e)
+            .into_iter()
+            .map(table)
+            .collect(),
+        figures: crate::experiments::plots(e)
+            .into_iter()
+            .map(figure)
+            .collect(),
         unavailable: e
             .unavailable
             .iter()

@@ -44,7 +44,7 @@ pub fn markdown(doc: &ResultDoc) -> String {
             s += "\n### derived\n\n";
             s += &md_table(&["figure", "estimate", "95% CI", unit, "notes"], &d);
         }
-        for v in crate::views::views(e) {
+        for v in crate::experiments::views(e) {
             s += &format!("\n### {}\n\n", v.title);
             let head: Vec<&str> = v.head.iter().map(String::as_str).collect();
             s += &md_table(&head, &v.rows);

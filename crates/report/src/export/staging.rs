@@ -167,7 +167,7 @@ pub fn write_figures(
 ) -> anyhow::Result<Figures> {
     let mut n = Figures::default();
     if let Some(dir) = svg {
-        n.plots += write_plots(dir, crate::plot::plots(result))?;
+        n.plots += write_plots(dir, crate::experiments::plots(result))?;
     }
     if let Some(dir) = series {
         for (name, text) in crate::series::files(result)? {

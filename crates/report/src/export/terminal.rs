@@ -237,7 +237,7 @@ pub fn experiment(e: &ExperimentResult, tick_unit: &str, opts: &ExportOptions) -
     for (id, n) in notes_below {
         s += &wrap(&format!("note: {id}: {n}"), width, 2);
     }
-    for v in crate::views::views(e) {
+    for v in crate::experiments::views(e) {
         s += &view(&v, width);
     }
     for u in &e.unavailable {

@@ -3,7 +3,7 @@
 //!
 //! Every experiment gets its samples drawn ([`distribution`]); an experiment with a figure of
 //! its own adds a file here with a `plots(&ExperimentResult) -> Vec<Plot>` function, named in
-//! the experiment's entry of [`crate::experiments::TABLE`]. Like the views, a plot reads the
+//! the experiment's entry of the experiments table (`experiments::TABLE`). Like the views, a plot reads the
 //! model only; it never measures.
 
 pub mod chart;
@@ -23,8 +23,6 @@ pub mod timeline;
 
 pub use runs::comparison_plots;
 
-use oscost_model::ExperimentResult;
-
 /// One figure: the stem of its file name (a case id) and the SVG document.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plot {
@@ -32,16 +30,6 @@ pub struct Plot {
     pub name: String,
     /// The whole SVG document.
     pub svg: String,
-}
-
-/// The plots of experiment `e`: its own figures first, then its samples case by case.
-pub fn plots(e: &ExperimentResult) -> Vec<Plot> {
-    crate::experiments::entry(&e.name)
-        .map_or(&[][..], |x| x.plots)
-        .iter()
-        .flat_map(|f| f(e))
-        .chain(distribution::plots(e))
-        .collect()
 }
 
 /// A file name made of `stem` and `ext`: characters other than letters, digits, `.`, `_` and

@@ -3,10 +3,8 @@
 //! summarised cases and shown under the experiment's case table.
 //!
 //! Adding one is a file here with a `views(&ExperimentResult) -> Vec<View>` function, named in
-//! the experiment's entry of [`crate::experiments::TABLE`]. A view reads the model only; it
+//! the experiment's entry of the experiments table (`experiments::TABLE`). A view reads the model only; it
 //! never measures.
-
-use oscost_model::ExperimentResult;
 
 pub mod fs;
 pub mod noise;
@@ -31,13 +29,4 @@ pub struct View {
     pub rows: Vec<Vec<String>>,
     /// Lines printed under the table (what the columns mean, what was left out).
     pub notes: Vec<String>,
-}
-
-/// The views of experiment `e`, in display order; none for most experiments.
-pub fn views(e: &ExperimentResult) -> Vec<View> {
-    crate::experiments::entry(&e.name)
-        .map_or(&[][..], |x| x.views)
-        .iter()
-        .flat_map(|f| f(e))
-        .collect()
 }
