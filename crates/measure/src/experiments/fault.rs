@@ -605,7 +605,7 @@ pass, and times the same pass again over the pages now present: the loop's own c
 subtracted. The minor and major faults of the timed passes are counted with \
 getrusage(RUSAGE_THREAD) and checked against what the kind must give; the huge-page case also \
 checks that the kernel really gave huge pages (AnonHugePages). Runs in one single-threaded \
-process pinned to one CPU.";
+process pinned to one CPU.\n\nTakes about 1.6 s; --quick about 0.3 s on a 2-vCPU virtual machine.";
     const IN_DEFAULT_SUITE: bool = true;
     const SUITE_ARGS: &'static [&'static str] =
         &["--kinds", "anon-write,file-read,cow,thp", "--pages", "512"];
