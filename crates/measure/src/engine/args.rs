@@ -140,6 +140,22 @@ pub(crate) fn pick_mt<T: Copy + PartialEq>(list: &[Mt<T>], measured: &[T]) -> Ve
 }
 
 /// A count that cannot be negative, with a message that says so (clap would otherwise read
+/// A number of 4 KiB pages from 1 to `max` (`what` names one in the refusal of 0: "a sample",
+/// "a region"), with the size `max` comes to in the refusal of more.
+pub(crate) fn parse_pages(s: &str, max: u64, what: &str) -> Result<u64, String> {
+    let size = if max >= 1 << 18 {
+        format!("{} GiB", max >> 18)
+    } else {
+        format!("{} MiB", max >> 8)
+    };
+    match s.trim().parse::<u64>() {
+        Ok(0) => Err(format!("`0`: {what} has at least one page")),
+        Ok(n) if n <= max => Ok(n),
+        Ok(_) => Err(format!("`{s}`: at most {max} pages ({size})")),
+        Err(_) => Err(format!("`{s}` is not a number of pages")),
+    }
+}
+
 /// `-4` as an unknown flag).
 pub(crate) fn parse_count(s: &str) -> Result<usize, String> {
     s.trim()

@@ -19,3 +19,16 @@ pub(crate) fn kernel_hz() -> Option<(u32, u64)> {
     let ns = oscost_sys::sysinfo::coarse_clock_resolution_ns()?;
     hz_from_tick_ns(ns).map(|hz| (hz, ns))
 }
+
+/// The median cost of two back-to-back counter reads, ticks: what a single operation timed
+/// between two reads carries besides itself, subtracted from it.
+pub(crate) fn clock_overhead(ctx: &Context) -> f64 {
+    let mut v: Vec<u64> = (0..31)
+        .map(|_| {
+            let t0 = ctx.clock.now();
+            ctx.clock.now().wrapping_sub(t0)
+        })
+        .collect();
+    v.sort_unstable();
+    v[v.len() / 2] as f64
+}

@@ -19,8 +19,8 @@ pub mod tokens;
 pub mod work;
 
 pub(crate) use args::{
-    first_occurrences, kind_parser, parse_count, parse_duration, parse_mt, parse_rate, parse_tasks,
-    pick_mt, value_name, via_parser,
+    first_occurrences, kind_parser, parse_count, parse_duration, parse_mt, parse_pages, parse_rate,
+    parse_tasks, pick_mt, value_name, via_parser,
 };
 pub use args::{parse_time, Mt, TaskList};
 pub(crate) use checks::failed_checks;

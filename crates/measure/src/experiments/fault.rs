@@ -123,12 +123,7 @@ pub struct Options {
 const MAX_PAGES: u64 = 1 << 20;
 
 fn parse_pages(s: &str) -> Result<u64, String> {
-    match s.trim().parse::<u64>() {
-        Ok(0) => Err("`0`: a sample touches at least one page".into()),
-        Ok(n) if n <= MAX_PAGES => Ok(n),
-        Ok(_) => Err(format!("`{s}`: at most {MAX_PAGES} pages (4 GiB) a sample")),
-        Err(_) => Err(format!("`{s}` is not a number of pages")),
-    }
+    engine::parse_pages(s, MAX_PAGES, "a sample")
 }
 
 /// What a run measures, resolved once from the options and `--quick` for both the pre-flight

@@ -85,12 +85,7 @@ pub struct Options {
 const MAX_PAGES: u64 = 1 << 18;
 
 fn parse_pages(s: &str) -> Result<u64, String> {
-    match s.trim().parse::<u64>() {
-        Ok(0) => Err("`0`: a region has at least one page".into()),
-        Ok(n) if n <= MAX_PAGES => Ok(n),
-        Ok(_) => Err(format!("`{s}`: at most {MAX_PAGES} pages (1 GiB)")),
-        Err(_) => Err(format!("`{s}` is not a number of pages")),
-    }
+    engine::parse_pages(s, MAX_PAGES, "a region")
 }
 
 /// What a run measures, resolved once for the pre-flight check and the run.

@@ -293,18 +293,6 @@ struct Slot {
     timed: u64,
 }
 
-/// The median cost of two back-to-back counter reads, ticks: subtracted from each operation.
-fn clock_overhead(ctx: &Context) -> f64 {
-    let mut v: Vec<u64> = (0..31)
-        .map(|_| {
-            let t0 = ctx.clock.now();
-            ctx.clock.now().wrapping_sub(t0)
-        })
-        .collect();
-    v.sort_unstable();
-    v[v.len() / 2] as f64
-}
-
 fn timed_ops(ctx: &Context, op: Op, page: &mut Mapping) -> anyhow::Result<u64> {
     let mut total = 0u64;
     for _ in 0..OPS_PER_SAMPLE {
@@ -486,7 +474,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     let p = plan(opts, ctx.cpus.len())?;
     oscost_sys::set_affinity(&[ctx.first_cpu()])
         .with_context(|| format!("pinning to CPU {}", ctx.first_cpu()))?;
-    let overhead = clock_overhead(ctx);
+    let overhead = engine::clock::clock_overhead(ctx);
     let mut out = ExperimentOutput::default();
     ctx.progress.start(
         (ctx.sampler.samples * p.ops.len() * p.groups.len()) as u64,

@@ -398,18 +398,6 @@ fn description(op: Op, target: Option<Target>, mib: Option<u64>) -> String {
     d
 }
 
-/// The median cost of two back-to-back counter reads, ticks: subtracted from every sample.
-fn clock_overhead(ctx: &Context) -> f64 {
-    let mut v: Vec<u64> = (0..31)
-        .map(|_| {
-            let t0 = ctx.clock.now();
-            ctx.clock.now().wrapping_sub(t0)
-        })
-        .collect();
-    v.sort_unstable();
-    v[v.len() / 2] as f64
-}
-
 /// Samples `slots` in interleaved rounds: a few untimed creations each first, then one timed
 /// creation of each per round, in an order rotated every round. Counts what the creating
 /// thread and the reaped children used around every timed creation.
@@ -424,7 +412,7 @@ fn sample_group(ctx: &Context, slots: &mut [Slot]) -> anyhow::Result<f64> {
             s.creator.once(index, total)?;
         }
     }
-    let overhead = clock_overhead(ctx);
+    let overhead = engine::clock::clock_overhead(ctx);
     let cut = sampler::rounds(
         ctx,
         slots.len(),
