@@ -170,7 +170,17 @@ mod tests {
         let names: Vec<&str> = with_figures().collect();
         assert_eq!(
             names,
-            ["switch", "ring", "split", "spawn", "timeline", "tick", "noise"]
+            [
+                "switch",
+                "ring",
+                "split",
+                "spawn",
+                "fault",
+                "shootdown",
+                "timeline",
+                "tick",
+                "noise"
+            ]
         );
     }
 }
