@@ -387,7 +387,14 @@ fn sample(
     record: bool,
 ) -> anyhow::Result<()> {
     let kind = slot.kind;
-    let (mut m, child) = prepare(kind, p, files)?;
+    let (mut m, child) = prepare(kind, p, files).with_context(|| {
+        format!(
+            "mapping {} KiB for {}: use a smaller --pages if a limit (ulimit -v, \
+             vm.overcommit_memory) refuses it",
+            p.bytes(kind) / 1024,
+            case_id(kind)
+        )
+    })?;
     let resident = if kind == Kind::FileMajor {
         m.resident_pages().context("mincore")? as u64
     } else {

@@ -508,7 +508,13 @@ mod tests {
                     c.id
                 );
                 assert!(c.samples.per_op_ns.iter().all(|&v| v > 0.0), "{}", c.id);
-                assert!(c.checks[0].passed, "{}: {:?}", c.id, c.checks[0]);
+                // VmSize and VmRSS count every thread's memory, and the test harness runs
+                // other tests' threads beside this one: those checks hold only in a
+                // single-threaded process, as oscost's measuring process is (the command-line
+                // test holds them there).
+                if c.checks[0].name == "pages_not_cached_before" {
+                    assert!(c.checks[0].passed, "{}: {:?}", c.id, c.checks[0]);
+                }
             }
         });
     }

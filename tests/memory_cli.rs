@@ -1,0 +1,127 @@
+//! `oscost fault`, `mmap` and `shootdown` as a user drives them: tiny runs whose every check
+//! passes in oscost's single-threaded measuring process, bad input refused, and a memory limit
+//! hit mid-run. No timing assertions: only what the kernel counted and what the command did.
+
+mod common;
+use common::{assert_args_refused, oscost, read_doc, run_limited};
+
+/// Runs `oscost --quick --quiet --samples 5 ARGS --json FILE` and returns the experiment's
+/// result, with every case's checks passed.
+fn tiny(args: &[&str]) -> oscost_model::ExperimentResult {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    oscost()
+        .env("TMPDIR", tmp.path())
+        .args(["--quick", "--quiet", "--samples", "5"])
+        .args(args)
+        .arg("--json")
+        .arg(&json)
+        .assert()
+        .success();
+    let e = read_doc(&json).experiments.remove(0);
+    for c in &e.cases {
+        for k in &c.checks {
+            assert!(k.passed, "{}: {k:?}", c.id);
+        }
+        assert!(c.median_ns.is_finite(), "{}", c.id);
+    }
+    e
+}
+
+#[test]
+fn fault_counts_one_fault_a_page_and_fault_around_for_a_cached_file() {
+    let e = tiny(&[
+        "fault",
+        "--kinds",
+        "anon-write,anon-read,cow,file-read",
+        "--pages",
+        "64",
+    ]);
+    let ids: Vec<&str> = e.cases.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "fault.anon-write",
+            "fault.anon-read",
+            "fault.cow",
+            "fault.file-read"
+        ]
+    );
+    for c in &e.cases[..3] {
+        let f = c.counters["minor_faults_per_op"];
+        assert!((0.95..=1.05).contains(&f), "{}: {f}", c.id);
+        assert!(c.median_ns > 0.0, "{}", c.id);
+    }
+    // Fault-around maps the cached pages around the one touched: fewer faults than pages.
+    assert!(e.cases[3].counters["minor_faults_per_op"] < 0.5);
+    let d: Vec<&str> = e.derived.iter().map(|d| d.id.as_str()).collect();
+    assert_eq!(d, ["fault.file-read.per_fault"]);
+}
+
+#[test]
+fn mmap_maps_unmaps_and_reads_what_it_says() {
+    let e = tiny(&["mmap", "--pages", "1,16"]);
+    assert_eq!(e.cases.len(), 10);
+    let grew = e
+        .cases
+        .iter()
+        .find(|c| c.id == "mmap.mmap.p16")
+        .unwrap()
+        .counters["address_space_kib_mapped_per_call"];
+    assert_eq!(grew, 64.0);
+}
+
+#[test]
+fn shootdown_alone_drops_each_page() {
+    let e = tiny(&["shootdown", "--others", "0"]);
+    let ids: Vec<&str> = e.cases.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "shootdown.madvise.others0",
+            "shootdown.munmap.others0",
+            "shootdown.mprotect.others0"
+        ]
+    );
+    assert!(e.cases.iter().all(|c| c
+        .checks
+        .iter()
+        .any(|k| k.name == oscost_model::case::SINGLE_THREAD_CHECK)));
+}
+
+#[test]
+fn bad_sizes_are_refused_with_one_line() {
+    assert_args_refused(&["fault", "--pages", "0"], "at least one page");
+    assert_args_refused(&["fault", "--pages", "99999999"], "at most");
+    assert_args_refused(&["mmap", "--pages", "1,0"], "at least one page");
+    assert_args_refused(&["shootdown", "--others", "99"], "--others 99");
+}
+
+#[test]
+fn an_address_space_limit_hit_mid_run_ends_it_with_one_line() {
+    // 400 MB of address space; a sample of 200 000 pages maps about 800 MB.
+    let (code, err, written) = run_limited(
+        "--as=400000000",
+        false,
+        &[
+            "--quiet",
+            "fault",
+            "--kinds",
+            "anon-write",
+            "--pages",
+            "200000",
+        ],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| !l.starts_with("warning: "))
+        .collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].contains("--pages") && lines[0].contains("mmap"),
+        "{err}"
+    );
+    assert!(!written, "{err}");
+}
