@@ -383,6 +383,30 @@ pub(crate) fn rounds(
     Ok(None)
 }
 
+/// What experiments that time whole batches with hooks of their own do (fault, mmap,
+/// shootdown): `sample(k, false)` once for each of `count` jobs, untimed (first-time costs),
+/// then their [`rounds`] of `sample(k, true)`, the progress advanced a round at a time. Returns
+/// the budget's warning when it cut the rounds short, and the most threads the process had.
+pub(crate) fn warm_then_rounds(
+    ctx: &Context,
+    count: usize,
+    mut sample: impl FnMut(usize, bool) -> anyhow::Result<()>,
+) -> anyhow::Result<(Option<Message>, Option<u64>)> {
+    for k in 0..count {
+        ctx.check_cancel()?;
+        sample(k, false)?;
+    }
+    let (cut, threads) = counting_threads(|| {
+        rounds(
+            ctx,
+            count,
+            |k| sample(k, true),
+            || ctx.progress.inc(count as u64),
+        )
+    });
+    Ok((cut?, threads))
+}
+
 /// Samples of whole runs timed in counter ticks: one operation per sample, nothing to
 /// subtract (split's and tick's runs, each a fixed amount of work).
 pub(crate) fn whole_runs(

@@ -649,21 +649,9 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     }
     ctx.progress
         .start((ctx.sampler.samples * slots.len()) as u64, NAME);
-    // One untimed sample of each first: the allocator's and the kernel's first-time costs.
-    for s in slots.iter_mut() {
-        ctx.check_cancel()?;
-        sample(ctx, s, &p, &files, false)?;
-    }
-    let n = slots.len();
-    let (cut, threads) = sampler::counting_threads(|| {
-        sampler::rounds(
-            ctx,
-            n,
-            |k| sample(ctx, &mut slots[k], &p, &files, true),
-            || ctx.progress.inc(n as u64),
-        )
-    });
-    let cut = cut?;
+    let (cut, threads) = sampler::warm_then_rounds(ctx, slots.len(), |k, record| {
+        sample(ctx, &mut slots[k], &p, &files, record)
+    })?;
     ctx.progress.finish();
     for s in slots {
         let mut c = finish(ctx, s, &files, threads);

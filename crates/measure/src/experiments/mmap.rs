@@ -220,7 +220,13 @@ impl FileSide {
     }
 }
 
-fn sample(ctx: &Context, s: &mut Slot, file: Option<&mut FileSide>) -> anyhow::Result<()> {
+/// Times one batch of `s`; `record`: keep its figures, else it is a warm-up.
+fn sample(
+    ctx: &Context,
+    s: &mut Slot,
+    file: Option<&mut FileSide>,
+    record: bool,
+) -> anyhow::Result<()> {
     let bytes = (s.pages * PAGE as u64) as usize;
     let k = batch(s.pages);
     let (ticks, moved, uncached) = match s.op {
@@ -283,6 +289,9 @@ fn sample(ctx: &Context, s: &mut Slot, file: Option<&mut FileSide>) -> anyhow::R
             (t1.wrapping_sub(t0), 0, uncached)
         }
     };
+    if !record {
+        return Ok(());
+    }
     s.ticks.push(ticks as f64 / k as f64);
     s.kib_moved += moved;
     s.uncached += uncached;
@@ -426,22 +435,9 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     }
     let n = slots.len();
     ctx.progress.start((ctx.sampler.samples * n) as u64, NAME);
-    // One untimed batch of each first; its figures are dropped.
-    for s in slots.iter_mut() {
-        ctx.check_cancel()?;
-        sample(ctx, s, file.as_mut())?;
-        s.ticks.clear();
-        (s.kib_moved, s.uncached, s.timed_ops) = (0, 0, 0);
-    }
-    let (cut, threads) = sampler::counting_threads(|| {
-        sampler::rounds(
-            ctx,
-            n,
-            |k| sample(ctx, &mut slots[k], file.as_mut()),
-            || ctx.progress.inc(n as u64),
-        )
-    });
-    let cut = cut?;
+    let (cut, threads) = sampler::warm_then_rounds(ctx, n, |k, record| {
+        sample(ctx, &mut slots[k], file.as_mut(), record)
+    })?;
     ctx.progress.finish();
     let mut out = ExperimentOutput::default();
     for s in slots {

@@ -500,20 +500,13 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
                 timed: 0,
             })
             .collect();
-        for s in slots.iter_mut() {
-            ctx.check_cancel()?;
-            timed_ops(ctx, s.op, &mut page)?;
-        }
-        let n = slots.len();
-        let (cut, threads) = sampler::counting_threads(|| {
-            sampler::rounds(
-                ctx,
-                n,
-                |k| sample(ctx, &mut slots[k], &mut page, &others, &other_cpus),
-                || ctx.progress.inc(n as u64),
-            )
-        });
-        let cut = cut?;
+        let (cut, threads) = sampler::warm_then_rounds(ctx, slots.len(), |k, record| {
+            if record {
+                sample(ctx, &mut slots[k], &mut page, &others, &other_cpus)
+            } else {
+                timed_ops(ctx, slots[k].op, &mut page).map(drop)
+            }
+        })?;
         drop(others);
         for s in slots {
             let mut c = finish(ctx, s, g, overhead, threads);
