@@ -3,29 +3,12 @@
 //! hundred times a page of a cached file); the shootdown figure draws each invalidation
 //! against the number of other CPUs running a thread of the process.
 
-use super::chart::{self, Axis, Fit, Header, Key, Line, Panel, Point, Style, Unit};
-use super::Plot;
-use crate::format::fmt_ns;
+use super::chart::{self, Axis, Fit, Header, Line, Panel, Style, Unit};
+use super::{marks, Plot};
 use oscost_model::{CaseResult, ExperimentResult};
 
 /// 4 KiB pages in one 2 MiB huge page: the huge-page fault is drawn per 4 KiB it maps.
 const HUGE_PAGES_4K: f64 = 512.0;
-
-fn point(c: &CaseResult, x: f64, scale: f64) -> Point {
-    Point {
-        x,
-        y: c.median_ns / scale,
-        ci: Some([c.ci95_ns[0] / scale, c.ci95_ns[1] / scale]),
-        hollow: !c.checks_passed,
-        tip: format!(
-            "{}: {} (95 % CI {} to {})",
-            c.id,
-            fmt_ns(c.median_ns / scale),
-            fmt_ns(c.ci95_ns[0] / scale),
-            fmt_ns(c.ci95_ns[1] / scale)
-        ),
-    }
-}
 
 /// The fault figure: one marker per kind, its time per 4 KiB page.
 pub fn fault_plots(e: &ExperimentResult) -> Vec<Plot> {
@@ -47,15 +30,11 @@ pub fn fault_plots(e: &ExperimentResult) -> Vec<Plot> {
             Line {
                 label: (*kind).to_owned(),
                 style: Style::nth(i),
-                points: vec![point(c, (i + 1) as f64, scale)],
+                points: vec![marks::case_point(c, (i + 1) as f64, scale)],
             }
         })
         .collect();
-    let ys: Vec<f64> = lines
-        .iter()
-        .flat_map(|l| &l.points)
-        .flat_map(|p| [p.y].into_iter().chain(p.ci.into_iter().flatten()))
-        .collect();
+    let ys = marks::values(&lines);
     let xs: Vec<f64> = (0..=kinds.len() + 1).map(|i| i as f64).collect();
     let mut x = Axis::fit("kind of fault", Unit::Plain, &xs, Fit::Auto { zero: true });
     x.ticks = kinds
@@ -63,13 +42,7 @@ pub fn fault_plots(e: &ExperimentResult) -> Vec<Plot> {
         .enumerate()
         .map(|(i, (_, k))| ((i + 1) as f64, (*k).to_owned()))
         .collect();
-    let mut keys: Vec<Key> = lines
-        .iter()
-        .map(|l| Key::Series(l.label.clone(), l.style))
-        .collect();
-    if failed {
-        keys.push(Key::Hollow("hollow: a check failed".into()));
-    }
+    let keys = marks::keys(&lines, failed);
     let mut notes = vec![
         "Time per 4 KiB page of the first touch, the loop's own cost subtracted (thp: its 2 MiB \
          fault over the 512 pages it maps). Whiskers: 95 % confidence intervals of the median."
@@ -143,24 +116,14 @@ pub fn shootdown_plots(e: &ExperimentResult) -> Vec<Plot> {
                     .iter()
                     .map(|(c, _, n, _)| {
                         failed |= !c.checks_passed;
-                        point(c, *n, 1.0)
+                        marks::case_point(c, *n, 1.0)
                     })
                     .collect(),
             }
         })
         .collect();
-    let ys: Vec<f64> = lines
-        .iter()
-        .flat_map(|l| &l.points)
-        .flat_map(|p| [p.y].into_iter().chain(p.ci.into_iter().flatten()))
-        .collect();
-    let mut keys: Vec<Key> = lines
-        .iter()
-        .map(|l| Key::Series(l.label.clone(), l.style))
-        .collect();
-    if failed {
-        keys.push(Key::Hollow("hollow: a check failed".into()));
-    }
+    let ys = marks::values(&lines);
+    let keys = marks::keys(&lines, failed);
     let header = Header::new(
         &format!(
             "{}: invalidating a page against the CPUs running the process",

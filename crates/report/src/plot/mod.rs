@@ -8,6 +8,7 @@
 
 pub mod chart;
 pub mod distribution;
+pub mod marks;
 pub mod memory;
 pub mod noise;
 pub mod ring;

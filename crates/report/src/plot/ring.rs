@@ -190,10 +190,8 @@ fn controls(e: &ExperimentResult, groups: &[Group]) -> Vec<Reference> {
 fn panels(ns: &[f64], hops: &[Line], switches: Vec<Line>, controls: &[Reference]) -> Vec<Panel> {
     let x = Axis::fit("tasks in the ring (N)", Unit::Plain, ns, Fit::AtData);
     let values = |lines: &[Line], refs: &[Reference]| -> Vec<f64> {
-        lines
-            .iter()
-            .flat_map(|l| &l.points)
-            .flat_map(|p| [p.y].into_iter().chain(p.ci.into_iter().flatten()))
+        super::marks::values(lines)
+            .into_iter()
             .chain(refs.iter().map(|r| r.y))
             .collect()
     };

@@ -2,9 +2,8 @@
 //! copies the parent's page tables, so it climbs with the parent; vfork and posix_spawn share
 //! the parent's memory and stay flat.
 
-use super::chart::{self, Axis, Fit, Header, Key, Line, Panel, Point, Style, Unit};
-use super::Plot;
-use crate::format::fmt_ns;
+use super::chart::{self, Axis, Fit, Header, Line, Panel, Style, Unit};
+use super::{marks, Plot};
 use oscost_model::ids::spawn::Id;
 use oscost_model::{CaseResult, ExperimentResult};
 
@@ -53,36 +52,14 @@ pub fn plots(e: &ExperimentResult) -> Vec<Plot> {
                     .iter()
                     .map(|(c, mib, _)| {
                         failed |= !c.checks_passed;
-                        Point {
-                            x: *mib,
-                            y: c.median_ns,
-                            ci: Some(c.ci95_ns),
-                            hollow: !c.checks_passed,
-                            tip: format!(
-                                "{}: {} (95 % CI {} to {})",
-                                c.id,
-                                fmt_ns(c.median_ns),
-                                fmt_ns(c.ci95_ns[0]),
-                                fmt_ns(c.ci95_ns[1])
-                            ),
-                        }
+                        marks::case_point(c, *mib, 1.0)
                     })
                     .collect(),
             }
         })
         .collect();
-    let ys: Vec<f64> = lines
-        .iter()
-        .flat_map(|l| &l.points)
-        .flat_map(|p| [p.y].into_iter().chain(p.ci.into_iter().flatten()))
-        .collect();
-    let mut keys: Vec<Key> = lines
-        .iter()
-        .map(|l| Key::Series(l.label.clone(), l.style))
-        .collect();
-    if failed {
-        keys.push(Key::Hollow("hollow: a check failed".into()));
-    }
+    let ys = marks::values(&lines);
+    let keys = marks::keys(&lines, failed);
     let unmeasured: Vec<&str> = e
         .unavailable
         .iter()

@@ -178,13 +178,7 @@ fn set_panels(
             })
             .collect(),
     });
-    let values = |lines: &[Line]| -> Vec<f64> {
-        lines
-            .iter()
-            .flat_map(|l| &l.points)
-            .flat_map(|p| [p.y].into_iter().chain(p.ci.into_iter().flatten()))
-            .collect()
-    };
+    let values = super::marks::values;
     let time = Panel {
         title: format!("time, {what}"),
         x: x.clone(),
