@@ -270,15 +270,6 @@ pub fn drop_cached(fd: BorrowedFd) -> io::Result<()> {
     Ok(())
 }
 
-/// The calling thread's page faults so far (`getrusage(RUSAGE_THREAD)`): (minor, major).
-pub fn thread_faults() -> (u64, u64) {
-    // SAFETY: rusage is plain data; zeroed is valid.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: ru is a valid, writable rusage.
-    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
-    (ru.ru_minflt as u64, ru.ru_majflt as u64)
-}
-
 /// A forked child that holds this process's private pages copy-on-write until dropped: while
 /// it lives, the parent's first write to each such page must copy it. The child only blocks
 /// reading a pipe and exits when the pipe closes (this value dropped, or the parent gone).
@@ -369,17 +360,23 @@ pub fn memory_backed(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The calling thread's (minor, major) faults so far.
+    fn faults() -> (u64, u64) {
+        let u = crate::spawn::thread_usage();
+        (u.minor_faults, u.major_faults)
+    }
     use std::io::Write;
 
     #[test]
     fn a_first_write_faults_each_page_once_and_a_second_does_not() {
         let mut m = Mapping::anonymous(64 * PAGE).unwrap();
         assert_eq!(m.resident_pages().unwrap(), 0);
-        let (a, _) = thread_faults();
+        let (a, _) = faults();
         m.write_each(PAGE, 1);
-        let (b, _) = thread_faults();
+        let (b, _) = faults();
         m.write_each(PAGE, 2);
-        let (c, _) = thread_faults();
+        let (c, _) = faults();
         assert!(b - a >= 64, "{a} {b}");
         assert_eq!(c, b);
         assert_eq!(m.resident_pages().unwrap(), 64);
@@ -426,9 +423,9 @@ mod tests {
         let mut a = Mapping::anonymous(4 * PAGE).unwrap();
         a.write_each(PAGE, 1);
         let child = CowChild::fork().unwrap();
-        let (x, _) = thread_faults();
+        let (x, _) = faults();
         a.write_each(PAGE, 2);
-        let (y, _) = thread_faults();
+        let (y, _) = faults();
         assert!(y - x >= 4, "{x} {y}");
         drop(child);
     }

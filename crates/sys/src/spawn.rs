@@ -488,6 +488,8 @@ pub struct Usage {
     pub involuntary: u64,
     /// Minor page faults (no I/O: a copy-on-write copy, a zero page, a page-table update).
     pub minor_faults: u64,
+    /// Major page faults (the page read from a device).
+    pub major_faults: u64,
 }
 
 impl Usage {
@@ -497,6 +499,7 @@ impl Usage {
             voluntary: self.voluntary.saturating_sub(earlier.voluntary),
             involuntary: self.involuntary.saturating_sub(earlier.involuntary),
             minor_faults: self.minor_faults.saturating_sub(earlier.minor_faults),
+            major_faults: self.major_faults.saturating_sub(earlier.major_faults),
         }
     }
 
@@ -505,6 +508,7 @@ impl Usage {
         self.voluntary += other.voluntary;
         self.involuntary += other.involuntary;
         self.minor_faults += other.minor_faults;
+        self.major_faults += other.major_faults;
     }
 }
 
@@ -517,6 +521,7 @@ fn usage(who: c_int) -> Usage {
         voluntary: ru.ru_nvcsw as u64,
         involuntary: ru.ru_nivcsw as u64,
         minor_faults: ru.ru_minflt as u64,
+        major_faults: ru.ru_majflt as u64,
     }
 }
 

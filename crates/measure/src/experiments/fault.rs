@@ -401,11 +401,11 @@ fn sample(
         0
     };
     let huge0 = (kind == Kind::Thp).then(anon_huge_kib).flatten();
-    let (min0, maj0) = pages::thread_faults();
+    let u0 = oscost_sys::spawn::thread_usage();
     let t0 = ctx.clock.now();
     let sum = pass(kind, &mut m, 2);
     let t1 = ctx.clock.now();
-    let (min1, maj1) = pages::thread_faults();
+    let u1 = oscost_sys::spawn::thread_usage().since(u0);
     let huge1 = (kind == Kind::Thp).then(anon_huge_kib).flatten();
     let t2 = ctx.clock.now();
     let sum2 = pass(kind, &mut m, 3);
@@ -416,8 +416,8 @@ fn sample(
     if record {
         slot.fault_ticks.push(t1.wrapping_sub(t0) as f64);
         slot.loop_ticks.push(t3.wrapping_sub(t2) as f64);
-        slot.minor += min1 - min0;
-        slot.major += maj1 - maj0;
+        slot.minor += u1.minor_faults;
+        slot.major += u1.major_faults;
         slot.resident_before += resident;
         if let (Some(a), Some(b)) = (huge0, huge1) {
             slot.huge_kib += b.saturating_sub(a);

@@ -16,7 +16,7 @@ use crate::sampler::{self, thread_check};
 use anyhow::Context as _;
 use oscost_model::case::{Case, Check, ExperimentOutput, Samples};
 use oscost_model::{Message, MessageKind};
-use oscost_sys::pages::{self, Mapping, PAGE};
+use oscost_sys::pages::{Mapping, PAGE};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -327,13 +327,13 @@ fn sample(
     let me = [ctx.first_cpu()];
     let spins0 = others.spins();
     let irq0 = read_irqs();
-    let (f0, _) = pages::thread_faults();
+    let u0 = oscost_sys::spawn::thread_usage();
     let ticks = timed_ops(ctx, s.op, page)?;
-    let (f1, _) = pages::thread_faults();
+    let faults = oscost_sys::spawn::thread_usage().since(u0).minor_faults;
     let irq1 = read_irqs();
     let spins1 = others.spins();
     s.ticks.push(ticks as f64 / OPS_PER_SAMPLE as f64);
-    s.faults += f1 - f0;
+    s.faults += faults;
     let add = |acc: &mut Option<u64>, v: Option<u64>| {
         *acc = match (*acc, v) {
             (Some(a), Some(b)) => Some(a + b),
