@@ -218,8 +218,9 @@ struct Files {
     cached: std::fs::File,
     /// File system of the cached file.
     cached_fs: &'static str,
-    /// Dropped from the cache before each sample: `file-major`, on a disk-backed file system.
-    major: Result<(ScratchDir, std::fs::File, &'static str), String>,
+    /// Dropped from the cache before each sample: `file-major`, on a disk-backed file system,
+    /// or why there is none; `None` when `file-major` is not measured.
+    major: Option<Result<(ScratchDir, std::fs::File, &'static str), String>>,
 }
 
 fn filled_file(dir: &Path, name: &str, bytes: u64) -> anyhow::Result<std::fs::File> {
@@ -267,18 +268,15 @@ impl Files {
             ScratchDir::new("oscost-fault-").context("creating a private temporary directory")?;
         let cached = filled_file(dir.path(), "cached", p.pages * PAGE as u64)?;
         let cached_fs = pages::file_system(dir.path()).unwrap_or("other");
-        let major = if p.kinds.contains(&Kind::FileMajor) {
-            match disk_dir() {
-                Ok((base, fs)) => {
-                    let d = ScratchDir::new_in(&base, "oscost-fault-")
-                        .with_context(|| format!("creating a directory in {}", base.display()))?;
-                    let f = filled_file(d.path(), "major", p.major * PAGE as u64)?;
-                    Ok((d, f, fs))
-                }
-                Err(why) => Err(why),
+        let major = match p.kinds.contains(&Kind::FileMajor).then(disk_dir) {
+            Some(Ok((base, fs))) => {
+                let d = ScratchDir::new_in(&base, "oscost-fault-")
+                    .with_context(|| format!("creating a directory in {}", base.display()))?;
+                let f = filled_file(d.path(), "major", p.major * PAGE as u64)?;
+                Some(Ok((d, f, fs)))
             }
-        } else {
-            Err(String::new())
+            Some(Err(why)) => Some(Err(why)),
+            None => None,
         };
         Ok(Files {
             _dir: dir,
@@ -358,7 +356,11 @@ fn prepare(kind: Kind, p: &Plan, files: &Files) -> anyhow::Result<(Mapping, Opti
             (m, Some(child))
         }
         Kind::FileMajor => {
-            let (_, f, _) = files.major.as_ref().map_err(|e| anyhow::anyhow!("{e}"))?;
+            let (_, f, _) = match &files.major {
+                Some(Ok(m)) => m,
+                Some(Err(why)) => anyhow::bail!("{why}"),
+                None => anyhow::bail!("no file for {}", case_id(kind)),
+            };
             pages::drop_cached(f.as_fd()).context("dropping the file's cached pages")?;
             let m = Mapping::file(f.as_fd(), bytes, false)?;
             m.advise_random()?;
@@ -472,7 +474,7 @@ fn finish(ctx: &Context, s: Slot, files: &Files, threads: Option<u64>) -> Case {
             case = case.param("file_system", files.cached_fs);
         }
         Kind::FileMajor => {
-            if let Ok((_, _, fs)) = &files.major {
+            if let Some(Ok((_, _, fs))) = &files.major {
                 case = case.param("file_system", *fs);
             }
         }
@@ -635,7 +637,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     for &k in &p.kinds {
         let refused = match k {
             Kind::Thp => thp_refused(),
-            Kind::FileMajor => files.major.as_ref().err().cloned(),
+            Kind::FileMajor => files.major.as_ref().and_then(|m| m.as_ref().err().cloned()),
             _ => None,
         };
         match refused {
