@@ -10,9 +10,13 @@ use oscost_measure::experiments::{ExperimentArgs, REGISTRY};
 /// none of the sampler's (`--samples`, `--min-runs`, `--warmup`, `--budget`).
 const OWN_SIZE: &[&str] = &["rounds", "runs", "duration", "repeats"];
 
-/// Experiments that take the sampler's options but warm up by a count of runs, not for
-/// `--warmup`'s time (what a run's warm-up is cannot be read off its options).
-const WARM_UP_BY_COUNT: &[&str] = &["spawn", "fault", "mmap", "shootdown"];
+/// Whether the experiment called `name` warms up by a count of runs, not for `--warmup`'s
+/// time (its `Experiment::WARMS_UP_BY_COUNT`).
+fn warms_up_by_count(name: &str) -> bool {
+    REGISTRY
+        .iter()
+        .any(|e| e.name == name && e.warms_up_by_count)
+}
 
 /// The experiments a user sees, in the registry's order.
 fn visible() -> impl Iterator<Item = &'static str> {
@@ -43,7 +47,7 @@ pub fn sampled() -> Vec<&'static str> {
 pub fn warmed_for_a_time() -> Vec<&'static str> {
     sampled()
         .into_iter()
-        .filter(|n| !WARM_UP_BY_COUNT.contains(n))
+        .filter(|n| !warms_up_by_count(n))
         .collect()
 }
 
@@ -51,7 +55,7 @@ pub fn warmed_for_a_time() -> Vec<&'static str> {
 fn warmed_by_count() -> Vec<&'static str> {
     sampled()
         .into_iter()
-        .filter(|n| WARM_UP_BY_COUNT.contains(n))
+        .filter(|n| warms_up_by_count(n))
         .collect()
 }
 
@@ -135,10 +139,11 @@ mod tests {
 
     #[test]
     fn the_exceptions_name_sampled_experiments() {
-        for n in WARM_UP_BY_COUNT {
+        for e in REGISTRY.iter().filter(|e| e.warms_up_by_count) {
             assert!(
-                sampled().contains(n),
-                "WARM_UP_BY_COUNT names `{n}`, which is not a sampled experiment of the registry"
+                sampled().contains(&e.name),
+                "`{}` warms up by a count but is not a sampled experiment of the registry",
+                e.name
             );
         }
     }

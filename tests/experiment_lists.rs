@@ -18,7 +18,13 @@ use std::path::PathBuf;
 const OWN_SIZE: &[&str] = &["rounds", "runs", "duration", "repeats"];
 
 /// Sampled experiments that warm up by a count of runs, not for `--warmup`'s time.
-const WARM_UP_BY_COUNT: &[&str] = &["spawn", "fault", "mmap", "shootdown"];
+fn warm_up_by_count() -> BTreeSet<&'static str> {
+    REGISTRY
+        .iter()
+        .filter(|e| e.warms_up_by_count)
+        .map(|e| e.name)
+        .collect()
+}
 
 /// One list the registry makes: what it is, and its names.
 struct Truth {
@@ -62,10 +68,11 @@ fn cut_in_a_quick_suite() -> BTreeSet<&'static str> {
 fn truths() -> Vec<Truth> {
     let drawn: BTreeSet<&str> = oscost_report::experiments::with_figures().collect();
     let sampled = sampled();
-    for n in WARM_UP_BY_COUNT {
+    let by_count = warm_up_by_count();
+    for n in &by_count {
         assert!(
             sampled.contains(n),
-            "WARM_UP_BY_COUNT names `{n}`, no sampled experiment"
+            "`{n}` warms up by a count but is no sampled experiment"
         );
     }
     vec![
@@ -95,12 +102,12 @@ fn truths() -> Vec<Truth> {
             names: sampled
                 .iter()
                 .copied()
-                .filter(|n| !WARM_UP_BY_COUNT.contains(n))
+                .filter(|n| !by_count.contains(n))
                 .collect(),
         },
         Truth {
             what: "the experiments that warm up by a count of runs (WARM_UP_BY_COUNT)",
-            names: WARM_UP_BY_COUNT.iter().copied().collect(),
+            names: by_count.clone(),
         },
         Truth {
             what: "the experiments a quick suite cuts (QUICK_SUITE_ARGS)",

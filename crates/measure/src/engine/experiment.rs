@@ -35,6 +35,9 @@ pub trait Experiment:
     /// needs it: every cached stack is two mappings a fork must copy and an exit tear down,
     /// which made forks after a 1024-thread point several times slower.
     const NO_THREAD_STACK_CACHE: bool = false;
+    /// Whether it warms up by a count of untimed runs rather than for `--warmup`'s time, when
+    /// it takes the sampler's options (what `--warmup`'s help lists follow).
+    const WARMS_UP_BY_COUNT: bool = false;
 
     /// Measures, handing up raw samples and evidence; never a made-up figure.
     fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput>;
@@ -60,6 +63,8 @@ pub struct ExperimentInfo {
     pub in_default_suite: bool,
     /// Hidden from `oscost list` and `--help` (tests only).
     pub hidden: bool,
+    /// Warms up by a count of untimed runs, not for `--warmup`'s time.
+    pub warms_up_by_count: bool,
 }
 
 /// An experiment's options from `args`, every other flag at its default (the suite's sizes,
@@ -98,6 +103,7 @@ macro_rules! registry {
                 summary: <$options as $crate::engine::Experiment>::SUMMARY,
                 in_default_suite: <$options as $crate::engine::Experiment>::IN_DEFAULT_SUITE,
                 hidden: <$options as $crate::engine::Experiment>::HIDDEN,
+                warms_up_by_count: <$options as $crate::engine::Experiment>::WARMS_UP_BY_COUNT,
             },)*
         ];
 

@@ -611,6 +611,7 @@ getrusage(RUSAGE_THREAD) and checked against what the kind must give; the huge-p
 checks that the kernel really gave huge pages (AnonHugePages). Runs in one single-threaded \
 process pinned to one CPU.\n\nTakes about 1.6 s; --quick about 0.3 s on a 2-vCPU virtual machine.";
     const IN_DEFAULT_SUITE: bool = true;
+    const WARMS_UP_BY_COUNT: bool = true;
     const SUITE_ARGS: &'static [&'static str] =
         &["--kinds", "anon-write,file-read,cow,thp", "--pages", "512"];
     const QUICK_SUITE_ARGS: &'static [&'static str] = &["--kinds", "anon-write,file-read,cow"];

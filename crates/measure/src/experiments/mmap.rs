@@ -394,6 +394,7 @@ touched unmap written before the timing. The address space is checked to grow an
 what was mapped (VmSize), a touched unmap to free its pages (VmRSS), and the file to stay in \
 the page cache (mincore). Runs in one single-threaded process pinned to one CPU.\n\nTakes about 4.3 s; --quick about 0.4 s on a 2-vCPU virtual machine.";
     const IN_DEFAULT_SUITE: bool = true;
+    const WARMS_UP_BY_COUNT: bool = true;
     const SUITE_ARGS: &'static [&'static str] = &["--pages", "1,1000"];
     const QUICK_SUITE_ARGS: &'static [&'static str] =
         &["--ops", "mmap,munmap-touched,read", "--pages", "1,1000"];

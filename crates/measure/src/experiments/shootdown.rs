@@ -459,6 +459,7 @@ the interrupts that really reached the other CPUs per operation. A virtual machi
 another virtual CPU's translations through the hypervisor instead of an interrupt; the counts \
 say what happened.\n\nTakes about 2 s; --quick about 0.5 s on a 2-vCPU virtual machine.";
     const IN_DEFAULT_SUITE: bool = true;
+    const WARMS_UP_BY_COUNT: bool = true;
     const SUITE_ARGS: &'static [&'static str] = &["--ops", "madvise,munmap"];
     const QUICK_SUITE_ARGS: &'static [&'static str] = &["--ops", "madvise", "--modes", "spin"];
 

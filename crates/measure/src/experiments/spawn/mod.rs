@@ -547,6 +547,7 @@ can be read against the page tables it copies (VmPTE and RSS are recorded); a de
 the machine's available memory cannot hold is reported as not measured. Children reaped and the \
 creator's context switches are counted and checked.\n\nTakes about 16 s; --quick about 0.4 s on a 2-vCPU virtual machine.";
     const IN_DEFAULT_SUITE: bool = true;
+    const WARMS_UP_BY_COUNT: bool = true;
     const SUITE_ARGS: &'static [&'static str] = &["--parent-mib", "1,64"];
 
     fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
