@@ -11,7 +11,9 @@
  *   fork-exec.static     fork; the child calls execve of the static helper; waitpid
  *   fork-exec.dynamic    fork; the child calls execve of /bin/true; waitpid
  *
- * and, after every size, pthread_create (64 KiB stack) of a thread that returns at once and
+ * then, for each count of mappings (-M), fork alone with the parent holding that many one-page
+ * shared anonymous mappings (each written once) beside the smallest parent size, and, after
+ * everything, pthread_create (64 KiB stack) of a thread that returns at once and
  * pthread_join. Programs are started with argv = {path, NULL} and an empty environment. As in
  * oscost: a few untimed creations of each case first (5, or 2 with -q), then rounds of one
  * timed creation of each case of the size in an order rotated every round, 81 rounds (15 with
@@ -22,9 +24,10 @@
  * parent's VmRSS and VmPTE at each size.
  *
  * Build: cc -O2 -pthread -o spawn_ref benches/spawn_ref.c
- * Usage: spawn_ref -h HELPER [-m MIB,...] [-q]
+ * Usage: spawn_ref -h HELPER [-m MIB,...] [-M N,...] [-q]
  *   HELPER  the static helper (crates/sys/helper/exit0.c built with cc -static -nostdlib)
  *   -m      parent sizes, MiB (default 1,64,1024)
+ *   -M      numbers of one-page shared mappings fork runs against (default none)
  *   -q      15 samples instead of 81
  */
 #define _GNU_SOURCE
@@ -181,20 +184,21 @@ static long status_kib(const char *field) {
 }
 
 int main(int argc, char **argv) {
-    char *helper = NULL, *sizes = "1,64,1024";
+    char *helper = NULL, *sizes = "1,64,1024", *maps = NULL;
     int samples = MAX_SAMPLES, warm = 5, opt;
-    while ((opt = getopt(argc, argv, "h:m:q")) != -1) {
+    while ((opt = getopt(argc, argv, "h:m:M:q")) != -1) {
         switch (opt) {
         case 'h': helper = optarg; break;
         case 'm': sizes = optarg; break;
+        case 'M': maps = optarg; break;
         case 'q': samples = 15, warm = 2; break;
         default:
-            fprintf(stderr, "usage: %s -h HELPER [-m MIB,...] [-q]\n", argv[0]);
+            fprintf(stderr, "usage: %s -h HELPER [-m MIB,...] [-M N,...] [-q]\n", argv[0]);
             return 2;
         }
     }
     if (!helper) {
-        fprintf(stderr, "usage: %s -h HELPER [-m MIB,...] [-q]\n", argv[0]);
+        fprintf(stderr, "usage: %s -h HELPER [-m MIB,...] [-M N,...] [-q]\n", argv[0]);
         return 2;
     }
     if (pthread_attr_init(&attr) != 0 || pthread_attr_setstacksize(&attr, 64 * 1024) != 0)
@@ -209,12 +213,14 @@ int main(int argc, char **argv) {
     };
     long page = sysconf(_SC_PAGESIZE);
     char *list = strdup(sizes);
+    long smallest = 0;
     for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
         long mib = atol(tok);
         if (mib <= 0) {
             fprintf(stderr, "bad size '%s'\n", tok);
             return 2;
         }
+        if (smallest == 0 || mib < smallest) smallest = mib;
         size_t len = (size_t)mib << 20;
         char *mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (mem == MAP_FAILED) die("mmap");
@@ -225,6 +231,32 @@ int main(int argc, char **argv) {
         char suffix[32];
         snprintf(suffix, sizeof suffix, ".p%ldmib", mib);
         sample(procs, MAX_CASES, samples, warm, suffix);
+        munmap(mem, len);
+    }
+    for (char *tok = maps ? strtok(maps, ",") : NULL; tok; tok = strtok(NULL, ",")) {
+        long n = atol(tok);
+        if (n <= 0) {
+            fprintf(stderr, "bad number of mappings '%s'\n", tok);
+            return 2;
+        }
+        size_t len = (size_t)smallest << 20;
+        char *mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (mem == MAP_FAILED) die("mmap");
+        madvise(mem, len, MADV_NOHUGEPAGE);
+        for (size_t off = 0; off < len; off += (size_t)page) ((volatile char *)mem)[off] = 1;
+        char **one = malloc((size_t)n * sizeof *one);
+        if (!one) die("malloc");
+        for (long i = 0; i < n; i++) {
+            one[i] = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                          -1, 0);
+            if (one[i] == MAP_FAILED) die("mmap of a one-page mapping");
+            ((volatile char *)one[i])[0] = 1;
+        }
+        char suffix[32];
+        snprintf(suffix, sizeof suffix, ".maps%ld", n);
+        sample(procs, 1, samples, warm, suffix);
+        for (long i = 0; i < n; i++) munmap(one[i], (size_t)page);
+        free(one);
         munmap(mem, len);
     }
     /* Last, as in oscost: once a thread has existed, glibc's fork takes its locks. */

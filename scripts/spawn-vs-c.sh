@@ -14,12 +14,16 @@
 # when something it needs is missing or fails. Installs nothing. Run it on an otherwise idle
 # machine, one benchmark at a time.
 #
-# Usage: [ROUNDS=N] [QUICK=1] [SIZES=MIB,...] scripts/spawn-vs-c.sh [CPU]
+# Fork is also timed with the parent holding thousands of one-page shared mappings beside the
+# smallest parent size (MAPS), the "big fork" and "huge fork" of Ren et al. (SOSP 2019).
+#
+# Usage: [ROUNDS=N] [QUICK=1] [SIZES=MIB,...] [MAPS=N,...] scripts/spawn-vs-c.sh [CPU]
 #   CPU     the CPU both sides run on (default: the last CPU this shell may use; also $CPU)
 #   ROUNDS  interleaved rounds (default 5)
 #   QUICK=1 oscost --quick and the C program's -q (15 samples): a rough check of the script
 #           itself, not a figure to quote
 #   SIZES   parent sizes, MiB (default 1,64,1024; the smallest run: QUICK=1 ROUNDS=1 SIZES=1)
+#   MAPS    numbers of one-page mappings fork runs against (default 6000,12000)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -29,6 +33,8 @@ source scripts/side-by-side.sh
 side_by_side_setup "${1:-}"
 sizes="${SIZES:-1,64,1024}"
 [[ "$sizes" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "SIZES must be a list like 1,64,1024, got '$sizes'"
+maps="${MAPS:-6000,12000}"
+[[ "$maps" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "MAPS must be a list like 6000,12000, got '$maps'"
 
 echo "building benches/spawn_ref.c, the static helper and oscost (release)..." >&2
 cc -O2 -pthread -o "$tmp/spawn_ref" benches/spawn_ref.c || die "cc failed on benches/spawn_ref.c"
@@ -63,7 +69,7 @@ EOF
 oscost_memory() {
     local file="$1"
     if [[ "$json_reader" == jq ]]; then
-        jq -r '.experiments[].cases[] | select(.params.op == "fork")
+        jq -r '.experiments[].cases[] | select(.params.op == "fork" and .params.parent_mib != null)
             | "  parent \(.params.parent_mib) MiB: VmRSS \(.counters.rss_kib) KiB, VmPTE \(.counters.vm_pte_kib) KiB"' \
             "$file"
     else
@@ -72,7 +78,7 @@ import json, sys
 doc = json.load(open(sys.argv[1]))
 for e in doc["experiments"]:
     for c in e["cases"]:
-        if c["params"].get("op") == "fork":
+        if c["params"].get("op") == "fork" and "parent_mib" in c["params"]:
             print("  parent %d MiB: VmRSS %d KiB, VmPTE %d KiB" % (c["params"]["parent_mib"],
                   c["counters"]["rss_kib"], c["counters"]["vm_pte_kib"]))
 EOF
@@ -81,17 +87,17 @@ EOF
 
 mode="standard sampling"
 [[ "$quick" == 0 ]] || mode="QUICK: rough, not a figure to quote"
-echo "oscost spawn vs C, median ns per creation + wait, CPU $cpu, parent MiB $sizes, $rounds interleaved rounds ($mode)"
+echo "oscost spawn vs C, median ns per creation + wait, CPU $cpu, parent MiB $sizes, mappings $maps, $rounds interleaved rounds ($mode)"
 echo "TMPDIR=${TMPDIR:-/tmp}; ratio = oscost / C"
 
 declare -A c_ns o_ns ratios
 ids=()
 for ((i = 1; i <= rounds; i++)); do
     echo "round $i of $rounds..." >&2
-    taskset -c "$cpu" "$tmp/spawn_ref" -h "$tmp/exit0" -m "$sizes" ${quick_c[@]+"${quick_c[@]}"} \
+    taskset -c "$cpu" "$tmp/spawn_ref" -h "$tmp/exit0" -m "$sizes" -M "$maps" ${quick_c[@]+"${quick_c[@]}"} \
         >"$tmp/c$i" 2>"$tmp/c$i.memory" || die "spawn_ref failed: $(cat "$tmp/c$i.memory")"
     taskset -c "$cpu" "$bin" --cpus "$cpu" --quiet ${quick_oscost[@]+"${quick_oscost[@]}"} \
-        spawn --parent-mib "$sizes" --json "$tmp/o$i.json" >/dev/null || die "oscost spawn failed"
+        spawn --parent-mib "$sizes" --mappings "$maps" --json "$tmp/o$i.json" >/dev/null || die "oscost spawn failed"
     while read -r id cv; do
         ov=$(oscost_median "$tmp/o$i.json" "$id")
         if [[ -z "$ov" ]]; then

@@ -146,6 +146,57 @@ fn a_tiny_run_has_every_case_with_sane_figures_and_passed_checks() {
     assert!(processes_with_tmpdir(tmp.path()).is_empty());
 }
 
+#[test]
+fn fork_against_mappings_counts_them_and_says_what_the_kernel_refuses() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let max: u64 = std::fs::read_to_string("/proc/sys/vm/max_map_count")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // More than the kernel's limit allows, where it is the default (65 530) or near it.
+    let too_many = (max < 1_000_000).then(|| max + 1);
+    let list = match too_many {
+        Some(n) => format!("50,{n}"),
+        None => "50".to_owned(),
+    };
+    oscost()
+        .args(["--quick", "--quiet", "--samples", "5", "spawn"])
+        .args(["--ops", "fork", "--parent-mib", "1", "--mappings", &list])
+        .arg("--json")
+        .arg(&json)
+        .assert()
+        .success();
+    let doc = read_doc(&json);
+    let e = &doc.experiments[0];
+    let ids: Vec<&str> = e.cases.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids, ["spawn.fork.p1mib", "spawn.fork.maps50"]);
+    let maps = &e.cases[1];
+    assert!(maps.checks_passed, "{:?}", maps.checks);
+    let added = maps
+        .checks
+        .iter()
+        .find(|k| k.name == "mappings_added")
+        .unwrap();
+    // The measuring process is single-threaded: nothing else maps or unmaps meanwhile.
+    assert_eq!(added.counted, 50.0, "{added:?}");
+    assert!(maps.counters["map_count"] >= 50.0);
+    assert_eq!(maps.params["base_parent_mib"], 1);
+    let per: Vec<&str> = e.derived.iter().map(|d| d.id.as_str()).collect();
+    assert_eq!(per, ["spawn.fork.maps50.per_mapping"]);
+    if let Some(n) = too_many {
+        assert_eq!(e.unavailable.len(), 1, "{:?}", e.unavailable);
+        let u = &e.unavailable[0];
+        assert_eq!(u.id, format!("spawn.fork.maps{n}"));
+        assert!(
+            u.reason.contains("vm.max_map_count") && u.reason.contains("fewer --mappings"),
+            "{}",
+            u.reason
+        );
+    }
+}
+
 /// Every bad input: exit 2, one `oscost:` line naming the problem, no result file, nothing left
 /// running.
 #[test]
@@ -167,6 +218,10 @@ fn bad_input_exits_2_with_one_line_and_no_result() {
         (
             &["--parent-mib", "1,2000000"],
             &["`2000000` is not a size in MiB"],
+        ),
+        (
+            &["--mappings", "0"],
+            &["`0` is not a number of mappings from 1 to 1048576"],
         ),
         // Accepted by the parser, refused before measuring: more than the machine has.
         (

@@ -63,6 +63,22 @@ impl Mapping {
         })
     }
 
+    /// `len` bytes of shared anonymous memory, no page present yet. Each such mapping is a
+    /// file of its own to the kernel, so neighbours are never merged into one mapping.
+    pub fn shared_anonymous(len: usize) -> io::Result<Mapping> {
+        let ptr = map(
+            len,
+            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+            -1,
+            "mmap(MAP_SHARED|MAP_ANONYMOUS)",
+        )?;
+        Ok(Mapping {
+            ptr,
+            len,
+            whole: (ptr, len),
+        })
+    }
+
     /// `len` bytes of private anonymous memory between two inaccessible guard pages: a
     /// mapping of its own that the kernel never merges with a neighbour, so changing or
     /// removing it never splits or merges another (whose cost would depend on where it

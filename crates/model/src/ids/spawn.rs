@@ -1,11 +1,13 @@
-//! `spawn`: creating a task, by op, by the program it starts and by the memory its parent holds.
+//! `spawn`: creating a task, by op, by the program it starts and by the memory its parent holds
+//! (touched private memory, or a number of one-page shared mappings).
 
 use std::fmt;
 
 /// The experiment's name, the first part of its ids.
 pub const NAME: &str = "spawn";
 
-/// A creation: `spawn.<op>[.<target>][.p<mib>mib]`, e.g. `spawn.fork-exec.static.p64mib`.
+/// A creation: `spawn.<op>[.<target>][.p<mib>mib|.maps<n>]`, e.g. `spawn.fork-exec.static.p64mib`
+/// or `spawn.fork.maps6000`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Case<'a> {
     /// How the task is created (`fork`, `posix-spawn`, `thread`, …).
@@ -14,6 +16,8 @@ pub struct Case<'a> {
     pub target: Option<&'a str>,
     /// MiB of touched memory the parent holds, for the ops that create a process.
     pub parent_mib: Option<u64>,
+    /// One-page shared mappings the parent holds (instead of a parent size).
+    pub mappings: Option<u64>,
 }
 
 impl Case<'_> {
@@ -38,6 +42,9 @@ pub enum Id<'a> {
         /// MiB the small parent holds.
         small_mib: u64,
     },
+    /// `<case>.per_mapping`: a creation with many mappings less the same with the smallest
+    /// parent, per mapping.
+    PerMapping(Case<'a>),
 }
 
 impl fmt::Display for Case<'_> {
@@ -45,6 +52,9 @@ impl fmt::Display for Case<'_> {
         write!(f, "{NAME}.{}", self.operation())?;
         if let Some(m) = self.parent_mib {
             write!(f, ".p{m}mib")?;
+        }
+        if let Some(n) = self.mappings {
+            write!(f, ".maps{n}")?;
         }
         Ok(())
     }
@@ -55,6 +65,7 @@ impl fmt::Display for Id<'_> {
         match self {
             Id::Case(c) => write!(f, "{c}"),
             Id::Over { big, small_mib } => write!(f, "{}", over(&big.to_string(), *small_mib)),
+            Id::PerMapping(c) => write!(f, "{}", per_mapping(&c.to_string())),
         }
     }
 }
@@ -63,6 +74,10 @@ impl<'a> Id<'a> {
     /// The id's parts, or `None` for an id `spawn` never writes.
     pub fn parse(id: &'a str) -> Option<Self> {
         let mut p = super::parts(NAME, id)?;
+        let per = p.last() == Some(&"per_mapping");
+        if per {
+            p.pop();
+        }
         let over = match p.last() {
             Some(last) if last.starts_with("over_") => {
                 let m = super::number(last, "over_p", "mib")?;
@@ -79,25 +94,41 @@ impl<'a> Id<'a> {
             }
             _ => None,
         };
+        let mappings = match p.last() {
+            Some(last)
+                if parent_mib.is_none()
+                    && p.len() > 1
+                    && super::number::<u64>(last, "maps", "").is_some() =>
+            {
+                let n = super::number(last, "maps", "");
+                p.pop();
+                n
+            }
+            _ => None,
+        };
         let case = match p.as_slice() {
             [op] => Case {
                 op: super::name(op)?,
                 target: None,
                 parent_mib,
+                mappings,
             },
             [op, target] => Case {
                 op: super::name(op)?,
                 target: Some(super::name(target)?),
                 parent_mib,
+                mappings,
             },
             _ => return None,
         };
-        Some(match over {
-            Some(small_mib) => Id::Over {
+        Some(match (over, per) {
+            (Some(small_mib), false) => Id::Over {
                 big: case,
                 small_mib,
             },
-            None => Id::Case(case),
+            (None, false) => Id::Case(case),
+            (None, true) if case.mappings.is_some() => Id::PerMapping(case),
+            _ => return None,
         })
     }
 }
@@ -108,8 +139,26 @@ pub fn case(op: &str, target: Option<&str>, parent_mib: Option<u64>) -> String {
         op,
         target,
         parent_mib,
+        mappings: None,
     }
     .to_string()
+}
+
+/// The id of a creation by a parent holding `mappings` one-page shared mappings.
+pub fn with_mappings(op: &str, mappings: u64) -> String {
+    Case {
+        op,
+        target: None,
+        parent_mib: None,
+        mappings: Some(mappings),
+    }
+    .to_string()
+}
+
+/// The id of the creation `id` (with mappings) less the same with the smallest parent, per
+/// mapping.
+pub fn per_mapping(id: &str) -> String {
+    format!("{id}.per_mapping")
 }
 
 /// The id of the creation `big_id` less the same with a parent of `small_mib` MiB.
@@ -127,6 +176,13 @@ mod tests {
             op: "fork",
             target: None,
             parent_mib: Some(1025),
+            mappings: None,
+        };
+        let maps = Case {
+            op: "fork",
+            target: None,
+            parent_mib: None,
+            mappings: Some(6000),
         };
         for (id, text) in [
             (Id::Case(big), "spawn.fork.p1025mib"),
@@ -135,6 +191,7 @@ mod tests {
                     op: "posix-spawn",
                     target: Some("static"),
                     parent_mib: Some(1),
+                    mappings: None,
                 }),
                 "spawn.posix-spawn.static.p1mib",
             ),
@@ -143,6 +200,7 @@ mod tests {
                     op: "thread",
                     target: None,
                     parent_mib: None,
+                    mappings: None,
                 }),
                 "spawn.thread",
             ),
@@ -151,6 +209,7 @@ mod tests {
                     op: "fork-exec",
                     target: Some("dynamic"),
                     parent_mib: None,
+                    mappings: None,
                 }),
                 "spawn.fork-exec.dynamic",
             ),
@@ -158,6 +217,8 @@ mod tests {
                 Id::Over { big, small_mib: 1 },
                 "spawn.fork.p1025mib.over_p1mib",
             ),
+            (Id::Case(maps), "spawn.fork.maps6000"),
+            (Id::PerMapping(maps), "spawn.fork.maps6000.per_mapping"),
         ] {
             assert_eq!(id.to_string(), text);
             assert_eq!(Id::parse(text), Some(id), "{text}");
@@ -168,6 +229,11 @@ mod tests {
             "spawn.posix-spawn.static.p1mib"
         );
         assert_eq!(big.operation(), "fork");
+        assert_eq!(with_mappings("fork", 6000), "spawn.fork.maps6000");
+        assert_eq!(
+            per_mapping("spawn.fork.maps6000"),
+            "spawn.fork.maps6000.per_mapping"
+        );
     }
 
     #[test]
@@ -176,6 +242,8 @@ mod tests {
             "spawn",
             "spawn.a.b.c",
             "spawn.fork.p1mib.over_x",
+            "spawn.fork.p1mib.per_mapping",
+            "spawn.fork.maps6000.over_p1mib.per_mapping",
             "ring.fork",
         ] {
             assert_eq!(Id::parse(id), None, "{id}");

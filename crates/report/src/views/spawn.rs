@@ -8,7 +8,72 @@ use oscost_model::{CaseResult, ExperimentResult};
 
 /// The views of a `spawn` result.
 pub fn views(e: &ExperimentResult) -> Vec<View> {
-    by_parent(e).into_iter().chain(page_tables(e)).collect()
+    by_parent(e)
+        .into_iter()
+        .chain(page_tables(e))
+        .chain(mappings(e))
+        .collect()
+}
+
+/// Fork against the number of one-page mappings the parent holds, with what each adds.
+fn mappings(e: &ExperimentResult) -> Option<View> {
+    let rows: Vec<Vec<String>> = e
+        .cases
+        .iter()
+        .filter_map(|c| Some((c, c.params.get("mappings")?.as_u64()?)))
+        .map(|(c, n)| {
+            let per = oscost_model::ids::spawn::per_mapping(&c.id);
+            let per = e.derived.iter().find(|d| d.id == per);
+            let (over, each) = match per {
+                Some(d) => (
+                    fmt_ns(d.estimate_ns * n as f64),
+                    format!(
+                        "{}{}",
+                        fmt_ns(d.estimate_ns),
+                        if d.flagged.is_some() {
+                            " (flagged)"
+                        } else {
+                            ""
+                        }
+                    ),
+                ),
+                None => (String::new(), String::new()),
+            };
+            vec![
+                n.to_string(),
+                c.counters
+                    .get("map_count")
+                    .map_or_else(String::new, |m| format!("{m:.0}")),
+                fmt_ns(c.median_ns),
+                over,
+                each,
+            ]
+        })
+        .collect();
+    if rows.is_empty() {
+        return None;
+    }
+    Some(View {
+        title: "fork against the parent's mappings (median)".into(),
+        head: [
+            "mappings",
+            "map count",
+            "fork",
+            "over fork without",
+            "per mapping",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+        notes: vec![
+            "Each mapping is one page of shared anonymous memory, written once; \"map count\" \
+             is the lines of /proc/self/maps while it forked. A fork duplicates every mapping \
+             for the child (shared pages need no page-table copy), and the child's exit tears \
+             them down. \"per mapping\" is the fork less the fork without them, divided by \
+             their number."
+                .into(),
+        ],
+    })
 }
 
 /// `spawn.fork.p64mib` → (the creation `spawn.fork`, 64).
@@ -21,7 +86,7 @@ fn split_id(id: &str) -> Option<(Case<'_>, u64)> {
             },
             c.parent_mib?,
         )),
-        Id::Over { .. } => None,
+        Id::Over { .. } | Id::PerMapping(_) => None,
     }
 }
 
@@ -175,6 +240,40 @@ mod tests {
         c.counters.insert("vm_pte_kib".into(), pte);
         c.counters.insert("rss_kib".into(), (mib * 1024) as f64);
         c
+    }
+
+    #[test]
+    fn fork_is_read_against_its_mappings() {
+        let mut maps = testkit::case("spawn.fork.maps6000", "creation", 7_100_000.0);
+        maps.params.insert("op".into(), "fork".into());
+        maps.params.insert("mappings".into(), 6000.into());
+        maps.counters.insert("map_count".into(), 6040.0);
+        let mut e = ExperimentResult {
+            name: "spawn".into(),
+            params: Default::default(),
+            cases: vec![case("spawn.fork.p1mib", "fork", 1, 100_000.0, 100.0), maps],
+            unavailable: vec![],
+            derived: vec![],
+            warnings: vec![],
+            notes: vec![],
+            load: None,
+        };
+        let v = views(&e);
+        assert_eq!(v.len(), 1, "no derived figure yet: the row without it");
+        assert_eq!(v[0].rows, [["6000", "6040", "7.100 ms", "", ""]]);
+        let d: oscost_model::schema::DerivedResult = serde_json::from_value(serde_json::json!({
+            "id": "spawn.fork.maps6000.per_mapping",
+            "description": "",
+            "terms": [],
+            "estimate_ns": 1166.0,
+            "ci95_ns": [1150.0, 1180.0],
+            "estimate_cycles": 0.0,
+            "flagged": null,
+        }))
+        .unwrap();
+        e.derived.push(d);
+        let v = views(&e);
+        assert_eq!(v[0].rows[0][3..], ["6.996 ms", "1.166 µs"]);
     }
 
     #[test]

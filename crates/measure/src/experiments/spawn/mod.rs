@@ -2,7 +2,9 @@
 //! minimal static helper and of a dynamically linked program, and a thread; each created and
 //! waited for, one at a time, from a single-threaded process pinned to one CPU, with the new
 //! task on the same CPU. The process cases are repeated with the parent holding more touched
-//! memory, so a fork's cost can be read against the page tables it copies.
+//! memory, so a fork's cost can be read against the page tables it copies, and fork alone with
+//! the parent holding thousands of one-page shared mappings, so it can be read against the
+//! mappings it duplicates.
 //!
 //! Each sample is one creation and its wait, timed alone between two counter reads (the ops
 //! take microseconds to milliseconds, so the reads' own cost is negligible; it is measured and
@@ -16,9 +18,11 @@ use crate::limits::{Limits, Needs};
 use crate::sampler;
 use crate::scratch::ScratchDir;
 use anyhow::Context as _;
+use anyhow::Result;
 use oscost_model::case::{
     Case, Check, DerivedSpec, ExperimentOutput, Samples, Unavailable, SINGLE_THREAD_CHECK,
 };
+use oscost_sys::pages::{Mapping, PAGE};
 use oscost_sys::spawn::{self as sys, Creator, Method, ParentMemory, Usage};
 use oscost_sys::task::LimitError;
 use std::path::{Path, PathBuf};
@@ -31,6 +35,12 @@ pub const NAME: &str = oscost_model::ids::spawn::NAME;
 const DEFAULT_PARENT_MIB: [u64; 3] = [1, 64, 1024];
 /// Parent sizes with `--quick` (and in the default suite), MiB.
 const QUICK_PARENT_MIB: [u64; 2] = [1, 64];
+/// One-page shared mappings the parent holds for the mapping cases of a stand-alone run (the
+/// "big fork" and "huge fork" of Ren et al., "An Analysis of Performance Evolution of Linux's
+/// Core Operations", SOSP 2019).
+const DEFAULT_MAPPINGS: [u64; 2] = [6000, 12000];
+/// More mappings than this are refused as a typo (the kernel's default limit is 65 530).
+const MAX_MAPPINGS: u64 = 1 << 20;
 /// A parent size above this (1 TiB) is refused as a typo rather than tried.
 const MAX_PARENT_MIB: u64 = 1 << 20;
 /// Memory left free beside the parent memory: a size that would leave less is not measured
@@ -118,6 +128,12 @@ pub struct Options {
           value_parser = parse_mib)]
     pub parent_mib: Vec<u64>,
 
+    /// Numbers of one-page shared mappings (each written once) the parent holds while it
+    /// forks, comma-separated [default: 6000,12000, none with --quick]
+    #[arg(long, value_delimiter = ',', value_name = "N,...", allow_hyphen_values = true,
+          value_parser = parse_mappings)]
+    pub mappings: Vec<u64>,
+
     /// Advise transparent huge pages for the parent memory (MADV_HUGEPAGE) instead of keeping
     /// it in 4 KiB pages (MADV_NOHUGEPAGE)
     #[arg(long)]
@@ -133,6 +149,15 @@ fn parse_mib(s: &str) -> Result<u64, String> {
     }
 }
 
+fn parse_mappings(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(n) if (1..=MAX_MAPPINGS).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "`{s}` is not a number of mappings from 1 to {MAX_MAPPINGS}"
+        )),
+    }
+}
+
 /// What a run measures, from the options.
 #[derive(Debug, Clone, PartialEq)]
 struct Plan {
@@ -140,6 +165,8 @@ struct Plan {
     targets: Vec<Target>,
     /// Parent sizes, MiB, in the order given (empty when no process op is chosen).
     sizes: Vec<u64>,
+    /// Numbers of one-page mappings fork runs against (empty without fork).
+    mappings: Vec<u64>,
 }
 
 fn plan(opts: &Options, quick: bool) -> Plan {
@@ -165,10 +192,20 @@ fn plan(opts: &Options, quick: bool) -> Plan {
     } else {
         DEFAULT_PARENT_MIB.to_vec()
     };
+    let mappings = if !ops.contains(&Op::Fork) {
+        Vec::new()
+    } else if !opts.mappings.is_empty() {
+        engine::first_occurrences(&opts.mappings)
+    } else if quick {
+        Vec::new()
+    } else {
+        DEFAULT_MAPPINGS.to_vec()
+    };
     Plan {
         ops,
         targets,
         sizes,
+        mappings,
     }
 }
 
@@ -544,11 +581,14 @@ start oscost's own static helper, a program whose whole code is exit_group(0), w
 private temporary directory, and /bin/true, a dynamically linked program. The process ops are \
 repeated with the parent holding more touched private memory (--parent-mib), so a fork's cost \
 can be read against the page tables it copies (VmPTE and RSS are recorded); a default size \
-the machine's available memory cannot hold is reported as not measured. Children reaped and the \
-creator's context switches are counted and checked.\n\nTakes about 16 s; --quick about 0.4 s on a 2-vCPU virtual machine.";
+the machine's available memory cannot hold is reported as not measured. Fork alone is repeated \
+with the parent holding thousands of one-page shared mappings (--mappings), so its cost can be \
+read per mapping (the mappings made are counted from /proc/self/maps; more than the kernel's \
+vm.max_map_count allows is reported as not measured). Children reaped and the creator's context \
+switches are counted and checked.\n\nTakes about 16 s; --quick about 0.4 s on a 2-vCPU virtual machine.";
     const IN_DEFAULT_SUITE: bool = true;
     const WARMS_UP_BY_COUNT: bool = true;
-    const SUITE_ARGS: &'static [&'static str] = &["--parent-mib", "1,64"];
+    const SUITE_ARGS: &'static [&'static str] = &["--parent-mib", "1,64", "--mappings", "6000"];
 
     fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         run(self, ctx)
@@ -631,13 +671,22 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         .iter()
         .map(|o| if o.execs() { p.targets.len() } else { 1 })
         .sum::<usize>();
-    let groups =
-        p.sizes.len() * usize::from(per_size > 0) + usize::from(p.ops.contains(&Op::Thread));
+    let groups = p.sizes.len() * usize::from(per_size > 0)
+        + p.mappings.len()
+        + usize::from(p.ops.contains(&Op::Thread));
     ctx.progress
         .start((groups * ctx.sampler.samples) as u64, NAME);
     for &mib in &p.sizes {
         ctx.progress.message(&format!("parent holding {mib} MiB"));
         size_group(opts, ctx, &process_ops, &programs, mib, &mut out)?;
+    }
+    // Beside the smallest parent the process ops ran with, so that the difference is the
+    // mappings alone.
+    let base_mib = p.sizes.iter().copied().min().unwrap_or(QUICK_PARENT_MIB[0]);
+    for &n in &p.mappings {
+        ctx.progress
+            .message(&format!("parent holding {n} one-page mappings"));
+        mappings_group(ctx, n, base_mib, &mut out)?;
     }
     if p.ops.contains(&Op::Thread) {
         ctx.progress.message("threads");
@@ -853,8 +902,176 @@ fn size_group(
     Ok(())
 }
 
-/// For every fork case above the smallest parent measured: what the larger parent adds.
+/// Mappings in this process's address space (lines of `/proc/self/maps`).
+fn map_count() -> Option<u64> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    Some(maps.lines().count() as u64)
+}
+
+/// The kernel's limit on one process's mappings (`vm.max_map_count`).
+fn max_map_count() -> Option<u64> {
+    std::fs::read_to_string("/proc/sys/vm/max_map_count")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+fn mappings_description(n: u64, base_mib: u64) -> String {
+    format!(
+        "fork + _exit(0) in the child + waitpid; parent holds {n} one-page shared anonymous          mappings, each written once, beside {base_mib} MiB of touched memory"
+    )
+}
+
+/// Fork with the parent holding `n` one-page shared mappings beside `base_mib` MiB of touched
+/// private memory: measured, or not measured with the reason (the kernel's mapping limit, an
+/// address-space limit).
+fn mappings_group(ctx: &Context, n: u64, base_mib: u64, out: &mut ExperimentOutput) -> Result<()> {
+    let id = oscost_model::ids::spawn::with_mappings(&Op::Fork.id(), n);
+    let description = mappings_description(n, base_mib);
+    let unavailable = |out: &mut ExperimentOutput, reason: String| {
+        out.unavailable.push(Unavailable {
+            id: id.clone(),
+            description: description.clone(),
+            reason,
+        });
+    };
+    let before = map_count();
+    if let (Some(max), Some(now)) = (max_map_count(), before) {
+        // Room for the run's own few mappings besides (a thread's stack, a library).
+        if now + n + 64 > max {
+            unavailable(
+                out,
+                format!(
+                    "{n} more mappings would pass the kernel's limit: vm.max_map_count is {max}                      and the process holds {now}; raise it (sysctl vm.max_map_count) or use                      fewer --mappings"
+                ),
+            );
+            return Ok(());
+        }
+    }
+    let base = usize::try_from(base_mib << 20)
+        .ok()
+        .map(|b| ParentMemory::new(b, false));
+    let _base = match base {
+        Some(Ok(m)) => m,
+        Some(Err(e)) => {
+            unavailable(out, format!("mapping {base_mib} MiB of parent memory: {e}"));
+            return Ok(());
+        }
+        None => anyhow::bail!("{base_mib} MiB: too large"),
+    };
+    let mut maps = Vec::with_capacity(usize::try_from(n).unwrap_or(0));
+    // After the base memory and the list are made: only the mappings are counted.
+    let before = map_count();
+    for _ in 0..n {
+        ctx.check_cancel()?;
+        match Mapping::shared_anonymous(PAGE) {
+            Ok(mut m) => {
+                m.write_each(PAGE, 1);
+                maps.push(m);
+            }
+            Err(e) => {
+                let made = maps.len();
+                drop(maps);
+                unavailable(out, format!("mapping page {} of {n}: {e}", made + 1));
+                return Ok(());
+            }
+        }
+    }
+    let after = map_count();
+    let added = before.zip(after).map(|(b, a)| a.saturating_sub(b));
+    let mut slots = vec![Slot {
+        id,
+        description,
+        op: Op::Fork,
+        creator: Creator::new(Method::Fork, None).context("preparing fork")?,
+        ticks: Vec::new(),
+        parent: Usage::default(),
+        children: Usage::default(),
+        warnings: Vec::new(),
+    }];
+    let state = ParentState::read();
+    let (overhead, threads) = crate::sampler::counting_threads(|| sample_group(ctx, &mut slots));
+    let left = sys::has_unwaited_children().ok();
+    drop(maps);
+    let overhead = overhead?;
+    for s in slots {
+        let mut case = finish(ctx, s, overhead, threads)
+            .param("mappings", n)
+            .param("mapping_bytes", PAGE as u64)
+            .param("base_parent_mib", base_mib);
+        for (key, v) in [
+            ("rss_kib", state.rss_kib),
+            ("vm_pte_kib", state.vm_pte_kib),
+            ("map_count", after),
+        ] {
+            if let Some(v) = v {
+                case.counters.insert(key.into(), v as f64);
+            }
+        }
+        if let Some(added) = added {
+            case.checks.push(Check::at_least(
+                "mappings_added",
+                n as f64,
+                added as f64,
+                0.0,
+                "lines of /proc/self/maps before and after making the mappings: each one-page \
+                 shared mapping is a mapping of its own (the kernel never merges two)",
+            ));
+        }
+        if let Some(left) = left {
+            case.checks.push(Check::near(
+                "unreaped_children",
+                0.0,
+                f64::from(u8::from(left)),
+                0.0,
+                "waitid(P_ALL, WNOHANG | WNOWAIT) after the last creation: no child of the \
+                 measuring process left, running or ended",
+            ));
+        }
+        out.cases.push(case);
+    }
+    Ok(())
+}
+
+/// For every fork case above the smallest parent measured: what the larger parent adds; for
+/// every fork with mappings: what each mapping adds.
 fn derived(cases: &[Case]) -> Vec<DerivedSpec> {
+    let mut out = over_smallest(cases);
+    out.extend(per_mapping(cases));
+    out
+}
+
+/// Fork with mappings less fork with the parent size they were held beside, per mapping.
+fn per_mapping(cases: &[Case]) -> Vec<DerivedSpec> {
+    let fork_at = |mib: u64| {
+        cases
+            .iter()
+            .find(|c| c.id == case_id(Op::Fork, None, Some(mib)))
+    };
+    cases
+        .iter()
+        .filter_map(|c| {
+            let n = c.params.get("mappings")?.as_u64()?;
+            let base_mib = c.params.get("base_parent_mib")?.as_u64()?;
+            let base = fork_at(base_mib)?;
+            let w = 1.0 / n as f64;
+            Some(DerivedSpec {
+                id: oscost_model::ids::spawn::per_mapping(&c.id),
+                description: format!(
+                    "fork with {n} one-page shared mappings minus fork without them (parent \
+                     holding {base_mib} MiB either way), per mapping: duplicating a mapping \
+                     for the child and tearing the child's copy down"
+                ),
+                terms: vec![(c.id.clone(), w), (base.id.clone(), -w)],
+                flagged: engine::failed_checks(c).or_else(|| engine::failed_checks(base)),
+            })
+        })
+        .collect()
+}
+
+/// For every fork case above the smallest parent measured: what the larger parent adds.
+fn over_smallest(cases: &[Case]) -> Vec<DerivedSpec> {
     let forks: Vec<(&Case, u64)> = cases
         .iter()
         .filter(|c| c.params.get("op").and_then(|v| v.as_str()) == Some("fork"))

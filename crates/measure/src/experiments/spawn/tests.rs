@@ -28,6 +28,28 @@ fn plans_follow_the_options() {
     assert_eq!(p.ops, [Op::Fork, Op::Vfork]);
     assert_eq!(p.sizes, [2, 1]);
     assert!(p.targets.is_empty());
+    // Mappings go with fork alone, and only when asked for with --quick.
+    assert_eq!(all.mappings, DEFAULT_MAPPINGS);
+    assert!(plan(&opts(&[]), true).mappings.is_empty());
+    assert!(plan(&opts(&["--ops", "vfork", "--mappings", "10"]), false)
+        .mappings
+        .is_empty());
+    assert_eq!(
+        plan(&opts(&["--mappings", "10,5,10"]), true).mappings,
+        [10, 5]
+    );
+}
+
+#[test]
+fn mapping_counts_are_checked_when_parsed() {
+    assert_eq!(parse_mappings("6000"), Ok(6000));
+    for bad in ["0", "-1", "x", "1048577"] {
+        let e = parse_mappings(bad).unwrap_err();
+        assert!(
+            e.contains("is not a number of mappings from 1 to 1048576"),
+            "{e}"
+        );
+    }
 }
 
 #[test]
@@ -137,7 +159,14 @@ fn ids_and_descriptions_name_the_op_the_program_and_the_size() {
 fn a_tiny_run_gives_every_case_with_its_counts() {
     with_ctx(|ctx| {
         let out = run(
-            &opts(&["--ops", "fork,vfork,thread", "--parent-mib", "1,2"]),
+            &opts(&[
+                "--ops",
+                "fork,vfork,thread",
+                "--parent-mib",
+                "1,2",
+                "--mappings",
+                "40",
+            ]),
             ctx,
         )
         .unwrap();
@@ -149,6 +178,7 @@ fn a_tiny_run_gives_every_case_with_its_counts() {
                 "spawn.vfork.p1mib",
                 "spawn.fork.p2mib",
                 "spawn.vfork.p2mib",
+                "spawn.fork.maps40",
                 "spawn.thread"
             ]
         );
@@ -171,7 +201,19 @@ fn a_tiny_run_gives_every_case_with_its_counts() {
             assert!(c.counters["vm_pte_kib"] > 0.0, "{}", c.id);
         }
         let d: Vec<&str> = out.derived.iter().map(|d| d.id.as_str()).collect();
-        assert_eq!(d, ["spawn.fork.p2mib.over_p1mib"]);
+        assert_eq!(
+            d,
+            [
+                "spawn.fork.p2mib.over_p1mib",
+                "spawn.fork.maps40.per_mapping"
+            ]
+        );
+        let maps = &out.cases[4];
+        assert_eq!(maps.params["mappings"], 40);
+        assert_eq!(maps.params["base_parent_mib"], 1);
+        assert!(maps.counters["map_count"] >= 40.0);
+        let weights: Vec<f64> = out.derived[1].terms.iter().map(|t| t.1).collect();
+        assert_eq!(weights, [1.0 / 40.0, -1.0 / 40.0]);
     });
 }
 
