@@ -11,7 +11,8 @@
  * (shared mapping of it), cow (after fork, the parent writes), thp (2 MiB-aligned MADV_HUGEPAGE,
  * one write per 2 MiB), file-major (cache dropped with POSIX_FADV_DONTNEED, MADV_RANDOM).
  *
- * Output, one line per kind: "fault.KIND MEDIAN_NS_PER_OP MINOR_PER_OP MAJOR_PER_OP".
+ * Output, one line per kind: "fault.KIND MEDIAN_NS_PER_OP MINOR_PER_OP MAJOR_PER_OP P5_NS_PER_OP"
+ * (the 5th percentile, interpolated between ranks as oscost does).
  *
  * Usage: fault_ref [-q] [-p PAGES] [-s SAMPLES] [-k kind,kind,...]
  *   files are made in $TMPDIR (default /tmp) and removed before exit.
@@ -217,7 +218,11 @@ int main(int argc, char **argv) {
         qsort(s->per_op, s->n, sizeof(double), cmp);
         double med = s->n % 2 ? s->per_op[s->n / 2] : (s->per_op[s->n / 2 - 1] + s->per_op[s->n / 2]) / 2;
         double ops = (double)s->n * (double)ops_of(kinds[i]);
-        printf("fault.%s %.1f %.4f %.4f\n", names[kinds[i]], med, s->minor / ops, s->major / ops);
+        double rank = (double)(s->n - 1) * 0.05, lo = (double)(size_t)rank;
+        double p5 = s->per_op[(size_t)lo];
+        if ((size_t)lo + 1 < s->n) p5 += (rank - lo) * (s->per_op[(size_t)lo + 1] - s->per_op[(size_t)lo]);
+        printf("fault.%s %.1f %.4f %.4f %.1f\n", names[kinds[i]], med, s->minor / ops, s->major / ops,
+               p5);
     }
     return 0;
 }
