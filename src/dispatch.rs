@@ -120,7 +120,7 @@ fn negative_values(args: impl IntoIterator<Item = std::ffi::OsString>) -> Vec<st
 }
 
 /// The commands that measure nothing: history, list, env, completions, baselines, man,
-/// compare and report.
+/// compare, report and datasheet.
 fn other_command(command: Command, global: &GlobalOpts) -> anyhow::Result<ExitCode> {
     match command {
         Command::History(cmd) => commands::history::run(cmd, &Config::as_given(global)),
@@ -139,6 +139,9 @@ fn other_command(command: Command, global: &GlobalOpts) -> anyhow::Result<ExitCo
         Command::Compare(args) => commands::compare::run(args, &Config::from_global(global)?),
         Command::Report { files, output } => {
             commands::report::run(&files, output.as_deref(), &Config::from_global(global)?)
+        }
+        Command::Datasheet { run } => {
+            commands::datasheet::run(run.as_deref(), &Config::from_global(global)?)
         }
         Command::Study { .. } | Command::Experiment(_) | Command::Run { .. } => {
             unreachable!("measuring commands are run by `run`")

@@ -265,3 +265,44 @@ fn runs_of_the_history_are_taken_as_compare_takes_them() {
     );
     assert!(err.contains("latest~5: no such file"), "{err}");
 }
+
+/// `oscost datasheet FILE` prints the run's sheet: the machine, what it measured, the failed
+/// checks; a file that is not there is one line and exit 2.
+#[test]
+fn the_datasheet_of_a_result_file_and_of_a_missing_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = result_file(dir.path(), "r.json");
+    let out = oscost()
+        .arg("datasheet")
+        .arg(&json)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with("What the OS costs a program here"),
+        "{text}"
+    );
+    assert!(text.contains("Example CPU @ 1.00GHz, 2 CPUs"), "{text}");
+    // The example experiment has none of the headline costs; its failed check is named.
+    assert!(text.contains("no headline cost was measured"), "{text}");
+    assert!(text.contains("example.cost400"), "{text}");
+    assert!(text.lines().count() <= 20, "{text}");
+    // The run printed the same sheet at its end.
+    let run = oscost()
+        .args(["--scripted", "--quiet", "run", "example", "--no-save"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    assert!(String::from_utf8(run.stdout).unwrap().ends_with(&text));
+    let err = fails(
+        oscost()
+            .args(["--history"])
+            .arg(dir.path().join("h.sqlite"))
+            .arg("datasheet")
+            .arg(dir.path().join("missing.json")),
+    );
+    assert!(err.contains("missing.json") && err.contains("no such file"), "{err}");
+}

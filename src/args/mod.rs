@@ -214,6 +214,15 @@ pub enum Command {
         #[arg(short, long, value_name = "OUT.html")]
         output: Option<PathBuf>,
     },
+    /// One screen of what the OS costs a program on the machine of a run: each headline cost
+    /// with its median, CI and the case it comes from, the failed checks and the noisy figures
+    /// (every measuring run ends with it)
+    Datasheet {
+        /// A result file written by `oscost --json`, or a run of the history (`latest`,
+        /// `latest~1`, an id) [default: latest]
+        #[arg(value_name = "RUN")]
+        run: Option<String>,
+    },
     #[command(flatten)]
     Experiment(ExperimentArgs),
 }

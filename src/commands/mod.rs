@@ -4,6 +4,7 @@
 pub mod baselines;
 pub mod compare;
 pub mod completions;
+pub mod datasheet;
 pub mod env;
 pub mod fleet;
 pub mod history;

@@ -221,6 +221,8 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs], saving: Saving) -> anyh
     doc.environment = env;
     if let Some(name) = cfg.study {
         figures += show::show_study(cfg, name, &doc)?;
+    } else if !doc.experiments.is_empty() && !reader_gone() {
+        show::datasheet(cfg, &doc)?;
     }
     outputs.write(&doc, true, not_kept)?;
     keep_elsewhere(&outputs, &doc);

@@ -28,6 +28,19 @@ pub(super) fn show(
     }
 }
 
+/// Prints the run's datasheet (to stderr when stdout carries a machine format): the last
+/// screen of a run, its answer.
+pub(super) fn datasheet(cfg: &Config, doc: &ResultDoc) -> anyhow::Result<()> {
+    let text = oscost_report::datasheet::datasheet(doc).render(table_width(cfg));
+    let text = format!("\n{text}");
+    if cfg.stdout_taken() {
+        eprint!("{text}");
+        Ok(())
+    } else {
+        print_stdout(&text)
+    }
+}
+
 /// Prints a study's tables from the finished run (to stderr when stdout carries a machine
 /// format) and writes its charts with `--svg`.
 pub(super) fn show_study(cfg: &Config, name: &str, doc: &ResultDoc) -> anyhow::Result<Figures> {

@@ -12,6 +12,7 @@
 pub mod baselines;
 pub mod compare;
 mod counterparts;
+pub mod datasheet;
 pub mod envtext;
 pub mod experiments;
 pub mod export;
