@@ -178,6 +178,38 @@ struct Run {
     load: Vec<String>,
     environment: String,
     experiments: Vec<Experiment>,
+    datasheet: Vec<SheetRow>,
+}
+
+/// A line of the run's datasheet.
+#[derive(Debug, Serialize)]
+struct SheetRow {
+    label: String,
+    value: String,
+    ci: String,
+    source: String,
+    failed: bool,
+}
+
+fn sheet_rows(doc: &ResultDoc) -> Vec<SheetRow> {
+    use crate::datasheet::Value;
+    crate::datasheet::datasheet(doc)
+        .lines
+        .into_iter()
+        .map(|l| {
+            let (value, ci) = match l.value {
+                Value::Ns { ns, ci95 } => (crate::format::fmt_ns(ns), ci_pct(ns, ci95)),
+                Value::Pct(p) => (format!("{p:.2} %"), String::new()),
+            };
+            SheetRow {
+                label: l.label.to_owned(),
+                value,
+                ci,
+                source: l.source,
+                failed: l.failed,
+            }
+        })
+        .collect()
 }
 
 #[derive(Debug, Serialize)]
@@ -453,6 +485,7 @@ fn run(i: usize, label: &str, doc: &ResultDoc, several: bool) -> Run {
         glance,
         load,
         environment: render_environment(&doc.environment),
+        datasheet: sheet_rows(doc),
         experiments: doc
             .experiments
             .iter()
