@@ -40,6 +40,24 @@ pub struct Check {
     pub passed: bool,
     /// How it was counted and what the bound is.
     pub detail: String,
+    /// The rule the count was held to. Absent from documents written before it existed (their
+    /// checks then read "N expected").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<Bound>,
+}
+
+/// The rule a [`Check`] holds its count to.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Bound {
+    /// The count passes at this value or above.
+    AtLeast(f64),
+    /// The count passes within this distance of the expected value.
+    Within(f64),
+    /// The count passes at this value or below.
+    AtMost(f64),
+    /// The count passes between these two values, both included.
+    Between(f64, f64),
 }
 
 impl Check {
@@ -51,6 +69,7 @@ impl Check {
             counted,
             passed: counted >= expected * (1.0 - rel_tol),
             detail: detail.into(),
+            bound: Some(Bound::AtLeast(expected * (1.0 - rel_tol))),
         }
     }
 
@@ -62,6 +81,7 @@ impl Check {
             counted,
             passed: (counted - expected).abs() <= abs_tol,
             detail: detail.into(),
+            bound: Some(Bound::Within(abs_tol)),
         }
     }
 }

@@ -190,15 +190,41 @@ pub fn change(pct: f64) -> String {
     format!("{} %", signed(pct))
 }
 
-/// A mechanism check as a note: `✓ 2.00 switches per round trip (2 expected)`, or
-/// `FAILED: 1.50 events per op (2 expected)`; the expected value is the check's own.
+/// A mechanism check as a note, with the rule its count was held to: `✓ 2.00 switches per
+/// round trip (≥ 2)`, `✓ 1.00 minor faults per page (1 ± 0.05)`, `FAILED: 1.50 events per op
+/// (= 2)`; a check from a document written before rules were recorded says `(2 expected)`.
 pub fn check(k: &oscost_model::case::Check) -> String {
-    let v = format!(
-        "{:.2} {} ({} expected)",
-        k.counted,
-        k.name.replace('_', " "),
-        plain(k.expected)
-    );
+    use oscost_model::case::Bound;
+    // Two decimals, unless the rule holds a value that two decimals would show as 0: then
+    // three significant digits, for the rule and the count alike.
+    let values: Vec<f64> = match k.bound {
+        Some(Bound::AtLeast(m) | Bound::AtMost(m)) => vec![m],
+        Some(Bound::Within(t)) => vec![k.expected, t],
+        Some(Bound::Between(a, b)) => vec![a, b],
+        None => vec![],
+    };
+    let fine = values.iter().any(|&v| v != 0.0 && v.abs() < 0.01);
+    let at = |x: f64| {
+        if fine && x != 0.0 {
+            sig(x)
+        } else {
+            trim(&format!("{x:.2}"))
+        }
+    };
+    let rule = match k.bound {
+        Some(Bound::AtLeast(m)) => format!("≥ {}", at(m)),
+        Some(Bound::AtMost(m)) => format!("≤ {}", at(m)),
+        Some(Bound::Within(t)) if t == 0.0 => format!("= {}", at(k.expected)),
+        Some(Bound::Within(t)) => format!("{} ± {}", at(k.expected), at(t)),
+        Some(Bound::Between(a, b)) => format!("{} to {}", at(a), at(b)),
+        None => format!("{} expected", plain(k.expected)),
+    };
+    let counted = if fine && k.counted != 0.0 {
+        sig(k.counted)
+    } else {
+        format!("{:.2}", k.counted)
+    };
+    let v = format!("{counted} {} ({rule})", k.name.replace('_', " "));
     if k.passed {
         format!("✓ {v}")
     } else {
@@ -218,6 +244,31 @@ pub fn unit(u: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn checks_say_the_rule_they_held_the_count_to() {
+        use oscost_model::case::{Bound, Check};
+        let at_least = Check::at_least("switches_per_round_trip", 2.0, 4.2, 0.0, "");
+        assert_eq!(check(&at_least), "✓ 4.20 switches per round trip (≥ 2)");
+        let near = Check::near("minor_faults_per_page", 1.0, 1.0, 0.05, "");
+        assert_eq!(check(&near), "✓ 1.00 minor faults per page (1 ± 0.05)");
+        let exact = Check::near("children_reaped", 86.0, 85.0, 0.0, "");
+        assert_eq!(check(&exact), "FAILED: 85.00 children reaped (= 86)");
+        // A bound far below 0.01 keeps its digits, and so does a small count.
+        let small = Check::at_least("faults_per_page", 1.0 / 512.0, 0.0625, 0.0, "");
+        assert_eq!(check(&small), "✓ 0.0625 faults per page (≥ 0.00195)");
+        let tiny = Check::at_least("faults_per_page", 1.0 / 512.0, 0.001, 0.0, "");
+        assert_eq!(check(&tiny), "FAILED: 0.001 faults per page (≥ 0.00195)");
+        let control = Check::near("switches_per_op", 0.0, 0.000125, 0.05, "");
+        assert_eq!(check(&control), "✓ 0.00 switches per op (0 ± 0.05)");
+        let mut between = Check::near("switches_per_hop", 1.0, 1.2, 0.0, "");
+        between.bound = Some(Bound::Between(0.95, 2.0));
+        assert_eq!(check(&between), "FAILED: 1.20 switches per hop (0.95 to 2)");
+        // A document written before the rule was recorded.
+        let mut old = Check::at_least("switches_per_round_trip", 2.0, 4.2, 0.0, "");
+        old.bound = None;
+        assert_eq!(check(&old), "✓ 4.20 switches per round trip (2 expected)");
+    }
 
     #[test]
     fn durations_keep_four_significant_digits_and_one_spelling() {

@@ -325,6 +325,7 @@ fn switch_check(opts: &Options, per: f64, sw: Switches, taken: u64, what: &str) 
         expected: 1.0,
         counted: per,
         passed: (low..=high).contains(&per),
+        bound: Some(oscost_model::case::Bound::Between(low, high)),
         detail: format!(
             "getrusage nvcsw + nivcsw of every thread over the measured span ({} voluntary + \
              {} involuntary) / {taken} {what}s; {why}; must lie in {low:.2}..{high:.2}",

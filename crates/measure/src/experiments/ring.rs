@@ -367,6 +367,7 @@ fn switch_check(opts: &Options, per_hop: f64, counts: &Counts, hops: u64) -> Che
         expected: 1.0,
         counted: per_hop,
         passed: (low..=high).contains(&per_hop),
+        bound: Some(oscost_model::case::Bound::Between(low, high)),
         detail: format!(
             "getrusage nvcsw + nivcsw of every task over the measured span ({} voluntary + {} \
              involuntary) / {hops} hops; {why_more}; must lie in {low:.2}..{high:.2} (policy {})",

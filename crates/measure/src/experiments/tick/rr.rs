@@ -253,13 +253,15 @@ fn record(
             (crowd_ns - alone_ns) / resched,
         );
     }
+    let tolerance = (RESCHED_TOLERANCE * expected).max(tasks as f64);
     case.checks.push(Check {
         name: "reschedulings_vs_time_over_slice".into(),
         expected,
         counted: resched,
         // Each thread's last slice is cut short by its finish, so a few runs' worth of
         // slices can be missing whatever the length: at least one per thread is allowed.
-        passed: (resched - expected).abs() <= (RESCHED_TOLERANCE * expected).max(tasks as f64),
+        passed: (resched - expected).abs() <= tolerance,
+        bound: Some(oscost_model::case::Bound::Within(tolerance)),
         detail: format!(
             "involuntary switches of the threads (getrusage) per run, against the run's \
              time / the slice in whole ticks ({:.2} ms); within ±{:.0} % or ±{tasks}",
