@@ -304,5 +304,8 @@ fn the_datasheet_of_a_result_file_and_of_a_missing_one() {
             .arg("datasheet")
             .arg(dir.path().join("missing.json")),
     );
-    assert!(err.contains("missing.json") && err.contains("no such file"), "{err}");
+    assert!(
+        err.contains("missing.json") && err.contains("no such file"),
+        "{err}"
+    );
 }

@@ -105,12 +105,24 @@ fn busy_document(mut doc: ResultDoc) -> ResultDoc {
     env.scheduler.isolated_cpus = Some(vec![1]);
     env.scheduler.nohz_full_cpus = Some(vec![1]);
     env.load = Some(busy_load());
+    let mut checks_seen = 0;
     for experiment in &mut doc.experiments {
         experiment.load = Some(busy_load());
         experiment.notes.push("an example note".into());
         for case in &mut experiment.cases {
             case.warnings.push("an example warning".into());
             case.notes.push("an example note".into());
+            for check in &mut case.checks {
+                use oscost_model::case::Bound;
+                let bounds = [
+                    Bound::AtLeast(1.0),
+                    Bound::AtMost(1.0),
+                    Bound::Within(0.05),
+                    Bound::Between(0.95, 2.0),
+                ];
+                check.bound = Some(bounds[checks_seen % bounds.len()]);
+                checks_seen += 1;
+            }
         }
         for derived in &mut experiment.derived {
             derived.warnings.push("an example warning".into());

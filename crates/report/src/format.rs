@@ -214,7 +214,7 @@ pub fn check(k: &oscost_model::case::Check) -> String {
     let rule = match k.bound {
         Some(Bound::AtLeast(m)) => format!("≥ {}", at(m)),
         Some(Bound::AtMost(m)) => format!("≤ {}", at(m)),
-        Some(Bound::Within(t)) if t == 0.0 => format!("= {}", at(k.expected)),
+        Some(Bound::Within(0.0)) => format!("= {}", at(k.expected)),
         Some(Bound::Within(t)) => format!("{} ± {}", at(k.expected), at(t)),
         Some(Bound::Between(a, b)) => format!("{} to {}", at(a), at(b)),
         None => format!("{} expected", plain(k.expected)),
