@@ -99,3 +99,27 @@ fn bad_sets_and_calls_are_refused() {
     assert_args_refused(&["seccomp", "--sets", "args-2"], "args-2");
     assert_args_refused(&["seccomp", "--calls", "read"], "read");
 }
+
+/// The C reference builds its profile from its own copy of the list: it must be this one, in
+/// the same order, or the two would time different filters.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn the_c_reference_lists_the_same_profile() {
+    let c = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/benches/seccomp_ref.c"
+    ))
+    .unwrap();
+    let start = c.find("profile_nrs[] = {").expect("the C list");
+    let end = start + c[start..].find("};").unwrap();
+    let names: Vec<&str> = c[start..end]
+        .split("P(")
+        .skip(1)
+        .filter_map(|s| s.split(')').next())
+        .collect();
+    let ours: Vec<&str> = oscost_sys::seccomp::PROFILE_CALLS
+        .iter()
+        .map(|c| c.0)
+        .collect();
+    assert_eq!(names, ours);
+}

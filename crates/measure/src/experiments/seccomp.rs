@@ -352,7 +352,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
             .context("a measured set without its set-up")?;
         let mut case = Case::new(
             case_id(s.set, s.call),
-            &format!("{} under {}", s.call.description(), s.set.description()),
+            format!("{} under {}", s.call.description(), s.set.description()),
             "call",
             samples,
         )
