@@ -45,10 +45,20 @@ pub enum Set {
     Args8,
     /// a runtime-like allow-list of about 300 calls as one filter
     Profile,
+    /// getpid handed to a supervisor process (SECCOMP_RET_USER_NOTIF), on the same CPU and on
+    /// another
+    Notify,
 }
 
 impl Set {
-    const ALL: [Set; 5] = [Set::None, Set::Allow1, Set::Args1, Set::Args8, Set::Profile];
+    const ALL: [Set; 6] = [
+        Set::None,
+        Set::Allow1,
+        Set::Args1,
+        Set::Args8,
+        Set::Profile,
+        Set::Notify,
+    ];
 
     /// The filters of the set; `None` when this architecture has no profile list.
     fn programs(self) -> Option<Vec<Program>> {
@@ -58,6 +68,8 @@ impl Set {
             Set::Args1 => vec![Program::reads_argument()],
             Set::Args8 => vec![Program::reads_argument(); STACKED],
             Set::Profile => vec![Program::profile()?],
+            // Its one filter is the supervisor's, installed last (see `Unit::child`).
+            Set::Notify => Vec::new(),
         })
     }
 
@@ -76,6 +88,7 @@ impl Set {
             Set::Args1 => "one filter reading the first argument",
             Set::Args8 => "eight stacked filters reading the first argument",
             Set::Profile => "a runtime-like allow-list of about 300 calls as one filter",
+            Set::Notify => "a filter handing getpid to a supervisor process",
         }
     }
 }
@@ -107,6 +120,67 @@ impl Call {
     }
 }
 
+/// Where the supervisor of `notify` runs, against the timing child's CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    Same,
+    Cross,
+}
+
+/// One child: a set, and for `notify` where its supervisor runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Unit {
+    set: Set,
+    place: Option<Place>,
+}
+
+impl Unit {
+    /// The calls timed in this child: `notify` answers getpid only.
+    fn calls(self, calls: &[Call]) -> Vec<Call> {
+        match self.place {
+            Some(_) => vec![Call::Getpid],
+            None => calls.to_vec(),
+        }
+    }
+
+    fn id(self, call: Call) -> String {
+        match self.place {
+            Some(Place::Same) => format!("{NAME}.notify.same"),
+            Some(Place::Cross) => format!("{NAME}.notify.cross"),
+            None => case_id(self.set, call),
+        }
+    }
+
+    fn description(self, call: Call) -> String {
+        match self.place {
+            Some(Place::Same) => "getpid answered by a supervisor process on the same CPU \
+                                  (SECCOMP_RET_USER_NOTIF): the round trip"
+                .into(),
+            Some(Place::Cross) => "getpid answered by a supervisor process on another CPU \
+                                   (SECCOMP_RET_USER_NOTIF): the round trip"
+                .into(),
+            None => format!("{} under {}", call.description(), self.set.description()),
+        }
+    }
+
+    /// What the child installs, its supervisor on `cpus[0]` (same) or `cpus[1]` (cross);
+    /// `None` when this architecture has no such filter.
+    fn child(self, cpus: &[usize]) -> anyhow::Result<Option<sc::Child>> {
+        let Some(filters) = self.set.programs() else {
+            return Ok(None);
+        };
+        let notify = match self.place {
+            None => None,
+            Some(place) => {
+                let i = usize::from(place == Place::Cross);
+                let cpu = *cpus.get(i).context("no CPU for the supervisor")?;
+                Some((Program::notify_getpid(), CpuMask::new(&[cpu])?))
+            }
+        };
+        Ok(Some(sc::Child { filters, notify }))
+    }
+}
+
 /// Options of `oscost seccomp`.
 #[derive(Debug, Clone, clap::Args, serde::Serialize, serde::Deserialize)]
 pub struct Options {
@@ -128,9 +202,12 @@ pub struct Options {
 struct Plan {
     sets: Vec<Set>,
     calls: Vec<Call>,
+    units: Vec<Unit>,
+    /// Why `notify.cross` cannot be measured, when it was asked for and cannot.
+    no_cross: Option<String>,
 }
 
-fn plan(opts: &Options) -> Plan {
+fn plan(opts: &Options, cpus: usize) -> Plan {
     let sets = if opts.sets.is_empty() {
         Set::ALL.to_vec()
     } else {
@@ -141,7 +218,36 @@ fn plan(opts: &Options) -> Plan {
     } else {
         first_occurrences(&opts.calls)
     };
-    Plan { sets, calls }
+    let mut units = Vec::new();
+    let mut no_cross = None;
+    for &set in &sets {
+        if set != Set::Notify {
+            units.push(Unit { set, place: None });
+            continue;
+        }
+        units.push(Unit {
+            set,
+            place: Some(Place::Same),
+        });
+        if cpus >= 2 {
+            units.push(Unit {
+                set,
+                place: Some(Place::Cross),
+            });
+        } else {
+            no_cross = Some(
+                "the CPU set has one CPU, so the supervisor cannot run on another; use --cpus \
+                 with two CPUs"
+                    .to_owned(),
+            );
+        }
+    }
+    Plan {
+        sets,
+        calls,
+        units,
+        no_cross,
+    }
 }
 
 fn case_id(set: Set, call: Call) -> String {
@@ -181,6 +287,9 @@ fn setup_error(set: Set, errno: i32, step: SetupStep) -> String {
     match step {
         SetupStep::NoNewPrivs => format!("prctl(PR_SET_NO_NEW_PRIVS) refused: {e}"),
         SetupStep::Filter(k) => format!("installing filter {k} of {} refused: {e}", set.filters()),
+        SetupStep::Supervisor => {
+            format!("installing the supervisor's filter or starting the supervisor failed: {e}")
+        }
     }
 }
 
@@ -212,13 +321,15 @@ result is counted: a refused call flags its figure. A filter oscost itself alrea
     }
 }
 
-/// One case being sampled: its set's child and the counts kept outside the timing.
+/// One case being sampled: its child and the counts kept outside the timing.
 struct Slot {
-    set: Set,
+    unit: Unit,
     call: Call,
     child: usize,
     calls: Cell<u64>,
     failed: Cell<u64>,
+    voluntary: Cell<u64>,
+    involuntary: Cell<u64>,
 }
 
 fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
@@ -228,7 +339,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     if ctx.clock.scripted().is_some() {
         anyhow::bail!("{NAME} needs the real clock: its children read the counter themselves");
     }
-    let p = plan(opts);
+    let p = plan(opts, ctx.cpus.len());
     let sampler_cfg = if opts.suite_size {
         suite_sampler(ctx.sampler)
     } else {
@@ -255,61 +366,71 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     if let Some(note) = inherited_note(&parent) {
         out.warnings.push(note);
     }
+    let unavailable = |u: Unit, calls: &[Call], reason: &str| -> Vec<Unavailable> {
+        u.calls(calls)
+            .into_iter()
+            .map(|c| Unavailable {
+                id: u.id(c),
+                description: u.description(c),
+                reason: reason.to_owned(),
+            })
+            .collect()
+    };
+    if let Some(why) = &p.no_cross {
+        let cross = Unit {
+            set: Set::Notify,
+            place: Some(Place::Cross),
+        };
+        out.unavailable.extend(unavailable(cross, &p.calls, why));
+    }
 
-    let mut sets = Vec::new();
-    let mut programs = Vec::new();
-    for &s in &p.sets {
-        match s.programs() {
-            Some(prog) => {
-                sets.push(s);
-                programs.push(prog);
+    let mut units = Vec::new();
+    let mut children = Vec::new();
+    for &u in &p.units {
+        match u.child(&ctx.cpus)? {
+            Some(child) => {
+                units.push(u);
+                children.push(child);
             }
-            None => {
-                for &c in &p.calls {
-                    out.unavailable.push(Unavailable {
-                        id: case_id(s, c),
-                        description: s.description().into(),
-                        reason: "oscost has no profile list for this architecture".into(),
-                    });
-                }
-            }
+            None => out.unavailable.extend(unavailable(
+                u,
+                &p.calls,
+                "oscost has no profile list for this architecture",
+            )),
         }
     }
     let cpu = ctx.first_cpu();
     oscost_sys::set_affinity(&[cpu]).with_context(|| format!("pinning to CPU {cpu}"))?;
-    let board = Arc::new(Board::new(programs, Clock::from_info(ctx.clock.info()))?);
+    let board = Arc::new(Board::new(children, Clock::from_info(ctx.clock.info()))?);
     let halt = Arc::clone(&board);
-    let mut team = Team::new(Kind::Processes, sets.len(), 0, move || halt.halt());
+    let mut team = Team::new(Kind::Processes, units.len(), 0, move || halt.halt());
     let mask = CpuMask::new(&[cpu])?;
-    for i in 0..sets.len() {
+    for i in 0..units.len() {
         team.spawn(Some(&mask), &board, i)?;
     }
     team.watch()?;
 
     let mut slots = Vec::new();
     let mut setups = Vec::new();
-    for (i, &s) in sets.iter().enumerate() {
+    for (i, &u) in units.iter().enumerate() {
         let setup = board
             .wait_ready(i, Duration::from_secs(10))
             .map_err(|e| team.check().err().unwrap_or_else(|| e.into()))?;
         if let Some((errno, step)) = setup.failed {
-            for &c in &p.calls {
-                out.unavailable.push(Unavailable {
-                    id: case_id(s, c),
-                    description: s.description().into(),
-                    reason: setup_error(s, errno, step),
-                });
-            }
+            let why = setup_error(u.set, errno, step);
+            out.unavailable.extend(unavailable(u, &p.calls, &why));
             continue;
         }
-        setups.push((s, setup));
-        for &c in &p.calls {
+        setups.push((i, setup));
+        for c in u.calls(&p.calls) {
             slots.push(Slot {
-                set: s,
+                unit: u,
                 call: c,
                 child: i,
                 calls: Cell::new(0),
                 failed: Cell::new(0),
+                voluntary: Cell::new(0),
+                involuntary: Cell::new(0),
             });
         }
     }
@@ -329,6 +450,8 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
                         .map_err(|e| team_ref.check().err().unwrap_or_else(|| e.into()))?;
                     s.calls.set(s.calls.get() + n);
                     s.failed.set(s.failed.get() + b.failed);
+                    s.voluntary.set(s.voluntary.get() + b.voluntary);
+                    s.involuntary.set(s.involuntary.get() + b.involuntary);
                     Ok(b.ticks)
                 },
                 move |n| {
@@ -342,36 +465,47 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         .collect();
     let results = measure_interleaved(ctx, jobs, &|| ctx.progress.inc(1))?;
     ctx.progress.finish();
+    let answered: Vec<u64> = (0..units.len()).map(|i| board.answered(i)).collect();
     team.finish()?;
 
     for (s, (samples, said)) in slots.iter().zip(results) {
         let setup = setups
             .iter()
-            .find(|(set, _)| *set == s.set)
+            .find(|(i, _)| *i == s.child)
             .map(|(_, setup)| *setup)
-            .context("a measured set without its set-up")?;
+            .context("a measured child without its set-up")?;
         let mut case = Case::new(
-            case_id(s.set, s.call),
-            format!("{} under {}", s.call.description(), s.set.description()),
+            s.unit.id(s.call),
+            s.unit.description(s.call),
             "call",
             samples,
         )
-        .param("set", value_name(&s.set))
+        .param("set", value_name(&s.unit.set))
         .param("call", value_name(&s.call))
-        .param("filters", s.set.filters() as u64)
+        .param("filters", s.unit.set.filters() as u64)
         .param("cpu", cpu as u64);
+        if let Some(place) = s.unit.place {
+            let i = usize::from(place == Place::Cross);
+            case = case.param("supervisor_cpu", ctx.cpus[i] as u64);
+        }
         case.add_messages(said);
-        finish_case(&mut case, s, &setup.status, inherited);
+        finish_case(&mut case, s, &setup.status, inherited, answered[s.child]);
         out.cases.push(case);
     }
     out.derived = derived(&out.cases);
     Ok(out)
 }
 
-/// The checks of one case: the filters its child runs under, every timed call allowed, one
-/// thread.
-fn finish_case(case: &mut Case, s: &Slot, status: &sc::Status, inherited: Option<u64>) {
-    let own = s.set.filters() as u64;
+/// The checks of one case: the filters its child runs under, every timed call allowed (and,
+/// under a supervisor, answered by it), one thread.
+fn finish_case(
+    case: &mut Case,
+    s: &Slot,
+    status: &sc::Status,
+    inherited: Option<u64>,
+    answered: u64,
+) {
+    let own = s.unit.set.filters() as u64;
     match (status.filters, inherited) {
         (Some(f), Some(before)) => {
             case.counters.insert("seccomp_filters".into(), f as f64);
@@ -392,10 +526,17 @@ fn finish_case(case: &mut Case, s: &Slot, status: &sc::Status, inherited: Option
         )),
     }
     let calls = s.calls.get();
+    let per_call = |v: u64| v as f64 / calls.max(1) as f64;
     let failed = s.failed.get();
+    case.counters
+        .insert("refused_calls_per_call".into(), per_call(failed));
     case.counters.insert(
-        "refused_calls_per_call".into(),
-        failed as f64 / calls.max(1) as f64,
+        "voluntary_switches_per_call".into(),
+        per_call(s.voluntary.get()),
+    );
+    case.counters.insert(
+        "involuntary_switches_per_call".into(),
+        per_call(s.involuntary.get()),
     );
     case.checks.push(Check::near(
         "refused_calls",
@@ -407,6 +548,34 @@ fn finish_case(case: &mut Case, s: &Slot, status: &sc::Status, inherited: Option
              allowed through the filters and done"
         ),
     ));
+    if let Some(place) = s.unit.place {
+        case.counters
+            .insert("answered_by_supervisor_per_call".into(), per_call(answered));
+        case.checks.push(Check::near(
+            "answered_by_supervisor",
+            calls as f64,
+            answered as f64,
+            0.0,
+            &format!(
+                "the supervisor answered {answered} calls; the child made {calls}: every call \
+                 went to the supervisor and back"
+            ),
+        ));
+        if place == Place::Same {
+            case.checks.push(Check::at_least(
+                "voluntary_switches_per_call",
+                1.0,
+                per_call(s.voluntary.get()),
+                0.1,
+                &format!(
+                    "getrusage(RUSAGE_THREAD) of the timing child around each batch: {} \
+                     voluntary switches in {calls} calls; with its supervisor on the same CPU \
+                     it must give the CPU up for each answer",
+                    s.voluntary.get()
+                ),
+            ));
+        }
+    }
     if let Some(c) = sampler::single_task_check(status.threads) {
         case.checks.push(c);
     }
@@ -439,6 +608,24 @@ fn derived(cases: &[Case]) -> Vec<DerivedSpec> {
                 terms: vec![(c.id.clone(), 1.0), (none.id.clone(), -1.0)],
                 flagged: flag(c, none),
             });
+        }
+        if call == Call::Getpid {
+            for place in ["same", "cross"] {
+                let id = format!("{NAME}.notify.{place}");
+                let Some(c) = cases.iter().find(|c| c.id == id) else {
+                    continue;
+                };
+                out.push(DerivedSpec {
+                    id: format!("{id}.over_none"),
+                    description: format!(
+                        "what handing getpid to a supervisor on the {} CPU adds over the bare \
+                         call",
+                        if place == "same" { "same" } else { "other" }
+                    ),
+                    terms: vec![(c.id.clone(), 1.0), (none.id.clone(), -1.0)],
+                    flagged: flag(c, none),
+                });
+            }
         }
         if let Some(c) = find(Set::Args8) {
             let k = 1.0 / STACKED as f64;
@@ -482,12 +669,26 @@ mod tests {
 
     #[test]
     fn plans_and_ids() {
-        let p = plan(&opts(&[]));
+        let p = plan(&opts(&[]), 2);
         assert_eq!(p.sets, Set::ALL);
         assert_eq!(p.calls, [Call::Getpid, Call::Fstat]);
+        let ids: Vec<String> = p
+            .units
+            .iter()
+            .flat_map(|u| u.calls(&p.calls).into_iter().map(|c| u.id(c)))
+            .collect();
+        assert_eq!(ids.len(), 12);
+        assert_eq!(ids[10..], ["seccomp.notify.same", "seccomp.notify.cross"]);
+        assert!(p.no_cross.is_none());
+        let one = plan(&opts(&["--sets", "notify"]), 1);
+        assert_eq!(one.units.len(), 1);
+        assert!(one.no_cross.unwrap().contains("--cpus"));
         assert_eq!(case_id(Set::Allow1, Call::Getpid), "seccomp.allow-1.getpid");
         assert_eq!(case_id(Set::Args8, Call::Fstat), "seccomp.args-8.fstat");
-        let p = plan(&opts(&["--sets", "args-8,none,args-8", "--calls", "fstat"]));
+        let p = plan(
+            &opts(&["--sets", "args-8,none,args-8", "--calls", "fstat"]),
+            2,
+        );
         assert_eq!(p.sets, [Set::Args8, Set::None]);
         assert_eq!(p.calls, [Call::Fstat]);
     }
@@ -523,6 +724,10 @@ mod tests {
             if Program::profile().is_some() {
                 want.push("seccomp.profile.getpid");
             }
+            want.push("seccomp.notify.same");
+            if ctx.cpus.len() > 1 {
+                want.push("seccomp.notify.cross");
+            }
             assert_eq!(ids, want);
             let inherited = out.params["inherited_filters"].as_u64();
             for c in &out.cases {
@@ -551,6 +756,13 @@ mod tests {
             assert!(derived.contains(&"seccomp.args-8.getpid.per_filter"));
             assert!(derived.contains(&"seccomp.args-8.getpid.per_added_filter"));
             assert!(derived.contains(&"seccomp.allow-1.getpid.over_none"));
+            assert!(derived.contains(&"seccomp.notify.same.over_none"));
+            let same = out
+                .cases
+                .iter()
+                .find(|c| c.id == "seccomp.notify.same")
+                .unwrap();
+            assert_eq!(same.counters["answered_by_supervisor_per_call"], 1.0);
             assert!(out.derived.iter().all(|d| d.flagged.is_none()));
         });
     }

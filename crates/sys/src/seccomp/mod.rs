@@ -101,6 +101,20 @@ impl Program {
         Program(p)
     }
 
+    /// Checks the architecture and hands every `getpid` to a supervisor
+    /// (`SECCOMP_RET_USER_NOTIF`), allowing every other call: what a container runtime's
+    /// supervisor (an emulated `mount`, a `mknod`) costs each call it answers.
+    pub fn notify_getpid() -> Program {
+        let mut p = Self::arch_check();
+        p.extend([
+            stmt(LD_ABS, OFF_NR),
+            op(JEQ, 0, 1, libc::SYS_getpid as u32),
+            stmt(RET, libc::SECCOMP_RET_USER_NOTIF),
+            stmt(RET, ALLOW),
+        ]);
+        Program(p)
+    }
+
     /// A runtime-like profile as one filter: the architecture check, x32 calls refused, then
     /// each call of [`PROFILE_CALLS`] compared in turn and allowed, three of them only with
     /// arguments a runtime allows (`personality` to the usual personas, `clone` without
@@ -277,6 +291,8 @@ pub enum SetupStep {
     NoNewPrivs,
     /// Installing the filter of this number (1-based).
     Filter(u32),
+    /// Installing the supervisor's filter or starting the supervisor.
+    Supervisor,
 }
 
 /// One timed batch.
@@ -286,9 +302,23 @@ pub struct Batch {
     pub ticks: u64,
     /// Calls that returned an error (a filter refused them).
     pub failed: u64,
+    /// Voluntary switches of the timing child during the batch.
+    pub voluntary: u64,
+    /// Involuntary switches (preemptions) of the timing child during the batch.
+    pub involuntary: u64,
 }
 
 const NOT_READ: u64 = u64::MAX;
+
+/// What one child installs.
+#[derive(Debug, Clone)]
+pub struct Child {
+    /// Its filters, installed in order.
+    pub filters: Vec<Program>,
+    /// A last filter handing calls to a supervisor, and the CPUs of that supervisor: a process
+    /// the child forks once the filter is in, which answers each call it is handed.
+    pub notify: Option<(Program, crate::task::CpuMask)>,
+}
 
 /// A child's words in the shared mapping, one cache line each group.
 #[repr(C, align(64))]
@@ -305,6 +335,11 @@ struct Slot {
     failed: AtomicU64,
     errno: AtomicU32,
     step: AtomicU32,
+    /// Voluntary and involuntary switches of the child during the batches.
+    voluntary: AtomicU64,
+    involuntary: AtomicU64,
+    /// Calls the supervisor answered.
+    answered: AtomicU64,
     mode: AtomicU64,
     filters: AtomicU64,
     threads: AtomicU64,
@@ -315,19 +350,19 @@ struct Header {
     stop: AtomicU32,
 }
 
-/// The children of one run: the filter set each installs, the shared words through which the
+/// The children of one run: the filters each installs, the shared words through which the
 /// parent asks for batches, and the file `fstat` reads. It is the [`TaskBody`] of a process
-/// team, child `i` running under `sets[i]`.
+/// team, child `i` running under `children[i]`.
 pub struct Board {
     map: SharedMap,
-    sets: Vec<Vec<Program>>,
+    sets: Vec<Child>,
     clock: Clock,
     file: OwnedFd,
 }
 
 impl Board {
-    /// Prepares one child per filter set (an empty set: no filter) before any is forked.
-    pub fn new(sets: Vec<Vec<Program>>, clock: Clock) -> io::Result<Board> {
+    /// Prepares one child per entry (no filter: a bare child) before any is forked.
+    pub fn new(sets: Vec<Child>, clock: Clock) -> io::Result<Board> {
         let len = std::mem::size_of::<Header>() + sets.len() * std::mem::size_of::<Slot>();
         let file = std::fs::File::open("/dev/null")
             .map_err(|e| io::Error::new(e.kind(), format!("opening /dev/null: {e}")))?;
@@ -407,6 +442,7 @@ impl Board {
                 let failed = (state == 2).then(|| {
                     let step = match s.step.load(Ordering::Relaxed) {
                         0 => SetupStep::NoNewPrivs,
+                        u32::MAX => SetupStep::Supervisor,
                         k => SetupStep::Filter(k),
                     };
                     (s.errno.load(Ordering::Relaxed) as i32, step)
@@ -443,6 +479,8 @@ impl Board {
                 return Ok(Batch {
                     ticks: s.ticks.load(Ordering::Relaxed),
                     failed: s.failed.load(Ordering::Relaxed),
+                    voluntary: s.voluntary.load(Ordering::Relaxed),
+                    involuntary: s.involuntary.load(Ordering::Relaxed),
                 });
             }
             if self.stopped() {
@@ -452,7 +490,14 @@ impl Board {
         }
     }
 
-    fn set_up(&self, index: usize, s: &Slot) -> Result<(), ()> {
+    /// Calls child `i`'s supervisor has answered so far.
+    pub fn answered(&self, i: usize) -> u64 {
+        self.slot(i)
+            .map_or(0, |s| s.answered.load(Ordering::Acquire))
+    }
+
+    /// Sets the child up; the supervisor's pid when it has one.
+    fn set_up(&self, index: usize, s: &Slot) -> Result<Option<i32>, ()> {
         let fail = |step: u32| {
             let e = io::Error::last_os_error().raw_os_error().unwrap_or(0);
             s.errno.store(e as u32, Ordering::Relaxed);
@@ -463,30 +508,43 @@ impl Board {
             fail(0);
             return Err(());
         }
-        let Some(set) = self.sets.get(index) else {
+        let Some(child) = self.sets.get(index) else {
             return Err(());
         };
-        for (k, p) in set.iter().enumerate() {
-            let prog = libc::sock_fprog {
-                len: p.0.len() as u16,
-                filter: p.0.as_ptr().cast_mut(),
-            };
-            // SAFETY: prog points at p's instructions, alive for the call; the kernel copies
-            // them. SECCOMP_SET_MODE_FILTER with no flags.
-            let r = unsafe {
-                libc::syscall(
-                    libc::SYS_seccomp,
-                    libc::SECCOMP_SET_MODE_FILTER,
-                    0u32,
-                    &prog as *const libc::sock_fprog,
-                )
-            };
-            if r != 0 {
+        for (k, p) in child.filters.iter().enumerate() {
+            if install(p, 0) != 0 {
                 fail(k as u32 + 1);
                 return Err(());
             }
         }
-        Ok(())
+        let Some((p, mask)) = &child.notify else {
+            return Ok(None);
+        };
+        let fd = install(p, libc::SECCOMP_FILTER_FLAG_NEW_LISTENER);
+        if fd < 0 {
+            fail(u32::MAX);
+            return Err(());
+        }
+        let fd = fd as i32;
+        // The supervisor checks its parent against this id: in this single-threaded child
+        // the thread id is the process id, and getpid would now be handed to a supervisor
+        // that does not exist yet.
+        // SAFETY: gettid takes no arguments.
+        let me = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
+        // SAFETY: fork in a single-threaded child; the new process runs only supervise,
+        // allocation-free raw calls, and leaves with _exit.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            supervise(fd, me, mask, s);
+        }
+        // SAFETY: fd is the listener returned above, closed once here; the supervisor holds
+        // its own copy.
+        unsafe { libc::close(fd) };
+        if pid < 0 {
+            fail(u32::MAX);
+            return Err(());
+        }
+        Ok(Some(pid))
     }
 }
 
@@ -499,6 +557,78 @@ fn halted() -> io::Error {
         io::ErrorKind::Interrupted,
         "the seccomp children were halted",
     )
+}
+
+/// Installs `p` with `flags`: 0, or the listener's descriptor with
+/// `SECCOMP_FILTER_FLAG_NEW_LISTENER`; -1 on failure (errno set).
+fn install(p: &Program, flags: libc::c_ulong) -> libc::c_long {
+    let prog = libc::sock_fprog {
+        len: p.0.len() as u16,
+        filter: p.0.as_ptr().cast_mut(),
+    };
+    // SAFETY: prog points at p's instructions, alive for the call; the kernel copies them.
+    unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            flags,
+            &prog as *const libc::sock_fprog,
+        )
+    }
+}
+
+/// The supervisor: answers every call handed to the listener `fd` with the caller's pid (what
+/// `getpid` would have returned), counting each in `s.answered`, until its parent `target`
+/// ends. Raw calls only, then `_exit`: never returns.
+fn supervise(fd: i32, target: i32, mask: &crate::task::CpuMask, s: &Slot) -> ! {
+    // SAFETY: prctl with plain integers: killed when the target exits, whatever way.
+    unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        )
+    };
+    // SAFETY: no arguments.
+    if unsafe { libc::getppid() } != target {
+        // SAFETY: _exit ends this forked process at once.
+        unsafe { libc::_exit(1) };
+    }
+    // Out of the team's process group: the team waits for its own children only, and this one
+    // is reaped by the target (or, if the target is killed, by whoever inherits it).
+    // SAFETY: setpgid on ourselves with plain integers.
+    unsafe { libc::setpgid(0, 0) };
+    if mask.apply().is_err() {
+        // SAFETY: as above.
+        unsafe { libc::_exit(1) };
+    }
+    loop {
+        // SAFETY: seccomp_notif is plain data; the kernel wants it zeroed.
+        let mut req: libc::seccomp_notif = unsafe { std::mem::zeroed() };
+        // SAFETY: req is a writable seccomp_notif for the kernel to fill.
+        let r = unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_RECV, &mut req) };
+        if r != 0 {
+            match io::Error::last_os_error().raw_os_error() {
+                Some(libc::EINTR) | Some(libc::ENOENT) => continue,
+                // SAFETY: as above; the listener is gone, so is the target.
+                _ => unsafe { libc::_exit(0) },
+            }
+        }
+        let resp = libc::seccomp_notif_resp {
+            id: req.id,
+            val: i64::from(req.pid),
+            error: 0,
+            flags: 0,
+        };
+        // SAFETY: resp is a valid seccomp_notif_resp; the kernel only reads it. ENOENT (the
+        // caller was killed meanwhile) is no answer and not counted.
+        let r = unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_SEND, &resp) };
+        if r == 0 {
+            s.answered.fetch_add(1, Ordering::Relaxed);
+        }
+    }
 }
 
 /// Times `n` calls of `call` (or the empty loop) on `clock`. Not inlined, so every call's loop
@@ -534,7 +664,11 @@ fn batch(clock: &Clock, call: Call, n: u64, fd: i32) -> Batch {
     }
     let ticks = clock.now().wrapping_sub(t0);
     black_box(&st);
-    Batch { ticks, failed }
+    Batch {
+        ticks,
+        failed,
+        ..Batch::default()
+    }
 }
 
 // SAFETY: run makes only raw calls (prctl, seccomp, open/read/close into a stack buffer,
@@ -544,7 +678,9 @@ fn batch(clock: &Clock, call: Call, n: u64, fd: i32) -> Batch {
 unsafe impl TaskBody for Board {
     fn run(&self, index: usize) -> Result<(), Failure> {
         let s = self.slot(index).ok_or(Failure::Setup)?;
-        let ok = self.set_up(index, s).is_ok();
+        let set_up = self.set_up(index, s);
+        let ok = set_up.is_ok();
+        let supervisor = set_up.ok().flatten();
         let st = read_status();
         s.mode.store(st.mode.unwrap_or(NOT_READ), Ordering::Relaxed);
         s.filters
@@ -558,6 +694,14 @@ unsafe impl TaskBody for Board {
         loop {
             let c = s.cmd.load(Ordering::Acquire);
             if self.stopped() {
+                if let Some(pid) = supervisor {
+                    // SAFETY: pid is this process's own child, not yet reaped; a null status
+                    // pointer is allowed.
+                    unsafe {
+                        libc::kill(pid, libc::SIGKILL);
+                        libc::waitpid(pid, std::ptr::null_mut(), 0);
+                    }
+                }
                 return Ok(());
             }
             if c == last {
@@ -569,7 +713,14 @@ unsafe impl TaskBody for Board {
                 continue;
             }
             let call = Call::from_code(s.call.load(Ordering::Relaxed)).ok_or(Failure::Setup)?;
+            let ru0 = crate::split::thread_rusage();
             let b = batch(&self.clock, call, s.n.load(Ordering::Relaxed), fd);
+            let ru1 = crate::split::thread_rusage();
+            let d = |a: libc::c_long, b: libc::c_long| (b - a).max(0) as u64;
+            s.voluntary
+                .store(d(ru0.ru_nvcsw, ru1.ru_nvcsw), Ordering::Relaxed);
+            s.involuntary
+                .store(d(ru0.ru_nivcsw, ru1.ru_nivcsw), Ordering::Relaxed);
             s.ticks.store(b.ticks, Ordering::Relaxed);
             s.failed.store(b.failed, Ordering::Relaxed);
             s.done.store(c, Ordering::Release);
