@@ -6,10 +6,14 @@
  * result counted, timed by the child itself; the empty loop of the same batch subtracted. The
  * parent asks each child for batches through a pipe: batch size doubled until one lasts
  * 4 ms, 40 ms of warm-up, then SAMPLES rounds over all cases in an order rotated each round.
- * Prints "seccomp.<set>.<call> <median ns per call> <refused calls>" per case.
+ * The notify sets hand getpid to a supervisor process (SECCOMP_RET_USER_NOTIF) that the child
+ * forks once its filter is in, pinned to the child's CPU (same) or to -C CPU2 (cross); it
+ * answers each call with the caller's pid.
+ * Prints "seccomp.<set>.<call> <median ns per call> <refused calls>" per case
+ * ("seccomp.notify.same" and "seccomp.notify.cross" for the notify sets).
  *
  * Build: cc -O2 -o seccomp_ref benches/seccomp_ref.c
- * Usage: seccomp_ref [-c CPU] [-s SAMPLES] [-m MIN_SAMPLE_US]
+ * Usage: seccomp_ref [-c CPU] [-C CPU2] [-s SAMPLES] [-m MIN_SAMPLE_US]
  *        seccomp_ref -x SET PROGRAM [ARGS...]   (runs PROGRAM under SET's filters)
  */
 #define _GNU_SOURCE
@@ -25,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -40,7 +45,8 @@
 #define X32_BIT 0x40000000u
 #define DENY (SECCOMP_RET_ERRNO | EPERM)
 #define MAXI 1024
-#define NSETS 5
+#define NSETS 7
+#define NFILTERS 5
 #define NCALLS 2
 #define STACKED 8
 
@@ -124,7 +130,8 @@ static const int profile_nrs[] = {
 };
 #undef P
 
-static const char *set_names[NSETS] = {"none", "allow-1", "args-1", "args-8", "profile"};
+static const char *set_names[NSETS] = {"none",    "allow-1",     "args-1",      "args-8",
+                                       "profile", "notify.same", "notify.cross"};
 static const char *call_names[NCALLS] = {"getpid", "fstat"};
 
 struct prog {
@@ -201,6 +208,43 @@ static void profile(struct prog *p) {
     emit(p, RET, 0, 0, DENY);
 }
 
+static void notify_getpid(struct prog *p) {
+    arch_check(p);
+    emit(p, LD, 0, 0, OFF_NR);
+    emit(p, JEQ, 0, 1, __NR_getpid);
+    emit(p, RET, 0, 0, SECCOMP_RET_USER_NOTIF);
+    emit(p, RET, 0, 0, SECCOMP_RET_ALLOW);
+}
+
+static int cpu_a = 0, cpu_b = 1;
+static pid_t supervisor;
+
+static void pin(int cpu) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (sched_setaffinity(0, sizeof set, &set) != 0) {
+        perror("sched_setaffinity");
+        _exit(2);
+    }
+}
+
+/* Answers every getpid handed to `fd` with the caller's pid, until killed. */
+static void supervise(int fd, int cpu) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    pin(cpu);
+    for (;;) {
+        struct seccomp_notif req;
+        memset(&req, 0, sizeof req);
+        if (ioctl(fd, SECCOMP_IOCTL_NOTIF_RECV, &req) != 0) {
+            if (errno == EINTR || errno == ENOENT) continue;
+            _exit(0);
+        }
+        struct seccomp_notif_resp resp = {.id = req.id, .val = req.pid, .error = 0, .flags = 0};
+        ioctl(fd, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+    }
+}
+
 /* Installs set `s` in the calling process; 0 or -1 with errno. */
 static int install(int s) {
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return -1;
@@ -213,6 +257,16 @@ static int install(int s) {
     case 2: reads_argument(&p); break;
     case 3: reads_argument(&p); count = STACKED; break;
     case 4: profile(&p); break;
+    default: {
+        notify_getpid(&p);
+        struct sock_fprog fp = {.len = p.n, .filter = p.f};
+        int fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &fp);
+        if (fd < 0) return -1;
+        supervisor = fork();
+        if (supervisor == 0) supervise(fd, s == 5 ? cpu_a : cpu_b);
+        close(fd);
+        return supervisor < 0 ? -1 : 0;
+    }
     }
     struct sock_fprog fp = {.len = p.n, .filter = p.f};
     for (int i = 0; i < count; i++)
@@ -260,6 +314,10 @@ static void child(int s, int fd) {
         struct ans a = batch(r.call, r.n, fd);
         if (write(from_child[s][1], &a, sizeof a) != sizeof a) _exit(4);
     }
+    if (supervisor > 0) {
+        kill(supervisor, SIGKILL);
+        waitpid(supervisor, NULL, 0);
+    }
     _exit(0);
 }
 
@@ -279,7 +337,7 @@ static int cmp(const void *a, const void *b) {
 }
 
 int main(int argc, char **argv) {
-    int cpu = 0, samples = 81;
+    int samples = 81;
     long min_ns = 4000000;
     if (argc > 2 && strcmp(argv[1], "-x") == 0) {
         for (int s = 0; s < NSETS; s++)
@@ -296,31 +354,32 @@ int main(int argc, char **argv) {
         return 2;
     }
     int o;
-    while ((o = getopt(argc, argv, "c:s:m:")) != -1) {
-        if (o == 'c') cpu = atoi(optarg);
+    while ((o = getopt(argc, argv, "c:C:s:m:")) != -1) {
+        if (o == 'c') cpu_a = atoi(optarg);
+        else if (o == 'C') cpu_b = atoi(optarg);
         else if (o == 's') samples = atoi(optarg);
         else if (o == 'm') min_ns = atol(optarg) * 1000;
         else return 2;
     }
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    if (sched_setaffinity(0, sizeof set, &set) != 0) {
-        perror("sched_setaffinity");
-        return 2;
-    }
+    pin(cpu_a);
     int fd = open("/dev/null", O_RDONLY);
     for (int s = 0; s < NSETS; s++) {
         if (pipe(to_child[s]) || pipe(from_child[s])) return 2;
         pid_t pid = fork();
         if (pid == 0) child(s, fd);
     }
-    enum { NCASES = NSETS * NCALLS };
+    /* Every filter set with both calls, then the notify sets with getpid only. */
+    enum { NCASES = NFILTERS * NCALLS + (NSETS - NFILTERS) };
+    int case_set[NCASES], case_call[NCASES];
+    for (int k = 0; k < NCASES; k++) {
+        case_set[k] = k < NFILTERS * NCALLS ? k / NCALLS : NFILTERS + (k - NFILTERS * NCALLS);
+        case_call[k] = k < NFILTERS * NCALLS ? k % NCALLS : 0;
+    }
     long n[NCASES];
     double empty[NCASES], *per[NCASES];
     uint64_t failed[NCASES] = {0};
     for (int k = 0; k < NCASES; k++) {
-        int s = k / NCALLS, c = k % NCALLS;
+        int s = case_set[k], c = case_call[k];
         long m = 1;
         while (ask(s, c, m).ns < (uint64_t)min_ns) m *= 2;
         n[k] = m;
@@ -334,15 +393,18 @@ int main(int argc, char **argv) {
     }
     for (int r = 0; r < samples; r++)
         for (int i = 0; i < NCASES; i++) {
-            int k = (r + i) % NCASES, s = k / NCALLS, c = k % NCALLS;
+            int k = (r + i) % NCASES, s = case_set[k], c = case_call[k];
             struct ans a = ask(s, c, n[k]);
             failed[k] += a.failed;
             per[k][r] = (double)a.ns / n[k] - empty[k];
         }
     for (int k = 0; k < NCASES; k++) {
         qsort(per[k], samples, sizeof(double), cmp);
-        printf("seccomp.%s.%s %.2f %llu\n", set_names[k / NCALLS], call_names[k % NCALLS],
-               per[k][samples / 2], (unsigned long long)failed[k]);
+        if (case_set[k] < NFILTERS)
+            printf("seccomp.%s.%s", set_names[case_set[k]], call_names[case_call[k]]);
+        else
+            printf("seccomp.%s", set_names[case_set[k]]);
+        printf(" %.2f %llu\n", per[k][samples / 2], (unsigned long long)failed[k]);
     }
     for (int s = 0; s < NSETS; s++) {
         struct req r = {-2, 0};

@@ -12,16 +12,24 @@ fn assert_sound(e: &oscost_model::ExperimentResult, calls: &[&str]) {
     if cfg!(target_arch = "x86_64") {
         sets.push("profile");
     }
-    let want: Vec<String> = sets
+    let mut want: Vec<String> = sets
         .iter()
         .flat_map(|s| calls.iter().map(move |c| format!("seccomp.{s}.{c}")))
         .collect();
+    want.push("seccomp.notify.same".into());
+    // The cross-CPU supervisor needs a second CPU; on one it is said why not.
+    if e.unavailable.iter().all(|u| u.id != "seccomp.notify.cross") {
+        want.push("seccomp.notify.cross".into());
+    }
     let ids: Vec<&str> = e.cases.iter().map(|c| c.id.as_str()).collect();
     assert_eq!(ids, want);
     let inherited = e.params["inherited_filters"].as_u64();
     for c in &e.cases {
         let names: Vec<&str> = c.checks.iter().map(|k| k.name.as_str()).collect();
         assert!(names.contains(&"refused_calls"), "{}: {names:?}", c.id);
+        if c.id.starts_with("seccomp.notify.") {
+            assert!(names.contains(&"answered_by_supervisor"), "{}", c.id);
+        }
         for k in &c.checks {
             assert!(k.passed, "{}: {k:?}", c.id);
         }
@@ -92,6 +100,40 @@ fn nobody_measures_every_set_without_privilege() {
     );
     let e = read_doc(&json).experiments.remove(0);
     assert_sound(&e, &["getpid"]);
+}
+
+#[test]
+fn one_cpu_measures_the_supervisor_on_it_and_says_why_not_across() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    oscost()
+        .args(["--quick", "--quiet", "--samples", "5", "--cpus", "0"])
+        .args(["seccomp", "--sets", "none,notify", "--json"])
+        .arg(&json)
+        .assert()
+        .success();
+    let e = read_doc(&json).experiments.remove(0);
+    let ids: Vec<&str> = e.cases.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "seccomp.none.getpid",
+            "seccomp.none.fstat",
+            "seccomp.notify.same"
+        ]
+    );
+    let same = &e.cases[2];
+    for k in &same.checks {
+        assert!(k.passed, "{k:?}");
+    }
+    assert!(same.counters["voluntary_switches_per_call"] >= 0.9);
+    let cross: Vec<&str> = e.unavailable.iter().map(|u| u.id.as_str()).collect();
+    assert_eq!(cross, ["seccomp.notify.cross"]);
+    assert!(e.unavailable[0].reason.contains("--cpus"));
+    assert!(e
+        .derived
+        .iter()
+        .any(|d| d.id == "seccomp.notify.same.over_none"));
 }
 
 #[test]

@@ -296,22 +296,24 @@ fn setup_error(set: Set, errno: i32, step: SetupStep) -> String {
 impl engine::Experiment for Options {
     const NAME: &'static str = NAME;
     const SUMMARY: &'static str =
-        "What seccomp filters add to each system call: cached, argument-reading, stacked, profile";
+        "What seccomp filters add to each system call, and a supervisor's round trip";
     const ABOUT: &'static str = "What a seccomp filter adds to every system call, the way a \
 container's sandbox installs them: no filter, one filter allowing every call (the kernel's \
 per-call action cache answers it without running it), one and eight stacked filters that read \
 the call's first argument (which the cache cannot answer, so each runs on every call), and a \
 runtime-like allow-list of about 300 calls as one filter, written for oscost. getpid and fstat \
 are timed under each, to show the cost is per call, not per work; the derived figures give the \
-cost over no filter and, for the stacked filters, per filter.
+cost over no filter and, for the stacked filters, per filter. notify times the round trip of a \
+getpid that a filter hands to a supervisor process (SECCOMP_RET_USER_NOTIF), on the same CPU \
+and on the second CPU of the set, with the answers and the child's switches counted.
 
 A filter cannot be removed, so each set lives in a forked child pinned to the first CPU: it \
 sets no_new_privs (no privilege is needed), installs its filters, reads back from \
 /proc/self/status how many it runs under (checked against the set), and times the batches the \
 parent's sampler asks for, reading the counter itself, in interleaved rounds. Every call's \
 result is counted: a refused call flags its figure. A filter oscost itself already runs under \
-(a container's) is detected and said: every figure is then one under it.\n\nTakes about 1 s \
-(0.9 s in the suite); --quick about 0.2 s on a 2-vCPU virtual machine.";
+(a container's) is detected and said: every figure is then one under it.\n\nTakes about 5.5 s \
+(0.5 s in the suite); --quick about 0.3 s (0.2 s in a quick suite) on a 2-vCPU virtual machine.";
     const IN_DEFAULT_SUITE: bool = true;
     const SUITE_ARGS: &'static [&'static str] = &["--suite-size"];
     const QUICK_SUITE_ARGS: &'static [&'static str] = &["--calls", "getpid"];
