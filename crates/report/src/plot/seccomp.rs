@@ -91,11 +91,18 @@ pub fn plots(e: &ExperimentResult) -> Vec<Plot> {
     }
     let mut notes = vec![
         "Each bar: a filter set's median time per call less the bare call's (no filter), both \
-         timed in fresh processes in interleaved rounds. allow-1 and profile depend on the call \
-         number only, so the kernel's action cache can answer them; args-1 and args-8 read an \
-         argument and run on every call."
+         timed in fresh processes in interleaved rounds. allow-1 and profile (for these two \
+         calls) depend on the call number only, so the kernel's action cache can answer them; \
+         args-1 and args-8 read an argument and run on every call."
             .to_owned(),
     ];
+    if e.cases.iter().any(|c| c.id.starts_with("seccomp.notify.")) {
+        notes.push(
+            "The supervisor's round trip (notify) is left to the tables: microseconds, not \
+             nanoseconds."
+                .to_owned(),
+        );
+    }
     if let Some(n) = e.params.get("inherited_filters").and_then(|v| v.as_u64()) {
         if n > 0 {
             notes.push(format!(
