@@ -96,6 +96,7 @@ fn busy_document(mut doc: ResultDoc) -> ResultDoc {
     env.virtualisation.cpuid_signature = s("KVMKVMKVM");
     env.virtualisation.sys_hypervisor_type = s("xen");
     env.security.cmdline_pti = s("off");
+    env.security.seccomp_filters = Some(2);
     env.power.cpufreq_driver = s("acpi-cpufreq");
     env.power.cpufreq_governor = s("performance");
     env.power.cpufreq_cur_khz = Some(1_000_000);

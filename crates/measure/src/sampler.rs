@@ -114,7 +114,7 @@ fn timed_batch<R, E>(
 }
 
 type BatchFn<'a> = Box<dyn FnMut(u64) -> anyhow::Result<u64> + 'a>;
-type EmptyFn<'a> = Box<dyn FnMut(u64) -> u64 + 'a>;
+type EmptyFn<'a> = Box<dyn FnMut(u64) -> anyhow::Result<u64> + 'a>;
 
 /// One operation being sampled: its timed loop, the empty loop of the same shape, and the
 /// samples so far. The dynamic call happens once per batch, never inside the timed loop.
@@ -141,8 +141,27 @@ impl<'a> Job<'a> {
         Job {
             run: Box::new(move |n| timed_batch(clock, n, &mut op).map_err(Into::into)),
             empty: Box::new(move |n| {
-                timed_batch(clock, n, &mut || Ok::<(), E>(())).unwrap_or_default()
+                Ok(timed_batch(clock, n, &mut || Ok::<(), E>(())).unwrap_or_default())
             }),
+            n: 1,
+            overhead_ticks: 0.0,
+            per_op_ticks: Vec::new(),
+            said: Messages::default(),
+            unsettled_ms: None,
+        }
+    }
+
+    /// An operation timed elsewhere, by a task that reads the counter itself (a child
+    /// process that cannot share the parent's loop): `run(n)` has `n` operations timed and
+    /// returns their ticks, `empty(n)` the same loop with nothing in it. Sampled like any
+    /// other job.
+    pub fn from_batches(
+        run: impl FnMut(u64) -> anyhow::Result<u64> + 'a,
+        empty: impl FnMut(u64) -> anyhow::Result<u64> + 'a,
+    ) -> Job<'a> {
+        Job {
+            run: Box::new(run),
+            empty: Box::new(empty),
             n: 1,
             overhead_ticks: 0.0,
             per_op_ticks: Vec::new(),
@@ -224,7 +243,9 @@ impl<'a> Job<'a> {
         }
 
         // The loop's own cost, same shape, same batch size.
-        let mut overhead: Vec<u64> = (0..7).map(|_| (self.empty)(n)).collect();
+        let mut overhead: Vec<u64> = (0..7)
+            .map(|_| (self.empty)(n))
+            .collect::<anyhow::Result<_>>()?;
         overhead.sort_unstable();
         self.overhead_ticks = overhead[overhead.len() / 2] as f64 / n as f64;
         Ok(())

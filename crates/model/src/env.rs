@@ -295,6 +295,11 @@ pub struct Security {
     pub uid: u32,
     /// Effective user id (0 = root; 4294967295 where the system has none).
     pub euid: u32,
+    /// seccomp filters oscost ran under (`Seccomp_filters` in `/proc/self/status`, 0 when
+    /// `Seccomp` is 0): a container's or a sandbox's, paid on every system call of every
+    /// figure. Absent where the kernel does not say, and from older documents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seccomp_filters: Option<u64>,
 }
 
 /// One idle state of CPU 0.

@@ -88,6 +88,7 @@ pub fn environment() -> Environment {
             perf_event_paranoid: Some(2),
             uid: 1000,
             euid: 1000,
+            seccomp_filters: None,
         },
         power: Power {
             cpufreq_driver: None,

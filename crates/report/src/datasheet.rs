@@ -37,6 +37,13 @@ const HEADLINES: &[Headline] = &[
         sources: &[Source::Case("syscall.read1")],
     },
     Headline {
+        label: "seccomp filter, a call",
+        sources: &[
+            Source::Derived("seccomp.args-1.getpid.over_none"),
+            Source::Derived("seccomp.allow-1.getpid.over_none"),
+        ],
+    },
+    Headline {
         label: "page fault, anon write",
         sources: &[Source::Case("fault.anon-write")],
     },

@@ -289,6 +289,16 @@ fn security(o: &mut Out, env: &Environment) {
             opt(&s.perf_event_paranoid)
         ),
     );
+    if let Some(n) = s.seccomp_filters {
+        o.row(
+            "seccomp",
+            if n == 0 {
+                "no filter".to_owned()
+            } else {
+                format!("{n} filter(s): every system call of every figure passes them")
+            },
+        );
+    }
     let unset = |v: &Option<String>| v.clone().unwrap_or_else(|| "(not set)".to_owned());
     o.row(
         "boot params",

@@ -18,6 +18,7 @@ pub mod mount;
 pub mod oom;
 pub mod pages;
 pub mod pmqos;
+pub mod seccomp;
 pub mod shm;
 pub mod spawn;
 pub mod spin;

@@ -118,6 +118,7 @@ pub fn collect(clock: &ClockInfo, cpus_used: &[usize]) -> Environment {
             perf_event_paranoid: read_parse("/proc/sys/kernel/perf_event_paranoid"),
             uid,
             euid,
+            seccomp_filters: seccomp_filters(),
         },
         power: Power {
             cpufreq_driver: read_trim(&format!("{CPU}/cpu0/cpufreq/scaling_driver")),
@@ -256,6 +257,16 @@ fn read_cpu_dma_latency() -> Option<i32> {
     let mut buf = [0u8; 4];
     f.read_exact(&mut buf).ok()?;
     Some(i32::from_ne_bytes(buf))
+}
+
+/// The seccomp filters this process runs under: 0 outside seccomp, the kernel's count in
+/// filter mode, `None` where it does not say.
+fn seccomp_filters() -> Option<u64> {
+    let st = oscost_sys::seccomp::read_status();
+    match st.mode? {
+        0 => Some(0),
+        _ => st.filters,
+    }
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ pub mod mmap;
 pub mod noise;
 pub mod primitives;
 pub mod ring;
+pub mod seccomp;
 pub mod shootdown;
 pub mod spawn;
 pub mod split;
@@ -36,6 +37,7 @@ registry! {
     Fault => fault::Options,
     Mmap => mmap::Options,
     Shootdown => shootdown::Options,
+    Seccomp => seccomp::Options,
     Timeline => timeline::Options,
     Tick => tick::Options,
     TickForms => tick_forms::Options,

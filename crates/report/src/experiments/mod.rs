@@ -86,6 +86,11 @@ pub const TABLE: &[Entry] = &[
         plots: &[plot::memory::shootdown_plots],
     },
     Entry {
+        name: "seccomp",
+        views: &[],
+        plots: &[plot::seccomp::plots],
+    },
+    Entry {
         name: "timeline",
         views: &[views::timeline::views],
         plots: &[plot::timeline::plots],
@@ -177,6 +182,7 @@ mod tests {
                 "spawn",
                 "fault",
                 "shootdown",
+                "seccomp",
                 "timeline",
                 "tick",
                 "noise"

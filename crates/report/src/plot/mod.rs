@@ -13,6 +13,7 @@ pub mod memory;
 pub mod noise;
 pub mod ring;
 pub mod runs;
+pub mod seccomp;
 pub mod spawn;
 pub mod split;
 pub mod stacked;
