@@ -202,11 +202,19 @@ fn completions_and_man_page_come_from_the_cli_definition() {
         "man bogus: no such subcommand",
     );
     let dir = tempfile::tempdir().unwrap();
+    let pages = std::fs::read_dir(dir.path()).unwrap().count();
     oscost()
         .args(["man", "--dir"])
         .arg(dir.path())
         .assert()
-        .success();
+        .success()
+        .stderr(
+            predicate::str::starts_with("wrote ").and(predicate::str::contains(format!(
+                "manual pages to {}",
+                dir.path().display()
+            ))),
+        );
+    assert_eq!(pages, 0);
     for page in [
         "oscost.1",
         "oscost-run.1",

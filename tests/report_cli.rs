@@ -50,7 +50,12 @@ fn a_result_file_becomes_one_page() {
         .success()
         .get_output()
         .clone();
-    assert!(run.stdout.is_empty() && run.stderr.is_empty());
+    // The page it wrote, named on stderr; nothing on stdout.
+    assert!(run.stdout.is_empty());
+    assert_eq!(
+        String::from_utf8(run.stderr).unwrap(),
+        format!("wrote {}\n", out.display())
+    );
     let html = std::fs::read_to_string(&out).unwrap();
     page_checks(&html);
     let doc = oscost_model::read(&std::fs::read_to_string(&json).unwrap()).unwrap();

@@ -84,9 +84,17 @@ fn a_study_run_prints_its_table_beside_the_published_one_and_keeps_the_run() {
 #[test]
 fn an_unknown_study_or_full_without_one_is_one_line_and_exit_2() {
     oscost().args(["study", "minix"]).assert().code(2).stderr(
-        predicate::str::contains("no study named `minix`")
+        predicate::str::contains("no study named `minix` (did you mean minix3?")
             .and(predicate::str::contains("windows-yield")),
     );
+    // Nothing near: no guess.
+    oscost()
+        .args(["study", "zzz"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "no study named `zzz` (choose from:",
+        ));
     oscost()
         .args(["study", "--full"])
         .assert()

@@ -183,7 +183,8 @@ pub enum Command {
         #[arg(long, conflicts_with = "quick")]
         full: bool,
     },
-    /// Print a shell completion script (`oscost completions bash > ~/.local/share/bash-completion/completions/oscost`)
+    /// Print a shell completion script (`d=~/.local/share/bash-completion/completions; mkdir -p
+    /// $d && oscost completions bash > $d/oscost`)
     Completions {
         /// The shell
         #[arg(value_enum)]

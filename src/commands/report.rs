@@ -75,6 +75,9 @@ pub fn run(files: &[PathBuf], output: Option<&Path>, cfg: &Config) -> anyhow::Re
         print_stdout(&html)?;
     } else {
         oscost_report::output::write_atomic(output, &html)?;
+        if !cfg.quiet {
+            eprintln!("wrote {}", output.display());
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

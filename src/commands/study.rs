@@ -87,8 +87,15 @@ fn parse(line: &[&str]) -> Result<ExperimentArgs, clap::Error> {
 fn experiments(name: &str, size: Size) -> anyhow::Result<(&'static str, Vec<ExperimentArgs>)> {
     let Some((study, steps)) = PROTOCOLS.iter().find(|p| p.0 == name) else {
         let names: Vec<&str> = PROTOCOLS.iter().map(|p| p.0).collect();
+        let meant = names
+            .iter()
+            .map(|n| (strsim::damerau_levenshtein(name, n), n))
+            .filter(|(d, _)| *d <= 2)
+            .min_by_key(|(d, _)| *d)
+            .map(|(_, n)| format!("did you mean {n}? "))
+            .unwrap_or_default();
         anyhow::bail!(
-            "no study named `{name}` (choose from: {}; `oscost study` lists them)",
+            "no study named `{name}` ({meant}choose from: {}; `oscost study` lists them)",
             names.join(", ")
         );
     };

@@ -250,14 +250,53 @@ impl History {
     /// A few stored case ids that contain `case_id`, for an error message.
     fn similar_cases(&self, case_id: &str) -> Result<Vec<String>, HistoryError> {
         let needle = case_id.to_lowercase();
-        let mut ids: Vec<String> = self
+        let all: Vec<String> = self
             .query("SELECT DISTINCT case_id FROM cases", &[])?
             .into_iter()
             .map(|r| first(r).string())
-            .filter(|id| !needle.is_empty() && id.to_lowercase().contains(&needle))
             .collect();
+        let mut ids: Vec<String> = all
+            .iter()
+            .filter(|id| !needle.is_empty() && id.to_lowercase().contains(&needle))
+            .cloned()
+            .collect();
+        if ids.is_empty() {
+            ids = near_misses(&needle, &all);
+        }
         ids.sort();
         ids.truncate(5);
         Ok(ids)
+    }
+}
+
+/// The ids a typo of `wanted` may have meant: the fewest edits away (letters swapped, added,
+/// dropped or changed), at most two and at most a quarter of its length.
+fn near_misses(wanted: &str, ids: &[String]) -> Vec<String> {
+    let limit = (wanted.chars().count() / 4).clamp(1, 2);
+    let scored: Vec<(usize, &String)> = ids
+        .iter()
+        .map(|id| (strsim::damerau_levenshtein(wanted, &id.to_lowercase()), id))
+        .filter(|(d, _)| *d <= limit)
+        .collect();
+    let best = scored.iter().map(|(d, _)| *d).min();
+    scored
+        .into_iter()
+        .filter(|(d, _)| Some(*d) == best)
+        .map(|(_, id)| id.clone())
+        .collect()
+}
+
+#[cfg(test)]
+mod near_miss_tests {
+    use super::near_misses;
+
+    #[test]
+    fn a_typo_finds_the_id_it_missed_and_nothing_far() {
+        let ids: Vec<String> = ["syscall.getpid", "syscall.getppid", "fault.cow"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(near_misses("syscall.getpdi", &ids), ["syscall.getpid"]);
+        assert!(near_misses("switch.pipe", &ids).is_empty());
+        assert!(near_misses("", &ids).is_empty());
     }
 }
