@@ -167,11 +167,22 @@ fn kernel_view(c: &CaseResult) -> View {
     if let (Some(cost), Some(plain)) =
         (get("trace_cost_cpu_lost_pct"), get("untraced_cpu_lost_pct"))
     {
-        notes.push(format!(
-            "what tracing cost: the CPU lost {:.3} % traced against {plain:.3} % untraced \
-             ({cost:+.3} points)",
-            plain + cost
-        ));
+        // Less lost traced than untraced cannot be tracing's doing: the machine's own
+        // interruptions moved between the two spins, so no cost is claimed.
+        notes.push(if cost >= 0.0 {
+            format!(
+                "what tracing cost: the CPU lost {:.3} % traced against {plain:.3} % untraced \
+                 ({cost:+.3} points)",
+                plain + cost
+            )
+        } else {
+            format!(
+                "what tracing cost: not measurable here: the CPU lost less traced ({:.3} %) \
+                 than untraced ({plain:.3} %), so the machine's own interruptions changed \
+                 between the two spins by more than tracing added",
+                plain + cost
+            )
+        });
     }
     for k in c.checks.iter().filter(|k| !k.passed) {
         notes.push(format!(
@@ -193,5 +204,38 @@ fn kernel_view(c: &CaseResult) -> View {
         .to_vec(),
         rows,
         notes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::views::testkit;
+
+    fn traced(cost: f64) -> View {
+        let mut c = testkit::case("noise.cpu0.kernel", "interruption", 1000.0);
+        c.counters.insert("trace_cost_cpu_lost_pct".into(), cost);
+        c.counters.insert("untraced_cpu_lost_pct".into(), 1.0);
+        kernel_view(&c)
+    }
+
+    #[test]
+    fn tracing_is_said_to_cost_only_what_it_can_have_cost() {
+        let v = traced(0.25);
+        assert!(
+            v.notes.iter().any(|n| n
+                .contains("the CPU lost 1.250 % traced against 1.000 % untraced (+0.250 points)")),
+            "{:?}",
+            v.notes
+        );
+        // Less lost traced than untraced: no negative cost, the reason instead.
+        let v = traced(-0.5);
+        let note = v
+            .notes
+            .iter()
+            .find(|n| n.starts_with("what tracing cost"))
+            .unwrap();
+        assert!(note.contains("not measurable here"), "{note}");
+        assert!(!note.contains("-0.500"), "{note}");
     }
 }
