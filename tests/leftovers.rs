@@ -366,3 +366,72 @@ fn scratch_directories_are_private() {
     );
     assert!(run_dirs(tmp.path()).is_empty());
 }
+
+/// A tracefs that a killed run mounted (its record names a holder that is gone) is unmounted by
+/// the next run of any experiment, which says so in one line. As root, and only where tracefs
+/// is mounted nowhere to begin with (the test must not take away someone's mount).
+#[test]
+fn a_tracefs_left_mounted_by_a_killed_run_is_unmounted_by_the_next() {
+    const DIR: &str = "/sys/kernel/tracing";
+    let mounted = || {
+        std::fs::read_to_string("/proc/self/mounts")
+            .unwrap()
+            .lines()
+            .any(|l| l.split_whitespace().nth(2) == Some("tracefs"))
+    };
+    let root = std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"));
+    if !root || mounted() {
+        eprintln!("skipped: needs root and tracefs mounted nowhere");
+        return;
+    }
+    let ok = Command::new("mount")
+        .args(["-t", "tracefs", "nodev", DIR])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("skipped: this kernel cannot mount tracefs here");
+        return;
+    }
+    // The record a killed run leaves: a holder whose process is gone.
+    let settings = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(settings.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let mut gone = Command::new("true").spawn().unwrap();
+    let pid = gone.id();
+    gone.wait().unwrap();
+    let record = settings.path().join("sys.kernel.tracing.mount");
+    std::fs::write(
+        &record,
+        format!("path {DIR}\noriginal tracefs\nholder {pid} 1\n"),
+    )
+    .unwrap();
+    let out = common::oscost()
+        .env("OSCOST_SETTINGS_DIR", settings.path())
+        .args([
+            "--quick",
+            "--quiet",
+            "--no-save",
+            "syscall",
+            "--calls",
+            "getpid",
+        ])
+        .output()
+        .unwrap();
+    let still = mounted();
+    if still {
+        let _ = Command::new("umount").arg(DIR).status();
+    }
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(out.status.success(), "{err}");
+    assert!(!still, "tracefs is still mounted: {err}");
+    assert!(
+        err.contains(&format!(
+            "unmounted the tracefs on {DIR} (the oscost process that mounted it, pid {pid}, \
+             ended before it could)"
+        )),
+        "{err}"
+    );
+    assert!(!record.exists());
+}

@@ -402,6 +402,9 @@ pub struct Session {
     /// Kept so a tracefs mounted for the run is unmounted after the tracer is closed (fields
     /// drop in order of declaration).
     _fs: Tracefs,
+    /// The record of a tracefs mounted for the run, dropped after the unmount: if this process
+    /// is killed first, the next oscost run unmounts it.
+    _mount: Option<crate::sysctl::MountRecord>,
     start: (u64, u64),
 }
 
@@ -412,6 +415,15 @@ impl Session {
     pub fn open(pass: &Pass) -> Result<(Session, Vec<oscost_model::Message>), Unavailable> {
         let fs = Tracefs::open()?;
         let mut notes = Vec::new();
+        // Not being able to record it only loses the clean-up after a kill.
+        let mount = fs
+            .mounted_here()
+            .then(|| {
+                let me = crate::sysctl::Holder::this_process()?;
+                let dir = crate::sysctl::settings_dir();
+                crate::sysctl::record_mount(&dir, fs.root(), "tracefs", me).ok()
+            })
+            .flatten();
         if fs.mounted_here() {
             let (passes, after) = if pass.each {
                 ("passes", "after each")
@@ -445,6 +457,7 @@ impl Session {
         }
         let session = Session {
             _fs: fs,
+            _mount: mount,
             tracer,
             start: (0, 0),
         };

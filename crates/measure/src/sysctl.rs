@@ -308,6 +308,52 @@ pub(crate) fn give_back(dir: &Path, path: &Path, me: Holder) -> io::Result<Optio
     }
 }
 
+/// The record file of a mount oscost made on `mountpoint`: `sys.kernel.tracing.mount`.
+fn mount_file(dir: &Path, mountpoint: &Path) -> PathBuf {
+    let name = mountpoint
+        .to_string_lossy()
+        .trim_start_matches('/')
+        .replace('/', ".");
+    dir.join(format!("{name}.mount"))
+}
+
+/// A mount this process made, recorded in the settings directory so that if the process is
+/// killed before it unmounts, the next oscost run does (see [`sweep`]). Dropped after the
+/// unmount: the record goes.
+pub(crate) struct MountRecord {
+    dir: PathBuf,
+    file: PathBuf,
+}
+
+/// Records that `me` mounted a file system of type `fstype` on `mountpoint`.
+pub(crate) fn record_mount(
+    dir: &Path,
+    mountpoint: &Path,
+    fstype: &str,
+    me: Holder,
+) -> io::Result<MountRecord> {
+    let _lock = lock_dir(dir, true)?;
+    let file = mount_file(dir, mountpoint);
+    let record = Record {
+        path: mountpoint.to_owned(),
+        original: fstype.to_owned(),
+        holders: vec![me],
+    };
+    write_record(&file, &record)?;
+    Ok(MountRecord {
+        dir: dir.to_owned(),
+        file,
+    })
+}
+
+impl Drop for MountRecord {
+    fn drop(&mut self) {
+        if let Ok(Some(_lock)) = lock_dir(&self.dir, false) {
+            let _ = remove_record(&self.file);
+        }
+    }
+}
+
 /// What one [`sweep`] did about one record.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Swept {
@@ -319,6 +365,8 @@ pub struct Swept {
     pub dead: Vec<u32>,
     /// Why it could not be put back, if it could not (the record is kept for the next sweep).
     pub error: Option<String>,
+    /// A mount left by a killed run (of the file system type in `original`), not a setting.
+    pub mount: bool,
 }
 
 impl Swept {
@@ -330,6 +378,23 @@ impl Swept {
             .map(u32::to_string)
             .collect::<Vec<_>>()
             .join(", ");
+        if self.mount {
+            return match &self.error {
+                None => format!(
+                    "unmounted the {} on {} (the oscost process that mounted it, pid {pids}, \
+                     ended before it could)",
+                    self.original,
+                    self.path.display()
+                ),
+                Some(e) => format!(
+                    "cannot unmount the {} on {} that a killed oscost left: {e}; `umount {}` \
+                     by hand",
+                    self.original,
+                    self.path.display(),
+                    self.path.display()
+                ),
+            };
+        }
         match &self.error {
             None => format!(
                 "put {} back to {} (the oscost process that changed it, pid {pids}, ended \
@@ -363,6 +428,10 @@ fn sweep_in(dir: &Path, only_proc_sys: bool) -> Vec<Swept> {
     };
     for entry in entries.flatten() {
         let file = entry.path();
+        if file.extension() == Some("mount".as_ref()) {
+            swept.extend(sweep_mount(&file));
+            continue;
+        }
         if file.extension() != Some("setting".as_ref()) {
             continue;
         }
@@ -406,11 +475,39 @@ fn sweep_in(dir: &Path, only_proc_sys: bool) -> Vec<Swept> {
                 original: record.original,
                 dead,
                 error: result.err(),
+                mount: false,
             });
         }
     }
     swept.sort_by(|a, b| a.path.cmp(&b.path));
     swept
+}
+
+/// A mount record whose holder is gone: the mount unmounted if it is still there (only a
+/// tracefs, whatever the record says), the record removed.
+fn sweep_mount(file: &Path) -> Option<Swept> {
+    let record = read_record(file).ok()??;
+    if record.holders.iter().any(Holder::alive) {
+        return None;
+    }
+    let dead = record.holders.iter().map(|h| h.pid).collect();
+    let still =
+        record.original == "tracefs" && oscost_sys::ktrace::tracefs_mounted_on(&record.path);
+    let result = if still {
+        oscost_sys::ktrace::unmount_tracefs(&record.path).map_err(|e| e.to_string())
+    } else {
+        Ok(())
+    };
+    if result.is_ok() {
+        let _ = remove_record(file);
+    }
+    still.then(|| Swept {
+        path: record.path,
+        original: record.original,
+        dead,
+        error: result.err(),
+        mount: true,
+    })
 }
 
 /// Puts a `/proc/sys` setting back when dropped (the last oscost holding it does).
@@ -527,6 +624,26 @@ mod tests {
             pid: me.pid,
             start: me.start + 1,
         }
+    }
+
+    #[test]
+    fn a_mount_record_goes_with_its_holder_and_a_dead_ones_with_the_sweep() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("s");
+        let point = Path::new("/nonexistent/oscost-test");
+        let me = Holder::this_process().unwrap();
+        let r = record_mount(&d, point, "tracefs", me).unwrap();
+        let file = d.join("nonexistent.oscost-test.mount");
+        assert!(file.exists());
+        // A live holder's mount is not touched.
+        assert!(sweep(&d).is_empty());
+        drop(r);
+        assert!(!file.exists());
+        // A killed holder's record of a mount that is gone is removed without a word.
+        drop(record_mount(&d, point, "tracefs", dead()).map(std::mem::forget));
+        assert!(file.exists());
+        assert!(sweep(&d).is_empty());
+        assert!(!file.exists());
     }
 
     #[test]

@@ -237,6 +237,27 @@ impl Tracefs {
     }
 }
 
+/// Whether tracefs is mounted on `dir` now (`/proc/self/mounts`).
+pub fn tracefs_mounted_on(dir: &Path) -> bool {
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    mounts.lines().any(|l| {
+        let mut w = l.split_whitespace();
+        matches!((w.next(), w.next(), w.next()), (Some(_), Some(d), Some("tracefs"))
+            if Path::new(&d.replace("\\040", " ")) == dir)
+    })
+}
+
+/// Unmounts (lazily) the tracefs mounted on `dir`: what a run killed before it could left.
+pub fn unmount_tracefs(dir: &Path) -> io::Result<()> {
+    let c = CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a path with a NUL"))?;
+    // SAFETY: c is a NUL-terminated path that outlives the call.
+    if unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 impl Drop for Tracefs {
     fn drop(&mut self) {
         if self.mounted_here {
