@@ -85,6 +85,13 @@ pub struct Options {
     #[arg(long)]
     #[serde(default)]
     pub no_kernel_view: bool,
+
+    /// Primitives whose same-CPU cases get the traced pass, comma-separated (default: every
+    /// one with a hand-over to split; the default suite traces pipe and futex)
+    #[arg(long, value_parser = engine::via_parser(), value_delimiter = ',', value_name = "VIA,...",
+          conflicts_with = "no_kernel_view")]
+    #[serde(default)]
+    pub trace_via: Vec<Via>,
 }
 
 fn case_id(via: Via, kind: Kind, p: Placement) -> String {
@@ -148,6 +155,7 @@ condvar's hand-off holds more than one switch (its mutex passes back and forth);
 cases are not traced.\n\nTakes about 15 s; --quick about 3.5 s, most of it the traced pass, on a 2-vCPU virtual machine.";
     const IN_DEFAULT_SUITE: bool = true;
     const QUICK_SUITE_ARGS: &'static [&'static str] = &["--no-kernel-view"];
+    const SUITE_ARGS: &'static [&'static str] = &["--trace-via", "pipe,futex"];
 
     fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         run(self, ctx)
@@ -195,7 +203,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     let mut out = ExperimentOutput::default();
     let (_hold, held) = hold_idle_poll(opts.idle_poll, &mut out);
     out.params.insert("idle".into(), idle::config(held));
-    let mut view = KernelView::new(opts.no_kernel_view);
+    let mut view = KernelView::new(opts.no_kernel_view, opts.trace_via.clone());
     let per_via = kinds.len() * placements.len();
     ctx.progress
         .start((vias.len() * (per_via + 1)) as u64, NAME);
@@ -243,15 +251,18 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
 /// unavailable, why (the rest are not tried).
 struct KernelView {
     off: bool,
+    /// The primitives traced (empty: all).
+    only: Vec<Via>,
     unavailable: Option<String>,
     notes: Vec<oscost_model::Message>,
     traced: usize,
 }
 
 impl KernelView {
-    fn new(off: bool) -> KernelView {
+    fn new(off: bool, only: Vec<Via>) -> KernelView {
         KernelView {
             off,
+            only,
             unavailable: None,
             notes: Vec::new(),
             traced: 0,
@@ -274,6 +285,7 @@ impl KernelView {
             || self.unavailable.is_some()
             || matches!(via, Via::Yield | Via::Condvar)
             || p != Placement::Same
+            || !(self.only.is_empty() || self.only.contains(&via))
         {
             return Ok(None);
         }
@@ -316,7 +328,15 @@ impl KernelView {
                 why.clone()
             }
             (None, _) if self.traced == 0 => "no same-CPU case to trace".to_owned(),
-            (None, _) => "traced".to_owned(),
+            (None, _) if self.only.is_empty() => "traced".to_owned(),
+            (None, _) => format!(
+                "traced: {} only (--trace-via)",
+                self.only
+                    .iter()
+                    .map(|v| v.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         };
         out.params.insert("kernel_view".into(), json!(state));
         out.notes.extend(self.notes);
@@ -858,6 +878,14 @@ mod tests {
             .unwrap();
             assert!(off.cases.iter().all(|c| !c.id.ends_with(".stages")));
             assert_eq!(off.params["kernel_view"], "off (--no-kernel-view)");
+            // A primitive left out of --trace-via gets no traced pass.
+            let other = run(
+                &opts(&["--via", "pipe", "--kind", "threads", "--trace-via", "futex"]),
+                ctx,
+            )
+            .unwrap();
+            assert!(other.cases.iter().all(|c| !c.id.ends_with(".stages")));
+            assert_eq!(other.params["kernel_view"], "no same-CPU case to trace");
         });
     }
 }
