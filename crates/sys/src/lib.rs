@@ -28,6 +28,7 @@ pub mod timer;
 pub mod token;
 pub mod trace;
 pub mod usage;
+pub mod wakeup;
 pub mod work;
 
 use std::io;

@@ -23,6 +23,7 @@ pub mod syscall;
 pub mod tick;
 pub mod tick_forms;
 pub mod timeline;
+pub mod wakeup;
 
 registry! {
     Syscall => syscall::Options,
@@ -40,6 +41,7 @@ registry! {
     Tick => tick::Options,
     TickForms => tick_forms::Options,
     Noise => noise::Options,
+    Wakeup => wakeup::Options,
     Example => example::Options,
     ExampleMore => example::More,
     ExampleFails => example::Failing,

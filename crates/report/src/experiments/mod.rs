@@ -106,6 +106,11 @@ pub const TABLE: &[Entry] = &[
         plots: &[plot::noise::plots],
     },
     Entry {
+        name: "wakeup",
+        views: &[],
+        plots: &[],
+    },
+    Entry {
         name: "example",
         views: &[],
         plots: &[],
