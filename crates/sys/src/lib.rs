@@ -19,6 +19,7 @@ pub mod oom;
 pub mod pages;
 pub mod pmqos;
 pub mod shm;
+pub mod signals;
 pub mod spawn;
 pub mod spin;
 pub mod split;

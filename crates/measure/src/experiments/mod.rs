@@ -16,6 +16,7 @@ pub mod noise;
 pub mod primitives;
 pub mod ring;
 pub mod shootdown;
+pub mod signal;
 pub mod spawn;
 pub mod split;
 pub mod switch;
@@ -42,6 +43,7 @@ registry! {
     TickForms => tick_forms::Options,
     Noise => noise::Options,
     Wakeup => wakeup::Options,
+    Signal => signal::Options,
     Example => example::Options,
     ExampleMore => example::More,
     ExampleFails => example::Failing,

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 pub const NAME: &str = "wakeup";
 
 const DEFAULT_WAKEUPS: usize = 10_000;
-const QUICK_WAKEUPS: usize = 100;
+const QUICK_WAKEUPS: usize = 50;
 const MAX_WAKEUPS: usize = 10_000_000;
 /// Wake-up lateness handed up as a case's samples at most (evenly spread): the bootstrap
 /// interval of the median costs time in proportion; every percentile in the counters comes
@@ -542,9 +542,9 @@ spinner had at least half the CPU.
 
 Case ids: wakeup.POLICY.PERIOD, then .timerfd or .relative for the mode, .cpuN with \
 --each-cpu and .load beside the spinner.\n\nTakes about 20 s (10000 wake-ups of 1 ms under \
-each policy); --quick about 0.2 s on a 2-vCPU virtual machine.";
+each policy); --quick about 0.1 s on a 2-vCPU virtual machine.";
     const IN_DEFAULT_SUITE: bool = true;
-    const SUITE_ARGS: &'static [&'static str] = &["--wakeups", "500"];
+    const SUITE_ARGS: &'static [&'static str] = &["--wakeups", "250"];
 
     fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         run(self, ctx)

@@ -111,6 +111,11 @@ pub const TABLE: &[Entry] = &[
         plots: &[],
     },
     Entry {
+        name: "signal",
+        views: &[],
+        plots: &[],
+    },
+    Entry {
         name: "example",
         views: &[],
         plots: &[],
