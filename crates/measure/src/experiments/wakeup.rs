@@ -238,6 +238,8 @@ struct Measured {
     run: WakeRun,
     voluntary: u64,
     involuntary: u64,
+    minor_faults: u64,
+    major_faults: u64,
     /// The policy number the thread had while it slept.
     policy_seen: i32,
     /// The spinner's CPU time over the run, ns, when there was one.
@@ -312,6 +314,8 @@ fn measure_point(
                     run,
                     voluntary: u.voluntary,
                     involuntary: u.involuntary,
+                    minor_faults: u.minor_faults,
+                    major_faults: u.major_faults,
                     policy_seen,
                     load_cpu_ns: None,
                 }))
@@ -420,6 +424,8 @@ fn finish(ctx: &Context, p: Point, plan: &Plan, priority: i32, m: Measured) -> C
         m.voluntary as f64 / n.max(1) as f64,
     );
     c.insert("involuntary_switches".into(), m.involuntary as f64);
+    c.insert("minor_faults".into(), m.minor_faults as f64);
+    c.insert("major_faults".into(), m.major_faults as f64);
     case.series.push(Series {
         name: "histogram".into(),
         columns: vec!["from_ns".into(), "to_ns".into(), "count".into()],

@@ -107,8 +107,8 @@ pub const TABLE: &[Entry] = &[
     },
     Entry {
         name: "wakeup",
-        views: &[],
-        plots: &[],
+        views: &[views::wakeup::views],
+        plots: &[plot::wakeup::plots],
     },
     Entry {
         name: "signal",
