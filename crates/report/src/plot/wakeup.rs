@@ -11,8 +11,11 @@ fn column(s: &Series, name: &str) -> Option<usize> {
     s.columns.iter().position(|c| c == name)
 }
 
+/// Histogram bins: (from ns, to ns, count).
+type Bins = Vec<(f64, f64, f64)>;
+
 /// The case's `histogram` series as (from, to, count).
-fn bins(c: &CaseResult) -> Vec<(f64, f64, f64)> {
+fn bins(c: &CaseResult) -> Bins {
     let Some(h) = c.series.iter().find(|s| s.name == "histogram") else {
         return Vec::new();
     };
@@ -30,7 +33,7 @@ fn bins(c: &CaseResult) -> Vec<(f64, f64, f64)> {
 
 /// The lateness figure: a histogram per case, all on the same lateness axis.
 pub fn plots(e: &ExperimentResult) -> Vec<Plot> {
-    let cases: Vec<(&CaseResult, Vec<(f64, f64, f64)>)> = e
+    let cases: Vec<(&CaseResult, Bins)> = e
         .cases
         .iter()
         .map(|c| (c, bins(c)))
