@@ -56,9 +56,6 @@ pub fn views(e: &ExperimentResult) -> Vec<View> {
          overruns: deadlines passed with no wake-up of their own (not in the distribution)"
             .into(),
     );
-    for u in &e.unavailable {
-        notes.push(format!("not measured: {}: {}", u.id, u.reason));
-    }
     vec![View {
         title: format!("{}: how late each wake-up came", e.name),
         head: [
