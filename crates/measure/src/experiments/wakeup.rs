@@ -445,9 +445,8 @@ fn finish(ctx: &Context, p: Point, plan: &Plan, priority: i32, m: Measured) -> C
     }
     if n < P999_MIN_WAKEUPS {
         case.notes.push(Message::from(format!(
-            "the p99.9 rests on fewer than ten wake-ups above it ({} of {n}; --wakeups \
-             {P999_MIN_WAKEUPS} gives it ten)",
-            n / 1000
+            "the p99.9 rests on fewer than ten wake-ups above it ({n} wake-ups in all; \
+             --wakeups {P999_MIN_WAKEUPS} gives it ten)"
         )));
     }
     if m.run.overruns > 0 {

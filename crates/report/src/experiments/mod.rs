@@ -189,7 +189,8 @@ mod tests {
                 "shootdown",
                 "timeline",
                 "tick",
-                "noise"
+                "noise",
+                "wakeup"
             ]
         );
     }
