@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 pub const NAME: &str = "wakeup";
 
 const DEFAULT_WAKEUPS: usize = 10_000;
-const QUICK_WAKEUPS: usize = 50;
+const QUICK_WAKEUPS: usize = 40;
 const MAX_WAKEUPS: usize = 10_000_000;
 /// Wake-up lateness handed up as a case's samples at most (evenly spread): the bootstrap
 /// interval of the median costs time in proportion; every percentile in the counters comes
@@ -79,7 +79,7 @@ pub struct Options {
     #[arg(long = "period", default_value = "1ms", value_name = "TIME", value_parser = parse_period)]
     pub period_ns: u64,
 
-    /// Wake-ups per case [default: 10000, or 100 with --quick]
+    /// Wake-ups per case [default: 10000, or 40 with --quick]
     #[arg(long, value_name = "N", value_parser = parse_wakeups)]
     pub wakeups: Option<usize>,
 
