@@ -140,7 +140,7 @@ wake-ups, and its half as a derived figure.
 
 Each handler run is counted in the handler and held against the operations timed; the waking \
 cases count the measuring thread's voluntary switches (getrusage). The previous handlers and \
-signal mask are put back afterwards. --repeats sets the samples per case.\n\nTakes about 2 s; \
+signal mask are put back afterwards. --repeats sets the samples per case.\n\nTakes about 2.5 s; \
 --quick about 0.1 s on a 2-vCPU virtual machine.";
     const IN_DEFAULT_SUITE: bool = true;
     const SUITE_ARGS: &'static [&'static str] = &["--repeats", "7"];
