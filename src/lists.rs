@@ -8,7 +8,7 @@ use oscost_measure::experiments::{ExperimentArgs, REGISTRY};
 
 /// Options by which an experiment sizes its own measurement: one that has any of them takes
 /// none of the sampler's (`--samples`, `--min-runs`, `--warmup`, `--budget`).
-const OWN_SIZE: &[&str] = &["rounds", "runs", "duration", "repeats"];
+const OWN_SIZE: &[&str] = &["rounds", "runs", "duration", "repeats", "wakeups"];
 
 /// Whether the experiment called `name` warms up by a count of runs, not for `--warmup`'s
 /// time (its `Experiment::WARMS_UP_BY_COUNT`).
@@ -109,7 +109,7 @@ pub fn samples_help() -> String {
     format!(
         "Samples per case, 3 or more (default 81, or 10 with --quick). Taken by the experiments \
          that sample a repeated operation ({}){also}; the others size themselves by their own \
-         options (--rounds, --runs, --duration)",
+         options (--rounds, --runs, --duration, --wakeups)",
         warmed_for_a_time().join(", ")
     )
 }

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 
 /// Options by which an experiment sizes its own measurement instead of the sampler's
 /// `--samples` (the binary's `lists` module reads the same).
-const OWN_SIZE: &[&str] = &["rounds", "runs", "duration", "repeats"];
+const OWN_SIZE: &[&str] = &["rounds", "runs", "duration", "repeats", "wakeups"];
 
 /// Sampled experiments that warm up by a count of runs, not for `--warmup`'s time.
 fn warm_up_by_count() -> BTreeSet<&'static str> {
@@ -93,7 +93,7 @@ fn truths() -> Vec<Truth> {
             names: visible().filter(|n| drawn.contains(n)).collect(),
         },
         Truth {
-            what: "the experiments that take --samples (no --rounds, --runs, --duration or \
+            what: "the experiments that take --samples (no --rounds, --runs, --duration, --wakeups or \
                    --repeats of their own)",
             names: sampled.clone(),
         },

@@ -14,6 +14,8 @@ enum Source {
     Case(&'static str),
     /// A derived figure's estimate.
     Derived(&'static str),
+    /// A counter of a case, ns (a percentile the case computed): no interval.
+    Counter(&'static str, &'static str),
     /// `tick`'s fitted slope for one source of timer events (`params.slope.<source>`).
     TickSlope(&'static str),
     /// The largest share of a CPU lost to interruptions among `noise`'s cases.
@@ -76,6 +78,14 @@ const HEADLINES: &[Headline] = &[
     Headline {
         label: "process, fork + wait",
         sources: &[Source::Case("spawn.fork.p1mib")],
+    },
+    Headline {
+        label: "signal to own handler",
+        sources: &[Source::Case("signal.catch")],
+    },
+    Headline {
+        label: "wake-up late, p99",
+        sources: &[Source::Counter("wakeup.other.1ms", "lateness_p99_ns")],
     },
     Headline {
         label: "timer event",
@@ -167,6 +177,16 @@ fn pick(doc: &ResultDoc, source: Source) -> Option<(Value, String, bool)> {
             };
             (v, d.id.clone(), d.flagged.is_some())
         }),
+        Source::Counter(id, key) => {
+            let c = cases(doc).find(|c| c.id == id)?;
+            let ns = *c.counters.get(key)?;
+            let v = Value::Ns {
+                ns,
+                ci95: [f64::NAN; 2],
+            };
+            let what = key.trim_end_matches("_ns").replace('_', " ");
+            Some((v, format!("{id} ({what})"), !c.checks_passed))
+        }
         Source::TickSlope(form) => {
             let tick = experiment(doc, "tick")?;
             let s = tick.params.get("slope")?.get(form)?;
@@ -279,16 +299,16 @@ impl Datasheet {
             };
             let mark = if l.failed { "✗" } else { " " };
             let head = format!("{mark} {:<22} {value:>9} {ci:>7}", l.label);
-            let head = head.trim_end();
             // A source that does not fit beside its figure goes on a line of its own.
-            if text_width(head) + 2 + text_width(&l.source) <= width {
+            if text_width(&head) + 2 + text_width(&l.source) <= width {
                 out += &format!("{head}  {}\n", l.source);
             } else {
-                out += &format!("{head}\n    {}\n", l.source);
+                out += &format!("{}\n    {}\n", head.trim_end(), l.source);
             }
         }
         if self.failed.is_empty() {
-            out += &format!("✓ every check passed ({} figures)\n", self.figures);
+            let s = if self.figures == 1 { "" } else { "s" };
+            out += &format!("✓ every check passed ({} figure{s})\n", self.figures);
         } else {
             let mut named = self.failed[..self.failed.len().min(FAILED_NAMED)].join(", ");
             if self.failed.len() > FAILED_NAMED {
@@ -420,6 +440,22 @@ mod tests {
         );
         let text = sheet.render(None);
         assert!(text.contains("✓ every check passed (0 figures)"), "{text}");
+    }
+
+    #[test]
+    fn a_percentile_is_read_from_its_counter_without_an_interval() {
+        let mut w = testkit::case("wakeup.other.1ms", "wake-up", 20_000.0);
+        w.counters.insert("lateness_p99_ns".into(), 85_000.0);
+        let sheet = datasheet(&doc(vec![experiment("wakeup", vec![w])]));
+        assert_eq!(sheet.lines.len(), 1);
+        assert_eq!(sheet.lines[0].source, "wakeup.other.1ms (lateness p99)");
+        let text = sheet.render(Some(80));
+        assert!(
+            text.contains(
+                "  wake-up late, p99       85.00 µs          wakeup.other.1ms (lateness p99)\n"
+            ),
+            "{text}"
+        );
     }
 
     #[test]

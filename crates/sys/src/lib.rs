@@ -20,6 +20,7 @@ pub mod pages;
 pub mod pmqos;
 pub mod seccomp;
 pub mod shm;
+pub mod signals;
 pub mod spawn;
 pub mod spin;
 pub mod split;
@@ -29,6 +30,7 @@ pub mod timer;
 pub mod token;
 pub mod trace;
 pub mod usage;
+pub mod wakeup;
 pub mod work;
 
 use std::io;

@@ -17,6 +17,7 @@ pub mod primitives;
 pub mod ring;
 pub mod seccomp;
 pub mod shootdown;
+pub mod signal;
 pub mod spawn;
 pub mod split;
 pub mod switch;
@@ -24,6 +25,7 @@ pub mod syscall;
 pub mod tick;
 pub mod tick_forms;
 pub mod timeline;
+pub mod wakeup;
 
 registry! {
     Syscall => syscall::Options,
@@ -42,6 +44,8 @@ registry! {
     Tick => tick::Options,
     TickForms => tick_forms::Options,
     Noise => noise::Options,
+    Wakeup => wakeup::Options,
+    Signal => signal::Options,
     Example => example::Options,
     ExampleMore => example::More,
     ExampleFails => example::Failing,

@@ -111,6 +111,16 @@ pub const TABLE: &[Entry] = &[
         plots: &[plot::noise::plots],
     },
     Entry {
+        name: "wakeup",
+        views: &[views::wakeup::views],
+        plots: &[plot::wakeup::plots],
+    },
+    Entry {
+        name: "signal",
+        views: &[],
+        plots: &[],
+    },
+    Entry {
         name: "example",
         views: &[],
         plots: &[],
@@ -185,7 +195,8 @@ mod tests {
                 "seccomp",
                 "timeline",
                 "tick",
-                "noise"
+                "noise",
+                "wakeup"
             ]
         );
     }

@@ -22,6 +22,7 @@ pub mod switch_cost;
 pub mod switch_stages;
 pub mod tick;
 pub mod timeline;
+pub mod wakeup;
 
 pub use runs::comparison_plots;
 

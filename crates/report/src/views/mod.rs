@@ -16,6 +16,7 @@ pub(crate) mod testkit;
 pub mod tick;
 pub mod tick_forms;
 pub mod timeline;
+pub mod wakeup;
 
 /// One extra table: a title, a header, rows of already formatted cells, and lines of notes
 /// printed under it.

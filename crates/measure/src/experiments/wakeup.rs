@@ -1,0 +1,723 @@
+//! `wakeup`: how late the OS wakes a thread that sleeps until a time (what cyclictest
+//! measures). A thread pinned to one CPU sleeps until absolute deadlines on a period
+//! (`clock_nanosleep(TIMER_ABSTIME)`, or a timerfd, or a relative sleep), reads the clock as
+//! soon as it runs again and stores how late it is; under SCHED_OTHER and, where permitted,
+//! SCHED_FIFO (put back after), on an idle CPU or beside a spinning thread on the same CPU.
+//! Every wake-up is one sample: the distribution is the figure (min, p50, p90, p99, p99.9,
+//! max, a histogram), and the thread's own switch counts prove it slept each time.
+
+use crate::context::{Cancelled, Context};
+use crate::engine::{self, first_occurrences, value_name};
+use anyhow::Context as _;
+use oscost_model::case::{Case, Check, ExperimentOutput, Samples, Series, Unavailable};
+use oscost_model::{Message, MessageKind};
+use oscost_stats::periodic::log2_histogram;
+use oscost_sys::wakeup::{wake_periodically, PolicyGuard, WakeMode, WakeRun};
+use serde_json::json;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// Subcommand name and id prefix.
+pub const NAME: &str = "wakeup";
+
+const DEFAULT_WAKEUPS: usize = 10_000;
+const QUICK_WAKEUPS: usize = 40;
+const MAX_WAKEUPS: usize = 10_000_000;
+/// Wake-up lateness handed up as a case's samples at most (evenly spread): the bootstrap
+/// interval of the median costs time in proportion; every percentile in the counters comes
+/// from all of them.
+const MAX_SAMPLES: usize = 20_000;
+/// Below this many wake-ups the p99.9 rests on fewer than ten of them.
+const P999_MIN_WAKEUPS: usize = 10_000;
+
+/// Scheduling policies of the sleeping thread.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
+pub enum Policy {
+    /// SCHED_OTHER, the normal policy
+    Other,
+    /// SCHED_FIFO at --priority (needs CAP_SYS_NICE or an RLIMIT_RTPRIO that allows it)
+    Fifo,
+}
+
+/// How the thread waits for its next deadline.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
+pub enum Mode {
+    /// clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME) until the next deadline (cyclictest's
+    /// default)
+    Abstime,
+    /// a blocking read of a timerfd armed at absolute time, the period its interval
+    Timerfd,
+    /// clock_nanosleep for one period from just before the call (cyclictest -r)
+    Relative,
+}
+
+impl Mode {
+    fn sys(self) -> WakeMode {
+        match self {
+            Mode::Abstime => WakeMode::Abstime,
+            Mode::Timerfd => WakeMode::Timerfd,
+            Mode::Relative => WakeMode::Relative,
+        }
+    }
+
+    fn description(self) -> &'static str {
+        match self {
+            Mode::Abstime => "clock_nanosleep(TIMER_ABSTIME) until each deadline",
+            Mode::Timerfd => "a blocking read of a periodic timerfd",
+            Mode::Relative => "clock_nanosleep for one period from just before the call",
+        }
+    }
+}
+
+/// Options of `oscost wakeup`.
+#[derive(Debug, Clone, clap::Args, serde::Serialize, serde::Deserialize)]
+pub struct Options {
+    /// Time between two deadlines, e.g. `1ms`, `500us`
+    #[arg(long = "period", default_value = "1ms", value_name = "TIME", value_parser = parse_period)]
+    pub period_ns: u64,
+
+    /// Wake-ups per case [default: 10000, or 40 with --quick]
+    #[arg(long, value_name = "N", value_parser = parse_wakeups)]
+    pub wakeups: Option<usize>,
+
+    /// Scheduling policies, comma-separated
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        value_name = "POLICY,...",
+        default_value = "other,fifo"
+    )]
+    pub policies: Vec<Policy>,
+
+    /// SCHED_FIFO priority of the sleeping thread
+    #[arg(long, default_value_t = 90, value_name = "1-99", value_parser = clap::value_parser!(i32).range(1..=99))]
+    pub priority: i32,
+
+    /// How the thread waits, comma-separated
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        value_name = "MODE,...",
+        default_value = "abstime"
+    )]
+    pub modes: Vec<Mode>,
+
+    /// Also measure each case with a competing thread spinning on the same CPU
+    #[arg(long)]
+    #[serde(default)]
+    pub load: bool,
+
+    /// Measure on every CPU of the set (--cpus), not only its first
+    #[arg(long)]
+    #[serde(default)]
+    pub each_cpu: bool,
+
+    /// Hold /dev/cpu_dma_latency at 0 during the run so idle CPUs poll instead of halting, as
+    /// cyclictest does by default (needs root; a warning is recorded where not permitted)
+    #[arg(long)]
+    #[serde(default)]
+    pub idle_poll: bool,
+}
+
+fn parse_period(s: &str) -> Result<u64, String> {
+    match engine::parse_time(s)? {
+        ns if (10_000..=1_000_000_000).contains(&ns) => Ok(ns),
+        _ => Err(format!("`{s}` is not a period from 10us to 1s")),
+    }
+}
+
+fn parse_wakeups(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if (1..=MAX_WAKEUPS).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "`{s}` is not a number of wake-ups from 1 to {MAX_WAKEUPS}"
+        )),
+    }
+}
+
+/// One case to measure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Point {
+    cpu: usize,
+    /// With the CPU suffix in the id (more than one CPU measured).
+    cpu_in_id: bool,
+    load: bool,
+    policy: Policy,
+    mode: Mode,
+}
+
+/// What a run measures, resolved once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Plan {
+    points: Vec<Point>,
+    wakeups: usize,
+    period_ns: u64,
+}
+
+fn plan(opts: &Options, cpus: &[usize], quick: bool) -> anyhow::Result<Plan> {
+    let Some(&first) = cpus.first() else {
+        anyhow::bail!("--cpus: the CPU set is empty");
+    };
+    let policies = first_occurrences(&opts.policies);
+    let modes = first_occurrences(&opts.modes);
+    if policies.is_empty() || modes.is_empty() {
+        anyhow::bail!("--policies and --modes each need at least one value");
+    }
+    let on: Vec<usize> = if opts.each_cpu {
+        cpus.to_vec()
+    } else {
+        vec![first]
+    };
+    let loads: &[bool] = if opts.load { &[false, true] } else { &[false] };
+    let mut points = Vec::new();
+    for &cpu in &on {
+        for &load in loads {
+            for &policy in &policies {
+                for &mode in &modes {
+                    points.push(Point {
+                        cpu,
+                        cpu_in_id: opts.each_cpu,
+                        load,
+                        policy,
+                        mode,
+                    });
+                }
+            }
+        }
+    }
+    let wakeups = opts.wakeups.unwrap_or(if quick {
+        QUICK_WAKEUPS
+    } else {
+        DEFAULT_WAKEUPS
+    });
+    Ok(Plan {
+        points,
+        wakeups,
+        period_ns: opts.period_ns,
+    })
+}
+
+/// `1ms`, `500us`, `1500us`, `12345ns`: the period as it appears in a case id.
+fn period_name(ns: u64) -> String {
+    if ns.is_multiple_of(1_000_000) {
+        format!("{}ms", ns / 1_000_000)
+    } else if ns.is_multiple_of(1_000) {
+        format!("{}us", ns / 1_000)
+    } else {
+        format!("{ns}ns")
+    }
+}
+
+/// `wakeup.POLICY.PERIOD[.MODE][.cpuN][.load]`, the mode only when not `abstime`.
+fn case_id(p: Point, period_ns: u64) -> String {
+    let mut id = format!(
+        "{NAME}.{}.{}",
+        value_name(&p.policy),
+        period_name(period_ns)
+    );
+    if p.mode != Mode::Abstime {
+        id += &format!(".{}", value_name(&p.mode));
+    }
+    if p.cpu_in_id {
+        id += &format!(".cpu{}", p.cpu);
+    }
+    if p.load {
+        id += ".load";
+    }
+    id
+}
+
+/// What one case's thread measured.
+struct Measured {
+    lateness: Vec<u64>,
+    run: WakeRun,
+    voluntary: u64,
+    involuntary: u64,
+    minor_faults: u64,
+    major_faults: u64,
+    /// The policy number the thread had while it slept.
+    policy_seen: i32,
+    /// The spinner's CPU time over the run, ns, when there was one.
+    load_cpu_ns: Option<u64>,
+}
+
+/// SCHED_FIFO refused, with the kernel's reason.
+struct Refused(String);
+
+/// Whether this process may give a thread SCHED_FIFO at `priority`: asked once, in a thread
+/// of its own that ends with its policy put back.
+fn fifo_refusal(priority: i32) -> Option<String> {
+    std::thread::spawn(move || PolicyGuard::fifo(priority).err().map(|e| e.to_string()))
+        .join()
+        .unwrap_or_else(|_| Some("the thread asking for SCHED_FIFO panicked".into()))
+}
+
+/// Runs one case: a pinned spinner first when loaded, then the sleeping thread.
+fn measure_point(
+    p: Point,
+    plan: &Plan,
+    priority: i32,
+    cancel: &AtomicBool,
+) -> anyhow::Result<Result<Measured, Refused>> {
+    let stop = AtomicBool::new(false);
+    let spinner_cpu = AtomicU64::new(0);
+    let spins = AtomicU64::new(0);
+    std::thread::scope(|s| {
+        let spinner = if p.load {
+            let h = std::thread::Builder::new()
+                .name("oscost-load".into())
+                .spawn_scoped(s, || -> std::io::Result<()> {
+                    oscost_sys::set_affinity(&[p.cpu])?;
+                    let c0 = oscost_sys::wakeup::thread_cpu_ns();
+                    while !stop.load(Ordering::Relaxed) {
+                        spins.fetch_add(1, Ordering::Relaxed);
+                    }
+                    spinner_cpu.store(oscost_sys::wakeup::thread_cpu_ns() - c0, Ordering::Relaxed);
+                    Ok(())
+                })
+                .context("starting the spinning thread")?;
+            oscost_sys::count_started_tasks(1);
+            // The sleeper starts once the spinner runs on its CPU.
+            while spins.load(Ordering::Relaxed) == 0 && !h.is_finished() {
+                std::thread::yield_now();
+            }
+            Some(h)
+        } else {
+            None
+        };
+        let sleeper = std::thread::Builder::new()
+            .name("oscost-wakeup".into())
+            .spawn_scoped(s, || -> anyhow::Result<Result<Measured, Refused>> {
+                oscost_sys::set_affinity(&[p.cpu])
+                    .with_context(|| format!("pinning the sleeping thread to CPU {}", p.cpu))?;
+                // Written now, so storing a lateness never faults.
+                let mut lateness = vec![1u64; plan.wakeups];
+                let _guard = match p.policy {
+                    Policy::Fifo => match PolicyGuard::fifo(priority) {
+                        Ok(g) => Some(g),
+                        Err(e) => return Ok(Err(Refused(e.to_string()))),
+                    },
+                    Policy::Other => None,
+                };
+                let policy_seen = oscost_sys::wakeup::own_policy()?;
+                let u0 = oscost_sys::spawn::thread_usage();
+                let run = wake_periodically(p.mode.sys(), plan.period_ns, &mut lateness, cancel)?;
+                let u = oscost_sys::spawn::thread_usage().since(u0);
+                lateness.truncate(run.done);
+                Ok(Ok(Measured {
+                    lateness,
+                    run,
+                    voluntary: u.voluntary,
+                    involuntary: u.involuntary,
+                    minor_faults: u.minor_faults,
+                    major_faults: u.major_faults,
+                    policy_seen,
+                    load_cpu_ns: None,
+                }))
+            });
+        let result = match sleeper {
+            Ok(h) => {
+                oscost_sys::count_started_tasks(1);
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("the sleeping thread panicked")))
+            }
+            Err(e) => Err(anyhow::Error::new(e).context("starting the sleeping thread")),
+        };
+        stop.store(true, Ordering::Relaxed);
+        if let Some(h) = spinner {
+            h.join()
+                .map_err(|_| anyhow::anyhow!("the spinning thread panicked"))?
+                .with_context(|| format!("pinning the spinning thread to CPU {}", p.cpu))?;
+        }
+        let mut m = result?;
+        if let Ok(m) = &mut m {
+            if p.load {
+                m.load_cpu_ns = Some(spinner_cpu.load(Ordering::Relaxed));
+            }
+        }
+        Ok(m)
+    })
+}
+
+/// At most `max` values, evenly spread over `v` (all of them when there are few enough).
+fn spread(v: &[f64], max: usize) -> Vec<f64> {
+    if v.len() <= max {
+        return v.to_vec();
+    }
+    (0..max).map(|i| v[i * v.len() / max]).collect()
+}
+
+fn description(p: Point, period_ns: u64, priority: i32) -> String {
+    let policy = match p.policy {
+        Policy::Other => "SCHED_OTHER".to_string(),
+        Policy::Fifo => format!("SCHED_FIFO {priority}"),
+    };
+    format!(
+        "how late a {policy} thread on CPU {} wakes, every {}: {}{}",
+        p.cpu,
+        period_name(period_ns),
+        p.mode.description(),
+        if p.load {
+            ", a thread spinning on the same CPU"
+        } else {
+            ""
+        }
+    )
+}
+
+/// The lateness percentiles, in the counters and in the order a table shows them.
+const PERCENTILES: [(&str, f64); 6] = [
+    ("lateness_min_ns", 0.0),
+    ("lateness_p50_ns", 50.0),
+    ("lateness_p90_ns", 90.0),
+    ("lateness_p99_ns", 99.0),
+    ("lateness_p99_9_ns", 99.9),
+    ("lateness_max_ns", 100.0),
+];
+
+fn finish(ctx: &Context, p: Point, plan: &Plan, priority: i32, m: Measured) -> Case {
+    let ns: Vec<f64> = m.lateness.iter().map(|&v| v as f64).collect();
+    let ticks_per_ns = 1.0 / ctx.clock.ticks_to_ns(1.0);
+    let kept = spread(&ns, MAX_SAMPLES);
+    let samples = Samples {
+        per_op_ticks: kept.iter().map(|v| v * ticks_per_ns).collect(),
+        per_op_ns: kept,
+        iterations_per_sample: 1,
+        loop_overhead_ns: 0.0,
+    };
+    let mut case = Case::new(
+        case_id(p, plan.period_ns),
+        description(p, plan.period_ns, priority),
+        "wake-up",
+        samples,
+    )
+    .param("policy", value_name(&p.policy))
+    .param("mode", value_name(&p.mode))
+    .param("period_ns", plan.period_ns)
+    .param("cpu", p.cpu as u64)
+    .param("load", if p.load { "spin" } else { "idle" });
+    if p.policy == Policy::Fifo {
+        case = case.param("priority", priority as i64);
+    }
+    let n = ns.len();
+    let mut sorted = ns.clone();
+    sorted.sort_by(f64::total_cmp);
+    let c = &mut case.counters;
+    for (name, pct) in PERCENTILES {
+        c.insert(name.into(), oscost_stats::percentile(&sorted, pct));
+    }
+    c.insert(
+        "lateness_mean_ns".into(),
+        ns.iter().sum::<f64>() / n.max(1) as f64,
+    );
+    c.insert("wakeups".into(), n as f64);
+    c.insert("overruns".into(), m.run.overruns as f64);
+    let elapsed_ns = m.run.end_ns.saturating_sub(m.run.start_ns) as f64;
+    c.insert("run_s".into(), elapsed_ns / 1e9);
+    c.insert(
+        "voluntary_switches_per_wakeup".into(),
+        m.voluntary as f64 / n.max(1) as f64,
+    );
+    c.insert("involuntary_switches".into(), m.involuntary as f64);
+    c.insert("minor_faults".into(), m.minor_faults as f64);
+    c.insert("major_faults".into(), m.major_faults as f64);
+    case.series.push(Series {
+        name: "histogram".into(),
+        columns: vec!["from_ns".into(), "to_ns".into(), "count".into()],
+        points: log2_histogram(&ns)
+            .into_iter()
+            .map(|b| vec![b.from, b.to, b.count as f64])
+            .collect(),
+    });
+    checks(&mut case, p, plan, &m, n, elapsed_ns);
+    if n > MAX_SAMPLES {
+        case.notes.push(Message::new(
+            MessageKind::SamplesThinned,
+            format!(
+                "{MAX_SAMPLES} wake-ups spread evenly over all {n} (the percentiles use every one)"
+            ),
+        ));
+    }
+    if n < P999_MIN_WAKEUPS {
+        case.notes.push(Message::from(format!(
+            "the p99.9 rests on fewer than ten wake-ups above it ({n} wake-ups in all; \
+             --wakeups {P999_MIN_WAKEUPS} gives it ten)"
+        )));
+    }
+    if m.run.overruns > 0 {
+        case.warnings.push(Message::from(format!(
+            "deadlines passed with no wake-up of their own, the thread held up past a later one \
+             (not in the distribution): {}",
+            m.run.overruns
+        )));
+    }
+    case
+}
+
+fn checks(case: &mut Case, p: Point, plan: &Plan, m: &Measured, n: usize, elapsed_ns: f64) {
+    let per_wakeup = m.voluntary as f64 / n.max(1) as f64;
+    case.checks.push(Check::near(
+        "voluntary_switches_per_wakeup",
+        1.0,
+        per_wakeup,
+        0.05,
+        &format!(
+            "getrusage(RUSAGE_THREAD) of the sleeping thread: {} voluntary switches for {n} \
+             wake-ups; each wake-up must follow a real sleep (within ±0.05)",
+            m.voluntary
+        ),
+    ));
+    // Relative sleeps drift by their own lateness and the time between two sleeps; absolute
+    // deadlines do not.
+    let mean_lateness = case.counters["lateness_mean_ns"];
+    let cycles = n as f64 + m.run.overruns as f64;
+    let (expected, how) = match p.mode {
+        Mode::Relative => (
+            plan.period_ns as f64 + mean_lateness,
+            "the period plus the mean lateness (a relative sleep drifts by it)",
+        ),
+        _ => (plan.period_ns as f64, "the period"),
+    };
+    case.checks.push(Check::near(
+        "run_time_per_period_ns",
+        expected,
+        elapsed_ns / cycles.max(1.0),
+        0.05 * expected,
+        &format!(
+            "CLOCK_MONOTONIC from the first period's start to the last wake-up, {:.3} s, over \
+             {cycles} periods (wake-ups and overruns), against {how}; within ±5 %: the timer \
+             really fired once a period",
+            elapsed_ns / 1e9
+        ),
+    ));
+    let (want, what) = match p.policy {
+        Policy::Fifo => (oscost_sys::wakeup::SCHED_FIFO, "SCHED_FIFO"),
+        Policy::Other => (oscost_sys::wakeup::SCHED_OTHER, "SCHED_OTHER"),
+    };
+    case.checks.push(Check::near(
+        "policy_while_sleeping",
+        want as f64,
+        m.policy_seen as f64,
+        0.0,
+        &format!("sched_getscheduler of the sleeping thread before its first sleep: {what}"),
+    ));
+    if let Some(cpu_ns) = m.load_cpu_ns {
+        let share = cpu_ns as f64 / elapsed_ns.max(1.0);
+        case.counters.insert("load_cpu_share".into(), share);
+        case.checks.push(Check::at_least(
+            "load_cpu_share",
+            0.5,
+            share,
+            0.0,
+            &format!(
+                "CPU time of the spinning thread on CPU {} (CLOCK_THREAD_CPUTIME_ID), {:.3} s, \
+                 over the run: the load really competed for the CPU (at least half of it)",
+                p.cpu,
+                cpu_ns as f64 / 1e9
+            ),
+        ));
+    }
+}
+
+impl engine::Experiment for Options {
+    const NAME: &'static str = NAME;
+    const SUMMARY: &'static str =
+        "How late a thread sleeping until a time is woken: the lateness distribution, as cyclictest";
+    const ABOUT: &'static str = "How late the OS wakes a thread that sleeps until a time, \
+as cyclictest measures it.
+
+A thread pinned to the first CPU of the set (every CPU with --each-cpu) sleeps until \
+deadlines one --period apart on CLOCK_MONOTONIC - clock_nanosleep(TIMER_ABSTIME) by default, \
+a periodic timerfd or a relative clock_nanosleep with --modes - reads the clock as soon as it \
+runs again and stores how late it is. Under SCHED_OTHER and SCHED_FIFO (--priority, 90 by \
+default); where SCHED_FIFO is refused (a normal user without CAP_SYS_NICE) one line says so and \
+SCHED_OTHER is still measured. The policy is the sleeping thread's own and is put back before \
+it ends. With --load each case is measured again beside a thread spinning on the same CPU.
+
+Every wake-up is one sample: the lateness min, p50, p90, p99, p99.9 and max, and a histogram \
+on power-of-two bins. 10000 wake-ups by default give the p99.9 ten wake-ups above it. Checks: \
+the thread's voluntary switches (getrusage) are one per wake-up, so each was a real sleep; \
+the run lasted one period per wake-up; the policy was the one asked for; under --load the \
+spinner had at least half the CPU.
+
+Case ids: wakeup.POLICY.PERIOD, then .timerfd or .relative for the mode, .cpuN with \
+--each-cpu and .load beside the spinner.\n\nTakes about 20 s (10000 wake-ups of 1 ms under \
+each policy); --quick about 0.1 s on a 2-vCPU virtual machine.";
+    const IN_DEFAULT_SUITE: bool = true;
+    const SUITE_ARGS: &'static [&'static str] = &["--wakeups", "250"];
+
+    fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
+        run(self, ctx)
+    }
+}
+
+fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
+    let p = plan(opts, &ctx.cpus, ctx.quick)?;
+    if ctx.clock.scripted().is_some() {
+        anyhow::bail!("{NAME} needs the machine's clock and cannot run on the scripted clock");
+    }
+    let mut out = ExperimentOutput::default();
+    out.params.insert("period_ns".into(), json!(p.period_ns));
+    out.params.insert("wakeups".into(), json!(p.wakeups as u64));
+    // Dropped (the request withdrawn) on every way out of this function.
+    let hold = match opts.idle_poll.then(oscost_sys::pmqos::IdlePoll::hold) {
+        None => None,
+        Some(Ok(h)) => Some(h),
+        Some(Err(e)) => {
+            out.warnings.push(
+                format!("--idle-poll not in force: {e}; CPUs use their default idle states").into(),
+            );
+            None
+        }
+    };
+    out.params.insert("idle_poll".into(), json!(hold.is_some()));
+    let refusal = if p.points.iter().any(|x| x.policy == Policy::Fifo) {
+        fifo_refusal(opts.priority)
+    } else {
+        None
+    };
+    ctx.progress.start(p.points.len() as u64, NAME);
+    for &point in &p.points {
+        ctx.check_cancel()?;
+        let id = case_id(point, p.period_ns);
+        if point.policy == Policy::Fifo {
+            if let Some(why) = &refusal {
+                out.unavailable.push(Unavailable {
+                    id,
+                    description: description(point, p.period_ns, opts.priority),
+                    reason: format!("SCHED_FIFO refused ({why}): run as root or with CAP_SYS_NICE"),
+                });
+                ctx.progress.inc(1);
+                continue;
+            }
+        }
+        ctx.progress.message(&format!(
+            "{id}: {} wake-ups, {:.1} s",
+            p.wakeups,
+            p.wakeups as f64 * p.period_ns as f64 / 1e9
+        ));
+        match measure_point(point, &p, opts.priority, ctx.cancel)? {
+            Ok(m) => {
+                ctx.check_cancel()?;
+                out.cases.push(finish(ctx, point, &p, opts.priority, m));
+            }
+            Err(Refused(why)) => out.unavailable.push(Unavailable {
+                id,
+                description: description(point, p.period_ns, opts.priority),
+                reason: format!("SCHED_FIFO refused ({why}): run as root or with CAP_SYS_NICE"),
+            }),
+        }
+        ctx.progress.inc(1);
+    }
+    if ctx.cancel.load(Ordering::Relaxed) {
+        return Err(Cancelled.into());
+    }
+    ctx.progress.finish();
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::testing;
+    use crate::sampler::SamplerConfig;
+
+    fn opts(extra: &[&str]) -> Options {
+        engine::defaults(extra)
+    }
+
+    #[test]
+    fn ids_name_what_is_not_the_default() {
+        let p = plan(&opts(&[]), &[3, 5], false).unwrap();
+        let ids: Vec<String> = p.points.iter().map(|&x| case_id(x, p.period_ns)).collect();
+        assert_eq!(ids, ["wakeup.other.1ms", "wakeup.fifo.1ms"]);
+        assert_eq!(p.points[0].cpu, 3);
+        assert_eq!(p.wakeups, DEFAULT_WAKEUPS);
+        let p = plan(
+            &opts(&[
+                "--period",
+                "500us",
+                "--policies",
+                "fifo",
+                "--modes",
+                "timerfd,relative",
+                "--load",
+                "--each-cpu",
+            ]),
+            &[0, 1],
+            true,
+        )
+        .unwrap();
+        let ids: Vec<String> = p.points.iter().map(|&x| case_id(x, p.period_ns)).collect();
+        assert_eq!(ids.len(), 8);
+        assert_eq!(ids[0], "wakeup.fifo.500us.timerfd.cpu0");
+        assert_eq!(ids[3], "wakeup.fifo.500us.relative.cpu0.load");
+        assert_eq!(ids[7], "wakeup.fifo.500us.relative.cpu1.load");
+        assert_eq!(p.wakeups, QUICK_WAKEUPS);
+        assert_eq!(period_name(1_500_000), "1500us");
+        assert_eq!(period_name(12_345), "12345ns");
+    }
+
+    #[test]
+    fn bad_input_is_refused_by_the_parsers() {
+        assert!(parse_period("5us").is_err());
+        assert!(parse_period("2s").is_err());
+        assert!(parse_period("1000").is_err());
+        assert_eq!(parse_period("250us"), Ok(250_000));
+        assert!(parse_wakeups("0").is_err());
+        assert!(parse_wakeups("x").is_err());
+        assert!(plan(&opts(&[]), &[], false).is_err());
+    }
+
+    /// A short run on the first CPU: ordered percentiles, a histogram that counts every
+    /// wake-up, passing checks, and SCHED_FIFO measured or refused in one line.
+    #[test]
+    fn a_short_run_gives_ordered_self_consistent_figures() {
+        let cpu = oscost_sys::affinity().unwrap()[0];
+        testing::with_ctx(SamplerConfig::quick(), vec![cpu], false, |ctx| {
+            let out = run(
+                &opts(&["--wakeups", "40", "--period", "200us", "--load"]),
+                ctx,
+            )
+            .unwrap();
+            assert_eq!(out.cases.len() + out.unavailable.len(), 4, "{out:?}");
+            for u in &out.unavailable {
+                assert!(u.id.starts_with("wakeup.fifo."), "{u:?}");
+                assert!(!u.reason.contains('\n') && u.reason.contains("SCHED_FIFO"));
+            }
+            assert!(out.cases.iter().any(|c| c.id == "wakeup.other.200us"));
+            for c in &out.cases {
+                assert_eq!(c.counters["wakeups"], 40.0, "{}", c.id);
+                assert_eq!(c.samples.per_op_ns.len(), 40);
+                let v: Vec<f64> = PERCENTILES.iter().map(|(k, _)| c.counters[*k]).collect();
+                assert!(v.windows(2).all(|w| w[0] <= w[1]), "{}: {v:?}", c.id);
+                let h: f64 = c.series[0].points.iter().map(|p| p[2]).sum();
+                assert_eq!(h, 40.0, "{}: the histogram counts every wake-up", c.id);
+                for k in &c.checks {
+                    // Whether the spinner got half the CPU is the machine's business.
+                    if k.name != "load_cpu_share" {
+                        assert!(k.passed, "{}: {k:?}", c.id);
+                    }
+                }
+                assert_eq!(
+                    c.id.ends_with(".load"),
+                    c.counters.contains_key("load_cpu_share")
+                );
+            }
+        });
+    }
+
+    #[test]
+    fn cancel_stops_the_run() {
+        let cpu = oscost_sys::affinity().unwrap()[0];
+        testing::with_ctx(SamplerConfig::quick(), vec![cpu], true, |ctx| {
+            let e = run(&opts(&["--period", "1s", "--wakeups", "3600"]), ctx).unwrap_err();
+            assert!(e.downcast_ref::<Cancelled>().is_some(), "{e}");
+        });
+    }
+}

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Holds `oscost wakeup` against cyclictest (rt-tests): the same period, policy, CPU and number
+# of wake-ups, the thread sleeping with clock_nanosleep(TIMER_ABSTIME) on CLOCK_MONOTONIC,
+# idle and beside a spinning process pinned to the same CPU. cyclictest holds
+# /dev/cpu_dma_latency at 0 unless told --laptop; by default both run without it (cyclictest
+# --laptop, oscost as it is); IDLE_POLL=1 runs both with it (cyclictest's default, oscost
+# --idle-poll).
+#
+# A round runs, per policy, oscost (idle and loaded cases) then cyclictest idle and loaded.
+# cyclictest's p50 and p99 come from its histogram of 1 µs bins (-h), oscost's from its
+# counters lateness_p50_ns and lateness_p99_ns. Printed per round and as medians over the
+# rounds: ratio oscost/cyclictest and difference in µs; "ok" when within ±10 % or 2 µs. A
+# measurement, not a test: exits 0 whatever the figures are. SCHED_FIFO needs root; as a
+# normal user only SCHED_OTHER is compared.
+#
+# Usage: [ROUNDS=N] [COUNT=N] [PERIOD_US=N] [IDLE_POLL=1] scripts/wakeup-vs-cyclictest.sh [CPU]
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+
+# shellcheck source=scripts/side-by-side.sh
+source scripts/side-by-side.sh
+side_by_side_setup "${1:-}"
+count="${COUNT:-5000}"
+period_us="${PERIOD_US:-1000}"
+idle_poll="${IDLE_POLL:-0}"
+[[ "$count" =~ ^[1-9][0-9]*$ ]] || die "COUNT must be a positive integer, got '$count'"
+[[ "$period_us" =~ ^[1-9][0-9]*$ ]] || die "PERIOD_US must be a positive integer, got '$period_us'"
+command -v cyclictest >/dev/null || die "cyclictest not found (Debian: apt-get install rt-tests)"
+build_oscost
+
+policies=(other)
+if [[ $(id -u) == 0 ]]; then policies+=(fifo); else echo "not root: SCHED_FIFO left out" >&2; fi
+laptop=(--laptop) poll=()
+[[ "$idle_poll" == 0 ]] || laptop=() poll=(--idle-poll)
+
+spinner=""
+stop_spinner() {
+    if [[ -n "$spinner" ]]; then
+        kill "$spinner" 2>/dev/null || true
+        wait "$spinner" 2>/dev/null || true
+        spinner=""
+    fi
+}
+trap 'stop_spinner; rm -rf "$tmp"' EXIT
+
+# p50 and p99 in µs of a cyclictest histogram output (lines "BIN COUNT", then "# Total:").
+cyclic_percentiles() {
+    awk '/^[0-9]+ +[0-9]+/ { n[$1 + 0] = $2; total += $2; if ($1 + 0 > top) top = $1 + 0 }
+         /^# Histogram Overflows:/ { over = $4 + 0 }
+         END {
+             all = total + over; c = 0; p50 = ""; p99 = ""
+             for (b = 0; b <= top; b++) {
+                 c += n[b]
+                 if (p50 == "" && c >= 0.50 * all) p50 = b
+                 if (p99 == "" && c >= 0.99 * all) p99 = b
+             }
+             if (p99 == "") p99 = "overflow"
+             print p50, p99
+         }' "$1"
+}
+
+# cyclictest POLICY LOAD(0|1) OUT
+run_cyclictest() {
+    local prio=(-p 90)
+    # -p would make cyclictest's thread SCHED_FIFO whatever --policy says.
+    [[ "$1" == fifo ]] || prio=(--policy=other)
+    [[ "$2" == 0 ]] || { taskset -c "$cpu" sh -c 'while :; do :; done' & spinner=$!; }
+    cyclictest -q -m -a "$cpu" -i "$period_us" -l "$count" -h 100000 "${prio[@]}" \
+        ${laptop[@]+"${laptop[@]}"} >"$3" 2>&1 || die "cyclictest failed: $(tail -1 "$3")"
+    stop_spinner
+}
+
+echo "oscost wakeup vs cyclictest: CPU $cpu, every ${period_us} µs, $count wake-ups a case,"
+echo "$rounds interleaved rounds, /dev/cpu_dma_latency $([[ $idle_poll == 0 ]] && echo "not held" || echo "held at 0")"
+declare -A r50 r99 d50 d99 o50s o99s c50s c99s
+keys=()
+for ((i = 1; i <= rounds; i++)); do
+    echo "round $i of $rounds..." >&2
+    for pol in "${policies[@]}"; do
+        "$bin" --cpus "$cpu" --quiet --no-save wakeup --period "${period_us}us" \
+            --wakeups "$count" --policies "$pol" --load ${poll[@]+"${poll[@]}"} \
+            --json "$tmp/o.json" >/dev/null || die "oscost wakeup failed"
+        for load in 0 1; do
+            run_cyclictest "$pol" "$load" "$tmp/c.txt"
+            read -r c50 c99 <<<"$(cyclic_percentiles "$tmp/c.txt")"
+            suffix=""
+            [[ "$load" == 0 ]] || suffix=".load"
+            read -r o50 o99 <<<"$(python3 - "$tmp/o.json" "$pol" "$suffix" <<'PY'
+import json, sys
+_, path, pol, suffix = sys.argv
+for e in json.load(open(path))["experiments"]:
+    for c in e["cases"]:
+        if c["params"]["policy"] == pol and c["id"].endswith(suffix) and (suffix or not c["id"].endswith(".load")):
+            k = c["counters"]
+            print(k["lateness_p50_ns"] / 1e3, k["lateness_p99_ns"] / 1e3)
+PY
+)"
+            [[ -n "${o50:-}" && "$c99" != overflow ]] || { echo "  round $i $pol load=$load: no figure, skipped" >&2; continue; }
+            key="$pol$suffix"
+            [[ -n "${r50[$key]+x}" ]] || keys+=("$key")
+            read -r q50 q99 e50 e99 <<<"$(awk -v a="$o50" -v b="$c50" -v x="$o99" -v y="$c99" \
+                'BEGIN { printf "%.3f %.3f %.1f %.1f", a / b, x / y, a - b, x - y }')"
+            r50[$key]+="$q50 " r99[$key]+="$q99 " d50[$key]+="$e50 " d99[$key]+="$e99 "
+            o50s[$key]+="$o50 " o99s[$key]+="$o99 " c50s[$key]+="$c50 " c99s[$key]+="$c99 "
+            printf '  round %d  %-11s p50 oscost %7.1f cyclictest %5d µs (x%s, %+.1f)   p99 oscost %7.1f cyclictest %5d µs (x%s, %+.1f)\n' \
+                "$i" "$key" "$o50" "$c50" "$q50" "$e50" "$o99" "$c99" "$q99" "$e99"
+        done
+    done
+done
+
+verdict() {
+    awk -v r="$1" -v d="$2" 'BEGIN { print ((r >= 0.9 && r <= 1.1) || (d >= -2 && d <= 2)) ? "ok" : "OUTSIDE" }'
+}
+echo
+printf '%-11s | %-40s | %-40s\n' "" "p50 µs: oscost cyclictest ratio diff" "p99 µs: oscost cyclictest ratio diff"
+for k in "${keys[@]}"; do
+    m50=$(median_of "${r50[$k]}") m99=$(median_of "${r99[$k]}")
+    e50=$(median_of "${d50[$k]}") e99=$(median_of "${d99[$k]}")
+    printf '%-11s | %7.1f %7.1f %6.3f %+6.1f %-7s | %7.1f %7.1f %6.3f %+6.1f %-7s  per-round p50 ratios: %s\n' "$k" \
+        "$(median_of "${o50s[$k]}")" "$(median_of "${c50s[$k]}")" "$m50" "$e50" "$(verdict "$m50" "$e50")" \
+        "$(median_of "${o99s[$k]}")" "$(median_of "${c99s[$k]}")" "$m99" "$e99" "$(verdict "$m99" "$e99")" "${r50[$k]% }"
+done
+exit 0
