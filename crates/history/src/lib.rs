@@ -67,6 +67,8 @@ pub struct RunSummary {
     pub experiments: Vec<String>,
     /// Its cases and derived figures.
     pub case_count: usize,
+    /// The command line that made it, its words joined by spaces.
+    pub command_line: String,
 }
 
 /// One run's figure for a case, as `oscost history trend` shows it.

@@ -31,8 +31,8 @@ impl History {
         let runs = self.query(
             &format!(
                 "SELECT run_id, started_at, saved_at, oscost_version, kernel, cpu_model, \
-                 case_count, (SELECT hostname FROM run_hosts h WHERE h.run_id = runs.run_id) \
-                 FROM runs {NEWEST_FIRST}"
+                 case_count, (SELECT hostname FROM run_hosts h WHERE h.run_id = runs.run_id), \
+                 command_line FROM runs {NEWEST_FIRST}"
             ),
             &[],
         )?;
@@ -51,6 +51,7 @@ impl History {
                     cpu_model: next(&mut r).text(),
                     case_count: next(&mut r).int() as usize,
                     hostname: next(&mut r).text(),
+                    command_line: next(&mut r).string(),
                 }
             })
             .collect())

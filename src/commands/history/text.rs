@@ -104,7 +104,24 @@ pub(super) fn list_csv(runs: &[RunSummary]) -> anyhow::Result<String> {
     Ok(String::from_utf8(w.into_inner()?)?)
 }
 
-/// The text of `oscost history list`; a host column when any run records its host.
+/// What sets a run apart from a plain one, from its command line: `study qnx-tick`, `quick`.
+fn run_kind(command_line: &str) -> String {
+    let words: Vec<&str> = command_line.split(' ').collect();
+    let mut kind = Vec::new();
+    if let Some(i) = words.iter().position(|w| *w == "study") {
+        match words.get(i + 1).filter(|n| !n.starts_with('-')) {
+            Some(name) => kind.push(format!("study {name}")),
+            None => kind.push("study".to_owned()),
+        }
+    }
+    if words.contains(&"--quick") {
+        kind.push("quick".to_owned());
+    }
+    kind.join(", ")
+}
+
+/// The text of `oscost history list`; a host column when any run records its host, a kind
+/// column when any run was a study or a quick one.
 pub(super) fn list(history: &History, runs: &[RunSummary]) -> String {
     if runs.is_empty() {
         return format!(
@@ -113,6 +130,7 @@ pub(super) fn list(history: &History, runs: &[RunSummary]) -> String {
         );
     }
     let hosts = runs.iter().any(|r| r.hostname.is_some());
+    let kinds = runs.iter().any(|r| !run_kind(&r.command_line).is_empty());
     let mut rows = vec![vec![
         "run".to_owned(),
         "started (UTC)".into(),
@@ -123,6 +141,11 @@ pub(super) fn list(history: &History, runs: &[RunSummary]) -> String {
     ]];
     if hosts {
         rows[0].insert(1, "host".into());
+    }
+    // Before the experiments, the widest column.
+    if kinds {
+        let at = rows[0].len() - 1;
+        rows[0].insert(at, "kind".into());
     }
     for r in runs {
         let mut row = vec![
@@ -138,6 +161,10 @@ pub(super) fn list(history: &History, runs: &[RunSummary]) -> String {
         ];
         if hosts {
             row.insert(1, r.hostname.clone().unwrap_or_else(|| "-".into()));
+        }
+        if kinds {
+            let at = row.len() - 1;
+            row.insert(at, run_kind(&r.command_line));
         }
         rows.push(row);
     }
@@ -288,4 +315,20 @@ pub(super) fn trend(case_id: &str, points: &[TrendPoint]) -> String {
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::run_kind;
+
+    #[test]
+    fn studies_and_quick_runs_are_told_from_plain_ones() {
+        assert_eq!(
+            run_kind("oscost study qnx-tick --quick"),
+            "study qnx-tick, quick"
+        );
+        assert_eq!(run_kind("oscost --quick"), "quick");
+        assert_eq!(run_kind("oscost study --full"), "study");
+        assert_eq!(run_kind("oscost run syscall"), "");
+    }
 }
