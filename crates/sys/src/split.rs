@@ -7,6 +7,7 @@
 //! still exists, and so no task's exit is mistaken by its [`crate::task::Team`] for a death.
 
 use crate::clock::Clock;
+use crate::ipc::{futex_wait_for, wake_all};
 use crate::shm::SharedMap;
 use crate::task::{Failure, TaskBody};
 use crate::work::work;
@@ -241,7 +242,7 @@ unsafe impl TaskBody for SplitRun {
             wake_all(&h.ready.0);
         }
         while h.go.0.load(Ordering::Acquire) == 0 {
-            futex_wait(&h.go.0, 0, None);
+            futex_wait_for(&h.go.0, 0, None);
         }
         if !self.released() {
             // Read before the clock, so the work's span holds no extra call.
@@ -272,7 +273,7 @@ unsafe impl TaskBody for SplitRun {
             }
         }
         while !self.released() {
-            futex_wait(&h.release.0, 0, None);
+            futex_wait_for(&h.release.0, 0, None);
         }
         Ok(())
     }
@@ -309,48 +310,8 @@ fn wait_for(word: &AtomicU32, target: u32, patience: Duration) -> bool {
         if left.is_zero() {
             return false;
         }
-        futex_wait(word, v, Some(left.min(Duration::from_millis(100))));
+        futex_wait_for(word, v, Some(left.min(Duration::from_millis(100))));
     }
-}
-
-/// `FUTEX_WAIT` (shared, so it works across processes) while `word` holds `expected`, at most
-/// `timeout`. Returns on a wake, a change, a signal or the timeout alike: callers re-check.
-fn futex_wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) {
-    let ts = timeout.map(|t| libc::timespec {
-        tv_sec: t.as_secs() as libc::time_t,
-        tv_nsec: t.subsec_nanos() as libc::c_long,
-    });
-    let tp = ts
-        .as_ref()
-        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
-    // SAFETY: word is a valid, aligned u32 and tp null or a valid timespec, both for the
-    // duration of the call; the remaining arguments are ignored by FUTEX_WAIT.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAIT,
-            expected,
-            tp,
-            std::ptr::null::<u32>(),
-            0u32,
-        )
-    };
-}
-
-fn wake_all(word: &AtomicU32) {
-    // SAFETY: word is a valid, aligned u32; FUTEX_WAKE only uses the address as a key.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAKE,
-            i32::MAX,
-            std::ptr::null::<libc::timespec>(),
-            std::ptr::null::<u32>(),
-            0u32,
-        )
-    };
 }
 
 #[cfg(test)]

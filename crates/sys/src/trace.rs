@@ -12,7 +12,7 @@
 //! each got while all of them were runnable, which is what the kernel's weights share out.
 
 use crate::clock::Clock;
-use crate::ipc::{futex_wait, futex_wake, SharedWords};
+use crate::ipc::{futex_wait, futex_wait_for, futex_wake, SharedWords};
 use crate::last_error;
 use crate::task::{Failure, Kind, TaskBody};
 use std::io;
@@ -320,7 +320,7 @@ impl TraceBoard {
         if self.stopped() {
             return false;
         }
-        futex_wait_for(w, seen, timeout);
+        futex_wait_for(w, seen, Some(timeout));
         self.done() >= self.workers
     }
 
@@ -379,28 +379,6 @@ impl TraceBoard {
         }
         self.store(W_FIRST_AT, self.clock.now())
     }
-}
-
-/// `FUTEX_WAIT` on `word` while it holds `expected`, at most `timeout` (a wake, a changed
-/// word, a signal or the timeout all return).
-fn futex_wait_for(word: &AtomicU32, expected: u32, timeout: Duration) {
-    let ts = libc::timespec {
-        tv_sec: timeout.as_secs() as libc::time_t,
-        tv_nsec: timeout.subsec_nanos() as libc::c_long,
-    };
-    // SAFETY: word is a valid, aligned u32 and ts a valid relative timeout, both live for the
-    // call; the remaining arguments are ignored by FUTEX_WAIT.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAIT,
-            expected,
-            &ts as *const libc::timespec,
-            std::ptr::null::<u32>(),
-            0u32,
-        )
-    };
 }
 
 // SAFETY: a worker makes only the busy loop, counter reads, futex calls, getrusage, gettid and

@@ -26,7 +26,7 @@ pub use crate::pmqos::IdlePoll;
 pub use crate::shm::SharedWords;
 pub use link::{Link, WithOps};
 pub use mutex::PthreadMutex;
-pub(crate) use raw::{check_fd, read_one, write_one};
+pub(crate) use raw::{check_fd, futex_wait_for, read_one, wake_all, write_one};
 pub use raw::{futex_wait, futex_wake, sched_yield};
 pub use signal::{
     block_link_signal, block_link_signal_scoped, drain_link_signal, link_signal_number,

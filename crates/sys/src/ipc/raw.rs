@@ -36,6 +36,41 @@ pub fn futex_wait(word: &AtomicU32, expected: u32) -> io::Result<()> {
     }
 }
 
+/// `FUTEX_WAIT` (shared, so it works across processes) while `word` holds `expected`, at most
+/// `timeout` (none: without end); returns on a wake, a change, a signal or the timeout alike,
+/// and on any error: callers re-check the word.
+pub(crate) fn futex_wait_for(
+    word: &AtomicU32,
+    expected: u32,
+    timeout: Option<std::time::Duration>,
+) {
+    let ts = timeout.map(|t| libc::timespec {
+        tv_sec: t.as_secs() as libc::time_t,
+        tv_nsec: t.subsec_nanos() as libc::c_long,
+    });
+    let tp = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: word is a valid, aligned u32 and tp null or a valid timespec, both for the
+    // duration of the call; the remaining arguments are ignored by FUTEX_WAIT.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT,
+            expected,
+            tp,
+            std::ptr::null::<u32>(),
+            0u32,
+        )
+    };
+}
+
+/// Wakes every waiter on `word` (shared); a failure leaves them to their timeouts.
+pub(crate) fn wake_all(word: &AtomicU32) {
+    let _ = futex_wake(word, i32::MAX);
+}
+
 /// `FUTEX_WAKE` of up to `n` waiters on `word` (shared, not private); returns how many woke.
 #[inline]
 pub fn futex_wake(word: &AtomicU32, n: i32) -> io::Result<i32> {

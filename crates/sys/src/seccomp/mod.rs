@@ -14,6 +14,7 @@ mod profile;
 pub use profile::*;
 
 use crate::clock::Clock;
+use crate::ipc::{futex_wait_for, wake_all};
 use crate::shm::SharedMap;
 use crate::task::{Failure, TaskBody};
 use std::hint::black_box;
@@ -462,7 +463,7 @@ impl Board {
                     ),
                 ));
             }
-            futex_wait(&s.state, 0, Some(left.min(Duration::from_millis(100))));
+            futex_wait_for(&s.state, 0, Some(left.min(Duration::from_millis(100))));
         }
     }
 
@@ -486,7 +487,7 @@ impl Board {
             if self.stopped() {
                 return Err(halted());
             }
-            futex_wait(&s.done, done, Some(Duration::from_millis(100)));
+            futex_wait_for(&s.done, done, Some(Duration::from_millis(100)));
         }
     }
 
@@ -705,7 +706,7 @@ unsafe impl TaskBody for Board {
                 return Ok(());
             }
             if c == last {
-                futex_wait(&s.cmd, c, None);
+                futex_wait_for(&s.cmd, c, None);
                 continue;
             }
             last = c;
@@ -727,46 +728,6 @@ unsafe impl TaskBody for Board {
             wake_all(&s.done);
         }
     }
-}
-
-/// `FUTEX_WAIT` (shared, so it works across processes) while `word` holds `expected`, at most
-/// `timeout`; returns on a wake, a change, a signal or the timeout alike: callers re-check.
-fn futex_wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) {
-    let ts = timeout.map(|t| libc::timespec {
-        tv_sec: t.as_secs() as libc::time_t,
-        tv_nsec: t.subsec_nanos() as libc::c_long,
-    });
-    let tp = ts
-        .as_ref()
-        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
-    // SAFETY: word is a valid, aligned u32 and tp null or a valid timespec, both for the
-    // duration of the call; the remaining arguments are ignored by FUTEX_WAIT.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAIT,
-            expected,
-            tp,
-            std::ptr::null::<u32>(),
-            0u32,
-        )
-    };
-}
-
-fn wake_all(word: &AtomicU32) {
-    // SAFETY: word is a valid, aligned u32; FUTEX_WAKE only uses the address as a key.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAKE,
-            i32::MAX,
-            std::ptr::null::<libc::timespec>(),
-            std::ptr::null::<u32>(),
-            0u32,
-        )
-    };
 }
 
 #[cfg(test)]
