@@ -888,18 +888,26 @@ fn size_group(
             }
         }
         if let Some(left) = left {
-            case.checks.push(Check::near(
-                "unreaped_children",
-                0.0,
-                f64::from(u8::from(left)),
-                0.0,
-                "waitid(P_ALL, WNOHANG | WNOWAIT) after the last creation of this parent size: \
-                 no child of the measuring process left, running or ended",
-            ));
+            case.checks
+                .push(unreaped_check(left, " of this parent size"));
         }
         out.cases.push(case);
     }
     Ok(())
+}
+
+/// Whether a child was `left` after the last creation of a group (`after` names the group).
+fn unreaped_check(left: bool, after: &str) -> Check {
+    Check::near(
+        "unreaped_children",
+        0.0,
+        f64::from(u8::from(left)),
+        0.0,
+        &format!(
+            "waitid(P_ALL, WNOHANG | WNOWAIT) after the last creation{after}: no child of the \
+             measuring process left, running or ended"
+        ),
+    )
 }
 
 /// Mappings in this process's address space (lines of `/proc/self/maps`).
@@ -1020,14 +1028,7 @@ fn mappings_group(ctx: &Context, n: u64, base_mib: u64, out: &mut ExperimentOutp
             ));
         }
         if let Some(left) = left {
-            case.checks.push(Check::near(
-                "unreaped_children",
-                0.0,
-                f64::from(u8::from(left)),
-                0.0,
-                "waitid(P_ALL, WNOHANG | WNOWAIT) after the last creation: no child of the \
-                 measuring process left, running or ended",
-            ));
+            case.checks.push(unreaped_check(left, ""));
         }
         out.cases.push(case);
     }
