@@ -46,18 +46,16 @@ impl Kind {
     }
 }
 
-/// Why loopback networking is missing, as one line, or `Ok` when 127.0.0.1 can be bound.
+/// Why loopback networking is missing, as one line, or `Ok` when a TCP connection to
+/// 127.0.0.1 can be made (in a network namespace whose `lo` is down, binding may succeed and
+/// connecting fails).
 pub fn loopback_available() -> io::Result<()> {
-    match TcpListener::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0)) {
-        Ok(_) => Ok(()),
-        Err(e) => Err(io::Error::new(
+    tcp_pair().map(drop).map_err(|e| {
+        io::Error::new(
             e.kind(),
-            format!(
-                "no loopback interface: binding 127.0.0.1 failed ({e}); bring it up with \
-                 `ip link set lo up`"
-            ),
-        )),
-    }
+            format!("no loopback interface: {e}; bring it up with `ip link set lo up`"),
+        )
+    })
 }
 
 fn tcp_pair() -> io::Result<(OwnedFd, OwnedFd)> {

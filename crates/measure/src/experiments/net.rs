@@ -99,8 +99,12 @@ impl Measure {
     fn describe(self) -> &'static str {
         match self {
             Measure::TcpRtt => "1-byte write/read round trip over TCP on 127.0.0.1 (TCP_NODELAY)",
-            Measure::UdpRtt => "1-byte write/read round trip over connected UDP sockets on 127.0.0.1",
-            Measure::UnixRtt => "1-byte write/read round trip over an AF_UNIX SOCK_STREAM socketpair",
+            Measure::UdpRtt => {
+                "1-byte write/read round trip over connected UDP sockets on 127.0.0.1"
+            }
+            Measure::UnixRtt => {
+                "1-byte write/read round trip over an AF_UNIX SOCK_STREAM socketpair"
+            }
             Measure::UnixDgramRtt => {
                 "1-byte write/read round trip over an AF_UNIX SOCK_DGRAM socketpair"
             }
@@ -232,10 +236,10 @@ and the others still run.\n\nTakes about 0.6 s; --quick about 0.05 s on a 2-vCPU
 /// The suite's sampling: fewer and shorter samples, so every case fits its share of time.
 fn suite_sampler(s: sampler::SamplerConfig) -> sampler::SamplerConfig {
     sampler::SamplerConfig {
-        samples: s.samples.min(21),
-        warmup: s.warmup.min(Duration::from_millis(10)),
+        samples: s.samples.min(15),
+        warmup: s.warmup.min(Duration::from_millis(5)),
         min_sample: s.min_sample.min(Duration::from_millis(1)),
-        budget: s.budget.min(Duration::from_millis(100)),
+        budget: s.budget.min(Duration::from_millis(60)),
         min_runs: s.min_runs,
     }
 }
@@ -347,9 +351,8 @@ fn connect_case(ctx: &Context) -> anyhow::Result<Case> {
     let cpu = ctx.first_cpu();
     let _pin = AffinityRestore::pin(&[cpu])?;
     let acceptor = Acceptor::new()?;
-    let (measured, threads) = sampler::counting_threads(|| {
-        measure_fallible(ctx, || acceptor.connect_accept_close())
-    });
+    let (measured, threads) =
+        sampler::counting_threads(|| measure_fallible(ctx, || acceptor.connect_accept_close()));
     let (samples, said) = measured?;
     ctx.check_cancel()?;
     let before = tcp_counts();
@@ -522,7 +525,8 @@ fn pair_case(m: Measure, pl: Placement, ctx: &Context) -> anyhow::Result<Case> {
         Role::Echo => {
             case.counters
                 .insert("round_trips_counted".into(), ops as f64);
-            case.checks.push(switch_check(pl, per(sw.total()), &detail));
+            case.checks
+                .push(switch_check(m, pl, per(sw.total()), &detail));
         }
         Role::Sink => {
             let written = ops * CHUNK as u64;
@@ -545,11 +549,24 @@ fn pair_case(m: Measure, pl: Placement, ctx: &Context) -> anyhow::Result<Case> {
     Ok(case)
 }
 
-/// Same CPU: exactly 2 per round trip (each thread blocks once). Two CPUs: at least 2; fewer
-/// means an answer was already there when its reader asked, so no switch happened.
-fn switch_check(p: Placement, counted: f64, detail: &str) -> Check {
+/// Same CPU: exactly 2 per round trip (each thread blocks once), but for an AF_UNIX stream,
+/// where wake-ups preempt more often. Two CPUs: at least 2; fewer means an answer was already
+/// there when its reader asked, so no switch happened.
+fn switch_check(m: Measure, p: Placement, counted: f64, detail: &str) -> Check {
     const NAME: &str = "switches_per_round_trip";
     match p {
+        Placement::Same if m == Measure::UnixRtt => Check::at_least(
+            NAME,
+            2.0,
+            counted,
+            0.05,
+            &format!(
+                "{detail}; same CPU over one AF_UNIX stream socketpair used both ways: each \
+                 thread blocks once per round trip (2 voluntary switches), and wake-ups preempt \
+                 the waker in about half of them (2.4 to 2.5 counted in all on a 2-vCPU virtual \
+                 machine, the extra ones involuntary), so at least 2 is required"
+            ),
+        ),
         Placement::Same => Check::near(
             NAME,
             2.0,
@@ -590,11 +607,17 @@ mod tests {
             e.to_string(),
             "--placement cross needs two CPUs in the CPU set (have: 3)"
         );
-        assert_eq!(plan(&opts(&[]), &[0]).unwrap().placements, [Placement::Same]);
+        assert_eq!(
+            plan(&opts(&[]), &[0]).unwrap().placements,
+            [Placement::Same]
+        );
         let p = plan(&opts(&["--cases", "pipe.bw,pipe.bw"]), &[0, 1]).unwrap();
         assert_eq!(p.measures, [Measure::PipeBw]);
         assert_eq!(p.placements.len(), 2);
-        assert_eq!(case_id(Measure::UnixDgramRtt, Some(Placement::Cross)), "net.unix-dgram.rtt.cross");
+        assert_eq!(
+            case_id(Measure::UnixDgramRtt, Some(Placement::Cross)),
+            "net.unix-dgram.rtt.cross"
+        );
         assert_eq!(case_id(Measure::TcpConnect, None), "net.tcp.connect");
     }
 
