@@ -6,13 +6,13 @@
  * on 127.0.0.1 (two connected sockets), AF_UNIX stream and datagram socketpairs. Bandwidth is a
  * 64 KiB write (completed) to a partner reading up to 128 KiB at a time: TCP, AF_UNIX stream,
  * pipe. A connection (before any thread exists, on CPU A) is socket + connect + accept4 +
- * close with SO_LINGER 0 + close. Each sample is a batch of at least 1 ms, after 20 ms of
- * warm-up; the figure is the median of the samples' time per operation.
+ * close with SO_LINGER 0 + close. Each sample is a batch of at least 4 ms (1 ms with -q), after
+ * 40 ms of warm-up (4 ms with -q), as oscost's standard (quick) sampling; the figure is the median of the samples' time per operation.
  *
  * Output, one line per case: "net.CASE.PLACEMENT MEDIAN_NS" (net.tcp.connect without a
  * placement, printed only with -c).
  *
- * Usage: net_ref -a CPU -b CPU [-s SAMPLES] [-c] [CASE...]  (CASE: tcp.rtt udp.rtt unix.rtt
+ * Usage: net_ref -a CPU -b CPU [-s SAMPLES] [-c] [-q] [CASE...]  (CASE: tcp.rtt udp.rtt unix.rtt
  *        unix-dgram.rtt tcp.bw unix.bw pipe.bw; default all)
  */
 #define _GNU_SOURCE
@@ -35,6 +35,7 @@
 #define SINK (128 * 1024)
 
 static int cpu_a, cpu_b = -1, samples = 81;
+static uint64_t min_sample_ns = 4000000, warmup_ns = 40000000;
 static atomic_int stop;
 
 static uint64_t now_ns(void) {
@@ -138,15 +139,15 @@ static int cmp(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* Median ns per operation over `samples` batches of at least 1 ms, after 20 ms of warm-up. */
+/* Median ns per operation over `samples` batches of at least min_sample_ns, after warmup_ns. */
 static double sample(void (*f)(void *), void *arg) {
     double *v = calloc((size_t)samples, sizeof *v);
     uint64_t batch = 1, t0 = now_ns();
-    while (now_ns() - t0 < 20000000) f(arg);
+    while (now_ns() - t0 < warmup_ns) f(arg);
     for (;;) {
         uint64_t s = now_ns();
         for (uint64_t i = 0; i < batch; i++) f(arg);
-        if (now_ns() - s >= 1000000) break;
+        if (now_ns() - s >= min_sample_ns) break;
         batch *= 2;
     }
     for (int k = 0; k < samples; k++) {
@@ -216,11 +217,12 @@ static void connect_once(void *unused) {
 
 int main(int argc, char **argv) {
     int opt, conn = 0;
-    while ((opt = getopt(argc, argv, "a:b:s:c")) != -1) {
+    while ((opt = getopt(argc, argv, "a:b:s:cq")) != -1) {
         if (opt == 'a') cpu_a = atoi(optarg);
         else if (opt == 'b') cpu_b = atoi(optarg);
         else if (opt == 's') samples = atoi(optarg);
         else if (opt == 'c') conn = 1;
+        else if (opt == 'q') min_sample_ns = 1000000, warmup_ns = 4000000;
         else return 2;
     }
     if (cpu_b < 0) cpu_b = cpu_a;

@@ -37,8 +37,8 @@ declare -A c_ns o_ns ratios
 ids=()
 for ((i = 1; i <= rounds; i++)); do
     echo "round $i of $rounds..." >&2
-    "$tmp/net_ref" -a "$cpu" -b "$cpu" -s "$c_samples" -c >"$tmp/c$i" || die "net_ref failed"
-    "$tmp/net_ref" -a "$cpu" -b "$cpu_b" -s "$c_samples" >>"$tmp/c$i" || die "net_ref failed"
+    "$tmp/net_ref" -a "$cpu" -b "$cpu" -s "$c_samples" ${quick_c[@]+"${quick_c[@]}"} -c >"$tmp/c$i" || die "net_ref failed"
+    "$tmp/net_ref" -a "$cpu" -b "$cpu_b" -s "$c_samples" ${quick_c[@]+"${quick_c[@]}"} >>"$tmp/c$i" || die "net_ref failed"
     "$bin" --cpus "$cpu,$cpu_b" --quiet --no-save ${quick_oscost[@]+"${quick_oscost[@]}"} \
         net --placement same,cross --json "$tmp/o$i.json" >/dev/null || die "oscost net failed"
     python3 - "$tmp/o$i.json" >"$tmp/o$i" <<'PY'

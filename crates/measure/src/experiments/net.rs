@@ -218,7 +218,7 @@ least 2 on two. A connection is made in the measuring thread alone and closed wi
 a batch of connections check one active open, one passive open and one reset each, and \
 /proc/net/sockstat that no TIME_WAIT socket was left. Every byte a bandwidth case wrote is \
 counted as the partner drains it. Without a loopback interface the TCP and UDP cases say so \
-and the others still run.\n\nTakes about 0.6 s; --quick about 0.05 s on a 2-vCPU virtual machine.";
+and the others still run.\n\nTakes about 0.7 s in the suite (about 15 s on its own, at the standard sampling); --quick about 0.06 s on a 2-vCPU virtual machine.";
     const IN_DEFAULT_SUITE: bool = true;
     const SUITE_ARGS: &'static [&'static str] = &[
         "--suite-size",
