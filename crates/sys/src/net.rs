@@ -67,7 +67,11 @@ fn tcp_pair() -> io::Result<(OwnedFd, OwnedFd)> {
     let (b, _) = listener.accept()?;
     a.set_nodelay(true)?;
     b.set_nodelay(true)?;
-    Ok((a.into(), b.into()))
+    let a: OwnedFd = a.into();
+    // Closed first (it is dropped first), with a reset: no socket of the pair is left in
+    // TIME_WAIT after the run.
+    set_linger_zero(a.as_raw_fd())?;
+    Ok((a, b.into()))
 }
 
 fn udp_pair() -> io::Result<(OwnedFd, OwnedFd)> {
@@ -79,6 +83,28 @@ fn udp_pair() -> io::Result<(OwnedFd, OwnedFd)> {
     a.connect(b.local_addr()?)?;
     b.connect(a.local_addr()?)?;
     Ok((a.into(), b.into()))
+}
+
+/// `SO_LINGER` 0 on `fd`: its close sends a reset instead of a FIN, so it leaves no TIME_WAIT.
+fn set_linger_zero(fd: RawFd) -> io::Result<()> {
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: linger is a valid value of the size passed; fd is an open socket.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&linger as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
+    if r != 0 {
+        return Err(last_error("setsockopt(SO_LINGER)"));
+    }
+    Ok(())
 }
 
 /// A receive timeout on `fd`, so a lost datagram is an error instead of a hang.
@@ -361,10 +387,6 @@ impl Acceptor {
     /// socket is left in TIME_WAIT) and of the accepted socket.
     #[inline(always)]
     pub fn connect_accept_close(&self) -> io::Result<()> {
-        let linger = libc::linger {
-            l_onoff: 1,
-            l_linger: 0,
-        };
         // SAFETY: plain integer arguments.
         let c = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
         if c < 0 {
@@ -374,22 +396,19 @@ impl Acceptor {
             // SAFETY: fd was opened here and is closed once.
             unsafe { libc::close(fd) };
         };
-        // SAFETY: linger and addr are valid values of the sizes passed; c is open.
-        let ok = unsafe {
-            libc::setsockopt(
+        if let Err(e) = set_linger_zero(c) {
+            close(c);
+            return Err(e);
+        }
+        // SAFETY: addr is a valid sockaddr_in of the size passed; c is open.
+        let r = unsafe {
+            libc::connect(
                 c,
-                libc::SOL_SOCKET,
-                libc::SO_LINGER,
-                (&linger as *const libc::linger).cast(),
-                std::mem::size_of::<libc::linger>() as libc::socklen_t,
-            ) == 0
-                && libc::connect(
-                    c,
-                    (&self.addr as *const libc::sockaddr_in).cast(),
-                    std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
-                ) == 0
+                (&self.addr as *const libc::sockaddr_in).cast(),
+                std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+            )
         };
-        if !ok {
+        if r != 0 {
             let e = last_error("connect to 127.0.0.1");
             close(c);
             return Err(e);

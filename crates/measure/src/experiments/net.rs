@@ -259,10 +259,8 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         cancel: ctx.cancel,
     };
     let mut out = ExperimentOutput::default();
+    // Said once per case it stops, in the unavailable list.
     let loopback = net::loopback_available().map_err(|e| e.to_string());
-    if let Err(why) = &loopback {
-        out.warnings.push(why.clone().into());
-    }
     let threaded = p.measures.iter().filter(|m| m.role().is_some()).count();
     ctx.progress.start(
         (threaded * p.placements.len() + usize::from(p.measures.contains(&Measure::TcpConnect)))
