@@ -84,6 +84,9 @@ static void pair(const char *kind, int fd[2]) {
         close(l);
         setsockopt(fd[0], IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         setsockopt(fd[1], IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        /* As oscost: the client end closes first with a reset, leaving no TIME_WAIT. */
+        struct linger lg = {1, 0};
+        setsockopt(fd[0], SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
     } else if (!strcmp(kind, "udp")) {
         fd[0] = bound(SOCK_DGRAM, &a);
         fd[1] = bound(SOCK_DGRAM, &b);
