@@ -68,6 +68,10 @@ const HEADLINES: &[Headline] = &[
         ],
     },
     Headline {
+        label: "loopback round trip",
+        sources: &[Source::Case("net.tcp.rtt.same")],
+    },
+    Headline {
         label: "thread create + join",
         sources: &[Source::Case("spawn.thread")],
     },

@@ -15,6 +15,7 @@ pub mod ktrace;
 pub mod lifetime;
 pub mod lockring;
 pub mod mount;
+pub mod net;
 pub mod oom;
 pub mod pages;
 pub mod pmqos;

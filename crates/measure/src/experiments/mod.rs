@@ -12,6 +12,7 @@ pub mod fault;
 pub mod fs;
 pub mod lockring;
 pub mod mmap;
+pub mod net;
 pub mod noise;
 pub mod primitives;
 pub mod ring;
@@ -39,6 +40,7 @@ registry! {
     Fault => fault::Options,
     Mmap => mmap::Options,
     Shootdown => shootdown::Options,
+    Net => net::Options,
     Seccomp => seccomp::Options,
     Timeline => timeline::Options,
     Tick => tick::Options,

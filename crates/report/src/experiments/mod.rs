@@ -86,6 +86,11 @@ pub const TABLE: &[Entry] = &[
         plots: &[plot::memory::shootdown_plots],
     },
     Entry {
+        name: "net",
+        views: &[],
+        plots: &[],
+    },
+    Entry {
         name: "seccomp",
         views: &[],
         plots: &[plot::seccomp::plots],

@@ -1,0 +1,249 @@
+/* The C reference for `oscost net`: loopback sockets between two threads, timed the same way.
+ *
+ * The main thread is pinned to CPU A, the partner thread to CPU B (A = B for the same-CPU
+ * cases). A round trip is write(1 byte) + read(1 byte) on the main thread's end while the
+ * partner reads and writes it back: TCP on 127.0.0.1 (TCP_NODELAY, port from the kernel), UDP
+ * on 127.0.0.1 (two connected sockets), AF_UNIX stream and datagram socketpairs. Bandwidth is a
+ * 64 KiB write (completed) to a partner reading up to 128 KiB at a time: TCP, AF_UNIX stream,
+ * pipe. A connection (before any thread exists, on CPU A) is socket + connect + accept4 +
+ * close with SO_LINGER 0 + close. Each sample is a batch of at least 4 ms (1 ms with -q), after
+ * 40 ms of warm-up (4 ms with -q), as oscost's standard (quick) sampling; the figure is the median of the samples' time per operation.
+ *
+ * Output, one line per case: "net.CASE.PLACEMENT MEDIAN_NS" (net.tcp.connect without a
+ * placement, printed only with -c).
+ *
+ * Usage: net_ref -a CPU -b CPU [-s SAMPLES] [-c] [-q] [CASE...]  (CASE: tcp.rtt udp.rtt unix.rtt
+ *        unix-dgram.rtt tcp.bw unix.bw pipe.bw; default all)
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHUNK (64 * 1024)
+#define SINK (128 * 1024)
+
+static int cpu_a, cpu_b = -1, samples = 81;
+static uint64_t min_sample_ns = 4000000, warmup_ns = 40000000;
+static atomic_int stop;
+
+static uint64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void die(const char *what) {
+    perror(what);
+    exit(2);
+}
+
+static void pin(int cpu) {
+    cpu_set_t s;
+    CPU_ZERO(&s);
+    CPU_SET(cpu, &s);
+    if (sched_setaffinity(0, sizeof s, &s)) die("sched_setaffinity");
+}
+
+static struct sockaddr_in loopback(void) {
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return a;
+}
+
+static int bound(int type, struct sockaddr_in *a) {
+    int s = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+    socklen_t l = sizeof *a;
+    *a = loopback();
+    if (s < 0 || bind(s, (void *)a, sizeof *a) || getsockname(s, (void *)a, &l)) die("bind");
+    return s;
+}
+
+static void pair(const char *kind, int fd[2]) {
+    struct sockaddr_in a, b;
+    int one = 1;
+    if (!strcmp(kind, "tcp")) {
+        int l = bound(SOCK_STREAM, &a);
+        if (listen(l, 1)) die("listen");
+        fd[0] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (connect(fd[0], (void *)&a, sizeof a)) die("connect");
+        if ((fd[1] = accept4(l, 0, 0, SOCK_CLOEXEC)) < 0) die("accept");
+        close(l);
+        setsockopt(fd[0], IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        setsockopt(fd[1], IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        /* As oscost: the client end closes first with a reset, leaving no TIME_WAIT. */
+        struct linger lg = {1, 0};
+        setsockopt(fd[0], SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    } else if (!strcmp(kind, "udp")) {
+        fd[0] = bound(SOCK_DGRAM, &a);
+        fd[1] = bound(SOCK_DGRAM, &b);
+        if (connect(fd[0], (void *)&b, sizeof b) || connect(fd[1], (void *)&a, sizeof a)) die("connect");
+    } else if (!strcmp(kind, "unix") || !strcmp(kind, "unix-dgram")) {
+        int t = strcmp(kind, "unix") ? SOCK_DGRAM : SOCK_STREAM;
+        if (socketpair(AF_UNIX, t | SOCK_CLOEXEC, 0, fd)) die("socketpair");
+    } else {
+        int p[2];
+        if (pipe2(p, O_CLOEXEC)) die("pipe2");
+        fd[0] = p[1], fd[1] = p[0];
+    }
+    if (!strcmp(kind, "udp") || !strcmp(kind, "unix-dgram")) {
+        /* As oscost: a lost datagram is an error after 2 s, not a hang. */
+        struct timeval tv = {2, 0};
+        setsockopt(fd[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    }
+}
+
+struct partner {
+    int fd, echo;
+};
+
+static void *partner(void *arg) {
+    struct partner *p = arg;
+    static char buf[SINK];
+    pin(cpu_b);
+    for (;;) {
+        ssize_t r = read(p->fd, buf, p->echo ? 1 : SINK);
+        if (r <= 0 || atomic_load(&stop)) break;
+        if (p->echo && write(p->fd, buf, 1) != 1) break;
+    }
+    return 0;
+}
+
+static char data[CHUNK];
+
+static void op(int fd, int echo) {
+    char b = 1;
+    if (echo) {
+        if (write(fd, &b, 1) != 1 || read(fd, &b, 1) != 1) die("round trip");
+        return;
+    }
+    for (size_t off = 0; off < CHUNK;) {
+        ssize_t r = write(fd, data + off, CHUNK - off);
+        if (r < 0) die("write");
+        off += (size_t)r;
+    }
+}
+
+static int cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median ns per operation over `samples` batches of at least min_sample_ns, after warmup_ns. */
+static double sample(void (*f)(void *), void *arg) {
+    double *v = calloc((size_t)samples, sizeof *v);
+    uint64_t batch = 1, t0 = now_ns();
+    while (now_ns() - t0 < warmup_ns) f(arg);
+    for (;;) {
+        uint64_t s = now_ns();
+        for (uint64_t i = 0; i < batch; i++) f(arg);
+        if (now_ns() - s >= min_sample_ns) break;
+        batch *= 2;
+    }
+    for (int k = 0; k < samples; k++) {
+        uint64_t s = now_ns();
+        for (uint64_t i = 0; i < batch; i++) f(arg);
+        v[k] = (double)(now_ns() - s) / (double)batch;
+    }
+    qsort(v, (size_t)samples, sizeof *v, cmp);
+    double m = v[samples / 2];
+    free(v);
+    return m;
+}
+
+struct opargs {
+    int fd, echo;
+};
+
+static void do_op(void *a) {
+    struct opargs *o = a;
+    op(o->fd, o->echo);
+}
+
+static void run_case(const char *c) {
+    char kind[32];
+    const char *dot = strchr(c, '.');
+    if (!dot || (size_t)(dot - c) >= sizeof kind) return;
+    memcpy(kind, c, (size_t)(dot - c));
+    kind[dot - c] = 0;
+    int echo = !strcmp(dot, ".rtt"), fd[2];
+    pair(kind, fd);
+    atomic_store(&stop, 0);
+    struct partner p = {fd[1], echo};
+    pthread_t t;
+    if (pthread_create(&t, 0, partner, &p)) die("pthread_create");
+    struct opargs o = {fd[0], echo};
+    double m = sample(do_op, &o);
+    atomic_store(&stop, 1);
+    char b = 1;
+    send(fd[0], &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (!strcmp(kind, "pipe")) {
+        close(fd[0]); /* the reader then sees EOF */
+        fd[0] = -1;
+    } else {
+        shutdown(fd[0], SHUT_WR);
+    }
+    pthread_join(t, 0);
+    if (fd[0] >= 0) close(fd[0]);
+    close(fd[1]);
+    printf("net.%s.%s %.1f\n", c, cpu_a == cpu_b ? "same" : "cross", m);
+}
+
+static int listener;
+static struct sockaddr_in laddr;
+
+static void connect_once(void *unused) {
+    (void)unused;
+    struct linger lg = {1, 0};
+    int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (c < 0 || setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof lg) ||
+        connect(c, (void *)&laddr, sizeof laddr))
+        die("connect");
+    int s = accept4(listener, 0, 0, SOCK_CLOEXEC);
+    if (s < 0) die("accept4");
+    close(c);
+    close(s);
+}
+
+int main(int argc, char **argv) {
+    int opt, conn = 0;
+    while ((opt = getopt(argc, argv, "a:b:s:cq")) != -1) {
+        if (opt == 'a') cpu_a = atoi(optarg);
+        else if (opt == 'b') cpu_b = atoi(optarg);
+        else if (opt == 's') samples = atoi(optarg);
+        else if (opt == 'c') conn = 1;
+        else if (opt == 'q') min_sample_ns = 1000000, warmup_ns = 4000000;
+        else return 2;
+    }
+    if (cpu_b < 0) cpu_b = cpu_a;
+    if (samples < 1) samples = 1;
+    memset(data, 0x5a, sizeof data);
+    pin(cpu_a);
+    if (conn) {
+        /* Before any thread exists, as oscost measures it. */
+        listener = bound(SOCK_STREAM, &laddr);
+        if (listen(listener, 128)) die("listen");
+        printf("net.tcp.connect %.1f\n", sample(connect_once, 0));
+        close(listener);
+    }
+    static const char *all[] = {"tcp.rtt", "udp.rtt", "unix.rtt", "unix-dgram.rtt",
+                                "tcp.bw", "unix.bw", "pipe.bw"};
+    if (optind < argc)
+        for (int i = optind; i < argc; i++) run_case(argv[i]);
+    else
+        for (size_t i = 0; i < sizeof all / sizeof *all; i++) run_case(all[i]);
+    return 0;
+}

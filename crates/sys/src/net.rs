@@ -1,0 +1,501 @@
+//! Loopback sockets for the `net` experiment: connected pairs of each kind (TCP, UDP, AF_UNIX
+//! stream and datagram, and a pipe), the partner thread that answers or drains one end, and
+//! one loopback connection made, accepted and closed.
+//!
+//! Every address is 127.0.0.1 with a port the kernel picks (bind to port 0), so a port in use
+//! elsewhere never matters; every descriptor is an [`OwnedFd`] closed on drop.
+
+use crate::ipc::{read_one, write_one};
+use crate::shm::SharedMap;
+use crate::task::{Failure, TaskBody};
+use crate::{last_error, Switches};
+use std::io;
+use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream, UdpSocket};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::net::{UnixDatagram, UnixStream};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// How long the measuring side waits for a datagram's answer before it calls it lost.
+const DGRAM_TIMEOUT_S: libc::time_t = 2;
+
+/// The largest write the partner drains at once (the bandwidth cases write 64 KiB).
+pub const SINK_BYTES: usize = 128 * 1024;
+
+/// The kinds of connected pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// TCP over 127.0.0.1, TCP_NODELAY on both ends
+    Tcp,
+    /// UDP over 127.0.0.1, both sockets connected to each other
+    Udp,
+    /// AF_UNIX SOCK_STREAM socketpair
+    Unix,
+    /// AF_UNIX SOCK_DGRAM socketpair
+    UnixDgram,
+    /// pipe: the measuring side writes, the partner reads (one way only)
+    Pipe,
+}
+
+impl Kind {
+    fn is_socket(self) -> bool {
+        self != Kind::Pipe
+    }
+
+    fn is_dgram(self) -> bool {
+        matches!(self, Kind::Udp | Kind::UnixDgram)
+    }
+}
+
+/// Why loopback networking is missing, as one line, or `Ok` when a TCP connection to
+/// 127.0.0.1 can be made (in a network namespace whose `lo` is down, binding may succeed and
+/// connecting fails).
+pub fn loopback_available() -> io::Result<()> {
+    tcp_pair().map(drop).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("no loopback interface: {e}; bring it up with `ip link set lo up`"),
+        )
+    })
+}
+
+fn tcp_pair() -> io::Result<(OwnedFd, OwnedFd)> {
+    let listener = TcpListener::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0))
+        .map_err(|e| io::Error::new(e.kind(), format!("binding 127.0.0.1:0: {e}")))?;
+    let addr = listener.local_addr()?;
+    let a = TcpStream::connect(addr)
+        .map_err(|e| io::Error::new(e.kind(), format!("connecting to {addr}: {e}")))?;
+    let (b, _) = listener.accept()?;
+    a.set_nodelay(true)?;
+    b.set_nodelay(true)?;
+    let a: OwnedFd = a.into();
+    // Closed first (it is dropped first), with a reset: no socket of the pair is left in
+    // TIME_WAIT after the run.
+    set_linger_zero(a.as_raw_fd())?;
+    Ok((a, b.into()))
+}
+
+fn udp_pair() -> io::Result<(OwnedFd, OwnedFd)> {
+    let bind = || {
+        UdpSocket::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0))
+            .map_err(|e| io::Error::new(e.kind(), format!("binding 127.0.0.1:0 (UDP): {e}")))
+    };
+    let (a, b) = (bind()?, bind()?);
+    a.connect(b.local_addr()?)?;
+    b.connect(a.local_addr()?)?;
+    Ok((a.into(), b.into()))
+}
+
+/// `SO_LINGER` 0 on `fd`: its close sends a reset instead of a FIN, so it leaves no TIME_WAIT.
+fn set_linger_zero(fd: RawFd) -> io::Result<()> {
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: linger is a valid value of the size passed; fd is an open socket.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&linger as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
+    if r != 0 {
+        return Err(last_error("setsockopt(SO_LINGER)"));
+    }
+    Ok(())
+}
+
+/// A receive timeout on `fd`, so a lost datagram is an error instead of a hang.
+fn set_recv_timeout(fd: RawFd, seconds: libc::time_t) -> io::Result<()> {
+    let tv = libc::timeval {
+        tv_sec: seconds,
+        tv_usec: 0,
+    };
+    // SAFETY: tv is a valid timeval of the size passed; fd is an open socket.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVTIMEO,
+            (&tv as *const libc::timeval).cast(),
+            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+        )
+    };
+    if r != 0 {
+        return Err(last_error("setsockopt(SO_RCVTIMEO)"));
+    }
+    Ok(())
+}
+
+/// `(measuring end, partner end)` of a new pair of `kind`; for a pipe the write end first.
+pub fn pair(kind: Kind) -> io::Result<(OwnedFd, OwnedFd)> {
+    let (a, b) = match kind {
+        Kind::Tcp => tcp_pair()?,
+        Kind::Udp => udp_pair()?,
+        Kind::Unix => {
+            let (a, b) = UnixStream::pair()?;
+            (a.into(), b.into())
+        }
+        Kind::UnixDgram => {
+            let (a, b) = UnixDatagram::pair()?;
+            (a.into(), b.into())
+        }
+        Kind::Pipe => {
+            let (rd, wr) = io::pipe()?;
+            (wr.into(), rd.into())
+        }
+    };
+    if kind.is_dgram() {
+        set_recv_timeout(a.as_raw_fd(), DGRAM_TIMEOUT_S)?;
+    }
+    Ok((a, b))
+}
+
+/// What the partner does with its end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Reads one byte and writes it back, until stopped.
+    Echo,
+    /// Reads whatever comes (up to [`SINK_BYTES`] at a time) and drops it, until stopped.
+    Sink,
+}
+
+const W_STOP: usize = 0;
+const W_READY: usize = 1;
+const W_VOLUNTARY: usize = 2;
+const W_INVOLUNTARY: usize = 3;
+const W_BYTES: usize = 4;
+const WORDS: usize = 5;
+
+/// A connected pair and its partner thread's state: the measuring thread uses end `a`, the
+/// partner (a [`TaskBody`], task index 1) end `b`.
+pub struct Peer {
+    kind: Kind,
+    role: Role,
+    a: OwnedFd,
+    b: OwnedFd,
+    words: SharedMap,
+    buf: SharedMap,
+}
+
+impl Peer {
+    /// A new pair of `kind` whose partner will play `role`. A pipe only sinks.
+    pub fn new(kind: Kind, role: Role) -> io::Result<Peer> {
+        if kind == Kind::Pipe && role == Role::Echo {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a pipe carries one way only: it cannot echo",
+            ));
+        }
+        let (a, b) = pair(kind)?;
+        Ok(Peer {
+            kind,
+            role,
+            a,
+            b,
+            words: SharedMap::new(WORDS * 8)?,
+            buf: SharedMap::new(if role == Role::Sink { SINK_BYTES } else { 1 })?,
+        })
+    }
+
+    fn word(&self, i: usize) -> &AtomicU64 {
+        debug_assert!(i < WORDS);
+        // SAFETY: the mapping holds WORDS zeroed, page-aligned u64s, used only atomically, and
+        // lives as long as the borrow of self.
+        unsafe { &*self.words.at::<AtomicU64>().add(i) }
+    }
+
+    fn stopped(&self) -> bool {
+        self.word(W_STOP).load(Ordering::Acquire) != 0
+    }
+
+    /// Whether the partner has started and waits for the first byte.
+    pub fn ready(&self) -> bool {
+        self.word(W_READY).load(Ordering::Acquire) != 0
+    }
+
+    /// One round trip from the measuring side: one byte written, the partner's answer read.
+    #[inline(always)]
+    pub fn round_trip(&self) -> io::Result<()> {
+        let fd = self.a.as_raw_fd();
+        write_one(fd, &[1u8], "write")?;
+        match read_one(fd, &mut [0u8], "read") {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Err(io::Error::new(
+                e.kind(),
+                format!("no answer within {DGRAM_TIMEOUT_S} s (a datagram lost?)"),
+            )),
+            r => r,
+        }
+    }
+
+    /// Writes all of `data` to the partner, which drains it.
+    #[inline(always)]
+    pub fn send(&self, data: &[u8]) -> io::Result<()> {
+        let fd = self.a.as_raw_fd();
+        let mut off = 0;
+        while off < data.len() {
+            let rest = &data[off..];
+            // SAFETY: rest is valid for rest.len() bytes; fd is open for the borrow of self.
+            let r = unsafe { libc::write(fd, rest.as_ptr().cast(), rest.len()) };
+            if r < 0 {
+                if io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                    continue;
+                }
+                return Err(last_error("write"));
+            }
+            off += r as usize;
+        }
+        Ok(())
+    }
+
+    /// Switches the partner counted from its first read to its stop.
+    pub fn partner_switches(&self) -> Switches {
+        Switches {
+            voluntary: self.word(W_VOLUNTARY).load(Ordering::Acquire),
+            involuntary: self.word(W_INVOLUNTARY).load(Ordering::Acquire),
+        }
+    }
+
+    /// Bytes the partner drained (a sink).
+    pub fn partner_bytes(&self) -> u64 {
+        self.word(W_BYTES).load(Ordering::Acquire)
+    }
+
+    /// Makes the partner return soon: sets the stop word, then sends one byte each way
+    /// without blocking, waking the partner blocked in a read and a measuring thread blocked
+    /// on an answer that will not come (a full buffer needs no byte: its reader is not
+    /// blocked).
+    pub fn halt(&self) {
+        self.word(W_STOP).store(1, Ordering::Release);
+        nudge(self.a.as_raw_fd(), self.kind.is_socket());
+        if self.kind.is_socket() {
+            nudge(self.b.as_raw_fd(), true);
+        }
+    }
+
+    fn echo(&self, fd: RawFd) -> Result<Switches, Failure> {
+        let mut b = [0u8];
+        read_one(fd, &mut b, "read").map_err(|_| Failure::Wait)?;
+        let start = crate::thread_switches();
+        while !self.stopped() {
+            write_one(fd, &b, "write").map_err(|_| Failure::Post)?;
+            read_one(fd, &mut b, "read").map_err(|_| Failure::Wait)?;
+        }
+        Ok(crate::thread_switches().since(start))
+    }
+
+    fn sink(&self, fd: RawFd) -> Result<Switches, Failure> {
+        let mut start = None;
+        while !self.stopped() {
+            // SAFETY: buf maps SINK_BYTES writable bytes that only this task uses.
+            let r = unsafe { libc::read(fd, self.buf.at::<u8>().cast(), SINK_BYTES) };
+            if r < 0 {
+                if io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                    continue;
+                }
+                return Err(Failure::Wait);
+            }
+            if r == 0 {
+                break;
+            }
+            // Counted as it arrives, so the writer can see every byte crossed.
+            self.word(W_BYTES).fetch_add(r as u64, Ordering::AcqRel);
+            start.get_or_insert_with(crate::thread_switches);
+        }
+        Ok(start.map_or_else(Switches::default, |s| crate::thread_switches().since(s)))
+    }
+}
+
+/// Writes one byte to `fd` without blocking (a full buffer or a closed peer is fine: then no
+/// reader is blocked on it).
+fn nudge(fd: RawFd, socket: bool) {
+    let b = 1u8;
+    if socket {
+        // SAFETY: b is one readable byte; fd is open. MSG_NOSIGNAL: a closed peer must not
+        // raise SIGPIPE.
+        unsafe {
+            libc::send(
+                fd,
+                (&b as *const u8).cast(),
+                1,
+                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+            )
+        };
+    } else {
+        // SAFETY: fcntl on an open descriptor with integer arguments; b is one readable byte.
+        // The write end is only used again by this halt, so leaving it non-blocking is fine.
+        unsafe {
+            let fl = libc::fcntl(fd, libc::F_GETFL);
+            libc::fcntl(fd, libc::F_SETFL, fl | libc::O_NONBLOCK);
+            libc::write(fd, (&b as *const u8).cast(), 1);
+        }
+    }
+}
+
+// SAFETY: run makes only read/write on descriptors made before the task started, getrusage
+// and atomics on memory mapped before; failures are codes, nothing is allocated, and the halt
+// (stop word and a byte on the partner's end) makes every loop return.
+unsafe impl TaskBody for Peer {
+    fn run(&self, _index: usize) -> Result<(), Failure> {
+        self.word(W_READY).store(1, Ordering::Release);
+        let fd = self.b.as_raw_fd();
+        let sw = match self.role {
+            Role::Echo => self.echo(fd)?,
+            Role::Sink => self.sink(fd)?,
+        };
+        self.word(W_VOLUNTARY)
+            .store(sw.voluntary, Ordering::Release);
+        self.word(W_INVOLUNTARY)
+            .store(sw.involuntary, Ordering::Release);
+        Ok(())
+    }
+}
+
+/// A listening TCP socket on 127.0.0.1 (port from the kernel) that a connection is made to,
+/// accepted and closed, again and again, in the calling thread.
+pub struct Acceptor {
+    listener: TcpListener,
+    addr: libc::sockaddr_in,
+}
+
+impl Acceptor {
+    /// Listens on 127.0.0.1:0 with a backlog of 128.
+    pub fn new() -> io::Result<Acceptor> {
+        let listener = TcpListener::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0))
+            .map_err(|e| io::Error::new(e.kind(), format!("binding 127.0.0.1:0: {e}")))?;
+        let port = listener.local_addr()?.port();
+        let addr = libc::sockaddr_in {
+            sin_family: libc::AF_INET as libc::sa_family_t,
+            sin_port: port.to_be(),
+            sin_addr: libc::in_addr {
+                s_addr: u32::from(Ipv4Addr::LOCALHOST).to_be(),
+            },
+            sin_zero: [0; 8],
+        };
+        Ok(Acceptor { listener, addr })
+    }
+
+    /// The port the kernel gave the listener.
+    pub fn port(&self) -> u16 {
+        u16::from_be(self.addr.sin_port)
+    }
+
+    /// One connection: `socket`, `connect` (the handshake completes on loopback before it
+    /// returns), `accept4`, then `close` of the client with `SO_LINGER` 0 (a reset, so no
+    /// socket is left in TIME_WAIT) and of the accepted socket.
+    #[inline(always)]
+    pub fn connect_accept_close(&self) -> io::Result<()> {
+        // SAFETY: plain integer arguments.
+        let c = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+        if c < 0 {
+            return Err(last_error("socket(AF_INET, SOCK_STREAM)"));
+        }
+        let close = |fd: RawFd| {
+            // SAFETY: fd was opened here and is closed once.
+            unsafe { libc::close(fd) };
+        };
+        if let Err(e) = set_linger_zero(c) {
+            close(c);
+            return Err(e);
+        }
+        // SAFETY: addr is a valid sockaddr_in of the size passed; c is open.
+        let r = unsafe {
+            libc::connect(
+                c,
+                (&self.addr as *const libc::sockaddr_in).cast(),
+                std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+            )
+        };
+        if r != 0 {
+            let e = last_error("connect to 127.0.0.1");
+            close(c);
+            return Err(e);
+        }
+        // SAFETY: the listener is open; null address pointers are allowed.
+        let s = unsafe {
+            libc::accept4(
+                self.listener.as_raw_fd(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                libc::SOCK_CLOEXEC,
+            )
+        };
+        if s < 0 {
+            let e = last_error("accept4");
+            close(c);
+            return Err(e);
+        }
+        close(c);
+        close(s);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::task::{Kind as TaskKind, Team};
+    use std::sync::Arc;
+
+    fn with_partner(kind: Kind, role: Role, f: impl FnOnce(&Peer)) -> Switches {
+        let peer = Arc::new(Peer::new(kind, role).unwrap());
+        let h = Arc::clone(&peer);
+        let mut team = Team::new(TaskKind::Threads, 2, 1, move || h.halt());
+        team.spawn(None, &peer, 1).unwrap();
+        while !peer.ready() {
+            std::thread::yield_now();
+        }
+        f(&peer);
+        team.check().unwrap();
+        team.finish().unwrap();
+        peer.partner_switches()
+    }
+
+    #[test]
+    fn every_socket_kind_echoes_and_stops() {
+        for kind in [Kind::Tcp, Kind::Udp, Kind::Unix, Kind::UnixDgram] {
+            if kind == Kind::Tcp || kind == Kind::Udp {
+                if let Err(e) = loopback_available() {
+                    eprintln!("skipping {kind:?}: {e}");
+                    continue;
+                }
+            }
+            with_partner(kind, Role::Echo, |p| {
+                for _ in 0..200 {
+                    p.round_trip().unwrap();
+                }
+            });
+        }
+    }
+
+    #[test]
+    fn a_sink_drains_every_byte_and_a_pipe_cannot_echo() {
+        let data = vec![7u8; 64 * 1024];
+        for kind in [Kind::Unix, Kind::Pipe] {
+            let peer = Arc::new(Peer::new(kind, Role::Sink).unwrap());
+            let h = Arc::clone(&peer);
+            let mut team = Team::new(TaskKind::Threads, 2, 1, move || h.halt());
+            team.spawn(None, &peer, 1).unwrap();
+            for _ in 0..20 {
+                peer.send(&data).unwrap();
+            }
+            team.finish().unwrap();
+            assert!(peer.partner_bytes() >= 19 * 64 * 1024, "{kind:?}");
+        }
+        assert!(Peer::new(Kind::Pipe, Role::Echo).is_err());
+    }
+
+    #[test]
+    fn connections_are_made_and_closed() {
+        if loopback_available().is_err() {
+            return;
+        }
+        let a = Acceptor::new().unwrap();
+        assert_ne!(a.port(), 0);
+        for _ in 0..50 {
+            a.connect_accept_close().unwrap();
+        }
+    }
+}
