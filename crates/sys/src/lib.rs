@@ -18,6 +18,7 @@ pub mod mount;
 pub mod oom;
 pub mod pages;
 pub mod pmqos;
+pub mod readiness;
 pub mod shm;
 pub mod spawn;
 pub mod spin;
@@ -27,6 +28,7 @@ pub mod task;
 pub mod timer;
 pub mod token;
 pub mod trace;
+pub mod uring;
 pub mod usage;
 pub mod work;
 

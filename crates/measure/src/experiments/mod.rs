@@ -13,6 +13,7 @@ pub mod fs;
 pub mod lockring;
 pub mod mmap;
 pub mod noise;
+pub mod poll;
 pub mod primitives;
 pub mod ring;
 pub mod shootdown;
@@ -23,6 +24,7 @@ pub mod syscall;
 pub mod tick;
 pub mod tick_forms;
 pub mod timeline;
+pub mod uring;
 
 registry! {
     Syscall => syscall::Options,
@@ -36,6 +38,8 @@ registry! {
     Fault => fault::Options,
     Mmap => mmap::Options,
     Shootdown => shootdown::Options,
+    Uring => uring::Options,
+    Poll => poll::Options,
     Timeline => timeline::Options,
     Tick => tick::Options,
     TickForms => tick_forms::Options,
