@@ -86,6 +86,16 @@ pub const TABLE: &[Entry] = &[
         plots: &[plot::memory::shootdown_plots],
     },
     Entry {
+        name: "uring",
+        views: &[],
+        plots: &[],
+    },
+    Entry {
+        name: "poll",
+        views: &[],
+        plots: &[],
+    },
+    Entry {
         name: "timeline",
         views: &[views::timeline::views],
         plots: &[plot::timeline::plots],
