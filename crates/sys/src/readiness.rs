@@ -16,16 +16,26 @@ pub struct Sockets {
     peers: Vec<OwnedFd>,
 }
 
-/// The highest descriptor this process has open now.
-fn highest_open_fd() -> RawFd {
-    std::fs::read_dir("/proc/self/fd")
+/// The lowest descriptor number above the first `n` free ones of this process now: where the
+/// peers go, so that the watched ends (which take the lowest free numbers) all stay below it.
+fn above_first_free(n: usize) -> RawFd {
+    let mut open: Vec<RawFd> = std::fs::read_dir("/proc/self/fd")
         .map(|d| {
             d.flatten()
-                .filter_map(|e| e.file_name().to_str()?.parse::<RawFd>().ok())
-                .max()
-                .unwrap_or(2)
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .collect()
         })
-        .unwrap_or(2)
+        .unwrap_or_default();
+    open.sort_unstable();
+    let (mut fd, mut free, mut next) = (0 as RawFd, 0usize, open.iter().peekable());
+    while free < n {
+        while next.next_if(|&&o| o < fd).is_some() {}
+        if next.next_if(|&&o| o == fd).is_none() {
+            free += 1;
+        }
+        fd += 1;
+    }
+    fd
 }
 
 fn socket_pair() -> io::Result<(OwnedFd, OwnedFd)> {
@@ -62,7 +72,7 @@ impl Sockets {
     pub fn new(n: usize) -> io::Result<Sockets> {
         // Each peer moved up frees its slot for the next watched end, so the watched ends
         // fill the lowest free descriptors and stay below `base`.
-        let base = highest_open_fd() + n as RawFd + 1;
+        let base = above_first_free(n);
         let mut s = Sockets {
             watched: Vec::with_capacity(n),
             peers: Vec::with_capacity(n),
@@ -247,6 +257,14 @@ impl Epoll {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn peers_go_above_the_first_free_descriptors() {
+        // Whatever is open, n free numbers lie below the base.
+        let base = above_first_free(5);
+        assert!(base >= 5);
+        assert_eq!(above_first_free(0), 0);
+    }
 
     #[test]
     fn exactly_the_one_readable_socket_is_ready() {

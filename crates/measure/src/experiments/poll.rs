@@ -114,21 +114,23 @@ fn plan(opts: &Options) -> Plan {
     Plan { calls, fds }
 }
 
-/// Descriptors the largest size holds at once: each socket and its peer, the extra pair of
-/// `epoll-ctl`, an epoll instance per size, and the margin.
+/// Descriptors a run holds at once: every size's sockets and their peers (all sizes stay open
+/// for the interleaved rounds), two epoll instances per size, the pair `epoll-ctl` adds, and
+/// the margin.
 fn files_needed(p: &Plan) -> u64 {
-    let n = p.fds.last().copied().unwrap_or(0) as u64;
-    2 * n + 2 + 2 + FILES_MARGIN
+    let sockets: u64 = p.fds.iter().map(|&n| n as u64).sum();
+    2 * sockets + 2 * p.fds.len() as u64 + 2 + FILES_MARGIN
 }
 
 fn needs(p: &Plan) -> Needs {
-    let n = p.fds.last().copied().unwrap_or(0);
+    let list: Vec<String> = p.fds.iter().map(|n| n.to_string()).collect();
+    let sockets: usize = p.fds.iter().sum();
     Needs {
-        what: format!("{NAME} --fds {n}"),
+        what: format!("{NAME} --fds {}", list.join(",")),
         instead: Some("use a smaller --fds".into()),
         files: Some((
             files_needed(p),
-            format!("{n} connected socket pairs, each end a descriptor"),
+            format!("{sockets} connected socket pairs, each end a descriptor"),
         )),
         ..Needs::default()
     }
@@ -430,7 +432,7 @@ mod tests {
         let p = plan(&opts(&["--fds", "1000,10,10"]));
         assert_eq!(p.fds, [10, 1000]);
         assert_eq!(p.calls, Call::ALL);
-        assert_eq!(files_needed(&p), 2000 + 4 + FILES_MARGIN);
+        assert_eq!(files_needed(&p), 2020 + 4 + 2 + FILES_MARGIN);
         assert_eq!(case_id(Call::Epoll, 10), "poll.epoll.10");
         assert_eq!(case_id(Call::EpollCtl, 10), "poll.epoll-ctl");
         let limits = Limits {
