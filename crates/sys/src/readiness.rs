@@ -70,9 +70,22 @@ fn dup_at_least(fd: &OwnedFd, min: RawFd) -> io::Result<OwnedFd> {
 impl Sockets {
     /// Opens `n` pairs; none is readable yet.
     pub fn new(n: usize) -> io::Result<Sockets> {
+        Sockets::with_peers_from(n, above_first_free(n))
+    }
+
+    /// Opens a set of `n` pairs for each of `sizes`, in that order, all their peers above all
+    /// their watched ends: the watched ends of the first set take the lowest free numbers.
+    pub fn sets(sizes: &[usize]) -> io::Result<Vec<Sockets>> {
+        let base = above_first_free(sizes.iter().sum());
+        sizes
+            .iter()
+            .map(|&n| Sockets::with_peers_from(n, base))
+            .collect()
+    }
+
+    fn with_peers_from(n: usize, base: RawFd) -> io::Result<Sockets> {
         // Each peer moved up frees its slot for the next watched end, so the watched ends
         // fill the lowest free descriptors and stay below `base`.
-        let base = above_first_free(n);
         let mut s = Sockets {
             watched: Vec::with_capacity(n),
             peers: Vec::with_capacity(n),
@@ -294,6 +307,16 @@ mod tests {
         }
         let extra = Sockets::new(1).unwrap();
         ep.add_delete(extra.watched()[0]).unwrap();
+        let sets = Sockets::sets(&[30, 3]).unwrap();
+        let (big, small) = (sets[0].watched(), sets[1].watched());
+        let peers = sets
+            .iter()
+            .flat_map(|s| s.peers.iter().map(|p| p.as_raw_fd()));
+        let top = *big.iter().chain(&small).max().unwrap();
+        assert!(
+            peers.clone().all(|p| p > top),
+            "every peer above every watched end"
+        );
         assert!(Select::new(&[FD_SETSIZE as RawFd]).is_err());
     }
 }

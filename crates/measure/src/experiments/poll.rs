@@ -19,6 +19,9 @@ use oscost_sys::ktrace::{SyscallCounter, Tracefs};
 use oscost_sys::readiness::{Epoll, Poll, Select, Sockets, FD_SETSIZE};
 use std::time::Duration;
 
+/// Samples per case at most with `--suite-size`.
+const SUITE_SAMPLES: usize = 41;
+
 /// Subcommand name and id prefix.
 pub const NAME: &str = "poll";
 
@@ -83,7 +86,8 @@ pub struct Options {
           value_parser = parse_fds)]
     pub fds: Vec<usize>,
 
-    /// Samples of 1 ms, as the default suite takes them
+    /// At most 41 samples of 1 ms after at least 10 ms of warm-up, as the default suite takes
+    /// them
     #[arg(long)]
     pub suite_size: bool,
 }
@@ -171,21 +175,31 @@ struct Size {
     epoll: Epoll,
 }
 
-fn open_size(n: usize) -> anyhow::Result<Size> {
-    let sockets = Sockets::new(n).map_err(|e| {
+/// The sockets of every size, largest first so that its watched ends take the lowest
+/// descriptors (below FD_SETSIZE as long as it allows), every peer above them all; returned
+/// in the plan's (ascending) order.
+fn open_sizes(fds: &[usize]) -> anyhow::Result<Vec<Size>> {
+    let largest_first: Vec<usize> = fds.iter().rev().copied().collect();
+    let total: usize = fds.iter().sum();
+    let sets = Sockets::sets(&largest_first).map_err(|e| {
         let (soft, hard) = oscost_sys::rlimit(libc::RLIMIT_NOFILE).unwrap_or((None, None));
         let show = |v: Option<u64>| v.map_or("unlimited".to_owned(), |v| v.to_string());
         anyhow::anyhow!(
-            "--fds {n}: opening {n} socket pairs failed ({e}); RLIMIT_NOFILE is {} (hard {}): \
+            "--fds: opening {total} socket pairs failed ({e}); RLIMIT_NOFILE is {} (hard {}): \
              raise it with ulimit -n, or use a smaller --fds",
             show(soft),
             show(hard)
         )
     })?;
-    // The last one: select and poll look at every descriptor up to it anyway.
-    sockets.make_readable(n - 1)?;
-    let epoll = Epoll::new(&sockets.watched()).context("filling an epoll instance")?;
-    Ok(Size { n, sockets, epoll })
+    let mut sizes = Vec::with_capacity(fds.len());
+    for (sockets, n) in sets.into_iter().zip(largest_first) {
+        // The last one: select and poll look at every descriptor up to it anyway.
+        sockets.make_readable(n - 1)?;
+        let epoll = Epoll::new(&sockets.watched()).context("filling an epoll instance")?;
+        sizes.push(Size { n, sockets, epoll });
+    }
+    sizes.reverse();
+    Ok(sizes)
 }
 
 impl engine::Experiment for Options {
@@ -207,7 +221,7 @@ beyond the open-file limit is refused before anything runs.\n\nTakes about 3.5 s
     const IN_DEFAULT_SUITE: bool = true;
     const SUITE_ARGS: &'static [&'static str] =
         &["--suite-size", "--calls", "select,epoll,epoll-ctl"];
-    const QUICK_SUITE_ARGS: &'static [&'static str] = &["--calls", "select,epoll"];
+    const QUICK_SUITE_ARGS: &'static [&'static str] = &["--calls", "poll"];
 
     fn preflight(&self, _quick: bool, limits: &Limits) -> anyhow::Result<()> {
         limits.check(&needs(&plan(self)))
@@ -224,6 +238,8 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     let ctx = if opts.suite_size {
         let mut sampler = ctx.sampler;
         sampler.min_sample = sampler.min_sample.min(Duration::from_millis(1));
+        sampler.warmup = sampler.warmup.min(Duration::from_millis(10));
+        sampler.samples = sampler.samples.min(SUITE_SAMPLES);
         sized = Context {
             clock: ctx.clock,
             sampler,
@@ -239,15 +255,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     oscost_sys::set_affinity(&[ctx.first_cpu()])
         .with_context(|| format!("pinning to CPU {}", ctx.first_cpu()))?;
     let mut out = ExperimentOutput::default();
-    // Largest first: its watched ends take the lowest descriptors, below FD_SETSIZE as long
-    // as it allows.
-    let mut sizes = p
-        .fds
-        .iter()
-        .rev()
-        .map(|&n| open_size(n))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    sizes.reverse();
+    let sizes = open_sizes(&p.fds)?;
     let extra = Sockets::new(1).context("opening the socket epoll-ctl adds")?;
     let extra_fd = extra.watched()[0];
 

@@ -23,6 +23,9 @@ use std::io::Write as _;
 use std::os::fd::AsFd;
 use std::time::Duration;
 
+/// Samples per case at most with `--suite-size`.
+const SUITE_SAMPLES: usize = 41;
+
 /// Subcommand name and id prefix.
 pub const NAME: &str = "uring";
 
@@ -102,7 +105,8 @@ pub struct Options {
     #[arg(long)]
     pub no_sqpoll: bool,
 
-    /// Samples of 1 ms, as the default suite takes them
+    /// At most 41 samples of 1 ms after at least 10 ms of warm-up, as the default suite takes
+    /// them
     #[arg(long)]
     pub suite_size: bool,
 }
@@ -272,10 +276,10 @@ fn open_counters() -> Result<Counters, String> {
     })
 }
 
-/// What the counted pass found: (operations, all calls, io_uring_enter calls, wall ns).
-type Counted = (u64, u64, u64, u64);
+/// What the counted pass found: (operations, all calls, io_uring_enter calls).
+type Counted = (u64, u64, u64);
 
-fn counted_pass(ctx: &Context, r: &mut Runner, c: &Counters) -> anyhow::Result<Counted> {
+fn counted_pass(r: &mut Runner, c: &Counters) -> anyhow::Result<Counted> {
     let per = r.ops();
     let batches = COUNTED_OPS.div_ceil(per);
     let run = |r: &mut Runner| -> anyhow::Result<()> {
@@ -286,13 +290,9 @@ fn counted_pass(ctx: &Context, r: &mut Runner, c: &Counters) -> anyhow::Result<C
     };
     let (res, all) = c.all.count(|| run(r))?;
     res?;
-    let t0 = ctx.clock.now();
     let (res, enter) = c.enter.count(|| run(r))?;
     res?;
-    let wall = ctx
-        .clock
-        .ticks_to_ns(ctx.clock.now().wrapping_sub(t0) as f64) as u64;
-    Ok(((batches * per) as u64, all, enter, wall))
+    Ok(((batches * per) as u64, all, enter))
 }
 
 /// Per-operation samples from per-batch ones.
@@ -308,7 +308,7 @@ fn per_op(s: Samples, per: usize) -> Samples {
 
 fn add_counts(case: &mut Case, kind: Kind, counted: &Result<Counted, String>) {
     let (ops, all, enter) = match counted {
-        Ok((ops, all, enter, _)) => (*ops as f64, *all as f64, *enter as f64),
+        Ok((ops, all, enter)) => (*ops as f64, *all as f64, *enter as f64),
         Err(why) => {
             case.notes.push(Message::from(
                 format!("system calls not counted: {why}").as_str(),
@@ -373,10 +373,16 @@ per batch; while that count is open every system call takes the kernel's slower 
 so it never runs during timing. A disabled or missing io_uring is said in one line.\n\nTakes \
 about 2.5 s; --quick about 0.1 s on a 2-vCPU virtual machine.";
     const IN_DEFAULT_SUITE: bool = true;
-    const SUITE_ARGS: &'static [&'static str] =
-        &["--suite-size", "--ops", "nop,read1", "--batches", "1,32"];
+    const SUITE_ARGS: &'static [&'static str] = &[
+        "--suite-size",
+        "--ops",
+        "nop,read1",
+        "--batches",
+        "1,32",
+        "--no-sqpoll",
+    ];
     const QUICK_SUITE_ARGS: &'static [&'static str] =
-        &["--ops", "nop,read1", "--batches", "1,32", "--no-sqpoll"];
+        &["--ops", "read1", "--batches", "32", "--no-sqpoll"];
 
     fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         run(self, ctx)
@@ -398,6 +404,8 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     let ctx = if opts.suite_size {
         let mut sampler = ctx.sampler;
         sampler.min_sample = sampler.min_sample.min(Duration::from_millis(1));
+        sampler.warmup = sampler.warmup.min(Duration::from_millis(10));
+        sampler.samples = sampler.samples.min(SUITE_SAMPLES);
         sized = Context {
             clock: ctx.clock,
             sampler,
@@ -432,7 +440,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     let counters = open_counters();
     for ((r, (samples, said)), &kind) in runners.iter_mut().zip(results).zip(&p.kinds) {
         let counted = match &counters {
-            Ok(c) => counted_pass(ctx, r, c).map_err(|e| format!("{e:#}")),
+            Ok(c) => counted_pass(r, c).map_err(|e| format!("{e:#}")),
             Err(why) => Err(why.clone()),
         };
         let (desc, unit) = match kind {
@@ -518,8 +526,9 @@ fn sqpoll_case(
     let tid = uring::sqpoll_thread()
         .ok_or("no iou-sqp thread appeared in /proc/self/task after the ring was set up")?;
     let poller = || uring::task_cpu_ns(tid).ok();
+    let ops = std::cell::Cell::new(0u64);
     let (cpu0, t0) = (poller(), ctx.clock.now());
-    let job = Job::new(ctx, || r.batch());
+    let job = Job::new(ctx, || r.batch()).counting_ops(&ops);
     let (results, threads) = sampler::counting_threads(|| {
         sampler::measure_interleaved(ctx, vec![job], &|| ctx.progress.inc(1))
     });
@@ -533,12 +542,7 @@ fn sqpoll_case(
         .ticks_to_ns(ctx.clock.now().wrapping_sub(t0) as f64);
     let cpu1 = poller();
     let counted = match counters {
-        Ok(c) => {
-            let p0 = poller();
-            counted_pass(ctx, &mut r, c)
-                .map(|x| (x, p0.zip(poller()).map(|(a, b)| b.saturating_sub(a))))
-                .map_err(|e| format!("{e:#}"))
-        }
+        Ok(c) => counted_pass(&mut r, c).map_err(|e| format!("{e:#}")),
         Err(why) => Err(why.clone()),
     };
     let mut case = Case::new(
@@ -553,27 +557,26 @@ fn sqpoll_case(
     .param("interface", "io_uring SQPOLL")
     .param("cpu", ctx.first_cpu() as u64)
     .param("poller_cpu", cpu as u64);
+    // Over the whole sampling (calibration and warm-up included, every operation counted):
+    // the scheduler updates a running thread's time only at ticks and switches, so a short
+    // pass would read nothing.
     if let Some((a, b)) = cpu0.zip(cpu1) {
+        let used = b.saturating_sub(a) as f64;
+        case.counters
+            .insert("poller_cpu_share".into(), used / wall.max(1.0));
         case.counters.insert(
-            "poller_cpu_share".into(),
-            b.saturating_sub(a) as f64 / wall.max(1.0),
+            "poller_cpu_ns_per_op".into(),
+            used / ops.get().max(1) as f64,
         );
     }
     match &counted {
-        Ok(((ops, all, enter, wall), poller_ns)) => {
+        Ok((ops, all, enter)) => {
             let ops_f = *ops as f64;
             case.counters
                 .insert("system_calls_per_op".into(), *all as f64 / ops_f);
             case.counters
                 .insert("io_uring_enter_per_op".into(), *enter as f64 / ops_f);
-            if let Some(ns) = poller_ns {
-                case.counters
-                    .insert("poller_cpu_ns_per_op".into(), *ns as f64 / ops_f);
-                case.counters.insert(
-                    "poller_cpu_share_counted".into(),
-                    *ns as f64 / (*wall).max(1) as f64,
-                );
-            }
+
             case.checks.push(Check::near(
                 "io_uring_enter_per_op",
                 0.0,
