@@ -88,12 +88,12 @@ pub const TABLE: &[Entry] = &[
     Entry {
         name: "uring",
         views: &[],
-        plots: &[],
+        plots: &[plot::io::uring_plots],
     },
     Entry {
         name: "poll",
         views: &[],
-        plots: &[],
+        plots: &[plot::io::poll_plots],
     },
     Entry {
         name: "timeline",
@@ -187,6 +187,8 @@ mod tests {
                 "spawn",
                 "fault",
                 "shootdown",
+                "uring",
+                "poll",
                 "timeline",
                 "tick",
                 "noise"
