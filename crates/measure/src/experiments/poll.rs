@@ -209,15 +209,17 @@ impl engine::Experiment for Options {
     const ABOUT: &'static str = "What asking which descriptor is ready costs as the descriptors \
 grow: select, poll and epoll_wait with a zero timeout over N connected UNIX stream sockets of \
 which exactly one holds a byte (10 and 1000 by default, --fds to choose), and epoll_ctl ADD + \
-DEL of one more socket, as LEBench (Ren et al., SOSP 2019) measures them.
+DEL of one more socket, as LEBench (Ren et al., "An Analysis of Performance Evolution of \
+Linux's Core Operations", SOSP 2019) measures them.
 
 select and poll look at every descriptor on every call; epoll_wait looks only at its ready \
 list. Each kind's cost per watched descriptor is a least-squares slope over the sizes, with its \
 interval. Every call must report exactly one descriptor ready, and a separate untimed pass \
 counts the calls the kernel saw (the raw_syscalls:sys_enter tracepoint, per thread). select \
 watches only descriptors below 1024 (FD_SETSIZE): a larger size has no select case. A size \
-beyond the open-file limit is refused before anything runs.\n\nTakes about 3.5 s; --quick about \
-0.1 s on a 2-vCPU virtual machine.";
+beyond the open-file limit is refused before anything runs.\n\nTakes about 5 s (the default \
+suite's five cases about 0.5 s); --quick about 0.4 s (the quick suite's two cases about 0.15 s) \
+on a 2-vCPU virtual machine.";
     const IN_DEFAULT_SUITE: bool = true;
     const SUITE_ARGS: &'static [&'static str] =
         &["--suite-size", "--calls", "select,epoll,epoll-ctl"];

@@ -20,13 +20,7 @@ pub fn uring_plots(e: &ExperimentResult) -> Vec<Plot> {
         .cases
         .iter()
         .filter(|c| param(c, "interface").and_then(|v| v.as_str()) == Some("io_uring"))
-        .filter_map(|c| {
-            Some((
-                c,
-                param(c, "op")?.as_str()?,
-                param(c, "batch")?.as_f64()?,
-            ))
-        })
+        .filter_map(|c| Some((c, param(c, "op")?.as_str()?, param(c, "batch")?.as_f64()?)))
         .collect();
     if ring.len() < 2 {
         return Vec::new();
@@ -72,7 +66,10 @@ pub fn uring_plots(e: &ExperimentResult) -> Vec<Plot> {
         })
         .collect();
     let mut ys = marks::values(&lines);
-    ys.extend(refs.iter().flat_map(|r| [r.y, r.band.map_or(r.y, |b| b[0])]));
+    ys.extend(
+        refs.iter()
+            .flat_map(|r| [r.y, r.band.map_or(r.y, |b| b[0])]),
+    );
     let mut batches: Vec<f64> = ring.iter().map(|r| r.2).collect();
     batches.sort_by(f64::total_cmp);
     batches.dedup();
@@ -90,15 +87,22 @@ pub fn uring_plots(e: &ExperimentResult) -> Vec<Plot> {
     x.ticks = batches.iter().map(|&b| (b, format!("{b}"))).collect();
     let header = Header::new(
         &format!("{}: io_uring beside the system call it replaces", e.name),
-        &["Time per operation, B operations submitted and reaped per io_uring_enter; dashed: \
+        &[
+            "Time per operation, B operations submitted and reaped per io_uring_enter; dashed: \
            the plain system call, one per operation. Whiskers and bands: 95 % confidence \
            intervals of the median."
-            .to_owned()],
+                .to_owned(),
+        ],
     );
     let panel = Panel {
         title: "time per operation (median)".into(),
         x,
-        y: Axis::fit("time per operation", Unit::Ns, &ys, Fit::Auto { zero: true }),
+        y: Axis::fit(
+            "time per operation",
+            Unit::Ns,
+            &ys,
+            Fit::Auto { zero: true },
+        ),
         lines,
         refs,
         bars: Vec::new(),
@@ -115,13 +119,7 @@ pub fn poll_plots(e: &ExperimentResult) -> Vec<Plot> {
         .cases
         .iter()
         .filter(|c| param(c, "call").and_then(|v| v.as_str()) != Some("epoll-ctl"))
-        .filter_map(|c| {
-            Some((
-                c,
-                param(c, "call")?.as_str()?,
-                param(c, "fds")?.as_f64()?,
-            ))
-        })
+        .filter_map(|c| Some((c, param(c, "call")?.as_str()?, param(c, "fds")?.as_f64()?)))
         .collect();
     let mut sizes: Vec<f64> = cases.iter().map(|c| c.2).collect();
     sizes.sort_by(f64::total_cmp);
@@ -158,9 +156,11 @@ pub fn poll_plots(e: &ExperimentResult) -> Vec<Plot> {
         .collect();
     let ys = marks::values(&lines);
     let keys = marks::keys(&lines, failed);
-    let mut notes = vec!["Each call with a zero timeout, exactly one socket readable. Whiskers: \
+    let mut notes = vec![
+        "Each call with a zero timeout, exactly one socket readable. Whiskers: \
                           95 % confidence intervals of the median."
-        .to_owned()];
+            .to_owned(),
+    ];
     let slopes: Vec<String> = e
         .derived
         .iter()
@@ -168,10 +168,16 @@ pub fn poll_plots(e: &ExperimentResult) -> Vec<Plot> {
         .map(|d| format!("{} {:.2} ns", d.id, d.estimate_ns))
         .collect();
     if !slopes.is_empty() {
-        notes.push(format!("Fitted cost per descriptor: {}.", slopes.join(", ")));
+        notes.push(format!(
+            "Fitted cost per descriptor: {}.",
+            slopes.join(", ")
+        ));
     }
     let header = Header::new(
-        &format!("{}: readiness calls against the descriptors watched", e.name),
+        &format!(
+            "{}: readiness calls against the descriptors watched",
+            e.name
+        ),
         &notes,
     );
     let mut x = Axis::fit(
