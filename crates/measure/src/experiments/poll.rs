@@ -209,8 +209,8 @@ impl engine::Experiment for Options {
     const ABOUT: &'static str = "What asking which descriptor is ready costs as the descriptors \
 grow: select, poll and epoll_wait with a zero timeout over N connected UNIX stream sockets of \
 which exactly one holds a byte (10 and 1000 by default, --fds to choose), and epoll_ctl ADD + \
-DEL of one more socket, as LEBench (Ren et al., "An Analysis of Performance Evolution of \
-Linux's Core Operations", SOSP 2019) measures them.
+DEL of one more socket, as LEBench (Ren et al., \"An Analysis of Performance Evolution of \
+Linux's Core Operations\", SOSP 2019) measures them.
 
 select and poll look at every descriptor on every call; epoll_wait looks only at its ready \
 list. Each kind's cost per watched descriptor is a least-squares slope over the sizes, with its \
