@@ -46,6 +46,10 @@ const HEADLINES: &[Headline] = &[
         ],
     },
     Headline {
+        label: "io_uring NOP, 1/enter",
+        sources: &[Source::Case("uring.nop.b1")],
+    },
+    Headline {
         label: "page fault, anon write",
         sources: &[Source::Case("fault.anon-write")],
     },

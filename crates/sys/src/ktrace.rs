@@ -754,6 +754,90 @@ impl Tracer {
     }
 }
 
+/// Counts the system calls the calling thread enters (the `raw_syscalls:sys_enter`
+/// tracepoint as a per-thread perf count, optionally filtered by the kernel): the kernel's own
+/// tally, not the caller's. While it is open the kernel takes its slower traced path on every
+/// system call of every task, so it is opened around a counted pass, never a timed one.
+pub struct SyscallCounter {
+    fd: OwnedFd,
+    /// Whether every call is counted (the disabling `ioctl` among them).
+    unfiltered: bool,
+}
+
+impl SyscallCounter {
+    /// Opens the count for this thread, disabled; `filter` (tracefs syntax, `id == 426`)
+    /// keeps only the calls it matches.
+    pub fn open(fs: &Tracefs, filter: Option<&str>) -> Result<SyscallCounter, Unavailable> {
+        let fmt = fs.format("raw_syscalls", "sys_enter").ok_or_else(|| {
+            Unavailable(format!(
+                "the tracepoint raw_syscalls:sys_enter is not under {}",
+                fs.root().display()
+            ))
+        })?;
+        let mut attr = perf::bindings::perf_event_attr {
+            type_: perf::bindings::PERF_TYPE_TRACEPOINT,
+            size: std::mem::size_of::<perf::bindings::perf_event_attr>() as u32,
+            config: fmt.id,
+            ..Default::default()
+        };
+        attr.set_disabled(1);
+        // SAFETY: attr is a fully initialised perf_event_attr of the size it states; pid 0 and
+        // cpu -1 count the calling thread wherever it runs.
+        let fd = unsafe {
+            perf::perf_event_open(
+                &mut attr,
+                0,
+                -1,
+                -1,
+                perf::bindings::PERF_FLAG_FD_CLOEXEC as libc::c_ulong,
+            )
+        };
+        if fd < 0 {
+            let e = last_error("perf_event_open(raw_syscalls:sys_enter)");
+            return Err(match e.raw_os_error() {
+                Some(libc::EACCES) | Some(libc::EPERM) => not_permitted(&e),
+                _ => Unavailable(format!("counting system calls: {e}")),
+            });
+        }
+        // SAFETY: fd was just returned by the kernel and is owned by no one else.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        if let Some(f) = filter {
+            let c = CString::new(f).map_err(|_| Unavailable("a NUL in the filter".into()))?;
+            // SAFETY: fd is the perf fd just opened; c is a NUL-terminated string the kernel
+            // only reads during the call.
+            if unsafe { perf::ioctls::SET_FILTER(fd.as_raw_fd(), c.as_ptr().cast_mut()) } != 0 {
+                let e = last_error("ioctl(PERF_EVENT_IOC_SET_FILTER)");
+                return Err(Unavailable(format!("filtering system calls by `{f}`: {e}")));
+            }
+        }
+        Ok(SyscallCounter {
+            fd,
+            unfiltered: filter.is_none(),
+        })
+    }
+
+    /// Runs `f` with the count on and returns its result and the calls it made.
+    pub fn count<R>(&self, f: impl FnOnce() -> R) -> io::Result<(R, u64)> {
+        let raw = self.fd.as_raw_fd();
+        // SAFETY: raw is the perf fd we hold open; the argument is unused.
+        let reset = unsafe { perf::ioctls::RESET(raw, 0) };
+        // SAFETY: as above.
+        let enable = unsafe { perf::ioctls::ENABLE(raw, 0) };
+        if reset != 0 || enable != 0 {
+            return Err(last_error("ioctl(PERF_EVENT_IOC_RESET/ENABLE)"));
+        }
+        let r = f();
+        // SAFETY: as above.
+        if unsafe { perf::ioctls::DISABLE(raw, 0) } != 0 {
+            return Err(last_error("ioctl(PERF_EVENT_IOC_DISABLE)"));
+        }
+        let (n, _) = event_count(&self.fd, false)
+            .ok_or_else(|| io::Error::other("reading the system-call count"))?;
+        // Unfiltered, the disabling ioctl entered the kernel while the count was on.
+        Ok((r, n.saturating_sub(u64::from(self.unfiltered))))
+    }
+}
+
 /// Splits the `missing` records (the events' counts less the records read) into (lost to a
 /// full ring, never sampled), from the kernel's LOST records (`reported`) and the events' own
 /// tally of samples they could not write (`dropped`, `None` on a kernel without it, where
@@ -790,6 +874,26 @@ pub fn anchor(now: impl Fn() -> u64) -> (u64, u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_syscall_count_is_the_calls_made() {
+        let Ok(fs) = Tracefs::open() else { return };
+        let all = match SyscallCounter::open(&fs, None) {
+            Ok(c) => c,
+            Err(e) => return eprintln!("not counted here: {e}"),
+        };
+        let getpid =
+            SyscallCounter::open(&fs, Some(&format!("id == {}", libc::SYS_getpid))).unwrap();
+        let call = || {
+            for _ in 0..5 {
+                crate::calls::raw_getpid();
+            }
+            crate::calls::raw_getppid();
+        };
+        assert_eq!(all.count(call).unwrap().1, 6);
+        assert_eq!(getpid.count(call).unwrap().1, 5);
+        assert_eq!(all.count(|| ()).unwrap().1, 0);
+    }
 
     #[test]
     fn records_missing_are_lost_only_as_far_as_the_kernel_says() {

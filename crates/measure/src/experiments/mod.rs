@@ -14,6 +14,7 @@ pub mod lockring;
 pub mod mmap;
 pub mod net;
 pub mod noise;
+pub mod poll;
 pub mod primitives;
 pub mod ring;
 pub mod seccomp;
@@ -26,6 +27,7 @@ pub mod syscall;
 pub mod tick;
 pub mod tick_forms;
 pub mod timeline;
+pub mod uring;
 pub mod wakeup;
 
 registry! {
@@ -42,6 +44,8 @@ registry! {
     Shootdown => shootdown::Options,
     Net => net::Options,
     Seccomp => seccomp::Options,
+    Uring => uring::Options,
+    Poll => poll::Options,
     Timeline => timeline::Options,
     Tick => tick::Options,
     TickForms => tick_forms::Options,

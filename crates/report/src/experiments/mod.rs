@@ -96,6 +96,16 @@ pub const TABLE: &[Entry] = &[
         plots: &[plot::seccomp::plots],
     },
     Entry {
+        name: "uring",
+        views: &[],
+        plots: &[plot::io::uring_plots],
+    },
+    Entry {
+        name: "poll",
+        views: &[],
+        plots: &[plot::io::poll_plots],
+    },
+    Entry {
         name: "timeline",
         views: &[views::timeline::views],
         plots: &[plot::timeline::plots],
@@ -198,6 +208,8 @@ mod tests {
                 "fault",
                 "shootdown",
                 "seccomp",
+                "uring",
+                "poll",
                 "timeline",
                 "tick",
                 "noise",

@@ -8,6 +8,7 @@
 
 pub mod chart;
 pub mod distribution;
+pub mod io;
 pub mod marks;
 pub mod memory;
 pub mod noise;

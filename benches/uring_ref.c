@@ -1,0 +1,245 @@
+/* The C reference for `oscost uring`: the same operations through io_uring, by raw system calls
+ * (io_uring_setup, io_uring_enter; no liburing), beside the system calls they replace.
+ *
+ * A batch is B NOPs or reads queued on a 64-entry ring, submitted and waited for with one
+ * io_uring_enter(fd, B, B, IORING_ENTER_GETEVENTS), and their B completions reaped (each read's
+ * result checked). Reads are 1 byte of /dev/zero, or 64 KiB at offset 0 of a page-cached file,
+ * all into one page-aligned buffer; beside them read(2) of 1 byte and pread(2) of 64 KiB. With
+ * -b CPU, NOPs one at a time through an SQPOLL ring whose thread polls on CPU (no call made
+ * while it is awake; completions spun for). A sample is as many batches as last about 4 ms,
+ * timed by two clock reads; the cases are sampled in rounds, one sample of each per round in an
+ * order rotated every round, after an untimed warm-up of each. The figure is per operation.
+ *
+ * Output, one line per case: "ID MEDIAN_NS_PER_OP", ids as oscost's.
+ *
+ * Usage: uring_ref [-q] [-s SAMPLES] [-a CPU] [-b SQPOLL_CPU]   (files in $TMPDIR, default /tmp)
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <linux/io_uring.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ENTRIES 64
+#define BIG (64 * 1024)
+
+static void die(const char *what) {
+    perror(what);
+    exit(2);
+}
+
+static uint64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+struct ring {
+    int fd, sqpoll;
+    unsigned *sq_head, *sq_tail, *sq_mask, *sq_array, *sq_flags;
+    unsigned *cq_head, *cq_tail, *cq_mask;
+    struct io_uring_sqe *sqes;
+    struct io_uring_cqe *cqes;
+};
+
+static void ring_init(struct ring *r, int sqpoll_cpu) {
+    struct io_uring_params p;
+    memset(&p, 0, sizeof p);
+    if (sqpoll_cpu >= 0) {
+        p.flags = IORING_SETUP_SQPOLL | IORING_SETUP_SQ_AFF;
+        p.sq_thread_cpu = (unsigned)sqpoll_cpu;
+        p.sq_thread_idle = 100;
+    }
+    r->sqpoll = sqpoll_cpu >= 0;
+    r->fd = (int)syscall(__NR_io_uring_setup, ENTRIES, &p);
+    if (r->fd < 0) die("io_uring_setup");
+    size_t sq_len = p.sq_off.array + p.sq_entries * sizeof(unsigned);
+    size_t cq_len = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
+    if (cq_len > sq_len) sq_len = cq_len;
+    /* IORING_FEAT_SINGLE_MMAP (5.4 and later): one mapping holds both rings. */
+    char *sq = mmap(0, sq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, r->fd,
+                    IORING_OFF_SQ_RING);
+    if (sq == MAP_FAILED) die("mmap sq");
+    char *cq = sq;
+    r->sqes = mmap(0, p.sq_entries * sizeof(struct io_uring_sqe), PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_POPULATE, r->fd, IORING_OFF_SQES);
+    if (r->sqes == MAP_FAILED) die("mmap sqes");
+    r->sq_head = (unsigned *)(sq + p.sq_off.head);
+    r->sq_tail = (unsigned *)(sq + p.sq_off.tail);
+    r->sq_mask = (unsigned *)(sq + p.sq_off.ring_mask);
+    r->sq_array = (unsigned *)(sq + p.sq_off.array);
+    r->sq_flags = (unsigned *)(sq + p.sq_off.flags);
+    r->cq_head = (unsigned *)(cq + p.cq_off.head);
+    r->cq_tail = (unsigned *)(cq + p.cq_off.tail);
+    r->cq_mask = (unsigned *)(cq + p.cq_off.ring_mask);
+    r->cqes = (struct io_uring_cqe *)(cq + p.cq_off.cqes);
+}
+
+/* Queues n entries (NOPs when fd < 0, else reads of len bytes into buf), submits them, waits
+ * for and reaps their n completions; every read must return len. */
+static void ring_batch(struct ring *r, unsigned n, int fd, void *buf, unsigned len) {
+    unsigned tail = *r->sq_tail;
+    for (unsigned i = 0; i < n; i++) {
+        unsigned idx = (tail + i) & *r->sq_mask;
+        struct io_uring_sqe *e = &r->sqes[idx];
+        memset(e, 0, sizeof *e);
+        if (fd < 0) {
+            e->opcode = IORING_OP_NOP;
+        } else {
+            e->opcode = IORING_OP_READ;
+            e->fd = fd;
+            e->addr = (uint64_t)(uintptr_t)buf;
+            e->len = len;
+            e->off = 0;
+        }
+        r->sq_array[idx] = idx;
+    }
+    atomic_store_explicit((_Atomic unsigned *)r->sq_tail, tail + n, memory_order_release);
+    if (r->sqpoll) {
+        atomic_thread_fence(memory_order_seq_cst);
+        if (atomic_load_explicit((_Atomic unsigned *)r->sq_flags, memory_order_relaxed) &
+            IORING_SQ_NEED_WAKEUP)
+            syscall(__NR_io_uring_enter, r->fd, 0, 0, IORING_ENTER_SQ_WAKEUP, NULL, 0);
+    } else if (syscall(__NR_io_uring_enter, r->fd, n, n, IORING_ENTER_GETEVENTS, NULL, 0) < 0) {
+        die("io_uring_enter");
+    }
+    unsigned head = *r->cq_head, got = 0;
+    while (got < n) {
+        unsigned t = atomic_load_explicit((_Atomic unsigned *)r->cq_tail, memory_order_acquire);
+        for (; head != t; head++, got++) {
+            int res = r->cqes[head & *r->cq_mask].res;
+            if (res < 0 || (fd >= 0 && (unsigned)res != len)) {
+                fprintf(stderr, "io_uring completion %d\n", res);
+                exit(2);
+            }
+        }
+        atomic_store_explicit((_Atomic unsigned *)r->cq_head, head, memory_order_release);
+    }
+}
+
+enum { NOP, READ1, READ64K, SYS_READ1, SYS_PREAD64K, SQPOLL };
+struct kase {
+    const char *id;
+    int kind;
+    unsigned batch;
+    struct ring ring;
+    unsigned long k; /* batches per sample */
+    double *ns;
+};
+
+static int zero_fd, file_fd;
+static unsigned char *buf;
+
+static void one_batch(struct kase *c) {
+    switch (c->kind) {
+    case NOP:
+    case SQPOLL: ring_batch(&c->ring, c->batch, -1, 0, 0); break;
+    case READ1: ring_batch(&c->ring, c->batch, zero_fd, buf, 1); break;
+    case READ64K: ring_batch(&c->ring, c->batch, file_fd, buf, BIG); break;
+    case SYS_READ1:
+        if (read(zero_fd, buf, 1) != 1) die("read");
+        break;
+    case SYS_PREAD64K:
+        if (pread(file_fd, buf, BIG, 0) != BIG) die("pread");
+        break;
+    }
+}
+
+static double sample(struct kase *c) {
+    uint64_t t0 = now_ns();
+    for (unsigned long i = 0; i < c->k; i++) one_batch(c);
+    return (double)(now_ns() - t0) / (double)(c->k * c->batch);
+}
+
+static int cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void pin(int cpu) {
+    cpu_set_t s;
+    CPU_ZERO(&s);
+    CPU_SET(cpu, &s);
+    if (sched_setaffinity(0, sizeof s, &s)) die("sched_setaffinity");
+}
+
+int main(int argc, char **argv) {
+    int samples = 81, quick = 0, cpu = -1, sq_cpu = -1, opt;
+    while ((opt = getopt(argc, argv, "qs:a:b:")) != -1) {
+        if (opt == 'q') quick = 1, samples = 10;
+        else if (opt == 's') samples = atoi(optarg);
+        else if (opt == 'a') cpu = atoi(optarg);
+        else if (opt == 'b') sq_cpu = atoi(optarg);
+        else {
+            fprintf(stderr, "usage: uring_ref [-q] [-s SAMPLES] [-a CPU] [-b SQPOLL_CPU]\n");
+            return 2;
+        }
+    }
+    if (cpu >= 0) pin(cpu);
+    zero_fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+    if (zero_fd < 0) die("/dev/zero");
+    const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    char path[4096];
+    snprintf(path, sizeof path, "%s/uring_ref.XXXXXX", dir);
+    file_fd = mkstemp(path);
+    if (file_fd < 0) die("mkstemp");
+    unlink(path);
+    buf = mmap(0, BIG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (buf == MAP_FAILED) die("mmap");
+    memset(buf, 0x5a, BIG);
+    if (pwrite(file_fd, buf, BIG, 0) != BIG) die("pwrite");
+
+    struct kase cases[] = {
+        {"uring.nop.b1", NOP, 1},          {"uring.nop.b8", NOP, 8},
+        {"uring.nop.b32", NOP, 32},        {"uring.read1.b1", READ1, 1},
+        {"uring.read1.b32", READ1, 32},    {"uring.syscall-read1", SYS_READ1, 1},
+        {"uring.read64k.b1", READ64K, 1},  {"uring.read64k.b32", READ64K, 32},
+        {"uring.syscall-pread64k", SYS_PREAD64K, 1},
+    };
+    int n = (int)(sizeof cases / sizeof cases[0]);
+    double target = quick ? 1e6 : 4e6;
+    for (int i = 0; i < n; i++) {
+        struct kase *c = &cases[i];
+        if (c->kind <= READ64K) ring_init(&c->ring, -1);
+        c->ns = calloc((size_t)samples, sizeof(double));
+        /* Calibrate: double until a sample lasts the target, then warm up. */
+        for (c->k = 1;; c->k *= 2) {
+            uint64_t t0 = now_ns();
+            for (unsigned long j = 0; j < c->k; j++) one_batch(c);
+            if ((double)(now_ns() - t0) >= target) break;
+        }
+        for (int w = 0; w < 10; w++) sample(c);
+    }
+    for (int s = 0; s < samples; s++)
+        for (int j = 0; j < n; j++) {
+            struct kase *c = &cases[(s + j) % n];
+            c->ns[s] = sample(c);
+        }
+    for (int i = 0; i < n; i++) {
+        qsort(cases[i].ns, (size_t)samples, sizeof(double), cmp);
+        printf("%s %.2f\n", cases[i].id, cases[i].ns[samples / 2]);
+    }
+    if (sq_cpu >= 0) {
+        struct kase c = {"uring.nop.sqpoll", SQPOLL, 1};
+        ring_init(&c.ring, sq_cpu);
+        c.ns = calloc((size_t)samples, sizeof(double));
+        for (c.k = 1;; c.k *= 2) {
+            uint64_t t0 = now_ns();
+            for (unsigned long j = 0; j < c.k; j++) one_batch(&c);
+            if ((double)(now_ns() - t0) >= target) break;
+        }
+        for (int w = 0; w < 10; w++) sample(&c);
+        for (int s = 0; s < samples; s++) c.ns[s] = sample(&c);
+        qsort(c.ns, (size_t)samples, sizeof(double), cmp);
+        printf("%s %.2f\n", c.id, c.ns[samples / 2]);
+    }
+    return 0;
+}

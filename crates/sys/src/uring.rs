@@ -1,0 +1,176 @@
+//! io_uring through the `io-uring` crate: one ring, batches of NOPs or reads submitted and
+//! reaped together, and the SQPOLL variant whose kernel thread submits for the process.
+//!
+//! Every call here waits for all of its completions before it returns, so a buffer handed to
+//! the kernel is never written after the borrow that lent it has ended.
+
+use io_uring::{opcode, types, IoUring};
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd};
+
+/// `/proc/sys/kernel/io_uring_disabled`: 0 allowed, 1 only for the `io_uring_group` (and
+/// CAP_SYS_ADMIN), 2 disabled for everyone. `None` on a kernel without the setting.
+pub fn disabled_setting() -> Option<u32> {
+    std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// One io_uring instance; its kernel objects (and an SQPOLL thread) go when it is dropped.
+pub struct Ring {
+    ring: IoUring,
+    sqpoll: bool,
+}
+
+/// Why a ring could not be made, in one line with what to do.
+fn setup_error(e: io::Error) -> io::Error {
+    let why = match (e.raw_os_error(), disabled_setting()) {
+        (Some(libc::ENOSYS), _) => "this kernel has no io_uring (CONFIG_IO_URING)".to_owned(),
+        (Some(libc::EPERM), Some(d)) if d > 0 => format!(
+            "io_uring is disabled here (/proc/sys/kernel/io_uring_disabled is {d}): set it to 0 \
+             to measure it"
+        ),
+        _ => format!("io_uring_setup failed: {e}"),
+    };
+    io::Error::new(e.kind(), why)
+}
+
+impl Ring {
+    /// A ring of `entries` submission slots, submitted to by `io_uring_enter`.
+    pub fn new(entries: u32) -> io::Result<Ring> {
+        let ring = IoUring::new(entries).map_err(setup_error)?;
+        Ok(Ring {
+            ring,
+            sqpoll: false,
+        })
+    }
+
+    /// A ring whose submissions a kernel thread polls for (SQPOLL), pinned to `cpu`, going to
+    /// sleep after `idle_ms` without work.
+    pub fn with_sqpoll(entries: u32, cpu: usize, idle_ms: u32) -> io::Result<Ring> {
+        let ring = IoUring::builder()
+            .setup_sqpoll(idle_ms)
+            .setup_sqpoll_cpu(cpu as u32)
+            .build(entries)
+            .map_err(setup_error)?;
+        Ok(Ring { ring, sqpoll: true })
+    }
+
+    /// Submits what is queued and takes `n` completions, each of which must be `want` (or,
+    /// with `want` `None`, not an error). Without SQPOLL it is one `io_uring_enter` that
+    /// submits and waits; with SQPOLL the kernel thread submits and the completions are
+    /// polled for here, so no call is made while the thread is awake.
+    fn complete(&mut self, n: usize, want: Option<i32>) -> io::Result<()> {
+        if self.sqpoll {
+            // Enters only to wake a poller that fell asleep.
+            self.ring.submit()?;
+        } else {
+            self.ring.submit_and_wait(n)?;
+        }
+        let mut got = 0;
+        while got < n {
+            for cqe in self.ring.completion() {
+                got += 1;
+                let r = cqe.result();
+                if r < 0 {
+                    return Err(io::Error::from_raw_os_error(-r));
+                }
+                if want.is_some_and(|w| w != r) {
+                    return Err(io::Error::other(format!(
+                        "an io_uring read returned {r} bytes, not {}",
+                        want.unwrap_or(0)
+                    )));
+                }
+            }
+            if got < n {
+                std::hint::spin_loop();
+            }
+        }
+        Ok(())
+    }
+
+    /// Queues `n` entries made by `make` (`n` at most the ring's size).
+    fn queue(&mut self, n: usize, make: impl Fn() -> io_uring::squeue::Entry) -> io::Result<()> {
+        let mut sq = self.ring.submission();
+        for _ in 0..n {
+            let e = make();
+            // SAFETY: a NOP points at nothing; a read's buffer stays borrowed until `complete`
+            // has taken every completion (see the callers).
+            unsafe { sq.push(&e) }
+                .map_err(|_| io::Error::other("the io_uring submission queue is full"))?;
+        }
+        Ok(())
+    }
+
+    /// `n` NOPs submitted together and reaped together.
+    pub fn nops(&mut self, n: usize) -> io::Result<()> {
+        self.queue(n, || opcode::Nop::new().build())?;
+        self.complete(n, None)
+    }
+
+    /// `n` reads of `buf.len()` bytes at `offset` of `fd`, all into `buf`, submitted together
+    /// and reaped together; each must read the whole buffer.
+    pub fn reads(
+        &mut self,
+        fd: BorrowedFd,
+        buf: &mut [u8],
+        offset: u64,
+        n: usize,
+    ) -> io::Result<()> {
+        let len = u32::try_from(buf.len()).map_err(|_| io::Error::other("buffer too large"))?;
+        let (raw, ptr) = (fd.as_raw_fd(), buf.as_mut_ptr());
+        self.queue(n, || {
+            opcode::Read::new(types::Fd(raw), ptr, len)
+                .offset(offset)
+                .build()
+        })?;
+        // `buf` stays borrowed until every read has completed here.
+        self.complete(n, Some(len as i32))
+    }
+}
+
+/// The thread id of this process's SQPOLL thread (`iou-sqp-…`), if one runs.
+pub fn sqpoll_thread() -> Option<i32> {
+    std::fs::read_dir("/proc/self/task")
+        .ok()?
+        .flatten()
+        .find_map(|e| {
+            let comm = std::fs::read_to_string(e.path().join("comm")).ok()?;
+            comm.starts_with("iou-sqp")
+                .then(|| e.file_name().to_str()?.parse().ok())?
+        })
+}
+
+/// CPU time task `tid` of this process has had, ns (`/proc/self/task/TID/schedstat`, the
+/// scheduler's own run time).
+pub fn task_cpu_ns(tid: i32) -> io::Result<u64> {
+    let text = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat"))?;
+    text.split_whitespace()
+        .next()
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| io::Error::other("unreadable schedstat"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsFd;
+
+    #[test]
+    fn nops_and_reads_complete_in_batches() {
+        let mut ring = match Ring::new(64) {
+            Ok(r) => r,
+            // A kernel or container without io_uring: nothing to test here.
+            Err(e) => return eprintln!("io_uring unavailable: {e}"),
+        };
+        ring.nops(1).unwrap();
+        ring.nops(32).unwrap();
+        let zero = std::fs::File::open("/dev/zero").unwrap();
+        let mut buf = vec![1u8; 16];
+        ring.reads(zero.as_fd(), &mut buf, 0, 8).unwrap();
+        assert!(buf.iter().all(|&b| b == 0));
+        assert!(ring.nops(65).is_err(), "more entries than the ring holds");
+    }
+}

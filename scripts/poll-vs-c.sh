@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Holds `oscost poll` against benches/poll_ref.c, a C program that times the same calls over the
+# same sockets: select (read set copied before each call), poll and epoll_wait (16 events) with a
+# zero timeout over N connected UNIX stream sockets, the last holding one byte, and epoll_ctl
+# ADD + DEL of one more socket on an instance watching the most; the cases sampled in rotated
+# rounds. Also prints the per-descriptor slope (1000 less 10, over 990) of each side.
+#
+# `perf bench epoll wait` is no peer here: it times epoll_wait blocking on eventfds written by
+# other threads (wake-ups and switches, not a zero-timeout scan of one ready socket).
+#
+# Both sides run on CPU A. A round runs the C program then oscost; the median ratio oscost/C
+# over the rounds is the figure. A measurement, not a test: exits 0 whatever the ratios are.
+#
+# Usage: [ROUNDS=N] [QUICK=1] [FDS=10,1000] scripts/poll-vs-c.sh [CPU_A]
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+
+# shellcheck source=scripts/side-by-side.sh
+source scripts/side-by-side.sh
+side_by_side_setup "${1:-}"
+fds="${FDS:-10,1000}"
+[[ "$fds" =~ ^[0-9]+(,[0-9]+)*$ ]] || die "FDS must be sizes separated by commas, got '$fds'"
+c_samples=81
+[[ "$quick" == 0 ]] || c_samples=10
+
+echo "building benches/poll_ref.c and oscost (release)..." >&2
+cc -O2 -o "$tmp/poll_ref" benches/poll_ref.c || die "cc failed on benches/poll_ref.c"
+build_oscost
+
+mode="standard sampling"
+[[ "$quick" == 0 ]] || mode="QUICK: rough, not a figure to quote"
+echo "oscost poll vs C, median ns per call, CPU $cpu, sizes $fds,"
+echo "$rounds interleaved rounds ($mode); ratio = oscost / C"
+
+declare -A c_ns o_ns ratios
+ids=()
+for ((i = 1; i <= rounds; i++)); do
+    echo "round $i of $rounds..." >&2
+    "$tmp/poll_ref" -a "$cpu" -n "$fds" -s "$c_samples" >"$tmp/c$i" || die "poll_ref failed"
+    "$bin" --cpus "$cpu" --quiet --no-save ${quick_oscost[@]+"${quick_oscost[@]}"} \
+        poll --fds "$fds" --json "$tmp/o$i.json" >/dev/null || die "oscost poll failed"
+    python3 - "$tmp/o$i.json" >"$tmp/o$i" <<'PY'
+import json, sys
+for e in json.load(open(sys.argv[1]))["experiments"]:
+    for c in e["cases"]:
+        print(c["id"], c["median_ns"])
+PY
+    while read -r id cv; do
+        ov=$(awk -v id="$id" '$1 == id { print $2 }' "$tmp/o$i")
+        [[ -n "${ov:-}" ]] || { echo "  round $i  $id: not measured by oscost, skipped" >&2; continue; }
+        [[ -n "${c_ns[$id]+x}" ]] || ids+=("$id")
+        r=$(awk -v o="$ov" -v c="$cv" 'BEGIN { printf "%.3f", o / c }')
+        c_ns[$id]+="$cv " o_ns[$id]+="$ov " ratios[$id]+="$r "
+        printf '  round %d  %-18s C %9.1f  oscost %9.1f  ratio %s\n' "$i" "$id" "$cv" "$ov" "$r"
+    done <"$tmp/c$i"
+done
+
+echo
+printf '%-18s %9s %9s %8s  %s\n' case "C ns" "oscost ns" ratio "per-round ratios"
+for id in "${ids[@]}"; do
+    printf '%-18s %9.1f %9.1f %8.3f  %s\n' "$id" "$(median_of "${c_ns[$id]}")" \
+        "$(median_of "${o_ns[$id]}")" "$(median_of "${ratios[$id]}")" "${ratios[$id]% }"
+done
+lo="${fds%%,*}" hi="${fds##*,}"
+if [[ "$lo" != "$hi" ]]; then
+    echo
+    echo "slope ns per descriptor ($hi less $lo, over $((hi - lo))), medians of the rounds:"
+    for k in select poll epoll; do
+        a="poll.$k.$lo" b="poll.$k.$hi"
+        [[ -n "${c_ns[$a]+x}" && -n "${c_ns[$b]+x}" ]] || continue
+        awk -v k="$k" -v ca="$(median_of "${c_ns[$a]}")" -v cb="$(median_of "${c_ns[$b]}")" \
+            -v oa="$(median_of "${o_ns[$a]}")" -v ob="$(median_of "${o_ns[$b]}")" -v d=$((hi - lo)) \
+            'BEGIN { printf "  %-7s C %8.3f  oscost %8.3f\n", k, (cb - ca) / d, (ob - oa) / d }'
+    done
+fi
+exit 0

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Holds `oscost uring` against benches/uring_ref.c, a C program that drives io_uring by raw
+# system calls (io_uring_setup, io_uring_enter; no liburing): B NOPs or reads queued on a
+# 64-entry ring, one io_uring_enter submitting and waiting for them, their completions reaped,
+# beside read(2) of 1 byte from /dev/zero and pread(2) of 64 KiB of a page-cached file, and NOPs
+# through an SQPOLL ring whose thread polls on CPU_B; the cases sampled in rotated rounds.
+#
+# Both sides run measuring on CPU A, the SQPOLL thread on CPU B (oscost with `--cpus A,B`). A
+# round runs the C program then oscost; the median ratio oscost/C over the rounds is the
+# figure, printed beside the io_uring_enter calls per operation that the kernel counted for
+# oscost (the C program counts none). A measurement, not a test: exits 0 whatever the ratios
+# are. Run it on an idle machine with at least two CPUs.
+#
+# Usage: [ROUNDS=N] [QUICK=1] scripts/uring-vs-c.sh [CPU_A CPU_B]
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+
+# shellcheck source=scripts/side-by-side.sh
+source scripts/side-by-side.sh
+cpu_b="${2:-$(last_cpu)}"
+side_by_side_setup "${1:-0}"
+[[ "$cpu_b" =~ ^[0-9]+$ && "$cpu_b" != "$cpu" ]] || die "CPU_B must be a CPU number other than CPU_A ($cpu)"
+taskset -c "$cpu_b" true 2>/dev/null || die "cannot pin to CPU $cpu_b"
+c_samples=81
+[[ "$quick" == 0 ]] || c_samples=10
+
+echo "building benches/uring_ref.c and oscost (release)..." >&2
+cc -O2 -o "$tmp/uring_ref" benches/uring_ref.c || die "cc failed on benches/uring_ref.c"
+build_oscost
+
+mode="standard sampling"
+[[ "$quick" == 0 ]] || mode="QUICK: rough, not a figure to quote"
+echo "oscost uring vs C, median ns per operation, CPU $cpu (measuring), CPU $cpu_b (SQPOLL thread),"
+echo "$rounds interleaved rounds ($mode); ratio = oscost / C"
+
+declare -A c_ns o_ns ratios enters
+ids=()
+for ((i = 1; i <= rounds; i++)); do
+    echo "round $i of $rounds..." >&2
+    "$tmp/uring_ref" -a "$cpu" -b "$cpu_b" -s "$c_samples" >"$tmp/c$i" || die "uring_ref failed"
+    "$bin" --cpus "$cpu,$cpu_b" --quiet --no-save ${quick_oscost[@]+"${quick_oscost[@]}"} \
+        uring --json "$tmp/o$i.json" >/dev/null || die "oscost uring failed"
+    python3 - "$tmp/o$i.json" >"$tmp/o$i" <<'PY'
+import json, sys
+for e in json.load(open(sys.argv[1]))["experiments"]:
+    for c in e["cases"]:
+        print(c["id"], c["median_ns"], c["counters"].get("io_uring_enter_per_op", "n/a"))
+PY
+    while read -r id cv; do
+        read -r ov oe <<<"$(awk -v id="$id" '$1 == id { print $2, $3 }' "$tmp/o$i")" || true
+        [[ -n "${ov:-}" ]] || { echo "  round $i  $id: not measured by oscost, skipped" >&2; continue; }
+        [[ -n "${c_ns[$id]+x}" ]] || ids+=("$id")
+        r=$(awk -v o="$ov" -v c="$cv" 'BEGIN { printf "%.3f", o / c }')
+        c_ns[$id]+="$cv " o_ns[$id]+="$ov " ratios[$id]+="$r " enters[$id]+="$oe "
+        printf '  round %d  %-24s C %9.1f  oscost %9.1f  ratio %s\n' "$i" "$id" "$cv" "$ov" "$r"
+    done <"$tmp/c$i"
+done
+
+echo
+printf '%-24s %9s %9s %8s  %-18s %s\n' case "C ns" "oscost ns" ratio "enter/op (oscost)" "per-round ratios"
+for id in "${ids[@]}"; do
+    printf '%-24s %9.1f %9.1f %8.3f  %-18s %s\n' "$id" "$(median_of "${c_ns[$id]}")" \
+        "$(median_of "${o_ns[$id]}")" "$(median_of "${ratios[$id]}")" "${enters[$id]%% *}" "${ratios[$id]% }"
+done
+exit 0
