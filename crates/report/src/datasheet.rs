@@ -213,6 +213,8 @@ fn pick(doc: &ResultDoc, source: Source) -> Option<(Value, String, bool)> {
             let worst = noise
                 .cases
                 .iter()
+                // The untraced spins: a traced one's loss includes tracing's.
+                .filter(|c| c.params.get("kernel_view").and_then(|v| v.as_bool()) != Some(true))
                 .filter_map(|c| Some((c, *c.counters.get("cpu_lost_pct")?)))
                 .max_by(|a, b| a.1.total_cmp(&b.1))?;
             Some((
