@@ -395,6 +395,17 @@ fn a_tracefs_left_mounted_by_a_killed_run_is_unmounted_by_the_next() {
         eprintln!("skipped: this kernel cannot mount tracefs here");
         return;
     }
+    // The mount's id: another test's traced pass may mount tracefs anew meanwhile, and that
+    // mount is not the one to be gone.
+    let tracefs_ids = || -> Vec<String> {
+        std::fs::read_to_string("/proc/self/mountinfo")
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains(" - tracefs "))
+            .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+            .collect()
+    };
+    let ours = tracefs_ids();
     // The record a killed run leaves: a holder whose process is gone.
     let settings = tempfile::tempdir().unwrap();
     std::fs::set_permissions(settings.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
@@ -419,7 +430,8 @@ fn a_tracefs_left_mounted_by_a_killed_run_is_unmounted_by_the_next() {
         ])
         .output()
         .unwrap();
-    let still = mounted();
+    let now = tracefs_ids();
+    let still = ours.iter().any(|id| now.contains(id));
     if still {
         let _ = Command::new("umount").arg(DIR).status();
     }
