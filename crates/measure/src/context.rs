@@ -41,6 +41,18 @@ impl SamplerConfig {
         }
     }
 
+    /// This sampling cut to an experiment's share of a suite: at most `samples` samples of at
+    /// most 1 ms each, at most `warmup` of warm-up and `budget` per case (`min_runs` kept).
+    pub fn for_suite(self, samples: usize, warmup: Duration, budget: Duration) -> SamplerConfig {
+        SamplerConfig {
+            samples: self.samples.min(samples),
+            warmup: self.warmup.min(warmup),
+            min_sample: self.min_sample.min(Duration::from_millis(1)),
+            budget: self.budget.min(budget),
+            min_runs: self.min_runs,
+        }
+    }
+
     /// `--quick`: 10 samples of at least 1 ms, after 4 ms of warm-up.
     pub fn quick() -> SamplerConfig {
         SamplerConfig {
@@ -96,7 +108,19 @@ pub struct Context<'a> {
     pub cancel: &'a AtomicBool,
 }
 
-impl Context<'_> {
+impl<'a> Context<'a> {
+    /// The same context, sampling as `sampler` says.
+    pub fn with_sampler(&self, sampler: SamplerConfig) -> Context<'a> {
+        Context {
+            clock: self.clock,
+            sampler,
+            quick: self.quick,
+            cpus: self.cpus.clone(),
+            progress: self.progress,
+            cancel: self.cancel,
+        }
+    }
+
     /// Returns `Err(Cancelled)` once Ctrl-C was pressed; call it between samples.
     pub fn check_cancel(&self) -> Result<(), Cancelled> {
         if self.cancel.load(Ordering::Relaxed) {
@@ -154,5 +178,31 @@ pub(crate) mod testing {
             cancel: &cancel,
         };
         f(&ctx)
+    }
+}
+
+#[cfg(test)]
+mod suite_tests {
+    use super::*;
+
+    #[test]
+    fn a_suite_share_only_ever_shortens_the_sampling() {
+        let s = SamplerConfig::standard().for_suite(
+            15,
+            Duration::from_millis(5),
+            Duration::from_millis(60),
+        );
+        assert_eq!(s.samples, 15);
+        assert_eq!(s.warmup, Duration::from_millis(5));
+        assert_eq!(s.min_sample, Duration::from_millis(1));
+        assert_eq!(s.budget, Duration::from_millis(60));
+        assert_eq!(s.min_runs, MIN_SAMPLES);
+        // Already smaller (--quick): kept as it is.
+        let q = SamplerConfig::quick();
+        let s = q.for_suite(41, Duration::from_millis(10), Duration::from_secs(5));
+        assert_eq!(
+            (s.samples, s.warmup, s.budget),
+            (q.samples, q.warmup, q.budget)
+        );
     }
 }

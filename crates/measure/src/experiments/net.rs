@@ -235,29 +235,16 @@ and the others still run.\n\nTakes about 0.7 s in the suite (about 15 s on its o
 
 /// The suite's sampling: fewer and shorter samples, so every case fits its share of time.
 fn suite_sampler(s: sampler::SamplerConfig) -> sampler::SamplerConfig {
-    sampler::SamplerConfig {
-        samples: s.samples.min(15),
-        warmup: s.warmup.min(Duration::from_millis(5)),
-        min_sample: s.min_sample.min(Duration::from_millis(1)),
-        budget: s.budget.min(Duration::from_millis(60)),
-        min_runs: s.min_runs,
-    }
+    s.for_suite(15, Duration::from_millis(5), Duration::from_millis(60))
 }
 
 fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     let p = plan(opts, &ctx.cpus)?;
-    let ctx = &Context {
-        clock: ctx.clock,
-        sampler: if opts.suite_size {
-            suite_sampler(ctx.sampler)
-        } else {
-            ctx.sampler
-        },
-        quick: ctx.quick,
-        cpus: ctx.cpus.clone(),
-        progress: ctx.progress,
-        cancel: ctx.cancel,
-    };
+    let ctx = &ctx.with_sampler(if opts.suite_size {
+        suite_sampler(ctx.sampler)
+    } else {
+        ctx.sampler
+    });
     let mut out = ExperimentOutput::default();
     // Said once per case it stops, in the unavailable list.
     let loopback = net::loopback_available().map_err(|e| e.to_string());

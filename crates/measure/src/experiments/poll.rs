@@ -236,24 +236,14 @@ on a 2-vCPU virtual machine.";
 
 fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     let p = plan(opts);
-    let sized;
-    let ctx = if opts.suite_size {
-        let mut sampler = ctx.sampler;
-        sampler.min_sample = sampler.min_sample.min(Duration::from_millis(1));
-        sampler.warmup = sampler.warmup.min(Duration::from_millis(10));
-        sampler.samples = sampler.samples.min(SUITE_SAMPLES);
-        sized = Context {
-            clock: ctx.clock,
-            sampler,
-            quick: ctx.quick,
-            cpus: ctx.cpus.clone(),
-            progress: ctx.progress,
-            cancel: ctx.cancel,
-        };
-        &sized
+    let sampler = if opts.suite_size {
+        // No budget of its own: the samples and their length bound the time.
+        let s = ctx.sampler;
+        s.for_suite(SUITE_SAMPLES, Duration::from_millis(10), s.budget)
     } else {
-        ctx
+        ctx.sampler
     };
+    let ctx = &ctx.with_sampler(sampler);
     oscost_sys::set_affinity(&[ctx.first_cpu()])
         .with_context(|| format!("pinning to CPU {}", ctx.first_cpu()))?;
     let mut out = ExperimentOutput::default();

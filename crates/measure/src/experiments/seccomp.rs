@@ -257,13 +257,7 @@ fn case_id(set: Set, call: Call) -> String {
 /// The suite's sampling: every case keeps the interleaved rounds, with fewer and shorter
 /// samples so ten cases fit the suite's share of time.
 fn suite_sampler(s: sampler::SamplerConfig) -> sampler::SamplerConfig {
-    sampler::SamplerConfig {
-        samples: s.samples.min(21),
-        warmup: s.warmup.min(Duration::from_millis(10)),
-        min_sample: s.min_sample.min(Duration::from_millis(1)),
-        budget: s.budget.min(Duration::from_millis(150)),
-        min_runs: s.min_runs,
-    }
+    s.for_suite(21, Duration::from_millis(10), Duration::from_millis(150))
 }
 
 /// What the parent process itself runs under before any child is made.
@@ -347,14 +341,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     } else {
         ctx.sampler
     };
-    let ctx = &Context {
-        clock: ctx.clock,
-        sampler: sampler_cfg,
-        quick: ctx.quick,
-        cpus: ctx.cpus.clone(),
-        progress: ctx.progress,
-        cancel: ctx.cancel,
-    };
+    let ctx = &ctx.with_sampler(sampler_cfg);
     let parent = sc::read_status();
     let inherited = match parent.mode {
         Some(2) => parent.filters,

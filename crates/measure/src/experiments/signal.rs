@@ -221,14 +221,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         min_runs: ctx.sampler.min_runs.min(p.repeats),
         ..ctx.sampler
     };
-    let ctx = &Context {
-        clock: ctx.clock,
-        sampler,
-        quick: ctx.quick,
-        cpus: ctx.cpus.clone(),
-        progress: ctx.progress,
-        cancel: ctx.cancel,
-    };
+    let ctx = &ctx.with_sampler(sampler);
     let cpu = ctx.first_cpu();
     let _pin = crate::cpuset::AffinityRestore::pin(&[cpu])?;
     let mut out = ExperimentOutput::default();
