@@ -3,27 +3,14 @@
 //! hit mid-run. No timing assertions: only what the kernel counted and what the command did.
 
 mod common;
-use common::{assert_args_refused, oscost, read_doc, run_limited};
+use common::{assert_args_refused, assert_every_check_passed, run_limited, tiny_run};
 
 /// Runs `oscost --quick --quiet --samples 5 ARGS --json FILE` and returns the experiment's
 /// result, with every case's checks passed.
 fn tiny(args: &[&str]) -> oscost_model::ExperimentResult {
-    let dir = tempfile::tempdir().unwrap();
-    let tmp = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
-    oscost()
-        .env("TMPDIR", tmp.path())
-        .args(["--quick", "--quiet", "--samples", "5"])
-        .args(args)
-        .arg("--json")
-        .arg(&json)
-        .assert()
-        .success();
-    let e = read_doc(&json).experiments.remove(0);
+    let e = tiny_run(args);
+    assert_every_check_passed(&e);
     for c in &e.cases {
-        for k in &c.checks {
-            assert!(k.passed, "{}: {k:?}", c.id);
-        }
         assert!(c.median_ns.is_finite(), "{}", c.id);
     }
     e

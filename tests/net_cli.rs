@@ -3,20 +3,9 @@
 //! assertions: only what the kernel counted and what the command did.
 
 mod common;
-use common::{assert_args_refused, is_root, isolate, oscost, read_doc};
+use common::{assert_args_refused, is_root, isolate, read_doc};
 
-fn run(args: &[&str]) -> oscost_model::ExperimentResult {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
-    oscost()
-        .args(["--quick", "--quiet", "--samples", "5"])
-        .args(args)
-        .arg("--json")
-        .arg(&json)
-        .assert()
-        .success();
-    read_doc(&json).experiments.remove(0)
-}
+use common::tiny_run as run;
 
 #[test]
 fn round_trips_bandwidth_and_a_connection_are_counted() {

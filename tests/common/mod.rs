@@ -178,6 +178,32 @@ pub fn assert_nothing_left(marker: &str) {
     }
 }
 
+/// Runs `oscost --quick --quiet --samples 5 ARGS --json FILE` with a private TMPDIR and returns
+/// its one experiment's result.
+pub fn tiny_run(args: &[&str]) -> oscost_model::ExperimentResult {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    oscost()
+        .env("TMPDIR", tmp.path())
+        .args(["--quick", "--quiet", "--samples", "5"])
+        .args(args)
+        .arg("--json")
+        .arg(&json)
+        .assert()
+        .success();
+    read_doc(&json).experiments.remove(0)
+}
+
+/// Every check of every case of `e` passed.
+pub fn assert_every_check_passed(e: &oscost_model::ExperimentResult) {
+    for c in &e.cases {
+        for k in &c.checks {
+            assert!(k.passed, "{}: {k:?}", c.id);
+        }
+    }
+}
+
 /// Reads a result file with the typed model, so an unknown or missing field fails the test.
 pub fn read_doc(path: &std::path::Path) -> oscost_model::ResultDoc {
     let text = std::fs::read_to_string(path).unwrap();
