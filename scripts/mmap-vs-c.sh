@@ -37,26 +37,9 @@ for ((i = 1; i <= rounds; i++)); do
     taskset -c "$cpu" "$tmp/mmap_ref" -s "$c_samples" -p "$pages" >"$tmp/c$i" || die "mmap_ref failed"
     taskset -c "$cpu" "$bin" --cpus "$cpu" --quiet --no-save ${quick_oscost[@]+"${quick_oscost[@]}"} \
         mmap --pages "$pages" --json "$tmp/o$i.json" >/dev/null || die "oscost mmap failed"
-    python3 - "$tmp/o$i.json" >"$tmp/o$i" <<'PY'
-import json, sys
-for e in json.load(open(sys.argv[1]))["experiments"]:
-    for c in e["cases"]:
-        print(c["id"], c["median_ns"])
-PY
-    while read -r id cv; do
-        ov=$(awk -v id="$id" '$1 == id { print $2 }' "$tmp/o$i")
-        [[ -n "$ov" ]] || { echo "  round $i  $id: not measured by oscost, skipped" >&2; continue; }
-        [[ -n "${c_ns[$id]+x}" ]] || ids+=("$id")
-        r=$(awk -v o="$ov" -v c="$cv" 'BEGIN { printf "%.3f", o / c }')
-        c_ns[$id]+="$cv " o_ns[$id]+="$ov " ratios[$id]+="$r "
-        printf '  round %d  %-28s C %12.1f  oscost %12.1f  ratio %s\n' "$i" "$id" "$cv" "$ov" "$r"
-    done <"$tmp/c$i"
+    oscost_medians "$tmp/o$i.json" >"$tmp/o$i"
+    pair_round "$i" "$tmp/c$i" "$tmp/o$i" 28 12
 done
 
-echo
-printf '%-28s %12s %12s %8s  %s\n' case "C ns" "oscost ns" ratio "per-round ratios"
-for id in "${ids[@]}"; do
-    printf '%-28s %12.1f %12.1f %8.3f  %s\n' "$id" "$(median_of "${c_ns[$id]}")" \
-        "$(median_of "${o_ns[$id]}")" "$(median_of "${ratios[$id]}")" "${ratios[$id]% }"
-done
+print_pairs 28 12
 exit 0

@@ -40,28 +40,11 @@ for ((i = 1; i <= rounds; i++)); do
     "$tmp/poll_ref" -a "$cpu" -n "$fds" -s "$c_samples" >"$tmp/c$i" || die "poll_ref failed"
     "$bin" --cpus "$cpu" --quiet --no-save ${quick_oscost[@]+"${quick_oscost[@]}"} \
         poll --fds "$fds" --json "$tmp/o$i.json" >/dev/null || die "oscost poll failed"
-    python3 - "$tmp/o$i.json" >"$tmp/o$i" <<'PY'
-import json, sys
-for e in json.load(open(sys.argv[1]))["experiments"]:
-    for c in e["cases"]:
-        print(c["id"], c["median_ns"])
-PY
-    while read -r id cv; do
-        ov=$(awk -v id="$id" '$1 == id { print $2 }' "$tmp/o$i")
-        [[ -n "${ov:-}" ]] || { echo "  round $i  $id: not measured by oscost, skipped" >&2; continue; }
-        [[ -n "${c_ns[$id]+x}" ]] || ids+=("$id")
-        r=$(awk -v o="$ov" -v c="$cv" 'BEGIN { printf "%.3f", o / c }')
-        c_ns[$id]+="$cv " o_ns[$id]+="$ov " ratios[$id]+="$r "
-        printf '  round %d  %-18s C %9.1f  oscost %9.1f  ratio %s\n' "$i" "$id" "$cv" "$ov" "$r"
-    done <"$tmp/c$i"
+    oscost_medians "$tmp/o$i.json" >"$tmp/o$i"
+    pair_round "$i" "$tmp/c$i" "$tmp/o$i" 18 9
 done
 
-echo
-printf '%-18s %9s %9s %8s  %s\n' case "C ns" "oscost ns" ratio "per-round ratios"
-for id in "${ids[@]}"; do
-    printf '%-18s %9.1f %9.1f %8.3f  %s\n' "$id" "$(median_of "${c_ns[$id]}")" \
-        "$(median_of "${o_ns[$id]}")" "$(median_of "${ratios[$id]}")" "${ratios[$id]% }"
-done
+print_pairs 18 9
 lo="${fds%%,*}" hi="${fds##*,}"
 if [[ "$lo" != "$hi" ]]; then
     echo

@@ -103,3 +103,43 @@ median_of() {
     tr ' ' '\n' <<<"$1" | awk 'NF' | sort -g |
         awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
+
+# "ID MEDIAN_NS" of every case of oscost's result FILE, one a line.
+oscost_medians() {
+    python3 - "$1" <<'PY'
+import json, sys
+for e in json.load(open(sys.argv[1]))["experiments"]:
+    for c in e["cases"]:
+        print(c["id"], c["median_ns"])
+PY
+}
+
+# Pairs round ROUND's C figures (FILE C_FILE, lines "ID NS") with oscost's (O_FILE, the same
+# form): each pair printed, ID_WIDTH and NUM_WIDTH its columns, and kept in the caller's
+# `c_ns`, `o_ns`, `ratios` (declare -A) and `ids`; a case oscost did not measure is said and
+# skipped, never invented.
+# Usage: pair_round ROUND C_FILE O_FILE ID_WIDTH NUM_WIDTH
+pair_round() {
+    local i="$1" cfile="$2" ofile="$3" w="$4" n="$5" id cv ov r
+    while read -r id cv; do
+        ov=$(awk -v id="$id" '$1 == id { print $2 }' "$ofile")
+        [[ -n "$ov" ]] || { echo "  round $i  $id: not measured by oscost, skipped" >&2; continue; }
+        [[ -n "${c_ns[$id]+x}" ]] || ids+=("$id")
+        r=$(awk -v o="$ov" -v c="$cv" 'BEGIN { printf "%.3f", o / c }')
+        c_ns[$id]+="$cv " o_ns[$id]+="$ov " ratios[$id]+="$r "
+        printf "  round %d  %-${w}s C %${n}.1f  oscost %${n}.1f  ratio %s\n" "$i" "$id" "$cv" "$ov" "$r"
+    done <"$cfile"
+}
+
+# The table of every paired case: each side's median over the rounds and the median ratio,
+# with the per-round ratios.
+# Usage: print_pairs ID_WIDTH NUM_WIDTH
+print_pairs() {
+    local w="$1" n="$2" id
+    echo
+    printf "%-${w}s %${n}s %${n}s %8s  %s\n" case "C ns" "oscost ns" ratio "per-round ratios"
+    for id in "${ids[@]}"; do
+        printf "%-${w}s %${n}.1f %${n}.1f %8.3f  %s\n" "$id" "$(median_of "${c_ns[$id]}")" \
+            "$(median_of "${o_ns[$id]}")" "$(median_of "${ratios[$id]}")" "${ratios[$id]% }"
+    done
+}
