@@ -134,6 +134,17 @@ impl<'a> Context<'a> {
     pub fn first_cpu(&self) -> usize {
         self.cpus.first().copied().unwrap_or(0)
     }
+
+    /// Pins the calling thread (and what it creates after) to the first CPU of the set, where
+    /// one-task cases run; returns that CPU. An empty set is refused.
+    pub fn pin_first_cpu(&self) -> anyhow::Result<usize> {
+        let Some(&cpu) = self.cpus.first() else {
+            anyhow::bail!("--cpus: the CPU set is empty");
+        };
+        oscost_sys::set_affinity(&[cpu])
+            .map_err(|e| anyhow::anyhow!("pinning to CPU {cpu}: {e}"))?;
+        Ok(cpu)
+    }
 }
 
 /// Contexts for tests: the OS clock (no calibration wait) and no progress output.

@@ -626,12 +626,8 @@ process pinned to one CPU.\n\nTakes about 1.6 s; --quick about 0.3 s on a 2-vCPU
 }
 
 fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
-    if ctx.cpus.is_empty() {
-        anyhow::bail!("--cpus: the CPU set is empty");
-    }
     let p = plan(opts, ctx.quick);
-    oscost_sys::set_affinity(&[ctx.first_cpu()])
-        .with_context(|| format!("pinning to CPU {}", ctx.first_cpu()))?;
+    ctx.pin_first_cpu()?;
     let files = Files::new(&p)?;
     let mut out = ExperimentOutput::default();
     let mut slots = Vec::new();

@@ -409,12 +409,8 @@ the page cache (mincore). Runs in one single-threaded process pinned to one CPU.
 }
 
 fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
-    if ctx.cpus.is_empty() {
-        anyhow::bail!("--cpus: the CPU set is empty");
-    }
     let p = plan(opts, ctx.quick);
-    oscost_sys::set_affinity(&[ctx.first_cpu()])
-        .with_context(|| format!("pinning to CPU {}", ctx.first_cpu()))?;
+    ctx.pin_first_cpu()?;
     let largest = p.sizes.iter().copied().max().unwrap_or(1);
     let mut file = if p.ops.iter().any(|o| matches!(o, Op::Read | Op::Write)) {
         Some(FileSide::new(largest)?)

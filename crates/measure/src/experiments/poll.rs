@@ -244,8 +244,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         ctx.sampler
     };
     let ctx = &ctx.with_sampler(sampler);
-    oscost_sys::set_affinity(&[ctx.first_cpu()])
-        .with_context(|| format!("pinning to CPU {}", ctx.first_cpu()))?;
+    ctx.pin_first_cpu()?;
     let mut out = ExperimentOutput::default();
     let sizes = open_sizes(&p.fds)?;
     let extra = Sockets::new(1).context("opening the socket epoll-ctl adds")?;

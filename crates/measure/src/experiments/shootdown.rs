@@ -469,12 +469,9 @@ say what happened.\n\nTakes about 2 s; --quick about 0.5 s on a 2-vCPU virtual m
 }
 
 fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
-    if ctx.cpus.is_empty() {
-        anyhow::bail!("--cpus: the CPU set is empty");
-    }
+    // First: an empty CPU set is refused as such, before the plan counts other CPUs.
+    ctx.pin_first_cpu()?;
     let p = plan(opts, ctx.cpus.len())?;
-    oscost_sys::set_affinity(&[ctx.first_cpu()])
-        .with_context(|| format!("pinning to CPU {}", ctx.first_cpu()))?;
     let overhead = engine::clock::clock_overhead(ctx);
     let mut out = ExperimentOutput::default();
     ctx.progress.start(

@@ -312,8 +312,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     };
     // A multi-threaded variant only of a call that is measured; `none` anywhere means none.
     let mt = engine::pick_mt(&opts.multi_threaded, &calls);
-    oscost_sys::set_affinity(&[ctx.first_cpu()])
-        .with_context(|| format!("pinning to CPU {}", ctx.first_cpu()))?;
+    ctx.pin_first_cpu()?;
     let scratch = Scratch::new()?;
     let mut out = ExperimentOutput::default();
     out.params.insert("rate_per_s".into(), opts.rate.into());

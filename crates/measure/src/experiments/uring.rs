@@ -409,8 +409,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         ctx.sampler
     };
     let ctx = &ctx.with_sampler(sampler);
-    oscost_sys::set_affinity(&[ctx.first_cpu()])
-        .with_context(|| format!("pinning to CPU {}", ctx.first_cpu()))?;
+    ctx.pin_first_cpu()?;
     let scratch = Scratch::new()?;
     let steps = p.kinds.len() + ctx.sampler.samples + if p.sqpoll { 2 } else { 0 };
     ctx.progress.start(steps as u64, NAME);

@@ -480,8 +480,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     } else {
         engine::first_occurrences(&opts.calls)
     };
-    oscost_sys::set_affinity(&[ctx.first_cpu()])
-        .with_context(|| format!("pinning to CPU {}", ctx.first_cpu()))?;
+    ctx.pin_first_cpu()?;
     let mut out = ExperimentOutput::default();
     out.params.insert("rate_per_s".into(), opts.rate.into());
     out.params
