@@ -314,10 +314,13 @@ fn measure_kind(ctx: &Context, h: &Handlers, k: Kind) -> anyhow::Result<Result<C
                 Ok(())
             });
             let switches = oscost_sys::spawn::thread_usage().since(u0);
+            // Counted before the peer is stopped: its stop signal's run, which may land on
+            // the other CPU at any moment after, is no round trip's.
+            let runs = sig::caught().saturating_sub(caught0);
             let threads = sampler::threads_in_process();
             drop(peer);
             return Ok(Ok(finish_wake(
-                ctx, k, r?, &ops, caught0, switches, peer_cpu, threads,
+                ctx, k, r?, &ops, runs, switches, peer_cpu, threads,
             )));
         }
     };
@@ -387,7 +390,7 @@ fn finish_wake(
     k: Kind,
     (samples, said): (oscost_model::case::Samples, oscost_model::Messages),
     ops: &Cell<u64>,
-    caught0: u64,
+    runs: u64,
     switches: oscost_sys::spawn::Usage,
     peer_cpu: usize,
     threads: Option<u64>,
@@ -398,8 +401,7 @@ fn finish_wake(
         .param("cpu", ctx.first_cpu() as u64)
         .param("peer_cpu", peer_cpu as u64);
     case.add_messages(said);
-    // The peer's last wake-up (to stop) is after the count was taken.
-    let runs = sig::caught().saturating_sub(caught0) as f64;
+    let runs = runs as f64;
     let all = (switches.voluntary + switches.involuntary) as f64 / n;
     case.counters
         .insert("handler_runs_per_round_trip".into(), runs / n);
