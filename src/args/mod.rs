@@ -17,7 +17,7 @@ const AFTER_HELP: &str = "Examples:
   oscost                          run the default suite (same as `oscost run`; about 52 s on a
                                   2-vCPU virtual machine)
   oscost --quick                  the suite at each experiment's --quick size, without the
-                                  kernel's traced passes (about 5.2 s there)
+                                  kernel's traced passes (about 5.4 s there)
   oscost syscall --quick          the system-call table, fast (about 0.6 s)
   oscost syscall --calls getpid,read64k --json r.json
   oscost switch --via pipe,futex --kind processes   ping-pong, switches counted
