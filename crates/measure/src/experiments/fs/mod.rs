@@ -316,13 +316,15 @@ impl Drop for FuseServer {
                 Ok(None) if Instant::now() >= deadline => {
                     let _ = self.child.kill();
                     let _ = self.child.wait();
-                    // Killed before it unmounted: take the mount down here (lazily).
-                    let _ = oscost_sys::mount::unmount(self.dir.path());
                     break;
                 }
                 Ok(None) => std::thread::sleep(Duration::from_millis(2)),
             }
         }
+        // A server killed before it unmounted, or one that ended before its unmount reached
+        // the mount table: take the mount down here (lazily; an error only says nothing was
+        // mounted there any more).
+        let _ = oscost_sys::mount::unmount(self.dir.path());
     }
 }
 
