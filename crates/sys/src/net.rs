@@ -481,6 +481,11 @@ mod tests {
             for _ in 0..20 {
                 peer.send(&data).unwrap();
             }
+            // Halting may stop the sink mid-read: give it the time to drain what was sent.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+            while peer.partner_bytes() < 20 * 64 * 1024 && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
             team.finish().unwrap();
             assert!(peer.partner_bytes() >= 19 * 64 * 1024, "{kind:?}");
         }
