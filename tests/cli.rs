@@ -581,3 +581,35 @@ fn min_runs_samples_and_budget_are_honoured_and_recorded() {
         assert_eq!(s.samples, if k == 0 { 3 } else { 20 });
     }
 }
+
+/// A run of several experiments prints each briefly (a line per figure, no boxes, the run's
+/// warnings once at the end); one experiment, or `--verbose`, prints its full tables.
+#[test]
+fn a_suite_prints_briefly_and_verbose_prints_the_full_tables() {
+    let brief = |extra: &[&str]| {
+        let o = oscost()
+            .args(["--quick", "--samples", "5", "--no-save"])
+            .args(extra)
+            .output()
+            .expect("runs");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).expect("UTF-8")
+    };
+    let suite = brief(&["run", "syscall", "fault"]);
+    assert!(!suite.contains('┌'), "{suite}");
+    assert!(suite.lines().any(|l| l.starts_with("syscall ")), "{suite}");
+    assert!(suite.lines().any(|l| l.starts_with("  getpid ")), "{suite}");
+    assert!(suite.lines().any(|l| l.starts_with("fault ")), "{suite}");
+    assert!(suite.contains("--verbose, the report"), "{suite}");
+    // The datasheet still ends it.
+    assert!(
+        suite.contains("What the OS costs a program here"),
+        "{suite}"
+    );
+
+    let verbose = brief(&["--verbose", "run", "syscall", "fault"]);
+    assert!(verbose.contains('┌'), "{verbose}");
+    assert!(verbose.contains("│ syscall.getpid"), "{verbose}");
+    let one = brief(&["syscall"]);
+    assert!(one.contains("│ syscall.getpid"), "{one}");
+}

@@ -264,8 +264,10 @@ fn scripted_and_real_experiments_do_not_mix() {
 /// columns are dropped rather than a case id split, and every case id is whole on a line.
 #[test]
 fn columns_sets_the_table_width_and_no_case_id_is_split() {
+    // --verbose: a run of two experiments is otherwise brief (see the test below).
     let out = stdout_of(oscost().env("COLUMNS", "60").args([
         "--scripted",
+        "--verbose",
         "run",
         "example",
         "example-more",
@@ -293,6 +295,24 @@ fn columns_sets_the_table_width_and_no_case_id_is_split() {
         natural.lines().any(|l| l.chars().count() > 100),
         "{natural}"
     );
+}
+
+/// A run of several experiments is brief: a line per figure with its interval and mark, no
+/// boxes, each failed check on its own line, the shared warnings once at the end.
+#[test]
+fn a_run_of_several_experiments_is_brief() {
+    let out = stdout_of(oscost().env("COLUMNS", "80").args([
+        "--scripted",
+        "run",
+        "example",
+        "example-more",
+    ]));
+    insta::assert_snapshot!("brief-80", &out);
+    for l in out.lines() {
+        assert!(l.chars().count() <= 80, "wider than 80: {l}");
+    }
+    assert!(!out.contains('┌'), "{out}");
+    assert!(out.contains("  ✗ example.cost400: FAILED"), "{out}");
 }
 
 /// By default a kind of per-case warning is one summary line; `--verbose` adds every case's

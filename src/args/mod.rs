@@ -115,8 +115,9 @@ pub struct GlobalOpts {
     #[arg(long, short, global = true)]
     pub quiet: bool,
 
-    /// Under each table, every case's warning in full (by default one line per kind of
-    /// warning, saying how many cases it touched)
+    /// A suite's full tables, views and notes instead of a line per figure; under each
+    /// table, every case's warning in full (by default one line per kind of warning, saying
+    /// how many cases it touched)
     #[arg(long, short, global = true, conflicts_with = "quiet")]
     pub verbose: bool,
 

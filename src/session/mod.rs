@@ -148,6 +148,8 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs], saving: Saving) -> anyh
     let whole = LoadProbe::start();
     let mut own_tasks = 0;
     let mut figures = Figures::default();
+    // A suite prints each experiment briefly; one experiment, or --verbose, prints it whole.
+    let brief = experiments.len() > 1 && !cfg.verbose;
     let mut outputs = outputs(cfg);
     let mut doc = ResultDoc {
         schema: SCHEMA.into(),
@@ -203,7 +205,7 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs], saving: Saving) -> anyh
         let load = load_since(probe, tasks);
         let result = summarise::experiment(e.name(), out, ns_per_tick, Some(load));
         if cfg.study.is_none() || cfg.verbose {
-            show::show(cfg, &result, &tick_unit)?;
+            show::show(cfg, &result, &tick_unit, brief)?;
         }
         figures += export::write_figures(&result, cfg.svg.as_deref(), cfg.series.as_deref())?;
         doc.experiments.push(result);
@@ -222,6 +224,9 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs], saving: Saving) -> anyh
     if let Some(name) = cfg.study {
         figures += show::show_study(cfg, name, &doc)?;
     } else if !doc.experiments.is_empty() && !reader_gone() {
+        if brief && !cfg.quiet {
+            show::brief_tail(cfg, &doc)?;
+        }
         show::datasheet(cfg, &doc)?;
     }
     outputs.write(&doc, true, not_kept)?;

@@ -3,28 +3,46 @@
 use crate::config::Config;
 use crate::stdout::print_stdout;
 use oscost_model::ResultDoc;
+use oscost_report::export::brief;
 use oscost_report::export::terminal::{self, layout_width};
 use oscost_report::export::{write_plots, ExportOptions, Figures};
 
 /// Prints an experiment's tables: to stdout, or to stderr when stdout carries a machine
 /// format. Warnings are summarised by kind, printed in full with `--verbose`, left out with
-/// `--quiet` (the result files keep them all).
+/// `--quiet` (the result files keep them all). `brief` (a suite without `--verbose`): its
+/// figures with their intervals and check marks only, the run's warnings left to
+/// [`brief_tail`].
 pub(super) fn show(
     cfg: &Config,
     result: &oscost_model::ExperimentResult,
     tick_unit: &str,
+    brief: bool,
 ) -> anyhow::Result<()> {
     let opts = ExportOptions {
         width: table_width(cfg),
         warnings: cfg.warnings(),
         label: None,
     };
-    let text = terminal::experiment(result, tick_unit, &opts);
+    let text = if brief {
+        brief::experiment(result, opts.width)
+    } else {
+        terminal::experiment(result, tick_unit, &opts)
+    };
+    emit(cfg, &text)
+}
+
+/// What a brief run says once after its experiments: their shared warnings and notes.
+pub(super) fn brief_tail(cfg: &Config, doc: &ResultDoc) -> anyhow::Result<()> {
+    emit(cfg, &brief::run_tail(&doc.experiments, table_width(cfg)))
+}
+
+/// `text` to stdout, or to stderr when stdout carries a machine format.
+fn emit(cfg: &Config, text: &str) -> anyhow::Result<()> {
     if cfg.stdout_taken() {
         eprint!("{text}");
         Ok(())
     } else {
-        print_stdout(&text)
+        print_stdout(text)
     }
 }
 
@@ -53,6 +71,14 @@ pub(super) fn show_study(cfg: &Config, name: &str, doc: &ResultDoc) -> anyhow::R
     for v in study.tables(Some(doc)) {
         text += &terminal::view(&v, width);
         text.push('\n');
+    }
+    // The study's cells carry marks; what the run's cases carried is said under them.
+    let figures = study.figures(doc);
+    if figures.iter().any(|f| f.doubt.is_some()) {
+        text += &terminal::wrap(oscost_report::study::MARKS, width, 2);
+    }
+    if !cfg.quiet {
+        text += &brief::quality(&doc.experiments, width);
     }
     if cfg.stdout_taken() {
         eprint!("{text}");

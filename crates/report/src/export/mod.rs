@@ -6,6 +6,7 @@
 //! number formats), so its output can be pinned in tests. [`staging`] writes what they make:
 //! the run's files after each experiment, atomically, and its figures.
 
+pub mod brief;
 pub mod csv;
 pub mod html;
 pub mod json;

@@ -264,6 +264,41 @@ pub(super) fn summary(e: &ExperimentResult, of: Of, full: bool) -> Vec<(String, 
     out
 }
 
+/// One kind of an experiment's per-case messages, as a brief run names it once: its tag (or
+/// the text's own words), how many cases carry it, and where the methodology explains it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Kind {
+    /// The tag (`under 10 ns`) or, for a kind the terminal does not explain, the text's words.
+    pub tag: String,
+    /// Whether it is a wide interval, which a brief table shows by the interval itself.
+    pub noisy: bool,
+    /// Cases that carry it.
+    pub cases: usize,
+    /// `docs/methodology.md, "Samples"`, for a kind the methodology explains.
+    pub doc: Option<String>,
+}
+
+/// The kinds of `e`'s per-case warnings or notes, in the order they first occur.
+pub(super) fn kinds(e: &ExperimentResult, of: Of) -> Vec<Kind> {
+    groups(e, of)
+        .into_iter()
+        .map(|(group, items)| {
+            let mut ids: Vec<&str> = items.iter().map(|(id, _)| *id).collect();
+            ids.dedup();
+            let known = match group {
+                Group::Kind(k) => about(k),
+                Group::Words(_) => None,
+            };
+            Kind {
+                tag: group.key().to_owned(),
+                noisy: group == Group::Kind(MessageKind::WideInterval),
+                cases: ids.len(),
+                doc: known.map(|a| doc_pointer(a.doc)),
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

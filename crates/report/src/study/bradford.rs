@@ -85,6 +85,7 @@ pub fn figures(doc: &ResultDoc) -> Vec<StudyFigure> {
     }
     let per_switch = oscost_stats::median(&ring.iter().map(|p| p.1.median_ns).collect::<Vec<_>>());
     let flagged = super::flag_of(&cases);
+    let doubt = super::doubt_of(&cases);
     let (lock_id, lock) = lock_of(doc);
     out.push(StudyFigure {
         id: format!("study.{NAME}.ring.time_per_switch"),
@@ -96,6 +97,7 @@ pub fn figures(doc: &ResultDoc) -> Vec<StudyFigure> {
         ci95: None,
         unit: "ns".into(),
         flagged: flagged.clone(),
+        doubt: doubt.clone(),
     });
     if let Some(own) = case(doc, &Id::Own { lock: lock_id }.to_string()) {
         out.push(StudyFigure {
@@ -108,6 +110,7 @@ pub fn figures(doc: &ResultDoc) -> Vec<StudyFigure> {
             ci95: None,
             unit: "ns".into(),
             flagged,
+            doubt: super::doubt_of(&[&cases[..], &[own]].concat()),
         });
     }
     if let (Some(pipe), Some(_)) = (case(doc, &Id::Pipe { tasks: 2 }.to_string()), ring.first()) {
@@ -120,6 +123,7 @@ pub fn figures(doc: &ResultDoc) -> Vec<StudyFigure> {
             ci95: None,
             unit: "x".into(),
             flagged: super::flag_of(&[pipe]),
+            doubt: super::doubt_of(&[&cases[..], &[pipe]].concat()),
         });
     }
     out

@@ -91,6 +91,7 @@ pub fn figures(doc: &ResultDoc) -> Vec<StudyFigure> {
             ci95: Some(d.ci95_ns.map(|x| x * r / 1e6)),
             unit: "ms/s".into(),
             flagged: d.flagged.clone(),
+            doubt: (!d.warnings.is_empty()).then(|| format!("noisy or disturbed: {}", d.id)),
         });
     }
     let slow: Vec<f64> = OVERALL
@@ -107,6 +108,11 @@ pub fn figures(doc: &ResultDoc) -> Vec<StudyFigure> {
             ci95: None,
             unit: "%".into(),
             flagged: None,
+            doubt: super::doubt_of_figures(
+                OVERALL
+                    .iter()
+                    .filter_map(|c| get(&out, &format!("study.{NAME}.{c}.slowdown"))),
+            ),
         });
     }
     out

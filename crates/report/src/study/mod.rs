@@ -40,6 +40,10 @@ pub struct StudyFigure {
     pub unit: String,
     /// Why it is not to be trusted (a case behind it failed a check), when it is not.
     pub flagged: Option<String>,
+    /// Why it is to be read with care, when it is: a case behind it is noisy or was disturbed
+    /// (its CPUs shared, its warm-up unsettled), as the run's warnings say.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub doubt: Option<String>,
 }
 
 /// What `oscost study` says of a study.
@@ -230,6 +234,33 @@ pub(crate) fn flag_of(cases: &[&CaseResult]) -> Option<String> {
     (!failed.is_empty()).then(|| format!("a check failed in {}", failed.join(", ")))
 }
 
+/// Why a figure built on `cases` is to be read with care: the ids that are noisy or carry a
+/// warning (CPUs shared, speed-up withheld, warm-up unsettled).
+pub(crate) fn doubt_of(cases: &[&CaseResult]) -> Option<String> {
+    let doubtful: Vec<&str> = cases
+        .iter()
+        .filter(|c| c.noisy || !c.warnings.is_empty())
+        .map(|c| c.id.as_str())
+        .collect();
+    (!doubtful.is_empty()).then(|| format!("noisy or disturbed: {}", doubtful.join(", ")))
+}
+
+/// The doubt of a figure made from other figures: theirs, joined.
+pub(crate) fn doubt_of_figures<'a>(
+    figs: impl IntoIterator<Item = &'a StudyFigure>,
+) -> Option<String> {
+    let mut all: Vec<&str> = Vec::new();
+    for d in figs.into_iter().filter_map(|f| f.doubt.as_deref()) {
+        let ids = d.strip_prefix("noisy or disturbed: ").unwrap_or(d);
+        for id in ids.split(", ") {
+            if !all.contains(&id) {
+                all.push(id);
+            }
+        }
+    }
+    (!all.is_empty()).then(|| format!("noisy or disturbed: {}", all.join(", ")))
+}
+
 /// Resamples per bootstrap interval of a study figure.
 const RESAMPLES: usize = 2000;
 
@@ -257,6 +288,7 @@ pub(crate) fn overhead_figure(
         ci95: ci.map(|c| c.map(|x| (x - 1.0) * 100.0)),
         unit: "%".into(),
         flagged: flag_of(&[a, b]),
+        doubt: doubt_of(&[a, b]),
     })
 }
 
@@ -265,7 +297,9 @@ pub(crate) fn get<'a>(figs: &'a [StudyFigure], id: &str) -> Option<&'a StudyFigu
     figs.iter().find(|f| f.id == id)
 }
 
-/// A study figure's value for a table cell: `12.3 %`, `1.05 x`, `1 256 cycles`, with a flag.
+/// A study figure's value for a table cell: `12.3 %`, `1.05 x`, `1 256 cycles`, marked `!`
+/// when a check failed behind it and `~` when a case behind it is noisy or was disturbed
+/// ([`MARKS`] says so under the tables).
 pub(crate) fn cell(f: Option<&StudyFigure>) -> String {
     match f {
         None => "-".into(),
@@ -273,12 +307,19 @@ pub(crate) fn cell(f: Option<&StudyFigure>) -> String {
             let v = value_text(f.value, &f.unit);
             if f.flagged.is_some() {
                 format!("{v} !")
+            } else if f.doubt.is_some() {
+                format!("{v} ~")
             } else {
                 v
             }
         }
     }
 }
+
+/// What a study cell's `~` means (its `!` is said by each study's own note).
+pub const MARKS: &str =
+    "~ marks a figure a noisy or disturbed case is behind (its CPUs shared, its \
+                         warm-up unsettled): read it with the run's warnings below";
 
 /// A value in its unit, three significant digits: `+12.3 %`, `1.05 x`, `1256 cycles`.
 pub fn value_text(v: f64, unit: &str) -> String {

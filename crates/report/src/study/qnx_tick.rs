@@ -118,6 +118,7 @@ fn fig(
         ci95: None,
         unit: unit.into(),
         flagged: super::flag_of(cases),
+        doubt: super::doubt_of(cases),
     }
 }
 

@@ -26,3 +26,24 @@ fn with_no_run_the_tables_hold_the_published_figures_alone() {
         assert_eq!(s.plots(None).len(), 1, "{}", s.info.name);
     }
 }
+
+#[test]
+fn a_figure_from_a_noisy_case_is_marked_and_a_failed_check_outranks_it() {
+    let quiet = crate::views::testkit::case("split.threads.one.1", "run", 100.0);
+    let mut noisy = crate::views::testkit::case("split.threads.one.2", "run", 80.0);
+    noisy.noisy = true;
+    let f = overhead_figure("study.x.o".into(), String::new(), &quiet, &noisy).unwrap();
+    assert_eq!(
+        f.doubt.as_deref(),
+        Some("noisy or disturbed: split.threads.one.2")
+    );
+    assert!(cell(Some(&f)).ends_with(" ~"), "{}", cell(Some(&f)));
+    let mut failed = f.clone();
+    failed.flagged = Some("a check failed in split.threads.one.2".into());
+    assert!(cell(Some(&failed)).ends_with(" !"));
+    let calm = overhead_figure("study.x.p".into(), String::new(), &quiet, &quiet).unwrap();
+    assert_eq!(calm.doubt, None);
+    assert!(!cell(Some(&calm)).ends_with('~'));
+    // A figure made of others carries their doubt.
+    assert_eq!(doubt_of_figures([&f, &calm]), f.doubt);
+}

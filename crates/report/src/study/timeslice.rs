@@ -72,6 +72,7 @@ pub fn figures(doc: &ResultDoc) -> Vec<StudyFigure> {
             ci95: None,
             unit: unit.into(),
             flagged: super::flag_of(cases),
+            doubt: super::doubt_of(cases),
         }
     };
     let p1 = point(doc, 1);

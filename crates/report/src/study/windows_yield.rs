@@ -143,6 +143,9 @@ pub fn figures(doc: &ResultDoc) -> Vec<StudyFigure> {
             ci95: None,
             unit: "%".into(),
             flagged: None,
+            doubt: super::doubt_of_figures(out.iter().filter(|f| {
+                f.id.starts_with(&format!("study.{NAME}.n")) && f.id.ends_with(".gain")
+            })),
         });
     }
     let one_overheads: Vec<f64> = out
@@ -158,6 +161,10 @@ pub fn figures(doc: &ResultDoc) -> Vec<StudyFigure> {
             ci95: None,
             unit: "%".into(),
             flagged: None,
+            doubt: super::doubt_of_figures(
+                out.iter()
+                    .filter(|f| f.id.starts_with(&format!("study.{NAME}.one.n"))),
+            ),
         });
     }
     out

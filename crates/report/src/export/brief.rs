@@ -1,0 +1,563 @@
+//! The brief terminal view a suite prints: each experiment's figures with their median, 95 %
+//! interval and one check mark, as a grid where the ids form one (`pipe` × `threads.same`) and
+//! as a plain list where they do not; its failed checks on lines of their own; and, once for
+//! the whole run, the warnings every experiment shared and the notes by kind. The full tables,
+//! views and per-case notes stay in the result document, the report and `--verbose`.
+
+use super::warnings::{kinds, Of};
+use crate::format::{check, ci_pct, fmt_ns};
+use crate::layout::{text_width, wrap};
+use oscost_model::schema::ExperimentResult;
+
+/// Widest a brief table may be without a terminal to fit (a file or a pipe).
+const NATURAL_WIDTH: usize = 100;
+
+/// One figure as the brief view shows it.
+#[derive(Debug, Clone, PartialEq)]
+struct Figure {
+    /// Its id without the experiment's name, split at the dots.
+    key: Vec<String>,
+    /// `5.095 µs`.
+    median: String,
+    /// `±1.0%`.
+    ci: String,
+    /// `✓` every check held, `✗` one failed (or the figure is flagged), empty: none.
+    mark: &'static str,
+}
+
+impl Figure {
+    fn cell(&self) -> String {
+        let mut s = format!("{} {}", self.median, self.ci);
+        if !self.mark.is_empty() {
+            s.push(' ');
+            s.push_str(self.mark);
+        }
+        s
+    }
+}
+
+/// `±1.0 %` without its space, as a brief cell shows it.
+fn short_ci(median: f64, ci: [f64; 2]) -> String {
+    ci_pct(median, ci).replace(" %", "%")
+}
+
+fn key(experiment: &str, id: &str) -> Vec<String> {
+    let rest = id
+        .strip_prefix(experiment)
+        .and_then(|r| r.strip_prefix('.'))
+        .unwrap_or(id);
+    rest.split('.').map(str::to_owned).collect()
+}
+
+fn cases(e: &ExperimentResult) -> Vec<Figure> {
+    e.cases
+        .iter()
+        .map(|c| Figure {
+            key: key(&e.name, &c.id),
+            median: fmt_ns(c.median_ns),
+            ci: short_ci(c.median_ns, c.ci95_ns),
+            mark: if c.checks.iter().any(|k| !k.passed) {
+                "✗"
+            } else if c.checks.is_empty() {
+                ""
+            } else {
+                "✓"
+            },
+        })
+        .collect()
+}
+
+fn derived(e: &ExperimentResult) -> Vec<Figure> {
+    e.derived
+        .iter()
+        .map(|d| Figure {
+            key: key(&e.name, &d.id),
+            median: fmt_ns(d.estimate_ns),
+            ci: short_ci(d.estimate_ns, d.ci95_ns),
+            mark: if d.flagged.is_some() { "✗" } else { "" },
+        })
+        .collect()
+}
+
+/// Figures laid out as rows × columns: each figure's (row, column).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Grid {
+    rows: Vec<String>,
+    cols: Vec<String>,
+    at: Vec<(usize, usize)>,
+}
+
+/// Splits each key into a row and a column part, `at` segments from its start (or, with
+/// `from_end`, from its end); a key too short to split is a row of its own in the column
+/// with no name. `None` when two figures would share a cell.
+fn split(keys: &[Vec<String>], at: usize, from_end: bool) -> Option<Grid> {
+    let mut g = Grid {
+        rows: Vec::new(),
+        cols: Vec::new(),
+        at: Vec::new(),
+    };
+    fn index(list: &mut Vec<String>, s: String) -> usize {
+        list.iter().position(|x| *x == s).unwrap_or_else(|| {
+            list.push(s);
+            list.len() - 1
+        })
+    }
+    for k in keys {
+        let (row, col) = if k.len() <= at {
+            (k.join("."), String::new())
+        } else {
+            let p = if from_end { k.len() - at } else { at };
+            (k[..p].join("."), k[p..].join("."))
+        };
+        let cell = (index(&mut g.rows, row), index(&mut g.cols, col));
+        if g.at.contains(&cell) {
+            return None;
+        }
+        g.at.push(cell);
+    }
+    Some(g)
+}
+
+/// The best grid for `figures` that fits `width`: the fewest rows, then the fewest columns,
+/// among the splits with at least two columns that fill at least 60 % of their cells and
+/// take at most two thirds of the lines a list would. `None`: a list reads better.
+fn grid(figures: &[Figure], width: usize) -> Option<Grid> {
+    let keys: Vec<Vec<String>> = figures.iter().map(|f| f.key.clone()).collect();
+    let depth = keys.iter().map(Vec::len).max().unwrap_or(0);
+    let n = figures.len();
+    (1..depth)
+        .flat_map(|at| [split(&keys, at, false), split(&keys, at, true)])
+        .flatten()
+        .filter(|g| {
+            let (r, c) = (g.rows.len(), g.cols.len());
+            c >= 2 && r * 3 <= n * 2 && n * 10 >= r * c * 6 && grid_width(g, figures) <= width
+        })
+        .min_by_key(|g| (g.rows.len(), g.cols.len()))
+}
+
+fn column_widths(g: &Grid, figures: &[Figure]) -> (usize, Vec<usize>) {
+    let label = g.rows.iter().map(|r| text_width(r)).max().unwrap_or(0);
+    let mut cols: Vec<usize> = g.cols.iter().map(|c| text_width(c)).collect();
+    for (f, &(_, c)) in figures.iter().zip(&g.at) {
+        cols[c] = cols[c].max(text_width(&f.cell()));
+    }
+    (label, cols)
+}
+
+fn grid_width(g: &Grid, figures: &[Figure]) -> usize {
+    let (label, cols) = column_widths(g, figures);
+    2 + label + cols.iter().map(|w| w + 2).sum::<usize>()
+}
+
+fn pad_left(s: &str, w: usize) -> String {
+    format!("{}{s}", " ".repeat(w.saturating_sub(text_width(s))))
+}
+
+fn pad_right(s: &str, w: usize) -> String {
+    format!("{s}{}", " ".repeat(w.saturating_sub(text_width(s))))
+}
+
+/// The grid's lines under a header naming `title` and the columns.
+fn render_grid(title: &str, g: &Grid, figures: &[Figure]) -> String {
+    let (label, cols) = column_widths(g, figures);
+    let mut cells = vec![vec![String::new(); g.cols.len()]; g.rows.len()];
+    for (f, &(r, c)) in figures.iter().zip(&g.at) {
+        cells[r][c] = f.cell();
+    }
+    let mut s = pad_right(title, label + 2);
+    for (c, w) in g.cols.iter().zip(&cols) {
+        s += &format!("  {}", pad_left(c, *w));
+    }
+    s = s.trim_end().to_owned() + "\n";
+    for (row, line) in g.rows.iter().zip(&cells) {
+        let mut l = format!("  {}", pad_right(row, label));
+        for (cell, w) in line.iter().zip(&cols) {
+            l += &format!("  {}", pad_left(cell, *w));
+        }
+        s += l.trim_end();
+        s.push('\n');
+    }
+    s
+}
+
+/// The figures one a line under a header naming `title`, the median and the interval.
+fn render_list(title: &str, figures: &[Figure]) -> String {
+    let label = figures
+        .iter()
+        .map(|f| text_width(&f.key.join(".")))
+        .max()
+        .unwrap_or(0);
+    let median = figures
+        .iter()
+        .map(|f| text_width(&f.median))
+        .chain([6])
+        .max()
+        .unwrap_or(0);
+    let ci = figures
+        .iter()
+        .map(|f| text_width(&f.ci))
+        .chain([6])
+        .max()
+        .unwrap_or(0);
+    let mut s = format!(
+        "{}  {}  {}\n",
+        pad_right(title, label + 2),
+        pad_left("median", median),
+        pad_left("95% CI", ci)
+    );
+    for f in figures {
+        let l = format!(
+            "  {}  {}  {} {}",
+            pad_right(&f.key.join("."), label),
+            pad_left(&f.median, median),
+            pad_left(&f.ci, ci),
+            f.mark
+        );
+        s += l.trim_end();
+        s.push('\n');
+    }
+    s
+}
+
+fn block(title: &str, figures: &[Figure], width: usize) -> String {
+    if figures.is_empty() {
+        return String::new();
+    }
+    match grid(figures, width) {
+        Some(g) => render_grid(title, &g, figures),
+        None => render_list(title, figures),
+    }
+}
+
+/// One experiment, briefly: its figures (a grid where their ids form one), then each failed
+/// check and flagged figure on a line of its own, what was not measured, and one line naming
+/// the kinds of warning its cases carry besides a wide interval (which the interval shows).
+/// Experiment-wide warnings and notes are left to [`run_tail`], which says each once.
+pub fn experiment(e: &ExperimentResult, width: Option<u16>) -> String {
+    let room = width.map_or(NATURAL_WIDTH, usize::from);
+    let mut s = block(&e.name, &cases(e), room);
+    s += &block("  derived", &derived(e), room);
+    if s.is_empty() {
+        s = format!("{}\n", e.name);
+    }
+    for c in &e.cases {
+        for k in c.checks.iter().filter(|k| !k.passed) {
+            s += &wrap(&format!("  ✗ {}: {}", c.id, check(k)), width, 6);
+        }
+    }
+    // A figure flagged for a case's failed check says nothing the line above did not.
+    let failed: Vec<&str> = e
+        .cases
+        .iter()
+        .filter(|c| c.checks.iter().any(|k| !k.passed))
+        .map(|c| c.id.as_str())
+        .collect();
+    for d in &e.derived {
+        if let Some(f) = &d.flagged {
+            if !failed.iter().any(|id| f.starts_with(&format!("{id}:"))) {
+                s += &wrap(&format!("  ✗ {}: {f}", d.id), width, 6);
+            }
+        }
+    }
+    for u in &e.unavailable {
+        s += &wrap(&format!("  not measured: {}: {}", u.id, u.reason), width, 4);
+    }
+    let warned: Vec<String> = kinds(e, Of::Warnings)
+        .into_iter()
+        .filter(|k| !k.noisy)
+        .map(|k| format!("{} ({} of {})", k.tag, k.cases, e.cases.len()))
+        .collect();
+    if !warned.is_empty() {
+        s += &wrap(
+            &format!("  ! {}; --verbose says more", warned.join(", ")),
+            width,
+            4,
+        );
+    }
+    s
+}
+
+/// What a study's run says under the study's tables, which show none of it: each experiment's
+/// failed checks and kinds of warning (a wide interval included, which no study cell shows),
+/// then what [`run_tail`] says.
+pub fn quality(experiments: &[ExperimentResult], width: Option<u16>) -> String {
+    let mut s = String::new();
+    for e in experiments {
+        for c in &e.cases {
+            for k in c.checks.iter().filter(|k| !k.passed) {
+                s += &wrap(&format!("✗ {}: {}", c.id, check(k)), width, 4);
+            }
+        }
+        let warned: Vec<String> = kinds(e, Of::Warnings)
+            .into_iter()
+            .map(|k| format!("{} ({} of {})", k.tag, k.cases, e.cases.len()))
+            .collect();
+        if !warned.is_empty() {
+            s += &wrap(
+                &format!("! {}: {}; --verbose says more", e.name, warned.join(", ")),
+                width,
+                2,
+            );
+        }
+    }
+    s + &run_tail(experiments, width)
+}
+
+/// What a brief run says once, after its last experiment: each experiment-wide warning (the
+/// same kind met in several experiments once, at its worst, with how many it touched), the
+/// experiments' own notes, and the per-case notes by kind with where they occurred.
+pub fn run_tail(experiments: &[ExperimentResult], width: Option<u16>) -> String {
+    let mut s = String::new();
+    // A warning's kind is its words before the first figure: the load one reads "other
+    // processes used 57.4 % …" in every experiment it touched.
+    let lead = |w: &str| -> String {
+        w.split(|c: char| c.is_ascii_digit())
+            .next()
+            .unwrap_or(w)
+            .trim_end()
+            .to_owned()
+    };
+    let first_number = |w: &str| -> f64 {
+        let t = w.trim_start_matches(|c: char| !c.is_ascii_digit());
+        let end = t
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(t.len());
+        t[..end].parse().unwrap_or(0.0)
+    };
+    let mut shared: Vec<(String, Vec<&str>, String)> = Vec::new();
+    for e in experiments {
+        for w in &e.warnings {
+            let text = w.as_str();
+            let k = lead(text);
+            match shared.iter_mut().find(|(key, _, _)| *key == k) {
+                Some((_, names, worst)) => {
+                    if !names.contains(&e.name.as_str()) {
+                        names.push(&e.name);
+                    }
+                    if first_number(text) > first_number(worst) {
+                        *worst = text.to_owned();
+                    }
+                }
+                None => shared.push((k, vec![&e.name], text.to_owned())),
+            }
+        }
+    }
+    for (_, names, worst) in &shared {
+        let line = if names.len() == 1 {
+            format!("warning: {}: {worst}", names[0])
+        } else {
+            format!(
+                "warning: in {} of {} experiments, at worst: {worst}",
+                names.len(),
+                experiments.len()
+            )
+        };
+        s += &wrap(&line, width, 2);
+    }
+    for e in experiments {
+        for n in &e.notes {
+            s += &wrap(&format!("note: {}: {}", e.name, n.as_str()), width, 2);
+        }
+    }
+    let mut notes: Vec<(String, Vec<String>, Option<String>)> = Vec::new();
+    for e in experiments {
+        for k in kinds(e, Of::Notes) {
+            let at = format!("{} ({})", e.name, k.cases);
+            match notes.iter_mut().find(|(tag, _, _)| *tag == k.tag) {
+                Some((_, wh, _)) => wh.push(at),
+                None => notes.push((k.tag, vec![at], k.doc)),
+            }
+        }
+    }
+    for (tag, wh, doc) in notes {
+        let doc = doc.map_or(String::new(), |d| format!(" ({d})"));
+        s += &wrap(
+            &format!("note: {tag}: cases in {}{doc}", wh.join(", ")),
+            width,
+            2,
+        );
+    }
+    if !experiments.is_empty() {
+        s += &wrap(
+            "each experiment's full tables, views and notes: --verbose, the report, or \
+             `oscost history show`",
+            width,
+            2,
+        );
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fig(id: &str) -> Figure {
+        Figure {
+            key: id.split('.').map(str::to_owned).collect(),
+            median: "5.095 µs".into(),
+            ci: "±1.0%".into(),
+            mark: "✓",
+        }
+    }
+
+    #[test]
+    fn ids_that_form_a_grid_are_laid_out_as_one() {
+        let ids = [
+            "pipe.control",
+            "pipe.threads.same",
+            "pipe.processes.same",
+            "futex.control",
+            "futex.threads.same",
+            "futex.processes.same",
+            "yield.control",
+            "yield.threads.same",
+            "yield.processes.same",
+        ];
+        let figs: Vec<Figure> = ids.iter().map(|i| fig(i)).collect();
+        let g = grid(&figs, 80).expect("a grid");
+        assert_eq!(g.rows, ["pipe", "futex", "yield"]);
+        assert_eq!(g.cols, ["control", "threads.same", "processes.same"]);
+        let text = render_grid("switch", &g, &figs);
+        assert_eq!(text.lines().count(), 4);
+        assert!(text.lines().all(|l| text_width(l) <= 80), "{text}");
+        assert!(text.lines().nth(1).unwrap().starts_with("  pipe "));
+    }
+
+    #[test]
+    fn the_last_part_of_the_id_makes_the_columns_when_it_repeats() {
+        let ids = [
+            "fork.p1mib",
+            "vfork.p1mib",
+            "posix-spawn.static.p1mib",
+            "posix-spawn.dynamic.p1mib",
+            "fork.p64mib",
+            "vfork.p64mib",
+            "posix-spawn.static.p64mib",
+            "posix-spawn.dynamic.p64mib",
+            "thread",
+        ];
+        let figs: Vec<Figure> = ids.iter().map(|i| fig(i)).collect();
+        let g = grid(&figs, 80).expect("a grid");
+        assert_eq!(g.cols, ["p1mib", "p64mib", ""]);
+        assert_eq!(
+            g.rows,
+            [
+                "fork",
+                "vfork",
+                "posix-spawn.static",
+                "posix-spawn.dynamic",
+                "thread"
+            ]
+        );
+    }
+
+    #[test]
+    fn ids_with_nothing_in_common_stay_a_list() {
+        let ids = ["enosys", "getpid", "read1", "lseek", "lseek.mt", "fstat"];
+        let figs: Vec<Figure> = ids.iter().map(|i| fig(i)).collect();
+        assert_eq!(grid(&figs, 80), None);
+        let text = block("syscall", &figs, 80);
+        assert_eq!(text.lines().count(), 7);
+        assert!(text.starts_with("syscall"));
+        assert!(text.contains("  lseek.mt  5.095 µs   ±1.0% ✓"), "{text}");
+    }
+
+    #[test]
+    fn a_grid_too_wide_for_the_terminal_is_not_used() {
+        let ids = [
+            "a.threads.same.one_way",
+            "a.threads.same.switch_cost",
+            "a.processes.same.one_way",
+            "a.processes.same.switch_cost",
+            "b.threads.same.one_way",
+            "b.threads.same.switch_cost",
+            "b.processes.same.one_way",
+            "b.processes.same.switch_cost",
+        ];
+        let figs: Vec<Figure> = ids.iter().map(|i| fig(i)).collect();
+        // Four columns do not fit in 60: the rows take the first three parts instead.
+        let g = grid(&figs, 60).expect("a grid");
+        assert_eq!(g.cols, ["one_way", "switch_cost"]);
+        assert_eq!(grid(&figs, 20), None);
+    }
+
+    #[test]
+    fn two_figures_in_one_cell_are_no_grid() {
+        let keys: Vec<Vec<String>> = [["a", "x"], ["a", "x"]]
+            .iter()
+            .map(|k| k.iter().map(|s| s.to_string()).collect())
+            .collect();
+        assert_eq!(split(&keys, 1, false), None);
+    }
+
+    #[test]
+    fn a_warning_every_experiment_shared_is_said_once_at_its_worst() {
+        let experiment = |name: &str| ExperimentResult {
+            name: name.into(),
+            params: Default::default(),
+            cases: vec![crate::views::testkit::case(
+                &format!("{name}.a"),
+                "op",
+                100.0,
+            )],
+            unavailable: vec![],
+            derived: vec![],
+            warnings: vec![],
+            notes: vec![],
+            load: None,
+        };
+        let (mut a, mut b) = (experiment("syscall"), experiment("switch"));
+        a.warnings.push(
+            "other processes used 12.5 % of the CPUs during the run: figures may be inflated"
+                .into(),
+        );
+        b.warnings.push(
+            "other processes used 57.4 % of the CPUs during the run: figures may be inflated"
+                .into(),
+        );
+        let tail = run_tail(&[a, b], Some(80));
+        assert_eq!(tail.matches("warning:").count(), 1, "{tail}");
+        assert!(tail.contains("in 2 of 2 experiments, at worst: other processes used 57.4 %"));
+    }
+
+    #[test]
+    fn a_failed_check_has_a_line_of_its_own_and_is_not_repeated_for_its_figures() {
+        let mut bad = crate::views::testkit::case("tick.signal.1ms", "run", 100.0);
+        bad.checks.push(oscost_model::case::Check {
+            name: "events_per_run".into(),
+            expected: 13.5,
+            counted: 10.0,
+            passed: false,
+            detail: String::new(),
+            bound: None,
+        });
+        let e = ExperimentResult {
+            name: "tick".into(),
+            params: Default::default(),
+            cases: vec![bad],
+            unavailable: vec![],
+            derived: vec![oscost_model::DerivedResult {
+                id: "tick.signal.1ms.per_event".into(),
+                description: String::new(),
+                terms: Vec::new(),
+                estimate_ns: 50.0,
+                ci95_ns: [40.0, 60.0],
+                estimate_cycles: 50.0,
+                flagged: Some(
+                    "tick.signal.1ms: events_per_run counted 10.000, expected 13.5".into(),
+                ),
+                warnings: Vec::new(),
+            }],
+            warnings: vec![],
+            notes: vec![],
+            load: None,
+        };
+        let text = experiment(&e, Some(80));
+        assert_eq!(text.matches("✗ tick.").count(), 1, "{text}");
+        assert!(text.contains("  ✗ tick.signal.1ms: FAILED"), "{text}");
+        assert!(text
+            .lines()
+            .any(|l| l.starts_with("  signal.1ms ") && l.ends_with('✗')));
+    }
+}
