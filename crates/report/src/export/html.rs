@@ -71,6 +71,9 @@ pub fn report_with(
         .map(|(i, (label, doc))| {
             let mut r = run(i, label, doc, docs.len() > 1);
             r.studies = study_sections(&r.anchor, doc, studies);
+            // A study's tables open the run only when a study was asked for; a suite that
+            // happens to hold a study's cases shows them after its own experiments.
+            r.studies_first = !studies.is_empty() || study_run(doc);
             r
         })
         .collect();
@@ -166,10 +169,21 @@ fn study_sections(
         .collect()
 }
 
+/// Whether `doc` was made by `oscost study NAME`.
+fn study_run(doc: &ResultDoc) -> bool {
+    doc.environment
+        .command_line
+        .iter()
+        .skip(1)
+        .any(|w| w == "study")
+}
+
 #[derive(Debug, Serialize)]
 struct Run {
     anchor: String,
     studies: Vec<StudySection>,
+    /// Whether the studies come before the run's experiments (a study run) or after them.
+    studies_first: bool,
     label: String,
     run_id: String,
     started_at: String,
@@ -477,6 +491,7 @@ fn run(i: usize, label: &str, doc: &ResultDoc, several: bool) -> Run {
         .unwrap_or_default();
     Run {
         studies: Vec::new(),
+        studies_first: false,
         anchor: prefix.clone(),
         label: label.to_owned(),
         run_id: opt(&doc.run_id),
