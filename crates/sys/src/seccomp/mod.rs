@@ -623,11 +623,15 @@ fn supervise(fd: i32, target: i32, mask: &crate::task::CpuMask, s: &Slot) -> ! {
             error: 0,
             flags: 0,
         };
+        // Counted before it is sent: the caller's call returns as soon as the answer lands,
+        // and a reader after its last call must find it counted even when this process is
+        // switched out before it could count it.
+        s.answered.fetch_add(1, Ordering::Release);
         // SAFETY: resp is a valid seccomp_notif_resp; the kernel only reads it. ENOENT (the
-        // caller was killed meanwhile) is no answer and not counted.
+        // caller was killed meanwhile) is no answer and is taken back.
         let r = unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_SEND, &resp) };
-        if r == 0 {
-            s.answered.fetch_add(1, Ordering::Relaxed);
+        if r != 0 {
+            s.answered.fetch_sub(1, Ordering::Release);
         }
     }
 }
