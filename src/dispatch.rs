@@ -140,8 +140,8 @@ fn other_command(command: Command, global: &GlobalOpts) -> anyhow::Result<ExitCo
         Command::Report { files, output } => {
             commands::report::run(&files, output.as_deref(), &Config::from_global(global)?)
         }
-        Command::Datasheet { run } => {
-            commands::datasheet::run(run.as_deref(), &Config::from_global(global)?)
+        Command::Datasheet { runs } => {
+            commands::datasheet::run(&runs, &Config::from_global(global)?)
         }
         Command::Study { .. } | Command::Experiment(_) | Command::Run { .. } => {
             unreachable!("measuring commands are run by `run`")

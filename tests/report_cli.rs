@@ -313,4 +313,24 @@ fn the_datasheet_of_a_result_file_and_of_a_missing_one() {
         err.contains("missing.json") && err.contains("no such file"),
         "{err}"
     );
+    // Two runs: side by side, both machines named, both runs' failed checks said.
+    let other = result_file(dir.path(), "s.json");
+    let out = oscost()
+        .arg("datasheet")
+        .arg(&json)
+        .arg(&other)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let both = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        both.starts_with("What the OS costs a program: A against B"),
+        "{both}"
+    );
+    assert!(
+        both.contains("\nA: Example CPU") && both.contains("\nB: Example CPU"),
+        "{both}"
+    );
+    assert!(both.contains("✗ A: ") && both.contains("✗ B: "), "{both}");
 }

@@ -221,9 +221,9 @@ pub enum Command {
     /// (every measuring run ends with it)
     Datasheet {
         /// A result file written by `oscost --json`, or a run of the history (`latest`,
-        /// `latest~1`, an id) [default: latest]
-        #[arg(value_name = "RUN")]
-        run: Option<String>,
+        /// `latest~1`, an id) [default: latest]; two: side by side, the first the reference
+        #[arg(value_name = "RUN", num_args = 0..=2)]
+        runs: Vec<String>,
     },
     #[command(flatten)]
     Experiment(ExperimentArgs),

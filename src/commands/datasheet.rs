@@ -1,5 +1,5 @@
-//! `oscost datasheet [RUN]`: the one-screen sheet of what the OS costs a program, for a saved
-//! run or a result file.
+//! `oscost datasheet [RUN [RUN]]`: the one-screen sheet of what the OS costs a program, for a
+//! saved run or a result file, or two side by side.
 
 use crate::config::Config;
 use crate::inputs::{load_run, names_a_file, read_result_file};
@@ -7,18 +7,25 @@ use crate::stdout::print_stdout;
 use std::path::Path;
 use std::process::ExitCode;
 
-/// Prints the datasheet of `run`: a result file written by `--json`, or a run of the history
-/// (`latest` when none is named).
-pub fn run(run: Option<&str>, cfg: &Config) -> anyhow::Result<ExitCode> {
-    let arg = run.unwrap_or("latest");
-    let doc = if names_a_file(arg) {
-        read_result_file(Path::new(arg))?
-    } else {
-        let history = cfg.history_location()?;
-        load_run(arg, history.as_ref())
-            .map_err(|e| anyhow::anyhow!("{arg}: no such file, and {e:#}"))?
-    };
+/// Prints the datasheet of a run: a result file written by `--json`, or a run of the history
+/// (`latest` when none is named); of two, both side by side, the first the reference.
+pub fn run(runs: &[String], cfg: &Config) -> anyhow::Result<ExitCode> {
     let width = oscost_report::export::terminal::layout_width(false);
-    print_stdout(&oscost_report::datasheet::datasheet(&doc).render(width))?;
+    let sheet = |arg: &str| -> anyhow::Result<oscost_report::datasheet::Datasheet> {
+        let doc = if names_a_file(arg) {
+            read_result_file(Path::new(arg))?
+        } else {
+            let history = cfg.history_location()?;
+            load_run(arg, history.as_ref())
+                .map_err(|e| anyhow::anyhow!("{arg}: no such file, and {e:#}"))?
+        };
+        Ok(oscost_report::datasheet::datasheet(&doc))
+    };
+    let text = match runs {
+        [] => sheet("latest")?.render(width),
+        [one] => sheet(one)?.render(width),
+        [a, b, ..] => oscost_report::datasheet::side_by_side(&sheet(a)?, &sheet(b)?, width),
+    };
+    print_stdout(&text)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -346,6 +346,82 @@ impl Datasheet {
     }
 }
 
+/// Two runs' sheets side by side, `a` the reference: each headline either measured, with both
+/// medians and B / A, marked `~` where the two 95 % intervals overlap (no difference this
+/// sheet can tell: `oscost compare` tests it), `✗` where a check failed on either side.
+pub fn side_by_side(a: &Datasheet, b: &Datasheet, width: Option<u16>) -> String {
+    let width = usize::from(width.unwrap_or(80)).max(40);
+    let mut out = wrap_words("What the OS costs a program: A against B (medians)", width);
+    out.push('\n');
+    out += &wrap_words(&format!("A: {}", a.machine), width);
+    out.push('\n');
+    out += &wrap_words(&format!("B: {}", b.machine), width);
+    out.push('\n');
+    let text = |v: &Value| match *v {
+        Value::Ns { ns, .. } => fmt_ns(ns),
+        Value::Pct(p) => format!("{p:.2} %"),
+    };
+    let number = |v: &Value| match *v {
+        Value::Ns { ns, .. } => ns,
+        Value::Pct(p) => p,
+    };
+    let mut overlapping = false;
+    out += &format!("  {:<22} {:>9} {:>9} {:>7}\n", "", "A", "B", "B / A");
+    for h in HEADLINES {
+        let find = |d: &Datasheet| d.lines.iter().find(|l| l.label == h.label).cloned();
+        let (la, lb) = (find(a), find(b));
+        if la.is_none() && lb.is_none() {
+            continue;
+        }
+        let shown = |l: &Option<Line>| l.as_ref().map_or("-".to_owned(), |l| text(&l.value));
+        let (ratio, mark) = match (&la, &lb) {
+            (Some(x), Some(y)) if number(&x.value) != 0.0 => {
+                let r = number(&y.value) / number(&x.value);
+                let overlap = match (&x.value, &y.value) {
+                    (Value::Ns { ci95: p, .. }, Value::Ns { ci95: q, .. }) => {
+                        p[0] <= q[1] && q[0] <= p[1]
+                    }
+                    _ => false,
+                };
+                overlapping |= overlap;
+                (format!("{r:.3}"), if overlap { "~" } else { "" })
+            }
+            _ => ("-".to_owned(), ""),
+        };
+        let failed = la.as_ref().is_some_and(|l| l.failed) || lb.as_ref().is_some_and(|l| l.failed);
+        out += &format!(
+            "{} {:<22} {:>9} {:>9} {:>7}{mark}\n",
+            if failed { "✗" } else { " " },
+            h.label,
+            shown(&la),
+            shown(&lb),
+            ratio
+        );
+    }
+    if overlapping {
+        out += &wrap_words(
+            "~ the two 95 % intervals overlap: no difference told apart here; `oscost compare A \
+             B` tests every figure",
+            width,
+        );
+        out.push('\n');
+    }
+    for (name, d) in [("A", a), ("B", b)] {
+        if !d.failed.is_empty() {
+            out += &wrap_words(
+                &format!(
+                    "✗ {name}: {} case(s) failed a check: {}",
+                    d.failed.len(),
+                    d.failed[..d.failed.len().min(FAILED_NAMED)].join(", ")
+                ),
+                width,
+            );
+            out.push('\n');
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -428,6 +504,42 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("~ 1 of 4 figures"), "{text}");
+    }
+
+    #[test]
+    fn two_sheets_side_by_side_give_both_medians_and_their_ratio() {
+        let run = |ns: f64, half: f64, with_fault: bool| {
+            let mut getpid = testkit::case("syscall.getpid", "call", ns);
+            getpid.ci95_ns = [ns - half, ns + half];
+            let mut exps = vec![experiment("syscall", vec![getpid])];
+            if with_fault {
+                exps.push(experiment(
+                    "fault",
+                    vec![testkit::case("fault.anon-write", "page", 1000.0)],
+                ));
+            }
+            datasheet(&doc(exps))
+        };
+        // Clearly apart: a ratio without a mark.
+        let text = side_by_side(&run(100.0, 1.0, true), &run(150.0, 1.0, false), Some(80));
+        assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+        let line = text
+            .lines()
+            .find(|l| l.contains("system call (getpid)"))
+            .unwrap();
+        assert!(
+            line.contains("100.0 ns") && line.contains("150.0 ns"),
+            "{line}"
+        );
+        assert!(line.trim_end().ends_with("1.500"), "{line}");
+        // Measured in A only: B's side and the ratio are dashes.
+        let fault = text.lines().find(|l| l.contains("page fault")).unwrap();
+        assert!(fault.trim_end().ends_with('-'), "{fault}");
+        assert!(!text.contains("intervals overlap"), "{text}");
+        // Overlapping intervals: marked, and the mark explained.
+        let text = side_by_side(&run(100.0, 10.0, false), &run(105.0, 10.0, false), Some(80));
+        assert!(text.contains("1.050~"), "{text}");
+        assert!(text.contains("intervals overlap"), "{text}");
     }
 
     #[test]
