@@ -87,11 +87,20 @@ fn one_run_gives_a_well_formed_self_contained_page() {
         + oscost_report::study::applying_to(&doc)
             .iter()
             .map(|s| s.plots(Some(&doc)).len())
-            .sum::<usize>();
+            .sum::<usize>()
+        // The datasheet's chart, when the run measured a headline time.
+        + usize::from(
+            oscost_report::plot::datasheet::plot(&[(
+                "this run",
+                &oscost_report::datasheet::datasheet(&doc),
+            )])
+            .is_some(),
+        );
     assert_eq!(
         svgs, figures,
-        "every figure of every experiment and study, inline"
+        "every figure of every experiment and study, and the datasheet's, inline"
     );
+    assert!(html.contains("<figcaption>datasheet.svg</figcaption>"));
     for e in &doc.experiments {
         assert!(text.contains(&e.name));
         for c in &e.cases {

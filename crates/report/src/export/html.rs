@@ -77,7 +77,16 @@ pub fn report_with(
             r
         })
         .collect();
-    let comparison = (docs.len() > 1).then(|| comparison(docs));
+    let mut comparison = (docs.len() > 1).then(|| comparison(docs));
+    if let Some(c) = comparison.as_mut() {
+        let sheets: Vec<(String, crate::datasheet::Datasheet)> = docs
+            .iter()
+            .map(|(l, d)| (l.clone(), crate::datasheet::datasheet(d)))
+            .collect();
+        let named: Vec<(&str, &crate::datasheet::Datasheet)> =
+            sheets.iter().map(|(l, d)| (l.as_str(), d)).collect();
+        c.datasheet_figure = crate::plot::datasheet::plot(&named).map(figure);
+    }
     let labels: Vec<&str> = docs.iter().map(|(l, _)| l.as_str()).collect();
     let html = env.get_template("report.html")?.render(context! {
         title => format!("oscost report: {}", labels.join(", ")),
@@ -193,6 +202,8 @@ struct Run {
     environment: String,
     experiments: Vec<Experiment>,
     datasheet: Vec<SheetRow>,
+    /// The headline times on one axis (a run alone on its page).
+    datasheet_figure: Option<Figure>,
 }
 
 /// A line of the run's datasheet.
@@ -212,7 +223,11 @@ fn sheet_rows(doc: &ResultDoc) -> Vec<SheetRow> {
         .into_iter()
         .map(|l| {
             let (value, ci) = match l.value {
-                Value::Ns { ns, ci95 } => (crate::format::fmt_ns(ns), ci_pct(ns, ci95)),
+                // A counter read once (a p99) has no interval: none is shown.
+                Value::Ns { ns, ci95 } if ci95.iter().all(|v| v.is_finite()) => {
+                    (crate::format::fmt_ns(ns), ci_pct(ns, ci95))
+                }
+                Value::Ns { ns, .. } => (crate::format::fmt_ns(ns), String::new()),
                 Value::Pct(p) => (format!("{p:.2} %"), String::new()),
             };
             SheetRow {
@@ -501,6 +516,13 @@ fn run(i: usize, label: &str, doc: &ResultDoc, several: bool) -> Run {
         load,
         environment: render_environment(&doc.environment),
         datasheet: sheet_rows(doc),
+        // With several runs the comparison draws them all on one chart.
+        datasheet_figure: if several {
+            None
+        } else {
+            crate::plot::datasheet::plot(&[("this run", &crate::datasheet::datasheet(doc))])
+                .map(figure)
+        },
         experiments: doc
             .experiments
             .iter()
@@ -723,6 +745,8 @@ struct SideTable {
 #[derive(Debug, Serialize)]
 struct Comparison {
     runs: Vec<RunHead>,
+    /// Every run's headline times on one axis.
+    datasheet_figure: Option<Figure>,
     tables: Vec<SideTable>,
     /// The rule behind the verdicts, as `compare` states it.
     rule: String,
@@ -793,6 +817,7 @@ fn comparison(docs: &[(String, &ResultDoc)]) -> Comparison {
         })
         .collect();
     Comparison {
+        datasheet_figure: None,
         runs,
         tables,
         threshold: crate::format::plain(settings.threshold_pct),

@@ -7,6 +7,7 @@
 //! model only; it never measures.
 
 pub mod chart;
+pub mod datasheet;
 pub mod distribution;
 pub mod io;
 pub mod marks;
