@@ -10,7 +10,9 @@
  * 40 ms of warm-up (4 ms with -q), as oscost's standard (quick) sampling; the figure is the median of the samples' time per operation.
  *
  * Output, one line per case: "net.CASE.PLACEMENT MEDIAN_NS" (net.tcp.connect without a
- * placement, printed only with -c).
+ * placement, printed only with -c). With -c also LEBench's send and recv, one thread on CPU A
+ * before any thread exists: 1 and 96 000 bytes sent into an AF_UNIX stream socketpair and
+ * received from its other end (net.unix.sendrecv.b1, net.unix.sendrecv.b96000).
  *
  * Usage: net_ref -a CPU -b CPU [-s SAMPLES] [-c] [-q] [CASE...]  (CASE: tcp.rtt udp.rtt unix.rtt
  *        unix-dgram.rtt tcp.bw unix.bw pipe.bw; default all)
@@ -218,6 +220,36 @@ static void connect_once(void *unused) {
     close(s);
 }
 
+struct sendrecv {
+    int fd[2];
+    size_t n;
+    char *buf;
+};
+
+static void sendrecv_once(void *arg) {
+    struct sendrecv *s = arg;
+    for (size_t off = 0; off < s->n;) {
+        ssize_t r = write(s->fd[0], s->buf + off, s->n - off);
+        if (r < 0) die("send");
+        off += (size_t)r;
+    }
+    for (size_t off = 0; off < s->n;) {
+        ssize_t r = read(s->fd[1], s->buf + off, s->n - off);
+        if (r <= 0) die("recv");
+        off += (size_t)r;
+    }
+}
+
+static void sendrecv_case(size_t n) {
+    struct sendrecv s = {.n = n, .buf = malloc(n)};
+    if (!s.buf || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, s.fd)) die("socketpair");
+    memset(s.buf, 0x5a, n);
+    printf("net.unix.sendrecv.b%zu %.1f\n", n, sample(sendrecv_once, &s));
+    close(s.fd[0]);
+    close(s.fd[1]);
+    free(s.buf);
+}
+
 int main(int argc, char **argv) {
     int opt, conn = 0;
     while ((opt = getopt(argc, argv, "a:b:s:cq")) != -1) {
@@ -238,6 +270,8 @@ int main(int argc, char **argv) {
         if (listen(listener, 128)) die("listen");
         printf("net.tcp.connect %.1f\n", sample(connect_once, 0));
         close(listener);
+        sendrecv_case(1);
+        sendrecv_case(96000);
     }
     static const char *all[] = {"tcp.rtt", "udp.rtt", "unix.rtt", "unix-dgram.rtt",
                                 "tcp.bw", "unix.bw", "pipe.bw"};

@@ -3,7 +3,8 @@
 # trips between two threads over TCP (TCP_NODELAY), UDP, AF_UNIX stream and datagram sockets on
 # 127.0.0.1 with ports from the kernel, one TCP connection made, accepted and closed with
 # SO_LINGER 0 in one thread, and 64 KiB writes over TCP, an AF_UNIX stream and a pipe to a
-# draining thread.
+# draining thread; and LEBench's send + recv of 1 and 96 000 bytes through an AF_UNIX stream
+# socketpair in one thread.
 #
 # Both sides pin the measuring thread to CPU A and the partner to CPU A (same) or CPU B (cross).
 # A round runs the C program (same, then cross) then oscost (`--cpus A,B --placement

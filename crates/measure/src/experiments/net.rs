@@ -7,7 +7,8 @@
 //! (getrusage) and checked as `switch` checks them. A connection is made, accepted and closed
 //! in the measuring thread alone, the kernel's own TCP counters (`/proc/net/snmp`) proving
 //! each was one. Bandwidth is 64 KiB writes to a partner that drains them, every byte counted
-//! on arrival.
+//! on arrival. LEBench's send and recv (Ren et al., "An Analysis of Performance Evolution of
+//! Linux's Core Operations", SOSP 2019) are one thread's send and recv through a socketpair.
 
 use crate::context::Context;
 use crate::cpuset::{self, AffinityRestore};
@@ -60,10 +61,18 @@ pub enum Measure {
     /// 64 KiB writes into a pipe to a draining thread
     #[value(name = "pipe.bw")]
     PipeBw,
+    /// send + recv of 1 byte through an AF_UNIX stream socketpair, one thread (LEBench's small
+    /// send and recv)
+    #[value(name = "unix.sendrecv.b1")]
+    SendRecvSmall,
+    /// send + recv of 96 000 bytes through an AF_UNIX stream socketpair, one thread (LEBench's
+    /// big send and recv)
+    #[value(name = "unix.sendrecv.b96000")]
+    SendRecvBig,
 }
 
 impl Measure {
-    const ALL: [Measure; 8] = [
+    const ALL: [Measure; 10] = [
         Measure::TcpRtt,
         Measure::UdpRtt,
         Measure::UnixRtt,
@@ -72,13 +81,17 @@ impl Measure {
         Measure::TcpBw,
         Measure::UnixBw,
         Measure::PipeBw,
+        Measure::SendRecvSmall,
+        Measure::SendRecvBig,
     ];
 
     fn kind(self) -> Kind {
         match self {
             Measure::TcpRtt | Measure::TcpConnect | Measure::TcpBw => Kind::Tcp,
             Measure::UdpRtt => Kind::Udp,
-            Measure::UnixRtt | Measure::UnixBw => Kind::Unix,
+            Measure::UnixRtt | Measure::UnixBw | Measure::SendRecvSmall | Measure::SendRecvBig => {
+                Kind::Unix
+            }
             Measure::UnixDgramRtt => Kind::UnixDgram,
             Measure::PipeBw => Kind::Pipe,
         }
@@ -86,9 +99,18 @@ impl Measure {
 
     fn role(self) -> Option<Role> {
         match self {
-            Measure::TcpConnect => None,
+            Measure::TcpConnect | Measure::SendRecvSmall | Measure::SendRecvBig => None,
             Measure::TcpBw | Measure::UnixBw | Measure::PipeBw => Some(Role::Sink),
             _ => Some(Role::Echo),
+        }
+    }
+
+    /// Bytes of one send + recv (the one-thread socketpair cases).
+    fn sendrecv_bytes(self) -> Option<usize> {
+        match self {
+            Measure::SendRecvSmall => Some(1),
+            Measure::SendRecvBig => Some(96_000),
+            _ => None,
         }
     }
 
@@ -117,6 +139,14 @@ impl Measure {
                 "64 KiB write over an AF_UNIX SOCK_STREAM socketpair to a thread draining it"
             }
             Measure::PipeBw => "64 KiB write into a pipe to a thread draining it",
+            Measure::SendRecvSmall => {
+                "send of 1 byte into an AF_UNIX SOCK_STREAM socketpair and recv of it from the \
+                 other end, one thread"
+            }
+            Measure::SendRecvBig => {
+                "send of 96 000 bytes into an AF_UNIX SOCK_STREAM socketpair and recv of them \
+                 from the other end, one thread"
+            }
         }
     }
 }
@@ -208,7 +238,9 @@ impl engine::Experiment for Options {
     const ABOUT: &'static str = "Loopback sockets between two threads: 1-byte round trips over \
 TCP (TCP_NODELAY), UDP, AF_UNIX stream and AF_UNIX datagram sockets; one TCP connection made, \
 accepted and closed; and the bandwidth of 64 KiB writes over TCP, an AF_UNIX stream and a pipe \
-to a thread that drains them (MB/s beside the time per 64 KiB).
+to a thread that drains them (MB/s beside the time per 64 KiB); and LEBench's send and recv \
+(1 and 96 000 bytes sent into an AF_UNIX stream socketpair and received from its other end by \
+the same thread, no switch needed and none counted).
 
 The measuring thread and one partner thread are pinned to the same CPU or to two (--placement); \
 every address is 127.0.0.1 with a port the kernel picks, so a port in use does not matter. \
@@ -250,17 +282,19 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     let loopback = net::loopback_available().map_err(|e| e.to_string());
     let threaded = p.measures.iter().filter(|m| m.role().is_some()).count();
     ctx.progress.start(
-        (threaded * p.placements.len() + usize::from(p.measures.contains(&Measure::TcpConnect)))
-            as u64,
+        (threaded * p.placements.len() + (p.measures.len() - threaded)) as u64,
         NAME,
     );
     // The one-thread case first: once a thread has existed, glibc stays in its
     // multi-threaded mode for good.
     for &m in p.measures.iter().filter(|m| m.role().is_none()) {
         ctx.progress.message(&case_id(m, None));
-        match &loopback {
-            Err(why) => out.unavailable.push(unavailable(m, None, why)),
-            Ok(()) => out.cases.push(connect_case(ctx).context(case_id(m, None))?),
+        match (&loopback, m.sendrecv_bytes()) {
+            (_, Some(bytes)) => out
+                .cases
+                .push(sendrecv_case(m, bytes, ctx).context(case_id(m, None))?),
+            (Err(why), None) => out.unavailable.push(unavailable(m, None, why)),
+            (Ok(()), None) => out.cases.push(connect_case(ctx).context(case_id(m, None))?),
         }
         ctx.progress.inc(1);
     }
@@ -398,6 +432,65 @@ fn connect_case(ctx: &Context) -> anyhow::Result<Case> {
                 .into(),
         ),
     }
+    Ok(case)
+}
+
+/// LEBench's send and recv: `bytes` sent into one end of an AF_UNIX stream socketpair and
+/// received from the other by the same thread, so no switch is needed and none may happen.
+fn sendrecv_case(m: Measure, bytes: usize, ctx: &Context) -> anyhow::Result<Case> {
+    use std::io::{Read, Write};
+    let cpu = ctx.first_cpu();
+    let _pin = AffinityRestore::pin(&[cpu])?;
+    let (mut tx, mut rx) = std::os::unix::net::UnixStream::pair()?;
+    let data = vec![0x5au8; bytes];
+    let mut back = vec![0u8; bytes];
+    let (mut ops, mut received) = (0u64, 0u64);
+    let start = oscost_sys::thread_switches();
+    let (measured, threads) = sampler::counting_threads(|| {
+        measure_fallible(ctx, || -> std::io::Result<()> {
+            tx.write_all(&data)?;
+            rx.read_exact(&mut back)?;
+            ops += 1;
+            received += bytes as u64;
+            Ok(())
+        })
+    });
+    let sw = oscost_sys::thread_switches().since(start);
+    let (samples, said) = measured?;
+    let mut case = Case::new(
+        case_id(m, None),
+        m.describe(),
+        &format!("send + recv of {bytes} B"),
+        samples,
+    )
+    .param("cpu", cpu as u64)
+    .param("bytes", bytes as u64);
+    case.add_messages(said);
+    case.checks.extend(sampler::single_task_check(threads));
+    let per = |v: u64| v as f64 / ops.max(1) as f64;
+    case.counters
+        .insert("voluntary_per_op".into(), per(sw.voluntary));
+    case.counters
+        .insert("bytes_received".into(), received as f64);
+    case.checks.push(Check::near(
+        "bytes_received_per_byte_sent",
+        1.0,
+        received as f64 / (ops * bytes as u64).max(1) as f64,
+        0.0,
+        "bytes read back from the other end over the bytes sent (calibration and warm-up \
+         included): every send was received whole",
+    ));
+    case.checks.push(Check::near(
+        "voluntary_switches_per_op",
+        0.0,
+        per(sw.voluntary),
+        0.01,
+        &format!(
+            "getrusage nvcsw of the thread over the measured span ({} in {ops} operations): the \
+             buffer holds what was sent, so neither call blocks",
+            sw.voluntary
+        ),
+    ));
     Ok(case)
 }
 
@@ -641,6 +734,29 @@ mod tests {
                     assert!(c.counters["mb_per_s"] > 0.0);
                     assert!(c.checks.iter().all(|k| k.passed), "{c:?}");
                 }
+            }
+        });
+    }
+
+    /// LEBench's send and recv, one thread: every byte received back, no switch needed.
+    #[test]
+    fn sendrecv_receives_every_byte_without_a_switch() {
+        let cpu = oscost_sys::affinity().unwrap()[0];
+        with_ctx(vec![cpu], |ctx| {
+            let out = run(
+                &opts(&["--cases", "unix.sendrecv.b1,unix.sendrecv.b96000"]),
+                ctx,
+            )
+            .unwrap();
+            let ids: Vec<&str> = out.cases.iter().map(|c| c.id.as_str()).collect();
+            assert_eq!(ids, ["net.unix.sendrecv.b1", "net.unix.sendrecv.b96000"]);
+            for c in &out.cases {
+                assert!(c.samples.per_op_ns.iter().all(|&v| v > 0.0), "{}", c.id);
+                let bytes = c.params["bytes"].as_f64().unwrap();
+                assert!(c.counters["bytes_received"] >= bytes, "{c:?}");
+                let k = |name: &str| c.checks.iter().find(|k| k.name == name).unwrap();
+                assert!(k("bytes_received_per_byte_sent").passed, "{c:?}");
+                assert_eq!(k("voluntary_switches_per_op").expected, 0.0);
             }
         });
     }
