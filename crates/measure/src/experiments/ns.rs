@@ -219,7 +219,6 @@ fn own_sampler(s: sampler::SamplerConfig, suite: bool) -> sampler::SamplerConfig
         s.for_suite(11, Duration::from_millis(10), Duration::from_millis(100))
     } else {
         sampler::SamplerConfig {
-            samples: s.samples.min(41),
             min_sample: s.min_sample.min(Duration::from_millis(2)),
             warmup: s.warmup.min(Duration::from_millis(20)),
             ..s
