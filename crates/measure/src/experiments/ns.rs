@@ -284,8 +284,8 @@ network namespace's last steps (cleanup_net) run later on a kernel worker and ar
 figure; the sampling is kept short so a run makes hundreds of them, not thousands, and their \
 number is given. Without CAP_SYS_ADMIN every kind is made together with a new user namespace \
 (ids ending .in-user, with their cost over ns.user), where the kernel allows it; where it does \
-not, one line says which setting refuses it.\n\nTakes about 3 s (0.7 s in the suite); --quick \
-about 0.4 s on a 2-vCPU virtual machine.";
+not, one line says which setting refuses it.\n\nTakes about 6 s (1.4 s as `oscost run ns`); \
+--quick about 0.8 s on a 2-vCPU virtual machine.";
     const IN_DEFAULT_SUITE: bool = false;
     const SUITE_ARGS: &'static [&'static str] = &["--suite-size"];
 
