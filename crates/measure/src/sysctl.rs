@@ -354,6 +354,106 @@ impl Drop for MountRecord {
     }
 }
 
+/// The record file of a cgroup oscost made at `path`: `sys.fs.cgroup.cpu.oscost-1-a.cgroup`.
+fn cgroup_file(dir: &Path, path: &Path) -> PathBuf {
+    let name = path
+        .to_string_lossy()
+        .trim_start_matches('/')
+        .replace('/', ".");
+    dir.join(format!("{name}.cgroup"))
+}
+
+/// A cgroup directory this process is about to make, recorded in the settings directory
+/// before the `mkdir`, so that if the process is killed before it removes it, the next oscost
+/// run does (see [`sweep`]). Dropped after the `rmdir`: the record goes.
+pub struct CgroupRecord {
+    dir: PathBuf,
+    file: PathBuf,
+}
+
+/// Records that `me` makes the cgroup directory `path`.
+pub fn record_cgroup(dir: &Path, path: &Path, me: Holder) -> io::Result<CgroupRecord> {
+    let _lock = lock_dir(dir, true)?;
+    let file = cgroup_file(dir, path);
+    let record = Record {
+        path: path.to_owned(),
+        original: "cgroup".to_owned(),
+        holders: vec![me],
+    };
+    write_record(&file, &record)?;
+    Ok(CgroupRecord {
+        dir: dir.to_owned(),
+        file,
+    })
+}
+
+impl Drop for CgroupRecord {
+    fn drop(&mut self) {
+        if let Ok(Some(_lock)) = lock_dir(&self.dir, false) {
+            let _ = remove_record(&self.file);
+        }
+    }
+}
+
+/// Whether `path` may be a cgroup oscost made: a directory named `oscost-…` under
+/// `/sys/fs/cgroup`, with no `..` (tests pass `anywhere` for their own directories).
+fn oscost_cgroup(path: &Path, anywhere: bool) -> bool {
+    (anywhere || path.starts_with("/sys/fs/cgroup"))
+        && path
+            .components()
+            .all(|c| c != std::path::Component::ParentDir)
+        && path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("oscost-"))
+}
+
+/// Removes cgroup directory `path`, waiting up to a second for the processes still in it to
+/// end (a killed run's partners end as they read their pipe's end).
+pub fn remove_cgroup(path: &Path) -> io::Result<()> {
+    let mut tries = 0;
+    loop {
+        match fs::remove_dir(path) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) && tries < 100 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// A cgroup record whose holder is gone: the directory removed if it is still there, then the
+/// record.
+fn sweep_cgroup(file: &Path, only_sys_fs_cgroup: bool) -> Option<Swept> {
+    let record = read_record(file).ok()??;
+    if record.holders.iter().any(Holder::alive) {
+        return None;
+    }
+    let dead = record.holders.iter().map(|h| h.pid).collect();
+    let still = record.path.is_dir();
+    let result = if !oscost_cgroup(&record.path, !only_sys_fs_cgroup) {
+        Err("not a cgroup oscost makes".to_owned())
+    } else if still {
+        remove_cgroup(&record.path).map_err(|e| e.to_string())
+    } else {
+        Ok(())
+    };
+    if result.is_ok() {
+        let _ = remove_record(file);
+    }
+    (still || result.is_err()).then(|| Swept {
+        path: record.path,
+        original: record.original,
+        dead,
+        error: result.err(),
+        mount: false,
+        cgroup: true,
+    })
+}
+
 /// What one [`sweep`] did about one record.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Swept {
@@ -367,6 +467,8 @@ pub struct Swept {
     pub error: Option<String>,
     /// A mount left by a killed run (of the file system type in `original`), not a setting.
     pub mount: bool,
+    /// A cgroup directory a killed run made (`original` is `cgroup`), not a setting.
+    pub cgroup: bool,
 }
 
 impl Swept {
@@ -378,6 +480,21 @@ impl Swept {
             .map(u32::to_string)
             .collect::<Vec<_>>()
             .join(", ");
+        if self.cgroup {
+            return match &self.error {
+                None => format!(
+                    "removed the cgroup {} (the oscost process that made it, pid {pids}, ended \
+                     before it could)",
+                    self.path.display()
+                ),
+                Some(e) => format!(
+                    "cannot remove the cgroup {} that a killed oscost left: {e}; `rmdir {}` by \
+                     hand once its processes have ended",
+                    self.path.display(),
+                    self.path.display()
+                ),
+            };
+        }
         if self.mount {
             return match &self.error {
                 None => format!(
@@ -432,6 +549,10 @@ fn sweep_in(dir: &Path, only_proc_sys: bool) -> Vec<Swept> {
             swept.extend(sweep_mount(&file));
             continue;
         }
+        if file.extension() == Some("cgroup".as_ref()) {
+            swept.extend(sweep_cgroup(&file, only_proc_sys));
+            continue;
+        }
         if file.extension() != Some("setting".as_ref()) {
             continue;
         }
@@ -476,6 +597,7 @@ fn sweep_in(dir: &Path, only_proc_sys: bool) -> Vec<Swept> {
                 dead,
                 error: result.err(),
                 mount: false,
+                cgroup: false,
             });
         }
     }
@@ -507,6 +629,7 @@ fn sweep_mount(file: &Path) -> Option<Swept> {
         dead,
         error: result.err(),
         mount: true,
+        cgroup: false,
     })
 }
 
@@ -644,6 +767,44 @@ mod tests {
         assert!(file.exists());
         assert!(sweep(&d).is_empty());
         assert!(!file.exists());
+    }
+
+    #[test]
+    fn a_killed_runs_cgroup_is_removed_by_the_sweep_and_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("s");
+        // A plain directory stands in for the cgroup: rmdir removes both alike.
+        let cg = dir.path().join("oscost-1-a");
+        let me = Holder::this_process().unwrap();
+        let r = record_cgroup(&d, &cg, me).unwrap();
+        fs::create_dir(&cg).unwrap();
+        assert!(
+            sweep_in(&d, false).is_empty(),
+            "a live holder's cgroup is kept"
+        );
+        assert!(cg.exists());
+        drop(r);
+        drop(record_cgroup(&d, &cg, dead()).map(std::mem::forget));
+        let swept = sweep_in(&d, false);
+        assert_eq!(swept.len(), 1);
+        assert!(swept[0].cgroup && swept[0].error.is_none());
+        assert!(
+            swept[0].summary().starts_with("removed the cgroup"),
+            "{}",
+            swept[0].summary()
+        );
+        assert!(!cg.exists());
+        assert!(
+            sweep_in(&d, false).is_empty(),
+            "the record went with the directory"
+        );
+        // The real sweep touches only oscost's own cgroups under /sys/fs/cgroup.
+        let other = dir.path().join("not-ours");
+        fs::create_dir(&other).unwrap();
+        drop(record_cgroup(&d, &other, dead()).map(std::mem::forget));
+        let swept = sweep(&d);
+        assert!(swept[0].error.is_some());
+        assert!(other.exists());
     }
 
     #[test]

@@ -9,6 +9,7 @@
 
 pub mod buf;
 pub mod calls;
+pub mod cgroup;
 pub mod clock;
 pub mod ipc;
 pub mod ktrace;
@@ -16,6 +17,7 @@ pub mod lifetime;
 pub mod lockring;
 pub mod mount;
 pub mod net;
+pub mod ns;
 pub mod oom;
 pub mod pages;
 pub mod pmqos;

@@ -7,6 +7,7 @@
 use crate::engine::registry;
 pub use crate::engine::{parse_time, Experiment, ExperimentInfo};
 
+pub mod cgroup;
 pub mod example;
 pub mod fault;
 pub mod fs;
@@ -14,6 +15,7 @@ pub mod lockring;
 pub mod mmap;
 pub mod net;
 pub mod noise;
+pub mod ns;
 pub mod poll;
 pub mod primitives;
 pub mod ring;
@@ -44,6 +46,8 @@ registry! {
     Shootdown => shootdown::Options,
     Net => net::Options,
     Seccomp => seccomp::Options,
+    Ns => ns::Options,
+    Cgroup => cgroup::Options,
     Uring => uring::Options,
     Poll => poll::Options,
     Timeline => timeline::Options,

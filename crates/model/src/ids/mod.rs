@@ -9,9 +9,11 @@
 //! The parts are plain names (as the command line spells them) and numbers, so this crate
 //! needs nothing from the measuring layers.
 
+pub mod cgroup;
 pub mod fs;
 pub mod lockring;
 pub mod noise;
+pub mod ns;
 pub mod ring;
 pub mod spawn;
 pub mod split;

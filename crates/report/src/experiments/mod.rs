@@ -96,6 +96,16 @@ pub const TABLE: &[Entry] = &[
         plots: &[plot::seccomp::plots],
     },
     Entry {
+        name: "ns",
+        views: &[],
+        plots: &[],
+    },
+    Entry {
+        name: "cgroup",
+        views: &[],
+        plots: &[],
+    },
+    Entry {
         name: "uring",
         views: &[],
         plots: &[plot::io::uring_plots],
