@@ -140,11 +140,11 @@ impl Measure {
             }
             Measure::PipeBw => "64 KiB write into a pipe to a thread draining it",
             Measure::SendRecvSmall => {
-                "send of 1 byte into an AF_UNIX SOCK_STREAM socketpair and recv of it from the \
+                "write of 1 byte into an AF_UNIX SOCK_STREAM socketpair and read of it from the \
                  other end, one thread"
             }
             Measure::SendRecvBig => {
-                "send of 96 000 bytes into an AF_UNIX SOCK_STREAM socketpair and recv of them \
+                "write of 96 000 bytes into an AF_UNIX SOCK_STREAM socketpair and read of them \
                  from the other end, one thread"
             }
         }
@@ -441,7 +441,11 @@ fn sendrecv_case(m: Measure, bytes: usize, ctx: &Context) -> anyhow::Result<Case
     use std::io::{Read, Write};
     let cpu = ctx.first_cpu();
     let _pin = AffinityRestore::pin(&[cpu])?;
-    let (mut tx, mut rx) = std::os::unix::net::UnixStream::pair()?;
+    // As files: plain write(2) and read(2), as the C reference calls them (a UnixStream reads
+    // with recv(2), a path of its own).
+    let (tx, rx) = std::os::unix::net::UnixStream::pair()?;
+    let mut tx = std::fs::File::from(std::os::fd::OwnedFd::from(tx));
+    let mut rx = std::fs::File::from(std::os::fd::OwnedFd::from(rx));
     let data = vec![0x5au8; bytes];
     let mut back = vec![0u8; bytes];
     let (mut ops, mut received) = (0u64, 0u64);
