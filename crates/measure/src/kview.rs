@@ -4,7 +4,8 @@
 //! gap of a busy loop).
 
 use crate::timesource::TimeSource;
-use oscost_sys::ktrace::{Format, Record, Tracefs, Tracer, Unavailable, DEFAULT_RING_PAGES};
+use oscost_sys::kseam::{Mechanism, Tracer};
+use oscost_sys::ktrace::{Format, Record, Tracefs, Unavailable};
 use std::collections::{BTreeMap, HashMap};
 
 /// The label of time no kernel event explains.
@@ -368,6 +369,32 @@ pub fn key(label: &str) -> String {
     k.trim_matches('_').to_owned()
 }
 
+/// The mechanism asked for on the command line (`--trace-with`).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum TraceWith {
+    /// BPF programs on raw tracepoints.
+    Bpf,
+    /// perf_event_open tracepoints.
+    Perf,
+}
+
+impl TraceWith {
+    /// The mechanisms to try: the one asked for (the lightest when none was), then the
+    /// others, lightest first.
+    pub fn order(chosen: Option<TraceWith>) -> Vec<Mechanism> {
+        let first = match chosen {
+            None | Some(TraceWith::Bpf) => Mechanism::Bpf,
+            Some(TraceWith::Perf) => Mechanism::Perf,
+        };
+        std::iter::once(first)
+            .chain(Mechanism::ALL.into_iter().filter(|&m| m != first))
+            .collect()
+    }
+}
+
 /// What a traced pass asks of [`Session::open`].
 #[derive(Debug, Clone, Copy)]
 pub struct Pass<'a> {
@@ -382,6 +409,8 @@ pub struct Pass<'a> {
     /// pass needs every one, so a kernel lacking any (or a tracefs closed to this user) is the
     /// reason it is not measured; `why` ends the reason for lacking ones.
     pub needs_all: Option<&'a str>,
+    /// The mechanisms to try, in order (see `oscost_sys::kseam`).
+    pub mechanisms: &'a [Mechanism],
 }
 
 impl<'a> Pass<'a> {
@@ -392,6 +421,7 @@ impl<'a> Pass<'a> {
             cpus,
             each: false,
             needs_all: None,
+            mechanisms: &Mechanism::ALL,
         }
     }
 }
@@ -438,11 +468,14 @@ impl Session {
                 .into(),
             );
         }
-        let tracer = match Tracer::open(&fs, pass.events, pass.cpus, DEFAULT_RING_PAGES) {
+        let tracer = match Tracer::open(&fs, pass.events, pass.cpus, pass.mechanisms) {
             Ok(t) => t,
             Err(u) if pass.needs_all.is_some() => return Err(closed(&fs).unwrap_or(u)),
             Err(u) => return Err(u),
         };
+        if let Some(n) = passed_over(&tracer) {
+            notes.push(n.into());
+        }
         if !tracer.missing().is_empty() {
             let missing = tracer.missing().join(", ");
             match pass.needs_all {
@@ -464,23 +497,28 @@ impl Session {
         Ok((session, notes))
     }
 
-    /// Keeps only the records of tracepoint `name` (`sys:event`) that match `filter` (a
-    /// tracefs filter expression).
-    pub fn set_filter(&self, name: &str, filter: &str) -> std::io::Result<()> {
-        self.tracer.set_filter(name, filter)
+    /// Keeps only the system calls of threads `tids` (every other task's would fill the
+    /// buffers).
+    pub fn keep_threads(&self, tids: &[u32]) -> std::io::Result<()> {
+        self.tracer.keep_threads(tids)
+    }
+
+    /// The mechanism recording.
+    pub fn mechanism(&self) -> Mechanism {
+        self.tracer.mechanism()
     }
 
     /// Starts recording; anchors the time line.
     pub fn start<C: TimeSource + ?Sized>(&mut self, clock: &C) -> std::io::Result<()> {
         self.tracer.enable()?;
-        self.start = oscost_sys::ktrace::anchor(|| clock.now());
+        self.start = oscost_sys::ktrace::anchor_on(self.tracer.clock(), || clock.now());
         Ok(())
     }
 
     /// Stops recording and decodes every event; counts the records of each tracepoint per
     /// CPU (`(cpu, sys:event)`), and those the kernel dropped.
     pub fn stop<C: TimeSource + ?Sized>(&mut self, clock: &C) -> std::io::Result<Stopped> {
-        let end = oscost_sys::ktrace::anchor(|| clock.now());
+        let end = oscost_sys::ktrace::anchor_on(self.tracer.clock(), || clock.now());
         self.tracer.disable()?;
         let map = TimeMap::new(self.start, end);
         let dec = Decoder::new(self.tracer.formats());
@@ -496,10 +534,29 @@ impl Session {
             counts,
             lost: self.tracer.lost(),
             unsampled: self.tracer.unsampled(),
-            unsampled_by: self.tracer.unsampled_by().clone(),
+            unsampled_by: self.tracer.unsampled_by(),
             window_ns: end.1.saturating_sub(self.start.1),
         })
     }
+}
+
+/// The line saying which mechanism records and why the lighter ones tried first do not, or
+/// `None` when the first one tried does.
+fn passed_over(t: &Tracer) -> Option<String> {
+    let skipped = t.passed_over();
+    if skipped.is_empty() {
+        return None;
+    }
+    let why = skipped
+        .iter()
+        .map(|(m, why)| format!("{m}: {why}"))
+        .collect::<Vec<_>>()
+        .join("; ");
+    Some(format!(
+        "the kernel's tracepoints are recorded by {} ({}) instead: {why}",
+        t.mechanism().describe(),
+        t.mechanism()
+    ))
 }
 
 /// A tracefs mounted by someone else but closed to this user hides every tracepoint: say it
@@ -570,7 +627,7 @@ impl Raw {
 impl Session {
     /// Stops recording and hands back the records as they came, with their formats.
     pub fn stop_raw<C: TimeSource + ?Sized>(&mut self, clock: &C) -> std::io::Result<Raw> {
-        let end = oscost_sys::ktrace::anchor(|| clock.now());
+        let end = oscost_sys::ktrace::anchor_on(self.tracer.clock(), || clock.now());
         self.tracer.disable()?;
         let records = self.tracer.drain();
         Ok(Raw {

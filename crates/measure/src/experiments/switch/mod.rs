@@ -92,6 +92,17 @@ pub struct Options {
           conflicts_with = "no_kernel_view")]
     #[serde(default)]
     pub trace_via: Vec<Via>,
+
+    /// How the traced pass records the kernel's tracepoints (default: the lightest this
+    /// kernel allows, bpf then perf); one refused is said, and the next one used
+    #[arg(
+        long,
+        value_enum,
+        value_name = "MECHANISM",
+        conflicts_with = "no_kernel_view"
+    )]
+    #[serde(default)]
+    pub trace_with: Option<crate::kview::TraceWith>,
 }
 
 fn case_id(via: Via, kind: Kind, p: Placement) -> String {
@@ -203,7 +214,11 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     let mut out = ExperimentOutput::default();
     let (_hold, held) = hold_idle_poll(opts.idle_poll, &mut out);
     out.params.insert("idle".into(), idle::config(held));
-    let mut view = KernelView::new(opts.no_kernel_view, opts.trace_via.clone());
+    let mut view = KernelView::new(
+        opts.no_kernel_view,
+        opts.trace_via.clone(),
+        crate::kview::TraceWith::order(opts.trace_with),
+    );
     let per_via = kinds.len() * placements.len();
     ctx.progress
         .start((vias.len() * (per_via + 1)) as u64, NAME);
@@ -256,16 +271,22 @@ struct KernelView {
     unavailable: Option<String>,
     notes: Vec<oscost_model::Message>,
     traced: usize,
+    /// The mechanisms to try, in order.
+    order: Vec<oscost_sys::kseam::Mechanism>,
+    /// The mechanism the passes used.
+    used: Option<oscost_sys::kseam::Mechanism>,
 }
 
 impl KernelView {
-    fn new(off: bool, only: Vec<Via>) -> KernelView {
+    fn new(off: bool, only: Vec<Via>, order: Vec<oscost_sys::kseam::Mechanism>) -> KernelView {
         KernelView {
             off,
             only,
             unavailable: None,
             notes: Vec::new(),
             traced: 0,
+            order,
+            used: None,
         }
     }
 
@@ -295,7 +316,7 @@ impl KernelView {
         let mut cpus: Vec<usize> = masks.iter().flat_map(|m| m.cpus().to_vec()).collect();
         cpus.dedup();
         let spec = pingpong_spec(via, kind, masks.to_vec());
-        let t = match kernel::traced_pass(&spec, &cpus, ctx)
+        let t = match kernel::traced_pass(&spec, &cpus, &self.order, ctx)
             .with_context(|| format!("{}: traced pass", case.id))?
         {
             Ok(t) => t,
@@ -310,6 +331,7 @@ impl KernelView {
             }
         }
         self.traced += 1;
+        self.used = Some(t.mechanism);
         let ns_per_tick = ctx.clock.ticks_to_ns(1e6) / 1e6;
         Ok(Some(kernel::stages_case(case, &t, ns_per_tick)))
     }
@@ -339,6 +361,10 @@ impl KernelView {
             ),
         };
         out.params.insert("kernel_view".into(), json!(state));
+        if let Some(m) = self.used {
+            out.params
+                .insert("kernel_view_mechanism".into(), json!(m.name()));
+        }
         out.notes.extend(self.notes);
     }
 }

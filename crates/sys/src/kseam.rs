@@ -1,0 +1,236 @@
+//! The tracing seam: the kernel's tracepoints recorded by whichever mechanism this kernel
+//! allows, lightest first. BPF programs on raw tracepoints ([`crate::bpf`]) add the least to
+//! each event; `perf_event_open` ([`crate::ktrace`]) is the last resort. Every mechanism hands
+//! back the same [`Record`]s, laid out as the events' tracefs `format` files say, so one
+//! decoder reads them all.
+
+use crate::ktrace::{self, Format, Record, Tracefs, Unavailable};
+use std::collections::BTreeMap;
+use std::io;
+
+/// How the tracepoints are recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mechanism {
+    /// BPF programs on raw tracepoints writing into a mapped array, read at the end.
+    Bpf,
+    /// `perf_event_open` tracepoints, every event sampled with its raw record.
+    Perf,
+}
+
+impl Mechanism {
+    /// Every mechanism, in the order tried: the lightest first.
+    pub const ALL: [Mechanism; 2] = [Mechanism::Bpf, Mechanism::Perf];
+
+    /// Its name on the command line and in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mechanism::Bpf => "bpf",
+            Mechanism::Perf => "perf",
+        }
+    }
+
+    /// The mechanism called `name`.
+    pub fn from_name(name: &str) -> Option<Mechanism> {
+        Mechanism::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    /// What it is, in a few words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Mechanism::Bpf => "BPF programs on raw tracepoints",
+            Mechanism::Perf => "perf_event_open tracepoints",
+        }
+    }
+}
+
+impl std::fmt::Display for Mechanism {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+enum Inner {
+    Bpf(crate::bpf::Tracer),
+    Perf(ktrace::Tracer),
+}
+
+/// Tracepoints being recorded on a set of CPUs by one mechanism; everything is closed on drop.
+pub struct Tracer {
+    inner: Inner,
+    /// Mechanisms tried before the one used, each with why it was not (a refusal of this
+    /// machine), in the order tried.
+    passed_over: Vec<(Mechanism, String)>,
+}
+
+impl Tracer {
+    /// Opens `events` (`sys`, `event`) on `cpus`, disabled, with the first mechanism of
+    /// `order` this kernel allows for all of them. A mechanism that cannot record an event by
+    /// design is passed over without a word; one this machine refuses is named by
+    /// [`Tracer::passed_over`]. When every one fails, the last one's reason is the error.
+    pub fn open(
+        fs: &Tracefs,
+        events: &[(&str, &str)],
+        cpus: &[usize],
+        order: &[Mechanism],
+    ) -> Result<Tracer, Unavailable> {
+        let mut passed_over = Vec::new();
+        let mut last = Unavailable("no tracing mechanism was allowed".into());
+        for &m in order {
+            let inner = match m {
+                Mechanism::Bpf => {
+                    if !events.iter().all(|&(s, e)| crate::bpf::can_record(s, e)) {
+                        continue;
+                    }
+                    crate::bpf::Tracer::open(fs, events, cpus, crate::bpf::DEFAULT_SLOTS)
+                        .map(Inner::Bpf)
+                }
+                Mechanism::Perf => {
+                    ktrace::Tracer::open(fs, events, cpus, ktrace::DEFAULT_RING_PAGES)
+                        .map(Inner::Perf)
+                }
+            };
+            match inner {
+                Ok(inner) => return Ok(Tracer { inner, passed_over }),
+                Err(u) => {
+                    passed_over.push((m, u.0.clone()));
+                    last = u;
+                }
+            }
+        }
+        Err(last)
+    }
+
+    /// The mechanism recording.
+    pub fn mechanism(&self) -> Mechanism {
+        match self.inner {
+            Inner::Bpf(_) => Mechanism::Bpf,
+            Inner::Perf(_) => Mechanism::Perf,
+        }
+    }
+
+    /// Mechanisms tried first that this machine refused, with why.
+    pub fn passed_over(&self) -> &[(Mechanism, String)] {
+        &self.passed_over
+    }
+
+    /// The clock of the records' times.
+    pub fn clock(&self) -> libc::clockid_t {
+        match self.inner {
+            Inner::Bpf(_) => crate::bpf::CLOCK,
+            Inner::Perf(_) => libc::CLOCK_MONOTONIC_RAW,
+        }
+    }
+
+    /// The formats of the tracepoints opened.
+    pub fn formats(&self) -> &[Format] {
+        match &self.inner {
+            Inner::Bpf(t) => t.formats(),
+            Inner::Perf(t) => t.formats(),
+        }
+    }
+
+    /// Tracepoints asked for that are not recorded (this kernel lacks them).
+    pub fn missing(&self) -> &[String] {
+        match &self.inner {
+            Inner::Bpf(_) => &[],
+            Inner::Perf(t) => t.missing(),
+        }
+    }
+
+    /// Keeps only the records of threads `tids` for the system-call tracepoints (every task
+    /// fires them; the others keep every record).
+    pub fn keep_threads(&self, tids: &[u32]) -> io::Result<()> {
+        match &self.inner {
+            Inner::Bpf(t) => t.keep_threads(tids),
+            Inner::Perf(t) => {
+                let only = tids
+                    .iter()
+                    .map(|t| format!("common_pid == {t}"))
+                    .collect::<Vec<_>>()
+                    .join(" || ");
+                for f in t.formats() {
+                    if f.name.starts_with("raw_syscalls:") {
+                        t.set_filter(&f.name.clone(), &only)?;
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Starts recording.
+    pub fn enable(&mut self) -> io::Result<()> {
+        match &mut self.inner {
+            Inner::Bpf(t) => t.enable(),
+            Inner::Perf(t) => t.enable(),
+        }
+    }
+
+    /// Stops recording.
+    pub fn disable(&mut self) -> io::Result<()> {
+        match &mut self.inner {
+            Inner::Bpf(t) => t.disable(),
+            Inner::Perf(t) => t.disable(),
+        }
+    }
+
+    /// Every record, in time order.
+    pub fn drain(&mut self) -> Vec<Record> {
+        match &mut self.inner {
+            Inner::Bpf(t) => t.drain(),
+            Inner::Perf(t) => t.drain(),
+        }
+    }
+
+    /// Records lost (a full buffer, or a program that could not run).
+    pub fn lost(&self) -> u64 {
+        match &self.inner {
+            Inner::Bpf(t) => t.lost(),
+            Inner::Perf(t) => t.lost(),
+        }
+    }
+
+    /// Events counted but never sampled, none lost (perf only: see
+    /// [`ktrace::Tracer::unsampled`]).
+    pub fn unsampled(&self) -> u64 {
+        match &self.inner {
+            Inner::Bpf(_) => 0,
+            Inner::Perf(t) => t.unsampled(),
+        }
+    }
+
+    /// [`Tracer::unsampled`] by CPU and tracepoint.
+    pub fn unsampled_by(&self) -> BTreeMap<(u32, String), u64> {
+        match &self.inner {
+            Inner::Bpf(_) => BTreeMap::new(),
+            Inner::Perf(t) => t.unsampled_by().clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for m in Mechanism::ALL {
+            assert_eq!(Mechanism::from_name(m.name()), Some(m));
+        }
+        assert_eq!(Mechanism::from_name("dtrace"), None);
+    }
+
+    #[test]
+    fn an_event_bpf_cannot_record_goes_to_perf_without_a_word() {
+        let Ok(fs) = Tracefs::open() else { return };
+        let cpu = crate::affinity().unwrap()[0];
+        let events = [("irq_vectors", "local_timer_entry")];
+        match Tracer::open(&fs, &events, &[cpu], &Mechanism::ALL) {
+            Ok(t) => {
+                assert_eq!(t.mechanism(), Mechanism::Perf);
+                assert!(t.passed_over().is_empty(), "{:?}", t.passed_over());
+            }
+            Err(u) => assert!(!u.0.contains('\n'), "{u}"),
+        }
+    }
+}
