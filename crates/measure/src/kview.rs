@@ -547,13 +547,18 @@ fn passed_over(t: &Tracer) -> Option<String> {
     if skipped.is_empty() {
         return None;
     }
+    let names = skipped
+        .iter()
+        .map(|(m, _)| m.describe())
+        .collect::<Vec<_>>()
+        .join(" or ");
     let why = skipped
         .iter()
-        .map(|(m, why)| format!("{m}: {why}"))
+        .map(|(_, why)| why.as_str())
         .collect::<Vec<_>>()
         .join("; ");
     Some(format!(
-        "the kernel's tracepoints are recorded by {} ({}) instead: {why}",
+        "the kernel's tracepoints are recorded by {} ({}), not by {names}: {why}",
         t.mechanism().describe(),
         t.mechanism()
     ))

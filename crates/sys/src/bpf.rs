@@ -346,7 +346,7 @@ fn refused(what: &str, e: &io::Error) -> Unavailable {
         Some(libc::ENOSYS) => ": this kernel has no bpf() (CONFIG_BPF_SYSCALL)".into(),
         _ => String::new(),
     };
-    Unavailable(format!("BPF {what} refused ({e}){hint}"))
+    Unavailable(format!("the kernel refused BPF ({what}: {e}){hint}"))
 }
 
 /// The number of possible CPUs (`/sys/devices/system/cpu/possible`, `0-N`).
@@ -436,7 +436,7 @@ impl Tracer {
         put32(&mut attr, 12, entries);
         put32(&mut attr, 16, F_MMAPABLE);
         attr[28..28 + 12].copy_from_slice(b"oscost_trace");
-        let map = owned(bpf(MAP_CREATE, &mut attr).map_err(|e| refused("map", &e))?);
+        let map = owned(bpf(MAP_CREATE, &mut attr).map_err(|e| refused("creating its map", &e))?);
         // SAFETY: sysconf has no memory effects.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
         let len = (entries as usize * RECORD_BYTES).div_ceil(page) * page;
@@ -479,7 +479,7 @@ impl Tracer {
         }
         for (kind, s) in t.specs.iter().enumerate() {
             let insns = assemble(s, kind as u16, t.map.as_raw_fd());
-            let fd = load(&insns, s.event).map_err(|e| refused("program load", &e))?;
+            let fd = load(&insns, s.event).map_err(|e| refused("loading a program", &e))?;
             t.progs.push(fd);
         }
         Ok(t)

@@ -38,7 +38,7 @@ impl Mechanism {
     pub fn describe(self) -> &'static str {
         match self {
             Mechanism::Bpf => "BPF programs on raw tracepoints",
-            Mechanism::Perf => "perf_event_open tracepoints",
+            Mechanism::Perf => "perf_event_open",
         }
     }
 }
