@@ -377,6 +377,8 @@ pub fn key(label: &str) -> String {
 pub enum TraceWith {
     /// BPF programs on raw tracepoints.
     Bpf,
+    /// An ftrace instance of oscost's own.
+    Ftrace,
     /// perf_event_open tracepoints.
     Perf,
 }
@@ -387,6 +389,7 @@ impl TraceWith {
     pub fn order(chosen: Option<TraceWith>) -> Vec<Mechanism> {
         let first = match chosen {
             None | Some(TraceWith::Bpf) => Mechanism::Bpf,
+            Some(TraceWith::Ftrace) => Mechanism::Ftrace,
             Some(TraceWith::Perf) => Mechanism::Perf,
         };
         std::iter::once(first)
@@ -429,6 +432,8 @@ impl<'a> Pass<'a> {
 /// A traced run: the tracer, its tracefs, and where their times are anchored.
 pub struct Session {
     tracer: Tracer,
+    /// The record of the ftrace instance, dropped once the tracer removed it.
+    _instance: Option<crate::sysctl::MountRecord>,
     /// Kept so a tracefs mounted for the run is unmounted after the tracer is closed (fields
     /// drop in order of declaration).
     _fs: Tracefs,
@@ -468,7 +473,16 @@ impl Session {
                 .into(),
             );
         }
-        let tracer = match Tracer::open(&fs, pass.events, pass.cpus, pass.mechanisms) {
+        // An ftrace instance is recorded as soon as it exists: a run killed before it is
+        // removed has the next run remove it.
+        let mut instance = None;
+        let mut made = |dir: &std::path::Path| {
+            instance = crate::sysctl::Holder::this_process().and_then(|me| {
+                let rec = crate::sysctl::settings_dir();
+                crate::sysctl::record_mount(&rec, dir, crate::sysctl::FTRACE_INSTANCE, me).ok()
+            });
+        };
+        let tracer = match Tracer::open(&fs, pass.events, pass.cpus, pass.mechanisms, &mut made) {
             Ok(t) => t,
             Err(u) if pass.needs_all.is_some() => return Err(closed(&fs).unwrap_or(u)),
             Err(u) => return Err(u),
@@ -492,6 +506,7 @@ impl Session {
             _fs: fs,
             _mount: mount,
             tracer,
+            _instance: instance,
             start: (0, 0),
         };
         Ok((session, notes))

@@ -1,6 +1,7 @@
 //! The tracing seam: the kernel's tracepoints recorded by whichever mechanism this kernel
 //! allows, lightest first. BPF programs on raw tracepoints ([`crate::bpf`]) add the least to
-//! each event; `perf_event_open` ([`crate::ktrace`]) is the last resort. Every mechanism hands
+//! each event, an ftrace instance of oscost's own ([`crate::ftrace`]) less than perf;
+//! `perf_event_open` ([`crate::ktrace`]) is the last resort. Every mechanism hands
 //! back the same [`Record`]s, laid out as the events' tracefs `format` files say, so one
 //! decoder reads them all.
 
@@ -13,18 +14,21 @@ use std::io;
 pub enum Mechanism {
     /// BPF programs on raw tracepoints writing into a mapped array, read at the end.
     Bpf,
+    /// An ftrace instance of oscost's own, read from `trace_pipe_raw` at the end.
+    Ftrace,
     /// `perf_event_open` tracepoints, every event sampled with its raw record.
     Perf,
 }
 
 impl Mechanism {
     /// Every mechanism, in the order tried: the lightest first.
-    pub const ALL: [Mechanism; 2] = [Mechanism::Bpf, Mechanism::Perf];
+    pub const ALL: [Mechanism; 3] = [Mechanism::Bpf, Mechanism::Ftrace, Mechanism::Perf];
 
     /// Its name on the command line and in results.
     pub fn name(self) -> &'static str {
         match self {
             Mechanism::Bpf => "bpf",
+            Mechanism::Ftrace => "ftrace",
             Mechanism::Perf => "perf",
         }
     }
@@ -38,6 +42,7 @@ impl Mechanism {
     pub fn describe(self) -> &'static str {
         match self {
             Mechanism::Bpf => "BPF programs on raw tracepoints",
+            Mechanism::Ftrace => "an ftrace instance of oscost's own",
             Mechanism::Perf => "perf_event_open",
         }
     }
@@ -51,6 +56,7 @@ impl std::fmt::Display for Mechanism {
 
 enum Inner {
     Bpf(crate::bpf::Tracer),
+    Ftrace(crate::ftrace::Tracer),
     Perf(ktrace::Tracer),
 }
 
@@ -67,11 +73,14 @@ impl Tracer {
     /// `order` this kernel allows for all of them. A mechanism that cannot record an event by
     /// design is passed over without a word; one this machine refuses is named by
     /// [`Tracer::passed_over`]. When every one fails, the last one's reason is the error.
+    /// `made` is told of anything made on the machine that must go after a kill (an ftrace
+    /// instance's directory) as soon as it exists.
     pub fn open(
         fs: &Tracefs,
         events: &[(&str, &str)],
         cpus: &[usize],
         order: &[Mechanism],
+        made: &mut dyn FnMut(&std::path::Path),
     ) -> Result<Tracer, Unavailable> {
         let mut passed_over = Vec::new();
         let mut last = Unavailable("no tracing mechanism was allowed".into());
@@ -83,6 +92,9 @@ impl Tracer {
                     }
                     crate::bpf::Tracer::open(fs, events, cpus, crate::bpf::DEFAULT_SLOTS)
                         .map(Inner::Bpf)
+                }
+                Mechanism::Ftrace => {
+                    crate::ftrace::Tracer::open(fs, events, cpus, made).map(Inner::Ftrace)
                 }
                 Mechanism::Perf => {
                     ktrace::Tracer::open(fs, events, cpus, ktrace::DEFAULT_RING_PAGES)
@@ -104,6 +116,7 @@ impl Tracer {
     pub fn mechanism(&self) -> Mechanism {
         match self.inner {
             Inner::Bpf(_) => Mechanism::Bpf,
+            Inner::Ftrace(_) => Mechanism::Ftrace,
             Inner::Perf(_) => Mechanism::Perf,
         }
     }
@@ -117,6 +130,7 @@ impl Tracer {
     pub fn clock(&self) -> libc::clockid_t {
         match self.inner {
             Inner::Bpf(_) => crate::bpf::CLOCK,
+            Inner::Ftrace(_) => crate::ftrace::CLOCK,
             Inner::Perf(_) => libc::CLOCK_MONOTONIC_RAW,
         }
     }
@@ -125,6 +139,7 @@ impl Tracer {
     pub fn formats(&self) -> &[Format] {
         match &self.inner {
             Inner::Bpf(t) => t.formats(),
+            Inner::Ftrace(t) => t.formats(),
             Inner::Perf(t) => t.formats(),
         }
     }
@@ -132,7 +147,7 @@ impl Tracer {
     /// Tracepoints asked for that are not recorded (this kernel lacks them).
     pub fn missing(&self) -> &[String] {
         match &self.inner {
-            Inner::Bpf(_) => &[],
+            Inner::Bpf(_) | Inner::Ftrace(_) => &[],
             Inner::Perf(t) => t.missing(),
         }
     }
@@ -142,6 +157,7 @@ impl Tracer {
     pub fn keep_threads(&self, tids: &[u32]) -> io::Result<()> {
         match &self.inner {
             Inner::Bpf(t) => t.keep_threads(tids),
+            Inner::Ftrace(t) => t.keep_threads(tids),
             Inner::Perf(t) => {
                 let only = tids
                     .iter()
@@ -162,6 +178,7 @@ impl Tracer {
     pub fn enable(&mut self) -> io::Result<()> {
         match &mut self.inner {
             Inner::Bpf(t) => t.enable(),
+            Inner::Ftrace(t) => t.enable(),
             Inner::Perf(t) => t.enable(),
         }
     }
@@ -170,6 +187,7 @@ impl Tracer {
     pub fn disable(&mut self) -> io::Result<()> {
         match &mut self.inner {
             Inner::Bpf(t) => t.disable(),
+            Inner::Ftrace(t) => t.disable(),
             Inner::Perf(t) => t.disable(),
         }
     }
@@ -178,6 +196,7 @@ impl Tracer {
     pub fn drain(&mut self) -> Vec<Record> {
         match &mut self.inner {
             Inner::Bpf(t) => t.drain(),
+            Inner::Ftrace(t) => t.drain(),
             Inner::Perf(t) => t.drain(),
         }
     }
@@ -186,6 +205,7 @@ impl Tracer {
     pub fn lost(&self) -> u64 {
         match &self.inner {
             Inner::Bpf(t) => t.lost(),
+            Inner::Ftrace(t) => t.lost(),
             Inner::Perf(t) => t.lost(),
         }
     }
@@ -194,7 +214,7 @@ impl Tracer {
     /// [`ktrace::Tracer::unsampled`]).
     pub fn unsampled(&self) -> u64 {
         match &self.inner {
-            Inner::Bpf(_) => 0,
+            Inner::Bpf(_) | Inner::Ftrace(_) => 0,
             Inner::Perf(t) => t.unsampled(),
         }
     }
@@ -202,7 +222,7 @@ impl Tracer {
     /// [`Tracer::unsampled`] by CPU and tracepoint.
     pub fn unsampled_by(&self) -> BTreeMap<(u32, String), u64> {
         match &self.inner {
-            Inner::Bpf(_) => BTreeMap::new(),
+            Inner::Bpf(_) | Inner::Ftrace(_) => BTreeMap::new(),
             Inner::Perf(t) => t.unsampled_by().clone(),
         }
     }
@@ -225,7 +245,13 @@ mod tests {
         let Ok(fs) = Tracefs::open() else { return };
         let cpu = crate::affinity().unwrap()[0];
         let events = [("irq_vectors", "local_timer_entry")];
-        match Tracer::open(&fs, &events, &[cpu], &Mechanism::ALL) {
+        match Tracer::open(
+            &fs,
+            &events,
+            &[cpu],
+            &[Mechanism::Bpf, Mechanism::Perf],
+            &mut |_| {},
+        ) {
             Ok(t) => {
                 assert_eq!(t.mechanism(), Mechanism::Perf);
                 assert!(t.passed_over().is_empty(), "{:?}", t.passed_over());

@@ -11,6 +11,7 @@ pub mod bpf;
 pub mod buf;
 pub mod calls;
 pub mod clock;
+pub mod ftrace;
 pub mod ipc;
 pub mod kseam;
 pub mod ktrace;
