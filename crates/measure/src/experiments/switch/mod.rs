@@ -155,12 +155,15 @@ Then, where the kernel's tracepoints can be read (root, or perf_event_paranoid -
 same-CPU case runs its ping-pong again, apart from the timed rounds: 200 round trips of \
 warm-up, 2000 timed untraced, 2000 timed with raw_syscalls:sys_enter/sys_exit (of the two \
 tasks), sched:sched_waking and sched:sched_switch recorded on its CPU (400 and 400 with \
---quick). Each one-way hand-over, a task's turn from the switch into it to the switch out, is \
+--quick), by the lightest mechanism the kernel allows (--trace-with): BPF programs on raw \
+tracepoints writing into a mapped array (bpf), an ftrace instance of oscost's own (ftrace), \
+or perf_event_open (perf); one refused is said in a line, with the next one used. Each one-way hand-over, a task's turn from the switch into it to the switch out, is \
 split by the kernel's timestamps into: the switch to its return to user space, user space to \
 its post's entry, the entry to the wake-up of the other task, the wake-up to the switch. The \
 stages' means add up to the one-way time the loop timed while traced, checked within 5 %; the \
-round trip traced against untraced is the cost of tracing (more than doubled on a small \
-virtual machine, so the stages describe the traced ping-pong). The pass added 0.3 to 0.4 s \
+round trip traced against untraced is the cost of tracing, given with the mechanism (on a \
+2-vCPU virtual machine about x1.3 with bpf, x1.6 with ftrace, x2.2 with perf: the stages \
+describe the traced ping-pong). The pass added 0.3 to 0.4 s \
 per case on a 2-vCPU virtual machine; --no-kernel-view skips it. yield has no wake-up to split, and \
 condvar's hand-off holds more than one switch (its mutex passes back and forth); cross and free \
 cases are not traced.\n\nTakes about 15 s; --quick about 3.5 s, most of it the traced pass, on a 2-vCPU virtual machine.";
