@@ -122,21 +122,17 @@ impl Tracer {
         &self.formats
     }
 
-    /// Keeps only the records of threads `tids` for the system-call tracepoints.
+    /// Keeps only the records of threads `tids`: their system calls, and the scheduler's
+    /// events that involve them (a switch from or to one, a wake-up of one). `set_event_pid`
+    /// rejects the others before they take buffer space, where an event filter writes each
+    /// record to a scratch buffer first to test it.
     pub fn keep_threads(&self, tids: &[u32]) -> io::Result<()> {
-        let only = tids
+        let pids = tids
             .iter()
-            .map(|t| format!("common_pid == {t}"))
+            .map(u32::to_string)
             .collect::<Vec<_>>()
-            .join(" || ");
-        for f in self
-            .formats
-            .iter()
-            .filter(|f| f.name.starts_with("raw_syscalls:"))
-        {
-            write(&self.event_dir(f).join("filter"), &only)?;
-        }
-        Ok(())
+            .join(" ");
+        write(&self.dir.join("set_event_pid"), &pids)
     }
 
     /// Enables the events and starts recording.

@@ -163,10 +163,10 @@ its post's entry, the entry to the wake-up of the other task, the wake-up to the
 stages' means add up to the one-way time the loop timed while traced, checked within 5 %; the \
 round trip traced against untraced is the cost of tracing, given with the mechanism (on a \
 2-vCPU virtual machine about x1.3 with bpf, x1.6 with ftrace, x2.2 with perf: the stages \
-describe the traced ping-pong). The pass added 0.3 to 0.4 s \
-per case on a 2-vCPU virtual machine; --no-kernel-view skips it. yield has no wake-up to split, and \
+describe the traced ping-pong). The pass added about 0.01 s \
+per case with bpf and 0.2 s with perf on a 2-vCPU virtual machine; --no-kernel-view skips it. yield has no wake-up to split, and \
 condvar's hand-off holds more than one switch (its mutex passes back and forth); cross and free \
-cases are not traced.\n\nTakes about 15 s; --quick about 3.5 s, most of it the traced pass, on a 2-vCPU virtual machine.";
+cases are not traced.\n\nTakes about 13 s; --quick about 1.4 s, on a 2-vCPU virtual machine.";
     const IN_DEFAULT_SUITE: bool = true;
     const QUICK_SUITE_ARGS: &'static [&'static str] = &["--no-kernel-view"];
     const SUITE_ARGS: &'static [&'static str] = &["--trace-via", "pipe,futex"];
