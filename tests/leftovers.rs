@@ -480,7 +480,8 @@ fn an_ftrace_instance_left_by_a_killed_run_is_removed_by_the_next() {
     )
     .unwrap();
     let script = format!(
-        "mount -t tracefs nodev /sys/kernel/tracing && mkdir {dir} || exit 77; \
+        "{{ grep -q ' /sys/kernel/tracing tracefs ' /proc/self/mounts || \
+         mount -t tracefs nodev /sys/kernel/tracing; }} && mkdir {dir} || exit 77; \
          OSCOST_SETTINGS_DIR={} {} --quick --quiet --no-save syscall --calls getpid || exit 1; \
          if test -e {dir}; then rmdir {dir}; exit 3; fi",
         settings.path().display(),
