@@ -583,6 +583,17 @@ fn passed_over(t: &Tracer) -> Option<String> {
     ))
 }
 
+impl Drop for Session {
+    fn drop(&mut self) {
+        // An instance that could not be removed keeps its record: the next run removes it.
+        if let Some(record) = self._instance.take() {
+            if self.tracer.remove().is_err() {
+                std::mem::forget(record);
+            }
+        }
+    }
+}
+
 /// A tracefs mounted by someone else but closed to this user hides every tracepoint: say it
 /// is permission, not a kernel without them.
 fn closed(fs: &Tracefs) -> Option<Unavailable> {

@@ -30,6 +30,8 @@ pub struct Tracer {
     /// Where a page's data begins, and the size of its `commit` word.
     data_offset: usize,
     lost: u64,
+    /// The instance is gone.
+    removed: bool,
 }
 
 fn write(path: &Path, value: &str) -> io::Result<()> {
@@ -82,6 +84,7 @@ impl Tracer {
             cpus: cpus.to_vec(),
             data_offset,
             lost: 0,
+            removed: false,
         };
         t.set_up()
             .map_err(|e| Unavailable(format!("setting up oscost's ftrace instance: {e}")))?;
@@ -187,13 +190,29 @@ impl Tracer {
     }
 }
 
-impl Drop for Tracer {
-    fn drop(&mut self) {
+impl Tracer {
+    /// Stops recording and removes the instance; an error (tracefs unmounted under it by
+    /// another process, the instance busy) leaves it for the caller's record to have the next
+    /// run remove it.
+    pub fn remove(&mut self) -> io::Result<()> {
+        if self.removed {
+            return Ok(());
+        }
         let _ = write(&self.dir.join("tracing_on"), "0");
         for f in &self.formats {
             let _ = write(&self.event_dir(f).join("enable"), "0");
         }
-        let _ = std::fs::remove_dir(&self.dir);
+        std::fs::remove_dir(&self.dir).map_err(|e| {
+            io::Error::new(e.kind(), format!("removing {}: {e}", self.dir.display()))
+        })?;
+        self.removed = true;
+        Ok(())
+    }
+}
+
+impl Drop for Tracer {
+    fn drop(&mut self) {
+        let _ = self.remove();
     }
 }
 

@@ -201,6 +201,15 @@ impl Tracer {
         }
     }
 
+    /// Removes what the mechanism made on the machine (an ftrace instance); an error leaves
+    /// it there.
+    pub fn remove(&mut self) -> io::Result<()> {
+        match &mut self.inner {
+            Inner::Ftrace(t) => t.remove(),
+            Inner::Bpf(_) | Inner::Perf(_) => Ok(()),
+        }
+    }
+
     /// Records lost (a full buffer, or a program that could not run).
     pub fn lost(&self) -> u64 {
         match &self.inner {
