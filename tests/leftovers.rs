@@ -447,3 +447,62 @@ fn a_tracefs_left_mounted_by_a_killed_run_is_unmounted_by_the_next() {
     );
     assert!(!record.exists());
 }
+
+/// An ftrace instance a killed run made (its record names a holder that is gone) is removed by
+/// the next run of any experiment, which says so in one line. As root, in a mount namespace of
+/// its own (the instance itself is the kernel's, seen from every namespace).
+#[test]
+fn an_ftrace_instance_left_by_a_killed_run_is_removed_by_the_next() {
+    let root = std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"));
+    let unshare = Command::new("unshare")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !root || !unshare {
+        eprintln!("skipped: needs root and unshare");
+        return;
+    }
+    let mut gone = Command::new("true").spawn().unwrap();
+    let pid = gone.id();
+    gone.wait().unwrap();
+    let dir = format!("/sys/kernel/tracing/instances/oscost-{pid}");
+    let settings = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(settings.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let record = settings
+        .path()
+        .join(format!("sys.kernel.tracing.instances.oscost-{pid}.mount"));
+    std::fs::write(
+        &record,
+        format!("path {dir}\noriginal ftrace instance\nholder {pid} 1\n"),
+    )
+    .unwrap();
+    let script = format!(
+        "{{ grep -q ' /sys/kernel/tracing tracefs ' /proc/self/mounts || \
+         mount -t tracefs nodev /sys/kernel/tracing; }} && mkdir {dir} || exit 77; \
+         OSCOST_SETTINGS_DIR={} {} --quick --quiet --no-save syscall --calls getpid || exit 1; \
+         if test -e {dir}; then rmdir {dir}; exit 3; fi",
+        settings.path().display(),
+        assert_cmd::cargo::cargo_bin("oscost").display()
+    );
+    let out = Command::new("unshare")
+        .args(["-m", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() == Some(77) {
+        eprintln!("skipped: no ftrace instance can be made here: {err}");
+        return;
+    }
+    assert!(out.status.success(), "{:?}: {err}", out.status);
+    assert!(
+        err.contains(&format!(
+            "removed the ftrace instance {dir} (the oscost process that made it, pid {pid}, \
+             ended before it could)"
+        )),
+        "{err}"
+    );
+    assert!(!record.exists());
+}

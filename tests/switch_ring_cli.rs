@@ -384,3 +384,56 @@ fn a_worker_killed_by_sigterm_fails_the_run_and_the_rest_are_reaped() {
         );
     }
 }
+
+/// Where BPF is refused (here: root without CAP_BPF and CAP_SYS_ADMIN, in a mount namespace of
+/// its own with tracefs mounted, so an ftrace instance and perf_event_open still work), the
+/// traced pass is made by the next mechanism and one line says so and why; the stages case
+/// names its mechanism.
+#[test]
+fn a_refused_bpf_falls_back_and_says_why() {
+    let tools = ["unshare", "setpriv"].iter().all(|t| {
+        std::process::Command::new(t)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    if !is_root() || !tools {
+        return eprintln!("skipped: needs root, unshare and setpriv");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let script = format!(
+        "mount -t tracefs nodev /sys/kernel/tracing && exec setpriv --bounding-set \
+         -bpf,-sys_admin --inh-caps -bpf,-sys_admin {} --quick --quiet --samples 5 switch \
+         --via pipe --kind threads --trace-with bpf --json {}",
+        bin().display(),
+        json.display()
+    );
+    let out = std::process::Command::new("unshare")
+        .args(["-m", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let doc = read_doc(&json);
+    let e = &doc.experiments[0];
+    let stages = e
+        .cases
+        .iter()
+        .find(|c| c.id.ends_with(".stages"))
+        .unwrap_or_else(|| panic!("no stages case: {:?}", e.unavailable));
+    let used = &stages.trace.as_ref().unwrap().mechanism;
+    assert!(used == "ftrace" || used == "perf", "{used}");
+    assert_eq!(e.params["kernel_view_mechanism"], used.as_str());
+    let said: Vec<String> = e
+        .notes
+        .iter()
+        .map(|n| n.to_string())
+        .filter(|n| n.contains("not by BPF"))
+        .collect();
+    assert_eq!(said.len(), 1, "{:?}", e.notes);
+    assert!(
+        !said[0].contains('\n') && said[0].contains("refused"),
+        "{}",
+        said[0]
+    );
+}

@@ -4,7 +4,8 @@
 //! gap of a busy loop).
 
 use crate::timesource::TimeSource;
-use oscost_sys::ktrace::{Format, Record, Tracefs, Tracer, Unavailable, DEFAULT_RING_PAGES};
+use oscost_sys::kseam::{Mechanism, Tracer};
+use oscost_sys::ktrace::{Format, Record, Tracefs, Unavailable};
 use std::collections::{BTreeMap, HashMap};
 
 /// The label of time no kernel event explains.
@@ -368,6 +369,35 @@ pub fn key(label: &str) -> String {
     k.trim_matches('_').to_owned()
 }
 
+/// The mechanism asked for on the command line (`--trace-with`).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum TraceWith {
+    /// BPF programs on raw tracepoints.
+    Bpf,
+    /// An ftrace instance of oscost's own.
+    Ftrace,
+    /// perf_event_open tracepoints.
+    Perf,
+}
+
+impl TraceWith {
+    /// The mechanisms to try: the one asked for (the lightest when none was), then the
+    /// others, lightest first.
+    pub fn order(chosen: Option<TraceWith>) -> Vec<Mechanism> {
+        let first = match chosen {
+            None | Some(TraceWith::Bpf) => Mechanism::Bpf,
+            Some(TraceWith::Ftrace) => Mechanism::Ftrace,
+            Some(TraceWith::Perf) => Mechanism::Perf,
+        };
+        std::iter::once(first)
+            .chain(Mechanism::ALL.into_iter().filter(|&m| m != first))
+            .collect()
+    }
+}
+
 /// What a traced pass asks of [`Session::open`].
 #[derive(Debug, Clone, Copy)]
 pub struct Pass<'a> {
@@ -382,16 +412,23 @@ pub struct Pass<'a> {
     /// pass needs every one, so a kernel lacking any (or a tracefs closed to this user) is the
     /// reason it is not measured; `why` ends the reason for lacking ones.
     pub needs_all: Option<&'a str>,
+    /// The mechanisms to try, in order (see `oscost_sys::kseam`).
+    pub mechanisms: &'a [Mechanism],
 }
 
 impl<'a> Pass<'a> {
-    /// A single pass over `events` on `cpus` that skips the tracepoints this kernel lacks.
+    /// A single pass over `events` on `cpus` by perf that skips the tracepoints this kernel
+    /// lacks.
     pub fn new(events: &'a [(&'a str, &'a str)], cpus: &'a [usize]) -> Pass<'a> {
         Pass {
             events,
             cpus,
             each: false,
             needs_all: None,
+            // The other experiments' checks (timer entries against LOC, run time against
+            // `perf sched timehist`) were made with perf's records: they keep it until they
+            // are checked with the lighter ones.
+            mechanisms: &[Mechanism::Perf],
         }
     }
 }
@@ -399,6 +436,8 @@ impl<'a> Pass<'a> {
 /// A traced run: the tracer, its tracefs, and where their times are anchored.
 pub struct Session {
     tracer: Tracer,
+    /// The record of the ftrace instance, dropped once the tracer removed it.
+    _instance: Option<crate::sysctl::MountRecord>,
     /// Kept so a tracefs mounted for the run is unmounted after the tracer is closed (fields
     /// drop in order of declaration).
     _fs: Tracefs,
@@ -438,11 +477,23 @@ impl Session {
                 .into(),
             );
         }
-        let tracer = match Tracer::open(&fs, pass.events, pass.cpus, DEFAULT_RING_PAGES) {
+        // An ftrace instance is recorded as soon as it exists: a run killed before it is
+        // removed has the next run remove it.
+        let mut instance = None;
+        let mut made = |dir: &std::path::Path| {
+            instance = crate::sysctl::Holder::this_process().and_then(|me| {
+                let rec = crate::sysctl::settings_dir();
+                crate::sysctl::record_mount(&rec, dir, crate::sysctl::FTRACE_INSTANCE, me).ok()
+            });
+        };
+        let tracer = match Tracer::open(&fs, pass.events, pass.cpus, pass.mechanisms, &mut made) {
             Ok(t) => t,
             Err(u) if pass.needs_all.is_some() => return Err(closed(&fs).unwrap_or(u)),
             Err(u) => return Err(u),
         };
+        if let Some(n) = passed_over(&tracer) {
+            notes.push(n.into());
+        }
         if !tracer.missing().is_empty() {
             let missing = tracer.missing().join(", ");
             match pass.needs_all {
@@ -459,28 +510,34 @@ impl Session {
             _fs: fs,
             _mount: mount,
             tracer,
+            _instance: instance,
             start: (0, 0),
         };
         Ok((session, notes))
     }
 
-    /// Keeps only the records of tracepoint `name` (`sys:event`) that match `filter` (a
-    /// tracefs filter expression).
-    pub fn set_filter(&self, name: &str, filter: &str) -> std::io::Result<()> {
-        self.tracer.set_filter(name, filter)
+    /// Keeps only the system calls of threads `tids` (every other task's would fill the
+    /// buffers).
+    pub fn keep_threads(&self, tids: &[u32]) -> std::io::Result<()> {
+        self.tracer.keep_threads(tids)
+    }
+
+    /// The mechanism recording.
+    pub fn mechanism(&self) -> Mechanism {
+        self.tracer.mechanism()
     }
 
     /// Starts recording; anchors the time line.
     pub fn start<C: TimeSource + ?Sized>(&mut self, clock: &C) -> std::io::Result<()> {
         self.tracer.enable()?;
-        self.start = oscost_sys::ktrace::anchor(|| clock.now());
+        self.start = oscost_sys::ktrace::anchor_on(self.tracer.clock(), || clock.now());
         Ok(())
     }
 
     /// Stops recording and decodes every event; counts the records of each tracepoint per
     /// CPU (`(cpu, sys:event)`), and those the kernel dropped.
     pub fn stop<C: TimeSource + ?Sized>(&mut self, clock: &C) -> std::io::Result<Stopped> {
-        let end = oscost_sys::ktrace::anchor(|| clock.now());
+        let end = oscost_sys::ktrace::anchor_on(self.tracer.clock(), || clock.now());
         self.tracer.disable()?;
         let map = TimeMap::new(self.start, end);
         let dec = Decoder::new(self.tracer.formats());
@@ -496,9 +553,44 @@ impl Session {
             counts,
             lost: self.tracer.lost(),
             unsampled: self.tracer.unsampled(),
-            unsampled_by: self.tracer.unsampled_by().clone(),
+            unsampled_by: self.tracer.unsampled_by(),
             window_ns: end.1.saturating_sub(self.start.1),
         })
+    }
+}
+
+/// The line saying which mechanism records and why the lighter ones tried first do not, or
+/// `None` when the first one tried does.
+fn passed_over(t: &Tracer) -> Option<String> {
+    let skipped = t.passed_over();
+    if skipped.is_empty() {
+        return None;
+    }
+    let names = skipped
+        .iter()
+        .map(|(m, _)| m.describe())
+        .collect::<Vec<_>>()
+        .join(" or ");
+    let why = skipped
+        .iter()
+        .map(|(_, why)| why.as_str())
+        .collect::<Vec<_>>()
+        .join("; ");
+    Some(format!(
+        "the kernel's tracepoints are recorded by {} ({}), not by {names}: {why}",
+        t.mechanism().describe(),
+        t.mechanism()
+    ))
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        // An instance that could not be removed keeps its record: the next run removes it.
+        if let Some(record) = self._instance.take() {
+            if self.tracer.remove().is_err() {
+                std::mem::forget(record);
+            }
+        }
     }
 }
 
@@ -570,7 +662,7 @@ impl Raw {
 impl Session {
     /// Stops recording and hands back the records as they came, with their formats.
     pub fn stop_raw<C: TimeSource + ?Sized>(&mut self, clock: &C) -> std::io::Result<Raw> {
-        let end = oscost_sys::ktrace::anchor(|| clock.now());
+        let end = oscost_sys::ktrace::anchor_on(self.tracer.clock(), || clock.now());
         self.tracer.disable()?;
         let records = self.tracer.drain();
         Ok(Raw {

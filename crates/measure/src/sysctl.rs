@@ -495,6 +495,20 @@ impl Swept {
                 ),
             };
         }
+        if self.mount && self.original == FTRACE_INSTANCE {
+            return match &self.error {
+                None => format!(
+                    "removed the ftrace instance {} (the oscost process that made it, pid \
+                     {pids}, ended before it could)",
+                    self.path.display()
+                ),
+                Some(e) => format!(
+                    "cannot remove the ftrace instance {} that a killed oscost left: {e}; \
+                     `rmdir` it by hand",
+                    self.path.display()
+                ),
+            };
+        }
         if self.mount {
             return match &self.error {
                 None => format!(
@@ -605,14 +619,38 @@ fn sweep_in(dir: &Path, only_proc_sys: bool) -> Vec<Swept> {
     swept
 }
 
+/// What a mount record of an ftrace instance says it is (its path is the instance's
+/// directory).
+pub(crate) const FTRACE_INSTANCE: &str = "ftrace instance";
+
 /// A mount record whose holder is gone: the mount unmounted if it is still there (only a
-/// tracefs, whatever the record says), the record removed.
+/// tracefs, whatever the record says), or the ftrace instance removed, the record removed.
 fn sweep_mount(file: &Path) -> Option<Swept> {
     let record = read_record(file).ok()??;
     if record.holders.iter().any(Holder::alive) {
         return None;
     }
     let dead = record.holders.iter().map(|h| h.pid).collect();
+    if record.original == FTRACE_INSTANCE {
+        // Looked for by name under tracefs wherever it is (mounted for the look if it is
+        // mounted nowhere, and unmounted after).
+        let result = oscost_sys::ktrace::Tracefs::open()
+            .map_err(|u| u.0)
+            .and_then(|fs| {
+                oscost_sys::ftrace::remove_instance(&fs, &record.path).map_err(|e| e.to_string())
+            });
+        if result.is_ok() {
+            let _ = remove_record(file);
+        }
+        return (result != Ok(false)).then(|| Swept {
+            path: record.path,
+            original: record.original,
+            dead,
+            error: result.err(),
+            mount: true,
+            cgroup: false,
+        });
+    }
     let still =
         record.original == "tracefs" && oscost_sys::ktrace::tracefs_mounted_on(&record.path);
     let result = if still {
@@ -767,6 +805,29 @@ mod tests {
         assert!(file.exists());
         assert!(sweep(&d).is_empty());
         assert!(!file.exists());
+    }
+
+    /// A killed run's ftrace instance is removed by the sweep (where one can be made here).
+    #[test]
+    fn a_dead_runs_ftrace_instance_is_swept() {
+        let Ok(fs) = oscost_sys::ktrace::Tracefs::open() else {
+            return;
+        };
+        let inst = fs.root().join("instances").join("oscost-sweep-test");
+        if std::fs::create_dir(&inst).is_err() {
+            return eprintln!("no ftrace instance can be made here");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("s");
+        drop(record_mount(&d, &inst, FTRACE_INSTANCE, dead()).map(std::mem::forget));
+        let swept = sweep(&d);
+        assert_eq!(swept.len(), 1, "{swept:?}");
+        assert!(swept[0].error.is_none(), "{swept:?}");
+        assert!(swept[0]
+            .summary()
+            .starts_with("removed the ftrace instance"));
+        assert!(!inst.exists());
+        assert!(sweep(&d).is_empty());
     }
 
     #[test]

@@ -125,6 +125,34 @@ pub struct Case {
     pub notes: Vec<Message>,
     /// Attached series.
     pub series: Vec<Series>,
+    /// For a figure read from the kernel's tracepoints: how they were recorded and what that
+    /// cost the measured operation. Absent from other cases and older documents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceCost>,
+}
+
+/// How a traced figure's tracepoints were recorded, and what recording them cost: the same
+/// operation timed in the same pass untraced and traced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceCost {
+    /// The mechanism (`bpf`, `perf`).
+    pub mechanism: String,
+    /// What was timed both ways (`round trip`).
+    pub per: String,
+    /// Its median untraced, ns.
+    pub untraced_ns: f64,
+    /// Its median traced, ns.
+    pub traced_ns: f64,
+    /// Records the mechanism lost (a full buffer, a program that could not run).
+    pub lost: u64,
+}
+
+impl TraceCost {
+    /// Traced over untraced: how far the traced system is from the one measured untraced.
+    pub fn ratio(&self) -> f64 {
+        self.traced_ns / self.untraced_ns
+    }
 }
 
 impl Case {
@@ -146,6 +174,7 @@ impl Case {
             warnings: Vec::new(),
             notes: Vec::new(),
             series: Vec::new(),
+            trace: None,
         }
     }
 

@@ -17,7 +17,9 @@ pub mod message;
 pub mod published;
 pub mod schema;
 
-pub use case::{Case, Check, DerivedSpec, ExperimentOutput, Samples, Series, Unavailable};
+pub use case::{
+    Case, Check, DerivedSpec, ExperimentOutput, Samples, Series, TraceCost, Unavailable,
+};
 pub use clock::{ClockInfo, CounterKind};
 pub use env::{Environment, OsInfo, RunLoad};
 pub use message::{Message, MessageKind, Messages};

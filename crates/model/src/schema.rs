@@ -259,6 +259,10 @@ pub struct CaseResult {
     pub series: Vec<Series>,
     /// Every per-operation sample, ns, in the order taken.
     pub raw_ns: Vec<f64>,
+    /// How a traced figure's tracepoints were recorded and what that cost. Absent from other
+    /// cases and older documents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<crate::case::TraceCost>,
 }
 
 /// A figure computed from other cases.
@@ -394,6 +398,32 @@ mod tests {
             .push("an operation of 2.6 ns".into());
         let again: ResultDoc = read(&serde_json::to_string(&doc).unwrap()).unwrap();
         assert_eq!(again, doc);
+    }
+
+    /// A traced case's mechanism and cost survive a round trip; documents without them read
+    /// with none and write back without the key.
+    #[test]
+    fn a_trace_cost_is_optional_and_round_trips() {
+        let text = include_str!("../../../tests/golden/oscost-2.json");
+        let mut doc: ResultDoc = read(text).unwrap();
+        assert!(doc.experiments[0].cases.iter().all(|c| c.trace.is_none()));
+        let back = serde_json::to_value(&doc).unwrap();
+        let cases = back["experiments"][0]["cases"].as_array().unwrap();
+        assert!(cases.iter().all(|c| c.get("trace").is_none()));
+        doc.experiments[0].cases[0].trace = Some(crate::TraceCost {
+            mechanism: "bpf".into(),
+            per: "round trip".into(),
+            untraced_ns: 5050.0,
+            traced_ns: 6600.0,
+            lost: 3,
+        });
+        let again: ResultDoc = read(&serde_json::to_string(&doc).unwrap()).unwrap();
+        assert_eq!(again, doc);
+        // An unknown field inside it is refused, as everywhere in the document.
+        let bad = serde_json::to_string(&doc)
+            .unwrap()
+            .replace("\"lost\":3", "\"lost\":3,\"extra\":1");
+        assert!(read(&bad).is_err());
     }
 
     /// An upper-case id reads as the same run; raw samples must match `samples`.

@@ -241,6 +241,7 @@ pub fn case(c: &Case, ns_per_tick: f64, rate: Option<f64>) -> Option<CaseResult>
         notes,
         series: c.series.clone(),
         raw_ns: c.samples.per_op_ns.clone(),
+        trace: c.trace.clone(),
     })
 }
 

@@ -152,6 +152,19 @@ fn read_hw() -> u64 {
     monotonic_raw_ns()
 }
 
+/// The clock `id` in nanoseconds (0 for a clock this kernel lacks).
+pub fn clock_ns(id: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid, writable timespec; an unknown clock is an error, not UB.
+    if unsafe { libc::clock_gettime(id, &mut ts) } != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// `CLOCK_MONOTONIC_RAW` in nanoseconds.
 pub fn monotonic_raw_ns() -> u64 {
     let mut ts = libc::timespec {

@@ -138,6 +138,22 @@ impl Format {
         })
     }
 
+    /// Writes `v` into the integer field `name` of `raw` (truncated to the field's size); a
+    /// field the format lacks, or one past the end of `raw`, is left alone.
+    pub fn put_int(&self, raw: &mut [u8], name: &str, v: i64) {
+        let Some(f) = self.field(name) else { return };
+        let Some(b) = raw.get_mut(f.offset..f.offset + f.size) else {
+            return;
+        };
+        match f.size {
+            1 => b.copy_from_slice(&(v as u8).to_ne_bytes()),
+            2 => b.copy_from_slice(&(v as u16).to_ne_bytes()),
+            4 => b.copy_from_slice(&(v as u32).to_ne_bytes()),
+            8 => b.copy_from_slice(&v.to_ne_bytes()),
+            _ => {}
+        }
+    }
+
     /// A string field of `raw` (`char[N]` or `__data_loc char[]`), up to its first NUL.
     pub fn string(&self, raw: &[u8], name: &str) -> Option<String> {
         let f = self.field(name)?;
@@ -272,7 +288,8 @@ impl Drop for Tracefs {
 /// One tracepoint record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Record {
-    /// `CLOCK_MONOTONIC_RAW`, ns.
+    /// ns on the clock of the mechanism that recorded it (`CLOCK_MONOTONIC_RAW` for perf;
+    /// see `kseam::Tracer::clock`).
     pub time_ns: u64,
     /// The CPU it happened on.
     pub cpu: u32,
@@ -871,8 +888,16 @@ pub fn anchor(now: impl Fn() -> u64) -> (u64, u64) {
     (a + (b.wrapping_sub(a)) / 2, raw)
 }
 
+/// [`anchor`] on the clock `id` (a mechanism's records may be timed by another clock).
+pub fn anchor_on(id: libc::clockid_t, now: impl Fn() -> u64) -> (u64, u64) {
+    let a = now();
+    let t = crate::clock::clock_ns(id);
+    let b = now();
+    (a + (b.wrapping_sub(a)) / 2, t)
+}
+
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]

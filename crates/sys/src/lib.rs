@@ -7,11 +7,14 @@
 //! Nothing here knows the command line or summarises a figure.
 #![warn(missing_docs)]
 
+pub mod bpf;
 pub mod buf;
 pub mod calls;
 pub mod cgroup;
 pub mod clock;
+pub mod ftrace;
 pub mod ipc;
+pub mod kseam;
 pub mod ktrace;
 pub mod lifetime;
 pub mod lockring;

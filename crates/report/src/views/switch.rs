@@ -60,10 +60,18 @@ pub fn views(e: &ExperimentResult) -> Vec<View> {
             row.push(
                 get("stages_vs_traced_one_way").map_or_else(|| "-".into(), |v| format!("{v:.3}")),
             );
-            row.push(match (get("trace_cost_ns"), get("trace_cost_pct")) {
-                (Some(n), Some(p)) => format!("+{} ({p:+.0} %)", fmt_ns(n)),
-                _ => "-".into(),
-            });
+            row.push(
+                match (&c.trace, get("trace_cost_ns"), get("trace_cost_pct")) {
+                    (Some(t), _, _) => format!(
+                        "{} x{:.2} (+{})",
+                        t.mechanism,
+                        t.ratio(),
+                        fmt_ns(t.traced_ns - t.untraced_ns)
+                    ),
+                    (None, Some(n), Some(p)) => format!("+{} ({p:+.0} %)", fmt_ns(n)),
+                    _ => "-".into(),
+                },
+            );
             for k in c.checks.iter().filter(|k| !k.passed) {
                 notes.push(format!(
                     "* {}: {} counted {:.0}, expected {:.0}: {}",
@@ -87,8 +95,10 @@ pub fn views(e: &ExperimentResult) -> Vec<View> {
     ));
     notes.push(
         "traced 1-way: half the loop's mean round trip while traced; sum / 1-way: their ratio \
-         (±5 % checked); tracing cost: the loop's median round trip traced less untraced, in \
-         the same pass"
+         (±5 % checked); tracing cost: how the tracepoints were recorded (bpf: BPF programs on \
+         raw tracepoints, perf: perf_event_open), the loop's median round trip traced over \
+         untraced in the same pass (how far the traced system is from the untraced one), and \
+         their difference"
             .into(),
     );
     let mut head = vec!["case".to_owned()];
@@ -199,6 +209,17 @@ pub(crate) mod tests {
         assert_eq!(v[0].rows[0][5], "7.800 µs");
         assert_eq!(v[0].rows[0][7], "1.023");
         assert_eq!(v[0].rows[0][8], "+8.600 µs (+130 %)");
+        // A case that says how it was traced gives its mechanism and traced / untraced.
+        let mut bpf = traced("pipe", [750.0, 2500.0, 650.0, 3900.0], 7624.0, true);
+        bpf.trace = Some(oscost_model::TraceCost {
+            mechanism: "bpf".into(),
+            per: "round trip".into(),
+            untraced_ns: 5000.0,
+            traced_ns: 6500.0,
+            lost: 0,
+        });
+        let v2 = views(&experiment(vec![bpf]));
+        assert_eq!(v2[0].rows[0][8], "bpf x1.30 (+1.500 µs)");
         assert_eq!(v[0].rows[1][0], "futex threads same *");
         assert!(v[0].notes[0].starts_with("* switch.futex.threads.same.stages"));
         // No traced case, no table.

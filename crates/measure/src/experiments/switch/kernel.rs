@@ -8,6 +8,7 @@ use crate::context::Context;
 use crate::engine::tokens::{Ring, RingSpec};
 use crate::kview::{Pass, Session};
 use oscost_model::case::{Case, Check, Samples};
+use oscost_sys::kseam::Mechanism;
 use oscost_sys::ktrace::{Record, Unavailable};
 
 /// The tracepoints read.
@@ -227,6 +228,8 @@ pub(super) struct Traced {
     pub switches: usize,
     /// What was changed on the machine for the pass.
     pub notes: Vec<oscost_model::Message>,
+    /// How the tracepoints were recorded.
+    pub mechanism: Mechanism,
 }
 
 /// Turns a record into an event, by the format of its tracepoint.
@@ -249,11 +252,13 @@ fn decode(r: &Record, raw: &crate::kview::Raw) -> Option<At> {
     Some(At { ns: r.time_ns, ev })
 }
 
-/// Runs the ping-pong `spec` again: warm-up, `n` round trips untraced, `n` traced on `cpus`.
+/// Runs the ping-pong `spec` again: warm-up, `n` round trips untraced, `n` traced on `cpus`
+/// by the first of `mechanisms` this kernel allows.
 /// `Ok(Err(_))`: tracing is not to be had here, in one line saying why and how to get it.
 pub(super) fn traced_pass(
     spec: &RingSpec,
     cpus: &[usize],
+    mechanisms: &[Mechanism],
     ctx: &Context,
 ) -> anyhow::Result<Result<Traced, Unavailable>> {
     let n = if ctx.quick {
@@ -264,6 +269,7 @@ pub(super) fn traced_pass(
     let pass = Pass {
         each: true,
         needs_all: Some("a hand-over cannot be split without them"),
+        mechanisms,
         ..Pass::new(EVENTS, cpus)
     };
     let (mut session, notes) = match Session::open(&pass) {
@@ -273,10 +279,8 @@ pub(super) fn traced_pass(
     let mut ring = Ring::start(spec, ctx)?;
     let (a, b) = (ring.tids()[0], ring.tids()[1]);
     // Only the two tasks' system calls: every other task's on the CPU would fill the ring.
-    let only = format!("common_pid == {a} || common_pid == {b}");
-    for ev in ["raw_syscalls:sys_enter", "raw_syscalls:sys_exit"] {
-        session.set_filter(ev, &only)?;
-    }
+    session.keep_threads(&[a as u32, b as u32])?;
+    let mechanism = session.mechanism();
     ring.begin();
     for _ in 0..WARM_UP {
         ring.op()?;
@@ -319,6 +323,7 @@ pub(super) fn traced_pass(
         lost: raw.lost,
         records: count,
         notes,
+        mechanism,
     }))
 }
 
@@ -382,8 +387,11 @@ pub(super) fn stages_case(timed: &Case, t: &Traced, ns_per_tick: f64) -> Case {
         oscost_model::ids::switch::stages(&timed.id),
         format!(
             "the same ping-pong again, traced: {} round trips with the kernel's system call, \
-             wake-up and switch events; half of each round trip as the kernel's switches time it",
-            t.traced_ns.len()
+             wake-up and switch events recorded by {} ({}); half of each round trip as the \
+             kernel's switches time it",
+            t.traced_ns.len(),
+            t.mechanism.describe(),
+            t.mechanism.name()
         ),
         "one-way hand-over",
         samples,
@@ -418,6 +426,14 @@ pub(super) fn stages_case(timed: &Case, t: &Traced, ns_per_tick: f64) -> Case {
         "trace_cost_pct".into(),
         (traced_rt - plain_rt) / plain_rt * 100.0,
     );
+    c.insert("traced_vs_untraced".into(), traced_rt / plain_rt);
+    case.trace = Some(oscost_model::TraceCost {
+        mechanism: t.mechanism.name().into(),
+        per: "round trip".into(),
+        untraced_ns: plain_rt,
+        traced_ns: traced_rt,
+        lost: t.lost,
+    });
     if t.lost > 0 {
         case.warnings.push(
             format!(
@@ -718,6 +734,7 @@ mod tests {
             records: 0,
             switches: 18,
             notes: Vec::new(),
+            mechanism: Mechanism::Bpf,
         }
     }
 
@@ -748,6 +765,9 @@ mod tests {
         assert_eq!(c.counters["stages_vs_timed_one_way"], 1.25);
         assert_eq!(c.counters["trace_cost_ns"], 200.0);
         assert_eq!(c.counters["trace_cost_pct"], 25.0);
+        let cost = c.trace.as_ref().unwrap();
+        assert_eq!((cost.mechanism.as_str(), cost.ratio()), ("bpf", 1.25));
+        assert!(c.description.contains("BPF"), "{}", c.description);
         assert_eq!(c.counters["switches_per_round_trip_traced"], 2.0);
         assert_eq!(c.counters["stage.wake_to_switch.mean_ns"], 200.0);
         assert_eq!(c.counters["stage.post_to_wake.median_ns"], 100.0);

@@ -92,6 +92,17 @@ pub struct Options {
           conflicts_with = "no_kernel_view")]
     #[serde(default)]
     pub trace_via: Vec<Via>,
+
+    /// How the traced pass records the kernel's tracepoints (default: the lightest this
+    /// kernel allows, bpf then perf); one refused is said, and the next one used
+    #[arg(
+        long,
+        value_enum,
+        value_name = "MECHANISM",
+        conflicts_with = "no_kernel_view"
+    )]
+    #[serde(default)]
+    pub trace_with: Option<crate::kview::TraceWith>,
 }
 
 fn case_id(via: Via, kind: Kind, p: Placement) -> String {
@@ -144,15 +155,18 @@ Then, where the kernel's tracepoints can be read (root, or perf_event_paranoid -
 same-CPU case runs its ping-pong again, apart from the timed rounds: 200 round trips of \
 warm-up, 2000 timed untraced, 2000 timed with raw_syscalls:sys_enter/sys_exit (of the two \
 tasks), sched:sched_waking and sched:sched_switch recorded on its CPU (400 and 400 with \
---quick). Each one-way hand-over, a task's turn from the switch into it to the switch out, is \
+--quick), by the lightest mechanism the kernel allows (--trace-with): BPF programs on raw \
+tracepoints writing into a mapped array (bpf), an ftrace instance of oscost's own (ftrace), \
+or perf_event_open (perf); one refused is said in a line, with the next one used. Each one-way hand-over, a task's turn from the switch into it to the switch out, is \
 split by the kernel's timestamps into: the switch to its return to user space, user space to \
 its post's entry, the entry to the wake-up of the other task, the wake-up to the switch. The \
 stages' means add up to the one-way time the loop timed while traced, checked within 5 %; the \
-round trip traced against untraced is the cost of tracing (more than doubled on a small \
-virtual machine, so the stages describe the traced ping-pong). The pass added 0.3 to 0.4 s \
-per case on a 2-vCPU virtual machine; --no-kernel-view skips it. yield has no wake-up to split, and \
+round trip traced against untraced is the cost of tracing, given with the mechanism (on a \
+2-vCPU virtual machine about x1.3 with bpf, x1.6 with ftrace, x2.2 with perf: the stages \
+describe the traced ping-pong). The pass added about 0.01 s \
+per case with bpf and 0.2 s with perf on a 2-vCPU virtual machine; --no-kernel-view skips it. yield has no wake-up to split, and \
 condvar's hand-off holds more than one switch (its mutex passes back and forth); cross and free \
-cases are not traced.\n\nTakes about 15 s; --quick about 3.5 s, most of it the traced pass, on a 2-vCPU virtual machine.";
+cases are not traced.\n\nTakes about 13 s; --quick about 1.4 s, on a 2-vCPU virtual machine.";
     const IN_DEFAULT_SUITE: bool = true;
     const QUICK_SUITE_ARGS: &'static [&'static str] = &["--no-kernel-view"];
     const SUITE_ARGS: &'static [&'static str] = &["--trace-via", "pipe,futex"];
@@ -203,7 +217,11 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     let mut out = ExperimentOutput::default();
     let (_hold, held) = hold_idle_poll(opts.idle_poll, &mut out);
     out.params.insert("idle".into(), idle::config(held));
-    let mut view = KernelView::new(opts.no_kernel_view, opts.trace_via.clone());
+    let mut view = KernelView::new(
+        opts.no_kernel_view,
+        opts.trace_via.clone(),
+        crate::kview::TraceWith::order(opts.trace_with),
+    );
     let per_via = kinds.len() * placements.len();
     ctx.progress
         .start((vias.len() * (per_via + 1)) as u64, NAME);
@@ -256,16 +274,22 @@ struct KernelView {
     unavailable: Option<String>,
     notes: Vec<oscost_model::Message>,
     traced: usize,
+    /// The mechanisms to try, in order.
+    order: Vec<oscost_sys::kseam::Mechanism>,
+    /// The mechanism the passes used.
+    used: Option<oscost_sys::kseam::Mechanism>,
 }
 
 impl KernelView {
-    fn new(off: bool, only: Vec<Via>) -> KernelView {
+    fn new(off: bool, only: Vec<Via>, order: Vec<oscost_sys::kseam::Mechanism>) -> KernelView {
         KernelView {
             off,
             only,
             unavailable: None,
             notes: Vec::new(),
             traced: 0,
+            order,
+            used: None,
         }
     }
 
@@ -295,7 +319,7 @@ impl KernelView {
         let mut cpus: Vec<usize> = masks.iter().flat_map(|m| m.cpus().to_vec()).collect();
         cpus.dedup();
         let spec = pingpong_spec(via, kind, masks.to_vec());
-        let t = match kernel::traced_pass(&spec, &cpus, ctx)
+        let t = match kernel::traced_pass(&spec, &cpus, &self.order, ctx)
             .with_context(|| format!("{}: traced pass", case.id))?
         {
             Ok(t) => t,
@@ -310,6 +334,7 @@ impl KernelView {
             }
         }
         self.traced += 1;
+        self.used = Some(t.mechanism);
         let ns_per_tick = ctx.clock.ticks_to_ns(1e6) / 1e6;
         Ok(Some(kernel::stages_case(case, &t, ns_per_tick)))
     }
@@ -339,6 +364,10 @@ impl KernelView {
             ),
         };
         out.params.insert("kernel_view".into(), json!(state));
+        if let Some(m) = self.used {
+            out.params
+                .insert("kernel_view_mechanism".into(), json!(m.name()));
+        }
         out.notes.extend(self.notes);
     }
 }

@@ -1,0 +1,470 @@
+//! The kernel's tracepoints recorded by ftrace into an instance of oscost's own
+//! (`instances/oscost-<pid>` under tracefs): its own buffers, clock (`mono_raw`), CPU mask and
+//! events, so nobody else's tracing is touched. The buffers keep their first records when full
+//! (`overwrite` off) and count the rest, which `per_cpu/cpuN/stats` reports; they are read
+//! once recording stopped, page by page, from `per_cpu/cpuN/trace_pipe_raw`. Each event's
+//! data is the record its `format` file describes, as perf's raw sample is. The instance is
+//! removed on drop; a killed run's is removed by the next (the caller records it).
+
+use crate::ktrace::{Format, Record, Tracefs, Unavailable};
+use std::io::{self, Read};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+/// The clock of the records' times (`trace_clock` `mono_raw`).
+pub const CLOCK: libc::clockid_t = libc::CLOCK_MONOTONIC_RAW;
+
+/// KiB of buffer per CPU.
+pub const BUFFER_KB: u32 = 4096;
+
+/// The instance name of process `pid`.
+pub fn instance_name(pid: u32) -> String {
+    format!("oscost-{pid}")
+}
+
+/// An ftrace instance recording tracepoints; removed on drop.
+pub struct Tracer {
+    dir: PathBuf,
+    formats: Vec<Format>,
+    cpus: Vec<usize>,
+    /// Where a page's data begins, and the size of its `commit` word.
+    data_offset: usize,
+    lost: u64,
+    /// The instance is gone.
+    removed: bool,
+}
+
+fn write(path: &Path, value: &str) -> io::Result<()> {
+    std::fs::write(path, value).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("writing `{value}` to {}: {e}", path.display()),
+        )
+    })
+}
+
+impl Tracer {
+    /// Makes the instance under `fs` and sets it up for `events` on `cpus`, not recording.
+    /// `made` is told the instance's directory as soon as it exists (to record it, so a
+    /// killed run's is removed by the next).
+    pub fn open(
+        fs: &Tracefs,
+        events: &[(&str, &str)],
+        cpus: &[usize],
+        made: &mut dyn FnMut(&Path),
+    ) -> Result<Tracer, Unavailable> {
+        let mut formats = Vec::new();
+        for &(sys, ev) in events {
+            formats.push(fs.format(sys, ev).ok_or_else(|| {
+                Unavailable(format!(
+                    "the tracepoint {sys}:{ev} is not under {}",
+                    fs.root().display()
+                ))
+            })?);
+        }
+        let header = fs.root().join("events/header_page");
+        let text = read_whole(&header)
+            .map_err(|e| Unavailable(format!("reading {}: {e}", header.display())))?;
+        let data_offset = page_data_offset(&text)
+            .ok_or_else(|| Unavailable(format!("{} has no `data` field", header.display())))?;
+        let dir = fs
+            .root()
+            .join("instances")
+            .join(instance_name(std::process::id()));
+        std::fs::create_dir(&dir).map_err(|e| {
+            Unavailable(format!(
+                "ftrace refused an instance of oscost's own ({}: {e}): run as root",
+                dir.display()
+            ))
+        })?;
+        made(&dir);
+        let t = Tracer {
+            dir,
+            formats,
+            cpus: cpus.to_vec(),
+            data_offset,
+            lost: 0,
+            removed: false,
+        };
+        t.set_up()
+            .map_err(|e| Unavailable(format!("setting up oscost's ftrace instance: {e}")))?;
+        Ok(t)
+    }
+
+    fn set_up(&self) -> io::Result<()> {
+        let d = &self.dir;
+        write(&d.join("tracing_on"), "0")?;
+        write(&d.join("buffer_size_kb"), &BUFFER_KB.to_string())?;
+        write(&d.join("trace_clock"), "mono_raw")?;
+        write(&d.join("options/overwrite"), "0")?;
+        let mut mask = vec![0u32; self.cpus.iter().max().map_or(1, |m| m / 32 + 1)];
+        for &c in &self.cpus {
+            mask[c / 32] |= 1 << (c % 32);
+        }
+        let hex = mask
+            .iter()
+            .rev()
+            .map(|w| format!("{w:08x}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        write(&d.join("tracing_cpumask"), &hex)
+    }
+
+    fn event_dir(&self, f: &Format) -> PathBuf {
+        let (sys, ev) = f.name.split_once(':').unwrap_or(("", &f.name));
+        self.dir.join("events").join(sys).join(ev)
+    }
+
+    /// The instance's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The formats of the tracepoints recorded, in the order asked.
+    pub fn formats(&self) -> &[Format] {
+        &self.formats
+    }
+
+    /// Keeps only the records of threads `tids`: their system calls, and the scheduler's
+    /// events that involve them (a switch from or to one, a wake-up of one). `set_event_pid`
+    /// rejects the others before they take buffer space, where an event filter writes each
+    /// record to a scratch buffer first to test it.
+    pub fn keep_threads(&self, tids: &[u32]) -> io::Result<()> {
+        let pids = tids
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(" ");
+        write(&self.dir.join("set_event_pid"), &pids)
+    }
+
+    /// Enables the events and starts recording.
+    pub fn enable(&mut self) -> io::Result<()> {
+        for f in &self.formats {
+            write(&self.event_dir(f).join("enable"), "1")?;
+        }
+        write(&self.dir.join("tracing_on"), "1")
+    }
+
+    /// Stops recording and disables the events.
+    pub fn disable(&mut self) -> io::Result<()> {
+        write(&self.dir.join("tracing_on"), "0")?;
+        for f in &self.formats {
+            write(&self.event_dir(f).join("enable"), "0")?;
+        }
+        Ok(())
+    }
+
+    /// Records the buffers could not keep (full, `overwrite` off: `dropped events` and
+    /// `overrun` of each CPU's stats).
+    pub fn lost(&self) -> u64 {
+        self.lost
+    }
+
+    /// Every record in the buffers, in time order; the ones dropped are counted.
+    pub fn drain(&mut self) -> Vec<Record> {
+        let mut out = Vec::new();
+        for &cpu in &self.cpus {
+            let pcpu = self.dir.join(format!("per_cpu/cpu{cpu}"));
+            if let Ok(mut f) = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(pcpu.join("trace_pipe_raw"))
+            {
+                let mut page = vec![0u8; 4096];
+                // A read gives one page, or what is left of the last one; nothing more when
+                // the buffer is empty.
+                while let Ok(n) = f.read(&mut page) {
+                    if n == 0 {
+                        break;
+                    }
+                    read_page(&page[..n], self.data_offset, cpu as u32, &mut out);
+                }
+            }
+            if let Ok(stats) = std::fs::read_to_string(pcpu.join("stats")) {
+                self.lost += stat(&stats, "overrun") + stat(&stats, "dropped events");
+            }
+        }
+        out.sort_by_key(|r| (r.time_ns, r.cpu));
+        out
+    }
+}
+
+impl Tracer {
+    /// Stops recording and removes the instance; an error (tracefs unmounted under it by
+    /// another process, the instance busy) leaves it for the caller's record to have the next
+    /// run remove it.
+    pub fn remove(&mut self) -> io::Result<()> {
+        if self.removed {
+            return Ok(());
+        }
+        let _ = write(&self.dir.join("tracing_on"), "0");
+        for f in &self.formats {
+            let _ = write(&self.event_dir(f).join("enable"), "0");
+        }
+        std::fs::remove_dir(&self.dir).map_err(|e| {
+            io::Error::new(e.kind(), format!("removing {}: {e}", self.dir.display()))
+        })?;
+        self.removed = true;
+        Ok(())
+    }
+}
+
+impl Drop for Tracer {
+    fn drop(&mut self) {
+        let _ = self.remove();
+    }
+}
+
+/// Removes the instance at `dir` a killed run left (its tracefs may be mounted elsewhere
+/// now: the instance is looked for by name under `fs`).
+pub fn remove_instance(fs: &Tracefs, dir: &Path) -> io::Result<bool> {
+    let Some(name) = dir.file_name() else {
+        return Ok(false);
+    };
+    let here = fs.root().join("instances").join(name);
+    if !here.exists() {
+        return Ok(false);
+    }
+    let _ = write(&here.join("tracing_on"), "0");
+    std::fs::remove_dir(&here)?;
+    Ok(true)
+}
+
+/// A tracefs file's text, read with a large buffer: `events/header_page` gives only what
+/// its first read asks for (`read_to_string` asks for 32 bytes first).
+fn read_whole(path: &Path) -> io::Result<String> {
+    let mut f = std::fs::File::open(path)?;
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut n = 0;
+    loop {
+        let got = f.read(&mut buf[n..])?;
+        if got == 0 || n + got == buf.len() {
+            n += got;
+            break;
+        }
+        n += got;
+    }
+    Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
+}
+
+/// The value of `key: N` in a CPU's stats file (0 when absent).
+fn stat(text: &str, key: &str) -> u64 {
+    text.lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == key).then(|| v.trim().parse().ok())?
+        })
+        .unwrap_or(0)
+}
+
+/// Where a page's data begins, from `events/header_page` (the `data` field's offset).
+fn page_data_offset(text: &str) -> Option<usize> {
+    text.lines().find_map(|l| {
+        let l = l.trim();
+        let rest = l.strip_prefix("field: char data;")?;
+        rest.split(';')
+            .find_map(|p| p.trim().strip_prefix("offset:"))?
+            .parse()
+            .ok()
+    })
+}
+
+// Ring-buffer event types (`include/linux/ring_buffer.h`).
+const PADDING: u32 = 29;
+const TIME_EXTEND: u32 = 30;
+const TIME_STAMP: u32 = 31;
+const TS_SHIFT: u32 = 27;
+
+/// The records of one ring-buffer page (`data_offset` past its timestamp and commit word)
+/// into `out`.
+fn read_page(page: &[u8], data_offset: usize, cpu: u32, out: &mut Vec<Record>) {
+    let u32_at = |o: usize| -> Option<u32> {
+        Some(u32::from_ne_bytes(page.get(o..o + 4)?.try_into().ok()?))
+    };
+    let Some(mut ts) = page
+        .get(0..8)
+        .map(|b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
+    else {
+        return;
+    };
+    // The commit word holds the data's length; its top bits are flags (missed events).
+    let Some(commit) = page
+        .get(8..data_offset)
+        .and_then(|b| b.get(0..4))
+        .map(|b| u32::from_ne_bytes(b.try_into().expect("4 bytes")) & 0x0fff_ffff)
+    else {
+        return;
+    };
+    let end = (data_offset + commit as usize).min(page.len());
+    let mut at = data_offset;
+    while at + 4 <= end {
+        let Some(h) = u32_at(at) else { return };
+        let (kind, delta) = (h & 0x1f, h >> 5);
+        match kind {
+            PADDING => {
+                // The rest of the page, or a discarded record (its length, the word holding
+                // it included, after the header); its time does not count, as the kernel's
+                // own reader has it.
+                if delta == 0 {
+                    return;
+                }
+                let Some(len) = u32_at(at + 4) else { return };
+                at += 4 + len as usize;
+            }
+            TIME_EXTEND => {
+                let Some(hi) = u32_at(at + 4) else { return };
+                ts += (u64::from(hi) << TS_SHIFT) + u64::from(delta);
+                at += 8;
+            }
+            TIME_STAMP => {
+                let Some(hi) = u32_at(at + 4) else { return };
+                let abs = (u64::from(hi) << TS_SHIFT) + u64::from(delta);
+                // The absolute stamp holds the low 59 bits; the page's give the rest.
+                ts = (ts & !((1 << 59) - 1)) | abs;
+                at += 8;
+            }
+            _ => {
+                ts += u64::from(delta);
+                let (data, len) = if kind == 0 {
+                    let Some(len) = u32_at(at + 4) else { return };
+                    (at + 8, (len as usize).saturating_sub(4))
+                } else {
+                    (at + 4, kind as usize * 4)
+                };
+                let Some(raw) = page.get(data..data + len) else {
+                    return;
+                };
+                let pid = raw
+                    .get(4..8)
+                    .map_or(0, |b| u32::from_ne_bytes(b.try_into().expect("4 bytes")));
+                out.push(Record {
+                    time_ns: ts,
+                    cpu,
+                    pid,
+                    tid: pid,
+                    raw: raw.to_vec(),
+                });
+                at = data + len.next_multiple_of(4);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_page_header_gives_where_data_begins() {
+        let t = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n\
+                 \tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n\
+                 \tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n\
+                 \tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;\n";
+        assert_eq!(page_data_offset(t), Some(16));
+        assert_eq!(page_data_offset("garbage"), None);
+    }
+
+    #[test]
+    fn stats_are_read_by_key() {
+        let s = "entries: 10\noverrun: 3\ncommit overrun: 0\ndropped events: 7\n";
+        assert_eq!(stat(s, "overrun"), 3);
+        assert_eq!(stat(s, "dropped events"), 7);
+        assert_eq!(stat(s, "nope"), 0);
+    }
+
+    fn event(out: &mut Vec<u8>, delta: u32, data: &[u8]) {
+        let words = data.len().div_ceil(4) as u32;
+        out.extend_from_slice(&((delta << 5) | words).to_ne_bytes());
+        out.extend_from_slice(data);
+        out.resize(out.len().next_multiple_of(4), 0);
+    }
+
+    #[test]
+    fn a_page_gives_its_records_with_their_times() {
+        let mut data = Vec::new();
+        let mut rec = vec![0u8; 12];
+        rec[0..2].copy_from_slice(&372u16.to_ne_bytes());
+        rec[4..8].copy_from_slice(&41i32.to_ne_bytes());
+        event(&mut data, 10, &rec);
+        // A time extend of 2^27 + 5 ns.
+        data.extend_from_slice(&((5u32 << 5) | TIME_EXTEND).to_ne_bytes());
+        data.extend_from_slice(&1u32.to_ne_bytes());
+        // A long record: length in the word after the header.
+        let long = vec![7u8; 120];
+        data.extend_from_slice(&(3u32 << 5).to_ne_bytes());
+        data.extend_from_slice(&(long.len() as u32 + 4).to_ne_bytes());
+        data.extend_from_slice(&long);
+        // A discarded record (padding with a length), then a short one.
+        data.extend_from_slice(&((2u32 << 5) | PADDING).to_ne_bytes());
+        data.extend_from_slice(&12u32.to_ne_bytes());
+        data.extend_from_slice(&[0u8; 8]);
+        event(&mut data, 4, &rec);
+        let mut page = Vec::new();
+        page.extend_from_slice(&1_000u64.to_ne_bytes());
+        page.extend_from_slice(&(data.len() as u64).to_ne_bytes());
+        page.extend_from_slice(&data);
+        page.resize(4096, 0);
+        let mut out = Vec::new();
+        read_page(&page, 16, 1, &mut out);
+        let times: Vec<u64> = out.iter().map(|r| r.time_ns).collect();
+        let ext = 1_000 + 10 + (1 << 27) + 5;
+        assert_eq!(times, vec![1_010, ext + 3, ext + 3 + 4]);
+        assert_eq!(
+            (out[0].pid, out[0].event_id(), out[0].raw.len()),
+            (41, 372, 12)
+        );
+        assert_eq!(out[1].raw, long);
+        // A truncated page gives what it holds, without reading past its end.
+        let mut cut = Vec::new();
+        read_page(&page[..40], 16, 1, &mut cut);
+        assert_eq!(cut.len(), 1);
+    }
+
+    /// Where an instance can be made here (root), one records this thread's system calls and
+    /// is gone after; elsewhere the refusal is one line.
+    #[test]
+    fn an_instance_records_and_goes() {
+        let Ok(fs) = Tracefs::open() else { return };
+        let cpu = crate::affinity().unwrap()[0];
+        let mut seen = None;
+        let mut t = match Tracer::open(
+            &fs,
+            &[("raw_syscalls", "sys_enter")],
+            &[cpu],
+            &mut |d: &Path| seen = Some(d.to_owned()),
+        ) {
+            Ok(t) => t,
+            Err(u) => {
+                assert!(!u.0.contains('\n'), "{u}");
+                return eprintln!("not traced here: {u}");
+            }
+        };
+        let dir = seen.expect("told of the instance");
+        assert_eq!(dir, t.dir());
+        let me = crate::gettid() as u32;
+        t.keep_threads(&[me]).unwrap();
+        crate::set_affinity(&[cpu]).unwrap();
+        t.enable().unwrap();
+        for _ in 0..3 {
+            crate::calls::raw_getppid();
+        }
+        t.disable().unwrap();
+        let recs = t.drain();
+        let f = &t.formats()[0];
+        let n = recs
+            .iter()
+            .filter(|r| r.tid == me && f.int(&r.raw, "id") == Some(libc::SYS_getppid))
+            .count();
+        assert_eq!(n, 3, "{recs:?}");
+        assert!(recs.iter().all(|r| r.tid == me));
+        assert_eq!(t.lost(), 0);
+        drop(t);
+        assert!(!dir.exists());
+        // A killed run's instance is removed by name.
+        std::fs::create_dir(&dir).unwrap();
+        assert!(remove_instance(&fs, &dir).unwrap());
+        assert!(!dir.exists());
+        assert!(!remove_instance(&fs, &dir).unwrap());
+    }
+}

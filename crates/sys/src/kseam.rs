@@ -1,0 +1,271 @@
+//! The tracing seam: the kernel's tracepoints recorded by whichever mechanism this kernel
+//! allows, lightest first. BPF programs on raw tracepoints ([`crate::bpf`]) add the least to
+//! each event, an ftrace instance of oscost's own ([`crate::ftrace`]) less than perf;
+//! `perf_event_open` ([`crate::ktrace`]) is the last resort. Every mechanism hands
+//! back the same [`Record`]s, laid out as the events' tracefs `format` files say, so one
+//! decoder reads them all.
+
+use crate::ktrace::{self, Format, Record, Tracefs, Unavailable};
+use std::collections::BTreeMap;
+use std::io;
+
+/// How the tracepoints are recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mechanism {
+    /// BPF programs on raw tracepoints writing into a mapped array, read at the end.
+    Bpf,
+    /// An ftrace instance of oscost's own, read from `trace_pipe_raw` at the end.
+    Ftrace,
+    /// `perf_event_open` tracepoints, every event sampled with its raw record.
+    Perf,
+}
+
+impl Mechanism {
+    /// Every mechanism, in the order tried: the lightest first.
+    pub const ALL: [Mechanism; 3] = [Mechanism::Bpf, Mechanism::Ftrace, Mechanism::Perf];
+
+    /// Its name on the command line and in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mechanism::Bpf => "bpf",
+            Mechanism::Ftrace => "ftrace",
+            Mechanism::Perf => "perf",
+        }
+    }
+
+    /// The mechanism called `name`.
+    pub fn from_name(name: &str) -> Option<Mechanism> {
+        Mechanism::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    /// What it is, in a few words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Mechanism::Bpf => "BPF programs on raw tracepoints",
+            Mechanism::Ftrace => "an ftrace instance of oscost's own",
+            Mechanism::Perf => "perf_event_open",
+        }
+    }
+}
+
+impl std::fmt::Display for Mechanism {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+enum Inner {
+    Bpf(crate::bpf::Tracer),
+    Ftrace(crate::ftrace::Tracer),
+    Perf(ktrace::Tracer),
+}
+
+/// Tracepoints being recorded on a set of CPUs by one mechanism; everything is closed on drop.
+pub struct Tracer {
+    inner: Inner,
+    /// Mechanisms tried before the one used, each with why it was not (a refusal of this
+    /// machine), in the order tried.
+    passed_over: Vec<(Mechanism, String)>,
+}
+
+impl Tracer {
+    /// Opens `events` (`sys`, `event`) on `cpus`, disabled, with the first mechanism of
+    /// `order` this kernel allows for all of them. A mechanism that cannot record an event by
+    /// design is passed over without a word; one this machine refuses is named by
+    /// [`Tracer::passed_over`]. When every one fails, the last one's reason is the error.
+    /// `made` is told of anything made on the machine that must go after a kill (an ftrace
+    /// instance's directory) as soon as it exists.
+    pub fn open(
+        fs: &Tracefs,
+        events: &[(&str, &str)],
+        cpus: &[usize],
+        order: &[Mechanism],
+        made: &mut dyn FnMut(&std::path::Path),
+    ) -> Result<Tracer, Unavailable> {
+        let mut passed_over = Vec::new();
+        let mut last = Unavailable("no tracing mechanism was allowed".into());
+        for &m in order {
+            let inner = match m {
+                Mechanism::Bpf => {
+                    if !events.iter().all(|&(s, e)| crate::bpf::can_record(s, e)) {
+                        continue;
+                    }
+                    crate::bpf::Tracer::open(fs, events, cpus, crate::bpf::DEFAULT_SLOTS)
+                        .map(Inner::Bpf)
+                }
+                Mechanism::Ftrace => {
+                    crate::ftrace::Tracer::open(fs, events, cpus, made).map(Inner::Ftrace)
+                }
+                Mechanism::Perf => {
+                    ktrace::Tracer::open(fs, events, cpus, ktrace::DEFAULT_RING_PAGES)
+                        .map(Inner::Perf)
+                }
+            };
+            match inner {
+                Ok(inner) => return Ok(Tracer { inner, passed_over }),
+                Err(u) => {
+                    passed_over.push((m, u.0.clone()));
+                    last = u;
+                }
+            }
+        }
+        Err(last)
+    }
+
+    /// The mechanism recording.
+    pub fn mechanism(&self) -> Mechanism {
+        match self.inner {
+            Inner::Bpf(_) => Mechanism::Bpf,
+            Inner::Ftrace(_) => Mechanism::Ftrace,
+            Inner::Perf(_) => Mechanism::Perf,
+        }
+    }
+
+    /// Mechanisms tried first that this machine refused, with why.
+    pub fn passed_over(&self) -> &[(Mechanism, String)] {
+        &self.passed_over
+    }
+
+    /// The clock of the records' times.
+    pub fn clock(&self) -> libc::clockid_t {
+        match self.inner {
+            Inner::Bpf(_) => crate::bpf::CLOCK,
+            Inner::Ftrace(_) => crate::ftrace::CLOCK,
+            Inner::Perf(_) => libc::CLOCK_MONOTONIC_RAW,
+        }
+    }
+
+    /// The formats of the tracepoints opened.
+    pub fn formats(&self) -> &[Format] {
+        match &self.inner {
+            Inner::Bpf(t) => t.formats(),
+            Inner::Ftrace(t) => t.formats(),
+            Inner::Perf(t) => t.formats(),
+        }
+    }
+
+    /// Tracepoints asked for that are not recorded (this kernel lacks them).
+    pub fn missing(&self) -> &[String] {
+        match &self.inner {
+            Inner::Bpf(_) | Inner::Ftrace(_) => &[],
+            Inner::Perf(t) => t.missing(),
+        }
+    }
+
+    /// Keeps only the records of threads `tids` for the system-call tracepoints (every task
+    /// fires them; the others keep every record).
+    pub fn keep_threads(&self, tids: &[u32]) -> io::Result<()> {
+        match &self.inner {
+            Inner::Bpf(t) => t.keep_threads(tids),
+            Inner::Ftrace(t) => t.keep_threads(tids),
+            Inner::Perf(t) => {
+                let only = tids
+                    .iter()
+                    .map(|t| format!("common_pid == {t}"))
+                    .collect::<Vec<_>>()
+                    .join(" || ");
+                for f in t.formats() {
+                    if f.name.starts_with("raw_syscalls:") {
+                        t.set_filter(&f.name.clone(), &only)?;
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Starts recording.
+    pub fn enable(&mut self) -> io::Result<()> {
+        match &mut self.inner {
+            Inner::Bpf(t) => t.enable(),
+            Inner::Ftrace(t) => t.enable(),
+            Inner::Perf(t) => t.enable(),
+        }
+    }
+
+    /// Stops recording.
+    pub fn disable(&mut self) -> io::Result<()> {
+        match &mut self.inner {
+            Inner::Bpf(t) => t.disable(),
+            Inner::Ftrace(t) => t.disable(),
+            Inner::Perf(t) => t.disable(),
+        }
+    }
+
+    /// Every record, in time order.
+    pub fn drain(&mut self) -> Vec<Record> {
+        match &mut self.inner {
+            Inner::Bpf(t) => t.drain(),
+            Inner::Ftrace(t) => t.drain(),
+            Inner::Perf(t) => t.drain(),
+        }
+    }
+
+    /// Removes what the mechanism made on the machine (an ftrace instance); an error leaves
+    /// it there.
+    pub fn remove(&mut self) -> io::Result<()> {
+        match &mut self.inner {
+            Inner::Ftrace(t) => t.remove(),
+            Inner::Bpf(_) | Inner::Perf(_) => Ok(()),
+        }
+    }
+
+    /// Records lost (a full buffer, or a program that could not run).
+    pub fn lost(&self) -> u64 {
+        match &self.inner {
+            Inner::Bpf(t) => t.lost(),
+            Inner::Ftrace(t) => t.lost(),
+            Inner::Perf(t) => t.lost(),
+        }
+    }
+
+    /// Events counted but never sampled, none lost (perf only: see
+    /// [`ktrace::Tracer::unsampled`]).
+    pub fn unsampled(&self) -> u64 {
+        match &self.inner {
+            Inner::Bpf(_) | Inner::Ftrace(_) => 0,
+            Inner::Perf(t) => t.unsampled(),
+        }
+    }
+
+    /// [`Tracer::unsampled`] by CPU and tracepoint.
+    pub fn unsampled_by(&self) -> BTreeMap<(u32, String), u64> {
+        match &self.inner {
+            Inner::Bpf(_) | Inner::Ftrace(_) => BTreeMap::new(),
+            Inner::Perf(t) => t.unsampled_by().clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for m in Mechanism::ALL {
+            assert_eq!(Mechanism::from_name(m.name()), Some(m));
+        }
+        assert_eq!(Mechanism::from_name("dtrace"), None);
+    }
+
+    #[test]
+    fn an_event_bpf_cannot_record_goes_to_perf_without_a_word() {
+        let Ok(fs) = Tracefs::open() else { return };
+        let cpu = crate::affinity().unwrap()[0];
+        let events = [("irq_vectors", "local_timer_entry")];
+        match Tracer::open(
+            &fs,
+            &events,
+            &[cpu],
+            &[Mechanism::Bpf, Mechanism::Perf],
+            &mut |_| {},
+        ) {
+            Ok(t) => {
+                assert_eq!(t.mechanism(), Mechanism::Perf);
+                assert!(t.passed_over().is_empty(), "{:?}", t.passed_over());
+            }
+            Err(u) => assert!(!u.0.contains('\n'), "{u}"),
+        }
+    }
+}
