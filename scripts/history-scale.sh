@@ -179,6 +179,7 @@ print(f"group-by host, {name}: {len(fleet['groups'])} hosts ({older} older runs 
       f"ratio {w / r:.2f}")
 PY
 }
+psql=$(command -v psql || echo "$pgbin/psql")
 newest_sql="SELECT document FROM runs WHERE run_id IN (SELECT (SELECT r.run_id FROM runs r \
 JOIN run_hosts x ON x.run_id = r.run_id WHERE x.hostname = h.hostname \
 ORDER BY r.started_at DESC LIMIT 1) FROM (SELECT DISTINCT hostname FROM run_hosts) h)"
@@ -187,7 +188,7 @@ import json, subprocess, sys
 out = subprocess.run([sys.argv[1], "-At", "-d", sys.argv[2], "-c", sys.argv[3]],
                      check=True, capture_output=True, text=True).stdout
 docs = [json.loads(l) for l in out.splitlines() if l]
-assert len(docs) == 100, len(docs)' "$pgbin/psql" "$url" "$newest_sql"
+assert len(docs) == 100, len(docs)' "$psql" "$url" "$newest_sql"
 time_group_by "$sqlite" SQLite python3 -c '
 import json, sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
