@@ -71,27 +71,12 @@ impl History {
                 vec![(&run_id).into(), (i as i64).into(), (&e.name).into()],
             ));
         }
-        // The cases in statements of many rows each: a few exchanges' worth of work for the
-        // server instead of one statement per row.
-        let (mut case_sql, mut case_params): (Vec<String>, Vec<Vec<Cell>>) =
-            (Vec::new(), Vec::new());
-        for chunk in rows.chunks(CASE_ROWS_PER_INSERT) {
-            let mut sql = String::from(
+        for r in &rows {
+            rest.push((
                 "INSERT INTO cases (run_id, case_id, experiment, kind, unit, median_ns, \
-                 ci_low_ns, ci_high_ns, median_cycles, samples, checks_passed) VALUES ",
-            );
-            let mut params = Vec::with_capacity(chunk.len() * CASE_COLUMNS);
-            for (k, r) in chunk.iter().enumerate() {
-                let at = k * CASE_COLUMNS;
-                let marks: Vec<String> =
-                    (1..=CASE_COLUMNS).map(|c| format!("${}", at + c)).collect();
-                if k > 0 {
-                    sql.push_str(", ");
-                }
-                sql.push('(');
-                sql.push_str(&marks.join(", "));
-                sql.push(')');
-                params.extend([
+                 ci_low_ns, ci_high_ns, median_cycles, samples, checks_passed) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                vec![
                     (&run_id).into(),
                     r.case_id.into(),
                     r.experiment.into(),
@@ -103,12 +88,9 @@ impl History {
                     real(r.median_cycles),
                     r.samples.into(),
                     (r.checks_passed as i64).into(),
-                ]);
-            }
-            case_sql.push(sql);
-            case_params.push(params);
+                ],
+            ));
         }
-        rest.extend(case_sql.iter().map(String::as_str).zip(case_params));
         // ON CONFLICT: another oscost may have saved the run since the look-up.
         let inserted = self.execute(&[(
             "INSERT INTO runs (run_id, started_at, saved_at, oscost_version, kernel, \
@@ -157,13 +139,6 @@ pub fn derived_run_id(doc: &ResultDoc) -> Result<String, HistoryError> {
     let json = serde_json::to_string(&canonical)?;
     Ok(uuid::Uuid::new_v5(&RUN_NAMESPACE, json.as_bytes()).to_string())
 }
-
-/// Columns of the `cases` table.
-const CASE_COLUMNS: usize = 11;
-
-/// Case rows per `INSERT` at most: far below either database's limit on parameters (SQLite's
-/// 32 766, PostgreSQL's 65 535), and a full suite's cases in a few statements.
-const CASE_ROWS_PER_INSERT: usize = 100;
 
 /// One row of the `cases` table.
 struct CaseRow<'a> {
