@@ -4,8 +4,9 @@
 # 1. `compare --group-by host` over 100 hosts × the default suite's figures. The 100 result
 #    documents are synthesized: one real run of the default suite on this machine, copied 100
 #    times, each copy with its own run_id and fleet host name (host001..host100). Their
-#    samples are identical, so every verdict is "same"; what is timed is the real work of the
-#    command: reading 100 documents, grouping, 99 pairwise comparisons with their bootstrap
+#    samples are identical, so no verdict is slower or faster (a case whose own interval is
+#    wide reads "too few samples"); what is timed is the real work of the command: reading 100
+#    documents, grouping, each run's median laws, 99 pairwise comparisons with their ratio
 #    CIs and Mann-Whitney tests, and the table. Median of 5 runs.
 # 2. The playbook against 20 loopback hosts running `syscall --quick` (not taking turns, so
 #    the play's own cost shows against the slowest host's run): the controller's CPU time per

@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # The history stores at fleet scale, against the goals of docs/history.md:
 #   1. `oscost history push` of 1 000 result documents into PostgreSQL (goal: 10 s or less);
-#   2. `oscost history list` over 10 000 runs, in PostgreSQL and in SQLite (goal: 1 s or less).
+#   2. `oscost history list` over 10 000 runs, in PostgreSQL and in SQLite (goal: 1 s or less);
+#   3. `oscost compare --group-by host` from each store of 10 000 runs of 100 hosts, no files
+#      given (goal: 1 s or less and 300 MB or less), beside the least it can cost: the newest
+#      run of each host chosen in SQL and those 100 documents fetched and parsed (Python's
+#      sqlite3 and json; psql for PostgreSQL), in the same sitting, the ratio printed.
 # The documents are copies of one real result document (a quick run of the default suite, made
 # here unless TEMPLATE=FILE names one), each with its own run_id, start time and one of 100 host
-# names. The 9 000 runs that part 2 adds have their raw samples left out (`raw_ns` empty), which
+# names. The 9 000 runs that part 2 adds have their raw samples left out, but for the newest
+# 1 000 (ten per host, so each host's newest has them for part 3) (`raw_ns` empty), which
 # keeps the two stores somewhat smaller (`history list` reads no document); even so they take
 # about 3 GB (PostgreSQL) and 4 GB (SQLite) of /tmp while it runs. PostgreSQL is a throw-away cluster (initdb in a temporary directory, its socket there,
 # fsync as the server defaults), stopped and removed at the end, on failure too.
@@ -119,7 +124,7 @@ fi
 
 echo "== 2. up to 10 000 runs in each store"
 for batch in 1 2 3 4 5 6 7 8 9; do
-    make_docs $((batch * 1000)) $(((batch + 1) * 1000)) "$tmp/docs" no-raw
+    make_docs $((batch * 1000)) $(((batch + 1) * 1000)) "$tmp/docs" "$( ((batch == 9)) || echo no-raw)"
     "$bin" history push --to "$url" "$tmp"/docs/*.json | tail -1
     "$bin" history push --to "$sqlite" "$tmp"/docs/*.json | tail -1
 done
@@ -144,3 +149,48 @@ EOF
 }
 time_list "$url" PostgreSQL
 time_list "$sqlite" SQLite
+
+echo "== 3. compare --group-by host from each store, no files given"
+# Runs the group-by REPEAT times; prints the median wall time and peak RSS beside the
+# reference's median wall time, and their ratio.
+time_group_by() {
+    local walls=() refs=() rss=0 t0 t1
+    for _ in $(seq "$repeat"); do
+        /usr/bin/time -f '%e %M' -o "$tmp/t" "$bin" compare --group-by host --history "$1" \
+            --quiet --json "$tmp/fleet.json" >/dev/null
+        read -r wall kib <"$tmp/t"
+        walls+=("$wall")
+        ((kib > rss)) && rss=$kib
+        t0=$(now)
+        "${@:3}" >/dev/null
+        t1=$(now)
+        refs+=("$(elapsed "$t0" "$t1")")
+    done
+    python3 - "$2" "$rss" "$tmp/fleet.json" "${walls[@]}" -- "${refs[@]}" <<'PY'
+import json, statistics, sys
+name, rss, fleet = sys.argv[1], int(sys.argv[2]), json.load(open(sys.argv[3]))
+cut = sys.argv.index("--")
+walls, refs = list(map(float, sys.argv[4:cut])), list(map(float, sys.argv[cut + 1:]))
+w, r = statistics.median(walls), statistics.median(refs)
+older = sum(g["older_runs"] for g in fleet["groups"])
+print(f"group-by host, {name}: {len(fleet['groups'])} hosts ({older} older runs counted), "
+      f"median {w:.2f} s (range {min(walls):.2f} .. {max(walls):.2f}), peak {rss / 1024:.0f} MB "
+      f"(goals <= 1 s, <= 300 MB); newest per host in SQL + fetch + parse: median {r:.2f} s; "
+      f"ratio {w / r:.2f}")
+PY
+}
+psql=$(command -v psql || echo "$pgbin/psql")
+newest_sql="SELECT document FROM runs WHERE run_id IN (SELECT (SELECT r.run_id FROM runs r \
+JOIN run_hosts x ON x.run_id = r.run_id WHERE x.hostname = h.hostname \
+ORDER BY r.started_at DESC LIMIT 1) FROM (SELECT DISTINCT hostname FROM run_hosts) h)"
+time_group_by "$url" PostgreSQL python3 -c '
+import json, subprocess, sys
+out = subprocess.run([sys.argv[1], "-At", "-d", sys.argv[2], "-c", sys.argv[3]],
+                     check=True, capture_output=True, text=True).stdout
+docs = [json.loads(l) for l in out.splitlines() if l]
+assert len(docs) == 100, len(docs)' "$psql" "$url" "$newest_sql"
+time_group_by "$sqlite" SQLite python3 -c '
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+docs = [json.loads(d) for (d,) in db.execute(sys.argv[2])]
+assert len(docs) == 100, len(docs)' "$sqlite" "$newest_sql"

@@ -403,3 +403,65 @@ fn host_name_and_runner_are_recorded_with_the_run() {
         "--host-name: empty",
     );
 }
+
+/// A run id for host `host`'s run of day `day`.
+fn run_id(host: &str, day: u32) -> String {
+    format!(
+        "00000000-0000-4000-8000-{:06x}{day:06x}",
+        host.as_bytes()[0]
+    )
+}
+
+#[test]
+fn group_by_from_a_history_reads_each_hosts_newest_run_and_counts_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let golden: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(golden()).unwrap()).unwrap();
+    let mut files = Vec::new();
+    for (host, day, scale) in [("a", 1, 3.0), ("a", 3, 1.0), ("a", 2, 3.0), ("b", 1, 1.0)] {
+        let mut doc = golden.clone();
+        doc["run_id"] = run_id(host, day).into();
+        doc["started_at"] = format!("2026-11-0{day}T01:00:00Z").into();
+        doc["environment"]["fleet"] = serde_json::json!({"host_name": host});
+        // The older runs of `a` are 3 times slower: read, they would show.
+        for e in doc["experiments"].as_array_mut().unwrap() {
+            for c in e["cases"].as_array_mut().unwrap() {
+                for x in c["raw_ns"].as_array_mut().unwrap() {
+                    *x = (x.as_f64().unwrap() * scale).into();
+                }
+                c["median_ns"] = (c["median_ns"].as_f64().unwrap() * scale).into();
+            }
+        }
+        let path = dir.path().join(format!("{host}-{day}.json"));
+        std::fs::write(&path, doc.to_string()).unwrap();
+        files.push(path);
+    }
+    let history = dir.path().join("h.sqlite3");
+    oscost()
+        .arg("--history")
+        .arg(&history)
+        .args(["history", "import"])
+        .args(&files)
+        .assert()
+        .success();
+    let out = oscost()
+        .arg("--history")
+        .arg(&history)
+        .args(["compare", "--group-by", "host", "--json", "-"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let groups = v["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 2, "{v}");
+    assert_eq!(groups[0]["run_id"], run_id("a", 3));
+    assert_eq!(groups[0]["older_runs"], 2);
+    assert_eq!(groups[1]["run_id"], run_id("b", 1));
+    assert_eq!(groups[1]["older_runs"], 0);
+    for r in v["rows"].as_array().unwrap() {
+        let verdict = &r["cells"][1]["verdict"];
+        assert!(verdict != "slower" && verdict != "faster", "{r}");
+    }
+}

@@ -184,6 +184,17 @@ fn pushed_runs_are_listed_with_their_hosts_and_read_like_local_ones() {
     let (code, out, err) = env.run_with(&vars, &["compare", "latest~2", "latest", "--csv", "-"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("example.cost100"), "{out}");
+    // By host from the store: each host's newest run, chosen by the database.
+    let (code, out, err) = env.run_with(&vars, &["compare", "--group-by", "host", "--json", "-"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let hosts: Vec<&str> = v["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(hosts, ["node-a", "node-b", "node-c"], "{out}");
     let html = env.path("r.html");
     let (code, _, err) = env.run_with(&vars, &["report", "latest~1", "latest", "-o", s(&html)]);
     assert_eq!(code, 0, "{err}");

@@ -278,8 +278,9 @@ const COMPARE_HELP: &str = "Examples:
   oscost compare --group-by host results/*.json             one column per host (docs/fleet.md)
 
 Verdicts: faster or slower when the bootstrap 95 % CI of the ratio of medians excludes 1,
-Mann-Whitney p < 0.05 and the change exceeds --threshold; otherwise no difference beyond
-noise. A published baseline was not measured here: ratios only, no verdict.";
+Mann-Whitney p < 0.05 and the change exceeds --threshold; no difference when the whole CI
+lies within ±threshold; otherwise too few samples to tell. A published baseline was not
+measured here: ratios only, no verdict.";
 
 const STUDY_HELP: &str = "Examples:
   oscost study                           the five studies: who, when, on what, what they measured

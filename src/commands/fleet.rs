@@ -8,10 +8,12 @@ use crate::store::open_read_only;
 use oscost_model::ResultDoc;
 use oscost_report::compare::Settings;
 use oscost_report::fleet::{self, GroupBy};
+use std::collections::BTreeMap;
 use std::process::ExitCode;
 
-/// Runs `compare --group-by`: `inputs` are result files or history runs; none means every
-/// run of the history.
+/// Runs `compare --group-by`: `inputs` are result files or history runs; none means the
+/// history's runs: by host or kernel only each group's newest is read (chosen in the
+/// database), by another field every run.
 pub fn run(
     inputs: &[String],
     field: &str,
@@ -21,8 +23,9 @@ pub fn run(
     history: HistoryAt,
 ) -> anyhow::Result<ExitCode> {
     let by = GroupBy::parse(field).map_err(|e| anyhow::anyhow!(e))?;
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
     let runs: Vec<(String, ResultDoc)> = if inputs.is_empty() {
-        every_run(history)?
+        from_history(history, &by, &mut counts)?
     } else {
         inputs
             .iter()
@@ -36,7 +39,12 @@ pub fn run(
             .collect::<anyhow::Result<_>>()?
     };
     let refs: Vec<(String, &ResultDoc)> = runs.iter().map(|(l, d)| (l.clone(), d)).collect();
-    let f = fleet::build(&refs, &by, reference, settings)?;
+    let mut f = fleet::build(&refs, &by, reference, settings)?;
+    for g in &mut f.groups {
+        if let Some(n) = counts.get(&g.name) {
+            g.older_runs = n.saturating_sub(1);
+        }
+    }
     type Render = fn(&fleet::Fleet) -> anyhow::Result<String>;
     let outputs: [(&Option<Sink>, Render); 4] = [
         (&cfg.json, fleet::json),
@@ -71,8 +79,15 @@ pub fn run(
     Ok(ExitCode::SUCCESS)
 }
 
-/// Every run of the history, labelled by its short id.
-fn every_run(history: HistoryAt) -> anyhow::Result<Vec<(String, ResultDoc)>> {
+/// The runs of the history that `by` needs, labelled by their short ids: by host or kernel each
+/// group's newest, chosen in the database so that no other document is read (a store of ten
+/// thousand runs costs as much as its hundred hosts), with every group's count of runs in
+/// `counts`; by any other field every run, since the field is only in the documents.
+fn from_history(
+    history: HistoryAt,
+    by: &GroupBy,
+    counts: &mut BTreeMap<String, usize>,
+) -> anyhow::Result<Vec<(String, ResultDoc)>> {
     let hint = "give result files, or --history with the runs";
     let Some((location, explicit)) = history else {
         anyhow::bail!("no history to read ({hint})");
@@ -83,12 +98,25 @@ fn every_run(history: HistoryAt) -> anyhow::Result<Vec<(String, ResultDoc)>> {
         }
     }
     let history = open_read_only(location, *explicit, "give --history the store to read")?;
-    history
-        .list()?
-        .into_iter()
-        .map(|r| {
-            let doc = history.get(&r.run_id)?;
-            Ok((short_id(&r.run_id).to_owned(), doc))
-        })
+    let ids: Vec<String> = match by {
+        GroupBy::Host | GroupBy::Kernel => {
+            let newest = if *by == GroupBy::Host {
+                history.newest_per_host()?
+            } else {
+                history.newest_per_kernel()?
+            };
+            for n in &newest {
+                let name = n
+                    .group
+                    .clone()
+                    .unwrap_or_else(|| fleet::NOT_RECORDED.into());
+                *counts.entry(name).or_default() += n.runs;
+            }
+            newest.into_iter().map(|n| n.run_id).collect()
+        }
+        GroupBy::Field(_) => history.list()?.into_iter().map(|r| r.run_id).collect(),
+    };
+    ids.iter()
+        .map(|id| Ok((short_id(id).to_owned(), history.get(id)?)))
         .collect()
 }

@@ -71,6 +71,17 @@ pub struct RunSummary {
     pub command_line: String,
 }
 
+/// The newest run of one group of runs (a host, a kernel), as a fleet comparison uses it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewestRun {
+    /// The group's value; `None` for runs that do not record it.
+    pub group: Option<String>,
+    /// The group's newest run.
+    pub run_id: String,
+    /// How many runs the group has, the newest included.
+    pub runs: usize,
+}
+
 /// One run's figure for a case, as `oscost history trend` shows it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TrendPoint {

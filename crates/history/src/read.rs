@@ -3,7 +3,7 @@
 
 use crate::store::{first, next};
 use crate::{
-    derived_run_id, env_differences, env_fingerprint, History, HistoryError, RunSummary,
+    derived_run_id, env_differences, env_fingerprint, History, HistoryError, NewestRun, RunSummary,
     TrendPoint, MIN_PREFIX,
 };
 use oscost_model::ResultDoc;
@@ -55,6 +55,47 @@ impl History {
                 }
             })
             .collect())
+    }
+
+    /// Each host's newest run (by start time, as [`History::list`] orders them) and how many
+    /// runs the host has, chosen in the database: only ids and names are read, never a
+    /// document, so a store of any size costs one short query. A run whose document names no
+    /// host is under `None`. Hosts come in no particular order.
+    pub fn newest_per_host(&self) -> Result<Vec<NewestRun>, HistoryError> {
+        self.newest_per(
+            "SELECT (SELECT hostname FROM run_hosts h WHERE h.run_id = runs.run_id), run_id \
+             FROM runs",
+        )
+    }
+
+    /// [`History::newest_per_host`] by kernel release instead of host.
+    pub fn newest_per_kernel(&self) -> Result<Vec<NewestRun>, HistoryError> {
+        self.newest_per("SELECT kernel, run_id FROM runs")
+    }
+
+    /// The first run of each group of `select` (a group column and a run id, from `runs`) in
+    /// newest-first order, and the size of each group.
+    fn newest_per(&self, select: &str) -> Result<Vec<NewestRun>, HistoryError> {
+        let rows = self.query(&format!("{select} {NEWEST_FIRST}"), &[])?;
+        let mut at: HashMap<Option<String>, usize> = HashMap::new();
+        let mut out: Vec<NewestRun> = Vec::new();
+        for row in rows {
+            let mut r = row.into_iter();
+            let group = next(&mut r).text().filter(|g| !g.is_empty());
+            let run_id = next(&mut r).string();
+            match at.get(&group) {
+                Some(&i) => out[i].runs += 1,
+                None => {
+                    at.insert(group.clone(), out.len());
+                    out.push(NewestRun {
+                        group,
+                        run_id,
+                        runs: 1,
+                    });
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// The full id of the run `run` names: a whole id, a prefix of one id (at least

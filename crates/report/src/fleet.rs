@@ -2,12 +2,14 @@
 //! kernel, any environment field), every figure as its ratio to a reference group.
 //!
 //! The statistics are `compare`'s own: each group's run is compared against the reference
-//! group's run with [`compare::compare`], so a cell's ratio, its bootstrap 95 % CI and its
-//! verdict are exactly what `oscost compare REFERENCE OTHER` would print for that pair. A group
+//! group's run with [`compare::compare_measured`], so a cell's ratio, its bootstrap 95 % CI
+//! and its verdict are exactly what `oscost compare REFERENCE OTHER` would print for that
+//! pair. Each run's laws of its cases' bootstrap medians are made once, so the reference's
+//! serve every pair. A group
 //! with several runs is represented by its latest (by start time); the others are counted and
 //! named, never averaged in silently.
 
-use crate::compare::{self, Comparison, Settings, Source, Verdict};
+use crate::compare::{self, Comparison, Laws, Prepared, Settings, Verdict};
 use crate::format::fmt_ns;
 use comfy_table::{presets, Cell, CellAlignment, ContentArrangement, Table};
 use oscost_model::env::Environment;
@@ -279,9 +281,9 @@ pub fn build(
     let order: Vec<usize> = std::iter::once(reference)
         .chain((0..names.len()).filter(|&g| g != reference))
         .collect();
-    let sources: Vec<(String, Source)> = order
+    let sources: Vec<(String, &ResultDoc)> = order
         .iter()
-        .map(|&g| (names[g].clone(), Source::Measured(runs[chosen[g]].1)))
+        .map(|&g| (names[g].clone(), runs[chosen[g]].1))
         .collect();
     let comparisons = compare_in_parallel(&sources, settings);
     let (mut rows, environment) = merge(&comparisons, &order, names.len());
@@ -405,38 +407,54 @@ fn sort_as_in(rows: &mut [FleetRow], reference: &ResultDoc) {
     rows.sort_by_key(|r| reference_order.get(r.id.as_str()).copied());
 }
 
-/// `compare::compare` of every source after the first against the first, the pairs shared
-/// out among the CPUs: each pair is seeded on its own, so the result is the same as one call.
-/// The bootstrap of each pair is nearly all the work, and a fleet has many pairs.
-fn compare_in_parallel(sources: &[(String, Source<'_>)], settings: Settings) -> Vec<Comparison> {
-    let Some((first, others)) = sources.split_first() else {
+/// `compare::compare` of every source after the first against the first, the work shared out
+/// among the CPUs: first each run's laws (one per case, so the reference's serve every pair),
+/// then the pairs. Nothing random is drawn, so the result is the same as one call's.
+fn compare_in_parallel(sources: &[(String, &ResultDoc)], settings: Settings) -> Vec<Comparison> {
+    let Some(((first_label, first), others)) = sources.split_first() else {
         return Vec::new();
     };
+    let laws: Vec<Laws> = in_parallel(sources, |(_, d)| Laws::of(d));
+    let reference = Prepared {
+        doc: first,
+        laws: &laws[0],
+    };
+    let pairs: Vec<(usize, &(String, &ResultDoc))> = others.iter().enumerate().collect();
+    in_parallel(&pairs, |(k, (label, doc))| {
+        compare::compare_measured(
+            first_label,
+            reference,
+            label,
+            Prepared {
+                doc,
+                laws: &laws[k + 1],
+            },
+            settings,
+        )
+    })
+}
+
+/// `f` of every item, in order, the items shared out among the CPUs in contiguous parts.
+fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     let threads = std::thread::available_parallelism()
         .map_or(1, usize::from)
-        .min(others.len())
+        .min(items.len())
         .max(1);
-    let chunk = others.len().div_ceil(threads);
     if threads == 1 {
-        return compare::compare(sources, settings);
+        return items.iter().map(f).collect();
     }
+    let chunk = items.len().div_ceil(threads);
+    let f = &f;
     std::thread::scope(|scope| {
-        let handles: Vec<_> = others
+        let handles: Vec<_> = items
             .chunks(chunk)
-            .map(|part| {
-                scope.spawn(move || {
-                    let mut inputs = Vec::with_capacity(part.len() + 1);
-                    inputs.push(first.clone());
-                    inputs.extend(part.iter().cloned());
-                    compare::compare(&inputs, settings)
-                })
-            })
+            .map(|part| scope.spawn(move || part.iter().map(f).collect::<Vec<R>>()))
             .collect();
         handles
             .into_iter()
             .flat_map(|h| match h.join() {
                 Ok(c) => c,
-                // A panic in a pair is a bug: carry it to the caller as one would have been.
+                // A panic in a part is a bug: carry it to the caller as one would have been.
                 Err(p) => std::panic::resume_unwind(p),
             })
             .collect()
@@ -549,7 +567,8 @@ fn legend(f: &Fleet) -> String {
     format!(
         "Each cell: the group's figure over {}'s (×ratio), its bootstrap 95 % CI, and the \
          verdict (slower/faster beyond noise: CI excludes 1, Mann-Whitney p < 0.05 and the \
-         change above {} %; same otherwise; — the run lacks the figure).",
+         change above {} %; same: the whole CI within ±{1} %; too few samples: the CI reaches \
+         past it; — the run lacks the figure).",
         f.groups[f.reference].name, f.settings.threshold_pct
     )
 }

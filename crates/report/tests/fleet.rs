@@ -233,3 +233,102 @@ fn the_fleet_page_escapes_what_the_files_hold() {
         .map(|_| ())
         .unwrap_or_else(|e| panic!("the page is not well formed: {e}\n{page}"));
 }
+
+/// `doc` with every case's samples and every derived figure scaled by `factor`.
+fn all_scaled(mut doc: ResultDoc, factor: f64) -> ResultDoc {
+    for e in &mut doc.experiments {
+        for c in &mut e.cases {
+            c.raw_ns.iter_mut().for_each(|x| *x *= factor);
+            c.median_ns *= factor;
+            c.ci95_ns = c.ci95_ns.map(|x| x * factor);
+        }
+        for d in &mut e.derived {
+            d.estimate_ns *= factor;
+            d.ci95_ns = d.ci95_ns.map(|x| x * factor);
+        }
+    }
+    doc
+}
+
+/// `doc` with one case's samples replaced: few and widely spread, as a noisy case's.
+fn spread(mut doc: ResultDoc, case: &str) -> ResultDoc {
+    let c = doc
+        .experiments
+        .iter_mut()
+        .flat_map(|e| e.cases.iter_mut())
+        .find(|c| c.id == case)
+        .unwrap();
+    c.raw_ns = vec![120.0, 35.0, 900.0, 110.0, 480.0, 60.0, 300.0];
+    c.samples = c.raw_ns.len();
+    c.median_ns = oscost_stats::median(&c.raw_ns);
+    doc
+}
+
+#[test]
+fn every_sample_scaled_by_one_and_a_half_is_never_same() {
+    let a = spread(on_host("a", "2026-11-24T01:00:00Z"), "example.cost100");
+    let b = all_scaled(
+        spread(on_host("b", "2026-11-24T01:00:00Z"), "example.cost100"),
+        1.5,
+    );
+    let docs = vec![a, b];
+    let f = fleet::build(&labelled(&docs), &GroupBy::Host, None, Settings::default()).unwrap();
+    let mut judged = 0;
+    for r in &f.rows {
+        let Some(c) = r.cells[1].as_ref().filter(|c| c.ratio.is_some()) else {
+            continue;
+        };
+        judged += 1;
+        assert_ne!(c.verdict, Verdict::NoDifference, "{}: {c:?}", r.id);
+    }
+    assert!(judged > 3, "{judged}");
+    let noisy = f.rows.iter().find(|r| r.id == "example.cost100").unwrap();
+    let cell = noisy.cells[1].as_ref().unwrap();
+    let [lo, hi] = cell.ratio_ci95.unwrap();
+    // The interval reaches past the ±10 % band on both sides: the samples cannot tell.
+    assert!(lo < 0.9 && hi > 1.1, "{lo} {hi}");
+    assert_eq!(cell.verdict, Verdict::TooFewSamples);
+    assert!(fleet::terminal(&f).contains("too few samples"));
+}
+
+#[test]
+fn a_cell_is_the_pairwise_compare_of_its_two_runs() {
+    use oscost_report::compare::{self, Source};
+    let docs = vec![
+        on_host("h1", "2026-11-24T01:00:00Z"),
+        scaled(
+            on_host("h2", "2026-11-24T01:00:00Z"),
+            "example.cost250",
+            1.3,
+        ),
+        all_scaled(
+            spread(on_host("h3", "2026-11-24T01:00:00Z"), "example.cost100"),
+            1.5,
+        ),
+        spread(on_host("h4", "2026-11-24T01:00:00Z"), "example.cost100"),
+    ];
+    let f = fleet::build(&labelled(&docs), &GroupBy::Host, None, Settings::default()).unwrap();
+    for (g, doc) in docs.iter().enumerate().skip(1) {
+        let pair = compare::compare(
+            &[
+                ("h1".into(), Source::Measured(&docs[0])),
+                (format!("h{}", g + 1), Source::Measured(doc)),
+            ],
+            Settings::default(),
+        );
+        let column = f
+            .groups
+            .iter()
+            .position(|x| x.name == pair[0].other)
+            .unwrap();
+        assert_eq!(pair[0].rows.len(), f.rows.len());
+        for row in &pair[0].rows {
+            let r = f.rows.iter().find(|r| r.id == row.id).unwrap();
+            let cell = r.cells[column].as_ref().unwrap();
+            assert_eq!(cell.ratio, row.ratio, "{}", row.id);
+            assert_eq!(cell.ratio_ci95, row.ratio_ci95, "{}", row.id);
+            assert_eq!(cell.verdict, row.verdict, "{}", row.id);
+            assert_eq!(cell.median_ns, row.other.median_ns, "{}", row.id);
+        }
+    }
+}

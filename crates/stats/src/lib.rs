@@ -24,6 +24,7 @@ mod bootstrap;
 pub mod cause;
 pub mod fit;
 mod mann_whitney;
+mod median_law;
 mod order;
 mod outliers;
 pub mod periodic;
@@ -32,6 +33,7 @@ mod summary;
 
 pub use bootstrap::{bootstrap_median_ci, bootstrap_ratio_ci, combine_medians, Combination};
 pub use mann_whitney::mann_whitney_p;
+pub use median_law::{ratio_of_medians, MedianLaw};
 pub use order::{median, percentile};
 pub use outliers::{tukey_outliers, Outliers};
 pub use summary::{half_medians, mad, summarize, summarize_with, Summary};

@@ -1,7 +1,8 @@
 //! `compare`: results side by side, each against the first, with what can explain a difference.
 //!
 //! Between two measured runs a case's verdict comes from its raw samples: the bootstrap 95 %
-//! CI of the ratio of medians must exclude 1, the Mann-Whitney test must reject "same
+//! CI of the ratio of medians (from the exact law of each side's bootstrap median, computed
+//! once per run however many runs it is compared with) must exclude 1, the Mann-Whitney test must reject "same
 //! distribution" (p < 0.05), and the change must exceed a stated noise threshold, because a
 //! machine's speed drifts between runs by more than the samples of one run show. A published
 //! baseline has no samples: it is shown beside today's figure with the ratio only, and is
@@ -11,9 +12,9 @@ use crate::format::fmt_ns;
 use oscost_model::env::Environment;
 use oscost_model::schema::{CaseResult, DerivedResult, ResultDoc};
 use oscost_model::PublishedDoc;
-use oscost_stats::{bootstrap_ratio_ci, mann_whitney_p, DEFAULT_RESAMPLES, DEFAULT_SEED};
+use oscost_stats::{mann_whitney_p, ratio_of_medians, MedianLaw, CONFIDENCE_95};
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 mod data;
 mod env;
@@ -26,7 +27,7 @@ pub use env::env_diffs;
 use published::{published_only, published_pair};
 pub use text::{markdown, since_last, terminal, terminal_view, terminal_with, View};
 pub use verdict::Verdict;
-use verdict::{test_can_decide, verdict, Evidence};
+use verdict::{verdict, Evidence};
 
 /// Schema of `compare --json`.
 pub const COMPARE_SCHEMA: &str = "oscost-compare/1";
@@ -154,8 +155,8 @@ pub struct Row {
     pub diff_pct: f64,
     /// other / baseline.
     pub ratio: Option<f64>,
-    /// Bootstrap 95 % CI of the ratio of medians (from raw samples; for a derived figure the
-    /// ratio of its CI ends).
+    /// Bootstrap 95 % CI of the ratio of medians (from raw samples, by the exact law of each
+    /// side's bootstrap median; for a derived figure the ratio of its CI ends).
     pub ratio_ci95: Option<[f64; 2]>,
     /// Mann-Whitney two-sided p-value of the raw samples.
     pub mann_whitney_p: Option<f64>,
@@ -201,25 +202,88 @@ pub struct Unmatched {
     pub why: String,
 }
 
+/// The exact law of the bootstrap median of each case of one run that has raw samples: what a
+/// case's ratio interval is read from, computed once per run however many runs it stands
+/// beside (a fleet's reference run beside a hundred others).
+#[derive(Debug, Default)]
+pub struct Laws<'a>(HashMap<&'a str, MedianLaw>);
+
+impl<'a> Laws<'a> {
+    /// The laws of every case of `doc`.
+    pub fn of(doc: &'a ResultDoc) -> Laws<'a> {
+        Laws(
+            doc.experiments
+                .iter()
+                .flat_map(|e| &e.cases)
+                .filter_map(|c| MedianLaw::new(&c.raw_ns).map(|l| (c.id.as_str(), l)))
+                .collect(),
+        )
+    }
+
+    fn get(&self, id: &str) -> Option<&MedianLaw> {
+        self.0.get(id)
+    }
+}
+
+/// A measured run with the laws of its cases, ready to be compared with others.
+#[derive(Debug, Clone, Copy)]
+pub struct Prepared<'a> {
+    /// The run.
+    pub doc: &'a ResultDoc,
+    /// Its cases' laws ([`Laws::of`] the run).
+    pub laws: &'a Laws<'a>,
+}
+
 /// Compares every input after the first against the first.
 pub fn compare(inputs: &[(String, Source<'_>)], settings: Settings) -> Vec<Comparison> {
     let Some((base_label, base)) = inputs.first() else {
         return Vec::new();
     };
+    let base_laws = match base {
+        Source::Measured(d) => Laws::of(d),
+        Source::Published(_) => Laws::default(),
+    };
     inputs[1..]
         .iter()
-        .map(|(label, other)| pair(base_label, *base, label, *other, settings))
+        .map(|(label, other)| match (base, other) {
+            (Source::Measured(a), Source::Measured(b)) => {
+                let other_laws = Laws::of(b);
+                compare_measured(
+                    base_label,
+                    Prepared {
+                        doc: a,
+                        laws: &base_laws,
+                    },
+                    label,
+                    Prepared {
+                        doc: b,
+                        laws: &other_laws,
+                    },
+                    settings,
+                )
+            }
+            _ => pair(base_label, *base, label, *other, settings),
+        })
         .collect()
 }
 
-fn pair(
+/// Two measured runs compared, B against A, each with its laws made beforehand: the same
+/// comparison [`compare`] makes of them.
+pub fn compare_measured(
     base_label: &str,
-    base: Source<'_>,
+    a: Prepared<'_>,
     label: &str,
-    other: Source<'_>,
+    b: Prepared<'_>,
     settings: Settings,
 ) -> Comparison {
-    let mut c = Comparison {
+    let mut c = empty(base_label, label, settings);
+    measured_pair(&mut c, a, b);
+    c.drift = drift(&c.rows);
+    c
+}
+
+fn empty(base_label: &str, label: &str, settings: Settings) -> Comparison {
+    Comparison {
         baseline: base_label.into(),
         other: label.into(),
         published: None,
@@ -231,11 +295,28 @@ fn pair(
         unmatched_published: Vec::new(),
         study_rows: Vec::new(),
         drift: None,
-    };
+    }
+}
+
+/// A comparison with a published side.
+fn pair(
+    base_label: &str,
+    base: Source<'_>,
+    label: &str,
+    other: Source<'_>,
+    settings: Settings,
+) -> Comparison {
+    let mut c = empty(base_label, label, settings);
     match (base, other) {
         (Source::Measured(a), Source::Measured(b)) => {
-            measured_pair(&mut c, a, b);
-            c.drift = drift(&c.rows);
+            let (la, lb) = (Laws::of(a), Laws::of(b));
+            return compare_measured(
+                base_label,
+                Prepared { doc: a, laws: &la },
+                label,
+                Prepared { doc: b, laws: &lb },
+                settings,
+            );
         }
         (Source::Published(p), Source::Measured(m)) => published_pair(&mut c, p, m, false),
         (Source::Measured(m), Source::Published(p)) => published_pair(&mut c, p, m, true),
@@ -263,7 +344,8 @@ fn figures(doc: &ResultDoc) -> Vec<(&str, Measured<'_>)> {
     v
 }
 
-fn measured_pair(c: &mut Comparison, a: &ResultDoc, b: &ResultDoc) {
+fn measured_pair(c: &mut Comparison, pa: Prepared<'_>, pb: Prepared<'_>) {
+    let (a, b) = (pa.doc, pb.doc);
     c.environment = env_diffs(&a.environment, &b.environment);
     for (field, x, y) in [(
         "cases with a failed mechanism check",
@@ -284,7 +366,9 @@ fn measured_pair(c: &mut Comparison, a: &ResultDoc, b: &ResultDoc) {
     let in_a: BTreeMap<&str, &Measured> = fa.iter().map(|(id, m)| (*id, m)).collect();
     for (id, ma) in &fa {
         match (ma, in_b.get(id)) {
-            (Measured::Case(x), Some(Measured::Case(y))) => c.rows.push(case_row(x, y, c.settings)),
+            (Measured::Case(x), Some(Measured::Case(y))) => {
+                c.rows.push(case_row(x, y, (pa.laws, pb.laws), c.settings))
+            }
             (Measured::Derived(x), Some(Measured::Derived(y))) => {
                 c.rows.push(derived_row(x, y, c.settings))
             }
@@ -303,7 +387,7 @@ fn measured_pair(c: &mut Comparison, a: &ResultDoc, b: &ResultDoc) {
         .map(|(id, _)| id.to_string())
         .collect();
     if crate::counterparts::across_systems(&a.environment, &b.environment) {
-        counterpart_rows(c, &in_a, &in_b);
+        counterpart_rows(c, &in_a, &in_b, (pa.laws, pb.laws));
         // Linux's settings (tick, mitigations, THP...) are unknown on Windows, not different.
         c.environment
             .retain(|d| d.baseline != "unknown" && d.other != "unknown");
@@ -316,6 +400,7 @@ fn counterpart_rows(
     c: &mut Comparison,
     in_a: &BTreeMap<&str, &Measured>,
     in_b: &BTreeMap<&str, &Measured>,
+    laws: (&Laws, &Laws),
 ) {
     let mut paired = Vec::new();
     for id in &c.only_in_baseline {
@@ -323,7 +408,7 @@ fn counterpart_rows(
             continue;
         };
         let mut row = match (in_a.get(id.as_str()), in_b.get(other.as_str())) {
-            (Some(Measured::Case(x)), Some(Measured::Case(y))) => case_row(x, y, c.settings),
+            (Some(Measured::Case(x)), Some(Measured::Case(y))) => case_row(x, y, laws, c.settings),
             (Some(Measured::Derived(x)), Some(Measured::Derived(y))) => {
                 derived_row(x, y, c.settings)
             }
@@ -458,8 +543,11 @@ fn row_median(c: &CaseResult, side: &str, use_raw: bool) -> (f64, Option<String>
     (raw, note)
 }
 
-fn case_row(a: &CaseResult, b: &CaseResult, settings: Settings) -> Row {
-    let ratio = bootstrap_ratio_ci(&a.raw_ns, &b.raw_ns, DEFAULT_RESAMPLES, DEFAULT_SEED);
+fn case_row(a: &CaseResult, b: &CaseResult, laws: (&Laws, &Laws), settings: Settings) -> Row {
+    let ratio = match (laws.0.get(&a.id), laws.1.get(&b.id)) {
+        (Some(la), Some(lb)) => ratio_of_medians(la, lb, CONFIDENCE_95),
+        _ => None,
+    };
     // The verdict comes from the raw samples when both sides have usable ones; then so do the
     // figures, the difference and the percentage.
     let use_raw = ratio.is_some();
@@ -488,7 +576,7 @@ fn case_row(a: &CaseResult, b: &CaseResult, settings: Settings) -> Row {
             Evidence {
                 ratio: r.estimate,
                 ci: r.ci95,
-                test: p.map(|p| (p, test_can_decide(a.raw_ns.len(), b.raw_ns.len()))),
+                test: p,
             },
             settings.threshold_pct,
         ),

@@ -94,9 +94,9 @@ fn explanation(c: &Comparison) -> String {
             "A verdict of faster or slower needs all three: the bootstrap 95 % CI of the ratio of \
          medians excludes 1, Mann-Whitney p < {P_SIGNIFICANT} on the raw samples, and a change \
          beyond ±{} % (--threshold), the noise between runs of one machine. \"No difference\" \
-         needs the data to say so; when the test cannot decide with this many samples, or \
-         the interval lies beyond the threshold without the test agreeing: too few samples \
-         to tell (run more rounds). (!) marks a row with a failed mechanism check.",
+         needs the whole interval within ±{0} %; an interval reaching past it, without a \
+         change the test confirms: too few samples to tell (run more rounds). (!) marks a \
+         row with a failed mechanism check.",
             plain(c.settings.threshold_pct)
         ),
         &rate,

@@ -1,6 +1,5 @@
 //! A row's verdict from its statistics, apart from how any renderer shows it.
 
-use oscost_stats::mann_whitney_p;
 use serde::Serialize;
 
 /// Below this Mann-Whitney p-value the two sides' samples differ.
@@ -39,15 +38,6 @@ impl Verdict {
     }
 }
 
-/// Whether the rank test can reach p < [`P_SIGNIFICANT`] at all with `a` and `b` samples: the
-/// p-value of two samples that do not overlap at all is the smallest it can give (3 against 3
-/// never gets below 0.08).
-pub(crate) fn test_can_decide(a: usize, b: usize) -> bool {
-    let low: Vec<f64> = (0..a).map(|i| i as f64).collect();
-    let high: Vec<f64> = (a..a + b).map(|i| i as f64).collect();
-    mann_whitney_p(&low, &high).is_some_and(|p| p < P_SIGNIFICANT)
-}
-
 /// What the statistics of one row say about it.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Evidence {
@@ -55,61 +45,54 @@ pub(crate) struct Evidence {
     pub ratio: f64,
     /// The ratio's 95 % interval.
     pub ci: [f64; 2],
-    /// The rank test's p-value and whether it could have come out below the bar at these
-    /// sample sizes; `None` for a figure without samples (a derived one), judged by its
-    /// interval alone.
-    pub test: Option<(f64, bool)>,
+    /// The rank test's p-value; `None` for a figure without samples (a derived one), judged
+    /// by its interval alone. With few samples it cannot come out below the bar at all (3
+    /// against 3 never gets below 0.08): such a change then reads "too few samples to tell"
+    /// because its interval reaches past the threshold.
+    pub test: Option<f64>,
 }
 
 /// The verdict of a row against a noise threshold in percent.
 ///
 /// Faster or slower needs the interval to exclude 1, the test to reject (when there is one)
-/// and the change to exceed the threshold. "No difference" needs the data to be able to say
-/// so: a test that could not have decided, or an interval that lies beyond the threshold,
-/// reads "too few samples to tell", unless the whole interval lies within the threshold.
+/// and the change to exceed the threshold. "No difference" needs the data to say so: the whole
+/// interval within the threshold. An interval that reaches past the threshold on either side,
+/// without a change the test and the interval both confirm, reads "too few samples to tell":
+/// a ×1.5 with an interval from 0.3 to 7 is never "no difference", however the test came out.
 pub(crate) fn verdict(e: Evidence, threshold_pct: f64) -> Verdict {
     let t = threshold_pct / 100.0;
     let [lo, hi] = e.ci;
     let excludes_one = lo > 1.0 || hi < 1.0;
     let beyond_threshold = (e.ratio - 1.0).abs() > t;
-    let significant = e.test.is_none_or(|(p, _)| p < P_SIGNIFICANT);
-    let could_decide = e.test.is_none_or(|(_, can)| can);
+    let significant = e.test.is_none_or(|p| p < P_SIGNIFICANT);
     let within_band = lo >= 1.0 - t && hi <= 1.0 + t;
-    let beyond_band = lo > 1.0 + t || hi < 1.0 - t;
     if excludes_one && beyond_threshold && significant {
         if e.ratio > 1.0 {
             Verdict::Slower
         } else {
             Verdict::Faster
         }
-    } else if beyond_band || (!could_decide && !within_band) {
-        Verdict::TooFewSamples
-    } else {
+    } else if within_band {
         Verdict::NoDifference
+    } else {
+        Verdict::TooFewSamples
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use oscost_stats::mann_whitney_p;
 
-    fn case(ratio: f64, ci: [f64; 2], p: f64, can: bool) -> Verdict {
+    fn case(ratio: f64, ci: [f64; 2], p: f64) -> Verdict {
         verdict(
             Evidence {
                 ratio,
                 ci,
-                test: Some((p, can)),
+                test: Some(p),
             },
             10.0,
         )
-    }
-
-    #[test]
-    fn three_rounds_a_side_cannot_reach_significance_four_can() {
-        assert!(!test_can_decide(3, 3));
-        assert!(test_can_decide(4, 4));
-        assert!(test_can_decide(30, 30));
-        assert!(!test_can_decide(0, 30));
     }
 
     #[test]
@@ -119,38 +102,39 @@ mod tests {
         let b = [2.35, 2.30, 2.40];
         let p = mann_whitney_p(&a, &b).unwrap();
         assert!(p >= P_SIGNIFICANT);
-        assert_eq!(
-            case(2.35, [2.17, 2.54], p, test_can_decide(3, 3)),
-            Verdict::TooFewSamples
-        );
+        assert_eq!(case(2.35, [2.17, 2.54], p), Verdict::TooFewSamples);
     }
 
     #[test]
     fn clear_changes_are_slower_or_faster() {
-        assert_eq!(case(1.5, [1.4, 1.6], 0.001, true), Verdict::Slower);
-        assert_eq!(case(0.5, [0.45, 0.55], 0.001, true), Verdict::Faster);
+        assert_eq!(case(1.5, [1.4, 1.6], 0.001), Verdict::Slower);
+        assert_eq!(case(0.5, [0.45, 0.55], 0.001), Verdict::Faster);
     }
 
     #[test]
     fn a_change_within_the_threshold_is_no_difference_even_when_significant() {
-        assert_eq!(case(1.05, [1.04, 1.06], 0.001, true), Verdict::NoDifference);
+        assert_eq!(case(1.05, [1.04, 1.06], 0.001), Verdict::NoDifference);
         // Too few samples for the test, but the whole interval is within the threshold.
-        assert_eq!(case(1.02, [0.97, 1.06], 0.2, false), Verdict::NoDifference);
+        assert_eq!(case(1.02, [0.97, 1.06], 0.2), Verdict::NoDifference);
     }
 
     #[test]
     fn an_interval_beyond_the_threshold_that_the_test_does_not_confirm_cannot_tell() {
-        assert_eq!(case(1.5, [1.3, 1.7], 0.2, true), Verdict::TooFewSamples);
+        assert_eq!(case(1.5, [1.3, 1.7], 0.2), Verdict::TooFewSamples);
     }
 
     #[test]
-    fn too_few_samples_and_an_interval_reaching_past_the_threshold_cannot_tell() {
-        assert_eq!(case(1.04, [0.95, 1.2], 0.5, false), Verdict::TooFewSamples);
-    }
-
-    #[test]
-    fn an_undecided_test_with_enough_samples_is_no_difference() {
-        assert_eq!(case(1.04, [0.95, 1.2], 0.5, true), Verdict::NoDifference);
+    fn an_interval_reaching_past_the_threshold_is_never_no_difference() {
+        // Enough samples for the test, which does not reject: the interval still says a
+        // change of up to 20 % may be there.
+        assert_eq!(case(1.04, [0.95, 1.2], 0.5), Verdict::TooFewSamples);
+        // Every sample of one side scaled by exactly 1.5, few and spread samples: the
+        // interval reaches past the threshold on both sides.
+        assert_eq!(case(1.5, [0.31, 7.45], 0.3), Verdict::TooFewSamples);
+        // A significant change smaller than the threshold, whose interval reaches past it.
+        assert_eq!(case(1.05, [1.01, 1.2], 0.01), Verdict::TooFewSamples);
+        // Within the threshold on one side only.
+        assert_eq!(case(0.97, [0.85, 1.05], 0.4), Verdict::TooFewSamples);
     }
 
     #[test]
@@ -167,6 +151,7 @@ mod tests {
         };
         assert_eq!(d(1.3, [1.2, 1.4]), Verdict::Slower);
         assert_eq!(d(1.0, [0.95, 1.05]), Verdict::NoDifference);
-        assert_eq!(d(1.3, [0.9, 1.8]), Verdict::NoDifference);
+        assert_eq!(d(1.3, [0.9, 1.8]), Verdict::TooFewSamples);
+        assert_eq!(d(1.02, [0.93, 1.08]), Verdict::NoDifference);
     }
 }
