@@ -163,20 +163,18 @@ pub struct Tracefs {
 /// The standard mount point of tracefs.
 const TRACEFS_DIR: &str = "/sys/kernel/tracing";
 
-fn tracefs_mount(mounts: &str) -> Option<PathBuf> {
-    mounts.lines().find_map(|l| {
-        let mut w = l.split_whitespace();
-        let (_, dir, kind) = (w.next()?, w.next()?, w.next()?);
-        (kind == "tracefs").then(|| PathBuf::from(dir.replace("\\040", " ")))
-    })
+fn tracefs_mount(mounts: &[crate::mount::MountEntry]) -> Option<PathBuf> {
+    mounts
+        .iter()
+        .find(|m| m.fstype == "tracefs")
+        .map(|m| m.dir.clone())
 }
 
 impl Tracefs {
     /// Finds tracefs, mounting it on `/sys/kernel/tracing` when it is mounted nowhere (root
     /// only).
     pub fn open() -> Result<Tracefs, Unavailable> {
-        let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
-        if let Some(root) = tracefs_mount(&mounts) {
+        if let Some(root) = tracefs_mount(&crate::mount::mounts()) {
             return Ok(Tracefs {
                 root,
                 mounted_here: false,
@@ -237,14 +235,11 @@ impl Tracefs {
     }
 }
 
-/// Whether tracefs is mounted on `dir` now (`/proc/self/mounts`).
+/// Whether tracefs is mounted on `dir` now (this process's mount table).
 pub fn tracefs_mounted_on(dir: &Path) -> bool {
-    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
-    mounts.lines().any(|l| {
-        let mut w = l.split_whitespace();
-        matches!((w.next(), w.next(), w.next()), (Some(_), Some(d), Some("tracefs"))
-            if Path::new(&d.replace("\\040", " ")) == dir)
-    })
+    crate::mount::mounts()
+        .iter()
+        .any(|m| m.fstype == "tracefs" && m.dir == dir)
 }
 
 /// Unmounts (lazily) the tracefs mounted on `dir`: what a run killed before it could left.
@@ -1032,8 +1027,22 @@ format:
 
     #[test]
     fn the_tracefs_mount_is_found_in_the_mount_table() {
-        let m = "proc /proc proc rw 0 0\nnodev /sys/kernel/tracing tracefs rw 0 0\n";
-        assert_eq!(tracefs_mount(m), Some(PathBuf::from("/sys/kernel/tracing")));
-        assert_eq!(tracefs_mount("proc /proc proc rw 0 0\n"), None);
+        use crate::mount::parse_mountinfo;
+        let m = "22 1 0:4 / /proc rw - proc proc rw\n\
+                 30 1 0:12 / /sys/kernel/tracing rw - tracefs nodev rw\n";
+        assert_eq!(
+            tracefs_mount(&parse_mountinfo(m)),
+            Some(PathBuf::from("/sys/kernel/tracing"))
+        );
+        // A mount point with a tab in its name is decoded, not taken as `\011`.
+        let m = "30 1 0:12 / /mnt/a\\011b rw - tracefs nodev rw\n";
+        assert_eq!(
+            tracefs_mount(&parse_mountinfo(m)),
+            Some(PathBuf::from("/mnt/a\tb"))
+        );
+        assert_eq!(
+            tracefs_mount(&parse_mountinfo("22 1 0:4 / /proc rw - proc proc rw\n")),
+            None
+        );
     }
 }
