@@ -286,7 +286,7 @@ pub(super) fn measure_in_child(
 /// Puts back every system setting that an oscost process changed and that no live oscost
 /// process holds any more (its changer was killed); one line each on stderr, even with
 /// `--quiet`: it is something done, not a warning.
-fn restore_settings() {
+pub fn restore_settings() {
     let dir = oscost_measure::sysctl::settings_dir();
     for swept in oscost_measure::sysctl::sweep(&dir) {
         eprintln!("oscost: {}", swept.summary());
