@@ -286,7 +286,7 @@ pub(super) fn measure_in_child(
 /// Puts back every system setting that an oscost process changed and that no live oscost
 /// process holds any more (its changer was killed); one line each on stderr, even with
 /// `--quiet`: it is something done, not a warning.
-pub fn restore_settings() {
+fn restore_settings() {
     let dir = oscost_measure::sysctl::settings_dir();
     for swept in oscost_measure::sysctl::sweep(&dir) {
         eprintln!("oscost: {}", swept.summary());
@@ -306,7 +306,7 @@ fn describe_exit(status: std::process::ExitStatus) -> String {
 /// changed, and in the temporary directory and /dev/shm their SysV semaphore sets, the mounts
 /// under their run directories and the directories. One line each on stderr, even with `--quiet`: it is something done, not a
 /// warning.
-pub(super) fn remove_earlier_leftovers() {
+pub fn remove_earlier_leftovers() {
     restore_settings();
     let bases = oscost_measure::leftovers::run_dir_bases();
     for earlier in bases

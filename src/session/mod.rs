@@ -5,7 +5,7 @@ mod child;
 mod save;
 mod show;
 
-pub use child::restore_settings;
+pub use child::remove_earlier_leftovers;
 pub use save::Saving;
 
 use crate::config::{Config, Sink};

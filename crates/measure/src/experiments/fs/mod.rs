@@ -327,6 +327,36 @@ impl FuseServer {
         Ok(line)
     }
 
+    /// `e` with its cause first when it is the server's end: a call on its mount then fails
+    /// with whatever the kernel makes of a dead connection, which does not name the server.
+    fn explain(&mut self, e: anyhow::Error) -> anyhow::Error {
+        use std::os::unix::process::ExitStatusExt;
+        // A server told to stop aborts its connection first and exits moments later.
+        let deadline = Instant::now() + server::STOP_PATIENCE + Duration::from_secs(1);
+        let ended = loop {
+            match self.child.try_wait() {
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(10))
+                }
+                r => break r,
+            }
+        };
+        match ended {
+            Ok(Some(status)) => {
+                let how = match status.signal() {
+                    Some(sig) => format!("killed by signal {sig}"),
+                    None => format!("exit status {}", status.code().unwrap_or(-1)),
+                };
+                e.context(format!(
+                    "the FUSE server (oscost {}, pid {}) ended mid-run ({how})",
+                    server::ROLE,
+                    self.child.id()
+                ))
+            }
+            _ => e,
+        }
+    }
+
     /// The requests the server has answered so far, by kind.
     fn counts(&mut self) -> anyhow::Result<BTreeMap<String, u64>> {
         let input = self
@@ -606,7 +636,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         ctx.progress.message(&call.id());
         let made = Cell::new(0u64);
         let before = match server.as_mut() {
-            Some(s) => Some(s.counts()?),
+            Some(s) => Some(s.counts().map_err(|e| s.explain(e))?),
             None => None,
         };
         let mut jobs = Vec::with_capacity(sides.len());
@@ -623,9 +653,12 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         let (results, threads) = crate::sampler::counting_threads(|| {
             measure_interleaved(ctx, jobs, &|| ctx.progress.inc(1))
         });
-        let results = results?;
+        let results = match (results, server.as_mut()) {
+            (Err(e), Some(s)) => return Err(s.explain(e)),
+            (r, _) => r?,
+        };
         let after = match server.as_mut() {
-            Some(s) => Some(s.counts()?),
+            Some(s) => Some(s.counts().map_err(|e| s.explain(e))?),
             None => None,
         };
         let mut ids = Vec::new();
