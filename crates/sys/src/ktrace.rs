@@ -235,6 +235,25 @@ impl Tracefs {
     }
 }
 
+/// Whether `e` is the lack of a file descriptor (this process's limit or the system's).
+/// [`crate::last_error`] keeps the errno only in its text, which ends `(os error N)`.
+fn out_of_fds(e: &io::Error) -> bool {
+    let text = e.to_string();
+    matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE))
+        || [libc::EMFILE, libc::ENFILE]
+            .iter()
+            .any(|n| text.ends_with(&format!("(os error {n})")))
+}
+
+/// Why a trace cannot be opened when descriptors ran out: the limit, and the fix.
+fn fds_exhausted(name: &str, e: &io::Error, events: usize, cpus: usize) -> Unavailable {
+    Unavailable(format!(
+        "opening tracepoint {name} failed for want of file descriptors ({e}): the trace needs \
+         one per tracepoint and CPU ({events} x {cpus}); raise the open-file limit (`ulimit \
+         -n`)"
+    ))
+}
+
 /// Whether tracefs is mounted on `dir` now (this process's mount table).
 pub fn tracefs_mounted_on(dir: &Path) -> bool {
     crate::mount::mounts()
@@ -515,6 +534,18 @@ impl Tracer {
                     )));
                 }
             }
+            // Their format files are there but cannot be read: a permission, not a kernel.
+            let unreadable = events.iter().find_map(|&(sys, ev)| {
+                let path = fs.root().join("events").join(sys).join(ev).join("format");
+                let e = std::fs::read(&path).err()?;
+                path.exists().then(|| format!("{}: {e}", path.display()))
+            });
+            if let Some(why) = unreadable {
+                return Err(Unavailable(format!(
+                    "the kernel's tracepoints cannot be read ({why}): run as root (or with \
+                     CAP_PERFMON and read access to tracefs)"
+                )));
+            }
             return Err(Unavailable(format!(
                 "none of the tracepoints {} exists under {}",
                 missing.join(", "),
@@ -544,6 +575,11 @@ impl Tracer {
             }
         }
         let mut probed = probed.into_iter();
+        // Refused for want of descriptors: tracing on without one of them (sched_switch) would
+        // give a wrong table, not a shorter one.
+        if let Some((name, e)) = refused.iter().find(|(_, e)| out_of_fds(e)) {
+            return Err(fds_exhausted(name, e, events.len(), cpus.len()));
+        }
         if kept.is_empty() {
             let (name, e) = &refused[0];
             return Err(match e.raw_os_error() {
@@ -586,6 +622,7 @@ impl Tracer {
                 );
                 let fd = fd.map_err(|e| match e.raw_os_error() {
                     Some(libc::EACCES) | Some(libc::EPERM) => not_permitted(&e),
+                    _ if out_of_fds(&e) => fds_exhausted(&f.name, &e, events.len(), cpus.len()),
                     _ => Unavailable(format!(
                         "opening tracepoint {} on CPU {cpu} failed: {e}",
                         f.name
@@ -1021,6 +1058,20 @@ format:
         assert!(!u.0.contains('\n'), "{u}");
         assert!(
             u.0.contains("root") && u.0.contains("perf_event_paranoid"),
+            "{u}"
+        );
+    }
+
+    #[test]
+    fn running_out_of_descriptors_is_named_with_its_fix() {
+        let e = io::Error::from_raw_os_error(libc::EMFILE);
+        assert!(out_of_fds(&e));
+        assert!(!out_of_fds(&io::Error::from_raw_os_error(libc::ENOENT)));
+        let wrapped = io::Error::other(format!("perf_event_open: {e}"));
+        assert!(out_of_fds(&wrapped), "{wrapped}");
+        let u = fds_exhausted("sched:sched_switch", &e, 5, 2);
+        assert!(
+            u.0.contains("open-file limit") && u.0.contains("5 x 2"),
             "{u}"
         );
     }
