@@ -953,6 +953,28 @@ c_import_uppercase_id() {
     note "exit $rc: $(tail -n 1 "$io/out")"
 }
 
+# A document whose run id is stored with other content: refused by name (import and push),
+# never dropped as "already there"; a push goes on past it and names it in its summary.
+c_conflicting_content() { # import|push
+    hist="$io/h.sqlite"
+    edited_doc other.json 'c = d["experiments"][0]["cases"][0]; c["raw_ns"][0] = c["raw_ns"][0] + 1'
+    cp "$io/r.json" same.json
+    osc --history "$hist" history import same.json
+    expect_rc 0
+    if [[ "$1" == import ]]; then
+        osc --history "$hist" history import other.json
+    else
+        osc --history "$hist" history push other.json same.json --to "$hist"
+        grep -q '^already there: ' "$io/out" || problem "the identical copy was not pushed past the refused one"
+        grep -q '1 refused (another run.s content under a stored id: other.json)' "$io/out" ||
+            problem "the summary does not name the refused file"
+    fi
+    expect_rc 2
+    expect_one_line
+    expect_err 'other\.json: not stored: run .* is already in the history with other content'
+    note "exit $rc: $(first_line "$io/err" | cut -c 1-110)"
+}
+
 # The history on a full file system (a 256 KiB tmpfs): a run at the default place goes on,
 # writes its result file and says the run was not saved; a history command fails in one line
 # that names the database.
@@ -1514,6 +1536,8 @@ c_trace_out_of_fds() {
 }
 
 run_case trace-out-of-fds-noise c_trace_out_of_fds
+run_case import-same-id-other-content c_conflicting_content import
+run_case push-same-id-other-content c_conflicting_content push
 run_case rr-slice-tick-kill9-then-syscall c_rr_kill9_then --no-save syscall --quick --samples 5 --calls getpid -q
 run_case rr-slice-tick-kill9-then-list c_rr_kill9_then list
 run_case rr-slice-tick-kill9-then-history-list c_rr_kill9_then history list
