@@ -19,7 +19,7 @@
 # `fault matrix: N cases, P passed, F failed`. Exit status: 0 all passed, 1 a case failed,
 # 2 the matrix could not be set up. Run it alone on the machine: another oscost run or a SysV
 # semaphore set created meanwhile by someone else can show up as a leftover. Started as root,
-# a few cases run as nobody (uid 65534) through setpriv. Installs nothing; takes about 8
+# a few cases run as nobody (uid 65534) through setpriv. Installs nothing; takes about 3
 # minutes on two CPUs (its FUSE, kill and setting cases wait for what they provoke).
 #
 # Usage: scripts/fault-matrix.sh [PATTERN]
