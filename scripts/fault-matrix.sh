@@ -19,8 +19,8 @@
 # `fault matrix: N cases, P passed, F failed`. Exit status: 0 all passed, 1 a case failed,
 # 2 the matrix could not be set up. Run it alone on the machine: another oscost run or a SysV
 # semaphore set created meanwhile by someone else can show up as a leftover. Started as root,
-# a few cases run as nobody (uid 65534) through setpriv. Installs nothing; takes well under
-# a minute on two CPUs.
+# a few cases run as nobody (uid 65534) through setpriv. Installs nothing; takes about 3
+# minutes on two CPUs (its FUSE, kill and setting cases wait for what they provoke).
 #
 # Usage: scripts/fault-matrix.sh [PATTERN]
 #   PATTERN   run only the cases whose name matches this glob (default: all)
@@ -260,7 +260,7 @@ expect_refused() { # [ERE the message must match]
 }
 
 # json FILE ACTION: `names` prints the experiments' names (comma-separated), `case-warnings`
-# every case's warnings, `valid` nothing; fails if FILE is not a JSON document.
+# every case's warnings, `case-messages` its warnings and notes, `valid` nothing; fails if FILE is not a JSON document.
 json() {
     python3 - "$@" 2>/dev/null <<'EOF'
 import json, sys
@@ -269,11 +269,13 @@ with open(path, "rb") as f:
     doc = json.load(f)
 if action == "names":
     print(",".join(e["name"] for e in doc["experiments"]))
-elif action == "case-warnings":
+elif action in ("case-warnings", "case-messages"):
+    kinds = ["warnings"] + (["notes"] if action == "case-messages" else [])
     for e in doc["experiments"]:
         for c in e["cases"]:
-            for w in c.get("warnings") or []:
-                print(c["id"] + ": " + w)
+            for k in kinds:
+                for w in c.get(k) or []:
+                    print(c["id"] + ": " + w)
 EOF
 }
 expect_json() { # FILE NAMES
@@ -631,9 +633,9 @@ c_rate_1e9() {
     osc "${quick_sys[@]}" --rate 1e9 -q --json r.json
     expect_rc 0
     expect_json r.json syscall
-    json r.json case-warnings | grep -q 'cannot run 1000000000 times a second' ||
-        problem "no case warns that it cannot run 1e9 times a second"
-    note "exit $rc; $(json r.json case-warnings | head -n 1 | cut -c 1-110)"
+    json r.json case-messages | grep -q 'cannot run 1000000000 times a second' ||
+        problem "no case says that it cannot run 1e9 times a second"
+    note "exit $rc; $(json r.json case-messages | grep -m 1 'cannot run' | cut -c 1-110)"
 }
 
 c_failed_after_good() {
@@ -953,6 +955,28 @@ c_import_uppercase_id() {
     note "exit $rc: $(tail -n 1 "$io/out")"
 }
 
+# A document whose run id is stored with other content: refused by name (import and push),
+# never dropped as "already there"; a push goes on past it and names it in its summary.
+c_conflicting_content() { # import|push
+    hist="$io/h.sqlite"
+    edited_doc other.json 'c = d["experiments"][0]["cases"][0]; c["raw_ns"][0] = c["raw_ns"][0] + 1'
+    cp "$io/r.json" same.json
+    osc --history "$hist" history import same.json
+    expect_rc 0
+    if [[ "$1" == import ]]; then
+        osc --history "$hist" history import other.json
+    else
+        osc --history "$hist" history push other.json same.json --to "$hist"
+        grep -q '^already there: ' "$io/out" || problem "the identical copy was not pushed past the refused one"
+        grep -q '1 refused (another run.s content under a stored id: other.json)' "$io/out" ||
+            problem "the summary does not name the refused file"
+    fi
+    expect_rc 2
+    expect_one_line
+    expect_err 'other\.json: not stored: run .* is already in the history with other content'
+    note "exit $rc: $(first_line "$io/err" | cut -c 1-110)"
+}
+
 # The history on a full file system (a 256 KiB tmpfs): a run at the default place goes on,
 # writes its result file and says the run was not saved; a history command fails in one line
 # that names the database.
@@ -1151,10 +1175,10 @@ run_case cpus-0-99999 refused 'not online' --cpus 0-99999 "${quick_sys[@]}" --js
 run_case cpus-x-y refused 'not a CPU list' --cpus x-y "${quick_sys[@]}" --json r.json --csv keep.csv
 run_case cpus-backwards refused 'backwards' --cpus 1-0 "${quick_sys[@]}" --json r.json
 run_case cpus-empty-item refused 'not a CPU list' --cpus 0,,1 "${quick_sys[@]}" --json r.json
-run_case samples-0 refused 'samples from 5' syscall --quick --samples 0 --json r.json --csv keep.csv
-run_case samples-negative refused 'samples from 5' syscall --quick --samples -1 --json r.json
-run_case samples-4 refused 'samples from 5' syscall --quick --samples 4 --json r.json
-run_case samples-overflow refused 'samples from 5' syscall --quick --samples 99999999999999999999 --json r.json
+run_case samples-0 refused 'samples from 3' syscall --quick --samples 0 --json r.json --csv keep.csv
+run_case samples-negative refused 'samples from 3' syscall --quick --samples -1 --json r.json
+run_case samples-2 refused 'samples from 3' syscall --quick --samples 2 --json r.json
+run_case samples-overflow refused 'samples from 3' syscall --quick --samples 99999999999999999999 --json r.json
 run_case nice-40 refused 'nice' --nice 40 "${quick_sys[@]}" --json r.json --csv keep.csv
 run_case nice-not-a-number refused 'nice' --nice abc "${quick_sys[@]}" --json r.json
 run_case rate-negative refused 'rate' "${quick_sys[@]}" --rate -5 --json r.json --csv keep.csv
@@ -1263,6 +1287,297 @@ run_case sigstop-sigcont c_stop_cont
 run_case rr-slice-tick-kill9-next-run c_rr_kill9 1 "${rr_tick[@]}"
 run_case rr-slice-timeline-kill9-next-run c_rr_kill9 5 "${rr_timeline[@]}"
 run_case rr-slice-two-runs-overlapping c_rr_overlap
+
+
+# ---------------------------------------------------------------------------------------------
+# The FUSE server of `fs` (a helper the measuring process starts) and what a killed run leaves.
+
+# The FUSE server among this case's processes.
+fuse_server_of() {
+    local p
+    for p in $(case_pids); do
+        grep -qa '__fuse-serve' "/proc/$p/cmdline" 2>/dev/null && echo "$p" && return 0
+    done
+    return 1
+}
+fuse_up() { fuse_server_of >/dev/null; }
+# FUSE mounts of this case visible here (a user's; root's live in a namespace of their own).
+case_fuse_mounts() { findmnt -rn -t fuse.oscost -o TARGET 2>/dev/null | grep -F "$ctmp"; }
+# /dev/shm directories of the runs of this case (named after their coordinator's pid).
+case_shm_dirs() {
+    local p d
+    for p in "$@"; do
+        for d in /dev/shm/oscost-run-"$p"-*; do echo "$d"; done
+    done
+}
+expect_no_fuse_leftovers() { # [COORDINATOR-PID]
+    local m s
+    m=$(case_fuse_mounts)
+    [[ -n "$m" ]] && problem "left mounted: $(echo "$m" | tr '\n' ' ')" && for s in $m; do fusermount3 -u -z "$s" 2>/dev/null || umount -l "$s"; done
+    if [[ -n "${1:-}" ]]; then
+        s=$(case_shm_dirs "$1")
+        [[ -n "$s" ]] && problem "left in /dev/shm: $s" && rm -rf $s
+    fi
+    return 0
+}
+fs_long=(fs --calls getpid,open-close,read64k --no-save -q)
+
+# A stopped FUSE server (what a deadlocked one looks like) and a signal to oscost: the run
+# ends (130) within 10 s of the first signal, naming the server, leaving nothing.
+c_fs_stopped_server() { # once|twice
+    local srv t0 t1
+    spawn main "$bin" "${fs_long[@]}"
+    wait_for 20 fuse_up || problem "the FUSE server never started"
+    srv=$(fuse_server_of)
+    sleep 0.5
+    kill -s STOP "$srv"
+    sleep 0.3
+    t0=$(now_us)
+    kill -s INT "$opid"
+    [[ "$1" == twice ]] && sleep 0.3 && kill -s INT "$opid"
+    collect main
+    t1=$(now_us)
+    expect_rc 130
+    (((t1 - t0) < 10000000)) || problem "ended $(((t1 - t0) / 1000)) ms after the first signal, not within 10 s"
+    [[ "$1" == once ]] && ! grep -q "__fuse-serve (pid $srv" "$io/main.err" &&
+        ! grep -q "oscost __fuse-serve, pid $srv" "$io/main.err" && problem "stderr does not name the stopped server"
+    expect_no_fuse_leftovers "$opid"
+    note "exit $rc after $(((t1 - t0) / 1000)) ms: $(grep -m 1 -E 'fuse|interrupted' "$io/main.err" | cut -c 1-110 | printable)"
+}
+
+# A stopped server and no signal: the exchange with it times out with one line naming it.
+c_fs_stopped_server_exchange() {
+    local srv
+    # getpid never reaches the server: only the count exchange after its rounds (4 s) does.
+    spawn main "$bin" fs --calls getpid --samples 400 --no-save -q
+    wait_for 20 fuse_up || problem "the FUSE server never started"
+    srv=$(fuse_server_of)
+    sleep 1
+    kill -s STOP "$srv"
+    collect main
+    expect_rc 2
+    grep -q "FUSE server (oscost __fuse-serve, pid $srv) did not answer" "$io/main.err" ||
+        problem "stderr does not say the server did not answer"
+    expect_no_fuse_leftovers "$opid"
+    note "exit $rc: $(first_line "$io/main.err" | cut -c 1-120)"
+}
+
+# A signal to the server alone, or its kill: the run ends with an error, nothing left.
+c_fs_server_signal() { # SIGNAL
+    local srv
+    spawn main "$bin" "${fs_long[@]}"
+    wait_for 20 fuse_up || problem "the FUSE server never started"
+    srv=$(fuse_server_of)
+    sleep 0.5
+    kill -s "$1" "$srv"
+    collect main
+    [[ "$rc" == 2 || "$rc" == 0 ]] || problem "exit $rc, expected 2 (failed) or 0 (it had finished)"
+    [[ "$rc" == 2 ]] && ! grep -q "FUSE server (oscost __fuse-serve, pid $srv) ended mid-run" "$io/main.err" &&
+        problem "stderr does not say the server ended mid-run"
+    expect_no_fuse_leftovers "$opid"
+    note "exit $rc: $(first_line "$io/main.err" | cut -c 1-110)"
+}
+
+# kill -9 of the measuring process: the server dies with it, the run says so, nothing left.
+c_fs_kill9_measuring() {
+    local m
+    spawn main "$bin" "${fs_long[@]}"
+    wait_for 20 fuse_up || problem "the FUSE server never started"
+    m=$(measuring_of "$opid")
+    sleep 0.3
+    kill -s KILL "$m"
+    collect main
+    expect_rc 2
+    grep -q 'killed by signal 9' "$io/main.err" || problem "stderr does not say the measuring process was killed"
+    expect_no_fuse_leftovers "$opid"
+    note "exit $rc: $(first_line "$io/main.err" | cut -c 1-110)"
+}
+
+# Every process of the run killed at once (its process group): the next run removes what
+# is left (a user's FUSE mount, the /dev/shm and run directories) and says so.
+c_fs_kill9_all() { # [nobody]
+    local p pids left
+    if [[ "${1:-}" == nobody ]]; then
+        if [[ -n "$nobody_na" ]]; then
+            note "not applicable: $nobody_na"
+            return
+        fi
+        runner=("${nobody[@]}")
+        ((EUID == 0)) && chown 65534:65534 "$work" "$ctmp"
+    fi
+    spawn main "${runner[@]}" "$bin" "${fs_long[@]}"
+    wait_for 20 fuse_up || problem "the FUSE server never started"
+    sleep 0.5
+    pids=$(case_pids)
+    # setpriv execs: the pid spawn saw is oscost's.
+    for p in $pids; do kill -s KILL "$p" 2>/dev/null; done
+    collect main
+    wait_for 5 no_case_pids || problem "processes of the killed run still running 5 s later"
+    left="$(case_fuse_mounts | wc -l) mount(s), $(case_shm_dirs "$opid" | wc -l) /dev/shm dir(s)"
+    note "the kill left $left"
+    osc --scripted --quiet --no-save example
+    expect_rc 0
+    [[ -n "$(case_fuse_mounts)$(case_shm_dirs "$opid")" ]] && ! grep -q 'removed what an earlier oscost run' "$io/err" &&
+        problem "the next run did not say what it removed"
+    expect_no_fuse_leftovers "$opid"
+    note "next run: $(grep -m 1 removed "$io/err" | cut -c 1-100 | printable)"
+}
+
+# As a user who is not root (fusermount3): Ctrl-C mid-run, and the server killed alone.
+c_fs_unprivileged() { # INT|KILL-SERVER
+    local srv
+    if [[ -n "$nobody_na" ]]; then
+        note "not applicable: $nobody_na"
+        return
+    fi
+    runner=("${nobody[@]}")
+    ((EUID == 0)) && chown 65534:65534 "$work" "$ctmp"
+    spawn main "${runner[@]}" "$bin" "${fs_long[@]}"
+    wait_for 20 fuse_up || problem "the FUSE server never started"
+    srv=$(fuse_server_of)
+    sleep 0.5
+    if [[ "$1" == INT ]]; then
+        kill -s INT "$opid"
+        collect main
+        expect_rc 130
+    else
+        kill -s KILL "$srv"
+        collect main
+        [[ "$rc" == 2 || "$rc" == 0 ]] || problem "exit $rc, expected 2 (failed) or 0"
+    fi
+    expect_no_fuse_leftovers "$opid"
+    note "as nobody, exit $rc: $(first_line "$io/main.err" | cut -c 1-100)"
+}
+
+# The serving role on its own, its file system busy (a file open on it): the end of its input
+# or a SIGTERM still ends it, and its mount goes.
+c_fuse_serve_busy() { # stdin|TERM
+    local d="$ctmp/mnt" srv starter
+    mkdir "$d"
+    mkfifo "$io/in"
+    # The starter: holds the server's input open until it is killed.
+    (exec 7>"$io/in" sleep 30) &
+    starter=$!
+    "$bin" __fuse-serve "$d" <"$io/in" >"$io/srv.out" 2>"$io/srv.err" &
+    srv=$!
+    wait_for 10 test -s "$io/srv.out" || problem "the server never said ready"
+    [[ "$(head -n 1 "$io/srv.out")" == ready ]] || problem "the server said: $(first_line "$io/srv.out")"
+    echo data >"$d/f" || problem "cannot write a file on the mount"
+    exec 9<"$d/f" || problem "cannot open a file on the mount"
+    if [[ "$1" == stdin ]]; then kill "$starter"; else kill -s TERM "$srv"; fi
+    wait_for 10 gone "$srv" || problem "the server still runs 10 s after its $1, its file system busy"
+    exec 9<&-
+    kill "$starter" 2>/dev/null
+    wait "$starter" 2>/dev/null
+    kill -s KILL "$srv" 2>/dev/null
+    wait "$srv" 2>/dev/null
+    if findmnt -rn "$d" >/dev/null; then
+        problem "still mounted on $d"
+        umount -l "$d"
+    fi
+    note "the busy server ended after its $1"
+}
+
+run_case fs-stopped-server-sigint c_fs_stopped_server once
+run_case fs-stopped-server-sigint-twice c_fs_stopped_server twice
+run_case fs-stopped-server-exchange-times-out c_fs_stopped_server_exchange
+run_case fs-sigterm-server c_fs_server_signal TERM
+run_case fs-sigint-server c_fs_server_signal INT
+run_case fs-sigkill-server c_fs_server_signal KILL
+run_case fs-kill9-measuring c_fs_kill9_measuring
+run_case fs-kill9-all-next-run c_fs_kill9_all
+run_case fs-kill9-all-next-run-unprivileged c_fs_kill9_all nobody
+run_case fs-sigint-unprivileged c_fs_unprivileged INT
+run_case fs-kill-server-unprivileged c_fs_unprivileged KILL-SERVER
+run_case fuse-serve-busy-stdin-closed c_fuse_serve_busy stdin
+run_case fuse-serve-busy-sigterm c_fuse_serve_busy TERM
+
+# A setting a killed run left changed: put back by the next oscost command of any kind.
+c_rr_kill9_then() { # COMMAND...
+    if ((EUID != 0)); then
+        note "not applicable: changing $rr needs root"
+        return
+    fi
+    local before
+    before=$(<"$rr")
+    spawn main "$bin" -q "${rr_tick[@]}"
+    wait_for 30 rr_is 1 || problem "the slice never read 1 in 30 s"
+    kill -s KILL "$opid"
+    collect main
+    wait_for 5 no_case_pids || problem "processes of the killed run still running 5 s later"
+    note "the kill left the slice at $(<"$rr")"
+    osc "$@"
+    expect_rc 0
+    rr_is "$before" || problem "after \`oscost $*\` the slice is $(<"$rr"), was $before"
+    grep -qF "put $rr back to $before" "$io/err" || problem "\`oscost $*\` did not say it put the slice back"
+    note "then \`oscost $*\`: slice $(<"$rr")"
+}
+
+# The serving role's own bad input: exit 2, one line.
+c_fuse_serve_bad() { # ARGS...
+    osc __fuse-serve "$@"
+    expect_rc 2
+    [[ "$(lines_of "$io/err")$(lines_of "$io/out")" =~ ^(10|01)$ ]] || problem "expected one line: $(joined "$io/err") $(joined "$io/out")"
+    note "exit $rc: $(first_line "$io/err")$(first_line "$io/out")"
+}
+
+# Tracepoints refused for want of descriptors: named as such with the fix, never taken for
+# tracepoints the kernel lacks (a table without sched_switch would be wrong, not shorter).
+c_trace_out_of_fds() {
+    if ((EUID != 0)); then
+        note "not applicable: the kernel's view needs root"
+        return
+    fi
+    command -v prlimit >/dev/null 2>&1 || { note "not applicable: no prlimit"; return; }
+    runner=(prlimit --nofile=24)
+    osc --no-save noise --quick --cpus "${online%%[-,]*}"
+    expect_rc 0
+    grep -q 'for want of file descriptors.*raise the open-file limit' "$io/out" "$io/err" ||
+        problem "the refusal does not name the open-file limit"
+    grep -q 'lacks.*refused' "$io/out" "$io/err" && problem "a tracepoint refused for want of descriptors is listed as lacking"
+    note "$(grep -h -o 'opening tracepoint [^ ]* failed for want of file descriptors' "$io/out" "$io/err" | head -n 1)"
+}
+
+run_case trace-out-of-fds-noise c_trace_out_of_fds
+run_case import-same-id-other-content c_conflicting_content import
+run_case push-same-id-other-content c_conflicting_content push
+run_case rr-slice-tick-kill9-then-syscall c_rr_kill9_then --no-save syscall --quick --samples 5 --calls getpid -q
+run_case rr-slice-tick-kill9-then-list c_rr_kill9_then list
+run_case rr-slice-tick-kill9-then-history-list c_rr_kill9_then history list
+run_case rr-slice-tick-kill9-then-baselines c_rr_kill9_then baselines
+run_case fuse-serve-no-directory c_fuse_serve_bad
+run_case fuse-serve-missing-directory c_fuse_serve_bad /nonexistent/fault-matrix
+run_case fuse-serve-two-directories c_fuse_serve_bad a b
+
+# Bad options of the newer experiments and commands: one line, exit 2, nothing touched.
+run_case lockring-verify-order-pipe refused 'add mutex to --forms' lockring --verify-order --forms pipe --json r.json --csv keep.csv
+run_case fs-calls-nope refused 'choose from.*getpid' fs --calls nope --json r.json --csv keep.csv
+run_case fs-rate-0 refused 'calls per sec' fs --rate 0 --json r.json
+run_case fs-rate-negative refused 'calls per sec' fs --rate -5 --json r.json
+run_case fs-rate-nan refused 'calls per sec' fs --rate nan --json r.json
+run_case fs-calls-empty refused 'value is required' fs --calls , --json r.json
+run_case tick-rr-slice-0 refused 'slice in ms' tick --rr-slices 0 --json r.json --csv keep.csv
+run_case tick-rr-slice-negative refused 'slice in ms' tick --rr-slices -1 --json r.json
+run_case tick-period-0 refused 'below 1us' tick --periods 0ms --json r.json
+run_case tick-runs-0 refused 'number of runs' tick --runs 0 --json r.json
+run_case timeline-rr-slice-0 refused 'round-robin slice' timeline --rr-slice-ms 0 --json r.json
+run_case timeline-workers-0 refused 'number of workers' timeline --workers 0 --json r.json
+run_case signal-cases-nope refused 'choose from' signal --cases nope --json r.json
+run_case wakeup-period-no-unit refused 'no unit' wakeup --period 0 --json r.json
+run_case wakeup-period-negative refused 'not a time' wakeup --period -1ms --json r.json
+run_case lockring-forms-nope refused 'choose from: mutex, pipe' lockring --forms nope --json r.json
+run_case seccomp-sets-nope refused 'choose from' seccomp --sets nope --json r.json
+run_case uring-ops-nope refused 'choose from' uring --ops nope --json r.json
+run_case history-show-nosuch refused 'no run `nosuch`' history show nosuch
+run_case history-rm-nosuch refused 'no run `nosuch`' history rm nosuch
+run_case history-trend-nosuch refused 'has a case `nosuch.case`' history trend nosuch.case
+run_case report-without-output refused 'report needs -o FILE' report r.json
+run_case compare-one-file refused 'two results or more' compare r.json
+run_case datasheet-missing-file refused 'no such file' datasheet /nonexistent/r.json
+run_case baselines-nosuch refused 'no published baseline' baselines nosuch
+run_case study-nosuch refused 'no study named' study nosuch
+run_case man-nosuch refused 'no such subcommand' man nosuch
+run_case history-import-missing-file refused 'no such file' history import /nonexistent/r.json
 
 ((n_cases)) || die "no case matches '$pattern'"
 echo "fault matrix: $n_cases cases, $n_passed passed, $n_failed failed"

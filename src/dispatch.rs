@@ -122,6 +122,9 @@ fn negative_values(args: impl IntoIterator<Item = std::ffi::OsString>) -> Vec<st
 /// The commands that measure nothing: history, list, env, completions, baselines, man,
 /// compare, report and datasheet.
 fn other_command(command: Command, global: &GlobalOpts) -> anyhow::Result<ExitCode> {
+    // What a killed run left (a changed setting, a mount, its directories) is put back or
+    // removed by the next oscost run of any kind, not only by the next that measures.
+    crate::session::remove_earlier_leftovers();
     match command {
         Command::History(cmd) => commands::history::run(cmd, &Config::as_given(global)),
         Command::List => commands::list::run(),

@@ -1,6 +1,7 @@
 //! The FUSE server of the `fs` experiment: `oscost __fuse-serve DIR` mounts its in-memory file
 //! system on DIR and serves it until its standard input ends or a SIGINT, SIGTERM or SIGHUP
-//! arrives, then unmounts and exits. The experiment starts it; `scripts/fs-vs-c.sh` starts it
+//! arrives (which abort its connection first), then unmounts and exits. It dies with the
+//! process that started it. The experiment starts it; `scripts/fs-vs-c.sh` starts it
 //! to give a C program the same file system.
 
 use oscost_measure::experiments::fs::server;
@@ -21,6 +22,10 @@ pub fn main(args: &[std::ffi::OsString]) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // A server whose starter was killed ends with it: nothing else would ever stop it.
+    if let Err(e) = oscost_sys::lifetime::die_with_parent(std::os::unix::process::parent_id()) {
+        eprintln!("oscost: the FUSE server cannot tie its life to its starter's: {e}");
+    }
     let stopper = mounted.stopper();
     let signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGINT,
@@ -32,8 +37,19 @@ pub fn main(args: &[std::ffi::OsString]) -> ExitCode {
             let spawned = std::thread::Builder::new()
                 .name("oscost-fuse-signals".into())
                 .spawn(move || {
-                    if signals.forever().next().is_some() {
-                        stopper.stop();
+                    // The first stop request aborts the connection (a request waiting on this
+                    // server fails at once) and unmounts; the process exits soon after, at
+                    // once on a second request.
+                    let mut signals = signals.forever();
+                    if signals.next().is_some() {
+                        stopper.abort();
+                        std::thread::spawn(|| {
+                            std::thread::sleep(server::STOP_PATIENCE);
+                            std::process::exit(0);
+                        });
+                    }
+                    if signals.next().is_some() {
+                        std::process::exit(1);
                     }
                 });
             if let Err(e) = spawned {

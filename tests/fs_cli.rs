@@ -244,3 +244,110 @@ fn the_serving_role_mounts_and_unmounts_when_its_input_ends() {
     assert!(oscost_mounts().is_empty(), "{:?}", oscost_mounts());
     assert!(Path::new(dir.path()).read_dir().unwrap().next().is_none());
 }
+
+/// The pid of the FUSE server among the processes carrying `marker`, once it is up.
+fn fuse_server(marker: &str) -> i32 {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let found = common::processes_with(marker).into_iter().find(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains("__fuse-serve"))
+        });
+        if let Some(pid) = found {
+            return pid;
+        }
+        assert!(Instant::now() < deadline, "the FUSE server never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn kill(sig: &str, pid: impl std::fmt::Display) {
+    let sent = std::process::Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+}
+
+/// A stopped server (what a deadlocked one looks like) holds the measuring process in an
+/// uninterruptible wait: the first Ctrl-C still ends the run, naming the server, and nothing
+/// of it is left.
+#[test]
+fn a_stopped_fuse_server_does_not_hold_the_run() {
+    if !fuse_usable() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let marker = tmp.path().display().to_string();
+    let mut child = common::oscost_std()
+        .env("TMPDIR", tmp.path())
+        .args(["--quiet", "--no-save", "fs"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let server = fuse_server(&marker);
+    std::thread::sleep(Duration::from_millis(300));
+    kill("-STOP", server);
+    std::thread::sleep(Duration::from_millis(300));
+    kill("-INT", child.id());
+    // Bounded, not timed: a run held by its server would never end.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            kill("-KILL", server);
+            panic!("the run was still held by its stopped FUSE server 30 s after Ctrl-C");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(130), "{status:?}: {err}");
+    // Either the count exchange timed out or the grace after Ctrl-C ran out: both name it.
+    assert!(
+        err.contains("__fuse-serve") && err.contains(&server.to_string()),
+        "{err}"
+    );
+    assert!(oscost_mounts().is_empty(), "{:?}", oscost_mounts());
+    common::assert_nothing_left(&marker);
+}
+
+/// A server whose file system is busy (a file open on it) when its input ends still unmounts
+/// and exits: its stop is not spent on the first, failed unmount.
+#[test]
+fn a_busy_server_still_ends_when_its_input_ends() {
+    if !fuse_usable() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = common::oscost_std()
+        .arg("__fuse-serve")
+        .arg(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(server.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    let file = dir.path().join("f");
+    std::fs::write(&file, b"hello").unwrap();
+    let open = std::fs::File::open(&file).unwrap();
+    drop(server.stdin.take());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while server.try_wait().unwrap().is_none() {
+        if Instant::now() >= deadline {
+            let _ = server.kill();
+            panic!("the server kept serving a busy file system after its input ended");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(open);
+    assert!(oscost_mounts().is_empty(), "{:?}", oscost_mounts());
+}

@@ -614,3 +614,32 @@ fn missing_arguments_are_named_in_one_line() {
     let (code, _, err) = home.run(&["history", "import"]);
     assert_one_line_error(code, &err, &["not provided: <FILE>"]);
 }
+
+/// A document whose run id is stored with other content is never dropped quietly: import and
+/// push refuse it by name with the fix, go on with the others, and exit 2; the same document
+/// again is still "already there".
+#[test]
+fn a_stored_id_with_other_content_is_refused_by_name() {
+    let home = Home::new();
+    let id = home.scripted_run("a.json");
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(home.path("a.json")).unwrap()).unwrap();
+    let raw = &mut doc["experiments"][0]["cases"][0]["raw_ns"][0];
+    *raw = serde_json::json!(raw.as_f64().unwrap() + 1.0);
+    std::fs::write(home.path("b.json"), doc.to_string()).unwrap();
+    let b = home.path("b.json");
+    let b = b.to_str().unwrap();
+    let (code, out, err) = home.run(&["history", "import", b]);
+    assert_one_line_error(code, &err, &[b, &id, "other content", "history rm"]);
+    assert!(out.is_empty(), "{out}");
+    let a = home.path("a.json");
+    let (code, out, err) = home.run(&["history", "push", a.to_str().unwrap(), b]);
+    assert_one_line_error(code, &err, &[b, &id, "other content"]);
+    assert!(out.contains(&format!("already there: {id}")), "{out}");
+    assert!(
+        out.lines().last().unwrap().contains(&format!(
+            "1 refused (another run's content under a stored id: {b})"
+        )),
+        "{out}"
+    );
+}

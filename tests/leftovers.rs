@@ -506,3 +506,38 @@ fn an_ftrace_instance_left_by_a_killed_run_is_removed_by_the_next() {
     );
     assert!(!record.exists());
 }
+
+/// A setting's record whose holder was killed is swept by the next oscost run of any kind,
+/// one that measures nothing (`list`, `history list`) included. The record names the RR slice
+/// at the value it reads now, so the sweep has nothing to write: the machine is not touched,
+/// and the record going shows the command swept.
+#[test]
+fn a_command_that_measures_nothing_sweeps_the_settings_too() {
+    const RR: &str = "/proc/sys/kernel/sched_rr_timeslice_ms";
+    let Ok(now) = std::fs::read_to_string(RR) else {
+        eprintln!("skipped: {RR} cannot be read");
+        return;
+    };
+    let settings = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(settings.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let mut gone = Command::new("true").spawn().unwrap();
+    let pid = gone.id();
+    gone.wait().unwrap();
+    let record = settings.path().join("kernel.sched_rr_timeslice_ms.setting");
+    for args in [&["list"][..], &["history", "list"]] {
+        std::fs::write(
+            &record,
+            format!("path {RR}\noriginal {}\nholder {pid} 1\n", now.trim()),
+        )
+        .unwrap();
+        let data = tempfile::tempdir().unwrap();
+        let out = common::oscost()
+            .env("OSCOST_SETTINGS_DIR", settings.path())
+            .env("XDG_DATA_HOME", data.path())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        assert!(!record.exists(), "{args:?} left the killed run's record");
+    }
+}

@@ -320,7 +320,7 @@ pub enum HistoryCommand {
         run: String,
     },
     /// Result files (written with --json, any schema oscost reads) into the history; a run
-    /// already there is left as it is
+    /// already there is left as it is, and one stored with other content is refused by name
     Import {
         /// The result files
         #[arg(required = true, value_name = "FILE")]
@@ -328,7 +328,8 @@ pub enum HistoryCommand {
     },
     /// Result files into another store, a PostgreSQL database a fleet shares
     /// (`--to postgres://USER@HOST/DB`) or an SQLite file: one line per file, then `pushed N,
-    /// already there M`; a run already there (the same run_id) is left as it is
+    /// already there M`; a run already there (the same run_id) is left as it is, and one stored
+    /// with other content is refused by name
     Push {
         /// The result files
         #[arg(required = true, value_name = "FILE")]

@@ -23,10 +23,18 @@ pub(super) struct Children {
     signals: u32,
 }
 
+/// How long a measuring process has, after the first signal, to stop on its own before it and
+/// every process it started are killed: a helper that cannot answer (a stopped or deadlocked
+/// FUSE server) keeps the measuring process in an uninterruptible wait, which only the end of
+/// the helper ends.
+const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Catches SIGINT, SIGTERM and SIGHUP in this (coordinating) process. The first asks the
-/// measuring process to stop at its next sample (it receives a terminal's Ctrl-C itself too);
-/// a second kills it at once. Its worker processes die with it (they hold a parent-death
-/// signal), the main thread reaps it and the scratch directory goes with the run.
+/// measuring process to stop at its next sample (it receives a terminal's Ctrl-C itself too)
+/// and, if it has not ended [`STOP_GRACE`] later, kills it and the processes it started; a
+/// second signal kills every process of the run at once. Its worker processes die with it
+/// (they hold a parent-death signal), the main thread reaps it and the scratch directory goes
+/// with the run.
 pub(super) fn catch_signals(
     children: Arc<Mutex<Children>>,
     cancel: Arc<AtomicBool>,
@@ -41,18 +49,107 @@ pub(super) fn catch_signals(
                 cancel.store(true, Ordering::SeqCst);
                 let mut c = children.lock().unwrap_or_else(PoisonError::into_inner);
                 c.signals += 1;
-                if let Some(pid) = c.current {
-                    let sig = if c.signals == 1 {
-                        signal_hook::consts::SIGTERM
-                    } else {
-                        signal_hook::consts::SIGKILL
-                    };
-                    let _ = os::task::send_signal(pid as i32, sig);
+                let Some(pid) = c.current else { continue };
+                if c.signals == 1 {
+                    let _ = os::task::send_signal(pid as i32, signal_hook::consts::SIGTERM);
+                    let children = Arc::clone(&children);
+                    let _ = std::thread::Builder::new()
+                        .name("oscost-stop-grace".into())
+                        .spawn(move || {
+                            std::thread::sleep(STOP_GRACE);
+                            let c = children.lock().unwrap_or_else(PoisonError::into_inner);
+                            // Still the same process: it is reaped only under this lock, so
+                            // its pid cannot have been handed to another.
+                            if c.current == Some(pid) {
+                                let helpers = kill_run_processes();
+                                eprintln!(
+                                    "oscost: the measuring process did not stop within {} s \
+                                     of the signal: killed it{}",
+                                    STOP_GRACE.as_secs(),
+                                    helpers_named(&helpers)
+                                );
+                            }
+                        });
+                } else {
+                    kill_run_processes();
                 }
             }
         })
         .context("starting the signal thread")?;
     Ok(())
+}
+
+/// A process this run started, as a line names it: its role and pid, and whether it is
+/// stopped (what a stuck helper looks like).
+struct RunProcess {
+    pid: u32,
+    role: String,
+    stopped: bool,
+}
+
+/// Kills (SIGKILL) every process this coordinator started, directly or not, and returns the
+/// helpers among them (every one but the measuring process and its workers): a helper in an
+/// uninterruptible exchange (a FUSE server) must end for the measuring process to.
+fn kill_run_processes() -> Vec<RunProcess> {
+    let pids = os::task::descendants(std::process::id());
+    let described: Vec<RunProcess> = pids.iter().map(|&p| describe_process(p)).collect();
+    // Helpers first: the measuring process waiting on one ends only once it has.
+    for p in described.iter().rev() {
+        let _ = os::task::send_signal(p.pid as i32, signal_hook::consts::SIGKILL);
+    }
+    described
+        .into_iter()
+        .filter(|p| p.role != worker::ROLE && p.role != "oscost")
+        .collect()
+}
+
+fn describe_process(pid: u32) -> RunProcess {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let mut args = cmdline.split(|&b| b == 0);
+    let exe = args.next().unwrap_or_default();
+    let role = match args.next() {
+        Some(a) if a.starts_with(b"__") => String::from_utf8_lossy(a).into_owned(),
+        _ => std::path::Path::new(&*String::from_utf8_lossy(exe))
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    };
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = stat
+        .rfind(')')
+        .and_then(|i| stat[i + 1..].split_whitespace().next());
+    RunProcess {
+        pid,
+        role,
+        stopped: matches!(state, Some("T" | "t")),
+    }
+}
+
+/// " and its helper oscost __fuse-serve (pid 42, stopped)", or nothing.
+fn helpers_named(helpers: &[RunProcess]) -> String {
+    if helpers.is_empty() {
+        return String::new();
+    }
+    let named: Vec<String> = helpers
+        .iter()
+        .map(|h| {
+            let role = if h.role.starts_with("__") {
+                format!("oscost {}", h.role)
+            } else {
+                h.role.clone()
+            };
+            format!(
+                "{role} (pid {}{})",
+                h.pid,
+                if h.stopped { ", stopped" } else { "" }
+            )
+        })
+        .collect();
+    format!(
+        " and its helper{} {}",
+        if named.len() == 1 { "" } else { "s" },
+        named.join(", ")
+    )
 }
 
 /// The user's `GLIBC_TUNABLES` with glibc's cache of thread stacks turned off (a later
@@ -132,14 +229,28 @@ pub(super) fn measure_in_child(
             }
         }
     }
-    let status = {
-        let mut c = children.lock().unwrap_or_else(PoisonError::into_inner);
-        let status = child.wait();
-        c.current = None;
-        status.context("waiting for the measuring process")?
+    // Reaped under the lock, a moment at a time: the signal thread may need it meanwhile.
+    let status = loop {
+        {
+            let mut c = children.lock().unwrap_or_else(PoisonError::into_inner);
+            match child.try_wait() {
+                Ok(Some(status)) => {
+                    c.current = None;
+                    break status;
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    c.current = None;
+                    return Err(e).context("waiting for the measuring process");
+                }
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
     };
-    // A measuring process that was killed leaves its workers to us; they die with it (a
-    // parent-death signal) and are reaped here, so none outlives the run.
+    // A measuring process that was killed leaves its workers and helpers to us; they die
+    // with it (a parent-death signal), and whatever could not (a stopped helper) is killed
+    // here, so none outlives the run.
+    kill_run_processes();
     os::task::reap_orphans(std::time::Duration::from_secs(10));
     bar.finish();
     // It ended without putting back a setting it changed (killed, or it crashed): the record
@@ -192,12 +303,16 @@ fn describe_exit(status: std::process::ExitStatus) -> String {
 }
 
 /// Removes what earlier runs killed with `kill -9` left behind: the system settings they
-/// changed, and in the temporary directory their SysV semaphore sets and their run
-/// directories. One line each on stderr, even with `--quiet`: it is something done, not a
+/// changed, and in the temporary directory and /dev/shm their SysV semaphore sets, the mounts
+/// under their run directories and the directories. One line each on stderr, even with `--quiet`: it is something done, not a
 /// warning.
-pub(super) fn remove_earlier_leftovers() {
+pub fn remove_earlier_leftovers() {
     restore_settings();
-    for earlier in oscost_measure::leftovers::remove_earlier_runs(&std::env::temp_dir()) {
+    let bases = oscost_measure::leftovers::run_dir_bases();
+    for earlier in bases
+        .iter()
+        .flat_map(|b| oscost_measure::leftovers::remove_earlier_runs(b))
+    {
         if let Some(line) = earlier.summary() {
             eprintln!("oscost: {line}");
         }

@@ -5,6 +5,7 @@ mod child;
 mod save;
 mod show;
 
+pub use child::remove_earlier_leftovers;
 pub use save::Saving;
 
 use crate::config::{Config, Sink};

@@ -43,6 +43,9 @@ pub struct Saved {
     pub run_id: String,
     /// False when the run was already in the history (nothing was written).
     pub new: bool,
+    /// The run was already in the history with other content than this document's (nothing
+    /// was written): two documents disagree under one id, which the caller must say.
+    pub differs: bool,
 }
 
 /// One run, as `oscost history list` shows it.

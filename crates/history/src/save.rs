@@ -35,12 +35,17 @@ impl History {
             "SELECT run_id FROM runs WHERE run_id = $1",
             &[(&run_id).into()],
         )?;
-        if !there.is_empty() {
-            return Ok(Saved { run_id, new: false });
-        }
         let mut stored = doc.clone();
         stored.schema = SCHEMA.into();
         stored.run_id = Some(run_id.clone());
+        if !there.is_empty() {
+            let differs = self.differs_from_stored(&stored)?;
+            return Ok(Saved {
+                run_id,
+                new: false,
+                differs,
+            });
+        }
         let document = serde_json::to_string(&stored)?;
         let env = &doc.environment;
         let rows = case_rows(doc);
@@ -100,10 +105,34 @@ impl History {
             run,
         )])?;
         if inserted.first().copied().unwrap_or(0) == 0 {
-            return Ok(Saved { run_id, new: false });
+            let differs = self.differs_from_stored(&stored)?;
+            return Ok(Saved {
+                run_id,
+                new: false,
+                differs,
+            });
         }
         self.execute(&rest)?;
-        Ok(Saved { run_id, new: true })
+        Ok(Saved {
+            run_id,
+            new: true,
+            differs: false,
+        })
+    }
+
+    /// Whether the run stored under `doc`'s id (given as it would be stored) holds other
+    /// content: compared as JSON values, so the text's layout does not count.
+    fn differs_from_stored(&self, doc: &ResultDoc) -> Result<bool, HistoryError> {
+        let rows = self.query(
+            "SELECT document FROM runs WHERE run_id = $1",
+            &[doc.run_id.as_ref().into()],
+        )?;
+        let Some(text) = rows.into_iter().next().and_then(|r| r.into_iter().next()) else {
+            return Ok(false);
+        };
+        let stored: serde_json::Value =
+            serde_json::from_str(&text.text().unwrap_or_default()).unwrap_or_default();
+        Ok(stored != serde_json::to_value(doc)?)
     }
 
     /// Removes the run `run` names (as [`History::resolve`] reads it), with its experiments

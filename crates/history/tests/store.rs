@@ -55,7 +55,8 @@ fn an_oscost_1_document_gets_the_same_id_every_time() {
         second,
         oscost_history::Saved {
             run_id: first.run_id.clone(),
-            new: false
+            new: false,
+            differs: false
         }
     );
     assert_eq!(first.run_id, oscost_history::derived_run_id(&doc).unwrap());

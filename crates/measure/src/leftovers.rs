@@ -56,6 +56,18 @@ fn bare_os_error(e: io::Error) -> io::Error {
     }
 }
 
+/// How a directory this run makes outside its run directory begins (the `fs` experiment's in
+/// /dev/shm): named as a run directory of the run's coordinator, so that the next run removes
+/// it when that coordinator is gone. The coordinator is the one [`RUN_DIR_ENV`] names, else
+/// this process.
+pub fn shm_dir_prefix() -> String {
+    let pid = run_dir_from_env()
+        .as_deref()
+        .and_then(run_dir_pid)
+        .unwrap_or_else(std::process::id);
+    format!("{RUN_DIR_PREFIX}{pid}-fs-")
+}
+
 /// The pid of the process that created run directory `dir`, from its name.
 pub fn run_dir_pid(dir: &Path) -> Option<u32> {
     let name = dir.file_name()?.to_str()?;
@@ -104,6 +116,8 @@ fn append(path: &Path, kind: &str, id: i32) -> io::Result<()> {
 pub struct Removed {
     /// SysV semaphore sets that still existed and were removed.
     pub sysv_sems: usize,
+    /// Mounts left under the run's directory (a killed FUSE server's), unmounted.
+    pub mounts: usize,
     /// Objects that could not be removed, one line each.
     pub errors: Vec<String>,
 }
@@ -178,6 +192,10 @@ impl Earlier {
         if self.removed.sysv_sems > 0 {
             parts.push(sysv_sets(self.removed.sysv_sems));
         }
+        if self.removed.mounts > 0 {
+            let n = self.removed.mounts;
+            parts.push(format!("{n} mount{}", if n == 1 { "" } else { "s" }));
+        }
         if self.dir_removed {
             parts.push("its temporary directory".to_owned());
         }
@@ -226,8 +244,56 @@ fn process_start(stat: &str, boot: Option<i64>, hz: Option<u64>) -> Option<i64> 
     Some(boot? + ticks / hz? as i64)
 }
 
+/// The places run directories are made: the temporary directory, and /dev/shm (the `fs`
+/// experiment's tmpfs directory for a user who is not root, see [`shm_dir_prefix`]).
+pub fn run_dir_bases() -> Vec<PathBuf> {
+    let mut bases = vec![std::env::temp_dir()];
+    let shm = PathBuf::from("/dev/shm");
+    if !bases.contains(&shm) {
+        bases.push(shm);
+    }
+    bases
+}
+
+/// Unmounts, lazily, every mount at or under `dir` in this process's mount table (deepest
+/// first); returns how many went.
+fn unmount_under(dir: &Path) -> usize {
+    let mut under: Vec<PathBuf> = oscost_sys::mount::mounts()
+        .into_iter()
+        .map(|m| m.dir)
+        .filter(|d| d.starts_with(dir))
+        .collect();
+    under.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+    under.dedup();
+    under.iter().filter(|d| unmount_lazily(d)).count()
+}
+
+/// Unmounts whatever is mounted on `dir` lazily (gone from the tree at once, freed when its
+/// last user is): with umount2(MNT_DETACH) as root, else through `fusermount3 -u -z`, which
+/// unmounts a user's own FUSE mount. Returns whether it is gone.
+pub fn unmount_lazily(dir: &Path) -> bool {
+    let mounted = || oscost_sys::mount::mounts().iter().any(|m| m.dir == dir);
+    if !mounted() {
+        return false;
+    }
+    if oscost_sys::mount::effective_uid() == 0 {
+        let _ = oscost_sys::mount::unmount(dir);
+    } else {
+        let _ = std::process::Command::new("fusermount3")
+            .arg("-u")
+            .arg("-z")
+            .arg(dir)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+    }
+    !mounted()
+}
+
 /// Finds, in `tmp`, the run directories of this user whose coordinator is no longer a live
-/// oscost process, removes the objects their registries list and then the directories.
+/// oscost process, removes the objects their registries list, unmounts what is mounted under
+/// them (a killed FUSE server's mount) and then removes the directories.
 /// Returns one entry per directory found; a directory whose objects could not all be removed
 /// is kept (with its registry) for a later run to try again.
 pub fn remove_earlier_runs(tmp: &Path) -> Vec<Earlier> {
@@ -252,7 +318,8 @@ pub fn remove_earlier_runs(tmp: &Path) -> Vec<Earlier> {
         if creator_alive(pid, meta.mtime().max(meta.ctime())) {
             continue;
         }
-        let removed = remove_registered(&path);
+        let mut removed = remove_registered(&path);
+        removed.mounts = unmount_under(&path);
         let dir_removed = removed.errors.is_empty() && fs::remove_dir_all(&path).is_ok();
         found.push(Earlier {
             pid,
@@ -315,6 +382,7 @@ mod tests {
             pid: 42,
             removed: Removed {
                 sysv_sems: 1,
+                mounts: 1,
                 errors: Vec::new(),
             },
             dir_removed: true,
@@ -322,7 +390,7 @@ mod tests {
         assert_eq!(
             e.summary().unwrap(),
             "removed what an earlier oscost run (pid 42, killed) left behind: \
-             1 SysV semaphore set, its temporary directory"
+             1 SysV semaphore set, 1 mount, its temporary directory"
         );
         let none = Earlier {
             pid: 42,
@@ -356,6 +424,7 @@ mod tests {
             r,
             Removed {
                 sysv_sems: 1,
+                mounts: 0,
                 errors: Vec::new()
             }
         );

@@ -179,20 +179,18 @@ pub struct Tracefs {
 /// The standard mount point of tracefs.
 const TRACEFS_DIR: &str = "/sys/kernel/tracing";
 
-fn tracefs_mount(mounts: &str) -> Option<PathBuf> {
-    mounts.lines().find_map(|l| {
-        let mut w = l.split_whitespace();
-        let (_, dir, kind) = (w.next()?, w.next()?, w.next()?);
-        (kind == "tracefs").then(|| PathBuf::from(dir.replace("\\040", " ")))
-    })
+fn tracefs_mount(mounts: &[crate::mount::MountEntry]) -> Option<PathBuf> {
+    mounts
+        .iter()
+        .find(|m| m.fstype == "tracefs")
+        .map(|m| m.dir.clone())
 }
 
 impl Tracefs {
     /// Finds tracefs, mounting it on `/sys/kernel/tracing` when it is mounted nowhere (root
     /// only).
     pub fn open() -> Result<Tracefs, Unavailable> {
-        let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
-        if let Some(root) = tracefs_mount(&mounts) {
+        if let Some(root) = tracefs_mount(&crate::mount::mounts()) {
             return Ok(Tracefs {
                 root,
                 mounted_here: false,
@@ -253,14 +251,30 @@ impl Tracefs {
     }
 }
 
-/// Whether tracefs is mounted on `dir` now (`/proc/self/mounts`).
+/// Whether `e` is the lack of a file descriptor (this process's limit or the system's).
+/// [`crate::last_error`] keeps the errno only in its text, which ends `(os error N)`.
+fn out_of_fds(e: &io::Error) -> bool {
+    let text = e.to_string();
+    matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE))
+        || [libc::EMFILE, libc::ENFILE]
+            .iter()
+            .any(|n| text.ends_with(&format!("(os error {n})")))
+}
+
+/// Why a trace cannot be opened when descriptors ran out: the limit, and the fix.
+fn fds_exhausted(name: &str, e: &io::Error, events: usize, cpus: usize) -> Unavailable {
+    Unavailable(format!(
+        "opening tracepoint {name} failed for want of file descriptors ({e}): the trace needs \
+         one per tracepoint and CPU ({events} x {cpus}); raise the open-file limit (`ulimit \
+         -n`)"
+    ))
+}
+
+/// Whether tracefs is mounted on `dir` now (this process's mount table).
 pub fn tracefs_mounted_on(dir: &Path) -> bool {
-    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
-    mounts.lines().any(|l| {
-        let mut w = l.split_whitespace();
-        matches!((w.next(), w.next(), w.next()), (Some(_), Some(d), Some("tracefs"))
-            if Path::new(&d.replace("\\040", " ")) == dir)
-    })
+    crate::mount::mounts()
+        .iter()
+        .any(|m| m.fstype == "tracefs" && m.dir == dir)
 }
 
 /// Unmounts (lazily) the tracefs mounted on `dir`: what a run killed before it could left.
@@ -537,6 +551,18 @@ impl Tracer {
                     )));
                 }
             }
+            // Their format files are there but cannot be read: a permission, not a kernel.
+            let unreadable = events.iter().find_map(|&(sys, ev)| {
+                let path = fs.root().join("events").join(sys).join(ev).join("format");
+                let e = std::fs::read(&path).err()?;
+                path.exists().then(|| format!("{}: {e}", path.display()))
+            });
+            if let Some(why) = unreadable {
+                return Err(Unavailable(format!(
+                    "the kernel's tracepoints cannot be read ({why}): run as root (or with \
+                     CAP_PERFMON and read access to tracefs)"
+                )));
+            }
             return Err(Unavailable(format!(
                 "none of the tracepoints {} exists under {}",
                 missing.join(", "),
@@ -566,6 +592,11 @@ impl Tracer {
             }
         }
         let mut probed = probed.into_iter();
+        // Refused for want of descriptors: tracing on without one of them (sched_switch) would
+        // give a wrong table, not a shorter one.
+        if let Some((name, e)) = refused.iter().find(|(_, e)| out_of_fds(e)) {
+            return Err(fds_exhausted(name, e, events.len(), cpus.len()));
+        }
         if kept.is_empty() {
             let (name, e) = &refused[0];
             return Err(match e.raw_os_error() {
@@ -608,6 +639,7 @@ impl Tracer {
                 );
                 let fd = fd.map_err(|e| match e.raw_os_error() {
                     Some(libc::EACCES) | Some(libc::EPERM) => not_permitted(&e),
+                    _ if out_of_fds(&e) => fds_exhausted(&f.name, &e, events.len(), cpus.len()),
                     _ => Unavailable(format!(
                         "opening tracepoint {} on CPU {cpu} failed: {e}",
                         f.name
@@ -1056,9 +1088,37 @@ format:
     }
 
     #[test]
+    fn running_out_of_descriptors_is_named_with_its_fix() {
+        let e = io::Error::from_raw_os_error(libc::EMFILE);
+        assert!(out_of_fds(&e));
+        assert!(!out_of_fds(&io::Error::from_raw_os_error(libc::ENOENT)));
+        let wrapped = io::Error::other(format!("perf_event_open: {e}"));
+        assert!(out_of_fds(&wrapped), "{wrapped}");
+        let u = fds_exhausted("sched:sched_switch", &e, 5, 2);
+        assert!(
+            u.0.contains("open-file limit") && u.0.contains("5 x 2"),
+            "{u}"
+        );
+    }
+
+    #[test]
     fn the_tracefs_mount_is_found_in_the_mount_table() {
-        let m = "proc /proc proc rw 0 0\nnodev /sys/kernel/tracing tracefs rw 0 0\n";
-        assert_eq!(tracefs_mount(m), Some(PathBuf::from("/sys/kernel/tracing")));
-        assert_eq!(tracefs_mount("proc /proc proc rw 0 0\n"), None);
+        use crate::mount::parse_mountinfo;
+        let m = "22 1 0:4 / /proc rw - proc proc rw\n\
+                 30 1 0:12 / /sys/kernel/tracing rw - tracefs nodev rw\n";
+        assert_eq!(
+            tracefs_mount(&parse_mountinfo(m)),
+            Some(PathBuf::from("/sys/kernel/tracing"))
+        );
+        // A mount point with a tab in its name is decoded, not taken as `\011`.
+        let m = "30 1 0:12 / /mnt/a\\011b rw - tracefs nodev rw\n";
+        assert_eq!(
+            tracefs_mount(&parse_mountinfo(m)),
+            Some(PathBuf::from("/mnt/a\tb"))
+        );
+        assert_eq!(
+            tracefs_mount(&parse_mountinfo("22 1 0:4 / /proc rw - proc proc rw\n")),
+            None
+        );
     }
 }

@@ -86,6 +86,89 @@ pub fn fs_type(path: &Path) -> io::Result<i64> {
     Ok(st.f_type as i64)
 }
 
+/// One mount of this process's mount table (`/proc/self/mountinfo`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MountEntry {
+    /// Where it is mounted, its octal escapes (`\040` for a space, `\011` for a tab) decoded.
+    pub dir: std::path::PathBuf,
+    /// The file system type, e.g. `tracefs`, `fuse.oscost`.
+    pub fstype: String,
+    /// The device number of its superblock as the kernel names it (`(major << 20) | minor`):
+    /// a FUSE mount's connection is `/sys/fs/fuse/connections/<dev>`.
+    pub dev: u64,
+}
+
+/// A mount table field with the kernel's octal escapes (`\ooo`, used for a space, tab,
+/// newline and backslash) decoded.
+pub fn unescape_mount_field(field: &str) -> std::path::PathBuf {
+    use std::os::unix::ffi::OsStringExt;
+    let b = field.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let octal = b.get(i + 1..i + 4).filter(|d| {
+            b[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)) && d[0] <= b'3'
+        });
+        match octal {
+            Some(d) => {
+                out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
+                i += 4;
+            }
+            None => {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+    }
+    std::path::PathBuf::from(std::ffi::OsString::from_vec(out))
+}
+
+/// The mounts of a `/proc/PID/mountinfo` text; lines it cannot read are skipped.
+pub fn parse_mountinfo(text: &str) -> Vec<MountEntry> {
+    text.lines()
+        .filter_map(|l| {
+            let (before, after) = l.split_once(" - ")?;
+            let mut w = before.split(' ');
+            let dev = w.nth(2)?;
+            let dir = w.nth(1)?;
+            let (major, minor) = dev.split_once(':')?;
+            let (major, minor): (u64, u64) = (major.parse().ok()?, minor.parse().ok()?);
+            Some(MountEntry {
+                dir: unescape_mount_field(dir),
+                fstype: after.split(' ').next()?.to_owned(),
+                dev: (major << 20) | minor,
+            })
+        })
+        .collect()
+}
+
+/// This process's mount table (empty if it cannot be read).
+pub fn mounts() -> Vec<MountEntry> {
+    parse_mountinfo(&std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default())
+}
+
+/// Aborts the FUSE connection of the file system mounted on `dir` (through the fusectl file
+/// system, `/sys/fs/fuse/connections/<dev>/abort`): every request waiting on its server fails
+/// at once instead of waiting for an answer. `Ok(false)` when fusectl is not mounted or `dir`
+/// holds no FUSE mount.
+pub fn abort_fuse_connection(dir: &Path) -> io::Result<bool> {
+    let Some(m) = mounts()
+        .into_iter()
+        .rev()
+        .find(|m| m.dir == dir && m.fstype.starts_with("fuse"))
+    else {
+        return Ok(false);
+    };
+    let abort = Path::new("/sys/fs/fuse/connections")
+        .join(m.dev.to_string())
+        .join("abort");
+    if !abort.exists() {
+        return Ok(false);
+    }
+    std::fs::write(abort, "1")?;
+    Ok(true)
+}
+
 /// The effective user id: 0 for root.
 pub fn effective_uid() -> u32 {
     // SAFETY: geteuid takes no arguments and cannot fail.
@@ -95,6 +178,25 @@ pub fn effective_uid() -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mount_table_lines_are_read_with_their_escapes() {
+        let text = "36 35 0:52 / /sys/kernel/tracing rw,nosuid - tracefs nodev rw\n\
+                    40 35 0:61 / /tmp/a\\011b\\040c\\134 rw shared:1 master:2 - fuse.oscost \
+                    oscost-fuse rw,user_id=0\n\
+                    41 35 259:3 / /boot rw - ext4 /dev/x rw\n\
+                    garbage\n";
+        let m = parse_mountinfo(text);
+        assert_eq!(m.len(), 3);
+        assert_eq!(m[0].dir, Path::new("/sys/kernel/tracing"));
+        assert_eq!(m[0].fstype, "tracefs");
+        assert_eq!(m[1].dir, Path::new("/tmp/a\tb c\\"));
+        assert_eq!(m[1].fstype, "fuse.oscost");
+        assert_eq!(m[1].dev, 61);
+        assert_eq!(m[2].dev, (259 << 20) | 3);
+        assert_eq!(unescape_mount_field("a\\9b\\"), Path::new("a\\9b\\"));
+        assert!(mounts().iter().any(|m| m.dir == Path::new("/")));
+    }
 
     #[test]
     fn dev_shm_is_told_apart_from_proc() {

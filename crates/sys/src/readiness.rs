@@ -4,7 +4,7 @@
 
 use crate::last_error;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 /// `FD_SETSIZE`: `select` watches only descriptors below it.
 pub const FD_SETSIZE: usize = libc::FD_SETSIZE;
@@ -168,6 +168,34 @@ impl Select {
     }
 }
 
+/// Waits up to `timeout` for `fd` to have input (or its writer to have closed it): `true`
+/// when it does, `false` when the time ran out. An exchange with a helper process bounds its
+/// wait with this, so a stuck helper ends the wait instead of the run.
+pub fn wait_readable(fd: impl AsFd, timeout: std::time::Duration) -> io::Result<bool> {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let mut p = libc::pollfd {
+            fd: fd.as_fd().as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = left.as_millis().min(i32::MAX as u128) as libc::c_int;
+        // SAFETY: p is one valid, writable pollfd.
+        let r = unsafe { libc::poll(&mut p, 1, ms) };
+        if r > 0 {
+            return Ok(true);
+        }
+        if r == 0 {
+            return Ok(false);
+        }
+        let e = last_error("poll");
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
 /// `poll` with a zero timeout over a fixed array (the kernel rewrites only `revents`).
 pub struct Poll {
     fds: Vec<libc::pollfd>,
@@ -270,6 +298,19 @@ impl Epoll {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_wait_for_input_ends_with_the_input_or_the_time() {
+        let (mut a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let t = std::time::Duration::from_millis(20);
+        assert!(!wait_readable(&b, t).unwrap());
+        std::io::Write::write_all(&mut a, b"x").unwrap();
+        assert!(wait_readable(&b, t).unwrap());
+        // A closed writer is an end of input, not a wait.
+        let (c, d) = std::os::unix::net::UnixStream::pair().unwrap();
+        drop(c);
+        assert!(wait_readable(&d, std::time::Duration::from_secs(5)).unwrap());
+    }
 
     #[test]
     fn peers_go_above_the_first_free_descriptors() {

@@ -170,6 +170,7 @@ const PUSH_BATCH: usize = 100;
 /// Pushes each file on its own: a bad one is named on stderr and the others still go in.
 fn push(store: &mut History, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
     let (mut pushed, mut there, mut failed) = (0, 0, 0);
+    let mut refused: Vec<String> = Vec::new();
     for chunk in files.chunks(PUSH_BATCH) {
         let mut docs = Vec::with_capacity(chunk.len());
         let mut names = Vec::with_capacity(chunk.len());
@@ -189,6 +190,11 @@ fn push(store: &mut History, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
             }
         }
         for (saved, file) in store.save_all(&docs)?.iter().zip(names) {
+            if saved.differs {
+                eprintln!("oscost: {}", one_line(&conflict(file, &saved.run_id)));
+                refused.push(file.display().to_string());
+                continue;
+            }
             let line = if saved.new {
                 pushed += 1;
                 format!("pushed {} ({})", saved.run_id, file.display())
@@ -204,12 +210,30 @@ fn push(store: &mut History, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
     if failed > 0 {
         let _ = write!(last, ", {failed} not read");
     }
-    print_stdout(&format!("{last} ({})\n", store.shown()))?;
-    Ok(if failed > 0 {
+    if !refused.is_empty() {
+        let _ = write!(
+            last,
+            ", {} refused (another run's content under a stored id: {})",
+            refused.len(),
+            refused.join(", ")
+        );
+    }
+    print_stdout(&format!("{} ({})\n", one_line(&last), store.shown()))?;
+    Ok(if failed > 0 || !refused.is_empty() {
         ExitCode::from(2)
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Why a document whose run id the history holds with other content is not stored.
+fn conflict(file: &Path, run_id: &str) -> String {
+    format!(
+        "{}: not stored: run {run_id} is already in the history with other content (two \
+         documents disagree under one id; the history keeps the one it has: `oscost history rm \
+         {run_id}` first to replace it)",
+        file.display()
+    )
 }
 
 /// A result file read for import or push, or why not, in words.
@@ -238,6 +262,11 @@ fn import(history: &mut History, files: &[PathBuf]) -> anyhow::Result<ExitCode> 
         match doc {
             Ok(doc) => {
                 let saved = history.save(&doc)?;
+                if saved.differs {
+                    eprintln!("oscost: {}", one_line(&conflict(file, &saved.run_id)));
+                    failed = true;
+                    continue;
+                }
                 print_stdout(&if saved.new {
                     format!("imported {}\n", saved.run_id)
                 } else {

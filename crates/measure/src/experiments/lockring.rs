@@ -199,6 +199,17 @@ one-way pass is half a round trip.\n\nTakes about 4 s; --quick about 0.4 s on a 
     }
 
     fn preflight(&self, quick: bool, limits: &Limits) -> anyhow::Result<()> {
+        if self.verify_order && !self.forms.contains(&Form::Mutex) {
+            anyhow::bail!(
+                "--verify-order checks the mutex ring's order, and --forms {} runs no mutex \
+                 ring: add mutex to --forms or drop --verify-order",
+                self.forms
+                    .iter()
+                    .map(engine::value_name)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            );
+        }
         match needs(self, quick) {
             Some(needs) => limits.check(&needs),
             None => Ok(()),
@@ -621,6 +632,19 @@ mod tests {
             // Without the ring, its sizes do not matter.
             assert!(validate(&opts(&["--tasks", "1", "--forms", "pipe"]), ctx).is_ok());
         });
+    }
+
+    #[test]
+    fn verify_order_without_the_mutex_ring_is_refused() {
+        use engine::Experiment;
+        let limits = crate::limits::Limits::read();
+        let e = opts(&["--verify-order", "--forms", "pipe"])
+            .preflight(true, &limits)
+            .unwrap_err();
+        assert!(e.to_string().contains("add mutex to --forms"), "{e}");
+        assert!(opts(&["--verify-order", "--forms", "mutex"])
+            .preflight(true, &limits)
+            .is_ok());
     }
 
     #[test]

@@ -29,7 +29,7 @@ use failure::*;
 pub(crate) use limits::spawn_error;
 pub use limits::{resource_error, LimitError};
 pub use policy::{sched_policy, set_sched_policy, Policy};
-pub use reap::{become_subreaper, reap_orphans, send_signal};
+pub use reap::{become_subreaper, descendants, reap_orphans, send_signal};
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};

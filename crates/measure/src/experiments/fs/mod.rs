@@ -42,6 +42,11 @@ const BIG: usize = 64 * 1024;
 const SMALL: usize = 1024;
 /// The file `read64k` and `write64k` walk through, 64 KiB at a time, wrapping at its end.
 pub const FILE_BYTES: usize = 4 * 1024 * 1024;
+/// How long the FUSE server may take to mount and say so.
+const MOUNT_PATIENCE: Duration = Duration::from_secs(10);
+/// How long it may take to answer a request for its counts (it answers at once).
+const COUNT_PATIENCE: Duration = Duration::from_secs(5);
+
 /// The size limit of the tmpfs mounted for the kernel side.
 const TMPFS_BYTES: u64 = 16 * 1024 * 1024;
 
@@ -186,7 +191,9 @@ impl KernelDir {
                 ))
             }
         }
-        let dir = ScratchDir::new_in(shm, "oscost-fs-")
+        // Named as a run directory of this run's coordinator: if the whole run is killed, the
+        // next run sees its creator gone and removes it (`leftovers::remove_earlier_runs`).
+        let dir = ScratchDir::new_in(shm, &crate::leftovers::shm_dir_prefix())
             .map_err(|e| format!("cannot create a directory in /dev/shm: {e}"))?;
         Ok(KernelDir {
             dir,
@@ -277,16 +284,77 @@ impl FuseServer {
             output,
             dir,
         };
-        let mut line = String::new();
-        let _ = server.output.read_line(&mut line);
+        let line = match server.answer(MOUNT_PATIENCE, "to say it had mounted") {
+            Ok(line) => line,
+            Err(e) => return Err(format!("{e:#}")),
+        };
         let line = line.trim_end();
         if line == server::READY {
             return Ok(server);
         }
         Err(match line.strip_prefix(server::FAILED) {
-            Some(why) => format!("mounting the FUSE file system failed: {why}"),
+            Some(why) => format!(
+                "mounting the FUSE file system failed: {}",
+                mount_failure(why)
+            ),
             None => "the FUSE server ended before it had mounted".into(),
         })
+    }
+
+    /// The server's next line, waited for at most `patience`: a server that does not answer
+    /// (stopped, deadlocked) ends the exchange with one line naming it, not the run's life.
+    fn answer(&mut self, patience: Duration, what: &str) -> anyhow::Result<String> {
+        let pid = self.child.id();
+        let mut line = String::new();
+        if self.output.buffer().is_empty()
+            && !oscost_sys::readiness::wait_readable(self.output.get_ref(), patience)
+                .context("waiting for the FUSE server")?
+        {
+            // Ended before any file on its mount is closed: a close waits for the server's
+            // answer, which a stopped server never gives; its end aborts the connection.
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            anyhow::bail!(
+                "the FUSE server (oscost {}, pid {pid}) did not answer within {} s {what}: it \
+                 is stopped or stuck; it was ended",
+                server::ROLE,
+                patience.as_secs()
+            );
+        }
+        self.output
+            .read_line(&mut line)
+            .with_context(|| format!("reading the FUSE server's answer {what}"))?;
+        Ok(line)
+    }
+
+    /// `e` with its cause first when it is the server's end: a call on its mount then fails
+    /// with whatever the kernel makes of a dead connection, which does not name the server.
+    fn explain(&mut self, e: anyhow::Error) -> anyhow::Error {
+        use std::os::unix::process::ExitStatusExt;
+        // A server told to stop aborts its connection first and exits moments later.
+        let deadline = Instant::now() + server::STOP_PATIENCE + Duration::from_secs(1);
+        let ended = loop {
+            match self.child.try_wait() {
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(10))
+                }
+                r => break r,
+            }
+        };
+        match ended {
+            Ok(Some(status)) => {
+                let how = match status.signal() {
+                    Some(sig) => format!("killed by signal {sig}"),
+                    None => format!("exit status {}", status.code().unwrap_or(-1)),
+                };
+                e.context(format!(
+                    "the FUSE server (oscost {}, pid {}) ended mid-run ({how})",
+                    server::ROLE,
+                    self.child.id()
+                ))
+            }
+            _ => e,
+        }
     }
 
     /// The requests the server has answered so far, by kind.
@@ -297,10 +365,7 @@ impl FuseServer {
             .context("the FUSE server's input is closed")?;
         writeln!(input, "{}", server::COUNT).context("asking the FUSE server for its counts")?;
         input.flush()?;
-        let mut line = String::new();
-        self.output
-            .read_line(&mut line)
-            .context("reading the FUSE server's counts")?;
+        let line = self.answer(COUNT_PATIENCE, "with its request counts")?;
         serde_json::from_str(&line)
             .with_context(|| format!("the FUSE server's counts are unreadable: {line:?}"))
     }
@@ -309,7 +374,8 @@ impl FuseServer {
 impl Drop for FuseServer {
     fn drop(&mut self) {
         drop(self.input.take());
-        let deadline = Instant::now() + Duration::from_secs(5);
+        // It exits STOP_PATIENCE after its input closed at the latest; a stopped one is killed.
+        let deadline = Instant::now() + server::STOP_PATIENCE + Duration::from_secs(1);
         loop {
             match self.child.try_wait() {
                 Ok(Some(_)) | Err(_) => break,
@@ -322,9 +388,27 @@ impl Drop for FuseServer {
             }
         }
         // A server killed before it unmounted, or one that ended before its unmount reached
-        // the mount table: take the mount down here (lazily; an error only says nothing was
-        // mounted there any more).
-        let _ = oscost_sys::mount::unmount(self.dir.path());
+        // the mount table: take the mount down here (lazily; through fusermount3 for a user
+        // who is not root).
+        server::lazy_unmount(self.dir.path());
+    }
+}
+
+/// Why mounting failed, with the fix where the kernel's error alone does not say it: a device
+/// at /dev/fuse that is not the FUSE device makes mount(2) fail with EINVAL.
+fn mount_failure(why: &str) -> String {
+    let dev_is_fuse = std::fs::metadata("/dev/fuse").is_ok_and(|m| {
+        use std::os::unix::fs::{FileTypeExt, MetadataExt};
+        // The FUSE device is the character device 10:229.
+        m.file_type().is_char_device() && m.rdev() == libc::makedev(10, 229)
+    });
+    if dev_is_fuse {
+        why.to_owned()
+    } else {
+        format!(
+            "{why}: /dev/fuse is not the FUSE device (character device 10:229); recreate it \
+             (`mknod /dev/fuse c 10 229`) or pass the host's in"
+        )
     }
 }
 
@@ -552,7 +636,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         ctx.progress.message(&call.id());
         let made = Cell::new(0u64);
         let before = match server.as_mut() {
-            Some(s) => Some(s.counts()?),
+            Some(s) => Some(s.counts().map_err(|e| s.explain(e))?),
             None => None,
         };
         let mut jobs = Vec::with_capacity(sides.len());
@@ -569,9 +653,12 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         let (results, threads) = crate::sampler::counting_threads(|| {
             measure_interleaved(ctx, jobs, &|| ctx.progress.inc(1))
         });
-        let results = results?;
+        let results = match (results, server.as_mut()) {
+            (Err(e), Some(s)) => return Err(s.explain(e)),
+            (r, _) => r?,
+        };
         let after = match server.as_mut() {
-            Some(s) => Some(s.counts()?),
+            Some(s) => Some(s.counts().map_err(|e| s.explain(e))?),
             None => None,
         };
         let mut ids = Vec::new();

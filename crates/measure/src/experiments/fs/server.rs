@@ -10,7 +10,9 @@
 //! The process talks to whoever started it through its standard streams, one line each way:
 //! it writes `ready` once mounted (or `failed <why>` and exits), answers each `count` line
 //! with the counts as one JSON object, and unmounts and exits when its standard input ends
-//! (the starter closed it, or died) or when [`Mounted::stopper`] is called (a signal).
+//! (the starter closed it, or died) or when [`Mounted::stopper`] is called (a signal). A stop
+//! is never spent: an unmount that fails (the file system busy) is done lazily, and a server
+//! whose session has not ended [`STOP_PATIENCE`] later aborts its connection and exits.
 
 use fuser::{
     AccessFlags, Config, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
@@ -21,7 +23,7 @@ use fuser::{
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::{OsStr, OsString};
 use std::io::{self, BufRead, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
@@ -35,6 +37,10 @@ pub const READY: &str = "ready";
 pub const FAILED: &str = "failed ";
 /// The line that asks for the request counts.
 pub const COUNT: &str = "count";
+
+/// How long a stopped server waits for its session to end before it aborts the connection and
+/// exits.
+pub const STOP_PATIENCE: Duration = Duration::from_secs(2);
 
 /// Entries and attributes are never cached by the kernel: every lookup reaches the server.
 const TTL: Duration = Duration::ZERO;
@@ -472,13 +478,48 @@ impl Filesystem for MemFs {
 
 /// Stops a mounted server: unmounts it, which ends its session.
 #[derive(Clone)]
-pub struct Stopper(Arc<Mutex<SessionUnmounter>>);
+pub struct Stopper {
+    unmounter: Arc<Mutex<SessionUnmounter>>,
+    dir: PathBuf,
+}
 
 impl Stopper {
-    /// Unmounts the file system (once; later calls do nothing).
+    /// Unmounts the file system. The first call unmounts the usual way; when that fails (the
+    /// file system is busy) or did not take, every call unmounts lazily (the mount leaves the
+    /// tree at once and the session ends when its last file closes), so a stop is never spent.
     pub fn stop(&self) {
-        let mut u = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let _ = u.unmount();
+        let mut u = self
+            .unmounter
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if u.unmount().is_ok() && !fuse_mounted_on(&self.dir) {
+            return;
+        }
+        lazy_unmount(&self.dir);
+    }
+
+    /// Aborts the FUSE connection (every request waiting on this server fails at once, so no
+    /// caller is left in an uninterruptible wait), then unmounts. Where the connection
+    /// cannot be aborted (fusectl not mounted), the process's exit does it: the kernel aborts
+    /// a connection whose device is closed.
+    pub fn abort(&self) {
+        let _ = oscost_sys::mount::abort_fuse_connection(&self.dir);
+        self.stop();
+    }
+}
+
+/// Whether a FUSE file system is mounted on `dir` in this process's mount table.
+fn fuse_mounted_on(dir: &Path) -> bool {
+    oscost_sys::mount::mounts()
+        .iter()
+        .any(|m| m.dir == dir && m.fstype.starts_with("fuse"))
+}
+
+/// Unmounts the FUSE file system on `dir` lazily (see [`crate::leftovers::unmount_lazily`]).
+/// Nothing mounted there is not an error.
+pub fn lazy_unmount(dir: &Path) {
+    if fuse_mounted_on(dir) {
+        crate::leftovers::unmount_lazily(dir);
     }
 }
 
@@ -489,8 +530,18 @@ pub struct Mounted {
     stopper: Stopper,
 }
 
+/// Whether fusermount3 may be asked to unmount the file system when its server ends, however
+/// it ends (`auto_unmount`): fuser asks it only with `allow_root`, which fusermount3 grants a
+/// user who is not root only when `/etc/fuse.conf` says `user_allow_other`.
+fn auto_unmount_allowed(fuse_conf: &str) -> bool {
+    fuse_conf
+        .lines()
+        .any(|l| l.split('#').next().unwrap_or("").trim() == "user_allow_other")
+}
+
 /// Mounts the file system on `dir`: directly with mount(2) as root, else through the
-/// `fusermount3` helper (Debian's `fuse3` package).
+/// `fusermount3` helper (Debian's `fuse3` package), with `auto_unmount` where
+/// `/etc/fuse.conf` allows it, so the mount goes with the server even if it is killed.
 pub fn mount(dir: &Path) -> io::Result<Mounted> {
     let counts = Arc::new(Counts::new());
     let meta = std::fs::metadata(dir)?;
@@ -505,8 +556,17 @@ pub fn mount(dir: &Path) -> io::Result<Mounted> {
         MountOption::Subtype("oscost".into()),
         MountOption::NoAtime,
     ];
+    if oscost_sys::mount::effective_uid() != 0
+        && auto_unmount_allowed(&std::fs::read_to_string("/etc/fuse.conf").unwrap_or_default())
+    {
+        config.mount_options.push(MountOption::AutoUnmount);
+        config.acl = fuser::SessionACL::RootAndOwner;
+    }
     let mut session = Session::new(fs, dir, &config)?;
-    let stopper = Stopper(Arc::new(Mutex::new(session.unmount_callable())));
+    let stopper = Stopper {
+        unmounter: Arc::new(Mutex::new(session.unmount_callable())),
+        dir: dir.to_owned(),
+    };
     Ok(Mounted {
         session,
         counts,
@@ -522,7 +582,8 @@ impl Mounted {
 
     /// Writes [`READY`] to `out`, answers each [`COUNT`] line of `control` with the counts on
     /// `out`, and serves requests until unmounted: by [`Stopper::stop`], or when `control`
-    /// ends. Returns once the session has ended.
+    /// ends. Returns once the session has ended; [`STOP_PATIENCE`] after `control` ended,
+    /// the process exits whatever the session does.
     pub fn serve(
         self,
         control: impl BufRead + Send + 'static,
@@ -546,7 +607,12 @@ impl Mounted {
                             }
                         }
                     }
+                    // Its user is gone (the input closed): an open file that keeps the lazily
+                    // unmounted session alive can no longer be closed by it.
                     stopper.stop();
+                    std::thread::sleep(STOP_PATIENCE);
+                    stopper.abort();
+                    std::process::exit(0);
                 }
             })?;
         let served = self.session.run();
@@ -555,5 +621,20 @@ impl Mounted {
         stopper.stop();
         drop(control); // detached: it ends with the process, blocked on its input or not
         served
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_unmount_follows_user_allow_other() {
+        assert!(auto_unmount_allowed("# comment\nuser_allow_other\n"));
+        assert!(auto_unmount_allowed("  user_allow_other # yes\n"));
+        assert!(!auto_unmount_allowed(
+            "#user_allow_other\nmount_max = 1000\n"
+        ));
+        assert!(!auto_unmount_allowed(""));
     }
 }
