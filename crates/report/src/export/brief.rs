@@ -354,10 +354,22 @@ pub fn run_tail(experiments: &[ExperimentResult], width: Option<u16>) -> String 
         };
         s += &wrap(&line, width, 2);
     }
+    // An experiment's own note said by several (tracefs mounted for each traced pass) is said
+    // once, naming them: its kind is its words before the first colon.
+    let mut own: Vec<(&str, Vec<&str>, &str)> = Vec::new();
     for e in experiments {
         for n in &e.notes {
-            s += &wrap(&format!("note: {}: {}", e.name, n.as_str()), width, 2);
+            let text = n.as_str();
+            let k = text.split(':').next().unwrap_or(text);
+            match own.iter_mut().find(|(key, _, _)| *key == k) {
+                Some((_, names, _)) if !names.contains(&e.name.as_str()) => names.push(&e.name),
+                Some(_) => {}
+                None => own.push((k, vec![&e.name], text)),
+            }
         }
+    }
+    for (_, names, text) in own {
+        s += &wrap(&format!("note: {}: {text}", names.join(", ")), width, 2);
     }
     let mut notes: Vec<(String, Vec<String>, Option<String>)> = Vec::new();
     for e in experiments {
@@ -519,6 +531,18 @@ mod tests {
         let tail = run_tail(&[a, b], Some(80));
         assert_eq!(tail.matches("warning:").count(), 1, "{tail}");
         assert!(tail.contains("in 2 of 2 experiments, at worst: other processes used 57.4 %"));
+        // A note several experiments made alike is said once, naming them.
+        let (mut a, mut b) = (experiment("tick"), experiment("noise"));
+        a.notes
+            .push("tracefs was not mounted: mounted for the traced pass".into());
+        b.notes
+            .push("tracefs was not mounted: mounted for the traced passes".into());
+        let tail = run_tail(&[a, b], Some(80));
+        assert_eq!(tail.matches("tracefs was not mounted").count(), 1, "{tail}");
+        assert!(
+            tail.contains("note: tick, noise: tracefs was not mounted"),
+            "{tail}"
+        );
     }
 
     #[test]
