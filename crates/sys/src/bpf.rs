@@ -839,6 +839,7 @@ mod tests {
     /// the thread filter keeps another's out; elsewhere the refusal is one line.
     #[test]
     fn a_pass_records_this_threads_calls() {
+        let _serial = crate::ktrace::tests::tracefs_serial();
         let Ok(fs) = Tracefs::open() else { return };
         let cpu = crate::affinity().unwrap()[0];
         let events = [("raw_syscalls", "sys_enter"), ("sched", "sched_switch")];

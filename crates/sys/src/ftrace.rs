@@ -202,9 +202,24 @@ impl Tracer {
         for f in &self.formats {
             let _ = write(&self.event_dir(f).join("enable"), "0");
         }
-        std::fs::remove_dir(&self.dir).map_err(|e| {
-            io::Error::new(e.kind(), format!("removing {}: {e}", self.dir.display()))
-        })?;
+        // A child forked (by this process, any thread) while one of the instance's files was
+        // open holds it until the child exits or execs: the instance is busy for that long.
+        let mut tries = 0;
+        loop {
+            match std::fs::remove_dir(&self.dir) {
+                Ok(()) => break,
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) && tries < 100 => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                Err(e) => {
+                    return Err(io::Error::new(
+                        e.kind(),
+                        format!("removing {}: {e}", self.dir.display()),
+                    ))
+                }
+            }
+        }
         self.removed = true;
         Ok(())
     }
@@ -425,6 +440,7 @@ mod tests {
     /// is gone after; elsewhere the refusal is one line.
     #[test]
     fn an_instance_records_and_goes() {
+        let _serial = crate::ktrace::tests::tracefs_serial();
         let Ok(fs) = Tracefs::open() else { return };
         let cpu = crate::affinity().unwrap()[0];
         let mut seen = None;

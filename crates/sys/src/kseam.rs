@@ -251,6 +251,7 @@ mod tests {
 
     #[test]
     fn an_event_bpf_cannot_record_goes_to_perf_without_a_word() {
+        let _serial = crate::ktrace::tests::tracefs_serial();
         let Ok(fs) = Tracefs::open() else { return };
         let cpu = crate::affinity().unwrap()[0];
         let events = [("irq_vectors", "local_timer_entry")];

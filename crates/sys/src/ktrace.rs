@@ -932,8 +932,18 @@ pub fn anchor_on(id: libc::clockid_t, now: impl Fn() -> u64) -> (u64, u64) {
 pub(crate) mod tests {
     use super::*;
 
+    /// Held by every test of this crate that opens tracefs: a test that mounted it unmounts it
+    /// when it ends, under any other that found it mounted.
+    pub(crate) fn tracefs_serial() -> std::sync::MutexGuard<'static, ()> {
+        static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        SERIAL
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     #[test]
     fn the_syscall_count_is_the_calls_made() {
+        let _serial = tracefs_serial();
         let Ok(fs) = Tracefs::open() else { return };
         let all = match SyscallCounter::open(&fs, None) {
             Ok(c) => c,
