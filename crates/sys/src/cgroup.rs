@@ -58,28 +58,9 @@ pub enum Outcome {
 /// and a stack buffer only.
 fn in_cgroup(name: &[u8]) -> bool {
     let mut buf = [0u8; 4096];
-    // SAFETY: the path is a NUL-terminated literal.
-    let fd = unsafe {
-        libc::open(
-            c"/proc/self/cgroup".as_ptr(),
-            libc::O_RDONLY | libc::O_CLOEXEC,
-        )
-    };
-    if fd < 0 {
+    let Some(len) = crate::raw::read_file(c"/proc/self/cgroup", &mut buf) else {
         return false;
-    }
-    let mut len = 0usize;
-    while len < buf.len() {
-        let rest = &mut buf[len..];
-        // SAFETY: rest is writable for rest.len() bytes.
-        let r = unsafe { libc::read(fd, rest.as_mut_ptr().cast(), rest.len()) };
-        if r <= 0 {
-            break;
-        }
-        len += r as usize;
-    }
-    // SAFETY: fd was opened above and is closed once.
-    unsafe { libc::close(fd) };
+    };
     buf[..len].split(|&b| b == b'\n').any(|line| {
         line.len() > name.len() && line.ends_with(name) && line[line.len() - name.len() - 1] == b'/'
     })
@@ -114,18 +95,8 @@ fn wait(pid: libc::pid_t) -> io::Result<i32> {
 }
 
 fn fork_like() -> libc::c_long {
-    // SAFETY: a fork-like clone (no new stack, nothing shared): the child runs only raw calls
-    // and _exit in its callers.
-    unsafe {
-        libc::syscall(
-            libc::SYS_clone,
-            libc::SIGCHLD as libc::c_long,
-            std::ptr::null_mut::<libc::c_void>(),
-            std::ptr::null_mut::<libc::c_int>(),
-            std::ptr::null_mut::<libc::c_int>(),
-            0 as libc::c_ulong,
-        )
-    }
+    // SAFETY: the child runs only raw calls and _exit in its callers.
+    unsafe { crate::raw::fork_like(0) }
 }
 
 /// Makes one child that gets into a cgroup `into` says and ends at once, and waits for it;

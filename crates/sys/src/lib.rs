@@ -24,6 +24,7 @@ pub mod ns;
 pub mod oom;
 pub mod pages;
 pub mod pmqos;
+pub mod raw;
 pub mod readiness;
 pub mod seccomp;
 pub mod shm;

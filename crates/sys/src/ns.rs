@@ -200,17 +200,8 @@ fn loopback_up(check: bool) -> i32 {
 
 /// Makes a grandchild and tells whether it was pid 1 (of a new PID namespace). Raw calls only.
 fn first_child_is_init() -> bool {
-    // SAFETY: a fork-like clone; the grandchild makes raw calls and _exits.
-    let pid = unsafe {
-        libc::syscall(
-            libc::SYS_clone,
-            libc::SIGCHLD as libc::c_long,
-            std::ptr::null_mut::<libc::c_void>(),
-            std::ptr::null_mut::<libc::c_int>(),
-            std::ptr::null_mut::<libc::c_int>(),
-            0 as libc::c_ulong,
-        )
-    };
+    // SAFETY: the grandchild makes raw calls and _exits.
+    let pid = unsafe { crate::raw::fork_like(0) };
     if pid == 0 {
         // SAFETY: getpid has no arguments; _exit ends the grandchild.
         unsafe { libc::_exit(i32::from(libc::getpid() != 1)) }
@@ -266,24 +257,14 @@ fn child(recipe: &Recipe, check: Option<&Parent>) -> ! {
 /// compares each new namespace's link with the parent's (and reads the loopback back).
 /// Call it from a single-threaded process: the child is a fork-like clone.
 pub fn run_child(recipe: &Recipe, check: Option<&Parent>) -> io::Result<Outcome> {
-    let flags = libc::SIGCHLD as libc::c_long
-        | if recipe.cloned {
-            recipe.flags as libc::c_long
-        } else {
-            0
-        };
-    // SAFETY: a fork-like clone (no new stack, no shared memory): the child gets a copy of
-    // the address space and runs only `child`, raw calls and _exit.
-    let pid = unsafe {
-        libc::syscall(
-            libc::SYS_clone,
-            flags,
-            std::ptr::null_mut::<libc::c_void>(),
-            std::ptr::null_mut::<libc::c_int>(),
-            std::ptr::null_mut::<libc::c_int>(),
-            0 as libc::c_ulong,
-        )
+    let flags = if recipe.cloned {
+        recipe.flags as libc::c_long
+    } else {
+        0
     };
+    // SAFETY: the child gets a copy of the address space and runs only `child`, raw calls
+    // and _exit.
+    let pid = unsafe { crate::raw::fork_like(flags) };
     if pid < 0 {
         let e = io::Error::last_os_error();
         return match (recipe.cloned, e.raw_os_error()) {

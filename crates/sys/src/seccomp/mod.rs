@@ -204,28 +204,9 @@ pub struct Status {
 /// a forked child.
 pub fn read_status() -> Status {
     let mut buf = [0u8; 8192];
-    // SAFETY: the path is a NUL-terminated literal; open only reads it.
-    let fd = unsafe {
-        libc::open(
-            c"/proc/self/status".as_ptr(),
-            libc::O_RDONLY | libc::O_CLOEXEC,
-        )
-    };
-    if fd < 0 {
+    let Some(len) = crate::raw::read_file(c"/proc/self/status", &mut buf) else {
         return Status::default();
-    }
-    let mut len = 0usize;
-    while len < buf.len() {
-        let rest = &mut buf[len..];
-        // SAFETY: rest is writable for rest.len() bytes.
-        let r = unsafe { libc::read(fd, rest.as_mut_ptr().cast(), rest.len()) };
-        if r <= 0 {
-            break;
-        }
-        len += r as usize;
-    }
-    // SAFETY: fd was opened above and is closed once.
-    unsafe { libc::close(fd) };
+    };
     let text = &buf[..len];
     Status {
         mode: status_field(text, b"Seccomp:"),
