@@ -317,12 +317,44 @@ fn mount_file(dir: &Path, mountpoint: &Path) -> PathBuf {
     dir.join(format!("{name}.mount"))
 }
 
-/// A mount this process made, recorded in the settings directory so that if the process is
-/// killed before it unmounts, the next oscost run does (see [`sweep`]). Dropped after the
-/// unmount: the record goes.
-pub(crate) struct MountRecord {
+/// A record in the settings directory of something this process made (a mount, a cgroup, an
+/// ftrace instance), so that if the process is killed before it undoes it, the next oscost run
+/// does (see [`sweep`]). Dropped after the undoing: the record goes.
+pub struct HeldRecord {
     dir: PathBuf,
     file: PathBuf,
+}
+
+impl Drop for HeldRecord {
+    fn drop(&mut self) {
+        if let Ok(Some(_lock)) = lock_dir(&self.dir, false) {
+            let _ = remove_record(&self.file);
+        }
+    }
+}
+
+/// A mount this process made (see [`HeldRecord`]).
+pub(crate) type MountRecord = HeldRecord;
+
+/// Writes the record `file` of `path`, whose kind is `original`, held by `me`.
+fn hold(
+    dir: &Path,
+    file: PathBuf,
+    path: &Path,
+    original: &str,
+    me: Holder,
+) -> io::Result<HeldRecord> {
+    let _lock = lock_dir(dir, true)?;
+    let record = Record {
+        path: path.to_owned(),
+        original: original.to_owned(),
+        holders: vec![me],
+    };
+    write_record(&file, &record)?;
+    Ok(HeldRecord {
+        dir: dir.to_owned(),
+        file,
+    })
 }
 
 /// Records that `me` mounted a file system of type `fstype` on `mountpoint`.
@@ -332,26 +364,7 @@ pub(crate) fn record_mount(
     fstype: &str,
     me: Holder,
 ) -> io::Result<MountRecord> {
-    let _lock = lock_dir(dir, true)?;
-    let file = mount_file(dir, mountpoint);
-    let record = Record {
-        path: mountpoint.to_owned(),
-        original: fstype.to_owned(),
-        holders: vec![me],
-    };
-    write_record(&file, &record)?;
-    Ok(MountRecord {
-        dir: dir.to_owned(),
-        file,
-    })
-}
-
-impl Drop for MountRecord {
-    fn drop(&mut self) {
-        if let Ok(Some(_lock)) = lock_dir(&self.dir, false) {
-            let _ = remove_record(&self.file);
-        }
-    }
+    hold(dir, mount_file(dir, mountpoint), mountpoint, fstype, me)
 }
 
 /// The record file of a cgroup oscost made at `path`: `sys.fs.cgroup.cpu.oscost-1-a.cgroup`.
@@ -364,35 +377,12 @@ fn cgroup_file(dir: &Path, path: &Path) -> PathBuf {
 }
 
 /// A cgroup directory this process is about to make, recorded in the settings directory
-/// before the `mkdir`, so that if the process is killed before it removes it, the next oscost
-/// run does (see [`sweep`]). Dropped after the `rmdir`: the record goes.
-pub struct CgroupRecord {
-    dir: PathBuf,
-    file: PathBuf,
-}
+/// before the `mkdir` (see [`HeldRecord`]); dropped after the `rmdir`.
+pub type CgroupRecord = HeldRecord;
 
 /// Records that `me` makes the cgroup directory `path`.
 pub fn record_cgroup(dir: &Path, path: &Path, me: Holder) -> io::Result<CgroupRecord> {
-    let _lock = lock_dir(dir, true)?;
-    let file = cgroup_file(dir, path);
-    let record = Record {
-        path: path.to_owned(),
-        original: "cgroup".to_owned(),
-        holders: vec![me],
-    };
-    write_record(&file, &record)?;
-    Ok(CgroupRecord {
-        dir: dir.to_owned(),
-        file,
-    })
-}
-
-impl Drop for CgroupRecord {
-    fn drop(&mut self) {
-        if let Ok(Some(_lock)) = lock_dir(&self.dir, false) {
-            let _ = remove_record(&self.file);
-        }
-    }
+    hold(dir, cgroup_file(dir, path), path, "cgroup", me)
 }
 
 /// Whether `path` may be a cgroup oscost made: a directory named `oscost-…` under
