@@ -68,13 +68,19 @@ pub(super) fn show_study(cfg: &Config, name: &str, doc: &ResultDoc) -> anyhow::R
     };
     let width = table_width(cfg);
     let mut text = String::new();
-    for v in study.tables(Some(doc)) {
-        text += &terminal::view(&v, width);
+    let tables = study.tables(Some(doc));
+    for v in &tables {
+        text += &terminal::view(v, width);
         text.push('\n');
     }
-    // The study's cells carry marks; what the run's cases carried is said under them.
-    let figures = study.figures(doc);
-    if figures.iter().any(|f| f.doubt.is_some()) {
+    // The study's cells carry marks; what the run's cases carried is said under them. Read
+    // from the tables made above: the study's figures are not worked out a second time.
+    let doubtful = tables
+        .iter()
+        .flat_map(|v| &v.rows)
+        .flatten()
+        .any(|cell| cell.ends_with(" ~"));
+    if doubtful {
         text += &terminal::wrap(oscost_report::study::MARKS, width, 2);
     }
     if !cfg.quiet {

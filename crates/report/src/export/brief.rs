@@ -149,12 +149,14 @@ fn grid_width(g: &Grid, figures: &[Figure]) -> usize {
     2 + label + cols.iter().map(|w| w + 2).sum::<usize>()
 }
 
+// Every character here is one column wide (see `text_width`), so std's padding, which counts
+// characters, lines them up.
 fn pad_left(s: &str, w: usize) -> String {
-    format!("{}{s}", " ".repeat(w.saturating_sub(text_width(s))))
+    format!("{s:>w$}")
 }
 
 fn pad_right(s: &str, w: usize) -> String {
-    format!("{s}{}", " ".repeat(w.saturating_sub(text_width(s))))
+    format!("{s:<w$}")
 }
 
 /// The grid's lines under a header naming `title` and the columns.
