@@ -179,7 +179,7 @@ own /proc/self/cgroup; the partner's and this process's are read too. Without pe
 make cgroups (a normal user with no delegated cgroup) those cases are listed as not \
 measured, with the reason, and cgroup.fork is still measured.\n\nTakes about 6 s (0.9 s as \
 `oscost run cgroup`); --quick about 0.6 s on a 2-vCPU virtual machine.";
-    const IN_DEFAULT_SUITE: bool = false;
+    const IN_DEFAULT_SUITE: bool = true;
     const SUITE_ARGS: &'static [&'static str] = &["--suite-size"];
 
     fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput> {

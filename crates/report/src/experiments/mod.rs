@@ -96,16 +96,6 @@ pub const TABLE: &[Entry] = &[
         plots: &[plot::seccomp::plots],
     },
     Entry {
-        name: "ns",
-        views: &[],
-        plots: &[],
-    },
-    Entry {
-        name: "cgroup",
-        views: &[],
-        plots: &[],
-    },
-    Entry {
         name: "uring",
         views: &[],
         plots: &[plot::io::uring_plots],
@@ -144,6 +134,16 @@ pub const TABLE: &[Entry] = &[
         name: "signal",
         views: &[],
         plots: &[],
+    },
+    Entry {
+        name: "cgroup",
+        views: &[],
+        plots: &[plot::isolation::cgroup_plots],
+    },
+    Entry {
+        name: "ns",
+        views: &[],
+        plots: &[plot::isolation::ns_plots],
     },
     Entry {
         name: "example",
@@ -223,7 +223,9 @@ mod tests {
                 "timeline",
                 "tick",
                 "noise",
-                "wakeup"
+                "wakeup",
+                "cgroup",
+                "ns"
             ]
         );
     }

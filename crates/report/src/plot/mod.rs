@@ -10,6 +10,7 @@ pub mod chart;
 pub mod datasheet;
 pub mod distribution;
 pub mod io;
+pub mod isolation;
 pub mod marks;
 pub mod memory;
 pub mod noise;
