@@ -19,6 +19,9 @@ pub(crate) struct Col {
     pub right: bool,
     /// When it is dropped to make room, lowest first; `None`: kept.
     pub drop: Option<u8>,
+    /// Shown again when the table becomes one block of lines per row, where width is no
+    /// longer short (a comparison's two figures beside their ratio).
+    pub listed: bool,
 }
 
 impl Col {
@@ -28,6 +31,7 @@ impl Col {
             head: head.into(),
             right,
             drop: None,
+            listed: false,
         }
     }
 
@@ -37,7 +41,14 @@ impl Col {
             head: head.into(),
             right,
             drop: Some(rank),
+            listed: false,
         }
+    }
+
+    /// The same column, shown again in the one-block-per-row form after it was dropped.
+    pub fn listed(mut self) -> Col {
+        self.listed = true;
+        self
     }
 }
 
@@ -139,6 +150,9 @@ pub(crate) fn fit(
         Overflow::List { headline } => headline.filter(|&h| shown[h]),
         Overflow::Fold => None,
     };
+    for (s, c) in shown.iter_mut().zip(cols) {
+        *s |= c.listed;
+    }
     list(cols, rows, &shown, headline, width)
 }
 
@@ -354,5 +368,18 @@ mod tests {
         }
         let s = fit(&cols, &rows, Some(30), Overflow::List { headline: Some(3) });
         assert!(s.starts_with("timeline.processes.n1: too few"), "{s}");
+    }
+
+    #[test]
+    fn a_listed_column_dropped_from_the_table_comes_back_in_the_blocks() {
+        let (mut cols, rows) = sample();
+        let s = fit(&cols, &rows, Some(30), Overflow::List { headline: Some(3) });
+        assert!(!s.contains("min 1.000 s"), "{s}");
+        cols[1] = cols[1].clone().listed();
+        let s = fit(&cols, &rows, Some(30), Overflow::List { headline: Some(3) });
+        assert!(s.contains("min 1.000 s") && widest(&s) <= 30, "{s}");
+        let natural = widest(&fit(&cols, &rows, None, Overflow::Fold));
+        let s = fit(&cols, &rows, Some(natural as u16 - 1), Overflow::Fold);
+        assert!(!s.contains("min"), "a table still drops it:\n{s}");
     }
 }

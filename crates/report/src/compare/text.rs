@@ -12,12 +12,13 @@ fn fmt_rate(ns_per_s: f64) -> String {
 }
 
 /// The columns of the figures table. In a narrow terminal the difference goes first, then the
-/// p-value, A, B and the percentage; the case, the ratio and the verdict stay.
+/// p-value, A, B and the percentage; the case, the ratio and the verdict stay, and where even
+/// they do not fit as a table, each row becomes a block that shows A and B again.
 fn cols(c: &Comparison) -> Vec<Col> {
     let mut h = vec![
         Col::keep("case", false),
-        Col::drop("A", true, 3),
-        Col::drop("B", true, 4),
+        Col::drop("A", true, 3).listed(),
+        Col::drop("B", true, 4).listed(),
         Col::drop("B − A", true, 1),
         Col::drop("%", true, 5),
         Col::keep("B / A (95 % CI)", true),
