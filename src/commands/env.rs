@@ -27,5 +27,6 @@ fn environment_text(cfg: &Config) -> anyhow::Result<String> {
     } else if let Some(Sink::Stdout) = &cfg.json {
         print_stdout(&(serde_json::to_string_pretty(&env)? + "\n"))?;
     }
-    Ok(oscost_report::envtext::render_environment(&env))
+    let width = oscost_report::export::terminal::layout_width(cfg.stdout_taken());
+    Ok(oscost_report::envtext::render_environment_to(&env, width))
 }

@@ -2,17 +2,18 @@
 
 use crate::stdout::print_stdout;
 use oscost_measure::experiments::REGISTRY;
+use oscost_report::export::terminal;
 use std::process::ExitCode;
 
 /// Prints `oscost list`.
 pub fn run() -> anyhow::Result<ExitCode> {
-    print_stdout(&list())?;
+    print_stdout(&list(terminal::layout_width(false)))?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// The text of `oscost list`.
-fn list() -> String {
-    let width = REGISTRY
+/// The text of `oscost list`, each summary wrapped to `width` under itself.
+fn list(width: Option<u16>) -> String {
+    let name_width = REGISTRY
         .iter()
         .filter(|e| !e.hidden)
         .map(|e| e.name.len())
@@ -25,7 +26,8 @@ fn list() -> String {
         } else {
             " (not in the default suite)"
         };
-        s += &format!("{:width$}  {}{suite}\n", e.name, e.summary);
+        let line = format!("{:name_width$}  {}{suite}", e.name, e.summary);
+        s += &terminal::wrap(&line, width, name_width + 2);
     }
     s
 }
@@ -36,9 +38,12 @@ mod tests {
 
     #[test]
     fn list_names_every_experiment() {
-        let l = list();
+        let l = list(None);
         for e in REGISTRY {
             assert_eq!(l.contains(e.name), !e.hidden, "{}", e.name);
         }
+        let narrow = list(Some(60));
+        assert!(narrow.lines().all(|l| l.chars().count() <= 60), "{narrow}");
+        assert!(narrow.lines().count() > l.lines().count());
     }
 }

@@ -128,7 +128,9 @@ pub fn plan(
         if full {
             anyhow::bail!("--full needs a study to run (`oscost study NAME --full`)");
         }
-        print_stdout(&oscost_report::study::list_text())?;
+        print_stdout(&oscost_report::study::list_text(
+            oscost_report::export::terminal::layout_width(false),
+        ))?;
         return Ok(None);
     };
     let size = if full {

@@ -140,6 +140,12 @@ fn pad(s: &str, width: usize) -> String {
 
 /// The text of `oscost baselines`: one row per shipped baseline, then how to use one.
 pub fn list_text() -> String {
+    list_text_to(None)
+}
+
+/// [`list_text`] fitted to a terminal's `width`: the prose wrapped, each OS continued under
+/// its column.
+pub fn list_text_to(width: Option<u16>) -> String {
     let docs = all();
     let head = ["NAME", "CITATION", "FIGURES", "MAPPED", "OS"];
     let rows: Vec<[String; 5]> = docs
@@ -154,32 +160,45 @@ pub fn list_text() -> String {
             ]
         })
         .collect();
-    let width = |i: usize| {
+    let col_width = |i: usize| {
         rows.iter()
             .map(|r| r[i].chars().count())
             .chain([head[i].len()])
             .max()
             .unwrap_or(0)
     };
-    let widths: Vec<usize> = (0..head.len()).map(width).collect();
+    let widths: Vec<usize> = (0..head.len()).map(col_width).collect();
     let line = |cells: [&str; 5]| {
-        let text = format!(
-            "{}  {}  {:>w2$}  {:>w3$}  {}",
+        let start = format!(
+            "{}  {}  {:>w2$}  {:>w3$}  ",
             pad(cells[0], widths[0]),
             pad(cells[1], widths[1]),
             cells[2],
             cells[3],
-            cells[4],
             w2 = widths[2],
             w3 = widths[3],
         );
-        format!("{}\n", text.trim_end())
+        let indent = start.chars().count();
+        let w = width.map_or(usize::MAX, usize::from);
+        if indent + cells[4].chars().count() <= w {
+            return format!("{}\n", format!("{start}{}", cells[4]).trim_end());
+        }
+        // Too narrow for the OS beside the figures: under them, wrapped.
+        let os = crate::layout::wrap(&format!("    {}", cells[4]), width, 4);
+        format!("{}\n{os}", start.trim_end())
     };
-    let mut out = String::from(
-        "Published baselines: figures as their studies printed them, none measured by oscost.\n\
-         MAPPED figures stand beside an oscost figure of the same meaning (a case, or one computed \
-         from a run as the study did: `oscost study`); the others say why none exists.\n\n",
+    let mut out = crate::layout::wrap(
+        "Published baselines: figures as their studies printed them, none measured by oscost.",
+        width,
+        0,
     );
+    out += &crate::layout::wrap(
+        "MAPPED figures stand beside an oscost figure of the same meaning (a case, or one \
+         computed from a run as the study did: `oscost study`); the others say why none exists.",
+        width,
+        0,
+    );
+    out.push('\n');
     out.push_str(&line(head));
     for r in &rows {
         out.push_str(&line([&r[0], &r[1], &r[2], &r[3], &r[4]]));

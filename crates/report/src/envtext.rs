@@ -11,12 +11,16 @@ use std::fmt::Display;
 
 /// Column where values start.
 const LABEL_WIDTH: usize = 16;
-/// Long values are wrapped at this width so the text stays readable in a terminal.
+/// Long values are wrapped at this width where no terminal sets one (a file, a pipe, the
+/// report), so the same machine always gives the same text.
 const LINE_WIDTH: usize = 100;
+/// The narrowest width a terminal can narrow the text to: the label column and a few words.
+const MIN_WIDTH: usize = 40;
 const NA: &str = "n/a";
 
 struct Out {
     text: String,
+    width: usize,
 }
 
 impl Out {
@@ -32,7 +36,7 @@ impl Out {
         let mut line = format!("  {label:<LABEL_WIDTH$} ");
         let mut words = 0;
         for word in value.as_ref().split(' ') {
-            if words > 0 && line.chars().count() + 1 + word.chars().count() > LINE_WIDTH {
+            if words > 0 && line.chars().count() + 1 + word.chars().count() > self.width {
                 self.text.push_str(line.trim_end());
                 self.text.push('\n');
                 line = " ".repeat(indent);
@@ -71,8 +75,14 @@ fn cpus(v: &Option<Vec<usize>>) -> String {
 
 /// Renders `env` as a multi-line, aligned, human-readable description.
 pub fn render_environment(env: &Environment) -> String {
+    render_environment_to(env, None)
+}
+
+/// [`render_environment`] with long values wrapped to a terminal's `width` (100 without one).
+pub fn render_environment_to(env: &Environment, width: Option<u16>) -> String {
     let mut o = Out {
         text: String::new(),
+        width: width.map_or(LINE_WIDTH, |w| usize::from(w).max(MIN_WIDTH)),
     };
     system(&mut o, env);
     cpu_and_clock(&mut o, env);
@@ -602,6 +612,14 @@ mod tests {
         }
         assert!(!text.contains("Load during run"));
         assert_eq!(text, render_environment(&env));
+        let narrow = render_environment_to(&env, Some(60));
+        assert!(narrow.lines().all(|l| l.chars().count() <= 60), "{narrow}");
+        let words = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert_eq!(
+            words(&narrow),
+            words(&text),
+            "the same words, wrapped narrower"
+        );
         let lines = text.lines().count();
         assert!((25..=70).contains(&lines), "{lines} lines\n{text}");
         assert!(text.lines().all(|l| l.chars().count() <= LINE_WIDTH + 40));
@@ -617,6 +635,7 @@ mod tests {
     fn wraps_long_values_under_the_value_column() {
         let mut o = Out {
             text: String::new(),
+            width: LINE_WIDTH,
         };
         let long = vec!["word"; 60].join(" ");
         o.row("label", &long);

@@ -244,6 +244,14 @@ fn the_list_names_every_baseline_and_says_how_to_use_one() {
     }
     assert!(text.contains("oscost compare published:<name> my.json"));
     insta::assert_snapshot!("baselines-list", text);
+    let narrow = baselines::list_text_to(Some(72));
+    assert!(narrow.lines().all(|l| l.chars().count() <= 72), "{narrow}");
+    let words = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert_eq!(
+        words(&narrow),
+        words(&text),
+        "the same words, wrapped narrower"
+    );
 }
 
 #[test]

@@ -23,28 +23,58 @@ pub(super) fn minute(rfc3339: &str) -> String {
     w.get(..16).map(str::to_owned).unwrap_or(w)
 }
 
-/// Rows of text in columns as wide as their widest cell, the last one not padded.
+/// Rows of cells in columns two spaces apart, the header first.
 fn columns(rows: &[Vec<String>]) -> String {
+    fitted_columns(rows, None, &[])
+}
+
+/// [`columns`] fitted to `width`: the columns of `drop` left out in that order while the
+/// rows are too wide, then the last column's text wrapped under itself (at least
+/// [`LAST_ROOM`] columns of it beside the others).
+fn fitted_columns(rows: &[Vec<String>], width: Option<u16>, drop: &[usize]) -> String {
     let n = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..n)
-        .map(|i| {
-            rows.iter()
-                .filter_map(|r| r.get(i))
-                .map(|c| c.chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
+    let natural = |i: usize| {
+        rows.iter()
+            .filter_map(|r| r.get(i))
+            .map(|c| c.chars().count())
+            .max()
+            .unwrap_or(0)
+    };
+    let widths: Vec<usize> = (0..n).map(natural).collect();
+    let mut shown = vec![true; n];
+    let before_last = |shown: &[bool]| -> usize {
+        (0..n.saturating_sub(1))
+            .filter(|&i| shown[i])
+            .map(|i| widths[i] + 2)
+            .sum()
+    };
+    if let Some(w) = width.map(usize::from) {
+        for &i in drop {
+            if n == 0 || before_last(&shown) + widths[n - 1] <= w {
+                break;
+            }
+            shown[i] = false;
+        }
+    }
+    let indent = before_last(&shown);
+    let room = width.map(|w| usize::from(w).saturating_sub(indent).max(LAST_ROOM));
     let mut s = String::new();
     for r in rows {
         let mut line = String::new();
-        for (i, cell) in r.iter().enumerate() {
-            if i > 0 {
+        let cells: Vec<(usize, &String)> =
+            r.iter().enumerate().filter(|(i, _)| shown[*i]).collect();
+        for (k, &(i, cell)) in cells.iter().enumerate() {
+            if k > 0 {
                 line.push_str("  ");
             }
-            line.push_str(cell);
-            if i + 1 < r.len() {
+            if k + 1 < cells.len() {
+                line.push_str(cell);
                 line.push_str(&" ".repeat(widths[i] - cell.chars().count()));
+            } else if let Some(room) = room.filter(|_| i + 1 == n) {
+                let wrapped = wrap_words(cell, room);
+                line.push_str(&wrapped.replace('\n', &format!("\n{}", " ".repeat(indent))));
+            } else {
+                line.push_str(cell);
             }
         }
         s += line.trim_end();
@@ -52,6 +82,9 @@ fn columns(rows: &[Vec<String>]) -> String {
     }
     s
 }
+
+/// The fewest columns of text the last column keeps beside the others.
+const LAST_ROOM: usize = 16;
 
 /// `oscost history list --json`: one object per run, newest first.
 pub(super) fn list_json(runs: &[RunSummary]) -> anyhow::Result<String> {
@@ -104,15 +137,26 @@ pub(super) fn list_csv(runs: &[RunSummary]) -> anyhow::Result<String> {
     Ok(String::from_utf8(w.into_inner()?)?)
 }
 
+/// The study a run's command line ran (`oscost study qnx-tick --quick`: `qnx-tick`): `Some("")`
+/// for a study without its name on the line.
+fn study_name<'a>(words: &[&'a str]) -> Option<&'a str> {
+    let i = words.iter().position(|w| *w == "study")?;
+    Some(
+        words
+            .get(i + 1)
+            .filter(|n| !n.starts_with('-'))
+            .map_or("", |n| n),
+    )
+}
+
 /// What sets a run apart from a plain one, from its command line: `study qnx-tick`, `quick`.
 fn run_kind(command_line: &str) -> String {
     let words: Vec<&str> = command_line.split(' ').collect();
     let mut kind = Vec::new();
-    if let Some(i) = words.iter().position(|w| *w == "study") {
-        match words.get(i + 1).filter(|n| !n.starts_with('-')) {
-            Some(name) => kind.push(format!("study {name}")),
-            None => kind.push("study".to_owned()),
-        }
+    match study_name(&words) {
+        Some("") => kind.push("study".to_owned()),
+        Some(name) => kind.push(format!("study {name}")),
+        None => {}
     }
     if words.contains(&"--quick") {
         kind.push("quick".to_owned());
@@ -147,6 +191,12 @@ pub(super) fn list(history: &History, runs: &[RunSummary]) -> String {
         let at = rows[0].len() - 1;
         rows[0].insert(at, "kind".into());
     }
+    // A run of the whole suite, as this oscost runs it, is named so rather than listed.
+    let suite: Vec<String> = oscost_measure::experiments::REGISTRY
+        .iter()
+        .filter(|e| e.in_default_suite && !e.hidden)
+        .map(|e| e.name.to_owned())
+        .collect();
     for r in runs {
         let mut row = vec![
             short_id(&r.run_id).to_owned(),
@@ -157,7 +207,11 @@ pub(super) fn list(history: &History, runs: &[RunSummary]) -> String {
             r.oscost_version.clone(),
             r.kernel.clone(),
             r.cpu_model.clone().unwrap_or_else(|| "-".into()),
-            format!("{} ({})", r.experiments.join(", "), r.case_count),
+            if r.experiments == suite {
+                format!("the suite ({})", r.case_count)
+            } else {
+                format!("{} ({})", r.experiments.join(", "), r.case_count)
+            },
         ];
         if hosts {
             row.insert(1, r.hostname.clone().unwrap_or_else(|| "-".into()));
@@ -168,7 +222,13 @@ pub(super) fn list(history: &History, runs: &[RunSummary]) -> String {
         }
         rows.push(row);
     }
-    let mut s = columns(&rows);
+    // Narrower than the table: the version, the CPU and the kernel go, in that order, and
+    // the experiments wrap under their column.
+    let drop: Vec<usize> = ["oscost", "CPU", "kernel"]
+        .iter()
+        .filter_map(|h| rows[0].iter().position(|c| c == h))
+        .collect();
+    let mut s = fitted_columns(&rows, table_width(), &drop);
     let _ = writeln!(
         s,
         "{} run{} in {}",
@@ -231,6 +291,23 @@ pub(super) fn show(doc: &oscost_model::ResultDoc, cfg: &Config) -> String {
         }
     }
     let mut s = columns(&rows);
+    // A study's run shows the study's tables first, as the run did when it ended.
+    let words: Vec<&str> = env.command_line.iter().map(String::as_str).collect();
+    if let Some(study) = study_name(&words).and_then(oscost_report::study::find) {
+        let tables = study.tables(Some(doc));
+        for v in &tables {
+            s.push('\n');
+            s += &terminal::view(v, table_width());
+        }
+        if tables
+            .iter()
+            .flat_map(|v| &v.rows)
+            .flatten()
+            .any(|c| c.ends_with(" ~"))
+        {
+            s += &terminal::wrap(oscost_report::study::MARKS, table_width(), 2);
+        }
+    }
     let opts = ExportOptions {
         width: table_width(),
         warnings: cfg.warnings(),

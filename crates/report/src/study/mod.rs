@@ -153,22 +153,23 @@ pub fn all_figures(doc: &ResultDoc) -> Vec<StudyFigure> {
     STUDIES.iter().flat_map(|s| s.figures(doc)).collect()
 }
 
-/// `oscost study` wraps its text at this width, as `oscost baselines` does.
+/// `oscost study` wraps its text at this width where no terminal gives one.
 const LIST_WIDTH: u16 = 100;
 
-/// The text of `oscost study`: one block per study.
-pub fn list_text() -> String {
+/// The text of `oscost study`: one block per study, wrapped to `width` (100 without one).
+pub fn list_text(width: Option<u16>) -> String {
+    let width = Some(width.unwrap_or(LIST_WIDTH));
     let mut s = crate::layout::wrap(
         "The studies oscost repeats: `oscost study NAME` runs one on this machine and prints its \
          tables with the published figures beside this machine's.",
-        Some(LIST_WIDTH),
+        width,
         0,
     );
     s.push('\n');
     for st in STUDIES {
         let i = &st.info;
         s += &format!("{}\n", i.name);
-        let w = |t: String| crate::layout::wrap(&format!("  {t}"), Some(LIST_WIDTH), 4);
+        let w = |t: String| crate::layout::wrap(&format!("  {t}"), width, 4);
         s += &w(i.citation.to_owned());
         s += &w(format!("ran on: {}", i.ran_on));
         s += &w(format!("measured: {}", i.measured));
@@ -179,9 +180,17 @@ pub fn list_text() -> String {
         ));
         s.push('\n');
     }
-    s += "Run one:     oscost study windows-yield --quick   (seconds; the default up to about \
-          1.5 min; --full at the study's own sizes)\nFrom a run:  oscost report published:qnx-tick r.json \
-          -o r.html\n";
+    s += &crate::layout::wrap(
+        "Run one:     oscost study windows-yield --quick   (seconds; the default up to about \
+         1.5 min; --full at the study's own sizes)",
+        width,
+        13,
+    );
+    s += &crate::layout::wrap(
+        "From a run:  oscost report published:qnx-tick r.json -o r.html",
+        width,
+        13,
+    );
     s
 }
 

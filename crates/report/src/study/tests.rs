@@ -9,7 +9,7 @@ fn five_studies_each_with_its_baselines() {
             assert_eq!(of_baseline(b).map(|x| x.info.name), Some(s.info.name));
         }
         assert!(find(s.info.name).is_some());
-        assert!(list_text().contains(s.info.name));
+        assert!(list_text(None).contains(s.info.name));
     }
 }
 
@@ -46,4 +46,13 @@ fn a_figure_from_a_noisy_case_is_marked_and_a_failed_check_outranks_it() {
     assert!(!cell(Some(&calm)).ends_with('~'));
     // A figure made of others carries their doubt.
     assert_eq!(doubt_of_figures([&f, &calm]), f.doubt);
+}
+
+#[test]
+fn the_list_of_studies_fits_a_narrow_terminal_with_every_word() {
+    let wide = list_text(None);
+    let narrow = list_text(Some(60));
+    assert!(narrow.lines().all(|l| l.chars().count() <= 60), "{narrow}");
+    let words = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert_eq!(words(&narrow), words(&wide));
 }
