@@ -20,8 +20,86 @@ fn cell(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
 /// One table per event source, in the order the cases came, then the traced runs' table.
 pub fn views(e: &ExperimentResult) -> Vec<View> {
     let mut v = timed_views(e);
+    v.extend(rr_view(e));
     v.extend(kernel_view(e));
     v
+}
+
+/// `--rr-slices`: per value of the SCHED_RR slice, the reschedulings counted against the run's
+/// time over the slice, the shared run against the same work alone, and what one
+/// rescheduling cost (none where the shared runs were no slower).
+fn rr_view(e: &ExperimentResult) -> Option<View> {
+    let mut notes = Vec::new();
+    let rows: Vec<Vec<String>> = e
+        .cases
+        .iter()
+        .filter(|c| matches!(Id::parse(&c.id), Some(Id::Case(k)) if k.source == oscost_model::ids::tick::RR))
+        .map(|c| {
+            let slice = c
+                .params
+                .get("sched_rr_timeslice_ms")
+                .and_then(Value::as_f64)
+                .map_or_else(|| "-".into(), |ms| format!("{ms} ms"));
+            let check = c
+                .checks
+                .iter()
+                .find(|k| k.name == "reschedulings_vs_time_over_slice");
+            let flag = if c.checks_passed { "" } else { " *" };
+            if let Some(k) = check.filter(|k| !k.passed) {
+                notes.push(format!(
+                    "* {}: {:.0} reschedulings counted, {:.0} expected from the run's time over \
+                     the slice",
+                    c.id, k.counted, k.expected
+                ));
+            }
+            let alone = oscost_model::ids::tick::alone(&c.id);
+            let alone = e.cases.iter().find(|a| a.id == alone);
+            let per = oscost_model::ids::tick::derived(
+                &c.id,
+                oscost_model::ids::tick::Derived::PerRescheduling,
+            );
+            let per = e.derived.iter().find(|d| d.id == per);
+            vec![
+                format!("{slice}{flag}"),
+                cell(counter(c, "reschedulings"), |v| format!("{v:.0}")),
+                check.map_or_else(|| "-".into(), |k| format!("{:.0}", k.expected)),
+                fmt_ns(c.median_ns),
+                alone.map_or_else(|| "-".into(), |a| fmt_ns(a.median_ns)),
+                cell(counter(c, "extra_ns"), fmt_ns),
+                per.map_or_else(
+                    || "-".into(),
+                    |d| crate::format::ns_with_ci(d.estimate_ns, Some(d.ci95_ns)),
+                ),
+            ]
+        })
+        .collect();
+    if rows.is_empty() {
+        return None;
+    }
+    notes.push(
+        "Threads sharing one CPU under SCHED_RR against one doing the same work alone, per \
+         value of sched_rr_timeslice_ms; reschedulings: the threads' involuntary switches per \
+         run, expected: the run's time over the slice in whole ticks. `-` per rescheduling: \
+         none was counted, or the shared runs were no slower than the work alone (the notes \
+         say which)."
+            .into(),
+    );
+    Some(View {
+        title: "tick: the cost of a SCHED_RR rescheduling".into(),
+        head: [
+            "slice",
+            "reschedulings",
+            "expected",
+            "shared run",
+            "alone",
+            "extra",
+            "per rescheduling",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+        notes,
+    })
 }
 
 /// The labels of the kernel's parts of an event, as `tick`'s traced runs name them.
@@ -240,4 +318,59 @@ fn timed_views(e: &ExperimentResult) -> Vec<View> {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::views::testkit::case;
+    use oscost_model::case::Check;
+
+    fn rr(ms: u64, shared: f64, alone: f64, resched: f64) -> Vec<CaseResult> {
+        let id = oscost_model::ids::tick::case(oscost_model::ids::tick::RR, ms * 1_000_000);
+        let mut c = case(&id, "run", shared);
+        c.params
+            .insert("sched_rr_timeslice_ms".into(), serde_json::json!(ms));
+        c.counters.insert("reschedulings".into(), resched);
+        c.counters.insert("extra_ns".into(), shared - alone);
+        c.checks.push(Check {
+            name: "reschedulings_vs_time_over_slice".into(),
+            expected: resched,
+            counted: resched,
+            passed: true,
+            bound: None,
+            detail: String::new(),
+        });
+        vec![c, case(&oscost_model::ids::tick::alone(&id), "run", alone)]
+    }
+
+    #[test]
+    fn a_row_per_slice_and_no_cost_where_the_shared_runs_were_no_slower() {
+        let mut e: ExperimentResult = serde_json::from_value(serde_json::json!({
+            "name": "tick", "params": {}, "cases": [], "unavailable": [], "derived": [],
+            "warnings": [], "load": null,
+        }))
+        .unwrap();
+        e.cases.extend(rr(1, 2.2e8, 2e8, 200.0));
+        e.cases.extend(rr(10, 1.99e8, 2e8, 20.0));
+        e.derived.push(
+            serde_json::from_value(serde_json::json!({
+                "id": "tick.rr.1ms.per_rescheduling", "description": "", "terms": [],
+                "estimate_ns": 1e5, "ci95_ns": [9e4, 1.1e5], "estimate_cycles": 2.6e5,
+                "flagged": null,
+            }))
+            .unwrap(),
+        );
+        let v = rr_view(&e).expect("a table");
+        assert_eq!(v.rows.len(), 2);
+        assert_eq!(v.rows[0][0], "1 ms");
+        assert_eq!(v.rows[0][1], "200");
+        assert!(v.rows[0][6].starts_with("100.0 µs"), "{:?}", v.rows[0]);
+        assert_eq!(v.rows[1][6], "-", "no negative cost: {:?}", v.rows[1]);
+        assert!(rr_view(&ExperimentResult {
+            cases: Vec::new(),
+            ..e
+        })
+        .is_none());
+    }
 }

@@ -214,6 +214,11 @@ fn sample(
     Ok(Ok((alone, crowd)))
 }
 
+/// Milliseconds to three decimals.
+fn fmt_ms(ns: f64) -> String {
+    format!("{:.3}", ns / 1e6)
+}
+
 /// The shared and the alone case of one slice length, the reschedulings checked against the
 /// run's time over the slice, and the cost of one rescheduling when any was counted.
 fn record(
@@ -247,10 +252,25 @@ fn record(
     case.counters.insert("reschedulings".into(), resched);
     case.counters.insert("alone_ns".into(), alone_ns);
     case.counters.insert("extra_ns".into(), crowd_ns - alone_ns);
-    if resched > 0.0 {
+    // A shared run no slower than the work alone (few reschedulings, a long slice, runs that
+    // vary more than they cost) gives no cost per rescheduling: a negative one cannot be.
+    let told = resched > 0.0 && crowd_ns > alone_ns;
+    if told {
         case.counters.insert(
             "ns_per_rescheduling".into(),
             (crowd_ns - alone_ns) / resched,
+        );
+    } else if resched > 0.0 {
+        out.notes.push(
+            format!(
+                "{id}: the shared runs were no slower than the work alone ({} ms against {} \
+                 ms, {resched:.0} reschedulings): their cost is below what the runs vary by, \
+                 so no cost per rescheduling is given; a shorter slice or a longer --work \
+                 counts more of them",
+                fmt_ms(crowd_ns),
+                fmt_ms(alone_ns)
+            )
+            .into(),
         );
     }
     let tolerance = (RESCHED_TOLERANCE * expected).max(tasks as f64);
@@ -289,7 +309,7 @@ fn record(
     )
     .param("cpu", cpu)
     .param("sched_rr_timeslice_ms", ms);
-    if resched > 0.0 {
+    if told {
         out.derived.push(DerivedSpec {
             id: oscost_model::ids::tick::derived(
                 &id,
