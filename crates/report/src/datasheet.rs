@@ -88,6 +88,13 @@ const HEADLINES: &[Headline] = &[
         sources: &[Source::Case("spawn.fork.p1mib")],
     },
     Headline {
+        label: "container namespaces",
+        sources: &[
+            Source::Derived("ns.container.over_none"),
+            Source::Derived("ns.container.in-user.over_none"),
+        ],
+    },
+    Headline {
         label: "signal to own handler",
         sources: &[Source::Case("signal.catch")],
     },
