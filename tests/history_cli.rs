@@ -110,7 +110,7 @@ fn show_continues_a_long_command_line_under_itself_to_fit_the_terminal() {
         .args(["history", "show", "01234567"])
         .output()
         .unwrap();
-    assert!(out.status.success());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8(out.stdout).unwrap();
     let header: Vec<&str> = text.lines().take_while(|l| !l.is_empty()).collect();
     for l in &header {
@@ -469,7 +469,7 @@ fn a_history_of_a_newer_oscost_is_refused() {
             code,
             &err,
             &[
-                "was written by a newer oscost (schema 99, this one knows 2)",
+                "was written by a newer oscost (schema 99, this one knows 3)",
                 "--history PATH",
             ],
         );

@@ -14,6 +14,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod encode;
 mod error;
 mod fingerprint;
 mod open;
@@ -23,6 +24,7 @@ mod save;
 mod schema;
 mod store;
 
+pub use encode::{digest, peek, Encoded, Peeked};
 pub use error::HistoryError;
 pub use fingerprint::{env_differences, env_fingerprint};
 pub use open::{stop_asked, stop_waiting_on};

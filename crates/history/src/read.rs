@@ -156,15 +156,28 @@ impl History {
     /// The document of the run with the full id `run_id` (see [`History::resolve`]), read
     /// with [`oscost_model::read`] so that documents of older schemas load too.
     pub fn get(&self, run_id: &str) -> Result<ResultDoc, HistoryError> {
-        let text = self
+        // Since schema 3 the document is in `documents`, compressed; before, in `runs`.
+        let row = self
             .query(
-                "SELECT document FROM runs WHERE run_id = $1",
+                "SELECT d.encoding, d.body, r.document FROM runs r LEFT JOIN documents d \
+                 ON d.run_id = r.run_id WHERE r.run_id = $1",
                 &[run_id.into()],
             )?
             .into_iter()
             .next()
-            .map(|r| first(r).string())
             .ok_or_else(|| HistoryError::UnknownRun { run: run_id.into() })?;
+        let mut row = row.into_iter();
+        let (encoding, body, plain) = (next(&mut row).text(), next(&mut row), next(&mut row));
+        let text = match encoding {
+            Some(encoding) => {
+                let bytes = body.bytes().ok_or_else(|| HistoryError::Stored {
+                    run_id: run_id.into(),
+                    why: "its stored document is not bytes".into(),
+                })?;
+                crate::encode::decode(run_id, &encoding, &bytes)?
+            }
+            None => plain.string(),
+        };
         oscost_model::read(&text).map_err(|source| HistoryError::Document {
             run_id: run_id.into(),
             source,
