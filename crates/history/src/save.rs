@@ -21,7 +21,7 @@ impl History {
     /// (`new == false`).
     pub fn save(&mut self, doc: &ResultDoc) -> Result<Saved, HistoryError> {
         let encoded = Encoded::from_doc(doc)?;
-        let mut saved = self.save_encoded(std::slice::from_ref(&encoded))?;
+        let mut saved = self.save_encoded(vec![encoded])?;
         Ok(saved.remove(0))
     }
 
@@ -32,7 +32,7 @@ impl History {
             .iter()
             .map(Encoded::from_doc)
             .collect::<Result<Vec<_>, _>>()?;
-        self.save_encoded(&encoded)
+        self.save_encoded(encoded)
     }
 
     /// Saves documents already read and compressed ([`Encoded`]) in one transaction, in
@@ -40,12 +40,13 @@ impl History {
     /// cases in one `COPY` each on PostgreSQL. A run already there (before, or saved by
     /// another oscost meanwhile, or twice in `docs`) is left as it is; `differs` says whether
     /// its stored document holds other content.
-    pub fn save_encoded(&mut self, docs: &[Encoded]) -> Result<Vec<Saved>, HistoryError> {
-        self.write(|h| h.save_in(docs))
+    pub fn save_encoded(&mut self, mut docs: Vec<Encoded>) -> Result<Vec<Saved>, HistoryError> {
+        self.write(|h| h.save_in(&mut docs))
     }
 
-    /// [`History::save_encoded`] inside a transaction already begun.
-    fn save_in(&self, docs: &[Encoded]) -> Result<Vec<Saved>, HistoryError> {
+    /// [`History::save_encoded`] inside a transaction already begun. The compressed texts of
+    /// the runs stored are moved out of `docs`.
+    fn save_in(&self, docs: &mut [Encoded]) -> Result<Vec<Saved>, HistoryError> {
         let saved_at = humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string();
         // Each id once: a later copy in the same batch is "already there".
         let mut first = HashSet::new();
@@ -86,20 +87,23 @@ impl History {
             )?;
             inserted.extend(rows.into_iter().map(|r| first_cell(r).string()));
         }
-        let new: Vec<&Encoded> = fresh
-            .iter()
-            .copied()
-            .filter(|e| inserted.contains(&e.run_id))
+        let mut first_copy = HashSet::new();
+        let new: Vec<usize> = (0..docs.len())
+            .filter(|&i| {
+                inserted.contains(&docs[i].run_id) && first_copy.insert(docs[i].run_id.clone())
+            })
             .collect();
         let (mut documents, mut hosts, mut experiments, mut cases) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for e in &new {
+        for &i in &new {
             documents.push(vec![
-                Cell::from(&e.run_id),
+                Cell::from(&docs[i].run_id),
                 LZ4.into(),
-                (&e.digest).into(),
-                Cell::Blob(e.body.clone()),
+                (&docs[i].digest).into(),
+                Cell::Blob(std::mem::take(&mut docs[i].body)),
             ]);
+        }
+        for e in new.iter().map(|&i| &docs[i]) {
             // The name a fleet gives the host, else its own: loopback "hosts" share one
             // hostname.
             if let Some(host) = e.doc.environment.host() {
@@ -148,10 +152,11 @@ impl History {
             ],
             &cases,
         )?;
-        let mut stored_new = HashSet::new();
+        let new: HashSet<usize> = new.into_iter().collect();
         docs.iter()
-            .map(|e| {
-                let new = inserted.contains(&e.run_id) && stored_new.insert(e.run_id.as_str());
+            .enumerate()
+            .map(|(i, e)| {
+                let new = new.contains(&i);
                 Ok(Saved {
                     run_id: e.run_id.clone(),
                     new,

@@ -332,13 +332,13 @@ fn store_batch(
             }
         }
     }
-    let encoded: Vec<Encoded> = docs.iter().map(|(_, e)| e.clone()).collect();
-    let mut saved = store.save_encoded(&encoded)?.into_iter().zip(&docs);
+    let (names, encoded): (Vec<&PathBuf>, Vec<Encoded>) = docs.into_iter().unzip();
+    let mut saved = store.save_encoded(encoded)?.into_iter().zip(names);
     for line in lines {
         let line = match line {
             Some(l) => l,
             None => {
-                let Some((saved, (file, _))) = saved.next() else {
+                let Some((saved, file)) = saved.next() else {
                     continue;
                 };
                 if saved.differs {
@@ -401,7 +401,7 @@ fn import(history: &mut History, files: &[PathBuf]) -> anyhow::Result<ExitCode> 
         let doc = read_doc(file);
         match doc {
             Ok(doc) => {
-                let saved = history.save_encoded(std::slice::from_ref(&doc))?.remove(0);
+                let saved = history.save_encoded(vec![doc])?.remove(0);
                 if saved.differs {
                     eprintln!("oscost: {}", one_line(&conflict(file, &saved.run_id)));
                     failed = true;
