@@ -110,7 +110,11 @@ fn show_continues_a_long_command_line_under_itself_to_fit_the_terminal() {
         .args(["history", "show", "01234567"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     let header: Vec<&str> = text.lines().take_while(|l| !l.is_empty()).collect();
     for l in &header {
@@ -642,4 +646,37 @@ fn a_stored_id_with_other_content_is_refused_by_name() {
         )),
         "{out}"
     );
+}
+
+/// `--since` takes a date, a time or an age; anything else, or a time to come, is refused in
+/// one line. `--all-runs` lists the same runs as a window that holds them all.
+#[test]
+fn since_chooses_runs_by_start_and_bad_times_are_refused() {
+    let home = Home::new();
+    let a = home.scripted_run("a.json");
+    let b = home.scripted_run("b.json");
+    for args in [
+        &["history", "list", "--since", "1d"][..],
+        &["history", "list", "--since", "2026-01-01", "--all-runs"],
+        &["history", "trend", "example.cost100", "--since", "2weeks"],
+    ] {
+        let (code, out, err) = home.run(args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        for id in [&a, &b] {
+            assert!(out.contains(short(id)), "{args:?}: {out}");
+        }
+        assert!(!out.contains("--all-runs for every one"), "{out}");
+    }
+    for bad in ["yesterday", "2026-13-01", "7 parsecs", ""] {
+        let (code, _, err) = home.run(&["history", "list", "--since", bad]);
+        assert_one_line_error(code, &err, &["--since", "is not a date", "7d"]);
+    }
+    let (code, _, err) = home.run(&[
+        "history",
+        "trend",
+        "example.cost100",
+        "--since",
+        "2999-01-01",
+    ]);
+    assert_one_line_error(code, &err, &["in the future"]);
 }

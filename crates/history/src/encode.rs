@@ -180,7 +180,9 @@ mod tests {
         assert_eq!(decode("r", LZ4, &body).unwrap(), text);
         let e = decode("r", "zstd", &body).unwrap_err().to_string();
         assert!(e.contains("zstd") && e.contains("newer oscost"), "{e}");
-        let e = decode("r", LZ4, &body[..body.len() / 2]).unwrap_err().to_string();
+        let e = decode("r", LZ4, &body[..body.len() / 2])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("decompressed"), "{e}");
         assert_ne!(digest(b"a"), digest(b"b"));
         assert_eq!(digest(b"a"), digest(b"a"));

@@ -110,7 +110,11 @@ impl History {
                 hosts.push(vec![(&e.run_id).into(), host.into()]);
             }
             for (i, x) in e.doc.experiments.iter().enumerate() {
-                experiments.push(vec![(&e.run_id).into(), (i as i64).into(), (&x.name).into()]);
+                experiments.push(vec![
+                    (&e.run_id).into(),
+                    (i as i64).into(),
+                    (&x.name).into(),
+                ]);
             }
             for r in case_rows(&e.doc) {
                 cases.push(vec![

@@ -426,7 +426,8 @@ fn the_last_comparable_run_shares_the_machine_the_experiments_and_the_size() {
 }
 
 /// The layout of schema 2 as its oscost made it: the document as text in `runs`.
-const SCHEMA_2: &str = "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL);
+const SCHEMA_2: &str =
+    "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL);
     CREATE TABLE runs (run_id TEXT PRIMARY KEY, started_at TEXT, saved_at TEXT NOT NULL,
         oscost_version TEXT NOT NULL, kernel TEXT NOT NULL, cpu_model TEXT,
         env_fingerprint TEXT NOT NULL, command_line TEXT NOT NULL, case_count INTEGER NOT NULL,
@@ -531,6 +532,81 @@ fn an_older_history_is_migrated_and_stays_readable() {
             )
             .unwrap();
         assert_eq!((plain.as_str(), encoding.as_str()), ("", "lz4"));
-        assert!((packed as usize) < serde_json::to_string(&doc).unwrap().len(), "{packed}");
+        assert!(
+            (packed as usize) < serde_json::to_string(&doc).unwrap().len(),
+            "{packed}"
+        );
     }
+}
+
+/// A window chooses the runs in the store: the newest so many, those started since a time;
+/// the count says how many the window held before its limit.
+#[test]
+fn a_window_chooses_the_newest_runs_and_those_since_a_time() {
+    use oscost_history::Window;
+    let (_dir, mut h) = fresh();
+    // Started a minute apart, 00:01 to 00:05 on 2026-11-01.
+    let docs: Vec<_> = (1..=5).map(|n| common::run("window", n)).collect();
+    h.save_all(&docs).unwrap();
+    let id = |n: usize| docs[n - 1].run_id.clone().unwrap();
+    let newest2 = Window {
+        since: None,
+        limit: Some(2),
+    };
+    let (runs, total) = h.list_window(&newest2).unwrap();
+    let ids: Vec<String> = runs.into_iter().map(|r| r.run_id).collect();
+    assert_eq!((ids, total), (vec![id(5), id(4)], 5));
+    let since = Window {
+        since: Some("2026-11-01T00:03:00Z".into()),
+        limit: None,
+    };
+    let (runs, total) = h.list_window(&since).unwrap();
+    assert_eq!(total, 3);
+    assert_eq!(runs.last().unwrap().run_id, id(3));
+    assert_eq!(runs[0].experiments, ["example", "example-more"]);
+    // A trend keeps the newest points, oldest first.
+    let (points, total) = h.trend_window("example.cost100", &newest2).unwrap();
+    let ids: Vec<&str> = points.iter().map(|p| p.run_id.as_str()).collect();
+    assert_eq!((ids, total), (vec![id(4).as_str(), id(5).as_str()], 5));
+    let (points, total) = h.trend_window("example.cost100", &since).unwrap();
+    assert_eq!((points.len(), total), (3, 3));
+    // A window with none of the case's runs is empty, not an unknown case; a case no run has
+    // is unknown whatever the window.
+    let later = Window {
+        since: Some("2026-12-01T00:00:00Z".into()),
+        limit: None,
+    };
+    assert_eq!(h.trend_window("example.cost100", &later).unwrap().1, 0);
+    assert!(matches!(
+        h.trend_window("example.nope", &later),
+        Err(HistoryError::UnknownCase { .. })
+    ));
+    assert_eq!(h.list_window(&later).unwrap(), (vec![], 0));
+}
+
+/// A batch goes in whole: every run, document, experiment and case row counted, a copy of
+/// a run within the batch stored once, and the batch again adds nothing.
+#[test]
+fn a_batch_is_stored_in_bulk_and_counted_right() {
+    let (_dir, mut h) = fresh();
+    let mut docs: Vec<_> = (1..=30).map(|n| common::run("bulk", n)).collect();
+    docs.push(docs[0].clone());
+    let saved = h.save_all(&docs).unwrap();
+    assert_eq!(saved.iter().filter(|s| s.new).count(), 30);
+    assert!(!saved[30].new && !saved[30].differs);
+    let (runs, total) = h.list_window(&oscost_history::Window::all()).unwrap();
+    assert_eq!((runs.len(), total), (30, 30));
+    let cases: usize = runs.iter().map(|r| r.case_count).sum();
+    assert_eq!(cases, 30 * oscost_history::case_count(&docs[0]));
+    for (r, d) in runs.iter().rev().zip(&docs) {
+        assert_eq!(r.run_id, d.run_id.clone().unwrap());
+        assert_eq!(&h.get(&r.run_id).unwrap(), d);
+    }
+    assert_eq!(h.trend("example.cost100").unwrap().len(), 30);
+    let again = h.save_all(&docs).unwrap();
+    assert!(again.iter().all(|s| !s.new && !s.differs));
+    // Another content under a stored id is told apart.
+    let mut other = docs[3].clone();
+    other.experiments[0].cases[0].median_ns += 1.0;
+    assert!(h.save(&other).unwrap().differs);
 }

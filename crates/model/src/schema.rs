@@ -50,11 +50,9 @@ pub fn read(text: &str) -> Result<ResultDoc, ReadError> {
     };
     // A document that fails to parse is first asked whether it is JSON at all, as above.
     let parse = |text: &str| -> Result<ResultDoc, ReadError> {
-        serde_json::from_str(text).map_err(|e| {
-            match serde_json::from_str::<Header>(text) {
-                Err(h) => ReadError::NotADocument(h.to_string()),
-                Ok(_) => ReadError::Invalid(e),
-            }
+        serde_json::from_str(text).map_err(|e| match serde_json::from_str::<Header>(text) {
+            Err(h) => ReadError::NotADocument(h.to_string()),
+            Ok(_) => ReadError::Invalid(e),
         })
     };
     let invalid = |e: String| ReadError::Invalid(serde::de::Error::custom(e));

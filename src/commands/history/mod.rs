@@ -9,9 +9,9 @@ use crate::run_id::short_id;
 use crate::stdout::print_stdout;
 use crate::store::{location, open, open_read_only};
 use anyhow::Context as _;
-use oscost_history::{Encoded, History, HistoryError, Location, RunSummary};
-use std::collections::HashMap;
+use oscost_history::{Encoded, History, HistoryError, Location, RunSummary, Window};
 use oscost_report::export::{ExportOptions, Format};
+use std::collections::HashMap;
 // Text from result files, which may carry escape sequences, is shown, never sent raw.
 use oscost_report::termtext::{for_terminal, one_line};
 use std::fmt::Write as _;
@@ -72,8 +72,8 @@ fn run_with(
         _ => open_read_only(db, explicit, "give --history the database to read")?,
     };
     match cmd {
-        HistoryCommand::List => {
-            let runs = history.list()?;
+        HistoryCommand::List { window } => {
+            let (runs, total) = history.list_window(&window_of(&window))?;
             let mut to_stdout = false;
             for (sink, text) in [
                 (
@@ -93,7 +93,7 @@ fn run_with(
                 }
             }
             // The table goes to stderr when stdout carries data, so the data stays parseable.
-            let table = for_terminal(&list(&history, &runs));
+            let table = for_terminal(&list(&history, &runs, total));
             if to_stdout {
                 if !cfg.quiet {
                     eprint!("{table}");
@@ -106,8 +106,15 @@ fn run_with(
             let doc = history.get(&history.resolve(&run)?)?;
             print_stdout(&for_terminal(&show(&doc, cfg)))?;
         }
-        HistoryCommand::Trend { case_id } => {
-            let points = history.trend(&case_id)?;
+        HistoryCommand::Trend { case_id, window } => {
+            let (points, total) = history.trend_window(&case_id, &window_of(&window))?;
+            if points.is_empty() {
+                anyhow::bail!(
+                    "no run started since {} has a case `{case_id}` (earlier runs do: give an \
+                     earlier --since)",
+                    window.since.as_deref().unwrap_or_default()
+                );
+            }
             // The global --svg, which names a directory for a run's figures: a trend is one
             // figure, so a file name is taken too.
             if let Some(svg) = &cfg.svg {
@@ -140,7 +147,7 @@ fn run_with(
                 oscost_report::output::write_atomic(&path, &text)
                     .with_context(|| format!("--svg {}", svg.display()))?;
             }
-            print_stdout(&for_terminal(&trend(&case_id, &points)))?;
+            print_stdout(&for_terminal(&trend(&case_id, &points, total)))?;
         }
         HistoryCommand::Export { run } => {
             let doc = history.get(&history.resolve(&run)?)?;
@@ -162,6 +169,17 @@ fn run_with(
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// How many runs `history list` and `history trend` show without --all-runs: the newest.
+const SHOWN: usize = 100;
+
+/// The runs the window options choose.
+fn window_of(w: &crate::args::WindowArgs) -> Window {
+    Window {
+        since: w.since.clone(),
+        limit: (!w.all_runs).then_some(SHOWN),
+    }
 }
 
 /// How many documents one transaction of `history push` stores: a commit waits for the disk
@@ -189,8 +207,7 @@ enum Prepared {
 fn push(store: &mut History, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
     let mut tally = Tally::default();
     std::thread::scope(|scope| -> anyhow::Result<()> {
-        let mut pending: Option<(&[PathBuf], std::thread::ScopedJoinHandle<Vec<Prepared>>)> =
-            None;
+        let mut pending: Option<(&[PathBuf], std::thread::ScopedJoinHandle<Vec<Prepared>>)> = None;
         for chunk in files.chunks(PUSH_BATCH) {
             let known = known_runs(store, chunk)?;
             let next = scope.spawn(move || prepare(chunk, &known));
