@@ -190,7 +190,7 @@ time_list() {
     local times=() t0 t1 runs
     for _ in $(seq "$repeat"); do
         t0=$(now)
-        runs=$("$bin" history list --history "$1" | wc -l)
+        runs=$("$bin" history list --all-runs --history "$1" | wc -l)
         t1=$(now)
         times+=("$(elapsed "$t0" "$t1")")
     done

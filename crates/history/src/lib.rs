@@ -2,15 +2,17 @@
 //! PostgreSQL database that a fleet of machines shares, so a figure can be followed across
 //! runs (`oscost history trend`) and any run shown again.
 //!
-//! The document is stored whole (the `oscost/2` JSON), next to a few columns drawn from it
-//! that listing and trends need: one row per run, one per experiment and one per case and per
-//! derived figure. Runs are keyed by their `run_id`, so saving or importing a run twice
-//! changes nothing. The layout is described in `docs/history.md`.
+//! The document is stored whole (the `oscost/2` JSON as it was given, LZ4-compressed), next to
+//! a few columns drawn from it that listing and trends need: one row per run, one per
+//! experiment and one per case and per derived figure. Runs are keyed by their `run_id`, so
+//! saving or importing a run twice changes nothing. The layout is described in
+//! `docs/history.md`.
 //!
-//! The SQL is written once for both (TEXT, INTEGER and DOUBLE PRECISION columns,
+//! The SQL is written once for both (TEXT, INTEGER, DOUBLE PRECISION and BLOB columns,
 //! `INSERT ... ON CONFLICT DO NOTHING`, `$N` placeholders, no functions of either); only the
-//! connection setup (SQLite's write-ahead log, busy timeout and foreign keys) and the
-//! document's column type (JSONB in PostgreSQL) differ.
+//! connection setup (SQLite's write-ahead log, busy timeout and foreign keys), the bulk insert
+//! (PostgreSQL's binary `COPY`) and the old document column's type (JSONB in PostgreSQL)
+//! differ.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
