@@ -123,16 +123,17 @@ ref_url="postgres://oscost@/reference?host=$tmp&port=$port"
 empty() { "$psql" -q -d "$1" -c "TRUNCATE $(echo $tables | sed 's/ /, /g')"; }
 count() { "$psql" -At -d "$1" -c "SELECT (SELECT count(*) FROM runs) || ' runs, ' || (SELECT count(*) FROM documents) || ' documents, ' || (SELECT count(*) FROM cases) || ' case rows'"; }
 want="1000 runs, 1000 documents, $((1000 * figures)) case rows"
-pushes=() repushes=() copies=()
+pushes=() repushes=() copies=() cpus=()
 rounds="${ROUNDS:-5}"
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || die "ROUNDS must be a positive number, got '$rounds'"
 for round in $(seq "$rounds"); do
     empty "$url"
     "$psql" -q -d "$url" -c "CHECKPOINT"
     t0=$(now)
-    last=$("$bin" history push --to "$url" "$tmp"/docs/*.json | tail -1)
+    last=$(/usr/bin/time -f '%U %S' -o "$tmp/cpu" "$bin" history push --to "$url" "$tmp"/docs/*.json | tail -1)
     t1=$(now)
     pushes+=("$(elapsed "$t0" "$t1")")
+    cpus+=("$(awk '{ printf "%.2f", $1 + $2 }' "$tmp/cpu")")
     got=$(count "$url")
     [[ "$got" == "$want" ]] || die "after the push: $got, not $want ($last)"
     t0=$(now)
@@ -157,17 +158,18 @@ for round in $(seq "$rounds"); do
     copies+=("$(elapsed "$t0" "$t1")")
     got=$(count "$ref_url")
     [[ "$got" == "$want" ]] || die "after the reference COPY: $got, not $want"
-    echo "round $round: push ${pushes[-1]} s, re-push ${repushes[-1]} s, COPY ${copies[-1]} s ($got each)"
+    echo "round $round: push ${pushes[-1]} s (oscost's CPU ${cpus[-1]} s), re-push ${repushes[-1]} s, COPY ${copies[-1]} s ($got each)"
 done
-python3 - "${pushes[*]}" "${repushes[*]}" "${copies[*]}" "$(cut -d' ' -f1-3 /proc/loadavg)" <<'PY'
+python3 - "${pushes[*]}" "${repushes[*]}" "${copies[*]}" "${cpus[*]}" "$(cut -d' ' -f1-3 /proc/loadavg)" <<'PY'
 import statistics, sys
-push, again, copy = (list(map(float, a.split())) for a in sys.argv[1:4])
+push, again, copy, cpu = (list(map(float, a.split())) for a in sys.argv[1:5])
 m = statistics.median
-print(f"push of 1000: median {m(push):.2f} s (range {min(push):.2f} .. {max(push):.2f}; goal <= 10 s)")
+print(f"push of 1000: median {m(push):.2f} s (range {min(push):.2f} .. {max(push):.2f}; goal <= 10 s); "
+      f"oscost's own CPU: median {m(cpu):.2f} s")
 print(f"PostgreSQL's COPY of the same rows: median {m(copy):.2f} s (range {min(copy):.2f} .. {max(copy):.2f})")
 print(f"push / COPY: median of the rounds' ratios {m([p / c for p, c in zip(push, copy)]):.2f} (goal <= 2)")
 print(f"re-push of the same 1000: median {m(again):.2f} s (range {min(again):.2f} .. {max(again):.2f}; goal <= 0.5 s)")
-print(f"over {len(push)} rounds; load average at the end {sys.argv[4]}")
+print(f"over {len(push)} rounds; load average at the end {sys.argv[5]}")
 PY
 [[ -n "${ONLY_PUSH:-}" ]] && exit 0
 t0=$(now)

@@ -680,3 +680,49 @@ fn since_chooses_runs_by_start_and_bad_times_are_refused() {
     ]);
     assert_one_line_error(code, &err, &["in the future"]);
 }
+
+/// `compare --group-by FIELD` from the history, no files given: each group's newest run
+/// stands for it and the older ones are counted.
+#[test]
+fn group_by_a_field_from_the_history_keeps_each_groups_newest() {
+    let home = Home::new();
+    home.scripted_run("a.json");
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(home.path("a.json")).unwrap()).unwrap();
+    for (n, kernel) in ["6.1.0-a", "6.1.0-a", "6.12.0-b"].iter().enumerate() {
+        doc["run_id"] = serde_json::json!(format!("0000000{n}-89ab-4def-8123-456789abcdef"));
+        doc["started_at"] = serde_json::json!(format!("2026-11-0{}T00:00:00Z", n + 1));
+        doc["environment"]["kernel_release"] = serde_json::json!(kernel);
+        let f = home.path(&format!("k{n}.json"));
+        std::fs::write(&f, doc.to_string()).unwrap();
+        let (code, _, err) = home.run(&["history", "import", f.to_str().unwrap()]);
+        assert_eq!(code, 0, "{err}");
+    }
+    let json = home.path("fleet.json");
+    let (code, _, err) = home.run(&[
+        "compare",
+        "--group-by",
+        "kernel_release",
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let mut groups: Vec<(String, i64)> = v["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            (
+                g["name"].as_str().unwrap().to_owned(),
+                g["older_runs"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    groups.sort();
+    assert_eq!(groups.len(), 3, "{groups:?}");
+    assert!(groups.contains(&("6.1.0-a".to_owned(), 1)), "{groups:?}");
+    assert!(groups.contains(&("6.12.0-b".to_owned(), 0)), "{groups:?}");
+}
