@@ -6,8 +6,8 @@
 #   2. `oscost history list` over 10 000 runs, in PostgreSQL and in SQLite (goal: 1 s or less);
 #   3. `oscost compare --group-by host` from each store of 10 000 runs of 100 hosts, no files
 #      given (goal: 1 s or less and 300 MB or less), beside the least it can cost: the newest
-#      run of each host chosen in SQL and those 100 documents fetched and parsed (Python's
-#      sqlite3 and json; psql for PostgreSQL), in the same sitting, the ratio printed.
+#      run of each host chosen in SQL and those 100 documents fetched, decompressed and parsed (Python's
+#      sqlite3, lz4 and json; psql for PostgreSQL), in the same sitting, the ratio printed.
 # The documents are copies of one real result document (a quick run of the default suite, made
 # here unless TEMPLATE=FILE names one), each with its own run_id, start time and one of 100 host
 # names. The 9 000 runs that part 2 adds have their raw samples left out, but for the newest
@@ -235,17 +235,21 @@ print(f"group-by host, {name}: {len(fleet['groups'])} hosts ({older} older runs 
       f"ratio {w / r:.2f}")
 PY
 }
-newest_sql="SELECT document FROM runs WHERE run_id IN (SELECT (SELECT r.run_id FROM runs r \
+# The newest run of each host, chosen in SQL, and its document (LZ4 with its size first, as
+# Python's lz4.block reads it) fetched, decompressed and parsed.
+lz4py=$(for p in python3 /usr/bin/python3; do "$p" -c 'import lz4.block' 2>/dev/null && echo "$p" && break; done)
+[[ -n "$lz4py" ]] || die "the reference needs Python's lz4 (apt-get install python3-lz4)"
+newest_sql="SELECT body FROM documents WHERE run_id IN (SELECT (SELECT r.run_id FROM runs r \
 JOIN run_hosts x ON x.run_id = r.run_id WHERE x.hostname = h.hostname \
 ORDER BY r.started_at DESC LIMIT 1) FROM (SELECT DISTINCT hostname FROM run_hosts) h)"
-time_group_by "$url" PostgreSQL python3 -c '
-import json, subprocess, sys
+time_group_by "$url" PostgreSQL "$lz4py" -c '
+import json, lz4.block, subprocess, sys
 out = subprocess.run([sys.argv[1], "-At", "-d", sys.argv[2], "-c", sys.argv[3]],
                      check=True, capture_output=True, text=True).stdout
-docs = [json.loads(l) for l in out.splitlines() if l]
+docs = [json.loads(lz4.block.decompress(bytes.fromhex(l[2:]))) for l in out.splitlines() if l]
 assert len(docs) == 100, len(docs)' "$psql" "$url" "$newest_sql"
-time_group_by "$sqlite" SQLite python3 -c '
-import json, sqlite3, sys
+time_group_by "$sqlite" SQLite "$lz4py" -c '
+import json, lz4.block, sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
-docs = [json.loads(d) for (d,) in db.execute(sys.argv[2])]
+docs = [json.loads(lz4.block.decompress(d)) for (d,) in db.execute(sys.argv[2])]
 assert len(docs) == 100, len(docs)' "$sqlite" "$newest_sql"
