@@ -110,7 +110,11 @@ fn show_continues_a_long_command_line_under_itself_to_fit_the_terminal() {
         .args(["history", "show", "01234567"])
         .output()
         .unwrap();
-    assert!(out.status.success());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     let header: Vec<&str> = text.lines().take_while(|l| !l.is_empty()).collect();
     for l in &header {
@@ -469,7 +473,7 @@ fn a_history_of_a_newer_oscost_is_refused() {
             code,
             &err,
             &[
-                "was written by a newer oscost (schema 99, this one knows 2)",
+                "was written by a newer oscost (schema 99, this one knows 3)",
                 "--history PATH",
             ],
         );
@@ -642,4 +646,83 @@ fn a_stored_id_with_other_content_is_refused_by_name() {
         )),
         "{out}"
     );
+}
+
+/// `--since` takes a date, a time or an age; anything else, or a time to come, is refused in
+/// one line. `--all-runs` lists the same runs as a window that holds them all.
+#[test]
+fn since_chooses_runs_by_start_and_bad_times_are_refused() {
+    let home = Home::new();
+    let a = home.scripted_run("a.json");
+    let b = home.scripted_run("b.json");
+    for args in [
+        &["history", "list", "--since", "1d"][..],
+        &["history", "list", "--since", "2026-01-01", "--all-runs"],
+        &["history", "trend", "example.cost100", "--since", "2weeks"],
+    ] {
+        let (code, out, err) = home.run(args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        for id in [&a, &b] {
+            assert!(out.contains(short(id)), "{args:?}: {out}");
+        }
+        assert!(!out.contains("--all-runs for every one"), "{out}");
+    }
+    for bad in ["yesterday", "2026-13-01", "7 parsecs", ""] {
+        let (code, _, err) = home.run(&["history", "list", "--since", bad]);
+        assert_one_line_error(code, &err, &["--since", "is not a date", "7d"]);
+    }
+    let (code, _, err) = home.run(&[
+        "history",
+        "trend",
+        "example.cost100",
+        "--since",
+        "2999-01-01",
+    ]);
+    assert_one_line_error(code, &err, &["in the future"]);
+}
+
+/// `compare --group-by FIELD` from the history, no files given: each group's newest run
+/// stands for it and the older ones are counted.
+#[test]
+fn group_by_a_field_from_the_history_keeps_each_groups_newest() {
+    let home = Home::new();
+    home.scripted_run("a.json");
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(home.path("a.json")).unwrap()).unwrap();
+    for (n, kernel) in ["6.1.0-a", "6.1.0-a", "6.12.0-b"].iter().enumerate() {
+        doc["run_id"] = serde_json::json!(format!("0000000{n}-89ab-4def-8123-456789abcdef"));
+        doc["started_at"] = serde_json::json!(format!("2026-11-0{}T00:00:00Z", n + 1));
+        doc["environment"]["kernel_release"] = serde_json::json!(kernel);
+        let f = home.path(&format!("k{n}.json"));
+        std::fs::write(&f, doc.to_string()).unwrap();
+        let (code, _, err) = home.run(&["history", "import", f.to_str().unwrap()]);
+        assert_eq!(code, 0, "{err}");
+    }
+    let json = home.path("fleet.json");
+    let (code, _, err) = home.run(&[
+        "compare",
+        "--group-by",
+        "kernel_release",
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let mut groups: Vec<(String, i64)> = v["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            (
+                g["name"].as_str().unwrap().to_owned(),
+                g["older_runs"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    groups.sort();
+    assert_eq!(groups.len(), 3, "{groups:?}");
+    assert!(groups.contains(&("6.1.0-a".to_owned(), 1)), "{groups:?}");
+    assert!(groups.contains(&("6.12.0-b".to_owned(), 0)), "{groups:?}");
 }

@@ -7,7 +7,9 @@ use crate::lists;
 use clap::{Args, Parser, Subcommand};
 use oscost_measure::experiments::{ExperimentArgs, REGISTRY};
 use std::path::PathBuf;
-use values::{parse_budget, parse_min_runs, parse_pct, parse_rate, parse_samples, parse_warmup};
+use values::{
+    parse_budget, parse_min_runs, parse_pct, parse_rate, parse_samples, parse_since, parse_warmup,
+};
 
 const ABOUT: &str = "oscost measures what the operating system costs a program: system calls, \
 context switches, wake-ups, with the loop overhead subtracted, every figure in ns and counter \
@@ -292,13 +294,30 @@ const STUDY_HELP: &str = "Examples:
 A study run is an ordinary run of oscost's experiments: it is saved in the history and writes
 --json, --report and --svg like any other.";
 
+/// The runs `history list` and `history trend` read: chosen in the store, so that a store of
+/// any size costs what is shown.
+#[derive(Debug, Args)]
+pub struct WindowArgs {
+    /// Only runs started since WHEN: a date (2026-11-01), a UTC time (2026-11-01T12:00:00Z)
+    /// or an age (7d, 12h, 2weeks)
+    #[arg(long, value_name = "WHEN", value_parser = parse_since)]
+    pub since: Option<String>,
+    /// Every run (of the --since window), not only the newest 100
+    #[arg(long)]
+    pub all_runs: bool,
+}
+
 /// What to do with the history.
 #[derive(Debug, Subcommand)]
 pub enum HistoryCommand {
-    /// The runs in the history, newest first, with the host each ran on; with --json FILE or
-    /// --csv FILE (`-` for stdout) also as data: run_id, started_at, saved_at, hostname,
-    /// oscost_version, kernel, cpu_model, experiments, case_count
-    List,
+    /// The runs in the history, newest first (the newest 100 unless --all-runs), with the host
+    /// each ran on; with --json FILE or --csv FILE (`-` for stdout) also as data: run_id,
+    /// started_at, saved_at, hostname, oscost_version, kernel, cpu_model, experiments,
+    /// case_count
+    List {
+        #[command(flatten)]
+        window: WindowArgs,
+    },
     /// A run's machine and tables
     Show {
         /// The run: its id, the first 4 or more characters of it, `latest`, or `latest~N` (N runs
@@ -312,6 +331,8 @@ pub enum HistoryCommand {
         /// The case id, as the tables name it (`syscall.getpid`,
         /// `switch.pipe.threads.same.switch_cost`)
         case_id: String,
+        #[command(flatten)]
+        window: WindowArgs,
     },
     /// A run's full result document (schema oscost/2) on stdout, or into the file of --json
     Export {

@@ -9,6 +9,11 @@ pub(super) fn parse_pct(s: &str) -> Result<f64, String> {
     }
 }
 
+/// The start of a `--since` window, as RFC 3339 in UTC.
+pub(super) fn parse_since(s: &str) -> Result<String, String> {
+    oscost_history::since(s)
+}
+
 /// A positive number of operations per second (`10_000`).
 pub(super) fn parse_rate(s: &str) -> Result<f64, String> {
     match s.trim().replace('_', "").parse::<f64>() {

@@ -13,7 +13,7 @@ use std::process::ExitCode;
 
 /// Runs `compare --group-by`: `inputs` are result files or history runs; none means the
 /// history's runs: by host or kernel only each group's newest is read (chosen in the
-/// database), by another field every run.
+/// database), by another field each run's document read in turn and only its group's newest kept.
 pub fn run(
     inputs: &[String],
     field: &str,
@@ -82,7 +82,8 @@ pub fn run(
 /// The runs of the history that `by` needs, labelled by their short ids: by host or kernel each
 /// group's newest, chosen in the database so that no other document is read (a store of ten
 /// thousand runs costs as much as its hundred hosts), with every group's count of runs in
-/// `counts`; by any other field every run, since the field is only in the documents.
+/// `counts`; by any other field every run's document is read, since the field is only there,
+/// but only each group's newest kept.
 fn from_history(
     history: HistoryAt,
     by: &GroupBy,
@@ -114,7 +115,21 @@ fn from_history(
             }
             newest.into_iter().map(|n| n.run_id).collect()
         }
-        GroupBy::Field(_) => history.list()?.into_iter().map(|r| r.run_id).collect(),
+        GroupBy::Field(_) => {
+            // The field is only in the documents: each is read in turn, newest first, and only
+            // the first of its group kept, so memory holds one document per group.
+            let mut kept: BTreeMap<Option<String>, (String, ResultDoc)> = BTreeMap::new();
+            for r in history.list()? {
+                let doc = history.get(&r.run_id)?;
+                let key = by.key(&doc.environment);
+                if let Some(name) = &key {
+                    *counts.entry(name.clone()).or_default() += 1;
+                }
+                kept.entry(key)
+                    .or_insert_with(|| (short_id(&r.run_id).to_owned(), doc));
+            }
+            return Ok(kept.into_values().collect());
+        }
     };
     ids.iter()
         .map(|id| Ok((short_id(id).to_owned(), history.get(id)?)))

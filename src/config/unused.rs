@@ -7,7 +7,7 @@ use crate::args::{Command, GlobalOpts, HistoryCommand};
 /// uses.
 fn history_uses(h: &HistoryCommand) -> (&'static str, &'static [&'static str]) {
     match h {
-        HistoryCommand::List => ("history list", &["--history", "--json", "--csv"]),
+        HistoryCommand::List { .. } => ("history list", &["--history", "--json", "--csv"]),
         HistoryCommand::Show { .. } => ("history show", &["--history"]),
         HistoryCommand::Trend { .. } => ("history trend", &["--history", "--svg"]),
         HistoryCommand::Export { .. } => ("history export", &["--history", "--json"]),

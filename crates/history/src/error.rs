@@ -126,6 +126,14 @@ pub enum HistoryError {
         /// Why.
         source: oscost_model::ReadError,
     },
+    /// A stored document's bytes could not be turned back into its text.
+    #[error("run {run_id} in the history cannot be read: {why}")]
+    Stored {
+        /// The run.
+        run_id: String,
+        /// Why.
+        why: String,
+    },
     /// A document could not be turned into JSON.
     #[error("cannot serialise the result document: {0}")]
     Json(#[from] serde_json::Error),

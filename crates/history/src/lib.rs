@@ -2,18 +2,21 @@
 //! PostgreSQL database that a fleet of machines shares, so a figure can be followed across
 //! runs (`oscost history trend`) and any run shown again.
 //!
-//! The document is stored whole (the `oscost/2` JSON), next to a few columns drawn from it
-//! that listing and trends need: one row per run, one per experiment and one per case and per
-//! derived figure. Runs are keyed by their `run_id`, so saving or importing a run twice
-//! changes nothing. The layout is described in `docs/history.md`.
+//! The document is stored whole (the `oscost/2` JSON as it was given, LZ4-compressed), next to
+//! a few columns drawn from it that listing and trends need: one row per run, one per
+//! experiment and one per case and per derived figure. Runs are keyed by their `run_id`, so
+//! saving or importing a run twice changes nothing. The layout is described in
+//! `docs/history.md`.
 //!
-//! The SQL is written once for both (TEXT, INTEGER and DOUBLE PRECISION columns,
+//! The SQL is written once for both (TEXT, INTEGER, DOUBLE PRECISION and BLOB columns,
 //! `INSERT ... ON CONFLICT DO NOTHING`, `$N` placeholders, no functions of either); only the
-//! connection setup (SQLite's write-ahead log, busy timeout and foreign keys) and the
-//! document's column type (JSONB in PostgreSQL) differ.
+//! connection setup (SQLite's write-ahead log, busy timeout and foreign keys), the bulk insert
+//! (PostgreSQL's binary `COPY`) and the old document column's type (JSONB in PostgreSQL)
+//! differ.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod encode;
 mod error;
 mod fingerprint;
 mod open;
@@ -23,6 +26,7 @@ mod save;
 mod schema;
 mod store;
 
+pub use encode::{digest, peek, Encoded, Peeked};
 pub use error::HistoryError;
 pub use fingerprint::{env_differences, env_fingerprint};
 pub use open::{stop_asked, stop_waiting_on};
@@ -110,6 +114,95 @@ pub struct TrendPoint {
     pub changes: Vec<String>,
     /// The run was a `--quick` one (fewer, shorter samples and smaller sweeps).
     pub quick: bool,
+}
+
+/// Which runs a listing or a trend reads: those started since a time, the newest so many of
+/// them; chosen in the database, so that only those rows are read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Window {
+    /// Only runs started at or after this time (RFC 3339 in UTC, as [`since`] makes it); a run
+    /// without a start time (`oscost/1`) counts from when it was saved.
+    pub since: Option<String>,
+    /// At most this many runs, the newest; `None` for all of them.
+    pub limit: Option<usize>,
+}
+
+impl Window {
+    /// Every run.
+    pub fn all() -> Window {
+        Window::default()
+    }
+}
+
+/// The time `text` names, as [`Window::since`] takes it: a date (`2026-11-01`, from its
+/// midnight UTC), a time (`2026-11-01T12:00:00Z`, or with a space, seconds optional), or an
+/// age back from now (`7d`, `12h`, `2weeks`, `90min`). Otherwise one line saying what is
+/// taken.
+pub fn since(text: &str) -> Result<String, String> {
+    since_at(text, std::time::SystemTime::now())
+}
+
+/// [`since`] as of `now`.
+pub fn since_at(text: &str, now: std::time::SystemTime) -> Result<String, String> {
+    let t = text.trim();
+    let bad = || {
+        format!(
+            "`{text}` is not a date (2026-11-01), a UTC time (2026-11-01T12:00:00Z) or an age \
+             (7d, 12h, 2weeks)"
+        )
+    };
+    if t.is_empty() {
+        return Err(bad());
+    }
+    if t.starts_with(|c: char| c.is_ascii_digit()) && t.len() >= 10 && t.as_bytes()[4] == b'-' {
+        let bare = t.trim_end_matches('Z');
+        let full = match bare.len() {
+            10 => format!("{bare}T00:00:00"),
+            16 => format!("{bare}:00"),
+            _ => bare.to_owned(),
+        };
+        let at = humantime::parse_rfc3339_weak(&full).map_err(|_| bad())?;
+        if at > now {
+            return Err(format!("`{text}` is in the future: no run started since"));
+        }
+        return Ok(humantime::format_rfc3339_seconds(at).to_string());
+    }
+    let age = humantime::parse_duration(t).map_err(|_| bad())?;
+    let at = now.checked_sub(age).ok_or_else(|| {
+        format!("`{text}` reaches back before 1970: give a later date or a shorter age")
+    })?;
+    Ok(humantime::format_rfc3339_seconds(at).to_string())
+}
+
+#[cfg(test)]
+mod since_tests {
+    use super::since_at;
+    use std::time::{Duration, SystemTime};
+
+    #[test]
+    fn dates_times_and_ages_are_read_and_bad_ones_said() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000);
+        assert_eq!(since_at("2026-11-01", now).unwrap(), "2026-11-01T00:00:00Z");
+        assert_eq!(
+            since_at("2026-11-01T12:30:00Z", now).unwrap(),
+            "2026-11-01T12:30:00Z"
+        );
+        assert_eq!(
+            since_at("2026-11-01 12:30", now).unwrap(),
+            "2026-11-01T12:30:00Z"
+        );
+        assert_eq!(since_at("2d", now).unwrap(), "2026-11-16T11:06:40Z");
+        assert_eq!(since_at("12h", now).unwrap(), "2026-11-17T23:06:40Z");
+        for bad in ["", "yesterday", "2026-13-01", "7 parsecs", "-3d", "2026-11"] {
+            let e = since_at(bad, now).unwrap_err();
+            assert!(
+                e.contains("is not a date") && e.contains("7d"),
+                "{bad}: {e}"
+            );
+        }
+        let e = since_at("2099-01-01", now).unwrap_err();
+        assert!(e.contains("future"), "{e}");
+    }
 }
 
 /// Where a history is kept: an SQLite file, or a PostgreSQL database.

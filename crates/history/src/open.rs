@@ -109,6 +109,7 @@ impl History {
             return empty();
         }
         schema::refuse_newer(&conn, path)?;
+        schema::stand_in_for_missing(&conn).map_err(open_err)?;
         Ok(History::sqlite(conn, path))
     }
 
@@ -198,8 +199,8 @@ fn owned_tables(conn: &Connection, path: &Path) -> Result<bool, HistoryError> {
     // The tables every layout up to SCHEMA_VERSION has (migration 1 made them all); a
     // migration that adds a table checks for it from its own version on.
     const OURS: [&str; 4] = ["cases", "experiments", "runs", "schema_migrations"];
-    // Tables later migrations added (2: `run_hosts`).
-    const ADDED: [&str; 1] = ["run_hosts"];
+    // Tables later migrations added (2: `run_hosts`, 3: `documents`).
+    const ADDED: [&str; 2] = ["run_hosts", "documents"];
     if !has("schema_migrations") {
         // Only tables of oscost's: a history whose record of versions was lost; anything
         // else is another program's.

@@ -1,10 +1,10 @@
 //! Reading the history back: the runs listed, a run found by a prefix of its id or by
 //! `latest~N`, a run's document, the comparable run before one, a case's trend.
 
-use crate::store::{first, next};
+use crate::store::{first, next, Cell};
 use crate::{
     derived_run_id, env_differences, env_fingerprint, History, HistoryError, NewestRun, RunSummary,
-    TrendPoint, MIN_PREFIX,
+    TrendPoint, Window, MIN_PREFIX,
 };
 use oscost_model::ResultDoc;
 use std::collections::HashMap;
@@ -19,10 +19,30 @@ const NEWEST_FIRST: &str = "ORDER BY CASE WHEN started_at IS NULL THEN 0 ELSE 1 
 impl History {
     /// Every run, newest first.
     pub fn list(&self) -> Result<Vec<RunSummary>, HistoryError> {
+        Ok(self.list_window(&Window::all())?.0)
+    }
+
+    /// The runs of `window`, newest first, and how many runs the window holds before its
+    /// limit: only the rows of the runs returned are read.
+    pub fn list_window(&self, window: &Window) -> Result<(Vec<RunSummary>, usize), HistoryError> {
+        let (filter, params) = window_filter(window, "");
+        let total = self
+            .query(&format!("SELECT count(*) FROM runs {filter}"), &params)?
+            .into_iter()
+            .next()
+            .map_or(0, |r| first(r).int() as usize);
+        let limit = window
+            .limit
+            .map(|n| format!("LIMIT {n}"))
+            .unwrap_or_default();
+        let chosen = format!("SELECT run_id FROM runs {filter} {NEWEST_FIRST} {limit}");
         let mut experiments: HashMap<String, Vec<String>> = HashMap::new();
         for row in self.query(
-            "SELECT run_id, name FROM experiments ORDER BY run_id, position",
-            &[],
+            &format!(
+                "SELECT run_id, name FROM experiments WHERE run_id IN ({chosen}) \
+                 ORDER BY run_id, position"
+            ),
+            &params,
         )? {
             let mut row = row.into_iter();
             let (id, name) = (next(&mut row).string(), next(&mut row).string());
@@ -32,11 +52,11 @@ impl History {
             &format!(
                 "SELECT run_id, started_at, saved_at, oscost_version, kernel, cpu_model, \
                  case_count, (SELECT hostname FROM run_hosts h WHERE h.run_id = runs.run_id), \
-                 command_line FROM runs {NEWEST_FIRST}"
+                 command_line FROM runs {filter} {NEWEST_FIRST} {limit}"
             ),
-            &[],
+            &params,
         )?;
-        Ok(runs
+        let runs = runs
             .into_iter()
             .map(|r| {
                 let mut r = r.into_iter();
@@ -54,7 +74,8 @@ impl History {
                     command_line: next(&mut r).string(),
                 }
             })
-            .collect())
+            .collect();
+        Ok((runs, total))
     }
 
     /// Each host's newest run (by start time, as [`History::list`] orders them) and how many
@@ -156,15 +177,28 @@ impl History {
     /// The document of the run with the full id `run_id` (see [`History::resolve`]), read
     /// with [`oscost_model::read`] so that documents of older schemas load too.
     pub fn get(&self, run_id: &str) -> Result<ResultDoc, HistoryError> {
-        let text = self
+        // Since schema 3 the document is in `documents`, compressed; before, in `runs`.
+        let row = self
             .query(
-                "SELECT document FROM runs WHERE run_id = $1",
+                "SELECT d.encoding, d.body, r.document FROM runs r LEFT JOIN documents d \
+                 ON d.run_id = r.run_id WHERE r.run_id = $1",
                 &[run_id.into()],
             )?
             .into_iter()
             .next()
-            .map(|r| first(r).string())
             .ok_or_else(|| HistoryError::UnknownRun { run: run_id.into() })?;
+        let mut row = row.into_iter();
+        let (encoding, body, plain) = (next(&mut row).text(), next(&mut row), next(&mut row));
+        let text = match encoding {
+            Some(encoding) => {
+                let bytes = body.bytes().ok_or_else(|| HistoryError::Stored {
+                    run_id: run_id.into(),
+                    why: "its stored document is not bytes".into(),
+                })?;
+                crate::encode::decode(run_id, &encoding, &bytes)?
+            }
+            None => plain.string(),
+        };
         oscost_model::read(&text).map_err(|source| HistoryError::Document {
             run_id: run_id.into(),
             source,
@@ -243,16 +277,48 @@ impl History {
     /// The figure of case (or derived figure) `case_id` in every run that has it, oldest
     /// first, each point saying whether the environment changed since the one before.
     pub fn trend(&self, case_id: &str) -> Result<Vec<TrendPoint>, HistoryError> {
+        Ok(self.trend_window(case_id, &Window::all())?.0)
+    }
+
+    /// [`History::trend`] over the runs of `window` (its limit keeps the newest points), and
+    /// how many points the window holds before its limit. Only the documents of the runs
+    /// either side of an environment change among the points returned are read.
+    pub fn trend_window(
+        &self,
+        case_id: &str,
+        window: &Window,
+    ) -> Result<(Vec<TrendPoint>, usize), HistoryError> {
+        let (filter, mut params) = window_filter(window, "r.");
+        let filter = filter.replacen("WHERE", "AND", 1).replace("$1", "$2");
+        params.insert(0, case_id.into());
+        let total = self
+            .query(
+                &format!(
+                    "SELECT count(*) FROM cases c JOIN runs r ON r.run_id = c.run_id \
+                     WHERE c.case_id = $1 {filter}"
+                ),
+                &params,
+            )?
+            .into_iter()
+            .next()
+            .map_or(0, |r| first(r).int() as usize);
+        let limit = window
+            .limit
+            .map(|n| format!("LIMIT {n}"))
+            .unwrap_or_default();
         let rows = self.query(
-            "SELECT r.run_id, r.started_at, r.env_fingerprint, c.unit, c.median_ns, \
-             c.ci_low_ns, c.ci_high_ns, c.checks_passed, r.command_line \
-             FROM cases c JOIN runs r ON r.run_id = c.run_id WHERE c.case_id = $1 \
-             ORDER BY CASE WHEN r.started_at IS NULL THEN 0 ELSE 1 END, r.started_at, \
-             r.saved_at, r.run_id",
-            &[case_id.into()],
+            &format!(
+                "SELECT r.run_id, r.started_at, r.env_fingerprint, c.unit, c.median_ns, \
+                 c.ci_low_ns, c.ci_high_ns, c.checks_passed, r.command_line \
+                 FROM cases c JOIN runs r ON r.run_id = c.run_id WHERE c.case_id = $1 {filter} \
+                 ORDER BY CASE WHEN r.started_at IS NULL THEN 0 ELSE 1 END DESC, \
+                 r.started_at DESC, r.saved_at DESC, r.run_id DESC {limit}"
+            ),
+            &params,
         )?;
         let mut points: Vec<TrendPoint> = rows
             .into_iter()
+            .rev()
             .map(|r| {
                 let mut r = r.into_iter();
                 TrendPoint {
@@ -269,7 +335,10 @@ impl History {
                 }
             })
             .collect();
-        if points.is_empty() {
+        if points.is_empty() && total == 0 {
+            if window.since.is_some() && self.has_case(case_id)? {
+                return Ok((points, total));
+            }
             return Err(HistoryError::UnknownCase {
                 case_id: case_id.into(),
                 similar: self.similar_cases(case_id)?,
@@ -286,7 +355,17 @@ impl History {
                 }
             }
         }
-        Ok(points)
+        Ok((points, total))
+    }
+
+    /// Whether any run has the case `case_id`.
+    fn has_case(&self, case_id: &str) -> Result<bool, HistoryError> {
+        Ok(!self
+            .query(
+                "SELECT 1 FROM cases WHERE case_id = $1 LIMIT 1",
+                &[case_id.into()],
+            )?
+            .is_empty())
     }
 
     /// A few stored case ids that contain `case_id`, for an error message.
@@ -308,6 +387,18 @@ impl History {
         ids.sort();
         ids.truncate(5);
         Ok(ids)
+    }
+}
+
+/// The `WHERE` clause choosing the runs of `window` by their start time (`prefix` names the
+/// `runs` table: `r.`), with its parameter as `$1`; empty for every run.
+fn window_filter(window: &Window, prefix: &str) -> (String, Vec<Cell>) {
+    match &window.since {
+        Some(at) => (
+            format!("WHERE COALESCE({prefix}started_at, {prefix}saved_at) >= $1"),
+            vec![at.into()],
+        ),
+        None => (String::new(), Vec::new()),
     }
 }
 

@@ -1,9 +1,14 @@
 //! Saving runs into the history, and removing them: each in one transaction.
 
-use crate::store::{real, Cell};
+use crate::encode::{Encoded, LZ4};
+use crate::store::{first as first_cell, next, real, Cell};
 use crate::{env_fingerprint, History, HistoryError, Saved};
 use oscost_model::{ResultDoc, SCHEMA};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+
+/// Runs per multi-row insert: ten parameters each, well under SQLite's and PostgreSQL's
+/// limits.
+const RUNS_PER_INSERT: usize = 100;
 
 /// Namespace of the ids given to documents that carry none (`oscost/1`): a UUID v5 of the
 /// document's canonical JSON in it, so the same document always gets the same id.
@@ -15,74 +20,105 @@ impl History {
     /// changes nothing either. A run already in the history is left as it is
     /// (`new == false`).
     pub fn save(&mut self, doc: &ResultDoc) -> Result<Saved, HistoryError> {
-        self.write(|h| h.save_in(doc))
+        let encoded = Encoded::from_doc(doc)?;
+        let mut saved = self.save_encoded(vec![encoded])?;
+        Ok(saved.remove(0))
     }
 
     /// Saves every document of `docs` as [`History::save`] does, in one transaction: all of
     /// them or none. Much faster than one save each where a commit waits for the disk.
     pub fn save_all(&mut self, docs: &[ResultDoc]) -> Result<Vec<Saved>, HistoryError> {
-        self.write(|h| docs.iter().map(|d| h.save_in(d)).collect())
+        let encoded = docs
+            .iter()
+            .map(Encoded::from_doc)
+            .collect::<Result<Vec<_>, _>>()?;
+        self.save_encoded(encoded)
     }
 
-    /// [`History::save`] inside a transaction already begun.
-    fn save_in(&self, doc: &ResultDoc) -> Result<Saved, HistoryError> {
-        let run_id = match &doc.run_id {
-            Some(id) => id.clone(),
-            None => derived_run_id(doc)?,
-        };
-        // A run already there costs one look-up, not the whole document sent and parsed.
-        let there = self.query(
-            "SELECT run_id FROM runs WHERE run_id = $1",
-            &[(&run_id).into()],
-        )?;
-        let mut stored = doc.clone();
-        stored.schema = SCHEMA.into();
-        stored.run_id = Some(run_id.clone());
-        if !there.is_empty() {
-            let differs = self.differs_from_stored(&stored)?;
-            return Ok(Saved {
-                run_id,
-                new: false,
-                differs,
-            });
-        }
-        let document = serde_json::to_string(&stored)?;
-        let env = &doc.environment;
-        let rows = case_rows(doc);
+    /// Saves documents already read and compressed ([`Encoded`]) in one transaction, in
+    /// bulk: their runs in one statement per hundred, their documents, hosts, experiments and
+    /// cases in one `COPY` each on PostgreSQL. A run already there (before, or saved by
+    /// another oscost meanwhile, or twice in `docs`) is left as it is; `differs` says whether
+    /// its stored document holds other content.
+    pub fn save_encoded(&mut self, mut docs: Vec<Encoded>) -> Result<Vec<Saved>, HistoryError> {
+        self.write(|h| h.save_in(&mut docs))
+    }
+
+    /// [`History::save_encoded`] inside a transaction already begun. The compressed texts of
+    /// the runs stored are moved out of `docs`.
+    fn save_in(&self, docs: &mut [Encoded]) -> Result<Vec<Saved>, HistoryError> {
         let saved_at = humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string();
-        let run = vec![
-            Cell::from(&run_id),
-            doc.started_at.as_ref().into(),
-            saved_at.into(),
-            (&env.oscost_version).into(),
-            (&env.kernel_release).into(),
-            env.cpu_model.as_ref().into(),
-            env_fingerprint(env).into(),
-            env.command_line.join(" ").into(),
-            (rows.len() as i64).into(),
-            document.into(),
-        ];
-        let mut rest: Vec<(&str, Vec<Cell>)> = Vec::new();
-        // The name a fleet gives the host, else its own: loopback "hosts" share one hostname.
-        if let Some(host) = env.host() {
-            rest.push((
-                "INSERT INTO run_hosts (run_id, hostname) VALUES ($1, $2)",
-                vec![(&run_id).into(), host.into()],
-            ));
+        // Each id once: a later copy in the same batch is "already there".
+        let mut first = HashSet::new();
+        let fresh: Vec<&Encoded> = docs
+            .iter()
+            .filter(|d| first.insert(d.run_id.as_str()))
+            .collect();
+        let mut inserted: HashSet<String> = HashSet::new();
+        // ON CONFLICT: a run stored before, or by another oscost since anyone looked.
+        for group in fresh.chunks(RUNS_PER_INSERT) {
+            let mut values = Vec::with_capacity(group.len());
+            let mut params = Vec::with_capacity(group.len() * 10);
+            for (i, e) in group.iter().enumerate() {
+                let marks: Vec<String> = (1..=10).map(|k| format!("${}", i * 10 + k)).collect();
+                values.push(format!("({})", marks.join(", ")));
+                let env = &e.doc.environment;
+                params.extend([
+                    Cell::from(&e.run_id),
+                    e.doc.started_at.as_ref().into(),
+                    (&saved_at).into(),
+                    (&env.oscost_version).into(),
+                    (&env.kernel_release).into(),
+                    env.cpu_model.as_ref().into(),
+                    env_fingerprint(env).into(),
+                    env.command_line.join(" ").into(),
+                    (case_count(&e.doc) as i64).into(),
+                    self.no_document(),
+                ]);
+            }
+            let rows = self.query(
+                &format!(
+                    "INSERT INTO runs (run_id, started_at, saved_at, oscost_version, kernel, \
+                     cpu_model, env_fingerprint, command_line, case_count, document) VALUES {} \
+                     ON CONFLICT (run_id) DO NOTHING RETURNING run_id",
+                    values.join(", ")
+                ),
+                &params,
+            )?;
+            inserted.extend(rows.into_iter().map(|r| first_cell(r).string()));
         }
-        for (i, e) in doc.experiments.iter().enumerate() {
-            rest.push((
-                "INSERT INTO experiments (run_id, position, name) VALUES ($1, $2, $3)",
-                vec![(&run_id).into(), (i as i64).into(), (&e.name).into()],
-            ));
+        let mut first_copy = HashSet::new();
+        let new: Vec<usize> = (0..docs.len())
+            .filter(|&i| {
+                inserted.contains(&docs[i].run_id) && first_copy.insert(docs[i].run_id.clone())
+            })
+            .collect();
+        let (mut documents, mut hosts, mut experiments, mut cases) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for &i in &new {
+            documents.push(vec![
+                Cell::from(&docs[i].run_id),
+                LZ4.into(),
+                (&docs[i].digest).into(),
+                Cell::Blob(std::mem::take(&mut docs[i].body)),
+            ]);
         }
-        for r in &rows {
-            rest.push((
-                "INSERT INTO cases (run_id, case_id, experiment, kind, unit, median_ns, \
-                 ci_low_ns, ci_high_ns, median_cycles, samples, checks_passed) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-                vec![
-                    (&run_id).into(),
+        for e in new.iter().map(|&i| &docs[i]) {
+            // The name a fleet gives the host, else its own: loopback "hosts" share one
+            // hostname.
+            if let Some(host) = e.doc.environment.host() {
+                hosts.push(vec![(&e.run_id).into(), host.into()]);
+            }
+            for (i, x) in e.doc.experiments.iter().enumerate() {
+                experiments.push(vec![
+                    (&e.run_id).into(),
+                    (i as i64).into(),
+                    (&x.name).into(),
+                ]);
+            }
+            for r in case_rows(&e.doc) {
+                cases.push(vec![
+                    (&e.run_id).into(),
                     r.case_id.into(),
                     r.experiment.into(),
                     r.kind.into(),
@@ -93,46 +129,85 @@ impl History {
                     real(r.median_cycles),
                     r.samples.into(),
                     (r.checks_passed as i64).into(),
-                ],
-            ));
+                ]);
+            }
         }
-        // ON CONFLICT: another oscost may have saved the run since the look-up.
-        let inserted = self.execute(&[(
-            "INSERT INTO runs (run_id, started_at, saved_at, oscost_version, kernel, \
-                 cpu_model, env_fingerprint, command_line, case_count, document) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
-                 ON CONFLICT (run_id) DO NOTHING",
-            run,
-        )])?;
-        if inserted.first().copied().unwrap_or(0) == 0 {
-            let differs = self.differs_from_stored(&stored)?;
-            return Ok(Saved {
-                run_id,
-                new: false,
-                differs,
-            });
-        }
-        self.execute(&rest)?;
-        Ok(Saved {
-            run_id,
-            new: true,
-            differs: false,
-        })
+        self.bulk(
+            "documents",
+            &["run_id", "encoding", "digest", "body"],
+            &documents,
+        )?;
+        self.bulk("run_hosts", &["run_id", "hostname"], &hosts)?;
+        self.bulk("experiments", &["run_id", "position", "name"], &experiments)?;
+        self.bulk(
+            "cases",
+            &[
+                "run_id",
+                "case_id",
+                "experiment",
+                "kind",
+                "unit",
+                "median_ns",
+                "ci_low_ns",
+                "ci_high_ns",
+                "median_cycles",
+                "samples",
+                "checks_passed",
+            ],
+            &cases,
+        )?;
+        let new: HashSet<usize> = new.into_iter().collect();
+        docs.iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let new = new.contains(&i);
+                Ok(Saved {
+                    run_id: e.run_id.clone(),
+                    new,
+                    differs: !new && self.differs_from_stored(e)?,
+                })
+            })
+            .collect()
     }
 
-    /// Whether the run stored under `doc`'s id (given as it would be stored) holds other
-    /// content: compared as JSON values, so the text's layout does not count.
-    fn differs_from_stored(&self, doc: &ResultDoc) -> Result<bool, HistoryError> {
-        let rows = self.query(
-            "SELECT document FROM runs WHERE run_id = $1",
-            &[doc.run_id.as_ref().into()],
-        )?;
-        let Some(text) = rows.into_iter().next().and_then(|r| r.into_iter().next()) else {
-            return Ok(false);
-        };
-        let stored: serde_json::Value =
-            serde_json::from_str(&text.text().unwrap_or_default()).unwrap_or_default();
-        Ok(stored != serde_json::to_value(doc)?)
+    /// Which of `ids` the store holds, each with the digest of its stored text (`None` for a
+    /// run saved before schema 3, whose document is not digested): one query, no document
+    /// read. Ids not there are absent from the map.
+    pub fn stored_digests(
+        &self,
+        ids: &[&str],
+    ) -> Result<HashMap<String, Option<String>>, HistoryError> {
+        let mut out = HashMap::new();
+        for group in ids.chunks(RUNS_PER_INSERT * 10) {
+            let marks: Vec<String> = (1..=group.len()).map(|i| format!("${i}")).collect();
+            let params: Vec<Cell> = group.iter().map(|id| Cell::from(*id)).collect();
+            for row in self.query(
+                &format!(
+                    "SELECT r.run_id, d.digest FROM runs r LEFT JOIN documents d \
+                     ON d.run_id = r.run_id WHERE r.run_id IN ({})",
+                    marks.join(", ")
+                ),
+                &params,
+            )? {
+                let mut r = row.into_iter();
+                out.insert(next(&mut r).string(), next(&mut r).text());
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether the run stored under `e`'s id holds other content: the same text (by its
+    /// digest) does not; other texts are compared as JSON values of the documents they read
+    /// as, so layout, key order and the id's case do not count.
+    fn differs_from_stored(&self, e: &Encoded) -> Result<bool, HistoryError> {
+        let stored = self.stored_digests(&[e.run_id.as_str()])?;
+        match stored.get(&e.run_id) {
+            None => return Ok(false),
+            Some(Some(d)) if *d == e.digest => return Ok(false),
+            Some(_) => {}
+        }
+        let there = self.get(&e.run_id)?;
+        Ok(serde_json::to_value(&there)? != serde_json::to_value(&e.doc)?)
     }
 
     /// Removes the run `run` names (as [`History::resolve`] reads it), with its experiments
@@ -149,6 +224,14 @@ impl History {
                 ),
                 (
                     "DELETE FROM experiments WHERE run_id = $1",
+                    vec![(&run_id).into()],
+                ),
+                (
+                    "DELETE FROM documents WHERE run_id = $1",
+                    vec![(&run_id).into()],
+                ),
+                (
+                    "DELETE FROM run_hosts WHERE run_id = $1",
                     vec![(&run_id).into()],
                 ),
                 ("DELETE FROM runs WHERE run_id = $1", vec![(&run_id).into()]),

@@ -51,11 +51,33 @@ const MIGRATIONS: &[&str] = &[
         run_id TEXT PRIMARY KEY REFERENCES runs (run_id) ON DELETE CASCADE,
         hostname TEXT NOT NULL
     );",
+    // 3: the document as it was given, LZ4-compressed, with a digest of its text, in a table
+    // of its own (`runs.document` stays for the runs saved before: empty text in SQLite and
+    // NULL in PostgreSQL for the runs saved since). Nothing queries inside a document, so
+    // PostgreSQL need not parse it into JSONB nor compress it again.
+    "CREATE TABLE documents (
+        run_id TEXT PRIMARY KEY REFERENCES runs (run_id) ON DELETE CASCADE,
+        encoding TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        body BLOB NOT NULL
+    );",
 ];
 
-/// Migration `i` (from 0) as PostgreSQL runs it: the same layout, the document as JSONB.
+/// Migration `i` (from 0) as PostgreSQL runs it: the same layout, the document as JSONB (up
+/// to schema 2) and the compressed one as BYTEA, kept out of line and not compressed again.
 fn postgres_sql(i: usize) -> String {
-    MIGRATIONS[i].replace("document TEXT NOT NULL", "document JSONB NOT NULL")
+    let sql = MIGRATIONS[i]
+        .replace("document TEXT NOT NULL", "document JSONB NOT NULL")
+        .replace("body BLOB NOT NULL", "body BYTEA NOT NULL");
+    if i == 2 {
+        format!(
+            "{sql}
+            ALTER TABLE runs ALTER COLUMN document DROP NOT NULL;
+            ALTER TABLE documents ALTER COLUMN body SET STORAGE EXTERNAL;"
+        )
+    } else {
+        sql
+    }
 }
 
 /// Any number: the key of the advisory lock that lets one oscost at a time create or migrate
@@ -157,6 +179,31 @@ pub(crate) fn refuse_newer(conn: &Connection, path: &Path) -> Result<(), History
         }),
         _ => Ok(()),
     }
+}
+
+/// For a database of an older layout opened to read only (so not migrated): empty temporary
+/// tables stand in for the ones later migrations add, so that every query of this oscost
+/// reads it (runs without a host; every document in `runs.document`). They live in the
+/// connection's own temporary schema; nothing of the file changes.
+pub(crate) fn stand_in_for_missing(conn: &Connection) -> rusqlite::Result<()> {
+    let has = |name: &str| -> rusqlite::Result<bool> {
+        conn.query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
+            [name],
+            |r| r.get::<_, i64>(0),
+        )
+        .map(|n| n > 0)
+    };
+    if !has("run_hosts")? {
+        conn.execute_batch("CREATE TEMP TABLE run_hosts (run_id TEXT PRIMARY KEY, hostname TEXT)")?;
+    }
+    if !has("documents")? {
+        conn.execute_batch(
+            "CREATE TEMP TABLE documents (run_id TEXT PRIMARY KEY, encoding TEXT, digest TEXT, \
+             body BLOB)",
+        )?;
+    }
+    Ok(())
 }
 
 /// Brings the database up to [`SCHEMA_VERSION`], or fails with [`HistoryError::TooNew`]

@@ -202,3 +202,121 @@ fn tls_is_used_when_the_server_offers_it() {
     assert!(e.contains("no pg_hba.conf entry"), "{e}");
     assert!(!e.contains(PASSWORD), "{e}");
 }
+
+/// One number from a query, through the crate's own client.
+fn count(url: &str, sql: &str) -> i64 {
+    let mut c = oscost_history::pg::Client::connect(&PgUrl::parse(url).unwrap()).unwrap();
+    let out = c.run(&[(sql, vec![])]).unwrap();
+    out[0].rows[0][0].as_deref().unwrap().parse().unwrap()
+}
+
+/// A batch goes in by COPY: every row counted, a copy within the batch stored once, each
+/// document read back equal, and the batch again adds nothing.
+#[test]
+fn a_batch_is_copied_in_and_counted_right() {
+    let Some(cluster) = Cluster::start(false) else {
+        return;
+    };
+    let url = cluster.url();
+    let mut pg = open(&url);
+    let mut docs: Vec<_> = (1..=40).map(|n| common::run("copy", n)).collect();
+    docs[5].environment.hostname = Some("node-\"quoted\"\\".into());
+    docs.push(docs[0].clone());
+    let saved = pg.save_all(&docs).unwrap();
+    assert_eq!(saved.iter().filter(|s| s.new).count(), 40);
+    let cases = oscost_history::case_count(&docs[0]) as i64;
+    assert_eq!(count(&url, "SELECT count(*) FROM runs"), 40);
+    assert_eq!(count(&url, "SELECT count(*) FROM documents"), 40);
+    assert_eq!(count(&url, "SELECT count(*) FROM cases"), 40 * cases);
+    assert_eq!(
+        count(&url, "SELECT count(*) FROM experiments"),
+        40 * docs[0].experiments.len() as i64
+    );
+    assert_eq!(count(&url, "SELECT count(*) FROM run_hosts"), 1);
+    assert_eq!(
+        count(&url, "SELECT count(*) FROM runs WHERE document IS NULL"),
+        40
+    );
+    for d in &docs[..40] {
+        assert_eq!(&pg.get(d.run_id.as_deref().unwrap()).unwrap(), d);
+    }
+    let hosts: Vec<_> = pg
+        .list()
+        .unwrap()
+        .into_iter()
+        .filter_map(|r| r.hostname)
+        .collect();
+    assert_eq!(hosts, ["node-\"quoted\"\\"]);
+    assert!(pg
+        .save_all(&docs)
+        .unwrap()
+        .iter()
+        .all(|s| !s.new && !s.differs));
+    assert_eq!(count(&url, "SELECT count(*) FROM cases"), 40 * cases);
+}
+
+/// A store an older oscost made (schema 2: the document as JSONB in `runs`) is migrated on
+/// open: its runs read back whole, new runs go in the current layout beside them, and a run
+/// pushed again is known to be the same.
+#[test]
+fn an_older_postgres_store_is_migrated_and_stays_readable() {
+    let Some(cluster) = Cluster::start(false) else {
+        return;
+    };
+    let url = cluster.url();
+    let old = common::run("old-layout", 3);
+    let id = old.run_id.clone().unwrap();
+    {
+        let mut c = oscost_history::pg::Client::connect(&PgUrl::parse(&url).unwrap()).unwrap();
+        c.batch(
+            "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL);
+             CREATE TABLE runs (run_id TEXT PRIMARY KEY, started_at TEXT, saved_at TEXT NOT NULL,
+                oscost_version TEXT NOT NULL, kernel TEXT NOT NULL, cpu_model TEXT,
+                env_fingerprint TEXT NOT NULL, command_line TEXT NOT NULL,
+                case_count INTEGER NOT NULL, document JSONB NOT NULL);
+             CREATE TABLE experiments (run_id TEXT NOT NULL REFERENCES runs (run_id)
+                ON DELETE CASCADE, position INTEGER NOT NULL, name TEXT NOT NULL,
+                PRIMARY KEY (run_id, position));
+             CREATE TABLE cases (run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+                case_id TEXT NOT NULL, experiment TEXT NOT NULL, kind TEXT NOT NULL,
+                unit TEXT NOT NULL, median_ns DOUBLE PRECISION, ci_low_ns DOUBLE PRECISION,
+                ci_high_ns DOUBLE PRECISION, median_cycles DOUBLE PRECISION, samples INTEGER,
+                checks_passed INTEGER NOT NULL, PRIMARY KEY (run_id, case_id));
+             CREATE INDEX cases_by_case_id ON cases (case_id);
+             CREATE TABLE run_hosts (run_id TEXT PRIMARY KEY REFERENCES runs (run_id)
+                ON DELETE CASCADE, hostname TEXT NOT NULL);
+             INSERT INTO schema_migrations VALUES (1, 'then'), (2, 'then');",
+        )
+        .unwrap();
+        c.run(&[(
+            "INSERT INTO runs VALUES ($1, $2, 'then', 'old', 'k', NULL, 'fp', 'oscost', 1, $3)",
+            vec![
+                Some(id.clone()),
+                old.started_at.clone(),
+                Some(serde_json::to_string(&old).unwrap()),
+            ],
+        )])
+        .unwrap();
+        c.run(&[(
+            "INSERT INTO cases VALUES ($1, 'example.cost100', 'example', 'case', 'op', 1, 1, 1, \
+             NULL, 3, 1)",
+            vec![Some(id.clone())],
+        )])
+        .unwrap();
+    }
+    let mut pg = open(&url);
+    assert_eq!(
+        count(&url, "SELECT max(version) FROM schema_migrations"),
+        oscost_history::SCHEMA_VERSION
+    );
+    assert_eq!(pg.get(&id).unwrap(), old);
+    let new = common::run("new-layout", 4);
+    assert!(pg.save(&new).unwrap().new);
+    assert_eq!(pg.get(new.run_id.as_deref().unwrap()).unwrap(), new);
+    let again = pg.save(&old).unwrap();
+    assert!(!again.new && !again.differs, "{again:?}");
+    assert_eq!(pg.list().unwrap().len(), 2);
+    assert_eq!(pg.trend("example.cost100").unwrap().len(), 2);
+    pg.remove(&id).unwrap();
+    assert_eq!(count(&url, "SELECT count(*) FROM runs"), 1);
+}

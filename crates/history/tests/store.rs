@@ -425,33 +425,188 @@ fn the_last_comparable_run_shares_the_machine_the_experiments_and_the_size() {
     assert_eq!(found.run_id, first.run_id);
 }
 
-/// A history of schema 1 (before the host names) is brought to the current schema on open:
-/// its runs stay, listed without a host, and a new run's host is kept.
-#[test]
-fn a_schema_1_history_is_migrated() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("v1.sqlite3");
-    {
-        let mut h = History::open(&path).unwrap();
-        h.save(&common::run("old", 1)).unwrap();
-    }
-    {
-        // Back to what schema 1 was: no `run_hosts`, version 1 recorded.
-        let c = rusqlite::Connection::open(&path).unwrap();
+/// The layout of schema 2 as its oscost made it: the document as text in `runs`.
+const SCHEMA_2: &str =
+    "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL);
+    CREATE TABLE runs (run_id TEXT PRIMARY KEY, started_at TEXT, saved_at TEXT NOT NULL,
+        oscost_version TEXT NOT NULL, kernel TEXT NOT NULL, cpu_model TEXT,
+        env_fingerprint TEXT NOT NULL, command_line TEXT NOT NULL, case_count INTEGER NOT NULL,
+        document TEXT NOT NULL);
+    CREATE TABLE experiments (run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+        position INTEGER NOT NULL, name TEXT NOT NULL, PRIMARY KEY (run_id, position));
+    CREATE TABLE cases (run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+        case_id TEXT NOT NULL, experiment TEXT NOT NULL, kind TEXT NOT NULL, unit TEXT NOT NULL,
+        median_ns DOUBLE PRECISION, ci_low_ns DOUBLE PRECISION, ci_high_ns DOUBLE PRECISION,
+        median_cycles DOUBLE PRECISION, samples INTEGER, checks_passed INTEGER NOT NULL,
+        PRIMARY KEY (run_id, case_id));
+    CREATE INDEX cases_by_case_id ON cases (case_id);
+    CREATE TABLE run_hosts (run_id TEXT PRIMARY KEY REFERENCES runs (run_id) ON DELETE CASCADE,
+        hostname TEXT NOT NULL);
+    INSERT INTO schema_migrations VALUES (1, '2026-11-01T00:00:00Z'), (2, '2026-11-01T00:00:00Z');";
+
+/// Writes `doc` into a database of schema 2 (or 1, without `run_hosts`) as that oscost did.
+fn old_store(path: &std::path::Path, version: i64, doc: &oscost_model::ResultDoc) {
+    let c = rusqlite::Connection::open(path).unwrap();
+    c.execute_batch(SCHEMA_2).unwrap();
+    let id = doc.run_id.clone().unwrap();
+    c.execute(
+        "INSERT INTO runs VALUES (?1, ?2, '2026-11-01T00:00:00Z', 'old', ?3, NULL, 'fp', \
+         'oscost', 1, ?4)",
+        rusqlite::params![
+            id,
+            doc.started_at,
+            doc.environment.kernel_release,
+            serde_json::to_string(doc).unwrap()
+        ],
+    )
+    .unwrap();
+    c.execute(
+        "INSERT INTO experiments VALUES (?1, 0, 'example')",
+        rusqlite::params![id],
+    )
+    .unwrap();
+    c.execute(
+        "INSERT INTO cases VALUES (?1, 'example.cost100', 'example', 'case', 'op', 5.0, 4.0, \
+         6.0, NULL, 10, 1)",
+        rusqlite::params![id],
+    )
+    .unwrap();
+    if version == 1 {
         c.execute_batch("DROP TABLE run_hosts; DELETE FROM schema_migrations WHERE version > 1")
             .unwrap();
-    }
-    let mut h = History::open(&path).unwrap();
-    let mut doc = common::run("new", 2);
-    doc.environment.hostname = Some("node-9".into());
-    assert!(h.save(&doc).unwrap().new);
-    let hosts: Vec<Option<String>> = h.list().unwrap().into_iter().map(|r| r.hostname).collect();
-    assert_eq!(hosts, [Some("node-9".to_owned()), None]);
-    let c = rusqlite::Connection::open(&path).unwrap();
-    let version: i64 = c
-        .query_row("SELECT MAX(version) FROM schema_migrations", [], |r| {
-            r.get(0)
-        })
+    } else {
+        c.execute(
+            "INSERT INTO run_hosts VALUES (?1, 'node-1')",
+            rusqlite::params![id],
+        )
         .unwrap();
-    assert_eq!(version, SCHEMA_VERSION);
+    }
+}
+
+/// A history an older oscost wrote (schema 1, before the host names; schema 2, the document
+/// as text in `runs`) is brought to the current schema on open: its runs stay, read back
+/// whole, and a new run goes in the current layout beside them.
+#[test]
+fn an_older_history_is_migrated_and_stays_readable() {
+    for version in [1, 2] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.sqlite3");
+        let old = common::run("old", 1);
+        old_store(&path, version, &old);
+        // Read-only first: nothing changes, and the old run reads back.
+        {
+            let h = History::open_read_only(&path).unwrap();
+            assert_eq!(h.get(old.run_id.as_deref().unwrap()).unwrap(), old);
+        }
+        let mut h = History::open(&path).unwrap();
+        assert_eq!(h.get(old.run_id.as_deref().unwrap()).unwrap(), old);
+        let mut doc = common::run("new", 2);
+        doc.environment.hostname = Some("node-9".into());
+        assert!(h.save(&doc).unwrap().new);
+        assert_eq!(h.get(doc.run_id.as_deref().unwrap()).unwrap(), doc);
+        // The old run again: already there, the same content (compared as documents, its
+        // stored text having no digest).
+        let again = h.save(&old).unwrap();
+        assert!(!again.new && !again.differs, "{again:?}");
+        let hosts: Vec<Option<String>> =
+            h.list().unwrap().into_iter().map(|r| r.hostname).collect();
+        let old_host = (version == 2).then(|| "node-1".to_owned());
+        assert_eq!(hosts, [Some("node-9".to_owned()), old_host]);
+        assert_eq!(h.trend("example.cost100").unwrap().len(), 2);
+        h.remove(old.run_id.as_deref().unwrap()).unwrap();
+        assert_eq!(h.list().unwrap().len(), 1);
+        let c = rusqlite::Connection::open(&path).unwrap();
+        let version: i64 = c
+            .query_row("SELECT MAX(version) FROM schema_migrations", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+        // The new run's document is stored compressed, `runs.document` left empty.
+        let (plain, encoding, packed): (String, String, i64) = c
+            .query_row(
+                "SELECT r.document, d.encoding, length(d.body) FROM runs r JOIN documents d \
+                 ON d.run_id = r.run_id",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap();
+        assert_eq!((plain.as_str(), encoding.as_str()), ("", "lz4"));
+        assert!(
+            (packed as usize) < serde_json::to_string(&doc).unwrap().len(),
+            "{packed}"
+        );
+    }
+}
+
+/// A window chooses the runs in the store: the newest so many, those started since a time;
+/// the count says how many the window held before its limit.
+#[test]
+fn a_window_chooses_the_newest_runs_and_those_since_a_time() {
+    use oscost_history::Window;
+    let (_dir, mut h) = fresh();
+    // Started a minute apart, 00:01 to 00:05 on 2026-11-01.
+    let docs: Vec<_> = (1..=5).map(|n| common::run("window", n)).collect();
+    h.save_all(&docs).unwrap();
+    let id = |n: usize| docs[n - 1].run_id.clone().unwrap();
+    let newest2 = Window {
+        since: None,
+        limit: Some(2),
+    };
+    let (runs, total) = h.list_window(&newest2).unwrap();
+    let ids: Vec<String> = runs.into_iter().map(|r| r.run_id).collect();
+    assert_eq!((ids, total), (vec![id(5), id(4)], 5));
+    let since = Window {
+        since: Some("2026-11-01T00:03:00Z".into()),
+        limit: None,
+    };
+    let (runs, total) = h.list_window(&since).unwrap();
+    assert_eq!(total, 3);
+    assert_eq!(runs.last().unwrap().run_id, id(3));
+    assert_eq!(runs[0].experiments, ["example", "example-more"]);
+    // A trend keeps the newest points, oldest first.
+    let (points, total) = h.trend_window("example.cost100", &newest2).unwrap();
+    let ids: Vec<&str> = points.iter().map(|p| p.run_id.as_str()).collect();
+    assert_eq!((ids, total), (vec![id(4).as_str(), id(5).as_str()], 5));
+    let (points, total) = h.trend_window("example.cost100", &since).unwrap();
+    assert_eq!((points.len(), total), (3, 3));
+    // A window with none of the case's runs is empty, not an unknown case; a case no run has
+    // is unknown whatever the window.
+    let later = Window {
+        since: Some("2026-12-01T00:00:00Z".into()),
+        limit: None,
+    };
+    assert_eq!(h.trend_window("example.cost100", &later).unwrap().1, 0);
+    assert!(matches!(
+        h.trend_window("example.nope", &later),
+        Err(HistoryError::UnknownCase { .. })
+    ));
+    assert_eq!(h.list_window(&later).unwrap(), (vec![], 0));
+}
+
+/// A batch goes in whole: every run, document, experiment and case row counted, a copy of
+/// a run within the batch stored once, and the batch again adds nothing.
+#[test]
+fn a_batch_is_stored_in_bulk_and_counted_right() {
+    let (_dir, mut h) = fresh();
+    let mut docs: Vec<_> = (1..=30).map(|n| common::run("bulk", n)).collect();
+    docs.push(docs[0].clone());
+    let saved = h.save_all(&docs).unwrap();
+    assert_eq!(saved.iter().filter(|s| s.new).count(), 30);
+    assert!(!saved[30].new && !saved[30].differs);
+    let (runs, total) = h.list_window(&oscost_history::Window::all()).unwrap();
+    assert_eq!((runs.len(), total), (30, 30));
+    let cases: usize = runs.iter().map(|r| r.case_count).sum();
+    assert_eq!(cases, 30 * oscost_history::case_count(&docs[0]));
+    for (r, d) in runs.iter().rev().zip(&docs) {
+        assert_eq!(r.run_id, d.run_id.clone().unwrap());
+        assert_eq!(&h.get(&r.run_id).unwrap(), d);
+    }
+    assert_eq!(h.trend("example.cost100").unwrap().len(), 30);
+    let again = h.save_all(&docs).unwrap();
+    assert!(again.iter().all(|s| !s.new && !s.differs));
+    // Another content under a stored id is told apart.
+    let mut other = docs[3].clone();
+    other.experiments[0].cases[0].median_ns += 1.0;
+    assert!(h.save(&other).unwrap().differs);
 }

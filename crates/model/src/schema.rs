@@ -39,11 +39,25 @@ pub fn read(text: &str) -> Result<ResultDoc, ReadError> {
     struct Header {
         schema: String,
     }
-    let header: Header =
-        serde_json::from_str(text).map_err(|e| ReadError::NotADocument(e.to_string()))?;
+    let header = |text: &str| -> Result<Header, ReadError> {
+        serde_json::from_str(text).map_err(|e| ReadError::NotADocument(e.to_string()))
+    };
+    // The schema from the first key, where oscost writes it, so that a document is parsed
+    // once; from a look through the whole object otherwise.
+    let header = match leading_schema(text) {
+        Some(schema) => Header { schema },
+        None => header(text)?,
+    };
+    // A document that fails to parse is first asked whether it is JSON at all, as above.
+    let parse = |text: &str| -> Result<ResultDoc, ReadError> {
+        serde_json::from_str(text).map_err(|e| match serde_json::from_str::<Header>(text) {
+            Err(h) => ReadError::NotADocument(h.to_string()),
+            Ok(_) => ReadError::Invalid(e),
+        })
+    };
     let invalid = |e: String| ReadError::Invalid(serde::de::Error::custom(e));
     if header.schema == SCHEMA {
-        let mut doc: ResultDoc = serde_json::from_str(text).map_err(ReadError::Invalid)?;
+        let mut doc: ResultDoc = parse(text)?;
         check_identity(&doc).map_err(invalid)?;
         check_samples(&doc).map_err(invalid)?;
         // One run, one id: `3F1C…` and `3f1c…` are the same UUID.
@@ -53,7 +67,7 @@ pub fn read(text: &str) -> Result<ResultDoc, ReadError> {
     if !OLDER_SCHEMAS.contains(&header.schema.as_str()) {
         return Err(ReadError::Unsupported(header.schema));
     }
-    let mut doc: ResultDoc = serde_json::from_str(text).map_err(ReadError::Invalid)?;
+    let mut doc: ResultDoc = parse(text)?;
     if doc.run_id.is_some() || doc.started_at.is_some() {
         return Err(ReadError::Invalid(serde::de::Error::custom(format!(
             "{} has no run_id or started_at",
@@ -63,6 +77,28 @@ pub fn read(text: &str) -> Result<ResultDoc, ReadError> {
     check_samples(&doc).map_err(invalid)?;
     doc.schema = SCHEMA.into();
     Ok(doc)
+}
+
+/// The `schema` string when it is the document's first key; `None` otherwise (or not JSON).
+fn leading_schema(text: &str) -> Option<String> {
+    use serde::de::{Deserializer as _, Error as _, MapAccess, Visitor};
+    struct First<'a>(&'a mut Option<String>);
+    impl<'de> Visitor<'de> for First<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            if map.next_key::<String>()?.as_deref() == Some("schema") {
+                *self.0 = map.next_value()?;
+            }
+            // Stop here: the rest is read once, by the parse that follows.
+            Err(A::Error::custom("first key read"))
+        }
+    }
+    let mut found = None;
+    let _ = serde_json::Deserializer::from_str(text).deserialize_map(First(&mut found));
+    found
 }
 
 /// No case keeps more raw samples than its `samples` says it took (a document may keep fewer:

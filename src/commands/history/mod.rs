@@ -9,8 +9,9 @@ use crate::run_id::short_id;
 use crate::stdout::print_stdout;
 use crate::store::{location, open, open_read_only};
 use anyhow::Context as _;
-use oscost_history::{History, HistoryError, Location, RunSummary};
+use oscost_history::{Encoded, History, HistoryError, Location, RunSummary, Window};
 use oscost_report::export::{ExportOptions, Format};
+use std::collections::HashMap;
 // Text from result files, which may carry escape sequences, is shown, never sent raw.
 use oscost_report::termtext::{for_terminal, one_line};
 use std::fmt::Write as _;
@@ -71,8 +72,8 @@ fn run_with(
         _ => open_read_only(db, explicit, "give --history the database to read")?,
     };
     match cmd {
-        HistoryCommand::List => {
-            let runs = history.list()?;
+        HistoryCommand::List { window } => {
+            let (runs, total) = history.list_window(&window_of(&window))?;
             let mut to_stdout = false;
             for (sink, text) in [
                 (
@@ -92,7 +93,7 @@ fn run_with(
                 }
             }
             // The table goes to stderr when stdout carries data, so the data stays parseable.
-            let table = for_terminal(&list(&history, &runs));
+            let table = for_terminal(&list(&history, &runs, total));
             if to_stdout {
                 if !cfg.quiet {
                     eprint!("{table}");
@@ -105,8 +106,15 @@ fn run_with(
             let doc = history.get(&history.resolve(&run)?)?;
             print_stdout(&for_terminal(&show(&doc, cfg)))?;
         }
-        HistoryCommand::Trend { case_id } => {
-            let points = history.trend(&case_id)?;
+        HistoryCommand::Trend { case_id, window } => {
+            let (points, total) = history.trend_window(&case_id, &window_of(&window))?;
+            if points.is_empty() {
+                anyhow::bail!(
+                    "no run started since {} has a case `{case_id}` (earlier runs do: give an \
+                     earlier --since)",
+                    window.since.as_deref().unwrap_or_default()
+                );
+            }
             // The global --svg, which names a directory for a run's figures: a trend is one
             // figure, so a file name is taken too.
             if let Some(svg) = &cfg.svg {
@@ -139,7 +147,7 @@ fn run_with(
                 oscost_report::output::write_atomic(&path, &text)
                     .with_context(|| format!("--svg {}", svg.display()))?;
             }
-            print_stdout(&for_terminal(&trend(&case_id, &points)))?;
+            print_stdout(&for_terminal(&trend(&case_id, &points, total)))?;
         }
         HistoryCommand::Export { run } => {
             let doc = history.get(&history.resolve(&run)?)?;
@@ -163,49 +171,62 @@ fn run_with(
     Ok(ExitCode::SUCCESS)
 }
 
+/// How many runs `history list` and `history trend` show without --all-runs: the newest.
+const SHOWN: usize = 100;
+
+/// The runs the window options choose.
+fn window_of(w: &crate::args::WindowArgs) -> Window {
+    Window {
+        since: w.since.clone(),
+        limit: (!w.all_runs).then_some(SHOWN),
+    }
+}
+
 /// How many documents one transaction of `history push` stores: a commit waits for the disk
 /// once per batch instead of once per file, and a batch stays a few hundred MB at most.
 const PUSH_BATCH: usize = 100;
 
-/// Pushes each file on its own: a bad one is named on stderr and the others still go in.
+/// How much of a file's beginning is read to find its run id before the store is asked.
+const HEAD: usize = 4096;
+
+/// What became of one file of a push before the store took its batch.
+enum Prepared {
+    /// Read, checked and compressed, to be stored.
+    Doc(Box<Encoded>),
+    /// The store holds its run with this very text: nothing to send.
+    There(String),
+    /// It could not be read, in words.
+    Unread(String),
+}
+
+/// Pushes the files in batches, each batch one transaction: a bad file is named on stderr and
+/// the others still go in. For each batch the files' run ids are read from their first bytes
+/// and looked up in one query; a file whose run the store holds with the same text (by its
+/// digest) is not parsed. The others are read, parsed once and compressed on two threads
+/// while the store takes the batch before.
 fn push(store: &mut History, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
-    let (mut pushed, mut there, mut failed) = (0, 0, 0);
-    let mut refused: Vec<String> = Vec::new();
-    for chunk in files.chunks(PUSH_BATCH) {
-        let mut docs = Vec::with_capacity(chunk.len());
-        let mut names = Vec::with_capacity(chunk.len());
-        for file in chunk {
-            match read_doc(file) {
-                Ok(doc) => {
-                    docs.push(doc);
-                    names.push(file);
-                }
-                Err(why) => {
-                    eprintln!(
-                        "oscost: {}",
-                        one_line(&format!("{}: {why}", file.display()))
-                    );
-                    failed += 1;
-                }
+    let mut tally = Tally::default();
+    std::thread::scope(|scope| -> anyhow::Result<()> {
+        let mut pending: Option<(&[PathBuf], std::thread::ScopedJoinHandle<Vec<Prepared>>)> = None;
+        for chunk in files.chunks(PUSH_BATCH) {
+            let known = known_runs(store, chunk)?;
+            let next = scope.spawn(move || prepare(chunk, &known));
+            if let Some((names, work)) = pending.take() {
+                store_batch(store, names, join(work), &mut tally)?;
             }
+            pending = Some((chunk, next));
         }
-        for (saved, file) in store.save_all(&docs)?.iter().zip(names) {
-            if saved.differs {
-                eprintln!("oscost: {}", one_line(&conflict(file, &saved.run_id)));
-                refused.push(file.display().to_string());
-                continue;
-            }
-            let line = if saved.new {
-                pushed += 1;
-                format!("pushed {} ({})", saved.run_id, file.display())
-            } else {
-                there += 1;
-                format!("already there: {} ({})", saved.run_id, file.display())
-            };
-            // A file name may hold a newline or an escape sequence: one line, shown.
-            print_stdout(&format!("{}\n", one_line(&line)))?;
+        if let Some((names, work)) = pending.take() {
+            store_batch(store, names, join(work), &mut tally)?;
         }
-    }
+        Ok(())
+    })?;
+    let Tally {
+        pushed,
+        there,
+        failed,
+        refused,
+    } = tally;
     let mut last = format!("pushed {pushed}, already there {there}");
     if failed > 0 {
         let _ = write!(last, ", {failed} not read");
@@ -226,6 +247,139 @@ fn push(store: &mut History, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// What a push did so far.
+#[derive(Default)]
+struct Tally {
+    pushed: usize,
+    there: usize,
+    failed: usize,
+    refused: Vec<String>,
+}
+
+fn join<T>(work: std::thread::ScopedJoinHandle<T>) -> T {
+    work.join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+/// The runs of `files` the store already holds, by the id read from each file's first bytes,
+/// with the digest of the stored text: one query.
+fn known_runs(
+    store: &History,
+    files: &[PathBuf],
+) -> anyhow::Result<HashMap<String, Option<String>>> {
+    use std::io::Read as _;
+    let ids: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            let mut head = Vec::with_capacity(HEAD);
+            std::fs::File::open(f)
+                .and_then(|h| h.take(HEAD as u64).read_to_end(&mut head))
+                .ok()?;
+            oscost_history::peek(&head).run_id
+        })
+        .collect();
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    Ok(store.stored_digests(&ids)?)
+}
+
+/// Reads the files of a batch on two threads: each file whose run `known` holds with the same
+/// text is only digested, every other one parsed and compressed.
+fn prepare(files: &[PathBuf], known: &HashMap<String, Option<String>>) -> Vec<Prepared> {
+    let one = |file: &PathBuf| -> Prepared {
+        let bytes = match std::fs::read(file) {
+            Ok(b) => b,
+            Err(e) => {
+                return Prepared::Unread(match e.kind() {
+                    std::io::ErrorKind::NotFound => "no such file".to_owned(),
+                    _ => e.to_string(),
+                })
+            }
+        };
+        if let Some(id) = oscost_history::peek(&bytes).run_id {
+            if let Some(Some(stored)) = known.get(&id) {
+                if *stored == oscost_history::digest(&bytes) {
+                    return Prepared::There(id);
+                }
+            }
+        }
+        let Ok(text) = String::from_utf8(bytes) else {
+            return Prepared::Unread("not a text file".to_owned());
+        };
+        match Encoded::from_text(&text) {
+            Ok(e) => Prepared::Doc(Box::new(e)),
+            Err(e) => Prepared::Unread(read_error(e)),
+        }
+    };
+    let half = files.len().div_ceil(2);
+    let (a, b) = files.split_at(half);
+    std::thread::scope(|scope| {
+        let other = scope.spawn(|| b.iter().map(one).collect::<Vec<_>>());
+        let mut out: Vec<Prepared> = a.iter().map(one).collect();
+        out.extend(join(other));
+        out
+    })
+}
+
+/// Stores a prepared batch in one transaction and prints a line per file, in order.
+fn store_batch(
+    store: &mut History,
+    files: &[PathBuf],
+    prepared: Vec<Prepared>,
+    tally: &mut Tally,
+) -> anyhow::Result<()> {
+    let mut docs = Vec::new();
+    let mut lines: Vec<Option<String>> = Vec::with_capacity(files.len());
+    for (file, p) in files.iter().zip(prepared) {
+        match p {
+            Prepared::Doc(e) => {
+                docs.push((file, *e));
+                lines.push(None);
+            }
+            Prepared::There(id) => {
+                tally.there += 1;
+                lines.push(Some(format!("already there: {id} ({})", file.display())));
+            }
+            Prepared::Unread(why) => {
+                eprintln!(
+                    "oscost: {}",
+                    one_line(&format!("{}: {why}", file.display()))
+                );
+                tally.failed += 1;
+                lines.push(Some(String::new()));
+            }
+        }
+    }
+    let (names, encoded): (Vec<&PathBuf>, Vec<Encoded>) = docs.into_iter().unzip();
+    let mut saved = store.save_encoded(encoded)?.into_iter().zip(names);
+    for line in lines {
+        let line = match line {
+            Some(l) => l,
+            None => {
+                let Some((saved, file)) = saved.next() else {
+                    continue;
+                };
+                if saved.differs {
+                    eprintln!("oscost: {}", one_line(&conflict(file, &saved.run_id)));
+                    tally.refused.push(file.display().to_string());
+                    continue;
+                }
+                if saved.new {
+                    tally.pushed += 1;
+                    format!("pushed {} ({})", saved.run_id, file.display())
+                } else {
+                    tally.there += 1;
+                    format!("already there: {} ({})", saved.run_id, file.display())
+                }
+            }
+        };
+        if !line.is_empty() {
+            // A file name may hold a newline or an escape sequence: one line, shown.
+            print_stdout(&format!("{}\n", one_line(&line)))?;
+        }
+    }
+    Ok(())
+}
+
 /// Why a document whose run id the history holds with other content is not stored.
 fn conflict(file: &Path, run_id: &str) -> String {
     format!(
@@ -236,21 +390,24 @@ fn conflict(file: &Path, run_id: &str) -> String {
     )
 }
 
-/// A result file read for import or push, or why not, in words.
-fn read_doc(file: &Path) -> Result<oscost_model::ResultDoc, String> {
+/// A result file read for import, or why not, in words.
+fn read_doc(file: &Path) -> Result<Encoded, String> {
     std::fs::read_to_string(file)
         .map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => "no such file".to_owned(),
             std::io::ErrorKind::InvalidData => "not a text file".to_owned(),
             _ => e.to_string(),
         })
-        .and_then(|text| {
-            oscost_model::read(&text).map_err(|e| match e {
-                // Its own message says what to do.
-                oscost_model::ReadError::Unsupported(_) => e.to_string(),
-                e => format!("{e} (give the JSON files oscost writes with --json)"),
-            })
-        })
+        .and_then(|text| Encoded::from_text(&text).map_err(read_error))
+}
+
+/// Why a file is not a result document oscost reads, with what to give instead.
+fn read_error(e: oscost_model::ReadError) -> String {
+    match e {
+        // Its own message says what to do.
+        oscost_model::ReadError::Unsupported(_) => e.to_string(),
+        e => format!("{e} (give the JSON files oscost writes with --json)"),
+    }
 }
 
 /// Imports each file on its own: a bad one is named on stderr and the others still go in.
@@ -261,7 +418,7 @@ fn import(history: &mut History, files: &[PathBuf]) -> anyhow::Result<ExitCode> 
         let doc = read_doc(file);
         match doc {
             Ok(doc) => {
-                let saved = history.save(&doc)?;
+                let saved = history.save_encoded(vec![doc])?.remove(0);
                 if saved.differs {
                     eprintln!("oscost: {}", one_line(&conflict(file, &saved.run_id)));
                     failed = true;

@@ -166,7 +166,7 @@ fn run_kind(command_line: &str) -> String {
 
 /// The text of `oscost history list`; a host column when any run records its host, a kind
 /// column when any run was a study or a quick one.
-pub(super) fn list(history: &History, runs: &[RunSummary]) -> String {
+pub(super) fn list(history: &History, runs: &[RunSummary], total: usize) -> String {
     if runs.is_empty() {
         return format!(
             "no runs in the history yet ({}); a run is saved there when it ends\n",
@@ -231,12 +231,25 @@ pub(super) fn list(history: &History, runs: &[RunSummary]) -> String {
     let mut s = fitted_columns(&rows, table_width(), &drop);
     let _ = writeln!(
         s,
-        "{} run{} in {}",
+        "{} run{} in {}{}",
         runs.len(),
         if runs.len() == 1 { "" } else { "s" },
-        history.shown()
+        history.shown(),
+        more(runs.len(), total)
     );
     s
+}
+
+/// What a listing of `shown` of `total` runs left out, and how to see it.
+fn more(shown: usize, total: usize) -> String {
+    if total > shown {
+        format!(
+            " (the newest {shown} of {total}: --all-runs for every one, --since WHEN for a \
+             window)"
+        )
+    } else {
+        String::new()
+    }
 }
 
 /// The text of `oscost history show`: the run's header, then each experiment's tables.
@@ -326,10 +339,10 @@ fn table_width() -> Option<u16> {
 }
 
 /// The text of `oscost history trend`.
-pub(super) fn trend(case_id: &str, points: &[TrendPoint]) -> String {
+pub(super) fn trend(case_id: &str, points: &[TrendPoint], total: usize) -> String {
     let derived = points.first().is_some_and(|p| p.unit == "derived");
     let mut s = format!(
-        "{case_id}: {} in {} run{}, oldest first\n",
+        "{case_id}: {} in {} run{}, oldest first{}\n",
         if derived {
             "the derived figure".to_owned()
         } else {
@@ -339,7 +352,8 @@ pub(super) fn trend(case_id: &str, points: &[TrendPoint]) -> String {
             )
         },
         points.len(),
-        if points.len() == 1 { "" } else { "s" }
+        if points.len() == 1 { "" } else { "s" },
+        more(points.len(), total)
     );
     let mixed = points.iter().any(|p| p.quick) && points.iter().any(|p| !p.quick);
     let mut header = vec![
