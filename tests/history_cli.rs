@@ -643,3 +643,29 @@ fn a_stored_id_with_other_content_is_refused_by_name() {
         "{out}"
     );
 }
+
+/// A NUL character in a document (which a PostgreSQL store cannot keep) is named with the file
+/// before anything is stored; the push goes on with the other files and its summary names
+/// what was not pushed.
+#[test]
+fn a_push_goes_on_past_a_bad_file_and_names_it_in_its_summary() {
+    let home = Home::new();
+    let id = home.scripted_run("a.json");
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(home.path("a.json")).unwrap()).unwrap();
+    doc["run_id"] = "00000000-0000-4000-8000-000000000001".into();
+    doc["experiments"][0]["cases"][0]["description"] = "a\u{0}b".into();
+    std::fs::write(home.path("nul.json"), doc.to_string()).unwrap();
+    let (a, nul) = (home.path("a.json"), home.path("nul.json"));
+    let (a, nul) = (a.to_str().unwrap(), nul.to_str().unwrap());
+    let store = home.path("store.sqlite3");
+    let (code, out, err) = home.run(&["history", "push", nul, a, "--to", store.to_str().unwrap()]);
+    assert_one_line_error(code, &err, &[nul, "a NUL character (\\u0000) at line 1"]);
+    assert!(out.contains(&format!("pushed {id}")), "{out}");
+    assert!(
+        out.lines().last().unwrap().contains(&format!(
+            "pushed 1, already there 0, 1 not read (not pushed: {nul})"
+        )),
+        "{out}"
+    );
+}

@@ -75,7 +75,7 @@ pub(super) fn catch_signals(
                 }
             }
         })
-        .context("starting the signal thread")?;
+        .map_err(|e| os::task::thread_error(e, "the signal thread"))?;
     Ok(())
 }
 

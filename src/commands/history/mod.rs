@@ -169,8 +169,9 @@ const PUSH_BATCH: usize = 100;
 
 /// Pushes each file on its own: a bad one is named on stderr and the others still go in.
 fn push(store: &mut History, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
-    let (mut pushed, mut there, mut failed) = (0, 0, 0);
+    let (mut pushed, mut there) = (0, 0);
     let mut refused: Vec<String> = Vec::new();
+    let mut not_read: Vec<String> = Vec::new();
     for chunk in files.chunks(PUSH_BATCH) {
         let mut docs = Vec::with_capacity(chunk.len());
         let mut names = Vec::with_capacity(chunk.len());
@@ -185,7 +186,7 @@ fn push(store: &mut History, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
                         "oscost: {}",
                         one_line(&format!("{}: {why}", file.display()))
                     );
-                    failed += 1;
+                    not_read.push(file.display().to_string());
                 }
             }
         }
@@ -207,8 +208,13 @@ fn push(store: &mut History, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
         }
     }
     let mut last = format!("pushed {pushed}, already there {there}");
-    if failed > 0 {
-        let _ = write!(last, ", {failed} not read");
+    if !not_read.is_empty() {
+        let _ = write!(
+            last,
+            ", {} not read (not pushed: {})",
+            not_read.len(),
+            not_read.join(", ")
+        );
     }
     if !refused.is_empty() {
         let _ = write!(
@@ -219,7 +225,7 @@ fn push(store: &mut History, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
         );
     }
     print_stdout(&format!("{} ({})\n", one_line(&last), store.shown()))?;
-    Ok(if failed > 0 || !refused.is_empty() {
+    Ok(if !not_read.is_empty() || !refused.is_empty() {
         ExitCode::from(2)
     } else {
         ExitCode::SUCCESS
