@@ -119,6 +119,13 @@ pub(super) fn cgroup_pids_max() -> Option<String> {
     })
 }
 
+/// The soft address-space limit (RLIMIT_AS) of this process, bytes, when one is set.
+pub fn address_space_limit() -> Option<u64> {
+    crate::rlimit(libc::RLIMIT_AS)
+        .ok()
+        .and_then(|(soft, _)| soft)
+}
+
 /// Whether the address-space limit (RLIMIT_AS) refuses a mapping of `bytes` now: a new
 /// thread's stack is such a mapping, and glibc reports its refusal as EAGAIN, the errno of the
 /// process limit, so the two are told apart by trying one.
