@@ -165,9 +165,9 @@ impl History {
             .next()
             .map(|r| first(r).string())
             .ok_or_else(|| HistoryError::UnknownRun { run: run_id.into() })?;
-        oscost_model::read(&text).map_err(|source| HistoryError::Document {
+        oscost_model::read(&text).map_err(|why| HistoryError::Document {
             run_id: run_id.into(),
-            source,
+            why,
         })
     }
 
