@@ -669,3 +669,39 @@ fn a_push_goes_on_past_a_bad_file_and_names_it_in_its_summary() {
         "{out}"
     );
 }
+
+/// A run stored before its kind of document was refused (a time far below zero) is named when
+/// read, once, with the way to remove it.
+#[test]
+fn a_stored_run_that_no_longer_reads_is_named_with_its_removal() {
+    let home = Home::new();
+    let id = home.scripted_run("a.json");
+    let (code, _, err) = home.run(&["history", "import", home.path("a.json").to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let db = rusqlite::Connection::open(home.db()).unwrap();
+    let text: String = db
+        .query_row("SELECT document FROM runs WHERE run_id = ?1", [&id], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    doc["experiments"][0]["cases"][0]["median_ns"] = (-89_120.0).into();
+    db.execute(
+        "UPDATE runs SET document = ?1 WHERE run_id = ?2",
+        [&doc.to_string(), &id],
+    )
+    .unwrap();
+    drop(db);
+    let (code, out, err) = home.run(&["history", "show", "latest"]);
+    assert_one_line_error(
+        code,
+        &err,
+        &[
+            &format!("run {id} in the history cannot be read"),
+            "below zero",
+            &format!("(remove it with `oscost history rm {id}`)"),
+        ],
+    );
+    assert_eq!(err.matches("below zero").count(), 1, "{err}");
+    assert!(out.is_empty(), "{out}");
+}
