@@ -275,11 +275,16 @@ fn no_save_is_accepted_where_nothing_is_saved() {
     oscost().args(["list", "--no-save"]).assert().success();
 }
 
-/// The golden run as made on fleet host `host`, written to `dir/host.json`.
+/// The golden run as made on fleet host `host` (a run of its own: its own id), written to
+/// `dir/host.json`.
 fn on_host(dir: &Path, host: &str) -> PathBuf {
     let mut doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(golden()).unwrap()).unwrap();
     doc["environment"]["fleet"] = serde_json::json!({"host_name": host, "runner": "a test"});
+    let n = host
+        .bytes()
+        .fold(0u64, |h, b| h.wrapping_mul(131).wrapping_add(u64::from(b)));
+    doc["run_id"] = format!("00000000-0000-4000-8000-{:012x}", n & 0xffff_ffff_ffff).into();
     let path = dir.join(format!("{host}.json"));
     std::fs::write(&path, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
     path
@@ -373,6 +378,93 @@ fn group_by_refuses_a_field_no_run_has_and_one_input_needs_it() {
             .arg(&a)
             .arg(&b),
         "neither --fail-above, --rate nor --only-changed",
+    );
+}
+
+/// A run's group name that cannot head a column (empty, or two lines), and runs sharing no
+/// figure, are refused in one line naming the file or the groups and the fix.
+#[test]
+fn group_by_refuses_names_no_column_can_carry_and_groups_sharing_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = on_host(dir.path(), "b");
+    let with_host = |name: &str, host: &str| {
+        let p = on_host(dir.path(), name);
+        let mut doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        doc["environment"]["fleet"]["host_name"] = host.into();
+        std::fs::write(&p, doc.to_string()).unwrap();
+        p
+    };
+    let empty = with_host("empty", "");
+    refused(
+        oscost()
+            .args(["compare", "--group-by", "host"])
+            .arg(&empty)
+            .arg(&b),
+        "empty.json: its host (environment.fleet.host_name) is empty",
+    );
+    let two_lines = with_host("two-lines", "h0\nevil");
+    refused(
+        oscost()
+            .args(["compare", "--group-by", "host"])
+            .arg(&two_lines)
+            .arg(&b),
+        "holds a control character",
+    );
+    // Another experiment's figures only: nothing to set beside b's.
+    let other = on_host(dir.path(), "other");
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&other).unwrap()).unwrap();
+    for e in doc["experiments"].as_array_mut().unwrap() {
+        for kind in ["cases", "derived"] {
+            for c in e[kind].as_array_mut().unwrap() {
+                let id = format!("elsewhere.{}", c["id"].as_str().unwrap());
+                c["id"] = id.into();
+            }
+        }
+    }
+    std::fs::write(&other, doc.to_string()).unwrap();
+    refused(
+        oscost()
+            .args(["compare", "--group-by", "host"])
+            .arg(&b)
+            .arg(&other),
+        "b shares no figure with other",
+    );
+}
+
+/// One run given twice is one run, not its own older run; two documents of one id that
+/// differ are named.
+#[test]
+fn group_by_counts_a_run_given_twice_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = on_host(dir.path(), "a");
+    let b = on_host(dir.path(), "b");
+    let out = oscost()
+        .args(["compare", "--group-by", "host"])
+        .arg(&a)
+        .arg(&a)
+        .arg(&b)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.starts_with("2 groups by host"), "{text}");
+    assert!(!text.contains("older runs not used"), "{text}");
+    let copy = dir.path().join("a-edited.json");
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&a).unwrap()).unwrap();
+    doc["experiments"][0]["cases"][0]["median_ns"] = 1.0.into();
+    std::fs::write(&copy, doc.to_string()).unwrap();
+    refused(
+        oscost()
+            .args(["compare", "--group-by", "host"])
+            .arg(&a)
+            .arg(&copy)
+            .arg(&b),
+        "a-edited.json are both run 00000000-0000-4000-8000-",
     );
 }
 

@@ -726,3 +726,65 @@ fn group_by_a_field_from_the_history_keeps_each_groups_newest() {
     assert!(groups.contains(&("6.1.0-a".to_owned(), 1)), "{groups:?}");
     assert!(groups.contains(&("6.12.0-b".to_owned(), 0)), "{groups:?}");
 }
+
+/// A NUL character in a document (which a PostgreSQL store cannot keep) is named with the file
+/// before anything is stored; the push goes on with the other files and its summary names
+/// what was not pushed.
+#[test]
+fn a_push_goes_on_past_a_bad_file_and_names_it_in_its_summary() {
+    let home = Home::new();
+    let id = home.scripted_run("a.json");
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(home.path("a.json")).unwrap()).unwrap();
+    doc["run_id"] = "00000000-0000-4000-8000-000000000001".into();
+    doc["experiments"][0]["cases"][0]["description"] = "a\u{0}b".into();
+    std::fs::write(home.path("nul.json"), doc.to_string()).unwrap();
+    let (a, nul) = (home.path("a.json"), home.path("nul.json"));
+    let (a, nul) = (a.to_str().unwrap(), nul.to_str().unwrap());
+    let store = home.path("store.sqlite3");
+    let (code, out, err) = home.run(&["history", "push", nul, a, "--to", store.to_str().unwrap()]);
+    assert_one_line_error(code, &err, &[nul, "a NUL character (\\u0000) at line 1"]);
+    assert!(out.contains(&format!("pushed {id}")), "{out}");
+    assert!(
+        out.lines().last().unwrap().contains(&format!(
+            "pushed 1, already there 0, 1 not read (not pushed: {nul})"
+        )),
+        "{out}"
+    );
+}
+
+/// A run stored before its kind of document was refused (a time far below zero) is named when
+/// read, once, with the way to remove it.
+#[test]
+fn a_stored_run_that_no_longer_reads_is_named_with_its_removal() {
+    let home = Home::new();
+    let id = home.scripted_run("a.json");
+    let (code, _, err) = home.run(&["history", "import", home.path("a.json").to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let (code, text, err) = home.run(&["history", "export", &id]);
+    assert_eq!(code, 0, "{err}");
+    let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    doc["experiments"][0]["cases"][0]["median_ns"] = (-89_120.0).into();
+    // As a store kept it before its documents were compressed (schema 3): in `runs`.
+    let db = rusqlite::Connection::open(home.db()).unwrap();
+    db.execute("DELETE FROM documents WHERE run_id = ?1", [&id])
+        .unwrap();
+    db.execute(
+        "UPDATE runs SET document = ?1 WHERE run_id = ?2",
+        [&doc.to_string(), &id],
+    )
+    .unwrap();
+    drop(db);
+    let (code, out, err) = home.run(&["history", "show", "latest"]);
+    assert_one_line_error(
+        code,
+        &err,
+        &[
+            &format!("run {id} in the history cannot be read"),
+            "below zero",
+            &format!("(remove it with `oscost history rm {id}`)"),
+        ],
+    );
+    assert_eq!(err.matches("below zero").count(), 1, "{err}");
+    assert!(out.is_empty(), "{out}");
+}

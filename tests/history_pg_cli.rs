@@ -282,3 +282,39 @@ fn a_bad_or_unreachable_store_is_one_line_without_the_password() {
         assert!(!err.contains(&format!("{PASSWORD}x")), "{err}");
     }
 }
+
+/// A document holding a NUL character (which PostgreSQL's JSON cannot store) is named with its
+/// file before anything is stored; the files after it are still pushed and the closing line
+/// names it as not pushed.
+#[test]
+fn a_nul_character_is_named_and_the_push_goes_on() {
+    let Some(cluster) = Cluster::start(false) else {
+        return;
+    };
+    let env = Env::new();
+    let url = cluster.url();
+    let bad = env.result_file("node-a", 0);
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&bad).unwrap()).unwrap();
+    doc["experiments"][0]["cases"][0]["description"] = "a\u{0}b".into();
+    std::fs::write(&bad, doc.to_string()).unwrap();
+    let good = env.result_file("node-b", 1);
+    let (code, out, err) = env.run(&["history", "push", "--to", &url, s(&bad), s(&good)]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(s(&bad)) && err.contains("a NUL character"),
+        "{err}"
+    );
+    assert!(
+        out.contains("pushed 00000000-0000-4000-8000-000000000001"),
+        "{out}"
+    );
+    assert!(
+        out.lines().last().unwrap().contains(&format!(
+            "pushed 1, already there 0, 1 not read (not pushed: {})",
+            s(&bad)
+        )),
+        "{out}"
+    );
+}

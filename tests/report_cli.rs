@@ -334,3 +334,26 @@ fn the_datasheet_of_a_result_file_and_of_a_missing_one() {
     );
     assert!(both.contains("✗ A: ") && both.contains("✗ B: "), "{both}");
 }
+
+/// A published baseline beside runs that hold none of its study's figures is refused in one
+/// line naming the study's experiments and the run to give; no page is written.
+#[test]
+fn a_study_beside_a_run_without_its_figures_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = result_file(dir.path(), "r.json");
+    let out = dir.path().join("page.html");
+    let err = fails(
+        oscost()
+            .args(["report", "published:qnx-tick"])
+            .arg(&json)
+            .arg("-o")
+            .arg(&out),
+    );
+    assert!(
+        err.contains("published:qnx-tick:")
+            && err.contains("r.json holds no figure of the study `qnx-tick` (it reads tick-forms")
+            && err.contains("oscost study qnx-tick --json"),
+        "{err}"
+    );
+    assert!(!out.exists());
+}

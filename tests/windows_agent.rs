@@ -195,3 +195,79 @@ fn the_report_names_the_system() {
         "Table 1's Windows rows missing"
     );
 }
+
+/// A Windows ring renamed to Linux's id is not set one-for-one beside the Linux ring: the
+/// comparison names it and leaves the row without a ratio or verdict.
+#[test]
+fn a_windows_case_under_a_linux_id_is_flagged() {
+    let home = tempfile::tempdir().unwrap();
+    let mut renamed = doc();
+    renamed.run_id = Some("3f1c2b9e-8a4d-4c1e-9b7a-2d5e6f708194".into());
+    for c in renamed.experiments.iter_mut().flat_map(|e| &mut e.cases) {
+        c.id = c.id.replace("lockring.cs.n8.", "lockring.mutex.n8.");
+    }
+    let mut linux = doc();
+    linux.environment.os = None;
+    linux.run_id = Some("3f1c2b9e-8a4d-4c1e-9b7a-2d5e6f708195".into());
+    for c in linux.experiments.iter_mut().flat_map(|e| &mut e.cases) {
+        c.id = c.id.replace("lockring.cs.", "lockring.mutex.");
+    }
+    let (win, lin) = (home.path().join("win.json"), home.path().join("lin.json"));
+    std::fs::write(&win, serde_json::to_string(&renamed).unwrap()).unwrap();
+    std::fs::write(&lin, serde_json::to_string(&linux).unwrap()).unwrap();
+    let (code, out, err) = run(
+        home.path(),
+        &[
+            "compare",
+            lin.to_str().unwrap(),
+            win.to_str().unwrap(),
+            "--json",
+            "-",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let c = &v["comparisons"][0];
+    let flagged = c["foreign_ids"].as_array().expect("foreign_ids");
+    assert!(
+        flagged.iter().any(|f| f
+            .as_str()
+            .unwrap()
+            .contains("holds lockring.mutex.n8.k1: a pthread mutex's id")),
+        "{flagged:?}"
+    );
+    let row = c["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == "lockring.mutex.n8.k1")
+        .expect("the row");
+    assert_eq!(row["verdict"], "not_comparable");
+    assert!(row["ratio"].is_null());
+    // The terminal says it too.
+    let (_, text, _) = run(
+        home.path(),
+        &["compare", lin.to_str().unwrap(), win.to_str().unwrap()],
+    );
+    assert!(text.contains("Warning: B ("), "{text}");
+}
+
+/// Negative times (a case's median far below zero) are refused on import, named.
+#[test]
+fn negative_times_are_refused_on_import() {
+    let home = tempfile::tempdir().unwrap();
+    let mut d = doc();
+    d.run_id = Some("3f1c2b9e-8a4d-4c1e-9b7a-2d5e6f708196".into());
+    d.experiments[0].cases[0].median_ns = -89_120.0;
+    let id = d.experiments[0].cases[0].id.clone();
+    let f = home.path().join("negative.json");
+    std::fs::write(&f, serde_json::to_string(&d).unwrap()).unwrap();
+    let (code, out, err) = run(home.path(), &["history", "import", f.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(&format!("case `{id}` has median_ns -89120 ns, below zero")),
+        "{err}"
+    );
+}

@@ -52,7 +52,7 @@ pub fn run(files: &[PathBuf], output: Option<&Path>, cfg: &Config) -> anyhow::Re
                          and `oscost study` list them)"
                     )
                 })?;
-            studies.push(study);
+            studies.push((arg.to_string(), study));
             continue;
         }
         let doc = if names_a_file(&arg) {
@@ -69,6 +69,24 @@ pub fn run(files: &[PathBuf], output: Option<&Path>, cfg: &Config) -> anyhow::Re
              study's beside (`oscost report published:qnx-tick r.json -o r.html`)"
         );
     }
+    // A study beside runs that hold none of its cases would be a page of its figures alone.
+    if let Some((arg, study)) = studies
+        .iter()
+        .find(|(_, s)| !docs.iter().any(|(_, d)| s.applies_to(d)))
+    {
+        anyhow::bail!(
+            "{arg}: {} of the study `{}` (it reads {}: give a run of `oscost study {1} --json \
+             r.json`)",
+            if docs.len() == 1 {
+                format!("{} holds no figure", docs[0].0)
+            } else {
+                format!("none of the {} runs given holds a figure", docs.len())
+            },
+            study.info.name,
+            study.info.experiments.join(", ")
+        );
+    }
+    let studies: Vec<_> = studies.into_iter().map(|(_, s)| s).collect();
     let refs: Vec<(String, &ResultDoc)> = docs.iter().map(|(l, d)| (l.clone(), d)).collect();
     let html = oscost_report::export::html::report_with(&refs, &studies)?;
     if to_stdout {

@@ -75,7 +75,7 @@ pub(super) fn catch_signals(
                 }
             }
         })
-        .context("starting the signal thread")?;
+        .map_err(|e| os::task::thread_error(e, "the signal thread"))?;
     Ok(())
 }
 
@@ -277,9 +277,27 @@ pub(super) fn measure_in_child(
         Some(worker::Message::Failed(e)) => Err(anyhow::anyhow!(e)),
         _ if cancel.load(Ordering::SeqCst) => Err(oscost_measure::Cancelled.into()),
         _ => Err(anyhow::anyhow!(
-            "the measuring process of {name} ended without a result ({})",
-            describe_exit(status)
+            "the measuring process of {name} ended without a result ({}{})",
+            describe_exit(status),
+            abort_cause(status)
         )),
+    }
+}
+
+/// What most likely made a measuring process abort (SIGABRT) without a word: under an
+/// address-space limit, an allocation or a new thread's signal stack refused (Rust aborts
+/// then, and its own line may not get out); empty when no such limit is set.
+fn abort_cause(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    if status.signal() != Some(signal_hook::consts::SIGABRT) {
+        return String::new();
+    }
+    match os::task::address_space_limit() {
+        Some(soft) => format!(
+            ", under the address-space limit RLIMIT_AS={soft}: most likely memory it asked for \
+             was refused; raise it with `ulimit -v` or prlimit --as"
+        ),
+        _ => String::new(),
     }
 }
 

@@ -119,12 +119,15 @@ pub enum HistoryError {
         similar: Vec<String>,
     },
     /// A stored document could not be read back.
-    #[error("run {run_id} in the history cannot be read: {source}")]
+    #[error(
+        "run {run_id} in the history cannot be read: {why} (remove it with `oscost history rm \
+         {run_id}`)"
+    )]
     Document {
         /// The run.
         run_id: String,
-        /// Why.
-        source: oscost_model::ReadError,
+        /// Why (in the message, not a source: a chain would say it twice).
+        why: oscost_model::ReadError,
     },
     /// A stored document's bytes could not be turned back into its text.
     #[error("run {run_id} in the history cannot be read: {why}")]

@@ -422,6 +422,9 @@ impl Client {
     }
 
     fn io(&self, e: std::io::Error) -> PgError {
+        if let Some(silent) = no_answer(&e) {
+            return err(format!("{}: {silent}", self.shown));
+        }
         err(format!(
             "the connection to {} failed: {e} (is the server still running?)",
             self.shown
@@ -746,6 +749,27 @@ fn error_text(body: &backend::ErrorResponseBody) -> String {
     }
 }
 
+/// A read or write past the socket's timeout fails as EAGAIN ("Resource temporarily
+/// unavailable"), which names neither the wait nor the fix: this says both.
+fn no_answer(e: &std::io::Error) -> Option<String> {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+    )
+    .then(|| {
+        format!(
+            "no answer within {} s (is a PostgreSQL server listening there, and not stuck? \
+             check the URL's host and port)",
+            TIMEOUT.as_secs()
+        )
+    })
+}
+
+/// Why a step of the TLS start failed, in words.
+fn tls_io(e: std::io::Error) -> String {
+    no_answer(&e).unwrap_or_else(|| e.to_string())
+}
+
 /// Asks the server for TLS unless `sslmode=disable`, and wraps the socket when it says yes.
 fn start_tls(mut tcp: TcpStream, url: &PgUrl, host: &str) -> Result<Stream, String> {
     if url.sslmode == SslMode::Disable {
@@ -753,9 +777,9 @@ fn start_tls(mut tcp: TcpStream, url: &PgUrl, host: &str) -> Result<Stream, Stri
     }
     let mut buf = BytesMut::new();
     frontend::ssl_request(&mut buf);
-    tcp.write_all(&buf).map_err(|e| e.to_string())?;
+    tcp.write_all(&buf).map_err(tls_io)?;
     let mut answer = [0u8; 1];
-    tcp.read_exact(&mut answer).map_err(|e| e.to_string())?;
+    tcp.read_exact(&mut answer).map_err(tls_io)?;
     if answer[0] != b'S' {
         return match url.sslmode {
             SslMode::Prefer => Ok(Stream::Tcp(tcp)),
@@ -788,7 +812,7 @@ fn start_tls(mut tcp: TcpStream, url: &PgUrl, host: &str) -> Result<Stream, Stri
     while tls.conn.is_handshaking() {
         tls.conn
             .complete_io(&mut tls.sock)
-            .map_err(|e| format!("TLS failed: {e}"))?;
+            .map_err(|e| format!("TLS failed: {}", tls_io(e)))?;
     }
     Ok(Stream::Tls(Box::new(tls)))
 }

@@ -199,9 +199,9 @@ impl History {
             }
             None => plain.string(),
         };
-        oscost_model::read(&text).map_err(|source| HistoryError::Document {
+        oscost_model::read(&text).map_err(|why| HistoryError::Document {
             run_id: run_id.into(),
-            source,
+            why,
         })
     }
 

@@ -56,10 +56,12 @@ pub fn read(text: &str) -> Result<ResultDoc, ReadError> {
         })
     };
     let invalid = |e: String| ReadError::Invalid(serde::de::Error::custom(e));
+    check_no_nul(text).map_err(invalid)?;
     if header.schema == SCHEMA {
         let mut doc: ResultDoc = parse(text)?;
         check_identity(&doc).map_err(invalid)?;
         check_samples(&doc).map_err(invalid)?;
+        check_times(&doc).map_err(invalid)?;
         // One run, one id: `3F1C…` and `3f1c…` are the same UUID.
         doc.run_id = doc.run_id.map(|id| id.to_ascii_lowercase());
         return Ok(doc);
@@ -75,6 +77,7 @@ pub fn read(text: &str) -> Result<ResultDoc, ReadError> {
         ))));
     }
     check_samples(&doc).map_err(invalid)?;
+    check_times(&doc).map_err(invalid)?;
     doc.schema = SCHEMA.into();
     Ok(doc)
 }
@@ -113,6 +116,90 @@ fn check_samples(doc: &ResultDoc) -> Result<(), String> {
                 c.raw_ns.len(),
                 c.samples
             ));
+        }
+    }
+    Ok(())
+}
+
+/// No text of the document holds a NUL character (`\u0000`): oscost never writes one, and a
+/// PostgreSQL store cannot keep one in its JSON, so a push would fail on it after the documents
+/// before it.
+fn check_no_nul(text: &str) -> Result<(), String> {
+    let bytes = text.as_bytes();
+    let mut from = 0;
+    while let Some(at) = text[from..].find("u0000").map(|i| from + i) {
+        // An escape only when preceded by an odd run of backslashes (`\\u0000` is text).
+        let slashes = bytes[..at]
+            .iter()
+            .rev()
+            .take_while(|&&b| b == b'\\')
+            .count();
+        if slashes % 2 == 1 {
+            let before = &text[..at];
+            let line = before.matches('\n').count() + 1;
+            let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1);
+            return Err(format!(
+                "a NUL character (\\u0000) at line {line} column {column}, which oscost never \
+                 writes and a history cannot store"
+            ));
+        }
+        from = at + 1;
+    }
+    Ok(())
+}
+
+/// Every time a case gives is finite and no further below zero than its loop overhead (a
+/// sample is a timed loop less that overhead, so a little below zero for the cheapest calls;
+/// far below it is no time at all); a derived figure, a difference, may be negative but is
+/// finite.
+fn check_times(doc: &ResultDoc) -> Result<(), String> {
+    for c in doc.experiments.iter().flat_map(|e| &e.cases) {
+        let overhead = c.loop_overhead_ns;
+        if !overhead.is_finite() || overhead < 0.0 {
+            return Err(format!(
+                "case `{}` has loop_overhead_ns {overhead}, not a time (a loop's cost is finite \
+                 and at least 0)",
+                c.id
+            ));
+        }
+        // Rounding of the tick-to-ns conversion aside.
+        let floor = -(overhead * (1.0 + 1e-9) + 1e-6);
+        let named = [
+            ("median_ns", c.median_ns),
+            ("min_ns", c.min_ns),
+            ("max_ns", c.max_ns),
+            ("mean_ns", c.mean_ns),
+            ("p5_ns", c.p5_ns),
+            ("p95_ns", c.p95_ns),
+            ("ci95_ns", c.ci95_ns[0]),
+            ("ci95_ns", c.ci95_ns[1]),
+        ];
+        let raw = c.raw_ns.iter().map(|&v| ("raw_ns", v));
+        if let Some((field, v)) = named
+            .into_iter()
+            .chain(raw)
+            .find(|&(_, v)| !v.is_finite() || v < floor)
+        {
+            return Err(format!(
+                "case `{}` has {field} {v} ns, below zero by more than its loop overhead \
+                 ({overhead} ns): no time is negative",
+                c.id
+            ));
+        }
+        if !c.mad_ns.is_finite() || c.mad_ns < 0.0 || !c.stddev_ns.is_finite() || c.stddev_ns < 0.0
+        {
+            return Err(format!(
+                "case `{}` has a negative or infinite spread (mad_ns {}, stddev_ns {})",
+                c.id, c.mad_ns, c.stddev_ns
+            ));
+        }
+    }
+    for d in doc.experiments.iter().flat_map(|e| &e.derived) {
+        if [d.estimate_ns, d.ci95_ns[0], d.ci95_ns[1]]
+            .iter()
+            .any(|v| !v.is_finite())
+        {
+            return Err(format!("derived figure `{}` is not a finite time", d.id));
         }
     }
     Ok(())
@@ -488,5 +575,32 @@ mod tests {
                 .contains("raw_ns values, more than its samples"),
             "{e}"
         );
+    }
+
+    /// A time far below zero, or a NUL in a text, makes the document invalid, named; a sample
+    /// a little below zero (the loop overhead subtracted from a cheap call) does not.
+    #[test]
+    fn times_below_zero_and_nul_characters_are_refused() {
+        let golden = include_str!("../../../tests/golden/oscost-2.json");
+        let mut doc: ResultDoc = read(golden).unwrap();
+        let case = &mut doc.experiments[0].cases[0];
+        case.loop_overhead_ns = 1.5;
+        case.min_ns = -1.0;
+        assert!(read(&serde_json::to_string(&doc).unwrap()).is_ok());
+        let case = &mut doc.experiments[0].cases[0];
+        case.median_ns = -89_120.0;
+        let e = read(&serde_json::to_string(&doc).unwrap()).unwrap_err();
+        assert!(
+            e.to_string().contains("median_ns -89120 ns, below zero"),
+            "{e}"
+        );
+        let mut doc: ResultDoc = read(golden).unwrap();
+        doc.experiments[0].cases[0].description = "a\0b".into();
+        let text = serde_json::to_string(&doc).unwrap();
+        let e = read(&text).unwrap_err();
+        assert!(e.to_string().contains("a NUL character"), "{e}");
+        // An escaped backslash before `u0000` is text, not a NUL.
+        doc.experiments[0].cases[0].description = "a\\u0000b".into();
+        assert!(read(&serde_json::to_string(&doc).unwrap()).is_ok());
     }
 }

@@ -7,10 +7,47 @@
 use oscost_model::ids::lockring::{Id, CRITICAL_SECTION, MUTEX};
 use oscost_model::Environment;
 
+/// Whether a run comes from the Windows agent.
+fn windows(e: &Environment) -> bool {
+    e.os.as_ref().is_some_and(|o| o.family == "windows")
+}
+
 /// Whether two runs come from different systems: one from the Windows agent, one from Linux.
 pub(crate) fn across_systems(a: &Environment, b: &Environment) -> bool {
-    let windows = |e: &Environment| e.os.as_ref().is_some_and(|o| o.family == "windows");
     windows(a) != windows(b)
+}
+
+/// The Windows agent's own `primitives` cases (docs/windows.md).
+const AGENT_PRIMITIVES: &[&str] = &[
+    "primitives.win32-mutex",
+    "primitives.win32-semaphore",
+    "primitives.critical-section",
+    "primitives.srwlock",
+];
+
+/// Why the figure `id` cannot come from a run of the system `env` describes, when it cannot:
+/// a Critical Section's or a Win32 lock's id in a Linux run, a pthread mutex's or a Linux
+/// primitive's in a Windows run. Such a case was renamed, or its document mislabelled, and
+/// set beside the other system's figure of that id it would compare two different locks.
+pub(crate) fn foreign_id(id: &str, env: &Environment) -> Option<&'static str> {
+    let on_windows = windows(env);
+    if let Some(lock) = Id::parse(id).and_then(|p| p.lock()) {
+        return match (lock, on_windows) {
+            (MUTEX, true) => Some("a pthread mutex's id, which only oscost on Linux writes"),
+            (CRITICAL_SECTION, false) => {
+                Some("a Critical Section's id, which only the Windows agent writes")
+            }
+            _ => None,
+        };
+    }
+    if id.starts_with("primitives.") {
+        return match (AGENT_PRIMITIVES.contains(&id), on_windows) {
+            (false, true) => Some("a Linux primitive's id, which the Windows agent never writes"),
+            (true, false) => Some("a Windows lock's id, which only the Windows agent writes"),
+            _ => None,
+        };
+    }
+    None
 }
 
 /// The id of the same figure on the other system, and what differs between the two.
@@ -53,5 +90,23 @@ mod tests {
             .contains("enter + leave"));
         assert_eq!(counterpart("lockring.pipe.n2"), None);
         assert_eq!(counterpart("primitives.critical-section"), None);
+    }
+
+    #[test]
+    fn a_case_under_the_other_systems_id_is_named() {
+        let linux = oscost_model::example::environment();
+        let mut win = linux.clone();
+        win.os = Some(oscost_model::env::OsInfo {
+            family: "windows".into(),
+            ..Default::default()
+        });
+        assert!(foreign_id("lockring.mutex.n8.k1", &win).is_some());
+        assert!(foreign_id("lockring.cs.n8.k1", &win).is_none());
+        assert!(foreign_id("lockring.cs.own", &linux).is_some());
+        assert!(foreign_id("lockring.mutex.n8.k1.switch_cost", &linux).is_none());
+        assert!(foreign_id("lockring.pipe.n2", &win).is_none());
+        assert!(foreign_id("primitives.srwlock", &linux).is_some());
+        assert!(foreign_id("primitives.srwlock", &win).is_none());
+        assert!(foreign_id("split.threads.one.8.yield", &win).is_none());
     }
 }

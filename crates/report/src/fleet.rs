@@ -114,6 +114,35 @@ pub enum FleetError {
         /// The one group.
         group: String,
     },
+    /// A run's group name is empty or holds a control character: no column can carry it.
+    BadName {
+        /// Where the run came from.
+        source: String,
+        /// The field grouped by.
+        field: String,
+        /// Where in the document the name is.
+        path: String,
+        /// The name, escaped.
+        name: String,
+    },
+    /// Two inputs are one run (one id) with different content.
+    Disagree {
+        /// The first input.
+        first: String,
+        /// The second.
+        second: String,
+        /// The run id both carry.
+        run_id: String,
+    },
+    /// The reference group shares no figure with any other.
+    NothingShared {
+        /// The field grouped by.
+        field: String,
+        /// The reference group.
+        reference: String,
+        /// The other groups.
+        others: String,
+    },
     /// `--reference` names no group.
     NoSuchReference {
         /// The name given.
@@ -142,6 +171,46 @@ impl std::fmt::Display for FleetError {
                 f,
                 "--group-by {field}: every run has the same value ({group}), so there is \
                  nothing to compare (give runs of two values or more)"
+            ),
+            FleetError::BadName {
+                source,
+                field,
+                path,
+                name,
+            } if name.is_empty() => write!(
+                f,
+                "{source}: its {field} ({path}) is empty, so no group can be named after it \
+                 (correct {path} in the file, or leave the run out)"
+            ),
+            FleetError::BadName {
+                source,
+                field,
+                path,
+                name,
+            } => write!(
+                f,
+                "{source}: its {field} `{name}` ({path}) holds a control character, which \
+                 would break the table's rows (correct {path} in the file to one line of \
+                 text, or leave the run out)"
+            ),
+            FleetError::Disagree {
+                first,
+                second,
+                run_id,
+            } => write!(
+                f,
+                "{first} and {second} are both run {run_id} but differ: two documents \
+                 disagree under one id (give the one that is right)"
+            ),
+            FleetError::NothingShared {
+                field,
+                reference,
+                others,
+            } => write!(
+                f,
+                "--group-by {field}: {reference} shares no figure with {others}, so there is \
+                 nothing to compare (give runs of the same experiments, or choose another \
+                 --reference)"
             ),
             FleetError::NoSuchReference {
                 name,
@@ -287,6 +356,17 @@ pub fn build(
         .collect();
     let comparisons = compare_in_parallel(&sources, settings);
     let (mut rows, environment) = merge(&comparisons, &order, names.len());
+    if rows.is_empty() {
+        return Err(FleetError::NothingShared {
+            field: by.name().to_owned(),
+            reference: names[reference].clone(),
+            others: order[1..]
+                .iter()
+                .map(|&g| names[g].as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    }
     sort_as_in(&mut rows, runs[chosen[reference]].1);
     Ok(Fleet {
         schema: FLEET_SCHEMA,
@@ -312,8 +392,40 @@ fn group_runs(
     if keys.iter().all(Option::is_none) {
         return Err(FleetError::NoSuchField(by.name().to_owned()));
     }
+    // One run given twice (two copies, or one file named twice) counts once; two documents of
+    // one id that differ are named, never grouped as if they were two runs.
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
     let mut by_name: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (i, k) in keys.into_iter().enumerate() {
+        let (source, doc) = &runs[i];
+        if let Some(id) = doc.run_id.as_deref() {
+            if let Some(&first) = seen.get(id) {
+                if runs[first].1 != *doc {
+                    return Err(FleetError::Disagree {
+                        first: runs[first].0.clone(),
+                        second: source.clone(),
+                        run_id: id.to_owned(),
+                    });
+                }
+                continue;
+            }
+            seen.insert(id, i);
+        }
+        if let Some(name) = &k {
+            let blank = name.trim().is_empty();
+            if blank || name.chars().any(char::is_control) {
+                return Err(FleetError::BadName {
+                    source: source.clone(),
+                    field: by.name().to_owned(),
+                    path: name_path(by, &doc.environment),
+                    name: if blank {
+                        String::new()
+                    } else {
+                        name.escape_debug().to_string()
+                    },
+                });
+            }
+        }
         by_name
             .entry(k.unwrap_or_else(|| NOT_RECORDED.to_owned()))
             .or_default()
@@ -327,6 +439,18 @@ fn group_runs(
         });
     }
     Ok(by_name)
+}
+
+/// Where in a result document the group name of `by` is, as `oscost env --json` names it.
+fn name_path(by: &GroupBy, env: &Environment) -> String {
+    match by {
+        GroupBy::Host if env.fleet.as_ref().is_some_and(|f| f.host_name.is_some()) => {
+            "environment.fleet.host_name".into()
+        }
+        GroupBy::Host => "environment.hostname".into(),
+        GroupBy::Kernel => "environment.kernel_release".into(),
+        GroupBy::Field(f) => format!("environment.{f}"),
+    }
 }
 
 /// The index of a group's latest run.

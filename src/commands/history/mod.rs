@@ -224,12 +224,17 @@ fn push(store: &mut History, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
     let Tally {
         pushed,
         there,
-        failed,
+        not_read,
         refused,
     } = tally;
     let mut last = format!("pushed {pushed}, already there {there}");
-    if failed > 0 {
-        let _ = write!(last, ", {failed} not read");
+    if !not_read.is_empty() {
+        let _ = write!(
+            last,
+            ", {} not read (not pushed: {})",
+            not_read.len(),
+            not_read.join(", ")
+        );
     }
     if !refused.is_empty() {
         let _ = write!(
@@ -240,7 +245,7 @@ fn push(store: &mut History, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
         );
     }
     print_stdout(&format!("{} ({})\n", one_line(&last), store.shown()))?;
-    Ok(if failed > 0 || !refused.is_empty() {
+    Ok(if !not_read.is_empty() || !refused.is_empty() {
         ExitCode::from(2)
     } else {
         ExitCode::SUCCESS
@@ -252,7 +257,7 @@ fn push(store: &mut History, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
 struct Tally {
     pushed: usize,
     there: usize,
-    failed: usize,
+    not_read: Vec<String>,
     refused: Vec<String>,
 }
 
@@ -344,7 +349,7 @@ fn store_batch(
                     "oscost: {}",
                     one_line(&format!("{}: {why}", file.display()))
                 );
-                tally.failed += 1;
+                tally.not_read.push(file.display().to_string());
                 lines.push(Some(String::new()));
             }
         }

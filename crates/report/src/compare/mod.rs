@@ -86,6 +86,10 @@ pub struct Comparison {
     /// Set when so many figures differ that the machine itself more likely changed between
     /// the runs than each figure separately: says so, and where the differences gather.
     pub drift: Option<String>,
+    /// Figures one side holds under an id its system never writes (a Windows case renamed to
+    /// a Linux id): each named, its row not compared.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub foreign_ids: Vec<String>,
 }
 
 /// The published side of a comparison: where the figures come from.
@@ -295,6 +299,7 @@ fn empty(base_label: &str, label: &str, settings: Settings) -> Comparison {
         unmatched_published: Vec::new(),
         study_rows: Vec::new(),
         drift: None,
+        foreign_ids: Vec::new(),
     }
 }
 
@@ -386,11 +391,37 @@ fn measured_pair(c: &mut Comparison, pa: Prepared<'_>, pb: Prepared<'_>) {
         })
         .map(|(id, _)| id.to_string())
         .collect();
+    flag_foreign_ids(c, a, b);
     if crate::counterparts::across_systems(&a.environment, &b.environment) {
         counterpart_rows(c, &in_a, &in_b, (pa.laws, pb.laws));
         // Linux's settings (tick, mitigations, THP...) are unknown on Windows, not different.
         c.environment
             .retain(|d| d.baseline != "unknown" && d.other != "unknown");
+    }
+}
+
+/// Rows whose id one side's system never writes: not compared (no ratio, no verdict), and
+/// named in `foreign_ids`.
+fn flag_foreign_ids(c: &mut Comparison, a: &ResultDoc, b: &ResultDoc) {
+    for r in &mut c.rows {
+        let why = [("A", &c.baseline, a), ("B", &c.other, b)]
+            .into_iter()
+            .find_map(|(side, label, d)| {
+                crate::counterparts::foreign_id(&r.id, &d.environment)
+                    .map(|why| (side, label, d.environment.system(), why))
+            });
+        let Some((side, label, system, why)) = why else {
+            continue;
+        };
+        c.foreign_ids.push(format!(
+            "{side} ({label}), a run of {system}, holds {}: {why}; a case renamed or a \
+             document mislabelled, so it is not compared",
+            r.id
+        ));
+        r.verdict = Verdict::NotComparable;
+        r.ratio = None;
+        r.ratio_ci95 = None;
+        r.note = Some(format!("{side} holds it under another system's id: {why}"));
     }
 }
 

@@ -273,6 +273,9 @@ pub fn terminal_view(comparisons: &[Comparison], view: View) -> String {
         if let Some(d) = &c.drift {
             s += &line(&format!("Warning: {d}"), 2);
         }
+        for f in &c.foreign_ids {
+            s += &line(&format!("Warning: {f}"), 2);
+        }
         let e = explanation(c);
         if !e.is_empty() {
             s += &line(&e, 0);
@@ -402,6 +405,9 @@ pub fn markdown(comparisons: &[Comparison]) -> String {
         s += &format!("{}\n\n", summary(c));
         if let Some(d) = &c.drift {
             s += &format!("**Warning:** {}\n\n", md_escape(d));
+        }
+        for f in &c.foreign_ids {
+            s += &format!("**Warning:** {}\n\n", md_escape(f));
         }
         let e = explanation(c);
         if !e.is_empty() {

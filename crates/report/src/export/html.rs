@@ -752,7 +752,8 @@ struct Comparison {
     rule: String,
     /// The noise threshold in percent, as `compare` uses it.
     threshold: String,
-    /// `compare`'s warnings that the machine itself may have changed between runs.
+    /// `compare`'s warnings that the machine itself may have changed between runs, and of
+    /// figures under another system's id.
     drift: Vec<String>,
 }
 
@@ -791,10 +792,11 @@ fn comparison(docs: &[(String, &ResultDoc)]) -> Comparison {
         .collect();
     let drift = compared
         .iter()
-        .filter_map(|c| {
+        .flat_map(|c| {
             c.drift
-                .as_ref()
-                .map(|d| format!("{} against {}: {d}", c.other, c.baseline))
+                .iter()
+                .chain(&c.foreign_ids)
+                .map(move |d| format!("{} against {}: {d}", c.other, c.baseline))
         })
         .collect();
     let mut figures = plot::comparison_plots(docs);

@@ -24,6 +24,23 @@ pub enum LimitError {
         /// The system-wide caps (threads-max, pid_max, cgroup pids.max).
         system: String,
     },
+    /// A thread's stack could not be mapped under the address-space limit (glibc reports it
+    /// as EAGAIN, the process limit's errno).
+    #[error(
+        "cannot create task {index} of {total}: the address-space limit was reached \
+         (RLIMIT_AS soft={soft}, hard={hard}: each thread's stack is a mapping; raise it with \
+         `ulimit -v` or prlimit --as)"
+    )]
+    AddressSpace {
+        /// 1-based number of the task that failed.
+        index: usize,
+        /// Tasks the experiment needed.
+        total: usize,
+        /// Soft limit, or `unlimited`.
+        soft: String,
+        /// Hard limit, or `unlimited`.
+        hard: String,
+    },
     /// A descriptor could not be created: EMFILE.
     #[error(
         "cannot create {what} for task {index} of {total}: the open-file limit was reached \
@@ -102,9 +119,59 @@ pub(super) fn cgroup_pids_max() -> Option<String> {
     })
 }
 
+/// The soft address-space limit (RLIMIT_AS) of this process, bytes, when one is set.
+pub fn address_space_limit() -> Option<u64> {
+    crate::rlimit(libc::RLIMIT_AS)
+        .ok()
+        .and_then(|(soft, _)| soft)
+}
+
+/// Whether the address-space limit (RLIMIT_AS) refuses a mapping of `bytes` now: a new
+/// thread's stack is such a mapping, and glibc reports its refusal as EAGAIN, the errno of the
+/// process limit, so the two are told apart by trying one.
+fn address_space_full(bytes: usize) -> bool {
+    matches!(crate::rlimit(libc::RLIMIT_AS), Ok((Some(_), _)))
+        && crate::calls::mmap_munmap(bytes).is_err()
+}
+
+/// A helper thread (`what`: "the signal thread") that could not be started, in one line naming
+/// the limit that stopped it, RLIMIT_NPROC or RLIMIT_AS, and how to raise it.
+pub fn thread_error(err: io::Error, what: &str) -> anyhow::Error {
+    if os_errno(&err) != Some(libc::EAGAIN) {
+        return anyhow::anyhow!("cannot start {what}: {err}");
+    }
+    // Rust's default stack for a thread, its guard page and glibc's thread block beside it.
+    if address_space_full(2 * 1024 * 1024 + 64 * 1024) {
+        let (soft, hard) = limit_text(libc::RLIMIT_AS);
+        return anyhow::anyhow!(
+            "cannot start {what}: the address-space limit was reached (RLIMIT_AS soft={soft}, \
+             hard={hard}: raise it with `ulimit -v` or prlimit --as)"
+        );
+    }
+    let (soft, hard) = limit_text(libc::RLIMIT_NPROC);
+    anyhow::anyhow!(
+        "cannot start {what}: the process limit was reached (RLIMIT_NPROC soft={soft}, \
+         hard={hard}, counted over all of this user's processes and threads: raise it with \
+         `ulimit -u`)"
+    )
+}
+
 /// Turns a failed task creation into a [`LimitError`] where the errno names a limit.
 pub(crate) fn spawn_error(err: io::Error, index: usize, total: usize, what: &str) -> anyhow::Error {
     match os_errno(&err) {
+        Some(libc::EAGAIN)
+            if what.contains("thread")
+                && address_space_full(super::THREAD_STACK_BYTES + 64 * 1024) =>
+        {
+            let (soft, hard) = limit_text(libc::RLIMIT_AS);
+            LimitError::AddressSpace {
+                index,
+                total,
+                soft,
+                hard,
+            }
+            .into()
+        }
         Some(libc::EAGAIN) => {
             let (soft, hard) = limit_text(libc::RLIMIT_NPROC);
             let mut system = format!(

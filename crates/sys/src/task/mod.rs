@@ -27,7 +27,7 @@ mod working_set;
 pub use failure::Failure;
 use failure::*;
 pub(crate) use limits::spawn_error;
-pub use limits::{resource_error, LimitError};
+pub use limits::{address_space_limit, resource_error, thread_error, LimitError};
 pub use policy::{sched_policy, set_sched_policy, Policy};
 pub use reap::{become_subreaper, descendants, reap_orphans, send_signal};
 use std::io;

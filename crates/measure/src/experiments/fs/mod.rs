@@ -244,6 +244,11 @@ fn fuse_missing(opts: &Options) -> Option<String> {
                 .into(),
         );
     }
+    // Anything else there (a bind mount of /dev/null, a file) opens, and mount(2) then fails
+    // with a bare EINVAL: say it before.
+    if !dev_is_fuse() {
+        return Some(not_fuse_device());
+    }
     if let Err(e) = std::fs::OpenOptions::new().read(true).write(true).open(dev) {
         return Some(format!(
             "cannot open /dev/fuse ({e}): run as root or give this user access to the device"
@@ -397,19 +402,26 @@ impl Drop for FuseServer {
 /// Why mounting failed, with the fix where the kernel's error alone does not say it: a device
 /// at /dev/fuse that is not the FUSE device makes mount(2) fail with EINVAL.
 fn mount_failure(why: &str) -> String {
-    let dev_is_fuse = std::fs::metadata("/dev/fuse").is_ok_and(|m| {
-        use std::os::unix::fs::{FileTypeExt, MetadataExt};
-        // The FUSE device is the character device 10:229.
-        m.file_type().is_char_device() && m.rdev() == libc::makedev(10, 229)
-    });
-    if dev_is_fuse {
+    if dev_is_fuse() {
         why.to_owned()
     } else {
-        format!(
-            "{why}: /dev/fuse is not the FUSE device (character device 10:229); recreate it \
-             (`mknod /dev/fuse c 10 229`) or pass the host's in"
-        )
+        format!("{why}: {}", not_fuse_device())
     }
+}
+
+/// Whether /dev/fuse is the FUSE device, the character device 10:229.
+fn dev_is_fuse() -> bool {
+    std::fs::metadata("/dev/fuse").is_ok_and(|m| {
+        use std::os::unix::fs::{FileTypeExt, MetadataExt};
+        m.file_type().is_char_device() && m.rdev() == libc::makedev(10, 229)
+    })
+}
+
+/// What is wrong when /dev/fuse is another file, and the fix.
+fn not_fuse_device() -> String {
+    "/dev/fuse is not the FUSE device (character device 10:229): recreate it (`mknod /dev/fuse \
+     c 10 229`), or in a container pass the host's in (e.g. --device /dev/fuse)"
+        .into()
 }
 
 /// One side's files and buffers: the 4 MiB file (open), its path, the churn file's path.
