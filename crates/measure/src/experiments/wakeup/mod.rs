@@ -590,8 +590,8 @@ splits the lateness but without its tracer: the deadline to the timer's programm
 thread's timer slack, hrtimer_start), the expiry to the timer interrupt's run of it \
 (hrtimer_expire_entry's clock reading), the interrupt to the switch into the thread \
 (sched_switch), the switch to its return to user space (sys_exit) and that return to the clock \
-read. The kernel's parts must add up to the measured lateness within ±5 % on the median (a \
-check); the 10 worst wake-ups are explained by what held the CPU from the deadline to the \
+read. The parts' medians must add up to the measured median lateness within ±5 % (a check); \
+the 10 worst wake-ups are explained by what held the CPU from the deadline to the \
 return (interrupts, softirqs, timer callbacks, other tasks by name, idle, time no event \
 accounts for), and the tracing's cost is the traced median against the timed one. Without \
 permission to trace, one line says so and the timed cases stand.\n\nTakes about 20 s (10000 wake-ups of 1 ms under \
@@ -927,7 +927,7 @@ mod tests {
                     assert_eq!(k.id, "wakeup.other.200us.kernel");
                     assert_eq!(k.counters["wakeups"], 30.0);
                     assert!(k.counters["wakeups_split"] > 0.0, "{:?}", k.warnings);
-                    assert!(k.checks.iter().any(|c| c.name == "kernel_vs_measured"));
+                    assert!(k.checks.iter().any(|c| c.name == "parts_vs_measured"));
                     assert!(k.trace.is_some());
                     for (key, _) in kernel::PARTS {
                         assert!(k.counters[&format!("part.{key}.median_ns")] >= 0.0);
