@@ -358,8 +358,9 @@ impl PeerProcess {
         }
         let shared = map.cast::<AtomicU64>();
         let mut wait_mask = current_mask();
-        // SAFETY: a valid sigset_t and CPU set, written before the fork (the child only reads).
+        // SAFETY: a cpu_set_t is plain bits; all zero is the empty set.
         let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid sigset_t and CPU set, written before the fork (the child only reads).
         unsafe {
             libc::sigdelset(&mut wait_mask, SIGNAL);
             libc::CPU_SET(cpu, &mut set);

@@ -298,8 +298,8 @@ mod tests {
     fn deadlines_are_one_period_apart_and_before_each_wake_up() {
         let cancel = AtomicBool::new(false);
         let (mut lat, mut at) = (vec![0u64; 10], vec![0u64; 10]);
-        let r = wake_periodically_at(WakeMode::Abstime, 200_000, &mut lat, &mut at, &cancel)
-            .unwrap();
+        let r =
+            wake_periodically_at(WakeMode::Abstime, 200_000, &mut lat, &mut at, &cancel).unwrap();
         assert_eq!(at[0], r.start_ns + 200_000);
         assert!(at.windows(2).all(|w| w[1] - w[0] >= 200_000), "{at:?}");
         assert!(at[9] + lat[9] <= r.end_ns + 1);

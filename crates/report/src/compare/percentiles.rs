@@ -76,7 +76,9 @@ mod tests {
 
     fn case(shift: f64) -> CaseResult {
         let mut c = testkit::case("wakeup.fifo.1ms", "wake-up", 20_000.0);
-        c.raw_ns = (0..2000).map(|i| 10_000.0 + f64::from(i) * 10.0 + shift).collect();
+        c.raw_ns = (0..2000)
+            .map(|i| 10_000.0 + f64::from(i) * 10.0 + shift)
+            .collect();
         let s = sorted(&c.raw_ns);
         for (_, key, p) in PERCENTILES {
             c.counters
@@ -92,7 +94,10 @@ mod tests {
         assert_eq!(r[0].percentile, "p50");
         let [lo, hi] = r[0].baseline_ci95_ns.unwrap();
         assert!(lo < r[0].baseline_ns && r[0].baseline_ns < hi);
-        assert!(r[0].apart, "5 µs later everywhere is beyond a 2000-sample interval");
+        assert!(
+            r[0].apart,
+            "5 µs later everywhere is beyond a 2000-sample interval"
+        );
         // 2000 samples leave 2 beyond a p99.9: too few for its interval.
         assert_eq!(r[3].baseline_ci95_ns, None);
         assert!(!r[3].apart);

@@ -339,6 +339,14 @@ pub fn terminal_view(comparisons: &[Comparison], view: View) -> String {
     s
 }
 
+/// A percentile and its interval's ends (a tail's interval is lopsided: no ± half-width).
+fn with_interval(ns: f64, ci: Option<[f64; 2]>) -> String {
+    match ci {
+        Some([lo, hi]) => format!("{} [{} – {}]", fmt_ns(ns), fmt_ns(lo), fmt_ns(hi)),
+        None => fmt_ns(ns),
+    }
+}
+
 /// A percentile row's cells: the case (on its first percentile), the percentile, both sides
 /// with their intervals, the ratio and whether the intervals are apart.
 fn percentile_cells(r: &PercentileRow) -> Vec<String> {
@@ -349,8 +357,8 @@ fn percentile_cells(r: &PercentileRow) -> Vec<String> {
             String::new()
         },
         r.percentile.to_owned(),
-        ns_with_ci(r.baseline_ns, r.baseline_ci95_ns),
-        ns_with_ci(r.other_ns, r.other_ci95_ns),
+        with_interval(r.baseline_ns, r.baseline_ci95_ns),
+        with_interval(r.other_ns, r.other_ci95_ns),
         format!("{:.3}", r.ratio),
         match (r.baseline_ci95_ns, r.other_ci95_ns, r.apart) {
             (Some(_), Some(_), true) => "apart".into(),

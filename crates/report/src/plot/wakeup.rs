@@ -4,8 +4,8 @@
 use super::chart::{self, Axis, Bar, Fit, Header, Key, Panel, Unit};
 use super::Plot;
 use crate::format::{fmt_ns, grouped};
-use oscost_model::case::Series;
 use crate::views::wakeup::{is_split, parts};
+use oscost_model::case::Series;
 use oscost_model::{CaseResult, ExperimentResult};
 
 fn column(s: &Series, name: &str) -> Option<usize> {
@@ -132,12 +132,17 @@ fn split(e: &ExperimentResult) -> Option<Plot> {
         return None;
     }
     let svg = super::stacked::figure(
-        &format!("{}: a wake-up's lateness taken apart by the kernel's events", e.name),
-        &["One bar per traced case (a second run, apart from the timed one): the median of \
+        &format!(
+            "{}: a wake-up's lateness taken apart by the kernel's events",
+            e.name
+        ),
+        &[
+            "One bar per traced case (a second run, apart from the timed one): the median of \
            each part of a wake-up's lateness by the kernel's timestamps, from the deadline to \
            the thread's clock read. Dashed: the median lateness the thread measured on the \
            same wake-ups (medians of parts need not add up exactly)."
-            .to_owned()],
+                .to_owned(),
+        ],
         "lateness per wake-up",
         Unit::Ns,
         &rows,
@@ -185,10 +190,17 @@ mod tests {
             "warnings": [], "notes": []
         }))
         .unwrap();
-        let e = ExperimentResult { cases: vec![k], ..e };
+        let e = ExperimentResult {
+            cases: vec![k],
+            ..e
+        };
         let p = split(&e).unwrap();
         assert_eq!(p.name, "wakeup.split");
-        for l in ["wakeup.fifo.1ms.kernel", "to the switch", "deadline to expiry"] {
+        for l in [
+            "wakeup.fifo.1ms.kernel",
+            "to the switch",
+            "deadline to expiry",
+        ] {
             assert!(p.svg.contains(l), "{l} missing");
         }
     }

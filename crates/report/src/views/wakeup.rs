@@ -108,7 +108,13 @@ fn split_views(e: &ExperimentResult) -> Vec<View> {
     let mut head = vec!["case".to_owned(), "split".to_owned()];
     head.extend(keys.iter().map(|(k, _)| k.replace('_', " ")));
     head.extend(
-        ["parts / measured", "kernel / measured", "traced p50", "untraced p50"].map(String::from),
+        [
+            "parts / measured",
+            "kernel / measured",
+            "traced p50",
+            "untraced p50",
+        ]
+        .map(String::from),
     );
     let mut worst_rows = Vec::new();
     let rows = split
@@ -255,7 +261,10 @@ pub(crate) mod tests {
         k.params.insert("kernel_view".into(), Value::Bool(true));
         k.params.insert(
             "parts".into(),
-            serde_json::json!([["slack", "deadline to expiry"], ["to_switch", "to the switch"]]),
+            serde_json::json!([
+                ["slack", "deadline to expiry"],
+                ["to_switch", "to the switch"]
+            ]),
         );
         k.params.insert(
             "worst".into(),

@@ -177,17 +177,18 @@ fn one(
 ) -> Option<(Found, usize)> {
     let d = w.deadline as i64;
     let latest = clocks.tracer(w.woke as f64 + MAP_SLOP_NS);
-    let (si, timer, hard) = events[from..].iter().enumerate().find_map(|(i, e)| match e.ev {
-        Ev::Start {
-            tid: t,
-            timer,
-            soft,
-            hard,
-        } if t == tid && soft >= d && soft < d + window => {
-            Some((from + i, timer, hard))
-        }
-        _ => None,
-    })?;
+    let (si, timer, hard) = events[from..]
+        .iter()
+        .enumerate()
+        .find_map(|(i, e)| match e.ev {
+            Ev::Start {
+                tid: t,
+                timer,
+                soft,
+                hard,
+            } if t == tid && soft >= d && soft < d + window => Some((from + i, timer, hard)),
+            _ => None,
+        })?;
     let rest = &events[si + 1..];
     let (ei, now) = rest.iter().enumerate().find_map(|(i, e)| match e.ev {
         Ev::Expire { timer: t, now } if t == timer => Some((i, now)),
@@ -198,16 +199,11 @@ fn one(
         .iter()
         .enumerate()
         .find(|(_, e)| e.ev == Ev::Switch { next: tid })?;
-    let exit = rest[wi + 1..]
-        .iter()
-        .find(|e| e.ev == Ev::Exit { tid })?;
+    let exit = rest[wi + 1..].iter().find(|e| e.ev == Ev::Exit { tid })?;
     if now < d || exit.ns as f64 > latest {
         return None;
     }
-    let (s, x) = (
-        clocks.mono(switch.ns as f64),
-        clocks.mono(exit.ns as f64),
-    );
+    let (s, x) = (clocks.mono(switch.ns as f64), clocks.mono(exit.ns as f64));
     let now = now as f64;
     let expiry = (hard as f64).min(now);
     let parts = [
@@ -292,7 +288,10 @@ fn us(ns: f64) -> String {
 
 /// The sentence saying what held the CPU over a worst wake-up.
 pub(crate) fn explain(labels: &[(String, f64)], unseen: f64) -> String {
-    let mut parts: Vec<String> = labels.iter().map(|(l, t)| format!("{l} {}", us(*t))).collect();
+    let mut parts: Vec<String> = labels
+        .iter()
+        .map(|(l, t)| format!("{l} {}", us(*t)))
+        .collect();
     if unseen > 0.0 {
         parts.push(format!("nothing recorded {}", us(unseen)));
     }
@@ -380,9 +379,18 @@ pub(super) fn split_case(timed: &Case, t: &Traced, ns_per_tick: f64) -> Case {
         (lateness.len() - split.len()) as f64,
     );
     c.insert("trace_records".into(), t.records as f64);
-    c.insert("lateness_p50_ns".into(), oscost_stats::percentile(&all, 50.0));
-    c.insert("lateness_p99_ns".into(), oscost_stats::percentile(&all, 99.0));
-    c.insert("lateness_max_ns".into(), oscost_stats::percentile(&all, 100.0));
+    c.insert(
+        "lateness_p50_ns".into(),
+        oscost_stats::percentile(&all, 50.0),
+    );
+    c.insert(
+        "lateness_p99_ns".into(),
+        oscost_stats::percentile(&all, 99.0),
+    );
+    c.insert(
+        "lateness_max_ns".into(),
+        oscost_stats::percentile(&all, 100.0),
+    );
     let traced = c["lateness_p50_ns"];
     let untraced = timed.counters.get("lateness_p50_ns").copied();
     if let Some(untraced) = untraced {
@@ -555,7 +563,13 @@ mod tests {
                 },
             ),
             at(d - 900_000 + off + 100, Ev::Switch { next: 0 }),
-            at(now + off + 200, Ev::Expire { timer: TIMER, now: now as i64 }),
+            at(
+                now + off + 200,
+                Ev::Expire {
+                    timer: TIMER,
+                    now: now as i64,
+                },
+            ),
             at(now + 2_000 + off, Ev::Switch { next: T }),
             at(now + 3_000 + off, Ev::Exit { tid: T }),
         ];
@@ -624,7 +638,13 @@ mod tests {
                     hard: (d + 50_000) as i64,
                 },
             ),
-            at(d + 20_000, Ev::Expire { timer: TIMER, now: (d + 20_000) as i64 }),
+            at(
+                d + 20_000,
+                Ev::Expire {
+                    timer: TIMER,
+                    now: (d + 20_000) as i64,
+                },
+            ),
             at(d + 21_000, Ev::Switch { next: T }),
             at(d + 22_000, Ev::Exit { tid: T }),
         ];

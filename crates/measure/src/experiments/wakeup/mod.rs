@@ -594,8 +594,9 @@ read. The parts' medians must add up to the measured median lateness within ±5 
 the 10 worst wake-ups are explained by what held the CPU from the deadline to the \
 return (interrupts, softirqs, timer callbacks, other tasks by name, idle, time no event \
 accounts for), and the tracing's cost is the traced median against the timed one. Without \
-permission to trace, one line says so and the timed cases stand.\n\nTakes about 20 s (10000 wake-ups of 1 ms under \
-each policy); --quick about 0.1 s on a 2-vCPU virtual machine.";
+permission to trace, one line says so and the timed cases stand.\n\nTakes about 25 s (10000 \
+wake-ups of 1 ms under each policy, then 2000 of each traced); --quick about 0.6 s (0.3 s with \
+--no-kernel-view), as the whole command on a 2-vCPU virtual machine.";
     const IN_DEFAULT_SUITE: bool = true;
     const SUITE_ARGS: &'static [&'static str] = &["--wakeups", "250"];
 
@@ -792,8 +793,7 @@ impl KernelView {
             (Some(why), _) => {
                 out.unavailable.push(Unavailable {
                     id: format!("{NAME}.kernel"),
-                    description: "each wake-up's lateness split by the kernel's tracepoints"
-                        .into(),
+                    description: "each wake-up's lateness split by the kernel's tracepoints".into(),
                     reason: why.clone(),
                 });
                 why.clone()
@@ -917,7 +917,14 @@ mod tests {
         let cpu = oscost_sys::affinity().unwrap()[0];
         testing::with_ctx(SamplerConfig::quick(), vec![cpu], false, |ctx| {
             let out = run(
-                &opts(&["--wakeups", "30", "--period", "200us", "--policies", "other"]),
+                &opts(&[
+                    "--wakeups",
+                    "30",
+                    "--period",
+                    "200us",
+                    "--policies",
+                    "other",
+                ]),
                 ctx,
             )
             .unwrap();
