@@ -13,8 +13,8 @@ use oscost_sys::ktrace::Record;
 use serde_json::json;
 use std::collections::BTreeMap;
 
-/// The tracepoints the split needs.
-const NEEDED: &[(&str, &str)] = &[
+/// The tracepoints the split needs (the others only explain the worst wake-ups further).
+pub(super) const NEEDED: &[(&str, &str)] = &[
     ("timer", "hrtimer_start"),
     ("timer", "hrtimer_expire_entry"),
     ("timer", "hrtimer_expire_exit"),

@@ -716,9 +716,11 @@ impl KernelView {
         };
         let events = kernel::events();
         let cpus = [p.cpu];
+        // The interrupt vectors only name what held the CPU: one the kernel lacks or refuses
+        // (perf and `irq_work_exit` on some kernels) is skipped and said; the split's own
+        // tracepoints are needed.
         let pass = crate::kview::Pass {
             each: true,
-            needs_all: Some("a wake-up cannot be split without them"),
             mechanisms: &self.order,
             ..crate::kview::Pass::new(&events, &cpus)
         };
@@ -729,6 +731,23 @@ impl KernelView {
                 return Ok(None);
             }
         };
+        let lacking: Vec<&str> = session
+            .missing()
+            .iter()
+            .map(String::as_str)
+            .filter(|m| {
+                kernel::NEEDED
+                    .iter()
+                    .any(|(s, e)| m.starts_with(&format!("{s}:{e}")))
+            })
+            .collect();
+        if !lacking.is_empty() {
+            self.unavailable = Some(format!(
+                "this kernel lacks the tracepoints {}: a wake-up cannot be split without them",
+                lacking.join(", ")
+            ));
+            return Ok(None);
+        }
         let mechanism = session.mechanism();
         let clock = session.clock();
         let mono = oscost_sys::timer::monotonic_ns;
