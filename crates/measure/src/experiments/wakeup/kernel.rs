@@ -314,6 +314,8 @@ pub(super) struct Traced {
     pub lost: u64,
     /// Records read.
     pub records: usize,
+    /// Events the kernel counted but did not sample (perf, in an idle CPU's interrupts).
+    pub unsampled: u64,
     /// How the tracepoints were recorded.
     pub mechanism: Mechanism,
     /// When the first period began, `CLOCK_MONOTONIC` ns.
@@ -371,6 +373,7 @@ pub(super) fn split_case(timed: &Case, t: &Traced, ns_per_tick: f64) -> Case {
         .enumerate()
         .filter_map(|(i, f)| f.as_ref().map(|f| (i, f)))
         .collect();
+    split_share(&mut case, lateness.len(), split.len(), t.unsampled);
     let c = &mut case.counters;
     c.insert("wakeups".into(), lateness.len() as f64);
     c.insert("wakeups_split".into(), split.len() as f64);
@@ -519,18 +522,42 @@ pub(super) fn split_case(timed: &Case, t: &Traced, ns_per_tick: f64) -> Case {
             .map(|(i, f)| std::iter::once(lateness[*i]).chain(f.parts).collect())
             .collect(),
     });
-    if lateness.len() - split.len() > lateness.len() / 10 {
+    case
+}
+
+/// The share of wake-ups split, as a check (at least 90 %): the split of a few says nothing of
+/// the rest; with a warning naming the likely cause.
+fn split_share(case: &mut Case, n: usize, split: usize, unsampled: u64) {
+    let share = split as f64 / n.max(1) as f64;
+    case.counters.insert("split_share".into(), share);
+    case.checks.push(Check::at_least(
+        "split_share",
+        0.9,
+        share,
+        0.0,
+        &format!(
+            "{split} of {n} traced wake-ups found whole in the trace (their timer, its \
+             interrupt, the switch and the return); at least 90 %"
+        ),
+    ));
+    if share < 0.9 {
+        let why = if unsampled > 0 {
+            format!(
+                " ({unsampled} events counted but not sampled: perf does not sample a \
+                 tracepoint in an interrupt taken while the CPU idles; --trace-with ftrace)"
+            )
+        } else {
+            " (an event of theirs missing)".to_owned()
+        };
         case.warnings.push(
             format!(
-                "{}: {} of {} wake-ups could not be split (an event of theirs missing)",
+                "{}: {} of {n} wake-ups could not be split{why}",
                 case.id,
-                lateness.len() - split.len(),
-                lateness.len()
+                n - split
             )
             .into(),
         );
     }
-    case
 }
 
 #[cfg(test)]
@@ -697,6 +724,27 @@ mod tests {
         assert!(text.starts_with("task kworker/0:1 0.0 µs"), "{text}");
         assert!(text.ends_with("nothing recorded 0.0 µs"), "{text}");
         assert_eq!(explain(&[], 0.0), "no event");
+    }
+
+    #[test]
+    fn too_few_wake_ups_split_fail_their_check_and_say_why() {
+        let empty = Samples {
+            per_op_ns: Vec::new(),
+            per_op_ticks: Vec::new(),
+            iterations_per_sample: 1,
+            loop_overhead_ns: 0.0,
+        };
+        let mut c = Case::new("wakeup.fifo.1ms.kernel", "x", "wake-up", empty.clone());
+        split_share(&mut c, 1000, 3, 1990);
+        assert!(!c.checks[0].passed);
+        assert!(
+            c.warnings[0].contains("perf does not sample"),
+            "{:?}",
+            c.warnings
+        );
+        let mut c = Case::new("wakeup.fifo.1ms.kernel", "x", "wake-up", empty);
+        split_share(&mut c, 1000, 995, 0);
+        assert!(c.checks[0].passed && c.warnings.is_empty());
     }
 
     #[test]

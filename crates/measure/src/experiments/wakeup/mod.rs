@@ -796,6 +796,7 @@ impl KernelView {
             segments: kernel::segments_of(&raw),
             lost: raw.lost,
             records: raw.records.len(),
+            unsampled: raw.unsampled,
             mechanism,
             start_ns: m.run.start_ns,
         };
