@@ -5,6 +5,9 @@
  * handler steps over the 3-byte write (x86_64 only). wake.same / wake.cross: a second thread
  * pinned to CPU A or B waits in sigsuspend (SIGUSR1 blocked outside it) and signals back each
  * time it is woken; the main thread sends tgkill and waits in sigsuspend: one round trip.
+ * wake.process.same / wake.process.cross: the same with a forked child process pinned to CPU A
+ * or B in place of the thread (tgkill to its only thread; it answers with tgkill to the main
+ * thread).
  *
  * The main thread is pinned to CPU A. Per case, the batch is doubled until one lasts 4 ms,
  * warmed up for 40 ms, then SAMPLES batches are timed with CLOCK_MONOTONIC; the figure is the
@@ -24,7 +27,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -32,7 +37,7 @@
 static atomic_ulong caught, segv_caught;
 static atomic_int stop;
 static char *page;
-static pid_t pid, main_tid, peer_tid;
+static pid_t pid, main_tid, peer_pid, peer_tid;
 static struct sigaction act;
 
 static uint64_t now_ns(void) {
@@ -95,7 +100,7 @@ static void op(int kind) {
         __asm__ volatile("movb $1, (%%rdi)" ::"D"(page) : "memory");
         break;
     default:
-        syscall(SYS_tgkill, pid, peer_tid, SIGUSR1);
+        syscall(SYS_tgkill, peer_pid, peer_tid, SIGUSR1);
         wait_usr1();
     }
 }
@@ -164,6 +169,7 @@ int main(int argc, char **argv) {
     pin(a);
     pid = getpid();
     main_tid = (pid_t)syscall(SYS_gettid);
+    peer_pid = pid;
     act.sa_handler = on_signal;
     sigemptyset(&act.sa_mask);
     sigaction(SIGUSR1, &act, NULL);
@@ -198,6 +204,29 @@ int main(int argc, char **argv) {
         atomic_store(&stop, 1);
         syscall(SYS_tgkill, pid, peer_tid, SIGUSR1);
         pthread_join(t, NULL);
+    }
+    for (int k = 0; k < 2; k++) {
+        /* The child's state: 0 starting, 1 waiting. */
+        atomic_int *ready = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                                 -1, 0);
+        pid_t child = fork();
+        if (child == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            pin(k ? b : a);
+            atomic_store(ready, 1);
+            for (;;) {
+                wait_usr1();
+                syscall(SYS_tgkill, pid, main_tid, SIGUSR1);
+            }
+        }
+        while (!atomic_load(ready))
+            sched_yield();
+        peer_pid = peer_tid = child;
+        double m = measure(WAKE, samples);
+        printf("signal.wake.process.%s %.1f\n", names[k], m);
+        kill(child, SIGKILL);
+        waitpid(child, NULL, 0);
+        munmap(ready, 4096);
     }
     return 0;
 }

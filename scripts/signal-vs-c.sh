@@ -3,7 +3,8 @@
 # the same way: sigaction installing SIGUSR1's handler, tgkill of SIGUSR1 to the own thread and
 # the handler's return, a SIGSEGV from a write to a read-only page stepped over by the handler
 # (x86_64), and the round trip of two threads waking each other with SIGUSR1 in sigsuspend on
-# one CPU (A) and on two (A, B).
+# one CPU (A) and on two (A, B), and the same with a forked child process in place of the second
+# thread.
 #
 # A round runs the C program then oscost (`--cpus A,B`); the median ratio oscost/C over the
 # rounds is the figure. A measurement, not a test: exits 0 whatever the ratios are.

@@ -79,7 +79,7 @@ for ((i = 1; i <= rounds; i++)); do
     echo "round $i of $rounds..." >&2
     for pol in "${policies[@]}"; do
         "$bin" --cpus "$cpu" --quiet --no-save wakeup --period "${period_us}us" \
-            --wakeups "$count" --policies "$pol" --load ${poll[@]+"${poll[@]}"} \
+            --wakeups "$count" --policies "$pol" --load --no-kernel-view ${poll[@]+"${poll[@]}"} \
             --json "$tmp/o.json" >/dev/null || die "oscost wakeup failed"
         for load in 0 1; do
             run_cyclictest "$pol" "$load" "$tmp/c.txt"

@@ -527,6 +527,16 @@ impl Session {
         self.tracer.mechanism()
     }
 
+    /// Tracepoints asked for that are not recorded (this kernel lacks or refuses them).
+    pub fn missing(&self) -> &[String] {
+        self.tracer.missing()
+    }
+
+    /// The clock of the records' times (to anchor another clock against them).
+    pub fn clock(&self) -> libc::clockid_t {
+        self.tracer.clock()
+    }
+
     /// Starts recording; anchors the time line.
     pub fn start<C: TimeSource + ?Sized>(&mut self, clock: &C) -> std::io::Result<()> {
         self.tracer.enable()?;

@@ -310,3 +310,34 @@ fn the_change_since_the_last_run_names_what_moved() {
     let shown = compare::terminal_view(&c, view);
     assert!(shown.contains("example.cost250") && !shown.contains("example.cost100 "));
 }
+
+/// A case that keeps the lateness percentiles gets them side by side with their intervals in
+/// the JSON and the terminal table; a document without such a case has none.
+#[test]
+fn a_latency_case_gets_its_percentiles_side_by_side() {
+    let mut a = golden();
+    let c = &mut a.experiments[0].cases[0];
+    c.raw_ns = (0..2000).map(|i| 10_000.0 + f64::from(i)).collect();
+    c.samples = c.raw_ns.len();
+    for (k, v) in [
+        ("lateness_p50_ns", 11_000.0),
+        ("lateness_p90_ns", 11_800.0),
+        ("lateness_p99_ns", 11_980.0),
+        ("lateness_p99_9_ns", 11_998.0),
+    ] {
+        c.counters.insert(k.into(), v);
+    }
+    let id = c.id.clone();
+    let cmp = run(&a, &a, Settings::default());
+    let p = &cmp[0].percentiles;
+    assert_eq!(p.len(), 4);
+    assert!(p.iter().all(|r| r.id == id && r.ratio == 1.0 && !r.apart));
+    assert!(p[0].baseline_ci95_ns.is_some() && p[3].baseline_ci95_ns.is_none());
+    let text = compare::terminal(&cmp);
+    assert!(text.contains("Percentiles side by side"), "{text}");
+    assert!(text.contains("p99.9"), "{text}");
+    assert!(compare::json(&cmp).unwrap().contains("\"percentiles\""));
+    let plain = run(&golden(), &golden(), Settings::default());
+    assert!(plain[0].percentiles.is_empty());
+    assert!(!compare::json(&plain).unwrap().contains("\"percentiles\""));
+}

@@ -34,7 +34,7 @@ mod summary;
 pub use bootstrap::{bootstrap_median_ci, bootstrap_ratio_ci, combine_medians, Combination};
 pub use mann_whitney::mann_whitney_p;
 pub use median_law::{ratio_of_medians, MedianLaw};
-pub use order::{median, percentile};
+pub use order::{median, percentile, percentile_ci95};
 pub use outliers::{tukey_outliers, Outliers};
 pub use summary::{half_medians, mad, summarize, summarize_with, Summary};
 

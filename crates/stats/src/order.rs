@@ -34,6 +34,22 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[lo] + frac * (sorted[lo + 1] - sorted[lo])
 }
 
+/// A distribution-free 95 % interval of percentile `p` (0–100) of sorted data: the order
+/// statistics whose ranks bracket `n·p` by 1.96 binomial standard deviations (the normal
+/// approximation of the binomial law of how many samples fall below the true percentile).
+/// `None` when the samples are too few for both ends to exist (a p99.9 of 250 samples).
+pub fn percentile_ci95(sorted: &[f64], p: f64) -> Option<[f64; 2]> {
+    let n = sorted.len() as f64;
+    let q = p.clamp(0.0, 100.0) / 100.0;
+    let half = 1.96 * (n * q * (1.0 - q)).sqrt();
+    let lo = (n * q - half).floor();
+    let hi = (n * q + half).ceil();
+    if n == 0.0 || half == 0.0 || lo < 0.0 || hi >= n {
+        return None;
+    }
+    Some([sorted[lo as usize], sorted[hi as usize]])
+}
+
 /// Total order on floats so that sorting never panics; callers that need
 /// meaningful answers reject non-finite input first.
 pub(crate) fn cmp_f64(a: &f64, b: &f64) -> Ordering {
@@ -87,5 +103,22 @@ pub(crate) fn median_in_place(buf: &mut [f64]) -> f64 {
             .max_by(cmp_f64)
             .expect("even n >= 2 leaves at least one value below the middle");
         middle(lower, upper)
+    }
+}
+
+#[cfg(test)]
+mod ci_tests {
+    use super::*;
+
+    #[test]
+    fn a_percentile_interval_brackets_it_and_needs_samples_beyond_it() {
+        let v: Vec<f64> = (0..1000).map(f64::from).collect();
+        let [lo, hi] = percentile_ci95(&v, 50.0).unwrap();
+        // n·q = 500 ± 1.96·15.8 = 31.
+        assert_eq!((lo, hi), (469.0, 531.0));
+        let [lo, hi] = percentile_ci95(&v, 99.0).unwrap();
+        assert!(lo < 990.0 && hi > 990.0 && hi <= 999.0);
+        assert_eq!(percentile_ci95(&v, 99.9), None);
+        assert_eq!(percentile_ci95(&[], 50.0), None);
     }
 }

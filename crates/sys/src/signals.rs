@@ -325,12 +325,141 @@ impl Drop for ReadOnlyPage {
     }
 }
 
+/// A child process that waits for [`SIGNAL`] in `sigsuspend` pinned to one CPU and answers
+/// each one with [`SIGNAL`] to a thread of this process: a signal waking another process.
+/// Killed and reaped on drop (and killed if the thread that started it ends first).
+pub struct PeerProcess {
+    pid: libc::pid_t,
+    /// A shared page: `[state, runs]`; state 0 starting, 1 waiting, 2 refused its CPU.
+    shared: *mut AtomicU64,
+}
+
+// SAFETY: the pointer is to a shared mapping owned by the value; only atomics are read.
+unsafe impl Send for PeerProcess {}
+
+impl PeerProcess {
+    /// Forks the child, pinned to `cpu`, answering each signal with one to `back`; returns
+    /// once it waits. The calling thread must have [`SIGNAL`] blocked ([`block_signal`]): the
+    /// child inherits the mask, so a signal sent before its first wait stays pending.
+    pub fn start(cpu: usize, back: Target) -> io::Result<PeerProcess> {
+        // SAFETY: an anonymous shared mapping of one page, checked below.
+        let map = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                crate::pages::PAGE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if map == libc::MAP_FAILED {
+            return Err(last_error("mmap of the signalled process's shared page"));
+        }
+        let shared = map.cast::<AtomicU64>();
+        let mut wait_mask = current_mask();
+        // SAFETY: a cpu_set_t is plain bits; all zero is the empty set.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid sigset_t and CPU set, written before the fork (the child only reads).
+        unsafe {
+            libc::sigdelset(&mut wait_mask, SIGNAL);
+            libc::CPU_SET(cpu, &mut set);
+        }
+        let base = CAUGHT.load(Ordering::Relaxed);
+        // SAFETY: the child below makes only raw, async-signal-safe calls and ends in _exit.
+        let pid = unsafe { crate::raw::fork_like(0) };
+        if pid < 0 {
+            let e = last_error("fork of the signalled process");
+            // SAFETY: the mapping made above, no longer used.
+            unsafe { libc::munmap(map, crate::pages::PAGE) };
+            return Err(e);
+        }
+        if pid == 0 {
+            // SAFETY: the child: raw calls on values made before the fork, then _exit. The
+            // page is shared and mapped for its life.
+            unsafe {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                let state = &*shared;
+                let runs = &*shared.add(1);
+                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                    state.store(2, Ordering::Release);
+                    libc::_exit(1);
+                }
+                state.store(1, Ordering::Release);
+                loop {
+                    libc::sigsuspend(&wait_mask);
+                    runs.store(CAUGHT.load(Ordering::Relaxed) - base, Ordering::Release);
+                    libc::syscall(libc::SYS_tgkill, back.pid, back.tid, SIGNAL);
+                }
+            }
+        }
+        crate::count_started_tasks(1);
+        let peer = PeerProcess {
+            pid: pid as libc::pid_t,
+            shared,
+        };
+        let t0 = std::time::Instant::now();
+        loop {
+            // SAFETY: the shared page lives as long as `peer`.
+            match unsafe { &*peer.shared }.load(Ordering::Acquire) {
+                1 => return Ok(peer),
+                2 => {
+                    return Err(io::Error::other(format!(
+                        "the signalled process could not be pinned to CPU {cpu}"
+                    )))
+                }
+                _ if t0.elapsed() > std::time::Duration::from_secs(5) => {
+                    return Err(io::Error::other(
+                        "the signalled process did not start within 5 s",
+                    ))
+                }
+                _ => std::thread::sleep(std::time::Duration::from_micros(200)),
+            }
+        }
+    }
+
+    /// The child, as a target of [`send`] (its only thread).
+    pub fn target(&self) -> Target {
+        Target {
+            pid: self.pid,
+            tid: self.pid,
+        }
+    }
+
+    /// Handler runs of [`SIGNAL`] in the child so far (stored before each answer).
+    pub fn runs(&self) -> u64 {
+        // SAFETY: the shared page lives as long as `self`.
+        unsafe { &*self.shared.add(1) }.load(Ordering::Acquire)
+    }
+}
+
+impl Drop for PeerProcess {
+    fn drop(&mut self) {
+        // SAFETY: the child's pid, killed then reaped; the mapping is this value's own.
+        unsafe {
+            libc::kill(self.pid, libc::SIGKILL);
+            let mut status = 0;
+            libc::waitpid(self.pid, &mut status, 0);
+            libc::munmap(self.shared.cast(), crate::pages::PAGE);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// Held by each test that installs the handlers: one process has one set at a time.
+    fn serial() -> std::sync::MutexGuard<'static, ()> {
+        static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        SERIAL
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     #[test]
     fn every_signal_is_caught_and_the_old_handlers_come_back() {
+        let _serial = serial();
         std::thread::spawn(|| {
             let h = Handlers::install().unwrap();
             assert!(Handlers::install().is_err());
@@ -364,6 +493,28 @@ mod tests {
             assert!(!pending(SIGNAL));
             // SAFETY: the current mask is read into a valid sigset_t.
             assert_eq!(unsafe { libc::sigismember(&current_mask(), SIGNAL) }, 0);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn a_process_woken_by_a_signal_answers_each_one() {
+        let _serial = serial();
+        std::thread::spawn(|| {
+            let h = Handlers::install().unwrap();
+            block_signal().unwrap();
+            let cpu = crate::affinity().unwrap()[0];
+            let peer = PeerProcess::start(cpu, Target::me()).unwrap();
+            let before = caught();
+            for _ in 0..20 {
+                send(&peer.target()).unwrap();
+                wait();
+            }
+            assert_eq!(peer.runs(), 20);
+            assert_eq!(caught() - before, 20);
+            drop(peer);
+            drop(h);
         })
         .join()
         .unwrap();

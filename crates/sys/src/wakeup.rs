@@ -53,6 +53,18 @@ pub fn wake_periodically(
     lateness: &mut [u64],
     cancel: &AtomicBool,
 ) -> io::Result<WakeRun> {
+    wake_periodically_at(mode, period_ns, lateness, &mut [], cancel)
+}
+
+/// [`wake_periodically`], also storing each wake-up's deadline (`CLOCK_MONOTONIC` ns) in
+/// `deadlines` as far as it reaches (a traced pass matches them with the kernel's events).
+pub fn wake_periodically_at(
+    mode: WakeMode,
+    period_ns: u64,
+    lateness: &mut [u64],
+    deadlines: &mut [u64],
+    cancel: &AtomicBool,
+) -> io::Result<WakeRun> {
     if period_ns == 0 {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -71,7 +83,7 @@ pub fn wake_periodically(
     if let Some(fd) = &fd {
         arm_abs(fd, next, period_ns)?;
     }
-    for slot in lateness.iter_mut() {
+    for (i, slot) in lateness.iter_mut().enumerate() {
         if cancel.load(Ordering::Relaxed) {
             break;
         }
@@ -91,6 +103,9 @@ pub fn wake_periodically(
             }
         };
         *slot = now.saturating_sub(deadline);
+        if let Some(d) = deadlines.get_mut(i) {
+            *d = deadline;
+        }
         run.done += 1;
         run.end_ns = now;
         match mode {
@@ -277,6 +292,17 @@ mod tests {
             assert!(r.end_ns - r.start_ns >= 20 * 200_000, "{mode:?} {r:?}");
         }
         assert!(wake_periodically(WakeMode::Abstime, 0, &mut [0], &cancel).is_err());
+    }
+
+    #[test]
+    fn deadlines_are_one_period_apart_and_before_each_wake_up() {
+        let cancel = AtomicBool::new(false);
+        let (mut lat, mut at) = (vec![0u64; 10], vec![0u64; 10]);
+        let r =
+            wake_periodically_at(WakeMode::Abstime, 200_000, &mut lat, &mut at, &cancel).unwrap();
+        assert_eq!(at[0], r.start_ns + 200_000);
+        assert!(at.windows(2).all(|w| w[1] - w[0] >= 200_000), "{at:?}");
+        assert!(at[9] + lat[9] <= r.end_ns + 1);
     }
 
     #[test]

@@ -36,21 +36,29 @@ pub enum Kind {
     WakeSame,
     /// a signal waking another thread on another CPU, which signals back (round trip)
     WakeCross,
+    /// a signal waking another process on the same CPU, which signals back (round trip)
+    WakeProcessSame,
+    /// a signal waking another process on another CPU, which signals back (round trip)
+    WakeProcessCross,
 }
 
 impl Kind {
-    const ALL: [Kind; 5] = [
+    const ALL: [Kind; 7] = [
         Kind::Install,
         Kind::Catch,
         Kind::Segv,
         Kind::WakeSame,
         Kind::WakeCross,
+        Kind::WakeProcessSame,
+        Kind::WakeProcessCross,
     ];
 
     fn id(self) -> String {
         match self {
             Kind::WakeSame => format!("{NAME}.wake.same"),
             Kind::WakeCross => format!("{NAME}.wake.cross"),
+            Kind::WakeProcessSame => format!("{NAME}.wake.process.same"),
+            Kind::WakeProcessCross => format!("{NAME}.wake.process.cross"),
             k => format!("{NAME}.{}", value_name(&k)),
         }
     }
@@ -71,11 +79,29 @@ impl Kind {
                 "round trip: SIGUSR1 wakes a thread in sigsuspend on another CPU, which wakes \
                  this one back the same way"
             }
+            Kind::WakeProcessSame => {
+                "round trip: SIGUSR1 wakes another process in sigsuspend on the same CPU, which \
+                 wakes this thread back the same way"
+            }
+            Kind::WakeProcessCross => {
+                "round trip: SIGUSR1 wakes another process in sigsuspend on another CPU, which \
+                 wakes this thread back the same way"
+            }
         }
     }
 
     fn wakes(self) -> bool {
-        matches!(self, Kind::WakeSame | Kind::WakeCross)
+        !matches!(self, Kind::Install | Kind::Catch | Kind::Segv)
+    }
+
+    /// Whether the peer is on the same CPU as the measuring thread.
+    fn same_cpu(self) -> bool {
+        matches!(self, Kind::WakeSame | Kind::WakeProcessSame)
+    }
+
+    /// Whether the peer is another process.
+    fn process(self) -> bool {
+        matches!(self, Kind::WakeProcessSame | Kind::WakeProcessCross)
     }
 }
 
@@ -126,9 +152,9 @@ fn plan(opts: &Options, quick: bool) -> Plan {
 impl engine::Experiment for Options {
     const NAME: &'static str = NAME;
     const SUMMARY: &'static str =
-        "What a signal costs: installing a handler, catching one, a caught SIGSEGV, waking a thread";
+        "What a signal costs: installing a handler, catching one, a caught SIGSEGV, waking a thread or process";
     const ABOUT: &'static str = "What a signal costs a program, as lmbench's lat_sig prices \
-it, and what it costs to wake another thread with one.
+it, and what it costs to wake another thread or process with one.
 
 install: one sigaction call installing SIGUSR1's handler. catch: tgkill of SIGUSR1 to the own \
 thread; the handler runs on the way back from the call and returns through rt_sigreturn. segv: \
@@ -136,12 +162,14 @@ a write to a read-only page faults, the kernel delivers SIGSEGV, the handler ste
 write (x86_64) and returns. wake-same and wake-cross: a second thread waits in sigsuspend \
 (SIGUSR1 blocked outside it) on the same CPU or on the second CPU of the set; the measuring \
 thread wakes it with tgkill and waits in sigsuspend until it is woken back: a round trip, two \
-wake-ups, and its half as a derived figure.
+wake-ups, and its half as a derived figure. wake-process-same and wake-process-cross: the \
+same with a forked child process in place of the second thread (tgkill to its only thread; it \
+answers with tgkill to the measuring thread).
 
 Each handler run is counted in the handler and held against the operations timed; the waking \
 cases count the measuring thread's voluntary switches (getrusage). The previous handlers and \
-signal mask are put back afterwards. --repeats sets the samples per case.\n\nTakes about 2.5 s; \
---quick about 0.1 s on a 2-vCPU virtual machine.";
+signal mask are put back afterwards. --repeats sets the samples per case.\n\nTakes about 3.2 s; \
+--quick about 0.4 s, as the whole command on a 2-vCPU virtual machine.";
     const IN_DEFAULT_SUITE: bool = true;
     const SUITE_ARGS: &'static [&'static str] = &["--repeats", "7"];
 
@@ -291,8 +319,8 @@ fn measure_kind(ctx: &Context, h: &Handlers, k: Kind) -> anyhow::Result<Result<C
             });
             (r, t)
         }
-        Kind::WakeSame | Kind::WakeCross => {
-            let peer_cpu = if k == Kind::WakeSame {
+        Kind::WakeSame | Kind::WakeCross | Kind::WakeProcessSame | Kind::WakeProcessCross => {
+            let peer_cpu = if k.same_cpu() {
                 ctx.first_cpu()
             } else {
                 match ctx.cpus.get(1) {
@@ -306,6 +334,24 @@ fn measure_kind(ctx: &Context, h: &Handlers, k: Kind) -> anyhow::Result<Result<C
                 }
             };
             sig::block_signal()?;
+            if k.process() {
+                let peer = sig::PeerProcess::start(peer_cpu, me)?;
+                let target = peer.target();
+                let u0 = oscost_sys::spawn::thread_usage();
+                let r = sample(ctx, &ops, || {
+                    sig::send(&target)?;
+                    sig::wait();
+                    Ok(())
+                });
+                let switches = oscost_sys::spawn::thread_usage().since(u0);
+                // Both processes' runs, counted before the child is stopped.
+                let runs = sig::caught().saturating_sub(caught0) + peer.runs();
+                let threads = sampler::threads_in_process();
+                drop(peer);
+                return Ok(Ok(finish_wake(
+                    ctx, k, r?, &ops, runs, switches, peer_cpu, threads,
+                )));
+            }
             let peer = Peer::start(peer_cpu, me)?;
             let u0 = oscost_sys::spawn::thread_usage();
             let r = sample(ctx, &ops, || {
@@ -419,8 +465,9 @@ fn finish_wake(
         runs / n,
         0.01,
         &format!(
-            "handler runs counted in both threads, {runs}, against round trips, {n}: each woke \
-             the other thread once and was woken once"
+            "handler runs counted in both {}, {runs}, against round trips, {n}: each woke \
+             the other once and was woken once",
+            if k.process() { "processes" } else { "threads" }
         ),
     ));
     // On one CPU the woken thread may preempt the measuring one before it reaches
@@ -437,7 +484,11 @@ fn finish_wake(
             switches.voluntary, switches.involuntary
         ),
     ));
-    case.checks.extend(sampler::thread_check(threads, 2));
+    // The peer process is a task of its own: the measuring process has one thread.
+    case.checks.extend(sampler::thread_check(
+        threads,
+        if k.process() { 1 } else { 2 },
+    ));
     case
 }
 
@@ -465,7 +516,9 @@ mod tests {
                 "signal.catch",
                 "signal.segv",
                 "signal.wake.same",
-                "signal.wake.cross"
+                "signal.wake.cross",
+                "signal.wake.process.same",
+                "signal.wake.process.cross"
             ]
         );
         assert!(parse_repeats("2").is_err() && parse_repeats("x").is_err());
@@ -478,7 +531,7 @@ mod tests {
         testing::with_tiny_ctx(|ctx| {
             let out = run(&opts(&["--repeats", "3"]), ctx).unwrap();
             let n = out.cases.len() + out.unavailable.len();
-            assert_eq!(n, 5, "{out:?}");
+            assert_eq!(n, 7, "{out:?}");
             for c in &out.cases {
                 assert!(c.samples.per_op_ns.iter().all(|&v| v > 0.0), "{}", c.id);
                 for k in c.checks.iter().filter(|k| k.name != SINGLE_THREAD_CHECK) {
@@ -492,6 +545,10 @@ mod tests {
                 .derived
                 .iter()
                 .any(|d| d.id == "signal.wake.same.one_way"));
+            assert!(out
+                .derived
+                .iter()
+                .any(|d| d.id == "signal.wake.process.same.one_way"));
         });
     }
 }

@@ -18,12 +18,14 @@ use std::collections::{BTreeMap, HashMap};
 
 mod data;
 mod env;
+mod percentiles;
 mod published;
 mod text;
 mod verdict;
 
 pub use data::{csv, json};
 pub use env::env_diffs;
+pub use percentiles::PercentileRow;
 use published::{published_only, published_pair};
 pub use text::{markdown, since_last, terminal, terminal_view, terminal_with, View};
 pub use verdict::Verdict;
@@ -90,6 +92,10 @@ pub struct Comparison {
     /// a Linux id): each named, its row not compared.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub foreign_ids: Vec<String>,
+    /// The percentiles of the cases that keep a latency distribution (a wake-up's lateness),
+    /// side by side with their intervals.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub percentiles: Vec<PercentileRow>,
 }
 
 /// The published side of a comparison: where the figures come from.
@@ -300,6 +306,7 @@ fn empty(base_label: &str, label: &str, settings: Settings) -> Comparison {
         study_rows: Vec::new(),
         drift: None,
         foreign_ids: Vec::new(),
+        percentiles: Vec::new(),
     }
 }
 
@@ -372,7 +379,8 @@ fn measured_pair(c: &mut Comparison, pa: Prepared<'_>, pb: Prepared<'_>) {
     for (id, ma) in &fa {
         match (ma, in_b.get(id)) {
             (Measured::Case(x), Some(Measured::Case(y))) => {
-                c.rows.push(case_row(x, y, (pa.laws, pb.laws), c.settings))
+                c.rows.push(case_row(x, y, (pa.laws, pb.laws), c.settings));
+                c.percentiles.extend(percentiles::rows(x, y));
             }
             (Measured::Derived(x), Some(Measured::Derived(y))) => {
                 c.rows.push(derived_row(x, y, c.settings))

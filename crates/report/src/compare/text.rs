@@ -309,6 +309,23 @@ pub fn terminal_view(comparisons: &[Comparison], view: View) -> String {
                 s += &line(&format!("  {} (= {}): {}", r.id, r.measured_id, r.note), 4);
             }
         }
+        if !c.percentiles.is_empty() {
+            s += &line(
+                "Percentiles side by side, each with its 95 % interval (order statistics of the \
+                 raw samples; none where too few samples lie beyond it):",
+                0,
+            );
+            let cols = [
+                Col::keep("case", false),
+                Col::keep("", false),
+                Col::keep("A (95 % CI)", true),
+                Col::keep("B (95 % CI)", true),
+                Col::keep("B / A", true),
+                Col::keep("intervals", false),
+            ];
+            let rows: Vec<Vec<String>> = c.percentiles.iter().map(percentile_cells).collect();
+            s += &fit(&cols, &rows, width, Overflow::List { headline: None });
+        }
         for u in &c.unmatched_published {
             s += &line(
                 &format!(
@@ -324,6 +341,35 @@ pub fn terminal_view(comparisons: &[Comparison], view: View) -> String {
         s.push('\n');
     }
     s
+}
+
+/// A percentile and its interval's ends (a tail's interval is lopsided: no ± half-width).
+fn with_interval(ns: f64, ci: Option<[f64; 2]>) -> String {
+    match ci {
+        Some([lo, hi]) => format!("{} [{} – {}]", fmt_ns(ns), fmt_ns(lo), fmt_ns(hi)),
+        None => fmt_ns(ns),
+    }
+}
+
+/// A percentile row's cells: the case (on its first percentile), the percentile, both sides
+/// with their intervals, the ratio and whether the intervals are apart.
+fn percentile_cells(r: &PercentileRow) -> Vec<String> {
+    vec![
+        if r.percentile == "p50" {
+            r.id.clone()
+        } else {
+            String::new()
+        },
+        r.percentile.to_owned(),
+        with_interval(r.baseline_ns, r.baseline_ci95_ns),
+        with_interval(r.other_ns, r.other_ci95_ns),
+        format!("{:.3}", r.ratio),
+        match (r.baseline_ci95_ns, r.other_ci95_ns, r.apart) {
+            (Some(_), Some(_), true) => "apart".into(),
+            (Some(_), Some(_), false) => "overlap".into(),
+            _ => "-".into(),
+        },
+    ]
 }
 
 /// A study row's cells: the figure, both values, the interval and the difference.

@@ -4,6 +4,7 @@
 use super::chart::{self, Axis, Bar, Fit, Header, Key, Panel, Unit};
 use super::Plot;
 use crate::format::{fmt_ns, grouped};
+use crate::views::wakeup::{is_split, parts};
 use oscost_model::case::Series;
 use oscost_model::{CaseResult, ExperimentResult};
 
@@ -103,10 +104,53 @@ pub fn plots(e: &ExperimentResult) -> Vec<Plot> {
     }
     let header = Header::new(&format!("{}: how late each wake-up came", e.name), &notes);
     let keys = vec![Key::Swatch("wake-ups in the bin".into(), chart::PALETTE[0])];
-    vec![Plot {
+    let mut plots = vec![Plot {
         name: format!("{}.lateness", e.name),
         svg: chart::grid(&header, &panels, 2, 220.0, &keys),
-    }]
+    }];
+    plots.extend(split(e));
+    plots
+}
+
+/// The kernel's split as stacked bars: one bar per traced case, each part's median, the
+/// measured median marked across it.
+fn split(e: &ExperimentResult) -> Option<Plot> {
+    let rows: Vec<super::stacked::Row> = e
+        .cases
+        .iter()
+        .filter(|c| is_split(c) && c.counters.contains_key("measured_median_ns"))
+        .map(|c| super::stacked::Row {
+            label: c.id.clone(),
+            parts: parts(c)
+                .into_iter()
+                .filter_map(|(k, l)| Some((l, *c.counters.get(&format!("part.{k}.median_ns"))?)))
+                .collect(),
+            mark: c.counters.get("measured_median_ns").copied(),
+        })
+        .collect();
+    if rows.is_empty() {
+        return None;
+    }
+    let svg = super::stacked::figure(
+        &format!(
+            "{}: a wake-up's lateness taken apart by the kernel's events",
+            e.name
+        ),
+        &[
+            "One bar per traced case (a second run, apart from the timed one): the median of \
+           each part of a wake-up's lateness by the kernel's timestamps, from the deadline to \
+           the thread's clock read. Dashed: the median lateness the thread measured on the \
+           same wake-ups (medians of parts need not add up exactly)."
+                .to_owned(),
+        ],
+        "lateness per wake-up",
+        Unit::Ns,
+        &rows,
+    );
+    Some(Plot {
+        name: format!("{}.split", e.name),
+        svg,
+    })
 }
 
 #[cfg(test)]
@@ -132,7 +176,32 @@ mod tests {
         let p = plots(&e);
         assert_eq!(p.len(), 1);
         assert_eq!(p[0].name, "wakeup.lateness");
+        assert_eq!(p.len(), 1, "no traced case, no split figure");
         assert!(p[0].svg.contains("wakeup.fifo.1ms"));
         assert!(p[0].svg.contains("40 wake-ups"));
+    }
+
+    #[test]
+    fn a_traced_case_gets_a_stacked_bar_of_its_parts() {
+        let mut k = crate::views::wakeup::tests::split_case();
+        k.counters.insert("measured_median_ns".into(), 16_000.0);
+        let e: ExperimentResult = serde_json::from_value(serde_json::json!({
+            "name": "wakeup", "params": {}, "cases": [], "unavailable": [], "derived": [],
+            "warnings": [], "notes": []
+        }))
+        .unwrap();
+        let e = ExperimentResult {
+            cases: vec![k],
+            ..e
+        };
+        let p = split(&e).unwrap();
+        assert_eq!(p.name, "wakeup.split");
+        for l in [
+            "wakeup.fifo.1ms.kernel",
+            "to the switch",
+            "deadline to expiry",
+        ] {
+            assert!(p.svg.contains(l), "{l} missing");
+        }
     }
 }
