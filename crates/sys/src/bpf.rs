@@ -741,15 +741,31 @@ fn lay_out(
     };
     let tid_of = |r: &[u8; RECORD_BYTES]| u32::from_ne_bytes(r[8..12].try_into().expect("4"));
     let kind_of = |r: &[u8; RECORD_BYTES]| u16::from_ne_bytes([r[12], r[13]]) as usize;
-    // The tasks' pointers, named by the switches that took them off a CPU.
-    let mut tasks: HashMap<u64, u32> = HashMap::new();
+    // The tasks' pointers, named by the switches that took them off a CPU: a pointer is
+    // named by its first switch out at or after the record (a task's memory is reused once
+    // it exited, and an exiting task switches out a last time); a task woken and never
+    // switched out after is named by its last one.
+    let mut tasks: HashMap<u64, Vec<(u64, u32)>> = HashMap::new();
     for (_, r) in raw {
         if let Some(s) = specs.get(kind_of(r)) {
-            if s.b_is_current {
-                tasks.insert(u64_at(r, 24), tid_of(r));
+            if s.b_is_current && u64_at(r, 0) != 0 {
+                tasks
+                    .entry(u64_at(r, 24))
+                    .or_default()
+                    .push((u64_at(r, 0), tid_of(r)));
             }
         }
     }
+    for v in tasks.values_mut() {
+        v.sort_unstable();
+    }
+    let named = |p: u64, at: u64, or_last: bool| -> Option<u32> {
+        let v = tasks.get(&p)?;
+        let i = v.partition_point(|&(t, _)| t < at);
+        v.get(i)
+            .or_else(|| v.last().filter(|_| or_last))
+            .map(|&(_, tid)| tid)
+    };
     let mut unwritten = 0;
     let mut out = Vec::with_capacity(raw.len());
     for (i, (cpu, r)) in raw.iter().enumerate() {
@@ -766,14 +782,16 @@ fn lay_out(
         let aux = i64::from(u16::from_ne_bytes([r[14], r[15]]));
         let tid_of_a = || {
             let p = u64_at(r, 16);
-            match tasks.get(&p) {
-                Some(&t) => i64::from(t),
-                // Never switched out while traced: the task this CPU ran next says who
-                // came in.
+            match named(p, ns, !s.b_is_current) {
+                Some(t) => i64::from(t),
+                // Never switched out after: the task this CPU ran next says who came in
+                // (else the last one that had this pointer).
                 None if s.b_is_current => raw[i + 1..]
                     .iter()
                     .find(|(c, _)| c == cpu)
-                    .map_or(-1, |(_, n)| i64::from(tid_of(n))),
+                    .map(|(_, n)| tid_of(n))
+                    .or_else(|| named(p, ns, true))
+                    .map_or(-1, i64::from),
                 None => -1,
             }
         };
@@ -973,6 +991,9 @@ mod tests {
             // b comes in again and runs: it is named by the record after.
             (1, rec(400, 10, 0, 0, 0xdead, a)),
             (1, rec(450, 33, 1, 0, 0xbeef, 0)),
+            // a's memory, once 10 exited, is task 44's: named by its own switch out.
+            (1, rec(600, 33, 0, 0, a, 0xdead)),
+            (1, rec(700, 44, 0, 0, 0xdead, a)),
         ];
         let mut names = Names {
             fixed: Some(HashMap::from([(10, "ping".to_owned()), (20, "pong".to_owned())])),
@@ -980,7 +1001,9 @@ mod tests {
         };
         let (out, unwritten) = lay_out(&raw, &formats, &specs, &mut names);
         assert_eq!(unwritten, 1);
-        assert_eq!(out.len(), 5);
+        assert_eq!(out.len(), 7);
+        assert_eq!(switch.int(&out[5].raw, "next_pid"), Some(44));
+        assert_eq!(switch.int(&out[6].raw, "next_pid"), Some(33));
         assert_eq!(out[0].event_id(), 300);
         assert_eq!(waking.int(&out[0].raw, "pid"), Some(20));
         assert_eq!(waking.int(&out[0].raw, "common_pid"), Some(10));

@@ -68,6 +68,17 @@ pub struct Options {
     #[arg(long)]
     #[serde(default)]
     pub no_kernel_view: bool,
+
+    /// How the traced pass records the kernel's tracepoints (default: the lightest this
+    /// kernel allows, bpf then ftrace then perf); one refused is said, and the next one used
+    #[arg(
+        long,
+        value_enum,
+        value_name = "MECHANISM",
+        conflicts_with = "no_kernel_view"
+    )]
+    #[serde(default)]
+    pub trace_with: Option<crate::kview::TraceWith>,
 }
 
 fn parse_threshold(s: &str) -> Result<u64, String> {
@@ -296,6 +307,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         Some(kernel::traced_pass(
             &clock,
             &cpus,
+            &crate::kview::TraceWith::order(opts.trace_with),
             duration_ns,
             threshold,
             opts.max_gaps,

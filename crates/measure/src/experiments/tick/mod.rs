@@ -91,6 +91,17 @@ pub struct Options {
     #[arg(long)]
     #[serde(default)]
     pub no_kernel_view: bool,
+
+    /// How the traced runs record the kernel's tracepoints (default: the lightest this
+    /// kernel allows, bpf then ftrace then perf); one refused is said, and the next one used
+    #[arg(
+        long,
+        value_enum,
+        value_name = "MECHANISM",
+        conflicts_with = "no_kernel_view"
+    )]
+    #[serde(default)]
+    pub trace_with: Option<crate::kview::TraceWith>,
 }
 
 fn parse_rr_ms(s: &str) -> Result<u64, String> {
@@ -373,6 +384,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
             iterations,
             cpu,
             run_limit(work_ns),
+            &crate::kview::TraceWith::order(opts.trace_with),
             ctx,
         )?;
     } else {
@@ -427,6 +439,7 @@ fn traced(
     iterations: u64,
     cpu: usize,
     limit: u64,
+    mechanisms: &[oscost_sys::kseam::Mechanism],
     ctx: &Context,
 ) -> anyhow::Result<()> {
     let mut base: Option<kernel::Traced> = None;
@@ -443,7 +456,7 @@ fn traced(
             if point.is_none() && base.is_some() {
                 continue;
             }
-            match kernel::traced_run(clock, iterations, point, cpu, limit)? {
+            match kernel::traced_run(clock, iterations, point, cpu, limit, mechanisms)? {
                 Ok((t, notes)) => {
                     if k == 0 && point.is_none() {
                         out.notes.extend(notes);

@@ -169,6 +169,17 @@ pub struct Options {
     #[arg(long)]
     #[serde(default)]
     pub no_kernel_view: bool,
+
+    /// How the traced round records the scheduler's tracepoints (default: the lightest this
+    /// kernel allows, bpf then ftrace then perf); one refused is said, and the next one used
+    #[arg(
+        long,
+        value_enum,
+        value_name = "MECHANISM",
+        conflicts_with = "no_kernel_view"
+    )]
+    #[serde(default)]
+    pub trace_with: Option<crate::kview::TraceWith>,
 }
 
 fn parse_in(s: &str, what: &str, min: u64, max: u64) -> Result<u64, String> {
