@@ -478,6 +478,25 @@ impl Session {
                 .into(),
             );
         }
+        // Instances of runs long gone whose records went too (an instance outlives the
+        // tracefs mount it was made under) are removed once tracefs shows them.
+        for (dir, pid) in oscost_sys::ftrace::orphans(&fs) {
+            notes.push(
+                match oscost_sys::ftrace::remove_instance(&fs, &dir) {
+                    Ok(_) => format!(
+                        "removed the ftrace instance {} (the oscost process that made it, pid \
+                         {pid}, ended without removing it)",
+                        dir.display()
+                    ),
+                    Err(e) => format!(
+                        "cannot remove the ftrace instance {} that oscost pid {pid} left: {e}; \
+                         `rmdir` it by hand",
+                        dir.display()
+                    ),
+                }
+                .into(),
+            );
+        }
         // An ftrace instance is recorded as soon as it exists: a run killed before it is
         // removed has the next run remove it.
         let mut instance = None;

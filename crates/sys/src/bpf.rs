@@ -418,6 +418,16 @@ fn possible_cpus() -> io::Result<usize> {
     Ok(last + 1)
 }
 
+/// Every program's name starts so (then its tracepoint's, cut to the kernel's 15 bytes): what
+/// a listing of the loaded programs (`bpftool prog`) shows of oscost's.
+pub const PROGRAM_PREFIX: &str = "osc_";
+
+fn program_name(event: &str) -> String {
+    let mut n = format!("{PROGRAM_PREFIX}{event}");
+    n.truncate(15);
+    n
+}
+
 /// The event part of a format's `sys:event` name: the raw tracepoint's name.
 fn event_of(f: &Format) -> &str {
     f.name.split_once(':').map_or(f.name.as_str(), |(_, e)| e)
@@ -608,7 +618,7 @@ impl Tracer {
         }
         for (kind, s) in t.specs.iter().enumerate() {
             let insns = assemble(s, kind as u16, t.map.as_raw_fd());
-            let fd = load(&insns, event_of(&t.formats[kind]))
+            let fd = load(&insns, &program_name(event_of(&t.formats[kind])))
                 .map_err(|e| refused("loading a program", &e))?;
             t.progs.push(fd);
         }

@@ -22,6 +22,26 @@ pub fn instance_name(pid: u32) -> String {
     format!("oscost-{pid}")
 }
 
+/// The instances under `fs` named by [`instance_name`] whose process is gone, with its pid:
+/// left by a run that ended without removing them and whose record is lost too (an instance
+/// outlives the tracefs mount it was made under, unseen until tracefs is mounted again).
+pub fn orphans(fs: &Tracefs) -> Vec<(PathBuf, u32)> {
+    let Ok(dir) = std::fs::read_dir(fs.root().join("instances")) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(PathBuf, u32)> = dir
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name();
+            let pid: u32 = name.to_str()?.strip_prefix("oscost-")?.parse().ok()?;
+            let gone = !Path::new(&format!("/proc/{pid}")).exists();
+            gone.then(|| (e.path(), pid))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
 /// An ftrace instance recording tracepoints; removed on drop.
 pub struct Tracer {
     dir: PathBuf,
@@ -482,5 +502,29 @@ mod tests {
         assert!(remove_instance(&fs, &dir).unwrap());
         assert!(!dir.exists());
         assert!(!remove_instance(&fs, &dir).unwrap());
+    }
+
+    /// An instance named for a process that is gone is an orphan; this process's is not.
+    #[test]
+    fn an_instance_of_a_process_gone_is_an_orphan() {
+        let _serial = crate::ktrace::tests::tracefs_serial();
+        let Ok(fs) = Tracefs::open() else { return };
+        let gone = std::process::Command::new("true").spawn().unwrap();
+        let pid = gone.id();
+        gone.wait_with_output().unwrap();
+        let root = fs.root().join("instances");
+        let (dead, mine) = (
+            root.join(instance_name(pid)),
+            root.join(instance_name(std::process::id())),
+        );
+        if std::fs::create_dir(&dead).is_err() {
+            return eprintln!("no instance can be made here");
+        }
+        std::fs::create_dir(&mine).unwrap();
+        let o = orphans(&fs);
+        let _ = std::fs::remove_dir(&dead);
+        let _ = std::fs::remove_dir(&mine);
+        assert!(o.contains(&(dead, pid)), "{o:?}");
+        assert!(!o.iter().any(|(d, _)| *d == mine), "{o:?}");
     }
 }
