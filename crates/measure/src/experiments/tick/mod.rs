@@ -161,7 +161,9 @@ softirqs, switches and signal deliveries recorded on its CPU: case `.kernel` giv
 time per event by part (the interrupt, the callbacks in it, softirqs, the helper task) against \
 the time the work lost per event, and the rest, what an event costs outside the kernel's \
 handlers (cache and TLB refill, a virtual machine's exit, a signal handler's user time). \
---no-kernel-view skips it; without permission one line says what is missing, and every other \
+The tracepoints are recorded by the lightest mechanism this kernel allows (BPF programs on raw \
+tracepoints, else an ftrace instance of oscost's own, else perf_event_open; --trace-with puts one \
+first), named under the table with what it cost: the same measure untraced and traced. --no-kernel-view skips it; without permission one line says what is missing, and every other \
 figure still comes.\n\nTakes about 25 s on a 2-vCPU virtual machine; --quick about 2.7 s. Each --rr-slices \
 value adds about 11 s at the default --work and --runs (about 0.3 s with --quick), and grows \
 with both.";
