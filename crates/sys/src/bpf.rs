@@ -1006,7 +1006,10 @@ mod tests {
             (1, rec(700, 44, 0, 0, 0xdead, a)),
         ];
         let mut names = Names {
-            fixed: Some(HashMap::from([(10, "ping".to_owned()), (20, "pong".to_owned())])),
+            fixed: Some(HashMap::from([
+                (10, "ping".to_owned()),
+                (20, "pong".to_owned()),
+            ])),
             ..Names::default()
         };
         let (out, unwritten) = lay_out(&raw, &formats, &specs, &mut names);
@@ -1025,9 +1028,18 @@ mod tests {
         // An unknown task woken reads as -1; names come from the threads' ids, one gone
         // reading as its id; the priorities are not recorded.
         assert_eq!(waking.int(&out[4].raw, "pid"), Some(-1));
-        assert_eq!(switch.string(&out[1].raw, "next_comm").as_deref(), Some("pong"));
-        assert_eq!(switch.string(&out[1].raw, "prev_comm").as_deref(), Some("ping"));
-        assert_eq!(switch.string(&out[3].raw, "next_comm").as_deref(), Some("tid 33"));
+        assert_eq!(
+            switch.string(&out[1].raw, "next_comm").as_deref(),
+            Some("pong")
+        );
+        assert_eq!(
+            switch.string(&out[1].raw, "prev_comm").as_deref(),
+            Some("ping")
+        );
+        assert_eq!(
+            switch.string(&out[3].raw, "next_comm").as_deref(),
+            Some("tid 33")
+        );
         assert_eq!(switch.int(&out[1].raw, "next_prio"), Some(0));
         assert_eq!(
             unrecorded_fields(&switch),
@@ -1147,11 +1159,18 @@ mod tests {
         let vectors: Vec<i64> = recs
             .iter()
             .map(|r| {
-                let f = if r.event_id() == entry.id { entry } else { exit };
+                let f = if r.event_id() == entry.id {
+                    entry
+                } else {
+                    exit
+                };
                 f.int(&r.raw, "vector").unwrap()
             })
             .collect();
-        assert!(vectors.iter().all(|&v| v == vectors[0] && v > 0), "{vectors:?}");
+        assert!(
+            vectors.iter().all(|&v| v == vectors[0] && v > 0),
+            "{vectors:?}"
+        );
         assert_eq!(t.lost(), 0);
     }
 }

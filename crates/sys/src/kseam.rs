@@ -87,10 +87,13 @@ impl Tracer {
         let mut passed_over = Vec::new();
         let mut last = Unavailable("no tracing mechanism was allowed".into());
         // The tracepoints this kernel lacks are skipped (and named by `missing`), as perf does.
-        let (present, absent): (Vec<(&str, &str)>, Vec<(&str, &str)>) = events
+        let has = |&(s, e): &(&str, &str)| fs.format(s, e).is_some();
+        let present: Vec<(&str, &str)> = events.iter().copied().filter(has).collect();
+        let missing: Vec<String> = events
             .iter()
-            .partition(|&&(s, e)| fs.format(s, e).is_some());
-        let missing: Vec<String> = absent.iter().map(|(s, e)| format!("{s}:{e}")).collect();
+            .filter(|ev| !has(ev))
+            .map(|(s, e)| format!("{s}:{e}"))
+            .collect();
         for &m in order {
             let inner = match m {
                 _ if present.is_empty() && m != Mechanism::Perf => {
