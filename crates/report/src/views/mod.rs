@@ -86,3 +86,30 @@ pub struct View {
     /// Lines printed under the table (what the columns mean, what was left out).
     pub notes: Vec<String>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn traced_cases_are_grouped_by_mechanism_with_their_cost() {
+        let mut a = testkit::case("t.n1.kernel", "worker", 1.0);
+        a.trace = Some(oscost_model::TraceCost {
+            mechanism: "bpf".into(),
+            per: "round".into(),
+            untraced_ns: 100_000.0,
+            traced_ns: 125_000.0,
+            lost: 2,
+        });
+        let mut b = a.clone();
+        b.id = "t.n2.kernel".into();
+        let mut c = testkit::case("t.n4.kernel", "worker", 1.0);
+        c.params.insert("trace_mechanism".into(), "perf".into());
+        let plain = testkit::case("t.n1", "worker", 1.0);
+        let lines = trace_lines([&a, &b, &c, &plain], |c| c.id.clone());
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(lines[0].starts_with("tracepoints recorded by bpf (4 records lost); per round"));
+        assert!(lines[0].contains("t.n2.kernel 125.0 µs against 100.0 µs untraced (x1.25)"));
+        assert!(lines[1].contains("perf (0 records lost): t.n4.kernel (no untraced"));
+    }
+}
