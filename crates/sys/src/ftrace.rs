@@ -42,6 +42,18 @@ pub fn orphans(fs: &Tracefs) -> Vec<(PathBuf, u32)> {
     out
 }
 
+/// The records one CPU's buffer lost, by its `stats` once read: those it could not keep
+/// (`overrun`, `dropped events`, `commit overrun`), those it still holds (`entries`: never
+/// read), and those it handed over (`read events`) that were not read out of its pages
+/// (`parsed`), so no record goes without a count.
+fn lost_of(stats: &str, parsed: u64) -> u64 {
+    stat(stats, "entries")
+        + stat(stats, "overrun")
+        + stat(stats, "dropped events")
+        + stat(stats, "commit overrun")
+        + stat(stats, "read events").saturating_sub(parsed)
+}
+
 /// An ftrace instance recording tracepoints; removed on drop.
 pub struct Tracer {
     dir: PathBuf,
@@ -186,6 +198,7 @@ impl Tracer {
         let mut out = Vec::new();
         for &cpu in &self.cpus {
             let pcpu = self.dir.join(format!("per_cpu/cpu{cpu}"));
+            let before = out.len();
             if let Ok(mut f) = std::fs::OpenOptions::new()
                 .read(true)
                 .custom_flags(libc::O_NONBLOCK)
@@ -202,7 +215,7 @@ impl Tracer {
                 }
             }
             if let Ok(stats) = std::fs::read_to_string(pcpu.join("stats")) {
-                self.lost += stat(&stats, "overrun") + stat(&stats, "dropped events");
+                self.lost += lost_of(&stats, (out.len() - before) as u64);
             }
         }
         out.sort_by_key(|r| (r.time_ns, r.cpu));
@@ -405,6 +418,11 @@ mod tests {
         let s = "entries: 10\noverrun: 3\ncommit overrun: 0\ndropped events: 7\n";
         assert_eq!(stat(s, "overrun"), 3);
         assert_eq!(stat(s, "dropped events"), 7);
+        let s = "entries: 0\noverrun: 1\ncommit overrun: 2\nread events: 100\ndropped events: 3\n";
+        // 98 of the 100 handed over were read from the pages: 2 more lost.
+        assert_eq!(lost_of(s, 98), 8);
+        assert_eq!(lost_of(s, 100), 6);
+        assert_eq!(lost_of(&s.replace("entries: 0", "entries: 4"), 100), 10);
         assert_eq!(stat(s, "nope"), 0);
     }
 
