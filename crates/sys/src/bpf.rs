@@ -434,11 +434,13 @@ fn event_of(f: &Format) -> &str {
 }
 
 /// Names the records cannot carry, read from `/proc` once the trace is read: threads'
-/// (`/proc/<tid>/comm`; a thread gone by then reads as `tid <N>`) and interrupts'
-/// (`/proc/interrupts`).
+/// (`/proc/<tid>/comm`, else as they were when recording started; a thread gone by then and
+/// born after reads as `tid <N>`) and interrupts' (`/proc/interrupts`).
 #[derive(Default)]
 struct Names {
     threads: HashMap<u32, String>,
+    /// Every thread's name when recording started.
+    early: HashMap<u32, String>,
     irqs: Option<HashMap<i64, String>>,
     /// Set by tests: names to use instead of `/proc`'s.
     fixed: Option<HashMap<u32, String>>,
@@ -460,9 +462,31 @@ impl Names {
             .or_insert_with(|| {
                 std::fs::read_to_string(format!("/proc/{tid}/comm"))
                     .map(|s| s.trim_end().to_owned())
-                    .unwrap_or_else(|_| format!("tid {tid}"))
+                    .ok()
+                    .or_else(|| self.early.get(&tid).cloned())
+                    .unwrap_or_else(|| format!("tid {tid}"))
             })
             .clone()
+    }
+
+    /// Every thread's name now (`/proc/<pid>/task/<tid>/comm`).
+    fn snapshot() -> HashMap<u32, String> {
+        let mut out = HashMap::new();
+        let Ok(procs) = std::fs::read_dir("/proc") else {
+            return out;
+        };
+        for p in procs.flatten() {
+            let Ok(tasks) = std::fs::read_dir(p.path().join("task")) else {
+                continue;
+            };
+            for t in tasks.flatten() {
+                let tid = t.file_name().to_str().and_then(|n| n.parse::<u32>().ok());
+                if let (Some(tid), Ok(c)) = (tid, std::fs::read_to_string(t.path().join("comm"))) {
+                    out.insert(tid, c.trim_end().to_owned());
+                }
+            }
+        }
+        out
     }
 
     fn irq(&mut self, irq: i64) -> String {
@@ -517,6 +541,8 @@ pub struct Tracer {
     slots: u32,
     lost: u64,
     misses_before: u64,
+    /// Threads' names when recording started, for those gone before the trace is read.
+    early_names: HashMap<u32, String>,
 }
 
 impl Tracer {
@@ -609,6 +635,7 @@ impl Tracer {
             slots,
             lost: 0,
             misses_before: 0,
+            early_names: HashMap::new(),
         };
         for (i, &cpu) in cpus.iter().enumerate() {
             let base = possible as u32 + i as u32 * slots;
@@ -670,6 +697,10 @@ impl Tracer {
             return Ok(());
         }
         self.misses_before = self.misses();
+        let named = |(n, _): &(&str, Src)| n.ends_with("comm");
+        if self.specs.iter().any(|s| s.fields.iter().any(named)) {
+            self.early_names = Names::snapshot();
+        }
         for (f, p) in self.formats.iter().zip(&self.progs) {
             let event = event_of(f);
             let name = std::ffi::CString::new(event).expect("no NUL");
@@ -732,7 +763,11 @@ impl Tracer {
             // SAFETY: as above, the head of cpu's header.
             unsafe { self.header(cpu).cast::<u64>().write_volatile(0) };
         }
-        let (out, unwritten) = lay_out(&raw, &self.formats, &self.specs, &mut Names::default());
+        let mut names = Names {
+            early: std::mem::take(&mut self.early_names),
+            ..Names::default()
+        };
+        let (out, unwritten) = lay_out(&raw, &self.formats, &self.specs, &mut names);
         self.lost += lost + unwritten;
         out
     }
