@@ -434,12 +434,12 @@ fn event_of(f: &Format) -> &str {
 }
 
 /// Names the records cannot carry, read from `/proc` once the trace is read: threads'
-/// (`/proc/<tid>/comm`, else as they were when recording started; a thread gone by then and
-/// born after reads as `tid <N>`) and interrupts' (`/proc/interrupts`).
+/// (`/proc/<tid>/comm`, else as they were when the tracer was opened; a thread gone by then
+/// and born after reads as `tid <N>`) and interrupts' (`/proc/interrupts`).
 #[derive(Default)]
 struct Names {
     threads: HashMap<u32, String>,
-    /// Every thread's name when recording started.
+    /// Every thread's name when the tracer was opened.
     early: HashMap<u32, String>,
     irqs: Option<HashMap<i64, String>>,
     /// Set by tests: names to use instead of `/proc`'s.
@@ -541,7 +541,7 @@ pub struct Tracer {
     slots: u32,
     lost: u64,
     misses_before: u64,
-    /// Threads' names when recording started, for those gone before the trace is read.
+    /// Threads' names when the tracer was opened, for those gone before the trace is read.
     early_names: HashMap<u32, String>,
 }
 
@@ -643,6 +643,13 @@ impl Tracer {
             t.put_header(cpu, H_SLOTS, slots);
             t.put_header(cpu, H_BASE, base);
         }
+        // Taken here, not when recording starts: the snapshot's work (thousands of reads),
+        // done by a thread that is about to be measured, moved the scheduler's view of it
+        // (4 of 6 ping-pong passes then had every other turn preempted, against none).
+        let named = |(n, _): &(&str, Src)| n.ends_with("comm");
+        if t.specs.iter().any(|s| s.fields.iter().any(named)) {
+            t.early_names = Names::snapshot();
+        }
         for (kind, s) in t.specs.iter().enumerate() {
             let insns = assemble(s, kind as u16, t.map.as_raw_fd());
             let fd = load(&insns, &program_name(event_of(&t.formats[kind])))
@@ -697,10 +704,6 @@ impl Tracer {
             return Ok(());
         }
         self.misses_before = self.misses();
-        let named = |(n, _): &(&str, Src)| n.ends_with("comm");
-        if self.specs.iter().any(|s| s.fields.iter().any(named)) {
-            self.early_names = Names::snapshot();
-        }
         for (f, p) in self.formats.iter().zip(&self.progs) {
             let event = event_of(f);
             let name = std::ffi::CString::new(event).expect("no NUL");
