@@ -1541,6 +1541,90 @@ c_trace_out_of_fds() {
     note "$(grep -h -o 'opening tracepoint [^ ]* failed for want of file descriptors' "$io/out" "$io/err" | head -n 1)"
 }
 
+# The BPF programs loaded now whose name says they are oscost's (`osc_`), one name a line.
+oscost_bpf_progs() {
+    python3 - <<'PY'
+import ctypes, os, struct
+libc = ctypes.CDLL(None, use_errno=True)
+def bpf(cmd, attr):
+    buf = ctypes.create_string_buffer(attr, 128)
+    r = libc.syscall(321, cmd, buf, 128)  # __NR_bpf on x86-64
+    return r, buf.raw
+next_id = 0
+while True:
+    r, out = bpf(11, struct.pack("I", next_id))  # BPF_PROG_GET_NEXT_ID
+    if r < 0:
+        break
+    next_id = struct.unpack_from("I", out, 4)[0]
+    fd, _ = bpf(13, struct.pack("I", next_id))  # BPF_PROG_GET_FD_BY_ID
+    if fd < 0:
+        continue
+    info = ctypes.create_string_buffer(232)
+    attr = struct.pack("IIQ", fd, 232, ctypes.addressof(info))
+    if bpf(15, attr)[0] == 0:  # BPF_OBJ_GET_INFO_BY_FD
+        name = info.raw[64:80].split(b"\0")[0].decode()
+        if name.startswith("osc_"):
+            print(name)
+    os.close(fd)
+PY
+}
+has_oscost_bpf() { [[ -n "$(oscost_bpf_progs)" ]]; }
+tracefs_mounts() { awk '$3 == "tracefs" { print $2 }' /proc/mounts; }
+ftrace_instances() {
+    local m
+    for m in $(tracefs_mounts); do
+        for d in "$m"/instances/oscost-*; do echo "$d"; done
+    done
+}
+has_ftrace_instance() { [[ -n "$(ftrace_instances)" ]]; }
+# Every instance of oscost's the kernel holds, mounted or not (an instance outlives the
+# tracefs mount it was made under): looked at through a mount of a namespace of its own.
+all_ftrace_instances() {
+    unshare -m sh -c 'mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null &&
+        ls /sys/kernel/tracing/instances' | grep '^oscost-'
+}
+
+# SIGKILL mid traced pass (MECHANISM bpf or ftrace): the run's programs go with it; the next
+# oscost command of any kind removes its ftrace instance and unmounts the tracefs it mounted,
+# and says so; nothing is left after it.
+c_trace_kill9() { # MECHANISM
+    local mech="$1" m mounted_before
+    if ((EUID != 0)); then
+        note "not applicable: the kernel's view needs root"
+        return
+    fi
+    mounted_before=$(tracefs_mounts)
+    [[ -z "$(oscost_bpf_progs)" ]] || problem "oscost's BPF programs were loaded before the case"
+    spawn main "$bin" -q --no-save --cpus "${online%%[-,]*}" noise --duration 3s --trace-with "$mech"
+    if [[ "$mech" == bpf ]]; then
+        wait_for 30 has_oscost_bpf || problem "no BPF program of oscost's was ever loaded"
+    else
+        wait_for 30 has_ftrace_instance || problem "no ftrace instance of oscost's was ever made"
+    fi
+    m=$(measuring_of "$opid")
+    kill -s KILL ${m:+"$m"} "$opid"
+    collect main
+    wait_for 5 no_case_pids || problem "processes of the killed run still running 5 s later"
+    wait_for 5 eval '[[ -z "$(oscost_bpf_progs)" ]]' ||
+        problem "BPF programs left after the kill: $(oscost_bpf_progs | tr '\n' ' ')"
+    note "the kill left: instances [$(ftrace_instances | tr '\n' ' ')], tracefs on [$(tracefs_mounts | tr '\n' ' ')]"
+    osc list
+    expect_rc 0
+    all_ftrace_instances | grep -qxE "oscost-(${m:-none}|$opid)" &&
+        problem "the killed run's ftrace instance is left after the next run"
+    [[ "$(tracefs_mounts)" == "$mounted_before" ]] ||
+        problem "tracefs mounted on [$(tracefs_mounts)] after the next run, was [$mounted_before]"
+    if [[ "$mech" == ftrace ]]; then
+        grep -q 'removed the ftrace instance' "$io/err" || problem "the next run did not say it removed the instance"
+    fi
+    if [[ -z "$mounted_before" ]]; then
+        grep -q 'unmounted the tracefs' "$io/err" || problem "the next run did not say it unmounted tracefs"
+    fi
+    note "next run: $(grep -h -E 'removed the ftrace|unmounted the' "$io/err" | cut -c 1-80 | tr '\n' ' ' | printable)"
+}
+
+run_case trace-kill9-bpf c_trace_kill9 bpf
+run_case trace-kill9-ftrace c_trace_kill9 ftrace
 run_case trace-out-of-fds-noise c_trace_out_of_fds
 run_case import-same-id-other-content c_conflicting_content import
 run_case push-same-id-other-content c_conflicting_content push

@@ -14,10 +14,13 @@
 # when something it needs is missing or fails. Needs root (tracepoints) and perf. Run it on an
 # otherwise idle machine, one benchmark at a time.
 #
-# Usage: [ROUNDS=N] [DURATION=5] scripts/noise-vs-perf.sh [CPU]
-#   CPU       the CPU oscost spins on (default: the last CPU this shell may use)
-#   ROUNDS    rounds (default 5)
-#   DURATION  seconds of each of oscost's two spins (default 5; at least 4)
+# Usage: [ROUNDS=N] [DURATION=5] [TRACE_WITH=M] scripts/noise-vs-perf.sh [CPU]
+#   CPU         the CPU oscost spins on (default: the last CPU this shell may use)
+#   ROUNDS      rounds (default 5)
+#   DURATION    seconds of each of oscost's two spins (default 5; at least 4)
+#   TRACE_WITH  oscost's mechanism, bpf, ftrace or perf (default: oscost's choice); each
+#               round prints the one used, its records lost, and the CPU's time lost traced
+#               over untraced
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -38,7 +41,7 @@ window=$((duration - 2))
 for r in $(seq 1 "$rounds"); do
     json="$tmp/noise.$r.json"
     start=$(date +%s.%N)
-    "$bin" noise --cpus "$cpu" --duration "${duration}s" --no-save --quiet --json "$json" \
+    "$bin" noise ${TRACE_WITH:+--trace-with "$TRACE_WITH"} --cpus "$cpu" --duration "${duration}s" --no-save --quiet --json "$json" \
         >/dev/null 2>"$tmp/oscost.$r.err" &
     pid=$!
     # oscost starts, times its loop (under a second), spins untraced, then traced.
@@ -52,11 +55,17 @@ python3 - "$tmp" "$rounds" "$cpu" "$window" <<'PY'
 import json, statistics, sys
 tmp, rounds, cpu, window = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4])
 ratios, loc, attributed, outside, outside_period = {}, [], [], [], []
+costs, mechs, lost = [], set(), 0
 for r in range(1, rounds + 1):
     doc = json.load(open(f"{tmp}/noise.{r}.json"))
     case = next(c for e in doc["experiments"] for c in e["cases"]
                 if c["id"] == f"noise.cpu{cpu}.kernel")
     k = case["counters"]
+    trace = case.get("trace")
+    if trace:
+        mechs.add(trace["mechanism"])
+        lost += trace["lost"]
+        costs.append(trace["traced_ns"] / trace["untraced_ns"])
     loc.append((k["timer_events_in_window"], k["local_timer_interrupts"]))
     attributed.append(k["attributed_pct"])
     outside.append(k.get("outside_pct", 0.0))
@@ -86,6 +95,10 @@ print(f"timer entries traced / LOC: median {statistics.median(t):.4f}, "
 for ev, v in ratios.items():
     print(f"{ev} rate oscost / perf stat: median {statistics.median(v):.3f} "
           f"(min {min(v):.3f}, max {max(v):.3f}, {len(v)} rounds)")
+if costs:
+    print(f"recorded by {', '.join(sorted(mechs))}, {lost} records lost; the CPU's time lost "
+          f"traced / untraced: median {statistics.median(costs):.3f} "
+          f"(min {min(costs):.3f}, max {max(costs):.3f})")
 print(f"attributed share of the lost time: median {statistics.median(attributed):.1f} % "
       f"(min {min(attributed):.1f} %); outside the kernel's view: median "
       f"{statistics.median(outside):.1f} %")

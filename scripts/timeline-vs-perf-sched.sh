@@ -15,9 +15,12 @@
 # when something it needs is missing or fails. Needs root (tracepoints) and perf. Run it on an
 # otherwise idle machine, one benchmark at a time.
 #
-# Usage: [ROUNDS=N] scripts/timeline-vs-perf-sched.sh [CPU]
-#   CPU     the CPU the workers share (default: the last CPU this shell may use)
-#   ROUNDS  rounds (default 5)
+# Usage: [ROUNDS=N] [TRACE_WITH=M] scripts/timeline-vs-perf-sched.sh [CPU]
+#   CPU         the CPU the workers share (default: the last CPU this shell may use)
+#   ROUNDS      rounds (default 5)
+#   TRACE_WITH  oscost's mechanism, bpf, ftrace or perf (default: oscost's choice); the one
+#               used is printed with its records lost and the traced round's time over the
+#               untraced one's
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -32,7 +35,7 @@ build_oscost
 
 for r in $(seq 1 "$rounds"); do
     perf sched record -C "$cpu" -o "$tmp/perf.$r.data" -- \
-        "$bin" timeline --cpus "$cpu" --workers 2,4 --rounds 1 --no-save --quiet \
+        "$bin" timeline ${TRACE_WITH:+--trace-with "$TRACE_WITH"} --cpus "$cpu" --workers 2,4 --rounds 1 --no-save --quiet \
         --json "$tmp/timeline.$r.json" >/dev/null 2>"$tmp/oscost.$r.err" ||
         die "oscost or perf failed in round $r: $(tail -1 "$tmp/oscost.$r.err")"
     perf sched timehist -i "$tmp/perf.$r.data" --summary >"$tmp/timehist.$r.txt" 2>/dev/null ||
@@ -45,6 +48,7 @@ import json, re, statistics, sys
 tmp, rounds = sys.argv[1], int(sys.argv[2])
 task = re.compile(r"^\s*(.+)\[(\d+)\]\s+(\d+)\s+(\d+)\s+([\d.]+)\s")
 ratios, slices, within, breaks = {}, {}, {}, 0
+costs, mechs, lost = {}, set(), 0
 for r in range(1, rounds + 1):
     doc = json.load(open(f"{tmp}/timeline.{r}.json"))
     perf = {}
@@ -58,6 +62,11 @@ for r in range(1, rounds + 1):
     for c in cases:
         k, n = c["counters"], c["params"]["workers"]
         breaks += k.get("switch_chain_breaks", 0)
+        trace = c.get("trace")
+        if trace:
+            mechs.add(trace["mechanism"])
+            lost += trace["lost"]
+            costs.setdefault(n, []).append(trace["traced_ns"] / trace["untraced_ns"])
         line = []
         for w, tid in enumerate(c["params"]["tids"], 1):
             ours, theirs = k[f"run_traced_worker{w}_ns"], perf.get(tid)
@@ -79,4 +88,8 @@ for n, v in sorted(slices.items()):
           f"{statistics.median(v):.3f} (min {min(v):.3f}, max {max(v):.3f}); within a chunk: "
           f"median {statistics.median(within[n]):.0f} % of turns")
 print(f"switches missing on the workers' CPU in oscost's traces: {breaks:.0f}")
+print(f"recorded by {', '.join(sorted(mechs)) or '?'}, {lost} records lost")
+for n, v in sorted(costs.items()):
+    print(f"{n} workers: traced round / untraced round: median {statistics.median(v):.3f} "
+          f"(min {min(v):.3f}, max {max(v):.3f})")
 PY

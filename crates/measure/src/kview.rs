@@ -417,18 +417,19 @@ pub struct Pass<'a> {
 }
 
 impl<'a> Pass<'a> {
-    /// A single pass over `events` on `cpus` by perf that skips the tracepoints this kernel
-    /// lacks.
-    pub fn new(events: &'a [(&'a str, &'a str)], cpus: &'a [usize]) -> Pass<'a> {
+    /// A single pass over `events` on `cpus` by the first of `mechanisms` this kernel
+    /// allows, skipping the tracepoints it lacks.
+    pub fn new(
+        events: &'a [(&'a str, &'a str)],
+        cpus: &'a [usize],
+        mechanisms: &'a [Mechanism],
+    ) -> Pass<'a> {
         Pass {
             events,
             cpus,
             each: false,
             needs_all: None,
-            // The other experiments' checks (timer entries against LOC, run time against
-            // `perf sched timehist`) were made with perf's records: they keep it until they
-            // are checked with the lighter ones.
-            mechanisms: &[Mechanism::Perf],
+            mechanisms,
         }
     }
 }
@@ -474,6 +475,25 @@ impl Session {
                 "tracefs was not mounted: mounted on {} for the traced {passes}, unmounted {after}",
                 fs.root().display()
             )
+                .into(),
+            );
+        }
+        // Instances of runs long gone whose records went too (an instance outlives the
+        // tracefs mount it was made under) are removed once tracefs shows them.
+        for (dir, pid) in oscost_sys::ftrace::orphans(&fs) {
+            notes.push(
+                match oscost_sys::ftrace::remove_instance(&fs, &dir) {
+                    Ok(_) => format!(
+                        "removed the ftrace instance {} (the oscost process that made it, pid \
+                         {pid}, ended without removing it)",
+                        dir.display()
+                    ),
+                    Err(e) => format!(
+                        "cannot remove the ftrace instance {} that oscost pid {pid} left: {e}; \
+                         `rmdir` it by hand",
+                        dir.display()
+                    ),
+                }
                 .into(),
             );
         }
@@ -559,6 +579,7 @@ impl Session {
             }
         }
         Ok(Stopped {
+            mechanism: self.tracer.mechanism(),
             events: records.iter().filter_map(|r| dec.decode(r, &map)).collect(),
             counts,
             lost: self.tracer.lost(),
@@ -619,11 +640,13 @@ fn closed(fs: &Tracefs) -> Option<Unavailable> {
 
 /// What a session recorded.
 pub struct Stopped {
+    /// The mechanism that recorded it.
+    pub mechanism: Mechanism,
     /// The decoded events, in time order.
     pub events: Vec<Event>,
     /// Records per `(cpu, sys:event)`.
     pub counts: BTreeMap<(u32, String), u64>,
-    /// Records the kernel dropped (a ring was full).
+    /// Records the mechanism lost (a full buffer, a program that could not run).
     pub lost: u64,
     /// Events the kernel counted but did not sample, none lost (see
     /// [`oscost_sys::ktrace::Tracer::unsampled`]).
@@ -638,6 +661,8 @@ pub struct Stopped {
 /// know (the scheduler's wake-ups, system calls), or one that decodes them later
 /// ([`Raw::events`]).
 pub struct Raw {
+    /// The mechanism that recorded them.
+    pub mechanism: Mechanism,
     /// Every record, in time order.
     pub records: Vec<Record>,
     /// The formats of the tracepoints opened.
@@ -676,6 +701,7 @@ impl Session {
         self.tracer.disable()?;
         let records = self.tracer.drain();
         Ok(Raw {
+            mechanism: self.tracer.mechanism(),
             records,
             formats: self.tracer.formats().to_vec(),
             map: TimeMap::new(self.start, end),

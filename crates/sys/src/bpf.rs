@@ -48,12 +48,17 @@ enum Src {
     TidOfA,
     /// The thread current when it fired.
     Current,
+    /// The name of the thread current when it fired (read from `/proc` when the trace is read).
+    CommOfCurrent,
+    /// The name of the thread [`Src::TidOfA`] names (the same way).
+    CommOfA,
+    /// The name of the interrupt numbered by the 16-bit argument (`/proc/interrupts`).
+    IrqOfAux,
 }
 
 /// What the program of one tracepoint keeps, and how its record maps onto the format.
+#[derive(Debug, Clone, Copy)]
 struct Spec {
-    sys: &'static str,
-    event: &'static str,
     /// Whether a thread filter applies (the events every task fires, such as system calls).
     filterable: bool,
     /// Argument indices kept: the 16-bit one, the first and the second 64-bit ones.
@@ -62,76 +67,128 @@ struct Spec {
     b: Option<u8>,
     /// The second 64-bit argument is the current task's pointer (`sched_switch`'s `prev`).
     b_is_current: bool,
+    /// The format's fields a record fills; the others read as zero.
     fields: &'static [(&'static str, Src)],
 }
 
-/// The tracepoints a program can record, with the arguments of their raw tracepoints
-/// (`include/trace/events/`): `sys_enter(regs, id)`, `sys_exit(regs, ret)`,
-/// `sched_waking(p)`, `sched_wakeup(p)`, `sched_switch(preempt, prev, next, prev_state)`.
-const SPECS: &[Spec] = &[
-    Spec {
-        sys: "raw_syscalls",
-        event: "sys_enter",
-        filterable: true,
-        aux: None,
-        a: Some(1),
-        b: None,
-        b_is_current: false,
-        fields: &[("id", Src::A)],
-    },
-    Spec {
-        sys: "raw_syscalls",
-        event: "sys_exit",
-        filterable: true,
-        aux: None,
-        a: Some(1),
-        b: None,
-        b_is_current: false,
-        fields: &[("ret", Src::A)],
-    },
-    Spec {
-        sys: "sched",
-        event: "sched_waking",
-        filterable: false,
-        aux: None,
-        a: Some(0),
-        b: None,
-        b_is_current: false,
-        fields: &[("pid", Src::TidOfA)],
-    },
-    Spec {
-        sys: "sched",
-        event: "sched_wakeup",
-        filterable: false,
-        aux: None,
-        a: Some(0),
-        b: None,
-        b_is_current: false,
-        fields: &[("pid", Src::TidOfA)],
-    },
-    Spec {
-        sys: "sched",
-        event: "sched_switch",
-        filterable: false,
-        aux: Some(3),
-        a: Some(2),
-        b: Some(1),
-        b_is_current: true,
-        fields: &[
-            ("prev_pid", Src::Current),
-            ("prev_state", Src::Aux),
-            ("next_pid", Src::TidOfA),
-        ],
-    },
-];
+const NONE: Spec = Spec {
+    filterable: false,
+    aux: None,
+    a: None,
+    b: None,
+    b_is_current: false,
+    fields: &[],
+};
 
-fn spec(sys: &str, event: &str) -> Option<&'static Spec> {
-    SPECS.iter().find(|s| s.sys == sys && s.event == event)
+/// The tracepoints a program can record. A raw tracepoint hands its program the arguments of
+/// the tracepoint's `TP_PROTO` (`include/trace/events/`), not the fields its `format` file
+/// lists, and only the kernel's BTF says which is which; so each family of tracepoints
+/// says here which of its arguments fill which fields, once for every event of the family:
+///
+/// - `raw_syscalls:sys_enter(regs, id)`, `sys_exit(regs, ret)`;
+/// - `sched:sched_waking(p)`, `sched_wakeup(p)`, `sched_switch(preempt, prev, next,
+///   prev_state)`;
+/// - `irq_vectors:*_entry(vector)`, `*_exit(vector)` (every x86 vector);
+/// - `irq:irq_handler_entry(irq, action)`, `irq_handler_exit(irq, action, ret)`,
+///   `softirq_entry(vec)`, `softirq_exit(vec)`, `softirq_raise(vec)`;
+/// - `timer:hrtimer_expire_entry(hrtimer, now)`, `hrtimer_expire_exit(hrtimer)`;
+/// - `signal:signal_deliver(sig, info, ka)`.
+fn spec(sys: &str, event: &str) -> Option<Spec> {
+    let s = match (sys, event) {
+        ("raw_syscalls", "sys_enter") => Spec {
+            filterable: true,
+            a: Some(1),
+            fields: &[("id", Src::A)],
+            ..NONE
+        },
+        ("raw_syscalls", "sys_exit") => Spec {
+            filterable: true,
+            a: Some(1),
+            fields: &[("ret", Src::A)],
+            ..NONE
+        },
+        ("sched", "sched_waking" | "sched_wakeup") => Spec {
+            a: Some(0),
+            fields: &[("pid", Src::TidOfA), ("comm", Src::CommOfA)],
+            ..NONE
+        },
+        ("sched", "sched_switch") => Spec {
+            aux: Some(3),
+            a: Some(2),
+            b: Some(1),
+            b_is_current: true,
+            fields: &[
+                ("prev_pid", Src::Current),
+                ("prev_comm", Src::CommOfCurrent),
+                ("prev_state", Src::Aux),
+                ("next_pid", Src::TidOfA),
+                ("next_comm", Src::CommOfA),
+            ],
+            ..NONE
+        },
+        ("irq_vectors", e) if e.ends_with("_entry") || e.ends_with("_exit") => Spec {
+            aux: Some(0),
+            fields: &[("vector", Src::Aux)],
+            ..NONE
+        },
+        ("irq", "irq_handler_entry") => Spec {
+            aux: Some(0),
+            fields: &[("irq", Src::Aux), ("name", Src::IrqOfAux)],
+            ..NONE
+        },
+        ("irq", "irq_handler_exit") => Spec {
+            aux: Some(0),
+            a: Some(2),
+            fields: &[("irq", Src::Aux), ("ret", Src::A)],
+            ..NONE
+        },
+        ("irq", "softirq_entry" | "softirq_exit" | "softirq_raise") => Spec {
+            aux: Some(0),
+            fields: &[("vec", Src::Aux)],
+            ..NONE
+        },
+        ("timer", "hrtimer_expire_entry") => Spec {
+            a: Some(0),
+            fields: &[("hrtimer", Src::A)],
+            ..NONE
+        },
+        ("timer", "hrtimer_expire_exit") => Spec {
+            a: Some(0),
+            fields: &[("hrtimer", Src::A)],
+            ..NONE
+        },
+        ("signal", "signal_deliver") => Spec {
+            aux: Some(0),
+            fields: &[("sig", Src::Aux)],
+            ..NONE
+        },
+        _ => return None,
+    };
+    Some(s)
 }
 
 /// Whether a program can record the tracepoint `sys:event`.
 pub fn can_record(sys: &str, event: &str) -> bool {
     spec(sys, event).is_some()
+}
+
+/// The fields of tracepoint `format` a program's record leaves at zero (what a raw
+/// tracepoint's arguments do not give without reading kernel memory); empty for one it
+/// cannot record.
+pub fn unrecorded_fields(format: &Format) -> Vec<String> {
+    let Some((sys, ev)) = format.name.split_once(':') else {
+        return Vec::new();
+    };
+    let Some(s) = spec(sys, ev) else {
+        return Vec::new();
+    };
+    format
+        .fields
+        .iter()
+        .filter(|f| !f.name.starts_with("common_"))
+        .filter(|f| !s.fields.iter().any(|(n, _)| *n == f.name))
+        .map(|f| f.name.clone())
+        .collect()
 }
 
 /// One BPF instruction (`struct bpf_insn`).
@@ -361,6 +418,115 @@ fn possible_cpus() -> io::Result<usize> {
     Ok(last + 1)
 }
 
+/// Every program's name starts so (then its tracepoint's, cut to the kernel's 15 bytes): what
+/// a listing of the loaded programs (`bpftool prog`) shows of oscost's.
+pub const PROGRAM_PREFIX: &str = "osc_";
+
+fn program_name(event: &str) -> String {
+    let mut n = format!("{PROGRAM_PREFIX}{event}");
+    n.truncate(15);
+    n
+}
+
+/// The event part of a format's `sys:event` name: the raw tracepoint's name.
+fn event_of(f: &Format) -> &str {
+    f.name.split_once(':').map_or(f.name.as_str(), |(_, e)| e)
+}
+
+/// Names the records cannot carry, read from `/proc` once the trace is read: threads'
+/// (`/proc/<tid>/comm`, else as they were when the tracer was opened; a thread gone by then
+/// and born after reads as `tid <N>`) and interrupts' (`/proc/interrupts`).
+#[derive(Default)]
+struct Names {
+    threads: HashMap<u32, String>,
+    /// Every thread's name when the tracer was opened.
+    early: HashMap<u32, String>,
+    irqs: Option<HashMap<i64, String>>,
+    /// Set by tests: names to use instead of `/proc`'s.
+    fixed: Option<HashMap<u32, String>>,
+}
+
+impl Names {
+    fn thread(&mut self, tid: i64, cpu: usize) -> String {
+        if tid == 0 {
+            return format!("swapper/{cpu}");
+        }
+        let Ok(tid) = u32::try_from(tid) else {
+            return String::new();
+        };
+        if let Some(f) = &self.fixed {
+            return f.get(&tid).cloned().unwrap_or_else(|| format!("tid {tid}"));
+        }
+        self.threads
+            .entry(tid)
+            .or_insert_with(|| {
+                std::fs::read_to_string(format!("/proc/{tid}/comm"))
+                    .map(|s| s.trim_end().to_owned())
+                    .ok()
+                    .or_else(|| self.early.get(&tid).cloned())
+                    .unwrap_or_else(|| format!("tid {tid}"))
+            })
+            .clone()
+    }
+
+    /// Every thread's name now (`/proc/<pid>/task/<tid>/comm`).
+    fn snapshot() -> HashMap<u32, String> {
+        let mut out = HashMap::new();
+        let Ok(procs) = std::fs::read_dir("/proc") else {
+            return out;
+        };
+        for p in procs.flatten() {
+            let Ok(tasks) = std::fs::read_dir(p.path().join("task")) else {
+                continue;
+            };
+            for t in tasks.flatten() {
+                let tid = t.file_name().to_str().and_then(|n| n.parse::<u32>().ok());
+                if let (Some(tid), Ok(c)) = (tid, std::fs::read_to_string(t.path().join("comm"))) {
+                    out.insert(tid, c.trim_end().to_owned());
+                }
+            }
+        }
+        out
+    }
+
+    fn irq(&mut self, irq: i64) -> String {
+        self.irqs
+            .get_or_insert_with(|| {
+                std::fs::read_to_string("/proc/interrupts")
+                    .map(|t| irq_names(&t))
+                    .unwrap_or_default()
+            })
+            .get(&irq)
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+/// Each numbered interrupt's name in `/proc/interrupts` (its last column: the handlers'
+/// names, as `irq_handler_entry` gives them).
+fn irq_names(text: &str) -> HashMap<i64, String> {
+    let mut cpus = 0;
+    let mut out = HashMap::new();
+    for (i, line) in text.lines().enumerate() {
+        if i == 0 {
+            cpus = line.split_whitespace().count();
+            continue;
+        }
+        let Some((n, rest)) = line.split_once(':') else {
+            continue;
+        };
+        let Ok(n) = n.trim().parse::<i64>() else {
+            continue;
+        };
+        // The counts, then the chip, the hardware irq and the handlers' names.
+        let words: Vec<&str> = rest.split_whitespace().skip(cpus).collect();
+        if let Some(name) = words.last() {
+            out.insert(n, (*name).to_owned());
+        }
+    }
+    out
+}
+
 /// Programs on raw tracepoints writing into one mapped array; detached and closed on drop.
 pub struct Tracer {
     map: OwnedFd,
@@ -369,12 +535,14 @@ pub struct Tracer {
     progs: Vec<OwnedFd>,
     links: Vec<OwnedFd>,
     formats: Vec<Format>,
-    specs: Vec<&'static Spec>,
+    specs: Vec<Spec>,
     /// Header key and first record key of each traced CPU.
     cpus: Vec<(usize, u32)>,
     slots: u32,
     lost: u64,
     misses_before: u64,
+    /// Threads' names when the tracer was opened, for those gone before the trace is read.
+    early_names: HashMap<u32, String>,
 }
 
 impl Tracer {
@@ -401,12 +569,9 @@ impl Tracer {
         for &(sys, ev) in events {
             let s = spec(sys, ev).ok_or_else(|| {
                 Unavailable(format!(
-                    "oscost's BPF programs do not record {sys}:{ev} (they record {})",
-                    SPECS
-                        .iter()
-                        .map(|s| format!("{}:{}", s.sys, s.event))
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    "oscost's BPF programs do not record {sys}:{ev} (they record the \
+                     system calls', the scheduler's, the interrupts', the softirqs', the \
+                     hrtimers' and signal delivery's tracepoints)"
                 ))
             })?;
             let f = fs.format(sys, ev).ok_or_else(|| {
@@ -470,6 +635,7 @@ impl Tracer {
             slots,
             lost: 0,
             misses_before: 0,
+            early_names: HashMap::new(),
         };
         for (i, &cpu) in cpus.iter().enumerate() {
             let base = possible as u32 + i as u32 * slots;
@@ -477,9 +643,17 @@ impl Tracer {
             t.put_header(cpu, H_SLOTS, slots);
             t.put_header(cpu, H_BASE, base);
         }
+        // Taken here, not when recording starts: the snapshot's work (thousands of reads),
+        // done by a thread that is about to be measured, moved the scheduler's view of it
+        // (4 of 6 ping-pong passes then had every other turn preempted, against none).
+        let named = |(n, _): &(&str, Src)| n.ends_with("comm");
+        if t.specs.iter().any(|s| s.fields.iter().any(named)) {
+            t.early_names = Names::snapshot();
+        }
         for (kind, s) in t.specs.iter().enumerate() {
             let insns = assemble(s, kind as u16, t.map.as_raw_fd());
-            let fd = load(&insns, s.event).map_err(|e| refused("loading a program", &e))?;
+            let fd = load(&insns, &program_name(event_of(&t.formats[kind])))
+                .map_err(|e| refused("loading a program", &e))?;
             t.progs.push(fd);
         }
         Ok(t)
@@ -530,8 +704,9 @@ impl Tracer {
             return Ok(());
         }
         self.misses_before = self.misses();
-        for (s, p) in self.specs.iter().zip(&self.progs) {
-            let name = std::ffi::CString::new(s.event).expect("no NUL");
+        for (f, p) in self.formats.iter().zip(&self.progs) {
+            let event = event_of(f);
+            let name = std::ffi::CString::new(event).expect("no NUL");
             let mut attr = [0u8; 128];
             put64(&mut attr, 0, name.as_ptr() as u64);
             put32(&mut attr, 8, p.as_raw_fd() as u32);
@@ -541,7 +716,7 @@ impl Tracer {
                     self.links.clear();
                     return Err(io::Error::new(
                         e.kind(),
-                        format!("bpf(BPF_RAW_TRACEPOINT_OPEN, {}): {e}", s.event),
+                        format!("bpf(BPF_RAW_TRACEPOINT_OPEN, {event}): {e}"),
                     ));
                 }
             }
@@ -591,7 +766,11 @@ impl Tracer {
             // SAFETY: as above, the head of cpu's header.
             unsafe { self.header(cpu).cast::<u64>().write_volatile(0) };
         }
-        let (out, unwritten) = lay_out(&raw, &self.formats, &self.specs);
+        let mut names = Names {
+            early: std::mem::take(&mut self.early_names),
+            ..Names::default()
+        };
+        let (out, unwritten) = lay_out(&raw, &self.formats, &self.specs, &mut names);
         self.lost += lost + unwritten;
         out
     }
@@ -602,22 +781,39 @@ impl Tracer {
 fn lay_out(
     raw: &[(usize, [u8; RECORD_BYTES])],
     formats: &[Format],
-    specs: &[&Spec],
+    specs: &[Spec],
+    names: &mut Names,
 ) -> (Vec<Record>, u64) {
     let u64_at = |r: &[u8; RECORD_BYTES], o: usize| {
         u64::from_ne_bytes(r[o..o + 8].try_into().expect("8 bytes"))
     };
     let tid_of = |r: &[u8; RECORD_BYTES]| u32::from_ne_bytes(r[8..12].try_into().expect("4"));
     let kind_of = |r: &[u8; RECORD_BYTES]| u16::from_ne_bytes([r[12], r[13]]) as usize;
-    // The tasks' pointers, named by the switches that took them off a CPU.
-    let mut names: HashMap<u64, u32> = HashMap::new();
+    // The tasks' pointers, named by the switches that took them off a CPU: a pointer is
+    // named by its first switch out at or after the record (a task's memory is reused once
+    // it exited, and an exiting task switches out a last time); a task woken and never
+    // switched out after is named by its last one.
+    let mut tasks: HashMap<u64, Vec<(u64, u32)>> = HashMap::new();
     for (_, r) in raw {
         if let Some(s) = specs.get(kind_of(r)) {
-            if s.b_is_current {
-                names.insert(u64_at(r, 24), tid_of(r));
+            if s.b_is_current && u64_at(r, 0) != 0 {
+                tasks
+                    .entry(u64_at(r, 24))
+                    .or_default()
+                    .push((u64_at(r, 0), tid_of(r)));
             }
         }
     }
+    for v in tasks.values_mut() {
+        v.sort_unstable();
+    }
+    let named = |p: u64, at: u64, or_last: bool| -> Option<u32> {
+        let v = tasks.get(&p)?;
+        let i = v.partition_point(|&(t, _)| t < at);
+        v.get(i)
+            .or_else(|| v.last().filter(|_| or_last))
+            .map(|&(_, tid)| tid)
+    };
     let mut unwritten = 0;
     let mut out = Vec::with_capacity(raw.len());
     for (i, (cpu, r)) in raw.iter().enumerate() {
@@ -631,6 +827,22 @@ fn lay_out(
             continue;
         }
         let tid = tid_of(r);
+        let aux = i64::from(u16::from_ne_bytes([r[14], r[15]]));
+        let tid_of_a = || {
+            let p = u64_at(r, 16);
+            match named(p, ns, !s.b_is_current) {
+                Some(t) => i64::from(t),
+                // Never switched out after: the task this CPU ran next says who came in
+                // (else the last one that had this pointer).
+                None if s.b_is_current => raw[i + 1..]
+                    .iter()
+                    .find(|(c, _)| c == cpu)
+                    .map(|(_, n)| tid_of(n))
+                    .or_else(|| named(p, ns, true))
+                    .map_or(-1, i64::from),
+                None => -1,
+            }
+        };
         let len = f
             .fields
             .iter()
@@ -643,20 +855,23 @@ fn lay_out(
         for &(name, src) in s.fields {
             let v = match src {
                 Src::A => u64_at(r, 16) as i64,
-                Src::Aux => i64::from(u16::from_ne_bytes([r[14], r[15]])),
+                Src::Aux => aux,
                 Src::Current => i64::from(tid),
-                Src::TidOfA => {
-                    let p = u64_at(r, 16);
-                    match names.get(&p) {
-                        Some(&t) => i64::from(t),
-                        // Never switched out while traced: the task this CPU ran next says
-                        // who came in.
-                        None if s.b_is_current => raw[i + 1..]
-                            .iter()
-                            .find(|(c, _)| c == cpu)
-                            .map_or(-1, |(_, n)| i64::from(tid_of(n))),
-                        None => -1,
+                Src::TidOfA => tid_of_a(),
+                Src::CommOfCurrent => {
+                    f.put_string(&mut bytes, name, &names.thread(i64::from(tid), *cpu));
+                    continue;
+                }
+                Src::CommOfA => {
+                    let t = tid_of_a();
+                    if t >= 0 {
+                        f.put_string(&mut bytes, name, &names.thread(t, *cpu));
                     }
+                    continue;
+                }
+                Src::IrqOfAux => {
+                    f.put_string(&mut bytes, name, &names.irq(aux));
+                    continue;
                 }
             };
             f.put_int(&mut bytes, name, v);
@@ -757,15 +972,27 @@ mod tests {
 
     #[test]
     fn every_jump_lands_inside_the_program_and_it_ends_in_exit() {
-        for (k, s) in SPECS.iter().enumerate() {
-            let p = assemble(s, k as u16, 3);
+        let all = [
+            ("raw_syscalls", "sys_enter"),
+            ("raw_syscalls", "sys_exit"),
+            ("sched", "sched_waking"),
+            ("sched", "sched_switch"),
+            ("irq_vectors", "local_timer_entry"),
+            ("irq", "irq_handler_exit"),
+            ("irq", "softirq_entry"),
+            ("timer", "hrtimer_expire_entry"),
+            ("signal", "signal_deliver"),
+        ];
+        for (k, (sys, ev)) in all.into_iter().enumerate() {
+            let s = spec(sys, ev).unwrap();
+            let p = assemble(&s, k as u16, 3);
             assert_eq!(p.last().unwrap().code(), JMP | EXIT);
             for (i, insn) in p.iter().enumerate() {
                 let c = insn.code();
                 if c & 0x07 == JMP && c & 0xf0 != CALL && c & 0xf0 != EXIT {
                     let off = (insn.0 >> 16) as u16 as i16 as i64;
                     let to = i as i64 + 1 + off;
-                    assert!(to > i as i64 && (to as usize) < p.len(), "{}: {i}", s.event);
+                    assert!(to > i as i64 && (to as usize) < p.len(), "{ev}: {i}");
                 }
             }
         }
@@ -812,10 +1039,22 @@ mod tests {
             // b comes in again and runs: it is named by the record after.
             (1, rec(400, 10, 0, 0, 0xdead, a)),
             (1, rec(450, 33, 1, 0, 0xbeef, 0)),
+            // a's memory, once 10 exited, is task 44's: named by its own switch out.
+            (1, rec(600, 33, 0, 0, a, 0xdead)),
+            (1, rec(700, 44, 0, 0, 0xdead, a)),
         ];
-        let (out, unwritten) = lay_out(&raw, &formats, &specs);
+        let mut names = Names {
+            fixed: Some(HashMap::from([
+                (10, "ping".to_owned()),
+                (20, "pong".to_owned()),
+            ])),
+            ..Names::default()
+        };
+        let (out, unwritten) = lay_out(&raw, &formats, &specs, &mut names);
         assert_eq!(unwritten, 1);
-        assert_eq!(out.len(), 5);
+        assert_eq!(out.len(), 7);
+        assert_eq!(switch.int(&out[5].raw, "next_pid"), Some(44));
+        assert_eq!(switch.int(&out[6].raw, "next_pid"), Some(33));
         assert_eq!(out[0].event_id(), 300);
         assert_eq!(waking.int(&out[0].raw, "pid"), Some(20));
         assert_eq!(waking.int(&out[0].raw, "common_pid"), Some(10));
@@ -824,10 +1063,57 @@ mod tests {
         assert_eq!(switch.int(&out[1].raw, "prev_state"), Some(1));
         assert_eq!(switch.int(&out[2].raw, "next_pid"), Some(10));
         assert_eq!(switch.int(&out[3].raw, "next_pid"), Some(33));
-        // An unknown task woken reads as -1, and names read empty.
+        // An unknown task woken reads as -1; names come from the threads' ids, one gone
+        // reading as its id; the priorities are not recorded.
         assert_eq!(waking.int(&out[4].raw, "pid"), Some(-1));
-        assert_eq!(switch.string(&out[1].raw, "next_comm").as_deref(), Some(""));
+        assert_eq!(
+            switch.string(&out[1].raw, "next_comm").as_deref(),
+            Some("pong")
+        );
+        assert_eq!(
+            switch.string(&out[1].raw, "prev_comm").as_deref(),
+            Some("ping")
+        );
+        assert_eq!(
+            switch.string(&out[3].raw, "next_comm").as_deref(),
+            Some("tid 33")
+        );
+        assert_eq!(switch.int(&out[1].raw, "next_prio"), Some(0));
+        assert_eq!(
+            unrecorded_fields(&switch),
+            ["prev_prio".to_owned(), "next_prio".to_owned()]
+        );
         assert!(out.windows(2).all(|w| w[0].time_ns <= w[1].time_ns));
+    }
+
+    #[test]
+    fn interrupts_are_named_by_their_last_column() {
+        let t = "           CPU0       CPU1\n  \
+                   0:         33          0   IO-APIC   2-edge      timer\n \
+                  24:          0        712  PCI-MSI 49152-edge      virtio0-config\n\
+                 NMI:          0          0   Non-maskable interrupts\n";
+        let n = irq_names(t);
+        assert_eq!(n.get(&0).map(String::as_str), Some("timer"));
+        assert_eq!(n.get(&24).map(String::as_str), Some("virtio0-config"));
+        assert_eq!(n.len(), 2);
+    }
+
+    #[test]
+    fn a_data_loc_string_is_written_where_it_is_read() {
+        let f = format(
+            "irq",
+            "name: irq_handler_entry\nID: 100\nformat:\n\
+             \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+             \tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\
+             \tfield:int irq;\toffset:8;\tsize:4;\tsigned:1;\n\
+             \tfield:__data_loc char[] name;\toffset:12;\tsize:4;\tsigned:0;\n",
+        );
+        let mut raw = vec![0u8; 16];
+        f.put_int(&mut raw, "irq", 24);
+        f.put_string(&mut raw, "name", "virtio0-config");
+        assert_eq!(f.string(&raw, "name").as_deref(), Some("virtio0-config"));
+        assert_eq!(f.int(&raw, "irq"), Some(24));
+        assert!(unrecorded_fields(&f).is_empty());
     }
 
     #[test]
@@ -872,6 +1158,57 @@ mod tests {
             .filter(|r| enter.int(&r.raw, "id") == Some(libc::SYS_getppid))
             .count();
         assert_eq!(getppid, 3, "{calls:?}");
+        assert_eq!(t.lost(), 0);
+    }
+
+    /// Where BPF may be used here, a busy CPU's local timer interrupts are recorded with
+    /// their vector, each entry followed by its exit.
+    #[test]
+    fn a_pass_records_the_local_timer() {
+        let _serial = crate::ktrace::tests::tracefs_serial();
+        let Ok(fs) = Tracefs::open() else { return };
+        let cpu = crate::affinity().unwrap()[0];
+        let events = [
+            ("irq_vectors", "local_timer_entry"),
+            ("irq_vectors", "local_timer_exit"),
+        ];
+        let mut t = match Tracer::open(&fs, &events, &[cpu], 1024) {
+            Ok(t) => t,
+            Err(u) => {
+                assert!(!u.0.contains('\n'), "{u}");
+                return eprintln!("not traced here: {u}");
+            }
+        };
+        crate::set_affinity(&[cpu]).unwrap();
+        t.enable().unwrap();
+        let until = std::time::Instant::now() + std::time::Duration::from_millis(60);
+        while std::time::Instant::now() < until {
+            std::hint::spin_loop();
+        }
+        t.disable().unwrap();
+        let recs = t.drain();
+        let (entry, exit) = (&t.formats()[0], &t.formats()[1]);
+        let kinds: Vec<bool> = recs.iter().map(|r| r.event_id() == entry.id).collect();
+        assert!(kinds.iter().filter(|&&e| e).count() >= 1, "{recs:?}");
+        assert!(
+            kinds.windows(2).all(|w| w[0] != w[1]),
+            "entries and exits alternate"
+        );
+        let vectors: Vec<i64> = recs
+            .iter()
+            .map(|r| {
+                let f = if r.event_id() == entry.id {
+                    entry
+                } else {
+                    exit
+                };
+                f.int(&r.raw, "vector").unwrap()
+            })
+            .collect();
+        assert!(
+            vectors.iter().all(|&v| v == vectors[0] && v > 0),
+            "{vectors:?}"
+        );
         assert_eq!(t.lost(), 0);
     }
 }

@@ -22,6 +22,38 @@ pub fn instance_name(pid: u32) -> String {
     format!("oscost-{pid}")
 }
 
+/// The instances under `fs` named by [`instance_name`] whose process is gone, with its pid:
+/// left by a run that ended without removing them and whose record is lost too (an instance
+/// outlives the tracefs mount it was made under, unseen until tracefs is mounted again).
+pub fn orphans(fs: &Tracefs) -> Vec<(PathBuf, u32)> {
+    let Ok(dir) = std::fs::read_dir(fs.root().join("instances")) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(PathBuf, u32)> = dir
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name();
+            let pid: u32 = name.to_str()?.strip_prefix("oscost-")?.parse().ok()?;
+            let gone = !Path::new(&format!("/proc/{pid}")).exists();
+            gone.then(|| (e.path(), pid))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// The records one CPU's buffer lost, by its `stats` once read: those it could not keep
+/// (`overrun`, `dropped events`, `commit overrun`), those it still holds (`entries`: never
+/// read), and those it handed over (`read events`) that were not read out of its pages
+/// (`parsed`), so no record goes without a count.
+fn lost_of(stats: &str, parsed: u64) -> u64 {
+    stat(stats, "entries")
+        + stat(stats, "overrun")
+        + stat(stats, "dropped events")
+        + stat(stats, "commit overrun")
+        + stat(stats, "read events").saturating_sub(parsed)
+}
+
 /// An ftrace instance recording tracepoints; removed on drop.
 pub struct Tracer {
     dir: PathBuf,
@@ -166,6 +198,7 @@ impl Tracer {
         let mut out = Vec::new();
         for &cpu in &self.cpus {
             let pcpu = self.dir.join(format!("per_cpu/cpu{cpu}"));
+            let before = out.len();
             if let Ok(mut f) = std::fs::OpenOptions::new()
                 .read(true)
                 .custom_flags(libc::O_NONBLOCK)
@@ -182,7 +215,7 @@ impl Tracer {
                 }
             }
             if let Ok(stats) = std::fs::read_to_string(pcpu.join("stats")) {
-                self.lost += stat(&stats, "overrun") + stat(&stats, "dropped events");
+                self.lost += lost_of(&stats, (out.len() - before) as u64);
             }
         }
         out.sort_by_key(|r| (r.time_ns, r.cpu));
@@ -385,6 +418,11 @@ mod tests {
         let s = "entries: 10\noverrun: 3\ncommit overrun: 0\ndropped events: 7\n";
         assert_eq!(stat(s, "overrun"), 3);
         assert_eq!(stat(s, "dropped events"), 7);
+        let s = "entries: 0\noverrun: 1\ncommit overrun: 2\nread events: 100\ndropped events: 3\n";
+        // 98 of the 100 handed over were read from the pages: 2 more lost.
+        assert_eq!(lost_of(s, 98), 8);
+        assert_eq!(lost_of(s, 100), 6);
+        assert_eq!(lost_of(&s.replace("entries: 0", "entries: 4"), 100), 10);
         assert_eq!(stat(s, "nope"), 0);
     }
 
@@ -482,5 +520,29 @@ mod tests {
         assert!(remove_instance(&fs, &dir).unwrap());
         assert!(!dir.exists());
         assert!(!remove_instance(&fs, &dir).unwrap());
+    }
+
+    /// An instance named for a process that is gone is an orphan; this process's is not.
+    #[test]
+    fn an_instance_of_a_process_gone_is_an_orphan() {
+        let _serial = crate::ktrace::tests::tracefs_serial();
+        let Ok(fs) = Tracefs::open() else { return };
+        let gone = std::process::Command::new("true").spawn().unwrap();
+        let pid = gone.id();
+        gone.wait_with_output().unwrap();
+        let root = fs.root().join("instances");
+        let (dead, mine) = (
+            root.join(instance_name(pid)),
+            root.join(instance_name(std::process::id())),
+        );
+        if std::fs::create_dir(&dead).is_err() {
+            return eprintln!("no instance can be made here");
+        }
+        std::fs::create_dir(&mine).unwrap();
+        let o = orphans(&fs);
+        let _ = std::fs::remove_dir(&dead);
+        let _ = std::fs::remove_dir(&mine);
+        assert!(o.contains(&(dead, pid)), "{o:?}");
+        assert!(!o.iter().any(|(d, _)| *d == mine), "{o:?}");
     }
 }

@@ -63,6 +63,8 @@ enum Inner {
 /// Tracepoints being recorded on a set of CPUs by one mechanism; everything is closed on drop.
 pub struct Tracer {
     inner: Inner,
+    /// Tracepoints asked for that this kernel lacks (BPF and ftrace; perf keeps its own).
+    missing: Vec<String>,
     /// Mechanisms tried before the one used, each with why it was not (a refusal of this
     /// machine), in the order tried.
     passed_over: Vec<(Mechanism, String)>,
@@ -84,17 +86,28 @@ impl Tracer {
     ) -> Result<Tracer, Unavailable> {
         let mut passed_over = Vec::new();
         let mut last = Unavailable("no tracing mechanism was allowed".into());
+        // The tracepoints this kernel lacks are skipped (and named by `missing`), as perf does.
+        let has = |&(s, e): &(&str, &str)| fs.format(s, e).is_some();
+        let present: Vec<(&str, &str)> = events.iter().copied().filter(has).collect();
+        let missing: Vec<String> = events
+            .iter()
+            .filter(|ev| !has(ev))
+            .map(|(s, e)| format!("{s}:{e}"))
+            .collect();
         for &m in order {
             let inner = match m {
+                _ if present.is_empty() && m != Mechanism::Perf => {
+                    continue;
+                }
                 Mechanism::Bpf => {
-                    if !events.iter().all(|&(s, e)| crate::bpf::can_record(s, e)) {
+                    if !present.iter().all(|&(s, e)| crate::bpf::can_record(s, e)) {
                         continue;
                     }
-                    crate::bpf::Tracer::open(fs, events, cpus, crate::bpf::DEFAULT_SLOTS)
+                    crate::bpf::Tracer::open(fs, &present, cpus, crate::bpf::DEFAULT_SLOTS)
                         .map(Inner::Bpf)
                 }
                 Mechanism::Ftrace => {
-                    crate::ftrace::Tracer::open(fs, events, cpus, made).map(Inner::Ftrace)
+                    crate::ftrace::Tracer::open(fs, &present, cpus, made).map(Inner::Ftrace)
                 }
                 Mechanism::Perf => {
                     ktrace::Tracer::open(fs, events, cpus, ktrace::DEFAULT_RING_PAGES)
@@ -102,7 +115,17 @@ impl Tracer {
                 }
             };
             match inner {
-                Ok(inner) => return Ok(Tracer { inner, passed_over }),
+                Ok(inner) => {
+                    let missing = match inner {
+                        Inner::Perf(_) => Vec::new(),
+                        _ => missing,
+                    };
+                    return Ok(Tracer {
+                        inner,
+                        missing,
+                        passed_over,
+                    });
+                }
                 Err(u) => {
                     passed_over.push((m, u.0.clone()));
                     last = u;
@@ -147,7 +170,7 @@ impl Tracer {
     /// Tracepoints asked for that are not recorded (this kernel lacks them).
     pub fn missing(&self) -> &[String] {
         match &self.inner {
-            Inner::Bpf(_) | Inner::Ftrace(_) => &[],
+            Inner::Bpf(_) | Inner::Ftrace(_) => &self.missing,
             Inner::Perf(t) => t.missing(),
         }
     }
@@ -254,7 +277,7 @@ mod tests {
         let _serial = crate::ktrace::tests::tracefs_serial();
         let Ok(fs) = Tracefs::open() else { return };
         let cpu = crate::affinity().unwrap()[0];
-        let events = [("irq_vectors", "local_timer_entry")];
+        let events = [("sched", "sched_process_fork")];
         match Tracer::open(
             &fs,
             &events,

@@ -154,6 +154,27 @@ impl Format {
         }
     }
 
+    /// Writes `v` into the string field `name` of `raw`: a `char[N]` truncated to leave its
+    /// NUL, a `__data_loc char[]` appended to `raw` with its NUL. A field the format lacks is
+    /// left alone.
+    pub fn put_string(&self, raw: &mut Vec<u8>, name: &str, v: &str) {
+        let Some(f) = self.field(name) else { return };
+        if f.data_loc {
+            let (off, len) = (raw.len(), v.len() + 1);
+            if off > 0xffff || len > 0xffff || raw.len() < f.offset + 4 {
+                return;
+            }
+            raw.extend_from_slice(v.as_bytes());
+            raw.push(0);
+            let loc = (off as u32) | (len as u32) << 16;
+            raw[f.offset..f.offset + 4].copy_from_slice(&loc.to_ne_bytes());
+        } else if let Some(b) = raw.get_mut(f.offset..f.offset + f.size) {
+            b.fill(0);
+            let n = v.len().min(f.size.saturating_sub(1));
+            b[..n].copy_from_slice(&v.as_bytes()[..n]);
+        }
+    }
+
     /// A string field of `raw` (`char[N]` or `__data_loc char[]`), up to its first NUL.
     pub fn string(&self, raw: &[u8], name: &str) -> Option<String> {
         let f = self.field(name)?;

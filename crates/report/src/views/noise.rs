@@ -184,6 +184,7 @@ fn kernel_view(c: &CaseResult) -> View {
             )
         });
     }
+    notes.extend(super::trace_lines([c], |_| format!("CPU {cpu}")));
     for k in c.checks.iter().filter(|k| !k.passed) {
         notes.push(format!(
             "* {}: {} counted {:.1}, expected {:.1}: {}",

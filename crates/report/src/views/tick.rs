@@ -163,6 +163,18 @@ fn kernel_view(e: &ExperimentResult) -> Option<View> {
          that period."
             .to_string(),
     ];
+    notes.extend(super::trace_lines(
+        e.cases
+            .iter()
+            .filter(|c| c.params.get("kernel_view").and_then(Value::as_bool) == Some(true)),
+        |c| {
+            c.params
+                .get("traced_source")
+                .and_then(Value::as_str)
+                .unwrap_or(&c.id)
+                .to_string()
+        },
+    ));
     for c in e.cases.iter().filter(|c| {
         c.params.get("kernel_view").and_then(Value::as_bool) == Some(true) && !c.checks_passed
     }) {

@@ -166,6 +166,10 @@ fn kernel_view(e: &ExperimentResult) -> Option<View> {
          the timed rounds' median."
             .to_string(),
     ];
+    notes.extend(super::trace_lines(
+        e.cases.iter().filter(|c| traced_run(&c.id).is_some()),
+        |c| traced_run(&c.id).unwrap_or_else(|| c.id.clone()),
+    ));
     for c in e.cases.iter().filter(|c| !c.checks_passed) {
         for k in c
             .checks

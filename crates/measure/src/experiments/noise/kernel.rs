@@ -7,6 +7,7 @@ use crate::engine::spin::{ticks, CpuNoise, CpuSpin, PERIOD_EVENTS, SEARCH};
 use crate::kview::{self, Event, Kind, Pass, Session, LOCAL_TIMER, NOISE_EVENTS, OUTSIDE};
 use oscost_model::case::{Case, Check, Samples};
 use oscost_sys::clock::Clock;
+use oscost_sys::kseam::Mechanism;
 use oscost_sys::ktrace::Unavailable;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -24,6 +25,8 @@ pub(super) struct Traced {
     counts: BTreeMap<(u32, String), u64>,
     window_s: f64,
     lost: u64,
+    /// How the tracepoints were recorded.
+    mechanism: Mechanism,
     /// Events the kernel counted but did not sample (an interrupt of an idle CPU).
     unsampled: u64,
     /// Local timer entries the kernel counted but did not sample, by CPU.
@@ -39,12 +42,13 @@ pub(super) struct Traced {
 pub(super) fn traced_pass(
     clock: &Clock,
     cpus: &[usize],
+    mechanisms: &[Mechanism],
     duration_ns: u64,
     threshold: u64,
     capacity: usize,
     cancel: &AtomicBool,
 ) -> anyhow::Result<Result<Traced, Unavailable>> {
-    let (mut session, notes) = match Session::open(&Pass::new(NOISE_EVENTS, cpus)) {
+    let (mut session, notes) = match Session::open(&Pass::new(NOISE_EVENTS, cpus, mechanisms)) {
         Ok(s) => s,
         Err(u) => return Ok(Err(u)),
     };
@@ -63,6 +67,7 @@ pub(super) fn traced_pass(
         counts: stopped.counts,
         window_s: stopped.window_ns as f64 / 1e9,
         lost: stopped.lost,
+        mechanism: stopped.mechanism,
         unsampled: stopped.unsampled,
         timer_unsampled: stopped
             .unsampled_by
@@ -119,7 +124,9 @@ pub(super) fn kernel_case(
         oscost_model::ids::noise::Id::Traced(cpu).to_string(),
         format!(
             "the loop spun again on CPU {cpu} for {span_s:.2} s with the kernel's tracepoints \
-             recorded: each gap matched with the kernel events inside it"
+             recorded by {} ({}): each gap matched with the kernel events inside it",
+            t.mechanism.describe(),
+            t.mechanism.name()
         ),
         "interruption",
         Samples {
@@ -130,7 +137,8 @@ pub(super) fn kernel_case(
         },
     )
     .param("cpu", cpu as u64)
-    .param("kernel_view", true);
+    .param("kernel_view", true)
+    .param("trace_mechanism", t.mechanism.name());
     let labels: BTreeMap<String, String> = rows
         .iter()
         .map(|r| (kview::key(&r.source), r.source.clone()))
@@ -194,20 +202,30 @@ pub(super) fn kernel_case(
             "trace_cost_cpu_lost_pct".into(),
             pct(lost, n.span_ns) - lost_plain,
         );
+        // The same spin's loss untraced and traced, per second spun: the ratio is how far
+        // the traced CPU is from the untraced one.
+        case.trace = Some(oscost_model::TraceCost {
+            mechanism: t.mechanism.name().into(),
+            per: "second spun (CPU time lost)".into(),
+            untraced_ns: p.lens_ns.iter().sum::<f64>() / p.span_ns * 1e9,
+            traced_ns: lost / n.span_ns * 1e9,
+            lost: t.lost,
+        });
     }
     case.counters
         .insert("trace_events_unsampled".into(), t.unsampled as f64);
+    // Always counted, so a lost record is never taken for one that was not there.
+    case.counters
+        .insert("trace_records_lost".into(), t.lost as f64);
     if t.lost > 0 {
         case.warnings.push(
             format!(
-                "{} trace records were lost (a ring filled up): some gaps lack their events and \
-             the timer's count falls short",
-                t.lost
+                "{} trace records were lost ({} could not keep them): some gaps lack their \
+                 events and the timer's count falls short",
+                t.lost, t.mechanism
             )
             .into(),
         );
-        case.counters
-            .insert("trace_records_lost".into(), t.lost as f64);
     }
     case
 }

@@ -269,8 +269,7 @@ pub(super) fn traced_pass(
     let pass = Pass {
         each: true,
         needs_all: Some("a hand-over cannot be split without them"),
-        mechanisms,
-        ..Pass::new(EVENTS, cpus)
+        ..Pass::new(EVENTS, cpus, mechanisms)
     };
     let (mut session, notes) = match Session::open(&pass) {
         Ok(s) => s,

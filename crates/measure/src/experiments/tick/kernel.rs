@@ -9,6 +9,7 @@ use super::{period_name, work, Armed, Source, FIFO_PRIORITY};
 use crate::kview::{self, Event, Kind, Pass, Segment, Session, CALLBACKS, LOCAL_TIMER};
 use oscost_model::case::{Case, Check, Samples};
 use oscost_sys::clock::Clock;
+use oscost_sys::kseam::Mechanism;
 use std::hint::black_box;
 
 /// The tracepoints of a traced run (those a kernel lacks are skipped).
@@ -153,8 +154,10 @@ pub(super) struct Traced {
     pub events: u64,
     /// What the kernel did meanwhile.
     pub kernel: KernelTime,
-    /// Records the kernel dropped.
+    /// Records the mechanism lost.
     pub lost: u64,
+    /// How the tracepoints were recorded.
+    pub mechanism: Mechanism,
 }
 
 /// Runs the work once, under `point`'s events if given, with the tracepoints recorded; `Err`
@@ -165,8 +168,9 @@ pub(super) fn traced_run(
     point: Option<(Source, u64)>,
     cpu: usize,
     limit: u64,
+    mechanisms: &[Mechanism],
 ) -> anyhow::Result<Result<(Traced, Vec<oscost_model::Message>), oscost_sys::ktrace::Unavailable>> {
-    let (mut session, notes) = match Session::open(&Pass::new(EVENTS, &[cpu])) {
+    let (mut session, notes) = match Session::open(&Pass::new(EVENTS, &[cpu], mechanisms)) {
         Ok(s) => s,
         Err(u) => return Ok(Err(u)),
     };
@@ -192,6 +196,7 @@ pub(super) fn traced_run(
             events: c1.since(c0).events,
             kernel: kernel_time(&events, i64::from(oscost_sys::gettid()), span),
             lost: raw.lost,
+            mechanism: raw.mechanism,
         },
         notes,
     )))
@@ -256,10 +261,12 @@ pub(super) fn case(
         oscost_model::ids::tick::traced(&super::case_id(source, period)),
         format!(
             "the work once more under an event every {} from the {} source, and once \
-             undisturbed, the kernel's tracepoints recorded on CPU {cpu}: each local timer \
-             interrupt under the source, entry to exit",
+             undisturbed, the kernel's tracepoints recorded on CPU {cpu} by {} ({}): each \
+             local timer interrupt under the source, entry to exit",
             period_name(period),
-            source.name()
+            source.name(),
+            t.mechanism.describe(),
+            t.mechanism.name()
         ),
         "timer interrupt",
         Samples {
@@ -272,7 +279,18 @@ pub(super) fn case(
     .param("traced_source", source.name())
     .param("period_ns", period)
     .param("cpu", cpu as u64)
-    .param("kernel_view", true);
+    .param("kernel_view", true)
+    .param("trace_mechanism", t.mechanism.name());
+    if let Some(v) = timed_ns_per_event {
+        // The time an event costs the work, timed untraced and traced.
+        case.trace = Some(oscost_model::TraceCost {
+            mechanism: t.mechanism.name().into(),
+            per: "event (the work's time lost)".into(),
+            untraced_ns: v,
+            traced_ns: pe.lost,
+            lost: t.lost + u.lost,
+        });
+    }
     let c = &mut case.counters;
     c.insert("events".into(), t.events as f64);
     c.insert("work_ns".into(), t.span_ns);
@@ -320,8 +338,10 @@ pub(super) fn case(
     if t.lost + u.lost > 0 {
         case.warnings.push(
             format!(
-                "{} trace records were lost (a ring filled up): the kernel's time falls short",
-                t.lost + u.lost
+                "{} trace records were lost ({} could not keep them): the kernel's time falls \
+                 short",
+                t.lost + u.lost,
+                t.mechanism
             )
             .into(),
         );
@@ -409,6 +429,7 @@ mod tests {
                 signals: 0,
             },
             lost: 0,
+            mechanism: Mechanism::Bpf,
         }
     }
 

@@ -91,6 +91,17 @@ pub struct Options {
     #[arg(long)]
     #[serde(default)]
     pub no_kernel_view: bool,
+
+    /// How the traced runs record the kernel's tracepoints (default: the lightest this
+    /// kernel allows, bpf then ftrace then perf); one refused is said, and the next one used
+    #[arg(
+        long,
+        value_enum,
+        value_name = "MECHANISM",
+        conflicts_with = "no_kernel_view"
+    )]
+    #[serde(default)]
+    pub trace_with: Option<crate::kview::TraceWith>,
 }
 
 fn parse_rr_ms(s: &str) -> Result<u64, String> {
@@ -150,7 +161,9 @@ softirqs, switches and signal deliveries recorded on its CPU: case `.kernel` giv
 time per event by part (the interrupt, the callbacks in it, softirqs, the helper task) against \
 the time the work lost per event, and the rest, what an event costs outside the kernel's \
 handlers (cache and TLB refill, a virtual machine's exit, a signal handler's user time). \
---no-kernel-view skips it; without permission one line says what is missing, and every other \
+The tracepoints are recorded by the lightest mechanism this kernel allows (BPF programs on raw \
+tracepoints, else an ftrace instance of oscost's own, else perf_event_open; --trace-with puts one \
+first), named under the table with what it cost: the same measure untraced and traced. --no-kernel-view skips it; without permission one line says what is missing, and every other \
 figure still comes.\n\nTakes about 25 s on a 2-vCPU virtual machine; --quick about 2.7 s. Each --rr-slices \
 value adds about 11 s at the default --work and --runs (about 0.3 s with --quick), and grows \
 with both.";
@@ -375,6 +388,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
             iterations,
             cpu,
             run_limit(work_ns),
+            &crate::kview::TraceWith::order(opts.trace_with),
             ctx,
         )?;
     } else {
@@ -429,6 +443,7 @@ fn traced(
     iterations: u64,
     cpu: usize,
     limit: u64,
+    mechanisms: &[oscost_sys::kseam::Mechanism],
     ctx: &Context,
 ) -> anyhow::Result<()> {
     let mut base: Option<kernel::Traced> = None;
@@ -445,7 +460,7 @@ fn traced(
             if point.is_none() && base.is_some() {
                 continue;
             }
-            match kernel::traced_run(clock, iterations, point, cpu, limit)? {
+            match kernel::traced_run(clock, iterations, point, cpu, limit, mechanisms)? {
                 Ok((t, notes)) => {
                     if k == 0 && point.is_none() {
                         out.notes.extend(notes);

@@ -268,6 +268,8 @@ pub(crate) struct Traced {
     pub lost: u64,
     /// Events the kernel counted but did not sample (a wake-up in an idle CPU's interrupt).
     pub unsampled: u64,
+    /// How the tracepoints were recorded.
+    pub mechanism: oscost_sys::kseam::Mechanism,
 }
 
 fn median(v: &[f64]) -> f64 {
@@ -321,11 +323,14 @@ pub(super) fn case(i: &Input, clock: &oscost_sys::clock::Clock) -> Case {
     let mut case = Case::new(
         oscost_model::ids::timeline::reading(i.id, oscost_model::ids::timeline::Reading::Kernel),
         format!(
-            "{} worker{} on CPU {}, one more round with the scheduler's tracepoints recorded: \
-             each worker's run time from its start to its finish as the kernel's switches give it",
+            "{} worker{} on CPU {}, one more round with the scheduler's tracepoints recorded \
+             by {} ({}): each worker's run time from its start to its finish as the kernel's \
+             switches give it",
             i.n,
             if i.n == 1 { "" } else { "s" },
-            crate::cpuset::format(i.cpus)
+            crate::cpuset::format(i.cpus),
+            t.mechanism.describe(),
+            t.mechanism.name()
         ),
         "worker",
         Samples {
@@ -477,7 +482,17 @@ pub(super) fn case(i: &Input, clock: &oscost_sys::clock::Clock) -> Case {
             i.untraced_totals.iter().copied().fold(0.0, f64::max),
         );
         c.insert("trace_cost_total_pct".into(), (total / m - 1.0) * 100.0);
+        case.trace = Some(oscost_model::TraceCost {
+            mechanism: t.mechanism.name().into(),
+            per: "round (its total time)".into(),
+            untraced_ns: m,
+            traced_ns: total,
+            lost: t.lost,
+        });
     }
+    case.params
+        .insert("trace_mechanism".into(), json!(t.mechanism.name()));
+    let c = &mut case.counters;
     c.insert("trace_records_lost".into(), t.lost as f64);
     c.insert("trace_events_unsampled".into(), t.unsampled as f64);
     let breaks: usize = cpus.iter().map(|&cpu| chain_breaks(&t.events, cpu)).sum();

@@ -169,6 +169,17 @@ pub struct Options {
     #[arg(long)]
     #[serde(default)]
     pub no_kernel_view: bool,
+
+    /// How the traced round records the scheduler's tracepoints (default: the lightest this
+    /// kernel allows, bpf then ftrace then perf); one refused is said, and the next one used
+    #[arg(
+        long,
+        value_enum,
+        value_name = "MECHANISM",
+        conflicts_with = "no_kernel_view"
+    )]
+    #[serde(default)]
+    pub trace_with: Option<crate::kview::TraceWith>,
 }
 
 fn parse_in(s: &str, what: &str, min: u64, max: u64) -> Result<u64, String> {
@@ -241,7 +252,9 @@ says what tracing cost): case `.kernel` gives who ran when from the kernel's swi
 worker's run time against its own CPU clock, the kernel's slice lengths against the workers' \
 own (they agree within one chunk, checked), how many runs ended preempted and how many asleep, \
 and the wake-up latency (sched_wakeup to the switch in). --svg draws the kernel's who-ran-when \
-under that round's trace. --no-kernel-view skips it; without permission one line says what is \
+under that round's trace. The tracepoints are recorded by the lightest mechanism this kernel allows (BPF programs on raw \
+tracepoints, else an ftrace instance of oscost's own, else perf_event_open; --trace-with puts one \
+first), named under the table with what it cost: the same measure untraced and traced. --no-kernel-view skips it; without permission one line says what is \
 missing, and every other figure still comes.\n\nTakes about 5 s; --quick about 1.5 s on a 2-vCPU virtual machine.";
     const IN_DEFAULT_SUITE: bool = true;
     const QUICK_SUITE_ARGS: &'static [&'static str] = &["--no-kernel-view"];

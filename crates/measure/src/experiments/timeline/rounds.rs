@@ -158,7 +158,8 @@ pub(super) fn traced_rounds(
             "{n} {}, one more round with the scheduler's tracepoints recorded",
             opts.kind.name()
         ));
-        let mut session = match Session::open(&Pass::new(kernel::EVENTS, &on)) {
+        let order = crate::kview::TraceWith::order(opts.trace_with);
+        let mut session = match Session::open(&Pass::new(kernel::EVENTS, &on, &order)) {
             Ok((s, notes)) => {
                 if k == 0 {
                     out.notes.extend(notes);
@@ -256,6 +257,7 @@ pub(super) fn run_round(
         events: kernel::decode(&raw, |t| clock.ticks_to_ns(t - go as f64)),
         lost: raw.lost,
         unsampled: raw.unsampled,
+        mechanism: raw.mechanism,
     });
     Ok((Round::from_record(&rec, go, clock, applied), traced))
 }
