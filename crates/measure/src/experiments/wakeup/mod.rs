@@ -721,8 +721,7 @@ impl KernelView {
         // tracepoints are needed.
         let pass = crate::kview::Pass {
             each: true,
-            mechanisms: &self.order,
-            ..crate::kview::Pass::new(&events, &cpus)
+            ..crate::kview::Pass::new(&events, &cpus, &self.order)
         };
         let (mut session, notes) = match crate::kview::Session::open(&pass) {
             Ok(s) => s,
