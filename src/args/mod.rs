@@ -16,10 +16,10 @@ context switches, wake-ups, with the loop overhead subtracted, every figure in n
 ticks, a median with a bootstrap 95 % CI, and checks that what was timed really happened.";
 
 const AFTER_HELP: &str = "Examples:
-  oscost                          run the default suite (same as `oscost run`; about 52 s on a
+  oscost                          run the default suite (same as `oscost run`; about 51 s on a
                                   2-vCPU virtual machine)
   oscost --quick                  the suite at each experiment's --quick size, without the
-                                  kernel's traced passes (about 5.4 s there)
+                                  kernel's traced passes (about 5.6 s there)
   oscost syscall --quick          the system-call table, fast (about 0.6 s)
   oscost syscall --calls getpid,read64k --json r.json
   oscost switch --via pipe,futex --kind processes   ping-pong, switches counted

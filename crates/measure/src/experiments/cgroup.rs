@@ -177,7 +177,7 @@ is recorded before it is made and removed on every way out; one a killed run lef
 the next oscost run, which says so. A checking child before and after the sampling reads its \
 own /proc/self/cgroup; the partner's and this process's are read too. Without permission to \
 make cgroups (a normal user with no delegated cgroup) those cases are listed as not \
-measured, with the reason, and cgroup.fork is still measured.\n\nTakes about 6 s (0.9 s as \
+measured, with the reason, and cgroup.fork is still measured.\n\nTakes about 6 s (0.3 s as \
 `oscost run cgroup`); --quick about 0.6 s on a 2-vCPU virtual machine.";
     const IN_DEFAULT_SUITE: bool = true;
     const SUITE_ARGS: &'static [&'static str] = &["--suite-size"];

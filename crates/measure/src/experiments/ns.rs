@@ -216,7 +216,7 @@ fn has_sys_admin() -> bool {
 /// queued to a kernel worker, and thousands queued would load the machine after the run.
 fn own_sampler(s: sampler::SamplerConfig, suite: bool) -> sampler::SamplerConfig {
     if suite {
-        s.for_suite(11, Duration::from_millis(10), Duration::from_millis(100))
+        s.for_suite(31, Duration::from_millis(10), Duration::from_millis(300))
     } else {
         sampler::SamplerConfig {
             min_sample: s.min_sample.min(Duration::from_millis(2)),
@@ -284,7 +284,7 @@ network namespace's last steps (cleanup_net) run later on a kernel worker and ar
 figure; the sampling is kept short so a run makes hundreds of them, not thousands, and their \
 number is given. Without CAP_SYS_ADMIN every kind is made together with a new user namespace \
 (ids ending .in-user, with their cost over ns.user), where the kernel allows it; where it does \
-not, one line says which setting refuses it.\n\nTakes about 6 s (1.4 s as `oscost run ns`); \
+not, one line says which setting refuses it.\n\nTakes about 6 s (0.4 s as `oscost run ns`, at four kinds); \
 --quick about 0.8 s on a 2-vCPU virtual machine.";
     const IN_DEFAULT_SUITE: bool = true;
     // The kinds a container makes that cost most (mount, network) or own the rest (user), and
