@@ -167,7 +167,8 @@ fn systems_head(first: &str) -> Vec<String> {
 
 /// Table 1: each primitive's own cost with no switch.
 fn table1(doc: Option<&ResultDoc>, docs: &[PublishedDoc]) -> View {
-    let none = "no Linux counterpart";
+    // Short, so that the published columns and this machine's fit 80 columns in one table.
+    let none = "none on Linux";
     // The Windows agent measures the Win32 rows; a Linux run has none of them.
     let win = |id: &'static str| {
         if doc.and_then(|d| case(d, id)).is_some() {
@@ -254,7 +255,7 @@ fn ring_table(doc: Option<&ResultDoc>, docs: &[PublishedDoc], figs: &[StudyFigur
     let mut rows = Vec::new();
     for (label, what, mine) in [
         (
-            "time per switch, one token",
+            "per switch, one token",
             "ring.time_per_switch",
             fig(&format!("study.{NAME}.ring.time_per_switch")),
         ),
