@@ -82,11 +82,17 @@ perf_setup() {
     trap 'restore_tracefs; rm -rf "$tmp"' EXIT
 }
 
-# Unmounts every tracefs when none was mounted at perf_setup.
+# Unmounts every tracefs when none was mounted at perf_setup. A perf that just exited can
+# keep it busy for a moment: a few tries, then a lazy unmount (gone once the last user is).
 restore_tracefs() {
     [[ -z "$tracefs_before" ]] || return 0
     awk '$3 == "tracefs" { print $2 }' /proc/self/mounts | while read -r dir; do
-        umount "$dir" 2>/dev/null || echo "warning: could not unmount tracefs at $dir" >&2
+        local try
+        for try in 1 2 3 4 5; do
+            umount "$dir" 2>/dev/null && continue 2
+            sleep 0.2
+        done
+        umount -l "$dir" 2>/dev/null || echo "warning: could not unmount tracefs at $dir" >&2
     done
 }
 
