@@ -127,8 +127,8 @@ pub fn warmup_help() -> String {
 /// The note a quick suite prints before it starts.
 pub fn quick_suite_note() -> String {
     format!(
-        "note: a quick suite leaves out the kernel's traced passes ({}), which would double its \
-         time: `oscost NAME --quick` takes them",
+        "note: a quick suite runs these without the kernel's traced passes or at fewer cases \
+         ({}), which would double its time: `oscost NAME --quick` runs them whole",
         cut_in_a_quick_suite().join(", ")
     )
 }

@@ -18,8 +18,8 @@ ticks, a median with a bootstrap 95 % CI, and checks that what was timed really 
 const AFTER_HELP: &str = "Examples:
   oscost                          run the default suite (same as `oscost run`; about 51 s on a
                                   2-vCPU virtual machine)
-  oscost --quick                  the suite at each experiment's --quick size, without the
-                                  kernel's traced passes (about 5.6 s there)
+  oscost --quick                  the suite at each experiment's --quick size (some at fewer
+                                  cases), without the kernel's traced passes (about 5.6 s there)
   oscost syscall --quick          the system-call table, fast (about 0.6 s)
   oscost syscall --calls getpid,read64k --json r.json
   oscost switch --via pipe,futex --kind processes   ping-pong, switches counted

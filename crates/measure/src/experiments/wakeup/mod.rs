@@ -599,6 +599,8 @@ wake-ups of 1 ms under each policy, then 2000 of each traced); --quick about 0.6
 --no-kernel-view), as the whole command on a 2-vCPU virtual machine.";
     const IN_DEFAULT_SUITE: bool = true;
     const SUITE_ARGS: &'static [&'static str] = &["--wakeups", "250"];
+    // A quick suite takes no traced pass, as every other experiment's quick share.
+    const QUICK_SUITE_ARGS: &'static [&'static str] = &["--no-kernel-view"];
 
     fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         run(self, ctx)
