@@ -401,6 +401,11 @@ fn refused(what: &str, e: &io::Error) -> Unavailable {
             )
         }
         Some(libc::ENOSYS) => ": this kernel has no bpf() (CONFIG_BPF_SYSCALL)".into(),
+        Some(libc::EMFILE) | Some(libc::ENFILE) => {
+            ": it failed for want of file descriptors (each program and map takes one); raise \
+             the open-file limit (`ulimit -n`)"
+                .into()
+        }
         _ => String::new(),
     };
     Unavailable(format!("the kernel refused BPF ({what}: {e}){hint}"))
@@ -953,6 +958,25 @@ impl Drop for Tracer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refusal_for_want_of_descriptors_names_the_limit() {
+        let why = refused(
+            "loading a program",
+            &io::Error::from_raw_os_error(libc::EMFILE),
+        )
+        .0;
+        assert!(
+            why.contains("for want of file descriptors") && why.contains("ulimit -n"),
+            "{why}"
+        );
+        let why = refused(
+            "loading a program",
+            &io::Error::from_raw_os_error(libc::EINVAL),
+        )
+        .0;
+        assert!(!why.contains("ulimit"), "{why}");
+    }
 
     #[test]
     fn instructions_encode_as_the_kernel_lays_them_out() {
