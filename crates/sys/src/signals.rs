@@ -330,33 +330,16 @@ impl Drop for ReadOnlyPage {
 /// Killed and reaped on drop (and killed if the thread that started it ends first).
 pub struct PeerProcess {
     pid: libc::pid_t,
-    /// A shared page: `[state, runs]`; state 0 starting, 1 waiting, 2 refused its CPU.
-    shared: *mut AtomicU64,
+    /// Shared words `[state, runs]`; state 0 starting, 1 waiting, 2 refused its CPU.
+    shared: crate::shm::SharedWords,
 }
-
-// SAFETY: the pointer is to a shared mapping owned by the value; only atomics are read.
-unsafe impl Send for PeerProcess {}
 
 impl PeerProcess {
     /// Forks the child, pinned to `cpu`, answering each signal with one to `back`; returns
     /// once it waits. The calling thread must have [`SIGNAL`] blocked ([`block_signal`]): the
     /// child inherits the mask, so a signal sent before its first wait stays pending.
     pub fn start(cpu: usize, back: Target) -> io::Result<PeerProcess> {
-        // SAFETY: an anonymous shared mapping of one page, checked below.
-        let map = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                crate::pages::PAGE,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if map == libc::MAP_FAILED {
-            return Err(last_error("mmap of the signalled process's shared page"));
-        }
-        let shared = map.cast::<AtomicU64>();
+        let shared = crate::shm::SharedWords::new(2)?;
         let mut wait_mask = current_mask();
         // SAFETY: a cpu_set_t is plain bits; all zero is the empty set.
         let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
@@ -369,18 +352,18 @@ impl PeerProcess {
         // SAFETY: the child below makes only raw, async-signal-safe calls and ends in _exit.
         let pid = unsafe { crate::raw::fork_like(0) };
         if pid < 0 {
-            let e = last_error("fork of the signalled process");
-            // SAFETY: the mapping made above, no longer used.
-            unsafe { libc::munmap(map, crate::pages::PAGE) };
-            return Err(e);
+            return Err(last_error("fork of the signalled process"));
         }
         if pid == 0 {
+            // The words exist (two were mapped): `try_get` cannot panic on this path.
+            let (Some(state), Some(runs)) = (shared.try_get(0), shared.try_get(1)) else {
+                // SAFETY: ends the child at once.
+                unsafe { libc::_exit(1) }
+            };
             // SAFETY: the child: raw calls on values made before the fork, then _exit. The
-            // page is shared and mapped for its life.
+            // words are shared and mapped for its life.
             unsafe {
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                let state = &*shared;
-                let runs = &*shared.add(1);
                 if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
                     state.store(2, Ordering::Release);
                     libc::_exit(1);
@@ -400,8 +383,7 @@ impl PeerProcess {
         };
         let t0 = std::time::Instant::now();
         loop {
-            // SAFETY: the shared page lives as long as `peer`.
-            match unsafe { &*peer.shared }.load(Ordering::Acquire) {
+            match peer.shared.get(0).load(Ordering::Acquire) {
                 1 => return Ok(peer),
                 2 => {
                     return Err(io::Error::other(format!(
@@ -428,19 +410,17 @@ impl PeerProcess {
 
     /// Handler runs of [`SIGNAL`] in the child so far (stored before each answer).
     pub fn runs(&self) -> u64 {
-        // SAFETY: the shared page lives as long as `self`.
-        unsafe { &*self.shared.add(1) }.load(Ordering::Acquire)
+        self.shared.get(1).load(Ordering::Acquire)
     }
 }
 
 impl Drop for PeerProcess {
     fn drop(&mut self) {
-        // SAFETY: the child's pid, killed then reaped; the mapping is this value's own.
+        // SAFETY: the child's pid, killed then reaped (the shared words unmap themselves).
         unsafe {
             libc::kill(self.pid, libc::SIGKILL);
             let mut status = 0;
             libc::waitpid(self.pid, &mut status, 0);
-            libc::munmap(self.shared.cast(), crate::pages::PAGE);
         }
     }
 }
