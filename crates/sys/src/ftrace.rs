@@ -515,8 +515,16 @@ mod tests {
         assert_eq!(t.lost(), 0);
         drop(t);
         assert!(!dir.exists());
-        // A killed run's instance is removed by name.
-        std::fs::create_dir(&dir).unwrap();
+        // A killed run's instance is removed by name. The kernel may still be tearing the
+        // removed one down for a moment (EBUSY on the same name), as `remove` allows for.
+        let made = (0..100).find_map(|_| match std::fs::create_dir(&dir) {
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                None
+            }
+            r => Some(r),
+        });
+        made.expect("the instance made again within 1 s").unwrap();
         assert!(remove_instance(&fs, &dir).unwrap());
         assert!(!dir.exists());
         assert!(!remove_instance(&fs, &dir).unwrap());
