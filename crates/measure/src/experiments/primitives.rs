@@ -233,6 +233,12 @@ link's post + wait, the same code the ping-pong runs. A verification batch after
 counts context switches with getrusage(RUSAGE_THREAD); each case checks it is ~0 per op. A \
 primitive this machine cannot provide is listed as unavailable with the reason.\n\nTakes about 6.5 s; --quick about 0.6 s on a 2-vCPU virtual machine.";
     const IN_DEFAULT_SUITE: bool = true;
+    // The links `switch` passes tokens through are timed alone in its `control` column, which
+    // the quick suite prints too: only the locks, and pipe for its multi-threaded pair.
+    const QUICK_SUITE_ARGS: &'static [&'static str] = &[
+        "--only",
+        "pthread-mutex,std-mutex,spinlock,atomic-increment,pipe",
+    ];
 
     fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         run(self, ctx)
@@ -491,5 +497,6 @@ mod tests {
     fn defaults_parse() {
         // `defaults` panics on options that do not parse.
         let _: Options = engine::defaults(<Options as engine::Experiment>::SUITE_ARGS);
+        let _: Options = engine::defaults(<Options as engine::Experiment>::QUICK_SUITE_ARGS);
     }
 }

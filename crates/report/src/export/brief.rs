@@ -67,18 +67,6 @@ fn cases(e: &ExperimentResult) -> Vec<Figure> {
         .collect()
 }
 
-fn derived(e: &ExperimentResult) -> Vec<Figure> {
-    e.derived
-        .iter()
-        .map(|d| Figure {
-            key: key(&e.name, &d.id),
-            median: fmt_ns(d.estimate_ns),
-            ci: short_ci(d.estimate_ns, d.ci95_ns),
-            mark: if d.flagged.is_some() { "✗" } else { "" },
-        })
-        .collect()
-}
-
 /// Figures laid out as rows × columns: each figure's (row, column).
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Grid {
@@ -231,14 +219,14 @@ fn block(title: &str, figures: &[Figure], width: usize) -> String {
     }
 }
 
-/// One experiment, briefly: its figures (a grid where their ids form one), then each failed
-/// check and flagged figure on a line of its own, what was not measured, and one line naming
-/// the kinds of warning its cases carry besides a wide interval (which the interval shows).
-/// Experiment-wide warnings and notes are left to [`run_tail`], which says each once.
+/// One experiment, briefly: its cases' figures (a grid where their ids form one), then each
+/// failed check and flagged figure on a line of its own, and what was not measured. Warnings
+/// and notes are left to [`run_tail`], which says each kind once for the run.
 pub fn experiment(e: &ExperimentResult, width: Option<u16>) -> String {
     let room = width.map_or(NATURAL_WIDTH, usize::from);
+    // Derived figures are left to the full view: in a suite they doubled the lines, and the
+    // ones a reader wants first are on the datasheet.
     let mut s = block(&e.name, &cases(e), room);
-    s += &block("  derived", &derived(e), room);
     if s.is_empty() {
         s = format!("{}\n", e.name);
     }
@@ -263,18 +251,6 @@ pub fn experiment(e: &ExperimentResult, width: Option<u16>) -> String {
     }
     for u in &e.unavailable {
         s += &wrap(&format!("  not measured: {}: {}", u.id, u.reason), width, 4);
-    }
-    let warned: Vec<String> = kinds(e, Of::Warnings)
-        .into_iter()
-        .filter(|k| !k.noisy)
-        .map(|k| format!("{} ({} of {})", k.tag, k.cases, e.cases.len()))
-        .collect();
-    if !warned.is_empty() {
-        s += &wrap(
-            &format!("  ! {}; --verbose says more", warned.join(", ")),
-            width,
-            4,
-        );
     }
     s
 }
@@ -356,6 +332,25 @@ pub fn run_tail(experiments: &[ExperimentResult], width: Option<u16>) -> String 
         };
         s += &wrap(&line, width, 2);
     }
+    // The kinds of warning cases carry besides a wide interval (which the interval shows),
+    // each once for the run, with where and how many.
+    let mut case_warnings: Vec<(String, Vec<String>)> = Vec::new();
+    for e in experiments {
+        for k in kinds(e, Of::Warnings).into_iter().filter(|k| !k.noisy) {
+            let at = format!("{} ({} of {})", e.name, k.cases, e.cases.len());
+            match case_warnings.iter_mut().find(|(tag, _)| *tag == k.tag) {
+                Some((_, wh)) => wh.push(at),
+                None => case_warnings.push((k.tag, vec![at])),
+            }
+        }
+    }
+    for (tag, wh) in case_warnings {
+        s += &wrap(
+            &format!("! {tag}: cases in {}; --verbose says more", wh.join(", ")),
+            width,
+            2,
+        );
+    }
     // An experiment's own note said by several (tracefs mounted for each traced pass) is said
     // once, naming them: its kind is its words before the first colon.
     let mut own: Vec<(&str, Vec<&str>, &str)> = Vec::new();
@@ -392,9 +387,17 @@ pub fn run_tail(experiments: &[ExperimentResult], width: Option<u16>) -> String 
         );
     }
     if !experiments.is_empty() {
+        let derived: usize = experiments.iter().map(|e| e.derived.len()).sum();
+        let lead = if derived > 0 {
+            format!("the {derived} derived figures and each experiment's")
+        } else {
+            "each experiment's".to_owned()
+        };
         s += &wrap(
-            "each experiment's full tables, views and notes: --verbose, the report, or \
-             `oscost history show`",
+            &format!(
+                "{lead} full tables, views and notes: --verbose, the report, or \
+                 `oscost history show`"
+            ),
             width,
             2,
         );
@@ -585,5 +588,53 @@ mod tests {
         assert!(text
             .lines()
             .any(|l| l.starts_with("  signal.1ms ") && l.ends_with('✗')));
+    }
+
+    #[test]
+    fn derived_figures_and_case_warnings_wait_for_the_tail_which_says_each_kind_once() {
+        let make = |name: &str, warned: bool| {
+            let mut c = crate::views::testkit::case(&format!("{name}.a"), "op", 100.0);
+            if warned {
+                c.warnings
+                    .push("warm-up did not settle: the first samples ran slower".into());
+            }
+            ExperimentResult {
+                name: name.into(),
+                params: Default::default(),
+                cases: vec![
+                    c,
+                    crate::views::testkit::case(&format!("{name}.b"), "op", 90.0),
+                ],
+                unavailable: vec![],
+                derived: vec![oscost_model::DerivedResult {
+                    id: format!("{name}.a.minus_b"),
+                    description: String::new(),
+                    terms: Vec::new(),
+                    estimate_ns: 10.0,
+                    ci95_ns: [8.0, 12.0],
+                    estimate_cycles: 10.0,
+                    flagged: None,
+                    warnings: Vec::new(),
+                }],
+                warnings: vec![],
+                notes: vec![],
+                load: None,
+            }
+        };
+        let (a, b, c) = (
+            make("syscall", true),
+            make("switch", false),
+            make("ring", true),
+        );
+        let text = experiment(&a, Some(80));
+        assert!(!text.contains("minus_b"), "{text}");
+        assert!(!text.contains("warm-up"), "{text}");
+        let tail = run_tail(&[a, b, c], Some(80));
+        assert_eq!(tail.matches("warm-up did not settle").count(), 1, "{tail}");
+        assert!(
+            tail.contains("! warm-up did not settle: cases in syscall (1 of 2), ring (1 of 2)"),
+            "{tail}"
+        );
+        assert!(tail.contains("the 3 derived figures"), "{tail}");
     }
 }
