@@ -50,7 +50,7 @@ fn a_study_run_prints_its_table_beside_the_published_one_and_keeps_the_run() {
         "{text}"
     );
     assert!(
-        text.contains("29.748") && text.contains("this vs N=1"),
+        text.contains("29.748") && text.contains("here vs N=1"),
         "{text}"
     );
     assert!(text.contains("this machine: Linux"), "{text}");

@@ -278,13 +278,19 @@ pub fn quality(experiments: &[ExperimentResult], width: Option<u16>) -> String {
             );
         }
     }
-    s + &run_tail(experiments, width)
+    s + &tail(experiments, width, false)
 }
 
 /// What a brief run says once, after its last experiment: each experiment-wide warning (the
 /// same kind met in several experiments once, at its worst, with how many it touched), the
 /// experiments' own notes, and the per-case notes by kind with where they occurred.
 pub fn run_tail(experiments: &[ExperimentResult], width: Option<u16>) -> String {
+    tail(experiments, width, true)
+}
+
+/// [`run_tail`], with the kinds of case warning (`case_kinds`) or without them (a study's
+/// [`quality`] has said them by experiment).
+fn tail(experiments: &[ExperimentResult], width: Option<u16>, case_kinds: bool) -> String {
     let mut s = String::new();
     // A warning's kind is its words before the first figure: the load one reads "other
     // processes used 57.4 % …" in every experiment it touched.
@@ -335,7 +341,7 @@ pub fn run_tail(experiments: &[ExperimentResult], width: Option<u16>) -> String 
     // The kinds of warning cases carry besides a wide interval (which the interval shows),
     // each once for the run, with where and how many.
     let mut case_warnings: Vec<(String, Vec<String>)> = Vec::new();
-    for e in experiments {
+    for e in experiments.iter().filter(|_| case_kinds) {
         for k in kinds(e, Of::Warnings).into_iter().filter(|k| !k.noisy) {
             let at = format!("{} ({} of {})", e.name, k.cases, e.cases.len());
             match case_warnings.iter_mut().find(|(tag, _)| *tag == k.tag) {

@@ -10,7 +10,7 @@
 
 use super::{
     baseline, case, get, keys, line, published, published_style, signed, this_label,
-    this_machine_note, this_style, value_text, x_values, y_values, StudyFigure, StudyInfo,
+    this_machine_note, this_style, x_values, y_values, StudyFigure, StudyInfo,
 };
 use crate::format::fmt_ns;
 use crate::plot::chart::{grid, Axis, Fit, Header, Line, Panel, Unit};
@@ -268,7 +268,7 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
     views.extend(
         ["other", "fifo", "rr"]
             .into_iter()
-            .filter_map(|policy| forms_table(doc, &figs, policy)),
+            .flat_map(|policy| forms_tables(doc, &figs, policy)),
     );
     views.push(derived_table(doc, &b, &figs));
     views
@@ -296,7 +296,7 @@ fn published_table(b: &PublishedDoc) -> View {
             (Some(a), Some(b0)) => format!("{:.1} %", b0 / a * 100.0),
             _ => "-".into(),
         };
-        let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v} ms"));
+        let f = |v: Option<f64>| v.map_or("-".into(), |v| v.to_string());
         rows.push(vec![
             format!("{} µs", crate::plot::chart::sig(ns / 1e3)),
             f(s),
@@ -311,34 +311,37 @@ fn published_table(b: &PublishedDoc) -> View {
         title: format!("{NAME}: the study's table (QNX, as published) and what it derives"),
         head: [
             "tick",
-            "single",
-            "threads",
-            "forks",
-            "forms apart",
-            "single vs 1 ms",
-            "useful share",
+            "single ms",
+            "threads ms",
+            "forks ms",
+            "apart",
+            "vs 1 ms",
+            "useful",
         ]
         .map(String::from)
         .to_vec(),
         rows,
         notes: vec![
-            "forms apart: (slowest − fastest) / fastest at each tick. The study says the three \
-             forms differ by only 0.5–2 %: its own table bears that out at 1 ms (0.7 %) and \
-             19 µs (1.7 %), not at 49 µs (6.6 %), 11 µs (2.1 %) or 9.2 µs (3.0 %). useful share: the time at the longest tick over the time at this one (its \
-             Fig. 2.7)."
+            "apart: how far the three forms are apart, (slowest − fastest) / fastest at each \
+             tick. The study says they differ by only 0.5–2 %: its own table bears that out at \
+             1 ms (0.7 %) and 19 µs (1.7 %), not at 49 µs (6.6 %), 11 µs (2.1 %) or 9.2 µs \
+             (3.0 %). vs 1 ms: the single flow's time against its time at the 1 ms tick. \
+             useful: the useful share, the time at the longest tick over the time at this one \
+             (its Fig. 2.7)."
                 .into(),
         ],
     }
 }
 
-/// This machine's grid under one scheduling policy: the forms at each period; none when the
-/// run measured no period under it.
-fn forms_table(doc: &ResultDoc, figs: &[StudyFigure], policy: &str) -> Option<View> {
+/// This machine's grids under one scheduling policy, each whole at 80 columns: the forms'
+/// times at each period, then what each timer event cost them; none when the run measured no
+/// period under it.
+fn forms_tables(doc: &ResultDoc, figs: &[StudyFigure], policy: &str) -> Vec<View> {
     let ps = periods(doc, policy);
     if ps.is_empty() {
-        return None;
+        return Vec::new();
     }
-    let mut rows = Vec::new();
+    let (mut times, mut costs) = (Vec::new(), Vec::new());
     let none = ("none".to_string(), None);
     for (name, ns) in std::iter::once(none).chain(ps.into_iter().map(|(n, ns)| (n, Some(ns)))) {
         let t = |form: &str| point(doc, form, policy, ns);
@@ -352,11 +355,13 @@ fn forms_table(doc: &ResultDoc, figs: &[StudyFigure], policy: &str) -> Option<Vi
                 }
             })
         };
-        let f = |form: &str, what: &str| {
+        let fig = |form: &str, what: &str| {
             get(figs, &format!("study.{NAME}.{form}.{policy}.{name}.{what}"))
-                .map_or("-".into(), |f| value_text(f.value, &f.unit))
         };
-        rows.push(vec![
+        let cycles = |form: &str| {
+            fig(form, "cycles_per_event").map_or("-".into(), |f| crate::plot::chart::sig(f.value))
+        };
+        times.push(vec![
             name.clone(),
             cell(t("single")),
             cell(t("threads")),
@@ -364,44 +369,66 @@ fn forms_table(doc: &ResultDoc, figs: &[StudyFigure], policy: &str) -> Option<Vi
             t("single")
                 .and_then(|c| counter(c, "events"))
                 .map_or("-".into(), |e| format!("{e:.0}")),
-            f("single", "cycles_per_event"),
-            f("threads", "cycles_per_event"),
-            f("processes", "cycles_per_event"),
-            f("threads", "switches_per_event"),
+            fig("single", "useful_share").map_or("-".into(), |f| {
+                format!("{} %", crate::plot::chart::sig(f.value))
+            }),
+        ]);
+        costs.push(vec![
+            name.clone(),
+            cycles("single"),
+            cycles("threads"),
+            cycles("processes"),
+            fig("threads", "switches_per_event")
+                .map_or("-".into(), |f| crate::plot::chart::sig(f.value)),
             get(figs, &format!("study.{NAME}.form_spread.{policy}.{name}"))
                 .map_or("-".into(), |f| format!("{:.1} %", f.value)),
-            f("single", "useful_share"),
         ]);
     }
+    let policy_name = format!("SCHED_{}", policy.to_uppercase());
     let mut notes = vec![format!(
-        "SCHED_{}: the same work as one flow, N threads and N processes on one CPU under \
+        "{policy_name}: the same work as one flow, N threads and N processes on one CPU under \
          periodic timer events (none: undisturbed). events: timer events counted in the \
-         single flow's run; cycles/event: (cycles − cycles with none) / (events − events \
-         with none), counter cycles; switches/event: extra switches per extra event for the \
-         threads.",
-        policy.to_uppercase()
+         single flow's run; useful: the time undisturbed over the time at this period."
     )];
     notes.extend(this_machine_note(Some(doc)));
-    Some(View {
-        title: format!("{NAME}: this machine, the forms under timer events ({policy})"),
-        head: [
-            "period",
-            "single",
-            "threads",
-            "processes",
-            "events",
-            "cyc/ev single",
-            "cyc/ev threads",
-            "cyc/ev procs",
-            "sw/ev threads",
-            "forms apart",
-            "useful share",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows,
-        notes,
-    })
+    let mut cost_notes = vec![format!(
+        "{policy_name}: counter cycles per extra timer event, (cycles − cycles with none) / \
+         (events − events with none), for each form; switches: extra switches per extra event \
+         for the threads; apart: (slowest − fastest) / fastest of the three forms' times."
+    )];
+    cost_notes.extend(this_machine_note(Some(doc)));
+    vec![
+        View {
+            title: format!("{NAME}: this machine, the forms under timer events ({policy})"),
+            head: [
+                "period",
+                "single",
+                "threads",
+                "processes",
+                "events",
+                "useful",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows: times,
+            notes,
+        },
+        View {
+            title: format!("{NAME}: this machine, cycles per timer event ({policy})"),
+            head: [
+                "period",
+                "single",
+                "threads",
+                "processes",
+                "switches",
+                "apart",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows: costs,
+            notes: cost_notes,
+        },
+    ]
 }
 
 /// The study's derived figures (cycles per tick, the switches, switching's share) beside this

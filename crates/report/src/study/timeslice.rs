@@ -140,8 +140,10 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
     let b = baseline(NAME);
     let figs = doc.map(figures).unwrap_or_default();
     let f = |id: String| get(&figs, &id).map(|f| value_text(f.value, &f.unit));
-    let mut rows = Vec::new();
+    let (mut thr, mut lat, mut tot) = (Vec::new(), Vec::new(), Vec::new());
     let (t1, l1) = (published(&b, "n1.throughput"), published(&b, "n1.latency"));
+    let vs_n1 =
+        |n: usize, id: String| f(id).unwrap_or(if n == 1 { "1 x".into() } else { "-".into() });
     for n in NS {
         let (t, l, total) = (
             published(&b, &format!("n{n}.throughput")),
@@ -156,61 +158,68 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
             .and_then(|d| point(d, n))
             .and_then(|p| p.common)
             .map_or("-".into(), |c| fmt_ns(c.mean_ns));
-        rows.push(vec![
+        thr.push(vec![
             n.to_string(),
             t.map_or("-".into(), |v| format!("{v}")),
-            f(format!("study.{NAME}.n{n}.throughput")).unwrap_or("-".into()),
+            get(&figs, &format!("study.{NAME}.n{n}.throughput"))
+                .map_or("-".into(), |f| crate::plot::chart::sig(f.value)),
             ratio(t, t1),
-            f(format!("study.{NAME}.n{n}.throughput_vs_n1")).unwrap_or(if n == 1 {
-                "1 x".into()
-            } else {
-                "-".into()
-            }),
+            vs_n1(n, format!("study.{NAME}.n{n}.throughput_vs_n1")),
+        ]);
+        lat.push(vec![
+            n.to_string(),
             l.map_or("-".into(), fmt_ns),
             f(format!("study.{NAME}.n{n}.latency")).unwrap_or("-".into()),
             ratio(l, l1),
-            f(format!("study.{NAME}.n{n}.latency_vs_n1")).unwrap_or(if n == 1 {
-                "1 x".into()
-            } else {
-                "-".into()
-            }),
+            vs_n1(n, format!("study.{NAME}.n{n}.latency_vs_n1")),
+        ]);
+        tot.push(vec![
+            n.to_string(),
             ratio(l, total),
             f(format!("study.{NAME}.n{n}.latency_over_total")).unwrap_or("-".into()),
             common,
         ]);
     }
-    let mut notes = vec![
-        "throughput: processes finished per second (N / the time until the last finished); \
-         latency: the mean over the processes of each one's time from its own first progress \
-         record to its last (the study's definition); `from start`: this machine's mean latency \
-         from the common start instead."
-            .to_string(),
-        "The absolute figures are set by each machine's chunk of work; the ratios (x) carry \
-         over. The study's latencies grow 1 : 1.6 : 2.9 from N = 1 to 4, not in proportion to N."
-            .to_string(),
-    ];
-    notes.extend(this_machine_note(doc));
-    vec![View {
-        title: format!("{NAME}: N processes of 100 chunks on one CPU"),
-        head: [
-            "N",
-            "study /s",
-            "this /s",
-            "study vs N=1",
-            "this vs N=1",
-            "study latency",
-            "this latency",
-            "study vs N=1",
-            "this vs N=1",
-            "study lat/total",
-            "this lat/total",
-            "this from start",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows,
-        notes,
-    }]
+    let head = |h: &[&str]| h.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let with_machine = |mut notes: Vec<String>| {
+        notes.extend(this_machine_note(doc));
+        notes
+    };
+    // Three tables, each whole at 80 columns: the study's column beside this machine's.
+    vec![
+        View {
+            title: format!("{NAME}: N processes of 100 chunks on one CPU, throughput"),
+            head: head(&["N", "study /s", "here /s", "study vs N=1", "here vs N=1"]),
+            rows: thr,
+            notes: with_machine(vec![
+                "throughput: processes finished per second (N / the time until the last \
+                 finished). The absolute figures are set by each machine's chunk of work; the \
+                 ratios (x) carry over."
+                    .to_string(),
+            ]),
+        },
+        View {
+            title: format!("{NAME}: N processes of 100 chunks on one CPU, latency"),
+            head: head(&["N", "study", "here", "study vs N=1", "here vs N=1"]),
+            rows: lat,
+            notes: with_machine(vec![
+                "latency: the mean over the processes of each one's time from its own first \
+                 progress record to its last (the study's definition). The study's latencies \
+                 grow 1 : 1.6 : 2.9 from N = 1 to 4, not in proportion to N."
+                    .to_string(),
+            ]),
+        },
+        View {
+            title: format!("{NAME}: N processes of 100 chunks on one CPU, latency over total"),
+            head: head(&["N", "study lat/total", "here lat/total", "here from start"]),
+            rows: tot,
+            notes: with_machine(vec![
+                "lat/total: the latency over the time until the last process finished; \
+                 `from start`: this machine's mean latency from the common start instead."
+                    .to_string(),
+            ]),
+        },
+    ]
 }
 
 /// Progress against time, one panel per N: this machine's trace (each worker a line), and the
