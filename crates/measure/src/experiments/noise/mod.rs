@@ -761,7 +761,7 @@ mod tests {
             let out = run(
                 &opts(&[
                     "--duration",
-                    "20ms",
+                    "100ms",
                     "--threshold-ns",
                     "1",
                     "--max-gaps",
