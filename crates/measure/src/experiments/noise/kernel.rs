@@ -25,6 +25,8 @@ pub(super) struct Traced {
     counts: BTreeMap<(u32, String), u64>,
     window_s: f64,
     lost: u64,
+    /// Those of them the kernel counted by tracepoint (BPF programs it did not run).
+    lost_by_event: BTreeMap<String, u64>,
     /// How the tracepoints were recorded.
     mechanism: Mechanism,
     /// Events the kernel counted but did not sample (an interrupt of an idle CPU).
@@ -67,6 +69,7 @@ pub(super) fn traced_pass(
         counts: stopped.counts,
         window_s: stopped.window_ns as f64 / 1e9,
         lost: stopped.lost,
+        lost_by_event: stopped.lost_by_event.clone(),
         mechanism: stopped.mechanism,
         unsampled: stopped.unsampled,
         timer_unsampled: stopped
@@ -192,7 +195,10 @@ pub(super) fn kernel_case(
         }
     }
     case.counters.insert("trace_window_s".into(), t.window_s);
-    timer_figures(&mut case, &mine, &segs, &gaps, &views, n, t, clock, start);
+    // Timer interrupts the kernel counted that left no record are lost records too, counted
+    // from /proc/interrupts.
+    let unrecorded = timer_figures(&mut case, &mine, &segs, &gaps, &views, n, t, clock, start);
+    let lost_here = t.lost + unrecorded;
     if let Some(p) = plain {
         let lost_plain = pct(p.lens_ns.iter().sum(), p.span_ns);
         let c = &mut case.counters;
@@ -209,20 +215,47 @@ pub(super) fn kernel_case(
             per: "second spun (CPU time lost)".into(),
             untraced_ns: p.lens_ns.iter().sum::<f64>() / p.span_ns * 1e9,
             traced_ns: lost / n.span_ns * 1e9,
-            lost: t.lost,
+            lost: lost_here,
         });
     }
     case.counters
         .insert("trace_events_unsampled".into(), t.unsampled as f64);
     // Always counted, so a lost record is never taken for one that was not there.
     case.counters
-        .insert("trace_records_lost".into(), t.lost as f64);
+        .insert("trace_records_lost".into(), lost_here as f64);
+    case.counters.extend(kview::lost_counters(&t.lost_by_event));
     if t.lost > 0 {
         case.warnings.push(
             format!(
-                "{} trace records were lost ({} could not keep them): some gaps lack their \
+                "{} trace records were lost ({} could not keep them){}: some gaps lack their \
                  events and the timer's count falls short",
-                t.lost, t.mechanism
+                t.lost,
+                t.mechanism,
+                kview::lost_words(&t.lost_by_event)
+            )
+            .into(),
+        );
+    }
+    if unrecorded > 0 {
+        let why = if t.mechanism == Mechanism::Bpf {
+            "the kernel ran no BPF program for them and counted no miss"
+        } else {
+            "the mechanism counted no loss for them"
+        };
+        let (n, s) = if unrecorded == 1 {
+            ("1 local timer interrupt", "")
+        } else {
+            ("local timer interrupts", "s")
+        };
+        let n = if unrecorded == 1 {
+            n.to_owned()
+        } else {
+            format!("{unrecorded} {n}")
+        };
+        case.warnings.push(
+            format!(
+                "{n} /proc/interrupts counted on CPU {cpu} left no record ({why}): counted as \
+                 lost record{s}; the gaps made are given to another source or to none"
             )
             .into(),
         );
@@ -243,7 +276,7 @@ fn timer_figures(
     t: &Traced,
     clock: &Clock,
     start: u64,
-) {
+) -> u64 {
     let cpu = n.cpu;
     let entries: Vec<f64> = mine
         .iter()
@@ -258,7 +291,7 @@ fn timer_figures(
             )
             .into(),
         );
-        return;
+        return 0;
     }
     let mut handler: Vec<f64> = segs
         .iter()
@@ -305,7 +338,7 @@ fn timer_figures(
              not checked against its LOC count"
                 .into(),
         );
-        return;
+        return 0;
     };
     let (Some(a), Some(b)) = (before.local_timer.get(&cpu), after.local_timer.get(&cpu)) else {
         case.warnings.push(
@@ -315,7 +348,7 @@ fn timer_figures(
             )
             .into(),
         );
-        return;
+        return 0;
     };
     let loc = b.saturating_sub(*a) as f64;
     let (w0, w1) = (
@@ -337,6 +370,8 @@ fn timer_figures(
     c.insert("local_timer_per_s".into(), loc / window_s);
     c.insert("timer_events_in_window".into(), traced);
     c.insert("timer_events_unsampled".into(), unsampled);
+    let unrecorded = (loc - seen).max(0.0);
+    c.insert("timer_events_unrecorded".into(), unrecorded);
     let idle = if unsampled > 0.0 {
         format!(
             ", with the {unsampled:.0} the kernel counted but did not sample over the traced \
@@ -352,7 +387,9 @@ fn timer_figures(
         (TIMER_TOLERANCE * loc).max(1.0),
         &format!(
             "local timer entries the kernel traced on CPU {cpu} between the two readings of \
-             /proc/interrupts ({window_s:.2} s){idle}, against its LOC count; within ±2 %"
+             /proc/interrupts ({window_s:.2} s){idle}, against its LOC count; within ±2 % \
+             (any it falls short is counted as lost records)"
         ),
     ));
+    unrecorded as u64
 }
