@@ -403,7 +403,8 @@ fn a_refused_bpf_falls_back_and_says_why() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
     let script = format!(
-        "mount -t tracefs nodev /sys/kernel/tracing && exec setpriv --bounding-set \
+        "{{ mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing; }} \
+         && exec setpriv --bounding-set \
          -bpf,-sys_admin --inh-caps -bpf,-sys_admin {} --quick --quiet --samples 5 switch \
          --via pipe --kind threads --trace-with bpf --json {}",
         bin().display(),
