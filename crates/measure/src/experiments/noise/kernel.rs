@@ -393,3 +393,85 @@ fn timer_figures(
     ));
     unrecorded as u64
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn noise(cpu: usize) -> CpuNoise {
+        CpuNoise {
+            cpu,
+            span_ns: 10_000.0,
+            iterations: 1,
+            gaps_seen: 0,
+            starts_ns: Vec::new(),
+            lens_ns: Vec::new(),
+            lens_ticks: Vec::new(),
+            periodic: None,
+            period_span_ns: 0.0,
+        }
+    }
+
+    fn traced(loc_before: u64, loc_after: u64, unsampled: u64) -> Traced {
+        let counts = |n: u64| Interrupts {
+            local_timer: BTreeMap::from([(0, n)]),
+            all: BTreeMap::from([(0, n)]),
+        };
+        Traced {
+            spins: Vec::new(),
+            events: Vec::new(),
+            counts: BTreeMap::new(),
+            window_s: 1e-5,
+            lost: 0,
+            lost_by_event: BTreeMap::new(),
+            mechanism: Mechanism::Bpf,
+            unsampled: 0,
+            timer_unsampled: BTreeMap::from([(0, unsampled)]),
+            loc: Some((counts(loc_before), counts(loc_after), 0, 10_000)),
+            notes: Vec::new(),
+        }
+    }
+
+    fn case() -> Case {
+        Case::new(
+            "noise.cpu0.kernel",
+            "a test",
+            "interruption",
+            Samples {
+                per_op_ns: vec![1.0],
+                per_op_ticks: vec![1.0],
+                iterations_per_sample: 1,
+                loop_overhead_ns: 0.0,
+            },
+        )
+    }
+
+    /// Local timer interrupts `/proc/interrupts` counted that left no record are counted as
+    /// lost records (what BPF shows when the kernel runs no program for them), entries the
+    /// kernel counted but did not sample making up a shortfall first.
+    #[test]
+    fn timer_interrupts_left_unrecorded_are_counted_as_lost() {
+        let clock = Clock::monotonic("a test".into());
+        let timer = Kind::Enter("local_timer".into(), LOCAL_TIMER.into());
+        let mine: Vec<(f64, &Kind)> = (1..=8).map(|i| (i as f64 * 1000.0, &timer)).collect();
+        let n = noise(0);
+        let run = |t: &Traced| {
+            let mut c = case();
+            let lost = timer_figures(&mut c, &mine, &[], &[], &[], &n, t, &clock, 0);
+            (lost, c)
+        };
+        // Ten counted, eight recorded: two lost.
+        let (lost, c) = run(&traced(100, 110, 0));
+        assert_eq!(lost, 2);
+        assert_eq!(c.counters["timer_events_unrecorded"], 2.0);
+        assert_eq!(c.counters["timer_events_in_window"], 8.0);
+        // Every one recorded: none lost.
+        let (lost, c) = run(&traced(100, 108, 0));
+        assert_eq!(lost, 0);
+        assert_eq!(c.counters["timer_events_unrecorded"], 0.0);
+        assert!(c.checks.iter().all(|k| k.passed), "{:?}", c.checks);
+        // One counted but not sampled (perf, an idle CPU) makes up one of the two.
+        let (lost, _) = run(&traced(100, 110, 1));
+        assert_eq!(lost, 1);
+    }
+}
