@@ -237,20 +237,15 @@ pub(super) fn kernel_case(
         );
     }
     if unrecorded > 0 {
+        let (n, them, s) = if unrecorded == 1 {
+            ("1 local timer interrupt".to_owned(), "it", "")
+        } else {
+            (format!("{unrecorded} local timer interrupts"), "them", "s")
+        };
         let why = if t.mechanism == Mechanism::Bpf {
-            "the kernel ran no BPF program for them and counted no miss"
+            format!("the kernel ran no BPF program for {them} and counted no miss")
         } else {
-            "the mechanism counted no loss for them"
-        };
-        let (n, s) = if unrecorded == 1 {
-            ("1 local timer interrupt", "")
-        } else {
-            ("local timer interrupts", "s")
-        };
-        let n = if unrecorded == 1 {
-            n.to_owned()
-        } else {
-            format!("{unrecorded} {n}")
+            format!("the mechanism counted no loss for {them}")
         };
         case.warnings.push(
             format!(
