@@ -709,8 +709,8 @@ pub fn lost_counters(by_event: &BTreeMap<String, u64>) -> Vec<(String, f64)> {
         .collect()
 }
 
-/// The words naming them, `" (sched:sched_switch 3, ...: programs the kernel did not run)"`,
-/// or nothing when there are none.
+/// The words naming them, `" (sched:sched_switch 3, ...: BPF programs the kernel did not
+/// run, ...)"`, or nothing when there are none.
 pub fn lost_words(by_event: &BTreeMap<String, u64>) -> String {
     if by_event.is_empty() {
         return String::new();
