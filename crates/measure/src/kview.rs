@@ -414,6 +414,9 @@ pub struct Pass<'a> {
     pub needs_all: Option<&'a str>,
     /// The mechanisms to try, in order (see `oscost_sys::kseam`).
     pub mechanisms: &'a [Mechanism],
+    /// The fields the pass reads, by tracepoint (`sys:event`): a mechanism whose records
+    /// would leave any of them at zero is passed over, and the notes say which fields.
+    pub fields: &'a [(&'a str, &'a [&'a str])],
 }
 
 impl<'a> Pass<'a> {
@@ -430,6 +433,7 @@ impl<'a> Pass<'a> {
             each: false,
             needs_all: None,
             mechanisms,
+            fields: &[],
         }
     }
 }
@@ -506,7 +510,14 @@ impl Session {
                 crate::sysctl::record_mount(&rec, dir, crate::sysctl::FTRACE_INSTANCE, me).ok()
             });
         };
-        let tracer = match Tracer::open(&fs, pass.events, pass.cpus, pass.mechanisms, &mut made) {
+        let tracer = match Tracer::open(
+            &fs,
+            pass.events,
+            pass.cpus,
+            pass.mechanisms,
+            pass.fields,
+            &mut made,
+        ) {
             Ok(t) => t,
             Err(u) if pass.needs_all.is_some() => return Err(closed(&fs).unwrap_or(u)),
             Err(u) => return Err(u),
@@ -583,6 +594,7 @@ impl Session {
             events: records.iter().filter_map(|r| dec.decode(r, &map)).collect(),
             counts,
             lost: self.tracer.lost(),
+            lost_by_event: self.tracer.lost_by_event(),
             unsampled: self.tracer.unsampled(),
             unsampled_by: self.tracer.unsampled_by(),
             window_ns: end.1.saturating_sub(self.start.1),
@@ -648,6 +660,9 @@ pub struct Stopped {
     pub counts: BTreeMap<(u32, String), u64>,
     /// Records the mechanism lost (a full buffer, a program that could not run).
     pub lost: u64,
+    /// Those of [`Stopped::lost`] the kernel counted by tracepoint (`sys:event`): BPF
+    /// programs it did not run because they were already running on that CPU.
+    pub lost_by_event: BTreeMap<String, u64>,
     /// Events the kernel counted but did not sample, none lost (see
     /// [`oscost_sys::ktrace::Tracer::unsampled`]).
     pub unsampled: u64,
@@ -669,13 +684,42 @@ pub struct Raw {
     pub formats: Vec<Format>,
     /// Maps the records' times onto the counter.
     pub map: TimeMap,
-    /// Records the kernel dropped (a ring was full).
+    /// Records the kernel dropped (a ring was full, a program was not run).
     pub lost: u64,
+    /// Those of [`Raw::lost`] the kernel counted by tracepoint (see [`Stopped::lost_by_event`]).
+    pub lost_by_event: BTreeMap<String, u64>,
     /// Events the kernel counted but did not sample, none lost (see
     /// [`oscost_sys::ktrace::Tracer::unsampled`]).
     pub unsampled: u64,
     /// How long recording was on, ns.
     pub window_ns: u64,
+}
+
+/// Counters naming each tracepoint's records lost to programs the kernel did not run
+/// (`trace_records_lost.<sys>.<event>`), for a case's counters beside `trace_records_lost`.
+pub fn lost_counters(by_event: &BTreeMap<String, u64>) -> Vec<(String, f64)> {
+    by_event
+        .iter()
+        .map(|(e, n)| {
+            (
+                format!("trace_records_lost.{}", e.replace(':', ".")),
+                *n as f64,
+            )
+        })
+        .collect()
+}
+
+/// The words naming them, `" (sched:sched_switch 3, ...: BPF programs the kernel did not
+/// run, ...)"`, or nothing when there are none.
+pub fn lost_words(by_event: &BTreeMap<String, u64>) -> String {
+    if by_event.is_empty() {
+        return String::new();
+    }
+    let each: Vec<String> = by_event.iter().map(|(e, n)| format!("{e} {n}")).collect();
+    format!(
+        " ({}: BPF programs the kernel did not run, already running on their CPU)",
+        each.join(", ")
+    )
 }
 
 impl Raw {
@@ -706,6 +750,7 @@ impl Session {
             formats: self.tracer.formats().to_vec(),
             map: TimeMap::new(self.start, end),
             lost: self.tracer.lost(),
+            lost_by_event: self.tracer.lost_by_event(),
             unsampled: self.tracer.unsampled(),
             window_ns: end.1.saturating_sub(self.start.1),
         })
@@ -884,6 +929,32 @@ mod tests {
         let segs = segments(&refs, 1);
         assert_eq!(segs.len(), 1);
         assert_eq!((segs[0].from, segs[0].to), (1.0, 4.0));
+    }
+
+    #[test]
+    fn records_lost_by_tracepoint_are_named_and_counted() {
+        let none = BTreeMap::new();
+        assert_eq!(lost_words(&none), "");
+        assert!(lost_counters(&none).is_empty());
+        let by = BTreeMap::from([
+            ("irq_vectors:local_timer_entry".to_owned(), 2),
+            ("sched:sched_switch".to_owned(), 5),
+        ]);
+        let words = lost_words(&by);
+        assert!(
+            words.contains("irq_vectors:local_timer_entry 2, sched:sched_switch 5"),
+            "{words}"
+        );
+        assert_eq!(
+            lost_counters(&by),
+            vec![
+                (
+                    "trace_records_lost.irq_vectors.local_timer_entry".to_owned(),
+                    2.0
+                ),
+                ("trace_records_lost.sched.sched_switch".to_owned(), 5.0),
+            ]
+        );
     }
 
     #[test]

@@ -20,7 +20,7 @@
 
 use crate::ktrace::{Format, Record, Tracefs, Unavailable};
 use crate::last_error;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
@@ -188,6 +188,27 @@ pub fn unrecorded_fields(format: &Format) -> Vec<String> {
         .filter(|f| !f.name.starts_with("common_"))
         .filter(|f| !s.fields.iter().any(|(n, _)| *n == f.name))
         .map(|f| f.name.clone())
+        .collect()
+}
+
+/// The fields of `wanted` a program's record of tracepoint `format` would leave at zero (all
+/// of them for a tracepoint no program records): a reader that needs any of them must not be
+/// handed BPF's records. Of the common fields, a record fills `common_type` and `common_pid`.
+pub fn lacking_fields(format: &Format, wanted: &[&str]) -> Vec<String> {
+    let filled = format
+        .name
+        .split_once(':')
+        .and_then(|(sys, ev)| spec(sys, ev))
+        .map(|s| s.fields);
+    wanted
+        .iter()
+        .filter(|w| match filled {
+            None => true,
+            Some(f) => {
+                !matches!(**w, "common_type" | "common_pid") && !f.iter().any(|(n, _)| n == *w)
+            }
+        })
+        .map(|w| (*w).to_owned())
         .collect()
 }
 
@@ -545,7 +566,10 @@ pub struct Tracer {
     cpus: Vec<(usize, u32)>,
     slots: u32,
     lost: u64,
-    misses_before: u64,
+    /// Each program's `recursion_misses` when recording started.
+    misses_before: Vec<u64>,
+    /// Records lost to programs not run, by tracepoint.
+    lost_by_event: BTreeMap<String, u64>,
     /// Threads' names when the tracer was opened, for those gone before the trace is read.
     early_names: HashMap<u32, String>,
 }
@@ -639,7 +663,8 @@ impl Tracer {
             cpus: Vec::new(),
             slots,
             lost: 0,
-            misses_before: 0,
+            misses_before: Vec::new(),
+            lost_by_event: BTreeMap::new(),
             early_names: HashMap::new(),
         };
         for (i, &cpu) in cpus.iter().enumerate() {
@@ -741,17 +766,37 @@ impl Tracer {
         self.lost
     }
 
-    /// The times a program was not run because another one ran on its CPU (the kernel's
-    /// `recursion_misses`), summed over the programs.
-    fn misses(&self) -> u64 {
-        self.progs.iter().map(|p| prog_misses(p).unwrap_or(0)).sum()
+    /// Each program's `recursion_misses` now, in the order of [`Tracer::formats`].
+    fn misses(&self) -> Vec<u64> {
+        self.progs
+            .iter()
+            .map(|p| prog_misses(p).unwrap_or(0))
+            .collect()
+    }
+
+    /// Records lost because the kernel did not run a program (its `recursion_misses`: the
+    /// program was already running on that CPU), by tracepoint (`sys:event`); only those
+    /// that lost any. They are part of [`Tracer::lost`].
+    pub fn lost_by_event(&self) -> &BTreeMap<String, u64> {
+        &self.lost_by_event
     }
 
     /// Every record written, laid out as its tracepoint's format says, in time order.
     pub fn drain(&mut self) -> Vec<Record> {
-        let misses = self.misses().saturating_sub(self.misses_before);
+        let now = self.misses();
+        let mut lost = 0;
+        for (i, n) in now.iter().enumerate() {
+            let missed = n.saturating_sub(self.misses_before.get(i).copied().unwrap_or(0));
+            if missed > 0 {
+                *self
+                    .lost_by_event
+                    .entry(self.formats[i].name.clone())
+                    .or_insert(0) += missed;
+                lost += missed;
+            }
+        }
+        self.misses_before = now;
         let mut raw: Vec<(usize, [u8; RECORD_BYTES])> = Vec::new();
-        let mut lost = misses;
         for &(cpu, base) in &self.cpus {
             // SAFETY: the head is an 8-byte aligned u64 at the start of cpu's header.
             let head = unsafe { self.header(cpu).cast::<u64>().read_volatile() };
@@ -1108,6 +1153,32 @@ mod tests {
             ["prev_prio".to_owned(), "next_prio".to_owned()]
         );
         assert!(out.windows(2).all(|w| w[0].time_ns <= w[1].time_ns));
+    }
+
+    #[test]
+    fn a_field_a_record_leaves_at_zero_is_named_as_lacking() {
+        let entry = format(
+            "timer",
+            "name: hrtimer_expire_entry\nID: 90\nformat:\n\
+             \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+             \tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\
+             \tfield:void * hrtimer;\toffset:8;\tsize:8;\tsigned:0;\n\
+             \tfield:s64 now;\toffset:16;\tsize:8;\tsigned:1;\n\
+             \tfield:void * function;\toffset:24;\tsize:8;\tsigned:0;\n",
+        );
+        assert!(lacking_fields(&entry, &["hrtimer", "common_pid"]).is_empty());
+        assert_eq!(
+            lacking_fields(&entry, &["hrtimer", "now", "function"]),
+            ["now".to_owned(), "function".to_owned()]
+        );
+        // A tracepoint no program records lacks every field asked for.
+        let start = format(
+            "timer",
+            "name: hrtimer_start\nID: 91\nformat:\n\
+             \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+             \tfield:void * hrtimer;\toffset:8;\tsize:8;\tsigned:0;\n",
+        );
+        assert_eq!(lacking_fields(&start, &["hrtimer"]), ["hrtimer".to_owned()]);
     }
 
     #[test]

@@ -76,12 +76,16 @@ impl Tracer {
     /// design is passed over without a word; one this machine refuses is named by
     /// [`Tracer::passed_over`]. When every one fails, the last one's reason is the error.
     /// `made` is told of anything made on the machine that must go after a kill (an ftrace
-    /// instance's directory) as soon as it exists.
+    /// instance's directory) as soon as it exists. `fields` names, by tracepoint
+    /// (`sys:event`), the fields the reader needs: a mechanism whose records would leave any
+    /// of them at zero (BPF's, for fields its programs do not record) is passed over, and
+    /// [`Tracer::passed_over`] says which fields.
     pub fn open(
         fs: &Tracefs,
         events: &[(&str, &str)],
         cpus: &[usize],
         order: &[Mechanism],
+        fields: &[(&str, &[&str])],
         made: &mut dyn FnMut(&std::path::Path),
     ) -> Result<Tracer, Unavailable> {
         let mut passed_over = Vec::new();
@@ -103,8 +107,13 @@ impl Tracer {
                     if !present.iter().all(|&(s, e)| crate::bpf::can_record(s, e)) {
                         continue;
                     }
-                    crate::bpf::Tracer::open(fs, &present, cpus, crate::bpf::DEFAULT_SLOTS)
-                        .map(Inner::Bpf)
+                    match bpf_lacks(fs, &present, fields) {
+                        Some(why) => Err(why),
+                        None => {
+                            crate::bpf::Tracer::open(fs, &present, cpus, crate::bpf::DEFAULT_SLOTS)
+                                .map(Inner::Bpf)
+                        }
+                    }
                 }
                 Mechanism::Ftrace => {
                     crate::ftrace::Tracer::open(fs, &present, cpus, made).map(Inner::Ftrace)
@@ -242,6 +251,15 @@ impl Tracer {
         }
     }
 
+    /// The records of [`Tracer::lost`] the kernel counted by tracepoint (`sys:event`): BPF's
+    /// programs it did not run; empty for the other mechanisms, whose losses are by CPU.
+    pub fn lost_by_event(&self) -> BTreeMap<String, u64> {
+        match &self.inner {
+            Inner::Bpf(t) => t.lost_by_event().clone(),
+            Inner::Ftrace(_) | Inner::Perf(_) => BTreeMap::new(),
+        }
+    }
+
     /// Events counted but never sampled, none lost (perf only: see
     /// [`ktrace::Tracer::unsampled`]).
     pub fn unsampled(&self) -> u64 {
@@ -258,6 +276,31 @@ impl Tracer {
             Inner::Perf(t) => t.unsampled_by().clone(),
         }
     }
+}
+
+/// Why BPF's records would not do for a reader needing `fields` (by `sys:event`) of the
+/// tracepoints `present`: the fields its programs leave at zero, or `None` when it records
+/// every one. No reader is handed a zero it takes for a value.
+fn bpf_lacks(
+    fs: &Tracefs,
+    present: &[(&str, &str)],
+    fields: &[(&str, &[&str])],
+) -> Option<Unavailable> {
+    let lacking: Vec<String> = present
+        .iter()
+        .filter_map(|&(s, e)| {
+            let name = format!("{s}:{e}");
+            let wanted = fields.iter().find(|(n, _)| *n == name)?.1;
+            let lacks = crate::bpf::lacking_fields(&fs.format(s, e)?, wanted);
+            (!lacks.is_empty()).then(|| format!("{name}'s {}", lacks.join(", ")))
+        })
+        .collect();
+    (!lacking.is_empty()).then(|| {
+        Unavailable(format!(
+            "oscost's BPF programs do not record {}, which this pass reads",
+            lacking.join("; ")
+        ))
+    })
 }
 
 #[cfg(test)]
@@ -283,11 +326,47 @@ mod tests {
             &events,
             &[cpu],
             &[Mechanism::Bpf, Mechanism::Perf],
+            &[],
             &mut |_| {},
         ) {
             Ok(t) => {
                 assert_eq!(t.mechanism(), Mechanism::Perf);
                 assert!(t.passed_over().is_empty(), "{:?}", t.passed_over());
+            }
+            Err(u) => assert!(!u.0.contains('\n'), "{u}"),
+        }
+    }
+
+    /// A reader that needs a field BPF's programs leave at zero is not handed BPF's records:
+    /// the next mechanism records, and the reason names the field.
+    #[test]
+    fn bpf_lacking_a_field_asked_for_is_passed_over_with_the_field_named() {
+        let _serial = crate::ktrace::tests::tracefs_serial();
+        let Ok(fs) = Tracefs::open() else { return };
+        if fs.format("timer", "hrtimer_expire_entry").is_none() {
+            return;
+        }
+        let cpu = crate::affinity().unwrap()[0];
+        let events = [("timer", "hrtimer_expire_entry")];
+        let needs: [(&str, &[&str]); 1] = [("timer:hrtimer_expire_entry", &["hrtimer", "now"])];
+        let why = bpf_lacks(&fs, &events, &needs).expect("now is not recorded");
+        assert!(why.0.contains("timer:hrtimer_expire_entry's now"), "{why}");
+        assert!(!why.0.contains("hrtimer,"), "{why}");
+        let fine: [(&str, &[&str]); 1] = [("timer:hrtimer_expire_entry", &["hrtimer"])];
+        assert!(bpf_lacks(&fs, &events, &fine).is_none());
+        match Tracer::open(
+            &fs,
+            &events,
+            &[cpu],
+            &[Mechanism::Bpf, Mechanism::Perf],
+            &needs,
+            &mut |_| {},
+        ) {
+            Ok(t) => {
+                assert_eq!(t.mechanism(), Mechanism::Perf);
+                let (m, why) = &t.passed_over()[0];
+                assert_eq!(*m, Mechanism::Bpf);
+                assert!(why.contains("'s now"), "{why}");
             }
             Err(u) => assert!(!u.0.contains('\n'), "{u}"),
         }

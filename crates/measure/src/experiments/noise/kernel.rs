@@ -25,6 +25,8 @@ pub(super) struct Traced {
     counts: BTreeMap<(u32, String), u64>,
     window_s: f64,
     lost: u64,
+    /// Those of them the kernel counted by tracepoint (BPF programs it did not run).
+    lost_by_event: BTreeMap<String, u64>,
     /// How the tracepoints were recorded.
     mechanism: Mechanism,
     /// Events the kernel counted but did not sample (an interrupt of an idle CPU).
@@ -67,6 +69,7 @@ pub(super) fn traced_pass(
         counts: stopped.counts,
         window_s: stopped.window_ns as f64 / 1e9,
         lost: stopped.lost,
+        lost_by_event: stopped.lost_by_event.clone(),
         mechanism: stopped.mechanism,
         unsampled: stopped.unsampled,
         timer_unsampled: stopped
@@ -192,7 +195,10 @@ pub(super) fn kernel_case(
         }
     }
     case.counters.insert("trace_window_s".into(), t.window_s);
-    timer_figures(&mut case, &mine, &segs, &gaps, &views, n, t, clock, start);
+    // Timer interrupts the kernel counted that left no record are lost records too, counted
+    // from /proc/interrupts.
+    let unrecorded = timer_figures(&mut case, &mine, &segs, &gaps, &views, n, t, clock, start);
+    let lost_here = t.lost + unrecorded;
     if let Some(p) = plain {
         let lost_plain = pct(p.lens_ns.iter().sum(), p.span_ns);
         let c = &mut case.counters;
@@ -209,20 +215,42 @@ pub(super) fn kernel_case(
             per: "second spun (CPU time lost)".into(),
             untraced_ns: p.lens_ns.iter().sum::<f64>() / p.span_ns * 1e9,
             traced_ns: lost / n.span_ns * 1e9,
-            lost: t.lost,
+            lost: lost_here,
         });
     }
     case.counters
         .insert("trace_events_unsampled".into(), t.unsampled as f64);
     // Always counted, so a lost record is never taken for one that was not there.
     case.counters
-        .insert("trace_records_lost".into(), t.lost as f64);
+        .insert("trace_records_lost".into(), lost_here as f64);
+    case.counters.extend(kview::lost_counters(&t.lost_by_event));
     if t.lost > 0 {
         case.warnings.push(
             format!(
-                "{} trace records were lost ({} could not keep them): some gaps lack their \
+                "{} trace records were lost ({} could not keep them){}: some gaps lack their \
                  events and the timer's count falls short",
-                t.lost, t.mechanism
+                t.lost,
+                t.mechanism,
+                kview::lost_words(&t.lost_by_event)
+            )
+            .into(),
+        );
+    }
+    if unrecorded > 0 {
+        let (n, them, s) = if unrecorded == 1 {
+            ("1 local timer interrupt".to_owned(), "it", "")
+        } else {
+            (format!("{unrecorded} local timer interrupts"), "them", "s")
+        };
+        let why = if t.mechanism == Mechanism::Bpf {
+            format!("the kernel ran no BPF program for {them} and counted no miss")
+        } else {
+            format!("the mechanism counted no loss for {them}")
+        };
+        case.warnings.push(
+            format!(
+                "{n} /proc/interrupts counted on CPU {cpu} left no record ({why}): counted as \
+                 lost record{s}; the gaps made are given to another source or to none"
             )
             .into(),
         );
@@ -243,7 +271,7 @@ fn timer_figures(
     t: &Traced,
     clock: &Clock,
     start: u64,
-) {
+) -> u64 {
     let cpu = n.cpu;
     let entries: Vec<f64> = mine
         .iter()
@@ -258,7 +286,7 @@ fn timer_figures(
             )
             .into(),
         );
-        return;
+        return 0;
     }
     let mut handler: Vec<f64> = segs
         .iter()
@@ -305,7 +333,7 @@ fn timer_figures(
              not checked against its LOC count"
                 .into(),
         );
-        return;
+        return 0;
     };
     let (Some(a), Some(b)) = (before.local_timer.get(&cpu), after.local_timer.get(&cpu)) else {
         case.warnings.push(
@@ -315,7 +343,7 @@ fn timer_figures(
             )
             .into(),
         );
-        return;
+        return 0;
     };
     let loc = b.saturating_sub(*a) as f64;
     let (w0, w1) = (
@@ -337,6 +365,8 @@ fn timer_figures(
     c.insert("local_timer_per_s".into(), loc / window_s);
     c.insert("timer_events_in_window".into(), traced);
     c.insert("timer_events_unsampled".into(), unsampled);
+    let unrecorded = (loc - seen).max(0.0);
+    c.insert("timer_events_unrecorded".into(), unrecorded);
     let idle = if unsampled > 0.0 {
         format!(
             ", with the {unsampled:.0} the kernel counted but did not sample over the traced \
@@ -352,7 +382,91 @@ fn timer_figures(
         (TIMER_TOLERANCE * loc).max(1.0),
         &format!(
             "local timer entries the kernel traced on CPU {cpu} between the two readings of \
-             /proc/interrupts ({window_s:.2} s){idle}, against its LOC count; within ±2 %"
+             /proc/interrupts ({window_s:.2} s){idle}, against its LOC count; within ±2 % \
+             (any it falls short is counted as lost records)"
         ),
     ));
+    unrecorded as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn noise(cpu: usize) -> CpuNoise {
+        CpuNoise {
+            cpu,
+            span_ns: 10_000.0,
+            iterations: 1,
+            gaps_seen: 0,
+            starts_ns: Vec::new(),
+            lens_ns: Vec::new(),
+            lens_ticks: Vec::new(),
+            periodic: None,
+            period_span_ns: 0.0,
+        }
+    }
+
+    fn traced(loc_before: u64, loc_after: u64, unsampled: u64) -> Traced {
+        let counts = |n: u64| Interrupts {
+            local_timer: BTreeMap::from([(0, n)]),
+            all: BTreeMap::from([(0, n)]),
+        };
+        Traced {
+            spins: Vec::new(),
+            events: Vec::new(),
+            counts: BTreeMap::new(),
+            window_s: 1e-5,
+            lost: 0,
+            lost_by_event: BTreeMap::new(),
+            mechanism: Mechanism::Bpf,
+            unsampled: 0,
+            timer_unsampled: BTreeMap::from([(0, unsampled)]),
+            loc: Some((counts(loc_before), counts(loc_after), 0, 10_000)),
+            notes: Vec::new(),
+        }
+    }
+
+    fn case() -> Case {
+        Case::new(
+            "noise.cpu0.kernel",
+            "a test",
+            "interruption",
+            Samples {
+                per_op_ns: vec![1.0],
+                per_op_ticks: vec![1.0],
+                iterations_per_sample: 1,
+                loop_overhead_ns: 0.0,
+            },
+        )
+    }
+
+    /// Local timer interrupts `/proc/interrupts` counted that left no record are counted as
+    /// lost records (what BPF shows when the kernel runs no program for them), entries the
+    /// kernel counted but did not sample making up a shortfall first.
+    #[test]
+    fn timer_interrupts_left_unrecorded_are_counted_as_lost() {
+        let clock = Clock::monotonic("a test".into());
+        let timer = Kind::Enter("local_timer".into(), LOCAL_TIMER.into());
+        let mine: Vec<(f64, &Kind)> = (1..=8).map(|i| (i as f64 * 1000.0, &timer)).collect();
+        let n = noise(0);
+        let run = |t: &Traced| {
+            let mut c = case();
+            let lost = timer_figures(&mut c, &mine, &[], &[], &[], &n, t, &clock, 0);
+            (lost, c)
+        };
+        // Ten counted, eight recorded: two lost.
+        let (lost, c) = run(&traced(100, 110, 0));
+        assert_eq!(lost, 2);
+        assert_eq!(c.counters["timer_events_unrecorded"], 2.0);
+        assert_eq!(c.counters["timer_events_in_window"], 8.0);
+        // Every one recorded: none lost.
+        let (lost, c) = run(&traced(100, 108, 0));
+        assert_eq!(lost, 0);
+        assert_eq!(c.counters["timer_events_unrecorded"], 0.0);
+        assert!(c.checks.iter().all(|k| k.passed), "{:?}", c.checks);
+        // One counted but not sampled (perf, an idle CPU) makes up one of the two.
+        let (lost, _) = run(&traced(100, 110, 1));
+        assert_eq!(lost, 1);
+    }
 }

@@ -6,10 +6,17 @@
 
 use crate::context::Context;
 use crate::engine::tokens::{Ring, RingSpec};
-use crate::kview::{Pass, Session};
+use crate::kview::{self, Pass, Session};
 use oscost_model::case::{Case, Check, Samples};
 use oscost_sys::kseam::Mechanism;
 use oscost_sys::ktrace::{Record, Unavailable};
+use std::collections::BTreeMap;
+
+/// The fields the split reads, by tracepoint (a mechanism leaving any at zero is not used).
+const FIELDS: &[(&str, &[&str])] = &[
+    ("sched:sched_waking", &["pid"]),
+    ("sched:sched_switch", &["prev_pid", "next_pid"]),
+];
 
 /// The tracepoints read.
 pub(super) const EVENTS: &[(&str, &str)] = &[
@@ -222,6 +229,8 @@ pub(super) struct Traced {
     pub split: Split,
     /// Records the kernel dropped.
     pub lost: u64,
+    /// Those of them the kernel counted by tracepoint (BPF programs it did not run).
+    pub lost_by_event: BTreeMap<String, u64>,
     /// Records of the two tasks read.
     pub records: usize,
     /// Switches from one task to the other the trace holds.
@@ -269,6 +278,7 @@ pub(super) fn traced_pass(
     let pass = Pass {
         each: true,
         needs_all: Some("a hand-over cannot be split without them"),
+        fields: FIELDS,
         ..Pass::new(EVENTS, cpus, mechanisms)
     };
     let (mut session, notes) = match Session::open(&pass) {
@@ -320,6 +330,7 @@ pub(super) fn traced_pass(
         plain_ns,
         split: split(&events, i64::from(a), i64::from(b)),
         lost: raw.lost,
+        lost_by_event: raw.lost_by_event.clone(),
         records: count,
         notes,
         mechanism,
@@ -436,14 +447,15 @@ pub(super) fn stages_case(timed: &Case, t: &Traced, ns_per_tick: f64) -> Case {
     if t.lost > 0 {
         case.warnings.push(
             format!(
-                "{} trace records were lost (a ring filled up): the hand-overs around them were \
-             left out",
-                t.lost
+                "{} trace records were lost{}: the hand-overs around them were left out",
+                t.lost,
+                kview::lost_words(&t.lost_by_event)
             )
             .into(),
         );
         case.counters
             .insert("trace_records_lost".into(), t.lost as f64);
+        case.counters.extend(kview::lost_counters(&t.lost_by_event));
     }
     if s.hand_overs.is_empty() {
         case.warnings.push(
@@ -730,6 +742,7 @@ mod tests {
             plain_ns: vec![plain_rt; 9],
             split,
             lost: 0,
+            lost_by_event: BTreeMap::new(),
             records: 0,
             switches: 18,
             notes: Vec::new(),

@@ -26,6 +26,17 @@ pub(super) const NEEDED: &[(&str, &str)] = &[
     ("irq", "softirq_exit"),
 ];
 
+/// The fields the split reads, by tracepoint: a mechanism whose records would leave any of
+/// them at zero is not used for the pass (BPF's programs record no timer's expiry or clock).
+pub(super) const FIELDS: &[(&str, &[&str])] = &[
+    (
+        "timer:hrtimer_start",
+        &["hrtimer", "softexpires", "expires"],
+    ),
+    ("timer:hrtimer_expire_entry", &["hrtimer", "now"]),
+    ("sched:sched_switch", &["next_pid"]),
+];
+
 /// The tracepoints read: those the split needs, and on x86 the interrupt vectors' entries
 /// and exits (the local timer's among them), which explain the worst wake-ups further.
 pub(super) fn events() -> Vec<(&'static str, &'static str)> {

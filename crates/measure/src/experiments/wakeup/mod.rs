@@ -723,6 +723,7 @@ impl KernelView {
         // tracepoints are needed.
         let pass = crate::kview::Pass {
             each: true,
+            fields: kernel::FIELDS,
             ..crate::kview::Pass::new(&events, &cpus, &self.order)
         };
         let (mut session, notes) = match crate::kview::Session::open(&pass) {
