@@ -18,7 +18,7 @@ slowest 1 %), and the worst wake-ups with what ran in between.  With --json FILE
 writes the medians.
 
 Needs root (or perf_event_paranoid <= -1) and tracefs.  The recording is a measurement: run
-it under `flock /work/bench.lock` or alone on the machine.
+it when nothing else is being timed.
 
 Usage: wakeup-split-perf.py --cpu N --thread NAME [--worst K] [--json F] -- COMMAND...
   e.g. wakeup-split-perf.py --cpu 0 --thread cyclictest -- cyclictest -q -m -a 0 -i 1000 \
