@@ -13,7 +13,11 @@
 # measurement, not a test: exits 0 whatever the figures are. SCHED_FIFO needs root; as a
 # normal user only SCHED_OTHER is compared.
 #
-# Usage: [ROUNDS=N] [COUNT=N] [PERIOD_US=N] [IDLE_POLL=1] scripts/wakeup-vs-cyclictest.sh [CPU]
+# CONTROL=1 runs cyclictest a second time right after its first run of each case and prints
+# that second run against the first the same way: how far one tool's own percentiles move
+# between two back-to-back runs, the band any difference from oscost is to be read against.
+#
+# Usage: [ROUNDS=N] [COUNT=N] [PERIOD_US=N] [IDLE_POLL=1] [CONTROL=1] scripts/wakeup-vs-cyclictest.sh [CPU]
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -24,6 +28,7 @@ side_by_side_setup "${1:-}"
 count="${COUNT:-5000}"
 period_us="${PERIOD_US:-1000}"
 idle_poll="${IDLE_POLL:-0}"
+control="${CONTROL:-0}"
 [[ "$count" =~ ^[1-9][0-9]*$ ]] || die "COUNT must be a positive integer, got '$count'"
 [[ "$period_us" =~ ^[1-9][0-9]*$ ]] || die "PERIOD_US must be a positive integer, got '$period_us'"
 command -v cyclictest >/dev/null || die "cyclictest not found (Debian: apt-get install rt-tests)"
@@ -73,7 +78,7 @@ run_cyclictest() {
 
 echo "oscost wakeup vs cyclictest: CPU $cpu, every ${period_us} µs, $count wake-ups a case,"
 echo "$rounds interleaved rounds, /dev/cpu_dma_latency $([[ $idle_poll == 0 ]] && echo "not held" || echo "held at 0")"
-declare -A r50 r99 d50 d99 o50s o99s c50s c99s
+declare -A r50 r99 d50 d99 o50s o99s c50s c99s k50 k99
 keys=()
 for ((i = 1; i <= rounds; i++)); do
     echo "round $i of $rounds..." >&2
@@ -105,6 +110,16 @@ PY
             o50s[$key]+="$o50 " o99s[$key]+="$o99 " c50s[$key]+="$c50 " c99s[$key]+="$c99 "
             printf '  round %d  %-11s p50 oscost %7.1f cyclictest %5d µs (x%s, %+.1f)   p99 oscost %7.1f cyclictest %5d µs (x%s, %+.1f)\n' \
                 "$i" "$key" "$o50" "$c50" "$q50" "$e50" "$o99" "$c99" "$q99" "$e99"
+            if [[ "$control" != 0 ]]; then
+                run_cyclictest "$pol" "$load" "$tmp/c2.txt"
+                read -r k50s k99s <<<"$(cyclic_percentiles "$tmp/c2.txt")"
+                [[ "$k99s" != overflow ]] || continue
+                read -r g50 g99 <<<"$(awk -v a="$k50s" -v b="$c50" -v x="$k99s" -v y="$c99" \
+                    'BEGIN { printf "%.3f %.3f", a / b, x / y }')"
+                k50[$key]+="$g50 " k99[$key]+="$g99 "
+                printf '  round %d  %-11s cyclictest again: p50 %5d µs (x%s)   p99 %5d µs (x%s)\n' \
+                    "$i" "$key" "$k50s" "$g50" "$k99s" "$g99"
+            fi
         done
     done
 done
@@ -121,4 +136,13 @@ for k in "${keys[@]}"; do
         "$(median_of "${o50s[$k]}")" "$(median_of "${c50s[$k]}")" "$m50" "$e50" "$(verdict "$m50" "$e50")" \
         "$(median_of "${o99s[$k]}")" "$(median_of "${c99s[$k]}")" "$m99" "$e99" "$(verdict "$m99" "$e99")" "${r50[$k]% }"
 done
+if [[ "$control" != 0 ]]; then
+    echo
+    echo "cyclictest's second run against its first (CONTROL=1): median ratio, per-round ratios"
+    for k in "${keys[@]}"; do
+        [[ -n "${k50[$k]+x}" ]] || continue
+        printf '%-11s | p50 %6.3f (%s) | p99 %6.3f (%s)\n' "$k" "$(median_of "${k50[$k]}")" \
+            "${k50[$k]% }" "$(median_of "${k99[$k]}")" "${k99[$k]% }"
+    done
+fi
 exit 0

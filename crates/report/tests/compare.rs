@@ -311,23 +311,33 @@ fn the_change_since_the_last_run_names_what_moved() {
     assert!(shown.contains("example.cost250") && !shown.contains("example.cost100 "));
 }
 
+/// The golden run with its first case made a latency case: 2000 samples from `from` ns a
+/// nanosecond apart, and the lateness percentiles among its counters.
+fn with_latency_case(from: f64) -> ResultDoc {
+    let mut a = golden();
+    let c = &mut a.experiments[0].cases[0];
+    c.raw_ns = (0..2000).map(|i| from + f64::from(i)).collect();
+    c.samples = c.raw_ns.len();
+    // The file's median is its samples' (no note saying otherwise).
+    c.median_ns = from + 999.5;
+    c.ci95_ns = [from + 990.0, from + 1010.0];
+    for (k, v) in [
+        ("lateness_p50_ns", 1_000.0),
+        ("lateness_p90_ns", 1_800.0),
+        ("lateness_p99_ns", 1_980.0),
+        ("lateness_p99_9_ns", 1_998.0),
+    ] {
+        c.counters.insert(k.into(), from + v);
+    }
+    a
+}
+
 /// A case that keeps the lateness percentiles gets them side by side with their intervals in
 /// the JSON and the terminal table; a document without such a case has none.
 #[test]
 fn a_latency_case_gets_its_percentiles_side_by_side() {
-    let mut a = golden();
-    let c = &mut a.experiments[0].cases[0];
-    c.raw_ns = (0..2000).map(|i| 10_000.0 + f64::from(i)).collect();
-    c.samples = c.raw_ns.len();
-    for (k, v) in [
-        ("lateness_p50_ns", 11_000.0),
-        ("lateness_p90_ns", 11_800.0),
-        ("lateness_p99_ns", 11_980.0),
-        ("lateness_p99_9_ns", 11_998.0),
-    ] {
-        c.counters.insert(k.into(), v);
-    }
-    let id = c.id.clone();
+    let a = with_latency_case(10_000.0);
+    let id = a.experiments[0].cases[0].id.clone();
     let cmp = run(&a, &a, Settings::default());
     let p = &cmp[0].percentiles;
     assert_eq!(p.len(), 4);
@@ -340,4 +350,64 @@ fn a_latency_case_gets_its_percentiles_side_by_side() {
     let plain = run(&golden(), &golden(), Settings::default());
     assert!(plain[0].percentiles.is_empty());
     assert!(!compare::json(&plain).unwrap().contains("\"percentiles\""));
+}
+
+/// The Markdown and the CSV carry the percentiles too: the Markdown a table of them, the CSV one
+/// row of kind `percentile` each with both values and intervals in its last columns; the CSV
+/// read back gives the same figures, and both are pinned.
+#[test]
+fn the_percentiles_are_in_the_markdown_and_the_csv() {
+    let a = with_latency_case(10_000.0);
+    let b = with_latency_case(12_000.0);
+    let cmp = run(&a, &b, Settings::default());
+    let p = &cmp[0].percentiles;
+    assert_eq!(p.len(), 4);
+    let md = compare::markdown(&cmp);
+    assert!(md.contains("Percentiles side by side"), "{md}");
+    assert!(
+        md.contains("| case |  | A (95 % CI) | B (95 % CI) | B / A | intervals |"),
+        "{md}"
+    );
+    for r in p {
+        assert!(md.contains(&format!("| {} |", r.percentile)), "{md}");
+    }
+    let text = compare::csv(&cmp).unwrap();
+    let mut rd = csv::Reader::from_reader(text.as_bytes());
+    let head = rd.headers().unwrap().clone();
+    let col = |name: &str| head.iter().position(|h| h == name).unwrap();
+    let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
+    let pct: Vec<&csv::StringRecord> = rows
+        .iter()
+        .filter(|r| &r[col("kind")] == "percentile")
+        .collect();
+    assert_eq!(pct.len(), 4);
+    for (r, want) in pct.iter().zip(p) {
+        assert_eq!(&r[col("id")], want.id);
+        assert_eq!(&r[col("percentile")], want.percentile);
+        let num = |name: &str| r[col(name)].parse::<f64>().unwrap();
+        assert_eq!(num("baseline_percentile_ns"), want.baseline_ns);
+        assert_eq!(num("other_percentile_ns"), want.other_ns);
+        assert_eq!(num("ratio"), want.ratio);
+        assert!(r[col("baseline_median_ns")].is_empty());
+        match (want.baseline_ci95_ns, want.other_ci95_ns) {
+            (Some(x), Some(y)) => {
+                assert_eq!(num("baseline_percentile_ci_low_ns"), x[0]);
+                assert_eq!(num("other_percentile_ci_high_ns"), y[1]);
+                assert_eq!(
+                    &r[col("intervals")],
+                    if want.apart { "apart" } else { "overlap" }
+                );
+            }
+            _ => assert_eq!(&r[col("intervals")], ""),
+        }
+    }
+    // The figure rows leave the percentile columns empty.
+    assert!(rows
+        .iter()
+        .filter(|r| &r[col("kind")] != "percentile")
+        .all(|r| r[col("percentile")].is_empty()));
+    // 2 µs later everywhere: the median's interval and the p50's are apart.
+    assert_eq!(&pct[0][col("intervals")], "apart");
+    insta::assert_snapshot!("compare-percentiles-markdown", md);
+    insta::assert_snapshot!("compare-percentiles-csv", text);
 }

@@ -204,3 +204,46 @@ fn every_string_from_a_result_file_is_escaped() {
     let (text, _) = parse(&html);
     assert!(text.matches(hostile).count() > 20, "{text}");
 }
+
+/// A latency case both runs measured: its percentiles side by side in the comparison, each
+/// run's value with its interval and the later run's ratio against the first; a page of runs
+/// without one has no such table.
+#[test]
+fn the_comparison_sets_a_latency_cases_percentiles_side_by_side() {
+    fn latency(from: f64) -> ResultDoc {
+        let mut d = golden();
+        let c = &mut d.experiments[0].cases[0];
+        c.raw_ns = (0..2000).map(|i| from + f64::from(i)).collect();
+        c.samples = c.raw_ns.len();
+        // The file's median is its samples' (no note saying otherwise).
+        c.median_ns = from + 999.5;
+        c.ci95_ns = [from + 990.0, from + 1010.0];
+        for (k, v) in [
+            ("lateness_p50_ns", 1_000.0),
+            ("lateness_p90_ns", 1_800.0),
+            ("lateness_p99_ns", 1_980.0),
+            ("lateness_p99_9_ns", 1_998.0),
+        ] {
+            c.counters.insert(k.into(), from + v);
+        }
+        d
+    }
+    let (a, b) = (latency(10_000.0), latency(20_000.0));
+    let id = a.experiments[0].cases[0].id.clone();
+    let html = report(&[("a.json".into(), &a), ("b.json".into(), &b)]).unwrap();
+    self_contained(&html);
+    let (text, _) = parse(&html);
+    assert!(text.contains("Percentiles side by side"), "{text}");
+    let table = &html[html.find("class=\"side percentiles\"").unwrap()..];
+    let table = &table[..table.find("</table>").unwrap()];
+    for p in ["p50", "p90", "p99", "p99.9"] {
+        assert!(table.contains(&format!("<td>{p}</td>")), "{table}");
+    }
+    assert!(table.contains(&format!("<td class=\"id\">{id}</td>")));
+    // p50: 11 µs against 21 µs, each interval from the samples, and apart.
+    assert!(table.contains("1.909"), "{table}");
+    assert!(table.contains("apart"), "{table}");
+    insta::assert_snapshot!("percentiles-two-runs", table);
+    let plain = report(&[("a.json".into(), &golden()), ("b.json".into(), &golden())]).unwrap();
+    assert!(!plain.contains("Percentiles side by side"));
+}

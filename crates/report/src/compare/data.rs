@@ -2,7 +2,10 @@
 
 use super::*;
 
-/// The comparison as CSV: one row per compared figure.
+/// The comparison as CSV: one row per compared figure (its median), then one row of kind
+/// `percentile` per percentile of a latency case (p50, p90, p99, p99.9), in the last columns
+/// with their distribution-free intervals; a percentile row leaves the median columns empty and
+/// its `ratio` is B / A of the percentile.
 pub fn csv(comparisons: &[Comparison]) -> anyhow::Result<String> {
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([
@@ -28,6 +31,14 @@ pub fn csv(comparisons: &[Comparison]) -> anyhow::Result<String> {
         "rate_per_s",
         "diff_ns_per_s",
         "note",
+        "percentile",
+        "baseline_percentile_ns",
+        "baseline_percentile_ci_low_ns",
+        "baseline_percentile_ci_high_ns",
+        "other_percentile_ns",
+        "other_percentile_ci_low_ns",
+        "other_percentile_ci_high_ns",
+        "intervals",
     ])?;
     let num = |x: Option<f64>| x.map(|v| v.to_string()).unwrap_or_default();
     for c in comparisons {
@@ -56,7 +67,55 @@ pub fn csv(comparisons: &[Comparison]) -> anyhow::Result<String> {
                 num(c.settings.rate_per_s),
                 num(r.at_rate.as_ref().map(|a| a.diff_ns_per_s)),
                 r.note.clone().unwrap_or_default(),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
             ])?;
+        }
+        for p in &c.percentiles {
+            let end = |ci: Option<[f64; 2]>, i: usize| num(ci.map(|c| c[i]));
+            let intervals = match (p.baseline_ci95_ns, p.other_ci95_ns) {
+                (Some(_), Some(_)) if p.apart => "apart",
+                (Some(_), Some(_)) => "overlap",
+                _ => "",
+            };
+            let unit = c
+                .rows
+                .iter()
+                .find(|r| r.id == p.id)
+                .map(|r| r.unit.clone())
+                .unwrap_or_default();
+            let mut record = vec![
+                c.baseline.clone(),
+                c.other.clone(),
+                p.id.clone(),
+                "percentile".to_string(),
+                unit,
+            ];
+            // The median's columns, its verdict and rate stay empty; the ratio is the
+            // percentile's.
+            record.extend(std::iter::repeat_n(String::new(), 8));
+            record.push(num(Some(p.ratio).filter(|x| x.is_finite())));
+            record.extend(std::iter::repeat_n(String::new(), 3));
+            record.push(String::new());
+            record.push(c.settings.threshold_pct.to_string());
+            record.extend(std::iter::repeat_n(String::new(), 3));
+            record.extend([
+                p.percentile.to_string(),
+                p.baseline_ns.to_string(),
+                end(p.baseline_ci95_ns, 0),
+                end(p.baseline_ci95_ns, 1),
+                p.other_ns.to_string(),
+                end(p.other_ci95_ns, 0),
+                end(p.other_ci95_ns, 1),
+                intervals.to_string(),
+            ]);
+            w.write_record(&record)?;
         }
     }
     Ok(String::from_utf8(w.into_inner()?)?)

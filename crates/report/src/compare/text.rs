@@ -310,19 +310,8 @@ pub fn terminal_view(comparisons: &[Comparison], view: View) -> String {
             }
         }
         if !c.percentiles.is_empty() {
-            s += &line(
-                "Percentiles side by side, each with its 95 % interval (order statistics of the \
-                 raw samples; none where too few samples lie beyond it):",
-                0,
-            );
-            let cols = [
-                Col::keep("case", false),
-                Col::keep("", false),
-                Col::keep("A (95 % CI)", true),
-                Col::keep("B (95 % CI)", true),
-                Col::keep("B / A", true),
-                Col::keep("intervals", false),
-            ];
+            s += &line(PERCENTILES_HEAD, 0);
+            let cols = PERCENTILE_COLS.map(|(head, right)| Col::keep(head, right));
             let rows: Vec<Vec<String>> = c.percentiles.iter().map(percentile_cells).collect();
             s += &fit(&cols, &rows, width, Overflow::List { headline: None });
         }
@@ -342,6 +331,20 @@ pub fn terminal_view(comparisons: &[Comparison], view: View) -> String {
     }
     s
 }
+
+/// The line above the percentiles' table, in every rendering that shows it.
+const PERCENTILES_HEAD: &str = "Percentiles side by side, each with its 95 % interval (order \
+     statistics of the raw samples; none where too few samples lie beyond it):";
+
+/// The percentiles' table's columns: heading and whether it is right-aligned.
+const PERCENTILE_COLS: [(&str, bool); 6] = [
+    ("case", false),
+    ("", false),
+    ("A (95 % CI)", true),
+    ("B (95 % CI)", true),
+    ("B / A", true),
+    ("intervals", false),
+];
 
 /// A percentile and its interval's ends (a tail's interval is lopsided: no ± half-width).
 fn with_interval(ns: f64, ci: Option<[f64; 2]>) -> String {
@@ -465,6 +468,27 @@ pub fn markdown(comparisons: &[Comparison]) -> String {
                 s += &format!(
                     "| {} |\n",
                     study_cells(r)
+                        .iter()
+                        .map(|x| md_escape(x))
+                        .collect::<Vec<_>>()
+                        .join(" | ")
+                );
+            }
+            s.push('\n');
+        }
+        if !c.percentiles.is_empty() {
+            s += &format!("{PERCENTILES_HEAD}\n\n");
+            s += &format!(
+                "| {} |\n|{}\n",
+                PERCENTILE_COLS.map(|(h, _)| h).join(" | "),
+                PERCENTILE_COLS
+                    .map(|(_, right)| if right { "---:|" } else { "---|" })
+                    .concat()
+            );
+            for r in &c.percentiles {
+                s += &format!(
+                    "| {} |\n",
+                    percentile_cells(r)
                         .iter()
                         .map(|x| md_escape(x))
                         .collect::<Vec<_>>()

@@ -739,7 +739,84 @@ struct SideRow {
 struct SideTable {
     experiment: String,
     rows: Vec<SideRow>,
+    /// The latency cases' percentiles, each run's beside the first's (`compare`'s rows).
+    percentiles: Vec<PercentileLine>,
     figure: Option<Figure>,
+}
+
+/// One percentile of one case in every run.
+#[derive(Debug, Serialize)]
+struct PercentileLine {
+    /// The case id, on its first percentile only.
+    id: String,
+    percentile: &'static str,
+    cells: Vec<PercentileCell>,
+}
+
+/// One run's percentile: its value, its 95 % interval, and against the first run the ratio
+/// and whether the two intervals are apart.
+#[derive(Debug, Serialize)]
+struct PercentileCell {
+    value: String,
+    ci: String,
+    ratio: String,
+    /// `apart`, `overlap`, or empty where an interval is missing (and for the first run).
+    intervals: &'static str,
+}
+
+/// The percentile lines of the cases of `ids`, from `compare`'s rows of each run against the
+/// first (`compared[k]` is run k + 1's); a case some run lacks the percentiles of is left out.
+fn percentile_lines(
+    ids: &[String],
+    compared: &[crate::compare::Comparison],
+) -> Vec<PercentileLine> {
+    use crate::compare::PercentileRow;
+    // No interval where too few samples lie beyond the percentile.
+    let interval = |ci: Option<[f64; 2]>| {
+        ci.map_or_else(String::new, |[lo, hi]| {
+            format!("{} – {}", fmt_ns(lo), fmt_ns(hi))
+        })
+    };
+    let mut out = Vec::new();
+    for id in ids {
+        let per_run: Vec<Vec<&PercentileRow>> = compared
+            .iter()
+            .map(|c| c.percentiles.iter().filter(|p| &p.id == id).collect())
+            .collect();
+        let Some(first) = per_run.first() else {
+            continue;
+        };
+        if first.is_empty() || per_run.iter().any(|v| v.len() != first.len()) {
+            continue;
+        }
+        for (i, p) in first.iter().enumerate() {
+            let mut cells = vec![PercentileCell {
+                value: fmt_ns(p.baseline_ns),
+                ci: interval(p.baseline_ci95_ns),
+                ratio: String::new(),
+                intervals: "",
+            }];
+            cells.extend(per_run.iter().map(|v| {
+                let q = v[i];
+                PercentileCell {
+                    value: fmt_ns(q.other_ns),
+                    ci: interval(q.other_ci95_ns),
+                    ratio: format!("{:.3}", q.ratio),
+                    intervals: match (q.baseline_ci95_ns, q.other_ci95_ns) {
+                        (Some(_), Some(_)) if q.apart => "apart",
+                        (Some(_), Some(_)) => "overlap",
+                        _ => "",
+                    },
+                }
+            }));
+            out.push(PercentileLine {
+                id: if i == 0 { id.clone() } else { String::new() },
+                percentile: p.percentile,
+                cells,
+            });
+        }
+    }
+    out
 }
 
 #[derive(Debug, Serialize)]
@@ -811,9 +888,11 @@ fn comparison(docs: &[(String, &ResultDoc)]) -> Comparison {
                 .iter()
                 .position(|p| p.name == name)
                 .map(|i| figure(figures.remove(i)));
+            let ids: Vec<String> = rows.iter().map(|r| r[0].id.clone()).collect();
             (!rows.is_empty()).then(|| SideTable {
                 experiment: e.name.clone(),
                 rows: rows.iter().map(|r| side_row(r, &verdicts)).collect(),
+                percentiles: percentile_lines(&ids, &compared),
                 figure: fig,
             })
         })
