@@ -160,7 +160,13 @@ fn study_sections(
     doc: &ResultDoc,
     asked: &[&'static crate::study::Study],
 ) -> Vec<StudySection> {
-    let mut chosen = crate::study::applying_to(doc);
+    // A study's section is the answer to `oscost study NAME` or to a study asked for by name
+    // (`report published:NAME`); a plain run's page is its own experiments.
+    let mut chosen = if study_run(doc) {
+        crate::study::applying_to(doc)
+    } else {
+        Vec::new()
+    };
     for s in asked {
         if !chosen.iter().any(|c| c.info.name == s.info.name) {
             chosen.push(s);
