@@ -16,7 +16,8 @@
  * timed by two clock reads; the cases are sampled in rounds, one sample of each per round in an
  * order rotated every round, after an untimed warm-up of each. The figure is per operation.
  *
- * Output, one line per case: "ID MEDIAN_NS_PER_OP", ids as oscost's.
+ * Output, one line per case: "ID MEDIAN_NS_PER_OP", ids as oscost's; with -b also
+ * "# poller_cpu_share SHARE", the SQPOLL thread's CPU time over the wall time of its case.
  *
  * Usage: uring_ref [-q] [-s SAMPLES] [-a CPU] [-b SQPOLL_CPU]   (files in $TMPDIR, default /tmp)
  */
@@ -29,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
 #include <sys/syscall.h>
@@ -210,6 +212,30 @@ static int cmp(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* The CPU time (ns, schedstat) of this process's SQPOLL thread (iou-sqp-*), or -1. */
+static double poller_cpu_ns(void) {
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    double ns = -1;
+    if (!d) return -1;
+    while (ns < 0 && (e = readdir(d))) {
+        char path[300], comm[64] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        if (!fgets(comm, sizeof comm, f)) comm[0] = 0;
+        fclose(f);
+        if (strncmp(comm, "iou-sqp", 7)) continue;
+        snprintf(path, sizeof path, "/proc/self/task/%s/schedstat", e->d_name);
+        if ((f = fopen(path, "r"))) {
+            if (fscanf(f, "%lf", &ns) != 1) ns = -1;
+            fclose(f);
+        }
+    }
+    closedir(d);
+    return ns;
+}
+
 static void pin(int cpu) {
     cpu_set_t s;
     CPU_ZERO(&s);
@@ -288,6 +314,10 @@ int main(int argc, char **argv) {
         struct kase c = {"uring.nop.sqpoll", SQPOLL, 1};
         ring_init(&c.ring, sq_cpu);
         c.ns = calloc((size_t)samples, sizeof(double));
+        /* The poller's CPU share over calibration, warm-up and samples, as oscost reports. */
+        one_batch(&c);
+        double cpu0 = poller_cpu_ns();
+        uint64_t t0 = now_ns();
         for (c.k = 1;; c.k *= 2) {
             uint64_t t0 = now_ns();
             for (unsigned long j = 0; j < c.k; j++) one_batch(&c);
@@ -295,8 +325,12 @@ int main(int argc, char **argv) {
         }
         for (int w = 0; w < 10; w++) sample(&c);
         for (int s = 0; s < samples; s++) c.ns[s] = sample(&c);
+        double cpu1 = poller_cpu_ns();
+        uint64_t t1 = now_ns();
         qsort(c.ns, (size_t)samples, sizeof(double), cmp);
         printf("%s %.2f\n", c.id, c.ns[samples / 2]);
+        if (cpu0 >= 0 && cpu1 >= 0)
+            printf("# poller_cpu_share %.3f\n", (cpu1 - cpu0) / (double)(t1 - t0));
     }
     return 0;
 }

@@ -8,11 +8,13 @@
 # rotated rounds.
 #
 # Both sides run measuring on CPU A, the SQPOLL thread on CPU B (oscost with `--cpus A,B`). A
-# round runs the C program then oscost; the median ratio oscost/C over the rounds is the
+# round runs the C program then oscost (oscost first in even rounds, so neither side always
+# meets the other's after-effects or a load's same phase); the median ratio oscost/C over the rounds is the
 # figure, printed beside the io_uring_enter calls per operation that the kernel counted for
 # oscost (the C program counts none). Then, for each side, what registering did: the median over
 # the rounds of each registered case's figure over the unregistered one at the same batch, and the
-# SQPOLL poller's CPU share as oscost measured it. A measurement, not a test: exits 0 whatever the ratios
+# SQPOLL poller's CPU share as each side measured it: the SQPOLL figure is the time a NOP waits
+# for the poller to run on CPU B, so it is comparable only where the shares are. A measurement, not a test: exits 0 whatever the ratios
 # are. Run it on an idle machine with at least two CPUs.
 #
 # Usage: [ROUNDS=N] [QUICK=1] scripts/uring-vs-c.sh [CPU_A CPU_B]
@@ -38,13 +40,17 @@ mode="standard sampling"
 echo "oscost uring vs C, median ns per operation, CPU $cpu (measuring), CPU $cpu_b (SQPOLL thread),"
 echo "$rounds interleaved rounds ($mode); ratio = oscost / C"
 
-declare -A c_ns o_ns ratios enters cval oval
+declare -A c_ns o_ns ratios enters cval oval c_share
 ids=()
 for ((i = 1; i <= rounds; i++)); do
     echo "round $i of $rounds..." >&2
-    "$tmp/uring_ref" -a "$cpu" -b "$cpu_b" -s "$c_samples" >"$tmp/c$i" || die "uring_ref failed"
-    "$bin" --cpus "$cpu,$cpu_b" --quiet --no-save ${quick_oscost[@]+"${quick_oscost[@]}"} \
-        uring --json "$tmp/o$i.json" >/dev/null || die "oscost uring failed"
+    run_c() { "$tmp/uring_ref" -a "$cpu" -b "$cpu_b" -s "$c_samples" >"$tmp/c$i" || die "uring_ref failed"; }
+    run_o() {
+        "$bin" --cpus "$cpu,$cpu_b" --quiet --no-save ${quick_oscost[@]+"${quick_oscost[@]}"} \
+            uring --json "$tmp/o$i.json" >/dev/null || die "oscost uring failed"
+    }
+    if ((i % 2)); then run_c && run_o; else run_o && run_c; fi
+    c_share[$i]=$(awk '$2 == "poller_cpu_share" { print $3 }' "$tmp/c$i")
     python3 - "$tmp/o$i.json" >"$tmp/o$i" <<'PY'
 import json, sys
 for e in json.load(open(sys.argv[1]))["experiments"]:
@@ -60,7 +66,7 @@ PY
         r=$(awk -v o="$ov" -v c="$cv" 'BEGIN { printf "%.3f", o / c }')
         c_ns[$id]+="$cv " o_ns[$id]+="$ov " ratios[$id]+="$r " enters[$id]+="$oe "
         printf '  round %d  %-24s C %9.1f  oscost %9.1f  ratio %s\n' "$i" "$id" "$cv" "$ov" "$r"
-    done <"$tmp/c$i"
+    done < <(grep -v '^#' "$tmp/c$i")
 done
 
 echo
@@ -87,8 +93,8 @@ for id in "${ids[@]}"; do
 done
 shares=""
 for ((i = 1; i <= rounds; i++)); do
-    s=$(awk '$1 == "uring.nop.sqpoll" { print $4 }' "$tmp/o$i")
-    [[ -z "$s" || "$s" == n/a ]] || shares+="$s "
+    s=$(awk '$1 == "uring.nop.sqpoll" && $4 != "n/a" { printf "%.3f", $4 }' "$tmp/o$i" 2>/dev/null)
+    shares+="${c_share[$i]:-n/a}|${s:-n/a} "
 done
-[[ -z "$shares" ]] || printf 'SQPOLL poller CPU share (oscost, per round): %s\n' "${shares% }"
+printf 'SQPOLL poller CPU share per round, C|oscost: %s\n' "${shares% }"
 exit 0

@@ -204,3 +204,29 @@ fn every_string_from_a_result_file_is_escaped() {
     let (text, _) = parse(&html);
     assert!(text.matches(hostile).count() > 20, "{text}");
 }
+
+#[test]
+fn the_report_draws_net_round_trips_by_socket_kind() {
+    let mut doc = golden();
+    let mut e = doc.experiments[0].clone();
+    let model = e.cases[0].clone();
+    e.name = "net".into();
+    e.derived.clear();
+    e.cases = ["tcp", "udp", "unix", "unix-dgram"]
+        .iter()
+        .flat_map(|k| ["same", "cross"].map(|p| format!("net.{k}.rtt.{p}")))
+        .map(|id| {
+            let mut c = model.clone();
+            c.id = id;
+            c
+        })
+        .collect();
+    doc.experiments.push(e);
+    let html = report(&[("net.json".to_owned(), &doc)]).unwrap();
+    parse(&html);
+    assert!(
+        html.contains("net: a 1-byte round trip by socket kind"),
+        "the by-kind figure is in the page"
+    );
+    assert!(html.contains("net.unix-dgram.rtt.cross"));
+}

@@ -276,7 +276,10 @@ mod tests {
             Err(e) => return eprintln!("io_uring unavailable: {e}"),
         };
         let mut buf = [1u8; 8];
-        assert!(ring.reads_fixed_file(&mut buf, 0, 1).is_err(), "nothing registered");
+        assert!(
+            ring.reads_fixed_file(&mut buf, 0, 1).is_err(),
+            "nothing registered"
+        );
         let dir = std::env::temp_dir().join(format!("oscost-uring-test-{}", std::process::id()));
         std::fs::write(&dir, [7u8; 8192]).unwrap();
         let file = std::fs::File::open(&dir).unwrap();

@@ -385,10 +385,7 @@ fn k_description(k: Kind) -> String {
             "io_uring READ_FIXED of 64 KiB at offset 0 of a page-cached file, registered file \
              and registered buffer, {b} submitted and reaped per io_uring_enter"
         ),
-        Kind::Fixed(op, b) => format!(
-            "{}, through a registered file",
-            op.description(b)
-        ),
+        Kind::Fixed(op, b) => format!("{}, through a registered file", op.description(b)),
         Kind::Syscall(op) => op.syscall().map_or("", |s| s.1).to_owned(),
     }
 }
@@ -797,7 +794,13 @@ mod tests {
     fn a_tiny_run_gives_positive_figures_or_says_why_not() {
         testing::with_tiny_ctx(|ctx| {
             let out = run(
-                &opts(&["--ops", "nop,read1,read64k", "--batches", "1,4", "--no-sqpoll"]),
+                &opts(&[
+                    "--ops",
+                    "nop,read1,read64k",
+                    "--batches",
+                    "1,4",
+                    "--no-sqpoll",
+                ]),
                 ctx,
             )
             .unwrap();
@@ -831,7 +834,9 @@ mod tests {
                 );
                 assert!(r > 0.0 && lo <= r && r <= hi, "{}: {r} [{lo}, {hi}]", c.id);
                 assert!(
-                    c.notes.iter().any(|n| n.to_string().contains("registering")),
+                    c.notes
+                        .iter()
+                        .any(|n| n.to_string().contains("registering")),
                     "{}",
                     c.id
                 );

@@ -88,7 +88,7 @@ pub const TABLE: &[Entry] = &[
     Entry {
         name: "net",
         views: &[],
-        plots: &[],
+        plots: &[plot::io::net_plots],
     },
     Entry {
         name: "seccomp",
