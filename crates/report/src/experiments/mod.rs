@@ -217,6 +217,7 @@ mod tests {
                 "spawn",
                 "fault",
                 "shootdown",
+                "net",
                 "seccomp",
                 "uring",
                 "poll",
