@@ -5,9 +5,12 @@
  * partner reads and writes it back: TCP on 127.0.0.1 (TCP_NODELAY, port from the kernel), UDP
  * on 127.0.0.1 (two connected sockets), AF_UNIX stream and datagram socketpairs. Bandwidth is a
  * 64 KiB write (completed) to a partner reading up to 128 KiB at a time: TCP, AF_UNIX stream,
- * pipe (default pipe size); both buffers page-aligned, and the partner created pinned. A connection (before any thread exists, on CPU A) is socket + connect + accept4 +
- * close with SO_LINGER 0 + close. Each sample is a batch of at least 4 ms (1 ms with -q), after
- * 40 ms of warm-up (4 ms with -q), as oscost's standard (quick) sampling; the figure is the median of the samples' time per operation.
+ * pipe (default pipe size); both buffers page-aligned, and the partner created pinned. A
+ * connection (before any thread exists, on CPU A) is socket + connect + accept4 + close with
+ * SO_LINGER 0 + close. Each sample is a batch of about 4 ms (1 ms with -q; calibrated as
+ * oscost calibrates, a single slow batch not taken for the operation's time), after 40 ms of
+ * warm-up (4 ms with -q), as oscost's standard (quick) sampling; the figure is the median of
+ * the samples' time per operation.
  *
  * Output, one line per case: "net.CASE.PLACEMENT MEDIAN_NS" (net.tcp.connect without a
  * placement, printed only with -c). With -c also LEBench's send and recv, one thread on CPU A
@@ -157,11 +160,22 @@ static double sample(void (*f)(void *), void *arg) {
     double *v = calloc((size_t)samples, sizeof *v);
     uint64_t batch = 1, t0 = now_ns();
     while (now_ns() - t0 < warmup_ns) f(arg);
+    /* As oscost's sampler calibrates: settle only when a second batch of the size lasts at
+     * least half the target too (one slow batch may be a preemption), and jump close to the
+     * target once a batch lasts over 50 us. */
     for (;;) {
         uint64_t s = now_ns();
         for (uint64_t i = 0; i < batch; i++) f(arg);
-        if (now_ns() - s >= min_sample_ns) break;
-        batch *= 2;
+        double t = (double)(now_ns() - s);
+        if (t >= (double)min_sample_ns) {
+            s = now_ns();
+            for (uint64_t i = 0; i < batch; i++) f(arg);
+            double again = (double)(now_ns() - s);
+            if (again >= (double)min_sample_ns / 2) break;
+            t = again;
+        }
+        uint64_t next = t > 50000 ? (uint64_t)(batch * (double)min_sample_ns / t + 0.999) : batch * 2;
+        batch = next > batch ? next : batch + 1;
     }
     for (int k = 0; k < samples; k++) {
         uint64_t s = now_ns();

@@ -12,8 +12,8 @@
  * -b CPU, NOPs one at a time through an SQPOLL ring whose thread polls on CPU (no call made
  * while it is awake; completions spun for with the CPU's spin-wait hint, as oscost does; the
  * kernel's SQ head read before each batch is queued, as liburing and the io-uring crate do). A
- * sample is as many batches as last about 4 ms,
- * timed by two clock reads; the cases are sampled in rounds, one sample of each per round in an
+ * sample is as many batches as last about 4 ms (calibrated as oscost calibrates: a single slow
+ * batch is not taken for the operation's time), timed by two clock reads; the cases are sampled in rounds, one sample of each per round in an
  * order rotated every round, after an untimed warm-up of each. The figure is per operation.
  *
  * Output, one line per case: "ID MEDIAN_NS_PER_OP", ids as oscost's; with -b also
@@ -207,6 +207,28 @@ static double sample(struct kase *c) {
     return (double)(now_ns() - t0) / (double)(c->k * c->batch);
 }
 
+/* Batches per sample, as oscost's sampler calibrates: double until a batch lasts the target,
+ * settling only when a second batch of that size lasts at least half of it too (one slow batch
+ * may be a preemption, or a poller not yet running, rather than the operation: settling on it
+ * would leave samples of a single operation that never see the poller lose its CPU), and jump
+ * close to the target once a batch lasts over 50 us. */
+static void calibrate(struct kase *c, double target) {
+    for (c->k = 1;;) {
+        uint64_t t0 = now_ns();
+        for (unsigned long j = 0; j < c->k; j++) one_batch(c);
+        double t = (double)(now_ns() - t0);
+        if (t >= target) {
+            t0 = now_ns();
+            for (unsigned long j = 0; j < c->k; j++) one_batch(c);
+            double again = (double)(now_ns() - t0);
+            if (again >= target / 2) break;
+            t = again;
+        }
+        unsigned long next = t > 50000 ? (unsigned long)(c->k * target / t + 0.999) : c->k * 2;
+        c->k = next > c->k ? next : c->k + 1;
+    }
+}
+
 static int cmp(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -293,12 +315,7 @@ int main(int argc, char **argv) {
             ring_register(&c->ring, file_fd, c->fixed_buf, BIG);
         }
         c->ns = calloc((size_t)samples, sizeof(double));
-        /* Calibrate: double until a sample lasts the target, then warm up. */
-        for (c->k = 1;; c->k *= 2) {
-            uint64_t t0 = now_ns();
-            for (unsigned long j = 0; j < c->k; j++) one_batch(c);
-            if ((double)(now_ns() - t0) >= target) break;
-        }
+        calibrate(c, target);
         for (int w = 0; w < 10; w++) sample(c);
     }
     for (int s = 0; s < samples; s++)
@@ -318,11 +335,7 @@ int main(int argc, char **argv) {
         one_batch(&c);
         double cpu0 = poller_cpu_ns();
         uint64_t t0 = now_ns();
-        for (c.k = 1;; c.k *= 2) {
-            uint64_t t0 = now_ns();
-            for (unsigned long j = 0; j < c.k; j++) one_batch(&c);
-            if ((double)(now_ns() - t0) >= target) break;
-        }
+        calibrate(&c, target);
         for (int w = 0; w < 10; w++) sample(&c);
         for (int s = 0; s < samples; s++) c.ns[s] = sample(&c);
         double cpu1 = poller_cpu_ns();
@@ -330,7 +343,8 @@ int main(int argc, char **argv) {
         qsort(c.ns, (size_t)samples, sizeof(double), cmp);
         printf("%s %.2f\n", c.id, c.ns[samples / 2]);
         if (cpu0 >= 0 && cpu1 >= 0)
-            printf("# poller_cpu_share %.3f\n", (cpu1 - cpu0) / (double)(t1 - t0));
+            printf("# poller_cpu_share %.3f batches_per_sample %lu\n",
+                   (cpu1 - cpu0) / (double)(t1 - t0), c.k);
     }
     return 0;
 }
