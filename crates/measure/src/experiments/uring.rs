@@ -475,8 +475,8 @@ Each figure is per operation. A separate untimed pass of the same code counts th
 kernel saw (the raw_syscalls:sys_enter tracepoint, per thread) and checks one io_uring_enter \
 per batch; while that count is open every system call takes the kernel's slower traced path, \
 so it never runs during timing. A disabled or missing io_uring is said in one line.\n\nTakes \
-about 8 s (the default suite's five cases about 0.5 s); --quick about 1 s (the quick suite's \
-two cases about 0.15 s) on a 2-vCPU virtual machine.";
+about 6 s (4 s with --no-fixed; the default suite's five cases about 0.5 s); --quick about \
+0.6 s (the quick suite's two cases about 0.15 s) on a quiet 2-vCPU virtual machine.";
     const IN_DEFAULT_SUITE: bool = true;
     const SUITE_ARGS: &'static [&'static str] = &[
         "--suite-size",
