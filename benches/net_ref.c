@@ -5,9 +5,12 @@
  * partner reads and writes it back: TCP on 127.0.0.1 (TCP_NODELAY, port from the kernel), UDP
  * on 127.0.0.1 (two connected sockets), AF_UNIX stream and datagram socketpairs. Bandwidth is a
  * 64 KiB write (completed) to a partner reading up to 128 KiB at a time: TCP, AF_UNIX stream,
- * pipe. A connection (before any thread exists, on CPU A) is socket + connect + accept4 +
- * close with SO_LINGER 0 + close. Each sample is a batch of at least 4 ms (1 ms with -q), after
- * 40 ms of warm-up (4 ms with -q), as oscost's standard (quick) sampling; the figure is the median of the samples' time per operation.
+ * pipe (default pipe size); both buffers page-aligned, and the partner created pinned. A
+ * connection (before any thread exists, on CPU A) is socket + connect + accept4 + close with
+ * SO_LINGER 0 + close. Each sample is a batch of about 4 ms (1 ms with -q; calibrated as
+ * oscost calibrates, a single slow batch not taken for the operation's time), after 40 ms of
+ * warm-up (4 ms with -q), as oscost's standard (quick) sampling; the figure is the median of
+ * the samples' time per operation.
  *
  * Output, one line per case: "net.CASE.PLACEMENT MEDIAN_NS" (net.tcp.connect without a
  * placement, printed only with -c). With -c also LEBench's send and recv, one thread on CPU A
@@ -29,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -112,10 +116,18 @@ struct partner {
     int fd, echo;
 };
 
+/* Page-aligned buffers, as oscost's: a copy's speed depends on its alignment. */
+static char *data, *sink_buf;
+
+static char *page_aligned(size_t n) {
+    char *p = mmap(0, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) die("mmap");
+    return p;
+}
+
 static void *partner(void *arg) {
     struct partner *p = arg;
-    static char buf[SINK];
-    pin(cpu_b);
+    char *buf = sink_buf;
     for (;;) {
         ssize_t r = read(p->fd, buf, p->echo ? 1 : SINK);
         if (r <= 0 || atomic_load(&stop)) break;
@@ -124,7 +136,6 @@ static void *partner(void *arg) {
     return 0;
 }
 
-static char data[CHUNK];
 
 static void op(int fd, int echo) {
     char b = 1;
@@ -149,11 +160,22 @@ static double sample(void (*f)(void *), void *arg) {
     double *v = calloc((size_t)samples, sizeof *v);
     uint64_t batch = 1, t0 = now_ns();
     while (now_ns() - t0 < warmup_ns) f(arg);
+    /* As oscost's sampler calibrates: settle only when a second batch of the size lasts at
+     * least half the target too (one slow batch may be a preemption), and jump close to the
+     * target once a batch lasts over 50 us. */
     for (;;) {
         uint64_t s = now_ns();
         for (uint64_t i = 0; i < batch; i++) f(arg);
-        if (now_ns() - s >= min_sample_ns) break;
-        batch *= 2;
+        double t = (double)(now_ns() - s);
+        if (t >= (double)min_sample_ns) {
+            s = now_ns();
+            for (uint64_t i = 0; i < batch; i++) f(arg);
+            double again = (double)(now_ns() - s);
+            if (again >= (double)min_sample_ns / 2) break;
+            t = again;
+        }
+        uint64_t next = t > 50000 ? (uint64_t)(batch * (double)min_sample_ns / t + 0.999) : batch * 2;
+        batch = next > batch ? next : batch + 1;
     }
     for (int k = 0; k < samples; k++) {
         uint64_t s = now_ns();
@@ -186,7 +208,15 @@ static void run_case(const char *c) {
     atomic_store(&stop, 0);
     struct partner p = {fd[1], echo};
     pthread_t t;
-    if (pthread_create(&t, 0, partner, &p)) die("pthread_create");
+    pthread_attr_t at;
+    cpu_set_t s;
+    CPU_ZERO(&s);
+    CPU_SET(cpu_b, &s);
+    /* Created pinned to CPU B, as oscost's partner is. */
+    if (pthread_attr_init(&at) || pthread_attr_setaffinity_np(&at, sizeof s, &s) ||
+        pthread_create(&t, &at, partner, &p))
+        die("pthread_create");
+    pthread_attr_destroy(&at);
     struct opargs o = {fd[0], echo};
     double m = sample(do_op, &o);
     atomic_store(&stop, 1);
@@ -262,7 +292,9 @@ int main(int argc, char **argv) {
     }
     if (cpu_b < 0) cpu_b = cpu_a;
     if (samples < 1) samples = 1;
-    memset(data, 0x5a, sizeof data);
+    data = page_aligned(CHUNK);
+    sink_buf = page_aligned(SINK);
+    memset(data, 0x5a, CHUNK);
     pin(cpu_a);
     if (conn) {
         /* Before any thread exists, as oscost measures it. */

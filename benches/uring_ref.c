@@ -4,13 +4,20 @@
  * A batch is B NOPs or reads queued on a 64-entry ring, submitted and waited for with one
  * io_uring_enter(fd, B, B, IORING_ENTER_GETEVENTS), and their B completions reaped (each read's
  * result checked). Reads are 1 byte of /dev/zero, or 64 KiB at offset 0 of a page-cached file,
- * all into one page-aligned buffer; beside them read(2) of 1 byte and pread(2) of 64 KiB. With
+ * all into one page-aligned buffer; beside them read(2) of 1 byte and pread(2) of 64 KiB. The
+ * registered cases (ids .fixed.) read through fixed file 0 (IORING_REGISTER_FILES,
+ * IOSQE_FIXED_FILE): 1 byte of /dev/zero into the shared buffer, or 64 KiB by
+ * IORING_OP_READ_FIXED into the ring's own page-aligned buffer registered as buffer 0
+ * (IORING_REGISTER_BUFFERS). With
  * -b CPU, NOPs one at a time through an SQPOLL ring whose thread polls on CPU (no call made
- * while it is awake; completions spun for). A sample is as many batches as last about 4 ms,
- * timed by two clock reads; the cases are sampled in rounds, one sample of each per round in an
+ * while it is awake; completions spun for with the CPU's spin-wait hint, as oscost does; the
+ * kernel's SQ head read before each batch is queued, as liburing and the io-uring crate do). A
+ * sample is as many batches as last about 4 ms (calibrated as oscost calibrates: a single slow
+ * batch is not taken for the operation's time), timed by two clock reads; the cases are sampled in rounds, one sample of each per round in an
  * order rotated every round, after an untimed warm-up of each. The figure is per operation.
  *
- * Output, one line per case: "ID MEDIAN_NS_PER_OP", ids as oscost's.
+ * Output, one line per case: "ID MEDIAN_NS_PER_OP", ids as oscost's; with -b also
+ * "# poller_cpu_share SHARE", the SQPOLL thread's CPU time over the wall time of its case.
  *
  * Usage: uring_ref [-q] [-s SAMPLES] [-a CPU] [-b SQPOLL_CPU]   (files in $TMPDIR, default /tmp)
  */
@@ -23,12 +30,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #define ENTRIES 64
+
+/* The spin-wait hint Rust's std::hint::spin_loop gives. */
+#if defined(__x86_64__) || defined(__i386__)
+#define cpu_relax() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define cpu_relax() __asm__ __volatile__("isb" ::: "memory")
+#else
+#define cpu_relax() ((void)0)
+#endif
 #define BIG (64 * 1024)
 
 static void die(const char *what) {
@@ -83,19 +101,40 @@ static void ring_init(struct ring *r, int sqpoll_cpu) {
     r->cqes = (struct io_uring_cqe *)(cq + p.cq_off.cqes);
 }
 
-/* Queues n entries (NOPs when fd < 0, else reads of len bytes into buf), submits them, waits
- * for and reaps their n completions; every read must return len. */
-static void ring_batch(struct ring *r, unsigned n, int fd, void *buf, unsigned len) {
+/* Registers fd as fixed file 0 and, when buf is set, buf as buffer 0. */
+static void ring_register(struct ring *r, int fd, void *buf, unsigned len) {
+    if (syscall(__NR_io_uring_register, r->fd, IORING_REGISTER_FILES, &fd, 1) < 0)
+        die("IORING_REGISTER_FILES");
+    if (buf) {
+        struct iovec v = {buf, len};
+        if (syscall(__NR_io_uring_register, r->fd, IORING_REGISTER_BUFFERS, &v, 1) < 0)
+            die("IORING_REGISTER_BUFFERS");
+    }
+}
+
+/* Queues n entries (NOPs when fd < 0 and not fixed, else reads of len bytes into buf), submits them, waits
+ * for and reaps their n completions; every read must return len. fixed: 0 plain, 1 fixed file
+ * 0 (fd ignored), 2 fixed file 0 and READ_FIXED into registered buffer 0. */
+static void ring_batch_x(struct ring *r, unsigned n, int fd, void *buf, unsigned len, int fixed) {
     unsigned tail = *r->sq_tail;
+    /* Room for n entries, from the kernel's head (as liburing and the io-uring crate read it
+     * before queueing: with SQPOLL the poller writes it from its own CPU). */
+    unsigned khead = atomic_load_explicit((_Atomic unsigned *)r->sq_head, memory_order_acquire);
+    if (tail + n - khead > ENTRIES) {
+        fprintf(stderr, "io_uring submission queue full\n");
+        exit(2);
+    }
     for (unsigned i = 0; i < n; i++) {
         unsigned idx = (tail + i) & *r->sq_mask;
         struct io_uring_sqe *e = &r->sqes[idx];
         memset(e, 0, sizeof *e);
-        if (fd < 0) {
+        if (fd < 0 && !fixed) {
             e->opcode = IORING_OP_NOP;
         } else {
-            e->opcode = IORING_OP_READ;
-            e->fd = fd;
+            e->opcode = fixed == 2 ? IORING_OP_READ_FIXED : IORING_OP_READ;
+            e->fd = fixed ? 0 : fd;
+            e->flags = fixed ? IOSQE_FIXED_FILE : 0;
+            e->buf_index = 0;
             e->addr = (uint64_t)(uintptr_t)buf;
             e->len = len;
             e->off = 0;
@@ -116,21 +155,28 @@ static void ring_batch(struct ring *r, unsigned n, int fd, void *buf, unsigned l
         unsigned t = atomic_load_explicit((_Atomic unsigned *)r->cq_tail, memory_order_acquire);
         for (; head != t; head++, got++) {
             int res = r->cqes[head & *r->cq_mask].res;
-            if (res < 0 || (fd >= 0 && (unsigned)res != len)) {
+            if (res < 0 || ((fd >= 0 || fixed) && (unsigned)res != len)) {
                 fprintf(stderr, "io_uring completion %d\n", res);
                 exit(2);
             }
         }
         atomic_store_explicit((_Atomic unsigned *)r->cq_head, head, memory_order_release);
+        /* A spin-wait hint while completions are awaited (SQPOLL only), as oscost spins. */
+        if (got < n) cpu_relax();
     }
 }
 
-enum { NOP, READ1, READ64K, SYS_READ1, SYS_PREAD64K, SQPOLL };
+static void ring_batch(struct ring *r, unsigned n, int fd, void *buf, unsigned len) {
+    ring_batch_x(r, n, fd, buf, len, 0);
+}
+
+enum { NOP, READ1, READ64K, READ1_FIXED, READ64K_FIXED, SYS_READ1, SYS_PREAD64K, SQPOLL };
 struct kase {
     const char *id;
     int kind;
     unsigned batch;
     struct ring ring;
+    unsigned char *fixed_buf; /* the registered buffer of READ64K_FIXED */
     unsigned long k; /* batches per sample */
     double *ns;
 };
@@ -144,6 +190,8 @@ static void one_batch(struct kase *c) {
     case SQPOLL: ring_batch(&c->ring, c->batch, -1, 0, 0); break;
     case READ1: ring_batch(&c->ring, c->batch, zero_fd, buf, 1); break;
     case READ64K: ring_batch(&c->ring, c->batch, file_fd, buf, BIG); break;
+    case READ1_FIXED: ring_batch_x(&c->ring, c->batch, -2, buf, 1, 1); break;
+    case READ64K_FIXED: ring_batch_x(&c->ring, c->batch, -2, c->fixed_buf, BIG, 2); break;
     case SYS_READ1:
         if (read(zero_fd, buf, 1) != 1) die("read");
         break;
@@ -159,9 +207,55 @@ static double sample(struct kase *c) {
     return (double)(now_ns() - t0) / (double)(c->k * c->batch);
 }
 
+/* Batches per sample, as oscost's sampler calibrates: double until a batch lasts the target,
+ * settling only when a second batch of that size lasts at least half of it too (one slow batch
+ * may be a preemption, or a poller not yet running, rather than the operation: settling on it
+ * would leave samples of a single operation that never see the poller lose its CPU), and jump
+ * close to the target once a batch lasts over 50 us. */
+static void calibrate(struct kase *c, double target) {
+    for (c->k = 1;;) {
+        uint64_t t0 = now_ns();
+        for (unsigned long j = 0; j < c->k; j++) one_batch(c);
+        double t = (double)(now_ns() - t0);
+        if (t >= target) {
+            t0 = now_ns();
+            for (unsigned long j = 0; j < c->k; j++) one_batch(c);
+            double again = (double)(now_ns() - t0);
+            if (again >= target / 2) break;
+            t = again;
+        }
+        unsigned long next = t > 50000 ? (unsigned long)(c->k * target / t + 0.999) : c->k * 2;
+        c->k = next > c->k ? next : c->k + 1;
+    }
+}
+
 static int cmp(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
+}
+
+/* The CPU time (ns, schedstat) of this process's SQPOLL thread (iou-sqp-*), or -1. */
+static double poller_cpu_ns(void) {
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    double ns = -1;
+    if (!d) return -1;
+    while (ns < 0 && (e = readdir(d))) {
+        char path[300], comm[64] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        if (!fgets(comm, sizeof comm, f)) comm[0] = 0;
+        fclose(f);
+        if (strncmp(comm, "iou-sqp", 7)) continue;
+        snprintf(path, sizeof path, "/proc/self/task/%s/schedstat", e->d_name);
+        if ((f = fopen(path, "r"))) {
+            if (fscanf(f, "%lf", &ns) != 1) ns = -1;
+            fclose(f);
+        }
+    }
+    closedir(d);
+    return ns;
 }
 
 static void pin(int cpu) {
@@ -200,22 +294,28 @@ int main(int argc, char **argv) {
     struct kase cases[] = {
         {"uring.nop.b1", NOP, 1},          {"uring.nop.b8", NOP, 8},
         {"uring.nop.b32", NOP, 32},        {"uring.read1.b1", READ1, 1},
-        {"uring.read1.b32", READ1, 32},    {"uring.syscall-read1", SYS_READ1, 1},
+        {"uring.read1.b32", READ1, 32},
+        {"uring.read1.fixed.b1", READ1_FIXED, 1},
+        {"uring.read1.fixed.b32", READ1_FIXED, 32},
+        {"uring.syscall-read1", SYS_READ1, 1},
         {"uring.read64k.b1", READ64K, 1},  {"uring.read64k.b32", READ64K, 32},
+        {"uring.read64k.fixed.b1", READ64K_FIXED, 1},
+        {"uring.read64k.fixed.b32", READ64K_FIXED, 32},
         {"uring.syscall-pread64k", SYS_PREAD64K, 1},
     };
     int n = (int)(sizeof cases / sizeof cases[0]);
     double target = quick ? 1e6 : 4e6;
     for (int i = 0; i < n; i++) {
         struct kase *c = &cases[i];
-        if (c->kind <= READ64K) ring_init(&c->ring, -1);
-        c->ns = calloc((size_t)samples, sizeof(double));
-        /* Calibrate: double until a sample lasts the target, then warm up. */
-        for (c->k = 1;; c->k *= 2) {
-            uint64_t t0 = now_ns();
-            for (unsigned long j = 0; j < c->k; j++) one_batch(c);
-            if ((double)(now_ns() - t0) >= target) break;
+        if (c->kind <= READ64K_FIXED) ring_init(&c->ring, -1);
+        if (c->kind == READ1_FIXED) ring_register(&c->ring, zero_fd, 0, 0);
+        if (c->kind == READ64K_FIXED) {
+            c->fixed_buf = mmap(0, BIG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (c->fixed_buf == MAP_FAILED) die("mmap");
+            ring_register(&c->ring, file_fd, c->fixed_buf, BIG);
         }
+        c->ns = calloc((size_t)samples, sizeof(double));
+        calibrate(c, target);
         for (int w = 0; w < 10; w++) sample(c);
     }
     for (int s = 0; s < samples; s++)
@@ -231,15 +331,20 @@ int main(int argc, char **argv) {
         struct kase c = {"uring.nop.sqpoll", SQPOLL, 1};
         ring_init(&c.ring, sq_cpu);
         c.ns = calloc((size_t)samples, sizeof(double));
-        for (c.k = 1;; c.k *= 2) {
-            uint64_t t0 = now_ns();
-            for (unsigned long j = 0; j < c.k; j++) one_batch(&c);
-            if ((double)(now_ns() - t0) >= target) break;
-        }
+        /* The poller's CPU share over calibration, warm-up and samples, as oscost reports. */
+        one_batch(&c);
+        double cpu0 = poller_cpu_ns();
+        uint64_t t0 = now_ns();
+        calibrate(&c, target);
         for (int w = 0; w < 10; w++) sample(&c);
         for (int s = 0; s < samples; s++) c.ns[s] = sample(&c);
+        double cpu1 = poller_cpu_ns();
+        uint64_t t1 = now_ns();
         qsort(c.ns, (size_t)samples, sizeof(double), cmp);
         printf("%s %.2f\n", c.id, c.ns[samples / 2]);
+        if (cpu0 >= 0 && cpu1 >= 0)
+            printf("# poller_cpu_share %.3f batches_per_sample %lu\n",
+                   (cpu1 - cpu0) / (double)(t1 - t0), c.k);
     }
     return 0;
 }

@@ -1655,6 +1655,63 @@ run_case wakeup-period-negative refused 'not a time' wakeup --period -1ms --json
 run_case lockring-forms-nope refused 'choose from: mutex, pipe' lockring --forms nope --json r.json
 run_case seccomp-sets-nope refused 'choose from' seccomp --sets nope --json r.json
 run_case uring-ops-nope refused 'choose from' uring --ops nope --json r.json
+
+# EXPR of the result document d read from FILE, printed (python3).
+jexpr() { python3 -c "import json, sys; d = json.load(open(sys.argv[1])); print($2)" "$1" 2>/dev/null; }
+
+# Issue 32's limits. `--fds` beyond the open-file limit: refused before anything is opened,
+# naming RLIMIT_NOFILE and the fix.
+c_poll_fds_nofile() {
+    command -v prlimit >/dev/null 2>&1 || { note "not applicable: no prlimit"; return; }
+    runner=(prlimit --nofile=64:64)
+    refused 'RLIMIT_NOFILE is 64.*ulimit -n' poll --fds 1000 --json r.json
+}
+
+# io_uring disabled (io_uring_disabled = 2, put back as it was however the case ends): every
+# uring case not measured, one line naming the setting and the fix, exit 0, and the other
+# experiment of the run still measured.
+c_uring_disabled() {
+    local f=/proc/sys/kernel/io_uring_disabled old
+    [[ -w "$f" ]] || { note "not applicable: cannot write $f (root, Linux 6.6 or later)"; return; }
+    old=$(<"$f")
+    # shellcheck disable=SC2064 # $old and $f now, on purpose
+    trap "echo '$old' >'$f'" EXIT
+    echo 2 >"$f" || { note "not applicable: cannot set $f to 2"; return; }
+    osc --no-save run uring syscall --quick --json r.json
+    echo "$old" >"$f"
+    [[ "$(<"$f")" == "$old" ]] || problem "$f not put back to $old"
+    expect_rc 0
+    grep -q 'uring\.\*: io_uring is disabled here (/proc/sys/kernel/io_uring_disabled is 2): set it to 0' "$io/out" "$io/err" ||
+        problem "the uring cases do not say io_uring is disabled and how to enable it"
+    [[ "$(jexpr r.json 'sum(len(e["cases"]) for e in d["experiments"] if e["name"] == "uring")')" == 0 ]] ||
+        problem "a uring case was measured with io_uring disabled"
+    [[ "$(jexpr r.json 'sum(len(e["cases"]) for e in d["experiments"] if e["name"] == "syscall")')" -gt 0 ]] ||
+        problem "syscall was not measured beside the disabled io_uring"
+    note "$(grep -h -o 'uring\.\*: io_uring is disabled here[^:]*' "$io/out" "$io/err" | head -n 1)"
+}
+
+# No loopback interface (a network namespace of its own, `lo` left down): the TCP and UDP cases
+# not measured, each saying so and how to bring `lo` up; AF_UNIX and the pipe still measured;
+# exit 0. (oscost binds 127.0.0.1 port 0 only, the kernel's pick: there is no port to find in
+# use.)
+c_net_no_loopback() {
+    command -v unshare >/dev/null 2>&1 || { note "not applicable: no unshare"; return; }
+    unshare -n true 2>/dev/null || { note "not applicable: cannot make a network namespace"; return; }
+    runner=(unshare -n)
+    osc --no-save net --quick --cases tcp.rtt,udp.rtt,unix.rtt,pipe.bw --json r.json
+    expect_rc 0
+    grep -q 'no loopback interface.*ip link set lo up' "$io/out" "$io/err" ||
+        problem "the TCP and UDP cases do not say there is no loopback interface and how to bring it up"
+    local ids
+    ids=$(jexpr r.json '" ".join(c["id"] for e in d["experiments"] for c in e["cases"])')
+    [[ "$ids" == *net.unix.rtt.same* && "$ids" == *net.pipe.bw.same* ]] ||
+        problem "AF_UNIX and pipe cases not measured without loopback: $ids"
+    [[ "$ids" != *net.tcp.* && "$ids" != *net.udp.* ]] || problem "a TCP or UDP case was measured: $ids"
+    note "measured: $ids; $(grep -h -o 'net\.tcp\.rtt[^:]*: no loopback interface' "$io/out" "$io/err" | head -n 1)"
+}
+run_case poll-fds-beyond-nofile-64 c_poll_fds_nofile
+run_case uring-io-uring-disabled c_uring_disabled
+run_case net-no-loopback c_net_no_loopback
 run_case history-show-nosuch refused 'no run `nosuch`' history show nosuch
 run_case history-rm-nosuch refused 'no run `nosuch`' history rm nosuch
 run_case history-trend-nosuch refused 'has a case `nosuch.case`' history trend nosuch.case

@@ -2,13 +2,19 @@
 # Holds `oscost uring` against benches/uring_ref.c, a C program that drives io_uring by raw
 # system calls (io_uring_setup, io_uring_enter; no liburing): B NOPs or reads queued on a
 # 64-entry ring, one io_uring_enter submitting and waiting for them, their completions reaped,
-# beside read(2) of 1 byte from /dev/zero and pread(2) of 64 KiB of a page-cached file, and NOPs
-# through an SQPOLL ring whose thread polls on CPU_B; the cases sampled in rotated rounds.
+# beside read(2) of 1 byte from /dev/zero and pread(2) of 64 KiB of a page-cached file, the same
+# reads through a registered file (`.fixed.`; 64 KiB by IORING_OP_READ_FIXED into a registered
+# buffer), and NOPs through an SQPOLL ring whose thread polls on CPU_B; the cases sampled in
+# rotated rounds.
 #
 # Both sides run measuring on CPU A, the SQPOLL thread on CPU B (oscost with `--cpus A,B`). A
-# round runs the C program then oscost; the median ratio oscost/C over the rounds is the
+# round runs the C program then oscost (oscost first in even rounds, so neither side always
+# meets the other's after-effects or a load's same phase); the median ratio oscost/C over the rounds is the
 # figure, printed beside the io_uring_enter calls per operation that the kernel counted for
-# oscost (the C program counts none). A measurement, not a test: exits 0 whatever the ratios
+# oscost (the C program counts none). Then, for each side, what registering did: the median over
+# the rounds of each registered case's figure over the unregistered one at the same batch, and the
+# SQPOLL poller's CPU share as each side measured it: the SQPOLL figure is the time a NOP waits
+# for the poller to run on CPU B, so it is comparable only where the shares are. A measurement, not a test: exits 0 whatever the ratios
 # are. Run it on an idle machine with at least two CPUs.
 #
 # Usage: [ROUNDS=N] [QUICK=1] scripts/uring-vs-c.sh [CPU_A CPU_B]
@@ -34,27 +40,33 @@ mode="standard sampling"
 echo "oscost uring vs C, median ns per operation, CPU $cpu (measuring), CPU $cpu_b (SQPOLL thread),"
 echo "$rounds interleaved rounds ($mode); ratio = oscost / C"
 
-declare -A c_ns o_ns ratios enters
+declare -A c_ns o_ns ratios enters cval oval c_share
 ids=()
 for ((i = 1; i <= rounds; i++)); do
     echo "round $i of $rounds..." >&2
-    "$tmp/uring_ref" -a "$cpu" -b "$cpu_b" -s "$c_samples" >"$tmp/c$i" || die "uring_ref failed"
-    "$bin" --cpus "$cpu,$cpu_b" --quiet --no-save ${quick_oscost[@]+"${quick_oscost[@]}"} \
-        uring --json "$tmp/o$i.json" >/dev/null || die "oscost uring failed"
+    run_c() { "$tmp/uring_ref" -a "$cpu" -b "$cpu_b" -s "$c_samples" >"$tmp/c$i" || die "uring_ref failed"; }
+    run_o() {
+        "$bin" --cpus "$cpu,$cpu_b" --quiet --no-save ${quick_oscost[@]+"${quick_oscost[@]}"} \
+            uring --json "$tmp/o$i.json" >/dev/null || die "oscost uring failed"
+    }
+    if ((i % 2)); then run_c && run_o; else run_o && run_c; fi
+    c_share[$i]=$(awk '$2 == "poller_cpu_share" { print $3 }' "$tmp/c$i")
     python3 - "$tmp/o$i.json" >"$tmp/o$i" <<'PY'
 import json, sys
 for e in json.load(open(sys.argv[1]))["experiments"]:
     for c in e["cases"]:
-        print(c["id"], c["median_ns"], c["counters"].get("io_uring_enter_per_op", "n/a"))
+        print(c["id"], c["median_ns"], c["counters"].get("io_uring_enter_per_op", "n/a"),
+              c["counters"].get("poller_cpu_share", "n/a"))
 PY
     while read -r id cv; do
         read -r ov oe <<<"$(awk -v id="$id" '$1 == id { print $2, $3 }' "$tmp/o$i")" || true
+        cval[$i.$id]=$cv oval[$i.$id]=${ov:-}
         [[ -n "${ov:-}" ]] || { echo "  round $i  $id: not measured by oscost, skipped" >&2; continue; }
         [[ -n "${c_ns[$id]+x}" ]] || ids+=("$id")
         r=$(awk -v o="$ov" -v c="$cv" 'BEGIN { printf "%.3f", o / c }')
         c_ns[$id]+="$cv " o_ns[$id]+="$ov " ratios[$id]+="$r " enters[$id]+="$oe "
         printf '  round %d  %-24s C %9.1f  oscost %9.1f  ratio %s\n' "$i" "$id" "$cv" "$ov" "$r"
-    done <"$tmp/c$i"
+    done < <(grep -v '^#' "$tmp/c$i")
 done
 
 echo
@@ -63,4 +75,26 @@ for id in "${ids[@]}"; do
     printf '%-24s %9.1f %9.1f %8.3f  %-18s %s\n' "$id" "$(median_of "${c_ns[$id]}")" \
         "$(median_of "${o_ns[$id]}")" "$(median_of "${ratios[$id]}")" "${enters[$id]%% *}" "${ratios[$id]% }"
 done
+
+echo
+echo "registered / unregistered at the same batch, median over rounds of each side's own ratio"
+printf '%-24s %9s %9s  %s\n' case C oscost "per-round C | oscost"
+for id in "${ids[@]}"; do
+    [[ "$id" == *.fixed.* ]] || continue
+    base="${id/.fixed/}" cr="" or=""
+    for ((i = 1; i <= rounds; i++)); do
+        [[ -n "${cval[$i.$id]:-}" && -n "${cval[$i.$base]:-}" ]] &&
+            cr+="$(awk -v a="${cval[$i.$id]}" -v b="${cval[$i.$base]}" 'BEGIN { printf "%.3f", a / b }') "
+        [[ -n "${oval[$i.$id]:-}" && -n "${oval[$i.$base]:-}" ]] &&
+            or+="$(awk -v a="${oval[$i.$id]}" -v b="${oval[$i.$base]}" 'BEGIN { printf "%.3f", a / b }') "
+    done
+    [[ -n "$cr" && -n "$or" ]] || continue
+    printf '%-24s %9.3f %9.3f  %s| %s\n' "$id" "$(median_of "$cr")" "$(median_of "$or")" "$cr" "${or% }"
+done
+shares=""
+for ((i = 1; i <= rounds; i++)); do
+    s=$(awk '$1 == "uring.nop.sqpoll" && $4 != "n/a" { printf "%.3f", $4 }' "$tmp/o$i" 2>/dev/null)
+    shares+="${c_share[$i]:-n/a}|${s:-n/a} "
+done
+printf 'SQPOLL poller CPU share per round, C|oscost: %s\n' "${shares% }"
 exit 0

@@ -42,9 +42,20 @@ fn uring_counts_one_enter_a_batch_or_says_why_it_cannot_run() {
             "uring.nop.b32",
             "uring.read1.b1",
             "uring.read1.b32",
+            "uring.read1.fixed.b1",
+            "uring.read1.fixed.b32",
             "uring.syscall-read1"
         ]
     );
+    for c in e.cases.iter().filter(|c| c.id.contains(".fixed.")) {
+        assert_eq!(c.params["registered"], "file", "{}", c.id);
+        let (r, lo, hi) = (
+            c.counters["ratio_to_unregistered"],
+            c.counters["ratio_to_unregistered_ci_lo"],
+            c.counters["ratio_to_unregistered_ci_hi"],
+        );
+        assert!(lo <= r && r <= hi && r > 0.0, "{}: {r} [{lo}, {hi}]", c.id);
+    }
     for c in &e.cases {
         // Counted where the kernel's tracepoints can be read (root, or perf allowed).
         if let Some(&n) = c.counters.get("system_calls_per_op") {
@@ -60,7 +71,9 @@ fn uring_counts_one_enter_a_batch_or_says_why_it_cannot_run() {
         d,
         [
             "uring.read1.b1.minus_syscall",
-            "uring.read1.b32.minus_syscall"
+            "uring.read1.b32.minus_syscall",
+            "uring.read1.fixed.b1.minus_unregistered",
+            "uring.read1.fixed.b32.minus_unregistered"
         ]
     );
 }

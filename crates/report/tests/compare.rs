@@ -411,3 +411,83 @@ fn the_percentiles_are_in_the_markdown_and_the_csv() {
     insta::assert_snapshot!("compare-percentiles-markdown", md);
     insta::assert_snapshot!("compare-percentiles-csv", text);
 }
+
+/// The golden run with its first experiment copied as `name`, one case per id, each a copy of
+/// the experiment's first case under that id.
+fn with_family(mut doc: ResultDoc, name: &str, ids: &[&str]) -> ResultDoc {
+    let mut e = doc.experiments[0].clone();
+    let model = e.cases[0].clone();
+    e.name = name.to_owned();
+    e.derived.clear();
+    e.cases = ids
+        .iter()
+        .map(|id| {
+            let mut c = model.clone();
+            c.id = (*id).to_owned();
+            c
+        })
+        .collect();
+    doc.experiments.push(e);
+    doc
+}
+
+#[test]
+fn io_uring_poll_and_net_cases_each_get_a_row_in_every_rendering() {
+    let families: [(&str, &[&str]); 3] = [
+        (
+            "uring",
+            &[
+                "uring.nop.b1",
+                "uring.nop.sqpoll",
+                "uring.read1.b32",
+                "uring.read1.fixed.b32",
+                "uring.syscall-read1",
+                "uring.read64k.fixed.b1",
+                "uring.syscall-pread64k",
+            ],
+        ),
+        (
+            "poll",
+            &["poll.select.10", "poll.epoll.1000", "poll.epoll-ctl"],
+        ),
+        (
+            "net",
+            &[
+                "net.tcp.rtt.same",
+                "net.udp.rtt.cross",
+                "net.unix.rtt.same",
+                "net.unix-dgram.rtt.cross",
+                "net.pipe.bw.cross",
+            ],
+        ),
+    ];
+    let mut a = golden();
+    for (name, ids) in families {
+        a = with_family(a, name, ids);
+    }
+    let b = scaled(a.clone(), "uring.read1.fixed.b32", 1.5);
+    let c = run(&a, &b, Settings::default());
+    let (term, md, csv) = (
+        compare::terminal(&c),
+        compare::markdown(&c),
+        compare::csv(&c).unwrap(),
+    );
+    for id in families.iter().flat_map(|(_, ids)| ids.iter()) {
+        assert!(c[0].rows.iter().any(|r| r.id == *id), "{id}: no row");
+        for (what, text) in [("terminal", &term), ("markdown", &md), ("csv", &csv)] {
+            assert!(text.contains(id), "{id} missing from the {what} rendering");
+        }
+    }
+    assert_eq!(
+        verdict_of(&c[0], "uring.read1.fixed.b32").verdict,
+        Verdict::Slower
+    );
+    let docs = [("a.json".to_owned(), &a), ("b.json".to_owned(), &b)];
+    let names: Vec<String> = oscost_report::plot::comparison_plots(&docs)
+        .into_iter()
+        .map(|p| p.name)
+        .collect();
+    for (name, _) in families {
+        assert!(names.contains(&format!("{name}.runs")), "{name}: {names:?}");
+    }
+}

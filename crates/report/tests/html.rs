@@ -246,3 +246,29 @@ fn the_comparison_sets_a_latency_cases_percentiles_side_by_side() {
     let plain = report(&[("a.json".into(), &golden()), ("b.json".into(), &golden())]).unwrap();
     assert!(!plain.contains("Percentiles side by side"));
 }
+
+#[test]
+fn the_report_draws_net_round_trips_by_socket_kind() {
+    let mut doc = golden();
+    let mut e = doc.experiments[0].clone();
+    let model = e.cases[0].clone();
+    e.name = "net".into();
+    e.derived.clear();
+    e.cases = ["tcp", "udp", "unix", "unix-dgram"]
+        .iter()
+        .flat_map(|k| ["same", "cross"].map(|p| format!("net.{k}.rtt.{p}")))
+        .map(|id| {
+            let mut c = model.clone();
+            c.id = id;
+            c
+        })
+        .collect();
+    doc.experiments.push(e);
+    let html = report(&[("net.json".to_owned(), &doc)]).unwrap();
+    parse(&html);
+    assert!(
+        html.contains("net: a 1-byte round trip by socket kind"),
+        "the by-kind figure is in the page"
+    );
+    assert!(html.contains("net.unix-dgram.rtt.cross"));
+}

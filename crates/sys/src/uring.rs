@@ -2,8 +2,11 @@
 //! reaped together, and the SQPOLL variant whose kernel thread submits for the process.
 //!
 //! Every call here waits for all of its completions before it returns, so a buffer handed to
-//! the kernel is never written after the borrow that lent it has ended.
+//! the kernel is never written after the borrow that lent it has ended. A registered (fixed)
+//! file is held by the kernel until the ring goes; a registered buffer is owned by the ring
+//! and unmapped only after the ring has been closed.
 
+use crate::buf::PageBuffer;
 use io_uring::{opcode, types, IoUring};
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};
@@ -20,8 +23,13 @@ pub fn disabled_setting() -> Option<u32> {
 
 /// One io_uring instance; its kernel objects (and an SQPOLL thread) go when it is dropped.
 pub struct Ring {
+    // Declared first, so dropped (closed) before the registered buffer below is unmapped.
     ring: IoUring,
     sqpoll: bool,
+    /// Registered buffer 0, if one was registered.
+    fixed_buf: Option<PageBuffer>,
+    /// Whether fixed file 0 is registered.
+    fixed_file: bool,
 }
 
 /// Why a ring could not be made, in one line with what to do.
@@ -44,6 +52,8 @@ impl Ring {
         Ok(Ring {
             ring,
             sqpoll: false,
+            fixed_buf: None,
+            fixed_file: false,
         })
     }
 
@@ -55,7 +65,47 @@ impl Ring {
             .setup_sqpoll_cpu(cpu as u32)
             .build(entries)
             .map_err(setup_error)?;
-        Ok(Ring { ring, sqpoll: true })
+        Ok(Ring {
+            ring,
+            sqpoll: true,
+            fixed_buf: None,
+            fixed_file: false,
+        })
+    }
+
+    /// Registers `fd` as the ring's fixed file 0 (IORING_REGISTER_FILES): operations then
+    /// name it by index, and the kernel skips looking the descriptor up and taking a
+    /// reference on the file for each of them. The kernel holds the file until the ring goes.
+    pub fn register_file(&mut self, fd: BorrowedFd) -> io::Result<()> {
+        self.ring
+            .submitter()
+            .register_files(&[fd.as_raw_fd()])
+            .map_err(|e| io::Error::new(e.kind(), format!("registering a file: {e}")))?;
+        self.fixed_file = true;
+        Ok(())
+    }
+
+    /// Maps a page-aligned buffer of `len` bytes that the ring owns and registers it as
+    /// buffer 0 (IORING_REGISTER_BUFFERS): its pages are pinned once, not per operation.
+    pub fn register_buffer(&mut self, len: usize) -> io::Result<()> {
+        let mut buf = PageBuffer::new(len)?;
+        let s = buf.as_mut_slice();
+        let iov = libc::iovec {
+            iov_base: s.as_mut_ptr().cast(),
+            iov_len: s.len(),
+        };
+        // SAFETY: the buffer is owned by the ring and unmapped only after the ring (declared
+        // first) has been dropped, so it outlives the registration.
+        unsafe { self.ring.submitter().register_buffers(&[iov]) }.map_err(|e| {
+            let hint = if e.raw_os_error() == Some(libc::ENOMEM) {
+                " (the locked-memory limit, RLIMIT_MEMLOCK: raise it with `ulimit -l`)"
+            } else {
+                ""
+            };
+            io::Error::new(e.kind(), format!("registering a buffer: {e}{hint}"))
+        })?;
+        self.fixed_buf = Some(buf);
+        Ok(())
     }
 
     /// Submits what is queued and takes `n` completions, each of which must be `want` (or,
@@ -97,7 +147,8 @@ impl Ring {
         for _ in 0..n {
             let e = make();
             // SAFETY: a NOP points at nothing; a read's buffer stays borrowed until `complete`
-            // has taken every completion (see the callers).
+            // has taken every completion (see the callers), or is the ring's own registered
+            // buffer, which outlives the ring.
             unsafe { sq.push(&e) }
                 .map_err(|_| io::Error::other("the io_uring submission queue is full"))?;
         }
@@ -128,6 +179,50 @@ impl Ring {
         })?;
         // `buf` stays borrowed until every read has completed here.
         self.complete(n, Some(len as i32))
+    }
+}
+
+impl Ring {
+    /// `n` reads of `buf.len()` bytes at `offset` of the registered file 0, all into `buf`
+    /// (not registered), submitted together and reaped together.
+    pub fn reads_fixed_file(&mut self, buf: &mut [u8], offset: u64, n: usize) -> io::Result<()> {
+        if !self.fixed_file {
+            return Err(io::Error::other("no file is registered with this ring"));
+        }
+        let len = u32::try_from(buf.len()).map_err(|_| io::Error::other("buffer too large"))?;
+        let ptr = buf.as_mut_ptr();
+        self.queue(n, || {
+            opcode::Read::new(types::Fixed(0), ptr, len)
+                .offset(offset)
+                .build()
+        })?;
+        // `buf` stays borrowed until every read has completed here.
+        self.complete(n, Some(len as i32))
+    }
+
+    /// `n` IORING_OP_READ_FIXED reads filling the registered buffer 0 from `offset` of the
+    /// registered file 0, submitted together and reaped together.
+    pub fn reads_fixed(&mut self, offset: u64, n: usize) -> io::Result<()> {
+        if !self.fixed_file {
+            return Err(io::Error::other("no file is registered with this ring"));
+        }
+        let Some(buf) = self.fixed_buf.as_mut() else {
+            return Err(io::Error::other("no buffer is registered with this ring"));
+        };
+        let s = buf.as_mut_slice();
+        let len = u32::try_from(s.len()).map_err(|_| io::Error::other("buffer too large"))?;
+        let ptr = s.as_mut_ptr();
+        self.queue(n, || {
+            opcode::ReadFixed::new(types::Fixed(0), ptr, len, 0)
+                .offset(offset)
+                .build()
+        })?;
+        self.complete(n, Some(len as i32))
+    }
+
+    /// The registered buffer, to check what the reads put there.
+    pub fn fixed_buffer(&self) -> Option<&[u8]> {
+        self.fixed_buf.as_ref().map(|b| b.as_slice())
     }
 }
 
@@ -172,5 +267,32 @@ mod tests {
         ring.reads(zero.as_fd(), &mut buf, 0, 8).unwrap();
         assert!(buf.iter().all(|&b| b == 0));
         assert!(ring.nops(65).is_err(), "more entries than the ring holds");
+    }
+
+    #[test]
+    fn registered_file_and_buffer_read_what_the_file_holds() {
+        let mut ring = match Ring::new(64) {
+            Ok(r) => r,
+            Err(e) => return eprintln!("io_uring unavailable: {e}"),
+        };
+        let mut buf = [1u8; 8];
+        assert!(
+            ring.reads_fixed_file(&mut buf, 0, 1).is_err(),
+            "nothing registered"
+        );
+        let dir = std::env::temp_dir().join(format!("oscost-uring-test-{}", std::process::id()));
+        std::fs::write(&dir, [7u8; 8192]).unwrap();
+        let file = std::fs::File::open(&dir).unwrap();
+        std::fs::remove_file(&dir).unwrap();
+        ring.register_file(file.as_fd()).unwrap();
+        ring.reads_fixed_file(&mut buf, 0, 4).unwrap();
+        assert_eq!(buf, [7u8; 8]);
+        assert!(ring.reads_fixed(0, 1).is_err(), "no buffer registered yet");
+        if let Err(e) = ring.register_buffer(8192) {
+            // A locked-memory limit too small for two pages: said, nothing to test.
+            return eprintln!("{e}");
+        }
+        ring.reads_fixed(0, 32).unwrap();
+        assert!(ring.fixed_buffer().unwrap().iter().all(|&b| b == 7));
     }
 }

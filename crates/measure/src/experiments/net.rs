@@ -532,7 +532,10 @@ fn pair_case(m: Measure, pl: Placement, ctx: &Context) -> anyhow::Result<Case> {
     let role = m.role().expect("a two-thread case");
     let cpus = cpus_of(pl, &ctx.cpus);
     let Partnered { peer, team, _pin } = partnered(m.kind(), role, cpus, ctx)?;
-    let data = vec![0x5au8; CHUNK];
+    // Page-aligned, as the partner's read buffer is: a copy's speed depends on its alignment.
+    let mut data = oscost_sys::buf::PageBuffer::new(CHUNK).context("mapping the write buffer")?;
+    data.as_mut_slice().fill(0x5a);
+    let data = &data.as_slice()[..CHUNK];
     let mut ops = 0u64;
     let start = oscost_sys::thread_switches();
     let measured = match role {
@@ -542,7 +545,7 @@ fn pair_case(m: Measure, pl: Placement, ctx: &Context) -> anyhow::Result<Case> {
             team.check()
         }),
         Role::Sink => measure_fallible(ctx, || {
-            peer.send(&data)?;
+            peer.send(data)?;
             ops += 1;
             team.check()
         }),

@@ -3,7 +3,9 @@
 //!
 //! NOPs and reads are queued 1, 8 or 32 at a time and submitted and reaped with one
 //! `io_uring_enter`; the figure is per operation. A 1-byte read of `/dev/zero` stands beside
-//! `read(2)` and a 64 KiB read of a page-cached file beside `pread(2)`. With SQPOLL a kernel
+//! `read(2)` and a 64 KiB read of a page-cached file beside `pread(2)`. The same reads through a
+//! registered (fixed) file — and, for 64 KiB, `IORING_OP_READ_FIXED` into a registered buffer —
+//! stand beside the unregistered ones, their ratio to them given with its CI. With SQPOLL a kernel
 //! thread on another CPU submits for the process, which then makes no call at all, and that
 //! thread's own CPU time is reported. The kernel's count of the calls (the `raw_syscalls`
 //! tracepoint, over a separate untimed pass of the same code) checks each figure.
@@ -105,6 +107,10 @@ pub struct Options {
     #[arg(long)]
     pub no_sqpoll: bool,
 
+    /// Leave out the reads through a registered file (and, for 64 KiB, a registered buffer)
+    #[arg(long)]
+    pub no_fixed: bool,
+
     /// At most 41 samples of 1 ms after at least 10 ms of warm-up, as the default suite takes
     /// them
     #[arg(long)]
@@ -116,6 +122,9 @@ pub struct Options {
 enum Kind {
     /// `op` through a ring, `batch` per enter.
     Ring(Op, usize),
+    /// A read `op` through a ring with the file registered (and for 64 KiB the buffer too,
+    /// IORING_OP_READ_FIXED), `batch` per enter.
+    Fixed(Op, usize),
     /// The system call `op` replaces.
     Syscall(Op),
 }
@@ -146,7 +155,10 @@ fn plan(opts: &Options) -> anyhow::Result<Plan> {
         } else {
             first_occurrences(&opts.batches)
         };
-        kinds.extend(batches.into_iter().map(|b| Kind::Ring(op, b)));
+        kinds.extend(batches.iter().map(|&b| Kind::Ring(op, b)));
+        if op != Op::Nop && !opts.no_fixed {
+            kinds.extend(batches.iter().map(|&b| Kind::Fixed(op, b)));
+        }
         if op.syscall().is_some() {
             kinds.push(Kind::Syscall(op));
         }
@@ -160,6 +172,7 @@ fn plan(opts: &Options) -> anyhow::Result<Plan> {
 fn case_id(k: Kind) -> String {
     match k {
         Kind::Ring(op, b) => format!("{NAME}.{}.b{b}", value_name(&op)),
+        Kind::Fixed(op, b) => format!("{NAME}.{}.fixed.b{b}", value_name(&op)),
         Kind::Syscall(op) => format!("{NAME}.{}", op.syscall().map_or("", |s| s.0)),
     }
 }
@@ -206,15 +219,24 @@ impl<'a> Runner<'a> {
     fn new(kind: Kind, s: &'a Scratch, sqpoll_cpu: Option<usize>) -> anyhow::Result<Runner<'a>> {
         let ring = match (kind, sqpoll_cpu) {
             (Kind::Syscall(_), _) => None,
-            (Kind::Ring(..), None) => Some(Ring::new(RING_ENTRIES as u32)?),
-            (Kind::Ring(..), Some(cpu)) => {
+            (Kind::Ring(..) | Kind::Fixed(..), None) => Some(Ring::new(RING_ENTRIES as u32)?),
+            (Kind::Ring(..) | Kind::Fixed(..), Some(cpu)) => {
                 Some(Ring::with_sqpoll(RING_ENTRIES as u32, cpu, SQPOLL_IDLE_MS)?)
             }
         };
         let len = match kind {
             Kind::Ring(Op::Read64k, _) | Kind::Syscall(Op::Read64k) => BIG,
+            // A registered buffer is the ring's own.
             _ => 1,
         };
+        let mut ring = ring;
+        if let (Kind::Fixed(op, _), Some(r)) = (kind, ring.as_mut()) {
+            let file = if op == Op::Read64k { &s.file } else { &s.zero };
+            r.register_file(file.as_fd())?;
+            if op == Op::Read64k {
+                r.register_buffer(BIG)?;
+            }
+        }
         Ok(Runner {
             kind,
             ring,
@@ -226,7 +248,7 @@ impl<'a> Runner<'a> {
     /// Operations one call of [`Runner::batch`] does.
     fn ops(&self) -> usize {
         match self.kind {
-            Kind::Ring(_, b) => b,
+            Kind::Ring(_, b) | Kind::Fixed(_, b) => b,
             Kind::Syscall(_) => 1,
         }
     }
@@ -243,6 +265,8 @@ impl<'a> Runner<'a> {
             (Kind::Ring(Op::Read64k, b), Some(r)) => {
                 r.reads(self.s.file.as_fd(), &mut buf[..BIG], 0, b)?
             }
+            (Kind::Fixed(Op::Read1, b), Some(r)) => r.reads_fixed_file(&mut buf[..1], 0, b)?,
+            (Kind::Fixed(_, b), Some(r)) => r.reads_fixed(0, b)?,
             (Kind::Syscall(Op::Read64k), _) => {
                 let n = calls::pread_start(self.s.file.as_fd(), &mut buf[..BIG])?;
                 anyhow::ensure!(n == BIG, "short read of the 64 KiB file: {n} bytes");
@@ -251,7 +275,9 @@ impl<'a> Runner<'a> {
                 let n = calls::read(self.s.zero.as_fd(), &mut buf[..1])?;
                 anyhow::ensure!(n == 1, "short read of /dev/zero");
             }
-            (Kind::Ring(..), None) => unreachable!("a ring case has its ring"),
+            (Kind::Ring(..) | Kind::Fixed(..), None) => {
+                unreachable!("a ring case has its ring")
+            }
         }
         Ok(())
     }
@@ -325,7 +351,7 @@ fn add_counts(case: &mut Case, kind: Kind, counted: &Result<Counted, String>) {
          the same code, untimed: {all} calls, {enter} of them io_uring_enter"
     );
     match kind {
-        Kind::Ring(_, b) => {
+        Kind::Ring(_, b) | Kind::Fixed(_, b) => {
             let want = 1.0 / b as f64;
             case.checks.push(Check::near(
                 "io_uring_enter_per_op",
@@ -352,6 +378,82 @@ fn add_counts(case: &mut Case, kind: Kind, counted: &Result<Counted, String>) {
     }
 }
 
+fn k_description(k: Kind) -> String {
+    match k {
+        Kind::Ring(op, b) => op.description(b),
+        Kind::Fixed(Op::Read64k, b) => format!(
+            "io_uring READ_FIXED of 64 KiB at offset 0 of a page-cached file, registered file \
+             and registered buffer, {b} submitted and reaped per io_uring_enter"
+        ),
+        Kind::Fixed(op, b) => format!("{}, through a registered file", op.description(b)),
+        Kind::Syscall(op) => op.syscall().map_or("", |s| s.1).to_owned(),
+    }
+}
+
+/// Bootstrap resamples of the ratio of a registered case to its unregistered one.
+const RATIO_RESAMPLES: usize = 2000;
+
+/// Each registered case beside the same read unregistered at the same batch, both from the
+/// same interleaved rounds: the ratio of their medians with a bootstrap 95 % CI as counters,
+/// a note saying whether registering changed the figure, and the difference as a derived
+/// figure.
+fn registered_ratios(out: &mut ExperimentOutput, kinds: &[Kind]) {
+    for &k in kinds {
+        let Kind::Fixed(op, b) = k else { continue };
+        let (id, base) = (case_id(k), case_id(Kind::Ring(op, b)));
+        let Some(plain) = out.cases.iter().find(|c| c.id == base) else {
+            continue;
+        };
+        let plain_ns = plain.samples.per_op_ns.clone();
+        let flagged = [&id, &base].iter().find_map(|c| {
+            out.cases
+                .iter()
+                .find(|x| &&x.id == c)
+                .and_then(engine::failed_checks)
+        });
+        let Some(case) = out.cases.iter_mut().find(|c| c.id == id) else {
+            continue;
+        };
+        if let Some(r) = oscost_stats::bootstrap_ratio_ci(
+            &plain_ns,
+            &case.samples.per_op_ns,
+            RATIO_RESAMPLES,
+            0x5eed,
+        ) {
+            let [lo, hi] = r.ci95;
+            case.counters
+                .insert("ratio_to_unregistered".into(), r.estimate);
+            case.counters
+                .insert("ratio_to_unregistered_ci_lo".into(), lo);
+            case.counters
+                .insert("ratio_to_unregistered_ci_hi".into(), hi);
+            let verdict = if hi < 1.0 {
+                "registering made it cheaper"
+            } else if lo > 1.0 {
+                "registering made it dearer"
+            } else {
+                "registering did not change the figure (the interval holds 1)"
+            };
+            case.notes.push(Message::from(
+                format!(
+                    "{verdict}: {:.3} × {base} [{lo:.3}, {hi:.3}] (ratio of medians, \
+                     bootstrap 95 % CI, same rounds)",
+                    r.estimate
+                )
+                .as_str(),
+            ));
+        }
+        out.derived.push(DerivedSpec {
+            id: format!("{id}.minus_unregistered"),
+            description: format!(
+                "what registering saves (negative) or costs per operation against {base}"
+            ),
+            terms: vec![(id, 1.0), (base, -1.0)],
+            flagged,
+        });
+    }
+}
+
 fn unavailable_reason(e: &anyhow::Error) -> String {
     format!("{e:#}")
 }
@@ -363,16 +465,18 @@ impl engine::Experiment for Options {
     const ABOUT: &'static str = "io_uring's cost per operation beside the system call it \
 replaces, in the same interleaved rounds: NOPs and reads queued 1, 8 or 32 at a time and \
 submitted and reaped with one io_uring_enter; a 1-byte read of /dev/zero beside read(2), a \
-64 KiB read of a page-cached file beside pread(2); and NOPs through SQPOLL, where a kernel \
-thread polling on the second CPU of the set submits for the process (its CPU time reported: \
-it is not free).
+64 KiB read of a page-cached file beside pread(2); the same reads through a registered file \
+(and for 64 KiB READ_FIXED into a registered buffer), each with its ratio to the unregistered \
+read and that ratio's 95 % CI (--no-fixed leaves them out; the suites do); and NOPs through \
+SQPOLL, where a kernel thread polling on the second CPU of the set submits for the process \
+(its CPU time reported: it is not free; the figure grows as other work takes the poller's CPU).
 
 Each figure is per operation. A separate untimed pass of the same code counts the calls the \
 kernel saw (the raw_syscalls:sys_enter tracepoint, per thread) and checks one io_uring_enter \
 per batch; while that count is open every system call takes the kernel's slower traced path, \
 so it never runs during timing. A disabled or missing io_uring is said in one line.\n\nTakes \
-about 8 s (the default suite's five cases about 0.5 s); --quick about 1 s (the quick suite's \
-two cases about 0.15 s) on a 2-vCPU virtual machine.";
+about 6 s (4 s with --no-fixed; the default suite's five cases about 0.5 s); --quick about \
+0.6 s (the quick suite's two cases about 0.15 s) on a quiet 2-vCPU virtual machine.";
     const IN_DEFAULT_SUITE: bool = true;
     const SUITE_ARGS: &'static [&'static str] = &[
         "--suite-size",
@@ -381,9 +485,16 @@ two cases about 0.15 s) on a 2-vCPU virtual machine.";
         "--batches",
         "1,32",
         "--no-sqpoll",
+        "--no-fixed",
     ];
-    const QUICK_SUITE_ARGS: &'static [&'static str] =
-        &["--ops", "read1", "--batches", "32", "--no-sqpoll"];
+    const QUICK_SUITE_ARGS: &'static [&'static str] = &[
+        "--ops",
+        "read1",
+        "--batches",
+        "32",
+        "--no-sqpoll",
+        "--no-fixed",
+    ];
 
     fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         run(self, ctx)
@@ -414,11 +525,25 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     let steps = p.kinds.len() + ctx.sampler.samples + if p.sqpoll { 2 } else { 0 };
     ctx.progress.start(steps as u64, NAME);
 
-    let mut runners = p
-        .kinds
-        .iter()
-        .map(|&k| Runner::new(k, &scratch, None))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    // A ring that cannot register its file or buffer (a locked-memory limit, an old kernel)
+    // leaves its case unmeasured and said; every other failure is the run's.
+    let mut runners = Vec::new();
+    let mut kinds = Vec::new();
+    for &k in &p.kinds {
+        match Runner::new(k, &scratch, None) {
+            Ok(r) => {
+                runners.push(r);
+                kinds.push(k);
+            }
+            Err(e) if matches!(k, Kind::Fixed(..)) => out.unavailable.push(Unavailable {
+                id: case_id(k),
+                description: k_description(k),
+                reason: format!("{e:#}"),
+            }),
+            Err(e) => return Err(e),
+        }
+    }
+    let p = Plan { kinds, ..p };
     let jobs: Vec<Job> = runners
         .iter_mut()
         .map(|r| Job::new(ctx, move || r.batch()))
@@ -433,10 +558,11 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
             Ok(c) => counted_pass(r, c).map_err(|e| format!("{e:#}")),
             Err(why) => Err(why.clone()),
         };
-        let (desc, unit) = match kind {
-            Kind::Ring(op, b) => (op.description(b), "operation"),
-            Kind::Syscall(op) => (op.syscall().map_or("", |s| s.1).to_owned(), "call"),
+        let unit = match kind {
+            Kind::Ring(..) | Kind::Fixed(..) => "operation",
+            Kind::Syscall(_) => "call",
         };
+        let desc = k_description(kind);
         let mut case = Case::new(case_id(kind), desc, unit, per_op(samples, r.ops()))
             .param("cpu", ctx.first_cpu() as u64);
         match kind {
@@ -445,6 +571,20 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
                     .param("op", value_name(&op))
                     .param("batch", b as u64)
                     .param("interface", "io_uring");
+            }
+            Kind::Fixed(op, b) => {
+                case = case
+                    .param("op", value_name(&op))
+                    .param("batch", b as u64)
+                    .param("interface", "io_uring registered")
+                    .param(
+                        "registered",
+                        if op == Op::Read64k {
+                            "file and buffer"
+                        } else {
+                            "file"
+                        },
+                    );
             }
             Kind::Syscall(op) => {
                 case = case
@@ -481,6 +621,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
             }
         }
     }
+    registered_ratios(&mut out, &p.kinds);
     if p.sqpoll {
         match sqpoll_case(ctx, &scratch, &counters) {
             Ok(c) => out.cases.push(c),
@@ -613,13 +754,22 @@ mod tests {
                 "uring.nop.b32",
                 "uring.read1.b1",
                 "uring.read1.b32",
+                "uring.read1.fixed.b1",
+                "uring.read1.fixed.b32",
                 "uring.syscall-read1",
                 "uring.read64k.b1",
                 "uring.read64k.b32",
+                "uring.read64k.fixed.b1",
+                "uring.read64k.fixed.b32",
                 "uring.syscall-pread64k"
             ]
         );
         assert!(p.sqpoll);
+        let suite = plan(&opts(<Options as engine::Experiment>::SUITE_ARGS)).unwrap();
+        let quick = plan(&opts(<Options as engine::Experiment>::QUICK_SUITE_ARGS)).unwrap();
+        for k in suite.kinds.iter().chain(&quick.kinds) {
+            assert!(!matches!(k, Kind::Fixed(..)), "{} in a suite", case_id(*k));
+        }
         assert!(!plan(&opts(&["--ops", "read1"])).unwrap().sqpoll);
         for bad in ["0", "65"] {
             let e = plan(&opts(&["--batches", bad])).unwrap_err().to_string();
@@ -646,7 +796,13 @@ mod tests {
     fn a_tiny_run_gives_positive_figures_or_says_why_not() {
         testing::with_tiny_ctx(|ctx| {
             let out = run(
-                &opts(&["--ops", "nop,read1", "--batches", "1,4", "--no-sqpoll"]),
+                &opts(&[
+                    "--ops",
+                    "nop,read1,read64k",
+                    "--batches",
+                    "1,4",
+                    "--no-sqpoll",
+                ]),
                 ctx,
             )
             .unwrap();
@@ -662,9 +818,31 @@ mod tests {
                     "uring.nop.b4",
                     "uring.read1.b1",
                     "uring.read1.b4",
-                    "uring.syscall-read1"
+                    "uring.read1.fixed.b1",
+                    "uring.read1.fixed.b4",
+                    "uring.syscall-read1",
+                    "uring.read64k.b1",
+                    "uring.read64k.b4",
+                    "uring.read64k.fixed.b1",
+                    "uring.read64k.fixed.b4",
+                    "uring.syscall-pread64k"
                 ]
             );
+            for c in out.cases.iter().filter(|c| c.id.contains(".fixed.")) {
+                let r = c.counters["ratio_to_unregistered"];
+                let (lo, hi) = (
+                    c.counters["ratio_to_unregistered_ci_lo"],
+                    c.counters["ratio_to_unregistered_ci_hi"],
+                );
+                assert!(r > 0.0 && lo <= r && r <= hi, "{}: {r} [{lo}, {hi}]", c.id);
+                assert!(
+                    c.notes
+                        .iter()
+                        .any(|n| n.to_string().contains("registering")),
+                    "{}",
+                    c.id
+                );
+            }
             for c in &out.cases {
                 assert!(
                     c.samples.per_op_ns.len() >= sampler::MIN_SAMPLES,
@@ -678,7 +856,8 @@ mod tests {
                     assert!(k.passed, "{}: {k:?}", c.id);
                 }
             }
-            assert_eq!(out.derived.len(), 2);
+            // minus_syscall for the four plain reads, minus_unregistered for the four fixed.
+            assert_eq!(out.derived.len(), 8);
         });
     }
 }

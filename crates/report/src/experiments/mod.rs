@@ -88,7 +88,7 @@ pub const TABLE: &[Entry] = &[
     Entry {
         name: "net",
         views: &[],
-        plots: &[],
+        plots: &[plot::io::net_plots],
     },
     Entry {
         name: "seccomp",
@@ -217,6 +217,7 @@ mod tests {
                 "spawn",
                 "fault",
                 "shootdown",
+                "net",
                 "seccomp",
                 "uring",
                 "poll",
