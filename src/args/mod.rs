@@ -16,7 +16,7 @@ context switches, wake-ups, with the loop overhead subtracted, every figure in n
 ticks, a median with a bootstrap 95 % CI, and checks that what was timed really happened.";
 
 const AFTER_HELP: &str = "Examples:
-  oscost                          run the default suite (same as `oscost run`; about 51 s on a
+  oscost                          run the default suite (same as `oscost run`; about 54 s on a
                                   2-vCPU virtual machine)
   oscost --quick                  the suite at each experiment's --quick size (some at fewer
                                   cases), without the kernel's traced passes (about 5.6 s there)
