@@ -311,25 +311,9 @@ fn the_change_since_the_last_run_names_what_moved() {
     assert!(shown.contains("example.cost250") && !shown.contains("example.cost100 "));
 }
 
-/// The golden run with its first case made a latency case: 2000 samples from `from` ns a
-/// nanosecond apart, and the lateness percentiles among its counters.
+/// The golden run with its first case made a latency case from `from` ns.
 fn with_latency_case(from: f64) -> ResultDoc {
-    let mut a = golden();
-    let c = &mut a.experiments[0].cases[0];
-    c.raw_ns = (0..2000).map(|i| from + f64::from(i)).collect();
-    c.samples = c.raw_ns.len();
-    // The file's median is its samples' (no note saying otherwise).
-    c.median_ns = from + 999.5;
-    c.ci95_ns = [from + 990.0, from + 1010.0];
-    for (k, v) in [
-        ("lateness_p50_ns", 1_000.0),
-        ("lateness_p90_ns", 1_800.0),
-        ("lateness_p99_ns", 1_980.0),
-        ("lateness_p99_9_ns", 1_998.0),
-    ] {
-        c.counters.insert(k.into(), from + v);
-    }
-    a
+    common::with_latency_case(golden(), from)
 }
 
 /// A case that keeps the lateness percentiles gets them side by side with their intervals in

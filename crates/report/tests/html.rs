@@ -3,6 +3,8 @@
 //! pinned with each inline figure replaced by its name (the figures are pinned on their own in
 //! `figures.rs`).
 
+mod common;
+
 use oscost_model::ResultDoc;
 use oscost_report::export::html::report;
 use std::path::PathBuf;
@@ -209,24 +211,7 @@ fn every_string_from_a_result_file_is_escaped() {
 /// without one has no such table.
 #[test]
 fn the_comparison_sets_a_latency_cases_percentiles_side_by_side() {
-    fn latency(from: f64) -> ResultDoc {
-        let mut d = golden();
-        let c = &mut d.experiments[0].cases[0];
-        c.raw_ns = (0..2000).map(|i| from + f64::from(i)).collect();
-        c.samples = c.raw_ns.len();
-        // The file's median is its samples' (no note saying otherwise).
-        c.median_ns = from + 999.5;
-        c.ci95_ns = [from + 990.0, from + 1010.0];
-        for (k, v) in [
-            ("lateness_p50_ns", 1_000.0),
-            ("lateness_p90_ns", 1_800.0),
-            ("lateness_p99_ns", 1_980.0),
-            ("lateness_p99_9_ns", 1_998.0),
-        ] {
-            c.counters.insert(k.into(), from + v);
-        }
-        d
-    }
+    let latency = |from| common::with_latency_case(golden(), from);
     let (a, b) = (latency(10_000.0), latency(20_000.0));
     let id = a.experiments[0].cases[0].id.clone();
     let html = report(&[("a.json".into(), &a), ("b.json".into(), &b)]).unwrap();

@@ -230,28 +230,31 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
             times.push(t);
             overs.push(o);
         }
-        let mut notes = vec![
-            "The times are each machine's own work and do not compare; the overheads do."
-                .to_string(),
-        ];
-        notes.extend(note.clone());
-        views.push(View {
-            title: format!("{NAME}: N threads yielding after every step, {on}: the time"),
-            head: times_head,
-            rows: times,
-            notes,
-        });
-        let mut notes = vec![format!(
-            "Overhead against N = {base_n} on {on}, the study's and here. `here vs ideal`: \
-             against T1 / min(N, CPUs), T1 this machine's N = 1 on one CPU."
-        )];
-        notes.extend(note.clone());
-        views.push(View {
-            title: format!("{NAME}: N threads yielding after every step, {on}: the overhead"),
-            head: over_head,
-            rows: overs,
-            notes,
-        });
+        let mut push = |what: &str, head, rows, first: String| {
+            let mut notes = vec![first];
+            notes.extend(note.clone());
+            views.push(View {
+                title: format!("{NAME}: N threads yielding after every step, {on}: {what}"),
+                head,
+                rows,
+                notes,
+            });
+        };
+        push(
+            "the time",
+            times_head,
+            times,
+            "The times are each machine's own work and do not compare; the overheads do.".into(),
+        );
+        push(
+            "the overhead",
+            over_head,
+            overs,
+            format!(
+                "Overhead against N = {base_n} on {on}, the study's and here. `here vs ideal`: \
+                 against T1 / min(N, CPUs), T1 this machine's N = 1 on one CPU."
+            ),
+        );
     }
     let summary = baseline("windows-yield-summary");
     let mut rows = Vec::new();
