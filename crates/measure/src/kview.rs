@@ -398,6 +398,86 @@ impl TraceWith {
     }
 }
 
+/// What a run's traced passes, taken case by case, came to: whether they were wanted, why
+/// none could be once one found tracing unavailable (the rest are not tried), how many were
+/// traced with which mechanism, and their notes.
+#[derive(Debug)]
+pub struct Passes {
+    /// `--no-kernel-view`.
+    pub off: bool,
+    /// The mechanisms to try, in order.
+    pub order: Vec<Mechanism>,
+    /// Why tracing is unavailable, once a pass found it so.
+    pub unavailable: Option<String>,
+    notes: Vec<oscost_model::Message>,
+    traced: usize,
+    used: Option<Mechanism>,
+}
+
+impl Passes {
+    /// No pass taken yet; `off` for `--no-kernel-view`, `chosen` from `--trace-with`.
+    pub fn new(off: bool, chosen: Option<TraceWith>) -> Passes {
+        Passes {
+            off,
+            order: TraceWith::order(chosen),
+            unavailable: None,
+            notes: Vec::new(),
+            traced: 0,
+            used: None,
+        }
+    }
+
+    /// Whether another pass is to be tried.
+    pub fn wanted(&self) -> bool {
+        !self.off && self.unavailable.is_none()
+    }
+
+    /// Keeps a pass's note, once however many passes make it.
+    pub fn note(&mut self, n: oscost_model::Message) {
+        if !self.notes.contains(&n) {
+            self.notes.push(n);
+        }
+    }
+
+    /// Counts a pass traced with `m`.
+    pub fn traced_with(&mut self, m: Mechanism) {
+        self.traced += 1;
+        self.used = Some(m);
+    }
+
+    /// Says in `out` what was traced (`traced`: the words for "some were"; `none`: for no
+    /// case to trace), or why nothing was, with the unavailable entry `id` (`what` it splits),
+    /// the mechanism used and the passes' notes.
+    pub fn finish(
+        self,
+        out: &mut oscost_model::case::ExperimentOutput,
+        (id, what): (String, &str),
+        none: &str,
+        traced: String,
+    ) {
+        let state = match (self.unavailable, self.off) {
+            (_, true) => "off (--no-kernel-view)".to_owned(),
+            (Some(why), _) => {
+                out.unavailable.push(oscost_model::case::Unavailable {
+                    id,
+                    description: what.into(),
+                    reason: why.clone(),
+                });
+                why
+            }
+            (None, _) if self.traced == 0 => none.to_owned(),
+            (None, _) => traced,
+        };
+        out.params
+            .insert("kernel_view".into(), serde_json::json!(state));
+        if let Some(m) = self.used {
+            out.params
+                .insert("kernel_view_mechanism".into(), serde_json::json!(m.name()));
+        }
+        out.notes.extend(self.notes);
+    }
+}
+
 /// What a traced pass asks of [`Session::open`].
 #[derive(Debug, Clone, Copy)]
 pub struct Pass<'a> {

@@ -217,11 +217,10 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     let mut out = ExperimentOutput::default();
     let (_hold, held) = hold_idle_poll(opts.idle_poll, &mut out);
     out.params.insert("idle".into(), idle::config(held));
-    let mut view = KernelView::new(
-        opts.no_kernel_view,
-        opts.trace_via.clone(),
-        crate::kview::TraceWith::order(opts.trace_with),
-    );
+    let mut view = KernelView {
+        passes: crate::kview::Passes::new(opts.no_kernel_view, opts.trace_with),
+        only: opts.trace_via.clone(),
+    };
     let per_via = kinds.len() * placements.len();
     ctx.progress
         .start((vias.len() * (per_via + 1)) as u64, NAME);
@@ -265,34 +264,14 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     Ok(out)
 }
 
-/// The traced passes of a run: whether they are wanted, and once one found tracing
-/// unavailable, why (the rest are not tried).
+/// The traced passes of a run, and the primitives they trace.
 struct KernelView {
-    off: bool,
+    passes: crate::kview::Passes,
     /// The primitives traced (empty: all).
     only: Vec<Via>,
-    unavailable: Option<String>,
-    notes: Vec<oscost_model::Message>,
-    traced: usize,
-    /// The mechanisms to try, in order.
-    order: Vec<oscost_sys::kseam::Mechanism>,
-    /// The mechanism the passes used.
-    used: Option<oscost_sys::kseam::Mechanism>,
 }
 
 impl KernelView {
-    fn new(off: bool, only: Vec<Via>, order: Vec<oscost_sys::kseam::Mechanism>) -> KernelView {
-        KernelView {
-            off,
-            only,
-            unavailable: None,
-            notes: Vec::new(),
-            traced: 0,
-            order,
-            used: None,
-        }
-    }
-
     /// The stages case of `case`, traced after its timed rounds, if it can be.
     fn trace(
         &mut self,
@@ -305,8 +284,7 @@ impl KernelView {
         // A hand-over is split at the switch between the two tasks: only one CPU has it. A
         // yield wakes nobody, and a condvar's hand-off passes its mutex back and forth (3.5 to
         // 3.7 switches per round trip), so neither has one switch per one-way hand-over.
-        if self.off
-            || self.unavailable.is_some()
+        if !self.passes.wanted()
             || matches!(via, Via::Yield | Via::Condvar)
             || p != Placement::Same
             || !(self.only.is_empty() || self.only.contains(&via))
@@ -319,56 +297,46 @@ impl KernelView {
         let mut cpus: Vec<usize> = masks.iter().flat_map(|m| m.cpus().to_vec()).collect();
         cpus.dedup();
         let spec = pingpong_spec(via, kind, masks.to_vec());
-        let t = match kernel::traced_pass(&spec, &cpus, &self.order, ctx)
+        let t = match kernel::traced_pass(&spec, &cpus, &self.passes.order, ctx)
             .with_context(|| format!("{}: traced pass", case.id))?
         {
             Ok(t) => t,
             Err(why) => {
-                self.unavailable = Some(why.0);
+                self.passes.unavailable = Some(why.0);
                 return Ok(None);
             }
         };
         for n in &t.notes {
-            if !self.notes.contains(n) {
-                self.notes.push(n.clone());
-            }
+            self.passes.note(n.clone());
         }
-        self.traced += 1;
-        self.used = Some(t.mechanism);
+        self.passes.traced_with(t.mechanism);
         let ns_per_tick = ctx.clock.ticks_to_ns(1e6) / 1e6;
         Ok(Some(kernel::stages_case(case, &t, ns_per_tick)))
     }
 
     /// Says in the output what was traced, or why nothing was.
     fn finish(self, out: &mut ExperimentOutput) {
-        let state = match (&self.unavailable, self.off) {
-            (_, true) => "off (--no-kernel-view)".to_owned(),
-            (Some(why), _) => {
-                out.unavailable.push(Unavailable {
-                    id: oscost_model::ids::switch::Id::AllStages.to_string(),
-                    description: "each hand-over split into stages by the kernel's tracepoints"
-                        .into(),
-                    reason: why.clone(),
-                });
-                why.clone()
-            }
-            (None, _) if self.traced == 0 => "no same-CPU case to trace".to_owned(),
-            (None, _) if self.only.is_empty() => "traced".to_owned(),
-            (None, _) => format!(
+        let traced = if self.only.is_empty() {
+            "traced".to_owned()
+        } else {
+            format!(
                 "traced: {} only (--trace-via)",
                 self.only
                     .iter()
                     .map(|v| v.name())
                     .collect::<Vec<_>>()
                     .join(", ")
-            ),
+            )
         };
-        out.params.insert("kernel_view".into(), json!(state));
-        if let Some(m) = self.used {
-            out.params
-                .insert("kernel_view_mechanism".into(), json!(m.name()));
-        }
-        out.notes.extend(self.notes);
+        self.passes.finish(
+            out,
+            (
+                oscost_model::ids::switch::Id::AllStages.to_string(),
+                "each hand-over split into stages by the kernel's tracepoints",
+            ),
+            "no same-CPU case to trace",
+            traced,
+        );
     }
 }
 

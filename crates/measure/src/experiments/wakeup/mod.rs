@@ -633,12 +633,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         None
     };
     let mut view = KernelView {
-        off: opts.no_kernel_view,
-        order: crate::kview::TraceWith::order(opts.trace_with),
-        unavailable: None,
-        notes: Vec::new(),
-        traced: 0,
-        used: None,
+        passes: crate::kview::Passes::new(opts.no_kernel_view, opts.trace_with),
     };
     ctx.progress.start(p.points.len() as u64, NAME);
     for &point in &p.points {
@@ -684,17 +679,9 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     Ok(out)
 }
 
-/// The traced passes of a run: whether they are wanted, and once one found tracing
-/// unavailable, why (the rest are not tried).
+/// The traced passes of a run.
 struct KernelView {
-    off: bool,
-    /// The mechanisms to try, in order.
-    order: Vec<oscost_sys::kseam::Mechanism>,
-    unavailable: Option<String>,
-    notes: Vec<Message>,
-    traced: usize,
-    /// The mechanism the passes used.
-    used: Option<oscost_sys::kseam::Mechanism>,
+    passes: crate::kview::Passes,
 }
 
 impl KernelView {
@@ -707,7 +694,7 @@ impl KernelView {
         priority: i32,
         ctx: &Context,
     ) -> anyhow::Result<Option<Case>> {
-        if self.off || self.unavailable.is_some() {
+        if !self.passes.wanted() {
             return Ok(None);
         }
         let id = &timed.id;
@@ -724,12 +711,12 @@ impl KernelView {
         let pass = crate::kview::Pass {
             each: true,
             fields: kernel::FIELDS,
-            ..crate::kview::Pass::new(&events, &cpus, &self.order)
+            ..crate::kview::Pass::new(&events, &cpus, &self.passes.order)
         };
         let (mut session, notes) = match crate::kview::Session::open(&pass) {
             Ok(s) => s,
             Err(why) => {
-                self.unavailable = Some(why.0);
+                self.passes.unavailable = Some(why.0);
                 return Ok(None);
             }
         };
@@ -744,7 +731,7 @@ impl KernelView {
             })
             .collect();
         if !lacking.is_empty() {
-            self.unavailable = Some(format!(
+            self.passes.unavailable = Some(format!(
                 "this kernel lacks the tracepoints {}: a wake-up cannot be split without them",
                 lacking.join(", ")
             ));
@@ -765,9 +752,7 @@ impl KernelView {
         };
         ctx.check_cancel()?;
         for n in notes {
-            if !self.notes.contains(&n) {
-                self.notes.push(n);
-            }
+            self.passes.note(n);
         }
         let events: Vec<kernel::At> = raw
             .records
@@ -802,33 +787,22 @@ impl KernelView {
             mechanism,
             start_ns: m.run.start_ns,
         };
-        self.traced += 1;
-        self.used = Some(mechanism);
+        self.passes.traced_with(mechanism);
         let ns_per_tick = ctx.clock.ticks_to_ns(1e6) / 1e6;
         Ok(Some(kernel::split_case(timed, &t, ns_per_tick)))
     }
 
     /// Says in the output what was traced, or why nothing was, in one line.
     fn finish(self, out: &mut ExperimentOutput) {
-        let state = match (&self.unavailable, self.off) {
-            (_, true) => "off (--no-kernel-view)".to_owned(),
-            (Some(why), _) => {
-                out.unavailable.push(Unavailable {
-                    id: format!("{NAME}.kernel"),
-                    description: "each wake-up's lateness split by the kernel's tracepoints".into(),
-                    reason: why.clone(),
-                });
-                why.clone()
-            }
-            (None, _) if self.traced == 0 => "no case to trace".to_owned(),
-            (None, _) => "traced".to_owned(),
-        };
-        out.params.insert("kernel_view".into(), json!(state));
-        if let Some(m) = self.used {
-            out.params
-                .insert("kernel_view_mechanism".into(), json!(m.name()));
-        }
-        out.notes.extend(self.notes);
+        self.passes.finish(
+            out,
+            (
+                format!("{NAME}.kernel"),
+                "each wake-up's lateness split by the kernel's tracepoints",
+            ),
+            "no case to trace",
+            "traced".to_owned(),
+        );
     }
 }
 
