@@ -31,10 +31,7 @@ impl History {
             .into_iter()
             .next()
             .map_or(0, |r| first(r).int() as usize);
-        let limit = window
-            .limit
-            .map(|n| format!("LIMIT {n}"))
-            .unwrap_or_default();
+        let limit = limit_clause(window);
         let chosen = format!("SELECT run_id FROM runs {filter} {NEWEST_FIRST} {limit}");
         let mut experiments: HashMap<String, Vec<String>> = HashMap::new();
         for row in self.query(
@@ -302,10 +299,7 @@ impl History {
             .into_iter()
             .next()
             .map_or(0, |r| first(r).int() as usize);
-        let limit = window
-            .limit
-            .map(|n| format!("LIMIT {n}"))
-            .unwrap_or_default();
+        let limit = limit_clause(window);
         let rows = self.query(
             &format!(
                 "SELECT r.run_id, r.started_at, r.env_fingerprint, c.unit, c.median_ns, \
@@ -417,6 +411,14 @@ fn near_misses(wanted: &str, ids: &[String]) -> Vec<String> {
         .filter(|(d, _)| Some(*d) == best)
         .map(|(_, id)| id.clone())
         .collect()
+}
+
+/// `LIMIT n` for a window of at most n runs, else nothing.
+fn limit_clause(window: &Window) -> String {
+    window
+        .limit
+        .map(|n| format!("LIMIT {n}"))
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
