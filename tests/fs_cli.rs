@@ -11,6 +11,19 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// Lines of this process's mount table that are oscost's (its FUSE file system or tmpfs).
+/// oscost's mounts under `dir` (a run's TMPDIR): another test of this file, running at the
+/// same time, may have a mount of its own elsewhere.
+fn oscost_mounts_under(dir: &str) -> Vec<String> {
+    oscost_mounts()
+        .into_iter()
+        .filter(|m| {
+            m.split_whitespace()
+                .nth(4)
+                .is_some_and(|p| p.starts_with(dir))
+        })
+        .collect()
+}
+
 fn oscost_mounts() -> Vec<String> {
     std::fs::read_to_string("/proc/self/mountinfo")
         .unwrap()
@@ -95,7 +108,11 @@ fn a_tiny_run_has_both_sides_their_difference_and_the_requests_counted() {
         let m = |id: &str| e.cases.iter().find(|c| c.id == id).unwrap().median_ns;
         assert!(m("fs.fuse.open-close") > m("fs.tmpfs.open-close"));
     }
-    assert!(oscost_mounts().is_empty(), "{:?}", oscost_mounts());
+    assert!(
+        oscost_mounts_under(&marker).is_empty(),
+        "{:?}",
+        oscost_mounts()
+    );
     common::assert_nothing_left(&marker);
 }
 
@@ -195,7 +212,11 @@ fn an_interrupted_run_leaves_no_mount_and_no_process() {
     assert!(sent.success());
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130), "{status:?}");
-    assert!(oscost_mounts().is_empty(), "{:?}", oscost_mounts());
+    assert!(
+        oscost_mounts_under(&marker).is_empty(),
+        "{:?}",
+        oscost_mounts()
+    );
     common::assert_nothing_left(&marker);
 }
 
@@ -312,7 +333,11 @@ fn a_stopped_fuse_server_does_not_hold_the_run() {
         err.contains("__fuse-serve") && err.contains(&server.to_string()),
         "{err}"
     );
-    assert!(oscost_mounts().is_empty(), "{:?}", oscost_mounts());
+    assert!(
+        oscost_mounts_under(&marker).is_empty(),
+        "{:?}",
+        oscost_mounts()
+    );
     common::assert_nothing_left(&marker);
 }
 
