@@ -11,6 +11,7 @@ pub mod cpuset;
 pub mod engine;
 pub mod env;
 pub mod experiments;
+pub mod idle;
 pub mod kview;
 pub mod leftovers;
 pub mod limits;

@@ -174,6 +174,12 @@ pub struct Options {
     #[arg(long, value_enum, value_delimiter = ',', value_name = "WHERE,...")]
     pub placement: Vec<Placement>,
 
+    /// Hold /dev/cpu_dma_latency at 0 during the run so idle CPUs poll instead of halting
+    /// (needs root; a warning is recorded where not permitted)
+    #[arg(long)]
+    #[serde(default)]
+    pub idle_poll: bool,
+
     /// The suite's shorter sampling (`oscost run` passes it)
     #[arg(long, hide = true)]
     #[serde(default)]
@@ -250,7 +256,11 @@ least 2 on two. A connection is made in the measuring thread alone and closed wi
 a batch of connections check one active open, one passive open and one reset each, and \
 /proc/net/sockstat that no TIME_WAIT socket was left. Every byte a bandwidth case wrote is \
 counted as the partner drains it. Without a loopback interface the TCP and UDP cases say so \
-and the others still run.\n\nTakes about 0.7 s in the suite (about 15 s on its own, at the standard sampling); --quick about 0.06 s on a 2-vCPU virtual machine.";
+and the others still run.
+
+On two CPUs a case mostly measures how fast the partner's idle CPU wakes up: the idle states \
+both CPUs entered per operation are counted, the idle configuration is recorded with the \
+result, and --idle-poll holds /dev/cpu_dma_latency at 0 so the CPUs poll instead of halting.\n\nTakes about 0.7 s in the suite (about 15 s on its own, at the standard sampling); --quick about 0.06 s on a 2-vCPU virtual machine.";
     const IN_DEFAULT_SUITE: bool = true;
     const SUITE_ARGS: &'static [&'static str] = &[
         "--suite-size",
@@ -278,6 +288,10 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         ctx.sampler
     });
     let mut out = ExperimentOutput::default();
+    // Withdrawn on every way out of this function.
+    let hold = crate::idle::hold(opts.idle_poll, &mut out);
+    out.params
+        .insert("idle".into(), crate::idle::config(hold.is_some()));
     // Said once per case it stops, in the unavailable list.
     let loopback = net::loopback_available().map_err(|e| e.to_string());
     let threaded = p.measures.iter().filter(|m| m.role().is_some()).count();
@@ -537,6 +551,8 @@ fn pair_case(m: Measure, pl: Placement, ctx: &Context) -> anyhow::Result<Case> {
     data.as_mut_slice().fill(0x5a);
     let data = &data.as_slice()[..CHUNK];
     let mut ops = 0u64;
+    let case_cpus = first_occurrences(&cpus);
+    let idle_before = crate::idle::usage(&case_cpus);
     let start = oscost_sys::thread_switches();
     let measured = match role {
         Role::Echo => measure_fallible(ctx, || {
@@ -551,6 +567,7 @@ fn pair_case(m: Measure, pl: Placement, ctx: &Context) -> anyhow::Result<Case> {
         }),
     };
     let own = oscost_sys::thread_switches().since(start);
+    let idle_after = crate::idle::usage(&case_cpus);
     let (samples, said) = measured?;
     if role == Role::Sink {
         // Every byte written must arrive before the partner is stopped.
@@ -601,6 +618,17 @@ fn pair_case(m: Measure, pl: Placement, ctx: &Context) -> anyhow::Result<Case> {
         .insert(format!("voluntary_per_{what}"), per(sw.voluntary));
     case.counters
         .insert(format!("involuntary_per_{what}"), per(sw.involuntary));
+    // Entries into each idle state of the case's CPUs over the same span: on two CPUs, how
+    // often a wake-up had to bring a halted CPU back.
+    let entries = crate::idle::delta(&idle_before, &idle_after);
+    for (state, n) in &entries {
+        case.counters
+            .insert(format!("idle_{state}_per_{what}"), per(*n));
+    }
+    if pl == Placement::Cross {
+        case.notes
+            .extend(cross_notes(m, &entries, per, per(sw.total()), unit));
+    }
     let detail = format!(
         "getrusage nvcsw + nivcsw of both threads over the measured span ({} voluntary + {} \
          involuntary) / {ops} operations (calibration and warm-up included)",
@@ -632,6 +660,40 @@ fn pair_case(m: Measure, pl: Placement, ctx: &Context) -> anyhow::Result<Case> {
         }
     }
     Ok(case)
+}
+
+/// What moves a cross-CPU figure between runs, where it happened: halted idle CPUs woken,
+/// and an AF_UNIX stream's reader woken without its answer.
+fn cross_notes(
+    m: Measure,
+    entries: &[(String, u64)],
+    per: impl Fn(u64) -> f64,
+    switches: f64,
+    unit: &str,
+) -> Vec<oscost_model::Message> {
+    let mut notes = Vec::new();
+    let halting: Vec<&(String, u64)> = entries
+        .iter()
+        .filter(|(state, n)| state != "poll" && *n > 0)
+        .collect();
+    let halts = per(halting.iter().map(|(_, n)| n).sum());
+    if halts >= 0.5 {
+        let names: Vec<&str> = halting.iter().map(|(s, _)| s.as_str()).collect();
+        notes.push(oscost_model::Message::from(format!(
+            "{halts:.2} entries per {unit} into idle states that halt a CPU ({}): the figure is \
+             mostly how fast a halted CPU wakes, which moves between runs; --idle-poll keeps \
+             the CPUs polling",
+            names.join(", ")
+        )));
+    }
+    if m == Measure::UnixRtt && switches > 2.2 {
+        notes.push(oscost_model::Message::from(format!(
+            "{switches:.2} switches per round trip: a thread waiting in read was woken without \
+             its answer and slept again (an AF_UNIX stream wakes a socket's sleepers when the \
+             peer frees the bytes it sent); how often moves between runs, and the figure with it"
+        )));
+    }
+    notes
 }
 
 /// Same CPU: exactly 2 per round trip (each thread blocks once), but for an AF_UNIX stream,
@@ -740,6 +802,62 @@ mod tests {
                     assert_eq!(c.counters["bytes_drained"], c.counters["bytes_written"]);
                     assert!(c.counters["mb_per_s"] > 0.0);
                     assert!(c.checks.iter().all(|k| k.passed), "{c:?}");
+                }
+            }
+        });
+    }
+
+    /// Two CPUs with --idle-poll: the request is held (root) or said not to be, the idle
+    /// configuration recorded, each idle state's entries counted per operation, and none into
+    /// a halting state while the CPUs were held polling.
+    #[test]
+    fn cross_cases_count_idle_entries_and_idle_poll_keeps_cpus_polling() {
+        let cpus = oscost_sys::affinity().unwrap();
+        if cpus.len() < 2 {
+            eprintln!("one CPU: no cross placement to test");
+            return;
+        }
+        with_ctx(cpus[..2].to_vec(), |ctx| {
+            let o = opts(&[
+                "--cases",
+                "unix-dgram.rtt,pipe.bw",
+                "--placement",
+                "cross",
+                "--idle-poll",
+            ]);
+            let out = run(&o, ctx).unwrap();
+            let held = out.params["idle"]["idle_poll_held"].as_bool().unwrap();
+            assert_eq!(
+                held,
+                !out.warnings
+                    .iter()
+                    .any(|w| w.as_str().starts_with("--idle-poll not in force")),
+                "{:?}",
+                out.warnings
+            );
+            assert_eq!(out.cases.len(), 2);
+            for c in &out.cases {
+                let what = if c.unit == "round trip" {
+                    "round_trip"
+                } else {
+                    "64k"
+                };
+                let idle: Vec<(&String, &f64)> = c
+                    .counters
+                    .iter()
+                    .filter(|(k, _)| k.starts_with("idle_") && k.ends_with(&format!("_per_{what}")))
+                    .collect();
+                let has_cpuidle =
+                    std::path::Path::new("/sys/devices/system/cpu/cpu0/cpuidle/state0").exists();
+                assert_eq!(!idle.is_empty(), has_cpuidle, "{c:?}");
+                if held {
+                    for (k, v) in idle.iter().filter(|(k, _)| !k.starts_with("idle_poll_")) {
+                        assert_eq!(**v, 0.0, "{k} while held polling: {c:?}");
+                    }
+                    assert!(
+                        c.notes.iter().all(|n| !n.as_str().contains("halt a CPU")),
+                        "{c:?}"
+                    );
                 }
             }
         });

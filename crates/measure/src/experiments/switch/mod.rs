@@ -16,11 +16,12 @@ use crate::engine;
 use crate::engine::checks::add_migrations;
 use crate::engine::controls;
 use crate::engine::tokens::{self, Counts, RingSpec};
+use crate::idle;
 use crate::limits::{Limits, Needs, FILES_MARGIN};
 use anyhow::Context as _;
 use oscost_model::case::{Case, Check, DerivedSpec, ExperimentOutput, Unavailable};
 use oscost_model::{Message, MessageKind};
-use oscost_sys::ipc::{IdlePoll, Via};
+use oscost_sys::ipc::Via;
 use oscost_sys::task::{CpuMask, Kind};
 use serde_json::json;
 
@@ -215,7 +216,8 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     let kinds = pick(&opts.kind, &Kind::ALL);
     let placements = engine::first_occurrences(&opts.placement);
     let mut out = ExperimentOutput::default();
-    let (_hold, held) = hold_idle_poll(opts.idle_poll, &mut out);
+    let hold = idle::hold(opts.idle_poll, &mut out);
+    let held = hold.is_some();
     out.params.insert("idle".into(), idle::config(held));
     let mut view = KernelView {
         passes: crate::kview::Passes::new(opts.no_kernel_view, opts.trace_with),
@@ -342,22 +344,6 @@ impl KernelView {
 
 fn pick<T: Copy + PartialEq>(chosen: &[T], all: &[T]) -> Vec<T> {
     engine::first_occurrences(if chosen.is_empty() { all } else { chosen })
-}
-
-/// Takes the PM QoS request if asked; not permitted is a warning, not a failure.
-fn hold_idle_poll(wanted: bool, out: &mut ExperimentOutput) -> (Option<IdlePoll>, bool) {
-    if !wanted {
-        return (None, false);
-    }
-    match IdlePoll::hold() {
-        Ok(h) => (Some(h), true),
-        Err(e) => {
-            out.warnings.push(
-                format!("--idle-poll not in force: {e}; CPUs use their default idle states").into(),
-            );
-            (None, false)
-        }
-    }
 }
 
 fn mark_unavailable(
@@ -577,106 +563,6 @@ fn derived(case: &Case, via: Via) -> [DerivedSpec; 2] {
 
 /// The idle configuration that decides what a cross-CPU wake-up costs (`docs/methodology.md`,
 /// `switch`, "Idle").
-mod idle {
-    use serde_json::{json, Value};
-    use std::collections::BTreeMap;
-
-    const CPUIDLE: &str = "/sys/devices/system/cpu/cpuidle";
-
-    fn read(path: &str) -> Option<String> {
-        std::fs::read_to_string(path)
-            .ok()
-            .map(|s| s.trim().to_string())
-    }
-
-    fn state_dirs(cpu: usize) -> Vec<String> {
-        (0..)
-            .map(|i| format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle/state{i}"))
-            .take_while(|d| std::path::Path::new(d).exists())
-            .collect()
-    }
-
-    /// Driver, governor, states, the PM QoS value, halt-polling and idle kernel parameters.
-    pub fn config(idle_poll_held: bool) -> Value {
-        let states: Vec<Value> = state_dirs(0)
-            .iter()
-            .map(|d| {
-                json!({
-                    "name": read(&format!("{d}/name")),
-                    "desc": read(&format!("{d}/desc")),
-                    "latency_us": read(&format!("{d}/latency")).and_then(|v| v.parse::<u64>().ok()),
-                    "disabled": read(&format!("{d}/disable")).map(|v| v == "1"),
-                })
-            })
-            .collect();
-        let haltpoll: BTreeMap<String, Value> =
-            std::fs::read_dir("/sys/module/haltpoll/parameters")
-                .into_iter()
-                .flatten()
-                .flatten()
-                .filter_map(|e| {
-                    let name = e.file_name().to_string_lossy().into_owned();
-                    read(&e.path().to_string_lossy()).map(|v| (name, json!(v)))
-                })
-                .collect();
-        let cmdline: Vec<String> = read("/proc/cmdline")
-            .unwrap_or_default()
-            .split_whitespace()
-            .filter(|t| t.starts_with("idle=") || t.contains("haltpoll") || t.contains("cpuidle"))
-            .map(str::to_owned)
-            .collect();
-        json!({
-            "driver": read(&format!("{CPUIDLE}/current_driver")),
-            "governor": read(&format!("{CPUIDLE}/current_governor"))
-                .or_else(|| read(&format!("{CPUIDLE}/current_governor_ro"))),
-            "states_cpu0": states,
-            "pm_qos_cpu_dma_latency_us": pm_qos(),
-            "haltpoll_parameters": haltpoll,
-            "kernel_parameters": cmdline,
-            "idle_poll_held": idle_poll_held,
-        })
-    }
-
-    /// The PM QoS CPU latency target in force, µs (reading needs root; `None` otherwise).
-    fn pm_qos() -> Option<i32> {
-        let b = std::fs::read("/dev/cpu_dma_latency").ok()?;
-        Some(i32::from_ne_bytes(b.get(..4)?.try_into().ok()?))
-    }
-
-    /// Entries into each idle state so far, summed over `cpus`, by sanitised state name.
-    pub fn usage(cpus: &[usize]) -> BTreeMap<String, u64> {
-        let mut m = BTreeMap::new();
-        for &cpu in cpus {
-            for d in state_dirs(cpu) {
-                let name = read(&format!("{d}/name"))
-                    .unwrap_or_default()
-                    .to_lowercase()
-                    .replace(|c: char| !c.is_ascii_alphanumeric(), "_");
-                let n = read(&format!("{d}/usage"))
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(0);
-                *m.entry(name).or_insert(0) += n;
-            }
-        }
-        m
-    }
-
-    /// Entries per state between two [`usage`] readings.
-    pub fn delta(
-        before: &BTreeMap<String, u64>,
-        after: &BTreeMap<String, u64>,
-    ) -> Vec<(String, u64)> {
-        after
-            .iter()
-            .map(|(k, &a)| {
-                (
-                    k.clone(),
-                    a.saturating_sub(before.get(k).copied().unwrap_or(0)),
-                )
-            })
-            .collect()
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -616,16 +616,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     out.params.insert("period_ns".into(), json!(p.period_ns));
     out.params.insert("wakeups".into(), json!(p.wakeups as u64));
     // Dropped (the request withdrawn) on every way out of this function.
-    let hold = match opts.idle_poll.then(oscost_sys::pmqos::IdlePoll::hold) {
-        None => None,
-        Some(Ok(h)) => Some(h),
-        Some(Err(e)) => {
-            out.warnings.push(
-                format!("--idle-poll not in force: {e}; CPUs use their default idle states").into(),
-            );
-            None
-        }
-    };
+    let hold = crate::idle::hold(opts.idle_poll, &mut out);
     out.params.insert("idle_poll".into(), json!(hold.is_some()));
     let refusal = if p.points.iter().any(|x| x.policy == Policy::Fifo) {
         fifo_refusal(opts.priority)
