@@ -47,7 +47,20 @@ EVENTS = [
     "irq:softirq_entry",
     "irq:softirq_exit",
 ]
-CLOCK_NANOSLEEP = 230  # x86_64
+
+
+def clock_nanosleep_number():
+    """This machine's clock_nanosleep number, as its C headers define it (230 on x86_64)."""
+    try:
+        p = subprocess.run(["cc", "-E", "-P", "-x", "c", "-"], capture_output=True, text=True,
+                           input="#include <sys/syscall.h>\nSYS_clock_nanosleep\n")
+    except FileNotFoundError:
+        die("needs a C compiler (cc) to read clock_nanosleep's number from <sys/syscall.h>")
+    last = p.stdout.split()[-1:] if p.returncode == 0 else []
+    if not last or not last[0].isdigit():
+        die(f"cannot read SYS_clock_nanosleep from <sys/syscall.h>: {p.stderr.strip()[-200:]}")
+    return int(last[0])
+
 
 LINE = re.compile(r"^\s*(?P<comm>.*?)\s+(?P<tid>-?\d+)\s+\[(?P<cpu>\d+)\]\s+(?P<t>\d+\.\d+):\s+"
                   r"(?P<ev>[\w:]+):\s*(?P<rest>.*)$")
@@ -65,7 +78,7 @@ def record(cpu, cmd, out):
     for e in EVENTS:
         args += ["-e", e]
         if e == "raw_syscalls:sys_exit":
-            args += ["--filter", f"id == {CLOCK_NANOSLEEP}"]
+            args += ["--filter", f"id == {clock_nanosleep_number()}"]
     r = subprocess.run(args + ["--"] + cmd)
     if r.returncode != 0:
         die(f"perf record or the command failed (exit {r.returncode})")
