@@ -79,8 +79,15 @@ impl Study {
     }
 
     /// The study's tables: its published columns, and this machine's beside them from `doc`.
+    /// A note several tables share (the machine, what `!` and `-` mean) is said under the
+    /// first of them only.
     pub fn tables(&self, doc: Option<&ResultDoc>) -> Vec<View> {
-        (self.tables)(doc)
+        let mut views = (self.tables)(doc);
+        let mut said = std::collections::HashSet::new();
+        for v in &mut views {
+            v.notes.retain(|n| said.insert(n.clone()));
+        }
+        views
     }
 
     /// The study's charts in its own form, the published series beside this machine's.
