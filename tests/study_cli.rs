@@ -53,7 +53,8 @@ fn a_study_run_prints_its_table_beside_the_published_one_and_keeps_the_run() {
         text.contains("29.748") && text.contains("here vs N=1"),
         "{text}"
     );
-    assert!(text.contains("this machine: Linux"), "{text}");
+    // Said once, under the first of the study's three tables that holds this machine.
+    assert_eq!(text.matches("this machine: Linux").count(), 1, "{text}");
     // An ordinary result document with the study's cases.
     let doc = oscost_model::read(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let ids: Vec<&str> = doc
