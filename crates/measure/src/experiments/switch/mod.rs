@@ -561,9 +561,6 @@ fn derived(case: &Case, via: Via) -> [DerivedSpec; 2] {
     ]
 }
 
-/// The idle configuration that decides what a cross-CPU wake-up costs (`docs/methodology.md`,
-/// `switch`, "Idle").
-
 #[cfg(test)]
 mod tests {
     use super::*;
