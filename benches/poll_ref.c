@@ -188,10 +188,22 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n; i++) {
         struct kase *c = &cases[i];
         c->ns = calloc((size_t)samples, sizeof(double));
-        for (c->k = 1;; c->k *= 2) {
+        /* As oscost's sampler calibrates: settle only when a second batch of the size lasts
+         * at least half the target too (one slow batch may be a preemption), and jump close
+         * to the target once a batch lasts over 50 us. */
+        for (c->k = 1;;) {
             uint64_t t0 = now_ns();
             for (unsigned long j = 0; j < c->k; j++) once(c);
-            if ((double)(now_ns() - t0) >= target) break;
+            double t = (double)(now_ns() - t0);
+            if (t >= target) {
+                t0 = now_ns();
+                for (unsigned long j = 0; j < c->k; j++) once(c);
+                double again = (double)(now_ns() - t0);
+                if (again >= target / 2) break;
+                t = again;
+            }
+            unsigned long next = t > 50000 ? (unsigned long)(c->k * target / t + 0.999) : c->k * 2;
+            c->k = next > c->k ? next : c->k + 1;
         }
         for (int w = 0; w < 10; w++) sample(c);
     }
