@@ -48,13 +48,18 @@ pub enum MessageKind {
     NoSharePredicted,
     /// Fewer shootdown interrupts reached the other CPUs than operations were made (shootdown).
     FlushWithoutInterrupt,
+    /// A cross-CPU figure woke a CPU from a halting idle state at least every other
+    /// operation (net).
+    HaltedCpuWoken,
+    /// A thread waiting for its answer was woken without it and slept again (net).
+    WokenWithoutAnswer,
     /// Any other text: its own words say what it is.
     Other,
 }
 
 impl MessageKind {
     /// Every kind with lead words, i.e. all but [`MessageKind::Other`].
-    pub const KNOWN: [MessageKind; 17] = [
+    pub const KNOWN: [MessageKind; 19] = [
         MessageKind::WideInterval,
         MessageKind::CpusShared,
         MessageKind::SpeedUpWithheld,
@@ -72,6 +77,8 @@ impl MessageKind {
         MessageKind::SamplesThinned,
         MessageKind::NoSharePredicted,
         MessageKind::FlushWithoutInterrupt,
+        MessageKind::HaltedCpuWoken,
+        MessageKind::WokenWithoutAnswer,
     ];
 
     /// The words every text of this kind starts with (empty for [`MessageKind::Other`]).
@@ -94,6 +101,8 @@ impl MessageKind {
             MessageKind::SamplesThinned => "the samples are ",
             MessageKind::NoSharePredicted => "no share is predicted",
             MessageKind::FlushWithoutInterrupt => "fewer shootdown interrupts than operations",
+            MessageKind::HaltedCpuWoken => "woke a halted CPU",
+            MessageKind::WokenWithoutAnswer => "woken without its answer",
             MessageKind::Other => "",
         }
     }
@@ -111,7 +120,9 @@ impl MessageKind {
             | MessageKind::GapsThinned
             | MessageKind::SamplesThinned
             | MessageKind::NoSharePredicted
-            | MessageKind::FlushWithoutInterrupt => true,
+            | MessageKind::FlushWithoutInterrupt
+            | MessageKind::HaltedCpuWoken
+            | MessageKind::WokenWithoutAnswer => true,
             MessageKind::WideInterval
             | MessageKind::CpusShared
             | MessageKind::SpeedUpWithheld
@@ -318,6 +329,8 @@ mod tests {
             MessageKind::SamplesThinned,
             MessageKind::NoSharePredicted,
             MessageKind::FlushWithoutInterrupt,
+            MessageKind::HaltedCpuWoken,
+            MessageKind::WokenWithoutAnswer,
         ];
         for k in MessageKind::KNOWN {
             assert_eq!(k.is_note(), notes.contains(&k), "{k:?}");

@@ -16,6 +16,7 @@ use crate::engine::{self, first_occurrences, value_name};
 use crate::sampler::{self, measure_fallible};
 use anyhow::Context as _;
 use oscost_model::case::{Case, Check, ExperimentOutput, Unavailable};
+use oscost_model::{Message, MessageKind};
 use oscost_sys::net::{self, Acceptor, Kind, Peer, Role};
 use oscost_sys::task::{CpuMask, Kind as TaskKind, Team};
 use oscost_sys::Switches;
@@ -670,7 +671,7 @@ fn cross_notes(
     per: impl Fn(u64) -> f64,
     switches: f64,
     unit: &str,
-) -> Vec<oscost_model::Message> {
+) -> Vec<Message> {
     let mut notes = Vec::new();
     let halting: Vec<&(String, u64)> = entries
         .iter()
@@ -679,19 +680,25 @@ fn cross_notes(
     let halts = per(halting.iter().map(|(_, n)| n).sum());
     if halts >= 0.5 {
         let names: Vec<&str> = halting.iter().map(|(s, _)| s.as_str()).collect();
-        notes.push(oscost_model::Message::from(format!(
-            "{halts:.2} entries per {unit} into idle states that halt a CPU ({}): the figure is \
-             mostly how fast a halted CPU wakes, which moves between runs; --idle-poll keeps \
-             the CPUs polling",
-            names.join(", ")
-        )));
+        notes.push(Message::new(
+            MessageKind::HaltedCpuWoken,
+            format!(
+                " {halts:.2} times per {unit} ({}): the figure is mostly how fast a halted CPU \
+                 wakes, which moves between runs; --idle-poll keeps the CPUs polling",
+                names.join(", ")
+            ),
+        ));
     }
     if m == Measure::UnixRtt && switches > 2.2 {
-        notes.push(oscost_model::Message::from(format!(
-            "{switches:.2} switches per round trip: a thread waiting in read was woken without \
-             its answer and slept again (an AF_UNIX stream wakes a socket's sleepers when the \
-             peer frees the bytes it sent); how often moves between runs, and the figure with it"
-        )));
+        notes.push(Message::new(
+            MessageKind::WokenWithoutAnswer,
+            format!(
+                ": {switches:.2} switches per round trip; a thread waiting in read was woken \
+                 before its answer came and slept again (an AF_UNIX stream wakes a socket's \
+                 sleepers when the peer frees the bytes it sent); how often moves between \
+                 runs, and the figure with it"
+            ),
+        ));
     }
     notes
 }
@@ -855,12 +862,39 @@ mod tests {
                         assert_eq!(**v, 0.0, "{k} while held polling: {c:?}");
                     }
                     assert!(
-                        c.notes.iter().all(|n| !n.as_str().contains("halt a CPU")),
+                        c.notes
+                            .iter()
+                            .all(|n| n.kind() != MessageKind::HaltedCpuWoken),
                         "{c:?}"
                     );
                 }
             }
         });
+    }
+
+    /// The notes say what moved a cross-CPU figure only where it happened.
+    #[test]
+    fn cross_notes_name_halted_cpus_and_answerless_wake_ups() {
+        let per = |n: u64| n as f64 / 100.0;
+        let halted = [("haltpoll_idle".to_string(), 150), ("poll".to_string(), 10)];
+        let notes = cross_notes(Measure::UnixRtt, &halted, per, 3.04, "round trip");
+        let kinds: Vec<MessageKind> = notes.iter().map(Message::kind).collect();
+        assert_eq!(
+            kinds,
+            [MessageKind::HaltedCpuWoken, MessageKind::WokenWithoutAnswer]
+        );
+        assert!(
+            notes[0]
+                .as_str()
+                .starts_with("woke a halted CPU 1.50 times per round trip (haltpoll_idle)"),
+            "{}",
+            notes[0]
+        );
+        assert!(notes[1].as_str().contains("3.04 switches per round trip"));
+        let polled = [("haltpoll_idle".to_string(), 0), ("poll".to_string(), 200)];
+        assert!(cross_notes(Measure::UnixRtt, &polled, per, 2.0, "round trip").is_empty());
+        // Answerless wake-ups are an AF_UNIX stream's; other kinds' extra switches are not.
+        assert!(cross_notes(Measure::UdpRtt, &polled, per, 3.0, "round trip").is_empty());
     }
 
     /// LEBench's send and recv, one thread: every byte received back, no switch needed.

@@ -115,6 +115,21 @@ fn about(kind: MessageKind) -> Option<About> {
                       for a virtual CPU that is not running); the counts are in the result",
             doc: &["shootdown", "Verification"],
         },
+        MessageKind::HaltedCpuWoken => About {
+            tag: "woke a halted CPU",
+            explain: "on two CPUs, a CPU in an idle state that halts it was woken at least every \
+                      other operation, so the figure is mostly how fast a halted CPU wakes, which \
+                      moves between runs; --idle-poll keeps the CPUs polling",
+            doc: &["net", "Idle"],
+        },
+        MessageKind::WokenWithoutAnswer => About {
+            tag: "woken without its answer",
+            explain: "a thread waiting in read was woken before its answer came and slept again \
+                      (an AF_UNIX stream wakes a socket's sleepers when the peer frees the bytes \
+                      it sent), more than 2 switches per round trip; how often moves between \
+                      runs, and the figure with it",
+            doc: &["net", "Idle"],
+        },
         // Context whose own words say enough.
         MessageKind::GapsThinned
         | MessageKind::SamplesThinned
