@@ -123,9 +123,18 @@ impl Mapping {
         // SAFETY: the inner range of a mapping this value owned and nothing references.
         unsafe { libc::munmap(me.ptr.as_ptr().cast(), me.len) };
         let t1 = now();
-        // SAFETY: the whole mapping, its inner part already gone: munmap of a range with
-        // holes unmaps what is left.
-        unsafe { libc::munmap(me.whole.0.as_ptr().cast(), me.whole.1) };
+        // Each guard page alone, not the whole range: another thread may already have been
+        // given the freed inner page for a mapping of its own.
+        let (base, whole, inner) = (
+            me.whole.0.as_ptr(),
+            me.whole.1,
+            me.len.next_multiple_of(PAGE),
+        );
+        // SAFETY: the guard before the inner range, part of the mapping this value owned.
+        unsafe { libc::munmap(base.cast(), PAGE) };
+        // SAFETY: the guard after it: [base + PAGE + inner, base + whole) is the rest of the
+        // mapping this value owned, as isolated() made it (whole = len + 2 pages).
+        unsafe { libc::munmap(base.add(PAGE + inner).cast(), whole - PAGE - inner) };
         t1.wrapping_sub(t0)
     }
 

@@ -951,7 +951,9 @@ fn mappings_group(ctx: &Context, n: u64, base_mib: u64, out: &mut ExperimentOutp
             unavailable(
                 out,
                 format!(
-                    "{n} more mappings would pass the kernel's limit: vm.max_map_count is {max}                      and the process holds {now}; raise it (sysctl vm.max_map_count) or use                      fewer --mappings"
+                    "{n} more mappings would pass the kernel's limit: vm.max_map_count is {max} \
+                     and the process holds {now}; raise it (sysctl vm.max_map_count) or use \
+                     fewer --mappings"
                 ),
             );
             return Ok(());
