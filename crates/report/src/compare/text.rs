@@ -406,6 +406,12 @@ fn md_escape(s: &str) -> String {
     s.replace('|', "\\|")
 }
 
+/// One Markdown table row of `cells`, each escaped.
+fn md_row(cells: &[String]) -> String {
+    let cells: Vec<String> = cells.iter().map(|x| md_escape(x)).collect();
+    format!("| {} |\n", cells.join(" | "))
+}
+
 /// The comparison as Markdown.
 pub fn markdown(comparisons: &[Comparison]) -> String {
     let mut s = String::new();
@@ -440,14 +446,7 @@ pub fn markdown(comparisons: &[Comparison]) -> String {
                     .collect::<String>()
             );
             for r in &c.rows {
-                s += &format!(
-                    "| {} |\n",
-                    cells(c, r)
-                        .iter()
-                        .map(|x| md_escape(x))
-                        .collect::<Vec<_>>()
-                        .join(" | ")
-                );
+                s += &md_row(&cells(c, r));
             }
             s.push('\n');
         }
@@ -465,14 +464,7 @@ pub fn markdown(comparisons: &[Comparison]) -> String {
         if !c.study_rows.is_empty() {
             s += "| figure | published | this machine | 95 % CI | difference |\n|---|---:|---:|---:|---:|\n";
             for r in &c.study_rows {
-                s += &format!(
-                    "| {} |\n",
-                    study_cells(r)
-                        .iter()
-                        .map(|x| md_escape(x))
-                        .collect::<Vec<_>>()
-                        .join(" | ")
-                );
+                s += &md_row(&study_cells(r));
             }
             s.push('\n');
         }
@@ -486,14 +478,7 @@ pub fn markdown(comparisons: &[Comparison]) -> String {
                     .concat()
             );
             for r in &c.percentiles {
-                s += &format!(
-                    "| {} |\n",
-                    percentile_cells(r)
-                        .iter()
-                        .map(|x| md_escape(x))
-                        .collect::<Vec<_>>()
-                        .join(" | ")
-                );
+                s += &md_row(&percentile_cells(r));
             }
             s.push('\n');
         }
