@@ -19,7 +19,9 @@
  * Output, one line per case: "ID MEDIAN_NS_PER_OP", ids as oscost's; with -b also
  * "# poller_cpu_share SHARE", the SQPOLL thread's CPU time over the wall time of its case.
  *
- * Usage: uring_ref [-q] [-s SAMPLES] [-a CPU] [-b SQPOLL_CPU]   (files in $TMPDIR, default /tmp)
+ * With -S (and -b) only the SQPOLL case runs.
+ *
+ * Usage: uring_ref [-q] [-S] [-s SAMPLES] [-a CPU] [-b SQPOLL_CPU]   (files in $TMPDIR, default /tmp)
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -99,6 +101,9 @@ static void ring_init(struct ring *r, int sqpoll_cpu) {
     r->cq_tail = (unsigned *)(cq + p.cq_off.tail);
     r->cq_mask = (unsigned *)(cq + p.cq_off.ring_mask);
     r->cqes = (struct io_uring_cqe *)(cq + p.cq_off.cqes);
+    /* The SQ array maps slot i to entry i once, as liburing and the io-uring crate set it up:
+     * written per entry, its cache line would move to the SQPOLL thread's CPU every batch. */
+    for (unsigned i = 0; i < p.sq_entries; i++) r->sq_array[i] = i;
 }
 
 /* Registers fd as fixed file 0 and, when buf is set, buf as buffer 0. */
@@ -139,7 +144,6 @@ static void ring_batch_x(struct ring *r, unsigned n, int fd, void *buf, unsigned
             e->len = len;
             e->off = 0;
         }
-        r->sq_array[idx] = idx;
     }
     atomic_store_explicit((_Atomic unsigned *)r->sq_tail, tail + n, memory_order_release);
     if (r->sqpoll) {
@@ -266,14 +270,15 @@ static void pin(int cpu) {
 }
 
 int main(int argc, char **argv) {
-    int samples = 81, quick = 0, cpu = -1, sq_cpu = -1, opt;
-    while ((opt = getopt(argc, argv, "qs:a:b:")) != -1) {
+    int samples = 81, quick = 0, cpu = -1, sq_cpu = -1, sq_only = 0, opt;
+    while ((opt = getopt(argc, argv, "qSs:a:b:")) != -1) {
         if (opt == 'q') quick = 1, samples = 10;
         else if (opt == 's') samples = atoi(optarg);
         else if (opt == 'a') cpu = atoi(optarg);
         else if (opt == 'b') sq_cpu = atoi(optarg);
+        else if (opt == 'S') sq_only = 1;
         else {
-            fprintf(stderr, "usage: uring_ref [-q] [-s SAMPLES] [-a CPU] [-b SQPOLL_CPU]\n");
+            fprintf(stderr, "usage: uring_ref [-q] [-S] [-s SAMPLES] [-a CPU] [-b SQPOLL_CPU]\n");
             return 2;
         }
     }
@@ -303,7 +308,7 @@ int main(int argc, char **argv) {
         {"uring.read64k.fixed.b32", READ64K_FIXED, 32},
         {"uring.syscall-pread64k", SYS_PREAD64K, 1},
     };
-    int n = (int)(sizeof cases / sizeof cases[0]);
+    int n = sq_only ? 0 : (int)(sizeof cases / sizeof cases[0]);
     double target = quick ? 1e6 : 4e6;
     for (int i = 0; i < n; i++) {
         struct kase *c = &cases[i];
