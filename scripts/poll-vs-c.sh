@@ -6,7 +6,10 @@
 # rounds. Also prints the per-descriptor slope (1000 less 10, over 990) of each side.
 #
 # `perf bench epoll wait` is no peer here: it times epoll_wait blocking on eventfds written by
-# other threads (wake-ups and switches, not a zero-timeout scan of one ready socket).
+# other threads (wake-ups and switches, not a zero-timeout scan of one ready socket). Nor is
+# `perf bench epoll ctl`: it adds, modifies and deletes eventfds in turn on an instance that
+# watches only the one being changed, counted over seconds with a nanosleep every pass, where
+# poll.epoll-ctl adds and deletes one socket on an instance watching the case's N.
 #
 # Both sides run on CPU A. A round runs the C program then oscost; the median ratio oscost/C
 # over the rounds is the figure. A measurement, not a test: exits 0 whatever the ratios are.

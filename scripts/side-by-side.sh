@@ -124,16 +124,17 @@ PY
 # form): each pair printed, ID_WIDTH and NUM_WIDTH its columns, and kept in the caller's
 # `c_ns`, `o_ns`, `ratios` (declare -A) and `ids`; a case oscost did not measure is said and
 # skipped, never invented.
-# Usage: pair_round ROUND C_FILE O_FILE ID_WIDTH NUM_WIDTH
+# LABEL names the reference in each printed pair (default C).
+# Usage: pair_round ROUND C_FILE O_FILE ID_WIDTH NUM_WIDTH [LABEL]
 pair_round() {
-    local i="$1" cfile="$2" ofile="$3" w="$4" n="$5" id cv ov r
+    local i="$1" cfile="$2" ofile="$3" w="$4" n="$5" label="${6:-C}" id cv ov r
     while read -r id cv; do
         ov=$(awk -v id="$id" '$1 == id { print $2 }' "$ofile")
         [[ -n "$ov" ]] || { echo "  round $i  $id: not measured by oscost, skipped" >&2; continue; }
         [[ -n "${c_ns[$id]+x}" ]] || ids+=("$id")
         r=$(awk -v o="$ov" -v c="$cv" 'BEGIN { printf "%.3f", o / c }')
         c_ns[$id]+="$cv " o_ns[$id]+="$ov " ratios[$id]+="$r "
-        printf "  round %d  %-${w}s C %${n}.1f  oscost %${n}.1f  ratio %s\n" "$i" "$id" "$cv" "$ov" "$r"
+        printf "  round %d  %-${w}s %s %${n}.1f  oscost %${n}.1f  ratio %s\n" "$i" "$id" "$label" "$cv" "$ov" "$r"
     done <"$cfile"
 }
 
