@@ -27,20 +27,11 @@ cd "$(dirname "$0")/.."
 
 # shellcheck source=scripts/side-by-side.sh
 source scripts/side-by-side.sh
-cpu_b="${2:-$(last_cpu)}"
-side_by_side_setup "${1:-0}"
-[[ "$cpu_b" =~ ^[0-9]+$ && "$cpu_b" != "$cpu" ]] || die "CPU_B must be a CPU number other than CPU_A ($cpu)"
-taskset -c "$cpu_b" true 2>/dev/null || die "cannot pin to CPU $cpu_b"
+side_by_side_setup_two "${1:-}" "${2:-}"
 c_samples=81
 [[ "$quick" == 0 ]] || c_samples=10
 control="${CONTROL:-0}"
-idle_poll=()
-if [[ "${IDLE_POLL:-0}" != 0 ]]; then
-    # Held while this script runs: the file closes, and the request goes, when it exits.
-    exec {qos}>/dev/cpu_dma_latency 2>/dev/null || die "IDLE_POLL=1: cannot open /dev/cpu_dma_latency (needs root)"
-    printf '\0\0\0\0' >&"$qos"
-    idle_poll=(--idle-poll)
-fi
+hold_idle_poll
 
 echo "building benches/net_ref.c and oscost (release)..." >&2
 cc -O2 -pthread -o "$tmp/net_ref" benches/net_ref.c || die "cc failed on benches/net_ref.c"

@@ -41,23 +41,14 @@ cd "$(dirname "$0")/.."
 
 # shellcheck source=scripts/side-by-side.sh
 source scripts/side-by-side.sh
-cpu_b="${2:-$(last_cpu)}"
-side_by_side_setup "${1:-0}"
-[[ "$cpu_b" =~ ^[0-9]+$ && "$cpu_b" != "$cpu" ]] || die "CPU_B must be a CPU number other than CPU_A ($cpu)"
-taskset -c "$cpu_b" true 2>/dev/null || die "cannot pin to CPU $cpu_b"
+side_by_side_setup_two "${1:-}" "${2:-}"
 lm="${LMBENCH:-}"
 [[ -n "$lm" ]] || die "set LMBENCH to the directory of lmbench's built programs (see this script's header)"
 for p in lat_tcp lat_udp lat_unix lat_connect bw_tcp bw_unix bw_pipe; do
     [[ -x "$lm/$p" ]] || die "$lm/$p not found or not executable (see this script's header for the build)"
 done
 export ENOUGH=20000
-idle_poll=()
-if [[ "${IDLE_POLL:-0}" != 0 ]]; then
-    # Held while this script runs: the file closes, and the request goes, when it exits.
-    exec {qos}>/dev/cpu_dma_latency 2>/dev/null || die "IDLE_POLL=1: cannot open /dev/cpu_dma_latency (needs root)"
-    printf '\0\0\0\0' >&"$qos"
-    idle_poll=(--idle-poll)
-fi
+hold_idle_poll
 
 # lmbench's servers run in the background until told to stop: stopped on any exit.
 stop_servers() {

@@ -1,9 +1,9 @@
 # shellcheck shell=bash disable=SC2034  # the variables it sets are read by the scripts that source it
-# Shared by the scripts that hold oscost's figures against the C reference in benches/ or
-# against perf (the acceptance scripts, *-vs-c.sh, *-vs-perf*.sh): sourced, not run. Provides die,
-# last_cpu, the checks of CPU/ROUNDS/QUICK, the JSON reader, the two builds (build_both,
-# build_oscost), perf_setup, c_median and median_of. Expects to be sourced from the repository
-# root.
+# Shared by the scripts that hold oscost's figures against the C reference in benches/, perf or
+# a peer tool (the acceptance scripts, *-vs-*.sh): sourced, not run. Provides die, last_cpu, the
+# checks of CPU/ROUNDS/QUICK (and of a second CPU), IDLE_POLL's hold, the JSON reader, the two
+# builds (build_both, build_oscost), perf_setup, c_median, median_of and the pairing of rounds.
+# Expects to be sourced from the repository root.
 
 die() {
     echo "error: $*" >&2
@@ -49,6 +49,27 @@ side_by_side_setup() {
     taskset -c "$cpu" true 2>/dev/null || die "cannot pin to CPU $cpu (not online or not allowed)"
     tmp="$(mktemp -d)"
     trap 'rm -rf "$tmp"' EXIT
+}
+
+# Like side_by_side_setup, for the scripts that use a second CPU: CPU A from the first argument
+# (default 0), CPU B from the second (default the last CPU), checked to differ and be usable.
+# Usage: side_by_side_setup_two "${1:-}" "${2:-}"
+side_by_side_setup_two() {
+    cpu_b="${2:-$(last_cpu)}"
+    side_by_side_setup "${1:-0}"
+    [[ "$cpu_b" =~ ^[0-9]+$ && "$cpu_b" != "$cpu" ]] || die "CPU_B must be a CPU number other than CPU_A ($cpu)"
+    taskset -c "$cpu_b" true 2>/dev/null || die "cannot pin to CPU $cpu_b"
+}
+
+# With IDLE_POLL set (not 0), holds /dev/cpu_dma_latency at 0 while the script runs (the file
+# closes, and the request goes, when it exits) and sets idle_poll to oscost's --idle-poll;
+# otherwise idle_poll is empty.
+hold_idle_poll() {
+    idle_poll=()
+    [[ "${IDLE_POLL:-0}" != 0 ]] || return 0
+    exec {qos}>/dev/cpu_dma_latency 2>/dev/null || die "IDLE_POLL=1: cannot open /dev/cpu_dma_latency (needs root)"
+    printf '\0\0\0\0' >&"$qos"
+    idle_poll=(--idle-poll)
 }
 
 # Builds the C reference into $tmp/fdcalls_ref and oscost (or takes $OSCOST_BIN); sets bin.

@@ -27,10 +27,7 @@ cd "$(dirname "$0")/.."
 
 # shellcheck source=scripts/side-by-side.sh
 source scripts/side-by-side.sh
-cpu_b="${2:-$(last_cpu)}"
-side_by_side_setup "${1:-0}"
-[[ "$cpu_b" =~ ^[0-9]+$ && "$cpu_b" != "$cpu" ]] || die "CPU_B must be a CPU number other than CPU_A ($cpu)"
-taskset -c "$cpu_b" true 2>/dev/null || die "cannot pin to CPU $cpu_b"
+side_by_side_setup_two "${1:-}" "${2:-}"
 c_samples=81
 [[ "$quick" == 0 ]] || c_samples=10
 
