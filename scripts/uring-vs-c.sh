@@ -40,24 +40,38 @@ mode="standard sampling"
 echo "oscost uring vs C, median ns per operation, CPU $cpu (measuring), CPU $cpu_b (SQPOLL thread),"
 echo "$rounds interleaved rounds ($mode); ratio = oscost / C"
 
-declare -A c_ns o_ns ratios enters cval oval c_share
-ids=()
-for ((i = 1; i <= rounds; i++)); do
-    echo "round $i of $rounds..." >&2
-    run_c() { "$tmp/uring_ref" -a "$cpu" -b "$cpu_b" -s "$c_samples" >"$tmp/c$i" || die "uring_ref failed"; }
-    run_o() {
-        "$bin" --cpus "$cpu,$cpu_b" --quiet --no-save ${quick_oscost[@]+"${quick_oscost[@]}"} \
-            uring --json "$tmp/o$i.json" >/dev/null || die "oscost uring failed"
-    }
-    if ((i % 2)); then run_c && run_o; else run_o && run_c; fi
-    c_share[$i]=$(awk '$2 == "poller_cpu_share" { print $3 }' "$tmp/c$i")
-    python3 - "$tmp/o$i.json" >"$tmp/o$i" <<'PY'
+# The C program with ARGS, its output in OUT.   Usage: run_c OUT [ARGS...]
+run_c() {
+    local out="$1"
+    shift
+    "$tmp/uring_ref" -a "$cpu" -b "$cpu_b" -s "$c_samples" "$@" >"$out" || die "uring_ref $* failed"
+}
+# oscost uring with ARGS: its JSON in JSON, and "ID MEDIAN_NS ENTER_PER_OP POLLER_SHARE" a case
+# in OUT.   Usage: run_o JSON OUT [ARGS...]
+run_o() {
+    local json="$1" out="$2"
+    shift 2
+    "$bin" --cpus "$cpu,$cpu_b" --quiet --no-save ${quick_oscost[@]+"${quick_oscost[@]}"} \
+        uring "$@" --json "$json" >/dev/null || die "oscost uring failed"
+    python3 - "$json" >"$out" <<'PY'
 import json, sys
 for e in json.load(open(sys.argv[1]))["experiments"]:
     for c in e["cases"]:
         print(c["id"], c["median_ns"], c["counters"].get("io_uring_enter_per_op", "n/a"),
               c["counters"].get("poller_cpu_share", "n/a"))
 PY
+}
+
+declare -A c_ns o_ns ratios enters cval oval c_share
+ids=()
+for ((i = 1; i <= rounds; i++)); do
+    echo "round $i of $rounds..." >&2
+    if ((i % 2)); then
+        run_c "$tmp/c$i" && run_o "$tmp/o$i.json" "$tmp/o$i"
+    else
+        run_o "$tmp/o$i.json" "$tmp/o$i" && run_c "$tmp/c$i"
+    fi
+    c_share[$i]=$(awk '$2 == "poller_cpu_share" { print $3 }' "$tmp/c$i")
     while read -r id cv; do
         read -r ov oe <<<"$(awk -v id="$id" '$1 == id { print $2, $3 }' "$tmp/o$i")" || true
         cval[$i.$id]=$cv oval[$i.$id]=${ov:-}
@@ -79,25 +93,20 @@ sq=uring.nop.sqpoll
 if [[ -n "${c_ns[$sq]+x}" ]]; then
     for ((p = 1; p <= sq_pairs; p++)); do
         echo "SQPOLL pair $p of $sq_pairs..." >&2
-        run_c() { "$tmp/uring_ref" -S -a "$cpu" -b "$cpu_b" -s "$c_samples" >"$tmp/cs" || die "uring_ref -S failed"; }
-        run_o() {
-            "$bin" --cpus "$cpu,$cpu_b" --quiet --no-save ${quick_oscost[@]+"${quick_oscost[@]}"} \
-                uring --ops nop --batches 1 --no-fixed --json "$tmp/os.json" >/dev/null || die "oscost uring failed"
-        }
-        if ((p % 2)); then run_c && run_o; else run_o && run_c; fi
+        sq_args=(--ops nop --batches 1 --no-fixed)
+        if ((p % 2)); then
+            run_c "$tmp/cs" -S && run_o "$tmp/os.json" "$tmp/os" "${sq_args[@]}"
+        else
+            run_o "$tmp/os.json" "$tmp/os" "${sq_args[@]}" && run_c "$tmp/cs" -S
+        fi
         cv=$(awk -v id="$sq" '$1 == id { print $2 }' "$tmp/cs")
-        read -r ov os <<<"$(python3 -c '
-import json, sys
-for e in json.load(open(sys.argv[1]))["experiments"]:
-    for c in e["cases"]:
-        if c["id"] == sys.argv[2]:
-            print(c["median_ns"], c["counters"].get("poller_cpu_share", "n/a"))
-' "$tmp/os.json" "$sq")" || true
+        read -r ov os <<<"$(awk -v id="$sq" '$1 == id { print $2, $4 }' "$tmp/os")" || true
         [[ -n "$cv" && -n "${ov:-}" ]] || { echo "  SQPOLL pair $p: not measured on one side, skipped" >&2; continue; }
         r=$(awk -v o="$ov" -v c="$cv" 'BEGIN { printf "%.3f", o / c }')
         c_ns[$sq]+="$cv " o_ns[$sq]+="$ov " ratios[$sq]+="$r "
         cs=$(awk '$2 == "poller_cpu_share" { print $3 }' "$tmp/cs")
-        printf '  pair %d   %-24s C %9.1f  oscost %9.1f  ratio %s  poller share C|oscost %s|%.3f\n' \
+        os=$(awk -v v="${os:-n/a}" 'BEGIN { if (v == "n/a") print v; else printf "%.3f", v }')
+        printf '  pair %d   %-24s C %9.1f  oscost %9.1f  ratio %s  poller share C|oscost %s|%s\n' \
             "$p" "$sq" "$cv" "$ov" "$r" "${cs:-n/a}" "$os"
     done
 fi
@@ -130,5 +139,5 @@ for ((i = 1; i <= rounds; i++)); do
     shares+="${c_share[$i]:-n/a}|${s:-n/a} "
 done
 printf 'SQPOLL poller CPU share per round, C|oscost: %s\n' "${shares% }"
-((sq_pairs == 0)) || echo "$sq: its line is over the $rounds rounds and $sq_pairs pairs of that case alone (SQ_PAIRS)"
+((sq_pairs == 0)) || [[ -z "${c_ns[$sq]+x}" ]] || echo "$sq: its line is over the $rounds rounds and $sq_pairs pairs of that case alone (SQ_PAIRS)"
 exit 0
