@@ -27,15 +27,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "calibrate.h"
+
 static void die(const char *what) {
     perror(what);
     exit(2);
-}
-
-static uint64_t now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
 enum { SELECT, POLL, EPOLL, CTL };
@@ -77,6 +73,9 @@ static void once(struct kase *c) {
     }
     }
 }
+
+/* For calibrate_batches: one call of case c. */
+static void run_once(void *c) { once(c); }
 
 static double sample(struct kase *c) {
     uint64_t t0 = now_ns();
@@ -188,23 +187,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n; i++) {
         struct kase *c = &cases[i];
         c->ns = calloc((size_t)samples, sizeof(double));
-        /* As oscost's sampler calibrates: settle only when a second batch of the size lasts
-         * at least half the target too (one slow batch may be a preemption), and jump close
-         * to the target once a batch lasts over 50 us. */
-        for (c->k = 1;;) {
-            uint64_t t0 = now_ns();
-            for (unsigned long j = 0; j < c->k; j++) once(c);
-            double t = (double)(now_ns() - t0);
-            if (t >= target) {
-                t0 = now_ns();
-                for (unsigned long j = 0; j < c->k; j++) once(c);
-                double again = (double)(now_ns() - t0);
-                if (again >= target / 2) break;
-                t = again;
-            }
-            unsigned long next = t > 50000 ? (unsigned long)(c->k * target / t + 0.999) : c->k * 2;
-            c->k = next > c->k ? next : c->k + 1;
-        }
+        c->k = calibrate_batches(run_once, c, target);
         for (int w = 0; w < 10; w++) sample(c);
     }
     for (int s = 0; s < samples; s++)

@@ -39,6 +39,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "calibrate.h"
+
 #define ENTRIES 64
 
 /* The spin-wait hint Rust's std::hint::spin_loop gives. */
@@ -54,12 +56,6 @@
 static void die(const char *what) {
     perror(what);
     exit(2);
-}
-
-static uint64_t now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
 struct ring {
@@ -211,27 +207,8 @@ static double sample(struct kase *c) {
     return (double)(now_ns() - t0) / (double)(c->k * c->batch);
 }
 
-/* Batches per sample, as oscost's sampler calibrates: double until a batch lasts the target,
- * settling only when a second batch of that size lasts at least half of it too (one slow batch
- * may be a preemption, or a poller not yet running, rather than the operation: settling on it
- * would leave samples of a single operation that never see the poller lose its CPU), and jump
- * close to the target once a batch lasts over 50 us. */
-static void calibrate(struct kase *c, double target) {
-    for (c->k = 1;;) {
-        uint64_t t0 = now_ns();
-        for (unsigned long j = 0; j < c->k; j++) one_batch(c);
-        double t = (double)(now_ns() - t0);
-        if (t >= target) {
-            t0 = now_ns();
-            for (unsigned long j = 0; j < c->k; j++) one_batch(c);
-            double again = (double)(now_ns() - t0);
-            if (again >= target / 2) break;
-            t = again;
-        }
-        unsigned long next = t > 50000 ? (unsigned long)(c->k * target / t + 0.999) : c->k * 2;
-        c->k = next > c->k ? next : c->k + 1;
-    }
-}
+/* For calibrate_batches: one batch of case c. */
+static void run_batch(void *c) { one_batch(c); }
 
 static int cmp(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -320,7 +297,7 @@ int main(int argc, char **argv) {
             ring_register(&c->ring, file_fd, c->fixed_buf, BIG);
         }
         c->ns = calloc((size_t)samples, sizeof(double));
-        calibrate(c, target);
+        c->k = calibrate_batches(run_batch, c, target);
         for (int w = 0; w < 10; w++) sample(c);
     }
     for (int s = 0; s < samples; s++)
@@ -340,7 +317,7 @@ int main(int argc, char **argv) {
         one_batch(&c);
         double cpu0 = poller_cpu_ns();
         uint64_t t0 = now_ns();
-        calibrate(&c, target);
+        c.k = calibrate_batches(run_batch, &c, target);
         for (int w = 0; w < 10; w++) sample(&c);
         for (int s = 0; s < samples; s++) c.ns[s] = sample(&c);
         double cpu1 = poller_cpu_ns();
