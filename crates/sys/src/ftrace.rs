@@ -1,5 +1,5 @@
 //! The kernel's tracepoints recorded by ftrace into an instance of oscost's own
-//! (`instances/oscost-<pid>` under tracefs): its own buffers, clock (`mono_raw`), CPU mask and
+//! (`instances/oscost-<pid>-<n>` under tracefs): its own buffers, clock (`mono_raw`), CPU mask and
 //! events, so nobody else's tracing is touched. The buffers keep their first records when full
 //! (`overwrite` off) and count the rest, which `per_cpu/cpuN/stats` reports; they are read
 //! once recording stopped, page by page, from `per_cpu/cpuN/trace_pipe_raw`. Each event's
@@ -17,9 +17,17 @@ pub const CLOCK: libc::clockid_t = libc::CLOCK_MONOTONIC_RAW;
 /// KiB of buffer per CPU.
 pub const BUFFER_KB: u32 = 4096;
 
-/// The instance name of process `pid`.
-pub fn instance_name(pid: u32) -> String {
-    format!("oscost-{pid}")
+/// The name of process `pid`'s instance number `n`: one process may trace from two threads at
+/// once (a test binary runs its tests so), each in an instance of its own.
+pub fn instance_name(pid: u32, n: u32) -> String {
+    format!("oscost-{pid}-{n}")
+}
+
+/// The process that made the instance named `name` ([`instance_name`], or `oscost-<pid>` as
+/// earlier versions named it).
+fn instance_pid(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix("oscost-")?;
+    rest.split('-').next()?.parse().ok()
 }
 
 /// The instances under `fs` named by [`instance_name`] whose process is gone, with its pid:
@@ -33,7 +41,7 @@ pub fn orphans(fs: &Tracefs) -> Vec<(PathBuf, u32)> {
         .flatten()
         .filter_map(|e| {
             let name = e.file_name();
-            let pid: u32 = name.to_str()?.strip_prefix("oscost-")?.parse().ok()?;
+            let pid = instance_pid(name.to_str()?)?;
             let gone = !Path::new(&format!("/proc/{pid}")).exists();
             gone.then(|| (e.path(), pid))
         })
@@ -99,10 +107,12 @@ impl Tracer {
             .map_err(|e| Unavailable(format!("reading {}: {e}", header.display())))?;
         let data_offset = page_data_offset(&text)
             .ok_or_else(|| Unavailable(format!("{} has no `data` field", header.display())))?;
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let dir = fs
             .root()
             .join("instances")
-            .join(instance_name(std::process::id()));
+            .join(instance_name(std::process::id(), n));
         std::fs::create_dir(&dir).map_err(|e| {
             Unavailable(format!(
                 "ftrace refused an instance of oscost's own ({}: {e}): run as root",
@@ -530,6 +540,44 @@ mod tests {
         assert!(!remove_instance(&fs, &dir).unwrap());
     }
 
+    /// Two tracers of one process at once (two tests of one binary) each get an instance of
+    /// their own, and each goes with its tracer.
+    #[test]
+    fn two_tracers_of_one_process_have_an_instance_each() {
+        let _serial = crate::ktrace::tests::tracefs_serial();
+        let Ok(fs) = Tracefs::open() else { return };
+        let cpu = crate::affinity().unwrap()[0];
+        let events = [("raw_syscalls", "sys_enter")];
+        let Ok(a) = Tracer::open(&fs, &events, &[cpu], &mut |_: &Path| ()) else {
+            return eprintln!("no instance can be made here");
+        };
+        let b = Tracer::open(&fs, &events, &[cpu], &mut |_: &Path| ()).unwrap();
+        let (da, db) = (a.dir().to_owned(), b.dir().to_owned());
+        assert_ne!(da, db);
+        for d in [&da, &db] {
+            let name = d.file_name().unwrap().to_str().unwrap();
+            assert_eq!(instance_pid(name), Some(std::process::id()), "{name}");
+        }
+        drop(a);
+        assert!(!da.exists());
+        assert!(
+            db.join("tracing_on").exists(),
+            "the other's instance went too"
+        );
+        drop(b);
+        assert!(!db.exists());
+    }
+
+    /// An instance's name gives the process that made it, in this version's form and in the
+    /// earlier `oscost-<pid>`; other names give none.
+    #[test]
+    fn an_instance_name_gives_its_process() {
+        assert_eq!(instance_pid(&instance_name(41, 3)), Some(41));
+        assert_eq!(instance_pid("oscost-41"), Some(41));
+        assert_eq!(instance_pid("oscost-x-1"), None);
+        assert_eq!(instance_pid("perf-41"), None);
+    }
+
     /// An instance named for a process that is gone is an orphan; this process's is not.
     #[test]
     fn an_instance_of_a_process_gone_is_an_orphan() {
@@ -540,8 +588,8 @@ mod tests {
         gone.wait_with_output().unwrap();
         let root = fs.root().join("instances");
         let (dead, mine) = (
-            root.join(instance_name(pid)),
-            root.join(instance_name(std::process::id())),
+            root.join(instance_name(pid, 0)),
+            root.join(instance_name(std::process::id(), 0)),
         );
         if std::fs::create_dir(&dead).is_err() {
             return eprintln!("no instance can be made here");

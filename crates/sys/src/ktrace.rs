@@ -190,7 +190,8 @@ impl Format {
     }
 }
 
-/// Where tracefs is, and whether this process mounted it (then it is unmounted on drop).
+/// Where tracefs is, and whether this process mounted it (then it is unmounted when the last
+/// value of this process that shares the mount is dropped).
 #[derive(Debug)]
 pub struct Tracefs {
     root: PathBuf,
@@ -199,6 +200,17 @@ pub struct Tracefs {
 
 /// The standard mount point of tracefs.
 const TRACEFS_DIR: &str = "/sys/kernel/tracing";
+
+/// How many live [`Tracefs`] values of this process share the tracefs it mounted (0: it
+/// mounted none). A process may trace from two threads at once (a test binary runs its
+/// tests so): the first to drop must not unmount what the other still reads through.
+static OWN_MOUNT_USERS: std::sync::Mutex<usize> = std::sync::Mutex::new(0);
+
+fn own_mount_users() -> std::sync::MutexGuard<'static, usize> {
+    OWN_MOUNT_USERS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 fn tracefs_mount(mounts: &[crate::mount::MountEntry]) -> Option<PathBuf> {
     mounts
@@ -211,11 +223,16 @@ impl Tracefs {
     /// Finds tracefs, mounting it on `/sys/kernel/tracing` when it is mounted nowhere (root
     /// only).
     pub fn open() -> Result<Tracefs, Unavailable> {
+        // Held until the mount is made and counted, so two threads never both mount it.
+        let mut users = own_mount_users();
         if let Some(root) = tracefs_mount(&crate::mount::mounts()) {
-            return Ok(Tracefs {
-                root,
-                mounted_here: false,
-            });
+            // This process's own mount, while another value holds it: shared, and unmounted
+            // by the last of them.
+            let mounted_here = *users > 0;
+            if mounted_here {
+                *users += 1;
+            }
+            return Ok(Tracefs { root, mounted_here });
         }
         let supported = std::fs::read_to_string("/proc/filesystems").is_ok_and(|t| {
             t.lines()
@@ -244,6 +261,7 @@ impl Tracefs {
                  root, or `mount -t tracefs nodev {TRACEFS_DIR}` first"
             )));
         }
+        *users = 1;
         Ok(Tracefs {
             root: PathBuf::from(TRACEFS_DIR),
             mounted_here: true,
@@ -255,7 +273,7 @@ impl Tracefs {
         &self.root
     }
 
-    /// Whether this process mounted it (and will unmount it).
+    /// Whether this process mounted it (and will unmount it once no value of it is left).
     pub fn mounted_here(&self) -> bool {
         self.mounted_here
     }
@@ -311,7 +329,12 @@ pub fn unmount_tracefs(dir: &Path) -> io::Result<()> {
 
 impl Drop for Tracefs {
     fn drop(&mut self) {
-        if self.mounted_here {
+        if !self.mounted_here {
+            return;
+        }
+        let mut users = own_mount_users();
+        *users = users.saturating_sub(1);
+        if *users == 0 {
             if let Ok(dir) = CString::new(self.root.as_os_str().as_bytes()) {
                 // SAFETY: dir is a NUL-terminated path; a lazy unmount of our own mount.
                 unsafe { libc::umount2(dir.as_ptr(), libc::MNT_DETACH) };
@@ -953,13 +976,36 @@ pub fn anchor_on(id: libc::clockid_t, now: impl Fn() -> u64) -> (u64, u64) {
 pub(crate) mod tests {
     use super::*;
 
-    /// Held by every test of this crate that opens tracefs: a test that mounted it unmounts it
-    /// when it ends, under any other that found it mounted.
+    /// Held by every test of this crate that opens tracefs, so each traces alone.
     pub(crate) fn tracefs_serial() -> std::sync::MutexGuard<'static, ()> {
         static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
         SERIAL
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Two values of one process share the tracefs it mounted: the first dropped leaves it
+    /// mounted for the other, the last unmounts it.
+    #[test]
+    fn a_mount_shared_in_one_process_goes_with_its_last_user() {
+        let _serial = tracefs_serial();
+        if tracefs_mount(&crate::mount::mounts()).is_some() {
+            return eprintln!("skipped: tracefs is mounted already");
+        }
+        let Ok(a) = Tracefs::open() else {
+            return eprintln!("skipped: tracefs cannot be mounted here");
+        };
+        let b = Tracefs::open().unwrap();
+        assert!(a.mounted_here() && b.mounted_here());
+        let root = a.root().to_path_buf();
+        drop(a);
+        assert!(
+            tracefs_mounted_on(&root),
+            "unmounted under a value still holding it"
+        );
+        assert!(root.join("events").exists());
+        drop(b);
+        assert!(!tracefs_mounted_on(&root));
     }
 
     #[test]
