@@ -296,6 +296,8 @@ struct Shared {
     events: AtomicU64,
     expirations: AtomicU64,
     stop: AtomicBool,
+    /// The helper's CPU time, written as it ends: its `/proc` entry goes with it.
+    run_ns: AtomicU64,
 }
 
 /// A helper thread pinned to one CPU that wakes every period and goes back to sleep: on the
@@ -340,10 +342,13 @@ impl Helper {
                 if !ok {
                     return Ok(());
                 }
-                match &fd {
+                let r = match &fd {
                     Some(fd) => timerfd_loop(&shared, fd, ns, until),
                     None => sleep_loop(&shared, ns, until),
-                }
+                };
+                let run = crate::trace::thread_cpu_ns().unwrap_or(0);
+                shared.run_ns.store(run, Ordering::SeqCst);
+                r
             }
         };
         let handle = std::thread::Builder::new()
@@ -387,6 +392,15 @@ impl Helper {
     /// The policy it runs under.
     pub fn policy(&self) -> &Policy {
         &self.policy
+    }
+
+    /// The helper's CPU time so far, ns: from the scheduler while it runs, as it left it
+    /// once it has ended (past its limit, or stopped).
+    pub fn run_ns(&self) -> Option<u64> {
+        task_times(self.tid).map(|t| t.run_ns).ok().or_else(|| {
+            let run = self.shared.run_ns.load(Ordering::SeqCst);
+            (run > 0).then_some(run)
+        })
     }
 
     /// The helper's context switches so far (`/proc/self/task/<tid>/status`), if readable.
@@ -434,6 +448,28 @@ pub fn task_switches(tid: i32) -> Option<Switches> {
         voluntary: field("voluntary_ctxt_switches:")?,
         involuntary: field("nonvoluntary_ctxt_switches:")?,
     })
+}
+
+/// Time a task has run on a CPU and has waited runnable for one, ns.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TaskTimes {
+    /// Time on a CPU.
+    pub run_ns: u64,
+    /// Time runnable but waiting for a CPU: preempted or not yet picked.
+    pub waited_ns: u64,
+}
+
+/// [`TaskTimes`] of task `tid` of this process so far, from `/proc/self/task/<tid>/schedstat`
+/// (the scheduler's own clock, to the nanosecond).
+pub fn task_times(tid: i32) -> io::Result<TaskTimes> {
+    let text = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat"))?;
+    let mut fields = text.split_whitespace().map(str::parse::<u64>);
+    match (fields.next(), fields.next()) {
+        (Some(Ok(run_ns)), Some(Ok(waited_ns))) => Ok(TaskTimes { run_ns, waited_ns }),
+        _ => Err(io::Error::other(format!(
+            "unreadable schedstat of task {tid}: {text:?}"
+        ))),
+    }
 }
 
 /// Asks for SCHED_FIFO for the calling thread.
@@ -677,6 +713,22 @@ mod tests {
         );
     }
 
+    /// A task's run time grows while it spins and its wait stays put while it runs alone;
+    /// a task that is gone is an error, not zeros.
+    #[test]
+    fn task_times_follow_the_scheduler() {
+        let me = gettid();
+        let a = task_times(me).unwrap();
+        let t0 = std::time::Instant::now();
+        while t0.elapsed() < Duration::from_millis(20) {
+            std::hint::spin_loop();
+        }
+        let b = task_times(me).unwrap();
+        assert!(b.run_ns >= a.run_ns + 10_000_000, "{a:?} {b:?}");
+        assert!(b.waited_ns >= a.waited_ns, "{a:?} {b:?}");
+        assert!(task_times(i32::MAX).is_err());
+    }
+
     /// Past its limit every source stops by itself, even at a period nothing could keep.
     #[test]
     fn sources_stop_at_their_limit() {
@@ -702,6 +754,8 @@ mod tests {
             );
             let c = h.counts();
             assert!(c.events <= 60, "{wake:?} {c:?}");
+            // Its CPU time outlives its /proc entry.
+            assert!(h.run_ns().is_some_and(|ns| ns > 0), "{wake:?}");
             h.stop().unwrap();
         }
     }

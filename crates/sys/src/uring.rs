@@ -241,11 +241,7 @@ pub fn sqpoll_thread() -> Option<i32> {
 /// CPU time task `tid` of this process has had, ns (`/proc/self/task/TID/schedstat`, the
 /// scheduler's own run time).
 pub fn task_cpu_ns(tid: i32) -> io::Result<u64> {
-    let text = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat"))?;
-    text.split_whitespace()
-        .next()
-        .and_then(|v| v.parse().ok())
-        .ok_or_else(|| io::Error::other("unreadable schedstat"))
+    crate::timer::task_times(tid).map(|t| t.run_ns)
 }
 
 #[cfg(test)]
