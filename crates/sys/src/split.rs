@@ -260,7 +260,10 @@ unsafe impl TaskBody for SplitRun {
             slot.finish.store(finish, Ordering::Relaxed);
             slot.units.store(units, Ordering::Relaxed);
             slot.steps.store(steps, Ordering::Relaxed);
-            slot.cpu_ns.store(thread_cpu_ns(), Ordering::Relaxed);
+            slot.cpu_ns.store(
+                crate::trace::thread_cpu_ns().unwrap_or(0),
+                Ordering::Relaxed,
+            );
             slot.voluntary.store(ru.ru_nvcsw as u64, Ordering::Relaxed);
             slot.involuntary
                 .store(ru.ru_nivcsw as u64, Ordering::Relaxed);
@@ -277,15 +280,6 @@ unsafe impl TaskBody for SplitRun {
         }
         Ok(())
     }
-}
-
-/// CPU time of the calling thread, ns.
-pub fn thread_cpu_ns() -> u64 {
-    // SAFETY: timespec is plain data; zeroed is valid.
-    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
-    // SAFETY: ts is a valid, writable timespec; the clock id is a constant.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    (ts.tv_sec.max(0) as u64) * 1_000_000_000 + ts.tv_nsec.max(0) as u64
 }
 
 /// `getrusage(RUSAGE_THREAD)` of the calling thread. Raw call: safe in a forked child.

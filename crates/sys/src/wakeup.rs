@@ -268,14 +268,6 @@ pub fn own_policy() -> io::Result<i32> {
     Ok(r)
 }
 
-/// CPU time the calling thread has used, ns (`CLOCK_THREAD_CPUTIME_ID`).
-pub fn thread_cpu_ns() -> u64 {
-    let mut ts = timespec(0);
-    // SAFETY: ts is a valid, writable timespec; the clock exists on every Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
