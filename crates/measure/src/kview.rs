@@ -545,7 +545,7 @@ impl Session {
             .then(|| {
                 let me = crate::sysctl::Holder::this_process()?;
                 let dir = crate::sysctl::settings_dir();
-                crate::sysctl::record_mount(&dir, fs.root(), "tracefs", me).ok()
+                crate::sysctl::record_mount(&dir, fs.mountpoint(), "tracefs", me).ok()
             })
             .flatten();
         if fs.mounted_here() {
@@ -557,7 +557,7 @@ impl Session {
             notes.push(
                 format!(
                 "tracefs was not mounted: mounted on {} for the traced {passes}, unmounted {after}",
-                fs.root().display()
+                fs.mountpoint().display()
             )
                 .into(),
             );
@@ -725,7 +725,7 @@ fn closed(fs: &Tracefs) -> Option<Unavailable> {
         Unavailable(format!(
             "the kernel's tracepoints cannot be read (tracefs at {}: {e}): run as root (or \
              with CAP_PERFMON and read access to tracefs)",
-            fs.root().display()
+            fs.mountpoint().display()
         ))
     })
 }

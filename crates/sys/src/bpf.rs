@@ -606,7 +606,7 @@ impl Tracer {
             let f = fs.format(sys, ev).ok_or_else(|| {
                 Unavailable(format!(
                     "the tracepoint {sys}:{ev} is not under {}",
-                    fs.root().display()
+                    fs.mountpoint().display()
                 ))
             })?;
             formats.push(f);

@@ -64,7 +64,13 @@ fn lost_of(stats: &str, parsed: u64) -> u64 {
 
 /// An ftrace instance recording tracepoints; removed on drop.
 pub struct Tracer {
+    /// The instance, reached through `_root`.
+    reach: PathBuf,
+    /// The instance as it reads under the mount point, for messages and records.
     dir: PathBuf,
+    /// A hold on tracefs of the tracer's own: its files stay reachable for as long as it
+    /// lives, whoever unmounts tracefs or drops the value it was opened from.
+    _root: Option<std::os::fd::OwnedFd>,
     formats: Vec<Format>,
     cpus: Vec<usize>,
     /// Where a page's data begins, and the size of its `commit` word.
@@ -72,15 +78,6 @@ pub struct Tracer {
     lost: u64,
     /// The instance is gone.
     removed: bool,
-}
-
-fn write(path: &Path, value: &str) -> io::Result<()> {
-    std::fs::write(path, value).map_err(|e| {
-        io::Error::new(
-            e.kind(),
-            format!("writing `{value}` to {}: {e}", path.display()),
-        )
-    })
 }
 
 impl Tracer {
@@ -98,22 +95,29 @@ impl Tracer {
             formats.push(fs.format(sys, ev).ok_or_else(|| {
                 Unavailable(format!(
                     "the tracepoint {sys}:{ev} is not under {}",
-                    fs.root().display()
+                    fs.mountpoint().display()
                 ))
             })?);
         }
-        let header = fs.root().join("events/header_page");
-        let text = read_whole(&header)
-            .map_err(|e| Unavailable(format!("reading {}: {e}", header.display())))?;
-        let data_offset = page_data_offset(&text)
-            .ok_or_else(|| Unavailable(format!("{} has no `data` field", header.display())))?;
+        let (root, held) = fs.pin();
+        let header = Path::new("events/header_page");
+        let text = read_whole(&root.join(header)).map_err(|e| {
+            Unavailable(format!(
+                "reading {}: {e}",
+                fs.mountpoint().join(header).display()
+            ))
+        })?;
+        let data_offset = page_data_offset(&text).ok_or_else(|| {
+            Unavailable(format!(
+                "{} has no `data` field",
+                fs.mountpoint().join(header).display()
+            ))
+        })?;
         static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = fs
-            .root()
-            .join("instances")
-            .join(instance_name(std::process::id(), n));
-        std::fs::create_dir(&dir).map_err(|e| {
+        let instance = Path::new("instances").join(instance_name(std::process::id(), n));
+        let (reach, dir) = (root.join(&instance), fs.mountpoint().join(&instance));
+        std::fs::create_dir(&reach).map_err(|e| {
             Unavailable(format!(
                 "ftrace refused an instance of oscost's own ({}: {e}): run as root",
                 dir.display()
@@ -121,7 +125,9 @@ impl Tracer {
         })?;
         made(&dir);
         let t = Tracer {
+            reach,
             dir,
+            _root: held,
             formats,
             cpus: cpus.to_vec(),
             data_offset,
@@ -133,12 +139,22 @@ impl Tracer {
         Ok(t)
     }
 
+    /// Writes `value` to the instance's file `rel`.
+    fn write(&self, rel: impl AsRef<Path>, value: &str) -> io::Result<()> {
+        let rel = rel.as_ref();
+        std::fs::write(self.reach.join(rel), value).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("writing `{value}` to {}: {e}", self.dir.join(rel).display()),
+            )
+        })
+    }
+
     fn set_up(&self) -> io::Result<()> {
-        let d = &self.dir;
-        write(&d.join("tracing_on"), "0")?;
-        write(&d.join("buffer_size_kb"), &BUFFER_KB.to_string())?;
-        write(&d.join("trace_clock"), "mono_raw")?;
-        write(&d.join("options/overwrite"), "0")?;
+        self.write("tracing_on", "0")?;
+        self.write("buffer_size_kb", &BUFFER_KB.to_string())?;
+        self.write("trace_clock", "mono_raw")?;
+        self.write("options/overwrite", "0")?;
         let mut mask = vec![0u32; self.cpus.iter().max().map_or(1, |m| m / 32 + 1)];
         for &c in &self.cpus {
             mask[c / 32] |= 1 << (c % 32);
@@ -149,15 +165,16 @@ impl Tracer {
             .map(|w| format!("{w:08x}"))
             .collect::<Vec<_>>()
             .join(",");
-        write(&d.join("tracing_cpumask"), &hex)
+        self.write("tracing_cpumask", &hex)
     }
 
-    fn event_dir(&self, f: &Format) -> PathBuf {
+    /// The enable file of `f`'s event, relative to the instance.
+    fn enable_file(f: &Format) -> PathBuf {
         let (sys, ev) = f.name.split_once(':').unwrap_or(("", &f.name));
-        self.dir.join("events").join(sys).join(ev)
+        Path::new("events").join(sys).join(ev).join("enable")
     }
 
-    /// The instance's directory.
+    /// The instance's directory, as it reads under tracefs's mount point.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
@@ -177,22 +194,22 @@ impl Tracer {
             .map(u32::to_string)
             .collect::<Vec<_>>()
             .join(" ");
-        write(&self.dir.join("set_event_pid"), &pids)
+        self.write("set_event_pid", &pids)
     }
 
     /// Enables the events and starts recording.
     pub fn enable(&mut self) -> io::Result<()> {
         for f in &self.formats {
-            write(&self.event_dir(f).join("enable"), "1")?;
+            self.write(Self::enable_file(f), "1")?;
         }
-        write(&self.dir.join("tracing_on"), "1")
+        self.write("tracing_on", "1")
     }
 
     /// Stops recording and disables the events.
     pub fn disable(&mut self) -> io::Result<()> {
-        write(&self.dir.join("tracing_on"), "0")?;
+        self.write("tracing_on", "0")?;
         for f in &self.formats {
-            write(&self.event_dir(f).join("enable"), "0")?;
+            self.write(Self::enable_file(f), "0")?;
         }
         Ok(())
     }
@@ -207,7 +224,7 @@ impl Tracer {
     pub fn drain(&mut self) -> Vec<Record> {
         let mut out = Vec::new();
         for &cpu in &self.cpus {
-            let pcpu = self.dir.join(format!("per_cpu/cpu{cpu}"));
+            let pcpu = self.reach.join(format!("per_cpu/cpu{cpu}"));
             let before = out.len();
             if let Ok(mut f) = std::fs::OpenOptions::new()
                 .read(true)
@@ -241,15 +258,15 @@ impl Tracer {
         if self.removed {
             return Ok(());
         }
-        let _ = write(&self.dir.join("tracing_on"), "0");
+        let _ = self.write("tracing_on", "0");
         for f in &self.formats {
-            let _ = write(&self.event_dir(f).join("enable"), "0");
+            let _ = self.write(Self::enable_file(f), "0");
         }
         // A child forked (by this process, any thread) while one of the instance's files was
         // open holds it until the child exits or execs: the instance is busy for that long.
         let mut tries = 0;
         loop {
-            match std::fs::remove_dir(&self.dir) {
+            match std::fs::remove_dir(&self.reach) {
                 Ok(()) => break,
                 Err(e) if e.raw_os_error() == Some(libc::EBUSY) && tries < 100 => {
                     tries += 1;
@@ -284,7 +301,7 @@ pub fn remove_instance(fs: &Tracefs, dir: &Path) -> io::Result<bool> {
     if !here.exists() {
         return Ok(false);
     }
-    let _ = write(&here.join("tracing_on"), "0");
+    let _ = std::fs::write(here.join("tracing_on"), "0");
     std::fs::remove_dir(&here)?;
     Ok(true)
 }
@@ -538,6 +555,50 @@ mod tests {
         assert!(remove_instance(&fs, &dir).unwrap());
         assert!(!dir.exists());
         assert!(!remove_instance(&fs, &dir).unwrap());
+    }
+
+    /// tracefs unmounted under a tracer by someone else (another oscost run that had mounted
+    /// it ending, the sweep after a killed run): the tracer still records, reads and removes
+    /// its instance, and messages name the mount point, not the descriptor.
+    #[test]
+    fn a_tracer_outlives_an_unmount_under_it() {
+        let _serial = crate::ktrace::tests::tracefs_serial();
+        if crate::mount::mounts().iter().any(|m| m.fstype == "tracefs") {
+            return eprintln!("skipped: tracefs is mounted already, and not ours to unmount");
+        }
+        let Ok(fs) = Tracefs::open() else {
+            return eprintln!("skipped: tracefs cannot be mounted here");
+        };
+        let cpu = crate::affinity().unwrap()[0];
+        let Ok(mut t) = Tracer::open(&fs, &[("raw_syscalls", "sys_enter")], &[cpu], &mut |_| ())
+        else {
+            return eprintln!("no instance can be made here");
+        };
+        assert!(
+            t.dir().starts_with(fs.mountpoint()),
+            "{}",
+            t.dir().display()
+        );
+        let name = t.dir().file_name().unwrap().to_owned();
+        crate::ktrace::unmount_tracefs(fs.mountpoint()).unwrap();
+        assert!(!crate::ktrace::tracefs_mounted_on(fs.mountpoint()));
+        let me = crate::gettid() as u32;
+        t.keep_threads(&[me]).unwrap();
+        crate::set_affinity(&[cpu]).unwrap();
+        t.enable().unwrap();
+        for _ in 0..3 {
+            crate::calls::raw_getppid();
+        }
+        t.disable().unwrap();
+        let f = t.formats()[0].clone();
+        let n = t
+            .drain()
+            .iter()
+            .filter(|r| r.tid == me && f.int(&r.raw, "id") == Some(libc::SYS_getppid))
+            .count();
+        assert_eq!(n, 3);
+        t.remove().unwrap();
+        assert!(!fs.root().join("instances").join(&name).exists());
     }
 
     /// Two tracers of one process at once (two tests of one binary) each get an instance of

@@ -192,9 +192,17 @@ impl Format {
 
 /// Where tracefs is, and whether this process mounted it (then it is unmounted when the last
 /// value of this process that shares the mount is dropped).
+///
+/// Its files are reached through a descriptor of the mount's root, not through the mount
+/// point: a lazy unmount by anyone else (another oscost run that mounted it ending, the sweep
+/// after a killed run, a user) detaches the mount point, and the mount lives on, reachable,
+/// until the last descriptor of it is closed.
 #[derive(Debug)]
 pub struct Tracefs {
+    mountpoint: PathBuf,
     root: PathBuf,
+    /// Holds the mount while this value lives; `root` names it.
+    held: Option<OwnedFd>,
     mounted_here: bool,
 }
 
@@ -232,7 +240,7 @@ impl Tracefs {
             if mounted_here {
                 *users += 1;
             }
-            return Ok(Tracefs { root, mounted_here });
+            return Ok(Tracefs::held(root, mounted_here));
         }
         let supported = std::fs::read_to_string("/proc/filesystems").is_ok_and(|t| {
             t.lines()
@@ -262,15 +270,59 @@ impl Tracefs {
             )));
         }
         *users = 1;
-        Ok(Tracefs {
-            root: PathBuf::from(TRACEFS_DIR),
-            mounted_here: true,
-        })
+        Ok(Tracefs::held(PathBuf::from(TRACEFS_DIR), true))
     }
 
-    /// Where it is mounted.
+    /// The value for the tracefs mounted on `mountpoint`, holding the mount by a descriptor
+    /// of its root; by the mount point alone where no descriptor can be had or named.
+    fn held(mountpoint: PathBuf, mounted_here: bool) -> Tracefs {
+        // A directory opened read-only pins its mount as O_PATH would.
+        let held = std::fs::File::open(&mountpoint).ok().map(OwnedFd::from);
+        let root = held
+            .as_ref()
+            .map(|fd| PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd())))
+            .filter(|r| r.join("events").is_dir())
+            .unwrap_or_else(|| mountpoint.clone());
+        Tracefs {
+            mountpoint,
+            root,
+            held,
+            mounted_here,
+        }
+    }
+
+    /// The path to reach its files by (`/proc/self/fd/N`, the descriptor that holds the
+    /// mount): valid in this process, for this value's life, whoever unmounts it meanwhile.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// A hold on the mount of its own for a value that may outlive this one, and the root
+    /// path it names: `/proc/self/fd/M` of a second descriptor, or the mount point where this
+    /// value has none.
+    pub fn pin(&self) -> (PathBuf, Option<OwnedFd>) {
+        match self.held.as_ref().filter(|_| self.root != self.mountpoint) {
+            Some(fd) => match fd.try_clone() {
+                Ok(dup) => (
+                    PathBuf::from(format!("/proc/self/fd/{}", dup.as_raw_fd())),
+                    Some(dup),
+                ),
+                Err(_) => (self.mountpoint.clone(), None),
+            },
+            None => (self.mountpoint.clone(), None),
+        }
+    }
+
+    /// Where it is mounted: the path to show and to record.
+    pub fn mountpoint(&self) -> &Path {
+        &self.mountpoint
+    }
+
+    /// `path` under [`root`](Tracefs::root) as it would read under the mount point, for
+    /// messages.
+    pub fn shown(&self, path: &Path) -> PathBuf {
+        path.strip_prefix(&self.root)
+            .map_or_else(|_| path.to_owned(), |rest| self.mountpoint.join(rest))
     }
 
     /// Whether this process mounted it (and will unmount it once no value of it is left).
@@ -335,7 +387,7 @@ impl Drop for Tracefs {
         let mut users = own_mount_users();
         *users = users.saturating_sub(1);
         if *users == 0 {
-            if let Ok(dir) = CString::new(self.root.as_os_str().as_bytes()) {
+            if let Ok(dir) = CString::new(self.mountpoint.as_os_str().as_bytes()) {
                 // SAFETY: dir is a NUL-terminated path; a lazy unmount of our own mount.
                 unsafe { libc::umount2(dir.as_ptr(), libc::MNT_DETACH) };
             }
@@ -591,7 +643,7 @@ impl Tracer {
                     return Err(Unavailable(format!(
                         "the kernel's tracepoints cannot be read ({}/events: {e}): run as root \
                          (or with CAP_PERFMON and read access to tracefs)",
-                        fs.root().display()
+                        fs.mountpoint().display()
                     )));
                 }
             }
@@ -599,7 +651,8 @@ impl Tracer {
             let unreadable = events.iter().find_map(|&(sys, ev)| {
                 let path = fs.root().join("events").join(sys).join(ev).join("format");
                 let e = std::fs::read(&path).err()?;
-                path.exists().then(|| format!("{}: {e}", path.display()))
+                path.exists()
+                    .then(|| format!("{}: {e}", fs.shown(&path).display()))
             });
             if let Some(why) = unreadable {
                 return Err(Unavailable(format!(
@@ -610,7 +663,7 @@ impl Tracer {
             return Err(Unavailable(format!(
                 "none of the tracepoints {} exists under {}",
                 missing.join(", "),
-                fs.root().display()
+                fs.mountpoint().display()
             )));
         }
         // Probe each tracepoint on the first CPU: some (irq_work's, on some kernels) are
@@ -864,7 +917,7 @@ impl SyscallCounter {
         let fmt = fs.format("raw_syscalls", "sys_enter").ok_or_else(|| {
             Unavailable(format!(
                 "the tracepoint raw_syscalls:sys_enter is not under {}",
-                fs.root().display()
+                fs.mountpoint().display()
             ))
         })?;
         let mut attr = perf::bindings::perf_event_attr {
@@ -997,15 +1050,15 @@ pub(crate) mod tests {
         };
         let b = Tracefs::open().unwrap();
         assert!(a.mounted_here() && b.mounted_here());
-        let root = a.root().to_path_buf();
+        let mountpoint = a.mountpoint().to_path_buf();
         drop(a);
         assert!(
-            tracefs_mounted_on(&root),
+            tracefs_mounted_on(&mountpoint),
             "unmounted under a value still holding it"
         );
-        assert!(root.join("events").exists());
+        assert!(mountpoint.join("events").exists() && b.root().join("events").exists());
         drop(b);
-        assert!(!tracefs_mounted_on(&root));
+        assert!(!tracefs_mounted_on(&mountpoint));
     }
 
     #[test]
