@@ -503,6 +503,27 @@ mod tests {
 
     /// Where an instance can be made here (root), one records this thread's system calls and
     /// is gone after; elsewhere the refusal is one line.
+    /// Records this thread's system calls on `cpu` around three getppid calls: the three are
+    /// recorded, and nothing of another thread.
+    fn three_getppids_recorded(t: &mut Tracer, cpu: usize) {
+        let me = crate::gettid() as u32;
+        t.keep_threads(&[me]).unwrap();
+        crate::set_affinity(&[cpu]).unwrap();
+        t.enable().unwrap();
+        for _ in 0..3 {
+            crate::calls::raw_getppid();
+        }
+        t.disable().unwrap();
+        let recs = t.drain();
+        let f = &t.formats()[0];
+        let n = recs
+            .iter()
+            .filter(|r| r.tid == me && f.int(&r.raw, "id") == Some(libc::SYS_getppid))
+            .count();
+        assert_eq!(n, 3, "{recs:?}");
+        assert!(recs.iter().all(|r| r.tid == me));
+    }
+
     #[test]
     fn an_instance_records_and_goes() {
         let _serial = crate::ktrace::tests::tracefs_serial();
@@ -523,22 +544,7 @@ mod tests {
         };
         let dir = seen.expect("told of the instance");
         assert_eq!(dir, t.dir());
-        let me = crate::gettid() as u32;
-        t.keep_threads(&[me]).unwrap();
-        crate::set_affinity(&[cpu]).unwrap();
-        t.enable().unwrap();
-        for _ in 0..3 {
-            crate::calls::raw_getppid();
-        }
-        t.disable().unwrap();
-        let recs = t.drain();
-        let f = &t.formats()[0];
-        let n = recs
-            .iter()
-            .filter(|r| r.tid == me && f.int(&r.raw, "id") == Some(libc::SYS_getppid))
-            .count();
-        assert_eq!(n, 3, "{recs:?}");
-        assert!(recs.iter().all(|r| r.tid == me));
+        three_getppids_recorded(&mut t, cpu);
         assert_eq!(t.lost(), 0);
         drop(t);
         assert!(!dir.exists());
@@ -582,21 +588,7 @@ mod tests {
         let name = t.dir().file_name().unwrap().to_owned();
         crate::ktrace::unmount_tracefs(fs.mountpoint()).unwrap();
         assert!(!crate::ktrace::tracefs_mounted_on(fs.mountpoint()));
-        let me = crate::gettid() as u32;
-        t.keep_threads(&[me]).unwrap();
-        crate::set_affinity(&[cpu]).unwrap();
-        t.enable().unwrap();
-        for _ in 0..3 {
-            crate::calls::raw_getppid();
-        }
-        t.disable().unwrap();
-        let f = t.formats()[0].clone();
-        let n = t
-            .drain()
-            .iter()
-            .filter(|r| r.tid == me && f.int(&r.raw, "id") == Some(libc::SYS_getppid))
-            .count();
-        assert_eq!(n, 3);
+        three_getppids_recorded(&mut t, cpu);
         t.remove().unwrap();
         assert!(!fs.root().join("instances").join(&name).exists());
     }
