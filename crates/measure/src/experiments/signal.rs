@@ -255,6 +255,13 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     let mut out = ExperimentOutput::default();
     out.params
         .insert("samples_per_case".into(), (p.repeats as u64).into());
+    if p.kinds
+        .iter()
+        .any(|k| matches!(k, Kind::WakeCross | Kind::WakeProcessCross))
+    {
+        // What a waking case across CPUs depends on: how the idle one sleeps.
+        out.params.insert("idle".into(), crate::idle::config(false));
+    }
     ctx.progress.start(p.kinds.len() as u64, NAME);
     // Handlers, and the mask of this thread, put back on every way out.
     let handlers = Handlers::install()?;
@@ -334,39 +341,42 @@ fn measure_kind(ctx: &Context, h: &Handlers, k: Kind) -> anyhow::Result<Result<C
                 }
             };
             sig::block_signal()?;
+            let both = first_occurrences(&[ctx.first_cpu(), peer_cpu]);
             if k.process() {
                 let peer = sig::PeerProcess::start(peer_cpu, me)?;
                 let target = peer.target();
-                let u0 = oscost_sys::spawn::thread_usage();
+                let (u0, idle0) = (oscost_sys::spawn::thread_usage(), crate::idle::usage(&both));
                 let r = sample(ctx, &ops, || {
                     sig::send(&target)?;
                     sig::wait();
                     Ok(())
                 });
                 let switches = oscost_sys::spawn::thread_usage().since(u0);
+                let idle = crate::idle::delta(&idle0, &crate::idle::usage(&both));
                 // Both processes' runs, counted before the child is stopped.
                 let runs = sig::caught().saturating_sub(caught0) + peer.runs();
                 let threads = sampler::threads_in_process();
                 drop(peer);
                 return Ok(Ok(finish_wake(
-                    ctx, k, r?, &ops, runs, switches, peer_cpu, threads,
+                    ctx, k, r?, &ops, runs, switches, &idle, peer_cpu, threads,
                 )));
             }
             let peer = Peer::start(peer_cpu, me)?;
-            let u0 = oscost_sys::spawn::thread_usage();
+            let (u0, idle0) = (oscost_sys::spawn::thread_usage(), crate::idle::usage(&both));
             let r = sample(ctx, &ops, || {
                 sig::send(&peer.target)?;
                 sig::wait();
                 Ok(())
             });
             let switches = oscost_sys::spawn::thread_usage().since(u0);
+            let idle = crate::idle::delta(&idle0, &crate::idle::usage(&both));
             // Counted before the peer is stopped: its stop signal's run, which may land on
             // the other CPU at any moment after, is no round trip's.
             let runs = sig::caught().saturating_sub(caught0);
             let threads = sampler::threads_in_process();
             drop(peer);
             return Ok(Ok(finish_wake(
-                ctx, k, r?, &ops, runs, switches, peer_cpu, threads,
+                ctx, k, r?, &ops, runs, switches, &idle, peer_cpu, threads,
             )));
         }
     };
@@ -438,6 +448,7 @@ fn finish_wake(
     ops: &Cell<u64>,
     runs: u64,
     switches: oscost_sys::spawn::Usage,
+    idle: &[(String, u64)],
     peer_cpu: usize,
     threads: Option<u64>,
 ) -> Case {
@@ -459,6 +470,12 @@ fn finish_wake(
         "involuntary_switches_per_round_trip".into(),
         switches.involuntary as f64 / n,
     );
+    // Entries into each idle state of the two CPUs over the same span: across CPUs, how often
+    // a signal had to wake a halted CPU, which moves the figure between runs and machines.
+    for (state, entries) in idle {
+        case.counters
+            .insert(format!("idle_{state}_per_round_trip"), *entries as f64 / n);
+    }
     case.checks.push(Check::near(
         "handler_runs_per_round_trip",
         2.0,
@@ -541,6 +558,21 @@ mod tests {
                     }
                 }
             }
+            // Each waking case counts its CPUs' idle entries where the kernel has cpuidle.
+            let has_cpuidle =
+                std::path::Path::new("/sys/devices/system/cpu/cpu0/cpuidle/state0").exists();
+            for c in out.cases.iter().filter(|c| c.id.contains(".wake.")) {
+                let idle = c
+                    .counters
+                    .iter()
+                    .filter(|(k, _)| k.starts_with("idle_") && k.ends_with("_per_round_trip"));
+                assert_eq!(idle.clone().count() > 0, has_cpuidle, "{c:?}");
+                assert!(idle.into_iter().all(|(_, v)| v.is_finite() && *v >= 0.0));
+            }
+            let crossed = (out.cases.iter().map(|c| &c.id))
+                .chain(out.unavailable.iter().map(|u| &u.id))
+                .any(|id| id.ends_with(".cross"));
+            assert_eq!(out.params.contains_key("idle"), crossed);
             assert!(out
                 .derived
                 .iter()
