@@ -53,13 +53,16 @@ pub enum MessageKind {
     HaltedCpuWoken,
     /// A thread waiting for its answer was woken without it and slept again (net).
     WokenWithoutAnswer,
+    /// Fresh rings read outside the case's interval, which holds one ring's samples (uring's
+    /// SQPOLL case).
+    LevelMovesBetweenRings,
     /// Any other text: its own words say what it is.
     Other,
 }
 
 impl MessageKind {
     /// Every kind with lead words, i.e. all but [`MessageKind::Other`].
-    pub const KNOWN: [MessageKind; 19] = [
+    pub const KNOWN: [MessageKind; 20] = [
         MessageKind::WideInterval,
         MessageKind::CpusShared,
         MessageKind::SpeedUpWithheld,
@@ -79,6 +82,7 @@ impl MessageKind {
         MessageKind::FlushWithoutInterrupt,
         MessageKind::HaltedCpuWoken,
         MessageKind::WokenWithoutAnswer,
+        MessageKind::LevelMovesBetweenRings,
     ];
 
     /// The words every text of this kind starts with (empty for [`MessageKind::Other`]).
@@ -103,6 +107,7 @@ impl MessageKind {
             MessageKind::FlushWithoutInterrupt => "fewer shootdown interrupts than operations",
             MessageKind::HaltedCpuWoken => "woke a halted CPU",
             MessageKind::WokenWithoutAnswer => "woken without its answer",
+            MessageKind::LevelMovesBetweenRings => "the level moves between rings",
             MessageKind::Other => "",
         }
     }
@@ -131,6 +136,7 @@ impl MessageKind {
             | MessageKind::HopsWithoutSwitch
             | MessageKind::YieldWithoutSwitch
             | MessageKind::VerifyOrder
+            | MessageKind::LevelMovesBetweenRings
             | MessageKind::Other => false,
         }
     }

@@ -16,7 +16,7 @@ use crate::sampler::{self, Job};
 use crate::scratch::ScratchDir;
 use anyhow::Context as _;
 use oscost_model::case::{Case, Check, DerivedSpec, ExperimentOutput, Samples, Unavailable};
-use oscost_model::Message;
+use oscost_model::{Message, MessageKind};
 use oscost_sys::buf::PageBuffer;
 use oscost_sys::calls;
 use oscost_sys::ktrace::{SyscallCounter, Tracefs};
@@ -39,6 +39,9 @@ const COUNTED_OPS: usize = 256;
 
 /// How long the SQPOLL thread polls without work before it sleeps.
 const SQPOLL_IDLE_MS: u32 = 100;
+/// Fresh SQPOLL rings sampled briefly after the case's own: each ring keeps a level of its
+/// own (a few per cent apart), which one ring's interval cannot show.
+const SQPOLL_MORE_RINGS: usize = 2;
 
 /// Bytes of the large read.
 const BIG: usize = 64 * 1024;
@@ -522,7 +525,8 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     let ctx = &ctx.with_sampler(sampler);
     ctx.pin_first_cpu()?;
     let scratch = Scratch::new()?;
-    let steps = p.kinds.len() + ctx.sampler.samples + if p.sqpoll { 2 } else { 0 };
+    let steps =
+        p.kinds.len() + ctx.sampler.samples + if p.sqpoll { 2 + SQPOLL_MORE_RINGS } else { 0 };
     ctx.progress.start(steps as u64, NAME);
 
     // A ring that cannot register its file or buffer (a locked-memory limit, an old kernel)
@@ -676,6 +680,10 @@ fn sqpoll_case(
         Ok(c) => counted_pass(&mut r, c).map_err(|e| format!("{e:#}")),
         Err(why) => Err(why.clone()),
     };
+    // Its poller gone before the next ring's starts.
+    drop(r);
+    let first = oscost_stats::summarize(&samples.per_op_ns).ok_or("no finite samples")?;
+    let more = more_ring_levels(ctx, s, cpu).map_err(|e| format!("{e:#}"))?;
     let mut case = Case::new(
         SQPOLL_ID,
         "io_uring NOP, queued one at a time and submitted by an SQPOLL kernel thread polling \
@@ -688,6 +696,7 @@ fn sqpoll_case(
     .param("interface", "io_uring SQPOLL")
     .param("cpu", ctx.first_cpu() as u64)
     .param("poller_cpu", cpu as u64);
+    ring_levels(&mut case, &first, &more);
     // Over the whole sampling (calibration and warm-up included, every operation counted):
     // the scheduler updates a running thread's time only at ticks and switches, so a short
     // pass would read nothing.
@@ -732,11 +741,108 @@ fn sqpoll_case(
     Ok(case)
 }
 
+/// Each of [`SQPOLL_MORE_RINGS`] fresh SQPOLL rings, one after another, sampled with a
+/// quarter of the samples: its summary per operation.
+fn more_ring_levels(
+    ctx: &Context,
+    s: &Scratch,
+    cpu: usize,
+) -> anyhow::Result<Vec<oscost_stats::Summary>> {
+    let sampler = crate::context::SamplerConfig {
+        samples: (ctx.sampler.samples / 4).max(crate::context::MIN_SAMPLES),
+        ..ctx.sampler
+    };
+    let ctx = &ctx.with_sampler(sampler);
+    let mut levels = Vec::new();
+    for _ in 0..SQPOLL_MORE_RINGS {
+        let mut r = Runner::new(Kind::Ring(Op::Nop, 1), s, Some(cpu))?;
+        r.batch()?;
+        let job = Job::new(ctx, || r.batch());
+        let (samples, _) = sampler::measure_interleaved(ctx, vec![job], &|| {})?
+            .into_iter()
+            .next()
+            .context("no samples")?;
+        ctx.progress.inc(1);
+        levels.push(oscost_stats::summarize(&samples.per_op_ns).context("no finite samples")?);
+    }
+    Ok(levels)
+}
+
+/// The medians of the case's ring (`first`) and of the rings after it (`more`), their spread,
+/// and a warning where another ring's interval does not meet the case's: the case's interval
+/// holds one ring's samples, and a rerun gets a ring of its own.
+fn ring_levels(case: &mut Case, first: &oscost_stats::Summary, more: &[oscost_stats::Summary]) {
+    let medians: Vec<f64> = std::iter::once(first)
+        .chain(more)
+        .map(|s| s.median)
+        .collect();
+    let (lo, hi) = medians
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &m| {
+            (l.min(m), h.max(m))
+        });
+    case.params
+        .insert("ring_medians_ns".into(), serde_json::json!(medians));
+    case.counters
+        .insert("ring_level_spread_pct".into(), (hi / lo - 1.0) * 100.0);
+    let apart = more
+        .iter()
+        .filter(|s| s.ci95[0] > first.ci95[1] || s.ci95[1] < first.ci95[0])
+        .count();
+    if apart > 0 {
+        case.warnings.push(Message::new(
+            MessageKind::LevelMovesBetweenRings,
+            format!(
+                ": {apart} of {} fresh SQPOLL rings read outside this case's 95 % interval \
+                 ({:.1}–{:.1} ns), which holds one ring's samples; the ring medians run from \
+                 {lo:.1} to {hi:.1} ns ({:+.1} %), where a rerun may land",
+                more.len(),
+                first.ci95[0],
+                first.ci95[1],
+                (hi / lo - 1.0) * 100.0
+            ),
+        ));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::context::testing;
     use oscost_model::case::SINGLE_THREAD_CHECK;
+
+    fn level(around: f64) -> oscost_stats::Summary {
+        let v: Vec<f64> = (0..21)
+            .map(|i| around + 2.0 * f64::from(i % 7 - 3))
+            .collect();
+        oscost_stats::summarize(&v).unwrap()
+    }
+
+    /// Rings whose intervals meet the case's: the medians and their spread, no warning. One
+    /// apart: the warning, with the range a rerun may land in.
+    #[test]
+    fn ring_levels_warn_only_where_a_fresh_ring_reads_apart() {
+        let blank = || Case::new(SQPOLL_ID, "d", "operation", Samples::default());
+        let mut c = blank();
+        ring_levels(&mut c, &level(300.0), &[level(300.0), level(300.5)]);
+        assert_eq!(
+            c.params["ring_medians_ns"],
+            serde_json::json!([300.0, 300.0, 300.5])
+        );
+        assert!((c.counters["ring_level_spread_pct"] - 0.5 / 3.0).abs() < 1e-9);
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+        let mut c = blank();
+        ring_levels(&mut c, &level(300.0), &[level(330.0), level(301.0)]);
+        assert!((c.counters["ring_level_spread_pct"] - 10.0).abs() < 1e-9);
+        assert_eq!(c.warnings.len(), 1);
+        let w = &c.warnings[0];
+        assert_eq!(w.kind(), MessageKind::LevelMovesBetweenRings);
+        assert!(
+            w.as_str().contains("1 of 2 fresh SQPOLL rings")
+                && w.as_str().contains("from 300.0 to 330.0 ns (+10.0 %)"),
+            "{w:?}"
+        );
+    }
 
     fn opts(extra: &[&str]) -> Options {
         engine::defaults(extra)
@@ -790,6 +896,36 @@ mod tests {
         assert_eq!(p.per_op_ticks, [20.0]);
         assert_eq!(p.iterations_per_sample, 320);
         assert!((p.loop_overhead_ns - 0.1).abs() < 1e-12);
+    }
+
+    /// The SQPOLL case at a tiny size: its ring's median and two fresh rings', their spread,
+    /// the poller's CPU share; or one line saying why not.
+    #[test]
+    fn a_tiny_sqpoll_run_reads_three_rings_or_says_why_not() {
+        testing::with_tiny_ctx(|ctx| {
+            let out = run(
+                &opts(&["--ops", "nop", "--batches", "1", "--no-fixed"]),
+                ctx,
+            )
+            .unwrap();
+            if let Some(u) = out.unavailable.iter().find(|u| u.id.starts_with(NAME)) {
+                assert!(!u.reason.contains('\n') && !u.reason.is_empty(), "{u:?}");
+                return;
+            }
+            let c = out.cases.iter().find(|c| c.id == SQPOLL_ID).unwrap();
+            let medians = c.params["ring_medians_ns"].as_array().unwrap();
+            assert_eq!(medians.len(), 1 + SQPOLL_MORE_RINGS);
+            assert!(
+                medians.iter().all(|m| m.as_f64().unwrap() > 0.0),
+                "{medians:?}"
+            );
+            assert_eq!(
+                medians[0].as_f64().unwrap(),
+                oscost_stats::median(&c.samples.per_op_ns)
+            );
+            assert!(c.counters["ring_level_spread_pct"] >= 0.0);
+            assert!(c.counters["poller_cpu_share"] > 0.0);
+        });
     }
 
     #[test]

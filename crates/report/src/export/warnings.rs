@@ -130,6 +130,13 @@ fn about(kind: MessageKind) -> Option<About> {
                       runs, and the figure with it",
             doc: &["net", "Idle"],
         },
+        MessageKind::LevelMovesBetweenRings => About {
+            tag: "level moves between rings",
+            explain: "a fresh SQPOLL ring read outside the case's 95 % interval, which holds one \
+                      ring's samples: each ring keeps a level of its own, so a rerun may land \
+                      anywhere in the range the warning gives",
+            doc: &["uring", "Rings"],
+        },
         // Context whose own words say enough.
         MessageKind::GapsThinned
         | MessageKind::SamplesThinned
