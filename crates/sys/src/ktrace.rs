@@ -233,14 +233,26 @@ impl Tracefs {
     pub fn open() -> Result<Tracefs, Unavailable> {
         // Held until the mount is made and counted, so two threads never both mount it.
         let mut users = own_mount_users();
-        if let Some(root) = tracefs_mount(&crate::mount::mounts()) {
+        let mut tries = 0;
+        while let Some(mountpoint) = tracefs_mount(&crate::mount::mounts()) {
+            let pinned = match pin_root(&mountpoint) {
+                Ok(p) => Some(p),
+                // Unmounted between the look and the open: what was opened is the directory
+                // under it. Looked for again, and mounted below if it is gone for good.
+                Err(e) if e.kind() == io::ErrorKind::NotFound && tries < 3 => {
+                    tries += 1;
+                    continue;
+                }
+                // Closed to this user: reached by the mount point, which says so when read.
+                Err(_) => None,
+            };
             // This process's own mount, while another value holds it: shared, and unmounted
             // by the last of them.
             let mounted_here = *users > 0;
             if mounted_here {
                 *users += 1;
             }
-            return Ok(Tracefs::held(root, mounted_here));
+            return Ok(Tracefs::held(mountpoint, pinned, mounted_here));
         }
         let supported = std::fs::read_to_string("/proc/filesystems").is_ok_and(|t| {
             t.lines()
@@ -270,19 +282,23 @@ impl Tracefs {
             )));
         }
         *users = 1;
-        Ok(Tracefs::held(PathBuf::from(TRACEFS_DIR), true))
+        let mountpoint = PathBuf::from(TRACEFS_DIR);
+        let pinned = pin_root(&mountpoint).ok();
+        Ok(Tracefs::held(mountpoint, pinned, true))
     }
 
-    /// The value for the tracefs mounted on `mountpoint`, holding the mount by a descriptor
-    /// of its root; by the mount point alone where no descriptor can be had or named.
-    fn held(mountpoint: PathBuf, mounted_here: bool) -> Tracefs {
-        // A directory opened read-only pins its mount as O_PATH would.
-        let held = std::fs::File::open(&mountpoint).ok().map(OwnedFd::from);
-        let root = held
-            .as_ref()
-            .map(|fd| PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd())))
-            .filter(|r| r.join("events").is_dir())
-            .unwrap_or_else(|| mountpoint.clone());
+    /// The value for the tracefs mounted on `mountpoint`, reached through `pinned` (a
+    /// descriptor of its root and the path naming it) where there is one, else by the mount
+    /// point.
+    fn held(
+        mountpoint: PathBuf,
+        pinned: Option<(OwnedFd, PathBuf)>,
+        mounted_here: bool,
+    ) -> Tracefs {
+        let (held, root) = match pinned {
+            Some((fd, root)) => (Some(fd), root),
+            None => (None, mountpoint.clone()),
+        };
         Tracefs {
             mountpoint,
             root,
@@ -301,7 +317,7 @@ impl Tracefs {
     /// path it names: `/proc/self/fd/M` of a second descriptor, or the mount point where this
     /// value has none.
     pub fn pin(&self) -> (PathBuf, Option<OwnedFd>) {
-        match self.held.as_ref().filter(|_| self.root != self.mountpoint) {
+        match &self.held {
             Some(fd) => match fd.try_clone() {
                 Ok(dup) => (
                     PathBuf::from(format!("/proc/self/fd/{}", dup.as_raw_fd())),
@@ -377,6 +393,21 @@ pub fn unmount_tracefs(dir: &Path) -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// A descriptor of the root of the tracefs on `mountpoint` (a directory opened read-only pins
+/// its mount as O_PATH would), and the path naming it. `NotFound` where what was opened has no
+/// `events` in it: not tracefs, but the directory under a mount that just went.
+fn pin_root(mountpoint: &Path) -> io::Result<(OwnedFd, PathBuf)> {
+    let fd = OwnedFd::from(std::fs::File::open(mountpoint)?);
+    let root = PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()));
+    if !root.join("events").is_dir() {
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("no events under {}", mountpoint.display()),
+        ));
+    }
+    Ok((fd, root))
 }
 
 impl Drop for Tracefs {
