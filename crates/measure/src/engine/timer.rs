@@ -249,8 +249,8 @@ fn probe(
 }
 
 /// The working thread's wait for its CPU from one moment on, so that a probe counts only the
-/// time its own events take, not what other programs took: the tests run side by side, and a
-/// busy machine is no reason to refuse a period.
+/// time its own events take, not what other programs took: a busy machine is no reason to
+/// refuse a period.
 struct Waited {
     tid: i32,
     start: Option<u64>,
