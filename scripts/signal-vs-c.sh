@@ -9,7 +9,13 @@
 # A round runs the C program then oscost (`--cpus A,B`); the median ratio oscost/C over the
 # rounds is the figure. A measurement, not a test: exits 0 whatever the ratios are.
 #
-# Usage: [ROUNDS=N] [QUICK=1] scripts/signal-vs-c.sh [CPU_A CPU_B]
+# A waking case across CPUs mostly times how fast the partner's halted CPU wakes up (about two
+# entries into a halting idle state per round trip, which `oscost signal` counts), and that
+# time moves between runs. IDLE_POLL=1 holds /dev/cpu_dma_latency at 0 for the whole script
+# (both sides; oscost is also given --idle-poll so its result records it), so the CPUs poll
+# instead of halting and both sides time the signal.
+#
+# Usage: [ROUNDS=N] [QUICK=1] [IDLE_POLL=1] scripts/signal-vs-c.sh [CPU_A CPU_B]
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -19,6 +25,7 @@ source scripts/side-by-side.sh
 side_by_side_setup_two "${1:-}" "${2:-}"
 c_samples=81
 [[ "$quick" == 0 ]] || c_samples=10
+hold_idle_poll
 
 echo "building benches/signal_ref.c and oscost (release)..." >&2
 cc -O2 -pthread -o "$tmp/signal_ref" benches/signal_ref.c || die "cc failed on benches/signal_ref.c"
@@ -28,6 +35,7 @@ mode="standard sampling"
 [[ "$quick" == 0 ]] || mode="QUICK: rough, not a figure to quote"
 echo "oscost signal vs C, median ns per operation (round trip for wake), CPUs $cpu and $cpu_b,"
 echo "$rounds interleaved rounds ($mode); ratio = oscost / C"
+echo "idle CPUs: $(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo "no cpuidle driver"), /dev/cpu_dma_latency $([[ ${#idle_poll[@]} == 0 ]] && echo "not held" || echo "held at 0")"
 
 declare -A c_ns o_ns ratios
 ids=()
@@ -35,7 +43,8 @@ for ((i = 1; i <= rounds; i++)); do
     echo "round $i of $rounds..." >&2
     "$tmp/signal_ref" -a "$cpu" -b "$cpu_b" -s "$c_samples" >"$tmp/c$i" || die "signal_ref failed"
     "$bin" --cpus "$cpu,$cpu_b" --quiet --no-save ${quick_oscost[@]+"${quick_oscost[@]}"} \
-        signal --json "$tmp/o$i.json" >/dev/null || die "oscost signal failed"
+        signal ${idle_poll[@]+"${idle_poll[@]}"} --json "$tmp/o$i.json" >/dev/null ||
+        die "oscost signal failed"
     oscost_medians "$tmp/o$i.json" >"$tmp/o$i"
     pair_round "$i" "$tmp/c$i" "$tmp/o$i" 20 9
 done

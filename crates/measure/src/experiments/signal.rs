@@ -115,6 +115,13 @@ pub struct Options {
     /// Samples per case, 3 or more [default: 81, or 10 with --quick]
     #[arg(long, value_name = "N", value_parser = parse_repeats)]
     pub repeats: Option<usize>,
+
+    /// Hold /dev/cpu_dma_latency at 0 during the run so idle CPUs poll instead of halting: a
+    /// waking case across CPUs then times the signal, not a halted CPU's wake-up (needs root;
+    /// a warning is recorded where not permitted)
+    #[arg(long)]
+    #[serde(default)]
+    pub idle_poll: bool,
 }
 
 fn parse_repeats(s: &str) -> Result<usize, String> {
@@ -168,7 +175,9 @@ answers with tgkill to the measuring thread).
 
 Each handler run is counted in the handler and held against the operations timed; the waking \
 cases count the measuring thread's voluntary switches (getrusage). The previous handlers and \
-signal mask are put back afterwards. --repeats sets the samples per case.\n\nTakes about 3.2 s; \
+signal mask are put back afterwards. The waking cases count their CPUs' entries into each idle \
+state; across CPUs a halted CPU's wake-up is most of the figure, and --idle-poll keeps the CPUs \
+polling. --repeats sets the samples per case.\n\nTakes about 3.2 s; \
 --quick about 0.4 s, as the whole command on a 2-vCPU virtual machine.";
     const IN_DEFAULT_SUITE: bool = true;
     const SUITE_ARGS: &'static [&'static str] = &["--repeats", "7"];
@@ -255,12 +264,16 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     let mut out = ExperimentOutput::default();
     out.params
         .insert("samples_per_case".into(), (p.repeats as u64).into());
-    if p.kinds
-        .iter()
-        .any(|k| matches!(k, Kind::WakeCross | Kind::WakeProcessCross))
+    // Withdrawn on every way out of this function.
+    let hold = crate::idle::hold(opts.idle_poll, &mut out);
+    if hold.is_some()
+        || p.kinds
+            .iter()
+            .any(|k| matches!(k, Kind::WakeCross | Kind::WakeProcessCross))
     {
         // What a waking case across CPUs depends on: how the idle one sleeps.
-        out.params.insert("idle".into(), crate::idle::config(false));
+        out.params
+            .insert("idle".into(), crate::idle::config(hold.is_some()));
     }
     ctx.progress.start(p.kinds.len() as u64, NAME);
     // Handlers, and the mask of this thread, put back on every way out.
@@ -541,10 +554,51 @@ mod tests {
         assert!(parse_repeats("2").is_err() && parse_repeats("x").is_err());
     }
 
+    /// One run at a time: a process has one set of signal handlers.
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    fn serial() -> std::sync::MutexGuard<'static, ()> {
+        SERIAL
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// --idle-poll: the request held (root) or said not to be, the idle configuration
+    /// recorded, and no entry into a halting state while the CPUs were held polling.
+    #[test]
+    fn idle_poll_keeps_the_cross_case_from_halting() {
+        let _g = serial();
+        testing::with_tiny_ctx(|ctx| {
+            if ctx.cpus.len() < 2 {
+                return eprintln!("one CPU: no case across CPUs to test");
+            }
+            let o = opts(&["--cases", "wake-cross", "--repeats", "3", "--idle-poll"]);
+            let out = run(&o, ctx).unwrap();
+            let held = out.params["idle"]["idle_poll_held"].as_bool().unwrap();
+            let refused = out
+                .warnings
+                .iter()
+                .any(|w| w.as_str().starts_with("--idle-poll not in force"));
+            assert_eq!(held, !refused, "{:?}", out.warnings);
+            let c = &out.cases[0];
+            let halting = c.counters.iter().filter(|(k, _)| {
+                k.starts_with("idle_")
+                    && k.ends_with("_per_round_trip")
+                    && !k.starts_with("idle_poll_")
+            });
+            if held {
+                for (k, v) in halting {
+                    assert_eq!(*v, 0.0, "{k} while held polling: {c:?}");
+                }
+            }
+        });
+    }
+
     /// Every case at a tiny size: each signal counted where it was handled, and the waking
     /// cases' switches; the handler gone afterwards.
     #[test]
     fn a_tiny_run_counts_every_signal() {
+        let _g = serial();
         testing::with_tiny_ctx(|ctx| {
             let out = run(&opts(&["--repeats", "3"]), ctx).unwrap();
             let n = out.cases.len() + out.unavailable.len();
