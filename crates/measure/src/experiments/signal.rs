@@ -357,15 +357,7 @@ fn measure_kind(ctx: &Context, h: &Handlers, k: Kind) -> anyhow::Result<Result<C
             let both = first_occurrences(&[ctx.first_cpu(), peer_cpu]);
             if k.process() {
                 let peer = sig::PeerProcess::start(peer_cpu, me)?;
-                let target = peer.target();
-                let (u0, idle0) = (oscost_sys::spawn::thread_usage(), crate::idle::usage(&both));
-                let r = sample(ctx, &ops, || {
-                    sig::send(&target)?;
-                    sig::wait();
-                    Ok(())
-                });
-                let switches = oscost_sys::spawn::thread_usage().since(u0);
-                let idle = crate::idle::delta(&idle0, &crate::idle::usage(&both));
+                let (r, switches, idle) = round_trips(ctx, &ops, &peer.target(), &both);
                 // Both processes' runs, counted before the child is stopped.
                 let runs = sig::caught().saturating_sub(caught0) + peer.runs();
                 let threads = sampler::threads_in_process();
@@ -375,14 +367,7 @@ fn measure_kind(ctx: &Context, h: &Handlers, k: Kind) -> anyhow::Result<Result<C
                 )));
             }
             let peer = Peer::start(peer_cpu, me)?;
-            let (u0, idle0) = (oscost_sys::spawn::thread_usage(), crate::idle::usage(&both));
-            let r = sample(ctx, &ops, || {
-                sig::send(&peer.target)?;
-                sig::wait();
-                Ok(())
-            });
-            let switches = oscost_sys::spawn::thread_usage().since(u0);
-            let idle = crate::idle::delta(&idle0, &crate::idle::usage(&both));
+            let (r, switches, idle) = round_trips(ctx, &ops, &peer.target, &both);
             // Counted before the peer is stopped: its stop signal's run, which may land on
             // the other CPU at any moment after, is no round trip's.
             let runs = sig::caught().saturating_sub(caught0);
@@ -442,22 +427,49 @@ fn measure_kind(ctx: &Context, h: &Handlers, k: Kind) -> anyhow::Result<Result<C
     Ok(Ok(case))
 }
 
+/// A case's samples and what sampling them met.
+type Sampled = (oscost_model::case::Samples, oscost_model::Messages);
+
 /// Samples `op`, counting every operation run (calibration, warm-up and samples).
 fn sample<'a>(
     ctx: &Context<'a>,
     ops: &'a Cell<u64>,
     op: impl FnMut() -> std::io::Result<()> + 'a,
-) -> anyhow::Result<(oscost_model::case::Samples, oscost_model::Messages)> {
+) -> anyhow::Result<Sampled> {
     let mut r =
         sampler::measure_interleaved(ctx, vec![Job::new(ctx, op).counting_ops(ops)], &|| {})?;
     Ok(r.remove(0))
+}
+
+/// Round trips with `target` (a signal there, then `sigsuspend` until the answer's handler has
+/// run) sampled: the samples, the measuring thread's switches and the entries into each idle
+/// state of `cpus` over the same span.
+fn round_trips(
+    ctx: &Context,
+    ops: &Cell<u64>,
+    target: &Target,
+    cpus: &[usize],
+) -> (
+    anyhow::Result<Sampled>,
+    oscost_sys::spawn::Usage,
+    Vec<(String, u64)>,
+) {
+    let (u0, idle0) = (oscost_sys::spawn::thread_usage(), crate::idle::usage(cpus));
+    let r = sample(ctx, ops, || {
+        sig::send(target)?;
+        sig::wait();
+        Ok(())
+    });
+    let switches = oscost_sys::spawn::thread_usage().since(u0);
+    let idle = crate::idle::delta(&idle0, &crate::idle::usage(cpus));
+    (r, switches, idle)
 }
 
 #[allow(clippy::too_many_arguments)]
 fn finish_wake(
     ctx: &Context,
     k: Kind,
-    (samples, said): (oscost_model::case::Samples, oscost_model::Messages),
+    (samples, said): Sampled,
     ops: &Cell<u64>,
     runs: u64,
     switches: oscost_sys::spawn::Usage,
