@@ -317,14 +317,8 @@ impl Tracefs {
     /// path it names: `/proc/self/fd/M` of a second descriptor, or the mount point where this
     /// value has none.
     pub fn pin(&self) -> (PathBuf, Option<OwnedFd>) {
-        match &self.held {
-            Some(fd) => match fd.try_clone() {
-                Ok(dup) => (
-                    PathBuf::from(format!("/proc/self/fd/{}", dup.as_raw_fd())),
-                    Some(dup),
-                ),
-                Err(_) => (self.mountpoint.clone(), None),
-            },
+        match self.held.as_ref().and_then(|fd| fd.try_clone().ok()) {
+            Some(dup) => (fd_path(&dup), Some(dup)),
             None => (self.mountpoint.clone(), None),
         }
     }
@@ -400,7 +394,7 @@ pub fn unmount_tracefs(dir: &Path) -> io::Result<()> {
 /// `events` in it: not tracefs, but the directory under a mount that just went.
 fn pin_root(mountpoint: &Path) -> io::Result<(OwnedFd, PathBuf)> {
     let fd = OwnedFd::from(std::fs::File::open(mountpoint)?);
-    let root = PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()));
+    let root = fd_path(&fd);
     if !root.join("events").is_dir() {
         return Err(io::Error::new(
             io::ErrorKind::NotFound,
@@ -408,6 +402,11 @@ fn pin_root(mountpoint: &Path) -> io::Result<(OwnedFd, PathBuf)> {
         ));
     }
     Ok((fd, root))
+}
+
+/// The path that names what `fd` is open on, in this process.
+fn fd_path(fd: &OwnedFd) -> PathBuf {
+    PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()))
 }
 
 impl Drop for Tracefs {
