@@ -238,12 +238,6 @@ pub fn sqpoll_thread() -> Option<i32> {
         })
 }
 
-/// CPU time task `tid` of this process has had, ns (`/proc/self/task/TID/schedstat`, the
-/// scheduler's own run time).
-pub fn task_cpu_ns(tid: i32) -> io::Result<u64> {
-    crate::timer::task_times(tid).map(|t| t.run_ns)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

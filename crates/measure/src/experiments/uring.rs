@@ -660,7 +660,7 @@ fn sqpoll_case(
     r.batch().map_err(|e| format!("{e:#}"))?;
     let tid = uring::sqpoll_thread()
         .ok_or("no iou-sqp thread appeared in /proc/self/task after the ring was set up")?;
-    let poller = || uring::task_cpu_ns(tid).ok();
+    let poller = || oscost_sys::timer::task_times(tid).ok().map(|t| t.run_ns);
     let ops = std::cell::Cell::new(0u64);
     let (cpu0, t0) = (poller(), ctx.clock.now());
     let job = Job::new(ctx, || r.batch()).counting_ops(&ops);
