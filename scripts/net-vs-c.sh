@@ -41,7 +41,7 @@ mode="standard sampling"
 [[ "$quick" == 0 ]] || mode="QUICK: rough, not a figure to quote"
 echo "oscost net vs C, median ns per operation, CPUs $cpu (measuring) and $cpu_b (partner when cross),"
 echo "$rounds interleaved rounds ($mode); ratio = oscost / C"
-echo "idle CPUs: $(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo "no cpuidle driver"), /dev/cpu_dma_latency $([[ ${#idle_poll[@]} == 0 ]] && echo "not held" || echo "held at 0")"
+say_idle
 
 run_c() {
     "$tmp/net_ref" -a "$cpu" -b "$cpu" -s "$c_samples" ${quick_c[@]+"${quick_c[@]}"} -c >"$1" || die "net_ref failed"

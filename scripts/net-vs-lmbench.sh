@@ -64,7 +64,7 @@ build_oscost
 
 echo "oscost net vs lmbench, median ns per operation, CPUs $cpu (measuring) and $cpu_b (partner when cross),"
 echo "$rounds interleaved rounds; ratio = oscost / lmbench"
-echo "idle CPUs: $(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo "no cpuidle driver"), /dev/cpu_dma_latency $([[ ${#idle_poll[@]} == 0 ]] && echo "not held" || echo "held at 0")"
+say_idle
 
 # The number before UNIT in lmbench's report on standard error.
 lm_value() {

@@ -1,9 +1,9 @@
 # shellcheck shell=bash disable=SC2034  # the variables it sets are read by the scripts that source it
 # Shared by the scripts that hold oscost's figures against the C reference in benches/, perf or
 # a peer tool (the acceptance scripts, *-vs-*.sh): sourced, not run. Provides die, last_cpu, the
-# checks of CPU/ROUNDS/QUICK (and of a second CPU), IDLE_POLL's hold, the JSON reader, the two
-# builds (build_both, build_oscost), perf_setup, c_median, median_of and the pairing of rounds.
-# Expects to be sourced from the repository root.
+# checks of CPU/ROUNDS/QUICK (and of a second CPU), IDLE_POLL's hold and its line, the JSON
+# reader, the two builds (build_both, build_oscost), perf_setup, c_median, median_of and the
+# pairing of rounds. Expects to be sourced from the repository root.
 
 die() {
     echo "error: $*" >&2
@@ -70,6 +70,11 @@ hold_idle_poll() {
     exec {qos}>/dev/cpu_dma_latency 2>/dev/null || die "IDLE_POLL=1: cannot open /dev/cpu_dma_latency (needs root)"
     printf '\0\0\0\0' >&"$qos"
     idle_poll=(--idle-poll)
+}
+
+# Prints the idle driver and whether hold_idle_poll holds /dev/cpu_dma_latency at 0.
+say_idle() {
+    echo "idle CPUs: $(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo "no cpuidle driver"), /dev/cpu_dma_latency $([[ ${#idle_poll[@]} == 0 ]] && echo "not held" || echo "held at 0")"
 }
 
 # Builds the C reference into $tmp/fdcalls_ref and oscost (or takes $OSCOST_BIN); sets bin.

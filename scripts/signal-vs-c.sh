@@ -35,7 +35,7 @@ mode="standard sampling"
 [[ "$quick" == 0 ]] || mode="QUICK: rough, not a figure to quote"
 echo "oscost signal vs C, median ns per operation (round trip for wake), CPUs $cpu and $cpu_b,"
 echo "$rounds interleaved rounds ($mode); ratio = oscost / C"
-echo "idle CPUs: $(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo "no cpuidle driver"), /dev/cpu_dma_latency $([[ ${#idle_poll[@]} == 0 ]] && echo "not held" || echo "held at 0")"
+say_idle
 
 declare -A c_ns o_ns ratios
 ids=()
