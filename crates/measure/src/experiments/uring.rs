@@ -783,8 +783,8 @@ fn ring_levels(case: &mut Case, first: &oscost_stats::Summary, more: &[oscost_st
         });
     case.params
         .insert("ring_medians_ns".into(), serde_json::json!(medians));
-    case.counters
-        .insert("ring_level_spread_pct".into(), (hi / lo - 1.0) * 100.0);
+    let spread = (hi / lo - 1.0) * 100.0;
+    case.counters.insert("ring_level_spread_pct".into(), spread);
     let apart = more
         .iter()
         .filter(|s| s.ci95[0] > first.ci95[1] || s.ci95[1] < first.ci95[0])
@@ -795,11 +795,10 @@ fn ring_levels(case: &mut Case, first: &oscost_stats::Summary, more: &[oscost_st
             format!(
                 ": {apart} of {} fresh SQPOLL rings read outside this case's 95 % interval \
                  ({:.1}–{:.1} ns), which holds one ring's samples; the ring medians run from \
-                 {lo:.1} to {hi:.1} ns ({:+.1} %), where a rerun may land",
+                 {lo:.1} to {hi:.1} ns ({spread:+.1} %), where a rerun may land",
                 more.len(),
                 first.ci95[0],
                 first.ci95[1],
-                (hi / lo - 1.0) * 100.0
             ),
         ));
     }
