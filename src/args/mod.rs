@@ -227,9 +227,59 @@ pub enum Command {
         #[arg(value_name = "RUN", num_args = 0..=2)]
         runs: Vec<String>,
     },
+    /// What the OS costs a program: run a command (or attach to a process) with the kernel
+    /// counting every system call, page fault, switch, wait and interrupt of it, and print
+    /// its bill: each part's count, time, share of the program's time and price
+    #[command(after_help = BILL_HELP)]
+    Bill(BillArgs),
     #[command(flatten)]
     Experiment(ExperimentArgs),
 }
+
+/// The arguments of `oscost bill`.
+#[derive(Debug, Args)]
+pub struct BillArgs {
+    /// Attach to this running process (its threads) instead of starting a command; billing
+    /// ends when it exits, at Ctrl-C (which it does not receive), or after --for
+    #[arg(long, value_name = "PID", conflicts_with = "command")]
+    pub pid: Option<u32>,
+    /// With --pid: stop billing after this long (`10s`, `1m`)
+    #[arg(long = "for", value_name = "DURATION", requires = "pid",
+          value_parser = values::parse_duration)]
+    pub for_: Option<std::time::Duration>,
+    /// Count each system call at its entry only: cheaper (the probe's cost per call about
+    /// halves), but no time per call and no errors
+    #[arg(long)]
+    pub count_only: bool,
+    /// Count the system calls a second time with perf_event_open and check the probe's count
+    /// against it (the check costs about as much again as the probe)
+    #[arg(long)]
+    pub verify: bool,
+    /// Price the bill with this run of the history (`latest`, an id) or result file
+    /// [default: for each price, the newest run of the history that measured it]
+    #[arg(long, value_name = "RUN|FILE")]
+    pub prices: Option<String>,
+    /// Write the bill here instead of to stderr (the command's stdout and stderr stay its own)
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// The command to run and its arguments, after `--`
+    #[arg(last = true, value_name = "COMMAND", required_unless_present = "pid")]
+    pub command: Vec<std::ffi::OsString>,
+}
+
+const BILL_HELP: &str = "Examples:
+  oscost bill -- gzip -9 -k big.tar        bill a command (its exit status is oscost's)
+  oscost bill --json b.json -- make -j2    and keep the bill as data (schema oscost-bill/1)
+  oscost bill --count-only -- ./server     the cheaper probe: counts, no time per call
+  oscost bill --pid 4242 --for 10s         a running process, for ten seconds
+
+The bill goes to stderr (or --output), so the command's own output is untouched. Each line is
+a part of the program's time: user CPU, kernel CPU (system calls by name, interrupts, page
+faults and the rest), waiting for a CPU, blocked; the residual is what the parts leave
+unexplained. `priced` is the count times this machine's datasheet figure for that operation
+(`oscost syscall`, `fault`, `switch` measure them); a price marked ≥ is a floor (the entry and
+exit of any call). The kernel's counts need BPF (root) and, for a command, cgroup v2; without
+them the bill holds the kernel's own accounting (getrusage) only, and says why.";
 
 /// The arguments of `oscost compare`.
 #[derive(Debug, Args)]

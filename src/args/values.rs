@@ -66,3 +66,13 @@ pub(super) fn parse_warmup(s: &str) -> Result<std::time::Duration, String> {
 pub(super) fn parse_budget(s: &str) -> Result<std::time::Duration, String> {
     parse_time_in(s, (1_000, 3_600_000_000_000), "a time budget", "1us to 1h")
 }
+
+/// A positive duration of at most a day (`10s`, `1m`, `250ms`).
+pub(super) fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    match humantime::parse_duration(s.trim()) {
+        Ok(d) if !d.is_zero() && d <= std::time::Duration::from_secs(86_400) => Ok(d),
+        _ => Err(format!(
+            "`{s}` is not a duration from 1ns to 24h (e.g. 10s, 1m, 250ms)"
+        )),
+    }
+}

@@ -2,6 +2,7 @@
 //! raw global options.
 
 pub mod baselines;
+pub mod bill;
 pub mod compare;
 pub mod completions;
 pub mod datasheet;

@@ -48,6 +48,7 @@ pub fn unused_options(command: Option<&Command>, g: &GlobalOpts) -> Option<Strin
             &["--json", "--csv", "--markdown", "--history", "--report"],
         ),
         Some(Command::Report { .. }) => ("report", &["--history"]),
+        Some(Command::Bill(_)) => ("bill", &["--json", "--history"]),
         _ => return None,
     };
     let given = [

@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod bill;
 pub mod context;
 pub mod cpuset;
 pub mod engine;

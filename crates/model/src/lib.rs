@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod bill;
 pub mod case;
 pub mod clock;
 pub mod cpulist;

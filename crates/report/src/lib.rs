@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 pub mod baselines;
+pub mod bill;
 pub mod compare;
 mod counterparts;
 pub mod datasheet;

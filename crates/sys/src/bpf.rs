@@ -217,7 +217,7 @@ pub fn lacking_fields(format: &Format, wanted: &[&str]) -> Vec<String> {
 pub struct Insn(u64);
 
 impl Insn {
-    fn new(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
+    pub(crate) fn new(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
         Insn(
             u64::from(code)
                 | u64::from((dst & 0xf) | (src << 4)) << 8
@@ -229,6 +229,16 @@ impl Insn {
     /// The instruction's code byte.
     pub fn code(self) -> u8 {
         self.0 as u8
+    }
+
+    /// The instruction as the kernel reads it.
+    pub(crate) fn word(self) -> u64 {
+        self.0
+    }
+
+    /// An instruction from its 64 bits.
+    pub(crate) fn from_word(w: u64) -> Insn {
+        Insn(w)
     }
 }
 
@@ -378,7 +388,7 @@ fn assemble(s: &Spec, kind: u16, map: i32) -> Vec<Insn> {
 }
 
 /// `bpf(cmd, attr)` with `attr` a zeroed `union bpf_attr` of 128 bytes.
-fn bpf(cmd: libc::c_long, attr: &mut [u8; 128]) -> io::Result<i32> {
+pub(crate) fn bpf(cmd: libc::c_long, attr: &mut [u8; 128]) -> io::Result<i32> {
     // SAFETY: attr is 128 writable bytes, the size passed; every pointer written into it
     // points to memory that outlives the call.
     let r = unsafe { libc::syscall(libc::SYS_bpf, cmd, attr.as_mut_ptr(), attr.len()) };
@@ -388,29 +398,29 @@ fn bpf(cmd: libc::c_long, attr: &mut [u8; 128]) -> io::Result<i32> {
     Ok(r as i32)
 }
 
-fn put32(attr: &mut [u8; 128], off: usize, v: u32) {
+pub(crate) fn put32(attr: &mut [u8; 128], off: usize, v: u32) {
     attr[off..off + 4].copy_from_slice(&v.to_ne_bytes());
 }
 
-fn put64(attr: &mut [u8; 128], off: usize, v: u64) {
+pub(crate) fn put64(attr: &mut [u8; 128], off: usize, v: u64) {
     attr[off..off + 8].copy_from_slice(&v.to_ne_bytes());
 }
 
-fn owned(fd: i32) -> OwnedFd {
+pub(crate) fn owned(fd: i32) -> OwnedFd {
     // SAFETY: fd was just returned by the kernel and is owned by no one else.
     unsafe { OwnedFd::from_raw_fd(fd) }
 }
 
-const MAP_CREATE: libc::c_long = 0;
+pub(crate) const MAP_CREATE: libc::c_long = 0;
 const PROG_LOAD: libc::c_long = 5;
 const OBJ_GET_INFO_BY_FD: libc::c_long = 15;
-const RAW_TRACEPOINT_OPEN: libc::c_long = 17;
+pub(crate) const RAW_TRACEPOINT_OPEN: libc::c_long = 17;
 const MAP_TYPE_ARRAY: u32 = 2;
 const PROG_TYPE_RAW_TRACEPOINT: u32 = 17;
 const F_MMAPABLE: u32 = 1 << 10;
 
 /// Why BPF was refused, in one line saying what would allow it.
-fn refused(what: &str, e: &io::Error) -> Unavailable {
+pub(crate) fn refused(what: &str, e: &io::Error) -> Unavailable {
     let hint = match e.raw_os_error() {
         Some(libc::EPERM) | Some(libc::EACCES) => {
             let unpriv = std::fs::read_to_string("/proc/sys/kernel/unprivileged_bpf_disabled")
@@ -433,7 +443,7 @@ fn refused(what: &str, e: &io::Error) -> Unavailable {
 }
 
 /// The number of possible CPUs (`/sys/devices/system/cpu/possible`, `0-N`).
-fn possible_cpus() -> io::Result<usize> {
+pub(crate) fn possible_cpus() -> io::Result<usize> {
     let t = std::fs::read_to_string("/sys/devices/system/cpu/possible")?;
     let last = t
         .trim()
@@ -448,7 +458,7 @@ fn possible_cpus() -> io::Result<usize> {
 /// a listing of the loaded programs (`bpftool prog`) shows of oscost's.
 pub const PROGRAM_PREFIX: &str = "osc_";
 
-fn program_name(event: &str) -> String {
+pub(crate) fn program_name(event: &str) -> String {
     let mut n = format!("{PROGRAM_PREFIX}{event}");
     n.truncate(15);
     n
@@ -939,7 +949,7 @@ fn lay_out(
 }
 
 /// Loads `insns` as a raw-tracepoint program named `name`; the verifier's log is in the error.
-fn load(insns: &[Insn], name: &str) -> io::Result<OwnedFd> {
+pub(crate) fn load(insns: &[Insn], name: &str) -> io::Result<OwnedFd> {
     let license = env!("CARGO_PKG_LICENSE");
     let license = std::ffi::CString::new(license).unwrap_or_else(|_| c"Proprietary".into());
     let mut log = vec![0u8; 64 * 1024];
@@ -968,10 +978,16 @@ fn load(insns: &[Insn], name: &str) -> io::Result<OwnedFd> {
             let _ = try_load(&mut log, 1);
             let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
             let text = String::from_utf8_lossy(&log[..end]);
+            // The verifier's statistics come last; the reason is the line before them.
             let last = text
                 .lines()
                 .rev()
-                .find(|l| !l.trim().is_empty())
+                .find(|l| {
+                    let l = l.trim();
+                    !l.is_empty()
+                        && !l.starts_with("processed ")
+                        && !l.starts_with("verification time")
+                })
                 .unwrap_or("");
             Err(io::Error::new(e.kind(), format!("{e}; verifier: {last}")))
         }
@@ -981,7 +997,7 @@ fn load(insns: &[Insn], name: &str) -> io::Result<OwnedFd> {
 
 /// The times program `fd` was skipped because another ran on its CPU (`recursion_misses` of
 /// `struct bpf_prog_info`, at byte 208 since Linux 5.12).
-fn prog_misses(fd: &OwnedFd) -> Option<u64> {
+pub(crate) fn prog_misses(fd: &OwnedFd) -> Option<u64> {
     let mut info = [0u8; 232];
     let mut attr = [0u8; 128];
     put32(&mut attr, 0, fd.as_raw_fd() as u32);

@@ -7,6 +7,7 @@
 //! Nothing here knows the command line or summarises a figure.
 #![warn(missing_docs)]
 
+pub mod bill;
 pub mod bpf;
 pub mod buf;
 pub mod calls;
@@ -16,6 +17,7 @@ pub mod ftrace;
 pub mod ipc;
 pub mod kseam;
 pub mod ktrace;
+pub mod launch;
 pub mod lifetime;
 pub mod lockring;
 pub mod mount;

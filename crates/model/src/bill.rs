@@ -1,0 +1,351 @@
+//! The bill: what the OS cost one program, counted in the kernel while it ran, each part of
+//! its time with its count, its measured time and, where a datasheet has one, its price.
+//! Schema [`BILL_SCHEMA`], a document of its own beside `oscost/2` results.
+
+use serde::{Deserialize, Serialize};
+
+/// The schema of a bill document.
+pub const BILL_SCHEMA: &str = "oscost-bill/1";
+
+/// What was billed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "snake_case", tag = "kind")]
+pub enum Target {
+    /// A command oscost started, with every thread and descendant.
+    Command {
+        /// Its arguments, the program first.
+        argv: Vec<String>,
+    },
+    /// A running process oscost attached to, with its threads.
+    Process {
+        /// Its id.
+        pid: u32,
+        /// Its name (`comm`) when attached.
+        comm: String,
+    },
+}
+
+/// How the program ended (or did not, while billed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    rename_all = "snake_case",
+    tag = "kind",
+    content = "value"
+)]
+pub enum Ending {
+    /// It exited with this status.
+    Exited(i32),
+    /// This signal killed it.
+    Killed(i32),
+    /// It was still running when billing stopped (`--for`, Ctrl-C).
+    Running,
+    /// It ended while attached; not oscost's child, so its status is unknown.
+    Gone,
+}
+
+/// How the events were counted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Mechanism {
+    /// `bpf`, or `none` when the kernel refused it (then only `getrusage` and `/proc`).
+    pub name: String,
+    /// `time` (each system call timed) or `count` (counted at entry only).
+    pub depth: String,
+    /// Why the kernel's counts are missing, when they are.
+    pub refused: Option<String>,
+    /// Tracepoints this kernel lacks, whose counts read as zero.
+    pub missing: Vec<String>,
+}
+
+/// What the probe itself costs the program, measured when billing started.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProbeCost {
+    /// Time one system call gains with the probe attached, ns (median of rounds).
+    pub per_call_ns: f64,
+    /// The rounds' spread: lowest and highest.
+    pub range_ns: [f64; 2],
+    /// The same untraced call, ns, for scale.
+    pub bare_call_ns: f64,
+    /// The part of `per_call_ns` inside the probe's own timing of a call, ns: taken out of
+    /// every call's time.
+    pub in_window_ns: f64,
+    /// The probe's time over the program's calls: `per_call_ns` × calls, ns.
+    pub total_ns: f64,
+    /// Time oscost took to load and attach the probe before the program started, ns.
+    pub setup_ns: u64,
+}
+
+/// The program's resource usage as the kernel's own accounting gives it (`getrusage` of
+/// the reaped descendants, or `/proc` for an attached process).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Usage {
+    /// Where it comes from: `getrusage` or `/proc`.
+    pub source: String,
+    /// User-mode CPU time, ns.
+    pub user_ns: u64,
+    /// Kernel CPU time, ns (interrupts that hit the program included).
+    pub system_ns: u64,
+    /// Faults served without I/O.
+    pub minor_faults: u64,
+    /// Faults that read from a device.
+    pub major_faults: u64,
+    /// Switches away while blocking.
+    pub voluntary: u64,
+    /// Switches away while runnable.
+    pub involuntary: u64,
+    /// The largest resident set, KiB (0: unknown).
+    pub max_rss_kib: u64,
+}
+
+/// A price: one operation's cost from a datasheet run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    /// The case (or derived figure) it comes from.
+    pub case: String,
+    /// The run of that case.
+    pub run: String,
+    /// Its median (or estimate), ns.
+    pub ns: f64,
+    /// Its 95 % interval, ns.
+    pub ci95: [f64; 2],
+    /// A floor only (the system call's entry and exit, not its work).
+    pub floor: bool,
+}
+
+/// One system call's line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CallLine {
+    /// Its name.
+    pub name: String,
+    /// Its number.
+    pub nr: u32,
+    /// Calls made.
+    pub count: u64,
+    /// Calls that failed (timed bills only).
+    pub errors: Option<u64>,
+    /// Time on the CPU in the kernel, ns (timed bills only): between entry and exit, less the
+    /// time switched out and in interrupts.
+    pub time_ns: Option<u64>,
+    /// A call's median and 99th percentile, ns, from the kernel's histogram (four buckets per
+    /// power of two, so ±10 %).
+    pub median_ns: Option<f64>,
+    /// See `median_ns`.
+    pub p99_ns: Option<f64>,
+    /// Its price, when the datasheet has one.
+    pub price: Option<Price>,
+}
+
+/// Page faults the program took, by kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultCounts {
+    /// A read of a page not mapped yet (first touch, the zero page, a file page).
+    pub read_missing: u64,
+    /// A write to a page not mapped yet (a new page).
+    pub write_missing: u64,
+    /// A read of a mapped page the access was refused (rare: protection).
+    pub read_present: u64,
+    /// A write to a mapped, write-protected page (copy-on-write).
+    pub write_present: u64,
+}
+
+impl FaultCounts {
+    /// All of them.
+    pub fn total(&self) -> u64 {
+        self.read_missing + self.write_missing + self.read_present + self.write_present
+    }
+}
+
+/// The scheduler's side.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sched {
+    /// Switches away while blocking.
+    pub voluntary: u64,
+    /// Switches away while runnable (preempted).
+    pub involuntary: u64,
+    /// Wake-ups.
+    pub wakeups: u64,
+    /// Time on a CPU, ns.
+    pub oncpu_ns: u64,
+    /// Time runnable but waiting for a CPU, ns.
+    pub wait_ns: u64,
+    /// Time blocked (asleep, I/O, a lock), ns.
+    pub blocked_ns: u64,
+    /// Wake-up latency (woken → running), median and 99th percentile, ns.
+    pub wake_latency_p50_ns: Option<f64>,
+    /// See `wake_latency_p50_ns`.
+    pub wake_latency_p99_ns: Option<f64>,
+}
+
+/// Interrupts of one kind that ran while one of the program's tasks was current.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Interrupt {
+    /// The kind.
+    pub kind: String,
+    /// How many.
+    pub count: u64,
+    /// Their time, ns.
+    pub time_ns: u64,
+}
+
+/// Other events of the program's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Events {
+    /// Signals delivered to it.
+    pub signals: u64,
+    /// Threads it created.
+    pub threads: u64,
+    /// Processes it created.
+    pub processes: u64,
+    /// Programs it executed.
+    pub execs: u64,
+    /// TLB shootdowns it sent (remote flush IPIs).
+    pub tlb_sent: u64,
+    /// Shootdowns its CPUs received while it ran.
+    pub tlb_received: u64,
+    /// Local TLB flushes in its context.
+    pub tlb_local: u64,
+    /// Tasks the probe could not follow (its table full).
+    pub tasks_missed: u64,
+}
+
+/// One task's share.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskLine {
+    /// Thread id.
+    pub tid: u32,
+    /// Process id.
+    pub pid: u32,
+    /// Its name when first seen.
+    pub comm: String,
+    /// From its first event to its exit (or the end of billing), ns.
+    pub lifetime_ns: u64,
+    /// Time on a CPU, ns.
+    pub oncpu_ns: u64,
+    /// Time waiting for a CPU, ns.
+    pub wait_ns: u64,
+    /// Time blocked, ns.
+    pub blocked_ns: u64,
+    /// System calls (timed bills only) and their time on the CPU, ns.
+    pub calls: u64,
+    /// See `calls`.
+    pub call_ns: u64,
+    /// Page faults.
+    pub faults: u64,
+    /// Interrupts' time while it was current, ns.
+    pub irq_ns: u64,
+    /// Voluntary and involuntary switches.
+    pub voluntary: u64,
+    /// See `voluntary`.
+    pub involuntary: u64,
+}
+
+/// One line of the bill: a part of the program's time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Part {
+    /// What it is.
+    pub name: String,
+    /// 0: a part of the task time; 1: a part of the line above.
+    pub level: u8,
+    /// Its events, when it is counted.
+    pub count: Option<u64>,
+    /// Its measured time, ns.
+    pub time_ns: f64,
+    /// Its share of the task time, %.
+    pub share_pct: f64,
+    /// count × price, ns, when priced.
+    pub priced_ns: Option<f64>,
+    /// The price's case and whether it is only a floor.
+    pub price: Option<Price>,
+}
+
+/// A check of the bill's counts against an independent count.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BillCheck {
+    /// What is checked.
+    pub name: String,
+    /// Whether it held; None: not checked (the reason in `detail`).
+    pub ok: Option<bool>,
+    /// Both counts, or why it was not checked.
+    pub detail: String,
+}
+
+/// A bill.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Bill {
+    /// [`BILL_SCHEMA`].
+    pub schema: String,
+    /// The oscost that made it.
+    pub oscost_version: String,
+    /// The host it ran on and its kernel.
+    pub hostname: String,
+    /// See `hostname`.
+    pub kernel: String,
+    /// What was billed.
+    pub target: Target,
+    /// When billing started, seconds since the epoch.
+    pub started_unix_s: u64,
+    /// From start to end as oscost saw it, ns.
+    pub wall_ns: u64,
+    /// How it ended.
+    pub ending: Ending,
+    /// How the events were counted.
+    pub mechanism: Mechanism,
+    /// The probe's own cost, when measured.
+    pub probe_cost: Option<ProbeCost>,
+    /// The kernel's accounting of the program.
+    pub usage: Option<Usage>,
+    /// System calls, the costliest first.
+    pub calls: Vec<CallLine>,
+    /// Faults taken in user mode.
+    pub faults_user: FaultCounts,
+    /// Faults the kernel took on the program's memory (copying to or from it).
+    pub faults_kernel: FaultCounts,
+    /// The scheduler's side.
+    pub sched: Option<Sched>,
+    /// Interrupts while it ran.
+    pub interrupts: Vec<Interrupt>,
+    /// Other events.
+    pub events: Events,
+    /// Its tasks, the longest-lived first.
+    pub tasks: Vec<TaskLine>,
+    /// The sum of the tasks' lifetimes (the wall time for a single task), ns.
+    pub task_time_ns: u64,
+    /// The bill's lines, summing with the residual to the task time.
+    pub parts: Vec<Part>,
+    /// Task time the parts do not explain, ns (negative: they explain more).
+    pub residual_ns: f64,
+    /// The share of the task time the parts explain, %.
+    pub explained_pct: f64,
+    /// Where the prices come from (a run id or file), or why there are none.
+    pub prices_from: Option<String>,
+    /// The checks.
+    pub checks: Vec<BillCheck>,
+    /// What the reader should know (a refusal, a missed count, an indirect cost).
+    pub notes: Vec<String>,
+}
+
+/// Reads a bill document, refusing another schema by name.
+pub fn read_bill(text: &str) -> Result<Bill, String> {
+    let v: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| format!("not a JSON document ({e})"))?;
+    match v.get("schema").and_then(|s| s.as_str()) {
+        Some(BILL_SCHEMA) => {
+            serde_json::from_value(v).map_err(|e| format!("not a valid bill: {e}"))
+        }
+        Some(other) => Err(format!("schema {other}, not a bill ({BILL_SCHEMA})")),
+        None => Err(format!("no schema field (a bill says {BILL_SCHEMA})")),
+    }
+}

@@ -1,0 +1,490 @@
+//! The bill priced, summed and rendered: each measured part of a program's time beside its
+//! price (count × the datasheet's figure for that operation), the residual the parts leave,
+//! and one screen at 80 columns. Reads the model only.
+
+use crate::format::{fmt_ns, grouped};
+use oscost_model::bill::{Bill, Ending, Part, Price, Target};
+use oscost_model::schema::ResultDoc;
+use std::collections::BTreeMap;
+
+/// What a price is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Priced {
+    /// One system call by name (the datasheet measured exactly that call).
+    Call(&'static str),
+    /// Any system call's entry and exit, no work: a floor.
+    CallFloor,
+    /// A write to a page not mapped yet (the price is the anonymous kind's).
+    FaultWriteMissing,
+    /// A read of a page not mapped yet (the anonymous kind's: the zero page).
+    FaultReadMissing,
+    /// A write to a write-protected page (copy-on-write).
+    FaultWritePresent,
+    /// A switch between two tasks on one CPU.
+    Switch,
+}
+
+/// The datasheet's cases behind each price, in the order tried.
+const SOURCES: &[(Priced, &[(&str, bool)])] = &[
+    (Priced::Call("getpid"), &[("syscall.getpid", false)]),
+    (Priced::Call("getppid"), &[("syscall.getppid", false)]),
+    (Priced::Call("lseek"), &[("syscall.lseek", false)]),
+    (
+        Priced::Call("clock_gettime"),
+        &[("syscall.clock-gettime-syscall", false)],
+    ),
+    (Priced::CallFloor, &[("syscall.enosys", false)]),
+    (Priced::FaultWriteMissing, &[("fault.anon-write", false)]),
+    (Priced::FaultReadMissing, &[("fault.anon-read", false)]),
+    (Priced::FaultWritePresent, &[("fault.cow", false)]),
+    (
+        Priced::Switch,
+        &[
+            ("switch.pipe.threads.same.switch_cost", true),
+            ("switch.futex.threads.same.switch_cost", true),
+        ],
+    ),
+];
+
+/// Prices read from datasheet runs.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PriceBook {
+    prices: BTreeMap<Priced, Price>,
+    /// The runs they come from.
+    pub runs: Vec<String>,
+}
+
+impl PriceBook {
+    /// Adds, from `doc` (run `run`), every price the book lacks yet: fed the newest run
+    /// first, each price comes from the newest run that measured it.
+    pub fn add_run(&mut self, doc: &ResultDoc, run: &str) {
+        let mut used = false;
+        for (what, sources) in SOURCES {
+            if self.prices.contains_key(what) {
+                continue;
+            }
+            for (id, derived) in *sources {
+                let found = if *derived {
+                    doc.experiments
+                        .iter()
+                        .flat_map(|e| e.derived.iter())
+                        .find(|d| d.id == *id && d.flagged.is_none())
+                        .map(|d| (d.estimate_ns, d.ci95_ns))
+                } else {
+                    doc.experiments
+                        .iter()
+                        .flat_map(|e| e.cases.iter())
+                        .find(|c| c.id == *id && c.checks_passed)
+                        .map(|c| (c.median_ns, c.ci95_ns))
+                };
+                if let Some((ns, ci95)) = found.filter(|(ns, _)| ns.is_finite() && *ns > 0.0) {
+                    self.prices.insert(
+                        *what,
+                        Price {
+                            case: (*id).to_owned(),
+                            run: run.to_owned(),
+                            ns,
+                            ci95,
+                            floor: *what == Priced::CallFloor,
+                        },
+                    );
+                    used = true;
+                    break;
+                }
+            }
+        }
+        if used {
+            self.runs.push(run.to_owned());
+        }
+    }
+
+    /// Whether every price is there.
+    pub fn complete(&self) -> bool {
+        SOURCES.iter().all(|(w, _)| self.prices.contains_key(w))
+    }
+
+    /// The price of `what`.
+    pub fn get(&self, what: Priced) -> Option<&Price> {
+        self.prices.get(&what)
+    }
+
+    /// The price of system call `name`: its own, else the floor.
+    fn call(&self, name: &str) -> Option<&Price> {
+        SOURCES
+            .iter()
+            .find_map(|(w, _)| match w {
+                Priced::Call(n) if *n == name => self.prices.get(w),
+                _ => None,
+            })
+            .or_else(|| self.prices.get(&Priced::CallFloor))
+    }
+}
+
+/// System calls shown by name; the rest are summed on one line.
+const CALL_LINES: usize = 8;
+
+fn share(ns: f64, of: f64) -> f64 {
+    if of > 0.0 {
+        100.0 * ns / of
+    } else {
+        0.0
+    }
+}
+
+/// Prices the bill's lines with `book`, sums its parts, and names where the measured time
+/// and the price part by more than the price's interval allows (an indirect cost).
+pub fn assemble(bill: &mut Bill, book: Option<&PriceBook>, prices_from: Option<String>) {
+    bill.prices_from = prices_from;
+    if let Some(b) = book {
+        for c in &mut bill.calls {
+            c.price = b.call(&c.name).cloned();
+        }
+    }
+    let total = bill.task_time_ns as f64;
+    let mut parts = Vec::new();
+    let part = |name: &str, level: u8, count: Option<u64>, ns: f64| Part {
+        name: name.to_owned(),
+        level,
+        count,
+        time_ns: ns,
+        share_pct: share(ns, total),
+        priced_ns: None,
+        price: None,
+    };
+    let timed = bill.mechanism.depth == "time" && bill.mechanism.name == "bpf";
+    let calls_ns: f64 = bill.calls.iter().filter_map(|c| c.time_ns).sum::<u64>() as f64;
+    let irq_ns: f64 = bill.interrupts.iter().map(|i| i.time_ns).sum::<u64>() as f64;
+    let probe_ns = bill.probe_cost.as_ref().map_or(0.0, |p| p.total_ns);
+    let sched = bill.sched.clone();
+    let (user, kernel) = match (&bill.usage, &sched) {
+        (Some(u), _) => (u.user_ns as f64, u.system_ns as f64),
+        (None, Some(s)) => {
+            let k = calls_ns + irq_ns;
+            (s.oncpu_ns as f64 - k, k)
+        }
+        (None, None) => (f64::NAN, f64::NAN),
+    };
+    let mut explained = 0.0;
+    if user.is_finite() {
+        parts.push(part("user CPU", 0, None, user));
+        parts.push(part("kernel CPU", 0, None, kernel));
+        explained += user + kernel;
+        if bill.mechanism.name == "bpf" {
+            let mut rest = kernel;
+            let n_shown = bill.calls.len().min(CALL_LINES);
+            for c in &bill.calls[..n_shown] {
+                let ns = c.time_ns.unwrap_or(0) as f64;
+                let mut p = part(&c.name, 1, Some(c.count), ns);
+                if let Some(pr) = &c.price {
+                    p.priced_ns = Some(pr.ns * c.count as f64);
+                    p.price = Some(pr.clone());
+                }
+                if timed {
+                    rest -= ns;
+                }
+                parts.push(p);
+            }
+            if bill.calls.len() > n_shown {
+                let others = &bill.calls[n_shown..];
+                let n: u64 = others.iter().map(|c| c.count).sum();
+                let ns: f64 = others.iter().filter_map(|c| c.time_ns).sum::<u64>() as f64;
+                let mut p = part(
+                    &format!("{} other system calls", others.len()),
+                    1,
+                    Some(n),
+                    ns,
+                );
+                let priced: Option<f64> = others
+                    .iter()
+                    .map(|c| c.price.as_ref().map(|pr| pr.ns * c.count as f64))
+                    .sum();
+                p.priced_ns = priced;
+                if timed {
+                    rest -= ns;
+                }
+                parts.push(p);
+            }
+            if !bill.interrupts.is_empty() {
+                let n = bill.interrupts.iter().map(|i| i.count).sum();
+                parts.push(part("interrupts while it ran", 1, Some(n), irq_ns));
+                rest -= irq_ns;
+            }
+            if probe_ns > 0.0 {
+                let n = bill.calls.iter().map(|c| c.count).sum();
+                parts.push(part("the probe's own cost", 1, Some(n), probe_ns));
+                rest -= probe_ns;
+            }
+            let faults = bill.faults_user.total() + bill.faults_kernel.total();
+            let name = if timed {
+                "faults, exec, exit, the rest"
+            } else {
+                "calls, faults, exec, the rest"
+            };
+            let mut p = part(name, 1, Some(faults), rest);
+            if let Some(b) = book {
+                let fu = bill.faults_user;
+                let fk = bill.faults_kernel;
+                let priced = [
+                    (
+                        Priced::FaultWriteMissing,
+                        fu.write_missing + fk.write_missing,
+                    ),
+                    (Priced::FaultReadMissing, fu.read_missing + fk.read_missing),
+                    (
+                        Priced::FaultWritePresent,
+                        fu.write_present + fk.write_present,
+                    ),
+                ]
+                .iter()
+                .filter(|(_, n)| *n > 0)
+                .map(|(w, n)| b.get(*w).map(|pr| pr.ns * *n as f64))
+                .sum::<Option<f64>>();
+                p.priced_ns = priced.or(Some(0.0)).filter(|_| faults > 0);
+                p.price = b.get(Priced::FaultWriteMissing).cloned();
+            }
+            parts.push(p);
+        }
+    }
+    if let Some(s) = &sched {
+        let switches = s.involuntary + s.wakeups;
+        let mut w = part("waiting for a CPU", 0, Some(switches), s.wait_ns as f64);
+        let mut b = part(
+            "blocked (sleep, I/O, locks)",
+            0,
+            Some(s.voluntary),
+            s.blocked_ns as f64,
+        );
+        if let Some(pr) = book.and_then(|b| b.get(Priced::Switch)) {
+            b.priced_ns = Some(pr.ns * s.voluntary as f64);
+            b.price = Some(pr.clone());
+            w.priced_ns = Some(pr.ns * s.involuntary as f64);
+            w.price = Some(pr.clone());
+        }
+        explained += (s.wait_ns + s.blocked_ns) as f64;
+        parts.push(w);
+        parts.push(b);
+    }
+    bill.residual_ns = total - explained;
+    bill.explained_pct = if total > 0.0 && explained.is_finite() {
+        share(explained, total)
+    } else {
+        0.0
+    };
+    bill.parts = parts;
+    indirect_notes(bill);
+}
+
+/// One line per priced system call whose time a call differs from its price by more than
+/// the price's interval and the histogram's ±10 % allow.
+fn indirect_notes(bill: &mut Bill) {
+    for c in &bill.calls {
+        let (Some(t), Some(pr)) = (c.time_ns, &c.price) else {
+            continue;
+        };
+        if pr.floor || c.count == 0 {
+            continue;
+        }
+        let each = t as f64 / c.count as f64;
+        let lo = pr.ci95[0].min(pr.ns) * 0.9;
+        let hi = pr.ci95[1].max(pr.ns) * 1.1;
+        if each < lo || each > hi {
+            bill.notes.push(format!(
+                "{}: {} a call here against {} on the datasheet ({}): what the datasheet's \
+                 warm loop cannot see (caches, contention, the arguments) is this program's own",
+                c.name,
+                fmt_ns(each),
+                fmt_ns(pr.ns),
+                pr.case
+            ));
+        }
+    }
+}
+
+fn ending(e: Ending) -> String {
+    match e {
+        Ending::Exited(c) => format!("exit {c}"),
+        Ending::Killed(s) => format!("killed by signal {s}"),
+        Ending::Running => "still running".into(),
+        Ending::Gone => "ended".into(),
+    }
+}
+
+fn cut(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_owned()
+    } else {
+        let mut t: String = s.chars().take(n.saturating_sub(1)).collect();
+        t.push('…');
+        t
+    }
+}
+
+/// The bill on one screen, `width` columns (at least 72 used).
+pub fn render(bill: &Bill, width: usize) -> String {
+    let width = width.max(72);
+    let mut out = String::new();
+    let what = match &bill.target {
+        Target::Command { argv } => argv.join(" "),
+        Target::Process { pid, comm } => format!("process {pid} ({comm})"),
+    };
+    let tasks = bill.tasks.len();
+    let head = format!(
+        "{}, wall {}, {} task{}",
+        ending(bill.ending),
+        fmt_ns(bill.wall_ns as f64),
+        tasks.max(1),
+        if tasks == 1 || tasks == 0 { "" } else { "s" }
+    );
+    out.push_str(&format!(
+        "bill of {}  ({head})\n",
+        cut(&what, width.saturating_sub(head.len() + 13))
+    ));
+    let how = match (bill.mechanism.name.as_str(), bill.mechanism.depth.as_str()) {
+        ("bpf", "time") => "counted in the kernel by BPF, each system call timed",
+        ("bpf", _) => "counted in the kernel by BPF, system calls counted (not timed)",
+        _ => "the kernel's accounting only (no BPF)",
+    };
+    out.push_str(how);
+    if let Some(p) = &bill.probe_cost {
+        out.push_str(&format!(
+            "; the probe adds {} a call ({} in all)",
+            fmt_ns(p.per_call_ns),
+            fmt_ns(p.total_ns)
+        ));
+    }
+    out.push_str("\n\n");
+    let name_w = 30;
+    out.push_str(&format!(
+        "{:<name_w$} {:>11} {:>10} {:>6} {:>11}\n",
+        "", "count", "time", "share", "priced"
+    ));
+    for p in &bill.parts {
+        let indent = if p.level > 0 { "  " } else { "" };
+        let name = cut(&format!("{indent}{}", p.name), name_w);
+        let count = p.count.map_or(String::new(), |c| grouped(c as f64));
+        let priced = match (&p.priced_ns, &p.price) {
+            (Some(ns), Some(pr)) if pr.floor => format!("≥{}", fmt_ns(*ns)),
+            (Some(ns), _) => fmt_ns(*ns),
+            (None, _) => String::new(),
+        };
+        out.push_str(&format!(
+            "{name:<name_w$} {count:>11} {:>10} {:>5.1}% {priced:>11}\n",
+            fmt_ns(p.time_ns),
+            p.share_pct
+        ));
+    }
+    let total = bill.task_time_ns as f64;
+    out.push_str(&format!(
+        "{:<name_w$} {:>11} {:>10} {:>5.1}%\n",
+        "residual (not explained)",
+        "",
+        fmt_ns(bill.residual_ns),
+        share(bill.residual_ns, total)
+    ));
+    let label = if tasks > 1 {
+        format!("task time ({tasks} tasks' lives)")
+    } else {
+        "task time".to_owned()
+    };
+    out.push_str(&format!(
+        "{:<name_w$} {:>11} {:>10} {:>5.1}%  explained {:.1} %\n",
+        cut(&label, name_w),
+        "",
+        fmt_ns(total),
+        100.0,
+        bill.explained_pct
+    ));
+    let e = &bill.events;
+    let mut ev = Vec::new();
+    for (n, what) in [
+        (e.processes, "processes made"),
+        (e.threads, "threads made"),
+        (e.execs, "programs executed"),
+        (e.signals, "signals"),
+        (e.tlb_sent, "TLB shootdowns sent"),
+        (e.tlb_received, "received"),
+    ] {
+        if n > 0 {
+            ev.push(format!("{} {what}", grouped(n as f64)));
+        }
+    }
+    let f = bill.faults_user;
+    let k = bill.faults_kernel;
+    let faults = f.total() + k.total();
+    if faults > 0 {
+        ev.push(format!(
+            "faults: {} first writes, {} first reads, {} copy-on-write ({} in system calls)",
+            grouped((f.write_missing + k.write_missing) as f64),
+            grouped((f.read_missing + k.read_missing) as f64),
+            grouped((f.write_present + k.write_present) as f64),
+            grouped(k.total() as f64)
+        ));
+    }
+    if let Some(s) = &bill.sched {
+        if let (Some(p50), Some(p99)) = (s.wake_latency_p50_ns, s.wake_latency_p99_ns) {
+            ev.push(format!(
+                "woken → running: median {}, p99 {}",
+                fmt_ns(p50),
+                fmt_ns(p99)
+            ));
+        }
+    }
+    if !ev.is_empty() {
+        out.push('\n');
+        out.push_str(&crate::layout::wrap_words(&ev.join(" · "), width));
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    if tasks > 1 {
+        out.push_str(&format!(
+            "\n{:>8} {:<15} {:>10} {:>10} {:>10} {:>10} {:>9}\n",
+            "tid", "task", "life", "on CPU", "waiting", "blocked", "faults"
+        ));
+        for t in bill.tasks.iter().take(8) {
+            out.push_str(&format!(
+                "{:>8} {:<15} {:>10} {:>10} {:>10} {:>10} {:>9}\n",
+                t.tid,
+                cut(&t.comm, 15),
+                fmt_ns(t.lifetime_ns as f64),
+                fmt_ns(t.oncpu_ns as f64),
+                fmt_ns(t.wait_ns as f64),
+                fmt_ns(t.blocked_ns as f64),
+                grouped(t.faults as f64)
+            ));
+        }
+        if tasks > 8 {
+            out.push_str(&format!("{:>8} and {} more tasks\n", "", tasks - 8));
+        }
+    }
+    out.push('\n');
+    for c in &bill.checks {
+        let mark = match c.ok {
+            Some(true) => "✓",
+            Some(false) => "✗",
+            None => "-",
+        };
+        out.push_str(&crate::layout::wrap_words(
+            &format!("{mark} {}: {}", c.name, c.detail),
+            width,
+        ));
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    let prices = match &bill.prices_from {
+        Some(p) => format!("prices: {p}"),
+        None => "prices: none".into(),
+    };
+    out.push_str(&crate::layout::wrap_words(&prices, width));
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    for n in &bill.notes {
+        out.push_str(&crate::layout::wrap_words(&format!("! {n}"), width));
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    out
+}
