@@ -156,7 +156,15 @@ pub fn assemble(bill: &mut Bill, book: Option<&PriceBook>, prices_from: Option<S
     let irq_ns: f64 = bill.interrupts.iter().map(|i| i.time_ns).sum::<u64>() as f64;
     let probe_ns = bill.probe_cost.as_ref().map_or(0.0, |p| p.total_ns);
     let sched = bill.sched.clone();
+    // With the probe, the time on a CPU is its own (the kernel's figure also holds the
+    // wake-ups' latency, which the bill counts as waiting), split into user and kernel in the
+    // kernel's proportions; without it, the kernel's accounting as it is.
     let (user, kernel) = match (&bill.usage, &sched) {
+        (Some(u), Some(s)) if u.user_ns + u.system_ns > 0 => {
+            let on = s.oncpu_ns as f64;
+            let user = on * u.user_ns as f64 / (u.user_ns + u.system_ns) as f64;
+            (user, on - user)
+        }
         (Some(u), _) => (u.user_ns as f64, u.system_ns as f64),
         (None, Some(s)) => {
             let k = calls_ns + irq_ns;

@@ -643,6 +643,9 @@ fn irq_exit(maps: Maps, scope: Scope, event: &'static str, kind: usize) -> Progr
     }
 }
 
+/// Where the switch program keeps its time: below the value [`Prog::task`] builds.
+const SWITCH_AT: i16 = -(TASK_BYTES as i16) - 16;
+
 /// `sched:sched_switch(preempt, prev, next, prev_state)`: the task leaving (if the
 /// program's) counted and timed off, its running sums and any call in progress moved into
 /// its state; the task coming in (if the program's) its wait closed and its call in progress
@@ -652,10 +655,13 @@ fn switch(maps: Maps, scope: Scope) -> Program {
     let mut p = Prog::new(maps, scope);
     let exit = p.exit;
     let next = p.label();
+    // One time for both sides, taken first: the kernel charges a switch's own work (this
+    // program's included) to the task coming in, and so does the bill.
+    p.now(8);
+    p.st(10, SWITCH_AT, 8);
     p.ours_or(next);
     p.task();
-    p.now(8);
-    p.st(10, -40, 8);
+    p.ld(8, 10, SWITCH_AT);
     // On the CPU since it came in.
     p.ld(1, 7, T_IN);
     let was_in = p.label();
@@ -701,7 +707,7 @@ fn switch(maps: Maps, scope: Scope) -> Program {
     p.jmp(JEQ, 1, 0, idle);
     p.sti(8, G_CUR_ON, 0);
     // The call's time on the CPU so far.
-    p.ld(2, 10, -40);
+    p.ld(2, 10, SWITCH_AT);
     p.ld(1, 8, G_CUR_ENTER);
     p.alu(SUB, 2, 1);
     p.ld(1, 8, G_IRQ_ALL);
@@ -722,9 +728,14 @@ fn switch(maps: Maps, scope: Scope) -> Program {
     p.st(7, T_NR, 1);
     p.sti(7, T_INCALL, 1);
     p.bind(idle);
-    // Named by its pointer from now on, unless it exited.
+    // Named by its pointer from now on, unless it exited: then this switch ends its life.
+    let alive = p.label();
     p.ld(1, 7, T_EXIT);
-    p.jmp(JNE, 1, 0, next);
+    p.jmp(JEQ, 1, 0, alive);
+    p.ld(1, 10, SWITCH_AT);
+    p.st(7, T_EXIT, 1);
+    p.goto(next);
+    p.bind(alive);
     p.ld(1, 6, 8);
     p.op(STX | MEM | DW, 10, 1, -16, 0);
     p.op(STX | MEM | DW, 10, 9, -24, 0);
@@ -755,7 +766,7 @@ fn switch(maps: Maps, scope: Scope) -> Program {
     p.call(LOOKUP);
     p.jmp(JEQ, 0, 0, exit);
     p.ld(9, 0, 0);
-    p.now(1);
+    p.ld(1, 10, SWITCH_AT);
     p.st(8, G_PEND_IN, 1);
     p.st(8, G_PEND_WOKEN, 9);
     p.alu(SUB, 1, 9);
@@ -770,7 +781,7 @@ fn switch(maps: Maps, scope: Scope) -> Program {
     let fd = p.maps.tasks;
     p.lookup_u32(fd, 1, exit);
     p.mov(7, 0);
-    p.now(9);
+    p.ld(9, 10, SWITCH_AT);
     p.st(7, T_IN, 9);
     p.ld(1, 7, T_TID);
     p.alui(LSH, 1, 32);
@@ -879,6 +890,25 @@ fn count(maps: Maps, scope: Scope, event: &'static str, at: i16) -> Program {
     }
 }
 
+/// `sched:sched_process_exec(p, old_pid, bprm)`: a program executed, and the task's name
+/// taken again (it was its parent's).
+fn exec(maps: Maps, scope: Scope) -> Program {
+    let mut p = Prog::new(maps, scope);
+    let exit = p.exit;
+    p.ours_or(exit);
+    p.task();
+    p.mov(1, 7);
+    p.alui(ADD, 1, i32::from(T_COMM));
+    p.movi(2, 16);
+    p.call(COMM);
+    p.glob();
+    p.inc(0, G_EXECS);
+    Program {
+        event: "sched_process_exec",
+        insns: p.finish(),
+    }
+}
+
 /// `task:task_newtask(task, clone_flags)`: a thread or a process made by the program.
 fn newtask(maps: Maps, scope: Scope) -> Program {
     let mut p = Prog::new(maps, scope);
@@ -948,7 +978,7 @@ fn programs(maps: Maps, scope: Scope, depth: Depth) -> Vec<Program> {
     v.push(wakeup_new(maps, scope));
     v.push(task_exit(maps, scope));
     v.push(newtask(maps, scope));
-    v.push(count(maps, scope, "sched_process_exec", G_EXECS));
+    v.push(exec(maps, scope));
     v.push(count(maps, scope, "signal_deliver", G_SIGNALS));
     v.push(fault(maps, scope, false));
     v.push(fault(maps, scope, true));
