@@ -24,6 +24,9 @@ pub fn run(args: BillArgs, cfg: &Config) -> anyhow::Result<ExitCode> {
              --json a file)"
         );
     }
+    if args.for_.is_some() && args.pid.is_none() {
+        anyhow::bail!("--for goes with --pid (a command is billed until it ends)");
+    }
     if let Some(p) = &args.output {
         oscost_report::output::check_writable(p)?;
     }
@@ -48,6 +51,10 @@ pub fn run(args: BillArgs, cfg: &Config) -> anyhow::Result<ExitCode> {
         Err(BillError::NotStarted { message, exit }) => {
             eprintln!("oscost: {message}");
             return Ok(ExitCode::from(exit));
+        }
+        Err(BillError::Interrupted) => {
+            eprintln!("oscost: {}", BillError::Interrupted);
+            return Ok(ExitCode::from(130));
         }
         Err(e) => return Err(e.into()),
     };
@@ -98,6 +105,8 @@ fn forward_signals(
                 let pid = control.child.load(Ordering::SeqCst);
                 if pid > 0 {
                     let _ = oscost_sys::launch::signal(pid, sig);
+                } else {
+                    control.early.store(sig, Ordering::SeqCst);
                 }
             }
         })?;

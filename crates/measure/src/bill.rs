@@ -35,6 +35,8 @@ pub struct Control {
     pub child: AtomicI32,
     /// Set to stop billing (an attached process keeps running).
     pub stop: AtomicBool,
+    /// A signal that came before the command started (0: none): the command is not started.
+    pub early: AtomicI32,
 }
 
 /// Why a bill could not be made at all.
@@ -48,6 +50,9 @@ pub enum BillError {
         /// 127: not found; 126: found but not executable.
         exit: u8,
     },
+    /// A signal came before the command started; it was not started.
+    #[error("interrupted before the command started (it was not run)")]
+    Interrupted,
     /// Anything else, in one line.
     #[error("{0}")]
     Other(String),
@@ -323,9 +328,17 @@ pub fn run(
             };
             let _ = launch::become_subreaper();
             let before = launch::children_rusage();
+            if control.early.load(Ordering::SeqCst) != 0 {
+                return Err(BillError::Interrupted);
+            }
             let start = now_ns();
             let pid = start_command(argv, cg.as_ref())?;
             control.child.store(pid, Ordering::SeqCst);
+            // A signal between the look above and now was not forwarded: forward it.
+            let early = control.early.swap(0, Ordering::SeqCst);
+            if early != 0 {
+                let _ = launch::signal(pid, early);
+            }
             launch::wait_unreaped(pid).map_err(|e| BillError::Other(e.to_string()))?;
             let end = now_ns();
             leader_sched =
@@ -503,7 +516,8 @@ pub fn run(
     };
     if let Some(t) = &totals {
         let in_window = cost.as_ref().map_or(0.0, |c| c.in_window_ns);
-        fill(&mut bill, t, end, in_window);
+        let floor = cost.as_ref().map_or(0.0, |c| c.bare_ns);
+        fill(&mut bill, t, end, in_window, floor);
         let calls: u64 = bill.calls.iter().map(|c| c.count).sum();
         bill.probe_cost = cost.map(|c| ProbeCost {
             per_call_ns: c.added_ns,
@@ -583,12 +597,14 @@ fn hist_quantile(hist: &[u64], q: f64) -> Option<f64> {
     None
 }
 
-/// The probe's totals into the bill's measured fields.
-/// `in_window` (ns) is the probe's own time inside its timing of one call: taken out of each
-/// call's time and percentiles.
-fn fill(bill: &mut Bill, t: &Totals, end: u64, in_window: f64) {
+/// The probe's totals into the bill's measured fields. A call's time is as the program sees
+/// it: the probe's timing of it between the kernel's entry and exit, less `in_window` (ns, the
+/// probe's own time inside that timing), plus `floor` (ns, the entry and exit themselves: a
+/// call that does nothing, timed untraced when billing started).
+fn fill(bill: &mut Bill, t: &Totals, end: u64, in_window: f64, floor: f64) {
     let timed = bill.mechanism.depth == "time";
-    let net = |ns: f64| (ns - in_window).max(0.0);
+    let net = |ns: f64| (ns - in_window).max(0.0) + floor;
+    let total = |ns: u64, n: u64| (n as f64 * net(ns as f64 / n.max(1) as f64)) as u64;
     bill.calls = t
         .calls
         .iter()
@@ -597,7 +613,7 @@ fn fill(bill: &mut Bill, t: &Totals, end: u64, in_window: f64) {
             nr: c.nr,
             count: c.count,
             errors: timed.then_some(c.errors),
-            time_ns: timed.then(|| (c.time_ns as f64 - in_window * c.count as f64).max(0.0) as u64),
+            time_ns: timed.then(|| total(c.time_ns, c.count)),
             median_ns: if timed {
                 hist_quantile(&c.hist, 0.5).map(net)
             } else {
@@ -653,7 +669,7 @@ fn fill(bill: &mut Bill, t: &Totals, end: u64, in_window: f64) {
             wait_ns: k.wait_ns,
             blocked_ns: k.blocked_ns,
             calls: k.calls,
-            call_ns: (k.call_ns as f64 - in_window * k.calls as f64).max(0.0) as u64,
+            call_ns: total(k.call_ns, k.calls),
             faults: k.faults,
             irq_ns: k.irq_ns,
             voluntary: k.voluntary,

@@ -66,7 +66,8 @@ pub struct ProbeCost {
     pub per_call_ns: f64,
     /// The rounds' spread: lowest and highest.
     pub range_ns: [f64; 2],
-    /// The same untraced call, ns, for scale.
+    /// A call that does nothing (ENOSYS), untraced, ns: the entry and exit every call's time
+    /// includes.
     pub bare_call_ns: f64,
     /// The part of `per_call_ns` inside the probe's own timing of a call, ns: taken out of
     /// every call's time.
@@ -128,8 +129,9 @@ pub struct CallLine {
     pub count: u64,
     /// Calls that failed (timed bills only).
     pub errors: Option<u64>,
-    /// Time on the CPU in the kernel, ns (timed bills only): between entry and exit, less the
-    /// time switched out and in interrupts.
+    /// Its time on the CPU, ns (timed bills only), as the program sees a call: the kernel's
+    /// time between its entry and exit (less the time switched out, in interrupts and in the
+    /// probe), plus the entry and exit themselves (a call that does nothing, timed untraced).
     pub time_ns: Option<u64>,
     /// A call's median and 99th percentile, ns, from the kernel's histogram (four buckets per
     /// power of two, so ±10 %).

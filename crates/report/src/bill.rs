@@ -173,6 +173,7 @@ pub fn assemble(bill: &mut Bill, book: Option<&PriceBook>, prices_from: Option<S
         (None, None) => (f64::NAN, f64::NAN),
     };
     let mut explained = 0.0;
+    let mut unpriced_notes: Vec<String> = Vec::new();
     if user.is_finite() {
         parts.push(part("user CPU", 0, None, user));
         parts.push(part("kernel CPU", 0, None, kernel));
@@ -207,6 +208,12 @@ pub fn assemble(bill: &mut Bill, book: Option<&PriceBook>, prices_from: Option<S
                     .map(|c| c.price.as_ref().map(|pr| pr.ns * c.count as f64))
                     .sum();
                 p.priced_ns = priced;
+                // Any of them priced at the floor makes the sum a floor.
+                p.price = others
+                    .iter()
+                    .filter_map(|c| c.price.as_ref())
+                    .find(|pr| pr.floor)
+                    .cloned();
                 if timed {
                     rest -= ns;
                 }
@@ -232,23 +239,43 @@ pub fn assemble(bill: &mut Bill, book: Option<&PriceBook>, prices_from: Option<S
             if let Some(b) = book {
                 let fu = bill.faults_user;
                 let fk = bill.faults_kernel;
-                let priced = [
+                let kinds = [
                     (
                         Priced::FaultWriteMissing,
                         fu.write_missing + fk.write_missing,
+                        "first writes",
                     ),
-                    (Priced::FaultReadMissing, fu.read_missing + fk.read_missing),
+                    (
+                        Priced::FaultReadMissing,
+                        fu.read_missing + fk.read_missing,
+                        "first reads",
+                    ),
                     (
                         Priced::FaultWritePresent,
                         fu.write_present + fk.write_present,
+                        "copy-on-write",
                     ),
-                ]
-                .iter()
-                .filter(|(_, n)| *n > 0)
-                .map(|(w, n)| b.get(*w).map(|pr| pr.ns * *n as f64))
-                .sum::<Option<f64>>();
-                p.priced_ns = priced.or(Some(0.0)).filter(|_| faults > 0);
-                p.price = b.get(Priced::FaultWriteMissing).cloned();
+                ];
+                let mut priced = 0.0;
+                let mut unpriced = Vec::new();
+                for (w, n, name) in kinds.iter().filter(|k| k.1 > 0) {
+                    match b.get(*w) {
+                        Some(pr) => {
+                            priced += pr.ns * *n as f64;
+                            p.price.get_or_insert_with(|| pr.clone());
+                        }
+                        None => unpriced.push(format!("{} {name}", grouped(*n as f64))),
+                    }
+                }
+                if p.price.is_some() {
+                    p.priced_ns = Some(priced);
+                }
+                if !unpriced.is_empty() {
+                    unpriced_notes.push(format!(
+                        "faults without a price (`oscost fault` measures them): {}",
+                        unpriced.join(", ")
+                    ));
+                }
             }
             parts.push(p);
         }
@@ -279,6 +306,9 @@ pub fn assemble(bill: &mut Bill, book: Option<&PriceBook>, prices_from: Option<S
         0.0
     };
     bill.parts = parts;
+    if book.is_some() {
+        bill.notes.extend(unpriced_notes);
+    }
     indirect_notes(bill);
 }
 
@@ -295,10 +325,21 @@ fn indirect_notes(bill: &mut Bill) {
         let each = t as f64 / c.count as f64;
         let lo = pr.ci95[0].min(pr.ns) * 0.9;
         let hi = pr.ci95[1].max(pr.ns) * 1.1;
-        if each < lo || each > hi {
+        if each > hi {
             bill.notes.push(format!(
-                "{}: {} a call here against {} on the datasheet ({}): what the datasheet's \
-                 warm loop cannot see (caches, contention, the arguments) is this program's own",
+                "{}: {} a call here against {} on the datasheet ({}): the difference is what \
+                 the datasheet's warm loop cannot see (cold caches, contention, the \
+                 arguments), this program's own indirect cost",
+                c.name,
+                fmt_ns(each),
+                fmt_ns(pr.ns),
+                pr.case
+            ));
+        } else if each < lo {
+            bill.notes.push(format!(
+                "{}: {} a call here against {} on the datasheet ({}): cheaper than the \
+                 datasheet's run, which was taken at another time (a machine's speed drifts: \
+                 `oscost syscall` now gives a price of this moment)",
                 c.name,
                 fmt_ns(each),
                 fmt_ns(pr.ns),

@@ -1,0 +1,261 @@
+//! `oscost bill` as a user drives it: the known workloads of `benches/bill_work.c` billed at a
+//! tiny size with their counts checked exactly, the command's exit status passed through, and
+//! bad input (a missing command, a missing process, a signal) answered in one line.
+
+mod common;
+
+use common::{is_root, oscost, oscost_std};
+use oscost_model::bill::{read_bill, Bill, Ending};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::OnceLock;
+
+/// `benches/bill_work.c`, built once for this test process.
+fn workload() -> &'static PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let dir = common::data_home().join("bill-work");
+        std::fs::create_dir_all(&dir).unwrap();
+        let bin = dir.join("bill_work");
+        let src = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/bill_work.c");
+        let ok = std::process::Command::new("cc")
+            .args(["-O2", "-pthread", "-o"])
+            .arg(&bin)
+            .arg(src)
+            .status()
+            .expect("cc runs");
+        assert!(ok.success(), "cc {src}");
+        bin
+    })
+}
+
+/// Bills `bill_work MODE N` with the independent count on; the bill document.
+fn bill(mode: &str, n: u32) -> Bill {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("b.json");
+    let out = oscost_std()
+        .args(["bill", "--verify", "--quiet", "--json"])
+        .arg(&json)
+        .arg("--")
+        .arg(workload())
+        .args([mode, &n.to_string()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{mode} {n}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    read_bill(&std::fs::read_to_string(&json).unwrap()).unwrap()
+}
+
+fn calls(b: &Bill, name: &str) -> u64 {
+    b.calls
+        .iter()
+        .filter(|c| c.name == name)
+        .map(|c| c.count)
+        .sum()
+}
+
+/// Every check ran, every count held (the times, held against the kernel's own accounting,
+/// may part from it on a busy machine: tests run side by side), nothing was lost, and the
+/// parts close on the tasks' time.
+fn assert_sound(b: &Bill) {
+    assert_eq!(b.mechanism.name, "bpf", "{:?}", b.mechanism);
+    for c in &b.checks {
+        let counts = ["system calls", "no event lost", "page faults", "switches"]
+            .iter()
+            .any(|k| c.name.starts_with(k));
+        if counts {
+            assert_eq!(c.ok, Some(true), "{}: {}", c.name, c.detail);
+        } else {
+            assert!(c.ok.is_some(), "{}: {}", c.name, c.detail);
+        }
+    }
+    assert!(b.checks.len() >= 5, "{:?}", b.checks);
+    assert!(
+        (90.0..=110.0).contains(&b.explained_pct),
+        "explained {} % of {} ns: {:?} {:?}",
+        b.explained_pct,
+        b.task_time_ns,
+        b.target,
+        b.tasks
+    );
+    assert!(b.task_time_ns > 0 && b.wall_ns > 0);
+    let parts: f64 = b
+        .parts
+        .iter()
+        .filter(|p| p.level == 0)
+        .map(|p| p.time_ns)
+        .sum();
+    let total = parts + b.residual_ns;
+    assert!(
+        (total - b.task_time_ns as f64).abs() < 1.0,
+        "{total} vs {}",
+        b.task_time_ns
+    );
+}
+
+#[test]
+fn the_known_workloads_are_billed_exactly() {
+    if !is_root() {
+        eprintln!("skip: the kernel's counts need root");
+        return;
+    }
+    let b = bill("getppid", 5000);
+    assert_sound(&b);
+    assert_eq!(calls(&b, "getppid"), 5000);
+    assert_eq!(b.ending, Ending::Exited(0));
+    let g = b.calls.iter().find(|c| c.name == "getppid").unwrap();
+    assert_eq!(g.errors, Some(0));
+    assert!(g.time_ns.is_some() && g.median_ns.is_some());
+
+    let b = bill("anon-write", 500);
+    assert_sound(&b);
+    assert!(b.faults_user.write_missing >= 500, "{:?}", b.faults_user);
+
+    let b = bill("cow", 300);
+    assert_sound(&b);
+    assert!(b.faults_user.write_present >= 300, "{:?}", b.faults_user);
+    assert_eq!(b.events.processes, 1);
+    assert_eq!(b.tasks.len(), 2);
+
+    let b = bill("file-read", 300);
+    assert_sound(&b);
+    assert!(b.faults_user.read_missing >= 300, "{:?}", b.faults_user);
+
+    let b = bill("pipe", 300);
+    assert_sound(&b);
+    assert_eq!(calls(&b, "write"), 600);
+    assert_eq!(calls(&b, "read"), 601);
+    let s = b.sched.as_ref().unwrap();
+    assert!(s.voluntary >= 300 && s.wakeups >= 300, "{s:?}");
+
+    let b = bill("threads", 50);
+    assert_sound(&b);
+    assert_eq!(b.events.threads, 50);
+    assert_eq!(b.tasks.len(), 51);
+
+    let b = bill("forkexec", 10);
+    assert_sound(&b);
+    assert_eq!(b.events.processes, 10);
+    assert_eq!(b.events.execs, 11);
+    assert_eq!(b.tasks.len(), 11);
+}
+
+#[test]
+fn the_commands_status_is_oscosts_and_the_bill_goes_to_stderr() {
+    let out = oscost()
+        .args(["bill", "--", "sh", "-c", "echo out; exit 3"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "out\n");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bill of sh -c"), "{err}");
+    assert!(err.contains("exit 3") && err.contains("residual"), "{err}");
+
+    let out = oscost()
+        .args(["bill", "--", "sh", "-c", "kill -TERM $$"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(128 + 15));
+}
+
+#[test]
+fn a_missing_command_is_said_as_a_shell_says_it() {
+    let out = oscost()
+        .args(["bill", "--", "no-such-command-oscost"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(127));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err, "oscost: no-such-command-oscost: command not found\n");
+}
+
+#[test]
+fn bad_input_gets_one_line_and_exit_2() {
+    for (args, needle) in [
+        (vec!["bill", "--pid", "999999999"], "no process 999999999"),
+        (vec!["bill"], "required"),
+        (
+            vec!["bill", "--json", "-", "--", "true"],
+            "does not write --json to stdout",
+        ),
+        (vec!["bill", "--for", "1s", "--", "true"], "--pid"),
+        (vec!["bill", "--pid", "1", "--for", "0s"], "not a duration"),
+    ] {
+        let out = oscost().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn an_attached_process_is_billed_for_the_duration_and_keeps_running() {
+    let mut sleeper = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("b.json");
+    let out = oscost()
+        .args(["bill", "--quiet", "--for", "300ms", "--json"])
+        .arg(&json)
+        .args(["--pid", &sleeper.id().to_string()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let b = read_bill(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(b.ending, Ending::Running);
+    assert!(b.wall_ns >= 300_000_000, "{}", b.wall_ns);
+    assert!(
+        sleeper.try_wait().unwrap().is_none(),
+        "the process still runs"
+    );
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+}
+
+#[test]
+fn ctrl_c_reaches_the_command_and_the_bill_is_still_printed() {
+    let child = oscost_std()
+        .args(["bill", "--", "sleep", "30"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Once the command runs (a signal before it is answered by not starting it).
+    let children = format!("/proc/{pid}/task/{pid}/children");
+    for _ in 0..200 {
+        if std::fs::read_to_string(&children).is_ok_and(|c| !c.trim().is_empty()) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // As a terminal's Ctrl-C reaches oscost (the command gets it from oscost).
+    let ok = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("killed by signal 2"), "{err}");
+    // Its cgroup went with it.
+    let name = format!("oscost-{pid}-bill");
+    let leftover = std::fs::read_dir("/sys/fs/cgroup")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .flat_map(|d| std::fs::read_dir(d.path()).into_iter().flatten().flatten())
+        .any(|e| e.file_name().to_str() == Some(name.as_str()));
+    assert!(!leftover, "{name} left behind");
+}
