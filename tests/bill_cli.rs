@@ -259,3 +259,38 @@ fn ctrl_c_reaches_the_command_and_the_bill_is_still_printed() {
         .any(|e| e.file_name().to_str() == Some(name.as_str()));
     assert!(!leftover, "{name} left behind");
 }
+
+#[test]
+fn nobody_gets_the_kernels_accounting_and_the_reason_in_one_line() {
+    use std::os::unix::fs::PermissionsExt;
+    if !is_root() {
+        // Already unprivileged: the tests above ran as this user.
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let json = dir.path().join("b.json");
+    let mut cmd = std::process::Command::new("setpriv");
+    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
+    let out = common::isolate_in(&mut cmd, dir.path())
+        .arg(common::bin_for_nobody(dir.path()))
+        .args(["bill", "--json"])
+        .arg(&json)
+        .args(["--", "sh", "-c", "exit 4"])
+        .env("TMPDIR", dir.path())
+        .output()
+        .expect("setpriv (util-linux) must be installed");
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let b = read_bill(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(b.mechanism.name, "none");
+    let why = b.mechanism.refused.as_deref().unwrap_or_default();
+    assert!(why.contains("root"), "{why}");
+    assert!(b.usage.is_some());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no kernel counts"), "{err}");
+}

@@ -134,7 +134,7 @@ struct Calibration {
 fn calibrate(depth: Depth) -> Option<Calibration> {
     const CALLS: u32 = 20_000;
     const ROUNDS: usize = 5;
-    let mut p = Probe::load(Scope::Process(std::process::id()), depth).ok()?;
+    let mut p = Probe::load_calls_only(Scope::Process(std::process::id()), depth).ok()?;
     let timed = || {
         let t = now_ns();
         for _ in 0..CALLS {

@@ -537,3 +537,192 @@ pub fn render(bill: &Bill, width: usize) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oscost_model::bill::{
+        CallLine, Events, FaultCounts, Mechanism, Sched, TaskLine, Usage, BILL_SCHEMA,
+    };
+
+    fn fixture() -> Bill {
+        let call = |name: &str, count: u64, ns: u64| CallLine {
+            name: name.into(),
+            nr: 0,
+            count,
+            errors: Some(0),
+            time_ns: Some(ns),
+            median_ns: Some(ns as f64 / count as f64),
+            p99_ns: None,
+            price: None,
+        };
+        Bill {
+            schema: BILL_SCHEMA.into(),
+            oscost_version: "0".into(),
+            hostname: "h".into(),
+            kernel: "6".into(),
+            target: Target::Command {
+                argv: vec!["prog".into(), "x".into()],
+            },
+            started_unix_s: 0,
+            wall_ns: 10_000_000,
+            ending: Ending::Exited(0),
+            mechanism: Mechanism {
+                name: "bpf".into(),
+                depth: "time".into(),
+                refused: None,
+                missing: vec![],
+            },
+            probe_cost: None,
+            usage: Some(Usage {
+                source: "getrusage".into(),
+                user_ns: 2_000_000,
+                system_ns: 6_000_000,
+                minor_faults: 100,
+                major_faults: 0,
+                voluntary: 10,
+                involuntary: 0,
+                max_rss_kib: 0,
+            }),
+            calls: vec![
+                call("getppid", 10_000, 3_000_000),
+                call("read", 10, 1_000_000),
+            ],
+            faults_user: FaultCounts {
+                write_missing: 100,
+                ..FaultCounts::default()
+            },
+            faults_kernel: FaultCounts::default(),
+            sched: Some(Sched {
+                voluntary: 10,
+                involuntary: 0,
+                wakeups: 10,
+                oncpu_ns: 8_000_000,
+                wait_ns: 500_000,
+                blocked_ns: 1_500_000,
+                wake_latency_p50_ns: Some(1000.0),
+                wake_latency_p99_ns: Some(5000.0),
+            }),
+            interrupts: vec![],
+            events: Events::default(),
+            tasks: vec![TaskLine {
+                tid: 1,
+                pid: 1,
+                comm: "prog".into(),
+                lifetime_ns: 10_000_000,
+                oncpu_ns: 8_000_000,
+                wait_ns: 500_000,
+                blocked_ns: 1_500_000,
+                calls: 10_010,
+                call_ns: 4_000_000,
+                faults: 100,
+                irq_ns: 0,
+                voluntary: 10,
+                involuntary: 0,
+            }],
+            task_time_ns: 10_000_000,
+            parts: vec![],
+            residual_ns: 0.0,
+            explained_pct: 0.0,
+            prices_from: None,
+            checks: vec![],
+            notes: vec![],
+        }
+    }
+
+    fn doc_with(cases: &[(&str, f64)]) -> ResultDoc {
+        let cases = cases
+            .iter()
+            .map(|(id, ns)| {
+                let mut c = crate::views::testkit::case(id, "call", *ns);
+                c.ci95_ns = [ns * 0.98, ns * 1.02];
+                c
+            })
+            .collect();
+        ResultDoc {
+            schema: oscost_model::SCHEMA.into(),
+            run_id: None,
+            started_at: None,
+            environment: oscost_model::example::environment(),
+            experiments: vec![oscost_model::schema::ExperimentResult {
+                name: "syscall".into(),
+                params: Default::default(),
+                cases,
+                unavailable: vec![],
+                derived: vec![],
+                warnings: vec![],
+                notes: vec![],
+                load: None,
+            }],
+        }
+    }
+
+    #[test]
+    fn the_parts_sum_to_the_task_time_and_prices_multiply_counts() {
+        let mut b = fixture();
+        let mut book = PriceBook::default();
+        book.add_run(
+            &doc_with(&[
+                ("syscall.getppid", 300.0),
+                ("syscall.enosys", 100.0),
+                ("fault.anon-write", 1000.0),
+            ]),
+            "run1",
+        );
+        assert_eq!(book.runs, ["run1"]);
+        assemble(&mut b, Some(&book), Some("run1".into()));
+        let top: f64 = b
+            .parts
+            .iter()
+            .filter(|p| p.level == 0)
+            .map(|p| p.time_ns)
+            .sum();
+        assert!((top + b.residual_ns - 10_000_000.0).abs() < 1e-6);
+        assert!(
+            (b.explained_pct - 100.0).abs() < 1e-9,
+            "{}",
+            b.explained_pct
+        );
+        // user : kernel in getrusage's 1 : 3 of the probe's 8 ms on a CPU.
+        assert_eq!(b.parts[0].time_ns, 2_000_000.0);
+        assert_eq!(b.parts[1].time_ns, 6_000_000.0);
+        let getppid = b.parts.iter().find(|p| p.name == "getppid").unwrap();
+        assert_eq!(getppid.priced_ns, Some(3_000_000.0));
+        let read = b.parts.iter().find(|p| p.name == "read").unwrap();
+        assert_eq!(read.priced_ns, Some(1000.0));
+        assert!(read.price.as_ref().unwrap().floor);
+        let rest = b
+            .parts
+            .iter()
+            .find(|p| p.name.starts_with("faults"))
+            .unwrap();
+        assert_eq!(rest.time_ns, 6_000_000.0 - 4_000_000.0);
+        assert_eq!(rest.priced_ns, Some(100_000.0));
+        // 300 ns a call here, 300 on the datasheet: no note.
+        assert!(b.notes.is_empty(), "{:?}", b.notes);
+        let text = render(&b, 80);
+        assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+        assert!(text.contains("bill of prog x"), "{text}");
+        assert!(text.contains("explained 100.0 %"), "{text}");
+        assert!(text.contains("≥1.000 µs"), "{text}");
+    }
+
+    #[test]
+    fn a_call_dearer_than_its_price_is_named() {
+        let mut b = fixture();
+        let mut book = PriceBook::default();
+        book.add_run(&doc_with(&[("syscall.getppid", 150.0)]), "run1");
+        assemble(&mut b, Some(&book), None);
+        assert_eq!(b.notes.len(), 2, "{:?}", b.notes);
+        assert!(b.notes[0].starts_with("faults without a price"), "{:?}", b.notes);
+        assert!(b.notes[1].starts_with("getppid: 300.0 ns a call here against 150.0 ns"));
+    }
+
+    #[test]
+    fn without_a_price_nothing_is_priced() {
+        let mut b = fixture();
+        assemble(&mut b, None, Some("none".into()));
+        assert!(b.parts.iter().all(|p| p.priced_ns.is_none()));
+        assert!(render(&b, 80).contains("prices: none"));
+    }
+}
