@@ -714,7 +714,11 @@ mod tests {
         book.add_run(&doc_with(&[("syscall.getppid", 150.0)]), "run1");
         assemble(&mut b, Some(&book), None);
         assert_eq!(b.notes.len(), 2, "{:?}", b.notes);
-        assert!(b.notes[0].starts_with("faults without a price"), "{:?}", b.notes);
+        assert!(
+            b.notes[0].starts_with("faults without a price"),
+            "{:?}",
+            b.notes
+        );
         assert!(b.notes[1].starts_with("getppid: 300.0 ns a call here against 150.0 ns"));
     }
 
