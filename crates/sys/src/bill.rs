@@ -14,8 +14,8 @@
 //! thread when the task last switched out.
 
 use crate::bpf::{
-    bpf, load, owned, possible_cpus, prog_misses, program_name, put32, put64, refused, Insn,
-    MAP_CREATE, RAW_TRACEPOINT_OPEN,
+    attach_error, attach_raw, bpf, load, owned, possible_cpus, prog_misses, program_name, put32,
+    put64, refused, Insn, MAP_CREATE,
 };
 use crate::ktrace::Unavailable;
 use std::collections::BTreeMap;
@@ -410,6 +410,27 @@ impl Prog {
         self.mov(7, 0);
     }
 
+    /// `dst`, a time now, becomes the time on a CPU of the system call in progress on this CPU
+    /// (`glob` its totals): since it came in, less the interrupts since, never below zero (an
+    /// edge read between two programs' updates), plus its time before (r1 and r3 clobbered).
+    fn call_time(&mut self, dst: u8, glob: u8) {
+        self.ld(1, glob, G_CUR_ENTER);
+        self.alu(SUB, dst, 1);
+        self.ld(1, glob, G_IRQ_ALL);
+        self.ld(3, glob, G_CUR_IRQ);
+        self.alu(SUB, 1, 3);
+        let floor = self.label();
+        let part = self.label();
+        self.jmpx(JGE, 1, dst, floor);
+        self.alu(SUB, dst, 1);
+        self.goto(part);
+        self.bind(floor);
+        self.movi(dst, 0);
+        self.bind(part);
+        self.ld(1, glob, G_CUR_PART);
+        self.alu(ADD, dst, 1);
+    }
+
     /// `dst` = the bucket of the time in `v` (four per power of two, at most BUCKETS − 1);
     /// r1–r3 clobbered, `v` kept.
     fn bucket(&mut self, dst: u8, v: u8) {
@@ -524,22 +545,7 @@ fn sys_exit(maps: Maps, scope: Scope) -> Program {
     p.jmp(JEQ, 1, 0, exit);
     p.sti(7, G_CUR_ON, 0);
     p.now(8);
-    p.ld(1, 7, G_CUR_ENTER);
-    p.alu(SUB, 8, 1);
-    p.ld(1, 7, G_IRQ_ALL);
-    p.ld(2, 7, G_CUR_IRQ);
-    p.alu(SUB, 1, 2);
-    // Never below zero: an edge read between two programs' updates.
-    let keep = p.label();
-    p.jmpx(JGE, 1, 8, keep);
-    p.alu(SUB, 8, 1);
-    let sum = p.label();
-    p.goto(sum);
-    p.bind(keep);
-    p.movi(8, 0);
-    p.bind(sum);
-    p.ld(1, 7, G_CUR_PART);
-    p.alu(ADD, 8, 1);
+    p.call_time(8, 7);
     // The task's running sums on this CPU, flushed into its state when it switches out.
     p.incp(7, G_ACC_CALLS);
     p.addp(7, G_ACC_NS, 8);
@@ -708,21 +714,7 @@ fn switch(maps: Maps, scope: Scope) -> Program {
     p.sti(8, G_CUR_ON, 0);
     // The call's time on the CPU so far.
     p.ld(2, 10, SWITCH_AT);
-    p.ld(1, 8, G_CUR_ENTER);
-    p.alu(SUB, 2, 1);
-    p.ld(1, 8, G_IRQ_ALL);
-    p.ld(3, 8, G_CUR_IRQ);
-    p.alu(SUB, 1, 3);
-    let floor = p.label();
-    p.jmpx(JGE, 1, 2, floor);
-    p.alu(SUB, 2, 1);
-    let part = p.label();
-    p.goto(part);
-    p.bind(floor);
-    p.movi(2, 0);
-    p.bind(part);
-    p.ld(1, 8, G_CUR_PART);
-    p.alu(ADD, 2, 1);
+    p.call_time(2, 8);
     p.st(7, T_PART, 2);
     p.ld(1, 8, G_CUR_NR);
     p.st(7, T_NR, 1);
@@ -1237,12 +1229,8 @@ impl Probe {
     pub fn attach(&mut self) -> io::Result<()> {
         self.misses_before = self.misses();
         for (event, fd) in &self.progs {
-            let name = std::ffi::CString::new(*event).expect("no NUL");
-            let mut attr = [0u8; 128];
-            put64(&mut attr, 0, name.as_ptr() as u64);
-            put32(&mut attr, 8, fd.as_raw_fd() as u32);
-            match bpf(RAW_TRACEPOINT_OPEN, &mut attr) {
-                Ok(l) => self.links.push(owned(l)),
+            match attach_raw(event, fd) {
+                Ok(l) => self.links.push(l),
                 Err(e)
                     if e.raw_os_error() == Some(libc::ENOENT)
                         && !matches!(
@@ -1254,10 +1242,7 @@ impl Probe {
                 }
                 Err(e) => {
                     self.links.clear();
-                    return Err(io::Error::new(
-                        e.kind(),
-                        format!("bpf(BPF_RAW_TRACEPOINT_OPEN, {event}): {e}"),
-                    ));
+                    return Err(attach_error(event, e));
                 }
             }
         }

@@ -414,7 +414,7 @@ pub(crate) fn owned(fd: i32) -> OwnedFd {
 pub(crate) const MAP_CREATE: libc::c_long = 0;
 const PROG_LOAD: libc::c_long = 5;
 const OBJ_GET_INFO_BY_FD: libc::c_long = 15;
-pub(crate) const RAW_TRACEPOINT_OPEN: libc::c_long = 17;
+const RAW_TRACEPOINT_OPEN: libc::c_long = 17;
 const MAP_TYPE_ARRAY: u32 = 2;
 const PROG_TYPE_RAW_TRACEPOINT: u32 = 17;
 const F_MMAPABLE: u32 = 1 << 10;
@@ -745,19 +745,11 @@ impl Tracer {
         }
         self.misses_before = self.misses();
         for (f, p) in self.formats.iter().zip(&self.progs) {
-            let event = event_of(f);
-            let name = std::ffi::CString::new(event).expect("no NUL");
-            let mut attr = [0u8; 128];
-            put64(&mut attr, 0, name.as_ptr() as u64);
-            put32(&mut attr, 8, p.as_raw_fd() as u32);
-            match bpf(RAW_TRACEPOINT_OPEN, &mut attr) {
-                Ok(fd) => self.links.push(owned(fd)),
+            match attach_raw(event_of(f), p) {
+                Ok(fd) => self.links.push(fd),
                 Err(e) => {
                     self.links.clear();
-                    return Err(io::Error::new(
-                        e.kind(),
-                        format!("bpf(BPF_RAW_TRACEPOINT_OPEN, {event}): {e}"),
-                    ));
+                    return Err(attach_error(event_of(f), e));
                 }
             }
         }
@@ -946,6 +938,25 @@ fn lay_out(
     }
     out.sort_by_key(|r| (r.time_ns, r.cpu));
     (out, unwritten)
+}
+
+/// Attaches program `prog` to the raw tracepoint `event`: the returned descriptor holds the
+/// attachment (dropped, the program is detached). The error is the kernel's, as it is.
+pub(crate) fn attach_raw(event: &str, prog: &OwnedFd) -> io::Result<OwnedFd> {
+    let name = std::ffi::CString::new(event)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL in an event's name"))?;
+    let mut attr = [0u8; 128];
+    put64(&mut attr, 0, name.as_ptr() as u64);
+    put32(&mut attr, 8, prog.as_raw_fd() as u32);
+    bpf(RAW_TRACEPOINT_OPEN, &mut attr).map(owned)
+}
+
+/// `e`, an error of [`attach_raw`], naming the call and the event.
+pub(crate) fn attach_error(event: &str, e: io::Error) -> io::Error {
+    io::Error::new(
+        e.kind(),
+        format!("bpf(BPF_RAW_TRACEPOINT_OPEN, {event}): {e}"),
+    )
 }
 
 /// Loads `insns` as a raw-tracepoint program named `name`; the verifier's log is in the error.
