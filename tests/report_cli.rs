@@ -313,6 +313,16 @@ fn the_datasheet_of_a_result_file_and_of_a_missing_one() {
         err.contains("missing.json") && err.contains("no such file"),
         "{err}"
     );
+    // It prints a screen and writes no file: a file option is refused, not ignored.
+    for opt in ["--json", "--csv", "--markdown"] {
+        let out_file = dir.path().join("sheet.out");
+        let err = fails(oscost().arg("datasheet").arg(&json).arg(opt).arg(&out_file));
+        assert!(
+            err.contains(&format!("datasheet does not use {opt}")),
+            "{err}"
+        );
+        assert!(!out_file.exists());
+    }
     // Two runs: side by side, both machines named, both runs' failed checks said.
     let other = result_file(dir.path(), "s.json");
     let out = oscost()

@@ -49,6 +49,8 @@ pub fn unused_options(command: Option<&Command>, g: &GlobalOpts) -> Option<Strin
         ),
         Some(Command::Report { .. }) => ("report", &["--history"]),
         Some(Command::Bill(_)) => ("bill", &["--json", "--history"]),
+        // It prints one screen; it writes no file.
+        Some(Command::Datasheet { .. }) => ("datasheet", &["--history"]),
         _ => return None,
     };
     let given = [
