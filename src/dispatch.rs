@@ -140,11 +140,7 @@ fn other_command(command: Command, global: &GlobalOpts) -> anyhow::Result<ExitCo
         Command::Baselines { name } => commands::baselines::run(name),
         Command::Man { name, dir } => commands::man::run(name.as_deref(), dir.as_deref()),
         Command::Compare(args) => commands::compare::run(args, &Config::from_global(global)?),
-        Command::Bill(args) => {
-            let mut cfg = Config::as_given(global);
-            cfg.quiet = global.quiet;
-            commands::bill::run(args, &cfg)
-        }
+        Command::Bill(args) => commands::bill::run(args, &Config::as_given(global)),
         Command::Report { files, output } => {
             commands::report::run(&files, output.as_deref(), &Config::from_global(global)?)
         }

@@ -631,30 +631,16 @@ mod tests {
     }
 
     fn doc_with(cases: &[(&str, f64)]) -> ResultDoc {
+        use crate::views::testkit;
         let cases = cases
             .iter()
             .map(|(id, ns)| {
-                let mut c = crate::views::testkit::case(id, "call", *ns);
+                let mut c = testkit::case(id, "call", *ns);
                 c.ci95_ns = [ns * 0.98, ns * 1.02];
                 c
             })
             .collect();
-        ResultDoc {
-            schema: oscost_model::SCHEMA.into(),
-            run_id: None,
-            started_at: None,
-            environment: oscost_model::example::environment(),
-            experiments: vec![oscost_model::schema::ExperimentResult {
-                name: "syscall".into(),
-                params: Default::default(),
-                cases,
-                unavailable: vec![],
-                derived: vec![],
-                warnings: vec![],
-                notes: vec![],
-                load: None,
-            }],
-        }
+        testkit::doc(vec![testkit::experiment("syscall", cases)])
     }
 
     #[test]

@@ -432,30 +432,7 @@ pub fn side_by_side(a: &Datasheet, b: &Datasheet, width: Option<u16>) -> String 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::views::testkit;
-
-    fn doc(experiments: Vec<ExperimentResult>) -> ResultDoc {
-        ResultDoc {
-            schema: oscost_model::SCHEMA.into(),
-            run_id: None,
-            started_at: None,
-            environment: oscost_model::example::environment(),
-            experiments,
-        }
-    }
-
-    fn experiment(name: &str, cases: Vec<CaseResult>) -> ExperimentResult {
-        ExperimentResult {
-            name: name.into(),
-            params: Default::default(),
-            cases,
-            unavailable: vec![],
-            derived: vec![],
-            warnings: vec![],
-            notes: vec![],
-            load: None,
-        }
-    }
+    use crate::views::testkit::{self, doc, experiment};
 
     #[test]
     fn only_what_the_run_measured_is_on_the_sheet() {

@@ -171,16 +171,7 @@ pub(crate) mod tests {
     }
 
     pub(crate) fn experiment(cases: Vec<CaseResult>) -> ExperimentResult {
-        ExperimentResult {
-            name: "switch".into(),
-            params: Default::default(),
-            cases,
-            unavailable: vec![],
-            derived: vec![],
-            warnings: vec![],
-            notes: vec![],
-            load: None,
-        }
+        crate::views::testkit::experiment("switch", cases)
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Test-only builders for the views' unit tests.
 
-use oscost_model::CaseResult;
+use oscost_model::{CaseResult, ExperimentResult, ResultDoc};
 
 /// A summarised case `id` measured in `unit`, every figure of it `median` ns over five
 /// samples, with no params, counters, checks or warnings: each test adds what its view reads.
@@ -16,4 +16,29 @@ pub(crate) fn case(id: &str, unit: &str, median: f64) -> CaseResult {
         "at_rate": null, "warnings": [], "series": [], "raw_ns": []
     }))
     .expect("a summarised case")
+}
+
+/// An experiment `name` of `cases`, with nothing else.
+pub(crate) fn experiment(name: &str, cases: Vec<CaseResult>) -> ExperimentResult {
+    ExperimentResult {
+        name: name.into(),
+        params: Default::default(),
+        cases,
+        unavailable: vec![],
+        derived: vec![],
+        warnings: vec![],
+        notes: vec![],
+        load: None,
+    }
+}
+
+/// A run of `experiments` on the example machine, with no id and no start time.
+pub(crate) fn doc(experiments: Vec<ExperimentResult>) -> ResultDoc {
+    ResultDoc {
+        schema: oscost_model::SCHEMA.into(),
+        run_id: None,
+        started_at: None,
+        environment: oscost_model::example::environment(),
+        experiments,
+    }
 }

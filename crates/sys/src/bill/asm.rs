@@ -1,0 +1,363 @@
+//! The bill's BPF assembler: the instruction parts, the kernel's helpers, and a program
+//! builder with labels and the few idioms the probe's programs share (is the current task the
+//! program's, its state, this CPU's totals, a time's bucket).
+
+use super::*;
+use crate::bpf::Insn;
+
+// Opcode parts (`include/uapi/linux/bpf.h`).
+pub(super) const LDX: u8 = 0x01;
+pub(super) const ST: u8 = 0x02;
+pub(super) const STX: u8 = 0x03;
+pub(super) const ALU64: u8 = 0x07;
+pub(super) const JMP: u8 = 0x05;
+pub(super) const W: u8 = 0x00;
+pub(super) const DW: u8 = 0x18;
+pub(super) const MEM: u8 = 0x60;
+pub(super) const ATOMIC: u8 = 0xc0;
+pub(super) const X: u8 = 0x08;
+pub(super) const ADD: u8 = 0x00;
+pub(super) const SUB: u8 = 0x10;
+pub(super) const MUL: u8 = 0x20;
+pub(super) const AND: u8 = 0x50;
+pub(super) const LSH: u8 = 0x60;
+pub(super) const RSH: u8 = 0x70;
+pub(super) const MOV: u8 = 0xb0;
+pub(super) const JA: u8 = 0x00;
+pub(super) const JEQ: u8 = 0x10;
+pub(super) const JGT: u8 = 0x20;
+pub(super) const JGE: u8 = 0x30;
+pub(super) const JSET: u8 = 0x40;
+pub(super) const JNE: u8 = 0x50;
+pub(super) const JSLT: u8 = 0xc0;
+pub(super) const CALL: u8 = 0x80;
+pub(super) const EXIT: u8 = 0x90;
+
+// Helpers (`enum bpf_func_id`).
+pub(super) const LOOKUP: i32 = 1;
+pub(super) const UPDATE: i32 = 2;
+pub(super) const DELETE: i32 = 3;
+pub(super) const KTIME: i32 = 5;
+pub(super) const PID_TGID: i32 = 14;
+pub(super) const COMM: i32 = 16;
+pub(super) const CGROUP_ID: i32 = 80;
+
+pub(super) const CLONE_THREAD: i32 = 0x10000;
+pub(super) const NOEXIST: i32 = 1;
+pub(super) const ANY: i32 = 0;
+
+/// A jump target.
+#[derive(Clone, Copy)]
+pub(super) struct Label(usize);
+
+/// A program under construction, its jumps patched when it is finished.
+pub(super) struct Prog {
+    pub(super) insns: Vec<Insn>,
+    pub(super) labels: Vec<Option<usize>>,
+    pub(super) jumps: Vec<(usize, Label)>,
+    pub(super) maps: Maps,
+    pub(super) scope: Scope,
+    pub(super) exit: Label,
+}
+
+/// The maps' descriptors, for the programs' loads.
+#[derive(Clone, Copy)]
+pub(super) struct Maps {
+    pub(super) tasks: i32,
+    pub(super) ptrs: i32,
+    pub(super) newborn: i32,
+    pub(super) glob: i32,
+    pub(super) calls: i32,
+}
+
+impl Prog {
+    pub(super) fn new(maps: Maps, scope: Scope) -> Prog {
+        let mut p = Prog {
+            insns: Vec::new(),
+            labels: Vec::new(),
+            jumps: Vec::new(),
+            maps,
+            scope,
+            exit: Label(0),
+        };
+        p.exit = p.label();
+        // r6 keeps the tracepoint's arguments for the whole program.
+        p.mov(6, 1);
+        p
+    }
+    pub(super) fn label(&mut self) -> Label {
+        self.labels.push(None);
+        Label(self.labels.len() - 1)
+    }
+    pub(super) fn bind(&mut self, l: Label) {
+        self.labels[l.0] = Some(self.insns.len());
+    }
+    pub(super) fn op(&mut self, code: u8, dst: u8, src: u8, off: i16, imm: i32) {
+        self.insns.push(Insn::new(code, dst, src, off, imm));
+    }
+    pub(super) fn mov(&mut self, dst: u8, src: u8) {
+        self.op(ALU64 | MOV | X, dst, src, 0, 0);
+    }
+    pub(super) fn movi(&mut self, dst: u8, imm: i32) {
+        self.op(ALU64 | MOV, dst, 0, 0, imm);
+    }
+    pub(super) fn alu(&mut self, op: u8, dst: u8, src: u8) {
+        self.op(ALU64 | op | X, dst, src, 0, 0);
+    }
+    pub(super) fn alui(&mut self, op: u8, dst: u8, imm: i32) {
+        self.op(ALU64 | op, dst, 0, 0, imm);
+    }
+    pub(super) fn ld(&mut self, dst: u8, base: u8, off: i16) {
+        self.op(LDX | MEM | DW, dst, base, off, 0);
+    }
+    pub(super) fn st(&mut self, base: u8, off: i16, src: u8) {
+        self.op(STX | MEM | DW, base, src, off, 0);
+    }
+    pub(super) fn sti(&mut self, base: u8, off: i16, imm: i32) {
+        self.op(ST | MEM | DW, base, 0, off, imm);
+    }
+    /// `lock *(u64 *)(base + off) += src`: a program on this CPU may run inside another.
+    pub(super) fn add(&mut self, base: u8, off: i16, src: u8) {
+        self.op(STX | ATOMIC | DW, base, src, off, ADD as i32);
+    }
+    pub(super) fn inc(&mut self, base: u8, off: i16) {
+        self.movi(1, 1);
+        self.add(base, off, 1);
+    }
+    /// `*(u64 *)(base + off) += src` without a lock, for this CPU's own values (r1 clobbered;
+    /// `src` is not r1).
+    pub(super) fn addp(&mut self, base: u8, off: i16, src: u8) {
+        self.ld(1, base, off);
+        self.alu(ADD, 1, src);
+        self.st(base, off, 1);
+    }
+    pub(super) fn incp(&mut self, base: u8, off: i16) {
+        self.ld(1, base, off);
+        self.alui(ADD, 1, 1);
+        self.st(base, off, 1);
+    }
+    pub(super) fn ld_imm64(&mut self, dst: u8, v: u64) {
+        self.op(0x18, dst, 0, 0, v as u32 as i32);
+        self.op(0, 0, 0, 0, (v >> 32) as u32 as i32);
+    }
+    pub(super) fn ld_map(&mut self, dst: u8, fd: i32) {
+        self.op(0x18, dst, 1, 0, fd);
+        self.op(0, 0, 0, 0, 0);
+    }
+    pub(super) fn call(&mut self, helper: i32) {
+        self.op(JMP | CALL, 0, 0, 0, helper);
+    }
+    pub(super) fn jmp(&mut self, op: u8, dst: u8, imm: i32, to: Label) {
+        self.jumps.push((self.insns.len(), to));
+        self.op(JMP | op, dst, 0, 0, imm);
+    }
+    pub(super) fn jmpx(&mut self, op: u8, dst: u8, src: u8, to: Label) {
+        self.jumps.push((self.insns.len(), to));
+        self.op(JMP | op | X, dst, src, 0, 0);
+    }
+    pub(super) fn goto(&mut self, to: Label) {
+        self.jmp(JA, 0, 0, to);
+    }
+
+    /// Goes to `not` unless the current task is the program's (r1–r5, r0 clobbered).
+    pub(super) fn ours_or(&mut self, not: Label) {
+        match self.scope {
+            Scope::Cgroup(id) => {
+                self.call(CGROUP_ID);
+                self.ld_imm64(1, id);
+                self.jmpx(JNE, 0, 1, not);
+            }
+            Scope::Process(pid) => {
+                self.call(PID_TGID);
+                self.alui(RSH, 0, 32);
+                self.jmp(JNE, 0, pid as i32, not);
+            }
+        }
+    }
+
+    /// The time now into `dst`.
+    pub(super) fn now(&mut self, dst: u8) {
+        self.call(KTIME);
+        self.mov(dst, 0);
+    }
+
+    /// Looks up the u32 key in register `key` of map `fd`: r0 its value, or `none` taken.
+    pub(super) fn lookup_u32(&mut self, fd: i32, key: u8, none: Label) {
+        self.op(STX | MEM | W, 10, key, -4, 0);
+        self.ld_map(1, fd);
+        self.mov(2, 10);
+        self.alui(ADD, 2, -4);
+        self.call(LOOKUP);
+        self.jmp(JEQ, 0, 0, none);
+    }
+
+    /// r0 the per-CPU totals, or the program exits.
+    pub(super) fn glob(&mut self) {
+        self.movi(1, 0);
+        let exit = self.exit;
+        let fd = self.maps.glob;
+        self.lookup_u32(fd, 1, exit);
+    }
+
+    /// r7 the current task's state, made when it has none (its first event), r9 its thread;
+    /// the program exits when the hash is full (counted).
+    pub(super) fn task(&mut self) {
+        self.call(PID_TGID);
+        self.mov(9, 0);
+        self.alui(LSH, 9, 32);
+        self.alui(RSH, 9, 32);
+        let absent = self.label();
+        let fd = self.maps.tasks;
+        // The key stays at fp-4 for the insertion below.
+        self.lookup_u32(fd, 9, absent);
+        let found = self.label();
+        self.goto(found);
+        self.bind(absent);
+        let base: i16 = -(TASK_BYTES as i16) - 8;
+        for i in 0..(TASK_BYTES / 8) as i16 {
+            self.sti(10, base + 8 * i, 0);
+        }
+        self.call(PID_TGID);
+        self.st(10, base + T_TID, 0);
+        // New since it last came in on this CPU: it began when it was woken new, and waited
+        // until then; else its first event finds it on a CPU.
+        self.glob();
+        self.mov(7, 0);
+        let no_pending = self.label();
+        let began = self.label();
+        self.ld(1, 7, G_PEND_IN);
+        self.jmp(JEQ, 1, 0, no_pending);
+        self.st(10, base + T_IN, 1);
+        self.ld(1, 7, G_PEND_WOKEN);
+        self.st(10, base + T_FIRST, 1);
+        self.ld(1, 7, G_PEND_WAIT);
+        self.st(10, base + T_WAIT, 1);
+        self.sti(7, G_PEND_IN, 0);
+        self.goto(began);
+        self.bind(no_pending);
+        self.call(KTIME);
+        self.st(10, base + T_FIRST, 0);
+        self.st(10, base + T_IN, 0);
+        self.bind(began);
+        // Whose running sums this CPU holds, if the task is left on it at the end.
+        self.st(7, G_ACC_TID, 9);
+        self.op(STX | MEM | W, 10, 9, -4, 0);
+        self.mov(1, 10);
+        self.alui(ADD, 1, i32::from(base + T_COMM));
+        self.movi(2, 16);
+        self.call(COMM);
+        self.ld_map(1, fd);
+        self.mov(2, 10);
+        self.alui(ADD, 2, -4);
+        self.mov(3, 10);
+        self.alui(ADD, 3, i32::from(base));
+        self.movi(4, NOEXIST);
+        self.call(UPDATE);
+        let looked = self.label();
+        self.jmp(JEQ, 0, 0, looked);
+        self.glob();
+        self.inc(0, G_MISSED);
+        let exit = self.exit;
+        self.goto(exit);
+        self.bind(looked);
+        self.ld_map(1, fd);
+        self.mov(2, 10);
+        self.alui(ADD, 2, -4);
+        self.call(LOOKUP);
+        self.jmp(JEQ, 0, 0, exit);
+        self.bind(found);
+        self.mov(7, 0);
+    }
+
+    /// r7 the state of the task whose `task_struct` pointer is in `ptr`, or `none` taken when
+    /// it is not the program's (or never switched out).
+    pub(super) fn task_of(&mut self, ptr: u8, none: Label) {
+        self.op(STX | MEM | DW, 10, ptr, -16, 0);
+        self.ld_map(1, self.maps.ptrs);
+        self.mov(2, 10);
+        self.alui(ADD, 2, -16);
+        self.call(LOOKUP);
+        self.jmp(JEQ, 0, 0, none);
+        self.op(LDX | MEM | W, 1, 0, 0, 0);
+        let fd = self.maps.tasks;
+        self.lookup_u32(fd, 1, none);
+        self.mov(7, 0);
+    }
+
+    /// `dst`, a time now, becomes the time on a CPU of the system call in progress on this CPU
+    /// (`glob` its totals): since it came in, less the interrupts since, never below zero (an
+    /// edge read between two programs' updates), plus its time before (r1 and r3 clobbered).
+    pub(super) fn call_time(&mut self, dst: u8, glob: u8) {
+        self.ld(1, glob, G_CUR_ENTER);
+        self.alu(SUB, dst, 1);
+        self.ld(1, glob, G_IRQ_ALL);
+        self.ld(3, glob, G_CUR_IRQ);
+        self.alu(SUB, 1, 3);
+        let floor = self.label();
+        let part = self.label();
+        self.jmpx(JGE, 1, dst, floor);
+        self.alu(SUB, dst, 1);
+        self.goto(part);
+        self.bind(floor);
+        self.movi(dst, 0);
+        self.bind(part);
+        self.ld(1, glob, G_CUR_PART);
+        self.alu(ADD, dst, 1);
+    }
+
+    /// `dst` = the bucket of the time in `v` (four per power of two, at most BUCKETS − 1);
+    /// r1–r3 clobbered, `v` kept.
+    pub(super) fn bucket(&mut self, dst: u8, v: u8) {
+        // r1 = v, r2 = floor(log2 v) by halving.
+        self.mov(1, v);
+        self.movi(2, 0);
+        for s in [32, 16, 8, 4, 2, 1] {
+            let skip = self.label();
+            self.mov(3, 1);
+            self.alui(RSH, 3, s);
+            self.jmp(JEQ, 3, 0, skip);
+            self.mov(1, 3);
+            self.alui(ADD, 2, s);
+            self.bind(skip);
+        }
+        let small = self.label();
+        let done = self.label();
+        self.jmp(JGT, 2, 1, small);
+        // Below 4: the value itself.
+        self.mov(dst, v);
+        self.goto(done);
+        self.bind(small);
+        self.mov(1, v);
+        self.mov(3, 2);
+        self.alui(SUB, 3, 2);
+        self.alu(RSH, 1, 3);
+        self.alui(AND, 1, 3);
+        self.mov(dst, 2);
+        self.alui(MUL, dst, 4);
+        self.alu(ADD, dst, 1);
+        self.bind(done);
+        let ok = self.label();
+        self.jmp(JGT, dst, BUCKETS as i32 - 1, ok);
+        let end = self.label();
+        self.goto(end);
+        self.bind(ok);
+        self.movi(dst, BUCKETS as i32 - 1);
+        self.bind(end);
+    }
+
+    /// Ends the program: `return 0`, the jumps patched.
+    pub(super) fn finish(mut self) -> Vec<Insn> {
+        let exit = self.exit;
+        self.bind(exit);
+        self.movi(0, 0);
+        self.op(JMP | EXIT, 0, 0, 0, 0);
+        let mut insns = self.insns;
+        for (at, l) in self.jumps {
+            let to = self.labels[l.0].expect("every label bound");
+            let off = (to as i64 - at as i64 - 1) as i16;
+            let i = insns[at].word();
+            insns[at] = Insn::from_word((i & !0xffff_0000) | u64::from(off as u16) << 16);
+        }
+        insns
+    }
+}
