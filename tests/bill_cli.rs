@@ -5,7 +5,7 @@
 mod common;
 
 use common::{is_root, oscost, oscost_std};
-use oscost_model::bill::{read_bill, Bill, Ending};
+use oscost_model::bill::{Bill, Ending};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::OnceLock;
@@ -27,6 +27,16 @@ fn workload() -> &'static PathBuf {
         assert!(ok.success(), "cc {src}");
         bin
     })
+}
+
+/// The bill of an `oscost bill --json` document.
+fn read_bill(text: &str) -> Result<Bill, String> {
+    let doc = oscost_model::read(text).map_err(|e| e.to_string())?;
+    assert!(
+        doc.experiments.is_empty(),
+        "a bill's run has no experiments"
+    );
+    doc.bill.ok_or_else(|| "no bill in the document".into())
 }
 
 /// Bills `bill_work MODE N` with the independent count on; the bill document.
@@ -160,6 +170,69 @@ fn the_commands_status_is_oscosts_and_the_bill_goes_to_stderr() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(128 + 15));
+}
+
+#[test]
+fn a_bill_is_kept_in_the_history_and_shown_and_reported_from_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("h.db");
+    let html = dir.path().join("b.html");
+    let out = oscost()
+        .args(["bill", "--history"])
+        .arg(&history)
+        .arg("--report")
+        .arg(&html)
+        .args(["--", "sh", "-c", "exit 0"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("saved as run "), "{err}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("The bill of sh -c exit 0"),
+        "bill table on the page"
+    );
+    assert!(page.contains("Where the program") && page.contains("task time"));
+
+    let shown = oscost()
+        .args(["history", "show", "latest", "--history"])
+        .arg(&history)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        shown.status.success(),
+        "{}",
+        String::from_utf8_lossy(&shown.stderr)
+    );
+    assert!(
+        text.contains("bill of sh -c exit 0") && text.contains("residual"),
+        "{text}"
+    );
+
+    let reported = oscost()
+        .args(["report", "latest", "-o"])
+        .arg(dir.path().join("r.html"))
+        .args(["--history"])
+        .arg(&history)
+        .output()
+        .unwrap();
+    assert!(
+        reported.status.success(),
+        "{}",
+        String::from_utf8_lossy(&reported.stderr)
+    );
+    let page = std::fs::read_to_string(dir.path().join("r.html")).unwrap();
+    assert!(page.contains("The bill of sh -c exit 0"));
+
+    // --no-save keeps nothing.
+    let out = oscost()
+        .args(["bill", "--no-save", "--", "true"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("saved as run"));
 }
 
 #[test]

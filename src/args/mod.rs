@@ -270,7 +270,7 @@ pub struct BillArgs {
 
 const BILL_HELP: &str = "Examples:
   oscost bill -- gzip -9 -k big.tar        bill a command (its exit status is oscost's)
-  oscost bill --json b.json -- make -j2    and keep the bill as data (schema oscost-bill/1)
+  oscost bill --json b.json -- make -j2    and keep it as data (an oscost/2 document)
   oscost bill --count-only -- ./server     the cheaper probe: counts, no time per call
   oscost bill --pid 4242 --for 10s         a running process, for ten seconds
 

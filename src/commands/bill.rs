@@ -5,36 +5,43 @@
 use crate::args::BillArgs;
 use crate::config::{Config, Sink};
 use crate::inputs::{names_a_file, read_result_file};
+use crate::run_id::short_id;
 use oscost_measure::bill::{BillError, Control, Subject};
+use oscost_model::ResultDoc;
 use oscost_report::bill::PriceBook;
 use oscost_sys::bill::Depth;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::SystemTime;
 
 /// The experiments whose runs hold prices.
 const PRICED_BY: [&str; 3] = ["syscall", "fault", "switch"];
 
 /// Runs the bill and returns the command's exit status as oscost's own.
 pub fn run(args: BillArgs, cfg: &Config) -> anyhow::Result<ExitCode> {
-    if matches!(cfg.json, Some(Sink::Stdout)) && args.pid.is_none() {
+    // A command's own stdout is its own: no document goes there beside it.
+    let to_stdout = [("--json", &cfg.json), ("--report", &cfg.report)]
+        .into_iter()
+        .find(|(_, s)| matches!(s, Some(Sink::Stdout)));
+    if let (Some((flag, _)), None) = (to_stdout, args.pid) {
         anyhow::bail!(
-            "bill does not write --json to stdout: the command's own output goes there (give \
-             --json a file)"
+            "bill does not write {flag} to stdout: the command's own output goes there (give \
+             {flag} a file)"
         );
     }
     if args.for_.is_some() && args.pid.is_none() {
         anyhow::bail!("--for goes with --pid (a command is billed until it ends)");
     }
+    // --json and --report were checked when the options were read.
     if let Some(p) = &args.output {
         oscost_report::output::check_writable(p)?;
     }
-    if let Some(Sink::File(p)) = &cfg.json {
-        oscost_report::output::check_writable(p)?;
-    }
-    // Prices first: a bad --prices is refused before the command runs.
+    // Prices first: a bad --prices is refused before the command runs; so is a --history
+    // that cannot take the bill.
     let (book, from) = prices(args.prices.as_deref(), cfg)?;
+    let saving = crate::commands::measure::saving(cfg)?;
     let subject = match args.pid {
         Some(pid) => Subject::Process(pid, args.for_),
         None => Subject::Command(args.command.clone()),
@@ -46,6 +53,7 @@ pub fn run(args: BillArgs, cfg: &Config) -> anyhow::Result<ExitCode> {
     };
     let control = Arc::new(Control::default());
     let interrupted = forward_signals(&control, args.pid.is_some())?;
+    let started = std::time::SystemTime::now();
     let mut bill = match oscost_measure::bill::run(&subject, depth, args.verify, &control) {
         Ok(b) => b,
         Err(BillError::NotStarted { message, exit }) => {
@@ -59,19 +67,6 @@ pub fn run(args: BillArgs, cfg: &Config) -> anyhow::Result<ExitCode> {
         Err(e) => return Err(e.into()),
     };
     oscost_report::bill::assemble(&mut bill, book.as_ref(), from);
-    if let Some(Sink::File(p)) = &cfg.json {
-        oscost_report::output::write_atomic(p, &(serde_json::to_string_pretty(&bill)? + "\n"))?;
-    } else if let Some(Sink::Stdout) = &cfg.json {
-        crate::stdout::print_stdout(&(serde_json::to_string_pretty(&bill)? + "\n"))?;
-    }
-    let width = oscost_report::export::terminal::layout_width(args.output.is_none())
-        .map_or(80, |w| usize::from(w).min(100));
-    let text = oscost_report::bill::render(&bill, width);
-    match &args.output {
-        Some(p) => oscost_report::output::write_atomic(p, &text)?,
-        None if !cfg.quiet => eprint!("\n{text}"),
-        None => {}
-    }
     let code = match bill.ending {
         oscost_model::bill::Ending::Exited(c) => ExitCode::from(c as u8),
         // As a shell says it: 128 + the signal.
@@ -79,7 +74,57 @@ pub fn run(args: BillArgs, cfg: &Config) -> anyhow::Result<ExitCode> {
         _ if interrupted.load(Ordering::SeqCst) => ExitCode::from(130),
         _ => ExitCode::SUCCESS,
     };
+    let doc = document(cfg, bill, started);
+    write_files(&doc, cfg)?;
+    let width = oscost_report::export::terminal::layout_width(args.output.is_none())
+        .map_or(80, |w| usize::from(w).min(100));
+    let bill = doc.bill.as_ref().expect("a bill's document holds it");
+    let text = oscost_report::bill::render(bill, width);
+    match &args.output {
+        Some(p) => oscost_report::output::write_atomic(p, &text)?,
+        None if !cfg.quiet => eprint!("\n{text}"),
+        None => {}
+    }
+    if crate::session::save(saving, &doc, cfg)? && !cfg.quiet {
+        let short = short_id(&cfg.run_id);
+        eprintln!("saved as run {short} (oscost history show {short}, oscost report {short})");
+    }
     Ok(code)
+}
+
+/// The bill as a result document: this machine's description, the run's id and start, no
+/// experiments. The clock is calibrated briefly, after the program ran: a bill times nothing
+/// with it, and the environment only describes it.
+fn document(cfg: &Config, bill: oscost_model::bill::Bill, started: SystemTime) -> ResultDoc {
+    let cpus = oscost_sys::affinity().unwrap_or_else(|_| oscost_measure::cpuset::online());
+    let clock = oscost_measure::Clock::detect_with(std::time::Duration::from_millis(10));
+    ResultDoc {
+        schema: oscost_model::SCHEMA.into(),
+        run_id: Some(cfg.run_id.clone()),
+        started_at: Some(humantime::format_rfc3339_seconds(started).to_string()),
+        environment: crate::machine::environment(cfg, &clock, &cpus),
+        experiments: Vec::new(),
+        bill: Some(bill),
+    }
+}
+
+/// `--json` and `--report`, each written whole or not at all.
+fn write_files(doc: &ResultDoc, cfg: &Config) -> anyhow::Result<()> {
+    let json = serde_json::to_string_pretty(doc)? + "\n";
+    match &cfg.json {
+        Some(Sink::File(p)) => oscost_report::output::write_atomic(p, &json)?,
+        Some(Sink::Stdout) => crate::stdout::print_stdout(&json)?,
+        None => {}
+    }
+    if let Some(sink) = &cfg.report {
+        let label = short_id(&cfg.run_id).to_owned();
+        let html = oscost_report::export::html::report(&[(label, doc)])?;
+        match sink {
+            Sink::File(p) => oscost_report::output::write_atomic(p, &html)?,
+            Sink::Stdout => crate::stdout::print_stdout(&html)?,
+        }
+    }
+    Ok(())
 }
 
 /// Forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT to the command while it runs (a terminal's

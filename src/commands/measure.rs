@@ -65,7 +65,7 @@ pub fn run(
 
 /// Where the run is saved: opened before anything is measured, so a --history that cannot
 /// take the run fails now.
-fn saving(cfg: &Config) -> anyhow::Result<session::Saving> {
+pub(crate) fn saving(cfg: &Config) -> anyhow::Result<session::Saving> {
     Ok(if cfg.no_save {
         session::Saving::Off
     } else if let Some(location) = cfg.named_history()? {

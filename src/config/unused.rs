@@ -48,7 +48,7 @@ pub fn unused_options(command: Option<&Command>, g: &GlobalOpts) -> Option<Strin
             &["--json", "--csv", "--markdown", "--history", "--report"],
         ),
         Some(Command::Report { .. }) => ("report", &["--history"]),
-        Some(Command::Bill(_)) => ("bill", &["--json", "--history"]),
+        Some(Command::Bill(_)) => ("bill", &["--json", "--report", "--history"]),
         // It prints one screen; it writes no file.
         Some(Command::Datasheet { .. }) => ("datasheet", &["--history"]),
         _ => return None,
@@ -71,7 +71,7 @@ pub fn unused_options(command: Option<&Command>, g: &GlobalOpts) -> Option<Strin
         ("--history", g.history.is_some()),
         ("--host-name", g.host_name.is_some()),
         ("--runner", g.runner.is_some()),
-        // --no-save is not listed: these commands save nothing, so it holds whatever they are.
+        // --no-save is not listed: bill honours it, the others save nothing.
     ];
     let unused: Vec<&str> = given
         .iter()

@@ -6,7 +6,7 @@ mod save;
 mod show;
 
 pub use child::remove_earlier_leftovers;
-pub use save::Saving;
+pub use save::{save, Saving};
 
 use crate::config::{Config, Sink};
 use crate::progress::Bar;
@@ -158,6 +158,7 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs], saving: Saving) -> anyh
         started_at: Some(humantime::format_rfc3339_seconds(started).to_string()),
         environment: env.clone(),
         experiments: Vec::new(),
+        bill: None,
     };
     for (index, e) in experiments.iter().enumerate() {
         if reader_gone() {

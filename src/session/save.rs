@@ -24,7 +24,7 @@ pub enum Saving {
 
 /// Saves a finished run as `saving` says; says why not when it could not. Returns whether
 /// the run is in the history.
-pub(super) fn save(saving: Saving, doc: &ResultDoc, cfg: &Config) -> anyhow::Result<bool> {
+pub fn save(saving: Saving, doc: &ResultDoc, cfg: &Config) -> anyhow::Result<bool> {
     let why = match saving {
         Saving::Off => return Ok(false),
         Saving::Unavailable(why) => why,
@@ -33,8 +33,12 @@ pub(super) fn save(saving: Saving, doc: &ResultDoc, cfg: &Config) -> anyhow::Res
             explicit,
         } => match history.save(doc).map_err(|e| located(&history, e)) {
             Ok(_) => {
-                // The change since the last comparable run, as criterion prints it.
-                if let (false, Ok(Some(prev))) = (cfg.quiet, history.last_comparable(doc)) {
+                // The change since the last comparable run, as criterion prints it (a bill
+                // has no figures to hold against another run's).
+                let figures = !doc.experiments.is_empty();
+                if let (true, Ok(Some(prev))) =
+                    (figures && !cfg.quiet, history.last_comparable(doc))
+                {
                     let label = prev
                         .run_id
                         .as_deref()

@@ -6,7 +6,7 @@
 use crate::sysctl::{self, CgroupRecord, Holder};
 use oscost_model::bill::{
     Bill, BillCheck, CallLine, Ending, Events, FaultCounts, Interrupt, Mechanism, ProbeCost, Sched,
-    Target, TaskLine, Usage, BILL_SCHEMA,
+    Target, TaskLine, Usage,
 };
 use oscost_stats::median;
 use oscost_sys::bill::{self as probe, Depth, Probe, Scope, Totals};
@@ -292,9 +292,6 @@ pub fn run(
     control: &Control,
 ) -> Result<Bill, BillError> {
     let setup_start = now_ns();
-    let started_unix_s = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
     let mut notes = Vec::new();
     let mut leader_sched = None;
     let (target, counted, usage, ending, start, end, cgroup) = match subject {
@@ -484,16 +481,7 @@ pub fn run(
         max_rss_kib: u.max_rss_kib,
     });
     let mut bill = Bill {
-        schema: BILL_SCHEMA.into(),
-        oscost_version: env!("CARGO_PKG_VERSION").into(),
-        hostname: fs::read_to_string("/proc/sys/kernel/hostname")
-            .map(|h| h.trim().to_owned())
-            .unwrap_or_default(),
-        kernel: fs::read_to_string("/proc/sys/kernel/osrelease")
-            .map(|h| h.trim().to_owned())
-            .unwrap_or_default(),
         target,
-        started_unix_s,
         wall_ns: end.saturating_sub(start),
         ending,
         mechanism,

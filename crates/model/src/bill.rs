@@ -1,11 +1,9 @@
 //! The bill: what the OS cost one program, counted in the kernel while it ran, each part of
 //! its time with its count, its measured time and, where a datasheet has one, its price.
-//! Schema [`BILL_SCHEMA`], a document of its own beside `oscost/2` results.
+//! It travels in an `oscost/2` result document (its `bill` field), whose environment names
+//! the machine and whose `started_at` says when billing began.
 
 use serde::{Deserialize, Serialize};
-
-/// The schema of a bill document.
-pub const BILL_SCHEMA: &str = "oscost-bill/1";
 
 /// What was billed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -287,18 +285,8 @@ pub struct BillCheck {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Bill {
-    /// [`BILL_SCHEMA`].
-    pub schema: String,
-    /// The oscost that made it.
-    pub oscost_version: String,
-    /// The host it ran on and its kernel.
-    pub hostname: String,
-    /// See `hostname`.
-    pub kernel: String,
     /// What was billed.
     pub target: Target,
-    /// When billing started, seconds since the epoch.
-    pub started_unix_s: u64,
     /// From start to end as oscost saw it, ns.
     pub wall_ns: u64,
     /// How it ended.
@@ -337,17 +325,4 @@ pub struct Bill {
     pub checks: Vec<BillCheck>,
     /// What the reader should know (a refusal, a missed count, an indirect cost).
     pub notes: Vec<String>,
-}
-
-/// Reads a bill document, refusing another schema by name.
-pub fn read_bill(text: &str) -> Result<Bill, String> {
-    let v: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| format!("not a JSON document ({e})"))?;
-    match v.get("schema").and_then(|s| s.as_str()) {
-        Some(BILL_SCHEMA) => {
-            serde_json::from_value(v).map_err(|e| format!("not a valid bill: {e}"))
-        }
-        Some(other) => Err(format!("schema {other}, not a bill ({BILL_SCHEMA})")),
-        None => Err(format!("no schema field (a bill says {BILL_SCHEMA})")),
-    }
 }

@@ -270,6 +270,9 @@ pub struct ResultDoc {
     pub environment: Environment,
     /// Results, in the order the experiments ran.
     pub experiments: Vec<ExperimentResult>,
+    /// What the OS cost one program (`oscost bill`); a bill's run has no experiments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bill: Option<crate::bill::Bill>,
 }
 
 /// The results of one experiment.
@@ -459,6 +462,7 @@ mod tests {
             started_at: Some("2026-11-23T03:13:14Z".into()),
             environment: crate::example::environment(),
             experiments: Vec::new(),
+            bill: None,
         };
         assert_eq!(check_identity(&ok), Ok(()));
         for (id, t) in [
@@ -558,6 +562,7 @@ mod tests {
             started_at: Some("2026-11-23T03:13:14Z".into()),
             environment: crate::example::environment(),
             experiments: Vec::new(),
+            bill: None,
         };
         let text = serde_json::to_string(&doc).unwrap();
         assert_eq!(

@@ -142,6 +142,7 @@ pub fn assemble(bill: &mut Bill, book: Option<&PriceBook>, prices_from: Option<S
     }
     let total = bill.task_time_ns as f64;
     let mut parts = Vec::new();
+    let timed = bill.mechanism.depth == "time" && bill.mechanism.name == "bpf";
     let part = |name: &str, level: u8, count: Option<u64>, ns: f64| Part {
         name: name.to_owned(),
         level,
@@ -151,7 +152,6 @@ pub fn assemble(bill: &mut Bill, book: Option<&PriceBook>, prices_from: Option<S
         priced_ns: None,
         price: None,
     };
-    let timed = bill.mechanism.depth == "time" && bill.mechanism.name == "bpf";
     let calls_ns: f64 = bill.calls.iter().filter_map(|c| c.time_ns).sum::<u64>() as f64;
     let irq_ns: f64 = bill.interrupts.iter().map(|i| i.time_ns).sum::<u64>() as f64;
     let probe_ns = bill.probe_cost.as_ref().map_or(0.0, |p| p.total_ns);
@@ -162,8 +162,13 @@ pub fn assemble(bill: &mut Bill, book: Option<&PriceBook>, prices_from: Option<S
     let (user, kernel) = match (&bill.usage, &sched) {
         (Some(u), Some(s)) if u.user_ns + u.system_ns > 0 => {
             let on = s.oncpu_ns as f64;
-            let user = on * u.user_ns as f64 / (u.user_ns + u.system_ns) as f64;
-            (user, on - user)
+            let sampled = on * u.system_ns as f64 / (u.user_ns + u.system_ns) as f64;
+            // The kernel splits user from system time by where its ticks landed: over a
+            // short run that can put less in the kernel than the probe timed there, which is
+            // then the better figure.
+            let timed_kernel = if timed { calls_ns } else { 0.0 } + irq_ns + probe_ns;
+            let kernel = sampled.max(timed_kernel.min(on));
+            (on - kernel, kernel)
         }
         (Some(u), _) => (u.user_ns as f64, u.system_ns as f64),
         (None, Some(s)) => {
@@ -368,14 +373,118 @@ fn cut(s: &str, n: usize) -> String {
     }
 }
 
+/// What was billed, in a few words: the command line, or the process and its name.
+pub fn subject(bill: &Bill) -> String {
+    match &bill.target {
+        Target::Command { argv } => argv.join(" "),
+        Target::Process { pid, comm } => format!("process {pid} ({comm})"),
+    }
+}
+
+/// The bill as tables for a page: its parts beside their prices, its tasks (when several)
+/// and its checks; what `render` prints, cell by cell.
+pub fn views(bill: &Bill) -> Vec<crate::views::View> {
+    use crate::views::View;
+    let total = bill.task_time_ns as f64;
+    let mut rows: Vec<Vec<String>> = bill
+        .parts
+        .iter()
+        .map(|p| {
+            let indent = if p.level > 0 { "· " } else { "" };
+            let priced = match (&p.priced_ns, &p.price) {
+                (Some(ns), Some(pr)) if pr.floor => format!("≥{} ({})", fmt_ns(*ns), pr.case),
+                (Some(ns), Some(pr)) => format!("{} ({})", fmt_ns(*ns), pr.case),
+                _ => "-".into(),
+            };
+            vec![
+                format!("{indent}{}", p.name),
+                p.count.map_or("-".into(), |c| grouped(c as f64)),
+                fmt_ns(p.time_ns),
+                format!("{:.1} %", p.share_pct),
+                priced,
+            ]
+        })
+        .collect();
+    rows.push(vec![
+        "residual (not explained)".into(),
+        "-".into(),
+        fmt_ns(bill.residual_ns),
+        format!("{:.1} %", share(bill.residual_ns, total)),
+        "-".into(),
+    ]);
+    rows.push(vec![
+        "task time".into(),
+        "-".into(),
+        fmt_ns(total),
+        "100.0 %".into(),
+        "-".into(),
+    ]);
+    let mut notes = vec![format!(
+        "{}; the parts explain {:.1} % of the task time (the tasks' lifetimes summed). Prices: {}.",
+        ending(bill.ending),
+        bill.explained_pct,
+        bill.prices_from.as_deref().unwrap_or("none")
+    )];
+    notes.extend(bill.notes.iter().cloned());
+    let mut v = vec![View {
+        title: format!("The bill of {}", subject(bill)),
+        head: ["part", "count", "time", "share", "priced (from)"]
+            .map(String::from)
+            .to_vec(),
+        rows,
+        notes,
+    }];
+    if bill.tasks.len() > 1 {
+        v.push(View {
+            title: "Its tasks".into(),
+            head: [
+                "task", "tid", "life", "on CPU", "waiting", "blocked", "faults",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows: bill
+                .tasks
+                .iter()
+                .map(|t| {
+                    vec![
+                        t.comm.clone(),
+                        t.tid.to_string(),
+                        fmt_ns(t.lifetime_ns as f64),
+                        fmt_ns(t.oncpu_ns as f64),
+                        fmt_ns(t.wait_ns as f64),
+                        fmt_ns(t.blocked_ns as f64),
+                        grouped(t.faults as f64),
+                    ]
+                })
+                .collect(),
+            notes: Vec::new(),
+        });
+    }
+    v.push(View {
+        title: "Its checks".into(),
+        head: ["check", "held", "detail"].map(String::from).to_vec(),
+        rows: bill
+            .checks
+            .iter()
+            .map(|c| {
+                let held = match c.ok {
+                    Some(true) => "✓ yes",
+                    Some(false) => "✗ no",
+                    None => "not checked",
+                };
+                vec![c.name.clone(), held.into(), c.detail.clone()]
+            })
+            .collect(),
+        notes: Vec::new(),
+    });
+    v
+}
+
 /// The bill on one screen, `width` columns (at least 72 used).
 pub fn render(bill: &Bill, width: usize) -> String {
     let width = width.max(72);
     let mut out = String::new();
-    let what = match &bill.target {
-        Target::Command { argv } => argv.join(" "),
-        Target::Process { pid, comm } => format!("process {pid} ({comm})"),
-    };
+    let what = subject(bill);
     let tasks = bill.tasks.len();
     let head = format!(
         "{}, wall {}, {} task{}",
@@ -541,9 +650,7 @@ pub fn render(bill: &Bill, width: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oscost_model::bill::{
-        CallLine, Events, FaultCounts, Mechanism, Sched, TaskLine, Usage, BILL_SCHEMA,
-    };
+    use oscost_model::bill::{CallLine, Events, FaultCounts, Mechanism, Sched, TaskLine, Usage};
 
     fn fixture() -> Bill {
         let call = |name: &str, count: u64, ns: u64| CallLine {
@@ -557,14 +664,9 @@ mod tests {
             price: None,
         };
         Bill {
-            schema: BILL_SCHEMA.into(),
-            oscost_version: "0".into(),
-            hostname: "h".into(),
-            kernel: "6".into(),
             target: Target::Command {
                 argv: vec!["prog".into(), "x".into()],
             },
-            started_unix_s: 0,
             wall_ns: 10_000_000,
             ending: Ending::Exited(0),
             mechanism: Mechanism {
@@ -714,5 +816,36 @@ mod tests {
         assemble(&mut b, None, Some("none".into()));
         assert!(b.parts.iter().all(|p| p.priced_ns.is_none()));
         assert!(render(&b, 80).contains("prices: none"));
+    }
+
+    #[test]
+    fn a_tick_sampled_split_never_puts_less_in_the_kernel_than_the_probe_timed() {
+        // Every tick of a short run landed in user mode: getrusage says 0 system time, the
+        // probe timed 4 ms of system calls.
+        let mut b = fixture();
+        let u = b.usage.as_mut().unwrap();
+        (u.user_ns, u.system_ns) = (8_000_000, 0);
+        assemble(&mut b, None, None);
+        assert_eq!(b.parts[0].time_ns, 4_000_000.0, "user CPU");
+        assert_eq!(b.parts[1].time_ns, 4_000_000.0, "kernel CPU");
+        assert!(b.parts.iter().all(|p| p.time_ns >= 0.0), "{:?}", b.parts);
+        assert!((b.explained_pct - 100.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_pages_tables_and_figures_hold_every_part() {
+        let mut b = fixture();
+        assemble(&mut b, None, None);
+        let v = views(&b);
+        assert_eq!(v[0].title, "The bill of prog x");
+        // Each part, then the residual and the task time.
+        assert_eq!(v[0].rows.len(), b.parts.len() + 2);
+        assert!(v[0].rows.iter().all(|r| r.len() == v[0].head.len()));
+        assert_eq!(v.last().unwrap().title, "Its checks");
+        let plots = crate::plot::bill::plots(&b);
+        let names: Vec<&str> = plots.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["bill.split", "bill.top"]);
+        assert!(plots[0].svg.contains("user CPU") && plots[0].svg.contains("blocked"));
+        assert!(plots[1].svg.contains("getppid") && plots[1].svg.contains("read"));
     }
 }

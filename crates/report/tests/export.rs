@@ -52,6 +52,7 @@ fn options_reach_the_formats_that_use_them() {
     let e = &doc.experiments[0];
     let alone = ResultDoc {
         experiments: vec![e.clone()],
+        bill: None,
         ..doc.clone()
     };
     let text = export::terminal::experiment(e, unit, &narrow);

@@ -330,6 +330,11 @@ pub(super) fn show(doc: &oscost_model::ResultDoc, cfg: &Config) -> String {
         s.push('\n');
         s += &terminal::experiment(e, &env.clock.tick_unit, &opts);
     }
+    if let Some(bill) = &doc.bill {
+        let width = table_width().map_or(80, |w| usize::from(w).min(100));
+        s.push('\n');
+        s += &oscost_report::bill::render(bill, width);
+    }
     s
 }
 

@@ -210,6 +210,26 @@ struct Run {
     datasheet: Vec<SheetRow>,
     /// The headline times on one axis (a run alone on its page).
     datasheet_figure: Option<Figure>,
+    /// A bill's run: what the OS cost one program.
+    bill: Option<BillSection>,
+}
+
+/// A bill on the page: its tables and its two figures.
+#[derive(Debug, Serialize)]
+struct BillSection {
+    tables: Vec<Table>,
+    figures: Vec<Figure>,
+}
+
+fn bill_section(doc: &ResultDoc) -> Option<BillSection> {
+    let bill = doc.bill.as_ref()?;
+    Some(BillSection {
+        tables: crate::bill::views(bill).into_iter().map(table).collect(),
+        figures: crate::plot::bill::plots(bill)
+            .into_iter()
+            .map(figure)
+            .collect(),
+    })
 }
 
 /// A line of the run's datasheet.
@@ -534,6 +554,7 @@ fn run(i: usize, label: &str, doc: &ResultDoc, several: bool) -> Run {
             .iter()
             .map(|e| experiment(&prefix, e, &tick_unit))
             .collect(),
+        bill: bill_section(doc),
     }
 }
 

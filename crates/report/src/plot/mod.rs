@@ -6,6 +6,7 @@
 //! the experiment's entry of the experiments table (`experiments::TABLE`). Like the views, a plot reads the
 //! model only; it never measures.
 
+pub mod bill;
 pub mod chart;
 pub mod datasheet;
 pub mod distribution;

@@ -40,5 +40,6 @@ pub(crate) fn doc(experiments: Vec<ExperimentResult>) -> ResultDoc {
         started_at: None,
         environment: oscost_model::example::environment(),
         experiments,
+        bill: None,
     }
 }
