@@ -226,6 +226,36 @@ fn a_bill_is_kept_in_the_history_and_shown_and_reported_from_it() {
     let page = std::fs::read_to_string(dir.path().join("r.html")).unwrap();
     assert!(page.contains("The bill of sh -c exit 0"));
 
+    // Named by its command in the list; refused by name where figures are wanted.
+    let listed = oscost()
+        .args(["history", "list", "--history"])
+        .arg(&history)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        text.contains("bill") && text.contains("of sh -c exit 0"),
+        "{text}"
+    );
+    for args in [
+        vec!["datasheet", "latest"],
+        vec!["compare", "latest", "latest"],
+    ] {
+        let out = oscost()
+            .args(&args)
+            .arg("--history")
+            .arg(&history)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("is the bill of sh -c exit 0"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+
     // --no-save keeps nothing.
     let out = oscost()
         .args(["bill", "--no-save", "--", "true"])

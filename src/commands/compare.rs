@@ -56,6 +56,17 @@ fn two_or_more(
         .iter()
         .map(|a| load(a, history))
         .collect::<anyhow::Result<Vec<_>>>()?;
+    for (arg, l) in inputs.iter().zip(&loaded) {
+        if let Loaded::Measured(d) = l {
+            if let Some(bill) = &d.bill {
+                anyhow::bail!(
+                    "{arg} is the bill of {}: compare sets the figures of experiments side by \
+                     side, and a bill has none (`oscost history show {arg}` prints it)",
+                    oscost_report::bill::subject(bill)
+                );
+            }
+        }
+    }
     let sources: Vec<(String, Source)> = inputs
         .iter()
         .zip(&loaded)

@@ -19,13 +19,34 @@ pub fn run(runs: &[String], cfg: &Config) -> anyhow::Result<ExitCode> {
             load_run(arg, history.as_ref())
                 .map_err(|e| anyhow::anyhow!("{arg}: no such file, and {e:#}"))?
         };
+        if let Some(bill) = &doc.bill {
+            anyhow::bail!(
+                "{arg} is the bill of {}, not a run of experiments: it has no datasheet \
+                 (`oscost history show {arg}` prints the bill)",
+                oscost_report::bill::subject(bill)
+            );
+        }
         Ok(oscost_report::datasheet::datasheet(&doc))
     };
     let text = match runs {
-        [] => sheet("latest")?.render(width),
+        [] => sheet(&newest_with_figures(cfg))?.render(width),
         [one] => sheet(one)?.render(width),
         [a, b, ..] => oscost_report::datasheet::side_by_side(&sheet(a)?, &sheet(b)?, width),
     };
     print_stdout(&text)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The newest run of the history that holds figures (a bill holds none); `latest` when the
+/// history cannot say, so that loading it gives the reason.
+fn newest_with_figures(cfg: &Config) -> String {
+    let newest = || -> Option<String> {
+        let (location, explicit) = cfg.history_location().ok()??;
+        let history = crate::store::open_read_only(&location, explicit, "").ok()?;
+        let runs = history.list().ok()?;
+        runs.into_iter()
+            .find(|r| r.billed().is_none())
+            .map(|r| r.run_id)
+    };
+    newest().unwrap_or_else(|| "latest".into())
 }

@@ -78,6 +78,24 @@ pub struct RunSummary {
     pub command_line: String,
 }
 
+impl RunSummary {
+    /// The billed command when the run is a bill (`oscost bill -- CMD`: no experiments, and
+    /// `bill` among oscost's own words, before `--`).
+    pub fn billed(&self) -> Option<&str> {
+        if !self.experiments.is_empty() {
+            return None;
+        }
+        let (own, command) = match self.command_line.split_once(" -- ") {
+            Some((own, command)) => (own, command),
+            None => (self.command_line.as_str(), ""),
+        };
+        own.split(' ')
+            .skip(1)
+            .any(|w| w == "bill")
+            .then_some(command)
+    }
+}
+
 /// The newest run of one group of runs (a host, a kernel), as a fleet comparison uses it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewestRun {

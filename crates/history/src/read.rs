@@ -94,7 +94,11 @@ impl History {
     /// The first run of each group of `select` (a group column and a run id, from `runs`) in
     /// newest-first order, and the size of each group.
     fn newest_per(&self, select: &str) -> Result<Vec<NewestRun>, HistoryError> {
-        let rows = self.query(&format!("{select} {NEWEST_FIRST}"), &[])?;
+        // A run without figures (a bill) stands for no group: there is nothing to compare.
+        let rows = self.query(
+            &format!("{select} WHERE case_count > 0 {NEWEST_FIRST}"),
+            &[],
+        )?;
         let mut at: HashMap<Option<String>, usize> = HashMap::new();
         let mut out: Vec<NewestRun> = Vec::new();
         for row in rows {

@@ -149,9 +149,13 @@ fn study_name<'a>(words: &[&'a str]) -> Option<&'a str> {
     )
 }
 
-/// What sets a run apart from a plain one, from its command line: `study qnx-tick`, `quick`.
-fn run_kind(command_line: &str) -> String {
-    let words: Vec<&str> = command_line.split(' ').collect();
+/// What sets a run apart from a plain one, from its command line: `bill`, `study qnx-tick`,
+/// `quick`.
+fn run_kind(r: &RunSummary) -> String {
+    if r.billed().is_some() {
+        return "bill".into();
+    }
+    let words: Vec<&str> = r.command_line.split(' ').collect();
     let mut kind = Vec::new();
     match study_name(&words) {
         Some("") => kind.push("study".to_owned()),
@@ -165,7 +169,7 @@ fn run_kind(command_line: &str) -> String {
 }
 
 /// The text of `oscost history list`; a host column when any run records its host, a kind
-/// column when any run was a study or a quick one.
+/// column when any run was a bill, a study or a quick one.
 pub(super) fn list(history: &History, runs: &[RunSummary], total: usize) -> String {
     if runs.is_empty() {
         return format!(
@@ -174,7 +178,7 @@ pub(super) fn list(history: &History, runs: &[RunSummary], total: usize) -> Stri
         );
     }
     let hosts = runs.iter().any(|r| r.hostname.is_some());
-    let kinds = runs.iter().any(|r| !run_kind(&r.command_line).is_empty());
+    let kinds = runs.iter().any(|r| !run_kind(r).is_empty());
     let mut rows = vec![vec![
         "run".to_owned(),
         "started (UTC)".into(),
@@ -207,7 +211,9 @@ pub(super) fn list(history: &History, runs: &[RunSummary], total: usize) -> Stri
             r.oscost_version.clone(),
             r.kernel.clone(),
             r.cpu_model.clone().unwrap_or_else(|| "-".into()),
-            if r.experiments == suite {
+            if let Some(command) = r.billed() {
+                format!("of {command}")
+            } else if r.experiments == suite {
                 format!("the suite ({})", r.case_count)
             } else {
                 format!("{} ({})", r.experiments.join(", "), r.case_count)
@@ -218,7 +224,7 @@ pub(super) fn list(history: &History, runs: &[RunSummary], total: usize) -> Stri
         }
         if kinds {
             let at = row.len() - 1;
-            row.insert(at, run_kind(&r.command_line));
+            row.insert(at, run_kind(r));
         }
         rows.push(row);
     }
@@ -416,15 +422,37 @@ pub(super) fn trend(case_id: &str, points: &[TrendPoint], total: usize) -> Strin
 #[cfg(test)]
 mod tests {
     use super::run_kind;
+    use oscost_history::RunSummary;
+
+    fn run(command_line: &str, experiments: &[&str]) -> RunSummary {
+        RunSummary {
+            run_id: "0".into(),
+            started_at: None,
+            saved_at: String::new(),
+            oscost_version: String::new(),
+            hostname: None,
+            kernel: String::new(),
+            cpu_model: None,
+            experiments: experiments.iter().map(|e| e.to_string()).collect(),
+            case_count: 0,
+            command_line: command_line.into(),
+        }
+    }
 
     #[test]
-    fn studies_and_quick_runs_are_told_from_plain_ones() {
+    fn studies_quick_runs_and_bills_are_told_from_plain_ones() {
+        let kind = |line: &str| run_kind(&run(line, &["syscall"]));
         assert_eq!(
-            run_kind("oscost study qnx-tick --quick"),
+            kind("oscost study qnx-tick --quick"),
             "study qnx-tick, quick"
         );
-        assert_eq!(run_kind("oscost --quick"), "quick");
-        assert_eq!(run_kind("oscost study --full"), "study");
-        assert_eq!(run_kind("oscost run syscall"), "");
+        assert_eq!(kind("oscost --quick"), "quick");
+        assert_eq!(kind("oscost study --full"), "study");
+        assert_eq!(kind("oscost run syscall"), "");
+        let bill = run("oscost --history h.db bill -- make bill", &[]);
+        assert_eq!(run_kind(&bill), "bill");
+        assert_eq!(bill.billed(), Some("make bill"));
+        // A program named bill is not a bill of oscost's.
+        assert_eq!(run("oscost syscall -- bill", &[]).billed(), None);
     }
 }
