@@ -265,6 +265,88 @@ fn a_bill_is_kept_in_the_history_and_shown_and_reported_from_it() {
     assert!(!String::from_utf8_lossy(&out.stderr).contains("saved as run"));
 }
 
+/// The golden result document with two of its cases renamed to datasheet prices: a file
+/// `--prices` reads.
+fn prices_file(dir: &std::path::Path, name: &str, renames: &[(&str, &str)]) -> PathBuf {
+    let golden = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/oscost-2.json");
+    let mut text = std::fs::read_to_string(golden).unwrap();
+    for (from, to) in renames {
+        text = text.replace(&format!("\"{from}\""), &format!("\"{to}\""));
+    }
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn a_saved_bill_is_shown_again_and_repriced() {
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("h.db");
+    let here = prices_file(
+        dir.path(),
+        "here.json",
+        &[
+            ("example.cost100", "syscall.enosys"),
+            ("example.cost250", "syscall.getppid"),
+        ],
+    );
+    let there = prices_file(
+        dir.path(),
+        "there.json",
+        &[("example.cost100", "syscall.enosys")],
+    );
+    let out = oscost()
+        .args(["bill", "--quiet", "--prices"])
+        .arg(&here)
+        .arg("--history")
+        .arg(&history)
+        .arg("--")
+        .arg(workload())
+        .args(["getppid", "1000"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let show = |extra: &[&std::ffi::OsStr]| {
+        let out = oscost()
+            .args(["bill", "show"])
+            .args(extra)
+            .arg("--history")
+            .arg(&history)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{err}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let again = show(&[]);
+    assert!(
+        again.contains("bill of ") && again.contains("getppid"),
+        "{again}"
+    );
+    let same = show(&["--prices".as_ref(), here.as_os_str()]);
+    assert!(
+        same.contains("re-priced") && same.contains("total"),
+        "{same}"
+    );
+    assert!(same.contains("+0.000 ns"), "{same}");
+    let other = show(&["--prices".as_ref(), there.as_os_str()]);
+    assert!(other.contains("no price there for getppid"), "{other}");
+
+    let refused = oscost()
+        .args(["bill", "show", "--prices"])
+        .arg(&here)
+        .arg(&here)
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("is a run of experiments, not a bill"), "{err}");
+}
+
 #[test]
 fn a_missing_command_is_said_as_a_shell_says_it() {
     let out = oscost()

@@ -238,7 +238,11 @@ pub enum Command {
 
 /// The arguments of `oscost bill`.
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct BillArgs {
+    /// A bill already made
+    #[command(subcommand)]
+    pub saved: Option<BillCommand>,
     /// Attach to this running process (its threads) instead of starting a command; billing
     /// ends when it exits, at Ctrl-C (which it does not receive), or after --for
     #[arg(long, value_name = "PID", conflicts_with = "command")]
@@ -268,11 +272,42 @@ pub struct BillArgs {
     pub command: Vec<std::ffi::OsString>,
 }
 
+/// What `oscost bill` does with a bill already made.
+#[derive(Debug, Subcommand)]
+pub enum BillCommand {
+    /// Print a saved bill again; with --prices, its counts re-priced with another run's
+    /// datasheet (another machine, setting or day): each operation's price here and there,
+    /// the difference with its 95 % interval, and the total
+    #[command(after_help = BILL_SHOW_HELP)]
+    Show {
+        /// The bill: a run of the history (an id, `latest`) or a file `oscost bill --json`
+        /// wrote [default: the history's newest bill]
+        #[arg(value_name = "BILL")]
+        bill: Option<String>,
+        /// Re-price it with this run of the history or result file
+        #[arg(long, value_name = "RUN|FILE")]
+        prices: Option<String>,
+    },
+}
+
+const BILL_SHOW_HELP: &str = "Examples:
+  oscost bill show                          the newest bill of the history, again
+  oscost bill show 3f1c2b9e --prices other.json
+                                            its counts at another machine's prices
+
+Re-pricing keeps the counts and changes only what they would cost: a line per operation (each
+system call, each kind of page fault, switches), priced here (the prices the bill was made
+with) and there, their difference with a 95 % interval (the two prices' intervals combined as
+independent), and the total over the lines both sides price. Lines only one side prices are
+named and left out of the total. It predicts from the datasheets' warm loops: what a program
+pays beyond them (cold caches, contention) is in the measured bill, not in a price.";
+
 const BILL_HELP: &str = "Examples:
   oscost bill -- gzip -9 -k big.tar        bill a command (its exit status is oscost's)
   oscost bill --json b.json -- make -j2    and keep it as data (an oscost/2 document)
   oscost bill --count-only -- ./server     the cheaper probe: counts, no time per call
   oscost bill --pid 4242 --for 10s         a running process, for ten seconds
+  oscost bill show latest --prices B.json  the newest bill re-priced with another datasheet
 
 The bill goes to stderr (or --output), so the command's own output is untouched. Each line is
 a part of the program's time: user CPU, kernel CPU (system calls by name, interrupts, page

@@ -2,7 +2,7 @@
 //! through the measuring layer, prices the bill with the newest datasheet figures the history
 //! holds, and prints it to stderr (the command's own output stays its own).
 
-use crate::args::BillArgs;
+use crate::args::{BillArgs, BillCommand};
 use crate::config::{Config, Sink};
 use crate::inputs::{names_a_file, read_result_file};
 use crate::run_id::short_id;
@@ -21,6 +21,13 @@ const PRICED_BY: [&str; 3] = ["syscall", "fault", "switch"];
 
 /// Runs the bill and returns the command's exit status as oscost's own.
 pub fn run(args: BillArgs, cfg: &Config) -> anyhow::Result<ExitCode> {
+    if let Some(BillCommand::Show { bill, prices }) = &args.saved {
+        let bill = match bill {
+            Some(b) => b.clone(),
+            None => newest_bill(cfg)?,
+        };
+        return show(&bill, prices.as_deref(), cfg);
+    }
     // A command's own stdout is its own: no document goes there beside it.
     let to_stdout = [("--json", &cfg.json), ("--report", &cfg.report)]
         .into_iter()
@@ -90,6 +97,79 @@ pub fn run(args: BillArgs, cfg: &Config) -> anyhow::Result<ExitCode> {
         eprintln!("saved as run {short} (oscost history show {short}, oscost report {short})");
     }
     Ok(code)
+}
+
+/// The id of the history's newest bill.
+fn newest_bill(cfg: &Config) -> anyhow::Result<String> {
+    let none = "no bill in the history (`oscost bill -- CMD` makes one)";
+    let Some((location, explicit)) = cfg.history_location()? else {
+        anyhow::bail!("{none}");
+    };
+    if let oscost_history::Location::File(p) = &location {
+        if !p.exists() {
+            anyhow::bail!("{none}");
+        }
+    }
+    let history = crate::store::open_read_only(&location, explicit, "")?;
+    history
+        .list()?
+        .into_iter()
+        .find(|r| r.billed().is_some())
+        .map(|r| r.run_id)
+        .ok_or_else(|| anyhow::anyhow!("{none}"))
+}
+
+/// `oscost bill show BILL [--prices RUN|FILE]`: a saved bill on stdout, as it was made or
+/// with its counts re-priced.
+fn show(arg: &str, prices_arg: Option<&str>, cfg: &Config) -> anyhow::Result<ExitCode> {
+    let doc = if names_a_file(arg) {
+        read_result_file(Path::new(arg))?
+    } else {
+        let history = cfg.history_location()?;
+        crate::inputs::load_run(arg, history.as_ref())
+            .map_err(|e| anyhow::anyhow!("{arg}: no such file, and {e:#}"))?
+    };
+    let Some(bill) = &doc.bill else {
+        anyhow::bail!(
+            "{arg} is a run of experiments, not a bill (`oscost history list` marks bills; \
+             `oscost bill -- CMD` makes one)"
+        );
+    };
+    let width = oscost_report::export::terminal::layout_width(false)
+        .map_or(80, |w| usize::from(w).min(100));
+    let Some(given) = prices_arg else {
+        crate::stdout::print_stdout(&oscost_report::bill::render(bill, width))?;
+        return Ok(ExitCode::SUCCESS);
+    };
+    if bill.prices.is_empty() {
+        anyhow::bail!(
+            "{arg} was billed without prices, so there is nothing to hold {given}'s against \
+             (bill the program again after a run of `oscost`, or give that run as its --prices)"
+        );
+    }
+    let (book, _) = prices(Some(given), cfg)?;
+    let book = book.expect("prices(Some) gives a book or an error");
+    let here_from = bill
+        .prices_from
+        .clone()
+        .unwrap_or_else(|| "the bill's".into());
+    let repriced = oscost_report::bill::reprice(bill, &book);
+    let head = oscost_report::bill::render(bill, width)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    let text = format!(
+        "{head}\n{}",
+        oscost_report::bill::render_repricing(
+            &repriced,
+            &here_from,
+            &format!("from {given}"),
+            width
+        )
+    );
+    crate::stdout::print_stdout(&text)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The bill as a result document: this machine's description, the run's id and start, no

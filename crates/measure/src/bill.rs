@@ -499,6 +499,7 @@ pub fn run(
         residual_ns: 0.0,
         explained_pct: 0.0,
         prices_from: None,
+        prices: Vec::new(),
         checks: Vec::new(),
         notes,
     };

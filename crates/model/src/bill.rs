@@ -321,6 +321,10 @@ pub struct Bill {
     pub explained_pct: f64,
     /// Where the prices come from (a run id or file), or why there are none.
     pub prices_from: Option<String>,
+    /// Every price the bill was priced with, each with its case and run: what a re-pricing
+    /// holds another datasheet's against.
+    #[serde(default)]
+    pub prices: Vec<Price>,
     /// The checks.
     pub checks: Vec<BillCheck>,
     /// What the reader should know (a refusal, a missed count, an indirect cost).

@@ -7,6 +7,9 @@ use oscost_model::bill::{Bill, Ending, Part, Price, Target};
 use oscost_model::schema::ResultDoc;
 use std::collections::BTreeMap;
 
+mod reprice;
+pub use reprice::{render_repricing, reprice, RepricedLine, Repricing};
+
 /// What a price is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Priced {
@@ -98,6 +101,29 @@ impl PriceBook {
         }
     }
 
+    /// The book a bill was priced with, from the prices it keeps (`Bill::prices`).
+    pub fn from_prices(prices: &[Price]) -> PriceBook {
+        let mut book = PriceBook::default();
+        for p in prices {
+            let what = SOURCES
+                .iter()
+                .find(|(_, ids)| ids.iter().any(|(id, _)| *id == p.case))
+                .map(|(w, _)| *w);
+            if let Some(w) = what {
+                book.prices.entry(w).or_insert_with(|| p.clone());
+                if !book.runs.contains(&p.run) {
+                    book.runs.push(p.run.clone());
+                }
+            }
+        }
+        book
+    }
+
+    /// Every price, in the order of [`Priced`].
+    pub fn prices(&self) -> impl Iterator<Item = &Price> {
+        self.prices.values()
+    }
+
     /// Whether every price is there.
     pub fn complete(&self) -> bool {
         SOURCES.iter().all(|(w, _)| self.prices.contains_key(w))
@@ -109,7 +135,7 @@ impl PriceBook {
     }
 
     /// The price of system call `name`: its own, else the floor.
-    fn call(&self, name: &str) -> Option<&Price> {
+    pub fn call(&self, name: &str) -> Option<&Price> {
         SOURCES
             .iter()
             .find_map(|(w, _)| match w {
@@ -135,6 +161,7 @@ fn share(ns: f64, of: f64) -> f64 {
 /// and the price part by more than the price's interval allows (an indirect cost).
 pub fn assemble(bill: &mut Bill, book: Option<&PriceBook>, prices_from: Option<String>) {
     bill.prices_from = prices_from;
+    bill.prices = book.map_or_else(Vec::new, |b| b.prices().cloned().collect());
     if let Some(b) = book {
         for c in &mut bill.calls {
             c.price = b.call(&c.name).cloned();
@@ -648,11 +675,11 @@ pub fn render(bill: &Bill, width: usize) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use oscost_model::bill::{CallLine, Events, FaultCounts, Mechanism, Sched, TaskLine, Usage};
 
-    fn fixture() -> Bill {
+    pub(crate) fn fixture() -> Bill {
         let call = |name: &str, count: u64, ns: u64| CallLine {
             name: name.into(),
             nr: 0,
@@ -727,12 +754,13 @@ mod tests {
             residual_ns: 0.0,
             explained_pct: 0.0,
             prices_from: None,
+            prices: vec![],
             checks: vec![],
             notes: vec![],
         }
     }
 
-    fn doc_with(cases: &[(&str, f64)]) -> ResultDoc {
+    pub(crate) fn doc_with(cases: &[(&str, f64)]) -> ResultDoc {
         use crate::views::testkit;
         let cases = cases
             .iter()
