@@ -348,6 +348,110 @@ fn a_saved_bill_is_shown_again_and_repriced() {
 }
 
 #[test]
+fn a_command_runs_under_a_seccomp_profile_and_a_bill_is_predicted_under_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("h.db");
+    let prices = prices_file(
+        dir.path(),
+        "p.json",
+        &[
+            ("example.cost100", "syscall.enosys"),
+            ("example.cost250", "seccomp.profile.getpid"),
+            ("example.difference", "seccomp.profile.getpid.over_none"),
+        ],
+    );
+    let json = dir.path().join("under.json");
+    let out = oscost()
+        .args(["bill", "--quiet", "--under", "seccomp=default", "--json"])
+        .arg(&json)
+        .arg("--history")
+        .arg(&history)
+        .arg("--")
+        .arg(workload())
+        .args(["getppid", "1000"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let b = read_bill(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(b.under.as_deref(), Some("seccomp=default"));
+    assert!(calls(&b, "getppid") >= 1000);
+    // A bill made under the setting is not predicted under it again.
+    let again = oscost()
+        .args([
+            "bill",
+            "show",
+            "--predict-under",
+            "seccomp=default",
+            "--prices",
+        ])
+        .arg(&prices)
+        .arg("--history")
+        .arg(&history)
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(2));
+
+    let out = oscost()
+        .args(["bill", "--quiet", "--history"])
+        .arg(&history)
+        .arg("--")
+        .arg(workload())
+        .args(["getppid", "1000"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let predicted = oscost()
+        .args([
+            "bill",
+            "show",
+            "--predict-under",
+            "seccomp=default",
+            "--prices",
+        ])
+        .arg(&prices)
+        .arg("--history")
+        .arg(&history)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&predicted.stdout);
+    assert!(
+        predicted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&predicted.stderr)
+    );
+    assert!(text.contains("predicted under seccomp=default"), "{text}");
+    assert!(text.contains("seccomp.profile.getpid.over_none"), "{text}");
+
+    // In rounds: the check is printed, whichever way it comes out.
+    let out = oscost()
+        .args([
+            "bill",
+            "--under",
+            "seccomp=default",
+            "--rounds",
+            "3",
+            "--prices",
+        ])
+        .arg(&prices)
+        .arg("--")
+        .arg(workload())
+        .args(["getppid", "1000"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("checked under seccomp=default: 3 rounds"),
+        "{err}"
+    );
+    assert!(err.contains("the prediction holds") || err.contains("the prediction misses"));
+}
+
+#[test]
 fn a_missing_command_is_said_as_a_shell_says_it() {
     let out = oscost()
         .args(["bill", "--", "no-such-command-oscost"])

@@ -2,6 +2,7 @@
 //! against the machine in `config`; what each command does is in `commands`.
 
 mod values;
+pub use values::Setting;
 
 use crate::lists;
 use clap::{Args, Parser, Subcommand};
@@ -267,6 +268,19 @@ pub struct BillArgs {
     /// Write the bill here instead of to stderr (the command's stdout and stderr stay its own)
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Run the command under this setting: `seccomp=default` installs a container runtime's
+    /// default profile (about 300 calls allowed, the rest refused with EPERM, clone3 answered
+    /// ENOSYS) with no_new_privs, just before it executes
+    #[arg(long, value_name = "SETTING", conflicts_with = "pid",
+          value_parser = values::parse_setting)]
+    pub under: Option<values::Setting>,
+    /// With --under: bill the command this many times plainly and as many under the
+    /// setting, in turn, and hold the measured change of its time on a CPU (ratio of medians,
+    /// 95 % CI) against the change predicted from the plain bill and the setting's measured
+    /// price; prints the check and the last bill under the setting, saves nothing
+    #[arg(long, value_name = "N", requires = "under",
+          value_parser = clap::value_parser!(u32).range(3..=1000))]
+    pub rounds: Option<u32>,
     /// The command to run and its arguments, after `--`
     #[arg(last = true, value_name = "COMMAND", required_unless_present = "pid")]
     pub command: Vec<std::ffi::OsString>,
@@ -284,9 +298,15 @@ pub enum BillCommand {
         /// wrote [default: the history's newest bill]
         #[arg(value_name = "BILL")]
         bill: Option<String>,
-        /// Re-price it with this run of the history or result file
+        /// Re-price it with this run of the history or result file (with --predict-under:
+        /// take the setting's price from it)
         #[arg(long, value_name = "RUN|FILE")]
         prices: Option<String>,
+        /// Predict what it would cost under this setting (`seccomp=default`) from its counts
+        /// and the setting's measured price (from --prices, else the history's newest `oscost
+        /// seccomp`), without running it
+        #[arg(long, value_name = "SETTING", value_parser = values::parse_setting)]
+        predict_under: Option<values::Setting>,
     },
 }
 

@@ -76,3 +76,34 @@ pub(super) fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
         )),
     }
 }
+
+/// A setting a bill's command runs under, or a bill is predicted under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setting {
+    /// `seccomp=default`: a container runtime's default profile, as oscost's `seccomp`
+    /// experiment builds it.
+    SeccompDefault,
+}
+
+impl Setting {
+    /// As the user writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Setting::SeccompDefault => "seccomp=default",
+        }
+    }
+}
+
+/// `seccomp=default`.
+pub(super) fn parse_setting(s: &str) -> Result<Setting, String> {
+    match s.trim() {
+        "seccomp=default" => Ok(Setting::SeccompDefault),
+        other if other.starts_with("seccomp=") => Err(format!(
+            "`{other}`: the built-in profile is the one seccomp profile oscost applies \
+             (`seccomp=default`); it does not read profile files"
+        )),
+        other => Err(format!(
+            "`{other}` is not a setting oscost bills under (`seccomp=default`)"
+        )),
+    }
+}

@@ -2,11 +2,11 @@
 //! through the measuring layer, prices the bill with the newest datasheet figures the history
 //! holds, and prints it to stderr (the command's own output stays its own).
 
-use crate::args::{BillArgs, BillCommand};
+use crate::args::{BillArgs, BillCommand, Setting};
 use crate::config::{Config, Sink};
 use crate::inputs::{names_a_file, read_result_file};
 use crate::run_id::short_id;
-use oscost_measure::bill::{BillError, Control, Subject};
+use oscost_measure::bill::{BillError, Control, Subject, Under};
 use oscost_model::ResultDoc;
 use oscost_report::bill::PriceBook;
 use oscost_sys::bill::Depth;
@@ -17,16 +17,24 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 /// The experiments whose runs hold prices.
-const PRICED_BY: [&str; 3] = ["syscall", "fault", "switch"];
+const PRICED_BY: [&str; 4] = ["syscall", "fault", "switch", "seccomp"];
 
 /// Runs the bill and returns the command's exit status as oscost's own.
 pub fn run(args: BillArgs, cfg: &Config) -> anyhow::Result<ExitCode> {
-    if let Some(BillCommand::Show { bill, prices }) = &args.saved {
+    if let Some(BillCommand::Show {
+        bill,
+        prices,
+        predict_under,
+    }) = &args.saved
+    {
         let bill = match bill {
             Some(b) => b.clone(),
             None => newest_bill(cfg)?,
         };
-        return show(&bill, prices.as_deref(), cfg);
+        return match predict_under {
+            Some(s) => predict(&bill, *s, prices.as_deref(), cfg),
+            None => show(&bill, prices.as_deref(), cfg),
+        };
     }
     // A command's own stdout is its own: no document goes there beside it.
     let to_stdout = [("--json", &cfg.json), ("--report", &cfg.report)]
@@ -51,7 +59,7 @@ pub fn run(args: BillArgs, cfg: &Config) -> anyhow::Result<ExitCode> {
     let saving = crate::commands::measure::saving(cfg)?;
     let subject = match args.pid {
         Some(pid) => Subject::Process(pid, args.for_),
-        None => Subject::Command(args.command.clone()),
+        None => Subject::Command(args.command.clone(), args.under.map(under).transpose()?),
     };
     let depth = if args.count_only {
         Depth::Count
@@ -60,6 +68,9 @@ pub fn run(args: BillArgs, cfg: &Config) -> anyhow::Result<ExitCode> {
     };
     let control = Arc::new(Control::default());
     let interrupted = forward_signals(&control, args.pid.is_some())?;
+    if let (Some(n), Some(setting)) = (args.rounds, args.under) {
+        return check_rounds(&args, setting, n, book.as_ref(), from, &control, cfg);
+    }
     let started = std::time::SystemTime::now();
     let mut bill = match oscost_measure::bill::run(&subject, depth, args.verify, &control) {
         Ok(b) => b,
@@ -99,6 +110,205 @@ pub fn run(args: BillArgs, cfg: &Config) -> anyhow::Result<ExitCode> {
     Ok(code)
 }
 
+/// `--under SETTING --rounds N`: the command billed `n` times plainly and `n` times under the
+/// setting, in turn, and the measured change held against the predicted one.
+fn check_rounds(
+    args: &BillArgs,
+    setting: Setting,
+    n: u32,
+    book: Option<&PriceBook>,
+    from: Option<String>,
+    control: &Control,
+    cfg: &Config,
+) -> anyhow::Result<ExitCode> {
+    if cfg.json.is_some() || cfg.report.is_some() || args.output.is_some() {
+        anyhow::bail!("--rounds prints a check and writes no bill: drop --json, --report and -o");
+    }
+    let price = book
+        .and_then(|b| b.get(oscost_report::bill::Priced::SeccompProfile))
+        .cloned()
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "--rounds: the history holds no measured price for {} to predict with (`oscost \
+                 seccomp` measures what the profile adds to a call)",
+                setting.name()
+            )
+        })?;
+    let depth = if args.count_only {
+        Depth::Count
+    } else {
+        Depth::Time
+    };
+    let (mut plain, mut under_setting) = (Vec::new(), Vec::new());
+    let mut ending = oscost_model::bill::Ending::Running;
+    for round in 1..=n {
+        for with in [None, Some(under(setting)?)] {
+            if !cfg.quiet {
+                eprintln!(
+                    "oscost: round {round} of {n}, {}",
+                    if with.is_some() {
+                        setting.name()
+                    } else {
+                        "plain"
+                    }
+                );
+            }
+            let on = with.is_some();
+            let subject = Subject::Command(args.command.clone(), with);
+            let mut bill = match oscost_measure::bill::run(&subject, depth, false, control) {
+                Ok(b) => b,
+                Err(BillError::NotStarted { message, exit }) => {
+                    eprintln!("oscost: {message}");
+                    return Ok(ExitCode::from(exit));
+                }
+                Err(BillError::Interrupted) => {
+                    eprintln!("oscost: {}", BillError::Interrupted);
+                    return Ok(ExitCode::from(130));
+                }
+                Err(e) => return Err(e.into()),
+            };
+            oscost_report::bill::assemble(&mut bill, book, from.clone());
+            ending = bill.ending;
+            if let oscost_model::bill::Ending::Killed(_) = bill.ending {
+                anyhow::bail!(
+                    "round {round}: the command was killed ({}): no check from it",
+                    oscost_report::bill::subject(&bill)
+                );
+            }
+            if on {
+                under_setting.push(bill);
+            } else {
+                plain.push(bill);
+            }
+        }
+    }
+    // The prediction from the plain round of median task time.
+    let mut by_time: Vec<&oscost_model::bill::Bill> = plain.iter().collect();
+    by_time.sort_by_key(|b| b.task_time_ns);
+    let typical = by_time[by_time.len() / 2];
+    let predicted = oscost_report::bill::predict_seccomp(
+        typical,
+        setting.name(),
+        &price,
+        &profile_allows,
+        &profile_reads_arguments,
+    );
+    let width =
+        oscost_report::export::terminal::layout_width(true).map_or(80, |w| usize::from(w).min(100));
+    let last = under_setting.last().expect("at least three rounds");
+    let mut text = oscost_report::bill::render(last, width);
+    text.push_str(&oscost_report::bill::render_prediction(&predicted, width));
+    match oscost_report::bill::check_under(predicted, &plain, &under_setting) {
+        Some(c) => text.push_str(&oscost_report::bill::render_check(&c, width)),
+        None => text.push_str("no check: the rounds' task times give no ratio\n"),
+    }
+    if !cfg.quiet {
+        eprint!("\n{text}");
+    }
+    Ok(match ending {
+        oscost_model::bill::Ending::Exited(c) => ExitCode::from(c as u8),
+        _ => ExitCode::SUCCESS,
+    })
+}
+
+/// The setting a command runs under, built.
+fn under(s: Setting) -> anyhow::Result<Under> {
+    match s {
+        Setting::SeccompDefault => Ok(Under::Seccomp {
+            name: s.name().into(),
+            program: oscost_sys::seccomp::Program::profile().ok_or_else(|| {
+                anyhow::anyhow!(
+                    "--under {}: oscost has no profile for this architecture",
+                    s.name()
+                )
+            })?,
+        }),
+    }
+}
+
+/// Whether the built-in profile lets `call` through (clone3 is answered ENOSYS, which a C
+/// library takes as "use clone": not a refusal the program sees).
+fn profile_allows(call: &str) -> bool {
+    call == "clone3"
+        || oscost_sys::seccomp::PROFILE_CALLS
+            .iter()
+            .any(|(n, _)| *n == call)
+}
+
+/// The calls whose arguments the built-in profile reads.
+fn profile_reads_arguments(call: &str) -> bool {
+    ["personality", "clone", "socket"].contains(&call)
+}
+
+/// `oscost bill show BILL --predict-under SETTING`: the saved bill's counts priced under a
+/// setting it did not run under.
+fn predict(
+    arg: &str,
+    s: Setting,
+    prices_arg: Option<&str>,
+    cfg: &Config,
+) -> anyhow::Result<ExitCode> {
+    let doc = load_bill(arg, cfg)?;
+    let bill = doc.bill.as_ref().expect("load_bill gives a bill");
+    if let Some(setting) = &bill.under {
+        anyhow::bail!(
+            "{arg} was billed under {setting} already: predict from a bill of the program as it \
+             runs plainly"
+        );
+    }
+    let (book, _) = prices(prices_arg, cfg)?;
+    let price = book
+        .as_ref()
+        .and_then(|b| b.get(oscost_report::bill::Priced::SeccompProfile))
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "--predict-under {}: the history holds no measured price for it (`oscost \
+                 seccomp` measures what the profile adds to a call)",
+                s.name()
+            )
+        })?;
+    let p = match s {
+        Setting::SeccompDefault => oscost_report::bill::predict_seccomp(
+            bill,
+            s.name(),
+            price,
+            &profile_allows,
+            &profile_reads_arguments,
+        ),
+    };
+    let width = oscost_report::export::terminal::layout_width(false)
+        .map_or(80, |w| usize::from(w).min(100));
+    let head = oscost_report::bill::render(bill, width)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    let text = format!(
+        "{head}\n{}",
+        oscost_report::bill::render_prediction(&p, width)
+    );
+    crate::stdout::print_stdout(&text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A saved bill: a result file, or a run of the history, which must be a bill.
+fn load_bill(arg: &str, cfg: &Config) -> anyhow::Result<ResultDoc> {
+    let doc = if names_a_file(arg) {
+        read_result_file(Path::new(arg))?
+    } else {
+        let history = cfg.history_location()?;
+        crate::inputs::load_run(arg, history.as_ref())
+            .map_err(|e| anyhow::anyhow!("{arg}: no such file, and {e:#}"))?
+    };
+    if doc.bill.is_none() {
+        anyhow::bail!(
+            "{arg} is a run of experiments, not a bill (`oscost history list` marks bills; \
+             `oscost bill -- CMD` makes one)"
+        );
+    }
+    Ok(doc)
+}
+
 /// The id of the history's newest bill.
 fn newest_bill(cfg: &Config) -> anyhow::Result<String> {
     let none = "no bill in the history (`oscost bill -- CMD` makes one)";
@@ -122,19 +332,8 @@ fn newest_bill(cfg: &Config) -> anyhow::Result<String> {
 /// `oscost bill show BILL [--prices RUN|FILE]`: a saved bill on stdout, as it was made or
 /// with its counts re-priced.
 fn show(arg: &str, prices_arg: Option<&str>, cfg: &Config) -> anyhow::Result<ExitCode> {
-    let doc = if names_a_file(arg) {
-        read_result_file(Path::new(arg))?
-    } else {
-        let history = cfg.history_location()?;
-        crate::inputs::load_run(arg, history.as_ref())
-            .map_err(|e| anyhow::anyhow!("{arg}: no such file, and {e:#}"))?
-    };
-    let Some(bill) = &doc.bill else {
-        anyhow::bail!(
-            "{arg} is a run of experiments, not a bill (`oscost history list` marks bills; \
-             `oscost bill -- CMD` makes one)"
-        );
-    };
+    let doc = load_bill(arg, cfg)?;
+    let bill = doc.bill.as_ref().expect("load_bill gives a bill");
     let width = oscost_report::export::terminal::layout_width(false)
         .map_or(80, |w| usize::from(w).min(100));
     let Some(given) = prices_arg else {

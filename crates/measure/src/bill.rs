@@ -21,10 +21,38 @@ use std::time::Duration;
 /// What to bill.
 #[derive(Debug, Clone)]
 pub enum Subject {
-    /// Run this command (program first).
-    Command(Vec<OsString>),
+    /// Run this command (program first), under this setting when one is given.
+    Command(Vec<OsString>, Option<Under>),
     /// Attach to this process, for at most this long.
     Process(u32, Option<Duration>),
+}
+
+/// A setting a command is billed under.
+#[derive(Debug, Clone)]
+pub enum Under {
+    /// A seccomp filter installed just before the command executes (with `no_new_privs`), as
+    /// a container runtime installs its profile; `name` as the user gave it.
+    Seccomp {
+        /// `seccomp=default`, …
+        name: String,
+        /// The filter.
+        program: oscost_sys::seccomp::Program,
+    },
+}
+
+impl Under {
+    /// The setting as the user named it.
+    pub fn name(&self) -> &str {
+        match self {
+            Under::Seccomp { name, .. } => name,
+        }
+    }
+
+    fn filter(&self) -> Option<&oscost_sys::seccomp::Program> {
+        match self {
+            Under::Seccomp { program, .. } => Some(program),
+        }
+    }
 }
 
 /// How the caller and the run talk while it goes: the child to forward signals to, and a
@@ -295,7 +323,7 @@ pub fn run(
     let mut notes = Vec::new();
     let mut leader_sched = None;
     let (target, counted, usage, ending, start, end, cgroup) = match subject {
-        Subject::Command(argv) => {
+        Subject::Command(argv, under) => {
             let cgroup = BillCgroup::make();
             let (counted, cg) = match cgroup {
                 Ok(cg) => {
@@ -329,7 +357,8 @@ pub fn run(
                 return Err(BillError::Interrupted);
             }
             let start = now_ns();
-            let pid = start_command(argv, cg.as_ref())?;
+            let filter = under.as_ref().and_then(Under::filter);
+            let pid = start_command(argv, cg.as_ref(), filter)?;
             control.child.store(pid, Ordering::SeqCst);
             // A signal between the look above and now was not forwarded: forward it.
             let early = control.early.swap(0, Ordering::SeqCst);
@@ -482,6 +511,10 @@ pub fn run(
     });
     let mut bill = Bill {
         target,
+        under: match subject {
+            Subject::Command(_, Some(u)) => Some(u.name().to_owned()),
+            _ => None,
+        },
         wall_ns: end.saturating_sub(start),
         ending,
         mechanism,
@@ -520,16 +553,29 @@ pub fn run(
     } else {
         bill.task_time_ns = bill.wall_ns;
     }
+    if let Subject::Command(_, Some(u)) = subject {
+        bill.notes.push(format!(
+            "under {}: its first prctl and seccomp calls are oscost installing the filter, in \
+             the command's process just before it executed",
+            u.name()
+        ));
+    }
     Ok(bill)
 }
 
 /// Starts the command: born in the cgroup where the kernel allows it, else moved into it
 /// before it executes (its first few events, in oscost's copy, then go unseen).
-fn start_command(argv: &[OsString], cg: Option<&BillCgroup>) -> Result<i32, BillError> {
+fn start_command(
+    argv: &[OsString],
+    cg: Option<&BillCgroup>,
+    filter: Option<&oscost_sys::seccomp::Program>,
+) -> Result<i32, BillError> {
     if let Some(c) = cg {
         let dir = fs::File::open(&c.path)
             .map_err(|e| BillError::Other(format!("opening {}: {e}", c.path.display())))?;
-        if let Some(pid) = launch::spawn_into(argv, &dir).map_err(|e| not_started(argv, &e))? {
+        if let Some(pid) =
+            launch::spawn_into(argv, &dir, filter).map_err(|e| not_started(argv, &e))?
+        {
             return Ok(pid);
         }
     }
@@ -542,7 +588,7 @@ fn start_command(argv: &[OsString], cg: Option<&BillCgroup>) -> Result<i32, Bill
         ),
         None => None,
     };
-    let child = launch::spawn(argv, procs.as_ref()).map_err(|e| not_started(argv, &e))?;
+    let child = launch::spawn(argv, procs.as_ref(), filter).map_err(|e| not_started(argv, &e))?;
     Ok(child.id() as i32)
 }
 

@@ -287,6 +287,9 @@ pub struct BillCheck {
 pub struct Bill {
     /// What was billed.
     pub target: Target,
+    /// The setting it ran under (`seccomp=default`), when one was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub under: Option<String>,
     /// From start to end as oscost saw it, ns.
     pub wall_ns: u64,
     /// How it ended.

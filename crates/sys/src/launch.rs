@@ -4,6 +4,7 @@
 //! once they ended. Also the same readings of a process that is not a child (`/proc`).
 
 use crate::last_error;
+use crate::seccomp::Program;
 use perf_event_open_sys as perf;
 use std::ffi::OsString;
 use std::fs::File;
@@ -23,8 +24,13 @@ pub fn become_subreaper() -> io::Result<()> {
 
 /// Starts `argv` with this process's standard streams; when `procs` is given (a cgroup's
 /// `cgroup.procs`, open for writing), the child moves itself into that cgroup before it
-/// executes the command, so every event of the command is the cgroup's.
-pub fn spawn(argv: &[OsString], procs: Option<&File>) -> io::Result<std::process::Child> {
+/// executes the command, so every event of the command is the cgroup's. With `filter`, the
+/// command runs under that seccomp filter (and `no_new_privs`), installed just before exec.
+pub fn spawn(
+    argv: &[OsString],
+    procs: Option<&File>,
+    filter: Option<&Program>,
+) -> io::Result<std::process::Child> {
     let (first, rest) = argv
         .split_first()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no command given"))?;
@@ -38,6 +44,18 @@ pub fn spawn(argv: &[OsString], procs: Option<&File>) -> io::Result<std::process
             cmd.pre_exec(move || {
                 // "0" moves the writing process (cgroup v2).
                 if libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
+            })
+        };
+    }
+    if let Some(p) = filter.cloned() {
+        // SAFETY: the closure makes two raw system calls on memory it owns and builds an
+        // io::Error from errno: async-signal-safe, as a forked child needs.
+        unsafe {
+            cmd.pre_exec(move || {
+                if crate::seccomp::install_now(&p) != 0 {
                     return Err(io::Error::last_os_error());
                 }
                 Ok(())
@@ -69,8 +87,13 @@ fn candidates(program: &std::ffi::OsStr) -> Vec<std::path::PathBuf> {
 /// is the cgroup's, so the kernel's per-cgroup counts and its own accounting of the child
 /// cover the same events. Returns the child's pid; a command that cannot be executed is an
 /// error of its `execve` (`NotFound`, `PermissionDenied`), the child already reaped. `Ok(None)`:
-/// this kernel has no `clone3` or no `CLONE_INTO_CGROUP` (use [`spawn`]).
-pub fn spawn_into(argv: &[OsString], cgroup: &File) -> io::Result<Option<i32>> {
+/// this kernel has no `clone3` or no `CLONE_INTO_CGROUP` (use [`spawn`]). With `filter`, as
+/// [`spawn`].
+pub fn spawn_into(
+    argv: &[OsString],
+    cgroup: &File,
+    filter: Option<&Program>,
+) -> io::Result<Option<i32>> {
     use std::ffi::CString;
     use std::os::unix::ffi::OsStrExt;
     let cstr = |b: &[u8]| {
@@ -132,6 +155,13 @@ pub fn spawn_into(argv: &[OsString], cgroup: &File) -> io::Result<Option<i32>> {
             let mut set: libc::sigset_t = std::mem::zeroed();
             libc::sigemptyset(&mut set);
             libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+            if let Some(p) = filter {
+                if crate::seccomp::install_now(p) != 0 {
+                    let e = *libc::__errno_location();
+                    libc::write(wr.as_raw_fd(), (&e as *const i32).cast(), 4);
+                    libc::_exit(127);
+                }
+            }
             let mut err = libc::ENOENT;
             for p in &paths {
                 libc::execve(p.as_ptr(), arg_ptrs.as_ptr(), env_ptrs.as_ptr());

@@ -119,8 +119,8 @@ impl Program {
     /// A runtime-like profile as one filter: the architecture check, x32 calls refused, then
     /// each call of [`PROFILE_CALLS`] compared in turn and allowed, three of them only with
     /// arguments a runtime allows (`personality` to the usual personas, `clone` without
-    /// namespace flags, `socket` outside `AF_VSOCK`), and every other call refused with
-    /// `EPERM`. `None` on an architecture without a list.
+    /// namespace flags, `socket` outside `AF_VSOCK`), `clone3` answered `ENOSYS`, and every
+    /// other call refused with `EPERM`. `None` on an architecture without a list.
     pub fn profile() -> Option<Program> {
         #[cfg(target_arch = "x86_64")]
         {
@@ -139,6 +139,10 @@ impl Program {
                 p.extend(checked);
                 p.push(stmt(RET, ALLOW));
             }
+            // As runtimes answer it: clone3 "does not exist", so that C libraries fall back to
+            // clone, whose flags the filter can read (a refusal would fail every new thread).
+            p.push(op(JEQ, 0, 1, libc::SYS_clone3 as u32));
+            p.push(stmt(RET, libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32));
             p.push(stmt(RET, DENY));
             Some(Program(p))
         }
@@ -543,6 +547,16 @@ fn halted() -> io::Error {
 
 /// Installs `p` with `flags`: 0, or the listener's descriptor with
 /// `SECCOMP_FILTER_FLAG_NEW_LISTENER`; -1 on failure (errno set).
+/// Sets `no_new_privs` and installs `p` on the calling thread: raw calls only, so a child
+/// between fork and exec may make it. Returns 0, or -1 with `errno` set.
+pub fn install_now(p: &Program) -> libc::c_long {
+    // SAFETY: prctl with plain integers.
+    if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+        return -1;
+    }
+    install(p, 0)
+}
+
 fn install(p: &Program, flags: libc::c_ulong) -> libc::c_long {
     let prog = libc::sock_fprog {
         len: p.0.len() as u16,

@@ -1,0 +1,385 @@
+//! A bill predicted under a setting it did not run under: its counts times what the setting
+//! adds per operation, as the datasheet measured it. For a seccomp profile every system call
+//! passes the filter, so the prediction is the calls times what the profile adds to a call,
+//! and the calls the profile would refuse are named: the program would not make them as it did.
+
+use super::share;
+use crate::format::{fmt_ns, grouped};
+use oscost_model::bill::{Bill, Price};
+
+/// What a setting is predicted to add to a bill.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prediction {
+    /// The setting, as the user named it.
+    pub setting: String,
+    /// What it adds to one system call.
+    pub per_call: Price,
+    /// The calls priced: every call the program made.
+    pub calls: u64,
+    /// calls × the price, ns, and its 95 % interval.
+    pub added_ns: f64,
+    /// See `added_ns`.
+    pub added_ci95: [f64; 2],
+    /// Calls the setting refuses, by name, with their counts.
+    pub refused: Vec<(String, u64)>,
+    /// Calls whose arguments the filter reads (so it runs in full, where the price is that of
+    /// a call the kernel's cache answers): a floor for them.
+    pub in_full: Vec<(String, u64)>,
+    /// The bill's task time, ns.
+    pub task_time_ns: f64,
+}
+
+/// The bill under a seccomp profile: `allowed` says whether the profile allows a call by
+/// name, `reads_arguments` whether its filter reads that call's arguments; `per_call` is
+/// what the profile adds to an allowed call.
+pub fn predict_seccomp(
+    bill: &Bill,
+    setting: &str,
+    per_call: &Price,
+    allowed: &dyn Fn(&str) -> bool,
+    reads_arguments: &dyn Fn(&str) -> bool,
+) -> Prediction {
+    let calls: u64 = bill.calls.iter().map(|c| c.count).sum();
+    let n = calls as f64;
+    let named = |keep: &dyn Fn(&str) -> bool| -> Vec<(String, u64)> {
+        bill.calls
+            .iter()
+            .filter(|c| c.count > 0 && keep(&c.name))
+            .map(|c| (c.name.clone(), c.count))
+            .collect()
+    };
+    Prediction {
+        setting: setting.to_owned(),
+        per_call: per_call.clone(),
+        calls,
+        added_ns: n * per_call.ns,
+        added_ci95: [n * per_call.ci95[0], n * per_call.ci95[1]],
+        refused: named(&|c| !allowed(c)),
+        in_full: named(&|c| allowed(c) && reads_arguments(c)),
+        task_time_ns: bill.task_time_ns as f64,
+    }
+}
+
+fn listed(calls: &[(String, u64)]) -> String {
+    calls
+        .iter()
+        .map(|(name, n)| format!("{name} ×{}", grouped(*n as f64)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The prediction in a few lines at `width` columns.
+pub fn render_prediction(p: &Prediction, width: usize) -> String {
+    let mut lines = vec![
+        format!("predicted under {}:", p.setting),
+        format!(
+            "{} system calls × {} a call ({}, run {}; 95 % CI {} to {}) = {} added (95 % CI \
+             {} to {}), {:.1} % of the task time of {}",
+            grouped(p.calls as f64),
+            fmt_ns(p.per_call.ns),
+            p.per_call.case,
+            p.per_call.run.chars().take(8).collect::<String>(),
+            fmt_ns(p.per_call.ci95[0]),
+            fmt_ns(p.per_call.ci95[1]),
+            fmt_ns(p.added_ns),
+            fmt_ns(p.added_ci95[0]),
+            fmt_ns(p.added_ci95[1]),
+            share(p.added_ns, p.task_time_ns),
+            fmt_ns(p.task_time_ns)
+        ),
+    ];
+    if !p.refused.is_empty() {
+        lines.push(format!(
+            "! the profile refuses calls this program made ({}): under it they fail with \
+             EPERM, so the program would not run as billed",
+            listed(&p.refused)
+        ));
+    }
+    if !p.in_full.is_empty() {
+        lines.push(format!(
+            "! the filter reads the arguments of {}: it runs in full for them, where the price \
+             is a call its cache answers, so for these calls the prediction is a floor",
+            listed(&p.in_full)
+        ));
+    }
+    let mut out = String::new();
+    for l in lines {
+        out.push_str(&crate::layout::wrap_words(&l, width.max(60)));
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The share of the measured change a prediction may miss by and still hold.
+pub const WITHIN: f64 = 0.10;
+
+/// One of the bill's top-level parts, its median over the rounds plain and under the setting.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PartChange {
+    /// The part (`kernel CPU`, `waiting for a CPU`, …).
+    pub name: String,
+    /// Its median over the plain rounds, ns.
+    pub plain_ns: f64,
+    /// Its median over the rounds under the setting, ns.
+    pub under_ns: f64,
+}
+
+/// A prediction held against the same program billed plain and under the setting, in
+/// interleaved rounds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnderCheck {
+    /// The prediction, from the plain bill of median task time.
+    pub predicted: Prediction,
+    /// Rounds of each.
+    pub rounds: usize,
+    /// The time on a CPU, median over the plain rounds, ns.
+    pub plain_ns: f64,
+    /// The same under the setting, ns.
+    pub under_ns: f64,
+    /// under ÷ plain time on a CPU (ratio of medians) and its 95 % interval (the exact bootstrap
+    /// law of each median).
+    pub ratio: f64,
+    /// See `ratio`.
+    pub ratio_ci95: [f64; 2],
+    /// The top-level parts, plain and under.
+    pub parts: Vec<PartChange>,
+}
+
+impl UnderCheck {
+    /// The measured change, ns, and its interval: the ratio's, in the plain median's units.
+    pub fn measured(&self) -> (f64, [f64; 2]) {
+        let p = self.plain_ns;
+        (
+            (self.ratio - 1.0) * p,
+            [
+                (self.ratio_ci95[0] - 1.0) * p,
+                (self.ratio_ci95[1] - 1.0) * p,
+            ],
+        )
+    }
+
+    /// Whether the prediction holds: within [`WITHIN`] of the measured change, or each
+    /// inside the other's interval (the two intervals meet).
+    pub fn holds(&self) -> bool {
+        let (m, [m_lo, m_hi]) = self.measured();
+        let p = &self.predicted;
+        let [p_lo, p_hi] = p.added_ci95;
+        (p.added_ns - m).abs() <= WITHIN * m.abs() || (p_lo <= m_hi && m_lo <= p_hi)
+    }
+}
+
+/// Holds `predicted` against the bills: `plain` and `under`, one per round each.
+pub fn check_under(predicted: Prediction, plain: &[Bill], under: &[Bill]) -> Option<UnderCheck> {
+    use oscost_stats::{median, ratio_of_medians, MedianLaw, CONFIDENCE_95};
+    // Time on a CPU: what a filter adds to every call lands there, while time waiting for a
+    // CPU moves with whatever else the machine runs.
+    let times = |bills: &[Bill]| -> Vec<f64> { bills.iter().map(on_cpu_ns).collect() };
+    let (a, b) = (times(plain), times(under));
+    let r = ratio_of_medians(&MedianLaw::new(&a)?, &MedianLaw::new(&b)?, CONFIDENCE_95)?;
+    let mut names: Vec<String> = Vec::new();
+    for p in plain.iter().chain(under).flat_map(|b| &b.parts) {
+        if p.level == 0 && !names.contains(&p.name) {
+            names.push(p.name.clone());
+        }
+    }
+    let part = |bills: &[Bill], name: &str| {
+        let v: Vec<f64> = bills
+            .iter()
+            .map(|b| {
+                b.parts
+                    .iter()
+                    .find(|p| p.level == 0 && p.name == name)
+                    .map_or(0.0, |p| p.time_ns)
+            })
+            .collect();
+        median(&v)
+    };
+    Some(UnderCheck {
+        predicted,
+        rounds: plain.len().min(under.len()),
+        plain_ns: median(&a),
+        under_ns: median(&b),
+        ratio: r.estimate,
+        ratio_ci95: r.ci95,
+        parts: names
+            .iter()
+            .map(|n| PartChange {
+                name: n.clone(),
+                plain_ns: part(plain, n),
+                under_ns: part(under, n),
+            })
+            .collect(),
+    })
+}
+
+/// A bill's time on a CPU, ns: the probe's, else the kernel's accounting.
+fn on_cpu_ns(b: &Bill) -> f64 {
+    match (&b.sched, &b.usage) {
+        (Some(s), _) => s.oncpu_ns as f64,
+        (None, Some(u)) => (u.user_ns + u.system_ns) as f64,
+        (None, None) => f64::NAN,
+    }
+}
+
+/// A signed time.
+fn signed(ns: f64) -> String {
+    if ns < 0.0 {
+        format!("−{}", fmt_ns(-ns))
+    } else {
+        format!("+{}", fmt_ns(ns))
+    }
+}
+
+/// The check at `width` columns: the measured change beside the predicted one, each part's
+/// change, and whether the prediction holds (or which part breaks it).
+pub fn render_check(c: &UnderCheck, width: usize) -> String {
+    let (m, [m_lo, m_hi]) = c.measured();
+    let p = &c.predicted;
+    let mut out = format!(
+        "\nchecked under {}: {} rounds, plain and under it in turn\n",
+        p.setting, c.rounds
+    );
+    out.push_str(&format!(
+        "  on a CPU (median)    plain {}   under {}\n",
+        fmt_ns(c.plain_ns),
+        fmt_ns(c.under_ns)
+    ));
+    out.push_str(&format!(
+        "  measured change      {} (95 % CI {} to {})\n",
+        signed(m),
+        signed(m_lo),
+        signed(m_hi)
+    ));
+    out.push_str(&format!(
+        "  predicted change     {} (95 % CI {} to {})\n",
+        signed(p.added_ns),
+        signed(p.added_ci95[0]),
+        signed(p.added_ci95[1])
+    ));
+    for part in &c.parts {
+        out.push_str(&format!(
+            "    {:<28} {:>10} → {:>10}  {}\n",
+            part.name,
+            fmt_ns(part.plain_ns),
+            fmt_ns(part.under_ns),
+            signed(part.under_ns - part.plain_ns)
+        ));
+    }
+    let verdict = if c.holds() {
+        format!(
+            "✓ the prediction holds (within ±{:.0} % of the measured change, or inside each \
+             other's interval)",
+            WITHIN * 100.0
+        )
+    } else {
+        // The part that moved most beyond what was predicted for it: the prediction puts
+        // everything in kernel CPU.
+        let beyond = c
+            .parts
+            .iter()
+            .map(|part| {
+                let expected = if part.name == "kernel CPU" {
+                    p.added_ns
+                } else {
+                    0.0
+                };
+                (part, part.under_ns - part.plain_ns - expected)
+            })
+            .max_by(|a, b| a.1.abs().total_cmp(&b.1.abs()));
+        match beyond {
+            Some((part, d)) => format!(
+                "✗ the prediction misses: {} moved {} beyond it, an indirect cost the \
+                 datasheet's price cannot know",
+                part.name,
+                signed(d)
+            ),
+            None => "✗ the prediction misses".to_owned(),
+        }
+    };
+    out.push_str(&crate::layout::wrap_words(&verdict, width.max(60)));
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bill::tests::fixture;
+
+    fn price(ns: f64) -> Price {
+        Price {
+            case: "seccomp.profile.getpid.over_none".into(),
+            run: "run1".into(),
+            ns,
+            ci95: [ns - 1.0, ns + 1.0],
+            floor: false,
+        }
+    }
+
+    #[test]
+    fn every_call_pays_what_the_profile_adds_and_refusals_are_named() {
+        let b = fixture();
+        let p = predict_seccomp(
+            &b,
+            "seccomp=default",
+            &price(5.0),
+            &|c| c != "read",
+            &|_| false,
+        );
+        // 10 000 getppid and 10 reads.
+        assert_eq!(p.calls, 10_010);
+        assert_eq!(p.added_ns, 50_050.0);
+        assert_eq!(p.added_ci95, [40_040.0, 60_060.0]);
+        assert_eq!(p.refused, [("read".to_owned(), 10)]);
+        let text = render_prediction(&p, 80);
+        assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+        assert!(
+            text.contains("refuses calls this program made (read ×10)"),
+            "{text}"
+        );
+        assert!(text.contains("50.05 µs added"), "{text}");
+    }
+
+    /// The fixture assembled, its time on a CPU (and its kernel CPU) grown by `extra_ns`.
+    fn round(extra_ns: u64, jitter_ns: u64) -> Bill {
+        let mut b = fixture();
+        let s = b.sched.as_mut().unwrap();
+        s.oncpu_ns += extra_ns + jitter_ns;
+        b.task_time_ns += extra_ns + jitter_ns;
+        crate::bill::assemble(&mut b, None, None);
+        b
+    }
+
+    #[test]
+    fn a_change_as_predicted_holds_and_one_beyond_it_names_the_part() {
+        let plain: Vec<Bill> = (0..5).map(|i| round(0, i * 1_000)).collect();
+        let predicted = predict_seccomp(
+            &plain[0],
+            "seccomp=default",
+            &price(50.0),
+            &|_| true,
+            &|_| false,
+        );
+        // 10 010 calls × 50 ns: about 500 µs.
+        let under: Vec<Bill> = (0..5).map(|i| round(500_000, i * 1_000)).collect();
+        let c = check_under(predicted.clone(), &plain, &under).unwrap();
+        let (m, _) = c.measured();
+        assert!((m - 500_000.0).abs() < 1_000.0, "{m}");
+        assert!(c.holds());
+        assert!(render_check(&c, 80).contains("✓ the prediction holds"));
+
+        let under: Vec<Bill> = (0..5).map(|i| round(5_000_000, i * 1_000)).collect();
+        let c = check_under(predicted, &plain, &under).unwrap();
+        assert!(!c.holds());
+        let text = render_check(&c, 80);
+        assert!(
+            text.contains("✗ the prediction misses: kernel CPU moved"),
+            "{text}"
+        );
+        assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+    }
+}
