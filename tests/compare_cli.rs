@@ -18,6 +18,8 @@ fn slower_copy(dir: &Path) -> PathBuf {
     assert_eq!(c.id, "example.cost250");
     c.raw_ns.iter_mut().for_each(|x| *x *= 1.2);
     c.median_ns *= 1.2;
+    c.min_ns *= 1.2;
+    c.max_ns *= 1.2;
     let path = dir.join("slower.json");
     std::fs::write(&path, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
     path
@@ -456,7 +458,7 @@ fn group_by_counts_a_run_given_twice_once() {
     let copy = dir.path().join("a-edited.json");
     let mut doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&a).unwrap()).unwrap();
-    doc["experiments"][0]["cases"][0]["median_ns"] = 1.0.into();
+    doc["experiments"][0]["cases"][0]["description"] = "edited".into();
     std::fs::write(&copy, doc.to_string()).unwrap();
     refused(
         oscost()
@@ -521,7 +523,9 @@ fn group_by_from_a_history_reads_each_hosts_newest_run_and_counts_the_others() {
                 for x in c["raw_ns"].as_array_mut().unwrap() {
                     *x = (x.as_f64().unwrap() * scale).into();
                 }
-                c["median_ns"] = (c["median_ns"].as_f64().unwrap() * scale).into();
+                for t in ["median_ns", "min_ns", "max_ns"] {
+                    c[t] = (c[t].as_f64().unwrap() * scale).into();
+                }
             }
         }
         let path = dir.path().join(format!("{host}-{day}.json"));
