@@ -63,6 +63,7 @@ pub fn read(text: &str) -> Result<ResultDoc, ReadError> {
         check_samples(&doc).map_err(invalid)?;
         check_times(&doc).map_err(invalid)?;
         check_summaries(&doc).map_err(invalid)?;
+        check_unique_ids(&doc).map_err(invalid)?;
         // One run, one id: `3F1C…` and `3f1c…` are the same UUID.
         doc.run_id = doc.run_id.map(|id| id.to_ascii_lowercase());
         return Ok(doc);
@@ -80,6 +81,7 @@ pub fn read(text: &str) -> Result<ResultDoc, ReadError> {
     check_samples(&doc).map_err(invalid)?;
     check_times(&doc).map_err(invalid)?;
     check_summaries(&doc).map_err(invalid)?;
+    check_unique_ids(&doc).map_err(invalid)?;
     doc.schema = SCHEMA.into();
     Ok(doc)
 }
@@ -241,6 +243,33 @@ fn check_summaries(doc: &ResultDoc) -> Result<(), String> {
                     c.id,
                     shown(m),
                     shown(raw)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Each id names one case or derived figure of the document: every reader looks a figure up
+/// by its id (compare pairs them, the history keys them), so a second one would be dropped or
+/// paired at random.
+fn check_unique_ids(doc: &ResultDoc) -> Result<(), String> {
+    let mut seen: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
+    for e in &doc.experiments {
+        let ids = e
+            .cases
+            .iter()
+            .map(|c| &c.id)
+            .chain(e.derived.iter().map(|d| &d.id));
+        for id in ids {
+            if let Some(first) = seen.insert(id, &e.name) {
+                let place = if first == e.name {
+                    format!("twice in experiment `{first}`")
+                } else {
+                    format!("in experiments `{first}` and `{}`", e.name)
+                };
+                return Err(format!(
+                    "the id `{id}` is given to two cases or figures ({place}): each id names one"
                 ));
             }
         }
@@ -686,6 +715,42 @@ mod tests {
         c.median_ns = 107.48;
         let r = read(&serde_json::to_string(&even).unwrap());
         assert!(r.is_ok(), "{r:?}");
+    }
+
+    /// A case id given twice, in one experiment or in two, or shared by a case and a derived
+    /// figure, is refused by name when read.
+    #[test]
+    fn an_id_given_twice_is_refused() {
+        let golden = include_str!("../../../tests/golden/oscost-2.json");
+        let doc: ResultDoc = read(golden).unwrap();
+        let refused = |doc: &ResultDoc| {
+            read(&serde_json::to_string(doc).unwrap())
+                .unwrap_err()
+                .to_string()
+        };
+        let mut same = doc.clone();
+        let twin = same.experiments[0].cases[0].clone();
+        same.experiments[0].cases.push(twin);
+        let e = refused(&same);
+        assert!(
+            e.contains(
+                "the id `example.cost100` is given to two cases or figures (twice in \
+                 experiment `example`)"
+            ),
+            "{e}"
+        );
+        let mut apart = doc.clone();
+        apart.experiments[1].cases[0].id = "example.cost100".into();
+        let e = refused(&apart);
+        assert!(
+            e.contains("(in experiments `example` and `example-more`)"),
+            "{e}"
+        );
+        let mut derived = doc;
+        let case_id = derived.experiments[0].cases[1].id.clone();
+        derived.experiments[0].derived[0].id = case_id.clone();
+        let e = refused(&derived);
+        assert!(e.contains(&format!("the id `{case_id}`")), "{e}");
     }
 
     /// A time far below zero, or a NUL in a text, makes the document invalid, named; a sample
