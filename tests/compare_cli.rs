@@ -78,6 +78,58 @@ fn compare_finds_the_slower_case_and_gates_on_it() {
         .stdout(predicate::str::contains("\"schema\": \"oscost-compare/1\""));
 }
 
+/// Two runs with no figure in common: refused in one line that names both and what each
+/// holds, exit 2, whether files or runs of the history; never a passed --fail-above gate.
+#[test]
+fn runs_with_no_common_figure_are_refused_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("crates/report/tests/fixtures/suite.json");
+    refused(
+        oscost()
+            .arg("compare")
+            .arg(golden())
+            .arg(&suite)
+            .args(["--fail-above", "10"]),
+        "suite.json against A = ",
+    );
+    let history = dir.path().join("h.sqlite3");
+    oscost()
+        .arg("--history")
+        .arg(&history)
+        .args(["history", "import"])
+        .arg(golden())
+        .arg(&suite)
+        .assert()
+        .success();
+    refused(
+        oscost()
+            .arg("--history")
+            .arg(&history)
+            .args(["compare", "latest~1", "latest"]),
+        "no common figure, so nothing to compare (A has 10 figures of example, example-more; B \
+         has 192 figures of syscall",
+    );
+    // A third input that shares figures with A: the comparison that has some is shown.
+    let out = oscost()
+        .arg("compare")
+        .arg(golden())
+        .arg(&suite)
+        .arg(golden())
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.starts_with("B = "), "{text}");
+    assert!(
+        text.lines().next().unwrap().contains("no common figure"),
+        "{text}"
+    );
+    assert!(text.contains("figures compared: "), "{text}");
+}
+
 /// The --fail-above line names the slower cases by their ids, which come from the files: a
 /// newline in one does not split it.
 #[test]

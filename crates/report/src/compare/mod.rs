@@ -27,7 +27,9 @@ pub use data::{csv, json};
 pub use env::env_diffs;
 pub use percentiles::PercentileRow;
 use published::{published_only, published_pair};
-pub use text::{markdown, since_last, terminal, terminal_view, terminal_with, View};
+pub use text::{
+    markdown, nothing_in_common, since_last, terminal, terminal_view, terminal_with, View,
+};
 pub use verdict::Verdict;
 use verdict::{verdict, Evidence};
 
