@@ -18,6 +18,8 @@ fn slower_copy(dir: &Path) -> PathBuf {
     assert_eq!(c.id, "example.cost250");
     c.raw_ns.iter_mut().for_each(|x| *x *= 1.2);
     c.median_ns *= 1.2;
+    c.min_ns *= 1.2;
+    c.max_ns *= 1.2;
     let path = dir.join("slower.json");
     std::fs::write(&path, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
     path
@@ -74,6 +76,58 @@ fn compare_finds_the_slower_case_and_gates_on_it() {
         .assert()
         .success()
         .stdout(predicate::str::contains("\"schema\": \"oscost-compare/1\""));
+}
+
+/// Two runs with no figure in common: refused in one line that names both and what each
+/// holds, exit 2, whether files or runs of the history; never a passed --fail-above gate.
+#[test]
+fn runs_with_no_common_figure_are_refused_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("crates/report/tests/fixtures/suite.json");
+    refused(
+        oscost()
+            .arg("compare")
+            .arg(golden())
+            .arg(&suite)
+            .args(["--fail-above", "10"]),
+        "suite.json against A = ",
+    );
+    let history = dir.path().join("h.sqlite3");
+    oscost()
+        .arg("--history")
+        .arg(&history)
+        .args(["history", "import"])
+        .arg(golden())
+        .arg(&suite)
+        .assert()
+        .success();
+    refused(
+        oscost()
+            .arg("--history")
+            .arg(&history)
+            .args(["compare", "latest~1", "latest"]),
+        "no common figure, so nothing to compare (A has 10 figures of example, example-more; B \
+         has 192 figures of syscall",
+    );
+    // A third input that shares figures with A: the comparison that has some is shown.
+    let out = oscost()
+        .arg("compare")
+        .arg(golden())
+        .arg(&suite)
+        .arg(golden())
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.starts_with("B = "), "{text}");
+    assert!(
+        text.lines().next().unwrap().contains("no common figure"),
+        "{text}"
+    );
+    assert!(text.contains("figures compared: "), "{text}");
 }
 
 /// The --fail-above line names the slower cases by their ids, which come from the files: a
@@ -456,7 +510,7 @@ fn group_by_counts_a_run_given_twice_once() {
     let copy = dir.path().join("a-edited.json");
     let mut doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&a).unwrap()).unwrap();
-    doc["experiments"][0]["cases"][0]["median_ns"] = 1.0.into();
+    doc["experiments"][0]["cases"][0]["description"] = "edited".into();
     std::fs::write(&copy, doc.to_string()).unwrap();
     refused(
         oscost()
@@ -521,7 +575,9 @@ fn group_by_from_a_history_reads_each_hosts_newest_run_and_counts_the_others() {
                 for x in c["raw_ns"].as_array_mut().unwrap() {
                     *x = (x.as_f64().unwrap() * scale).into();
                 }
-                c["median_ns"] = (c["median_ns"].as_f64().unwrap() * scale).into();
+                for t in ["median_ns", "min_ns", "max_ns"] {
+                    c[t] = (c[t].as_f64().unwrap() * scale).into();
+                }
             }
         }
         let path = dir.path().join(format!("{host}-{day}.json"));

@@ -271,6 +271,44 @@ fn runs_of_the_history_are_taken_as_compare_takes_them() {
     assert!(err.contains("latest~5: no such file"), "{err}");
 }
 
+/// A headline case whose median its own samples contradict (1e300 ns, far above its largest
+/// sample) is refused by datasheet, compare and report alike, by its case, in one line: it
+/// never becomes a headline of 301 digits.
+#[test]
+fn a_median_its_samples_contradict_is_refused_by_every_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/report/tests/fixtures/suite.json");
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&suite).unwrap()).unwrap();
+    let case = doc["experiments"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .flat_map(|e| e["cases"].as_array_mut().unwrap())
+        .find(|c| c["id"] == "syscall.getpid")
+        .unwrap();
+    case["median_ns"] = 1e300.into();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, doc.to_string()).unwrap();
+    let page = dir.path().join("p.html");
+    for args in [
+        vec!["datasheet".into(), bad.clone()],
+        vec!["compare".into(), suite.clone(), bad.clone()],
+        vec!["report".into(), bad.clone(), "-o".into(), page.clone()],
+    ] {
+        let err = fails(oscost().args(&args));
+        assert!(
+            err.contains("bad.json")
+                && err.contains("case `syscall.getpid` has median_ns 1e300 ns, outside its own")
+                && err.contains("inconsistent with its samples"),
+            "{args:?}: {err}"
+        );
+        assert!(err.len() < 400, "{err}");
+    }
+    assert!(!page.exists());
+}
+
 /// `oscost datasheet FILE` prints the run's sheet: the machine, what it measured, the failed
 /// checks; a file that is not there is one line and exit 2.
 #[test]

@@ -79,6 +79,21 @@ fn two_or_more(
         })
         .collect();
     let comparisons = compare::compare(&sources, settings);
+    // Nothing compared at all is a mistaken input, not a passed gate: refused, in one line.
+    let nothing: Vec<String> = comparisons
+        .iter()
+        .filter_map(compare::nothing_in_common)
+        .collect();
+    if nothing.len() == comparisons.len() {
+        if let [line] = &nothing[..] {
+            anyhow::bail!("{line}");
+        }
+        anyhow::bail!(
+            "no input has a figure in common with A = {}, so there is nothing to compare: give \
+             runs of the same experiments",
+            inputs[0]
+        );
+    }
     type Render = fn(&[compare::Comparison]) -> anyhow::Result<String>;
     let outputs: [(&Option<Sink>, Render); 3] = [
         (&cfg.json, compare::json),

@@ -36,7 +36,7 @@ pub fn data_home() -> &'static Path {
 /// `cmd` (one that starts oscost, directly or through another program) with its history in
 /// [`data_home`].
 pub fn isolate(cmd: &mut std::process::Command) -> &mut std::process::Command {
-    cmd.env("XDG_DATA_HOME", data_home())
+    isolate_at(cmd, data_home())
 }
 
 /// `cmd` with its history in `dir/data`: for oscost run as another user, given a directory
@@ -45,7 +45,19 @@ pub fn isolate_in<'a>(
     cmd: &'a mut std::process::Command,
     dir: &Path,
 ) -> &'a mut std::process::Command {
-    cmd.env("XDG_DATA_HOME", dir.join("data"))
+    isolate_at(cmd, &dir.join("data"))
+}
+
+/// `cmd` with its default history under `data`, and none named by the environment of whoever
+/// runs the tests: a store they set for their own runs (`OSCOST_HISTORY`, a shared PostgreSQL
+/// one) would take precedence and receive the tests' runs. A test that wants one sets it after.
+fn isolate_at<'a>(
+    cmd: &'a mut std::process::Command,
+    data: &Path,
+) -> &'a mut std::process::Command {
+    cmd.env("XDG_DATA_HOME", data)
+        .env_remove("OSCOST_HISTORY")
+        .env_remove("OSCOST_HISTORY_FILE")
 }
 
 /// The oscost binary, its history in [`data_home`].

@@ -1,24 +1,39 @@
-//! `cargo xtask test [ARGS]`: runs `cargo test ARGS` as it is, then prints one line with the
-//! project's total, which cargo itself never does (it prints one summary per test binary,
-//! the last of which is often a crate's empty doc-tests).
+//! `cargo xtask test [ARGS]`: runs `cargo test --no-fail-fast ARGS`, then prints one line with
+//! the project's total, which cargo itself never does (it prints one summary per test binary,
+//! the last of which is often a crate's empty doc-tests). Every binary runs even after one
+//! fails, so the total is the whole project's; one that started and never gave its result (a
+//! crash, a kill) is counted as such.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Instant;
 
-/// The counts of one or more `test result:` lines.
+/// The counts of the test binaries that started (libtest's `running N tests`) and of their
+/// `test result:` lines.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 struct Tally {
     passed: u64,
     failed: u64,
     ignored: u64,
+    /// Binaries that gave their result.
     binaries: u64,
+    /// Binaries that started.
+    started: u64,
 }
 
 impl Tally {
-    /// Adds a libtest summary line (`test result: ok. 8 passed; 0 failed; 1 ignored; …`);
-    /// any other line is left alone.
+    /// Adds a libtest line: the start of a binary (`running 8 tests`) or its summary
+    /// (`test result: ok. 8 passed; 0 failed; 1 ignored; …`); any other line is left alone.
     fn add(&mut self, line: &str) {
+        if let Some(n) = line
+            .strip_prefix("running ")
+            .and_then(|r| r.strip_suffix(" tests").or_else(|| r.strip_suffix(" test")))
+        {
+            if n.parse::<u64>().is_ok() {
+                self.started += 1;
+            }
+            return;
+        }
         let Some(rest) = line.strip_prefix("test result: ") else {
             return;
         };
@@ -37,6 +52,39 @@ impl Tally {
             }
         }
     }
+
+    /// Binaries that started and never gave their result.
+    fn unfinished(&self) -> u64 {
+        self.started.saturating_sub(self.binaries)
+    }
+
+    /// The last line: the project's total, and what did not run to the end. `cargo_ok` is
+    /// whether cargo itself succeeded: when it did not, with no test failed and no binary cut
+    /// short, cargo stopped before running them all (a build error), which the line says.
+    fn total(&self, cargo_ok: bool, secs: f64) -> String {
+        let plural = |n: u64| if n == 1 { "y" } else { "ies" };
+        let mut line = format!(
+            "tests: {} passed, {} failed, {} ignored, in {} test binar{}",
+            self.passed,
+            self.failed,
+            self.ignored,
+            self.binaries,
+            plural(self.binaries)
+        );
+        let unfinished = self.unfinished();
+        if unfinished > 0 {
+            line +=
+                &format!(
+                "; {unfinished} more test binar{} started and never finished (crashed or killed: \
+                 see above), so {} not run to the end",
+                plural(unfinished),
+                if unfinished == 1 { "its tests were" } else { "their tests were" }
+            );
+        } else if !cargo_ok && self.failed == 0 {
+            line += "; cargo test stopped before running every test binary (its error is above)";
+        }
+        line + &format!(" ({secs:.0} s)")
+    }
 }
 
 fn usage() -> ExitCode {
@@ -52,9 +100,13 @@ fn main() -> ExitCode {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
     let start = Instant::now();
+    let args: Vec<String> = args.collect();
+    // cargo test stops at the first failing binary: the total would leave the rest out.
+    let fail_fast = !args.iter().any(|a| a == "--no-fail-fast");
     let child = Command::new(cargo)
         .arg("test")
-        .args(args)
+        .args(fail_fast.then_some("--no-fail-fast"))
+        .args(&args)
         .current_dir(root)
         .stdout(Stdio::piped())
         .spawn();
@@ -85,15 +137,10 @@ fn main() -> ExitCode {
         }
     };
     println!(
-        "\ntests: {} passed, {} failed, {} ignored, in {} test binar{} ({:.0} s)",
-        tally.passed,
-        tally.failed,
-        tally.ignored,
-        tally.binaries,
-        if tally.binaries == 1 { "y" } else { "ies" },
-        start.elapsed().as_secs_f64()
+        "\n{}",
+        tally.total(status.success(), start.elapsed().as_secs_f64())
     );
-    if !status.success() || tally.failed > 0 {
+    if !status.success() || tally.failed > 0 || tally.unfinished() > 0 {
         return ExitCode::FAILURE;
     }
     if tally.passed == 0 {
@@ -111,10 +158,12 @@ mod tests {
     fn summary_lines_add_up_and_others_are_ignored() {
         let mut t = Tally::default();
         for line in [
+            "running 9 tests",
             "test result: ok. 8 passed; 0 failed; 1 ignored; 0 measured; 86 filtered out; finished in 0.00s",
             "running 3 tests",
             "test a ... ok",
             "test result: FAILED. 2 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 1.20s",
+            "running 0 tests",
             "test result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s",
         ] {
             t.add(line);
@@ -125,8 +174,47 @@ mod tests {
                 passed: 10,
                 failed: 1,
                 ignored: 1,
-                binaries: 3
+                binaries: 3,
+                started: 3,
             }
+        );
+        assert_eq!(t.unfinished(), 0);
+    }
+
+    /// A binary that started and gave no result (it crashed) is counted and said in the
+    /// total, beside the binaries that finished; a cargo that failed with no test failed
+    /// (a build error) is said too.
+    #[test]
+    fn the_total_says_what_did_not_run_to_the_end() {
+        let mut t = Tally::default();
+        for line in [
+            "running 2 tests",
+            "test result: ok. 2 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.10s",
+            "running 5 tests",
+            "test a ... ok",
+            "running 1 test",
+            "test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s",
+        ] {
+            t.add(line);
+        }
+        assert_eq!((t.binaries, t.started, t.unfinished()), (2, 3, 1));
+        assert_eq!(
+            t.total(false, 54.2),
+            "tests: 3 passed, 0 failed, 0 ignored, in 2 test binaries; 1 more test binary \
+             started and never finished (crashed or killed: see above), so its tests were not \
+             run to the end (54 s)"
+        );
+        let mut built_nothing = Tally::default();
+        built_nothing.add("running 1 test");
+        built_nothing.add(
+            "test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s",
+        );
+        assert!(built_nothing
+            .total(false, 1.0)
+            .contains("cargo test stopped before running every test binary"));
+        assert_eq!(
+            built_nothing.total(true, 1.0),
+            "tests: 1 passed, 0 failed, 0 ignored, in 1 test binary (1 s)"
         );
     }
 }

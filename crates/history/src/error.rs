@@ -129,6 +129,19 @@ pub enum HistoryError {
         /// Why (in the message, not a source: a chain would say it twice).
         why: oscost_model::ReadError,
     },
+    /// A stored document is not the one saved under its run: its text does not match the
+    /// digest stored beside it, or it names another run. Someone changed the store.
+    #[error(
+        "run {run_id} in the history cannot be trusted: {why}, so the store was altered after it \
+         was saved (remove the run with `oscost history rm {run_id}` and import its result file \
+         again)"
+    )]
+    Altered {
+        /// The run.
+        run_id: String,
+        /// What does not match.
+        why: String,
+    },
     /// A stored document's bytes could not be turned back into its text.
     #[error("run {run_id} in the history cannot be read: {why}")]
     Stored {

@@ -181,29 +181,54 @@ impl History {
         // Since schema 3 the document is in `documents`, compressed; before, in `runs`.
         let row = self
             .query(
-                "SELECT d.encoding, d.body, r.document FROM runs r LEFT JOIN documents d \
-                 ON d.run_id = r.run_id WHERE r.run_id = $1",
+                "SELECT d.encoding, d.body, d.digest, r.document FROM runs r LEFT JOIN \
+                 documents d ON d.run_id = r.run_id WHERE r.run_id = $1",
                 &[run_id.into()],
             )?
             .into_iter()
             .next()
             .ok_or_else(|| HistoryError::UnknownRun { run: run_id.into() })?;
         let mut row = row.into_iter();
-        let (encoding, body, plain) = (next(&mut row).text(), next(&mut row), next(&mut row));
+        let (encoding, body, digest, plain) = (
+            next(&mut row).text(),
+            next(&mut row),
+            next(&mut row).text(),
+            next(&mut row),
+        );
+        let altered = |why: String| HistoryError::Altered {
+            run_id: run_id.into(),
+            why,
+        };
         let text = match encoding {
             Some(encoding) => {
                 let bytes = body.bytes().ok_or_else(|| HistoryError::Stored {
                     run_id: run_id.into(),
                     why: "its stored document is not bytes".into(),
                 })?;
-                crate::encode::decode(run_id, &encoding, &bytes)?
+                let text = crate::encode::decode(run_id, &encoding, &bytes)?;
+                // Checked on every read: an edited store must not hand out another run's
+                // document, nor a changed one, as this run's.
+                if digest.as_deref() != Some(crate::encode::digest(text.as_bytes()).as_str()) {
+                    return Err(altered(
+                        "its stored document does not match its stored digest".into(),
+                    ));
+                }
+                text
             }
             None => plain.string(),
         };
-        oscost_model::read(&text).map_err(|why| HistoryError::Document {
+        let doc = oscost_model::read(&text).map_err(|why| HistoryError::Document {
             run_id: run_id.into(),
             why,
-        })
+        })?;
+        // A document with its digest moved along with it still names the run it belongs to.
+        // (One first saved as `oscost/1` by an older oscost may have no id in its text.)
+        match doc.run_id.as_deref() {
+            Some(own) if own != run_id.to_ascii_lowercase() => Err(altered(format!(
+                "its stored document is the document of run {own}"
+            ))),
+            _ => Ok(doc),
+        }
     }
 
     /// The newest other run comparable with `doc`: the same host (when `doc` names one), the

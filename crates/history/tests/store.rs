@@ -361,6 +361,55 @@ fn a_damaged_history_is_named_in_one_line_without_sql() {
     }
 }
 
+/// A store edited so that one run's row holds another run's document (its text alone, or
+/// with the digest beside it) is refused by the run's name on every read, never handed out as
+/// that run's.
+#[test]
+fn a_document_swapped_between_runs_is_refused_by_name() {
+    for (name, swap) in [
+        (
+            "text",
+            "UPDATE documents SET body = (SELECT body FROM documents WHERE run_id = ?2) \
+             WHERE run_id = ?1",
+        ),
+        (
+            "text and digest",
+            "UPDATE documents SET body = (SELECT body FROM documents WHERE run_id = ?2), \
+             digest = (SELECT digest FROM documents WHERE run_id = ?2) WHERE run_id = ?1",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("h.sqlite");
+        let (a, b) = (common::run("swap", 1), common::run("swap", 2));
+        let (a_id, b_id) = (a.run_id.clone().unwrap(), b.run_id.clone().unwrap());
+        History::open(&path).unwrap().save_all(&[a, b]).unwrap();
+        let changed = rusqlite::Connection::open(&path)
+            .unwrap()
+            .execute(swap, rusqlite::params![a_id, b_id])
+            .unwrap();
+        assert_eq!(changed, 1, "{name}");
+        let h = History::open_read_only(&path).unwrap();
+        let err = h.get(&a_id).unwrap_err();
+        assert!(
+            matches!(err, HistoryError::Altered { .. }),
+            "{name}: {err:?}"
+        );
+        let text = err.to_string();
+        assert!(
+            text.contains(&format!("run {a_id}")) && text.contains("store was altered"),
+            "{name}: {text}"
+        );
+        if name == "text" {
+            assert!(text.contains("does not match its stored digest"), "{text}");
+        } else {
+            assert!(text.contains(&format!("document of run {b_id}")), "{text}");
+        }
+        assert!(!text.contains('\n'), "{text}");
+        // The run whose document was copied still reads as itself.
+        assert_eq!(h.get(&b_id).unwrap().run_id.as_deref(), Some(b_id.as_str()));
+    }
+}
+
 /// A table whose columns are not oscost's: SQLite's message without the statement.
 #[test]
 fn a_failed_statement_is_not_shown_whole() {

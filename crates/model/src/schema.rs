@@ -62,6 +62,8 @@ pub fn read(text: &str) -> Result<ResultDoc, ReadError> {
         check_identity(&doc).map_err(invalid)?;
         check_samples(&doc).map_err(invalid)?;
         check_times(&doc).map_err(invalid)?;
+        check_summaries(&doc).map_err(invalid)?;
+        check_unique_ids(&doc).map_err(invalid)?;
         // One run, one id: `3F1C…` and `3f1c…` are the same UUID.
         doc.run_id = doc.run_id.map(|id| id.to_ascii_lowercase());
         return Ok(doc);
@@ -78,6 +80,8 @@ pub fn read(text: &str) -> Result<ResultDoc, ReadError> {
     }
     check_samples(&doc).map_err(invalid)?;
     check_times(&doc).map_err(invalid)?;
+    check_summaries(&doc).map_err(invalid)?;
+    check_unique_ids(&doc).map_err(invalid)?;
     doc.schema = SCHEMA.into();
     Ok(doc)
 }
@@ -203,6 +207,98 @@ fn check_times(doc: &ResultDoc) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The relative gap above which two medians of the same samples differ: beyond the last bits
+/// a JSON round trip (or another writer's formatting) may change.
+pub const SUMMARY_TOLERANCE: f64 = 1e-9;
+
+/// Every case's `median_ns` is a median of its own samples: within its `min_ns..max_ns`, and
+/// when it keeps every sample (`raw_ns` as long as `samples`; a thinned one may keep fewer)
+/// the median of them. A summary edited away from its samples would otherwise be shown as
+/// the case's figure by one command and disagree with what another computes from the samples.
+fn check_summaries(doc: &ResultDoc) -> Result<(), String> {
+    let apart = |a: f64, b: f64, scale: f64| (a - b).abs() > SUMMARY_TOLERANCE * scale;
+    for c in doc.experiments.iter().flat_map(|e| &e.cases) {
+        let m = c.median_ns;
+        let scale = m.abs().max(c.min_ns.abs()).max(c.max_ns.abs());
+        if (m < c.min_ns && apart(m, c.min_ns, scale))
+            || (m > c.max_ns && apart(m, c.max_ns, scale))
+        {
+            return Err(format!(
+                "case `{}` has median_ns {} ns, outside its own min_ns..max_ns ({}..{} ns): the \
+                 document is inconsistent with its samples",
+                c.id,
+                shown(m),
+                shown(c.min_ns),
+                shown(c.max_ns)
+            ));
+        }
+        if !c.raw_ns.is_empty() && c.raw_ns.len() == c.samples {
+            let raw = median(&c.raw_ns);
+            if apart(m, raw, m.abs().max(raw.abs())) {
+                return Err(format!(
+                    "case `{}` has median_ns {} ns, which is not the median of its raw_ns ({} \
+                     ns): the document is inconsistent with its samples",
+                    c.id,
+                    shown(m),
+                    shown(raw)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Each id names one case or derived figure of the document: every reader looks a figure up
+/// by its id (compare pairs them, the history keys them), so a second one would be dropped or
+/// paired at random.
+fn check_unique_ids(doc: &ResultDoc) -> Result<(), String> {
+    let mut seen: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
+    for e in &doc.experiments {
+        let ids = e
+            .cases
+            .iter()
+            .map(|c| &c.id)
+            .chain(e.derived.iter().map(|d| &d.id));
+        for id in ids {
+            if let Some(first) = seen.insert(id, &e.name) {
+                let place = if first == e.name {
+                    format!("twice in experiment `{first}`")
+                } else {
+                    format!("in experiments `{first}` and `{}`", e.name)
+                };
+                return Err(format!(
+                    "the id `{id}` is given to two cases or figures ({place}): each id names one"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The median of finite `values` (not empty): the middle one, or halfway between the two
+/// middle ones, computed as the statistics crate does so that both agree to the last bit.
+fn median(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    let k = v.len() / 2;
+    let (below, &mut upper, _) = v.select_nth_unstable_by(k, f64::total_cmp);
+    if values.len() % 2 == 1 {
+        return upper;
+    }
+    let lower = below.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    0.5 * lower + 0.5 * upper
+}
+
+/// A time for a message: as written, unless that takes more than a line's worth of digits
+/// (`1e300` rather than 301 of them).
+fn shown(v: f64) -> String {
+    let plain = v.to_string();
+    if plain.len() > 20 {
+        format!("{v:e}")
+    } else {
+        plain
+    }
 }
 
 /// Whether `t` (`dddd-dd-ddTdd:dd:ddZ`, digits checked) is a real time: a month of 1 to 12,
@@ -580,6 +676,86 @@ mod tests {
                 .contains("raw_ns values, more than its samples"),
             "{e}"
         );
+    }
+
+    /// A median edited away from its samples is refused by its case when read: outside its
+    /// own min..max, or (with every sample kept) not their median; thinned raw samples hold
+    /// it to min..max alone.
+    #[test]
+    fn a_median_that_its_samples_contradict_is_refused() {
+        let golden = include_str!("../../../tests/golden/oscost-2.json");
+        let doc: ResultDoc = read(golden).unwrap();
+        let refused = |doc: &ResultDoc| read(&serde_json::to_string(doc).unwrap()).unwrap_err();
+        let mut far = doc.clone();
+        far.experiments[0].cases[0].median_ns = 1e300;
+        let e = refused(&far).to_string();
+        assert!(
+            e.contains("case `example.cost100` has median_ns 1e300 ns, outside its own min_ns")
+                && e.contains("inconsistent with its samples"),
+            "{e}"
+        );
+        assert!(e.len() < 300, "{e}");
+        // Within min..max, but not the median of the 81 samples it keeps.
+        let mut off = doc.clone();
+        let c = &mut off.experiments[0].cases[0];
+        c.median_ns = (c.min_ns + c.max_ns) / 2.0 + (c.max_ns - c.min_ns) / 4.0;
+        let e = refused(&off).to_string();
+        assert!(
+            e.contains("is not the median of its raw_ns (107.49951646698544 ns)"),
+            "{e}"
+        );
+        // Thinned to a few samples: their median is not the case's, and need not be.
+        let c = &mut off.experiments[0].cases[0];
+        c.raw_ns.truncate(5);
+        assert!(read(&serde_json::to_string(&off).unwrap()).is_ok());
+        // The last bits a JSON round trip may change are no contradiction.
+        let mut near = doc.clone();
+        near.experiments[0].cases[0].median_ns *= 1.0 + 1e-12;
+        assert!(read(&serde_json::to_string(&near).unwrap()).is_ok());
+        let mut even = doc;
+        let c = &mut even.experiments[0].cases[0];
+        // An even count: halfway between the two middle samples, in any order.
+        c.raw_ns = vec![c.max_ns, 107.46, c.min_ns, 107.5];
+        c.samples = 4;
+        c.median_ns = 107.48;
+        let r = read(&serde_json::to_string(&even).unwrap());
+        assert!(r.is_ok(), "{r:?}");
+    }
+
+    /// A case id given twice, in one experiment or in two, or shared by a case and a derived
+    /// figure, is refused by name when read.
+    #[test]
+    fn an_id_given_twice_is_refused() {
+        let golden = include_str!("../../../tests/golden/oscost-2.json");
+        let doc: ResultDoc = read(golden).unwrap();
+        let refused = |doc: &ResultDoc| {
+            read(&serde_json::to_string(doc).unwrap())
+                .unwrap_err()
+                .to_string()
+        };
+        let mut same = doc.clone();
+        let twin = same.experiments[0].cases[0].clone();
+        same.experiments[0].cases.push(twin);
+        let e = refused(&same);
+        assert!(
+            e.contains(
+                "the id `example.cost100` is given to two cases or figures (twice in \
+                 experiment `example`)"
+            ),
+            "{e}"
+        );
+        let mut apart = doc.clone();
+        apart.experiments[1].cases[0].id = "example.cost100".into();
+        let e = refused(&apart);
+        assert!(
+            e.contains("(in experiments `example` and `example-more`)"),
+            "{e}"
+        );
+        let mut derived = doc;
+        let case_id = derived.experiments[0].cases[1].id.clone();
+        derived.experiments[0].derived[0].id = case_id.clone();
+        let e = refused(&derived);
+        assert!(e.contains(&format!("the id `{case_id}`")), "{e}");
     }
 
     /// A time far below zero, or a NUL in a text, makes the document invalid, named; a sample

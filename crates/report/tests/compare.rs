@@ -102,6 +102,28 @@ fn cases_in_one_input_only_are_listed_and_environment_differences_named() {
     );
 }
 
+/// Two runs of different experiments: one line says there is nothing to compare and what each
+/// holds, in the terminal and in Markdown, instead of environments, a summary of nothing, the
+/// rule of the verdicts and every id of both sides.
+#[test]
+fn runs_with_no_common_figure_say_so_in_one_line() {
+    let a = golden();
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/suite.json");
+    let b = oscost_model::read(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let c = run(&a, &b, Settings::default());
+    let line = compare::nothing_in_common(&c[0]).unwrap();
+    assert_eq!(
+        line,
+        "B = after.json against A = before.json: no common figure, so nothing to compare (A \
+         has 10 figures of example, example-more; B has 192 figures of syscall, primitives, \
+         switch, ring, split, spawn and 3 more experiments): give runs of the same experiments"
+    );
+    assert_eq!(compare::terminal(&c), format!("{line}\n\n"));
+    assert_eq!(compare::markdown(&c), format!("{line}\n\n"));
+    // Runs that share a figure render in full.
+    assert!(compare::nothing_in_common(&run(&a, &a, Settings::default())[0]).is_none());
+}
+
 #[test]
 fn renderings_match_their_snapshots() {
     let a = golden();

@@ -27,7 +27,9 @@ pub use data::{csv, json};
 pub use env::env_diffs;
 pub use percentiles::PercentileRow;
 use published::{published_only, published_pair};
-pub use text::{markdown, since_last, terminal, terminal_view, terminal_with, View};
+pub use text::{
+    markdown, nothing_in_common, since_last, terminal, terminal_view, terminal_with, View,
+};
 pub use verdict::Verdict;
 use verdict::{verdict, Evidence};
 
@@ -558,9 +560,10 @@ fn pct(a: f64, b: f64) -> f64 {
     }
 }
 
-/// Above this relative gap a case's `median_ns` is not the median of its `raw_ns` (a file
-/// written by hand or by another tool): beyond the last bits a JSON round trip may change.
-const SUMMARY_GAP: f64 = 1e-9;
+/// Above this relative gap a case's `median_ns` is not the median of its `raw_ns`: the gap a
+/// document read from a file is held to ([`oscost_model::read`] refuses one beyond it), so
+/// only a document built in memory reaches a row with such a note.
+const SUMMARY_GAP: f64 = oscost_model::schema::SUMMARY_TOLERANCE;
 
 /// The median a case's row uses, and a note when its summary says otherwise. With raw samples
 /// the verdict comes from them, so the difference and the percentage must too: a row never

@@ -187,6 +187,54 @@ fn leftovers(c: &Comparison) -> Vec<String> {
     v
 }
 
+/// The one line that says two inputs have nothing to compare: no figure in common, nothing the
+/// study derived, no percentile, no published figure or foreign id to explain; `None` when
+/// there is something. It names what each side holds instead, by experiment.
+pub fn nothing_in_common(c: &Comparison) -> Option<String> {
+    let nothing = c.rows.is_empty()
+        && c.study_rows.is_empty()
+        && c.percentiles.is_empty()
+        && c.unmatched_published.is_empty()
+        && c.foreign_ids.is_empty();
+    if !nothing {
+        return None;
+    }
+    // A figure's id starts with its experiment's name.
+    let holds = |ids: &[String]| {
+        if ids.is_empty() {
+            return "no figure".to_string();
+        }
+        let mut experiments: Vec<&str> = Vec::new();
+        for id in ids {
+            let name = id.split('.').next().unwrap_or(id);
+            if !experiments.contains(&name) {
+                experiments.push(name);
+            }
+        }
+        let more = experiments.len().saturating_sub(6);
+        experiments.truncate(6);
+        format!(
+            "{} figure{} of {}{}",
+            ids.len(),
+            if ids.len() == 1 { "" } else { "s" },
+            experiments.join(", "),
+            if more > 0 {
+                format!(" and {more} more experiments")
+            } else {
+                String::new()
+            }
+        )
+    };
+    Some(format!(
+        "B = {} against A = {}: no common figure, so nothing to compare (A has {}; B has {}): \
+         give runs of the same experiments",
+        c.other,
+        c.baseline,
+        holds(&c.only_in_baseline),
+        holds(&c.only_in_other)
+    ))
+}
+
 /// How the terminal shows a comparison.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct View {
@@ -224,6 +272,12 @@ pub fn terminal_view(comparisons: &[Comparison], view: View) -> String {
     let mut s = String::new();
     let line = |text: &str, indent: usize| crate::layout::wrap(text, width, indent);
     for c in comparisons {
+        // Environments and every id of both sides would be six lines saying nothing here.
+        if let Some(l) = nothing_in_common(c) {
+            s += &line(&l, 0);
+            s.push('\n');
+            continue;
+        }
         for l in intro(c) {
             s += &line(&l, 0);
         }
@@ -416,6 +470,10 @@ fn md_row(cells: &[String]) -> String {
 pub fn markdown(comparisons: &[Comparison]) -> String {
     let mut s = String::new();
     for c in comparisons {
+        if let Some(l) = nothing_in_common(c) {
+            s += &format!("{}\n\n", md_escape(&l));
+            continue;
+        }
         let mut lines = intro(c).into_iter();
         s += &format!("## {}\n\n", md_escape(&lines.next().unwrap_or_default()));
         for l in lines {

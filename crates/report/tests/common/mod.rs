@@ -15,6 +15,9 @@ pub fn scaled(mut doc: ResultDoc, case: &str, factor: f64) -> ResultDoc {
         .unwrap();
     c.raw_ns.iter_mut().for_each(|x| *x *= factor);
     c.median_ns *= factor;
+    // Its range too: a file whose median lies outside it does not read.
+    c.min_ns *= factor;
+    c.max_ns *= factor;
     c.ci95_ns = c.ci95_ns.map(|x| x * factor);
     doc
 }
@@ -27,6 +30,7 @@ pub fn with_latency_case(mut doc: ResultDoc, from: f64) -> ResultDoc {
     c.samples = c.raw_ns.len();
     // The file's median is its samples' (no note saying otherwise).
     c.median_ns = from + 999.5;
+    (c.min_ns, c.max_ns) = (from, from + 1999.0);
     c.ci95_ns = [from + 990.0, from + 1010.0];
     for (k, v) in [
         ("lateness_p50_ns", 1_000.0),
