@@ -275,9 +275,10 @@ pub struct BillArgs {
           value_parser = values::parse_setting)]
     pub under: Option<values::Setting>,
     /// With --under: bill the command this many times plainly and as many under the
-    /// setting, in turn, and hold the measured change of its time on a CPU (ratio of medians,
-    /// 95 % CI) against the change predicted from the plain bill and the setting's measured
-    /// price; prints the check and the last bill under the setting, saves nothing
+    /// setting, in turn, and hold the measured change of its time on a CPU (the median of the
+    /// rounds' ratios, with its 95 % CI) against the change predicted from the plain bill and
+    /// the setting's measured price; prints the check and the last bill under the setting,
+    /// saves nothing
     #[arg(long, value_name = "N", requires = "under",
           value_parser = clap::value_parser!(u32).range(3..=1000))]
     pub rounds: Option<u32>,
