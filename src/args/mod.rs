@@ -329,6 +329,12 @@ const BILL_HELP: &str = "Examples:
   oscost bill --count-only -- ./server     the cheaper probe: counts, no time per call
   oscost bill --pid 4242 --for 10s         a running process, for ten seconds
   oscost bill show latest --prices B.json  the newest bill re-priced with another datasheet
+  oscost bill --under seccomp=default -- ./server
+                                           under a container runtime's default seccomp profile
+  oscost bill show --predict-under seccomp=default
+                                           the same predicted from the newest plain bill
+  oscost bill --under seccomp=default --rounds 9 -- ./a.out
+                                           the prediction checked: plain and under, in turn
 
 The bill goes to stderr (or --output), so the command's own output is untouched. Each line is
 a part of the program's time: user CPU, kernel CPU (system calls by name, interrupts, page

@@ -142,7 +142,13 @@ fn check_rounds(
     let (mut plain, mut under_setting) = (Vec::new(), Vec::new());
     let mut ending = oscost_model::bill::Ending::Running;
     for round in 1..=n {
-        for with in [None, Some(under(setting)?)] {
+        // Which goes first alternates (A B, B A, …): a run that follows another (warm caches,
+        // a CPU's clock settling) is each side's as often.
+        let mut order = [None, Some(under(setting)?)];
+        if round % 2 == 0 {
+            order.reverse();
+        }
+        for with in order {
             if !cfg.quiet {
                 eprintln!(
                     "oscost: round {round} of {n}, {}",
