@@ -237,9 +237,10 @@ fn a_bill_is_kept_in_the_history_and_shown_and_reported_from_it() {
         text.contains("bill") && text.contains("of sh -c exit 0"),
         "{text}"
     );
+    let golden = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/oscost-2.json");
     for args in [
         vec!["datasheet", "latest"],
-        vec!["compare", "latest", "latest"],
+        vec!["compare", golden, "latest"],
     ] {
         let out = oscost()
             .args(&args)
@@ -449,6 +450,54 @@ fn a_command_runs_under_a_seccomp_profile_and_a_bill_is_predicted_under_it() {
         "{err}"
     );
     assert!(err.contains("the prediction holds") || err.contains("the prediction misses"));
+}
+
+#[test]
+fn two_bills_compare_their_counts_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("h.db");
+    for n in ["1000", "1500"] {
+        let out = oscost()
+            .args(["bill", "--quiet", "--history"])
+            .arg(&history)
+            .arg("--")
+            .arg(workload())
+            .args(["getppid", n])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let json = dir.path().join("c.json");
+    let out = oscost()
+        .args(["compare", "latest~1", "latest", "--json"])
+        .arg(&json)
+        .arg("--history")
+        .arg(&history)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("+500"), "{text}");
+    let c: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let getppid = c["counts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "getppid")
+        .unwrap()
+        .clone();
+    assert_eq!(getppid["count_verdict"], "more");
+    let (a, b) = (getppid["count"][0].as_u64(), getppid["count"][1].as_u64());
+    assert_eq!(b.unwrap() - a.unwrap(), 500);
 }
 
 #[test]

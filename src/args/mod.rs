@@ -351,8 +351,9 @@ pub struct CompareArgs {
     /// `latest~N` for the one N runs before it, or an id or its first characters, from
     /// `oscost history list`), or published
     /// baselines (`published:NAME`, listed by `oscost baselines`). Each is compared
-    /// against the first. With --group-by, one or more runs, or none for every run of the
-    /// history
+    /// against the first. Two bills (`oscost bill`) compare as bills: counts exactly, each
+    /// call's cost beyond the kernel histogram's ±10 %. With --group-by, one or more runs, or
+    /// none for every run of the history
     #[arg(required_unless_present = "group_by", value_name = "RESULT")]
     pub inputs: Vec<String>,
     /// Compare groups of runs, one column each: `host` (the fleet's name for the host,

@@ -43,6 +43,38 @@ pub fn run(args: CompareArgs, cfg: &Config) -> anyhow::Result<ExitCode> {
     )
 }
 
+/// Two bills, B against A: the terminal table, or `--json`.
+fn compare_bills(
+    inputs: &[String],
+    a: &oscost_model::bill::Bill,
+    b: &oscost_model::bill::Bill,
+    cfg: &Config,
+) -> anyhow::Result<ExitCode> {
+    if cfg.csv.is_some() || cfg.markdown.is_some() {
+        anyhow::bail!("two bills compare in the terminal or as --json (not --csv or --markdown)");
+    }
+    let c = oscost_report::bill::compare_bills(a, b, [&inputs[0], &inputs[1]]);
+    let json = serde_json::to_string_pretty(&c)? + "\n";
+    match &cfg.json {
+        Some(Sink::File(p)) => oscost_report::output::write_atomic(p, &json)?,
+        Some(Sink::Stdout) => print_stdout(&json)?,
+        None => {}
+    }
+    let width = oscost_report::export::terminal::layout_width(cfg.stdout_taken())
+        .map_or(80, |w| usize::from(w).min(100));
+    let text = oscost_report::termtext::for_terminal(&oscost_report::bill::render_bill_comparison(
+        &c, width,
+    ));
+    if cfg.stdout_taken() {
+        if !cfg.quiet {
+            eprint!("{text}");
+        }
+    } else {
+        print_stdout(&text)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Compares each of `inputs` with the first, found in `history`.
 fn two_or_more(
     inputs: &[String],
@@ -56,12 +88,25 @@ fn two_or_more(
         .iter()
         .map(|a| load(a, history))
         .collect::<anyhow::Result<Vec<_>>>()?;
+    let bills: Vec<&oscost_model::bill::Bill> = loaded
+        .iter()
+        .filter_map(|l| match l {
+            Loaded::Measured(d) => d.bill.as_ref(),
+            Loaded::Published(_) => None,
+        })
+        .collect();
+    if let [a, b] = bills[..] {
+        if inputs.len() == 2 {
+            return compare_bills(inputs, a, b, cfg);
+        }
+    }
     for (arg, l) in inputs.iter().zip(&loaded) {
         if let Loaded::Measured(d) = l {
             if let Some(bill) = &d.bill {
                 anyhow::bail!(
-                    "{arg} is the bill of {}: compare sets the figures of experiments side by \
-                     side, and a bill has none (`oscost history show {arg}` prints it)",
+                    "{arg} is the bill of {}: compare sets a bill beside one other bill, and \
+                     the figures of experiments beside each other (`oscost history show {arg}` \
+                     prints it)",
                     oscost_report::bill::subject(bill)
                 );
             }

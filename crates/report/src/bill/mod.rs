@@ -7,8 +7,13 @@ use oscost_model::bill::{Bill, Ending, Part, Price, Target};
 use oscost_model::schema::ResultDoc;
 use std::collections::BTreeMap;
 
+mod compare;
 mod predict;
 mod reprice;
+pub use compare::{
+    compare_bills, render_bill_comparison, BillComparison, BillRow, BillVerdict,
+    BILL_COMPARE_SCHEMA,
+};
 pub use predict::{
     check_under, predict_seccomp, render_check, render_prediction, PartChange, Prediction,
     UnderCheck, WITHIN,
