@@ -498,6 +498,23 @@ fn two_bills_compare_their_counts_exactly() {
     assert_eq!(getppid["count_verdict"], "more");
     let (a, b) = (getppid["count"][0].as_u64(), getppid["count"][1].as_u64());
     assert_eq!(b.unwrap() - a.unwrap(), 500);
+
+    // On one page: each bill's bar, one under the other.
+    let page = dir.path().join("r.html");
+    let out = oscost()
+        .args(["report", "latest~1", "latest", "-o"])
+        .arg(&page)
+        .arg("--history")
+        .arg(&history)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = std::fs::read_to_string(&page).unwrap();
+    assert!(page.contains("Where each bill"), "both bills' bars");
 }
 
 #[test]

@@ -851,6 +851,8 @@ struct Comparison {
     runs: Vec<RunHead>,
     /// Every run's headline times on one axis.
     datasheet_figure: Option<Figure>,
+    /// The runs' bills, each a bar of where its time went, one under another.
+    bills_figure: Option<Figure>,
     tables: Vec<SideTable>,
     /// The rule behind the verdicts, as `compare` states it.
     rule: String,
@@ -924,8 +926,13 @@ fn comparison(docs: &[(String, &ResultDoc)]) -> Comparison {
             })
         })
         .collect();
+    let bills: Vec<(&str, &oscost_model::bill::Bill)> = docs
+        .iter()
+        .filter_map(|(l, d)| d.bill.as_ref().map(|b| (l.as_str(), b)))
+        .collect();
     Comparison {
         datasheet_figure: None,
+        bills_figure: plot::bill::side_by_side(&bills).map(figure),
         runs,
         tables,
         threshold: crate::format::plain(settings.threshold_pct),

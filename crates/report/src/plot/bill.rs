@@ -27,7 +27,7 @@ pub fn plots(bill: &Bill) -> Vec<Plot> {
 
 /// One bar: the task time by the bill's top-level parts, the residual last (only when it is
 /// time left over: a negative residual is said in the table, it has no width).
-fn split(bill: &Bill) -> Plot {
+fn row(label: &str, bill: &Bill) -> Row {
     let mut parts: Vec<(String, f64)> = bill
         .parts
         .iter()
@@ -37,11 +37,14 @@ fn split(bill: &Bill) -> Plot {
     if bill.residual_ns > 0.0 {
         parts.push(("not explained".into(), bill.residual_ns));
     }
-    let row = Row {
-        label: "task time".into(),
+    Row {
+        label: label.to_owned(),
         parts,
         mark: Some(bill.task_time_ns as f64),
-    };
+    }
+}
+
+fn split(bill: &Bill) -> Plot {
     let notes = vec![format!(
         "the parts explain {:.1} % of the task time (the tasks' lifetimes summed)",
         bill.explained_pct
@@ -53,9 +56,28 @@ fn split(bill: &Bill) -> Plot {
             &notes,
             "time",
             Unit::Ns,
-            &[row],
+            &[row("task time", bill)],
         ),
     }
+}
+
+/// Several bills' bars one under another, each labelled: the same program in several runs
+/// (or several programs), where its time went in each. `None` for fewer than two bills.
+pub fn side_by_side(bills: &[(&str, &Bill)]) -> Option<Plot> {
+    if bills.len() < 2 {
+        return None;
+    }
+    let rows: Vec<Row> = bills.iter().map(|(l, b)| row(l, b)).collect();
+    Some(Plot {
+        name: "bills.split".into(),
+        svg: stacked::figure(
+            "Where each bill's time went",
+            &["one bar a bill, its task time by part".to_owned()],
+            "time",
+            Unit::Ns,
+            &rows,
+        ),
+    })
 }
 
 /// An operation's line: its name, measured time and priced time (ns).
