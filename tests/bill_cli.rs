@@ -518,6 +518,47 @@ fn two_bills_compare_their_counts_exactly() {
 }
 
 #[test]
+fn without_a_probe_the_bill_is_the_kernels_own_accounting() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("b.json");
+    let out = oscost()
+        .args([
+            "bill",
+            "--quiet",
+            "--no-save",
+            "--trace-with",
+            "none",
+            "--json",
+        ])
+        .arg(&json)
+        .arg("--")
+        .arg(workload())
+        .args(["anon-write", "100"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let b = read_bill(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(
+        (b.mechanism.name.as_str(), b.mechanism.depth.as_str()),
+        ("none", "none")
+    );
+    assert!(b.calls.is_empty() && b.probe_cost.is_none());
+    let u = b.usage.expect("getrusage's accounting");
+    assert!(u.minor_faults >= 100, "{u:?}");
+    for extra in ["--count-only", "--verify"] {
+        let out = oscost()
+            .args(["bill", "--trace-with", "none", extra, "--", "true"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{extra}");
+    }
+}
+
+#[test]
 fn a_missing_command_is_said_as_a_shell_says_it() {
     let out = oscost()
         .args(["bill", "--", "no-such-command-oscost"])

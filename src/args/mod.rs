@@ -2,7 +2,7 @@
 //! against the machine in `config`; what each command does is in `commands`.
 
 mod values;
-pub use values::Setting;
+pub use values::{BillTrace, Setting};
 
 use crate::lists;
 use clap::{Args, Parser, Subcommand};
@@ -261,6 +261,10 @@ pub struct BillArgs {
     /// against it (the check costs about as much again as the probe)
     #[arg(long)]
     pub verify: bool,
+    /// How to count: `bpf` (the probe in the kernel; the default), or `none` (no probe: the
+    /// kernel's own accounting of the program, getrusage or /proc, at no cost to it)
+    #[arg(long, value_name = "MECHANISM", value_enum, default_value_t = values::BillTrace::Bpf)]
+    pub trace_with: values::BillTrace,
     /// Price the bill with this run of the history (`latest`, an id) or result file
     /// [default: for each price, the newest run of the history that measured it]
     #[arg(long, value_name = "RUN|FILE")]

@@ -107,3 +107,12 @@ pub(super) fn parse_setting(s: &str) -> Result<Setting, String> {
         )),
     }
 }
+
+/// How `oscost bill` counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BillTrace {
+    /// BPF programs on raw tracepoints, adding up in the kernel.
+    Bpf,
+    /// No probe: the kernel's own accounting only.
+    None,
+}

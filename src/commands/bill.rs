@@ -2,7 +2,7 @@
 //! through the measuring layer, prices the bill with the newest datasheet figures the history
 //! holds, and prints it to stderr (the command's own output stays its own).
 
-use crate::args::{BillArgs, BillCommand, Setting};
+use crate::args::{BillArgs, BillCommand, BillTrace, Setting};
 use crate::config::{Config, Sink};
 use crate::inputs::{names_a_file, read_result_file};
 use crate::run_id::short_id;
@@ -61,11 +61,7 @@ pub fn run(args: BillArgs, cfg: &Config) -> anyhow::Result<ExitCode> {
         Some(pid) => Subject::Process(pid, args.for_),
         None => Subject::Command(args.command.clone(), args.under.map(under).transpose()?),
     };
-    let depth = if args.count_only {
-        Depth::Count
-    } else {
-        Depth::Time
-    };
+    let depth = depth(&args)?;
     let control = Arc::new(Control::default());
     let interrupted = forward_signals(&control, args.pid.is_some())?;
     if let (Some(n), Some(setting)) = (args.rounds, args.under) {
@@ -134,11 +130,7 @@ fn check_rounds(
                 setting.name()
             )
         })?;
-    let depth = if args.count_only {
-        Depth::Count
-    } else {
-        Depth::Time
-    };
+    let depth = depth(args)?;
     let (mut plain, mut under_setting) = (Vec::new(), Vec::new());
     let mut ending = oscost_model::bill::Ending::Running;
     for round in 1..=n {
@@ -214,6 +206,21 @@ fn check_rounds(
     Ok(match ending {
         oscost_model::bill::Ending::Exited(c) => ExitCode::from(c as u8),
         _ => ExitCode::SUCCESS,
+    })
+}
+
+/// What the probe does per call, or `None` for no probe.
+fn depth(args: &BillArgs) -> anyhow::Result<Option<Depth>> {
+    Ok(match (args.trace_with, args.count_only) {
+        (BillTrace::None, true) => {
+            anyhow::bail!("--count-only is the probe's: drop it with --trace-with none")
+        }
+        (BillTrace::None, false) if args.verify => {
+            anyhow::bail!("--verify checks the probe's count: drop it with --trace-with none")
+        }
+        (BillTrace::None, false) => None,
+        (BillTrace::Bpf, true) => Some(Depth::Count),
+        (BillTrace::Bpf, false) => Some(Depth::Time),
     })
 }
 

@@ -270,6 +270,21 @@ struct Counted {
     cost: Option<Calibration>,
 }
 
+impl Counted {
+    /// No probe, for this reason: the kernel's own accounting only.
+    fn none(why: impl Into<String>) -> Counted {
+        Counted {
+            probe: None,
+            refused: Some(why.into()),
+            counter: Err("no probe".into()),
+            cost: None,
+        }
+    }
+}
+
+/// Why a bill without a probe has none when the user chose it (`--trace-with none`).
+pub const NO_PROBE: &str = "--trace-with none: no probe, the kernel's own accounting only";
+
 fn start_probe(
     scope: Scope,
     depth: Depth,
@@ -296,26 +311,17 @@ fn start_probe(
                     cost,
                 }
             }
-            Err(e) => Counted {
-                probe: None,
-                refused: Some(format!("attaching the probe: {e}")),
-                counter: Err("no probe".into()),
-                cost: None,
-            },
+            Err(e) => Counted::none(format!("attaching the probe: {e}")),
         },
-        Err(e) => Counted {
-            probe: None,
-            refused: Some(e.0),
-            counter: Err("no probe".into()),
-            cost: None,
-        },
+        Err(e) => Counted::none(e.0),
     }
 }
 
-/// Runs or attaches, and measures. `depth` says how much the probe does per call.
+/// Runs or attaches, and measures. `depth` says how much the probe does per call; `None`: no
+/// probe at all (the kernel's own accounting only).
 pub fn run(
     subject: &Subject,
-    depth: Depth,
+    depth: Option<Depth>,
     verify: bool,
     control: &Control,
 ) -> Result<Bill, BillError> {
@@ -328,28 +334,18 @@ pub fn run(
             let (counted, cg) = match cgroup {
                 Ok(cg) => {
                     let dir = fs::File::open(&cg.path).map_err(|e| BillError::Other(e.to_string()));
-                    let counted = match (cg.id(), dir) {
-                        (Ok(id), Ok(dir)) => start_probe(Scope::Cgroup(id), depth, verify, |tp| {
-                            CallCounter::cgroup(tp, &dir, &online_cpus())
-                        }),
-                        _ => Counted {
-                            probe: None,
-                            refused: Some("cannot read the cgroup's id".into()),
-                            counter: Err("no probe".into()),
-                            cost: None,
-                        },
+                    let counted = match (depth, cg.id(), dir) {
+                        (None, _, _) => Counted::none(NO_PROBE),
+                        (Some(d), Ok(id), Ok(dir)) => {
+                            start_probe(Scope::Cgroup(id), d, verify, |tp| {
+                                CallCounter::cgroup(tp, &dir, &online_cpus())
+                            })
+                        }
+                        _ => Counted::none("cannot read the cgroup's id"),
                     };
                     (counted, Some(cg))
                 }
-                Err(why) => (
-                    Counted {
-                        probe: None,
-                        refused: Some(why),
-                        counter: Err("no probe".into()),
-                        cost: None,
-                    },
-                    None,
-                ),
+                Err(why) => (Counted::none(why), None),
             };
             let _ = launch::become_subreaper();
             let before = launch::children_rusage();
@@ -415,9 +411,12 @@ pub fn run(
                         .collect()
                 })
                 .unwrap_or_default();
-            let counted = start_probe(Scope::Process(pid), depth, verify, |tp| {
-                CallCounter::threads(tp, &tids)
-            });
+            let counted = match depth {
+                None => Counted::none(NO_PROBE),
+                Some(d) => start_probe(Scope::Process(pid), d, verify, |tp| {
+                    CallCounter::threads(tp, &tids)
+                }),
+            };
             let before = proc_usage(pid);
             let start = now_ns();
             let deadline = duration.map(|d| start + d.as_nanos() as u64);
@@ -484,8 +483,9 @@ pub fn run(
     let mechanism = Mechanism {
         name: if totals.is_some() { "bpf" } else { "none" }.into(),
         depth: match depth {
-            Depth::Time => "time",
-            Depth::Count => "count",
+            Some(Depth::Time) => "time",
+            Some(Depth::Count) => "count",
+            None => "none",
         }
         .into(),
         refused: refused.clone(),
@@ -494,10 +494,14 @@ pub fn run(
             .map(|p| p.missing().iter().map(|m| (*m).to_owned()).collect())
             .unwrap_or_default(),
     };
-    if let Some(r) = &refused {
-        notes.push(format!(
+    match &refused {
+        Some(r) if r == NO_PROBE => notes.push(
+            "no probe (--trace-with none): the bill holds the kernel's own accounting".into(),
+        ),
+        Some(r) => notes.push(format!(
             "no kernel counts: {r}; the bill holds only the kernel's own accounting"
-        ));
+        )),
+        None => {}
     }
     let usage = usage.map(|(u, source)| Usage {
         source: source.into(),
