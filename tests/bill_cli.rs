@@ -380,20 +380,23 @@ fn a_command_runs_under_a_seccomp_profile_and_a_bill_is_predicted_under_it() {
     let b = read_bill(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(b.under.as_deref(), Some("seccomp=default"));
     assert!(calls(&b, "getppid") >= 1000);
+    let predict = || {
+        oscost()
+            .args([
+                "bill",
+                "show",
+                "--predict-under",
+                "seccomp=default",
+                "--prices",
+            ])
+            .arg(&prices)
+            .arg("--history")
+            .arg(&history)
+            .output()
+            .unwrap()
+    };
     // A bill made under the setting is not predicted under it again.
-    let again = oscost()
-        .args([
-            "bill",
-            "show",
-            "--predict-under",
-            "seccomp=default",
-            "--prices",
-        ])
-        .arg(&prices)
-        .arg("--history")
-        .arg(&history)
-        .output()
-        .unwrap();
+    let again = predict();
     assert_eq!(again.status.code(), Some(2));
 
     let out = oscost()
@@ -405,19 +408,7 @@ fn a_command_runs_under_a_seccomp_profile_and_a_bill_is_predicted_under_it() {
         .output()
         .unwrap();
     assert!(out.status.success());
-    let predicted = oscost()
-        .args([
-            "bill",
-            "show",
-            "--predict-under",
-            "seccomp=default",
-            "--prices",
-        ])
-        .arg(&prices)
-        .arg("--history")
-        .arg(&history)
-        .output()
-        .unwrap();
+    let predicted = predict();
     let text = String::from_utf8_lossy(&predicted.stdout);
     assert!(
         predicted.status.success(),

@@ -68,17 +68,9 @@ pub fn run(args: BillArgs, cfg: &Config) -> anyhow::Result<ExitCode> {
         return check_rounds(&args, setting, n, book.as_ref(), from, &control, cfg);
     }
     let started = std::time::SystemTime::now();
-    let mut bill = match oscost_measure::bill::run(&subject, depth, args.verify, &control) {
+    let mut bill = match bill_once(&subject, depth, args.verify, &control)? {
         Ok(b) => b,
-        Err(BillError::NotStarted { message, exit }) => {
-            eprintln!("oscost: {message}");
-            return Ok(ExitCode::from(exit));
-        }
-        Err(BillError::Interrupted) => {
-            eprintln!("oscost: {}", BillError::Interrupted);
-            return Ok(ExitCode::from(130));
-        }
-        Err(e) => return Err(e.into()),
+        Err(code) => return Ok(code),
     };
     oscost_report::bill::assemble(&mut bill, book.as_ref(), from);
     let code = match bill.ending {
@@ -104,6 +96,28 @@ pub fn run(args: BillArgs, cfg: &Config) -> anyhow::Result<ExitCode> {
         eprintln!("saved as run {short} (oscost history show {short}, oscost report {short})");
     }
     Ok(code)
+}
+
+/// One bill; or, when the command did not start or a signal came first, oscost's exit
+/// status, the reason said in one line.
+fn bill_once(
+    subject: &Subject,
+    depth: Option<Depth>,
+    verify: bool,
+    control: &Control,
+) -> anyhow::Result<Result<oscost_model::bill::Bill, ExitCode>> {
+    match oscost_measure::bill::run(subject, depth, verify, control) {
+        Ok(b) => Ok(Ok(b)),
+        Err(BillError::NotStarted { message, exit }) => {
+            eprintln!("oscost: {message}");
+            Ok(Err(ExitCode::from(exit)))
+        }
+        Err(BillError::Interrupted) => {
+            eprintln!("oscost: {}", BillError::Interrupted);
+            Ok(Err(ExitCode::from(130)))
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// `--under SETTING --rounds N`: the command billed `n` times plainly and `n` times under the
@@ -153,17 +167,9 @@ fn check_rounds(
             }
             let on = with.is_some();
             let subject = Subject::Command(args.command.clone(), with);
-            let mut bill = match oscost_measure::bill::run(&subject, depth, false, control) {
+            let mut bill = match bill_once(&subject, depth, false, control)? {
                 Ok(b) => b,
-                Err(BillError::NotStarted { message, exit }) => {
-                    eprintln!("oscost: {message}");
-                    return Ok(ExitCode::from(exit));
-                }
-                Err(BillError::Interrupted) => {
-                    eprintln!("oscost: {}", BillError::Interrupted);
-                    return Ok(ExitCode::from(130));
-                }
-                Err(e) => return Err(e.into()),
+                Err(code) => return Ok(code),
             };
             oscost_report::bill::assemble(&mut bill, book, from.clone());
             ending = bill.ending;

@@ -124,20 +124,7 @@ fn top(bill: &Bill) -> Option<Plot> {
     );
     let (x0, x1) = (LEFT, WIDTH - RIGHT);
     let px = |v: f64| x0 + axis.frac(v) * (x1 - x0);
-    for (v, label) in &axis.ticks {
-        let x = px(*v);
-        s.line(x, TOP, x, bottom, "#e4e4e4", 1.0);
-        s.text(x, bottom + 14.0, 11.0, Anchor::Middle, 0.0, label);
-    }
-    s.line(x0, bottom, x1, bottom, "#888888", 1.0);
-    s.text(
-        (x0 + x1) / 2.0,
-        bottom + 30.0,
-        11.0,
-        Anchor::Middle,
-        0.0,
-        &axis.label,
-    );
+    super::chart::rows_axis(&mut s, &axis, [x0, x1], [TOP, bottom]);
     let (measured, priced) = (colour(0), colour(1));
     for (i, o) in ops.iter().enumerate() {
         let y = TOP + (i as f64 + 0.5) * ROW;

@@ -912,6 +912,29 @@ pub fn grid(header: &Header, panels: &[Panel], cols: usize, panel_h: f64, keys: 
     s.finish()
 }
 
+/// A horizontal axis under rows drawn from `y[0]` to `y[1]` between `x[0]` and `x[1]`: a light
+/// grid line up through the rows at each tick, the tick's label under the axis line, and the
+/// axis's name under those.
+pub fn rows_axis(s: &mut Svg, axis: &Axis, x: [f64; 2], y: [f64; 2]) {
+    let [x0, x1] = x;
+    let [top, bottom] = y;
+    let px = |v: f64| x0 + axis.frac(v) * (x1 - x0);
+    for (v, label) in &axis.ticks {
+        let x = px(*v);
+        s.line(x, top, x, bottom, "#e4e4e4", 1.0);
+        s.text(x, bottom + 14.0, 11.0, Anchor::Middle, 0.0, label);
+    }
+    s.line(x0, bottom, x1, bottom, "#888888", 1.0);
+    s.text(
+        (x0 + x1) / 2.0,
+        bottom + 30.0,
+        11.0,
+        Anchor::Middle,
+        0.0,
+        &axis.label,
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
