@@ -297,11 +297,7 @@ fn predict(
     };
     let width = oscost_report::export::terminal::layout_width(false)
         .map_or(80, |w| usize::from(w).min(100));
-    let head = oscost_report::bill::render(bill, width)
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .to_owned();
+    let head = head_line(bill, width);
     let text = format!(
         "{head}\n{}",
         oscost_report::bill::render_prediction(&p, width)
@@ -326,6 +322,15 @@ fn load_bill(arg: &str, cfg: &Config) -> anyhow::Result<ResultDoc> {
         );
     }
     Ok(doc)
+}
+
+/// A bill's first line: what was billed, how it ended, its wall time.
+fn head_line(bill: &oscost_model::bill::Bill, width: usize) -> String {
+    oscost_report::bill::render(bill, width)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned()
 }
 
 /// The id of the history's newest bill.
@@ -372,11 +377,7 @@ fn show(arg: &str, prices_arg: Option<&str>, cfg: &Config) -> anyhow::Result<Exi
         .clone()
         .unwrap_or_else(|| "the bill's".into());
     let repriced = oscost_report::bill::reprice(bill, &book);
-    let head = oscost_report::bill::render(bill, width)
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .to_owned();
+    let head = head_line(bill, width);
     let text = format!(
         "{head}\n{}",
         oscost_report::bill::render_repricing(
