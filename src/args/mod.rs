@@ -398,7 +398,8 @@ const COMPARE_HELP: &str = "Examples:
   oscost compare --group-by host results/*.json             one column per host (docs/fleet.md)
 
 Verdicts: faster or slower when the bootstrap 95 % CI of the ratio of medians excludes 1,
-Mann-Whitney p < 0.05 and the change exceeds --threshold; no difference when the whole CI
+Mann-Whitney p < 0.05 once adjusted for every figure compared (Benjamini-Hochberg) and the
+change exceeds --threshold; no difference when the whole CI
 lies within ±threshold; otherwise too few samples to tell. A published baseline was not
 measured here: ratios only, no verdict.";
 

@@ -32,7 +32,7 @@ pub mod sched;
 mod summary;
 
 pub use bootstrap::{bootstrap_median_ci, bootstrap_ratio_ci, combine_medians, Combination};
-pub use mann_whitney::mann_whitney_p;
+pub use mann_whitney::{benjamini_hochberg, mann_whitney_p};
 pub use median_law::{ratio_of_medians, MedianLaw};
 pub use order::{median, percentile, percentile_ci95};
 pub use outliers::{tukey_outliers, Outliers};

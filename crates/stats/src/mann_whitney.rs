@@ -98,3 +98,53 @@ mod tests {
         }
     }
 }
+
+/// Benjamini–Hochberg adjusted p-values (q-values) of a family of tests, in the order given:
+/// calling every test with `q < α` a discovery keeps the expected share of false discoveries
+/// among them at or below α (for independent or positively dependent tests). `NaN` stays
+/// `NaN` and is not counted in the family.
+pub fn benjamini_hochberg(p: &[f64]) -> Vec<f64> {
+    let mut order: Vec<usize> = (0..p.len()).filter(|&i| !p[i].is_nan()).collect();
+    order.sort_unstable_by(|&a, &b| cmp_f64(&p[a], &p[b]));
+    let m = order.len() as f64;
+    let mut q = vec![f64::NAN; p.len()];
+    // From the largest p down: each q is the smallest m·p/rank at or above its rank.
+    let mut running = 1.0_f64;
+    for (rank, &i) in order.iter().enumerate().rev() {
+        running = running.min(p[i] * m / (rank + 1) as f64);
+        q[i] = running.clamp(0.0, 1.0);
+    }
+    q
+}
+
+#[cfg(test)]
+mod bh_tests {
+    use super::benjamini_hochberg;
+
+    #[test]
+    fn adjusted_as_the_procedure_defines_them() {
+        // Known data (Benjamini & Hochberg's procedure by hand): m = 5.
+        let p = [0.01, 0.04, 0.03, 0.005, 0.5];
+        let q = benjamini_hochberg(&p);
+        let want = [0.025, 0.05, 0.05, 0.025, 0.5];
+        for (a, b) in q.iter().zip(want) {
+            assert!((a - b).abs() < 1e-12, "{q:?}");
+        }
+    }
+
+    #[test]
+    fn many_chance_results_at_five_percent_are_not_discoveries() {
+        // 20 tests at p = 0.04 and 180 at p = 0.5: alone each would pass 0.05, together
+        // none does.
+        let p: Vec<f64> = std::iter::repeat_n(0.04, 20)
+            .chain(std::iter::repeat_n(0.5, 180))
+            .collect();
+        assert!(benjamini_hochberg(&p).iter().all(|q| *q >= 0.05));
+        // One overwhelming result stays one.
+        let mut p = p;
+        p[0] = 1e-9;
+        assert!(benjamini_hochberg(&p)[0] < 0.05);
+        assert!(benjamini_hochberg(&[f64::NAN, 0.01])[0].is_nan());
+        assert!(benjamini_hochberg(&[]).is_empty());
+    }
+}

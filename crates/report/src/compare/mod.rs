@@ -172,6 +172,9 @@ pub struct Row {
     pub ratio_ci95: Option<[f64; 2]>,
     /// Mann-Whitney two-sided p-value of the raw samples.
     pub mann_whitney_p: Option<f64>,
+    /// The same adjusted for the family of figures judged in this comparison
+    /// (Benjamini–Hochberg): what the verdict holds against 0.05.
+    pub mann_whitney_q: Option<f64>,
     /// The verdict.
     pub verdict: Verdict,
     /// Cost per second at `settings.rate_per_s`.
@@ -290,8 +293,41 @@ pub fn compare_measured(
 ) -> Comparison {
     let mut c = empty(base_label, label, settings);
     measured_pair(&mut c, a, b);
+    control_the_family(&mut c);
     c.drift = drift(&c.rows);
     c
+}
+
+/// Judges the rows with a rank test again, each against its p-value adjusted for every test
+/// of the comparison (Benjamini–Hochberg at 5 %): 235 figures tested at 5 % each would give a
+/// dozen verdicts by chance alone between two runs of one machine.
+fn control_the_family(c: &mut Comparison) {
+    let tested: Vec<usize> = (0..c.rows.len())
+        .filter(|&i| {
+            let r = &c.rows[i];
+            r.mann_whitney_p.is_some() && r.ratio.is_some() && r.ratio_ci95.is_some()
+        })
+        .filter(|&i| c.rows[i].verdict != Verdict::NotComparable)
+        .collect();
+    let p: Vec<f64> = tested
+        .iter()
+        .map(|&i| c.rows[i].mann_whitney_p.unwrap_or(f64::NAN))
+        .collect();
+    let q = oscost_stats::benjamini_hochberg(&p);
+    for (&i, q) in tested.iter().zip(q) {
+        let r = &mut c.rows[i];
+        r.mann_whitney_q = Some(q);
+        if let (Some(ratio), Some(ci)) = (r.ratio, r.ratio_ci95) {
+            r.verdict = verdict(
+                Evidence {
+                    ratio,
+                    ci,
+                    test: Some(q),
+                },
+                c.settings.threshold_pct,
+            );
+        }
+    }
 }
 
 fn empty(base_label: &str, label: &str, settings: Settings) -> Comparison {
@@ -635,6 +671,7 @@ fn case_row(a: &CaseResult, b: &CaseResult, laws: (&Laws, &Laws), settings: Sett
         ratio: ratio.as_ref().map(|r| r.estimate),
         ratio_ci95: ratio.map(|r| r.ci95),
         mann_whitney_p: p,
+        mann_whitney_q: None,
         verdict,
         at_rate: at_rate(ma, mb, settings),
         note: (!note.is_empty()).then(|| note.join("; ")),
@@ -679,6 +716,7 @@ fn derived_row(a: &DerivedResult, b: &DerivedResult, settings: Settings) -> Row 
         ratio,
         ratio_ci95: ci,
         mann_whitney_p: None,
+        mann_whitney_q: None,
         verdict,
         at_rate: at_rate(a.estimate_ns, b.estimate_ns, settings),
         note,
@@ -702,4 +740,73 @@ pub fn tally(c: &Comparison) -> BTreeMap<&'static str, usize> {
         *t.entry(r.verdict.text()).or_insert(0) += 1;
     }
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: &str, ratio: f64, ci: [f64; 2], p: f64) -> Row {
+        let figure = Figure {
+            median_ns: 100.0,
+            ci95_ns: Some([99.0, 101.0]),
+            samples: 30,
+            checks_passed: true,
+        };
+        Row {
+            id: id.into(),
+            kind: "case",
+            unit: "call".into(),
+            baseline: figure.clone(),
+            other: figure,
+            diff_ns: 0.0,
+            diff_pct: 0.0,
+            ratio: Some(ratio),
+            ratio_ci95: Some(ci),
+            mann_whitney_p: Some(p),
+            mann_whitney_q: None,
+            verdict: verdict(
+                Evidence {
+                    ratio,
+                    ci,
+                    test: Some(p),
+                },
+                10.0,
+            ),
+            at_rate: None,
+            note: None,
+        }
+    }
+
+    #[test]
+    fn a_family_of_chance_verdicts_is_told_apart_from_a_real_one() {
+        let mut c = empty("a", "b", Settings::default());
+        // 1 real change, 9 that pass p < 0.05 alone, 190 that do not.
+        c.rows.push(row("real", 1.5, [1.4, 1.6], 1e-9));
+        for i in 0..9 {
+            c.rows
+                .push(row(&format!("chance{i}"), 1.2, [1.11, 1.3], 0.04));
+        }
+        for i in 0..190 {
+            c.rows
+                .push(row(&format!("same{i}"), 1.0, [0.95, 1.05], 0.6));
+        }
+        let alone = c
+            .rows
+            .iter()
+            .filter(|r| r.verdict == Verdict::Slower)
+            .count();
+        assert_eq!(alone, 10);
+        control_the_family(&mut c);
+        let slower: Vec<&str> = c
+            .rows
+            .iter()
+            .filter(|r| r.verdict == Verdict::Slower)
+            .map(|r| r.id.as_str())
+            .collect();
+        assert_eq!(slower, ["real"]);
+        assert!(c.rows[1].mann_whitney_q.unwrap() > 0.05);
+        assert_eq!(c.rows[1].verdict, Verdict::TooFewSamples);
+        assert_eq!(c.rows[10].verdict, Verdict::NoDifference);
+    }
 }

@@ -93,8 +93,9 @@ fn explanation(c: &Comparison) -> String {
     rate_after(
         format!(
             "A verdict of faster or slower needs all three: the bootstrap 95 % CI of the ratio of \
-         medians excludes 1, Mann-Whitney p < {P_SIGNIFICANT} on the raw samples, and a change \
-         beyond ±{} % (--threshold), the noise between runs of one machine. \"No difference\" \
+         medians excludes 1, Mann-Whitney p < {P_SIGNIFICANT} on the raw samples once adjusted \
+         for every figure compared (Benjamini-Hochberg: at most 5 % of the verdicts false), and \
+         a change beyond ±{} % (--threshold), the noise between runs of one machine. \"No difference\" \
          needs the whole interval within ±{0} %; an interval reaching past it, without a \
          change the test confirms: too few samples to tell (run more rounds). (!) marks a \
          row with a failed mechanism check.",

@@ -939,7 +939,8 @@ fn comparison(docs: &[(String, &ResultDoc)]) -> Comparison {
         rule: format!(
             "A change is marked slower or faster only when oscost compare would call it so: \
              the bootstrap 95 % confidence interval of the ratio of medians excludes 1, the \
-             Mann-Whitney test gives p < 0.05, and the change is beyond ±{} %, the noise \
+             Mann-Whitney test gives p < 0.05 once adjusted for every figure compared \
+             (Benjamini-Hochberg), and the change is beyond ±{} %, the noise \
              between runs of one machine. \"Too few samples to tell\" marks a change the \
              samples cannot decide (the test cannot reach p < 0.05 with so few, or the \
              interval lies beyond the threshold unconfirmed); \"no difference\", one within \
