@@ -182,7 +182,15 @@ fn traced_round_is_consistent(out: &ExperimentOutput, kind: &str) {
         assert!(runs.points.iter().all(|p| p[0] <= p[1]));
         let trace = c.series.iter().find(|s| s.name == "trace").unwrap();
         assert_eq!(trace.points.len(), n * 12);
-        assert!(c.counters["wakeups"] >= 1.0, "{c:?}");
+        // Whether a worker was woken while traced depends on how the scheduler ran it (one
+        // that never blocked after the trace began has no wake-up): the figures agree with
+        // the count either way.
+        let latency = c.counters.get("wake_latency_median_ns");
+        if c.counters["wakeups"] > 0.0 {
+            assert!(latency.is_some_and(|l| *l >= 0.0), "{c:?}");
+        } else {
+            assert!(latency.is_none(), "{c:?}");
+        }
     }
 }
 
