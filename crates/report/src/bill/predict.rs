@@ -194,7 +194,8 @@ impl UnderCheck {
     }
 }
 
-/// Resamples of the rounds' ratios, and the seed that makes the interval the same each time.
+/// Resamples of the rounds' ratios, and the generator's fixed start: the same rounds give the
+/// same interval every time.
 const RESAMPLES: usize = 10_000;
 const SEED: u64 = 0x0b11;
 
