@@ -39,6 +39,25 @@ fn read_bill(text: &str) -> Result<Bill, String> {
     doc.bill.ok_or_else(|| "no bill in the document".into())
 }
 
+/// Bills `bill_work ARGS…` quietly into `history`, with `options` before `--`; asserts it ran.
+fn bill_into(history: &std::path::Path, options: &[&std::ffi::OsStr], args: &[&str]) {
+    let out = oscost()
+        .args(["bill", "--quiet"])
+        .args(options)
+        .arg("--history")
+        .arg(history)
+        .arg("--")
+        .arg(workload())
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Bills `bill_work MODE N` with the independent count on; the bill document.
 fn bill(mode: &str, n: u32) -> Bill {
     let dir = tempfile::tempdir().unwrap();
@@ -296,20 +315,10 @@ fn a_saved_bill_is_shown_again_and_repriced() {
         "there.json",
         &[("example.cost100", "syscall.enosys")],
     );
-    let out = oscost()
-        .args(["bill", "--quiet", "--prices"])
-        .arg(&here)
-        .arg("--history")
-        .arg(&history)
-        .arg("--")
-        .arg(workload())
-        .args(["getppid", "1000"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    bill_into(
+        &history,
+        &["--prices".as_ref(), here.as_os_str()],
+        &["getppid", "1000"],
     );
     let show = |extra: &[&std::ffi::OsStr]| {
         let out = oscost()
@@ -362,21 +371,9 @@ fn a_command_runs_under_a_seccomp_profile_and_a_bill_is_predicted_under_it() {
         ],
     );
     let json = dir.path().join("under.json");
-    let out = oscost()
-        .args(["bill", "--quiet", "--under", "seccomp=default", "--json"])
-        .arg(&json)
-        .arg("--history")
-        .arg(&history)
-        .arg("--")
-        .arg(workload())
-        .args(["getppid", "1000"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let options = ["--under", "seccomp=default", "--json"].map(std::ffi::OsStr::new);
+    let options = [&options[..], &[json.as_os_str()]].concat();
+    bill_into(&history, &options, &["getppid", "1000"]);
     let b = read_bill(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(b.under.as_deref(), Some("seccomp=default"));
     assert!(calls(&b, "getppid") >= 1000);
@@ -399,15 +396,7 @@ fn a_command_runs_under_a_seccomp_profile_and_a_bill_is_predicted_under_it() {
     let again = predict();
     assert_eq!(again.status.code(), Some(2));
 
-    let out = oscost()
-        .args(["bill", "--quiet", "--history"])
-        .arg(&history)
-        .arg("--")
-        .arg(workload())
-        .args(["getppid", "1000"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    bill_into(&history, &[], &["getppid", "1000"]);
     let predicted = predict();
     let text = String::from_utf8_lossy(&predicted.stdout);
     assert!(
@@ -448,19 +437,7 @@ fn two_bills_compare_their_counts_exactly() {
     let dir = tempfile::tempdir().unwrap();
     let history = dir.path().join("h.db");
     for n in ["1000", "1500"] {
-        let out = oscost()
-            .args(["bill", "--quiet", "--history"])
-            .arg(&history)
-            .arg("--")
-            .arg(workload())
-            .args(["getppid", n])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        bill_into(&history, &[], &["getppid", n]);
     }
     let json = dir.path().join("c.json");
     let out = oscost()

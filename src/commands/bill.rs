@@ -297,7 +297,7 @@ fn predict(
     };
     let width = oscost_report::export::terminal::layout_width(false)
         .map_or(80, |w| usize::from(w).min(100));
-    let head = head_line(bill, width);
+    let head = oscost_report::bill::headline(bill, width);
     let text = format!(
         "{head}\n{}",
         oscost_report::bill::render_prediction(&p, width)
@@ -322,15 +322,6 @@ fn load_bill(arg: &str, cfg: &Config) -> anyhow::Result<ResultDoc> {
         );
     }
     Ok(doc)
-}
-
-/// A bill's first line: what was billed, how it ended, its wall time.
-fn head_line(bill: &oscost_model::bill::Bill, width: usize) -> String {
-    oscost_report::bill::render(bill, width)
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .to_owned()
 }
 
 /// The id of the history's newest bill.
@@ -377,7 +368,7 @@ fn show(arg: &str, prices_arg: Option<&str>, cfg: &Config) -> anyhow::Result<Exi
         .clone()
         .unwrap_or_else(|| "the bill's".into());
     let repriced = oscost_report::bill::reprice(bill, &book);
-    let head = head_line(bill, width);
+    let head = oscost_report::bill::headline(bill, width);
     let text = format!(
         "{head}\n{}",
         oscost_report::bill::render_repricing(

@@ -533,11 +533,9 @@ pub fn views(bill: &Bill) -> Vec<crate::views::View> {
     v
 }
 
-/// The bill on one screen, `width` columns (at least 72 used).
-pub fn render(bill: &Bill, width: usize) -> String {
-    let width = width.max(72);
-    let mut out = String::new();
-    let what = subject(bill);
+/// A bill's first line at `width` columns (at least 72): what was billed, how it ended, its
+/// wall time and tasks.
+pub fn headline(bill: &Bill, width: usize) -> String {
     let tasks = bill.tasks.len();
     let head = format!(
         "{}, wall {}, {} task{}",
@@ -546,10 +544,20 @@ pub fn render(bill: &Bill, width: usize) -> String {
         tasks.max(1),
         if tasks == 1 || tasks == 0 { "" } else { "s" }
     );
-    out.push_str(&format!(
-        "bill of {}  ({head})\n",
-        cut(&what, width.saturating_sub(head.len() + 13))
-    ));
+    format!(
+        "bill of {}  ({head})",
+        cut(
+            &subject(bill),
+            width.max(72).saturating_sub(head.len() + 13)
+        )
+    )
+}
+
+/// The bill on one screen, `width` columns (at least 72 used).
+pub fn render(bill: &Bill, width: usize) -> String {
+    let width = width.max(72);
+    let tasks = bill.tasks.len();
+    let mut out = headline(bill, width) + "\n";
     let how = match (bill.mechanism.name.as_str(), bill.mechanism.depth.as_str()) {
         ("bpf", "time") => "counted in the kernel by BPF, each system call timed",
         ("bpf", _) => "counted in the kernel by BPF, system calls counted (not timed)",
