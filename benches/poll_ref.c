@@ -2,8 +2,11 @@
  * connected UNIX stream socket pairs' first ends, exactly one holding a byte (the last), and
  * epoll_ctl ADD + DEL of one more socket on the instance watching the most.
  *
- * As oscost does: the largest size's sockets are opened first, each pair's peer moved above the
- * watched ends (F_DUPFD_CLOEXEC) so the watched ones stay below FD_SETSIZE; select's read set
+ * As oscost does: the smallest size's sockets are opened first, so its watched ends take the
+ * lowest free descriptors (select's nfds is N + 3 in a plain process), each pair's peer moved
+ * above all the watched ends (F_DUPFD_CLOEXEC); with -H also "poll.select.N.high", select over
+ * copies of a size's ends on the highest free descriptors below FD_SETSIZE (the peers then
+ * start at FD_SETSIZE, the smallest size's copies highest); select's read set
  * is copied before each call; epoll_wait takes up to 16 events; every call must report exactly
  * one descriptor ready. A sample is as many calls as last about 4 ms, timed by two clock reads;
  * the cases are sampled in rounds, one sample of each per round in an order rotated every
@@ -11,7 +14,7 @@
  *
  * Output, one line per case: "ID MEDIAN_NS_PER_CALL", ids as oscost's.
  *
- * Usage: poll_ref [-q] [-s SAMPLES] [-a CPU] [-n N,N,...]   (default -n 10,1000)
+ * Usage: poll_ref [-q] [-H] [-s SAMPLES] [-a CPU] [-n N,N,...]   (default -n 10,1000)
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -95,9 +98,9 @@ static int highest_fd(void) {
     return h;
 }
 
-/* n pairs; returns the watched ends, the last made readable. */
-static int *open_size(int n) {
-    int base = highest_fd() + n + 1, *w = malloc((size_t)n * sizeof(int));
+/* n pairs, their peers at base or above; returns the watched ends, the last made readable. */
+static int *open_size(int n, int base) {
+    int *w = malloc((size_t)n * sizeof(int));
     for (int i = 0; i < n; i++) {
         int sv[2];
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv)) die("socketpair");
@@ -108,6 +111,22 @@ static int *open_size(int n) {
         if (i == n - 1 && write(peer, "x", 1) != 1) die("write");
     }
     return w;
+}
+
+/* Copies of w's n ends on the highest free descriptors below FD_SETSIZE, or NULL. */
+static int *copies_high(const int *w, int n) {
+    int *c = malloc((size_t)n * sizeof(int)), at = FD_SETSIZE;
+    for (int i = n - 1; i >= 0; i--) {
+        for (;;) {
+            if (--at < 0) return NULL;
+            int d = fcntl(w[i], F_DUPFD_CLOEXEC, at);
+            if (d < 0) die("F_DUPFD_CLOEXEC");
+            if (d == at) break;
+            close(d);
+        }
+        c[i] = at;
+    }
+    return c;
 }
 
 static int epoll_of(const int *w, int n) {
@@ -121,15 +140,16 @@ static int epoll_of(const int *w, int n) {
 }
 
 int main(int argc, char **argv) {
-    int samples = 81, quick = 0, cpu = -1, opt, sizes[16], nsizes = 0;
+    int samples = 81, quick = 0, high = 0, cpu = -1, opt, sizes[16], nsizes = 0;
     char *list = "10,1000";
-    while ((opt = getopt(argc, argv, "qs:a:n:")) != -1) {
+    while ((opt = getopt(argc, argv, "qHs:a:n:")) != -1) {
         if (opt == 'q') quick = 1, samples = 10;
+        else if (opt == 'H') high = 1;
         else if (opt == 's') samples = atoi(optarg);
         else if (opt == 'a') cpu = atoi(optarg);
         else if (opt == 'n') list = optarg;
         else {
-            fprintf(stderr, "usage: poll_ref [-q] [-s SAMPLES] [-a CPU] [-n N,N,...]\n");
+            fprintf(stderr, "usage: poll_ref [-q] [-H] [-s SAMPLES] [-a CPU] [-n N,N,...]\n");
             return 2;
         }
     }
@@ -146,27 +166,37 @@ int main(int argc, char **argv) {
         CPU_SET(cpu, &s);
         if (sched_setaffinity(0, sizeof s, &s)) die("sched_setaffinity");
     }
-    int *watched[16];
-    for (int i = nsizes - 1; i >= 0; i--) watched[i] = open_size(sizes[i]);
+    int *watched[16], *high_fds[16] = {0}, total = 0;
+    for (int i = 0; i < nsizes; i++) total += sizes[i];
+    int base = highest_fd() + total + 1;
+    if (high && base < FD_SETSIZE) base = FD_SETSIZE;
+    for (int i = 0; i < nsizes; i++) watched[i] = open_size(sizes[i], base);
+    for (int i = 0; high && i < nsizes; i++) high_fds[i] = copies_high(watched[i], sizes[i]);
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) die("socketpair");
 
     struct kase cases[64];
     int n = 0;
-    for (int kind = SELECT; kind <= EPOLL; kind++)
+    /* kind -1: select over the high copies. */
+    for (int kind = high ? -1 : SELECT; kind <= EPOLL; kind++)
         for (int i = 0; i < nsizes; i++) {
             struct kase *c = &cases[n];
             memset(c, 0, sizeof *c);
-            c->kind = kind, c->n = sizes[i];
+            c->kind = kind < 0 ? SELECT : kind, c->n = sizes[i];
             static const char *names[] = {"select", "poll", "epoll"};
-            snprintf(c->id, sizeof c->id, "poll.%s.%d", names[kind], sizes[i]);
-            if (kind == SELECT) {
+            if (kind < 0)
+                snprintf(c->id, sizeof c->id, "poll.select.%d.high", sizes[i]);
+            else
+                snprintf(c->id, sizeof c->id, "poll.%s.%d", names[kind], sizes[i]);
+            if (c->kind == SELECT) {
+                const int *fds = kind < 0 ? high_fds[i] : watched[i];
+                if (!fds) continue;
                 FD_ZERO(&c->set);
                 int skip = 0;
                 for (int j = 0; j < c->n; j++) {
-                    if (watched[i][j] >= FD_SETSIZE) skip = 1;
-                    else FD_SET(watched[i][j], &c->set);
-                    if (watched[i][j] + 1 > c->nfds) c->nfds = watched[i][j] + 1;
+                    if (fds[j] >= FD_SETSIZE) skip = 1;
+                    else FD_SET(fds[j], &c->set);
+                    if (fds[j] + 1 > c->nfds) c->nfds = fds[j] + 1;
                 }
                 if (skip) continue;
             } else if (kind == POLL) {

@@ -2,8 +2,10 @@
 # Holds `oscost poll` against benches/poll_ref.c, a C program that times the same calls over the
 # same sockets: select (read set copied before each call), poll and epoll_wait (16 events) with a
 # zero timeout over N connected UNIX stream sockets, the last holding one byte, and epoll_ctl
-# ADD + DEL of one more socket on an instance watching the most; the cases sampled in rotated
-# rounds. Also prints the per-descriptor slope (1000 less 10, over 990) of each side.
+# ADD + DEL of one more socket on an instance watching the most; and select over copies of the
+# sockets on the highest descriptors below 1024 (`poll.select.N.high`, where they fit); the
+# cases sampled in rotated rounds. Also prints the per-descriptor slope (1000 less 10, over
+# 990) of each side.
 #
 # `perf bench epoll wait` is no peer here: it times epoll_wait blocking on eventfds written by
 # other threads (wake-ups and switches, not a zero-timeout scan of one ready socket). Nor is
@@ -40,9 +42,10 @@ declare -A c_ns o_ns ratios
 ids=()
 for ((i = 1; i <= rounds; i++)); do
     echo "round $i of $rounds..." >&2
-    "$tmp/poll_ref" -a "$cpu" -n "$fds" -s "$c_samples" >"$tmp/c$i" || die "poll_ref failed"
+    "$tmp/poll_ref" -H -a "$cpu" -n "$fds" -s "$c_samples" >"$tmp/c$i" || die "poll_ref failed"
     "$bin" --cpus "$cpu" --quiet --no-save ${quick_oscost[@]+"${quick_oscost[@]}"} \
-        poll --fds "$fds" --json "$tmp/o$i.json" >/dev/null || die "oscost poll failed"
+        poll --fds "$fds" --calls select,poll,epoll,epoll-ctl,select-high \
+        --json "$tmp/o$i.json" >/dev/null || die "oscost poll failed"
     oscost_medians "$tmp/o$i.json" >"$tmp/o$i"
     pair_round "$i" "$tmp/c$i" "$tmp/o$i" 18 9
 done

@@ -74,9 +74,10 @@ impl Sockets {
     }
 
     /// Opens a set of `n` pairs for each of `sizes`, in that order, all their peers above all
-    /// their watched ends: the watched ends of the first set take the lowest free numbers.
-    pub fn sets(sizes: &[usize]) -> io::Result<Vec<Sockets>> {
-        let base = above_first_free(sizes.iter().sum());
+    /// their watched ends and at `peers_from` or above: the watched ends of the first set take
+    /// the lowest free numbers, the next set's the next ones.
+    pub fn sets(sizes: &[usize], peers_from: RawFd) -> io::Result<Vec<Sockets>> {
+        let base = above_first_free(sizes.iter().sum()).max(peers_from);
         sizes
             .iter()
             .map(|&n| Sockets::with_peers_from(n, base))
@@ -102,6 +103,35 @@ impl Sockets {
     /// The watched descriptors.
     pub fn watched(&self) -> Vec<RawFd> {
         self.watched.iter().map(|f| f.as_raw_fd()).collect()
+    }
+
+    /// A copy of every watched end on the highest free descriptors below `end`, as a
+    /// process with many files open numbers its sockets. The copies name the same sockets, so
+    /// the readable one is readable through its copy. Fails when fewer than `n` numbers below
+    /// `end` are free.
+    pub fn copies_below(&self, end: RawFd) -> io::Result<Vec<OwnedFd>> {
+        let mut copies = Vec::with_capacity(self.watched.len());
+        let mut at = end;
+        for fd in &self.watched {
+            // F_DUPFD never replaces an open descriptor: a copy landing above `at` means the
+            // number was taken, and the next lower one is tried.
+            let copy = loop {
+                at -= 1;
+                if at < 0 {
+                    return Err(io::Error::other(format!(
+                        "fewer than {} descriptors below {end} are free",
+                        self.watched.len()
+                    )));
+                }
+                let copy = dup_at_least(fd, at)?;
+                if copy.as_raw_fd() == at {
+                    break copy;
+                }
+            };
+            copies.push(copy);
+        }
+        copies.reverse();
+        Ok(copies)
     }
 
     /// Writes one byte to the peer of watched socket `i`, which then stays readable (nothing
@@ -348,8 +378,8 @@ mod tests {
         }
         let extra = Sockets::new(1).unwrap();
         ep.add_delete(extra.watched()[0]).unwrap();
-        let sets = Sockets::sets(&[30, 3]).unwrap();
-        let (big, small) = (sets[0].watched(), sets[1].watched());
+        let sets = Sockets::sets(&[3, 30], 0).unwrap();
+        let (small, big) = (sets[0].watched(), sets[1].watched());
         let peers = sets
             .iter()
             .flat_map(|s| s.peers.iter().map(|p| p.as_raw_fd()));
@@ -359,5 +389,20 @@ mod tests {
             "every peer above every watched end"
         );
         assert!(Select::new(&[FD_SETSIZE as RawFd]).is_err());
+    }
+
+    #[test]
+    fn copies_just_below_a_number_name_the_same_sockets() {
+        let sets = Sockets::sets(&[4], 900).unwrap();
+        let s = &sets[0];
+        assert!(s.peers.iter().all(|p| p.as_raw_fd() >= 900));
+        let copies = s.copies_below(800).unwrap();
+        let fds: Vec<RawFd> = copies.iter().map(|c| c.as_raw_fd()).collect();
+        // Nothing else in this process reaches the 790s.
+        assert_eq!(fds, [796, 797, 798, 799]);
+        let sel = Select::new(&fds).unwrap();
+        assert_eq!(sel.ready().unwrap(), 0);
+        s.make_readable(3).unwrap();
+        assert_eq!(sel.ready().unwrap(), 1);
     }
 }

@@ -17,6 +17,7 @@ use oscost_model::case::{Case, Check, DerivedSpec, ExperimentOutput, Unavailable
 use oscost_model::Message;
 use oscost_sys::ktrace::{SyscallCounter, Tracefs};
 use oscost_sys::readiness::{Epoll, Poll, Select, Sockets, FD_SETSIZE};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::Duration;
 
 /// Samples per case at most with `--suite-size`.
@@ -41,16 +42,24 @@ pub enum Call {
     Epoll,
     /// epoll_ctl ADD then DEL of one more socket on the instance watching the most sockets
     EpollCtl,
+    /// select over the same sockets numbered just below 1024 (FD_SETSIZE), as in a process
+    /// with many files open: `poll.select.N.high` (not in the default list)
+    SelectHigh,
 }
 
 impl Call {
-    const ALL: [Call; 4] = [Call::Select, Call::Poll, Call::Epoll, Call::EpollCtl];
+    /// The calls measured when `--calls` names none.
+    const DEFAULT: [Call; 4] = [Call::Select, Call::Poll, Call::Epoll, Call::EpollCtl];
 
     fn description(self, n: usize) -> String {
         match self {
             Call::Select => format!(
-                "select over {n} connected sockets, one readable, zero timeout (the read set \
-                 copied before each call)"
+                "select over {n} connected sockets on the lowest free descriptors, one readable, \
+                 zero timeout (the read set copied before each call)"
+            ),
+            Call::SelectHigh => format!(
+                "select over {n} connected sockets numbered just below 1024 (FD_SETSIZE), one \
+                 readable, zero timeout: the kernel copies and scans every bit up to the highest"
             ),
             Call::Poll => format!("poll over {n} connected sockets, one readable, zero timeout"),
             Call::Epoll => format!(
@@ -76,7 +85,7 @@ impl Call {
 /// Options of `oscost poll`.
 #[derive(Debug, Clone, clap::Args, serde::Serialize, serde::Deserialize)]
 pub struct Options {
-    /// Calls to measure, comma-separated (default: all)
+    /// Calls to measure, comma-separated (default: select,poll,epoll,epoll-ctl)
     #[arg(long, value_enum, value_delimiter = ',', value_name = "CALL,...")]
     pub calls: Vec<Call>,
 
@@ -109,7 +118,7 @@ struct Plan {
 
 fn plan(opts: &Options) -> Plan {
     let calls = if opts.calls.is_empty() {
-        Call::ALL.to_vec()
+        Call::DEFAULT.to_vec()
     } else {
         first_occurrences(&opts.calls)
     };
@@ -119,11 +128,16 @@ fn plan(opts: &Options) -> Plan {
 }
 
 /// Descriptors a run holds at once: every size's sockets and their peers (all sizes stay open
-/// for the interleaved rounds), two epoll instances per size, the pair `epoll-ctl` adds, and
-/// the margin.
+/// for the interleaved rounds; with `select-high` the peers start at 1024, above the copies),
+/// two epoll instances per size, the pair `epoll-ctl` adds, and the margin.
 fn files_needed(p: &Plan) -> u64 {
     let sockets: u64 = p.fds.iter().map(|&n| n as u64).sum();
-    2 * sockets + 2 * p.fds.len() as u64 + 2 + FILES_MARGIN
+    let watched_and_peers = if p.calls.contains(&Call::SelectHigh) {
+        FD_SETSIZE as u64 + sockets
+    } else {
+        2 * sockets
+    };
+    watched_and_peers + 2 * p.fds.len() as u64 + 2 + FILES_MARGIN
 }
 
 fn needs(p: &Plan) -> Needs {
@@ -143,6 +157,7 @@ fn needs(p: &Plan) -> Needs {
 fn case_id(call: Call, n: usize) -> String {
     match call {
         Call::EpollCtl => format!("{NAME}.epoll-ctl"),
+        Call::SelectHigh => format!("{NAME}.select.{n}.high"),
         c => format!("{NAME}.{}.{n}", value_name(&c)),
     }
 }
@@ -173,15 +188,20 @@ struct Size {
     n: usize,
     sockets: Sockets,
     epoll: Epoll,
+    /// With `select-high`: copies of the watched ends just below FD_SETSIZE, or why not.
+    high: Option<Result<Vec<OwnedFd>, String>>,
 }
 
-/// The sockets of every size, largest first so that its watched ends take the lowest
-/// descriptors (below FD_SETSIZE as long as it allows), every peer above them all; returned
-/// in the plan's (ascending) order.
-fn open_sizes(fds: &[usize]) -> anyhow::Result<Vec<Size>> {
-    let largest_first: Vec<usize> = fds.iter().rev().copied().collect();
+/// The sockets of every size, smallest first: its watched ends take the lowest free
+/// descriptors, as a program's first sockets do (select's cost grows with the highest
+/// descriptor, not the count), each larger size's the next ones, every peer above them all and
+/// with `high` at 1024 or above, leaving the numbers below FD_SETSIZE to the copies
+/// `select-high` watches (made first, the smallest size's highest); in the plan's (ascending)
+/// order.
+fn open_sizes(fds: &[usize], high: bool) -> anyhow::Result<Vec<Size>> {
     let total: usize = fds.iter().sum();
-    let sets = Sockets::sets(&largest_first).map_err(|e| {
+    let peers_from = if high { FD_SETSIZE as i32 } else { 0 };
+    let sets = Sockets::sets(fds, peers_from).map_err(|e| {
         let (soft, hard) = oscost_sys::rlimit(libc::RLIMIT_NOFILE).unwrap_or((None, None));
         let show = |v: Option<u64>| v.map_or("unlimited".to_owned(), |v| v.to_string());
         anyhow::anyhow!(
@@ -191,14 +211,23 @@ fn open_sizes(fds: &[usize]) -> anyhow::Result<Vec<Size>> {
             show(hard)
         )
     })?;
+    // Before anything else takes a number below FD_SETSIZE.
+    let copies: Vec<_> = sets
+        .iter()
+        .map(|s| high.then(|| s.copies_below(FD_SETSIZE as i32).map_err(|e| e.to_string())))
+        .collect();
     let mut sizes = Vec::with_capacity(fds.len());
-    for (sockets, n) in sets.into_iter().zip(largest_first) {
+    for ((sockets, &n), high) in sets.into_iter().zip(fds).zip(copies) {
         // The last one: select and poll look at every descriptor up to it anyway.
         sockets.make_readable(n - 1)?;
         let epoll = Epoll::new(&sockets.watched()).context("filling an epoll instance")?;
-        sizes.push(Size { n, sockets, epoll });
+        sizes.push(Size {
+            n,
+            sockets,
+            epoll,
+            high,
+        });
     }
-    sizes.reverse();
     Ok(sizes)
 }
 
@@ -214,10 +243,15 @@ Linux's Core Operations\", SOSP 2019) measures them.
 
 select and poll look at every descriptor on every call; epoll_wait looks only at its ready \
 list. Each kind's cost per watched descriptor is a least-squares slope over the sizes, with its \
-interval. Every call must report exactly one descriptor ready, and a separate untimed pass \
-counts the calls the kernel saw (the raw_syscalls:sys_enter tracepoint, per thread). select \
-watches only descriptors below 1024 (FD_SETSIZE): a larger size has no select case. A size \
-beyond the open-file limit is refused before anything runs.\n\nTakes about 5 s (the default \
+interval. The sockets take the lowest free descriptors, the smallest size's first (3 to 12 for \
+10 sockets in a process with only 0, 1 and 2 open), as a program's first sockets do: select's \
+cost grows with the highest descriptor, not the count, and each case records its highest as \
+highest_fd. --calls select-high adds poll.select.N.high, select over copies of the same \
+sockets on the highest descriptors below 1024, as a process with many files open numbers them. \
+Every call must report exactly one descriptor ready, and a separate untimed pass counts the \
+calls the kernel saw (the raw_syscalls:sys_enter tracepoint, per thread). select watches only \
+descriptors below 1024 (FD_SETSIZE): a larger size has no select case. A size beyond the \
+open-file limit is refused before anything runs.\n\nTakes about 5 s (the default \
 suite's five cases about 0.5 s); --quick about 0.4 s (the quick suite's two cases about 0.15 s) \
 on a 2-vCPU virtual machine.";
     const IN_DEFAULT_SUITE: bool = true;
@@ -246,23 +280,43 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     let ctx = &ctx.with_sampler(sampler);
     ctx.pin_first_cpu()?;
     let mut out = ExperimentOutput::default();
-    let sizes = open_sizes(&p.fds)?;
+    // Copies just below FD_SETSIZE need the numbers there free: the peers go above it.
+    let high = p.calls.contains(&Call::SelectHigh);
+    let sizes = open_sizes(&p.fds, high)?;
     let extra = Sockets::new(1).context("opening the socket epoll-ctl adds")?;
     let extra_fd = extra.watched()[0];
 
-    let mut kinds: Vec<(Call, usize)> = Vec::new();
+    // (call, size, the highest descriptor watched) per case.
+    let mut kinds: Vec<(Call, usize, Option<i32>)> = Vec::new();
     let mut runners: Vec<Runner> = Vec::new();
     for &call in &p.calls {
         if call == Call::EpollCtl {
             let big = sizes.last().expect("at least one size");
-            kinds.push((call, big.n));
+            kinds.push((call, big.n, None));
             runners.push(Runner::Ctl(&big.epoll, extra_fd));
             continue;
         }
         for s in &sizes {
-            let fds = s.sockets.watched();
+            let fds = if call == Call::SelectHigh {
+                match &s.high {
+                    Some(Ok(copies)) => copies.iter().map(|f| f.as_raw_fd()).collect(),
+                    None => unreachable!("copies are made when select-high is planned"),
+                    Some(Err(e)) => {
+                        out.unavailable.push(Unavailable {
+                            id: case_id(call, s.n),
+                            description: call.description(s.n),
+                            reason: format!(
+                                "{e}: the sizes' own sockets hold the rest (use a smaller --fds)"
+                            ),
+                        });
+                        continue;
+                    }
+                }
+            } else {
+                s.sockets.watched()
+            };
             let r = match call {
-                Call::Select => match Select::new(&fds) {
+                Call::Select | Call::SelectHigh => match Select::new(&fds) {
                     Ok(sel) => Runner::Select(sel),
                     Err(e) => {
                         out.unavailable.push(Unavailable {
@@ -279,7 +333,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
                 }
                 Call::EpollCtl => unreachable!("handled above"),
             };
-            kinds.push((call, s.n));
+            kinds.push((call, s.n, fds.iter().max().copied()));
             runners.push(r);
         }
     }
@@ -302,7 +356,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     });
     let results = results?;
     let counter = Tracefs::open().and_then(|fs| SyscallCounter::open(&fs, None).map(|c| (c, fs)));
-    for ((r, (samples, said)), &(call, n)) in runners.iter_mut().zip(results).zip(&kinds) {
+    for ((r, (samples, said)), &(call, n, highest)) in runners.iter_mut().zip(results).zip(&kinds) {
         let unit = if call == Call::EpollCtl {
             "add+delete"
         } else {
@@ -313,6 +367,9 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
             .param("fds", n as u64)
             .param("ready", 1u64)
             .param("cpu", ctx.first_cpu() as u64);
+        if let Some(fd) = highest {
+            case = case.param("highest_fd", fd as u64);
+        }
         match &counter {
             Ok((c, _)) => {
                 let (ready, calls) = c.count(|| -> std::io::Result<u64> {
@@ -352,7 +409,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         let points: Vec<(usize, String)> = kinds
             .iter()
             .filter(|k| k.0 == call)
-            .map(|&(c, n)| (n, case_id(c, n)))
+            .map(|&(c, n, _)| (n, case_id(c, n)))
             .collect();
         if let Some(terms) = slope_terms(&points) {
             let flagged = points.iter().find_map(|(_, id)| {
@@ -430,7 +487,7 @@ mod tests {
     fn plans_sort_sizes_and_need_two_descriptors_each() {
         let p = plan(&opts(&["--fds", "1000,10,10"]));
         assert_eq!(p.fds, [10, 1000]);
-        assert_eq!(p.calls, Call::ALL);
+        assert_eq!(p.calls, Call::DEFAULT);
         assert_eq!(files_needed(&p), 2020 + 4 + 2 + FILES_MARGIN);
         assert_eq!(case_id(Call::Epoll, 10), "poll.epoll.10");
         assert_eq!(case_id(Call::EpollCtl, 10), "poll.epoll-ctl");
@@ -440,6 +497,34 @@ mod tests {
         };
         let e = limits.check(&needs(&p)).unwrap_err().to_string();
         assert!(e.contains("RLIMIT_NOFILE") && e.contains("--fds"), "{e}");
+    }
+
+    #[test]
+    fn high_copies_sit_just_below_fd_setsize_and_plain_sets_low() {
+        testing::with_tiny_ctx(|ctx| {
+            let out = run(
+                &opts(&["--fds", "3,40", "--calls", "select,select-high"]),
+                ctx,
+            )
+            .unwrap();
+            let highest = |id: &str| {
+                let c = out.cases.iter().find(|c| c.id == id).unwrap();
+                for k in c.checks.iter().filter(|k| k.name != SINGLE_THREAD_CHECK) {
+                    assert!(k.passed, "{id}: {k:?}");
+                }
+                c.params["highest_fd"].as_u64().unwrap()
+            };
+            // The smallest size's copies take the very top; the plain sets stay low.
+            assert_eq!(highest("poll.select.3.high"), FD_SETSIZE as u64 - 1);
+            assert!(highest("poll.select.40.high") < FD_SETSIZE as u64 - 3);
+            assert!(highest("poll.select.40.high") >= FD_SETSIZE as u64 - 43);
+            assert!(highest("poll.select.3") < highest("poll.select.40"));
+            assert!(
+                highest("poll.select.40") < 512,
+                "the test process holds few files"
+            );
+            assert!(out.derived.iter().all(|d| d.id == "poll.select.per_fd"));
+        });
     }
 
     #[test]
