@@ -5,14 +5,16 @@
  * partner reads and writes it back: TCP on 127.0.0.1 (TCP_NODELAY, port from the kernel), UDP
  * on 127.0.0.1 (two connected sockets), AF_UNIX stream and datagram socketpairs. Bandwidth is a
  * 64 KiB write (completed) to a partner reading up to 128 KiB at a time: TCP, AF_UNIX stream,
- * pipe (default pipe size); both buffers page-aligned, and the partner created pinned. A
- * connection (before any thread exists, on CPU A) is socket + connect + accept4 + close with
- * SO_LINGER 0 + close. Each sample is a batch of about 4 ms (1 ms with -q; calibrated as
+ * pipe (default pipe size); both buffers page-aligned, and the partner created pinned. A reset
+ * connection (net.tcp.connect.rst, before any thread exists, on CPU A) is socket + connect +
+ * accept4 + close with SO_LINGER 0 + close; a connection as programs make one (net.tcp.connect,
+ * after the one-thread cases) is socket + connect + read to end of file + close while a thread
+ * on CPU A accepts each connection and closes it at once (a FIN each way). Each sample is a batch of about 4 ms (1 ms with -q; calibrated as
  * oscost calibrates, a single slow batch not taken for the operation's time), after 40 ms of
  * warm-up (4 ms with -q), as oscost's standard (quick) sampling; the figure is the median of
  * the samples' time per operation.
  *
- * Output, one line per case: "net.CASE.PLACEMENT MEDIAN_NS" (net.tcp.connect without a
+ * Output, one line per case: "net.CASE.PLACEMENT MEDIAN_NS" (the connections without a
  * placement, printed only with -c). With -c also LEBench's send and recv, one thread on CPU A
  * before any thread exists: 1 and 96 000 bytes sent into an AF_UNIX stream socketpair and
  * received from its other end (net.unix.sendrecv.b1, net.unix.sendrecv.b96000).
@@ -237,6 +239,28 @@ static void run_case(const char *c) {
 static int listener;
 static struct sockaddr_in laddr;
 
+static void *accept_and_close(void *unused) {
+    (void)unused;
+    pin(cpu_a);
+    for (;;) {
+        int s = accept4(listener, 0, 0, SOCK_CLOEXEC);
+        if (s < 0) {
+            if (atomic_load(&stop)) return 0;
+            die("accept4");
+        }
+        close(s);
+    }
+}
+
+static void connect_fin_once(void *unused) {
+    (void)unused;
+    char b;
+    int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (c < 0 || connect(c, (void *)&laddr, sizeof laddr)) die("connect");
+    if (read(c, &b, 1) != 0) die("read to end of file");
+    close(c);
+}
+
 static void connect_once(void *unused) {
     (void)unused;
     struct linger lg = {1, 0};
@@ -300,10 +324,22 @@ int main(int argc, char **argv) {
         /* Before any thread exists, as oscost measures it. */
         listener = bound(SOCK_STREAM, &laddr);
         if (listen(listener, 128)) die("listen");
-        printf("net.tcp.connect %.1f\n", sample(connect_once, 0));
+        printf("net.tcp.connect.rst %.1f\n", sample(connect_once, 0));
         close(listener);
         sendrecv_case(1);
         sendrecv_case(96000);
+        /* The accepting thread's case after the one-thread ones, as oscost orders them. */
+        listener = bound(SOCK_STREAM, &laddr);
+        if (listen(listener, 128)) die("listen");
+        pthread_t t;
+        atomic_store(&stop, 0);
+        if (pthread_create(&t, 0, accept_and_close, 0)) die("pthread_create");
+        printf("net.tcp.connect %.1f\n", sample(connect_fin_once, 0));
+        atomic_store(&stop, 1);
+        shutdown(listener, SHUT_RDWR);
+        pthread_join(t, 0);
+        close(listener);
+        atomic_store(&stop, 0);
     }
     static const char *all[] = {"tcp.rtt", "udp.rtt", "unix.rtt", "unix-dgram.rtt",
                                 "tcp.bw", "unix.bw", "pipe.bw"};

@@ -2,7 +2,8 @@
 # Holds `oscost net` against benches/net_ref.c, a C program of the same loops: 1-byte round
 # trips between two threads over TCP (TCP_NODELAY), UDP, AF_UNIX stream and datagram sockets on
 # 127.0.0.1 with ports from the kernel, one TCP connection made, accepted and closed with
-# SO_LINGER 0 in one thread, and 64 KiB writes over TCP, an AF_UNIX stream and a pipe to a
+# SO_LINGER 0 in one thread (net.tcp.connect.rst) and one made, read to end of file and closed
+# while a thread on CPU A accepts and closes it (net.tcp.connect), and 64 KiB writes over TCP, an AF_UNIX stream and a pipe to a
 # draining thread; and LEBench's send + recv of 1 and 96 000 bytes through an AF_UNIX stream
 # socketpair in one thread.
 #

@@ -20,9 +20,11 @@
 #   switches also changes the address space.
 # - bw_tcp sets SO_SNDBUF and SO_RCVBUF (fixed buffers, capped by net.core.wmem_max/rmem_max);
 #   oscost leaves TCP's buffers to the kernel's autotuning, as net_ref.c does.
-# - lat_connect's connections are accepted by a server process on CPU B and closed with a FIN
-#   (each leaves a TIME_WAIT socket); oscost's net.tcp.connect makes, accepts and closes (with a
-#   reset) each connection in one thread. Its line is printed apart, as related, not paired.
+# - lat_connect's connections are accepted and closed by a server process on CPU B, and its
+#   client closes first (the client's side is left in TIME_WAIT); oscost's net.tcp.connect has
+#   a thread on the measuring CPU accept and close first (a FIN each way too, the accepting side
+#   in TIME_WAIT). Its line is printed apart, as related, not paired; net-vs-c.sh holds the
+#   case against a C program of the same placement.
 # - lmbench reports the median of 11 timings (ENOUGH=20000: each at least 20 ms), oscost the
 #   median of its samples.
 #

@@ -14,12 +14,14 @@ fn round_trips_bandwidth_and_a_connection_are_counted() {
         &oscost_sys::affinity().unwrap()[0].to_string(),
         "net",
         "--cases",
-        "tcp.connect,tcp.rtt,unix-dgram.rtt,pipe.bw",
+        "tcp.connect,tcp.rtt,tcp.connect.rst,unix-dgram.rtt,pipe.bw",
     ]);
     let ids: Vec<&str> = e.cases.iter().map(|c| c.id.as_str()).collect();
+    // The one-thread case first, then the one with an accepting thread.
     assert_eq!(
         ids,
         [
+            "net.tcp.connect.rst",
             "net.tcp.connect",
             "net.tcp.rtt.same",
             "net.unix-dgram.rtt.same",
@@ -29,26 +31,36 @@ fn round_trips_bandwidth_and_a_connection_are_counted() {
     for c in &e.cases {
         assert!(c.median_ns > 0.0, "{}", c.id);
     }
-    let conn = &e.cases[0];
     // Namespace-wide counts: other programs' connections can only add to them.
+    let (rst, fin) = (&e.cases[0], &e.cases[1]);
     for k in [
         "tcp_active_opens_per_connection",
         "tcp_passive_opens_per_connection",
-        "tcp_resets_per_connection",
     ] {
-        assert!(conn.counters[k] >= 0.95, "{k}: {:?}", conn.counters);
+        assert!(rst.counters[k] >= 0.95, "{k}: {:?}", rst.counters);
+        assert!(fin.counters[k] >= 0.95, "{k}: {:?}", fin.counters);
     }
-    let single = conn
+    assert!(rst.counters["tcp_resets_per_connection"] >= 0.95);
+    assert!(rst.counters["time_wait_left_per_connection"] < 0.05);
+    let single = rst
         .checks
         .iter()
         .find(|k| k.name == "threads_in_process")
         .unwrap();
     assert!(single.passed, "{single:?}");
-    for c in &e.cases[1..3] {
+    // A FIN each way: the accepting side's close leaves one TIME_WAIT socket (none expire
+    // within the run's few seconds, though other programs' could).
+    assert!(
+        fin.counters["time_wait_left_per_connection"] > 0.5,
+        "{:?}",
+        fin.counters
+    );
+    assert!(fin.checks.iter().all(|k| k.name != "threads_in_process"));
+    for c in &e.cases[2..4] {
         let sw = c.counters["switches_per_round_trip"];
         assert!((1.9..=2.1).contains(&sw), "{}: {sw}", c.id);
     }
-    let bw = &e.cases[3];
+    let bw = &e.cases[4];
     assert_eq!(bw.counters["bytes_drained"], bw.counters["bytes_written"]);
     assert!(bw.counters["mb_per_s"] > 0.0);
 }

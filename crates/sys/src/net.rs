@@ -1,6 +1,7 @@
 //! Loopback sockets for the `net` experiment: connected pairs of each kind (TCP, UDP, AF_UNIX
 //! stream and datagram, and a pipe), the partner thread that answers or drains one end, and
-//! one loopback connection made, accepted and closed.
+//! loopback connections made, accepted and closed: in one thread with a reset, or as programs
+//! make them, the listener's thread accepting and closing.
 //!
 //! Every address is 127.0.0.1 with a port the kernel picks (bind to port 0), so a port in use
 //! elsewhere never matters; every descriptor is an [`OwnedFd`] closed on drop.
@@ -11,9 +12,9 @@ use crate::task::{Failure, TaskBody};
 use crate::{last_error, Switches};
 use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream, UdpSocket};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::{UnixDatagram, UnixStream};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// How long the measuring side waits for a datagram's answer before it calls it lost.
 const DGRAM_TIMEOUT_S: libc::time_t = 2;
@@ -353,11 +354,13 @@ unsafe impl TaskBody for Peer {
     }
 }
 
-/// A listening TCP socket on 127.0.0.1 (port from the kernel) that a connection is made to,
-/// accepted and closed, again and again, in the calling thread.
+/// A listening TCP socket on 127.0.0.1 (port from the kernel) that connections are made to:
+/// accepted and closed in the calling thread ([`Acceptor::connect_accept_close`]), or by
+/// another thread running [`Acceptor::accept_and_close`] ([`Acceptor::connect_read_close`]).
 pub struct Acceptor {
     listener: TcpListener,
     addr: libc::sockaddr_in,
+    stopping: AtomicBool,
 }
 
 impl Acceptor {
@@ -374,7 +377,102 @@ impl Acceptor {
             },
             sin_zero: [0; 8],
         };
-        Ok(Acceptor { listener, addr })
+        Ok(Acceptor {
+            listener,
+            addr,
+            stopping: AtomicBool::new(false),
+        })
+    }
+
+    /// A new TCP socket connected to the listener (on loopback the handshake completes before
+    /// `connect` returns).
+    #[inline(always)]
+    fn connected(&self, linger_zero: bool) -> io::Result<OwnedFd> {
+        // SAFETY: plain integer arguments.
+        let c = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+        if c < 0 {
+            return Err(last_error("socket(AF_INET, SOCK_STREAM)"));
+        }
+        // SAFETY: c was just returned by the kernel and is owned by no one else.
+        let c = unsafe { OwnedFd::from_raw_fd(c) };
+        if linger_zero {
+            set_linger_zero(c.as_raw_fd())?;
+        }
+        // SAFETY: addr is a valid sockaddr_in of the size passed; c is open.
+        let r = unsafe {
+            libc::connect(
+                c.as_raw_fd(),
+                (&self.addr as *const libc::sockaddr_in).cast(),
+                std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+            )
+        };
+        if r != 0 {
+            return Err(last_error("connect to 127.0.0.1"));
+        }
+        Ok(c)
+    }
+
+    /// One connection as programs make one: `socket`, `connect`, `read` until end of file (the
+    /// accepting thread's close, a FIN), `close` (a FIN back): the accepting side is left in
+    /// TIME_WAIT. Needs a thread in [`Acceptor::accept_and_close`].
+    #[inline(always)]
+    pub fn connect_read_close(&self) -> io::Result<()> {
+        let c = self.connected(false)?;
+        let mut byte = [0u8];
+        loop {
+            // SAFETY: byte is valid for one byte; c is open.
+            let r = unsafe { libc::read(c.as_raw_fd(), byte.as_mut_ptr().cast(), 1) };
+            match r {
+                0 => return Ok(()),
+                r if r < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) => {}
+                r if r < 0 => return Err(last_error("read of the accepted connection's close")),
+                _ => {
+                    return Err(io::Error::other(
+                        "the accepting thread sent a byte instead of closing",
+                    ))
+                }
+            }
+        }
+    }
+
+    /// Accepts connections and closes each at once, until [`Acceptor::stop`]: the number
+    /// accepted. Shuts the listener down on any way out, so a connection waiting for it ends
+    /// with an error instead of waiting for ever.
+    pub fn accept_and_close(&self) -> io::Result<u64> {
+        let mut accepted = 0;
+        let result = loop {
+            // SAFETY: the listener is open; null address pointers are allowed.
+            let s = unsafe {
+                libc::accept4(
+                    self.listener.as_raw_fd(),
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    libc::SOCK_CLOEXEC,
+                )
+            };
+            if s >= 0 {
+                // SAFETY: s was just returned by the kernel; closed once, here.
+                unsafe { libc::close(s) };
+                accepted += 1;
+            } else if self.stopping.load(Ordering::Acquire) {
+                break Ok(accepted);
+            } else if io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                break Err(last_error("accept4"));
+            }
+        };
+        self.shut_down();
+        result
+    }
+
+    /// Ends [`Acceptor::accept_and_close`] in whichever thread runs it.
+    pub fn stop(&self) {
+        self.stopping.store(true, Ordering::Release);
+        self.shut_down();
+    }
+
+    fn shut_down(&self) {
+        // SAFETY: the listener is open; shutting a listening socket down wakes its accept.
+        unsafe { libc::shutdown(self.listener.as_raw_fd(), libc::SHUT_RDWR) };
     }
 
     /// The port the kernel gave the listener.
@@ -382,37 +480,12 @@ impl Acceptor {
         u16::from_be(self.addr.sin_port)
     }
 
-    /// One connection: `socket`, `connect` (the handshake completes on loopback before it
-    /// returns), `accept4`, then `close` of the client with `SO_LINGER` 0 (a reset, so no
-    /// socket is left in TIME_WAIT) and of the accepted socket.
+    /// One connection in one thread: `socket`, `connect`, `accept4`, then `close` of the
+    /// client with `SO_LINGER` 0 (a reset, so no socket is left in TIME_WAIT) and of the
+    /// accepted socket.
     #[inline(always)]
     pub fn connect_accept_close(&self) -> io::Result<()> {
-        // SAFETY: plain integer arguments.
-        let c = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
-        if c < 0 {
-            return Err(last_error("socket(AF_INET, SOCK_STREAM)"));
-        }
-        let close = |fd: RawFd| {
-            // SAFETY: fd was opened here and is closed once.
-            unsafe { libc::close(fd) };
-        };
-        if let Err(e) = set_linger_zero(c) {
-            close(c);
-            return Err(e);
-        }
-        // SAFETY: addr is a valid sockaddr_in of the size passed; c is open.
-        let r = unsafe {
-            libc::connect(
-                c,
-                (&self.addr as *const libc::sockaddr_in).cast(),
-                std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
-            )
-        };
-        if r != 0 {
-            let e = last_error("connect to 127.0.0.1");
-            close(c);
-            return Err(e);
-        }
+        let c = self.connected(true)?;
         // SAFETY: the listener is open; null address pointers are allowed.
         let s = unsafe {
             libc::accept4(
@@ -423,12 +496,11 @@ impl Acceptor {
             )
         };
         if s < 0 {
-            let e = last_error("accept4");
-            close(c);
-            return Err(e);
+            return Err(last_error("accept4"));
         }
-        close(c);
-        close(s);
+        drop(c);
+        // SAFETY: s was just returned by the kernel; closed once, here.
+        unsafe { libc::close(s) };
         Ok(())
     }
 }
@@ -502,5 +574,16 @@ mod tests {
         for _ in 0..50 {
             a.connect_accept_close().unwrap();
         }
+        let accepted = std::thread::scope(|s| {
+            let t = s.spawn(|| a.accept_and_close());
+            for _ in 0..50 {
+                a.connect_read_close().unwrap();
+            }
+            a.stop();
+            t.join().unwrap()
+        });
+        assert_eq!(accepted.unwrap(), 50);
+        // The listener is shut: a connection now fails rather than waits.
+        assert!(a.connect_read_close().is_err());
     }
 }

@@ -4,9 +4,10 @@
 //!
 //! A round trip is one byte written by the measuring thread and written back by a partner
 //! thread, both pinned to one CPU or to two; the switches both threads made are counted
-//! (getrusage) and checked as `switch` checks them. A connection is made, accepted and closed
-//! in the measuring thread alone, the kernel's own TCP counters (`/proc/net/snmp`) proving
-//! each was one. Bandwidth is 64 KiB writes to a partner that drains them, every byte counted
+//! (getrusage) and checked as `switch` checks them. A connection is made as programs make it
+//! (the listener's thread accepts and closes, the client reads to end of file and closes, a FIN
+//! each way) and, as its own case, made, accepted and reset in the measuring thread alone; the
+//! kernel's own TCP counters (`/proc/net/snmp`, `/proc/net/sockstat`) prove what each was. Bandwidth is 64 KiB writes to a partner that drains them, every byte counted
 //! on arrival. LEBench's send and recv (Ren et al., "An Analysis of Performance Evolution of
 //! Linux's Core Operations", SOSP 2019) are one thread's send and recv through a socketpair.
 
@@ -50,9 +51,14 @@ pub enum Measure {
     /// 1-byte round trip over an AF_UNIX datagram socketpair
     #[value(name = "unix-dgram.rtt")]
     UnixDgramRtt,
-    /// connect + accept + close of one TCP connection on 127.0.0.1, one thread
+    /// connect, read to end of file and close of one TCP connection on 127.0.0.1 that another
+    /// thread accepts and closes (a FIN each way, lmbench's lat_connect)
     #[value(name = "tcp.connect")]
     TcpConnect,
+    /// connect + accept + close with SO_LINGER 0 (a reset) of one TCP connection on 127.0.0.1,
+    /// one thread
+    #[value(name = "tcp.connect.rst")]
+    TcpConnectRst,
     /// 64 KiB writes over TCP on 127.0.0.1 to a draining thread
     #[value(name = "tcp.bw")]
     TcpBw,
@@ -73,12 +79,13 @@ pub enum Measure {
 }
 
 impl Measure {
-    const ALL: [Measure; 10] = [
+    const ALL: [Measure; 11] = [
         Measure::TcpRtt,
         Measure::UdpRtt,
         Measure::UnixRtt,
         Measure::UnixDgramRtt,
         Measure::TcpConnect,
+        Measure::TcpConnectRst,
         Measure::TcpBw,
         Measure::UnixBw,
         Measure::PipeBw,
@@ -88,7 +95,9 @@ impl Measure {
 
     fn kind(self) -> Kind {
         match self {
-            Measure::TcpRtt | Measure::TcpConnect | Measure::TcpBw => Kind::Tcp,
+            Measure::TcpRtt | Measure::TcpConnect | Measure::TcpConnectRst | Measure::TcpBw => {
+                Kind::Tcp
+            }
             Measure::UdpRtt => Kind::Udp,
             Measure::UnixRtt | Measure::UnixBw | Measure::SendRecvSmall | Measure::SendRecvBig => {
                 Kind::Unix
@@ -100,7 +109,10 @@ impl Measure {
 
     fn role(self) -> Option<Role> {
         match self {
-            Measure::TcpConnect | Measure::SendRecvSmall | Measure::SendRecvBig => None,
+            Measure::TcpConnect
+            | Measure::TcpConnectRst
+            | Measure::SendRecvSmall
+            | Measure::SendRecvBig => None,
             Measure::TcpBw | Measure::UnixBw | Measure::PipeBw => Some(Role::Sink),
             _ => Some(Role::Echo),
         }
@@ -132,8 +144,13 @@ impl Measure {
                 "1-byte write/read round trip over an AF_UNIX SOCK_DGRAM socketpair"
             }
             Measure::TcpConnect => {
+                "socket + connect + read to end of file + close of one TCP connection on \
+                 127.0.0.1 that a thread on the same CPU accepts and closes at once (a FIN each \
+                 way; the accepting side left in TIME_WAIT)"
+            }
+            Measure::TcpConnectRst => {
                 "socket + connect + accept4 + close (SO_LINGER 0) + close of one TCP connection \
-                 on 127.0.0.1, one thread"
+                 on 127.0.0.1, one thread (a reset, no TIME_WAIT)"
             }
             Measure::TcpBw => "64 KiB write over TCP on 127.0.0.1 to a thread draining it",
             Measure::UnixBw => {
@@ -244,7 +261,8 @@ impl engine::Experiment for Options {
         "Loopback sockets: round trips, a connection, bandwidth, with counted switches";
     const ABOUT: &'static str = "Loopback sockets between two threads: 1-byte round trips over \
 TCP (TCP_NODELAY), UDP, AF_UNIX stream and AF_UNIX datagram sockets; one TCP connection made, \
-accepted and closed; and the bandwidth of 64 KiB writes over TCP, an AF_UNIX stream and a pipe \
+accepted and closed as programs do it (tcp.connect) and reset (tcp.connect.rst); and the \
+bandwidth of 64 KiB writes over TCP, an AF_UNIX stream and a pipe \
 to a thread that drains them (MB/s beside the time per 64 KiB); and LEBench's send and recv \
 (1 and 96 000 bytes sent into an AF_UNIX stream socketpair and received from its other end by \
 the same thread, no switch needed and none counted).
@@ -252,10 +270,12 @@ the same thread, no switch needed and none counted).
 The measuring thread and one partner thread are pinned to the same CPU or to two (--placement); \
 every address is 127.0.0.1 with a port the kernel picks, so a port in use does not matter. \
 Each round trip carries the switches both threads made (getrusage), checked: 2 on one CPU, at \
-least 2 on two. A connection is made in the measuring thread alone and closed with SO_LINGER 0 \
-(a reset), so no socket is left in TIME_WAIT; the kernel's TCP counters (/proc/net/snmp) over \
-a batch of connections check one active open, one passive open and one reset each, and \
-/proc/net/sockstat that no TIME_WAIT socket was left. Every byte a bandwidth case wrote is \
+least 2 on two. tcp.connect connects, reads to end of file and closes while a thread on the \
+same CPU accepts and closes each connection at once: a FIN each way, the accepting side left in \
+TIME_WAIT. tcp.connect.rst makes, accepts and closes the connection in the measuring thread \
+alone, the client with SO_LINGER 0 (a reset, no TIME_WAIT). The kernel's TCP counters \
+(/proc/net/snmp, /proc/net/sockstat) over a batch of connections check one active open and one \
+passive open each, and the resets and TIME_WAIT sockets each close leaves. Every byte a bandwidth case wrote is \
 counted as the partner drains it. Without a loopback interface the TCP and UDP cases say so \
 and the others still run.
 
@@ -300,16 +320,26 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         (threaded * p.placements.len() + (p.measures.len() - threaded)) as u64,
         NAME,
     );
-    // The one-thread case first: once a thread has existed, glibc stays in its
-    // multi-threaded mode for good.
-    for &m in p.measures.iter().filter(|m| m.role().is_none()) {
+    // The one-thread cases first: once a thread has existed, glibc stays in its
+    // multi-threaded mode for good. The accepting thread's case comes after them.
+    let mut unpaired: Vec<Measure> = p
+        .measures
+        .iter()
+        .copied()
+        .filter(|m| m.role().is_none())
+        .collect();
+    unpaired.sort_by_key(|&m| m == Measure::TcpConnect);
+    for m in unpaired {
+        ctx.check_cancel()?;
         ctx.progress.message(&case_id(m, None));
         match (&loopback, m.sendrecv_bytes()) {
             (_, Some(bytes)) => out
                 .cases
                 .push(sendrecv_case(m, bytes, ctx).context(case_id(m, None))?),
             (Err(why), None) => out.unavailable.push(unavailable(m, None, why)),
-            (Ok(()), None) => out.cases.push(connect_case(ctx).context(case_id(m, None))?),
+            (Ok(()), None) => out
+                .cases
+                .push(connect_case(m, ctx).context(case_id(m, None))?),
         }
         ctx.progress.inc(1);
     }
@@ -381,26 +411,86 @@ fn tcp_counts() -> Option<TcpCounts> {
     })
 }
 
-fn connect_case(ctx: &Context) -> anyhow::Result<Case> {
+/// Whether the kernel can keep one more TIME_WAIT socket per connection for `more`
+/// connections (`net.ipv4.tcp_max_tw_buckets`; beyond it a closing socket skips TIME_WAIT).
+fn time_wait_room(now: f64, more: u64) -> Option<bool> {
+    let max: f64 = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_max_tw_buckets")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(now + more as f64 <= max)
+}
+
+/// `net.tcp.connect` (a thread accepting and closing, FIN both ways) or `net.tcp.connect.rst`
+/// (one thread, a reset), with the kernel's counts of what each connection was.
+fn connect_case(m: Measure, ctx: &Context) -> anyhow::Result<Case> {
     let cpu = ctx.first_cpu();
     let _pin = AffinityRestore::pin(&[cpu])?;
     let acceptor = Acceptor::new()?;
-    let (measured, threads) =
-        sampler::counting_threads(|| measure_fallible(ctx, || acceptor.connect_accept_close()));
+    let one = || match m {
+        Measure::TcpConnect => acceptor.connect_read_close(),
+        _ => acceptor.connect_accept_close(),
+    };
+    let (measured, threads, before, after) = if m == Measure::TcpConnect {
+        std::thread::scope(|scope| -> anyhow::Result<_> {
+            let accepting = scope.spawn(|| -> anyhow::Result<u64> {
+                let _pin = AffinityRestore::pin(&[cpu])?;
+                Ok(acceptor.accept_and_close()?)
+            });
+            let measured = measure_fallible(ctx, one);
+            let counted = measured.as_ref().ok().map(|_| -> std::io::Result<_> {
+                let before = tcp_counts();
+                for _ in 0..VERIFY_CONNECTIONS {
+                    one()?;
+                }
+                Ok((before, tcp_counts()))
+            });
+            acceptor.stop();
+            let accepted = accepting
+                .join()
+                .map_err(|_| anyhow::anyhow!("the accepting thread panicked"))?;
+            let (before, after) = match counted {
+                Some(c) => c?,
+                None => (None, None),
+            };
+            accepted.context("the accepting thread")?;
+            Ok((measured, None, before, after))
+        })?
+    } else {
+        let (measured, threads) = sampler::counting_threads(|| measure_fallible(ctx, one));
+        let counted = if measured.is_ok() {
+            let before = tcp_counts();
+            for _ in 0..VERIFY_CONNECTIONS {
+                one()?;
+            }
+            (before, tcp_counts())
+        } else {
+            (None, None)
+        };
+        (measured, threads, counted.0, counted.1)
+    };
     let (samples, said) = measured?;
     ctx.check_cancel()?;
-    let before = tcp_counts();
-    for _ in 0..VERIFY_CONNECTIONS {
-        acceptor.connect_accept_close()?;
-    }
-    let after = tcp_counts();
-    let m = Measure::TcpConnect;
+    let fin = m == Measure::TcpConnect;
     let mut case = Case::new(case_id(m, None), m.describe(), "connection", samples)
         .param("cpu", cpu as u64)
         .param("port", u64::from(acceptor.port()))
-        .param("close", "SO_LINGER 0 on the client: a reset, no TIME_WAIT");
+        .param(
+            "close",
+            if fin {
+                "the accepting thread closes at once, the client after reading end of file: a \
+                 FIN each way, the accepting side in TIME_WAIT"
+            } else {
+                "SO_LINGER 0 on the client: a reset, no TIME_WAIT"
+            },
+        );
     case.add_messages(said);
-    case.checks.extend(sampler::single_task_check(threads));
+    if fin {
+        case = case.param("accepting_thread_cpu", cpu as u64);
+    } else {
+        case.checks.extend(sampler::single_task_check(threads));
+    }
     match (before, after) {
         (Some(b), Some(a)) => {
             let n = VERIFY_CONNECTIONS as f64;
@@ -411,7 +501,12 @@ fn connect_case(ctx: &Context) -> anyhow::Result<Case> {
                      connections in the namespace would add to it; bound ±0.05)"
                 )
             };
-            for (name, expected, counted, what) in [
+            let resets = if fin {
+                "/proc/net/snmp Tcp OutRsts (none: both sides close with a FIN)"
+            } else {
+                "/proc/net/snmp Tcp OutRsts (the SO_LINGER 0 close)"
+            };
+            let mut counts = vec![
                 (
                     "tcp_active_opens_per_connection",
                     1.0,
@@ -426,17 +521,36 @@ fn connect_case(ctx: &Context) -> anyhow::Result<Case> {
                 ),
                 (
                     "tcp_resets_per_connection",
-                    1.0,
+                    if fin { 0.0 } else { 1.0 },
                     (a.out_rsts - b.out_rsts) / n,
-                    "/proc/net/snmp Tcp OutRsts (the SO_LINGER 0 close)",
+                    resets,
                 ),
-                (
+            ];
+            let tw = (a.time_wait - b.time_wait) / n;
+            match (fin, time_wait_room(b.time_wait, VERIFY_CONNECTIONS)) {
+                (false, _) => counts.push((
                     "time_wait_left_per_connection",
                     0.0,
-                    (a.time_wait - b.time_wait) / n,
+                    tw,
                     "/proc/net/sockstat TCP tw",
-                ),
-            ] {
+                )),
+                (true, Some(true)) => counts.push((
+                    "time_wait_left_per_connection",
+                    1.0,
+                    tw,
+                    "/proc/net/sockstat TCP tw (the accepting side's active close)",
+                )),
+                (true, _) => {
+                    case.counters
+                        .insert("time_wait_left_per_connection".into(), tw);
+                    case.notes.push(
+                        "TIME_WAIT not checked: net.ipv4.tcp_max_tw_buckets unreadable or \
+                         nearly full, so a closing socket may skip TIME_WAIT"
+                            .into(),
+                    );
+                }
+            }
+            for (name, expected, counted, what) in counts {
                 case.counters.insert(name.into(), counted);
                 case.checks
                     .push(Check::near(name, expected, counted, 0.05, &detail(what)));
