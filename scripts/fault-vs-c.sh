@@ -24,6 +24,8 @@
 #   QUICK=1 oscost --quick and the C program's -q (15 samples): a check of the script itself
 #   PAGES   pages per sample (default 1024, or 256 with QUICK=1)
 #   KINDS   kinds (default all seven)
+# Both sides put their cached file in $TMPDIR (default /tmp): TMPDIR=/dev/shm holds oscost's
+# tmpfs figures of file-read and file-write-shared (its .tmpfs cases) against C's.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."

@@ -27,7 +27,7 @@ fn fault_counts_one_fault_a_page_and_fault_around_for_a_cached_file() {
     ]);
     let ids: Vec<&str> = e.cases.iter().map(|c| c.id.as_str()).collect();
     assert_eq!(
-        ids,
+        ids[..4],
         [
             "fault.anon-write",
             "fault.anon-read",
@@ -35,6 +35,12 @@ fn fault_counts_one_fault_a_page_and_fault_around_for_a_cached_file() {
             "fault.file-read"
         ]
     );
+    // The cached file again on /dev/shm, or said why not (the directory is a tmpfs already).
+    let tmpfs = ids
+        .get(4)
+        .copied()
+        .or(e.unavailable.first().map(|u| u.id.as_str()));
+    assert_eq!(tmpfs, Some("fault.file-read.tmpfs"));
     for c in &e.cases[..3] {
         let f = c.counters["minor_faults_per_op"];
         assert!((0.95..=1.05).contains(&f), "{}: {f}", c.id);
@@ -43,7 +49,7 @@ fn fault_counts_one_fault_a_page_and_fault_around_for_a_cached_file() {
     // Fault-around maps the cached pages around the one touched: fewer faults than pages.
     assert!(e.cases[3].counters["minor_faults_per_op"] < 0.5);
     let d: Vec<&str> = e.derived.iter().map(|d| d.id.as_str()).collect();
-    assert_eq!(d, ["fault.file-read.per_fault"]);
+    assert_eq!(d[0], "fault.file-read.per_fault");
 }
 
 #[test]

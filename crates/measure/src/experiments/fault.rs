@@ -117,6 +117,28 @@ pub struct Options {
     /// page in 16 (at least 16): a read from the device takes far longer
     #[arg(long, value_name = "N", value_parser = parse_pages)]
     pub pages: Option<u64>,
+
+    /// Directory whose file system holds the files of file-read and file-write-shared
+    /// [default: the temporary directory, $TMPDIR or /tmp]. Where it is not a tmpfs, both
+    /// kinds are also measured on /dev/shm as fault.KIND.tmpfs: a file system's folio size
+    /// and fault-around decide how many pages a fault maps
+    #[arg(long, value_name = "DIR")]
+    #[serde(default)]
+    pub dir: Option<std::path::PathBuf>,
+}
+
+/// Where a file kind's file lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// The directory of `--dir` (the temporary directory by default), whatever its file system.
+    Dir,
+    /// A tmpfs (/dev/shm), where the directory is on another file system.
+    Tmpfs,
+}
+
+/// Whether `kind` maps a cached file (and so is measured per file system).
+fn on_a_file(kind: Kind) -> bool {
+    matches!(kind, Kind::FileRead | Kind::FileWriteShared)
 }
 
 /// At most 4 GiB of pages a sample: more says nothing a smaller sample does not.
@@ -131,6 +153,8 @@ fn parse_pages(s: &str) -> Result<u64, String> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Plan {
     kinds: Vec<Kind>,
+    /// `--dir`.
+    dir: Option<std::path::PathBuf>,
     /// 4 KiB pages a sample, for the kinds that touch 4 KiB pages.
     pages: u64,
     /// 2 MiB pages a sample of `thp`.
@@ -150,6 +174,7 @@ fn plan(opts: &Options, quick: bool) -> Plan {
         .unwrap_or(if quick { QUICK_PAGES } else { DEFAULT_PAGES });
     Plan {
         kinds,
+        dir: opts.dir.clone(),
         pages,
         huge: (pages / 128).max(2),
         major: (pages / 16).max(16),
@@ -176,11 +201,17 @@ impl Plan {
     }
 
     /// The most memory the run holds at once, KiB: the largest sample's region (twice for a
-    /// copy-on-write sample, whose child holds the originals) and the files, all resident.
+    /// copy-on-write sample, whose child holds the originals) and the files, all resident
+    /// (twice with the copy on /dev/shm).
     fn memory_kib(&self) -> u64 {
         let one = |k: Kind| self.bytes(k) * if k == Kind::Cow { 2 } else { 1 };
         let largest = self.kinds.iter().map(|&k| one(k)).max().unwrap_or(0);
-        let files = self.pages * PAGE as u64;
+        let copies = if self.kinds.iter().any(|&k| on_a_file(k)) {
+            2
+        } else {
+            1
+        };
+        let files = copies * self.pages * PAGE as u64;
         (largest + files) / 1024
     }
 }
@@ -211,13 +242,15 @@ fn needs(opts: &Options, quick: bool) -> Needs {
     }
 }
 
-/// The page-cache files the file kinds map, in a private temporary directory removed on drop.
+/// The page-cache files the file kinds map, in private directories removed on drop.
 struct Files {
     _dir: ScratchDir,
     /// Kept in the page cache: `file-read` and `file-write-shared`.
     cached: std::fs::File,
     /// File system of the cached file.
     cached_fs: &'static str,
+    /// The same file on /dev/shm, or why not; `None` when no file kind is measured there.
+    tmpfs: Option<Result<(ScratchDir, std::fs::File), String>>,
     /// Dropped from the cache before each sample: `file-major`, on a disk-backed file system,
     /// or why there is none; `None` when `file-major` is not measured.
     major: Option<Result<(ScratchDir, std::fs::File, &'static str), String>>,
@@ -262,12 +295,46 @@ fn disk_dir() -> Result<(std::path::PathBuf, &'static str), String> {
     ))
 }
 
+/// A file of `bytes` on /dev/shm, or why there is none.
+fn tmpfs_file(bytes: u64) -> Result<(ScratchDir, std::fs::File), String> {
+    let shm = Path::new("/dev/shm");
+    match pages::file_system(shm) {
+        Ok("tmpfs") => {}
+        Ok(fs) => return Err(format!("/dev/shm is {fs}, not a tmpfs")),
+        Err(e) => return Err(format!("/dev/shm: {e}")),
+    }
+    let d = ScratchDir::new_in(shm, "oscost-fault-")
+        .map_err(|e| format!("creating a directory in /dev/shm: {e}"))?;
+    let f = filled_file(d.path(), "cached", bytes).map_err(|e| format!("{e:#}"))?;
+    Ok((d, f))
+}
+
 impl Files {
     fn new(p: &Plan) -> anyhow::Result<Files> {
-        let dir =
-            ScratchDir::new("oscost-fault-").context("creating a private temporary directory")?;
+        let dir = match &p.dir {
+            Some(base) => ScratchDir::new_in(base, "oscost-fault-").with_context(|| {
+                format!(
+                    "--dir {}: creating a private directory there (it must be a writable \
+                     directory)",
+                    base.display()
+                )
+            })?,
+            None => ScratchDir::new("oscost-fault-")
+                .context("creating a private temporary directory")?,
+        };
         let cached = filled_file(dir.path(), "cached", p.pages * PAGE as u64)?;
         let cached_fs = pages::file_system(dir.path()).unwrap_or("other");
+        let tmpfs = (p.kinds.iter().any(|&k| on_a_file(k))).then(|| {
+            if cached_fs == "tmpfs" {
+                Err(format!(
+                    "{} is already a tmpfs: the case without .tmpfs is measured there (--dir on \
+                     another file system gives that one's figure)",
+                    dir.path().parent().unwrap_or(dir.path()).display()
+                ))
+            } else {
+                tmpfs_file(p.pages * PAGE as u64)
+            }
+        });
         let major = match p.kinds.contains(&Kind::FileMajor).then(disk_dir) {
             Some(Ok((base, fs))) => {
                 let d = ScratchDir::new_in(&base, "oscost-fault-")
@@ -282,6 +349,7 @@ impl Files {
             _dir: dir,
             cached,
             cached_fs,
+            tmpfs,
             major,
         })
     }
@@ -312,6 +380,7 @@ fn thp_refused() -> Option<String> {
 /// One kind's samples and counts as they are taken.
 struct Slot {
     kind: Kind,
+    place: Place,
     ops: u64,
     fault_ticks: Vec<f64>,
     loop_ticks: Vec<f64>,
@@ -325,9 +394,10 @@ struct Slot {
 }
 
 impl Slot {
-    fn new(kind: Kind, ops: u64) -> Slot {
+    fn new(kind: Kind, place: Place, ops: u64) -> Slot {
         Slot {
             kind,
+            place,
             ops,
             fault_ticks: Vec::new(),
             loop_ticks: Vec::new(),
@@ -342,13 +412,23 @@ impl Slot {
 
 /// The region a sample of `kind` touches, ready for its timed pass, with the child that holds
 /// it copy-on-write (`cow`).
-fn prepare(kind: Kind, p: &Plan, files: &Files) -> anyhow::Result<(Mapping, Option<CowChild>)> {
+fn prepare(
+    kind: Kind,
+    place: Place,
+    p: &Plan,
+    files: &Files,
+) -> anyhow::Result<(Mapping, Option<CowChild>)> {
     let bytes = p.bytes(kind) as usize;
+    let cached = match (place, &files.tmpfs) {
+        (Place::Dir, _) => &files.cached,
+        (Place::Tmpfs, Some(Ok((_, f)))) => f,
+        (Place::Tmpfs, _) => anyhow::bail!("no file on /dev/shm for {}", case_id(kind, place)),
+    };
     Ok(match kind {
         Kind::AnonWrite | Kind::AnonRead => (Mapping::anonymous(bytes)?, None),
         Kind::Thp => (Mapping::huge(bytes)?, None),
-        Kind::FileRead => (Mapping::file(files.cached.as_fd(), bytes, false)?, None),
-        Kind::FileWriteShared => (Mapping::file(files.cached.as_fd(), bytes, true)?, None),
+        Kind::FileRead => (Mapping::file(cached.as_fd(), bytes, false)?, None),
+        Kind::FileWriteShared => (Mapping::file(cached.as_fd(), bytes, true)?, None),
         Kind::Cow => {
             let mut m = Mapping::anonymous(bytes)?;
             m.write_each(PAGE, 1);
@@ -359,7 +439,7 @@ fn prepare(kind: Kind, p: &Plan, files: &Files) -> anyhow::Result<(Mapping, Opti
             let (_, f, _) = match &files.major {
                 Some(Ok(m)) => m,
                 Some(Err(why)) => anyhow::bail!("{why}"),
-                None => anyhow::bail!("no file for {}", case_id(kind)),
+                None => anyhow::bail!("no file for {}", case_id(kind, place)),
             };
             pages::drop_cached(f.as_fd()).context("dropping the file's cached pages")?;
             let m = Mapping::file(f.as_fd(), bytes, false)?;
@@ -388,13 +468,13 @@ fn sample(
     files: &Files,
     record: bool,
 ) -> anyhow::Result<()> {
-    let kind = slot.kind;
-    let (mut m, child) = prepare(kind, p, files).with_context(|| {
+    let (kind, place) = (slot.kind, slot.place);
+    let (mut m, child) = prepare(kind, place, p, files).with_context(|| {
         format!(
             "mapping {} KiB for {}: use a smaller --pages if a limit (ulimit -v, \
              vm.overcommit_memory) refuses it",
             p.bytes(kind) / 1024,
-            case_id(kind)
+            case_id(kind, place)
         )
     })?;
     let resident = if kind == Kind::FileMajor {
@@ -429,8 +509,11 @@ fn sample(
     Ok(())
 }
 
-fn case_id(kind: Kind) -> String {
-    format!("{NAME}.{}", value_name(&kind))
+fn case_id(kind: Kind, place: Place) -> String {
+    match place {
+        Place::Dir => format!("{NAME}.{}", value_name(&kind)),
+        Place::Tmpfs => format!("{NAME}.{}.tmpfs", value_name(&kind)),
+    }
 }
 
 /// Turns a sampled slot into its case: per-operation times with the loop's own cost taken
@@ -450,8 +533,12 @@ fn finish(ctx: &Context, s: Slot, files: &Files, threads: Option<u64>) -> Case {
         iterations_per_sample: s.ops,
         loop_overhead_ns: ctx.clock.ticks_to_ns(loop_ticks),
     };
-    let kind = s.kind;
-    let mut case = Case::new(case_id(kind), kind.description(), kind.unit(), samples)
+    let (kind, place) = (s.kind, s.place);
+    let description = match place {
+        Place::Dir => kind.description().to_owned(),
+        Place::Tmpfs => format!("{}, on a tmpfs (/dev/shm)", kind.description()),
+    };
+    let mut case = Case::new(case_id(kind, place), description, kind.unit(), samples)
         .param("kind", value_name(&kind))
         .param("pages_per_sample", s.ops)
         .param("cpu", ctx.first_cpu() as u64);
@@ -471,7 +558,13 @@ fn finish(ctx: &Context, s: Slot, files: &Files, threads: Option<u64>) -> Case {
     );
     match kind {
         Kind::FileRead | Kind::FileWriteShared => {
-            case = case.param("file_system", files.cached_fs);
+            case = case.param(
+                "file_system",
+                match place {
+                    Place::Dir => files.cached_fs,
+                    Place::Tmpfs => "tmpfs",
+                },
+            );
         }
         Kind::FileMajor => {
             if let Some(Ok((_, _, fs))) = &files.major {
@@ -571,7 +664,8 @@ fn derived(cases: &[Case]) -> Vec<DerivedSpec> {
             .get("minor_faults_per_op")
             .copied()
             .unwrap_or(0.0);
-        let file = c.id == case_id(Kind::FileRead) || c.id == case_id(Kind::FileWriteShared);
+        let kind = |k: Kind| c.params.get("kind").and_then(|v| v.as_str()) == Some(&value_name(&k));
+        let file = kind(Kind::FileRead) || kind(Kind::FileWriteShared);
         if file && minor > 0.0 {
             out.push(DerivedSpec {
                 id: format!("{}.per_fault", c.id),
@@ -581,7 +675,7 @@ fn derived(cases: &[Case]) -> Vec<DerivedSpec> {
                 terms: vec![(c.id.clone(), 1.0 / minor)],
                 flagged,
             });
-        } else if c.id == case_id(Kind::Thp) {
+        } else if kind(Kind::Thp) {
             out.push(DerivedSpec {
                 id: format!("{}.per_4k", c.id),
                 description: "a huge-page fault's time per 4 KiB it maps (beside anon-write)"
@@ -608,7 +702,10 @@ Each sample maps a fresh region outside the timing, touches one byte of each pag
 pass, and times the same pass again over the pages now present: the loop's own cost, \
 subtracted. The minor and major faults of the timed passes are counted with \
 getrusage(RUSAGE_THREAD) and checked against what the kind must give; the huge-page case also \
-checks that the kernel really gave huge pages (AnonHugePages). Runs in one single-threaded \
+checks that the kernel really gave huge pages (AnonHugePages). The two cached-file kinds run on \
+the file system of --dir (the temporary directory by default) and, where that is not a tmpfs, \
+again on /dev/shm (fault.KIND.tmpfs): where the page cache keeps large folios one shared write \
+fault maps many pages, on tmpfs one; each case records its file system and faults per page. Runs in one single-threaded \
 process pinned to one CPU.\n\nTakes about 1.6 s; --quick about 0.3 s on a 2-vCPU virtual machine.";
     const IN_DEFAULT_SUITE: bool = true;
     const WARMS_UP_BY_COUNT: bool = true;
@@ -639,11 +736,22 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         };
         match refused {
             Some(reason) => out.unavailable.push(Unavailable {
-                id: case_id(k),
+                id: case_id(k, Place::Dir),
                 description: k.description().into(),
                 reason,
             }),
-            None => slots.push(Slot::new(k, p.ops(k))),
+            None => slots.push(Slot::new(k, Place::Dir, p.ops(k))),
+        }
+        if on_a_file(k) {
+            match &files.tmpfs {
+                Some(Ok(_)) => slots.push(Slot::new(k, Place::Tmpfs, p.ops(k))),
+                Some(Err(reason)) => out.unavailable.push(Unavailable {
+                    id: case_id(k, Place::Tmpfs),
+                    description: format!("{}, on a tmpfs", k.description()),
+                    reason: reason.clone(),
+                }),
+                None => {}
+            }
         }
     }
     ctx.progress
@@ -721,7 +829,8 @@ mod tests {
             ]);
             let out = run(&o, ctx).unwrap();
             let measured = out.cases.len() + out.unavailable.len();
-            assert_eq!(measured, 6);
+            // The two file kinds also on /dev/shm (or said why not).
+            assert_eq!(measured, 8);
             for c in &out.cases {
                 assert_eq!(
                     c.samples.iterations_per_sample,
@@ -738,24 +847,58 @@ mod tests {
                     "fault.anon-write"
                     | "fault.anon-read"
                     | "fault.cow"
-                    | "fault.file-write-shared" => {
+                    | "fault.file-write-shared"
+                    | "fault.file-write-shared.tmpfs" => {
                         assert!(check.passed, "{}: {check:?}", c.id);
                         assert!(c.samples.per_op_ns.iter().all(|&v| v > 0.0), "{}", c.id);
                     }
                     // Fault-around maps several pages a fault: fewer faults than pages.
-                    "fault.file-read" => assert!(check.counted < 0.5, "{check:?}"),
+                    "fault.file-read" | "fault.file-read.tmpfs" => {
+                        assert!(check.counted < 0.5, "{check:?}")
+                    }
                     "fault.file-major" => assert!(check.counted > 0.5, "{check:?}"),
                     other => panic!("{other}"),
                 }
             }
+            let tmpfs = |id: &str| out.cases.iter().find(|c| c.id == id);
+            if let Some(c) = tmpfs("fault.file-read.tmpfs") {
+                assert_eq!(c.params["file_system"], "tmpfs");
+                assert!(tmpfs("fault.file-write-shared.tmpfs").is_some());
+            }
             let derived: Vec<&str> = out.derived.iter().map(|d| d.id.as_str()).collect();
-            assert_eq!(
-                derived,
-                [
+            let on_tmpfs = if tmpfs("fault.file-read.tmpfs").is_some() {
+                vec![
                     "fault.file-read.per_fault",
-                    "fault.file-write-shared.per_fault"
+                    "fault.file-read.tmpfs.per_fault",
+                    "fault.file-write-shared.per_fault",
+                    "fault.file-write-shared.tmpfs.per_fault",
                 ]
-            );
+            } else {
+                vec![
+                    "fault.file-read.per_fault",
+                    "fault.file-write-shared.per_fault",
+                ]
+            };
+            assert_eq!(derived, on_tmpfs);
+        });
+    }
+
+    #[test]
+    fn a_directory_on_a_tmpfs_has_no_second_tmpfs_case_and_says_why() {
+        if pages::file_system(Path::new("/dev/shm")).ok() != Some("tmpfs") {
+            eprintln!("skipped: needs /dev/shm on a tmpfs");
+            return;
+        }
+        testing::with_tiny_ctx(|ctx| {
+            let o = opts(&["--kinds", "file-read", "--pages", "32", "--dir", "/dev/shm"]);
+            let out = run(&o, ctx).unwrap();
+            assert_eq!(out.cases.len(), 1);
+            assert_eq!(out.cases[0].params["file_system"], "tmpfs");
+            assert_eq!(out.unavailable[0].id, "fault.file-read.tmpfs");
+            assert!(out.unavailable[0].reason.contains("already a tmpfs"));
+            let o = opts(&["--kinds", "file-read", "--dir", "/nonexistent/x"]);
+            let e = format!("{:#}", run(&o, ctx).unwrap_err());
+            assert!(e.contains("--dir /nonexistent/x"), "{e}");
         });
     }
 }
