@@ -187,6 +187,8 @@ struct Slot {
 struct FileSide {
     _dir: ScratchDir,
     file: std::fs::File,
+    /// The file's file system: a cached read or write costs what its paths cost.
+    file_system: &'static str,
     buf: PageBuffer,
 }
 
@@ -207,6 +209,7 @@ impl FileSide {
         file.write_all(buf.as_slice())
             .with_context(|| format!("writing {}", path.display()))?;
         Ok(FileSide {
+            file_system: oscost_sys::pages::file_system(dir.path()).unwrap_or("other"),
             _dir: dir,
             file,
             buf,
@@ -303,7 +306,7 @@ fn case_id(op: Op, pages: u64) -> String {
     format!("{NAME}.{}.p{pages}", engine::value_name(&op))
 }
 
-fn finish(ctx: &Context, s: Slot, threads: Option<u64>) -> Case {
+fn finish(ctx: &Context, s: Slot, file_system: Option<&str>, threads: Option<u64>) -> Case {
     let samples = Samples {
         per_op_ns: s.ticks.iter().map(|&t| ctx.clock.ticks_to_ns(t)).collect(),
         per_op_ticks: s.ticks.clone(),
@@ -319,6 +322,9 @@ fn finish(ctx: &Context, s: Slot, threads: Option<u64>) -> Case {
     .param("op", engine::value_name(&s.op))
     .param("pages", s.pages)
     .param("cpu", ctx.first_cpu() as u64);
+    if let (Op::Read | Op::Write, Some(fs)) = (s.op, file_system) {
+        case = case.param("file_system", fs);
+    }
     let ops = s.timed_ops.max(1) as f64;
     let region_kib = (s.pages * PAGE as u64 / 1024) as f64;
     let moved = s.kib_moved as f64 / ops;
@@ -438,7 +444,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     ctx.progress.finish();
     let mut out = ExperimentOutput::default();
     for s in slots {
-        let mut c = finish(ctx, s, threads);
+        let mut c = finish(ctx, s, file.as_ref().map(|f| f.file_system), threads);
         if let Some(w) = &cut {
             c.warnings.push(w.clone());
         }
