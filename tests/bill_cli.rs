@@ -128,8 +128,7 @@ fn assert_sound(b: &Bill) {
 #[test]
 fn the_known_workloads_are_billed_exactly() {
     if !is_root() {
-        eprintln!("skip: the kernel's counts need root");
-        return;
+        return common::skip("needs root for the kernel's counts");
     }
     let b = bill("getppid", 5000);
     assert_sound(&b);
@@ -629,7 +628,7 @@ fn nobody_gets_the_kernels_accounting_and_the_reason_in_one_line() {
     use std::os::unix::fs::PermissionsExt;
     if !is_root() {
         // Already unprivileged: the tests above ran as this user.
-        return;
+        return common::skip("needs root to run oscost as nobody");
     }
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();

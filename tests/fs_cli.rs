@@ -181,7 +181,7 @@ fn bad_values_are_one_line_and_exit_2() {
 #[test]
 fn an_interrupted_run_leaves_no_mount_and_no_process() {
     if !fuse_usable() {
-        return;
+        return common::skip("needs /dev/fuse, and root or fusermount3");
     }
     let tmp = tempfile::tempdir().unwrap();
     let marker = tmp.path().display().to_string();
@@ -223,7 +223,7 @@ fn an_interrupted_run_leaves_no_mount_and_no_process() {
 #[test]
 fn the_serving_role_mounts_and_unmounts_when_its_input_ends() {
     if !fuse_usable() {
-        return;
+        return common::skip("needs /dev/fuse, and root or fusermount3");
     }
     let dir = tempfile::tempdir().unwrap();
     let mut server = common::oscost_std()
@@ -296,7 +296,7 @@ fn kill(sig: &str, pid: impl std::fmt::Display) {
 #[test]
 fn a_stopped_fuse_server_does_not_hold_the_run() {
     if !fuse_usable() {
-        return;
+        return common::skip("needs /dev/fuse, and root or fusermount3");
     }
     let tmp = tempfile::tempdir().unwrap();
     let marker = tmp.path().display().to_string();
@@ -346,7 +346,7 @@ fn a_stopped_fuse_server_does_not_hold_the_run() {
 #[test]
 fn a_busy_server_still_ends_when_its_input_ends() {
     if !fuse_usable() {
-        return;
+        return common::skip("needs /dev/fuse, and root or fusermount3");
     }
     let dir = tempfile::tempdir().unwrap();
     let mut server = common::oscost_std()

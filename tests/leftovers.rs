@@ -379,21 +379,15 @@ fn a_tracefs_left_mounted_by_a_killed_run_is_unmounted_by_the_next() {
             .lines()
             .any(|l| l.split_whitespace().nth(2) == Some("tracefs"))
     };
-    let root = std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"));
-    if !root || mounted() {
-        eprintln!("skipped: needs root and tracefs mounted nowhere");
-        return;
+    if !common::is_root() || mounted() {
+        return common::skip("needs root and tracefs mounted nowhere");
     }
     let ok = Command::new("mount")
         .args(["-t", "tracefs", "nodev", DIR])
         .status()
         .is_ok_and(|s| s.success());
     if !ok {
-        eprintln!("skipped: this kernel cannot mount tracefs here");
-        return;
+        return common::skip("needs tracefs, which this kernel cannot mount here");
     }
     // The mount's id: another test's traced pass may mount tracefs anew meanwhile, and that
     // mount is not the one to be gone.
@@ -453,17 +447,12 @@ fn a_tracefs_left_mounted_by_a_killed_run_is_unmounted_by_the_next() {
 /// its own (the instance itself is the kernel's, seen from every namespace).
 #[test]
 fn an_ftrace_instance_left_by_a_killed_run_is_removed_by_the_next() {
-    let root = std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"));
     let unshare = Command::new("unshare")
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
-    if !root || !unshare {
-        eprintln!("skipped: needs root and unshare");
-        return;
+    if !common::is_root() || !unshare {
+        return common::skip("needs root and unshare");
     }
     let mut gone = Command::new("true").spawn().unwrap();
     let pid = gone.id();
@@ -493,8 +482,9 @@ fn an_ftrace_instance_left_by_a_killed_run_is_removed_by_the_next() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     if out.status.code() == Some(77) {
-        eprintln!("skipped: no ftrace instance can be made here: {err}");
-        return;
+        return common::skip(&format!(
+            "needs an ftrace instance, which cannot be made here: {err}"
+        ));
     }
     assert!(out.status.success(), "{:?}: {err}", out.status);
     assert!(
@@ -515,8 +505,7 @@ fn an_ftrace_instance_left_by_a_killed_run_is_removed_by_the_next() {
 fn a_command_that_measures_nothing_sweeps_the_settings_too() {
     const RR: &str = "/proc/sys/kernel/sched_rr_timeslice_ms";
     let Ok(now) = std::fs::read_to_string(RR) else {
-        eprintln!("skipped: {RR} cannot be read");
-        return;
+        return common::skip(&format!("needs {RR} to read"));
     };
     let settings = tempfile::tempdir().unwrap();
     std::fs::set_permissions(settings.path(), std::fs::Permissions::from_mode(0o700)).unwrap();

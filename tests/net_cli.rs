@@ -83,8 +83,7 @@ fn without_loopback_the_inet_cases_say_why_and_the_others_run() {
             .output()
             .is_err()
     {
-        eprintln!("skipped: needs root and unshare");
-        return;
+        return common::skip("needs root and unshare");
     }
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");

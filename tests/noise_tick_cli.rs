@@ -109,7 +109,12 @@ fn noise_tiny_run_is_self_consistent() {
     assert!(timeline.points.windows(2).all(|w| w[0][0] <= w[1][0]));
     // The kernel's count of local timer interrupts is beside it, with its check: against the
     // periodic gaps, or, when the traced pass ran, against the timer's own traced events.
-    assert!(counter(c, "local_timer_interrupts") >= 0.0);
+    // A CPU spinning for 300 ms takes its scheduler tick (1 ms to 10 ms apart), unless the
+    // kernel stops the tick on it (nohz_full).
+    let nohz_full = std::fs::read_to_string("/sys/devices/system/cpu/nohz_full")
+        .is_ok_and(|l| !matches!(l.trim(), "" | "(null)"));
+    let loc = counter(c, "local_timer_interrupts");
+    assert!(loc >= if nohz_full { 0.0 } else { 1.0 }, "{loc}");
     match e.params["kernel_view"].as_str() {
         Some("traced") => {
             let k = e
@@ -304,7 +309,9 @@ fn rr_slices_measure_reschedulings_and_put_the_setting_back() {
                     .checks
                     .iter()
                     .find(|k| k.name == "reschedulings_vs_time_over_slice");
-                assert!(k.is_some_and(|k| k.counted >= 0.0), "{id}: {:?}", c.checks);
+                // Two threads sharing 40 ms of work in turns of 7 ms at most (10 ms in whole
+                // ticks of a 100 Hz kernel): one gave way to the other at least once.
+                assert!(k.is_some_and(|k| k.counted >= 1.0), "{id}: {:?}", c.checks);
                 assert!(c.samples == 2 && c.median_ns > 0.0, "{id}");
             }
             None => {

@@ -96,7 +96,7 @@ fn as_nobody(args: &[&str]) -> (ExperimentResult, String) {
 #[test]
 fn nobody_makes_namespaces_through_a_user_namespace_or_is_told_why_not() {
     if !common::is_root() {
-        return;
+        return common::skip("needs root to run oscost as nobody");
     }
     let (e, _) = as_nobody(&["ns", "--cases", "uts,net-lo,user,container"]);
     assert_eq!(e.params["cap_sys_admin"], false);
@@ -184,7 +184,7 @@ fn cgroup_measures_or_says_why_and_removes_what_it_made() {
 #[test]
 fn nobody_is_told_why_no_cgroup_and_still_gets_the_fork() {
     if !common::is_root() {
-        return;
+        return common::skip("needs root to run oscost as nobody");
     }
     let (e, _) = as_nobody(&["cgroup"]);
     let ids: Vec<&str> = e.cases.iter().map(|c| c.id.as_str()).collect();
@@ -206,8 +206,7 @@ fn nobody_is_told_why_no_cgroup_and_still_gets_the_fork() {
 #[test]
 fn a_cgroup_left_by_a_killed_run_is_removed_by_the_next() {
     if !common::is_root() || !Path::new("/sys/fs/cgroup").is_dir() {
-        eprintln!("skipped: needs root and a cgroup file system");
-        return;
+        return common::skip("needs root and a cgroup file system");
     }
     let settings = tempfile::tempdir().unwrap();
     let tmp = tempfile::tempdir().unwrap();
@@ -238,8 +237,7 @@ fn a_cgroup_left_by_a_killed_run_is_removed_by_the_next() {
         }
         if let Some(status) = run.try_wait().unwrap() {
             // A machine where no cgroup can be made: the run said why and ended.
-            eprintln!("skipped: the run made no cgroup ({status})");
-            return;
+            return common::skip(&format!("needs a cgroup the run can make ({status})"));
         }
         assert!(t0.elapsed() < Duration::from_secs(60), "no cgroup made");
         std::thread::sleep(Duration::from_millis(5));

@@ -236,17 +236,12 @@ fn a_read_only_target_is_refused_before_measuring() {
 /// each is one line before measuring, the file untouched.
 #[test]
 fn another_users_file_is_refused_before_measuring() {
-    let root = std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"));
     let setpriv = std::process::Command::new("setpriv")
         .arg("--help")
         .output()
         .is_ok_and(|o| o.status.success());
-    if !root || !setpriv {
-        eprintln!("skipped: needs root and setpriv");
-        return;
+    if !common::is_root() || !setpriv {
+        return common::skip("needs root and setpriv");
     }
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();

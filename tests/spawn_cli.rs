@@ -326,8 +326,7 @@ impl Drop for KillOnDrop {
 #[test]
 fn a_process_limit_hit_mid_run_names_the_limit_and_leaves_nothing() {
     if !is_root() {
-        eprintln!("skipped: needs root to run oscost and a second process as nobody");
-        return;
+        return common::skip("needs root to run oscost and a second process as nobody");
     }
     const NOBODY: u32 = 65534;
     let _nobody = as_nobody();

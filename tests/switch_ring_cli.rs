@@ -398,7 +398,7 @@ fn a_refused_bpf_falls_back_and_says_why() {
             .is_ok_and(|o| o.status.success())
     });
     if !is_root() || !tools {
-        return eprintln!("skipped: needs root, unshare and setpriv");
+        return common::skip("needs root, unshare and setpriv");
     }
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");

@@ -305,8 +305,7 @@ fn kill(sig: &str, pid: i32) {
 #[test]
 fn the_rr_slice_is_put_back_after_a_failing_run() {
     if !is_root() {
-        eprintln!("skipped: changing {RR} needs root");
-        return;
+        return common::skip(&format!("needs root to change {RR}"));
     }
     let _rr = hold_rr();
     let original = rr_now();
@@ -371,8 +370,7 @@ fn the_rr_slice_is_put_back_after_a_failing_run() {
 #[test]
 fn the_rr_slice_is_put_back_by_the_next_run_after_a_kill_9() {
     if !is_root() {
-        eprintln!("skipped: changing {RR} needs root");
-        return;
+        return common::skip(&format!("needs root to change {RR}"));
     }
     let _rr = hold_rr();
     let original = rr_now();
@@ -402,8 +400,7 @@ fn the_rr_slice_is_put_back_by_the_next_run_after_a_kill_9() {
 #[test]
 fn overlapping_rr_runs_end_at_the_first_value() {
     if !is_root() {
-        eprintln!("skipped: changing {RR} needs root");
-        return;
+        return common::skip(&format!("needs root to change {RR}"));
     }
     let _rr = hold_rr();
     let original = rr_now();

@@ -3,6 +3,15 @@
 
 use std::path::Path;
 
+#[path = "../../xtask/src/skip.rs"]
+mod skip;
+
+/// A test that cannot run here says so, and `cargo xtask test` counts it as skipped:
+/// `return common::skip("needs root");`.
+pub fn skip(reason: &str) {
+    skip::skip(reason);
+}
+
 /// Prefix of the data directories below.
 const DATA_HOME_PREFIX: &str = "oscost-tests-data-";
 

@@ -1,6 +1,6 @@
 //! Several writers at once, and a writer killed in the middle: every run lands whole or not at
-//! all. The writer processes are this test binary run again with `CHILD_DB` set, which makes
-//! `child_writer` save runs instead of returning at once.
+//! all. The writer processes are this test binary run again on the ignored `child_writer`,
+//! with `CHILD_DB` set.
 
 mod common;
 
@@ -16,8 +16,10 @@ const CHILD_RUNS: &str = "OSCOST_HISTORY_TEST_CHILD_RUNS";
 /// Tells its runs apart from another writer's.
 const CHILD_TAG: &str = "OSCOST_HISTORY_TEST_CHILD_TAG";
 
-/// A no-op in a normal run; the writer when started by [`writer_process`].
+/// The writer, started by [`writer_process`]; not a test of its own, so ignored in a normal
+/// run (and a no-op without `CHILD_DB`).
 #[test]
+#[ignore = "a writer process, run by the tests below"]
 fn child_writer() {
     let Ok(db) = std::env::var(CHILD_DB) else {
         return;
@@ -38,7 +40,13 @@ fn child_writer() {
 
 fn writer_process(db: &Path, runs: u32, tag: &str) -> std::process::Child {
     Command::new(std::env::current_exe().unwrap())
-        .args(["child_writer", "--exact", "--nocapture", "--test-threads=1"])
+        .args([
+            "child_writer",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD_DB, db)
         .env(CHILD_RUNS, runs.to_string())
         .env(CHILD_TAG, tag)

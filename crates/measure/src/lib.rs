@@ -21,6 +21,11 @@ pub mod scratch;
 pub mod sysctl;
 pub mod timesource;
 
+/// A test that cannot run here says so, and `cargo xtask test` counts it as skipped.
+#[cfg(test)]
+#[path = "../../../xtask/src/skip.rs"]
+mod skip;
+
 pub use context::{Cancelled, Context, Progress};
 pub use oscost_sys::clock::Clock;
 pub use timesource::{Scripted, TimeSource};

@@ -761,6 +761,7 @@ fn path_writable(path: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::skip::skip;
 
     fn setting(dir: &Path, value: &str) -> PathBuf {
         let p = dir.join("slice");
@@ -800,12 +801,13 @@ mod tests {
     /// A killed run's ftrace instance is removed by the sweep (where one can be made here).
     #[test]
     fn a_dead_runs_ftrace_instance_is_swept() {
-        let Ok(fs) = oscost_sys::ktrace::Tracefs::open() else {
-            return;
+        let fs = match oscost_sys::ktrace::Tracefs::open() {
+            Ok(fs) => fs,
+            Err(e) => return skip(&format!("needs tracefs: {e}")),
         };
         let inst = fs.root().join("instances").join("oscost-sweep-test");
         if std::fs::create_dir(&inst).is_err() {
-            return eprintln!("no ftrace instance can be made here");
+            return skip("needs an ftrace instance, which cannot be made here");
         }
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path().join("s");

@@ -39,7 +39,18 @@ fn summary_invariants_hold_on_random_data() {
         assert!(s.median <= s.p95 && s.p95 <= s.max, "{ctx}");
         assert!(s.min <= s.mean && s.mean <= s.max, "{ctx}");
         assert!(s.mad >= 0.0 && s.mad <= s.max - s.min, "{ctx}");
-        assert!(s.stddev >= 0.0, "{ctx}");
+        // Popoviciu: no spread around the mean is wider than half the range, times
+        // sqrt(n / (n - 1)) for the sample's divisor (half the values at each end).
+        let n = s.n as f64;
+        let widest = if s.n > 1 {
+            (s.max - s.min) / 2.0 * (n / (n - 1.0)).sqrt()
+        } else {
+            0.0
+        };
+        assert!(
+            s.stddev >= 0.0 && s.stddev <= widest + 1e-9 * s.max.abs().max(1.0),
+            "{ctx}"
+        );
         assert!(s.ci95[0] <= s.median && s.median <= s.ci95[1], "{ctx}");
         assert!(s.min <= s.ci95[0] && s.ci95[1] <= s.max, "{ctx}");
         assert!(s.outliers.total() <= s.n, "{ctx}");

@@ -429,6 +429,7 @@ fn read_page(page: &[u8], data_offset: usize, cpu: u32, out: &mut Vec<Record>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::skip::skip;
 
     #[test]
     fn the_page_header_gives_where_data_begins() {
@@ -527,7 +528,10 @@ mod tests {
     #[test]
     fn an_instance_records_and_goes() {
         let _serial = crate::ktrace::tests::tracefs_serial();
-        let Ok(fs) = Tracefs::open() else { return };
+        let fs = match Tracefs::open() {
+            Ok(fs) => fs,
+            Err(e) => return skip(&format!("needs tracefs: {e}")),
+        };
         let cpu = crate::affinity().unwrap()[0];
         let mut seen = None;
         let mut t = match Tracer::open(
@@ -539,7 +543,7 @@ mod tests {
             Ok(t) => t,
             Err(u) => {
                 assert!(!u.0.contains('\n'), "{u}");
-                return eprintln!("not traced here: {u}");
+                return skip(&format!("not traced here: {u}"));
             }
         };
         let dir = seen.expect("told of the instance");
@@ -570,15 +574,16 @@ mod tests {
     fn a_tracer_outlives_an_unmount_under_it() {
         let _serial = crate::ktrace::tests::tracefs_serial();
         if crate::mount::mounts().iter().any(|m| m.fstype == "tracefs") {
-            return eprintln!("skipped: tracefs is mounted already, and not ours to unmount");
+            return skip("needs tracefs mounted nowhere, ours to unmount");
         }
-        let Ok(fs) = Tracefs::open() else {
-            return eprintln!("skipped: tracefs cannot be mounted here");
+        let fs = match Tracefs::open() {
+            Ok(fs) => fs,
+            Err(e) => return skip(&format!("needs tracefs: {e}")),
         };
         let cpu = crate::affinity().unwrap()[0];
         let Ok(mut t) = Tracer::open(&fs, &[("raw_syscalls", "sys_enter")], &[cpu], &mut |_| ())
         else {
-            return eprintln!("no instance can be made here");
+            return skip("needs an ftrace instance, which cannot be made here");
         };
         assert!(
             t.dir().starts_with(fs.mountpoint()),
@@ -598,11 +603,14 @@ mod tests {
     #[test]
     fn two_tracers_of_one_process_have_an_instance_each() {
         let _serial = crate::ktrace::tests::tracefs_serial();
-        let Ok(fs) = Tracefs::open() else { return };
+        let fs = match Tracefs::open() {
+            Ok(fs) => fs,
+            Err(e) => return skip(&format!("needs tracefs: {e}")),
+        };
         let cpu = crate::affinity().unwrap()[0];
         let events = [("raw_syscalls", "sys_enter")];
         let Ok(a) = Tracer::open(&fs, &events, &[cpu], &mut |_: &Path| ()) else {
-            return eprintln!("no instance can be made here");
+            return skip("needs an ftrace instance, which cannot be made here");
         };
         let b = Tracer::open(&fs, &events, &[cpu], &mut |_: &Path| ()).unwrap();
         let (da, db) = (a.dir().to_owned(), b.dir().to_owned());
@@ -635,7 +643,10 @@ mod tests {
     #[test]
     fn an_instance_of_a_process_gone_is_an_orphan() {
         let _serial = crate::ktrace::tests::tracefs_serial();
-        let Ok(fs) = Tracefs::open() else { return };
+        let fs = match Tracefs::open() {
+            Ok(fs) => fs,
+            Err(e) => return skip(&format!("needs tracefs: {e}")),
+        };
         let gone = std::process::Command::new("true").spawn().unwrap();
         let pid = gone.id();
         gone.wait_with_output().unwrap();
@@ -645,7 +656,7 @@ mod tests {
             root.join(instance_name(std::process::id(), 0)),
         );
         if std::fs::create_dir(&dead).is_err() {
-            return eprintln!("no instance can be made here");
+            return skip("needs an ftrace instance, which cannot be made here");
         }
         std::fs::create_dir(&mine).unwrap();
         let o = orphans(&fs);

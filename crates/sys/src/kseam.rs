@@ -306,6 +306,7 @@ fn bpf_lacks(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::skip::skip;
 
     #[test]
     fn names_round_trip() {
@@ -318,7 +319,10 @@ mod tests {
     #[test]
     fn an_event_bpf_cannot_record_goes_to_perf_without_a_word() {
         let _serial = crate::ktrace::tests::tracefs_serial();
-        let Ok(fs) = Tracefs::open() else { return };
+        let fs = match Tracefs::open() {
+            Ok(fs) => fs,
+            Err(e) => return skip(&format!("needs tracefs: {e}")),
+        };
         let cpu = crate::affinity().unwrap()[0];
         let events = [("sched", "sched_process_fork")];
         match Tracer::open(
@@ -342,9 +346,12 @@ mod tests {
     #[test]
     fn bpf_lacking_a_field_asked_for_is_passed_over_with_the_field_named() {
         let _serial = crate::ktrace::tests::tracefs_serial();
-        let Ok(fs) = Tracefs::open() else { return };
+        let fs = match Tracefs::open() {
+            Ok(fs) => fs,
+            Err(e) => return skip(&format!("needs tracefs: {e}")),
+        };
         if fs.format("timer", "hrtimer_expire_entry").is_none() {
-            return;
+            return skip("needs the timer:hrtimer_expire_entry tracepoint");
         }
         let cpu = crate::affinity().unwrap()[0];
         let events = [("timer", "hrtimer_expire_entry")];

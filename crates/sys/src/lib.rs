@@ -44,6 +44,11 @@ pub mod usage;
 pub mod wakeup;
 pub mod work;
 
+/// A test that cannot run here says so, and `cargo xtask test` counts it as skipped.
+#[cfg(test)]
+#[path = "../../../xtask/src/skip.rs"]
+mod skip;
+
 use std::io;
 
 /// Wraps the last OS error with the name of the call that failed. Cold and out of line, so a

@@ -241,6 +241,7 @@ pub fn sqpoll_thread() -> Option<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::skip::skip;
     use std::os::fd::AsFd;
 
     #[test]
@@ -248,7 +249,7 @@ mod tests {
         let mut ring = match Ring::new(64) {
             Ok(r) => r,
             // A kernel or container without io_uring: nothing to test here.
-            Err(e) => return eprintln!("io_uring unavailable: {e}"),
+            Err(e) => return skip(&format!("needs io_uring: {e}")),
         };
         ring.nops(1).unwrap();
         ring.nops(32).unwrap();
@@ -263,7 +264,7 @@ mod tests {
     fn registered_file_and_buffer_read_what_the_file_holds() {
         let mut ring = match Ring::new(64) {
             Ok(r) => r,
-            Err(e) => return eprintln!("io_uring unavailable: {e}"),
+            Err(e) => return skip(&format!("needs io_uring: {e}")),
         };
         let mut buf = [1u8; 8];
         assert!(
@@ -279,8 +280,8 @@ mod tests {
         assert_eq!(buf, [7u8; 8]);
         assert!(ring.reads_fixed(0, 1).is_err(), "no buffer registered yet");
         if let Err(e) = ring.register_buffer(8192) {
-            // A locked-memory limit too small for two pages: said, nothing to test.
-            return eprintln!("{e}");
+            // A locked-memory limit too small for two pages: said, nothing more to test.
+            return skip(&format!("needs two pages of locked memory: {e}"));
         }
         ring.reads_fixed(0, 32).unwrap();
         assert!(ring.fixed_buffer().unwrap().iter().all(|&b| b == 7));

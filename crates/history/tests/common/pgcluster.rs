@@ -8,6 +8,9 @@ use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+// The test crate's own `common` says a skip (here and in the top-level tests that use this file).
+use crate::common::skip;
+
 /// The password of the cluster's superuser `oscost`.
 pub const PASSWORD: &str = "s3cret-pw";
 
@@ -165,10 +168,11 @@ fn tls_only(data: &Path, own: &dyn Fn(&Path)) -> String {
 }
 
 impl Cluster {
-    /// Starts a cluster, or `None` (saying why on stderr) when PostgreSQL is not installed.
+    /// Starts a cluster, or `None` when PostgreSQL is not installed: the test returns, counted
+    /// as skipped ([`skip`]).
     pub fn start(tls: bool) -> Option<Cluster> {
         let Some(bin) = bin_dir() else {
-            eprintln!("skipped: initdb and pg_ctl are not installed (apt-get install postgresql)");
+            skip("needs PostgreSQL's initdb and pg_ctl (apt-get install postgresql)");
             return None;
         };
         let dir = tempfile::Builder::new()

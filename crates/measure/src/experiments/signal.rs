@@ -538,6 +538,7 @@ fn finish_wake(
 mod tests {
     use super::*;
     use crate::context::testing;
+    use crate::skip::skip;
     use oscost_model::case::SINGLE_THREAD_CHECK;
 
     fn opts(extra: &[&str]) -> Options {
@@ -582,7 +583,7 @@ mod tests {
         let _g = serial();
         testing::with_tiny_ctx(|ctx| {
             if ctx.cpus.len() < 2 {
-                return eprintln!("one CPU: no case across CPUs to test");
+                return skip("needs two CPUs for a case across CPUs");
             }
             let o = opts(&["--cases", "wake-cross", "--repeats", "3", "--idle-poll"]);
             let out = run(&o, ctx).unwrap();

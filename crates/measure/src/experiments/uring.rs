@@ -922,7 +922,17 @@ mod tests {
                 medians[0].as_f64().unwrap(),
                 oscost_stats::median(&c.samples.per_op_ns)
             );
-            assert!(c.counters["ring_level_spread_pct"] >= 0.0);
+            // The spread is the slowest ring's median over the fastest's, less one.
+            let m: Vec<f64> = medians.iter().map(|m| m.as_f64().unwrap()).collect();
+            let (lo, hi) = (
+                m.iter().copied().fold(f64::INFINITY, f64::min),
+                m.iter().copied().fold(0.0, f64::max),
+            );
+            let spread = c.counters["ring_level_spread_pct"];
+            assert!(
+                (spread - (hi / lo - 1.0) * 100.0).abs() < 1e-9 * spread.max(1.0),
+                "{spread} {m:?}"
+            );
             assert!(c.counters["poller_cpu_share"] > 0.0);
         });
     }

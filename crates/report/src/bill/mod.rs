@@ -891,7 +891,13 @@ pub(crate) mod tests {
         assemble(&mut b, None, None);
         assert_eq!(b.parts[0].time_ns, 4_000_000.0, "user CPU");
         assert_eq!(b.parts[1].time_ns, 4_000_000.0, "kernel CPU");
-        assert!(b.parts.iter().all(|p| p.time_ns >= 0.0), "{:?}", b.parts);
+        // A part of the task's time is none of it at least and all of it at most.
+        let task = b.task_time_ns as f64;
+        assert!(
+            b.parts.iter().all(|p| (0.0..=task).contains(&p.time_ns)),
+            "{:?}",
+            b.parts
+        );
         assert!((b.explained_pct - 100.0).abs() < 1e-9);
     }
 

@@ -548,6 +548,7 @@ mod tests {
 #[cfg(test)]
 mod live {
     use super::*;
+    use crate::skip::skip;
 
     fn getppid_n(n: u32) {
         for _ in 0..n {
@@ -563,8 +564,7 @@ mod live {
             Ok(p) => p,
             // SAFETY: geteuid has no memory effects.
             Err(e) if unsafe { libc::geteuid() } != 0 => {
-                eprintln!("skip: not root: {}", e.0);
-                return;
+                return skip(&format!("needs root: {}", e.0));
             }
             Err(e) => panic!("as root, BPF must load: {}", e.0),
         };

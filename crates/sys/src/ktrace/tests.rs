@@ -1,6 +1,7 @@
 //! Tests of `ktrace`.
 
 use super::*;
+use crate::skip::skip;
 
 /// Held by every test of this crate that opens tracefs, so each traces alone.
 pub(crate) fn tracefs_serial() -> std::sync::MutexGuard<'static, ()> {
@@ -16,10 +17,11 @@ pub(crate) fn tracefs_serial() -> std::sync::MutexGuard<'static, ()> {
 fn a_mount_shared_in_one_process_goes_with_its_last_user() {
     let _serial = tracefs_serial();
     if tracefs_mount(&crate::mount::mounts()).is_some() {
-        return eprintln!("skipped: tracefs is mounted already");
+        return skip("needs tracefs mounted nowhere");
     }
-    let Ok(a) = Tracefs::open() else {
-        return eprintln!("skipped: tracefs cannot be mounted here");
+    let a = match Tracefs::open() {
+        Ok(fs) => fs,
+        Err(e) => return skip(&format!("needs tracefs: {e}")),
     };
     let b = Tracefs::open().unwrap();
     assert!(a.mounted_here() && b.mounted_here());
@@ -37,10 +39,13 @@ fn a_mount_shared_in_one_process_goes_with_its_last_user() {
 #[test]
 fn the_syscall_count_is_the_calls_made() {
     let _serial = tracefs_serial();
-    let Ok(fs) = Tracefs::open() else { return };
+    let fs = match Tracefs::open() {
+        Ok(fs) => fs,
+        Err(e) => return skip(&format!("needs tracefs: {e}")),
+    };
     let all = match SyscallCounter::open(&fs, None) {
         Ok(c) => c,
-        Err(e) => return eprintln!("not counted here: {e}"),
+        Err(e) => return skip(&format!("not counted here: {e}")),
     };
     let getpid = SyscallCounter::open(&fs, Some(&format!("id == {}", libc::SYS_getpid))).unwrap();
     let call = || {
