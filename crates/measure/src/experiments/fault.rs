@@ -888,8 +888,7 @@ mod tests {
     #[test]
     fn a_directory_on_a_tmpfs_has_no_second_tmpfs_case_and_says_why() {
         if pages::file_system(Path::new("/dev/shm")).ok() != Some("tmpfs") {
-            eprintln!("skipped: needs /dev/shm on a tmpfs");
-            return;
+            return crate::skip::skip("needs /dev/shm on a tmpfs");
         }
         testing::with_tiny_ctx(|ctx| {
             let o = opts(&["--kinds", "file-read", "--pages", "32", "--dir", "/dev/shm"]);
