@@ -324,3 +324,56 @@ fn rr_slices_measure_reschedulings_and_put_the_setting_back() {
         }
     }
 }
+
+/// A user without the right to SCHED_FIFO gets the helper sources as "not measured", with the
+/// reason and the fix, and the signal source measured: a refused set-up is not a failed check.
+#[test]
+fn without_sched_fifo_the_helpers_are_not_measured_and_say_why() {
+    use std::os::unix::fs::PermissionsExt;
+    if !common::is_root() {
+        return common::skip("needs root to run oscost as nobody");
+    }
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let json = dir.path().join("t.json");
+    // No real-time priority to inherit, whatever this test's own limit is.
+    let mut cmd = std::process::Command::new("prlimit");
+    cmd.args(["--rtprio=0:0", "--", "setpriv"]);
+    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
+    let out = common::isolate_in(&mut cmd, dir.path())
+        .arg(common::bin_for_nobody(dir.path()))
+        .args([
+            "--quiet",
+            "--no-save",
+            "tick",
+            "--quick",
+            "--no-kernel-view",
+        ])
+        .args(["--source", "signal,helper", "--periods", "1ms", "--json"])
+        .arg(&json)
+        .env("TMPDIR", dir.path())
+        .output()
+        .expect("prlimit and setpriv (util-linux) must be installed");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = common::read_doc(&json);
+    let e = &doc.experiments[0];
+    let ids: Vec<&str> = e.cases.iter().map(|c| c.id.as_str()).collect();
+    assert!(ids.contains(&"tick.signal.1ms"), "{ids:?}");
+    assert!(!ids.contains(&"tick.helper.1ms"), "{ids:?}");
+    let refused = e
+        .unavailable
+        .iter()
+        .find(|u| u.id == "tick.helper.1ms")
+        .expect("the helper said as not measured");
+    assert!(refused.reason.contains("SCHED_FIFO"), "{}", refused.reason);
+    assert!(
+        refused.reason.contains("CAP_SYS_NICE"),
+        "{}",
+        refused.reason
+    );
+}

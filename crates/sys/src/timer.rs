@@ -472,6 +472,18 @@ pub fn task_times(tid: i32) -> io::Result<TaskTimes> {
     }
 }
 
+/// Why SCHED_FIFO at `priority` is refused to this process's threads, or `None` when it is
+/// granted: asked for by a thread started for it alone, so no thread of the caller changes
+/// policy.
+pub fn fifo_refused(priority: i32) -> Option<String> {
+    std::thread::spawn(move || match fifo(priority) {
+        Policy::Fifo(_) => None,
+        Policy::Normal(why) => Some(why),
+    })
+    .join()
+    .unwrap_or_else(|_| Some("the thread asking for SCHED_FIFO panicked".into()))
+}
+
 /// Asks for SCHED_FIFO for the calling thread.
 fn fifo(priority: i32) -> Policy {
     let param = libc::sched_param {

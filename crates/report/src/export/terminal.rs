@@ -240,8 +240,20 @@ pub fn experiment(e: &ExperimentResult, tick_unit: &str, opts: &ExportOptions) -
     for v in crate::experiments::views(e) {
         s += &view(&v, width);
     }
+    // Cases refused for one reason (a helper's policy at every period) share one line.
+    let mut refused: Vec<(Vec<&str>, &str)> = Vec::new();
     for u in &e.unavailable {
-        s += &wrap(&format!("not measured: {}: {}", u.id, u.reason), width, 2);
+        match refused.iter_mut().find(|(_, why)| *why == u.reason) {
+            Some((ids, _)) => ids.push(&u.id),
+            None => refused.push((vec![&u.id], &u.reason)),
+        }
+    }
+    for (ids, why) in refused {
+        s += &wrap(
+            &format!("not measured: {}: {why}", ids.join(", ")),
+            width,
+            2,
+        );
     }
     if warnings == Warnings::Hidden {
         return s;

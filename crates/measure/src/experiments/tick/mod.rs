@@ -336,6 +336,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     let cpu = ctx.first_cpu();
     let _pin = AffinityRestore::pin(&[cpu])?;
     let mut out = ExperimentOutput::default();
+    let sources = without_refused_helpers(&sources, &periods, &mut out);
     ctx.progress.start(opts.runs as u64 + 3, NAME);
     ctx.progress.message("calibrating the work");
     let iterations = calibrate(&clock, work_ns, ctx)?;
@@ -412,6 +413,46 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     }
     ctx.progress.finish();
     Ok(out)
+}
+
+/// The sources whose set-up this process is allowed: a helper not allowed SCHED_FIFO would
+/// wait for the scheduler to preempt the work instead of interrupting it, a different figure,
+/// so its cases are "not measured" with the reason rather than measured and failed.
+fn without_refused_helpers(
+    sources: &[Source],
+    periods: &[u64],
+    out: &mut ExperimentOutput,
+) -> Vec<Source> {
+    let helpers = sources.iter().any(|&s| s != Source::Signal);
+    let Some(why) = helpers
+        .then(|| oscost_sys::timer::fifo_refused(FIFO_PRIORITY))
+        .flatten()
+    else {
+        return sources.to_vec();
+    };
+    let mut kept = Vec::new();
+    for &source in sources {
+        if source == Source::Signal {
+            kept.push(source);
+            continue;
+        }
+        for &p in periods {
+            out.unavailable.push(oscost_model::case::Unavailable {
+                id: case_id(source, p),
+                description: format!(
+                    "the fixed work under an event every {} from {}",
+                    period_name(p),
+                    source.describe()
+                ),
+                reason: format!(
+                    "{why}: the helper needs SCHED_FIFO {FIFO_PRIORITY} to interrupt the work at \
+                     each event (run as root, or grant CAP_SYS_NICE or an RLIMIT_RTPRIO of at \
+                     least {FIFO_PRIORITY})"
+                ),
+            });
+        }
+    }
+    kept
 }
 
 /// The traced period of each source: its shortest of at least 50 µs, else its longest.
