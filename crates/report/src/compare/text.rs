@@ -564,9 +564,9 @@ pub fn markdown(comparisons: &[Comparison]) -> String {
 }
 
 /// The change since the last comparable run, as a run ends (criterion's "change" line): one
-/// line naming that run and counting the verdicts, then one line per figure called slower or
-/// faster (at most `MAX_SINCE`), each with its change and the ratio's interval; `None` when
-/// no figure is common to both. Judged as `compare` judges, at the default threshold.
+/// line naming that run, counting the verdicts and giving the command that lists them, so the
+/// datasheet above it stays on the last screen; `None` when no figure is common to both.
+/// Judged as `compare` judges, at the default threshold.
 pub fn since_last(
     previous: &ResultDoc,
     label: &str,
@@ -585,46 +585,19 @@ pub fn since_last(
     if c.rows.is_empty() {
         return None;
     }
-    let changed: Vec<&Row> = c.rows.iter().filter(|r| changed(r)).collect();
-    let mut s = crate::layout::wrap(
+    let moved = c.rows.iter().filter(|r| changed(r)).count();
+    Some(crate::layout::wrap(
         &format!(
-            "Change since run {label}, the last with the same machine, settings and experiments: \
-             {}{}",
+            "Change since run {label} (the last with the same machine, settings and \
+             experiments): {}{}",
             summary(&c),
-            if changed.is_empty() {
+            if moved == 0 {
                 String::new()
             } else {
-                ":".into()
+                format!("; oscost compare {label} latest --only-changed lists them")
             }
         ),
         width,
         2,
-    );
-    for r in changed.iter().take(MAX_SINCE) {
-        s += &crate::layout::wrap(
-            &format!(
-                "  {} {}: {}, B / A {}",
-                r.id,
-                r.verdict.text(),
-                pct_signed(r.diff_pct),
-                ratio(r.ratio, r.ratio_ci95)
-            ),
-            width,
-            4,
-        );
-    }
-    if changed.len() > MAX_SINCE {
-        s += &crate::layout::wrap(
-            &format!(
-                "  and {} more (oscost compare {label} latest)",
-                changed.len() - MAX_SINCE
-            ),
-            width,
-            4,
-        );
-    }
-    Some(s)
+    ))
 }
-
-/// Figures listed by [`since_last`] at most.
-const MAX_SINCE: usize = 10;
