@@ -54,7 +54,9 @@ const HEADLINES: &[Headline] = &[
         sources: &[Source::Case("fault.anon-write")],
     },
     Headline {
-        label: "TLB shootdown, +1 CPU",
+        // The whole invalidation with the process running on a second CPU, its flush
+        // included: `shootdown.madvise.others0` beside it is the same without.
+        label: "TLB shootdown, 2 CPUs",
         sources: &[Source::Case("shootdown.madvise.others1.spin")],
     },
     Headline {
