@@ -87,7 +87,7 @@ pub const TABLE: &[Entry] = &[
     },
     Entry {
         name: "net",
-        views: &[],
+        views: &[views::net::views],
         plots: &[plot::io::net_plots],
     },
     Entry {

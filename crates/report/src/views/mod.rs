@@ -7,6 +7,7 @@
 //! never measures.
 
 pub mod fs;
+pub mod net;
 pub mod noise;
 pub mod spawn;
 pub mod split;
