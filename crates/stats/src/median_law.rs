@@ -18,8 +18,29 @@ use crate::Combination;
 /// interval can see.
 const NEGLIGIBLE: f64 = 1e-15;
 
-/// Bisection of a ratio's quantile stops at this relative width.
-const RATIO_PRECISION: f64 = 1e-10;
+/// A probability summed in another order than the walk through every row sums it is trusted
+/// to decide against a quantile's level only farther from it than this: orders of adding ten
+/// thousand terms differ by about a thousand units of the last bit.
+const NEAR: f64 = 1e-10;
+
+/// The standard normal's p-quantile, to within 5e-4 (Abramowitz and Stegun 26.2.23): enough
+/// for a guess that a walk through the law then checks.
+fn normal_quantile(p: f64) -> f64 {
+    let tail = p.min(1.0 - p);
+    let t = (-2.0 * tail.ln()).sqrt();
+    let z = t
+        - (2.515517 + 0.802853 * t + 0.010328 * t * t)
+            / (1.0 + 1.432788 * t + 0.189269 * t * t + 0.001308 * t * t * t);
+    if p < 0.5 {
+        -z
+    } else {
+        z
+    }
+}
+
+/// A ratio's quantile is read from the listed ratios once its bracket holds this many: fewer
+/// cost more steps of the search, more a longer sort.
+const FEW_RATIOS: usize = 256;
 
 /// The exact law of the bootstrap median of one set of samples: the values a replicate's median
 /// can take, ascending, and the probability of each value or any below it.
@@ -253,279 +274,372 @@ pub fn ratio_of_medians(a: &MedianLaw, b: &MedianLaw, confidence: f64) -> Option
         return None;
     }
     let estimate = b.median / a.median;
-    let start = a.values.partition_point(|v| *v <= 0.0);
-    let (a_values, a_mass): (&[f64], Vec<f64>) = (
-        &a.values[start..],
-        (start..a.values.len()).map(|i| a.mass(i)).collect(),
-    );
-    let positive: f64 = a_mass.iter().sum();
-    if positive <= 0.0 {
-        return None;
-    }
-    // P(ratio ≤ r): over a's positive values, ascending, b's law below r times each; the
-    // points r·a rise with a, so one walk through b's values serves them all.
-    let cdf = |r: f64| {
-        let mut at = 0;
-        let mut sum = 0.0;
-        for (v, p) in a_values.iter().zip(&a_mass) {
-            let limit = r * v;
-            while at < b.values.len() && b.values[at] <= limit {
-                at += 1;
-            }
-            if at > 0 {
-                sum += p * b.cumulative[at - 1];
-            }
-        }
-        sum / positive
-    };
-    // The smallest ratio b / a above r: for each of a's values, ascending, the first of b's
-    // above r·a, found in one walk since r·a rises with a.
-    let next_jump = |r: f64| {
-        let mut at = 0;
-        let mut best = f64::INFINITY;
-        for v in a_values {
-            let limit = r * v;
-            while at < b.values.len() && b.values[at] <= limit {
-                at += 1;
-            }
-            if let Some(w) = b.values.get(at) {
-                best = best.min(w / v);
-            }
-        }
-        best
-    };
-    let (b_lo, b_hi) = (b.values[0], b.values[b.values.len() - 1]);
-    let (a_lo, a_hi) = (a_values[0], a_values[a_values.len() - 1]);
-    let ends = [b_lo / a_lo, b_lo / a_hi, b_hi / a_lo, b_hi / a_hi];
-    let lowest = ends.iter().copied().fold(f64::INFINITY, f64::min);
-    let highest = ends.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    // A narrower bracket from the two laws' own quantiles, when b is positive too (as times
-    // are): P(ratio ≤ B(s) / A(1 − s)) ≥ s² for independent sides, and the ratio of b's
-    // (q / 2)-quantile to a's (1 − q / 2)-quantile lies at or below the ratio's q-quantile
-    // but for the weight of ties, which the check of each end by the law itself catches.
-    let a_positive = MedianLaw {
-        values: a_values.to_vec(),
-        cumulative: a_mass
-            .iter()
-            .scan(0.0, |acc, p| {
-                *acc += p / positive;
-                Some(*acc)
-            })
-            .collect(),
-        median: a.median,
-    };
-    let bracket = |q: f64| -> (f64, f64) {
-        if b_lo <= 0.0 {
-            return (lowest, highest);
-        }
-        let s = q.sqrt();
-        let hi = b.quantile(s) / a_positive.quantile(1.0 - s);
-        let lo = b.quantile(q / 2.0) / a_positive.quantile(1.0 - q / 2.0);
-        (
-            if lo.is_finite() { lo } else { lowest },
-            if hi.is_finite() { hi } else { highest },
-        )
-    };
-    // The smallest r with P(ratio ≤ r) ≥ q: false position (the Illinois variant), which
-    // needs a few steps where the law is smooth, halving the bracket at least every other
-    // step where it is not.
-    let quantile = |q: f64| {
-        let (mut lo, mut hi) = bracket(q);
-        let mut f_lo = cdf(lo) - q;
-        if f_lo >= 0.0 {
-            lo = lowest;
-            f_lo = cdf(lo) - q;
-            if f_lo >= 0.0 {
-                return lo;
-            }
-        }
-        let mut f_hi = cdf(hi) - q;
-        if f_hi < 0.0 {
-            hi = highest;
-            f_hi = cdf(hi) - q;
-        }
-        let mut side = 0;
-        let mut halve = false;
-        let mut widths = [hi - lo; 3];
-        let candidates = (a_values.len() * b.values.len()) as f64 / (highest - lowest);
-        while hi - lo > RATIO_PRECISION * hi.abs().max(lo.abs()) {
-            // When the bracket likely holds only a few of the values the ratio can take, the
-            // first of them above `lo`: if the law reaches q there, it is the quantile exactly
-            // (a discrete law ends this way long before the bracket is narrow).
-            if candidates * (hi - lo) < 4.0 {
-                let jump = next_jump(lo);
-                if jump > lo && jump <= hi {
-                    // Rounding must not leave the jump's own weight out of its value.
-                    let f = cdf(jump * (1.0 + 4.0 * f64::EPSILON)) - q;
-                    if f >= 0.0 {
-                        return jump;
-                    }
-                    lo = jump;
-                    f_lo = f;
-                    continue;
-                }
-            }
-            let width = hi - lo;
-            let mut mid = lo - f_lo * width / (f_hi - f_lo);
-            if halve || !(mid > lo && mid < hi) {
-                mid = 0.5 * lo + 0.5 * hi;
-            }
-            if mid <= lo || mid >= hi {
-                break;
-            }
-            let f = cdf(mid) - q;
-            if f >= 0.0 {
-                hi = mid;
-                f_hi = f;
-                if side == 1 {
-                    f_lo *= 0.5;
-                }
-                side = 1;
-            } else {
-                lo = mid;
-                f_lo = f;
-                if side == -1 {
-                    f_hi *= 0.5;
-                }
-                side = -1;
-            }
-            // False position may creep from one side: halve when three steps did not.
-            halve = hi - lo > 0.5 * widths[0];
-            widths = [widths[1], widths[2], width];
-        }
-        hi
-    };
+    let law = RatioLaw::new(a, b)?;
     let confidence = if confidence.is_nan() {
         0.0
     } else {
         confidence.clamp(0.0, 1.0)
     };
     let tail = (1.0 - confidence) / 2.0;
-    let (lo, hi) = (quantile(tail), quantile(1.0 - tail));
+    let (lo, hi) = (law.quantile(tail), law.quantile(1.0 - tail));
     Some(Combination {
         estimate,
         ci95: [lo.min(estimate), hi.max(estimate)],
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// The law of `b / a` for two independent bootstrap medians, over `a`'s positive values: a
+/// grid of ratios `b[j] / a[i]`, each row (one value of `a`) ascending in `j`.
+struct RatioLaw<'l> {
+    /// `a`'s positive values, ascending.
+    a: &'l [f64],
+    /// Their probabilities.
+    a_mass: Vec<f64>,
+    /// The probability that `a`'s replicate median is positive.
+    positive: f64,
+    /// `a`'s law, for the bracket.
+    a_law: &'l MedianLaw,
+    /// Where `a`'s positive values start in its law.
+    start: usize,
+    b: &'l MedianLaw,
+}
 
-    /// The law by brute force: every one of the n^n resamples, each as likely.
-    fn enumerate(samples: &[f64]) -> Vec<(f64, f64)> {
-        let n = samples.len();
-        let total = n.pow(n as u32);
-        let mut out: Vec<(f64, u64)> = Vec::new();
-        let mut buf = vec![0.0; n];
-        for code in 0..total {
-            let mut c = code;
-            for slot in buf.iter_mut() {
-                *slot = samples[c % n];
-                c /= n;
-            }
-            buf.sort_unstable_by(cmp_f64);
-            let m = median_of_sorted(&buf);
-            match out.iter_mut().find(|(v, _)| *v == m) {
-                Some(e) => e.1 += 1,
-                None => out.push((m, 1)),
-            }
-        }
-        out.into_iter()
-            .map(|(v, c)| (v, c as f64 / total as f64))
-            .collect()
-    }
+/// The ratios between two cuts through the grid, `lo < ratio ≤ hi`: in each row still holding
+/// one (`rows[k]`), b's values from `at_lo[k]` up to `at_hi[k]`. `weight_lo` is
+/// `Σ P(a[i]) · P(b ≤ lo · a[i])` over every row, so P(ratio ≤ lo) is it over `positive`.
+/// A cut through every row at a ratio: the ratio, each row's count of b's values at or below
+/// it, and `Σ P(a[i]) · P(b ≤ r · a[i])`.
+type Probe = (f64, Vec<usize>, f64);
 
-    #[test]
-    fn the_law_is_what_every_resample_gives() {
-        for samples in [
-            vec![5.0],
-            vec![3.0, 1.0],
-            vec![2.0, 7.0, 3.0],
-            vec![1.0, 2.0, 4.0, 8.0],
-            vec![1.0, 10.0, 100.0, 1000.0, 10000.0],
-            vec![1.5, 2.5, 3.5, 4.5, 5.5, 6.5],
-            vec![1.0, 1.0, 3.0, 3.0, 9.0],
-            vec![1.0, 1.0, 2.0, 3.0, 3.0, 9.0],
-        ] {
-            let law = MedianLaw::new(&samples).unwrap();
-            for (v, p) in enumerate(&samples) {
-                let below: f64 = enumerate(&samples)
-                    .iter()
-                    .filter(|(w, _)| *w <= v)
-                    .map(|(_, q)| q)
-                    .sum();
-                assert!(
-                    (law.cdf(v) - below).abs() < 1e-12,
-                    "{samples:?} at {v}: {} vs {below} (mass {p})",
-                    law.cdf(v)
-                );
-            }
-            assert!((law.cdf(f64::MAX) - 1.0).abs() < 1e-12);
-            assert_eq!(law.cdf(-1.0), 0.0);
-        }
-    }
+struct Bracket {
+    lo: f64,
+    hi: f64,
+    weight_lo: f64,
+    rows: Vec<usize>,
+    at_lo: Vec<usize>,
+    at_hi: Vec<usize>,
+}
 
-    #[test]
-    fn a_large_law_holds_all_its_mass_near_the_median() {
-        for n in [1999usize, 2000] {
-            let samples: Vec<f64> = (0..n).map(|i| 100.0 + i as f64).collect();
-            let law = MedianLaw::new(&samples).unwrap();
-            assert!((law.cdf(f64::MAX) - 1.0).abs() < 1e-12, "{n}");
-            // The bootstrap median's spread is about √n / 2 samples: 95 % within ± 2 of it.
-            let half = 2.0 * (n as f64).sqrt() / 2.0;
-            let inside = law.cdf(law.median() + half) - law.cdf(law.median() - half);
-            assert!(inside > 0.93 && inside < 0.97, "{n}: {inside}");
-            // Odd: an order statistic; even: midpoints of two, a few dozen apart at most.
-            assert!(law.values().len() < 10 * n, "{n}: {}", law.values().len());
-        }
-    }
-
-    #[test]
-    fn bad_samples_have_no_law() {
-        assert_eq!(MedianLaw::new(&[]), None);
-        assert_eq!(MedianLaw::new(&[1.0, f64::NAN]), None);
-    }
-
-    #[test]
-    fn the_ratio_of_one_set_scaled_is_the_scale_and_holds_it() {
-        let a: Vec<f64> = (0..81).map(|i| 100.0 + ((i * 37) % 81) as f64).collect();
-        let b: Vec<f64> = a.iter().map(|x| x * 1.5).collect();
-        let (la, lb) = (MedianLaw::new(&a).unwrap(), MedianLaw::new(&b).unwrap());
-        let r = ratio_of_medians(&la, &lb, 0.95).unwrap();
-        assert!((r.estimate - 1.5).abs() < 1e-12);
-        assert!(r.ci95[0] < 1.5 && r.ci95[1] > 1.5, "{:?}", r.ci95);
-        let same = ratio_of_medians(&la, &la, 0.95).unwrap();
-        assert_eq!(same.estimate, 1.0);
-        // The two sides resample independently: even one set against itself has a spread.
-        assert!(same.ci95[0] < 1.0 && same.ci95[1] > 1.0, "{:?}", same.ci95);
-        assert!(ratio_of_medians(&la, &MedianLaw::new(&[-1.0]).unwrap(), 0.95).is_none());
-    }
-
-    #[test]
-    fn the_interval_is_what_many_resamples_give() {
-        // Skewed samples with a tail, as timings are; one odd and one even count.
-        let mut x: u64 = 7;
-        let mut draw = || {
-            x = x
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            let u = (x >> 11) as f64 / (1u64 << 53) as f64;
-            100.0 - 20.0 * (1.0 - u).ln()
-        };
-        let a: Vec<f64> = (0..81).map(|_| draw()).collect();
-        let b: Vec<f64> = (0..60).map(|_| 1.2 * draw()).collect();
-        let exact = ratio_of_medians(
-            &MedianLaw::new(&a).unwrap(),
-            &MedianLaw::new(&b).unwrap(),
-            0.95,
-        )
-        .unwrap();
-        let drawn = crate::bootstrap_ratio_ci(&a, &b, 20_000, 3).unwrap();
-        assert_eq!(exact.estimate, drawn.estimate);
-        for k in 0..2 {
-            let gap = (exact.ci95[k] - drawn.ci95[k]).abs() / exact.estimate;
-            assert!(gap < 0.005, "{:?} vs {:?}", exact.ci95, drawn.ci95);
-        }
+impl Bracket {
+    /// How many of the grid's ratios lie inside.
+    fn inside(&self) -> usize {
+        self.at_hi.iter().zip(&self.at_lo).map(|(h, l)| h - l).sum()
     }
 }
+
+impl<'l> RatioLaw<'l> {
+    fn new(a: &'l MedianLaw, b: &'l MedianLaw) -> Option<RatioLaw<'l>> {
+        let start = a.values.partition_point(|v| *v <= 0.0);
+        let a_mass: Vec<f64> = (start..a.values.len()).map(|i| a.mass(i)).collect();
+        let positive: f64 = a_mass.iter().sum();
+        (positive > 0.0).then_some(RatioLaw {
+            a: &a.values[start..],
+            a_mass,
+            positive,
+            a_law: a,
+            start,
+            b,
+        })
+    }
+
+    /// P(b ≤ the `at`-th smallest of b's values), `at` counted from one.
+    fn b_below(&self, at: usize) -> f64 {
+        if at == 0 {
+            0.0
+        } else {
+            self.b.cumulative[at - 1]
+        }
+    }
+
+    /// For every row, how many of b's values lie at or below `r · a[i]`, and
+    /// `Σ P(a[i]) · P(b ≤ r · a[i])`: one walk up both laws where `r · a` rises with `a`.
+    fn cut(&self, r: f64) -> (Vec<usize>, f64) {
+        let mut at = Vec::with_capacity(self.a.len());
+        let mut weight = 0.0;
+        let mut j = 0;
+        for i in 0..self.a.len() {
+            let limit = r * self.a[i];
+            if r >= 0.0 {
+                while j < self.b.values.len() && self.b.values[j] <= limit {
+                    j += 1;
+                }
+            } else {
+                j = self.b.values.partition_point(|w| *w <= limit);
+            }
+            at.push(j);
+            if j > 0 {
+                weight += self.a_mass[i] * self.b.cumulative[j - 1];
+            }
+        }
+        (at, weight)
+    }
+
+    /// P(ratio ≤ `r`), by a walk through every row.
+    fn cdf(&self, r: f64) -> f64 {
+        self.cut(r).1 / self.positive
+    }
+
+    /// The bracket between two cuts through every row, `lo` below `hi`.
+    fn bracket(&self, (lo, at_lo, weight_lo): Probe, (hi, at_hi, _): Probe) -> Bracket {
+        let rows: Vec<usize> = (0..self.a.len()).filter(|&i| at_lo[i] < at_hi[i]).collect();
+        Bracket {
+            lo,
+            hi,
+            weight_lo,
+            at_lo: rows.iter().map(|&i| at_lo[i]).collect(),
+            at_hi: rows.iter().map(|&i| at_hi[i]).collect(),
+            rows,
+        }
+    }
+
+    /// The cut through every row at `r`, with `r`.
+    fn probe(&self, r: f64) -> Probe {
+        let (at, weight) = self.cut(r);
+        (r, at, weight)
+    }
+
+    /// A narrow bracket around the q-quantile where the ratio is near normal: its mean and
+    /// spread from the two laws' (b over a to first order), a quarter of the spread either
+    /// side. `None` where b's law reaches zero or the moments say nothing.
+    fn guess(&self, q: f64) -> Option<(f64, f64)> {
+        if self.b.values[0] <= 0.0 || !(q > 0.0 && q < 1.0) {
+            return None;
+        }
+        let moments = |values: &[f64], mass: &mut dyn Iterator<Item = f64>, total: f64| {
+            let (mut m1, mut m2) = (0.0, 0.0);
+            for (v, p) in values.iter().zip(mass) {
+                m1 += p * v;
+                m2 += p * v * v;
+            }
+            let mean = m1 / total;
+            (mean, (m2 / total - mean * mean).max(0.0))
+        };
+        let (ma, va) = moments(self.a, &mut self.a_mass.iter().copied(), self.positive);
+        let b_mass = &mut (0..self.b.values.len()).map(|j| self.b.mass(j));
+        let (mb, vb) = moments(&self.b.values, b_mass, 1.0);
+        let ratio = mb / ma;
+        let spread = ratio * (va / (ma * ma) + vb / (mb * mb)).sqrt();
+        let g = ratio + normal_quantile(q) * spread;
+        let half = 0.25 * spread + 1e-9 * ratio;
+        (g.is_finite() && half.is_finite() && half > 0.0).then_some((g - half, g + half))
+    }
+
+    /// The smallest value v of `a`'s positive part with P(a ≤ v | a > 0) ≥ `p`.
+    fn a_quantile(&self, p: f64) -> f64 {
+        let before = if self.start == 0 {
+            0.0
+        } else {
+            self.a_law.cumulative[self.start - 1]
+        };
+        let i = self.a_law.cumulative[self.start..]
+            .partition_point(|c| (c - before) < p * self.positive);
+        self.a[i.min(self.a.len() - 1)]
+    }
+
+    /// The smallest ratio r with P(ratio ≤ r) ≥ `q`: one of the grid's ratios.
+    ///
+    /// The bracket starts at a guess from the two laws' moments (else from their quantiles),
+    /// each end checked by a walk through every row, and narrows by false position (the
+    /// Illinois variant, halving where it creeps), each step searching only the rows with a
+    /// ratio inside it and each only between its ends; once it holds a few hundred ratios they
+    /// are listed, sorted and summed from its lower end. The old search walked both laws in
+    /// full at every step down to a relative width of 1e-10 and could stop short of the ratio
+    /// it converged on; this one always ends on it.
+    fn quantile(&self, q: f64) -> f64 {
+        let b = &self.b.values;
+        let (b_lo, b_hi) = (b[0], b[b.len() - 1]);
+        let (a_lo, a_hi) = (self.a[0], self.a[self.a.len() - 1]);
+        let ends = [b_lo / a_lo, b_lo / a_hi, b_hi / a_lo, b_hi / a_hi];
+        let lowest = ends.iter().copied().fold(f64::INFINITY, f64::min);
+        let highest = ends.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        // A narrower bracket from the two laws' own quantiles, when b is positive too (as times
+        // are): P(ratio ≤ B(s) / A(1 − s)) ≥ s² for independent sides, and the ratio of b's
+        // (q / 2)-quantile to a's (1 − q / 2)-quantile lies at or below the ratio's q-quantile
+        // but for the weight of ties, which the check of each end by the law itself catches.
+        let (h_lo, h_hi) = if b_lo <= 0.0 {
+            (lowest, highest)
+        } else {
+            let s = q.sqrt();
+            let hi = self.b.quantile(s) / self.a_quantile(1.0 - s);
+            let lo = self.b.quantile(q / 2.0) / self.a_quantile(1.0 - q / 2.0);
+            (
+                if lo.is_finite() { lo } else { lowest },
+                if hi.is_finite() { hi } else { highest },
+            )
+        };
+        // P(ratio ≤ r) ≥ q, decided as the walk through every row always decided it.
+        let reaches = |p: &Probe| p.2 / self.positive - q >= 0.0;
+        // Each end of the guess, once walked, is the bracket's lower or upper end.
+        let (mut lo, mut hi): (Option<Probe>, Option<Probe>) = (None, None);
+        for r in self.guess(q).map_or([f64::NAN; 2], |(l, h)| [l, h]) {
+            if r.is_nan() {
+                continue;
+            }
+            let p = self.probe(r);
+            if reaches(&p) {
+                hi = hi.filter(|h| h.0 < r).or(Some(p));
+            } else {
+                lo = lo.filter(|l| l.0 > r).or(Some(p));
+            }
+        }
+        let lo = match lo {
+            Some(lo) => lo,
+            None => {
+                let p = self.probe(h_lo);
+                if !reaches(&p) {
+                    p
+                } else {
+                    let p = self.probe(lowest);
+                    if reaches(&p) {
+                        return lowest;
+                    }
+                    p
+                }
+            }
+        };
+        let hi = match hi {
+            Some(hi) => hi,
+            None => {
+                let p = self.probe(h_hi);
+                if reaches(&p) {
+                    p
+                } else {
+                    self.probe(highest)
+                }
+            }
+        };
+        let f = (lo.2 / self.positive - q, hi.2 / self.positive - q);
+        let mut br = self.bracket(lo, hi);
+        self.narrow(q, &mut br, f);
+        // Rounding left the weight at the upper end short of q: the end itself, as the full
+        // walk's bisection ended there.
+        self.quantile_among(q, &br).unwrap_or(br.hi)
+    }
+
+    /// Whether P(ratio ≤ r) ≥ `q`, from its weight summed in another order than the walk
+    /// through every row sums it; `None` when it lies so near q that the order could decide.
+    fn decide(&self, weight: f64, q: f64) -> Option<bool> {
+        let f = weight / self.positive - q;
+        (f.abs() >= NEAR).then_some(f >= 0.0)
+    }
+
+    /// Narrows `br` until it holds [`FEW_RATIOS`] or fewer, or its ratios tie to the last bit;
+    /// `f` is P(ratio ≤ r) − q at its ends.
+    fn narrow(&self, q: f64, br: &mut Bracket, f: (f64, f64)) {
+        let b = &self.b.values;
+        let (mut f_lo, mut f_hi) = f;
+        let mut at_mid = Vec::new();
+        let mut side = 0;
+        let mut halve = false;
+        let mut widths = [br.hi - br.lo; 3];
+        while br.inside() > FEW_RATIOS {
+            let width = br.hi - br.lo;
+            let mut mid = br.lo - f_lo * width / (f_hi - f_lo);
+            if halve || !(mid > br.lo && mid < br.hi) {
+                mid = 0.5 * br.lo + 0.5 * br.hi;
+            }
+            if mid <= br.lo || mid >= br.hi {
+                // The ratios left tie to the last bit: list them all.
+                break;
+            }
+            // The cut at mid, row by row between the bracket's ends: where mid · a rises with
+            // a, each row's cut is at or beyond the one before, so one walk up b serves all.
+            at_mid.clear();
+            let mut weight = br.weight_lo;
+            let mut j = 0;
+            for (k, &i) in br.rows.iter().enumerate() {
+                let (from, to) = (br.at_lo[k], br.at_hi[k]);
+                let limit = mid * self.a[i];
+                if mid >= 0.0 {
+                    j = j.clamp(from, to);
+                    while j < to && b[j] <= limit {
+                        j += 1;
+                    }
+                } else {
+                    j = from + b[from..to].partition_point(|w| *w <= limit);
+                }
+                weight += self.a_mass[i] * (self.b_below(j) - self.b_below(from));
+                at_mid.push(j);
+            }
+            // Where the order of adding could decide, the walk through every row does, as it
+            // always did.
+            let reached = self.decide(weight, q).unwrap_or_else(|| self.cdf(mid) >= q);
+            let f = weight / self.positive - q;
+            if reached {
+                let f = f.max(0.0);
+                br.hi = mid;
+                std::mem::swap(&mut br.at_hi, &mut at_mid);
+                f_hi = f;
+                if side == 1 {
+                    f_lo *= 0.5;
+                }
+                side = 1;
+            } else {
+                let f = f.min(-f64::MIN_POSITIVE);
+                br.lo = mid;
+                br.weight_lo = weight;
+                std::mem::swap(&mut br.at_lo, &mut at_mid);
+                f_lo = f;
+                if side == -1 {
+                    f_hi *= 0.5;
+                }
+                side = -1;
+            }
+            // Rows whose ratios all left the bracket leave it.
+            let mut kept = 0;
+            for k in 0..br.rows.len() {
+                if br.at_lo[k] < br.at_hi[k] {
+                    br.rows[kept] = br.rows[k];
+                    br.at_lo[kept] = br.at_lo[k];
+                    br.at_hi[kept] = br.at_hi[k];
+                    kept += 1;
+                }
+            }
+            br.rows.truncate(kept);
+            br.at_lo.truncate(kept);
+            br.at_hi.truncate(kept);
+            // False position may creep from one side: halve when three steps did not.
+            halve = br.hi - br.lo > 0.5 * widths[0];
+            widths = [widths[1], widths[2], width];
+        }
+    }
+
+    /// The quantile among the ratios in the bracket, every one listed: the first whose
+    /// probability, added to the weight at its lower end with those before it, reaches `q`;
+    /// `None` when rounding leaves the weight at the bracket's upper end short of q.
+    fn quantile_among(&self, q: f64, br: &Bracket) -> Option<f64> {
+        let mut grid: Vec<(f64, f64)> = Vec::with_capacity(br.inside());
+        for (k, &i) in br.rows.iter().enumerate() {
+            let (v, p) = (self.a[i], self.a_mass[i]);
+            for j in br.at_lo[k]..br.at_hi[k] {
+                let mass = self.b.cumulative[j] - self.b_below(j);
+                grid.push((self.b.values[j] / v, p * mass));
+            }
+        }
+        grid.sort_unstable_by(|x, y| cmp_f64(&x.0, &y.0));
+        let mut upto = 0;
+        let mut reached = br.weight_lo;
+        for &(r, _) in &grid {
+            // Rounding must not leave the weight of a ratio a few bits above `r` (the same
+            // ratio from another pair) out of its value.
+            let reach = r + 4.0 * f64::EPSILON * r.abs();
+            while upto < grid.len() && grid[upto].0 <= reach {
+                reached += grid[upto].1;
+                upto += 1;
+            }
+            // Near q the walk through every row decides, as it always did.
+            if self
+                .decide(reached, q)
+                .unwrap_or_else(|| self.cdf(reach) >= q)
+            {
+                return Some(r);
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod reference;
+#[cfg(test)]
+mod tests;

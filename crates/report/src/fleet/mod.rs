@@ -535,27 +535,26 @@ fn sort_as_in(rows: &mut [FleetRow], reference: &ResultDoc) {
 }
 
 /// `compare::compare` of every source after the first against the first, the work shared out
-/// among the CPUs: first each run's laws (one per case, so the reference's serve every pair),
-/// then the pairs. Nothing random is drawn, so the result is the same as one call's.
+/// among the CPUs: the reference's laws (one per case) made once for every pair, each other
+/// run's made for its pair alone and dropped with it, so that the laws in memory are the
+/// reference's and one run's per CPU, not every run's (they outweigh the documents).
+/// Nothing random is drawn, so the result is the same as one call's.
 fn compare_in_parallel(sources: &[(String, &ResultDoc)], settings: Settings) -> Vec<Comparison> {
     let Some(((first_label, first), others)) = sources.split_first() else {
         return Vec::new();
     };
-    let laws: Vec<Laws> = in_parallel(sources, |(_, d)| Laws::of(d));
+    let first_laws = Laws::of(first);
     let reference = Prepared {
         doc: first,
-        laws: &laws[0],
+        laws: &first_laws,
     };
-    let pairs: Vec<(usize, &(String, &ResultDoc))> = others.iter().enumerate().collect();
-    in_parallel(&pairs, |(k, (label, doc))| {
+    in_parallel(others, |(label, doc)| {
+        let laws = Laws::of(doc);
         compare::compare_measured(
             first_label,
             reference,
             label,
-            Prepared {
-                doc,
-                laws: &laws[k + 1],
-            },
+            Prepared { doc, laws: &laws },
             settings,
         )
     })
