@@ -2,9 +2,10 @@
 # Holds `oscost poll` against benches/poll_ref.c, a C program that times the same calls over the
 # same sockets: select (read set copied before each call), poll and epoll_wait (16 events) with a
 # zero timeout over N connected UNIX stream sockets, the last holding one byte, and epoll_ctl
-# ADD + DEL of one more socket on an instance watching the most; and select over copies of the
-# sockets on the highest descriptors below 1024 (`poll.select.N.high`, where they fit); the
-# cases sampled in rotated rounds. Also prints the per-descriptor slope (1000 less 10, over
+# ADD + DEL of one more socket on an instance watching the most; the cases sampled in rotated
+# rounds. Each round then holds select over copies of the smallest size's sockets on the
+# highest descriptors below 1024 (`poll.select.N.high`) against C's, in a run of that size
+# alone (the copies need room below 1024 that the largest size takes). Also prints the per-descriptor slope (1000 less 10, over
 # 990) of each side.
 #
 # `perf bench epoll wait` is no peer here: it times epoll_wait blocking on eventfds written by
@@ -38,20 +39,27 @@ mode="standard sampling"
 echo "oscost poll vs C, median ns per call, CPU $cpu, sizes $fds,"
 echo "$rounds interleaved rounds ($mode); ratio = oscost / C"
 
+lo="${fds%%,*}" hi="${fds##*,}"
 declare -A c_ns o_ns ratios
 ids=()
 for ((i = 1; i <= rounds; i++)); do
     echo "round $i of $rounds..." >&2
-    "$tmp/poll_ref" -H -a "$cpu" -n "$fds" -s "$c_samples" >"$tmp/c$i" || die "poll_ref failed"
+    "$tmp/poll_ref" -a "$cpu" -n "$fds" -s "$c_samples" >"$tmp/c$i" || die "poll_ref failed"
     "$bin" --cpus "$cpu" --quiet --no-save ${quick_oscost[@]+"${quick_oscost[@]}"} \
-        poll --fds "$fds" --calls select,poll,epoll,epoll-ctl,select-high \
-        --json "$tmp/o$i.json" >/dev/null || die "oscost poll failed"
+        poll --fds "$fds" --json "$tmp/o$i.json" >/dev/null || die "oscost poll failed"
     oscost_medians "$tmp/o$i.json" >"$tmp/o$i"
-    pair_round "$i" "$tmp/c$i" "$tmp/o$i" 18 9
+    pair_round "$i" "$tmp/c$i" "$tmp/o$i" 21 9
+    # The copies just below 1024 need room there: the smallest size alone, beside its plain case.
+    "$tmp/poll_ref" -H -a "$cpu" -n "$lo" -s "$c_samples" | grep '\.high ' >"$tmp/ch$i" ||
+        die "poll_ref -H failed"
+    "$bin" --cpus "$cpu" --quiet --no-save ${quick_oscost[@]+"${quick_oscost[@]}"} \
+        poll --fds "$lo" --calls select,select-high --json "$tmp/oh$i.json" >/dev/null ||
+        die "oscost poll --calls select-high failed"
+    oscost_medians "$tmp/oh$i.json" | grep '\.high ' >"$tmp/oh$i" || true
+    pair_round "$i" "$tmp/ch$i" "$tmp/oh$i" 21 9
 done
 
-print_pairs 18 9
-lo="${fds%%,*}" hi="${fds##*,}"
+print_pairs 21 9
 if [[ "$lo" != "$hi" ]]; then
     echo
     echo "slope ns per descriptor ($hi less $lo, over $((hi - lo))), medians of the rounds:"

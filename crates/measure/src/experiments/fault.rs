@@ -757,6 +757,9 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     ctx.progress
         .start((ctx.sampler.samples * slots.len()) as u64, NAME);
     let (cut, threads) = sampler::warm_then_rounds(ctx, slots.len(), |k, record| {
+        if record {
+            sample(ctx, &mut slots[k], &p, &files, false)?;
+        }
         sample(ctx, &mut slots[k], &p, &files, record)
     })?;
     ctx.progress.finish();
