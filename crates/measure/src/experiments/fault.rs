@@ -706,7 +706,7 @@ checks that the kernel really gave huge pages (AnonHugePages). The two cached-fi
 the file system of --dir (the temporary directory by default) and, where that is not a tmpfs, \
 again on /dev/shm (fault.KIND.tmpfs): where the page cache keeps large folios one shared write \
 fault maps many pages, on tmpfs one; each case records its file system and faults per page. Runs in one single-threaded \
-process pinned to one CPU.\n\nTakes about 1.6 s; --quick about 0.3 s on a 2-vCPU virtual machine.";
+process pinned to one CPU.\n\nTakes about 2 s; --quick about 0.3 s on a 2-vCPU virtual machine.";
     const IN_DEFAULT_SUITE: bool = true;
     const WARMS_UP_BY_COUNT: bool = true;
     const SUITE_ARGS: &'static [&'static str] =

@@ -281,7 +281,7 @@ and the others still run.
 
 On two CPUs a case mostly measures how fast the partner's idle CPU wakes up: the idle states \
 both CPUs entered per operation are counted, the idle configuration is recorded with the \
-result, and --idle-poll holds /dev/cpu_dma_latency at 0 so the CPUs poll instead of halting.\n\nTakes about 0.7 s in the suite (about 15 s on its own, at the standard sampling); --quick about 0.06 s on a 2-vCPU virtual machine.";
+result, and --idle-poll holds /dev/cpu_dma_latency at 0 so the CPUs poll instead of halting.\n\nTakes about 0.7 s in the suite (about 8.5 s on its own, at the standard sampling); --quick about 0.7 s on a 2-vCPU virtual machine.";
     const IN_DEFAULT_SUITE: bool = true;
     const SUITE_ARGS: &'static [&'static str] = &[
         "--suite-size",

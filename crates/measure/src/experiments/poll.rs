@@ -251,8 +251,8 @@ sockets on the highest descriptors below 1024, as a process with many files open
 Every call must report exactly one descriptor ready, and a separate untimed pass counts the \
 calls the kernel saw (the raw_syscalls:sys_enter tracepoint, per thread). select watches only \
 descriptors below 1024 (FD_SETSIZE): a larger size has no select case. A size beyond the \
-open-file limit is refused before anything runs.\n\nTakes about 5 s (the default \
-suite's five cases about 0.5 s); --quick about 0.4 s (the quick suite's two cases about 0.15 s) \
+open-file limit is refused before anything runs.\n\nTakes about 3 s (the default \
+suite's five cases about 0.5 s); --quick about 0.45 s (the quick suite's two cases about 0.15 s) \
 on a 2-vCPU virtual machine.";
     const IN_DEFAULT_SUITE: bool = true;
     const SUITE_ARGS: &'static [&'static str] =
