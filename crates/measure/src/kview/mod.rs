@@ -231,7 +231,15 @@ pub fn segments(events: &[(f64, &Kind)], loop_tid: i64) -> Vec<Segment> {
         if *kind == Kind::Signal {
             continue;
         }
-        if let Some((_, label)) = stack.last() {
+        // No handler nests in itself on one CPU: an entry of one already open means the earlier
+        // one's exit was never seen, and the time since is no handler's known time.
+        let stale = match kind {
+            Kind::Enter(key, _) => stack.iter().rposition(|(k, _)| k == key),
+            _ => None,
+        };
+        if let Some(i) = stale {
+            stack.truncate(i);
+        } else if let Some((_, label)) = stack.last() {
             if at > last {
                 segs.push(Segment {
                     from: last,

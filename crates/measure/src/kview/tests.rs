@@ -74,6 +74,23 @@ fn an_exit_without_its_entry_changes_nothing() {
     assert_eq!((segs[0].from, segs[0].to), (2.0, 4.0));
 }
 
+/// A lost exit must not give the handler everything up to its next entry (a run of one task
+/// has no switch to end it).
+#[test]
+fn an_entry_whose_exit_was_lost_ends_at_the_next_entry_unclaimed() {
+    let evs = [
+        (10.0, enter("local_timer", LOCAL_TIMER)),
+        (60.0, enter("local_timer", LOCAL_TIMER)),
+        (62.0, exit("local_timer")),
+        (110.0, enter("local_timer", LOCAL_TIMER)),
+        (113.0, exit("local_timer")),
+    ];
+    let refs: Vec<(f64, &Kind)> = evs.iter().map(|(t, k)| (*t, k)).collect();
+    let segs = segments(&refs, 1);
+    let spans: Vec<(f64, f64)> = segs.iter().map(|s| (s.from, s.to)).collect();
+    assert_eq!(spans, [(60.0, 62.0), (110.0, 113.0)], "{segs:?}");
+}
+
 #[test]
 fn the_time_map_is_linear_between_its_anchors() {
     let m = TimeMap::new((1000, 500), (4000, 1500));
