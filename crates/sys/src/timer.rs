@@ -376,10 +376,12 @@ impl Helper {
         }
     }
 
-    /// Wake-ups and expirations so far.
+    /// Wake-ups and expirations so far (never fewer expirations than wake-ups: the helper adds
+    /// a wake-up's expirations before the wake-up).
     pub fn counts(&self) -> EventCounts {
+        let events = self.shared.events.load(Ordering::SeqCst);
         EventCounts {
-            events: self.shared.events.load(Ordering::SeqCst),
+            events,
             expirations: self.shared.expirations.load(Ordering::SeqCst),
         }
     }
@@ -530,8 +532,10 @@ fn sleep_loop(shared: &Shared, period: u64, until: u64) -> io::Result<()> {
             next += behind * period;
             expired += behind;
         }
-        shared.events.fetch_add(1, Ordering::SeqCst);
+        // Expirations first: `counts` reads the events first, so it never sees an event
+        // without its expirations.
         shared.expirations.fetch_add(expired, Ordering::SeqCst);
+        shared.events.fetch_add(1, Ordering::SeqCst);
     }
     Ok(())
 }
@@ -584,8 +588,8 @@ fn timerfd_loop(shared: &Shared, fd: &OwnedFd, period: u64, until: u64) -> io::R
         if shared.stop.load(Ordering::Relaxed) {
             break Ok(());
         }
-        shared.events.fetch_add(1, Ordering::SeqCst);
         shared.expirations.fetch_add(expirations, Ordering::SeqCst);
+        shared.events.fetch_add(1, Ordering::SeqCst);
     };
     let _ = timerfd_arm(fd, 0, 0);
     result
