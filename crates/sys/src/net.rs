@@ -441,15 +441,7 @@ impl Acceptor {
     pub fn accept_and_close(&self) -> io::Result<u64> {
         let mut accepted = 0;
         let result = loop {
-            // SAFETY: the listener is open; null address pointers are allowed.
-            let s = unsafe {
-                libc::accept4(
-                    self.listener.as_raw_fd(),
-                    std::ptr::null_mut(),
-                    std::ptr::null_mut(),
-                    libc::SOCK_CLOEXEC,
-                )
-            };
+            let s = self.accept();
             if s >= 0 {
                 // SAFETY: s was just returned by the kernel; closed once, here.
                 unsafe { libc::close(s) };
@@ -470,6 +462,20 @@ impl Acceptor {
         self.shut_down();
     }
 
+    /// `accept4` on the listener: the new descriptor, or -1 with `errno` set.
+    #[inline(always)]
+    fn accept(&self) -> RawFd {
+        // SAFETY: the listener is open; null address pointers are allowed.
+        unsafe {
+            libc::accept4(
+                self.listener.as_raw_fd(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                libc::SOCK_CLOEXEC,
+            )
+        }
+    }
+
     fn shut_down(&self) {
         // SAFETY: the listener is open; shutting a listening socket down wakes its accept.
         unsafe { libc::shutdown(self.listener.as_raw_fd(), libc::SHUT_RDWR) };
@@ -486,15 +492,7 @@ impl Acceptor {
     #[inline(always)]
     pub fn connect_accept_close(&self) -> io::Result<()> {
         let c = self.connected(true)?;
-        // SAFETY: the listener is open; null address pointers are allowed.
-        let s = unsafe {
-            libc::accept4(
-                self.listener.as_raw_fd(),
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                libc::SOCK_CLOEXEC,
-            )
-        };
+        let s = self.accept();
         if s < 0 {
             return Err(last_error("accept4"));
         }
