@@ -550,7 +550,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
             if g.mode == Some(Mode::Spin) && !spun_enough(&s) {
                 let (case, spun, timed) = (case_id(s.op, g), s.all_spun, s.timed);
                 out.unavailable.push(Unavailable {
-                    description: finish(ctx, s, g, overhead, threads).description,
+                    description: s.op.description().into(),
                     reason: format!(
                         "the spinning thread{} on CPU {} advanced in only {spun} of {timed} \
                          samples (at least {:.0} % needed) in the last of {attempt} tries: \
