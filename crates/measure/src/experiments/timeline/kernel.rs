@@ -351,6 +351,11 @@ pub(super) fn case(i: &Input, clock: &oscost_sys::clock::Clock) -> Case {
         c.insert(format!("run_worker{}_ns", w + 1), run_ns[w]);
         c.insert(format!("cpu_worker{}_ns", w + 1), cpu_ns[w]);
         c.insert(format!("run_traced_worker{}_ns", w + 1), traced_ns[w]);
+        // The most the worker could have run: a run longer than this is the trace's error.
+        c.insert(
+            format!("wall_worker{}_ns", w + 1),
+            finishes[w] - r.starts_ns[w],
+        );
     }
     let ratios: Vec<f64> = run_ns
         .iter()
