@@ -173,7 +173,9 @@ fn run(cancel: &AtomicBool) -> anyhow::Result<Message> {
         progress: &PipeProgress,
         cancel,
     };
-    let output = job.experiment.run(&ctx)?;
+    // The machine's controls bracket the experiment, so a comparison can tell a changed
+    // machine from changed figures.
+    let output = oscost_measure::machine_controls::around(&ctx, || job.experiment.run(&ctx))?;
     Ok(Message::Done {
         output,
         tasks_started: oscost_sys::tasks_started(),

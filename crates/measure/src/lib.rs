@@ -16,6 +16,7 @@ pub mod idle;
 pub mod kview;
 pub mod leftovers;
 pub mod limits;
+pub mod machine_controls;
 pub mod sampler;
 pub mod scratch;
 pub mod sysctl;

@@ -4,6 +4,7 @@
 //! experiment never invents a number: a case it could not measure is an [`Unavailable`] with
 //! the reason.
 
+use crate::controls::{ControlKind, MachineControls};
 use crate::message::{Message, Messages};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -129,6 +130,10 @@ pub struct Case {
     /// cost the measured operation. Absent from other cases and older documents.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<TraceCost>,
+    /// The machine control the figure moves with (the system-call floor unless it never
+    /// leaves user space).
+    #[serde(default, skip_serializing_if = "ControlKind::is_kernel_entry")]
+    pub control: ControlKind,
 }
 
 /// How a traced figure's tracepoints were recorded, and what recording them cost: the same
@@ -175,7 +180,15 @@ impl Case {
             notes: Vec::new(),
             series: Vec::new(),
             trace: None,
+            control: ControlKind::KernelEntry,
         }
+    }
+
+    /// Marks a figure that never leaves user space: a changed machine moves it as it moves
+    /// the user-space control, not the system-call floor.
+    pub fn user_space(mut self) -> Case {
+        self.control = ControlKind::UserLoop;
+        self
     }
 
     /// Adds what a step of measuring met, warnings to the warnings and notes to the notes.
@@ -235,4 +248,7 @@ pub struct ExperimentOutput {
     pub notes: Vec<Message>,
     /// Experiment-wide parameters (e.g. `rate_per_s` for the syscall table).
     pub params: BTreeMap<String, serde_json::Value>,
+    /// The machine's controls around the experiment; absent where the clock is fictional.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controls: Option<MachineControls>,
 }

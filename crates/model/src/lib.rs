@@ -10,6 +10,7 @@
 pub mod bill;
 pub mod case;
 pub mod clock;
+pub mod controls;
 pub mod cpulist;
 pub mod env;
 pub mod example;
@@ -22,6 +23,7 @@ pub use case::{
     Case, Check, DerivedSpec, ExperimentOutput, Samples, Series, TraceCost, Unavailable,
 };
 pub use clock::{ClockInfo, CounterKind};
+pub use controls::{ControlKind, MachineControls};
 pub use env::{Environment, OsInfo, RunLoad};
 pub use message::{Message, MessageKind, Messages};
 pub use published::{read_published, PublishedDoc, PublishedFigure, PUBLISHED_SCHEMA};

@@ -393,6 +393,10 @@ pub struct ExperimentResult {
     pub notes: Vec<Message>,
     /// How busy the machine was while this experiment ran.
     pub load: Option<RunLoad>,
+    /// The machine's controls, timed just before and just after the experiment. Absent from
+    /// older documents and from a fictional machine's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controls: Option<crate::MachineControls>,
 }
 
 /// A case that could not be measured.
@@ -485,6 +489,9 @@ pub struct CaseResult {
     /// cases and older documents.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<crate::case::TraceCost>,
+    /// The machine control the figure moves with; absent for the system-call floor.
+    #[serde(default, skip_serializing_if = "crate::ControlKind::is_kernel_entry")]
+    pub control: crate::ControlKind,
 }
 
 /// A figure computed from other cases.

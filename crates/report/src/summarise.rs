@@ -162,6 +162,7 @@ pub fn experiment(
         warnings,
         notes,
         load,
+        controls: out.controls,
     }
 }
 
@@ -242,6 +243,7 @@ pub fn case(c: &Case, ns_per_tick: f64, rate: Option<f64>) -> Option<CaseResult>
         series: c.series.clone(),
         raw_ns: c.samples.per_op_ns.clone(),
         trace: c.trace.clone(),
+        control: c.control,
     })
 }
 

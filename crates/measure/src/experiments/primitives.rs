@@ -346,6 +346,10 @@ fn measure_one(
     .param("tasks", 1u64)
     .param("cpu", cpu as u64)
     .param("threads_in_process", threads);
+    // Without a link the primitive never enters the kernel in one task.
+    if p.via().is_none() {
+        case = case.user_space();
+    }
     if let Some(via) = p.via() {
         case = case.param("via", via.name());
     }

@@ -275,6 +275,9 @@ fn measure_calls(
         if call.uses_buffer() {
             case = case.param("buffer_alignment_bytes", align as u64);
         }
+        if !call.is_syscall() {
+            case = case.user_space();
+        }
         case.checks
             .extend(crate::sampler::thread_check(threads, threads_expected));
         case.add_messages(warnings);

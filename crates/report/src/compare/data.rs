@@ -5,7 +5,8 @@ use super::*;
 /// The comparison as CSV: one row per compared figure (its median), then one row of kind
 /// `percentile` per percentile of a latency case (p50, p90, p99, p99.9), in the last columns
 /// with their distribution-free intervals; a percentile row leaves the median columns empty and
-/// its `ratio` is B / A of the percentile.
+/// its `ratio` is B / A of the percentile. The last two columns are the figure net of the
+/// machine's controls, where both runs have them.
 pub fn csv(comparisons: &[Comparison]) -> anyhow::Result<String> {
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([
@@ -39,6 +40,8 @@ pub fn csv(comparisons: &[Comparison]) -> anyhow::Result<String> {
         "other_percentile_ci_low_ns",
         "other_percentile_ci_high_ns",
         "intervals",
+        "net_ratio",
+        "net_verdict",
     ])?;
     let num = |x: Option<f64>| x.map(|v| v.to_string()).unwrap_or_default();
     for c in comparisons {
@@ -75,6 +78,11 @@ pub fn csv(comparisons: &[Comparison]) -> anyhow::Result<String> {
                 String::new(),
                 String::new(),
                 String::new(),
+                num(r.net.as_ref().map(|n| n.ratio)),
+                r.net
+                    .as_ref()
+                    .map(|n| n.verdict.text().to_string())
+                    .unwrap_or_default(),
             ])?;
         }
         for p in &c.percentiles {
@@ -114,6 +122,8 @@ pub fn csv(comparisons: &[Comparison]) -> anyhow::Result<String> {
                 end(p.other_ci95_ns, 0),
                 end(p.other_ci95_ns, 1),
                 intervals.to_string(),
+                String::new(),
+                String::new(),
             ]);
             w.write_record(&record)?;
         }

@@ -18,6 +18,7 @@ use std::collections::{BTreeMap, HashMap};
 
 mod data;
 mod env;
+mod machine;
 mod percentiles;
 mod published;
 mod text;
@@ -25,6 +26,7 @@ mod verdict;
 
 pub use data::{csv, json};
 pub use env::env_diffs;
+pub use machine::{counted, ControlShift, Net};
 pub use percentiles::PercentileRow;
 use published::{published_only, published_pair};
 pub use text::{
@@ -98,6 +100,10 @@ pub struct Comparison {
     /// side by side with their intervals.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub percentiles: Vec<PercentileRow>,
+    /// The machine's controls from A to B, pooled over each run's experiments; empty when
+    /// either run has none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub machine: Vec<ControlShift>,
 }
 
 /// The published side of a comparison: where the figures come from.
@@ -181,6 +187,10 @@ pub struct Row {
     pub at_rate: Option<RateCost>,
     /// What the reader must know about this row (a failed check, a published figure's meaning).
     pub note: Option<String>,
+    /// The verdict net of the machine control the figure moves with, where both runs have
+    /// controls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net: Option<Net>,
 }
 
 /// A published figure beside the study figure of the same meaning computed from a run.
@@ -294,6 +304,7 @@ pub fn compare_measured(
     let mut c = empty(base_label, label, settings);
     measured_pair(&mut c, a, b);
     control_the_family(&mut c);
+    machine::net_of_machine(&mut c, a.doc, b.doc);
     c.drift = drift(&c.rows);
     c
 }
@@ -345,6 +356,7 @@ fn empty(base_label: &str, label: &str, settings: Settings) -> Comparison {
         drift: None,
         foreign_ids: Vec::new(),
         percentiles: Vec::new(),
+        machine: Vec::new(),
     }
 }
 
@@ -519,7 +531,7 @@ fn drift(rows: &[Row]) -> Option<String> {
         .iter()
         .filter(|r| {
             matches!(
-                r.verdict,
+                counted(r),
                 Verdict::Slower | Verdict::Faster | Verdict::NoDifference
             )
         })
@@ -527,7 +539,7 @@ fn drift(rows: &[Row]) -> Option<String> {
     let moved: Vec<&Row> = judged
         .iter()
         .copied()
-        .filter(|r| r.verdict != Verdict::NoDifference)
+        .filter(|r| counted(r) != Verdict::NoDifference)
         .collect();
     // A few figures are rows to believe, however large their share of a small comparison.
     if judged.len() < DRIFT_MIN_JUDGED
@@ -538,7 +550,7 @@ fn drift(rows: &[Row]) -> Option<String> {
     }
     let slower = moved
         .iter()
-        .filter(|r| r.verdict == Verdict::Slower)
+        .filter(|r| counted(r) == Verdict::Slower)
         .count();
     // Where they gather: the experiment (first part of the id) of each row that moved.
     let mut by_experiment: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
@@ -546,7 +558,7 @@ fn drift(rows: &[Row]) -> Option<String> {
         let e = r.id.split('.').next().unwrap_or(&r.id);
         let entry = by_experiment.entry(e).or_default();
         entry.1 += 1;
-        if r.verdict != Verdict::NoDifference {
+        if counted(r) != Verdict::NoDifference {
             entry.0 += 1;
         }
     }
@@ -675,6 +687,7 @@ fn case_row(a: &CaseResult, b: &CaseResult, laws: (&Laws, &Laws), settings: Sett
         verdict,
         at_rate: at_rate(ma, mb, settings),
         note: (!note.is_empty()).then(|| note.join("; ")),
+        net: None,
     }
 }
 
@@ -720,6 +733,7 @@ fn derived_row(a: &DerivedResult, b: &DerivedResult, settings: Settings) -> Row 
         verdict,
         at_rate: at_rate(a.estimate_ns, b.estimate_ns, settings),
         note,
+        net: None,
     }
 }
 
@@ -737,7 +751,7 @@ pub fn slower_than(comparisons: &[Comparison], pct: f64) -> Vec<(&Comparison, &R
 pub fn tally(c: &Comparison) -> BTreeMap<&'static str, usize> {
     let mut t = BTreeMap::new();
     for r in &c.rows {
-        *t.entry(r.verdict.text()).or_insert(0) += 1;
+        *t.entry(counted(r).text()).or_insert(0) += 1;
     }
     t
 }
@@ -775,6 +789,7 @@ mod tests {
             ),
             at_rate: None,
             note: None,
+            net: None,
         }
     }
 

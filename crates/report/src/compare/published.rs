@@ -178,6 +178,7 @@ pub(super) fn published_pair(
             note: Some(note),
             baseline: a,
             other: b,
+            net: None,
         });
     }
 }
@@ -238,6 +239,7 @@ pub(super) fn published_only(c: &mut Comparison, p: &PublishedDoc, q: &Published
             verdict: Verdict::NotMeasuredHere,
             at_rate: at_rate(a, b, c.settings),
             note: Some(f.meaning.clone()),
+            net: None,
         });
     }
     let in_p: BTreeMap<&str, ()> = p.figures.iter().map(|f| (f.id.as_str(), ())).collect();

@@ -46,6 +46,10 @@ fn cells(c: &Comparison, r: &Row) -> Vec<String> {
         v.push(p_value(r.mann_whitney_p));
     }
     let mut verdict = r.verdict.text().to_string();
+    // Net of a control that moved, the verdict can differ: both are shown, the net one counts.
+    if let Some(n) = r.net.as_ref().filter(|n| n.verdict != r.verdict) {
+        verdict = format!("{verdict}; net {}", n.verdict.text());
+    }
     if !r.baseline.checks_passed || !r.other.checks_passed {
         verdict.push_str(" (!)");
     }
@@ -100,9 +104,21 @@ fn explanation(c: &Comparison) -> String {
          change the test confirms: too few samples to tell (run more rounds). (!) marks a \
          row with a failed mechanism check.",
             plain(c.settings.threshold_pct)
-        ),
+        ) + net_explained(c),
         &rate,
     )
+}
+
+/// How a verdict net of the machine's controls is made, when the runs have controls.
+fn net_explained(c: &Comparison) -> &'static str {
+    if c.machine.is_empty() {
+        return "";
+    }
+    " Each run timed two controls around every experiment, the system-call floor \
+     (syscall(-1)) and a fixed user-space loop: where one moved (its ratio's 95 % CI excludes \
+     1), the machine itself changed, and each figure is also judged net of the control it \
+     moves with (divided by its ratio, the interval widened by the control's); \"net\" marks \
+     a verdict that differs, and the counts are the net verdicts."
 }
 
 fn rate_after(mut s: String, rate: &str) -> String {
@@ -262,7 +278,7 @@ pub fn terminal_with(comparisons: &[Comparison], width: Option<u16>) -> String {
 }
 
 fn changed(r: &Row) -> bool {
-    matches!(r.verdict, Verdict::Slower | Verdict::Faster)
+    matches!(counted(r), Verdict::Slower | Verdict::Faster)
 }
 
 /// The comparison as terminal tables: a table too wide for `view.width` drops its difference,
@@ -281,6 +297,9 @@ pub fn terminal_view(comparisons: &[Comparison], view: View) -> String {
         }
         for l in intro(c) {
             s += &line(&l, 0);
+        }
+        if let Some(m) = super::machine::line(c) {
+            s += &line(&m, 0);
         }
         s.push('\n');
         if c.environment.is_empty() {
@@ -477,7 +496,7 @@ pub fn markdown(comparisons: &[Comparison]) -> String {
         }
         let mut lines = intro(c).into_iter();
         s += &format!("## {}\n\n", md_escape(&lines.next().unwrap_or_default()));
-        for l in lines {
+        for l in lines.chain(super::machine::line(c)) {
             s += &format!("{}\n\n", md_escape(&l));
         }
         if !c.environment.is_empty() {
@@ -589,7 +608,10 @@ pub fn since_last(
     Some(crate::layout::wrap(
         &format!(
             "Change since run {label} (the last with the same machine, settings and \
-             experiments): {}{}",
+             experiments): {}{}{}",
+            super::machine::in_words(&c, false)
+                .map(|m| format!("the machine itself ran {m} in this run, net "))
+                .unwrap_or_default(),
             summary(&c),
             if moved == 0 {
                 String::new()

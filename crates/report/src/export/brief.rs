@@ -529,6 +529,7 @@ mod tests {
             warnings: vec![],
             notes: vec![],
             load: None,
+            controls: None,
         };
         let (mut a, mut b) = (experiment("syscall"), experiment("switch"));
         a.warnings.push(
@@ -587,6 +588,7 @@ mod tests {
             warnings: vec![],
             notes: vec![],
             load: None,
+            controls: None,
         };
         let text = experiment(&e, Some(80));
         assert_eq!(text.matches("✗ tick.").count(), 1, "{text}");
@@ -625,6 +627,7 @@ mod tests {
                 warnings: vec![],
                 notes: vec![],
                 load: None,
+                controls: None,
             }
         };
         let (a, b, c) = (

@@ -137,6 +137,7 @@ mod tests {
             warnings: Vec::new(),
             notes: Vec::new(),
             load: None,
+            controls: None,
         }
     }
 

@@ -257,6 +257,7 @@ mod tests {
             warnings: vec![],
             notes: vec![],
             load: None,
+            controls: None,
         };
         let v = views(&e);
         assert_eq!(v.len(), 1, "no derived figure yet: the row without it");
@@ -296,6 +297,7 @@ mod tests {
             warnings: vec![],
             notes: vec![],
             load: None,
+            controls: None,
         };
         let v = views(&e);
         assert_eq!(v.len(), 2);

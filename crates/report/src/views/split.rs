@@ -318,6 +318,7 @@ mod tests {
             warnings: vec![],
             notes: vec![],
             load: None,
+            controls: None,
         };
         let v = views(&e);
         let speedup = v.iter().find(|v| v.title.contains("CPUs gave")).unwrap();

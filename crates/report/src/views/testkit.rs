@@ -29,6 +29,7 @@ pub(crate) fn experiment(name: &str, cases: Vec<CaseResult>) -> ExperimentResult
         warnings: vec![],
         notes: vec![],
         load: None,
+        controls: None,
     }
 }
 

@@ -227,6 +227,7 @@ pub(crate) mod tests {
             warnings: Vec::new(),
             notes: Vec::new(),
             load: None,
+            controls: None,
         }
     }
 

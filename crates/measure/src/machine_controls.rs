@@ -1,0 +1,124 @@
+//! The machine's own controls, timed just before and just after each experiment in its
+//! measuring process: the system-call floor (`syscall(-1)`, ENOSYS) and a fixed user-space
+//! loop. Two runs of one build differ in their controls only when the machine changed (a
+//! virtual machine's host slower at entering the kernel, a lower clock); a comparison holds
+//! every figure against the control it moves with before it blames the figure.
+
+use crate::context::Context;
+use oscost_model::{ExperimentOutput, MachineControls};
+use std::hint::black_box;
+
+/// Samples of each control per burst; a burst is taken before and after the experiment.
+const SAMPLES_PER_BURST: usize = 12;
+/// System calls per kernel-entry sample: about 50–150 µs, far above the clock's resolution.
+const CALLS_PER_SAMPLE: u32 = 500;
+/// Steps of the user-space loop per sample: a chain of dependent integer operations that no
+/// call, cache miss or memory access interrupts, so only the CPU's own speed moves it.
+const LOOP_STEPS: u32 = 20_000;
+
+/// One pass of the user-space loop: xorshift64, each step depending on the last.
+fn user_loop(seed: u64) -> u64 {
+    let mut x = seed | 1;
+    for _ in 0..LOOP_STEPS {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+    }
+    x
+}
+
+/// One burst of both controls, alternating sample by sample, pinned to the experiment's
+/// first CPU (the affinity put back after). `None` where the clock is fictional (the
+/// scripted machine) or the thread cannot be pinned.
+pub fn burst(ctx: &Context) -> Option<MachineControls> {
+    if ctx.clock.scripted().is_some() {
+        return None;
+    }
+    let before = oscost_sys::affinity().ok()?;
+    oscost_sys::set_affinity(&[ctx.first_cpu()]).ok()?;
+    let clock = ctx.clock;
+    let ns = |t0: u64, t1: u64| clock.ticks_to_ns(t1.saturating_sub(t0) as f64);
+    // One untimed pass of each first: the code and the kernel's path warm.
+    black_box(user_loop(black_box(7)));
+    for _ in 0..CALLS_PER_SAMPLE {
+        black_box(oscost_sys::calls::invalid_syscall());
+    }
+    let mut m = MachineControls::default();
+    for i in 0..SAMPLES_PER_BURST {
+        let t0 = clock.now();
+        for _ in 0..CALLS_PER_SAMPLE {
+            black_box(oscost_sys::calls::invalid_syscall());
+        }
+        let t1 = clock.now();
+        m.kernel_entry_ns
+            .push(ns(t0, t1) / f64::from(CALLS_PER_SAMPLE));
+        let t0 = clock.now();
+        black_box(user_loop(black_box(i as u64)));
+        let t1 = clock.now();
+        m.user_loop_ns.push(ns(t0, t1));
+    }
+    let _ = oscost_sys::set_affinity(&before);
+    Some(m)
+}
+
+/// Runs `experiment` between two bursts of the controls and keeps both in its output.
+pub fn around(
+    ctx: &Context,
+    experiment: impl FnOnce() -> anyhow::Result<ExperimentOutput>,
+) -> anyhow::Result<ExperimentOutput> {
+    let first = burst(ctx);
+    let mut out = experiment()?;
+    out.controls = match (first, burst(ctx)) {
+        (Some(mut a), Some(b)) => {
+            a.extend(b);
+            Some(a)
+        }
+        _ => None,
+    };
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::testing::with_tiny_ctx;
+
+    #[test]
+    fn a_burst_gives_every_sample_of_both_controls_and_leaves_the_affinity() {
+        with_tiny_ctx(|ctx| {
+            let before = oscost_sys::affinity().unwrap();
+            let m = burst(ctx).unwrap();
+            assert_eq!(oscost_sys::affinity().unwrap(), before);
+            assert_eq!(m.kernel_entry_ns.len(), SAMPLES_PER_BURST);
+            assert_eq!(m.user_loop_ns.len(), SAMPLES_PER_BURST);
+            // Every sample a real, positive time; a system call costs more than nothing.
+            assert!(m.kernel_entry_ns.iter().all(|&v| v > 0.0 && v.is_finite()));
+            assert!(m.user_loop_ns.iter().all(|&v| v > 0.0 && v.is_finite()));
+        });
+    }
+
+    #[test]
+    fn around_keeps_both_bursts_and_the_experiments_output() {
+        with_tiny_ctx(|ctx| {
+            let out = around(ctx, || {
+                Ok(ExperimentOutput {
+                    warnings: vec!["kept".into()],
+                    ..Default::default()
+                })
+            })
+            .unwrap();
+            assert_eq!(out.warnings.len(), 1);
+            let c = out.controls.unwrap();
+            assert_eq!(c.kernel_entry_ns.len(), 2 * SAMPLES_PER_BURST);
+            assert_eq!(c.user_loop_ns.len(), 2 * SAMPLES_PER_BURST);
+        });
+    }
+
+    #[test]
+    fn a_failed_experiment_is_returned_as_it_failed() {
+        with_tiny_ctx(|ctx| {
+            let e = around(ctx, || anyhow::bail!("refused")).unwrap_err();
+            assert_eq!(e.to_string(), "refused");
+        });
+    }
+}

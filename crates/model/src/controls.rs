@@ -1,0 +1,70 @@
+//! The machine's own controls: two fixed loads timed around every experiment, so that a
+//! comparison can tell a machine that changed (a virtual machine's host slower at entering the
+//! kernel, a lower clock) from a change of the figures themselves.
+
+use serde::{Deserialize, Serialize};
+
+/// Which control a figure moves with when the machine changes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ControlKind {
+    /// The system-call floor: the figure enters the kernel.
+    #[default]
+    KernelEntry,
+    /// The user-space work loop: the figure never leaves user space (a lock, an atomic, the
+    /// vDSO's clock).
+    UserLoop,
+}
+
+impl ControlKind {
+    /// Both controls, in the order they are shown.
+    pub const ALL: [ControlKind; 2] = [ControlKind::KernelEntry, ControlKind::UserLoop];
+
+    /// What the control times, in words.
+    pub fn what(self) -> &'static str {
+        match self {
+            ControlKind::KernelEntry => "entering the kernel (syscall(-1))",
+            ControlKind::UserLoop => "user-space work (a fixed loop)",
+        }
+    }
+
+    /// The figure's id in a comparison.
+    pub fn id(self) -> &'static str {
+        match self {
+            ControlKind::KernelEntry => "control.kernel_entry",
+            ControlKind::UserLoop => "control.user_loop",
+        }
+    }
+
+    /// Whether this is the default (for serde's `skip_serializing_if`).
+    pub fn is_kernel_entry(&self) -> bool {
+        *self == ControlKind::KernelEntry
+    }
+}
+
+/// The controls' samples around one experiment: taken just before it and just after it, in the
+/// same measuring process, pinned to the experiment's first CPU.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MachineControls {
+    /// `syscall(-1)` (ENOSYS), ns per call, one entry per sample.
+    pub kernel_entry_ns: Vec<f64>,
+    /// The fixed user-space loop, ns per pass, one entry per sample.
+    pub user_loop_ns: Vec<f64>,
+}
+
+impl MachineControls {
+    /// The samples of one control.
+    pub fn samples(&self, kind: ControlKind) -> &[f64] {
+        match kind {
+            ControlKind::KernelEntry => &self.kernel_entry_ns,
+            ControlKind::UserLoop => &self.user_loop_ns,
+        }
+    }
+
+    /// Appends another burst's samples.
+    pub fn extend(&mut self, more: MachineControls) {
+        self.kernel_entry_ns.extend(more.kernel_entry_ns);
+        self.user_loop_ns.extend(more.user_loop_ns);
+    }
+}

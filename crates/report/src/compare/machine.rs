@@ -1,0 +1,256 @@
+//! The machine's controls held against each other: whether the machine itself changed between
+//! two runs (the system-call floor and a fixed user-space loop, timed around every experiment),
+//! and each figure's verdict net of the control it moves with.
+//!
+//! A control "moved" when its ratio's 95 % interval excludes 1. A figure is then divided by
+//! its experiment's control ratio (the run's, where the experiment has none); its interval
+//! takes the control's ends too (interval arithmetic, conservative), and its rank test scales
+//! B's samples by the same ratio. Where the control held, the net verdict is the raw one.
+
+use super::verdict::{verdict, Evidence};
+use super::{Comparison, Row, Verdict};
+use oscost_model::schema::{CaseResult, ResultDoc};
+use oscost_model::{ControlKind, MachineControls};
+use oscost_stats::{mann_whitney_p, ratio_of_medians, MedianLaw, CONFIDENCE_95};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+
+/// One control from A to B.
+#[derive(Debug, Clone, Serialize)]
+pub struct ControlShift {
+    /// Which control.
+    pub control: ControlKind,
+    /// A's median, ns.
+    pub baseline_ns: f64,
+    /// B's median, ns.
+    pub other_ns: f64,
+    /// B / A.
+    pub ratio: f64,
+    /// Its 95 % interval (the exact law of each side's bootstrap median).
+    pub ratio_ci95: [f64; 2],
+    /// Whether the interval excludes 1: the machine itself changed in what the control times.
+    pub moved: bool,
+}
+
+impl ControlShift {
+    fn between(control: ControlKind, a: &[f64], b: &[f64]) -> Option<ControlShift> {
+        let (la, lb) = (MedianLaw::new(a)?, MedianLaw::new(b)?);
+        let r = ratio_of_medians(&la, &lb, CONFIDENCE_95)?;
+        Some(ControlShift {
+            control,
+            baseline_ns: la.median(),
+            other_ns: lb.median(),
+            ratio: r.estimate,
+            ratio_ci95: r.ci95,
+            moved: r.ci95[0] > 1.0 || r.ci95[1] < 1.0,
+        })
+    }
+
+    /// What a figure is divided by: the ratio when the control moved, else 1 (exactly).
+    fn divisor(&self) -> (f64, [f64; 2]) {
+        if self.moved {
+            (self.ratio, self.ratio_ci95)
+        } else {
+            (1.0, [1.0, 1.0])
+        }
+    }
+}
+
+/// A figure's verdict net of the control it moves with.
+#[derive(Debug, Clone, Serialize)]
+pub struct Net {
+    /// The control.
+    pub control: ControlKind,
+    /// What the figure's ratio was divided by: the control's ratio when it moved, else 1.
+    pub control_ratio: f64,
+    /// The figure's ratio over it.
+    pub ratio: f64,
+    /// Its 95 % interval, the control's interval taken in.
+    pub ratio_ci95: [f64; 2],
+    /// The rank test with B's samples scaled by the control's ratio, adjusted for every net
+    /// figure of the comparison (Benjamini–Hochberg); `None` for a derived figure.
+    pub mann_whitney_q: Option<f64>,
+    /// The verdict.
+    pub verdict: Verdict,
+}
+
+/// Every control of a run, pooled over its experiments.
+fn pooled(doc: &ResultDoc) -> Option<MachineControls> {
+    let mut all: Option<MachineControls> = None;
+    for c in doc.experiments.iter().filter_map(|e| e.controls.clone()) {
+        all.get_or_insert_with(MachineControls::default).extend(c);
+    }
+    all
+}
+
+type Homes = HashMap<String, (String, Option<usize>)>;
+
+/// A case by id, through the map of where each id is.
+fn case_of<'d>(doc: &'d ResultDoc, at: &Homes, id: &str) -> Option<&'d CaseResult> {
+    let (e, k) = at.get(id)?;
+    doc.experiments
+        .iter()
+        .find(|x| &x.name == e)?
+        .cases
+        .get((*k)?)
+}
+
+fn shifts(a: &MachineControls, b: &MachineControls) -> Vec<ControlShift> {
+    ControlKind::ALL
+        .iter()
+        .filter_map(|&k| ControlShift::between(k, a.samples(k), b.samples(k)))
+        .collect()
+}
+
+/// Holds the runs' controls against each other, sets the comparison's `machine` and every
+/// comparable row's `net`. Nothing is set when either run has no controls (an older document,
+/// a fictional machine).
+pub(super) fn net_of_machine(c: &mut Comparison, a: &ResultDoc, b: &ResultDoc) {
+    let (Some(pa), Some(pb)) = (pooled(a), pooled(b)) else {
+        return;
+    };
+    c.machine = shifts(&pa, &pb);
+    // Each experiment's own controls where both runs have them: a machine that changed in the
+    // middle of a run changed for the experiments after it.
+    let by_experiment: BTreeMap<&str, Vec<ControlShift>> = a
+        .experiments
+        .iter()
+        .filter_map(|ea| {
+            let eb = b.experiments.iter().find(|e| e.name == ea.name)?;
+            Some((
+                ea.name.as_str(),
+                shifts(ea.controls.as_ref()?, eb.controls.as_ref()?),
+            ))
+        })
+        .collect();
+    let homes = |doc: &ResultDoc| -> Homes {
+        let mut m = HashMap::new();
+        for e in &doc.experiments {
+            for (k, x) in e.cases.iter().enumerate() {
+                m.insert(x.id.clone(), (e.name.clone(), Some(k)));
+            }
+            for d in &e.derived {
+                m.insert(d.id.clone(), (e.name.clone(), None));
+            }
+        }
+        m
+    };
+    let (in_a, in_b) = (homes(a), homes(b));
+    let mut tested: Vec<(usize, f64)> = Vec::new();
+    for (i, r) in c.rows.iter_mut().enumerate() {
+        let (Some(ratio), Some(ci)) = (r.ratio, r.ratio_ci95) else {
+            continue;
+        };
+        if r.verdict == Verdict::NotComparable || r.verdict == Verdict::NotMeasuredHere {
+            continue;
+        }
+        let (ca, cb) = (case_of(a, &in_a, &r.id), case_of(b, &in_b, &r.id));
+        let kind = ca.map_or(ControlKind::KernelEntry, |x| x.control);
+        let own = in_a
+            .get(&r.id)
+            .and_then(|(e, _)| by_experiment.get(e.as_str()))
+            .and_then(|v| v.iter().find(|s| s.control == kind));
+        let Some(shift) = own.or_else(|| c.machine.iter().find(|s| s.control == kind)) else {
+            continue;
+        };
+        let (d, [d_lo, d_hi]) = shift.divisor();
+        let p = match (ca, cb) {
+            (Some(_), Some(_)) if d == 1.0 => r.mann_whitney_p,
+            (Some(x), Some(y)) => {
+                let scaled: Vec<f64> = y.raw_ns.iter().map(|v| v / d).collect();
+                mann_whitney_p(&x.raw_ns, &scaled)
+            }
+            _ => None,
+        };
+        if let Some(p) = p {
+            tested.push((i, p));
+        }
+        r.net = Some(Net {
+            control: kind,
+            control_ratio: d,
+            ratio: ratio / d,
+            ratio_ci95: [ci[0] / d_hi, ci[1] / d_lo],
+            mann_whitney_q: None,
+            verdict: Verdict::NotComparable,
+        });
+    }
+    let q = oscost_stats::benjamini_hochberg(&tested.iter().map(|t| t.1).collect::<Vec<_>>());
+    let q_of: BTreeMap<usize, f64> = tested.iter().map(|t| t.0).zip(q).collect();
+    let threshold = c.settings.threshold_pct;
+    for (i, r) in c.rows.iter_mut().enumerate() {
+        let derived = r.kind != "case";
+        let Some(n) = r.net.as_mut() else {
+            continue;
+        };
+        n.mann_whitney_q = q_of.get(&i).copied();
+        // A case whose test could not run cannot be confirmed: it keeps an interval alone only
+        // when it is a derived figure, which never has a test.
+        let test = if derived {
+            None
+        } else {
+            Some(n.mann_whitney_q.unwrap_or(1.0))
+        };
+        n.verdict = verdict(
+            Evidence {
+                ratio: n.ratio,
+                ci: n.ratio_ci95,
+                test,
+            },
+            threshold,
+        );
+    }
+}
+
+/// The verdict a row counts as: net of the machine's controls where it has one.
+pub fn counted(r: &Row) -> Verdict {
+    r.net.as_ref().map_or(r.verdict, |n| n.verdict)
+}
+
+/// What changed in the machine itself, in words (`35 % slower at entering the kernel; unchanged
+/// at user-space work`), with each moved control's figures when `detail`; `None` when no
+/// control moved.
+pub fn in_words(c: &Comparison, detail: bool) -> Option<String> {
+    if !c.machine.iter().any(|s| s.moved) {
+        return None;
+    }
+    let parts: Vec<String> = c
+        .machine
+        .iter()
+        .map(|s| {
+            let what = match s.control {
+                ControlKind::KernelEntry => "at entering the kernel",
+                ControlKind::UserLoop => "at user-space work",
+            };
+            if !s.moved {
+                return format!("unchanged {what}");
+            }
+            let pct = (s.ratio - 1.0) * 100.0;
+            let mut p = format!(
+                "{:.0} % {} {what}",
+                pct.abs(),
+                if pct > 0.0 { "slower" } else { "faster" }
+            );
+            if detail {
+                p += &format!(
+                    " ({} {:.1} → {:.1} ns, 95 % CI of the ratio {:.3}–{:.3})",
+                    s.control.id(),
+                    s.baseline_ns,
+                    s.other_ns,
+                    s.ratio_ci95[0],
+                    s.ratio_ci95[1]
+                );
+            }
+            p
+        })
+        .collect();
+    Some(parts.join("; "))
+}
+
+/// The line that goes first when a control moved: what changed in the machine itself.
+pub fn line(c: &Comparison) -> Option<String> {
+    Some(format!(
+        "The machine itself ran {} in B: each figure's verdict is also given net of the control \
+         it moves with, and the counts are the net verdicts.",
+        in_words(c, true)?
+    ))
+}

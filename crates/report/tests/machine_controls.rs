@@ -1,0 +1,153 @@
+//! `compare` with the machine's controls: a machine that changed is said first and each
+//! figure judged net of the control it moves with; a run without controls is judged as before.
+
+mod common;
+use common::scaled;
+use oscost_model::{ControlKind, MachineControls, ResultDoc};
+use oscost_report::compare::{self, Settings, Source, Verdict};
+use std::path::PathBuf;
+
+fn golden() -> ResultDoc {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/golden/oscost-2.json");
+    oscost_model::read(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Controls around every experiment: 24 samples spread ±2 % about `kernel` and `user` ns.
+fn with_controls(mut doc: ResultDoc, kernel: f64, user: f64) -> ResultDoc {
+    let spread = |base: f64| -> Vec<f64> {
+        (0..24)
+            .map(|i| base * (1.0 + (f64::from(i % 9) - 4.0) * 0.005))
+            .collect()
+    };
+    for e in &mut doc.experiments {
+        e.controls = Some(MachineControls {
+            kernel_entry_ns: spread(kernel),
+            user_loop_ns: spread(user),
+        });
+    }
+    doc
+}
+
+fn run(a: &ResultDoc, b: &ResultDoc) -> compare::Comparison {
+    compare::compare(
+        &[
+            ("a".into(), Source::Measured(a)),
+            ("b".into(), Source::Measured(b)),
+        ],
+        Settings::default(),
+    )
+    .pop()
+    .unwrap()
+}
+
+fn row<'a>(c: &'a compare::Comparison, id: &str) -> &'a compare::Row {
+    c.rows.iter().find(|r| r.id == id).unwrap()
+}
+
+#[test]
+fn a_machine_slower_at_entering_the_kernel_is_said_and_the_figures_judged_net_of_it() {
+    let mut a = with_controls(golden(), 100.0, 40_000.0);
+    // B: the kernel entry 35 % slower, every kernel figure with it, user space as it was; one
+    // figure slower by far more than the machine.
+    let mut b = with_controls(golden(), 135.0, 40_000.0);
+    for id in ["example.cost100", "example.cost250", "example-more.cost60"] {
+        b = scaled(b, id, 1.35);
+    }
+    b = scaled(b, "example.cost400", 2.7);
+    b.experiments[1].cases[1].control = ControlKind::UserLoop;
+    a.experiments[1].cases[1].control = ControlKind::UserLoop;
+    let c = run(&a, &b);
+    let kernel = c
+        .machine
+        .iter()
+        .find(|s| s.control == ControlKind::KernelEntry)
+        .unwrap();
+    assert!(
+        kernel.moved && (kernel.ratio - 1.35).abs() < 0.01,
+        "{kernel:?}"
+    );
+    let user = c
+        .machine
+        .iter()
+        .find(|s| s.control == ControlKind::UserLoop)
+        .unwrap();
+    assert!(!user.moved, "{user:?}");
+    // Raw: slower; net of the kernel entry: no difference.
+    let moved_with = row(&c, "example.cost250");
+    assert_eq!(moved_with.verdict, Verdict::Slower);
+    let net = moved_with.net.as_ref().unwrap();
+    assert_eq!(net.verdict, Verdict::NoDifference, "{net:?}");
+    assert!((net.ratio - 1.0).abs() < 0.02);
+    // Twice the machine's change: slower either way.
+    let real = row(&c, "example.cost400").net.as_ref().unwrap();
+    assert_eq!(real.verdict, Verdict::Slower);
+    assert!((real.ratio - 2.0).abs() < 0.03, "{real:?}");
+    // A user-space figure that did not move: divided by nothing.
+    let user_row = row(&c, "example-more.cost150").net.as_ref().unwrap();
+    assert_eq!(user_row.control, ControlKind::UserLoop);
+    assert_eq!(user_row.control_ratio, 1.0);
+    assert_eq!(user_row.verdict, Verdict::NoDifference);
+    // Said first, in one line; the counts are the net verdicts; the table shows both.
+    let text = compare::terminal_with(std::slice::from_ref(&c), Some(200));
+    let said = text
+        .lines()
+        .position(|l| l.contains("The machine itself ran 35 % slower at entering the kernel"))
+        .unwrap();
+    let table = text
+        .lines()
+        .position(|l| l.contains("example.cost250"))
+        .unwrap();
+    assert!(said < table, "{text}");
+    assert!(text.contains("unchanged at user-space work"), "{text}");
+    assert!(text.contains("slower; net no difference"), "{text}");
+    let t = compare::tally(&c);
+    assert_eq!(t.get("slower"), Some(&1), "{t:?}");
+    // The CSV carries the net figure; the JSON the controls.
+    let csv = compare::csv(std::slice::from_ref(&c)).unwrap();
+    assert!(csv
+        .lines()
+        .next()
+        .unwrap()
+        .ends_with("net_ratio,net_verdict"));
+    let json = compare::json(std::slice::from_ref(&c)).unwrap();
+    assert!(json.contains("\"machine\"") && json.contains("\"kernel_entry\""));
+}
+
+#[test]
+fn controls_that_held_change_no_verdict() {
+    let a = with_controls(golden(), 100.0, 40_000.0);
+    let b = with_controls(scaled(golden(), "example.cost250", 1.3), 100.0, 40_000.0);
+    let c = run(&a, &b);
+    assert!(c.machine.iter().all(|s| !s.moved));
+    for r in &c.rows {
+        if let Some(n) = &r.net {
+            assert_eq!(n.verdict, r.verdict, "{}", r.id);
+            assert_eq!(n.control_ratio, 1.0);
+        }
+    }
+    assert_eq!(row(&c, "example.cost250").verdict, Verdict::Slower);
+    assert!(!compare::terminal(std::slice::from_ref(&c)).contains("The machine itself"));
+}
+
+#[test]
+fn a_run_without_controls_is_judged_raw() {
+    let a = golden();
+    let b = with_controls(scaled(golden(), "example.cost250", 1.35), 135.0, 40_000.0);
+    let c = run(&a, &b);
+    assert!(c.machine.is_empty());
+    assert!(c.rows.iter().all(|r| r.net.is_none()));
+    assert_eq!(row(&c, "example.cost250").verdict, Verdict::Slower);
+}
+
+#[test]
+fn controls_round_trip_through_the_document() {
+    let a = with_controls(golden(), 100.0, 40_000.0);
+    let text = serde_json::to_string(&a).unwrap();
+    let back = oscost_model::read(&text).unwrap();
+    assert_eq!(back.experiments[0].controls, a.experiments[0].controls);
+    // A document without them still reads.
+    let old = serde_json::to_string(&golden()).unwrap();
+    assert!(oscost_model::read(&old).unwrap().experiments[0]
+        .controls
+        .is_none());
+}
