@@ -110,6 +110,13 @@ fn busy_document(mut doc: ResultDoc) -> ResultDoc {
     for experiment in &mut doc.experiments {
         experiment.load = Some(busy_load());
         experiment.notes.push("an example note".into());
+        experiment.controls = Some(oscost_model::MachineControls {
+            kernel_entry_ns: vec![100.0, 101.0],
+            user_loop_ns: vec![40_000.0, 40_100.0],
+        });
+        if let Some(case) = experiment.cases.last_mut() {
+            case.control = oscost_model::ControlKind::UserLoop;
+        }
         for case in &mut experiment.cases {
             case.warnings.push("an example warning".into());
             case.notes.push("an example note".into());

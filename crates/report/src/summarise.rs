@@ -145,6 +145,9 @@ pub fn experiment(
         }
     }
     notes.dedup();
+    if let Some(w) = out.controls.as_ref().and_then(machine_changed) {
+        warnings.push(w.into());
+    }
     ExperimentResult {
         name: name.into(),
         params: out.params,
@@ -164,6 +167,35 @@ pub fn experiment(
         load,
         controls: out.controls,
     }
+}
+
+/// Above this change of a control's median between the burst before an experiment and the
+/// burst after it, the machine changed while the experiment ran ...
+const CONTROL_CHANGE: f64 = 0.10;
+/// ... when the rank test agrees this strongly that the two bursts differ.
+const CONTROL_P: f64 = 0.001;
+
+/// The warning that the machine itself changed while the experiment ran: one of its controls
+/// read differently before it and after it.
+fn machine_changed(c: &oscost_model::MachineControls) -> Option<String> {
+    let seen: Vec<String> = oscost_model::ControlKind::ALL
+        .iter()
+        .filter_map(|&k| {
+            let v = c.samples(k);
+            let (before, after) = v.split_at(v.len() / 2);
+            let (b, a) = (oscost_stats::median(before), oscost_stats::median(after));
+            let p = oscost_stats::mann_whitney_p(before, after)?;
+            ((a / b - 1.0).abs() > CONTROL_CHANGE && p < CONTROL_P)
+                .then(|| format!("{} read {b:.1} ns before it and {a:.1} ns after", k.id()))
+        })
+        .collect();
+    (!seen.is_empty()).then(|| {
+        format!(
+            "the machine itself changed while this experiment ran ({}): its figures mix two \
+             machines; run it again",
+            seen.join(", ")
+        )
+    })
 }
 
 /// What of an experiment's load could widen its intervals: other programs' CPU time above
@@ -299,6 +331,31 @@ mod tests {
         assert_eq!(r.cases[0].warnings, out.cases[0].warnings);
         assert_eq!(r.cases[0].notes, out.cases[0].notes);
         assert_eq!(r.cases[0].notes[1].kind(), MessageKind::ShortOperation);
+    }
+
+    #[test]
+    fn controls_that_moved_during_the_experiment_are_a_warning_and_steady_ones_are_not() {
+        let bursts = |before: f64, after: f64| oscost_model::MachineControls {
+            kernel_entry_ns: (0..24)
+                .map(|i| if i < 12 { before } else { after } + f64::from(i % 5))
+                .collect(),
+            user_loop_ns: (0..24).map(|i| 40_000.0 + f64::from(i % 7)).collect(),
+        };
+        let with = |c| ExperimentOutput {
+            controls: Some(c),
+            ..Default::default()
+        };
+        let moved = experiment("x", with(bursts(108.0, 91.0)), 1.0, None);
+        assert_eq!(moved.warnings.len(), 1, "{:?}", moved.warnings);
+        let w = moved.warnings[0].to_string();
+        assert!(
+            w.contains("control.kernel_entry read 109.5 ns before it and 93.0 ns after"),
+            "{w}"
+        );
+        assert!(!w.contains("user_loop"), "{w}");
+        let steady = experiment("x", with(bursts(100.0, 101.0)), 1.0, None);
+        assert!(steady.warnings.is_empty(), "{:?}", steady.warnings);
+        assert!(steady.controls.is_some());
     }
 
     #[test]
