@@ -123,7 +123,8 @@ fn two_or_more(
             (label.clone(), s)
         })
         .collect();
-    let comparisons = compare::compare(&sources, settings);
+    let mut comparisons = compare::compare(&sources, settings);
+    run_to_run_spread(&mut comparisons, &loaded, history);
     // Nothing compared at all is a mistaken input, not a passed gate: refused, in one line.
     let nothing: Vec<String> = comparisons
         .iter()
@@ -194,4 +195,43 @@ fn two_or_more(
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Earlier runs of B's machine read for its figures' run-to-run spread.
+const SPREAD_RUNS: usize = 10;
+
+/// Widens each comparison's intervals by the spread between earlier runs comparable with its
+/// B (same host, fingerprint, experiments and size) where the history holds enough of them.
+/// A history that cannot be read leaves the comparison as it is: the spread is an addition.
+fn run_to_run_spread(
+    comparisons: &mut [compare::Comparison],
+    loaded: &[Loaded],
+    history: HistoryAt,
+) {
+    let Some((location, explicit)) = history else {
+        return;
+    };
+    if let oscost_history::Location::File(path) = location {
+        if !path.exists() {
+            return;
+        }
+    }
+    let Ok(store) = crate::store::open_read_only(location, *explicit, "") else {
+        return;
+    };
+    let Some(Loaded::Measured(a)) = loaded.first() else {
+        return;
+    };
+    for (c, l) in comparisons.iter_mut().zip(&loaded[1..]) {
+        let Loaded::Measured(b) = l else {
+            continue;
+        };
+        let besides: Vec<&str> = [a.run_id.as_deref(), b.run_id.as_deref()]
+            .into_iter()
+            .flatten()
+            .collect();
+        if let Ok(runs) = store.comparable_runs(b, &besides, SPREAD_RUNS) {
+            compare::with_spread(c, &compare::spread_of(&runs));
+        }
+    }
 }

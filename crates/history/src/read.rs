@@ -252,6 +252,46 @@ impl History {
         })
     }
 
+    /// Up to `max` runs comparable with `doc` as [`History::last_comparable`] judges, newest
+    /// first, none of them `doc` itself nor a run in `besides`: the runs whose spread tells
+    /// how much this machine's figures move from one run to the next.
+    pub fn comparable_runs(
+        &self,
+        doc: &ResultDoc,
+        besides: &[&str],
+        max: usize,
+    ) -> Result<Vec<ResultDoc>, HistoryError> {
+        let quick = |words: &[&str]| words.contains(&"--quick");
+        let line = doc.environment.command_line.join(" ");
+        let mine: Vec<&str> = line.split(' ').collect();
+        let names: Vec<&str> = doc.experiments.iter().map(|e| e.name.as_str()).collect();
+        let own = match &doc.run_id {
+            Some(id) => id.clone(),
+            None => derived_run_id(doc)?,
+        };
+        let runs = self.alike(
+            &doc.environment,
+            &own,
+            |words, experiments| {
+                quick(words) == quick(&mine)
+                    && experiments
+                        .iter()
+                        .map(String::as_str)
+                        .eq(names.iter().copied())
+            },
+            max + besides.len(),
+        )?;
+        Ok(runs
+            .into_iter()
+            .filter(|d| {
+                d.run_id
+                    .as_deref()
+                    .is_none_or(|id| !besides.iter().any(|b| b.eq_ignore_ascii_case(id)))
+            })
+            .take(max)
+            .collect())
+    }
+
     /// The newest run other than `own` on the machine `env` describes (the same host when it
     /// names one, the same environment fingerprint) that `accept` takes, judged by its command
     /// line (split at spaces, as it is kept) and its experiments' names in order; only that
@@ -263,6 +303,19 @@ impl History {
         own: &str,
         accept: impl Fn(&[&str], &[String]) -> bool,
     ) -> Result<Option<ResultDoc>, HistoryError> {
+        Ok(self.alike(env, own, accept, 1)?.pop())
+    }
+
+    /// Up to `max` of the runs [`History::newest_alike`] looks at that `accept` takes, newest
+    /// first.
+    fn alike(
+        &self,
+        env: &oscost_model::Environment,
+        own: &str,
+        accept: impl Fn(&[&str], &[String]) -> bool,
+        max: usize,
+    ) -> Result<Vec<ResultDoc>, HistoryError> {
+        let mut found = Vec::new();
         // On a store many machines share, twins of one fingerprint are still other hosts.
         let (host_filter, host) = match env.host() {
             Some(h) => (
@@ -294,10 +347,13 @@ impl History {
                 .map(|r| first(r).string())
                 .collect();
             if accept(&line.split(' ').collect::<Vec<_>>(), &names) {
-                return self.get(&id).map(Some);
+                found.push(self.get(&id)?);
+                if found.len() >= max {
+                    break;
+                }
             }
         }
-        Ok(None)
+        Ok(found)
     }
 
     /// The figure of case (or derived figure) `case_id` in every run that has it, oldest

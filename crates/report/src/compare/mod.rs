@@ -21,6 +21,7 @@ mod env;
 mod machine;
 mod percentiles;
 mod published;
+mod spread;
 mod text;
 mod verdict;
 
@@ -29,6 +30,7 @@ pub use env::env_diffs;
 pub use machine::{counted, ControlShift, Net};
 pub use percentiles::PercentileRow;
 use published::{published_only, published_pair};
+pub use spread::{spread_of, with_spread, RunSpread};
 pub use text::{
     markdown, nothing_in_common, since_last, terminal, terminal_view, terminal_with, View,
 };
@@ -104,6 +106,17 @@ pub struct Comparison {
     /// either run has none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub machine: Vec<ControlShift>,
+    /// Earlier runs of this machine whose run-to-run spread the intervals include, when the
+    /// history held enough of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spread_runs: Option<usize>,
+    /// Rows whose interval took that spread in (figures the earlier runs held).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub spread_rows: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// The published side of a comparison: where the figures come from.
@@ -357,6 +370,8 @@ fn empty(base_label: &str, label: &str, settings: Settings) -> Comparison {
         foreign_ids: Vec::new(),
         percentiles: Vec::new(),
         machine: Vec::new(),
+        spread_runs: None,
+        spread_rows: 0,
     }
 }
 

@@ -109,6 +109,18 @@ fn explanation(c: &Comparison) -> String {
     )
 }
 
+/// Whose spread the intervals include, when the history held enough comparable runs.
+fn spread_line(c: &Comparison) -> Option<String> {
+    let n = c.spread_runs?;
+    Some(format!(
+        "The intervals of {} figure{} include how much each moved between {n} earlier runs of \
+         this machine in the history (a random effect of each run), not only the spread within \
+         A and B.",
+        c.spread_rows,
+        if c.spread_rows == 1 { "" } else { "s" }
+    ))
+}
+
 /// How a verdict net of the machine's controls is made, when the runs have controls.
 fn net_explained(c: &Comparison) -> &'static str {
     if c.machine.is_empty() {
@@ -330,6 +342,9 @@ pub fn terminal_view(comparisons: &[Comparison], view: View) -> String {
             s += &fit(&cols, &rows, width, Overflow::List { headline: verdict });
         }
         s += &line(&summary(c), 2);
+        if let Some(l) = spread_line(c) {
+            s += &line(&l, 2);
+        }
         if view.only_changed && shown.len() < c.rows.len() {
             s += &line(
                 &format!(
@@ -529,6 +544,9 @@ pub fn markdown(comparisons: &[Comparison]) -> String {
             s.push('\n');
         }
         s += &format!("{}\n\n", summary(c));
+        if let Some(l) = spread_line(c) {
+            s += &format!("{}\n\n", md_escape(&l));
+        }
         if let Some(d) = &c.drift {
             s += &format!("**Warning:** {}\n\n", md_escape(d));
         }
