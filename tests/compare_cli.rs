@@ -613,3 +613,36 @@ fn group_by_from_a_history_reads_each_hosts_newest_run_and_counts_the_others() {
         assert!(verdict != "slower" && verdict != "faster", "{r}");
     }
 }
+
+/// A result document that gives one case id to two cases is refused by name when loaded, by
+/// compare, report and history import alike.
+#[test]
+fn a_document_with_a_case_id_twice_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(golden()).unwrap()).unwrap();
+    let cases = doc["experiments"][0]["cases"].as_array_mut().unwrap();
+    let twin = cases[0].clone();
+    let id = twin["id"].as_str().unwrap().to_owned();
+    cases.push(twin);
+    let twice = dir.path().join("twice.json");
+    std::fs::write(&twice, doc.to_string()).unwrap();
+    let needle = format!("the id `{id}` is given to two cases or figures");
+    refused(oscost().arg("compare").arg(golden()).arg(&twice), &needle);
+    refused(
+        oscost()
+            .arg("report")
+            .arg(&twice)
+            .arg("-o")
+            .arg(dir.path().join("r.html")),
+        &needle,
+    );
+    refused(
+        oscost()
+            .arg("--history")
+            .arg(dir.path().join("h.sqlite3"))
+            .args(["history", "import"])
+            .arg(&twice),
+        &needle,
+    );
+}

@@ -30,8 +30,7 @@ impl Home {
     /// oscost with this data directory and tables at their natural width.
     fn oscost(&self) -> assert_cmd::Command {
         let mut c = common::oscost();
-        c.env("XDG_DATA_HOME", self.dir.path().join("data"))
-            .env_remove("COLUMNS");
+        c.env("XDG_DATA_HOME", self.dir.path().join("data"));
         c
     }
 

@@ -31,7 +31,6 @@ impl Env {
     fn run_with(&self, vars: &[(&str, &str)], args: &[&str]) -> (i32, String, String) {
         let mut c = common::oscost();
         c.env("XDG_DATA_HOME", self.path("data"))
-            .env_remove("COLUMNS")
             .env_remove("OSCOST_HISTORY")
             .env_remove("OSCOST_HISTORY_FILE");
         for (k, v) in vars {

@@ -32,7 +32,11 @@ const AFTER_HELP: &str = "Examples:
   oscost list                     experiments and what they measure
   oscost env                      the machine description stored with every result
   oscost history list             the runs kept in the history (every run is saved there)
-  oscost history trend syscall.getpid --svg t.svg   one figure across runs, drawn";
+  oscost history trend syscall.getpid --svg t.svg   one figure across runs, drawn
+
+Width: tables and text fit COLUMNS when it is set, else the terminal, else 80 columns (piped
+or redirected): columns of less weight are dropped first, then tables fold. For every row
+whole at any width, write --csv FILE or --json FILE (`-` for stdout).";
 
 /// Top-level command line.
 #[derive(Debug, Parser)]
@@ -52,7 +56,7 @@ pub struct GlobalOpts {
     #[arg(long, global = true, value_name = "FILE")]
     pub json: Option<PathBuf>,
 
-    /// Write one CSV row per case to FILE; `-` for stdout
+    /// Write one CSV row per case to FILE, whole at any width; `-` for stdout
     #[arg(long, global = true, value_name = "FILE")]
     pub csv: Option<PathBuf>,
 

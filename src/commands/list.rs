@@ -46,4 +46,24 @@ mod tests {
         assert!(narrow.lines().all(|l| l.chars().count() <= 60), "{narrow}");
         assert!(narrow.lines().count() > l.lines().count());
     }
+
+    #[test]
+    fn every_summary_starts_in_one_column_at_any_width() {
+        let name_width = REGISTRY
+            .iter()
+            .filter(|e| !e.hidden)
+            .map(|e| e.name.len())
+            .max()
+            .unwrap_or(0);
+        for width in [None, Some(60), Some(200)] {
+            let l = list(width);
+            for line in l.lines() {
+                let (name, summary) = line.split_at(name_width + 2);
+                assert!(
+                    !summary.starts_with(' ') && name.ends_with("  "),
+                    "{width:?}: {line}"
+                );
+            }
+        }
+    }
 }

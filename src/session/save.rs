@@ -72,8 +72,12 @@ pub fn save(saving: Saving, doc: &ResultDoc, cfg: &Config) -> anyhow::Result<boo
 }
 
 /// A history error that names the database when the error itself does not (SQLite's "disk I/O
-/// error" and "database or disk is full" name no file).
+/// error" and "database or disk is full" name no file), and says "disk full" where it is one.
 fn located(history: &oscost_history::History, e: oscost_history::HistoryError) -> String {
+    let file = oscost_history::Location::File(history.path().to_owned());
+    if let Some(full) = crate::store::disk_full(&e, &file) {
+        return full;
+    }
     let text = e.to_string();
     let path = history.shown().to_owned();
     if text.contains(&path) {

@@ -60,14 +60,21 @@ pub fn isolate_in<'a>(
 /// `cmd` with its default history under `data`, and none named by the environment of whoever
 /// runs the tests: a store they set for their own runs (`OSCOST_HISTORY`, a shared PostgreSQL
 /// one) would take precedence and receive the tests' runs. A test that wants one sets it after.
+/// Text is laid out to [`WIDE`] columns, the same for whoever runs the tests.
 fn isolate_at<'a>(
     cmd: &'a mut std::process::Command,
     data: &Path,
 ) -> &'a mut std::process::Command {
     cmd.env("XDG_DATA_HOME", data)
+        .env("COLUMNS", WIDE)
         .env_remove("OSCOST_HISTORY")
         .env_remove("OSCOST_HISTORY_FILE")
 }
+
+/// The `COLUMNS` the tests run oscost with: wider than any table, so that their assertions
+/// read rows and sentences whole. A pipe without `COLUMNS` gets 80 columns; the tests of
+/// widths set or remove `COLUMNS` themselves.
+pub const WIDE: &str = "1000";
 
 /// The oscost binary, its history in [`data_home`].
 pub fn oscost_std() -> std::process::Command {
@@ -76,12 +83,9 @@ pub fn oscost_std() -> std::process::Command {
     cmd
 }
 
-/// [`oscost_std`] for assertions, without the terminal width of whoever runs the tests
-/// (`COLUMNS`), so tables are laid out alike everywhere.
+/// [`oscost_std`] for assertions.
 pub fn oscost() -> assert_cmd::Command {
-    let mut cmd = assert_cmd::Command::from_std(oscost_std());
-    cmd.env_remove("COLUMNS");
-    cmd
+    assert_cmd::Command::from_std(oscost_std())
 }
 
 /// Runs `cmd` with `--json FILE` in a fresh directory and asserts a refusal: exit 2, one

@@ -215,7 +215,29 @@ fn similar_hint(similar: &[String]) -> String {
     }
 }
 
+/// Free space below which an SQLite I/O error is taken for a full disk: a write of the
+/// history (a run's compressed document and its rows) rarely needs more.
+pub(crate) const FULL_BELOW_BYTES: u64 = 1 << 20;
+
 impl HistoryError {
+    /// Whether this is a full disk: SQLite's SQLITE_FULL, or one of its I/O errors while the
+    /// file system holding the database has less than [`FULL_BELOW_BYTES`] free (`free`, as
+    /// this user may write it). SQLite reports ENOSPC met on its WAL index or when growing a
+    /// file as a plain "disk I/O error", which names no cause a user can act on.
+    pub fn is_disk_full(&self, free: Option<u64>) -> bool {
+        let cause = match self {
+            HistoryError::Open { cause, .. } | HistoryError::Sqlite(cause) => cause,
+            _ => return false,
+        };
+        match cause.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::DiskFull) => true,
+            Some(rusqlite::ErrorCode::SystemIoFailure) => {
+                free.is_some_and(|f| f < FULL_BELOW_BYTES)
+            }
+            _ => false,
+        }
+    }
+
     /// Whether SQLite said another connection holds the database (busy or locked).
     pub(crate) fn is_busy(&self) -> bool {
         let cause = match self {
@@ -226,5 +248,30 @@ impl HistoryError {
             cause.sqlite_error_code(),
             Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sqlite(code: i32) -> HistoryError {
+        HistoryError::Sqlite(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(code),
+            None,
+        ))
+    }
+
+    #[test]
+    fn a_full_disk_is_said_as_one() {
+        let full = sqlite(rusqlite::ffi::SQLITE_FULL);
+        assert!(full.is_disk_full(None) && full.is_disk_full(Some(1 << 30)));
+        // An I/O error is a full disk only where the file system has no room left.
+        let io = sqlite(rusqlite::ffi::SQLITE_IOERR_WRITE);
+        assert!(io.is_disk_full(Some(0)) && io.is_disk_full(Some(4096)));
+        assert!(!io.is_disk_full(Some(1 << 30)) && !io.is_disk_full(None));
+        let busy = sqlite(rusqlite::ffi::SQLITE_BUSY);
+        assert!(!busy.is_disk_full(Some(0)));
+        assert!(!HistoryError::Empty.is_disk_full(Some(0)));
     }
 }

@@ -190,11 +190,20 @@ pub fn change(pct: f64) -> String {
     format!("{} %", signed(pct))
 }
 
-/// A mechanism check as a note, with the rule its count was held to: `✓ 2.00 switches per
-/// round trip (≥ 2)`, `✓ 1.00 minor faults per page (1 ± 0.05)`, `FAILED: 1.50 events per op
-/// (= 2)`; a check from a document written before rules were recorded says `(2 expected)`.
+/// A mechanism check as a note: what was counted, in the check's words, and the rule it was
+/// held to: `✓ 2.00 switches per round trip (at least 2)`, `✓ 1.00 minor faults per page
+/// (expected 1 ± 0.05)`, `FAILED: 1.50 events per op (expected 2)`. A check whose name ends in
+/// a unit shows it on its values instead: `run_time_per_period_ns` reads `1.002 ms run time per
+/// period (expected 1 ms ± 50 µs)`, `_pct` values end in `%`.
 pub fn check(k: &oscost_model::case::Check) -> String {
     use oscost_model::case::Bound;
+    let (name, unit) = match k.name.strip_suffix("_ns") {
+        Some(n) => (n, CheckUnit::Ns),
+        None => match k.name.strip_suffix("_pct") {
+            Some(n) => (n, CheckUnit::Pct),
+            None => (k.name.as_str(), CheckUnit::Count),
+        },
+    };
     // Two decimals, unless the rule holds a value that two decimals would show as 0: then
     // three significant digits, for the rule and the count alike.
     let values: Vec<f64> = match k.bound {
@@ -204,31 +213,49 @@ pub fn check(k: &oscost_model::case::Check) -> String {
         None => vec![],
     };
     let fine = values.iter().any(|&v| v != 0.0 && v.abs() < 0.01);
-    let at = |x: f64| {
-        if fine && x != 0.0 {
-            sig(x)
-        } else {
-            trim(&format!("{x:.2}"))
-        }
+    let at = |x: f64| match unit {
+        CheckUnit::Ns => time(x),
+        _ if fine && x != 0.0 => unit.after(sig(x)),
+        _ => unit.after(trim(&format!("{x:.2}"))),
     };
     let rule = match k.bound {
-        Some(Bound::AtLeast(m)) => format!("≥ {}", at(m)),
-        Some(Bound::AtMost(m)) => format!("≤ {}", at(m)),
-        Some(Bound::Within(0.0)) => format!("= {}", at(k.expected)),
-        Some(Bound::Within(t)) => format!("{} ± {}", at(k.expected), at(t)),
-        Some(Bound::Between(a, b)) => format!("{} to {}", at(a), at(b)),
-        None => format!("{} expected", plain(k.expected)),
+        Some(Bound::AtLeast(m)) => format!("at least {}", at(m)),
+        Some(Bound::AtMost(m)) => format!("at most {}", at(m)),
+        Some(Bound::Within(0.0)) | None => format!("expected {}", at(k.expected)),
+        Some(Bound::Within(t)) => format!("expected {} ± {}", at(k.expected), at(t)),
+        Some(Bound::Between(a, b)) => format!("expected {} to {}", at(a), at(b)),
     };
-    let counted = if fine && k.counted != 0.0 {
-        sig(k.counted)
-    } else {
-        format!("{:.2}", k.counted)
+    let counted = match unit {
+        CheckUnit::Ns => fmt_ns(k.counted),
+        _ if fine && k.counted != 0.0 => unit.after(sig(k.counted)),
+        _ => unit.after(format!("{:.2}", k.counted)),
     };
-    let v = format!("{counted} {} ({rule})", k.name.replace('_', " "));
+    let v = format!("{counted} {} ({rule})", name.replace('_', " "));
     if k.passed {
         format!("✓ {v}")
     } else {
         format!("FAILED: {v}")
+    }
+}
+
+/// The unit a check's name ends in, shown on its values rather than in its words.
+#[derive(Clone, Copy)]
+enum CheckUnit {
+    /// A duration (`_ns`): shown as one, `1.002 ms`.
+    Ns,
+    /// Percent or percentage points (`_pct`).
+    Pct,
+    /// A count or a ratio: the number alone.
+    Count,
+}
+
+impl CheckUnit {
+    /// `v` followed by the unit's sign, if it has one.
+    fn after(self, v: String) -> String {
+        match self {
+            CheckUnit::Pct => format!("{v} %"),
+            _ => v,
+        }
     }
 }
 
@@ -249,25 +276,55 @@ mod tests {
     fn checks_say_the_rule_they_held_the_count_to() {
         use oscost_model::case::{Bound, Check};
         let at_least = Check::at_least("switches_per_round_trip", 2.0, 4.2, 0.0, "");
-        assert_eq!(check(&at_least), "✓ 4.20 switches per round trip (≥ 2)");
+        assert_eq!(
+            check(&at_least),
+            "✓ 4.20 switches per round trip (at least 2)"
+        );
         let near = Check::near("minor_faults_per_page", 1.0, 1.0, 0.05, "");
-        assert_eq!(check(&near), "✓ 1.00 minor faults per page (1 ± 0.05)");
+        assert_eq!(
+            check(&near),
+            "✓ 1.00 minor faults per page (expected 1 ± 0.05)"
+        );
         let exact = Check::near("children_reaped", 86.0, 85.0, 0.0, "");
-        assert_eq!(check(&exact), "FAILED: 85.00 children reaped (= 86)");
+        assert_eq!(check(&exact), "FAILED: 85.00 children reaped (expected 86)");
         // A bound far below 0.01 keeps its digits, and so does a small count.
         let small = Check::at_least("faults_per_page", 1.0 / 512.0, 0.0625, 0.0, "");
-        assert_eq!(check(&small), "✓ 0.0625 faults per page (≥ 0.00195)");
+        assert_eq!(check(&small), "✓ 0.0625 faults per page (at least 0.00195)");
         let tiny = Check::at_least("faults_per_page", 1.0 / 512.0, 0.001, 0.0, "");
-        assert_eq!(check(&tiny), "FAILED: 0.001 faults per page (≥ 0.00195)");
+        assert_eq!(
+            check(&tiny),
+            "FAILED: 0.001 faults per page (at least 0.00195)"
+        );
         let control = Check::near("switches_per_op", 0.0, 0.000125, 0.05, "");
-        assert_eq!(check(&control), "✓ 0.00 switches per op (0 ± 0.05)");
+        assert_eq!(
+            check(&control),
+            "✓ 0.00 switches per op (expected 0 ± 0.05)"
+        );
         let mut between = Check::near("switches_per_hop", 1.0, 1.2, 0.0, "");
         between.bound = Some(Bound::Between(0.95, 2.0));
-        assert_eq!(check(&between), "FAILED: 1.20 switches per hop (0.95 to 2)");
+        assert_eq!(
+            check(&between),
+            "FAILED: 1.20 switches per hop (expected 0.95 to 2)"
+        );
         // A document written before the rule was recorded.
         let mut old = Check::at_least("switches_per_round_trip", 2.0, 4.2, 0.0, "");
         old.bound = None;
-        assert_eq!(check(&old), "✓ 4.20 switches per round trip (2 expected)");
+        assert_eq!(check(&old), "✓ 4.20 switches per round trip (expected 2)");
+    }
+
+    #[test]
+    fn a_check_named_with_a_unit_shows_it_on_its_values() {
+        use oscost_model::case::Check;
+        let period = Check::near("run_time_per_period_ns", 1e6, 1_001_804.55, 50_000.0, "");
+        assert_eq!(
+            check(&period),
+            "✓ 1.002 ms run time per period (expected 1 ms ± 50 µs)"
+        );
+        let share = Check::near("largest_share_miss_pct", 0.0, 7.5, 5.0, "");
+        assert_eq!(
+            check(&share),
+            "FAILED: 7.50 % largest share miss (expected 0 % ± 5 %)"
+        );
     }
 
     #[test]

@@ -2,8 +2,10 @@
 //! is still too wide is folded into several narrower ones (each repeating the first column)
 //! or shown as one block of lines per row. A figure or an id is never cut or wrapped.
 //!
-//! Without a width (output to a file or a pipe) every table keeps its natural width, so a
-//! program reading it sees every column.
+//! Without a width every table keeps its natural width. The commands always give one
+//! ([`layout_width`]: 80 columns for a pipe or a file), so that what is read on a terminal
+//! after `| less` or from a saved file fits too; a program reads every column from
+//! `--csv` or `--json` instead.
 //!
 //! Text around the tables is wrapped between words ([`wrap`]), never inside one, to the width
 //! [`layout_width`] finds.
@@ -260,8 +262,9 @@ pub fn wrap_words(text: &str, width: usize) -> String {
 }
 
 /// `text` wrapped at spaces to `width` columns, continuation lines indented by `indent`
-/// spaces (a word longer than a line is left whole); unchanged without a width. Ends in a
-/// newline.
+/// spaces (a word longer than a line is left whole); unchanged without a width. The spaces
+/// between two words on one line are kept as they were (a name padded to a column stays in
+/// its column); a line ends where they were. Ends in a newline.
 pub fn wrap(text: &str, width: Option<u16>, indent: usize) -> String {
     let Some(width) = width.map(usize::from) else {
         return format!("{text}\n");
@@ -270,15 +273,23 @@ pub fn wrap(text: &str, width: Option<u16>, indent: usize) -> String {
     let mut out = String::new();
     let mut line = " ".repeat(text.len() - body.len());
     let mut words = 0;
-    for word in body.split(' ').filter(|w| !w.is_empty()) {
-        if words > 0 && text_width(&line) + 1 + text_width(word) > width {
+    let mut rest = body;
+    while !rest.is_empty() {
+        let word_at = rest.len() - rest.trim_start_matches(' ').len();
+        let (gap, after) = rest.split_at(word_at);
+        let (word, after) = after.split_at(after.find(' ').unwrap_or(after.len()));
+        rest = after;
+        if word.is_empty() {
+            break;
+        }
+        if words > 0 && text_width(&line) + gap.len() + text_width(word) > width {
             out += &line;
             out.push('\n');
             line = " ".repeat(indent);
             words = 0;
         }
         if words > 0 {
-            line.push(' ');
+            line += gap;
         }
         line += word;
         words += 1;
@@ -288,15 +299,28 @@ pub fn wrap(text: &str, width: Option<u16>, indent: usize) -> String {
     out
 }
 
+/// Width text goes to a pipe or a file with: a pager or an editor shows lines this long
+/// whole, where a row of several hundred columns wraps into noise.
+pub const PIPED_WIDTH: u16 = 80;
+
 /// The width text is laid out to: `COLUMNS` when it is set to a number (it overrides the
-/// terminal), else the width of the terminal standard output (or standard error) is; none
-/// (natural width) for a pipe or a file.
+/// terminal), else the width of the terminal standard output (or standard error) is, else
+/// [`PIPED_WIDTH`] for a pipe or a file. Always `Some`; the `Option` is what the layout
+/// functions take, where `None` keeps a table's natural width.
 pub fn layout_width(stderr: bool) -> Option<u16> {
-    std::env::var("COLUMNS")
-        .ok()
+    Some(width_from(
+        std::env::var("COLUMNS").ok().as_deref(),
+        terminal_width(stderr),
+    ))
+}
+
+/// [`layout_width`] from the value of `COLUMNS` and the terminal's width.
+fn width_from(columns: Option<&str>, terminal: Option<u16>) -> u16 {
+    columns
         .and_then(|c| c.trim().parse::<u16>().ok())
         .filter(|&c| c > 0)
-        .or_else(|| terminal_width(stderr))
+        .or(terminal)
+        .unwrap_or(PIPED_WIDTH)
 }
 
 /// The width of the terminal that standard output (or standard error) is, if it is one.
@@ -338,6 +362,28 @@ mod tests {
             ],
         ];
         (cols, rows)
+    }
+
+    #[test]
+    fn columns_else_the_terminal_else_80() {
+        assert_eq!(width_from(Some("60"), Some(120)), 60);
+        assert_eq!(width_from(Some(" 200 "), None), 200);
+        assert_eq!(width_from(None, Some(120)), 120);
+        assert_eq!(width_from(Some("wide"), Some(120)), 120);
+        assert_eq!(width_from(Some("0"), None), PIPED_WIDTH);
+        assert_eq!(width_from(None, None), PIPED_WIDTH);
+    }
+
+    #[test]
+    fn wrapping_keeps_the_padding_between_words_on_a_line() {
+        let s = wrap("ring     a token passed round a ring of tasks", Some(30), 9);
+        assert_eq!(
+            s,
+            "ring     a token passed round\n         a ring of tasks\n"
+        );
+        // Where a line breaks, the spaces go with it.
+        assert_eq!(wrap("  ab   cd", Some(6), 4), "  ab\n    cd\n");
+        assert_eq!(wrap("ab  ", Some(6), 0), "ab\n");
     }
 
     #[test]

@@ -257,3 +257,22 @@ fn the_report_draws_net_round_trips_by_socket_kind() {
     );
     assert!(html.contains("net.unix-dgram.rtt.cross"));
 }
+
+/// A failed case the datasheet marks is not named again in the list under it; one it does not
+/// show is.
+#[test]
+fn a_failed_case_is_named_once() {
+    let mut doc = suite();
+    for c in doc.experiments.iter_mut().flat_map(|e| e.cases.iter_mut()) {
+        if c.id == "syscall.getpid" || c.id == "syscall.lseek" {
+            c.checks_passed = false;
+        }
+    }
+    let html = report(&[("suite.json".into(), &doc)]).unwrap();
+    // getpid in the datasheet's row, lseek (no datasheet line) in the list.
+    for id in ["syscall.getpid", "syscall.lseek"] {
+        let code = format!("<code>{id}</code>");
+        assert_eq!(html.matches(&code).count(), 1, "{id}");
+    }
+    assert!(!html.contains("failed a check</span> <code>syscall.getpid"));
+}

@@ -86,6 +86,19 @@ pub fn fs_type(path: &Path) -> io::Result<i64> {
     Ok(st.f_type as i64)
 }
 
+/// Bytes this user may still write on the file system `path` is on (`f_bavail` blocks of
+/// `statfs(2)`: without the blocks reserved for root).
+pub fn free_bytes(path: &Path) -> io::Result<u64> {
+    let p = c_path(path)?;
+    // SAFETY: statfs is plain data, written by the kernel.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: p is NUL-terminated; st is writable.
+    if unsafe { libc::statfs(p.as_ptr(), &mut st) } != 0 {
+        return Err(last_error("statfs"));
+    }
+    Ok((st.f_bavail as u64).saturating_mul(st.f_bsize as u64))
+}
+
 /// One mount of this process's mount table (`/proc/self/mountinfo`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MountEntry {

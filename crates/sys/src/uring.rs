@@ -34,15 +34,45 @@ pub struct Ring {
 
 /// Why a ring could not be made, in one line with what to do.
 fn setup_error(e: io::Error) -> io::Error {
-    let why = match (e.raw_os_error(), disabled_setting()) {
+    let memlock = crate::rlimit(libc::RLIMIT_MEMLOCK).ok();
+    let why = setup_why(&e, disabled_setting(), memlock);
+    io::Error::new(e.kind(), why)
+}
+
+/// [`setup_error`]'s text from what it reads: `disabled`, the `io_uring_disabled` setting;
+/// `memlock`, the locked-memory limit (soft, hard) in bytes, `None` for unlimited.
+fn setup_why(
+    e: &io::Error,
+    disabled: Option<u32>,
+    memlock: Option<(Option<u64>, Option<u64>)>,
+) -> String {
+    match (e.raw_os_error(), disabled) {
         (Some(libc::ENOSYS), _) => "this kernel has no io_uring (CONFIG_IO_URING)".to_owned(),
         (Some(libc::EPERM), Some(d)) if d > 0 => format!(
             "io_uring is disabled here (/proc/sys/kernel/io_uring_disabled is {d}): set it to 0 \
              to measure it"
         ),
+        // The kernel counts memory a ring pins against the locked-memory limit of a process
+        // without CAP_IPC_LOCK (the ring itself too, on kernels before 5.12), and `ulimit -l
+        // 0` refused even one ring: the errno alone reads as the machine out of memory.
+        (Some(libc::ENOMEM), _) => {
+            let kib = |v: Option<u64>| {
+                v.map_or_else(|| "unlimited".into(), |b| format!("{} KiB", b / 1024))
+            };
+            let (soft, hard) = memlock.map_or_else(
+                || ("unknown".to_owned(), "unknown".to_owned()),
+                |(s, h)| (kib(s), kib(h)),
+            );
+            format!(
+                "io_uring_setup: cannot allocate memory for the ring: most likely the \
+                 locked-memory limit (RLIMIT_MEMLOCK soft={soft}, hard={hard}), which counts \
+                 what a ring pins for a user without CAP_IPC_LOCK; raise it with \
+                 `ulimit -l 65536` (KiB) or `prlimit --memlock=67108864 --pid PID`, or run as \
+                 root"
+            )
+        }
         _ => format!("io_uring_setup failed: {e}"),
-    };
-    io::Error::new(e.kind(), why)
+    }
 }
 
 impl Ring {
@@ -243,6 +273,30 @@ mod tests {
     use super::*;
     use crate::skip::skip;
     use std::os::fd::AsFd;
+
+    #[test]
+    fn a_ring_refused_for_memory_names_the_memory_lock_limit() {
+        let e = io::Error::from_raw_os_error(libc::ENOMEM);
+        let why = setup_why(&e, Some(0), Some((Some(0), Some(65536 * 1024))));
+        assert!(
+            why.contains("RLIMIT_MEMLOCK soft=0 KiB, hard=65536 KiB"),
+            "{why}"
+        );
+        assert!(
+            why.contains("ulimit -l") && why.contains("prlimit --memlock"),
+            "{why}"
+        );
+        let unlimited = setup_why(&e, None, Some((None, None)));
+        assert!(
+            unlimited.contains("soft=unlimited, hard=unlimited"),
+            "{unlimited}"
+        );
+        // Other refusals keep their own words.
+        let off = setup_why(&io::Error::from_raw_os_error(libc::EPERM), Some(2), None);
+        assert!(off.contains("io_uring_disabled is 2"), "{off}");
+        let other = setup_why(&io::Error::from_raw_os_error(libc::EINVAL), Some(0), None);
+        assert!(other.starts_with("io_uring_setup failed: "), "{other}");
+    }
 
     #[test]
     fn nops_and_reads_complete_in_batches() {

@@ -40,10 +40,15 @@ pub fn run(cmd: HistoryCommand, cfg: &Config) -> anyhow::Result<ExitCode> {
     if result.is_err() && stop.load(std::sync::atomic::Ordering::SeqCst) {
         return Err(anyhow::Error::new(oscost_measure::Cancelled));
     }
-    // SQLite's own errors ("disk I/O error") name no file: name the database.
-    result.map_err(|e| match e.downcast_ref::<HistoryError>() {
-        Some(HistoryError::Sqlite(_)) => e.context(db.shown()),
-        _ => e,
+    // SQLite's own errors ("disk I/O error") name no file: name the database, and say "disk
+    // full" where it is one.
+    result.map_err(|e| {
+        let h = e.downcast_ref::<HistoryError>();
+        match (h.and_then(|h| crate::store::disk_full(h, db)), h) {
+            (Some(full), _) => anyhow::anyhow!(full),
+            (None, Some(HistoryError::Sqlite(_))) => e.context(db.shown()),
+            _ => e,
+        }
     })
 }
 

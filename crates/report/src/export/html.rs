@@ -204,6 +204,8 @@ struct Run {
     started_at: String,
     facts: Vec<Fact>,
     glance: Glance,
+    /// The failed cases the datasheet does not already mark, named under it.
+    failed_unlisted: Vec<String>,
     load: Vec<String>,
     environment: String,
     experiments: Vec<Experiment>,
@@ -530,6 +532,13 @@ fn run(i: usize, label: &str, doc: &ResultDoc, several: bool) -> Run {
                 .collect()
         })
         .unwrap_or_default();
+    let datasheet = sheet_rows(doc);
+    let failed_unlisted = glance
+        .failed
+        .iter()
+        .filter(|id| !datasheet.iter().any(|l| l.failed && &l.source == *id))
+        .cloned()
+        .collect();
     Run {
         studies: Vec::new(),
         studies_first: false,
@@ -539,9 +548,10 @@ fn run(i: usize, label: &str, doc: &ResultDoc, several: bool) -> Run {
         started_at: opt(&doc.started_at),
         facts: facts(doc),
         glance,
+        failed_unlisted,
         load,
         environment: render_environment(&doc.environment),
-        datasheet: sheet_rows(doc),
+        datasheet,
         // With several runs the comparison draws them all on one chart.
         datasheet_figure: if several {
             None

@@ -37,7 +37,7 @@ pub fn markdown(doc: &ResultDoc) -> String {
     for e in &doc.experiments {
         s += &format!("\n## {}\n\n", e.name);
         let unit = doc.environment.clock.tick_unit.as_str();
-        let (head, r) = rows(e, unit);
+        let (head, r) = rows(e, unit, false);
         s += &md_table(&head, &r);
         let d = derived_rows(e);
         if !d.is_empty() {

@@ -15,7 +15,8 @@ pub(crate) const QUIET_WHEN_PASSED: &[&str] = &[
 
 /// Notes for a case: failed checks, noise, and the kind of each warning (`warm-up did not
 /// settle`), in words that stand on their own when the warnings themselves are not printed.
-fn notes(c: &CaseResult) -> String {
+/// `cut`: a warning of no known kind is cut to a column's room (a terminal's).
+fn notes(c: &CaseResult, cut: bool) -> String {
     let mut n = Vec::new();
     for k in &c.checks {
         // Checks that must come out exact are news only when they fail.
@@ -27,7 +28,7 @@ fn notes(c: &CaseResult) -> String {
     if c.noisy {
         n.push("noisy".into());
     }
-    for t in super::warnings::tags(c) {
+    for t in super::warnings::tags(c, cut) {
         if !n.contains(&t) {
             n.push(t);
         }
@@ -36,9 +37,11 @@ fn notes(c: &CaseResult) -> String {
 }
 
 /// The head and rows of an experiment's table of cases; `tick_unit` names the counter column.
+/// `cut`: notes are cut to fit a terminal's column; a file (Markdown) keeps them whole.
 pub(super) fn rows<'a>(
     e: &ExperimentResult,
     tick_unit: &'a str,
+    cut: bool,
 ) -> (Vec<&'a str>, Vec<Vec<String>>) {
     let with_rate = e.cases.iter().any(|c| c.at_rate.is_some());
     let mut head = vec!["case", "median", "95% CI", tick_unit, "min", "p95"];
@@ -63,7 +66,7 @@ pub(super) fn rows<'a>(
                     .map_or("-".into(), |a| format!("{:.3} %", a.share_pct)),
             );
         }
-        r.push(notes(c));
+        r.push(notes(c, cut));
         out.push(r);
     }
     (head, out)

@@ -204,7 +204,7 @@ pub fn experiment(e: &ExperimentResult, tick_unit: &str, opts: &ExportOptions) -
     let mut s = format!("{}\n", e.name);
     let mut notes_below = Vec::new();
     let mut shares = false;
-    let (head, r) = rows(e, tick_unit);
+    let (head, r) = rows(e, tick_unit, true);
     if !r.is_empty() {
         let (t, below, kept) = table(&head, r, tick_unit, width);
         s += &t.to_string();

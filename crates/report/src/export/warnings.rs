@@ -174,12 +174,13 @@ impl<'a> Group<'a> {
     }
 }
 
-/// What the notes column says of a case's warnings and notes: each kind's tag, once.
-pub(super) fn tags(c: &CaseResult) -> Vec<String> {
+/// What the notes column says of a case's warnings and notes: each kind's tag, once; with
+/// `cut`, a text of no known kind longer than [`UNKNOWN_TAG_CHARS`] cut there with `…`.
+pub(super) fn tags(c: &CaseResult, cut: bool) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for w in c.warnings.iter().chain(&c.notes) {
         let k = Group::of(w).key();
-        let tag = if k.chars().count() > UNKNOWN_TAG_CHARS {
+        let tag = if cut && k.chars().count() > UNKNOWN_TAG_CHARS {
             let cut: String = k.chars().take(UNKNOWN_TAG_CHARS - 1).collect();
             format!("{}…", cut.trim_end())
         } else {
