@@ -137,7 +137,7 @@ fn in_workers<R: Send, E: Send>(
         work()
     } else {
         std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..threads).map(|_| scope.spawn(&work)).collect();
+            let handles: Vec<_> = (0..threads).map(|_| scope.spawn(work)).collect();
             handles
                 .into_iter()
                 .flat_map(|h| match h.join() {
