@@ -1,7 +1,7 @@
 //! What `compare`, `compare --group-by` and `report` read: result files, history runs and
 //! published baselines, named on the command line.
 
-use oscost_model::{PublishedDoc, ResultDoc};
+use oscost_model::{PublishedDoc, ResultDoc, ResultHead};
 use std::path::Path;
 
 /// Prefix that names a published baseline on the command line.
@@ -17,17 +17,52 @@ pub enum Loaded {
 
 /// Reads a result file and names the file in every error.
 pub fn read_result_file(path: &Path) -> anyhow::Result<ResultDoc> {
+    let text = read_text(path)?;
+    oscost_model::read(&text).map_err(|e| unreadable(path, &text, e))
+}
+
+/// The head of a result file (its run, start time and environment; its experiments passed
+/// over, not built) and the digest of its bytes, with [`read_result_file`]'s errors for all
+/// that the head shows wrong.
+pub fn read_result_head(path: &Path) -> anyhow::Result<(ResultHead, String)> {
+    let text = read_text(path)?;
+    let digest = oscost_history::digest(text.as_bytes());
+    let head = oscost_model::read_head(&text).map_err(|e| unreadable(path, &text, e))?;
+    Ok((head, digest))
+}
+
+/// [`read_result_file`] of a file whose head was read with [`read_result_head`] (`digest` its
+/// bytes' digest then): refused when the file changed since, since what was chosen by its
+/// head might not be what it now holds.
+pub fn read_result_file_again(path: &Path, digest: &str) -> anyhow::Result<ResultDoc> {
+    let text = read_text(path)?;
+    if oscost_history::digest(text.as_bytes()) != digest {
+        anyhow::bail!(
+            "{}: changed while oscost read it (run the command again once it is written)",
+            path.display()
+        );
+    }
+    oscost_model::read(&text).map_err(|e| unreadable(path, &text, e))
+}
+
+/// The text of a file, the file named in every error.
+fn read_text(path: &Path) -> anyhow::Result<String> {
     let shown = path.display();
-    let text = match std::fs::read(path) {
+    match std::fs::read(path) {
         Ok(bytes) => String::from_utf8(bytes).map_err(|_| {
             anyhow::anyhow!("{shown}: not a text file (give an oscost --json result)")
-        })?,
+        }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             anyhow::bail!("{shown}: no such file")
         }
         Err(e) => anyhow::bail!("{shown}: cannot read it ({e})"),
-    };
-    oscost_model::read(&text).map_err(|e| match e {
+    }
+}
+
+/// Why the file at `path`, holding `text`, is not a result oscost reads.
+fn unreadable(path: &Path, text: &str, e: oscost_model::ReadError) -> anyhow::Error {
+    let shown = path.display();
+    match e {
         oscost_model::ReadError::NotADocument(why) if text.trim().is_empty() => {
             anyhow::anyhow!("{shown}: the file is empty ({why})")
         }
@@ -35,7 +70,7 @@ pub fn read_result_file(path: &Path) -> anyhow::Result<ResultDoc> {
             "{shown}: not an oscost result (give a file written by oscost --json; {why})"
         ),
         e => anyhow::anyhow!("{shown}: {e}"),
-    })
+    }
 }
 
 /// The history runs are looked up in, and whether the user named it.
@@ -59,7 +94,23 @@ pub fn load(arg: &str, history: HistoryAt) -> anyhow::Result<Loaded> {
     }
     load_run(arg, history)
         .map(|d| Loaded::Measured(Box::new(d)))
-        .map_err(|e| anyhow::anyhow!("{arg}: no such file, and {e:#}"))
+        .map_err(|e| not_found(arg, e))
+}
+
+/// The error of an input that names no file and no run of the history that can be read.
+pub fn not_found(arg: &str, e: anyhow::Error) -> anyhow::Error {
+    anyhow::anyhow!("{arg}: no such file, and {e:#}")
+}
+
+/// The head of a run of the history named on the command line, and its full id (to read the
+/// run by later), with [`load`]'s errors.
+pub fn run_head(arg: &str, history: HistoryAt) -> anyhow::Result<(ResultHead, String)> {
+    let head = || -> anyhow::Result<(ResultHead, String)> {
+        let history = open_history(history)?;
+        let id = history.resolve(arg)?;
+        Ok((history.head(&id)?, id))
+    };
+    head().map_err(|e| not_found(arg, e))
 }
 
 /// Whether a command-line input names a result file rather than a run of the history: an
@@ -70,6 +121,12 @@ pub fn names_a_file(arg: &str) -> bool {
 
 /// A run of the history, when the history exists (a comparison never creates a file).
 pub fn load_run(arg: &str, history: HistoryAt) -> anyhow::Result<ResultDoc> {
+    let history = open_history(history)?;
+    Ok(history.get(&history.resolve(arg)?)?)
+}
+
+/// The history runs are looked up in, opened to read, when it exists.
+fn open_history(history: HistoryAt) -> anyhow::Result<oscost_history::History> {
     let hint = "give a result file, a run of the history, or published:NAME";
     let Some((location, explicit)) = history else {
         anyhow::bail!("no history to look in ({hint})");
@@ -79,7 +136,5 @@ pub fn load_run(arg: &str, history: HistoryAt) -> anyhow::Result<ResultDoc> {
             anyhow::bail!("no history at {} ({hint})", path.display());
         }
     }
-    let history =
-        crate::store::open_read_only(location, *explicit, "give --history the database to read")?;
-    Ok(history.get(&history.resolve(arg)?)?)
+    crate::store::open_read_only(location, *explicit, "give --history the database to read")
 }

@@ -522,6 +522,89 @@ fn group_by_counts_a_run_given_twice_once() {
     );
 }
 
+/// The runs are compared with the reference by one worker or several, each reading its run
+/// when it starts: the same fleet either way, older runs counted and never read whole.
+#[test]
+fn group_by_gives_one_fleet_at_any_number_of_jobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut files: Vec<PathBuf> = ["h1", "h2", "h3", "h4", "h5"]
+        .iter()
+        .map(|h| on_host(dir.path(), h))
+        .collect();
+    // h3 slower, and an older run of h2 whose experiments are not even valid: only its head is
+    // read, since h2's newer run stands for it.
+    let slow = slower_copy(dir.path());
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&slow).unwrap()).unwrap();
+    let h3: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&files[2]).unwrap()).unwrap();
+    doc["environment"] = h3["environment"].clone();
+    doc["run_id"] = h3["run_id"].clone();
+    std::fs::write(&files[2], doc.to_string()).unwrap();
+    let mut old: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&files[1]).unwrap()).unwrap();
+    old["run_id"] = "00000000-0000-4000-8000-0000000000aa".into();
+    old["started_at"] = "2020-01-01T00:00:00Z".into();
+    old["experiments"][0]["cases"][0]["samples"] = "many".into();
+    let older = dir.path().join("h2-older.json");
+    std::fs::write(&older, old.to_string()).unwrap();
+    files.push(older);
+    let fleet_json = |jobs: &str| {
+        let out = oscost()
+            .args([
+                "compare",
+                "--group-by",
+                "host",
+                "--jobs",
+                jobs,
+                "--json",
+                "-",
+            ])
+            .args(&files)
+            .arg("--quiet")
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        String::from_utf8(out).unwrap()
+    };
+    let one = fleet_json("1");
+    assert_eq!(fleet_json("2"), one);
+    assert_eq!(fleet_json("4"), one);
+    let v: serde_json::Value = serde_json::from_str(&one).unwrap();
+    let groups = v["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 5, "{v}");
+    assert_eq!(groups[1]["older_runs"], 1, "{v}");
+    let row = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == "example.cost250")
+        .unwrap();
+    assert_eq!(row["cells"][2]["verdict"], "slower", "{row}");
+    for jobs in ["0", "-1", "two", "1025"] {
+        refused(
+            oscost()
+                .args(["compare", "--group-by", "host", "--jobs", jobs])
+                .args(&files),
+            "is not a number of comparisons at once from 1 to 1024",
+        );
+    }
+    refused(
+        oscost().args(["compare", "--jobs", "2"]).args(&files),
+        "--group-by",
+    );
+    // A chosen run that is no result is named as when every file was read whole.
+    std::fs::write(&files[4], "{\"schema\": \"oscost/2\", ").unwrap();
+    refused(
+        oscost()
+            .args(["compare", "--group-by", "host", "--jobs", "2"])
+            .args(&files),
+        "h5.json: not an oscost result (give a file written by oscost --json;",
+    );
+}
+
 #[test]
 fn host_name_and_runner_are_recorded_with_the_run() {
     let dir = tempfile::tempdir().unwrap();

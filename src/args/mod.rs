@@ -9,7 +9,8 @@ use clap::{Args, Parser, Subcommand};
 use oscost_measure::experiments::{ExperimentArgs, REGISTRY};
 use std::path::PathBuf;
 use values::{
-    parse_budget, parse_min_runs, parse_pct, parse_rate, parse_samples, parse_since, parse_warmup,
+    parse_budget, parse_jobs, parse_min_runs, parse_pct, parse_rate, parse_samples, parse_since,
+    parse_warmup,
 };
 
 const ABOUT: &str = "oscost measures what the operating system costs a program: system calls, \
@@ -373,6 +374,10 @@ pub struct CompareArgs {
     /// group in name order)
     #[arg(long, value_name = "NAME", requires = "group_by")]
     pub reference: Option<String>,
+    /// With --group-by: how many groups are compared with the reference at once, each
+    /// holding its run's document while it is compared (default: the CPUs oscost may use)
+    #[arg(long, value_name = "N", requires = "group_by", value_parser = parse_jobs)]
+    pub jobs: Option<usize>,
     /// Changes smaller than PCT percent are noise whatever the statistics say: two runs
     /// of one build on one machine differ by several percent, a virtual machine's by more
     #[arg(long, value_name = "PCT", default_value_t = 10.0,

@@ -24,6 +24,16 @@ pub(super) fn parse_rate(s: &str) -> Result<f64, String> {
     }
 }
 
+/// How many comparisons `compare --group-by` runs at once, 1 to 1024 (`--jobs`).
+pub(super) fn parse_jobs(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<i64>() {
+        Ok(n) if (1..=1024).contains(&n) => Ok(n as usize),
+        _ => Err(format!(
+            "`{s}` is not a number of comparisons at once from 1 to 1024"
+        )),
+    }
+}
+
 /// A number of samples per case, 3 to 100000.
 pub(super) fn parse_samples(s: &str) -> Result<u32, String> {
     match s.trim().parse::<i64>() {
@@ -115,4 +125,20 @@ pub enum BillTrace {
     Bpf,
     /// No probe: the kernel's own accounting only.
     None,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jobs_are_a_whole_number_from_one() {
+        assert_eq!(parse_jobs("1"), Ok(1));
+        assert_eq!(parse_jobs(" 8 "), Ok(8));
+        assert_eq!(parse_jobs("1024"), Ok(1024));
+        for bad in ["0", "-2", "1025", "two", "", "1.5"] {
+            let e = parse_jobs(bad).unwrap_err();
+            assert!(e.contains("from 1 to 1024"), "{bad}: {e}");
+        }
+    }
 }

@@ -23,7 +23,15 @@ pub fn run(args: CompareArgs, cfg: &Config) -> anyhow::Result<ExitCode> {
             );
         }
         let reference = args.reference.as_deref();
-        return super::fleet::run(&args.inputs, field, reference, settings, cfg, db.as_ref());
+        return super::fleet::run(
+            &args.inputs,
+            field,
+            reference,
+            settings,
+            args.jobs,
+            cfg,
+            db.as_ref(),
+        );
     }
     if args.inputs.len() < 2 {
         anyhow::bail!("compare needs two results or more (or --group-by FIELD for groups of runs)");

@@ -6,7 +6,7 @@ use crate::{
     derived_run_id, env_differences, env_fingerprint, History, HistoryError, NewestRun, RunSummary,
     TrendPoint, Window, MIN_PREFIX,
 };
-use oscost_model::ResultDoc;
+use oscost_model::{ResultDoc, ResultHead};
 use std::collections::HashMap;
 
 /// The columns `list` and `resolve` sort by: newest first. A document without a start time
@@ -178,6 +178,30 @@ impl History {
     /// The document of the run with the full id `run_id` (see [`History::resolve`]), read
     /// with [`oscost_model::read`] so that documents of older schemas load too.
     pub fn get(&self, run_id: &str) -> Result<ResultDoc, HistoryError> {
+        let text = self.text(run_id)?;
+        let doc = oscost_model::read(&text).map_err(|why| HistoryError::Document {
+            run_id: run_id.into(),
+            why,
+        })?;
+        own_run(run_id, doc.run_id.as_deref())?;
+        Ok(doc)
+    }
+
+    /// The head of the run with the full id `run_id`: its id, start time and environment, read
+    /// with [`oscost_model::read_head`] so that its experiments are not built. What
+    /// [`History::get`] would refuse in the document's head is refused here alike.
+    pub fn head(&self, run_id: &str) -> Result<ResultHead, HistoryError> {
+        let text = self.text(run_id)?;
+        let head = oscost_model::read_head(&text).map_err(|why| HistoryError::Document {
+            run_id: run_id.into(),
+            why,
+        })?;
+        own_run(run_id, head.run_id.as_deref())?;
+        Ok(head)
+    }
+
+    /// The stored text of the run with the full id `run_id`, checked against its digest.
+    fn text(&self, run_id: &str) -> Result<String, HistoryError> {
         // Since schema 3 the document is in `documents`, compressed; before, in `runs`.
         let row = self
             .query(
@@ -217,18 +241,7 @@ impl History {
             }
             None => plain.string(),
         };
-        let doc = oscost_model::read(&text).map_err(|why| HistoryError::Document {
-            run_id: run_id.into(),
-            why,
-        })?;
-        // A document with its digest moved along with it still names the run it belongs to.
-        // (One first saved as `oscost/1` by an older oscost may have no id in its text.)
-        match doc.run_id.as_deref() {
-            Some(own) if own != run_id.to_ascii_lowercase() => Err(altered(format!(
-                "its stored document is the document of run {own}"
-            ))),
-            _ => Ok(doc),
-        }
+        Ok(text)
     }
 
     /// The newest other run comparable with `doc`: the same host (when `doc` names one), the
@@ -504,6 +517,19 @@ fn limit_clause(window: &Window) -> String {
         .limit
         .map(|n| format!("LIMIT {n}"))
         .unwrap_or_default()
+}
+
+/// A document with its digest moved along with it still names the run it belongs to: `own`,
+/// the id in the document read for `run_id` (one first saved as `oscost/1` by an older oscost
+/// may have no id in its text).
+fn own_run(run_id: &str, own: Option<&str>) -> Result<(), HistoryError> {
+    match own {
+        Some(own) if own != run_id.to_ascii_lowercase() => Err(HistoryError::Altered {
+            run_id: run_id.into(),
+            why: format!("its stored document is the document of run {own}"),
+        }),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]

@@ -87,7 +87,7 @@ pub fn read(text: &str) -> Result<ResultDoc, ReadError> {
 }
 
 /// The `schema` string when it is the document's first key; `None` otherwise (or not JSON).
-fn leading_schema(text: &str) -> Option<String> {
+pub(crate) fn leading_schema(text: &str) -> Option<String> {
     use serde::de::{Deserializer as _, Error as _, MapAccess, Visitor};
     struct First<'a>(&'a mut Option<String>);
     impl<'de> Visitor<'de> for First<'_> {
@@ -128,7 +128,7 @@ fn check_samples(doc: &ResultDoc) -> Result<(), String> {
 /// No text of the document holds a NUL character (`\u0000`): oscost never writes one, and a
 /// PostgreSQL store cannot keep one in its JSON, so a push would fail on it after the documents
 /// before it.
-fn check_no_nul(text: &str) -> Result<(), String> {
+pub(crate) fn check_no_nul(text: &str) -> Result<(), String> {
     let bytes = text.as_bytes();
     let mut from = 0;
     while let Some(at) = text[from..].find("u0000").map(|i| from + i) {
@@ -321,7 +321,12 @@ fn real_time(t: &str) -> bool {
 /// to the second (`2026-11-23T03:12:00Z`), which is what the history sorts and keys by; the
 /// time is `None` only for a run first written as `oscost/1`.
 fn check_identity(doc: &ResultDoc) -> Result<(), String> {
-    let id = doc.run_id.as_deref().ok_or("run_id is missing")?;
+    check_run_identity(doc.run_id.as_deref(), doc.started_at.as_deref())
+}
+
+/// [`check_identity`] of a run's id and start time alone.
+pub(crate) fn check_run_identity(id: Option<&str>, started_at: Option<&str>) -> Result<(), String> {
+    let id = id.ok_or("run_id is missing")?;
     let hex_groups: Vec<&str> = id.split('-').collect();
     let uuid_shaped = hex_groups.iter().map(|g| g.len()).eq([8, 4, 4, 4, 12])
         && hex_groups
@@ -331,7 +336,7 @@ fn check_identity(doc: &ResultDoc) -> Result<(), String> {
         return Err(format!("run_id `{id}` is not a UUID"));
     }
     // None only for a run first written as `oscost/1`, kept since under an id of its own.
-    let Some(t) = doc.started_at.as_deref() else {
+    let Some(t) = started_at else {
         return Ok(());
     };
     let shape = "dddd-dd-ddTdd:dd:ddZ";

@@ -332,3 +332,176 @@ fn a_cell_is_the_pairwise_compare_of_its_two_runs() {
         }
     }
 }
+
+/// `doc` with its run id made a UUID, as a file read with `oscost_model::read` must hold.
+fn with_uuid(mut doc: ResultDoc) -> ResultDoc {
+    let n = fnv(doc.run_id.as_deref().unwrap().as_bytes());
+    doc.run_id = Some(format!(
+        "00000000-0000-4000-8000-{:012x}",
+        n & 0xffff_ffff_ffff
+    ));
+    doc
+}
+
+/// Runs of several hosts, some with older runs, some with a changed figure: what the on-demand
+/// build must give as the in-memory one does.
+fn a_fleet() -> Vec<ResultDoc> {
+    vec![
+        on_host("h10", "2026-11-24T01:00:00Z"),
+        scaled(
+            on_host("h2", "2026-11-24T01:00:00Z"),
+            "example.cost250",
+            1.3,
+        ),
+        all_scaled(on_host("h2", "2026-11-23T01:00:00Z"), 3.0),
+        spread(on_host("h1", "2026-11-24T02:00:00Z"), "example.cost100"),
+        on_host("h1", "2026-11-22T01:00:00Z"),
+        all_scaled(on_host("h3", "2026-11-24T01:00:00Z"), 1.5),
+        on_host("h4", "2026-11-24T01:00:00Z"),
+    ]
+    .into_iter()
+    .map(with_uuid)
+    .collect()
+}
+
+/// The heads of `docs` read from their JSON, each with its bytes' digest, as the command reads
+/// files.
+fn heads_of(texts: &[String]) -> Vec<fleet::RunHead> {
+    texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let head = oscost_model::read_head(t).unwrap();
+            fleet::RunHead {
+                label: format!("f{i}.json"),
+                run_id: head.run_id,
+                started_at: head.started_at,
+                environment: head.environment,
+                digest: Some(format!("{:x}", fnv(t.as_bytes()))),
+            }
+        })
+        .collect()
+}
+
+/// A digest good enough to tell the test's texts apart.
+fn fnv(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+#[test]
+fn read_on_demand_the_fleet_is_the_one_built_in_memory_at_any_number_of_jobs() {
+    let docs = a_fleet();
+    let texts: Vec<String> = docs
+        .iter()
+        .map(|d| serde_json::to_string(d).unwrap())
+        .collect();
+    let by_file: Vec<(String, ResultDoc)> = texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (format!("f{i}.json"), serde_json::from_str(t).unwrap()))
+        .collect();
+    let refs: Vec<(String, &ResultDoc)> = by_file.iter().map(|(l, d)| (l.clone(), d)).collect();
+    for reference in [None, Some("h3")] {
+        let whole = fleet::build(&refs, &GroupBy::Host, reference, Settings::default()).unwrap();
+        let expected = serde_json::to_string(&whole).unwrap();
+        let heads = heads_of(&texts);
+        let reads = std::sync::atomic::AtomicUsize::new(0);
+        // Parsed, not read: the scaled runs' summaries are not their samples' (no matter here).
+        let load = |i: usize| {
+            reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            serde_json::from_str::<ResultDoc>(&texts[i]).map(std::borrow::Cow::Owned)
+        };
+        let plan = fleet::plan(&heads, &GroupBy::Host, reference, &load).unwrap();
+        assert_eq!(reads.load(std::sync::atomic::Ordering::Relaxed), 0);
+        assert_eq!(plan.groups().len(), 5);
+        for jobs in [1, 2, 3, 64] {
+            reads.store(0, std::sync::atomic::Ordering::Relaxed);
+            let f = fleet::build_planned(&plan, load, Settings::default(), jobs).unwrap();
+            assert_eq!(serde_json::to_string(&f).unwrap(), expected, "{jobs} jobs");
+            // The chosen runs only, each once: not the older runs of h1 and h2.
+            assert_eq!(reads.load(std::sync::atomic::Ordering::Relaxed), 5);
+        }
+    }
+}
+
+/// A file given twice is read once as a head and never whole; two documents of one id are
+/// read whole only when their bytes differ, and named when they differ as documents.
+#[test]
+fn one_run_id_twice_is_one_run_when_the_documents_agree() {
+    let a = with_uuid(on_host("a", "2026-11-24T01:00:00Z"));
+    let b = with_uuid(on_host("b", "2026-11-24T01:00:00Z"));
+    let mut edited = a.clone();
+    edited.experiments[0].cases[0].description = "edited".into();
+    let spaced = serde_json::to_string_pretty(&a).unwrap();
+    let texts: Vec<String> = [&a, &a, &b, &edited]
+        .iter()
+        .map(|d| serde_json::to_string(d).unwrap())
+        .chain([spaced])
+        .collect();
+    let heads = heads_of(&texts);
+    // The plan of the texts `ix`, and the texts read whole to make it.
+    let plan_of = |ix: &[usize]| {
+        let reads = std::sync::Mutex::new(Vec::new());
+        let load = |i: usize| {
+            reads.lock().unwrap().push(ix[i]);
+            oscost_model::read(&texts[ix[i]]).map(std::borrow::Cow::Owned)
+        };
+        let picked: Vec<fleet::RunHead> = ix.iter().map(|&i| heads[i].clone()).collect();
+        let plan = fleet::plan(&picked, &GroupBy::Host, None, &load);
+        (plan, reads.into_inner().unwrap())
+    };
+    // The same bytes twice: one run, neither read.
+    let (plan, reads) = plan_of(&[0, 1, 2]);
+    assert_eq!(plan.unwrap().groups()[0].older_runs, 0);
+    assert!(reads.is_empty());
+    // Other bytes, the same document: one run, both read to tell.
+    let (plan, reads) = plan_of(&[0, 4, 2]);
+    assert_eq!(plan.unwrap().groups()[0].older_runs, 0);
+    assert_eq!(reads, [0, 4]);
+    // Another document under the same id: named.
+    let e = plan_of(&[0, 3, 2]).0.unwrap_err();
+    match e {
+        fleet::BuildError::Fleet(FleetError::Disagree {
+            first,
+            second,
+            run_id,
+        }) => {
+            assert_eq!((first.as_str(), second.as_str()), ("f0.json", "f3.json"));
+            assert_eq!(plan_of(&[0, 3, 2]).1, [0, 3]);
+            assert_eq!(Some(run_id), a.run_id);
+        }
+        e => panic!("{e}"),
+    }
+}
+
+/// A document that cannot be read when its comparison starts stops the build with its error:
+/// the first failing group's in name order, whatever the number of jobs.
+#[test]
+fn a_run_that_cannot_be_read_is_the_error_of_the_first_group_that_failed() {
+    let docs: Vec<ResultDoc> = (1..=6)
+        .map(|h| on_host(&format!("h{h}"), "2026-11-24T01:00:00Z"))
+        .collect();
+    let heads: Vec<fleet::RunHead> = docs
+        .iter()
+        .map(|d| fleet::RunHead::of(d.run_id.as_deref().unwrap(), d))
+        .collect();
+    let load = |i: usize| match i {
+        2 | 4 => Err(format!("h{} cannot be read", i + 1)),
+        _ => Ok(std::borrow::Cow::Borrowed(&docs[i])),
+    };
+    let plan = fleet::plan(&heads, &GroupBy::Host, None, &load).unwrap();
+    for jobs in [1, 2, 5] {
+        match fleet::build_planned(&plan, load, Settings::default(), jobs) {
+            Err(fleet::BuildError::Load(e)) => assert_eq!(e, "h3 cannot be read"),
+            Err(e) => panic!("{e}"),
+            Ok(_) => panic!("built without h3"),
+        }
+    }
+    let plan = fleet::plan(&heads, &GroupBy::Host, Some("h3"), &load).unwrap();
+    match fleet::build_planned(&plan, load, Settings::default(), 2) {
+        Err(fleet::BuildError::Load(e)) => assert_eq!(e, "h3 cannot be read"),
+        _ => panic!("the reference cannot be read"),
+    }
+}

@@ -9,17 +9,27 @@
 //! with several runs is represented by its latest (by start time); the others are counted and
 //! named, never averaged in silently. Its renderings (terminal, Markdown, CSV, JSON, HTML) are
 //! in [`render`].
+//!
+//! Runs by the thousand do not fit in memory together (a document of the default suite is
+//! megabytes, its laws more), so the work is in two steps that need not hold them: [`plan`]
+//! groups the runs and chooses each group's from their heads ([`RunHead`]) alone, and
+//! [`build_planned`] reads each chosen run's document when its comparison starts and drops it
+//! when that ends. [`build`] is both over documents already in memory.
 
+mod build;
+mod plan;
 mod render;
 
+pub use build::build_planned;
+pub use plan::{plan, BuildError, Plan, RunHead};
 pub use render::{csv, html, json, markdown, terminal};
 
-use crate::compare::{self, Comparison, Laws, Prepared, Settings, Verdict};
+use crate::compare::{Settings, Verdict};
 use crate::format::fmt_ns;
 use oscost_model::env::Environment;
 use oscost_model::schema::ResultDoc;
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::borrow::Cow;
 
 /// Schema of `compare --group-by ... --json`.
 pub const FLEET_SCHEMA: &str = "oscost-fleet/1";
@@ -304,287 +314,29 @@ pub struct Fleet {
 }
 
 /// Groups `runs` (label, document) by `by`, takes each group's latest run, and compares every
-/// group against the reference (`reference`, else the first group in name order).
+/// group against the reference (`reference`, else the first group in name order), the pairs
+/// shared out among the CPUs this process may use: [`plan`] and [`build_planned`] over
+/// documents already in memory.
 pub fn build(
     runs: &[(String, &ResultDoc)],
     by: &GroupBy,
     reference: Option<&str>,
     settings: Settings,
 ) -> Result<Fleet, FleetError> {
-    let by_name = group_runs(runs, by)?;
-    let mut names: Vec<String> = by_name.keys().cloned().collect();
-    names.sort_by(|a, b| natural(a, b));
-    let reference = match reference {
-        None => 0,
-        Some(r) => {
-            names
-                .iter()
-                .position(|n| n == r)
-                .ok_or_else(|| FleetError::NoSuchReference {
-                    name: r.to_owned(),
-                    field: by.name().to_owned(),
-                    choices: names.join(", "),
-                })?
-        }
+    let heads: Vec<RunHead> = runs.iter().map(|(l, d)| RunHead::of(l, d)).collect();
+    let load = |i: usize| Ok::<_, std::convert::Infallible>(Cow::Borrowed(runs[i].1));
+    let never = |e: BuildError<std::convert::Infallible>| match e {
+        BuildError::Fleet(e) => e,
+        BuildError::Load(never) => match never {},
     };
-    let chosen: Vec<usize> = names.iter().map(|n| latest(runs, &by_name[n])).collect();
-    let groups: Vec<Group> = names
-        .iter()
-        .zip(&chosen)
-        .map(|(n, &i)| {
-            let (label, doc) = &runs[i];
-            Group {
-                name: n.clone(),
-                source: label.clone(),
-                run_id: doc.run_id.clone(),
-                started_at: doc.started_at.clone(),
-                older_runs: by_name[n].len() - 1,
-                machine: machine(&doc.environment),
-                runner: doc
-                    .environment
-                    .fleet
-                    .as_ref()
-                    .and_then(|f| f.runner.clone()),
-            }
-        })
-        .collect();
-
-    // The reference first, then the others in group order.
-    let order: Vec<usize> = std::iter::once(reference)
-        .chain((0..names.len()).filter(|&g| g != reference))
-        .collect();
-    let sources: Vec<(String, &ResultDoc)> = order
-        .iter()
-        .map(|&g| (names[g].clone(), runs[chosen[g]].1))
-        .collect();
-    let comparisons = compare_in_parallel(&sources, settings);
-    let (mut rows, environment) = merge(&comparisons, &order, names.len());
-    if rows.is_empty() {
-        return Err(FleetError::NothingShared {
-            field: by.name().to_owned(),
-            reference: names[reference].clone(),
-            others: order[1..]
-                .iter()
-                .map(|&g| names[g].as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
-        });
-    }
-    sort_as_in(&mut rows, runs[chosen[reference]].1);
-    Ok(Fleet {
-        schema: FLEET_SCHEMA,
-        group_by: by.name().to_owned(),
-        reference,
-        groups,
-        environment,
-        rows,
-        settings,
-    })
+    let plan = plan(&heads, by, reference, &load).map_err(never)?;
+    build_planned(&plan, load, settings, available_jobs()).map_err(never)
 }
 
-/// Group name → indexes of its runs; an error when there are no runs, none records the field,
-/// or all fall in one group.
-fn group_runs(
-    runs: &[(String, &ResultDoc)],
-    by: &GroupBy,
-) -> Result<BTreeMap<String, Vec<usize>>, FleetError> {
-    if runs.is_empty() {
-        return Err(FleetError::NoRuns);
-    }
-    let keys: Vec<Option<String>> = runs.iter().map(|(_, d)| by.key(&d.environment)).collect();
-    if keys.iter().all(Option::is_none) {
-        return Err(FleetError::NoSuchField(by.name().to_owned()));
-    }
-    // One run given twice (two copies, or one file named twice) counts once; two documents of
-    // one id that differ are named, never grouped as if they were two runs.
-    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut by_name: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-    for (i, k) in keys.into_iter().enumerate() {
-        let (source, doc) = &runs[i];
-        if let Some(id) = doc.run_id.as_deref() {
-            if let Some(&first) = seen.get(id) {
-                if runs[first].1 != *doc {
-                    return Err(FleetError::Disagree {
-                        first: runs[first].0.clone(),
-                        second: source.clone(),
-                        run_id: id.to_owned(),
-                    });
-                }
-                continue;
-            }
-            seen.insert(id, i);
-        }
-        if let Some(name) = &k {
-            let blank = name.trim().is_empty();
-            if blank || name.chars().any(char::is_control) {
-                return Err(FleetError::BadName {
-                    source: source.clone(),
-                    field: by.name().to_owned(),
-                    path: name_path(by, &doc.environment),
-                    name: if blank {
-                        String::new()
-                    } else {
-                        name.escape_debug().to_string()
-                    },
-                });
-            }
-        }
-        by_name
-            .entry(k.unwrap_or_else(|| NOT_RECORDED.to_owned()))
-            .or_default()
-            .push(i);
-    }
-    if by_name.len() == 1 {
-        let group = by_name.into_keys().next().unwrap_or_default();
-        return Err(FleetError::OneGroup {
-            field: by.name().to_owned(),
-            group,
-        });
-    }
-    Ok(by_name)
-}
-
-/// Where in a result document the group name of `by` is, as `oscost env --json` names it.
-fn name_path(by: &GroupBy, env: &Environment) -> String {
-    match by {
-        GroupBy::Host if env.fleet.as_ref().is_some_and(|f| f.host_name.is_some()) => {
-            "environment.fleet.host_name".into()
-        }
-        GroupBy::Host => "environment.hostname".into(),
-        GroupBy::Kernel => "environment.kernel_release".into(),
-        GroupBy::Field(f) => format!("environment.{f}"),
-    }
-}
-
-/// The index of a group's latest run.
-fn latest(runs: &[(String, &ResultDoc)], members: &[usize]) -> usize {
-    // The latest start wins; a run without a start time loses to one with.
-    *members
-        .iter()
-        .max_by(|&&a, &&b| {
-            runs[a]
-                .1
-                .started_at
-                .cmp(&runs[b].1.started_at)
-                .then(a.cmp(&b))
-        })
-        .unwrap_or(&members[0])
-}
-
-/// The pairwise comparisons as one row per figure and one line per differing environment
-/// field, a cell per group; `comparisons[k]` is group `order[k + 1]` against the reference.
-fn merge(
-    comparisons: &[Comparison],
-    order: &[usize],
-    groups: usize,
-) -> (Vec<FleetRow>, Vec<FleetEnvDiff>) {
-    let mut rows: Vec<FleetRow> = Vec::new();
-    let mut row_at: BTreeMap<String, usize> = BTreeMap::new();
-    let mut env_at: BTreeMap<String, usize> = BTreeMap::new();
-    let mut environment: Vec<FleetEnvDiff> = Vec::new();
-    for (k, c) in comparisons.iter().enumerate() {
-        let g = order[k + 1];
-        for r in &c.rows {
-            let at = *row_at.entry(r.id.clone()).or_insert_with(|| {
-                rows.push(FleetRow {
-                    id: r.id.clone(),
-                    unit: r.unit.clone(),
-                    reference_ns: r.baseline.median_ns,
-                    cells: vec![None; groups],
-                });
-                rows.len() - 1
-            });
-            rows[at].cells[g] = Some(FleetCell {
-                median_ns: r.other.median_ns,
-                ratio: r.ratio,
-                ratio_ci95: r.ratio_ci95,
-                verdict: r.verdict,
-            });
-        }
-        for d in &c.environment {
-            let at = *env_at.entry(d.field.clone()).or_insert_with(|| {
-                environment.push(FleetEnvDiff {
-                    field: d.field.clone(),
-                    // Groups that do not differ hold the reference's value.
-                    values: vec![d.baseline.clone(); groups],
-                });
-                environment.len() - 1
-            });
-            environment[at].values[g] = d.other.clone();
-        }
-    }
-    (rows, environment)
-}
-
-/// Sorts the rows in the reference run's order of cases and derived figures.
-fn sort_as_in(rows: &mut [FleetRow], reference: &ResultDoc) {
-    // In the reference's order: the first comparison lists the rows in it.
-    let reference_order: BTreeMap<&str, usize> = reference
-        .experiments
-        .iter()
-        .flat_map(|e| {
-            e.cases
-                .iter()
-                .map(|c| c.id.as_str())
-                .chain(e.derived.iter().map(|d| d.id.as_str()))
-        })
-        .enumerate()
-        .map(|(i, id)| (id, i))
-        .collect();
-    rows.sort_by_key(|r| reference_order.get(r.id.as_str()).copied());
-}
-
-/// `compare::compare` of every source after the first against the first, the work shared out
-/// among the CPUs: the reference's laws (one per case) made once for every pair, each other
-/// run's made for its pair alone and dropped with it, so that the laws in memory are the
-/// reference's and one run's per CPU, not every run's (they outweigh the documents).
-/// Nothing random is drawn, so the result is the same as one call's.
-fn compare_in_parallel(sources: &[(String, &ResultDoc)], settings: Settings) -> Vec<Comparison> {
-    let Some(((first_label, first), others)) = sources.split_first() else {
-        return Vec::new();
-    };
-    let first_laws = Laws::of(first);
-    let reference = Prepared {
-        doc: first,
-        laws: &first_laws,
-    };
-    in_parallel(others, |(label, doc)| {
-        let laws = Laws::of(doc);
-        compare::compare_measured(
-            first_label,
-            reference,
-            label,
-            Prepared { doc, laws: &laws },
-            settings,
-        )
-    })
-}
-
-/// `f` of every item, in order, the items shared out among the CPUs in contiguous parts.
-fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, usize::from)
-        .min(items.len())
-        .max(1);
-    if threads == 1 {
-        return items.iter().map(f).collect();
-    }
-    let chunk = items.len().div_ceil(threads);
-    let f = &f;
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = items
-            .chunks(chunk)
-            .map(|part| scope.spawn(move || part.iter().map(f).collect::<Vec<R>>()))
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| match h.join() {
-                Ok(c) => c,
-                // A panic in a part is a bug: carry it to the caller as one would have been.
-                Err(p) => std::panic::resume_unwind(p),
-            })
-            .collect()
-    })
+/// How many comparisons to run at once by default: the CPUs this process may use (its
+/// affinity and its cgroup's quota), one when that cannot be known.
+pub fn available_jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
 }
 
 /// Orders `host2` before `host10`: digit runs compare as numbers.
