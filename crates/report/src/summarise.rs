@@ -1,5 +1,6 @@
 //! Turns an experiment's raw output into summarised results.
 
+use crate::format::fmt_ns;
 use oscost_model::schema::{AtRate, CaseResult, DerivedResult, ExperimentResult, UnavailableCase};
 use oscost_model::RunLoad;
 use oscost_model::{Case, ExperimentOutput, Message, MessageKind};
@@ -185,15 +186,19 @@ fn machine_changed(c: &oscost_model::MachineControls) -> Option<String> {
             let (before, after) = v.split_at(v.len() / 2);
             let (b, a) = (oscost_stats::median(before), oscost_stats::median(after));
             let p = oscost_stats::mann_whitney_p(before, after)?;
+            let what = match k {
+                oscost_model::ControlKind::KernelEntry => "syscall(-1)",
+                oscost_model::ControlKind::UserLoop => "the user-space loop",
+            };
             ((a / b - 1.0).abs() > CONTROL_CHANGE && p < CONTROL_P)
-                .then(|| format!("{} read {b:.1} ns before it and {a:.1} ns after", k.id()))
+                .then(|| format!("{what} {} → {}", fmt_ns(b), fmt_ns(a)))
         })
         .collect();
     (!seen.is_empty()).then(|| {
         format!(
-            "the machine itself changed while this experiment ran ({}): its figures mix two \
-             machines; run it again",
-            seen.join(", ")
+            "the machine's own speed changed while this experiment ran ({}, before it → after \
+             it): its figures mix the two",
+            seen.join("; ")
         )
     })
 }
@@ -348,11 +353,8 @@ mod tests {
         let moved = experiment("x", with(bursts(108.0, 91.0)), 1.0, None);
         assert_eq!(moved.warnings.len(), 1, "{:?}", moved.warnings);
         let w = moved.warnings[0].to_string();
-        assert!(
-            w.contains("control.kernel_entry read 109.5 ns before it and 93.0 ns after"),
-            "{w}"
-        );
-        assert!(!w.contains("user_loop"), "{w}");
+        assert!(w.contains("syscall(-1) 109.5 ns → 93.00 ns"), "{w}");
+        assert!(!w.contains("user-space loop"), "{w}");
         let steady = experiment("x", with(bursts(100.0, 101.0)), 1.0, None);
         assert!(steady.warnings.is_empty(), "{:?}", steady.warnings);
         assert!(steady.controls.is_some());
