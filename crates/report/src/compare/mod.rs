@@ -322,6 +322,23 @@ pub fn compare_measured(
     c
 }
 
+/// Two runs of different machines compared as [`compare_measured`] does, without the
+/// machine's controls: between two machines the controls differ by design, and a figure net
+/// of them would hide what the machines differ in. What `compare --group-by` sets side by side.
+pub fn compare_machines(
+    base_label: &str,
+    a: Prepared<'_>,
+    label: &str,
+    b: Prepared<'_>,
+    settings: Settings,
+) -> Comparison {
+    let mut c = empty(base_label, label, settings);
+    measured_pair(&mut c, a, b);
+    control_the_family(&mut c);
+    c.drift = drift(&c.rows);
+    c
+}
+
 /// Judges the rows with a rank test again, each against its p-value adjusted for every test
 /// of the comparison (Benjamini–Hochberg at 5 %): 235 figures tested at 5 % each would give a
 /// dozen verdicts by chance alone between two runs of one machine.

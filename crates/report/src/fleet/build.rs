@@ -35,7 +35,7 @@ pub fn build_planned<'d, E: Send>(
         let g = others[k];
         let doc = load(plan.chosen[g])?;
         let laws = Laws::of(&doc);
-        let c = compare::compare_measured(
+        let c = compare::compare_machines(
             names[plan.reference],
             prepared,
             names[g],

@@ -2,7 +2,7 @@
 //! kernel, any environment field), every figure as its ratio to a reference group.
 //!
 //! The statistics are `compare`'s own: each group's run is compared against the reference
-//! group's run with [`compare::compare_measured`], so a cell's ratio, its bootstrap 95 % CI
+//! group's run with [`compare::compare_machines`], so a cell's ratio, its bootstrap 95 % CI
 //! and its verdict are exactly what `oscost compare REFERENCE OTHER` would print for that
 //! pair. Each run's laws of its cases' bootstrap medians are made once, so the reference's
 //! serve every pair. A group
