@@ -248,21 +248,7 @@ impl History {
     /// same environment fingerprint, the same experiments in the same order, and the same size
     /// (both `--quick` or neither). Looks at the last 20 such runs at most.
     pub fn last_comparable(&self, doc: &ResultDoc) -> Result<Option<ResultDoc>, HistoryError> {
-        let quick = |words: &[&str]| words.contains(&"--quick");
-        let line = doc.environment.command_line.join(" ");
-        let mine: Vec<&str> = line.split(' ').collect();
-        let names: Vec<&str> = doc.experiments.iter().map(|e| e.name.as_str()).collect();
-        let own = match &doc.run_id {
-            Some(id) => id.clone(),
-            None => derived_run_id(doc)?,
-        };
-        self.newest_alike(&doc.environment, &own, |words, experiments| {
-            quick(words) == quick(&mine)
-                && experiments
-                    .iter()
-                    .map(String::as_str)
-                    .eq(names.iter().copied())
-        })
+        Ok(self.comparable_runs(doc, &[], 1)?.pop())
     }
 
     /// Up to `max` runs comparable with `doc` as [`History::last_comparable`] judges, newest

@@ -314,9 +314,7 @@ pub fn compare_measured(
     b: Prepared<'_>,
     settings: Settings,
 ) -> Comparison {
-    let mut c = empty(base_label, label, settings);
-    measured_pair(&mut c, a, b);
-    control_the_family(&mut c);
+    let mut c = compare_machines(base_label, a, label, b, settings);
     machine::net_of_machine(&mut c, a.doc, b.doc);
     c.drift = drift(&c.rows);
     c
