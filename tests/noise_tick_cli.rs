@@ -131,10 +131,17 @@ fn noise_tiny_run_is_self_consistent() {
         }
         _ => {
             assert_eq!(e.unavailable.len(), 1, "{e:?}");
-            assert!(c
+            // The periodic gaps are checked against the local timer, or, when they come
+            // faster than it by far (a virtual machine's host), a note says whose they are not.
+            let checked = c
                 .checks
                 .iter()
-                .any(|k| k.name == "periodic_gaps_vs_local_timer_per_s"));
+                .any(|k| k.name == "periodic_gaps_vs_local_timer_per_s");
+            let foreign = c
+                .notes
+                .iter()
+                .any(|n| n.to_string().contains("are not this kernel's timer"));
+            assert!(checked != foreign, "{c:?}");
         }
     }
 }
