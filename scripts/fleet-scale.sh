@@ -13,16 +13,22 @@
 #    host, and the play's wall time against the slowest host's run, through
 #    scripts/fleet-loopback.sh --timing (root; see that script).
 #
-# Options: --hosts N (compare, default 100), --play-hosts N (default 20), --skip-play.
+# 3. The same over --big-hosts N (default 1 000) copies, 3 runs: CPU-seconds and peak resident
+#    memory beside the 300 MB limit (`--big-hosts 0` skips it).
+#
+# Options: --hosts N (compare, default 100), --big-hosts N (default 1000), --play-hosts N
+# (default 20), --skip-play.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 oscost=${OSCOST:-target/release/oscost}
 hosts=100
+big_hosts=1000
 play_hosts=20
 skip_play=0
 while (($#)); do
   case "$1" in
     --hosts) hosts=$2; shift 2 ;;
+    --big-hosts) big_hosts=$2; shift 2 ;;
     --play-hosts) play_hosts=$2; shift 2 ;;
     --skip-play) skip_play=1; shift ;;
     *) echo "fleet-scale: unknown option $1 (see the top of $0)" >&2; exit 2 ;;
@@ -35,29 +41,43 @@ trap 'rm -rf "$tmp"' EXIT
 echo "== one run of the default suite (the figures every synthesized host carries)"
 "$oscost" --quiet --no-save --json "$tmp/suite.json" >/dev/null
 mkdir "$tmp/hosts"
-python3 - "$tmp/suite.json" "$tmp/hosts" "$hosts" <<'EOF'
+most=$((big_hosts > hosts ? big_hosts : hosts))
+python3 - "$tmp/suite.json" "$tmp/hosts" "$most" <<'EOF'
 import json, sys, uuid
 src, out, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 doc = json.load(open(src))
 figures = sum(len(e["cases"]) + len(e["derived"]) for e in doc["experiments"])
 for i in range(1, n + 1):
     doc["run_id"] = str(uuid.uuid4())
-    doc["environment"]["fleet"] = {"host_name": f"host{i:03}", "runner": "synthesized copy"}
-    json.dump(doc, open(f"{out}/host{i:03}.json", "w"))
+    doc["environment"]["fleet"] = {"host_name": f"host{i:04}", "runner": "synthesized copy"}
+    json.dump(doc, open(f"{out}/host{i:04}.json", "w"))
 print(f"   {n} documents of {figures} figures each ({len(doc['experiments'])} experiments)")
 EOF
 
+# group_by N RUNS: `compare --group-by host` over the first N documents, RUNS times; prints the
+# wall and CPU seconds of each run, their medians and the last run's peak RSS.
+group_by() {
+  local n=$1 runs=$2 walls=() cpus=() wall user sys rss
+  mapfile -t files < <(find "$tmp/hosts" -name 'host*.json' | sort | head -n "$n")
+  for _ in $(seq "$runs"); do
+    /usr/bin/time -f '%e %U %S %M' -o "$tmp/t" "$oscost" compare --group-by host "${files[@]}" \
+      --quiet >"$tmp/table.txt"
+    read -r wall user sys rss <"$tmp/t"
+    walls+=("$wall")
+    cpus+=("$(python3 -c "print(f'{$user + $sys:.2f}')")")
+  done
+  local mid=$(((runs + 1) / 2))
+  echo "compare: $n hosts, wall s: ${walls[*]} (median $(printf '%s\n' "${walls[@]}" | sort -n | sed -n "${mid}p")); CPU s: ${cpus[*]} (median $(printf '%s\n' "${cpus[@]}" | sort -n | sed -n "${mid}p")); last run's peak RSS $((rss / 1024)) MiB"
+  last_rss_mib=$((rss / 1024))
+}
+
 echo "== compare --group-by host over $hosts hosts (5 runs)"
-walls=()
-for _ in 1 2 3 4 5; do
-  /usr/bin/time -f '%e %M' -o "$tmp/t" "$oscost" compare --group-by host "$tmp"/hosts/*.json \
-    --quiet >"$tmp/table.txt"
-  read -r wall rss <"$tmp/t"
-  walls+=("$wall")
-done
-cols=$(grep -m1 '│ figure' "$tmp/table.txt" | grep -o 'host[0-9]*' | wc -l)
-median=$(printf '%s\n' "${walls[@]}" | sort -n | sed -n 3p)
-echo "compare: $hosts hosts ($cols columns), wall s: ${walls[*]}; median $median s (last run's peak RSS ${rss} KiB)"
+group_by "$hosts" 5
+if ((big_hosts > 0)); then
+  echo "== compare --group-by host over $big_hosts hosts (3 runs)"
+  group_by "$big_hosts" 3
+  echo "limit: 300 MiB at 1 000 hosts; peak RSS here $last_rss_mib MiB"
+fi
 
 if ((!skip_play)); then
   echo "== the playbook against $play_hosts loopback hosts running syscall --quick"
