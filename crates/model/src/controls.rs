@@ -20,11 +20,11 @@ impl ControlKind {
     /// Both controls, in the order they are shown.
     pub const ALL: [ControlKind; 2] = [ControlKind::KernelEntry, ControlKind::UserLoop];
 
-    /// What the control times, in words.
+    /// What the control times, in a few words.
     pub fn what(self) -> &'static str {
         match self {
-            ControlKind::KernelEntry => "entering the kernel (syscall(-1))",
-            ControlKind::UserLoop => "user-space work (a fixed loop)",
+            ControlKind::KernelEntry => "syscall(-1)",
+            ControlKind::UserLoop => "the user-space loop",
         }
     }
 

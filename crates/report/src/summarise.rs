@@ -186,12 +186,8 @@ fn machine_changed(c: &oscost_model::MachineControls) -> Option<String> {
             let (before, after) = v.split_at(v.len() / 2);
             let (b, a) = (oscost_stats::median(before), oscost_stats::median(after));
             let p = oscost_stats::mann_whitney_p(before, after)?;
-            let what = match k {
-                oscost_model::ControlKind::KernelEntry => "syscall(-1)",
-                oscost_model::ControlKind::UserLoop => "the user-space loop",
-            };
             ((a / b - 1.0).abs() > CONTROL_CHANGE && p < CONTROL_P)
-                .then(|| format!("{what} {} → {}", fmt_ns(b), fmt_ns(a)))
+                .then(|| format!("{} {} → {}", k.what(), fmt_ns(b), fmt_ns(a)))
         })
         .collect();
     (!seen.is_empty()).then(|| {

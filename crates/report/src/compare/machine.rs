@@ -7,7 +7,7 @@
 //! takes the control's ends too (interval arithmetic, conservative), and its rank test scales
 //! B's samples by the same ratio. Where the control held, the net verdict is the raw one.
 
-use super::verdict::{verdict, Evidence};
+use super::verdict::rejudged;
 use super::{Comparison, Row, Verdict};
 use oscost_model::schema::{CaseResult, ResultDoc};
 use oscost_model::{ControlKind, MachineControls};
@@ -178,26 +178,12 @@ pub(super) fn net_of_machine(c: &mut Comparison, a: &ResultDoc, b: &ResultDoc) {
     let q_of: BTreeMap<usize, f64> = tested.iter().map(|t| t.0).zip(q).collect();
     let threshold = c.settings.threshold_pct;
     for (i, r) in c.rows.iter_mut().enumerate() {
-        let derived = r.kind != "case";
+        let case = r.kind == "case";
         let Some(n) = r.net.as_mut() else {
             continue;
         };
         n.mann_whitney_q = q_of.get(&i).copied();
-        // A case whose test could not run cannot be confirmed: it keeps an interval alone only
-        // when it is a derived figure, which never has a test.
-        let test = if derived {
-            None
-        } else {
-            Some(n.mann_whitney_q.unwrap_or(1.0))
-        };
-        n.verdict = verdict(
-            Evidence {
-                ratio: n.ratio,
-                ci: n.ratio_ci95,
-                test,
-            },
-            threshold,
-        );
+        n.verdict = rejudged(n.ratio, n.ratio_ci95, n.mann_whitney_q, case, threshold);
     }
 }
 

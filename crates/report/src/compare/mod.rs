@@ -314,7 +314,7 @@ pub fn compare_measured(
     b: Prepared<'_>,
     settings: Settings,
 ) -> Comparison {
-    let mut c = compare_machines(base_label, a, label, b, settings);
+    let mut c = judged(base_label, a, label, b, settings);
     machine::net_of_machine(&mut c, a.doc, b.doc);
     c.drift = drift(&c.rows);
     c
@@ -330,10 +330,22 @@ pub fn compare_machines(
     b: Prepared<'_>,
     settings: Settings,
 ) -> Comparison {
+    let mut c = judged(base_label, a, label, b, settings);
+    c.drift = drift(&c.rows);
+    c
+}
+
+/// The rows of two measured runs, each judged and the family controlled; no drift yet.
+fn judged(
+    base_label: &str,
+    a: Prepared<'_>,
+    label: &str,
+    b: Prepared<'_>,
+    settings: Settings,
+) -> Comparison {
     let mut c = empty(base_label, label, settings);
     measured_pair(&mut c, a, b);
     control_the_family(&mut c);
-    c.drift = drift(&c.rows);
     c
 }
 

@@ -7,7 +7,7 @@
 //! on the log scale the ratio's variance is the within-run variance its interval implies plus
 //! twice the between-run variance (A and B are each one draw of the run effect).
 
-use super::verdict::{verdict, Evidence};
+use super::verdict::rejudged;
 use super::{Comparison, Verdict};
 use oscost_model::ResultDoc;
 use serde::Serialize;
@@ -93,33 +93,11 @@ pub fn with_spread(c: &mut Comparison, spread: &RunSpread) {
         }
         let wide = widened(ci, sd);
         r.ratio_ci95 = Some(wide);
-        let test = if r.kind == "case" {
-            Some(r.mann_whitney_q.unwrap_or(1.0))
-        } else {
-            None
-        };
-        r.verdict = verdict(
-            Evidence {
-                ratio,
-                ci: wide,
-                test,
-            },
-            threshold,
-        );
+        let case = r.kind == "case";
+        r.verdict = rejudged(ratio, wide, r.mann_whitney_q, case, threshold);
         if let Some(n) = r.net.as_mut() {
             n.ratio_ci95 = widened(n.ratio_ci95, sd);
-            n.verdict = verdict(
-                Evidence {
-                    ratio: n.ratio,
-                    ci: n.ratio_ci95,
-                    test: if r.kind == "case" {
-                        Some(n.mann_whitney_q.unwrap_or(1.0))
-                    } else {
-                        None
-                    },
-                },
-                threshold,
-            );
+            n.verdict = rejudged(n.ratio, n.ratio_ci95, n.mann_whitney_q, case, threshold);
         }
         widened_rows += 1;
     }

@@ -79,6 +79,20 @@ pub(crate) fn verdict(e: Evidence, threshold_pct: f64) -> Verdict {
     }
 }
 
+/// The verdict of a row judged again on another interval (net of a control, widened by the
+/// spread between runs): a measured case needs its adjusted rank test, and one whose test
+/// could not run is never confirmed; a derived figure has no test and goes by its interval.
+pub(crate) fn rejudged(
+    ratio: f64,
+    ci: [f64; 2],
+    q: Option<f64>,
+    measured_case: bool,
+    threshold_pct: f64,
+) -> Verdict {
+    let test = measured_case.then(|| q.unwrap_or(1.0));
+    verdict(Evidence { ratio, ci, test }, threshold_pct)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
