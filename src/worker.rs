@@ -60,7 +60,7 @@ pub enum Message {
     /// The experiment's raw results.
     Done {
         /// Samples and evidence.
-        output: ExperimentOutput,
+        output: Box<ExperimentOutput>,
         /// Processes and threads the experiment started.
         tasks_started: u64,
     },
@@ -165,6 +165,7 @@ fn run(cancel: &AtomicBool) -> anyhow::Result<Message> {
             &scripted
         }
     };
+    let controls = oscost_measure::machine_controls::ControlLog::default();
     let ctx = Context {
         clock,
         sampler: job.sampler,
@@ -172,12 +173,13 @@ fn run(cancel: &AtomicBool) -> anyhow::Result<Message> {
         cpus: job.cpus.clone(),
         progress: &PipeProgress,
         cancel,
+        controls: &controls,
     };
     // The machine's controls bracket the experiment, so a comparison can tell a changed
     // machine from changed figures.
     let output = oscost_measure::machine_controls::around(&ctx, || job.experiment.run(&ctx))?;
     Ok(Message::Done {
-        output,
+        output: Box::new(output),
         tasks_started: oscost_sys::tasks_started(),
     })
 }

@@ -113,6 +113,8 @@ fn busy_document(mut doc: ResultDoc) -> ResultDoc {
         experiment.controls = Some(oscost_model::MachineControls {
             kernel_entry_ns: vec![100.0, 101.0],
             user_loop_ns: vec![40_000.0, 40_100.0],
+            kernel_entry_during_ns: vec![99.0, 102.0, 100.0],
+            user_loop_during_ns: vec![40_050.0, 39_900.0, 40_000.0],
         });
         if let Some(case) = experiment.cases.last_mut() {
             case.control = oscost_model::ControlKind::UserLoop;

@@ -272,7 +272,7 @@ pub(super) fn measure_in_child(
         Some(worker::Message::Done {
             output,
             tasks_started,
-        }) => Ok((output, tasks_started + 1)),
+        }) => Ok((*output, tasks_started + 1)),
         Some(worker::Message::Cancelled) => Err(oscost_measure::Cancelled.into()),
         Some(worker::Message::Failed(e)) => Err(anyhow::anyhow!(e)),
         _ if cancel.load(Ordering::SeqCst) => Err(oscost_measure::Cancelled.into()),

@@ -106,6 +106,8 @@ pub struct Context<'a> {
     pub progress: &'a dyn Progress,
     /// Set by the Ctrl-C handler.
     pub cancel: &'a AtomicBool,
+    /// Where the sampler keeps the machine's controls it times between rounds.
+    pub controls: &'a crate::machine_controls::ControlLog,
 }
 
 impl<'a> Context<'a> {
@@ -118,6 +120,7 @@ impl<'a> Context<'a> {
             cpus: self.cpus.clone(),
             progress: self.progress,
             cancel: self.cancel,
+            controls: self.controls,
         }
     }
 
@@ -180,6 +183,7 @@ pub(crate) mod testing {
     ) -> T {
         let clock = Clock::monotonic("test".into());
         let cancel = AtomicBool::new(cancelled);
+        let controls = crate::machine_controls::ControlLog::default();
         let ctx = Context {
             clock: &clock,
             sampler,
@@ -187,6 +191,7 @@ pub(crate) mod testing {
             cpus,
             progress: &NoProgress,
             cancel: &cancel,
+            controls: &controls,
         };
         f(&ctx)
     }

@@ -1,12 +1,16 @@
 //! The machine's own controls, timed just before and just after each experiment in its
-//! measuring process: the system-call floor (`syscall(-1)`, ENOSYS) and a fixed user-space
-//! loop. Two runs of one build differ in their controls only when the machine changed (a
-//! virtual machine's host slower at entering the kernel, a lower clock); a comparison holds
-//! every figure against the control it moves with before it blames the figure.
+//! measuring process, and once between each of its sampling rounds: the system-call floor
+//! (`syscall(-1)`, ENOSYS) and a fixed user-space loop. Two runs of one build differ in their
+//! controls only when the machine changed (a virtual machine's host slower at entering the
+//! kernel, a lower clock); a comparison holds every figure against the control it moves with
+//! before it blames the figure. The samples between rounds share the figures' period, so a
+//! machine that changed in the middle of an experiment moves both alike.
 
 use crate::context::Context;
+use crate::timesource::TimeSource;
 use oscost_model::{ExperimentOutput, MachineControls};
 use std::hint::black_box;
+use std::sync::Mutex;
 
 /// Samples of each control per burst; a burst is taken before and after the experiment.
 const SAMPLES_PER_BURST: usize = 12;
@@ -27,6 +31,48 @@ fn user_loop(seed: u64) -> u64 {
     x
 }
 
+/// One sample of each control on the calling thread, wherever it runs: `syscall(-1)` ns per
+/// call, then the user-space loop's ns per pass.
+fn one_of_each(clock: &dyn TimeSource, i: u64) -> (f64, f64) {
+    let ns = |t0: u64, t1: u64| clock.ticks_to_ns(t1.saturating_sub(t0) as f64);
+    let t0 = clock.now();
+    for _ in 0..CALLS_PER_SAMPLE {
+        black_box(oscost_sys::calls::invalid_syscall());
+    }
+    let t1 = clock.now();
+    let kernel = ns(t0, t1) / f64::from(CALLS_PER_SAMPLE);
+    let t0 = clock.now();
+    black_box(user_loop(black_box(i)));
+    let t1 = clock.now();
+    (kernel, ns(t0, t1))
+}
+
+/// The controls the sampler times between an experiment's rounds, kept until the experiment
+/// ends. Shared by every thread of the measuring process that samples (through the context).
+#[derive(Debug, Default)]
+pub struct ControlLog(Mutex<MachineControls>);
+
+impl ControlLog {
+    /// Times one sample of each control now, on the calling thread, and keeps it: between
+    /// rounds, never inside a timed batch. Nothing where the clock is fictional (the scripted
+    /// machine, whose readings a test counts).
+    pub fn between_rounds(&self, ctx: &Context) {
+        if ctx.clock.scripted().is_some() {
+            return;
+        }
+        let mut log = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let i = log.kernel_entry_during_ns.len() as u64;
+        let (kernel, user) = one_of_each(ctx.clock, i);
+        log.kernel_entry_during_ns.push(kernel);
+        log.user_loop_during_ns.push(user);
+    }
+
+    /// Everything kept so far, the log left empty.
+    pub fn take(&self) -> MachineControls {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
 /// One burst of both controls, alternating sample by sample, pinned to the experiment's
 /// first CPU (the affinity put back after). `None` where the clock is fictional (the
 /// scripted machine) or the thread cannot be pinned.
@@ -36,41 +82,32 @@ pub fn burst(ctx: &Context) -> Option<MachineControls> {
     }
     let before = oscost_sys::affinity().ok()?;
     oscost_sys::set_affinity(&[ctx.first_cpu()]).ok()?;
-    let clock = ctx.clock;
-    let ns = |t0: u64, t1: u64| clock.ticks_to_ns(t1.saturating_sub(t0) as f64);
     // One untimed pass of each first: the code and the kernel's path warm.
-    black_box(user_loop(black_box(7)));
-    for _ in 0..CALLS_PER_SAMPLE {
-        black_box(oscost_sys::calls::invalid_syscall());
-    }
+    one_of_each(ctx.clock, 7);
     let mut m = MachineControls::default();
     for i in 0..SAMPLES_PER_BURST {
-        let t0 = clock.now();
-        for _ in 0..CALLS_PER_SAMPLE {
-            black_box(oscost_sys::calls::invalid_syscall());
-        }
-        let t1 = clock.now();
-        m.kernel_entry_ns
-            .push(ns(t0, t1) / f64::from(CALLS_PER_SAMPLE));
-        let t0 = clock.now();
-        black_box(user_loop(black_box(i as u64)));
-        let t1 = clock.now();
-        m.user_loop_ns.push(ns(t0, t1));
+        let (kernel, user) = one_of_each(ctx.clock, i as u64);
+        m.kernel_entry_ns.push(kernel);
+        m.user_loop_ns.push(user);
     }
     let _ = oscost_sys::set_affinity(&before);
     Some(m)
 }
 
-/// Runs `experiment` between two bursts of the controls and keeps both in its output.
+/// Runs `experiment` between two bursts of the controls and keeps both in its output, with
+/// the samples the sampler took between its rounds.
 pub fn around(
     ctx: &Context,
     experiment: impl FnOnce() -> anyhow::Result<ExperimentOutput>,
 ) -> anyhow::Result<ExperimentOutput> {
     let first = burst(ctx);
+    ctx.controls.take();
     let mut out = experiment()?;
+    let during = ctx.controls.take();
     out.controls = match (first, burst(ctx)) {
         (Some(mut a), Some(b)) => {
             a.extend(b);
+            a.extend(during);
             Some(a)
         }
         _ => None,
@@ -111,6 +148,31 @@ mod tests {
             let c = out.controls.unwrap();
             assert_eq!(c.kernel_entry_ns.len(), 2 * SAMPLES_PER_BURST);
             assert_eq!(c.user_loop_ns.len(), 2 * SAMPLES_PER_BURST);
+        });
+    }
+
+    #[test]
+    fn the_sampler_leaves_one_sample_of_each_control_per_round_in_the_output() {
+        with_tiny_ctx(|ctx| {
+            let mut rounds = 0;
+            let out = around(ctx, || {
+                let cut = crate::sampler::rounds(ctx, 2, |_| Ok(()), || rounds += 1)?;
+                assert!(cut.is_none());
+                Ok(ExperimentOutput::default())
+            })
+            .unwrap();
+            let c = out.controls.unwrap();
+            assert!(rounds >= crate::sampler::MIN_SAMPLES);
+            assert_eq!(c.kernel_entry_during_ns.len(), rounds);
+            assert_eq!(c.user_loop_during_ns.len(), rounds);
+            assert!(c
+                .kernel_entry_during_ns
+                .iter()
+                .all(|&v| v > 0.0 && v.is_finite()));
+            // Bursts and samples between rounds stay apart.
+            assert_eq!(c.kernel_entry_ns.len(), 2 * SAMPLES_PER_BURST);
+            // The log is left empty for the next experiment.
+            assert_eq!(ctx.controls.take(), MachineControls::default());
         });
     }
 

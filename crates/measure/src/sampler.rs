@@ -389,6 +389,8 @@ pub(crate) fn rounds(
             sample((round + k) % count)?;
         }
         on_round();
+        // The machine's controls in the figures' own period, outside every timed batch.
+        ctx.controls.between_rounds(ctx);
         if round + 1 >= cfg.min_runs && round + 1 < cfg.samples && elapsed() > budget {
             return Ok(Some(Message::new(
                 MessageKind::TimeBudget,
@@ -509,6 +511,7 @@ mod tests {
             cpus: vec![0],
             progress: &crate::context::NoProgress,
             cancel: &cancel,
+            controls: &Default::default(),
         };
         f(&ctx, &clock)
     }
@@ -620,6 +623,7 @@ mod tests {
                 cpus: vec![0],
                 progress: &crate::context::NoProgress,
                 cancel: &cancel,
+                controls: &Default::default(),
             };
             let mut n = 0;
             let cut = rounds(

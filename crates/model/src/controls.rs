@@ -42,19 +42,29 @@ impl ControlKind {
     }
 }
 
-/// The controls' samples around one experiment: taken just before it and just after it, in the
-/// same measuring process, pinned to the experiment's first CPU.
+/// The controls' samples of one experiment: two bursts taken just before it and just after it,
+/// in the same measuring process, pinned to the experiment's first CPU; and, where the
+/// experiment samples in rounds, one of each between its rounds, on the thread that samples.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MachineControls {
-    /// `syscall(-1)` (ENOSYS), ns per call, one entry per sample.
+    /// `syscall(-1)` (ENOSYS), ns per call, one entry per sample: the bursts, before then after.
     pub kernel_entry_ns: Vec<f64>,
-    /// The fixed user-space loop, ns per pass, one entry per sample.
+    /// The fixed user-space loop, ns per pass, one entry per sample: the bursts.
     pub user_loop_ns: Vec<f64>,
+    /// `syscall(-1)` between the experiment's rounds, ns per call, in the order taken.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernel_entry_during_ns: Vec<f64>,
+    /// The user-space loop between the experiment's rounds, ns per pass.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub user_loop_during_ns: Vec<f64>,
 }
 
+/// Fewer samples between rounds than this and the bursts stand for the experiment instead.
+pub const MIN_DURING_SAMPLES: usize = 5;
+
 impl MachineControls {
-    /// The samples of one control.
+    /// The bursts' samples of one control.
     pub fn samples(&self, kind: ControlKind) -> &[f64] {
         match kind {
             ControlKind::KernelEntry => &self.kernel_entry_ns,
@@ -62,9 +72,37 @@ impl MachineControls {
         }
     }
 
-    /// Appends another burst's samples.
+    /// The samples of one control taken between the experiment's rounds.
+    pub fn during(&self, kind: ControlKind) -> &[f64] {
+        match kind {
+            ControlKind::KernelEntry => &self.kernel_entry_during_ns,
+            ControlKind::UserLoop => &self.user_loop_during_ns,
+        }
+    }
+
+    /// What stands for the machine while the experiment ran, when two experiments' controls
+    /// are held against each other: the samples between rounds where both have at least
+    /// [`MIN_DURING_SAMPLES`] of them (taken in the same period as the figures), else the bursts
+    /// of both.
+    pub fn matched<'a>(
+        &'a self,
+        other: &'a MachineControls,
+        kind: ControlKind,
+    ) -> (&'a [f64], &'a [f64]) {
+        let (a, b) = (self.during(kind), other.during(kind));
+        if a.len() >= MIN_DURING_SAMPLES && b.len() >= MIN_DURING_SAMPLES {
+            (a, b)
+        } else {
+            (self.samples(kind), other.samples(kind))
+        }
+    }
+
+    /// Appends another's samples, bursts to bursts and samples between rounds to their own.
     pub fn extend(&mut self, more: MachineControls) {
         self.kernel_entry_ns.extend(more.kernel_entry_ns);
         self.user_loop_ns.extend(more.user_loop_ns);
+        self.kernel_entry_during_ns
+            .extend(more.kernel_entry_during_ns);
+        self.user_loop_during_ns.extend(more.user_loop_during_ns);
     }
 }

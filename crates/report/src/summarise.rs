@@ -341,6 +341,7 @@ mod tests {
                 .map(|i| if i < 12 { before } else { after } + f64::from(i % 5))
                 .collect(),
             user_loop_ns: (0..24).map(|i| 40_000.0 + f64::from(i % 7)).collect(),
+            ..Default::default()
         };
         let with = |c| ExperimentOutput {
             controls: Some(c),

@@ -23,6 +23,7 @@ fn with_controls(mut doc: ResultDoc, kernel: f64, user: f64) -> ResultDoc {
         e.controls = Some(MachineControls {
             kernel_entry_ns: spread(kernel),
             user_loop_ns: spread(user),
+            ..Default::default()
         });
     }
     doc
@@ -111,6 +112,52 @@ fn a_machine_slower_at_entering_the_kernel_is_said_and_the_figures_judged_net_of
         .ends_with("net_ratio,net_verdict"));
     let json = compare::json(std::slice::from_ref(&c)).unwrap();
     assert!(json.contains("\"machine\"") && json.contains("\"kernel_entry\""));
+}
+
+/// `doc` with `kernel` ns of kernel entry between every experiment's rounds (12 samples, ±2 %),
+/// its bursts left as they are.
+fn with_during(mut doc: ResultDoc, kernel: f64, samples: usize) -> ResultDoc {
+    for e in &mut doc.experiments {
+        let c = e.controls.as_mut().unwrap();
+        c.kernel_entry_during_ns = (0..samples)
+            .map(|i| kernel * (1.0 + (i % 5) as f64 * 0.005))
+            .collect();
+        c.user_loop_during_ns = vec![40_000.0; samples];
+    }
+    doc
+}
+
+#[test]
+fn a_machine_that_changed_between_the_bursts_is_judged_by_the_samples_between_rounds() {
+    // The bursts before and after each experiment read alike in both runs, but between B's
+    // rounds (when its figures were taken) the kernel entry was 35 % slower: that is the
+    // machine the figures met, and the figures moved with it.
+    let a = with_during(with_controls(golden(), 100.0, 40_000.0), 100.0, 12);
+    let mut b = with_during(with_controls(golden(), 100.0, 40_000.0), 135.0, 12);
+    for id in ["example.cost100", "example.cost250", "example-more.cost60"] {
+        b = scaled(b, id, 1.35);
+    }
+    let c = run(&a, &b);
+    let kernel = c
+        .machine
+        .iter()
+        .find(|s| s.control == ControlKind::KernelEntry)
+        .unwrap();
+    assert!(
+        kernel.moved && (kernel.ratio - 1.35).abs() < 0.01,
+        "{kernel:?}"
+    );
+    let r = row(&c, "example.cost250");
+    assert_eq!(r.verdict, Verdict::Slower);
+    assert_eq!(r.net.as_ref().unwrap().verdict, Verdict::NoDifference);
+    // Too few samples between one experiment's rounds on one side: its bursts stand for
+    // both, and they held.
+    let b_few = with_during(b.clone(), 135.0, 3);
+    let c = run(&a, &b_few);
+    assert_eq!(
+        row(&c, "example.cost250").net.as_ref().unwrap().verdict,
+        Verdict::Slower
+    );
 }
 
 #[test]

@@ -83,22 +83,35 @@ fn pooled(doc: &ResultDoc) -> Option<MachineControls> {
     all
 }
 
-type Homes = HashMap<String, (String, Option<usize>)>;
+/// Where each figure id is in a document: its experiment's index and, for a case, the case's.
+type Homes = HashMap<String, (usize, Option<usize>)>;
+
+fn homes(doc: &ResultDoc) -> Homes {
+    let mut m = HashMap::new();
+    for (i, e) in doc.experiments.iter().enumerate() {
+        for (k, x) in e.cases.iter().enumerate() {
+            m.insert(x.id.clone(), (i, Some(k)));
+        }
+        for d in &e.derived {
+            m.insert(d.id.clone(), (i, None));
+        }
+    }
+    m
+}
 
 /// A case by id, through the map of where each id is.
 fn case_of<'d>(doc: &'d ResultDoc, at: &Homes, id: &str) -> Option<&'d CaseResult> {
-    let (e, k) = at.get(id)?;
-    doc.experiments
-        .iter()
-        .find(|x| &x.name == e)?
-        .cases
-        .get((*k)?)
+    let &(e, k) = at.get(id)?;
+    doc.experiments.get(e)?.cases.get(k?)
 }
 
 fn shifts(a: &MachineControls, b: &MachineControls) -> Vec<ControlShift> {
     ControlKind::ALL
         .iter()
-        .filter_map(|&k| ControlShift::between(k, a.samples(k), b.samples(k)))
+        .filter_map(|&k| {
+            let (a, b) = a.matched(b, k);
+            ControlShift::between(k, a, b)
+        })
         .collect()
 }
 
@@ -110,31 +123,17 @@ pub(super) fn net_of_machine(c: &mut Comparison, a: &ResultDoc, b: &ResultDoc) {
         return;
     };
     c.machine = shifts(&pa, &pb);
-    // Each experiment's own controls where both runs have them: a machine that changed in the
-    // middle of a run changed for the experiments after it.
-    let by_experiment: BTreeMap<&str, Vec<ControlShift>> = a
+    // Each experiment's own controls where both runs have them (by A's index): a machine that
+    // changed in the middle of a run changed for the experiments after it.
+    let by_experiment: BTreeMap<usize, Vec<ControlShift>> = a
         .experiments
         .iter()
-        .filter_map(|ea| {
+        .enumerate()
+        .filter_map(|(i, ea)| {
             let eb = b.experiments.iter().find(|e| e.name == ea.name)?;
-            Some((
-                ea.name.as_str(),
-                shifts(ea.controls.as_ref()?, eb.controls.as_ref()?),
-            ))
+            Some((i, shifts(ea.controls.as_ref()?, eb.controls.as_ref()?)))
         })
         .collect();
-    let homes = |doc: &ResultDoc| -> Homes {
-        let mut m = HashMap::new();
-        for e in &doc.experiments {
-            for (k, x) in e.cases.iter().enumerate() {
-                m.insert(x.id.clone(), (e.name.clone(), Some(k)));
-            }
-            for d in &e.derived {
-                m.insert(d.id.clone(), (e.name.clone(), None));
-            }
-        }
-        m
-    };
     let (in_a, in_b) = (homes(a), homes(b));
     let mut tested: Vec<(usize, f64)> = Vec::new();
     for (i, r) in c.rows.iter_mut().enumerate() {
@@ -148,7 +147,7 @@ pub(super) fn net_of_machine(c: &mut Comparison, a: &ResultDoc, b: &ResultDoc) {
         let kind = ca.map_or(ControlKind::KernelEntry, |x| x.control);
         let own = in_a
             .get(&r.id)
-            .and_then(|(e, _)| by_experiment.get(e.as_str()))
+            .and_then(|(e, _)| by_experiment.get(e))
             .and_then(|v| v.iter().find(|s| s.control == kind));
         let Some(shift) = own.or_else(|| c.machine.iter().find(|s| s.control == kind)) else {
             continue;

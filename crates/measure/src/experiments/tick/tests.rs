@@ -24,6 +24,7 @@ fn with_ctx<T>(cancel: &AtomicBool, f: impl FnOnce(&Context) -> T) -> T {
         cpus: vec![oscost_sys::affinity().unwrap()[0]],
         progress: &NoProgress,
         cancel,
+        controls: &Default::default(),
     };
     f(&ctx)
 }
