@@ -14,7 +14,8 @@ enum Source {
     Case(&'static str),
     /// A derived figure's estimate.
     Derived(&'static str),
-    /// A counter of a case, ns (a percentile the case computed): no interval.
+    /// A counter of a case, ns (a percentile the case computed), with its interval where the
+    /// case gives one (`<name>_ci95_lo_ns`, `<name>_ci95_hi_ns` beside `<name>_ns`).
     Counter(&'static str, &'static str),
     /// `tick`'s fitted slope for one source of timer events (`params.slope.<source>`).
     TickSlope(&'static str),
@@ -128,8 +129,50 @@ pub enum Value {
         /// Its bootstrap 95 % interval.
         ci95: [f64; 2],
     },
-    /// A share, %.
-    Pct(f64),
+    /// A share, %, with its 95 % interval (`NaN` ends where it has none).
+    Pct {
+        /// The share.
+        pct: f64,
+        /// Its 95 % interval.
+        ci95: [f64; 2],
+    },
+}
+
+impl Value {
+    /// The figure, whatever its unit.
+    pub fn number(&self) -> f64 {
+        match *self {
+            Value::Ns { ns, .. } => ns,
+            Value::Pct { pct, .. } => pct,
+        }
+    }
+
+    /// Its 95 % interval, in its own unit.
+    pub fn ci95(&self) -> [f64; 2] {
+        match *self {
+            Value::Ns { ci95, .. } | Value::Pct { ci95, .. } => ci95,
+        }
+    }
+
+    /// The figure as shown: `118.7 ns`, `68.00 %`.
+    pub fn text(&self) -> String {
+        match *self {
+            Value::Ns { ns, .. } => fmt_ns(ns),
+            Value::Pct { pct, .. } => format!("{pct:.2} %"),
+        }
+    }
+
+    /// The interval's half-width relative to the figure, `±4.3%`; empty where there is none.
+    pub fn half_width_text(&self) -> String {
+        let [lo, hi] = self.ci95();
+        let x = self.number();
+        let half = (hi - lo) / 2.0 / x.abs().max(f64::MIN_POSITIVE);
+        if half.is_finite() {
+            format!("±{:.1}%", half * 100.0)
+        } else {
+            String::new()
+        }
+    }
 }
 
 /// One line of the sheet.
@@ -143,6 +186,9 @@ pub struct Line {
     pub source: String,
     /// Whether a check of that case failed (the figure is not trusted).
     pub failed: bool,
+    /// Whose time the figure is, where the run can tell (the OS's, other programs', the
+    /// host's), in words: shown under the line.
+    pub whose: Option<String>,
 }
 
 /// The sheet of one run.
@@ -178,31 +224,47 @@ fn derived_noisy(d: &DerivedResult) -> bool {
     d.estimate_ns != 0.0 && half / d.estimate_ns.abs() > oscost_stats::NOISY_REL_HALF_WIDTH
 }
 
-fn pick(doc: &ResultDoc, source: Source) -> Option<(Value, String, bool)> {
+/// What [`pick`] found: the figure, where it comes from, whether a check failed, and whose
+/// time it is.
+type Picked = (Value, String, bool, Option<String>);
+
+fn pick(doc: &ResultDoc, source: Source) -> Option<Picked> {
     match source {
         Source::Case(id) => cases(doc).find(|c| c.id == id).map(|c| {
             let v = Value::Ns {
                 ns: c.median_ns,
                 ci95: c.ci95_ns,
             };
-            (v, c.id.clone(), !c.checks_passed)
+            (v, c.id.clone(), !c.checks_passed, None)
         }),
         Source::Derived(id) => derived(doc).find(|d| d.id == id).map(|d| {
             let v = Value::Ns {
                 ns: d.estimate_ns,
                 ci95: d.ci95_ns,
             };
-            (v, d.id.clone(), d.flagged.is_some())
+            (v, d.id.clone(), d.flagged.is_some(), None)
         }),
         Source::Counter(id, key) => {
-            let c = cases(doc).find(|c| c.id == id)?;
+            let (e, c) = experiment_case(doc, id)?;
             let ns = *c.counters.get(key)?;
+            let name = key.trim_end_matches("_ns");
+            let end = |which: &str| {
+                c.counters
+                    .get(&format!("{name}_ci95_{which}_ns"))
+                    .copied()
+                    .unwrap_or(f64::NAN)
+            };
             let v = Value::Ns {
                 ns,
-                ci95: [f64::NAN; 2],
+                ci95: [end("lo"), end("hi")],
             };
-            let what = key.trim_end_matches("_ns").replace('_', " ");
-            Some((v, format!("{id} ({what})"), !c.checks_passed))
+            let what = name.replace('_', " ");
+            Some((
+                v,
+                format!("{id} ({what})"),
+                !c.checks_passed,
+                others_meanwhile(e),
+            ))
         }
         Source::TickSlope(form) => {
             let tick = experiment(doc, "tick")?;
@@ -215,6 +277,7 @@ fn pick(doc: &ResultDoc, source: Source) -> Option<(Value, String, bool)> {
                 Value::Ns { ns, ci95 },
                 format!("tick {form} (fitted slope)"),
                 failed,
+                None,
             ))
         }
         Source::NoiseLost => {
@@ -226,13 +289,81 @@ fn pick(doc: &ResultDoc, source: Source) -> Option<(Value, String, bool)> {
                 .filter(|c| c.params.get("kernel_view").and_then(|v| v.as_bool()) != Some(true))
                 .filter_map(|c| Some((c, *c.counters.get("cpu_lost_pct")?)))
                 .max_by(|a, b| a.1.total_cmp(&b.1))?;
+            let end = |k: &str| worst.0.counters.get(k).copied().unwrap_or(f64::NAN);
+            let traced = noise
+                .cases
+                .iter()
+                .find(|c| c.id == format!("{}.kernel", worst.0.id));
+            let whose = traced
+                .and_then(noise_whose)
+                .or_else(|| others_meanwhile(noise));
             Some((
-                Value::Pct(worst.1),
+                Value::Pct {
+                    pct: worst.1,
+                    ci95: [end("cpu_lost_ci95_lo_pct"), end("cpu_lost_ci95_hi_pct")],
+                },
                 format!("{} (the worst CPU)", worst.0.id),
                 !worst.0.checks_passed,
+                whose,
             ))
         }
     }
+}
+
+/// A case by id, with its experiment.
+fn experiment_case<'a>(
+    doc: &'a ResultDoc,
+    id: &str,
+) -> Option<(&'a ExperimentResult, &'a CaseResult)> {
+    doc.experiments
+        .iter()
+        .find_map(|e| Some((e, e.cases.iter().find(|c| c.id == id)?)))
+}
+
+/// A share and its interval in words: `0.32 % (0.27–0.37)`, the interval left out where it
+/// is missing or nothing was lost.
+fn share_text(pct: f64, lo: Option<f64>, hi: Option<f64>) -> String {
+    match (lo, hi) {
+        (Some(lo), Some(hi)) if hi > 0.0 => format!("{pct:.2} % ({lo:.2}–{hi:.2})"),
+        _ => format!("{pct:.2} %"),
+    }
+}
+
+/// Whose the time a traced noise spin lost was: the OS's, other programs' and the host's
+/// shares, each with its interval; `None` for a case from before the split.
+fn noise_whose(traced: &CaseResult) -> Option<String> {
+    let part = |k: &str| {
+        let v = *traced.counters.get(&format!("{k}_lost_pct"))?;
+        let lo = traced
+            .counters
+            .get(&format!("{k}_lost_ci95_lo_pct"))
+            .copied();
+        let hi = traced
+            .counters
+            .get(&format!("{k}_lost_ci95_hi_pct"))
+            .copied();
+        Some(share_text(v, lo, hi))
+    };
+    let lost = traced.counters.get("cpu_lost_pct")?;
+    Some(format!(
+        "traced again ({lost:.2} % lost): the OS {}, other programs {}, outside the guest \
+         kernel's view {}",
+        part("os")?,
+        part("programs")?,
+        part("outside")?
+    ))
+}
+
+/// Other programs' share of the CPUs while `e` ran, where it was above the quiet threshold
+/// (2 %): time that was theirs, not the OS's.
+fn others_meanwhile(e: &ExperimentResult) -> Option<String> {
+    let share = e.load.as_ref()?.foreign_cpu_share;
+    (share > 0.02).then(|| {
+        format!(
+            "other programs used {:.0} % of the CPUs meanwhile (their time, not the OS's)",
+            share * 100.0
+        )
+    })
 }
 
 /// The machine in one line: CPU, CPUs, kernel, and the hypervisor when there is one.
@@ -260,12 +391,13 @@ pub fn datasheet(doc: &ResultDoc) -> Datasheet {
     let lines = HEADLINES
         .iter()
         .filter_map(|h| {
-            let (value, source, failed) = h.sources.iter().find_map(|&s| pick(doc, s))?;
+            let (value, source, failed, whose) = h.sources.iter().find_map(|&s| pick(doc, s))?;
             Some(Line {
                 label: h.label,
                 value,
                 source,
                 failed,
+                whose,
             })
         })
         .collect();
@@ -304,18 +436,7 @@ impl Datasheet {
             out += "  no headline cost was measured by this run\n";
         }
         for l in &self.lines {
-            let (value, ci) = match l.value {
-                Value::Ns { ns, ci95 } => {
-                    let half = (ci95[1] - ci95[0]) / 2.0 / ns.abs().max(f64::MIN_POSITIVE);
-                    let ci = if half.is_finite() {
-                        format!("±{:.1}%", half * 100.0)
-                    } else {
-                        String::new()
-                    };
-                    (fmt_ns(ns), ci)
-                }
-                Value::Pct(p) => (format!("{p:.2} %"), String::new()),
-            };
+            let (value, ci) = (l.value.text(), l.value.half_width_text());
             let mark = if l.failed { "✗" } else { " " };
             let head = format!("{mark} {:<22} {value:>9} {ci:>7}", l.label);
             // A source that does not fit beside its figure goes on a line of its own.
@@ -323,6 +444,11 @@ impl Datasheet {
                 out += &format!("{head}  {}\n", l.source);
             } else {
                 out += &format!("{}\n    {}\n", head.trim_end(), l.source);
+            }
+            if let Some(w) = &l.whose {
+                for line in wrap_words(w, width.saturating_sub(4)).lines() {
+                    out += &format!("    {line}\n");
+                }
             }
         }
         if self.failed.is_empty() {
@@ -366,14 +492,8 @@ pub fn side_by_side(a: &Datasheet, b: &Datasheet, width: Option<u16>) -> String 
     out.push('\n');
     out += &wrap_words(&format!("B: {}", b.machine), width);
     out.push('\n');
-    let text = |v: &Value| match *v {
-        Value::Ns { ns, .. } => fmt_ns(ns),
-        Value::Pct(p) => format!("{p:.2} %"),
-    };
-    let number = |v: &Value| match *v {
-        Value::Ns { ns, .. } => ns,
-        Value::Pct(p) => p,
-    };
+    let text = |v: &Value| v.text();
+    let number = |v: &Value| v.number();
     let mut overlapping = false;
     out += &format!("  {:<22} {:>9} {:>9} {:>7}\n", "", "A", "B", "B / A");
     for h in HEADLINES {
@@ -386,12 +506,9 @@ pub fn side_by_side(a: &Datasheet, b: &Datasheet, width: Option<u16>) -> String 
         let (ratio, mark) = match (&la, &lb) {
             (Some(x), Some(y)) if number(&x.value) != 0.0 => {
                 let r = number(&y.value) / number(&x.value);
-                let overlap = match (&x.value, &y.value) {
-                    (Value::Ns { ci95: p, .. }, Value::Ns { ci95: q, .. }) => {
-                        p[0] <= q[1] && q[0] <= p[1]
-                    }
-                    _ => false,
-                };
+                let (p, q) = (x.value.ci95(), y.value.ci95());
+                // NaN ends (no interval) compare false: no overlap claimed.
+                let overlap = p[0] <= q[1] && q[0] <= p[1];
                 overlapping |= overlap;
                 (format!("{r:.3}"), if overlap { "~" } else { "" })
             }
@@ -467,7 +584,9 @@ mod tests {
                 "CPU lost to noise"
             ]
         );
-        assert_eq!(sheet.lines[2].value, Value::Pct(1.5));
+        assert_eq!(sheet.lines[2].value.number(), 1.5);
+        assert!(sheet.lines[2].value.ci95().iter().all(|v| v.is_nan()));
+        assert_eq!(sheet.lines[2].whose, None);
         assert_eq!(sheet.lines[2].source, "noise.cpu1 (the worst CPU)");
         assert!(sheet.lines[1].failed && !sheet.lines[0].failed);
         assert_eq!(sheet.failed, ["fault.anon-write"]);
@@ -564,6 +683,73 @@ mod tests {
             ),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_percentile_shows_its_interval_and_other_programs_load_where_the_case_gives_them() {
+        let mut w = testkit::case("wakeup.other.1ms", "wake-up", 20_000.0);
+        w.counters.insert("lateness_p99_ns".into(), 80_000.0);
+        w.counters
+            .insert("lateness_p99_ci95_lo_ns".into(), 72_000.0);
+        w.counters
+            .insert("lateness_p99_ci95_hi_ns".into(), 88_000.0);
+        let mut e = experiment("wakeup", vec![w]);
+        let mut load = oscost_model::example::quiet_load(1.0);
+        load.foreign_cpu_share = 0.34;
+        e.load = Some(load);
+        let sheet = datasheet(&doc(vec![e]));
+        assert_eq!(sheet.lines[0].value.ci95(), [72_000.0, 88_000.0]);
+        let text = sheet.render(Some(80));
+        assert!(text.contains("80.00 µs  ±10.0%"), "{text}");
+        assert!(
+            text.contains("    other programs used 34 % of the CPUs meanwhile"),
+            "{text}"
+        );
+        assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+    }
+
+    #[test]
+    fn the_noise_line_says_whose_time_was_lost() {
+        let mut plain = testkit::case("noise.cpu1", "interruption", 4000.0);
+        plain.counters.insert("cpu_lost_pct".into(), 2.0);
+        plain.counters.insert("cpu_lost_ci95_lo_pct".into(), 1.5);
+        plain.counters.insert("cpu_lost_ci95_hi_pct".into(), 2.5);
+        let mut traced = testkit::case("noise.cpu1.kernel", "interruption", 4000.0);
+        traced
+            .params
+            .insert("kernel_view".into(), serde_json::json!(true));
+        for (k, v) in [
+            ("cpu_lost_pct", 2.1),
+            ("os_lost_pct", 0.3),
+            ("os_lost_ci95_lo_pct", 0.25),
+            ("os_lost_ci95_hi_pct", 0.35),
+            ("programs_lost_pct", 0.0),
+            ("programs_lost_ci95_lo_pct", 0.0),
+            ("programs_lost_ci95_hi_pct", 0.0),
+            ("outside_lost_pct", 1.8),
+            ("outside_lost_ci95_lo_pct", 1.6),
+            ("outside_lost_ci95_hi_pct", 2.0),
+        ] {
+            traced.counters.insert(k.into(), v);
+        }
+        let sheet = datasheet(&doc(vec![experiment("noise", vec![plain, traced])]));
+        let l = &sheet.lines[0];
+        assert_eq!(l.value.number(), 2.0);
+        assert_eq!(l.value.half_width_text(), "±25.0%");
+        let text = sheet.render(Some(80));
+        assert!(
+            text.contains("CPU lost to noise         2.00 %  ±25.0%"),
+            "{text}"
+        );
+        let said = text.replace("\n    ", " ");
+        assert!(
+            said.contains(
+                "traced again (2.10 % lost): the OS 0.30 % (0.25–0.35), other programs 0.00 %, \
+                 outside the guest kernel's view 1.80 % (1.60–2.00)"
+            ),
+            "{text}"
+        );
+        assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
     }
 
     #[test]

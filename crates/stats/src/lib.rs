@@ -29,6 +29,7 @@ mod order;
 mod outliers;
 pub mod periodic;
 pub mod sched;
+pub mod share;
 mod summary;
 
 pub use bootstrap::{bootstrap_median_ci, bootstrap_ratio_ci, combine_medians, Combination};

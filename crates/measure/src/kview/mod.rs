@@ -336,6 +336,68 @@ pub struct SourceRow {
     pub explained: f64,
 }
 
+/// Whose a source's time is, as the datasheet splits a CPU's lost time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Whose {
+    /// The kernel's own work: an interrupt, a softirq, an IPI, the timer, a kernel thread.
+    Os,
+    /// A task of another program (any task that is not a kernel thread).
+    Programs,
+    /// Nothing the guest kernel recorded: the hypervisor's time (or an SMI).
+    Outside,
+}
+
+/// Whether task `tid` is a kernel thread (`Kthread:` in its `/proc` status); `None` when the
+/// task is gone or the kernel does not say.
+pub fn kernel_thread(tid: i64) -> Option<bool> {
+    let s = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+    let v = s.lines().find_map(|l| l.strip_prefix("Kthread:"))?;
+    Some(v.trim() == "1")
+}
+
+/// Whose each source label of `events` is: every label of a switched-in task by its tid (a
+/// kernel thread is the OS's; one that is gone by the time this runs, or that the kernel does
+/// not mark, counts as a program's), [`OUTSIDE`] the host's, every handler the OS's.
+pub fn whose_sources<'a>(events: impl IntoIterator<Item = &'a Kind>) -> BTreeMap<String, Whose> {
+    let mut tasks: BTreeMap<String, Whose> = BTreeMap::new();
+    for k in events {
+        if let Kind::Switch {
+            next_tid,
+            next_comm,
+            ..
+        } = k
+        {
+            if *next_tid == 0 {
+                continue;
+            }
+            let label = format!("task {next_comm}");
+            if tasks.get(&label) == Some(&Whose::Os) {
+                continue;
+            }
+            let w = if kernel_thread(*next_tid) == Some(true) {
+                Whose::Os
+            } else {
+                Whose::Programs
+            };
+            tasks.insert(label, w);
+        }
+    }
+    tasks
+}
+
+/// Whose the time of the source labelled `label` is, `tasks` from [`whose_sources`].
+pub fn whose(label: &str, tasks: &BTreeMap<String, Whose>) -> Whose {
+    if label == OUTSIDE {
+        Whose::Outside
+    } else if let Some(w) = tasks.get(label) {
+        *w
+    } else if label.starts_with("task ") {
+        Whose::Programs
+    } else {
+        Whose::Os
+    }
+}
+
 /// The gaps grouped by source, the largest total first; unexplained gaps under [`OUTSIDE`].
 pub fn table(lens: &[f64], views: &[GapView]) -> Vec<SourceRow> {
     let mut by: BTreeMap<String, (Vec<f64>, f64)> = BTreeMap::new();

@@ -222,3 +222,25 @@ fn the_noise_events_name_real_tracepoints() {
         assert!(NOISE_EVENTS.contains(&("irq_vectors", &*format!("{name}_exit"))));
     }
 }
+
+/// Handlers are the OS's, the host's gaps the host's, and a task by what `/proc` says of its
+/// tid: kthreadd (2) is a kernel thread, this test's own thread a program's.
+#[test]
+fn each_source_is_the_os_s_a_program_s_or_the_host_s() {
+    let me = oscost_sys::gettid() as i64;
+    assert_eq!(kernel_thread(2), Some(true));
+    assert_eq!(kernel_thread(me), Some(false));
+    let evs = [
+        switch(me, 2, "kthreadd"),
+        switch(2, me, "a-program"),
+        switch(me, 0, "swapper/0"),
+    ];
+    let tasks = whose_sources(evs.iter());
+    assert_eq!(whose("task kthreadd", &tasks), Whose::Os);
+    assert_eq!(whose("task a-program", &tasks), Whose::Programs);
+    assert_eq!(whose(LOCAL_TIMER, &tasks), Whose::Os);
+    assert_eq!(whose("irq 36 virtio1-req.0", &tasks), Whose::Os);
+    assert_eq!(whose(OUTSIDE, &tasks), Whose::Outside);
+    // A task never seen switching in (its tid unknown) is counted as a program's.
+    assert_eq!(whose("task gone", &tasks), Whose::Programs);
+}

@@ -245,19 +245,18 @@ struct SheetRow {
 }
 
 fn sheet_rows(doc: &ResultDoc) -> Vec<SheetRow> {
-    use crate::datasheet::Value;
     crate::datasheet::datasheet(doc)
         .lines
         .into_iter()
         .map(|l| {
-            let (value, ci) = match l.value {
-                // A counter read once (a p99) has no interval: none is shown.
-                Value::Ns { ns, ci95 } if ci95.iter().all(|v| v.is_finite()) => {
-                    (crate::format::fmt_ns(ns), ci_pct(ns, ci95))
-                }
-                Value::Ns { ns, .. } => (crate::format::fmt_ns(ns), String::new()),
-                Value::Pct(p) => (format!("{p:.2} %"), String::new()),
+            // A figure without an interval (a percentile too few samples bound) shows none.
+            let ci95 = l.value.ci95();
+            let ci = if ci95.iter().all(|v| v.is_finite()) {
+                ci_pct(l.value.number(), ci95)
+            } else {
+                String::new()
             };
+            let value = l.value.text();
             SheetRow {
                 label: l.label.to_owned(),
                 value,

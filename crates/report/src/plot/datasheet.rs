@@ -145,6 +145,7 @@ mod tests {
                     },
                     source: format!("{label}.case"),
                     failed,
+                    whose: None,
                 })
                 .collect(),
             failed: Vec::new(),
@@ -198,9 +199,13 @@ mod tests {
         let mut noise_only = sheet(vec![]);
         noise_only.lines.push(Line {
             label: "CPU lost to noise",
-            value: Value::Pct(1.5),
+            value: Value::Pct {
+                pct: 1.5,
+                ci95: [f64::NAN; 2],
+            },
             source: "noise.cpu1".into(),
             failed: false,
+            whose: None,
         });
         assert_eq!(plot(&[("A", &noise_only)]), None);
     }

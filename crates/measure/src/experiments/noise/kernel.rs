@@ -15,6 +15,8 @@ use std::sync::atomic::AtomicBool;
 
 /// The traced timer count must be within this of `/proc/interrupts`' over the same window.
 const TIMER_TOLERANCE: f64 = 0.02;
+/// Windows of the spin whose shares give the interval of each share of the time lost.
+const SHARE_WINDOWS: usize = 20;
 /// Samples handed up at most (as for the untraced pass).
 const MAX_SAMPLES: usize = 20_000;
 
@@ -158,6 +160,30 @@ pub(super) fn kernel_case(
         .map(|r| r.lost)
         .sum();
     let explained: f64 = rows.iter().map(|r| r.explained).sum();
+    // The same loss split by whose time it was, each share with the interval of 20 windows'
+    // shares: the datasheet says what the OS did apart from what other programs and the host
+    // took.
+    let tasks = kview::whose_sources(mine.iter().map(|(_, k)| *k));
+    for (key, w) in [
+        ("os", kview::Whose::Os),
+        ("programs", kview::Whose::Programs),
+        ("outside", kview::Whose::Outside),
+    ] {
+        // Each gap's start, and its length as the loss counts it (the loop's own iteration
+        // taken off).
+        let theirs: Vec<(f64, f64)> = gaps
+            .iter()
+            .zip(&n.lens_ns)
+            .zip(&views)
+            .filter(|(_, v)| kview::whose(v.source.as_deref().unwrap_or(OUTSIDE), &tasks) == w)
+            .map(|((g, len), _)| (g.0, *len))
+            .collect();
+        if let Some(s) = oscost_stats::share::covered_share(&theirs, n.span_ns, SHARE_WINDOWS) {
+            c.insert(format!("{key}_lost_pct"), s.share * 100.0);
+            c.insert(format!("{key}_lost_ci95_lo_pct"), s.ci95[0] * 100.0);
+            c.insert(format!("{key}_lost_ci95_hi_pct"), s.ci95[1] * 100.0);
+        }
+    }
     c.insert("attributed_pct".into(), pct(lost - outside, lost));
     c.insert("outside_pct".into(), pct(outside, lost));
     c.insert("in_events_pct".into(), pct(explained, lost));

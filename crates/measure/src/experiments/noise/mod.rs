@@ -507,6 +507,17 @@ fn gap_counters(case: &mut Case, n: &CpuNoise) {
     );
     c.insert("length_max_ns".into(), *sorted.last().unwrap_or(&0.0));
     c.insert("cpu_lost_pct".into(), lost / n.span_ns * 100.0);
+    // Its interval from 20 windows' shares: interruptions come in bursts, windows vary apart.
+    let stretches: Vec<(f64, f64)> = n
+        .starts_ns
+        .iter()
+        .copied()
+        .zip(n.lens_ns.iter().copied())
+        .collect();
+    if let Some(s) = oscost_stats::share::covered_share(&stretches, n.span_ns, 20) {
+        c.insert("cpu_lost_ci95_lo_pct".into(), s.ci95[0] * 100.0);
+        c.insert("cpu_lost_ci95_hi_pct".into(), s.ci95[1] * 100.0);
+    }
     let (pl_ns, pl_ticks) = n.periodic_lens();
     if let Some(p) = &n.periodic {
         c.insert("period_ns".into(), p.period);
@@ -736,6 +747,17 @@ mod tests {
                             .sum();
                         assert!((by_source - lost).abs() < 1e-6 * lost.max(1.0), "{c:?}");
                         assert!(c.counters["attributed_pct"] <= 100.0);
+                        // Whose it was: the OS's, other programs' and the host's shares make
+                        // the whole loss, each inside its own interval.
+                        let mut whose = 0.0;
+                        for k in ["os", "programs", "outside"] {
+                            let v = c.counters[&format!("{k}_lost_pct")];
+                            let lo = c.counters[&format!("{k}_lost_ci95_lo_pct")];
+                            let hi = c.counters[&format!("{k}_lost_ci95_hi_pct")];
+                            assert!(lo <= v + 1e-9 && v <= hi + 1e-9, "{k}: {lo} {v} {hi}");
+                            whose += v;
+                        }
+                        assert!((whose - lost).abs() < 1e-6 * lost.max(1.0), "{c:?}");
                     }
                 }
                 _ => {
@@ -754,6 +776,12 @@ mod tests {
                 assert_eq!(c.series[1].points.len() as f64, gaps);
                 assert!(c.counters["length_max_ns"] >= c.counters["length_median_ns"]);
                 assert!(c.counters["cpu_lost_pct"] >= 0.0 && c.counters["cpu_lost_pct"] < 100.0);
+                let (lo, hi) = (
+                    c.counters["cpu_lost_ci95_lo_pct"],
+                    c.counters["cpu_lost_ci95_hi_pct"],
+                );
+                assert!(lo <= c.counters["cpu_lost_pct"] + 1e-9);
+                assert!(c.counters["cpu_lost_pct"] <= hi + 1e-9);
                 assert!(c.counters.contains_key("local_timer_interrupts"), "{c:?}");
             }
         });
