@@ -198,3 +198,17 @@ fn controls_round_trip_through_the_document() {
         .controls
         .is_none());
 }
+
+#[test]
+fn the_change_line_after_a_run_names_only_the_control_that_moved() {
+    let a = with_controls(golden(), 100.0, 40_000.0);
+    let b = with_controls(scaled(golden(), "example.cost250", 1.35), 135.0, 40_000.0);
+    let text = compare::since_last(&a, "abcd1234", &b, Some(200)).unwrap();
+    assert!(
+        text.contains(
+            "the machine itself ran 35 % slower at entering the kernel in this run; net of it, "
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("unchanged"), "{text}");
+}

@@ -627,8 +627,8 @@ pub fn since_last(
         &format!(
             "Change since run {label} (the last with the same machine, settings and \
              experiments): {}{}{}",
-            super::machine::in_words(&c, false)
-                .map(|m| format!("the machine itself ran {m} in this run, net "))
+            super::machine::moved_in_words(&c)
+                .map(|m| format!("the machine itself ran {m} in this run; net of it, "))
                 .unwrap_or_default(),
             summary(&c),
             if moved == 0 {
