@@ -53,9 +53,10 @@ fn row_cells(f: &Fleet, r: &FleetRow) -> Vec<String> {
 fn legend(f: &Fleet) -> String {
     format!(
         "Each cell: the group's figure over {}'s (×ratio), its bootstrap 95 % CI, and the \
-         verdict (slower/faster beyond noise: CI excludes 1, Mann-Whitney p < 0.05 and the \
-         change above {} %; same: the whole CI within ±{1} %; too few samples: the CI reaches \
-         past it; — the run lacks the figure).",
+         verdict (slower/faster beyond noise: CI excludes 1, Mann-Whitney p < 0.05 once \
+         adjusted for every figure of the group's column (Benjamini-Hochberg: at most 5 % of a \
+         column's verdicts false) and the change above {} %; same: the whole CI within ±{1} %; \
+         too few samples: the CI reaches past it; — the run lacks the figure).",
         f.groups[f.reference].name, f.settings.threshold_pct
     )
 }
