@@ -152,6 +152,11 @@ fn kernel_view(c: &CaseResult) -> View {
                 fmt_ns(p)
             ));
         }
+        if let (Some(stolen), Some(rest)) = (get("outside_steal_ms"), get("outside_unstolen_ms")) {
+            outside.push_str(&format!(
+                "; of that time the host ran something else in this CPU's place for {stolen:.3}                  ms (the steal clock over the spin) and handled the guest itself for {rest:.3}                  ms (VM exits, its own timer: time steal accounting does not count)"
+            ));
+        }
         notes.push(outside);
     }
     if let (Some(t), Some(loc)) = (get("timer_events_in_window"), get("local_timer_interrupts")) {

@@ -20,6 +20,9 @@ const SHARE_WINDOWS: usize = 20;
 /// Samples handed up at most (as for the untraced pass).
 const MAX_SAMPLES: usize = 20_000;
 
+/// Steal ticks per CPU before and after a spin, and USER_HZ.
+type StealAcross = (BTreeMap<usize, u64>, BTreeMap<usize, u64>, u64);
+
 /// What the traced pass recorded.
 pub(super) struct Traced {
     pub spins: Vec<CpuSpin>,
@@ -37,6 +40,8 @@ pub(super) struct Traced {
     timer_unsampled: BTreeMap<u32, u64>,
     /// `/proc/interrupts` before and after, with the counter readings beside them.
     loc: Option<(Interrupts, Interrupts, u64, u64)>,
+    /// Steal time per CPU before and after the spin (USER_HZ ticks), and USER_HZ.
+    steal: Option<StealAcross>,
     /// What was changed on the machine (tracefs mounted), and the tracepoints missing.
     pub notes: Vec<oscost_model::Message>,
 }
@@ -58,11 +63,13 @@ pub(super) fn traced_pass(
     };
     session.start(clock)?;
     let before = read_interrupts();
+    let steal_before = super::read_steal();
     let t0 = clock.now();
     let until = clock.now() + ticks(clock, duration_ns as f64);
     let spins = spin_all(clock, cpus, until, threshold, capacity, cancel);
     let t1 = clock.now();
     let after = read_interrupts();
+    let steal_after = super::read_steal();
     // Stopped on every path, so the rings are read and closed even when the spin failed.
     let stopped = session.stop(clock)?;
     Ok(Ok(Traced {
@@ -81,6 +88,10 @@ pub(super) fn traced_pass(
             .map(|((cpu, _), n)| (*cpu, *n))
             .collect(),
         loc: before.zip(after).map(|(a, b)| (a, b, t0, t1)),
+        steal: steal_before
+            .zip(steal_after)
+            .zip(oscost_sys::sysinfo::user_hz())
+            .map(|((a, b), hz)| (a, b, hz)),
         notes,
     }))
 }
@@ -183,6 +194,22 @@ pub(super) fn kernel_case(
             c.insert(format!("{key}_lost_ci95_lo_pct"), s.ci95[0] * 100.0);
             c.insert(format!("{key}_lost_ci95_hi_pct"), s.ci95[1] * 100.0);
         }
+    }
+    // The host's share of what the guest kernel did not see: the steal clock counts the time
+    // the host ran something else in this vCPU's place (in USER_HZ ticks, so only over the
+    // whole spin); the rest of that time is the host handling the guest itself (VM exits, its
+    // own timer), which steal accounting does not count.
+    if let Some(steal) = t
+        .steal
+        .as_ref()
+        .and_then(|(a, b, hz)| Some(super::delta(a, b, cpu)? as f64 * 1e9 / *hz as f64))
+    {
+        c.insert("steal_ms".into(), steal / 1e6);
+        c.insert("outside_steal_ms".into(), steal.min(outside) / 1e6);
+        c.insert(
+            "outside_unstolen_ms".into(),
+            (outside - steal).max(0.0) / 1e6,
+        );
     }
     c.insert("attributed_pct".into(), pct(lost - outside, lost));
     c.insert("outside_pct".into(), pct(outside, lost));
@@ -449,6 +476,7 @@ mod tests {
             unsampled: 0,
             timer_unsampled: BTreeMap::from([(0, unsampled)]),
             loc: Some((counts(loc_before), counts(loc_after), 0, 10_000)),
+            steal: None,
             notes: Vec::new(),
         }
     }

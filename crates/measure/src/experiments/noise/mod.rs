@@ -244,12 +244,16 @@ fn read_interrupts() -> Option<Interrupts> {
     parse_interrupts(&std::fs::read_to_string("/proc/interrupts").ok()?)
 }
 
-fn read_steal() -> Option<BTreeMap<usize, u64>> {
+pub(super) fn read_steal() -> Option<BTreeMap<usize, u64>> {
     let text = std::fs::read_to_string("/proc/stat").ok()?;
     Some(parse_proc_stat(&text).steal_ticks)
 }
 
-fn delta(before: &BTreeMap<usize, u64>, after: &BTreeMap<usize, u64>, cpu: usize) -> Option<u64> {
+pub(super) fn delta(
+    before: &BTreeMap<usize, u64>,
+    after: &BTreeMap<usize, u64>,
+    cpu: usize,
+) -> Option<u64> {
     Some(after.get(&cpu)?.saturating_sub(*before.get(&cpu)?))
 }
 
@@ -758,6 +762,14 @@ mod tests {
                             whose += v;
                         }
                         assert!((whose - lost).abs() < 1e-6 * lost.max(1.0), "{c:?}");
+                        // The time outside the kernel's view is the host's: stolen or not.
+                        if let Some(stolen) = c.counters.get("outside_steal_ms") {
+                            let rest = c.counters["outside_unstolen_ms"];
+                            let outside_ms =
+                                c.counters["outside_lost_pct"] / 100.0 * c.counters["span_s"] * 1e3;
+                            assert!(stolen + rest >= outside_ms * (1.0 - 1e-6) - 1e-9);
+                            assert!(stolen + rest <= outside_ms * (1.0 + 1e-6) + 1e-9);
+                        }
                     }
                 }
                 _ => {
