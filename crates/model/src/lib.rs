@@ -14,6 +14,7 @@ pub mod controls;
 pub mod cpulist;
 pub mod env;
 pub mod example;
+pub mod experiment_id;
 pub mod head;
 pub mod ids;
 pub mod message;
@@ -26,6 +27,7 @@ pub use case::{
 pub use clock::{ClockInfo, CounterKind};
 pub use controls::{ControlKind, MachineControls};
 pub use env::{Environment, OsInfo, RunLoad};
+pub use experiment_id::ExperimentId;
 pub use head::{read_head, ResultHead};
 pub use message::{Message, MessageKind, Messages};
 pub use published::{read_published, PublishedDoc, PublishedFigure, PUBLISHED_SCHEMA};

@@ -404,6 +404,14 @@ pub struct ExperimentResult {
     pub controls: Option<crate::MachineControls>,
 }
 
+impl ExperimentResult {
+    /// Which experiment this is, or `None` for one this version does not know (a document
+    /// from a newer version, which still reads).
+    pub fn id(&self) -> Option<crate::ExperimentId> {
+        crate::ExperimentId::from_name(&self.name)
+    }
+}
+
 /// A case that could not be measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

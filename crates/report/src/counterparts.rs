@@ -5,6 +5,7 @@
 //! beside the other, which is the study's own comparison on the reader's hardware.
 
 use oscost_model::ids::lockring::{Id, CRITICAL_SECTION, MUTEX};
+use oscost_model::ids::primitives;
 use oscost_model::Environment;
 
 /// Whether a run comes from the Windows agent.
@@ -16,14 +17,6 @@ fn windows(e: &Environment) -> bool {
 pub(crate) fn across_systems(a: &Environment, b: &Environment) -> bool {
     windows(a) != windows(b)
 }
-
-/// The Windows agent's own `primitives` cases (docs/windows.md).
-const AGENT_PRIMITIVES: &[&str] = &[
-    "primitives.win32-mutex",
-    "primitives.win32-semaphore",
-    "primitives.critical-section",
-    "primitives.srwlock",
-];
 
 /// Why the figure `id` cannot come from a run of the system `env` describes, when it cannot:
 /// a Critical Section's or a Win32 lock's id in a Linux run, a pthread mutex's or a Linux
@@ -40,8 +33,9 @@ pub(crate) fn foreign_id(id: &str, env: &Environment) -> Option<&'static str> {
             _ => None,
         };
     }
-    if id.starts_with("primitives.") {
-        return match (AGENT_PRIMITIVES.contains(&id), on_windows) {
+    if oscost_model::ids::within(primitives::NAME, id).is_some() {
+        // The Windows agent's own `primitives` cases (docs/windows.md).
+        return match (primitives::WINDOWS_AGENT.contains(&id), on_windows) {
             (false, true) => Some("a Linux primitive's id, which the Windows agent never writes"),
             (true, false) => Some("a Windows lock's id, which only the Windows agent writes"),
             _ => None,

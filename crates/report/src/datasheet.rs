@@ -4,6 +4,9 @@
 
 use crate::format::fmt_ns;
 use crate::layout::{text_width, wrap_words};
+use oscost_model::ids::{
+    fault, net, noise, ns, seccomp, shootdown, signal, spawn, switch, syscall, tick, uring, wakeup,
+};
 use oscost_model::schema::{CaseResult, DerivedResult, ExperimentResult};
 use oscost_model::ResultDoc;
 
@@ -33,77 +36,77 @@ struct Headline {
 const HEADLINES: &[Headline] = &[
     Headline {
         label: "system call (getpid)",
-        sources: &[Source::Case("syscall.getpid")],
+        sources: &[Source::Case(syscall::GETPID)],
     },
     Headline {
         label: "1-byte read",
-        sources: &[Source::Case("syscall.read1")],
+        sources: &[Source::Case(syscall::READ1)],
     },
     Headline {
         label: "seccomp filter, a call",
         sources: &[
-            Source::Derived("seccomp.args-1.getpid.over_none"),
-            Source::Derived("seccomp.allow-1.getpid.over_none"),
+            Source::Derived(seccomp::ARGS_1_GETPID_OVER_NONE),
+            Source::Derived(seccomp::ALLOW_1_GETPID_OVER_NONE),
         ],
     },
     Headline {
         label: "io_uring NOP, 1/enter",
-        sources: &[Source::Case("uring.nop.b1")],
+        sources: &[Source::Case(uring::NOP_B1)],
     },
     Headline {
         label: "page fault, anon write",
-        sources: &[Source::Case("fault.anon-write")],
+        sources: &[Source::Case(fault::ANON_WRITE)],
     },
     Headline {
         // The whole invalidation with the process running on a second CPU, its flush
         // included: `shootdown.madvise.others0` beside it is the same without.
         label: "TLB shootdown, 2 CPUs",
-        sources: &[Source::Case("shootdown.madvise.others1.spin")],
+        sources: &[Source::Case(shootdown::MADVISE_ONE_SPINNING)],
     },
     Headline {
         label: "switch, same CPU",
         sources: &[
-            Source::Derived("switch.pipe.threads.same.switch_cost"),
-            Source::Derived("switch.futex.threads.same.switch_cost"),
+            Source::Derived(switch::PIPE_SAME_SWITCH_COST),
+            Source::Derived(switch::FUTEX_SAME_SWITCH_COST),
         ],
     },
     Headline {
         label: "wake-up, other CPU",
         sources: &[
-            Source::Derived("switch.pipe.threads.cross.one_way"),
-            Source::Derived("switch.futex.threads.cross.one_way"),
+            Source::Derived(switch::PIPE_CROSS_ONE_WAY),
+            Source::Derived(switch::FUTEX_CROSS_ONE_WAY),
         ],
     },
     Headline {
         label: "loopback round trip",
-        sources: &[Source::Case("net.tcp.rtt.same")],
+        sources: &[Source::Case(net::TCP_RTT_SAME)],
     },
     Headline {
         label: "thread create + join",
-        sources: &[Source::Case("spawn.thread")],
+        sources: &[Source::Case(spawn::THREAD)],
     },
     Headline {
         label: "process, posix_spawn",
-        sources: &[Source::Case("spawn.posix-spawn.static.p1mib")],
+        sources: &[Source::Case(spawn::POSIX_SPAWN_STATIC_P1MIB)],
     },
     Headline {
         label: "process, fork + wait",
-        sources: &[Source::Case("spawn.fork.p1mib")],
+        sources: &[Source::Case(spawn::FORK_P1MIB)],
     },
     Headline {
         label: "container namespaces",
         sources: &[
-            Source::Derived("ns.container.over_none"),
-            Source::Derived("ns.container.in-user.over_none"),
+            Source::Derived(ns::CONTAINER_OVER_NONE),
+            Source::Derived(ns::CONTAINER_IN_USER_OVER_NONE),
         ],
     },
     Headline {
         label: "signal to own handler",
-        sources: &[Source::Case("signal.catch")],
+        sources: &[Source::Case(signal::CATCH)],
     },
     Headline {
         label: "wake-up late, p99",
-        sources: &[Source::Counter("wakeup.other.1ms", "lateness_p99_ns")],
+        sources: &[Source::Counter(wakeup::OTHER_1MS, "lateness_p99_ns")],
     },
     Headline {
         label: "timer event",
@@ -267,7 +270,7 @@ fn pick(doc: &ResultDoc, source: Source) -> Option<Picked> {
             ))
         }
         Source::TickSlope(form) => {
-            let tick = experiment(doc, "tick")?;
+            let tick = experiment(doc, tick::NAME)?;
             let s = tick.params.get("slope")?.get(form)?;
             let ns = s.get("ns_per_event")?.as_f64()?;
             let ci = s.get("ci95_ns")?;
@@ -281,7 +284,7 @@ fn pick(doc: &ResultDoc, source: Source) -> Option<Picked> {
             ))
         }
         Source::NoiseLost => {
-            let noise = experiment(doc, "noise")?;
+            let noise = experiment(doc, noise::NAME)?;
             let worst = noise
                 .cases
                 .iter()

@@ -5,17 +5,18 @@ use crate::context::Context;
 use crate::limits::Limits;
 use clap::FromArgMatches;
 use oscost_model::case::ExperimentOutput;
+use oscost_model::ExperimentId;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 /// What every experiment is: its options (clap arguments whose defaults are the experiment's
-/// stand-alone size, serialisable so a fresh measuring process can be handed them), its names,
-/// and how it runs. The compiler checks each experiment against it.
+/// stand-alone size, serialisable so a fresh measuring process can be handed them), which
+/// experiment it is, and how it runs. The compiler checks each experiment against it.
 pub trait Experiment:
     clap::Args + FromArgMatches + Serialize + DeserializeOwned + Clone + std::fmt::Debug
 {
-    /// Subcommand name and case-id prefix.
-    const NAME: &'static str;
+    /// Which experiment: its name (`ID.as_str()`) is the subcommand and the case-id prefix.
+    const ID: ExperimentId;
     /// One line for `oscost list` and `--help`.
     const SUMMARY: &'static str;
     /// The paragraph of `oscost NAME --help`.
@@ -55,7 +56,9 @@ pub trait Experiment:
 /// What `oscost list` shows of an experiment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ExperimentInfo {
-    /// Subcommand name and id prefix.
+    /// Which experiment.
+    pub id: ExperimentId,
+    /// Subcommand name and id prefix (`id.as_str()`).
     pub name: &'static str,
     /// One line.
     pub summary: &'static str,
@@ -79,15 +82,45 @@ pub(crate) fn defaults<T: Experiment>(args: &[&str]) -> T {
 
 /// Builds, from `Variant => options type` pairs, the `ExperimentArgs` subcommand enum (one
 /// variant per experiment, dispatching to its [`Experiment`] impl) and the `REGISTRY` list.
+///
+/// Each `Variant` is an [`ExperimentId`] variant too, and the compiler holds the two together:
+/// an `ExperimentId` left out is a non-exhaustive match, an options type whose `ID` is not its
+/// variant or a list out of `ExperimentId::ALL`'s order fails a constant assertion.
 macro_rules! registry {
     ($($variant:ident => $options:ty),* $(,)?) => {
+        // Every experiment registered, none twice: a missing or repeated variant fails here.
+        const _: fn(oscost_model::ExperimentId) = |id| match id {
+            $(oscost_model::ExperimentId::$variant => {})*
+        };
+
+        // Each options type is its variant's experiment, and the list is in display order.
+        const _: () = {
+            $(assert!(
+                matches!(
+                    <$options as $crate::engine::Experiment>::ID,
+                    oscost_model::ExperimentId::$variant
+                ),
+                concat!(stringify!($options), "::ID is not ExperimentId::", stringify!($variant))
+            );)*
+            let all = oscost_model::ExperimentId::ALL;
+            assert!(REGISTRY.len() == all.len());
+            let mut i = 0;
+            while i < all.len() {
+                assert!(
+                    REGISTRY[i].id as usize == all[i] as usize,
+                    "registry! lists the experiments in ExperimentId::ALL's order"
+                );
+                i += 1;
+            }
+        };
+
         /// One subcommand per experiment, holding its options.
         #[derive(Debug, Clone, clap::Subcommand, serde::Serialize, serde::Deserialize)]
         pub enum ExperimentArgs {
             $(
                 #[doc = concat!("The `", stringify!($variant), "` experiment.")]
                 #[command(
-                    name = <$options as $crate::engine::Experiment>::NAME,
+                    name = <$options as $crate::engine::Experiment>::ID.as_str(),
                     about = <$options as $crate::engine::Experiment>::SUMMARY,
                     long_about = <$options as $crate::engine::Experiment>::ABOUT,
                     hide = <$options as $crate::engine::Experiment>::HIDDEN
@@ -99,7 +132,8 @@ macro_rules! registry {
         /// Every registered experiment, in display order.
         pub const REGISTRY: &[$crate::engine::ExperimentInfo] = &[
             $($crate::engine::ExperimentInfo {
-                name: <$options as $crate::engine::Experiment>::NAME,
+                id: <$options as $crate::engine::Experiment>::ID,
+                name: <$options as $crate::engine::Experiment>::ID.as_str(),
                 summary: <$options as $crate::engine::Experiment>::SUMMARY,
                 in_default_suite: <$options as $crate::engine::Experiment>::IN_DEFAULT_SUITE,
                 hidden: <$options as $crate::engine::Experiment>::HIDDEN,
@@ -108,11 +142,16 @@ macro_rules! registry {
         ];
 
         impl ExperimentArgs {
+            /// Which experiment.
+            pub fn id(&self) -> oscost_model::ExperimentId {
+                match self {
+                    $(Self::$variant(_) => <$options as $crate::engine::Experiment>::ID,)*
+                }
+            }
+
             /// The experiment's name.
             pub fn name(&self) -> &'static str {
-                match self {
-                    $(Self::$variant(_) => <$options as $crate::engine::Experiment>::NAME,)*
-                }
+                self.id().as_str()
             }
 
             /// Whether its measuring process must start with glibc's thread-stack cache off
@@ -147,7 +186,7 @@ macro_rules! registry {
             /// `quick` at its own `--quick` size less what a quick suite leaves out, so that
             /// `oscost --quick` is every experiment's quick look (the suite sizes are larger).
             pub fn in_suite(name: &str, quick: bool) -> Option<ExperimentArgs> {
-                $(if name == <$options as $crate::engine::Experiment>::NAME {
+                $(if name == <$options as $crate::engine::Experiment>::ID.as_str() {
                     let args = if quick {
                         <$options as $crate::engine::Experiment>::QUICK_SUITE_ARGS
                     } else {

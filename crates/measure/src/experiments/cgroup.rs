@@ -160,7 +160,7 @@ fn refused_mkdir(h: &Hierarchy, e: &std::io::Error) -> String {
 }
 
 impl engine::Experiment for Options {
-    const NAME: &'static str = NAME;
+    const ID: oscost_model::ExperimentId = oscost_model::ExperimentId::Cgroup;
     const SUMMARY: &'static str =
         "What starting a task in a cgroup costs, and a switch across two cgroups";
     const ABOUT: &'static str = "What a cgroup costs a task. Creation: a child started inside \

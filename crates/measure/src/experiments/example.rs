@@ -12,9 +12,10 @@ use crate::engine;
 use crate::sampler::{counting_threads, measure, single_task_check};
 use crate::timesource::Scripted;
 use oscost_model::case::{Case, Check, DerivedSpec, ExperimentOutput, Series, Unavailable};
+use oscost_model::ExperimentId;
 
 /// Subcommand name.
-pub const NAME: &str = "example";
+pub const NAME: &str = ExperimentId::Example.as_str();
 
 /// Options of the hidden `oscost example`.
 #[derive(Debug, Clone, clap::Args, serde::Serialize, serde::Deserialize)]
@@ -126,7 +127,7 @@ fn every_shape(ctx: &Context, name: &str, cost: u64) -> anyhow::Result<Experimen
 }
 
 impl engine::Experiment for Options {
-    const NAME: &'static str = NAME;
+    const ID: ExperimentId = ExperimentId::Example;
     const SUMMARY: &'static str = "Scripted costs on the scripted clock (tests only)";
     const ABOUT: &'static str = "Scripted costs on the scripted clock (tests only).";
     const IN_DEFAULT_SUITE: bool = false;
@@ -138,19 +139,19 @@ impl engine::Experiment for Options {
 }
 
 impl engine::Experiment for More {
-    const NAME: &'static str = "example-more";
+    const ID: ExperimentId = ExperimentId::ExampleMore;
     const SUMMARY: &'static str = "The example's shapes at other costs (tests only)";
     const ABOUT: &'static str = "The example's shapes at other costs (tests only).";
     const IN_DEFAULT_SUITE: bool = false;
     const HIDDEN: bool = true;
 
     fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
-        every_shape(ctx, Self::NAME, self.cost)
+        every_shape(ctx, Self::ID.as_str(), self.cost)
     }
 }
 
 impl engine::Experiment for Failing {
-    const NAME: &'static str = "example-fails";
+    const ID: ExperimentId = ExperimentId::ExampleFails;
     const SUMMARY: &'static str = "Fails on purpose after a scripted case (tests only)";
     const ABOUT: &'static str = "Fails on purpose after a scripted case (tests only).";
     const IN_DEFAULT_SUITE: bool = false;
@@ -158,7 +159,7 @@ impl engine::Experiment for Failing {
 
     fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         let clock = scripted(ctx)?;
-        sample(ctx, clock, Self::NAME, 10)?;
+        sample(ctx, clock, Self::ID.as_str(), 10)?;
         anyhow::bail!("example-fails failed on purpose after measuring")
     }
 }

@@ -14,13 +14,14 @@ use crate::sampler::{self, single_task_check};
 use crate::scratch::ScratchDir;
 use anyhow::Context as _;
 use oscost_model::case::{Case, Check, DerivedSpec, ExperimentOutput, Samples, Unavailable};
+use oscost_model::ids::fault as ids;
 use oscost_sys::pages::{self, CowChild, Mapping, HUGE_PAGE, PAGE};
 use std::io::Write;
 use std::os::fd::AsFd;
 use std::path::Path;
 
 /// Subcommand name and id prefix.
-pub const NAME: &str = "fault";
+pub const NAME: &str = ids::NAME;
 
 /// Pages touched per sample by default, and with `--quick`.
 const DEFAULT_PAGES: u64 = 1024;
@@ -511,8 +512,8 @@ fn sample(
 
 fn case_id(kind: Kind, place: Place) -> String {
     match place {
-        Place::Dir => format!("{NAME}.{}", value_name(&kind)),
-        Place::Tmpfs => format!("{NAME}.{}.tmpfs", value_name(&kind)),
+        Place::Dir => ids::Id::Kind(&value_name(&kind)).to_string(),
+        Place::Tmpfs => ids::Id::Tmpfs(&value_name(&kind)).to_string(),
     }
 }
 
@@ -668,7 +669,7 @@ fn derived(cases: &[Case]) -> Vec<DerivedSpec> {
         let file = kind(Kind::FileRead) || kind(Kind::FileWriteShared);
         if file && minor > 0.0 {
             out.push(DerivedSpec {
-                id: format!("{}.per_fault", c.id),
+                id: ids::per_fault(&c.id),
                 description: "one fault on a cached file, which maps several pages: the time \
                               per page over the faults counted per page"
                     .into(),
@@ -677,7 +678,7 @@ fn derived(cases: &[Case]) -> Vec<DerivedSpec> {
             });
         } else if kind(Kind::Thp) {
             out.push(DerivedSpec {
-                id: format!("{}.per_4k", c.id),
+                id: ids::per_4k(&c.id),
                 description: "a huge-page fault's time per 4 KiB it maps (beside anon-write)"
                     .into(),
                 terms: vec![(c.id.clone(), PAGE as f64 / HUGE_PAGE as f64)],
@@ -689,7 +690,7 @@ fn derived(cases: &[Case]) -> Vec<DerivedSpec> {
 }
 
 impl engine::Experiment for Options {
-    const NAME: &'static str = NAME;
+    const ID: oscost_model::ExperimentId = oscost_model::ExperimentId::Fault;
     const SUMMARY: &'static str =
         "What a page fault costs: anonymous, zero page, file, shared, copy-on-write, huge, major";
     const ABOUT: &'static str = "What a page fault costs, by kind: the first write to a fresh \
@@ -781,6 +782,11 @@ mod tests {
 
     fn opts(extra: &[&str]) -> Options {
         engine::defaults(extra)
+    }
+
+    #[test]
+    fn the_huge_page_kind_is_the_one_report_scales() {
+        assert_eq!(value_name(&Kind::Thp), ids::THP);
     }
 
     #[test]

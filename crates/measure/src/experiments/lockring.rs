@@ -171,7 +171,7 @@ fn needs(opts: &Options, quick: bool) -> Option<Needs> {
 }
 
 impl engine::Experiment for Options {
-    const NAME: &'static str = NAME;
+    const ID: oscost_model::ExperimentId = oscost_model::ExperimentId::Lockring;
     const SUMMARY: &'static str =
         "Per-switch time of N threads handing pthread mutexes around a ring, and of a pipe token";
     const ABOUT: &'static str = "Per-switch time of N threads handing pthread mutexes around a \

@@ -16,6 +16,7 @@ use crate::sampler::{self, single_task_check};
 use crate::scratch::ScratchDir;
 use anyhow::Context as _;
 use oscost_model::case::{Case, Check, ExperimentOutput, Samples};
+use oscost_model::ids::mmap as ids;
 use oscost_sys::buf::PageBuffer;
 use oscost_sys::calls;
 use oscost_sys::pages::{Mapping, PAGE};
@@ -23,7 +24,7 @@ use std::io::Write;
 use std::os::fd::AsFd;
 
 /// Subcommand name and id prefix.
-pub const NAME: &str = "mmap";
+pub const NAME: &str = ids::NAME;
 
 /// LEBench's sizes, pages.
 const DEFAULT_PAGES: &[u64] = &[1, 10, 1000, 10000];
@@ -303,7 +304,11 @@ fn sample(
 }
 
 fn case_id(op: Op, pages: u64) -> String {
-    format!("{NAME}.{}.p{pages}", engine::value_name(&op))
+    ids::Case {
+        op: &engine::value_name(&op),
+        pages,
+    }
+    .to_string()
 }
 
 fn finish(ctx: &Context, s: Slot, file_system: Option<&str>, threads: Option<u64>) -> Case {
@@ -387,7 +392,7 @@ fn finish(ctx: &Context, s: Slot, file_system: Option<&str>, threads: Option<u64
 }
 
 impl engine::Experiment for Options {
-    const NAME: &'static str = NAME;
+    const ID: oscost_model::ExperimentId = oscost_model::ExperimentId::Mmap;
     const SUMMARY: &'static str =
         "mmap, munmap (untouched and touched), and cached read and write, by size in pages";
     const ABOUT: &'static str = "What mapping and unmapping memory cost by size: mmap of an \

@@ -266,7 +266,7 @@ fn refusal(u: Unit, errno: i32) -> String {
 }
 
 impl engine::Experiment for Options {
-    const NAME: &'static str = NAME;
+    const ID: oscost_model::ExperimentId = oscost_model::ExperimentId::Ns;
     const SUMMARY: &'static str =
         "What each kind of namespace costs to make and tear down, and a container's set";
     const ABOUT: &'static str = "What each kind of namespace costs to make and tear down: a \

@@ -14,6 +14,7 @@ use crate::limits::{Limits, Needs, FILES_MARGIN};
 use crate::sampler::{self, Job};
 use anyhow::Context as _;
 use oscost_model::case::{Case, Check, DerivedSpec, ExperimentOutput, Unavailable};
+use oscost_model::ids::poll as ids;
 use oscost_model::Message;
 use oscost_sys::ktrace::{SyscallCounter, Tracefs};
 use oscost_sys::readiness::{Epoll, Poll, Select, Sockets, FD_SETSIZE};
@@ -24,7 +25,7 @@ use std::time::Duration;
 const SUITE_SAMPLES: usize = 41;
 
 /// Subcommand name and id prefix.
-pub const NAME: &str = "poll";
+pub const NAME: &str = ids::NAME;
 
 /// Calls of the counted pass.
 const COUNTED_CALLS: u64 = 256;
@@ -156,9 +157,9 @@ fn needs(p: &Plan) -> Needs {
 
 fn case_id(call: Call, n: usize) -> String {
     match call {
-        Call::EpollCtl => format!("{NAME}.epoll-ctl"),
-        Call::SelectHigh => format!("{NAME}.select.{n}.high"),
-        c => format!("{NAME}.{}.{n}", value_name(&c)),
+        Call::EpollCtl => ids::Id::EpollCtl.to_string(),
+        Call::SelectHigh => ids::Id::SelectHigh(n).to_string(),
+        c => ids::Id::Call(&value_name(&c), n).to_string(),
     }
 }
 
@@ -232,7 +233,7 @@ fn open_sizes(fds: &[usize], high: bool) -> anyhow::Result<Vec<Size>> {
 }
 
 impl engine::Experiment for Options {
-    const NAME: &'static str = NAME;
+    const ID: oscost_model::ExperimentId = oscost_model::ExperimentId::Poll;
     const SUMMARY: &'static str =
         "select, poll and epoll_wait over N sockets, one ready, and their cost per descriptor";
     const ABOUT: &'static str = "What asking which descriptor is ready costs as the descriptors \
@@ -419,7 +420,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
                     .and_then(engine::failed_checks)
             });
             out.derived.push(DerivedSpec {
-                id: format!("{NAME}.{}.per_fd", value_name(&call)),
+                id: ids::per_fd(&value_name(&call)),
                 description: format!(
                     "{}'s cost per watched descriptor: the least-squares slope of its median \
                      over {} sizes",

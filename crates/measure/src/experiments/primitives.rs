@@ -15,12 +15,13 @@ use crate::engine::controls::{link_control_on, on_cpu, pthread_mutex_timed, time
 use anyhow::Context as _;
 use engine::Mt;
 use oscost_model::case::{Case, DerivedSpec, ExperimentOutput, Unavailable};
+use oscost_model::ids::primitives as ids;
 use oscost_sys::ipc::{SharedWords, Via};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Subcommand name and id prefix.
-pub const NAME: &str = "primitives";
+pub const NAME: &str = ids::NAME;
 
 /// The measurable primitives.
 #[derive(
@@ -217,7 +218,7 @@ fn measure_plain(p: Primitive, ctx: &Context, cpu: usize) -> anyhow::Result<Cont
 }
 
 impl engine::Experiment for Options {
-    const NAME: &'static str = NAME;
+    const ID: oscost_model::ExperimentId = oscost_model::ExperimentId::Primitives;
     const SUMMARY: &'static str =
         "Uncontended per-call cost of each wake-up and locking primitive in one task, no switch";
     const ABOUT: &'static str =
@@ -266,14 +267,14 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         // After every single-threaded figure: glibc stays multi-threaded once a thread existed.
         let idle = crate::sampler::IdleThread::start().context("starting an idle thread")?;
         for &p in &mt {
-            let st = format!("{NAME}.{}", p.id());
+            let st = ids::Id::Primitive(&p.id()).to_string();
             if !out.cases.iter().any(|c| c.id == st) {
                 ctx.progress.inc(1);
                 continue; // unavailable here: nothing to compare with
             }
             if let Some(c) = measure_one(p, ctx, cpu, 2, &mut out)? {
                 out.derived.push(DerivedSpec {
-                    id: format!("{st}.mt_penalty"),
+                    id: ids::Id::MtPenalty(&p.id()).to_string(),
                     description: "what one idle extra thread in the process adds to the \
                                   primitive (glibc leaves its single-thread paths; the kernel \
                                   takes a file reference on every call while the file table is \
@@ -313,7 +314,11 @@ fn measure_one(
     } else {
         ("", "")
     };
-    let id = format!("{NAME}.{}{suffix}", p.id());
+    let id = if threads > 1 {
+        ids::Id::WithThread(&p.id()).to_string()
+    } else {
+        ids::Id::Primitive(&p.id()).to_string()
+    };
     ctx.progress.message(&format!("{}{suffix}", p.id()));
     let result = match p.via() {
         Some(via) => link_control_on(via, ctx, cpu),

@@ -561,7 +561,7 @@ fn touch_case(id: &str, kib: usize, ctx: &Context) -> anyhow::Result<Case> {
 }
 
 impl engine::Experiment for Options {
-    const NAME: &'static str = NAME;
+    const ID: oscost_model::ExperimentId = oscost_model::ExperimentId::Ring;
     const SUMMARY: &'static str = "Per-hop time of N tasks passing K tokens around a ring";
     const ABOUT: &'static str = "Per-hop time of N tasks passing K tokens around a ring.
 

@@ -13,6 +13,7 @@ use crate::engine::{self, first_occurrences, value_name};
 use crate::sampler::{self, measure_interleaved, Job};
 use anyhow::Context as _;
 use oscost_model::case::{Case, Check, DerivedSpec, ExperimentOutput, Unavailable};
+use oscost_model::ids::seccomp as ids;
 use oscost_model::Message;
 use oscost_sys::clock::Clock;
 use oscost_sys::seccomp::{self as sc, Board, Program, SetupStep};
@@ -22,7 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Subcommand name and id prefix.
-pub const NAME: &str = "seccomp";
+pub const NAME: &str = ids::NAME;
 
 /// Filters stacked in the `args-8` set.
 const STACKED: usize = 8;
@@ -145,8 +146,8 @@ impl Unit {
 
     fn id(self, call: Call) -> String {
         match self.place {
-            Some(Place::Same) => format!("{NAME}.notify.same"),
-            Some(Place::Cross) => format!("{NAME}.notify.cross"),
+            Some(Place::Same) => ids::Id::Notify("same").to_string(),
+            Some(Place::Cross) => ids::Id::Notify("cross").to_string(),
             None => case_id(self.set, call),
         }
     }
@@ -251,7 +252,11 @@ fn plan(opts: &Options, cpus: usize) -> Plan {
 }
 
 fn case_id(set: Set, call: Call) -> String {
-    format!("{NAME}.{}.{}", value_name(&set), value_name(&call))
+    ids::Id::Filtered {
+        set: &value_name(&set),
+        call: &value_name(&call),
+    }
+    .to_string()
 }
 
 /// The suite's sampling: every case keeps the interleaved rounds, with fewer and shorter
@@ -288,7 +293,7 @@ fn setup_error(set: Set, errno: i32, step: SetupStep) -> String {
 }
 
 impl engine::Experiment for Options {
-    const NAME: &'static str = NAME;
+    const ID: oscost_model::ExperimentId = oscost_model::ExperimentId::Seccomp;
     const SUMMARY: &'static str =
         "What seccomp filters add to each system call, and a supervisor's round trip";
     const ABOUT: &'static str = "What a seccomp filter adds to every system call, the way a \
@@ -588,7 +593,7 @@ fn derived(cases: &[Case]) -> Vec<DerivedSpec> {
         for set in [Set::Allow1, Set::Args1, Set::Args8, Set::Profile] {
             let Some(c) = find(set) else { continue };
             out.push(DerivedSpec {
-                id: format!("{}.over_none", c.id),
+                id: ids::over_none(&c.id),
                 description: format!(
                     "what {} adds to {} over no filter",
                     set.description(),
@@ -600,12 +605,12 @@ fn derived(cases: &[Case]) -> Vec<DerivedSpec> {
         }
         if call == Call::Getpid {
             for place in ["same", "cross"] {
-                let id = format!("{NAME}.notify.{place}");
+                let id = ids::Id::Notify(place).to_string();
                 let Some(c) = cases.iter().find(|c| c.id == id) else {
                     continue;
                 };
                 out.push(DerivedSpec {
-                    id: format!("{id}.over_none"),
+                    id: ids::over_none(&id),
                     description: format!(
                         "what handing getpid to a supervisor on the {} CPU adds over the bare \
                          call",
@@ -619,7 +624,7 @@ fn derived(cases: &[Case]) -> Vec<DerivedSpec> {
         if let Some(c) = find(Set::Args8) {
             let k = 1.0 / STACKED as f64;
             out.push(DerivedSpec {
-                id: format!("{}.per_filter", c.id),
+                id: ids::per_filter(&c.id),
                 description: format!(
                     "each of eight stacked argument-reading filters, on {}: their cost over \
                      no filter, divided by eight",
@@ -631,7 +636,7 @@ fn derived(cases: &[Case]) -> Vec<DerivedSpec> {
             if let Some(one) = find(Set::Args1) {
                 let k = 1.0 / (STACKED - 1) as f64;
                 out.push(DerivedSpec {
-                    id: format!("{}.per_added_filter", c.id),
+                    id: ids::per_added_filter(&c.id),
                     description: format!(
                         "each filter stacked after the first, on {}: eight filters over one, \
                          divided by seven (the first also pays for entering seccomp)",

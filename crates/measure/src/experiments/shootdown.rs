@@ -16,13 +16,14 @@ use crate::engine::{self, first_occurrences, value_name};
 use crate::sampler::{self, thread_check};
 use anyhow::Context as _;
 use oscost_model::case::{Case, Check, ExperimentOutput, Samples, Unavailable};
+use oscost_model::ids::shootdown as ids;
 use oscost_model::{Message, MessageKind};
 use oscost_sys::pages::{Mapping, PAGE};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Subcommand name and id prefix.
-pub const NAME: &str = "shootdown";
+pub const NAME: &str = ids::NAME;
 
 /// Operations a sample times.
 const OPS_PER_SAMPLE: u64 = 256;
@@ -137,15 +138,12 @@ fn plan(opts: &Options, cpus: usize) -> anyhow::Result<Plan> {
 }
 
 fn case_id(op: Op, g: Group) -> String {
-    match g.mode {
-        None => format!("{NAME}.{}.others0", value_name(&op)),
-        Some(m) => format!(
-            "{NAME}.{}.others{}.{}",
-            value_name(&op),
-            g.others,
-            value_name(&m)
-        ),
+    let mode = g.mode.map(|m| value_name(&m));
+    ids::Case {
+        op: &value_name(&op),
+        others: mode.as_deref().map(|m| (g.others, m)),
     }
+    .to_string()
 }
 
 /// The per-CPU counts of the `/proc/interrupts` line named `name` (`TLB`, `CAL`), in CPU
@@ -444,7 +442,7 @@ fn finish(ctx: &Context, s: Slot, g: Group, overhead: f64, threads: Option<u64>)
 }
 
 impl engine::Experiment for Options {
-    const NAME: &'static str = NAME;
+    const ID: oscost_model::ExperimentId = oscost_model::ExperimentId::Shootdown;
     const SUMMARY: &'static str =
         "What invalidating a page costs while other threads of the process run on other CPUs";
     const ABOUT: &'static str =

@@ -10,12 +10,13 @@ use crate::engine::{self, first_occurrences, value_name};
 use crate::sampler::{self, Job, SamplerConfig};
 use anyhow::Context as _;
 use oscost_model::case::{Case, Check, DerivedSpec, ExperimentOutput, Unavailable};
+use oscost_model::ids::signal as ids;
 use oscost_sys::signals::{self as sig, Handlers, ReadOnlyPage, Target};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Subcommand name and id prefix.
-pub const NAME: &str = "signal";
+pub const NAME: &str = ids::NAME;
 
 const DEFAULT_REPEATS: usize = 81;
 const QUICK_REPEATS: usize = 10;
@@ -55,11 +56,11 @@ impl Kind {
 
     fn id(self) -> String {
         match self {
-            Kind::WakeSame => format!("{NAME}.wake.same"),
-            Kind::WakeCross => format!("{NAME}.wake.cross"),
-            Kind::WakeProcessSame => format!("{NAME}.wake.process.same"),
-            Kind::WakeProcessCross => format!("{NAME}.wake.process.cross"),
-            k => format!("{NAME}.{}", value_name(&k)),
+            Kind::WakeSame => ids::WAKE_SAME.to_owned(),
+            Kind::WakeCross => ids::WAKE_CROSS.to_owned(),
+            Kind::WakeProcessSame => ids::WAKE_PROCESS_SAME.to_owned(),
+            Kind::WakeProcessCross => ids::WAKE_PROCESS_CROSS.to_owned(),
+            k => ids::case(&value_name(&k)),
         }
     }
 
@@ -157,7 +158,7 @@ fn plan(opts: &Options, quick: bool) -> Plan {
 }
 
 impl engine::Experiment for Options {
-    const NAME: &'static str = NAME;
+    const ID: oscost_model::ExperimentId = oscost_model::ExperimentId::Signal;
     const SUMMARY: &'static str =
         "What a signal costs: installing a handler, catching one, a caught SIGSEGV, waking a thread or process";
     const ABOUT: &'static str = "What a signal costs a program, as lmbench's lat_sig prices \
@@ -294,7 +295,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     for c in &out.cases {
         if c.unit == "round trip" {
             out.derived.push(DerivedSpec {
-                id: format!("{}.one_way", c.id),
+                id: ids::one_way(&c.id),
                 description: format!("one wake-up by a signal: half of {}", c.id),
                 terms: vec![(c.id.clone(), 0.5)],
                 flagged: c

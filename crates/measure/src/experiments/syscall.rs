@@ -12,6 +12,7 @@ use crate::scratch::ScratchDir;
 use anyhow::Context as _;
 use engine::Mt;
 use oscost_model::case::{Case, DerivedSpec, ExperimentOutput};
+use oscost_model::ids::syscall as ids;
 use oscost_sys::buf::PageBuffer;
 use oscost_sys::calls;
 use std::ffi::CString;
@@ -19,7 +20,7 @@ use std::io::Write;
 use std::os::fd::AsFd;
 
 /// Subcommand name and id prefix.
-pub const NAME: &str = "syscall";
+pub const NAME: &str = ids::NAME;
 
 /// The measurable calls.
 #[derive(
@@ -241,7 +242,6 @@ fn measure_calls(
     ctx: &Context,
     s: &Scratch,
     calls: &[Call],
-    suffix: &str,
     threads_expected: u64,
 ) -> anyhow::Result<Vec<Case>> {
     let mut jobs = Vec::with_capacity(calls.len());
@@ -263,7 +263,11 @@ fn measure_calls(
             call.description().to_owned()
         };
         let mut case = Case::new(
-            format!("{NAME}.{}{suffix}", call.id()),
+            if threads_expected > 1 {
+                ids::Id::WithThread(&call.id()).to_string()
+            } else {
+                ids::Id::Call(&call.id()).to_string()
+            },
             description,
             "call",
             samples,
@@ -287,7 +291,7 @@ fn measure_calls(
 }
 
 impl engine::Experiment for Options {
-    const NAME: &'static str = NAME;
+    const ID: oscost_model::ExperimentId = oscost_model::ExperimentId::Syscall;
     const SUMMARY: &'static str = "Per-call cost of common system calls, loop overhead subtracted";
     const ABOUT: &'static str = "Per-call cost of common system calls, loop overhead subtracted.
 
@@ -327,16 +331,19 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
             mt.len() + ctx.sampler.samples
         };
     ctx.progress.start(steps as u64, NAME);
-    out.cases = measure_calls(ctx, &scratch, &calls, "", 1)?;
+    out.cases = measure_calls(ctx, &scratch, &calls, 1)?;
     if !mt.is_empty() {
         let idle = crate::sampler::IdleThread::start().context("starting an idle thread")?;
         ctx.progress.message("with an idle extra thread");
-        let mt_cases = measure_calls(ctx, &scratch, &mt, ".mt", 2)?;
+        let mt_cases = measure_calls(ctx, &scratch, &mt, 2)?;
         drop(idle);
         for c in &mt_cases {
-            let st = c.id.trim_end_matches(".mt").to_owned();
+            let Some(ids::Id::WithThread(call)) = ids::Id::parse(&c.id) else {
+                continue; // every case here is one with the extra thread
+            };
+            let st = ids::Id::Call(call).to_string();
             out.derived.push(DerivedSpec {
-                id: format!("{st}.mt_penalty"),
+                id: ids::Id::MtPenalty(call).to_string(),
                 description: "what one idle extra thread in the process adds to the call (the \
                               kernel takes a file reference on every call while the file table \
                               is shared; glibc leaves its single-thread paths)"

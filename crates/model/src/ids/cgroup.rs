@@ -1,7 +1,7 @@
 //! `cgroup`: starting a task inside a cgroup, and a ping-pong within one cgroup or across two.
 
 /// The experiment's name, the first part of its ids.
-pub const NAME: &str = "cgroup";
+pub const NAME: &str = crate::ExperimentId::Cgroup.as_str();
 
 /// `cgroup.fork`: fork, the child ends, the parent waits, all in the parent's cgroup.
 pub const FORK: &str = "cgroup.fork";

@@ -3,7 +3,7 @@
 use std::fmt;
 
 /// The experiment's name, the first part of its ids.
-pub const NAME: &str = "fs";
+pub const NAME: &str = crate::ExperimentId::Fs.as_str();
 
 /// The side served by the kernel.
 pub const TMPFS: &str = "tmpfs";

@@ -4,7 +4,7 @@
 use std::fmt;
 
 /// The experiment's name, the first part of its ids.
-pub const NAME: &str = "lockring";
+pub const NAME: &str = crate::ExperimentId::Lockring.as_str();
 
 /// The lock of oscost's own ring: a pthread mutex.
 pub const MUTEX: &str = "mutex";

@@ -1,26 +1,37 @@
-//! Case and derived-figure ids: for each experiment whose ids have parts, one builder and one
-//! parser, shared by measure, which writes the ids, and report, which reads them back. An id
-//! changed here changes on both sides at once, and each module's round-trip tests hold the
-//! builder and the parser together.
+//! Case and derived-figure ids, one module per experiment: its name and the builders of its
+//! ids, shared by measure, which writes the ids, and report, which reads them back. An id
+//! changed here changes on both sides at once; each module's tests hold its builders, its
+//! parsers and the ids report names as constants together.
 //!
-//! Every module has the same shape: an `Id` enum of the ids the experiment writes, whose
-//! `Display` builds the id and whose `parse` reads one back (`None` for an id it never writes),
-//! and small helpers for the ids measure builds from a case id it already holds.
-//! The parts are plain names (as the command line spells them) and numbers, so this crate
-//! needs nothing from the measuring layers.
+//! Where ids have parts, an `Id` enum (or a `Case` struct) whose `Display` builds the id and
+//! whose `parse` reads one back (`None` for an id it never writes); constants for the ids
+//! report names (the datasheet's, the bill's); small helpers for the ids measure builds from
+//! a case id it already holds. The parts are plain names (as the command line spells them)
+//! and numbers, so this crate needs nothing from the measuring layers.
 
 pub mod cgroup;
+pub mod fault;
 pub mod fs;
 pub mod lockring;
+pub mod mmap;
+pub mod net;
 pub mod noise;
 pub mod ns;
+pub mod poll;
+pub mod primitives;
 pub mod ring;
+pub mod seccomp;
+pub mod shootdown;
+pub mod signal;
 pub mod spawn;
 pub mod split;
 pub mod switch;
+pub mod syscall;
 pub mod tick;
 pub mod tick_forms;
 pub mod timeline;
+pub mod uring;
+pub mod wakeup;
 
 /// The part of `id` after `<experiment>.`: what sets a case apart within its experiment, or
 /// `None` when the id is not the experiment's.

@@ -3,7 +3,7 @@
 use std::fmt;
 
 /// The experiment's name, the first part of its ids.
-pub const NAME: &str = "noise";
+pub const NAME: &str = crate::ExperimentId::Noise.as_str();
 
 /// Every id `noise` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

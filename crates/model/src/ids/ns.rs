@@ -3,7 +3,7 @@
 use std::fmt;
 
 /// The experiment's name, the first part of its ids.
-pub const NAME: &str = "ns";
+pub const NAME: &str = crate::ExperimentId::Ns.as_str();
 
 /// Suffix of a case made inside a new user namespace (a normal user's way).
 const IN_USER: &str = "in-user";
@@ -22,6 +22,11 @@ pub const WHATS: [&str; 11] = [
     "time",
     "container",
 ];
+
+/// `ns.container.over_none`: a container's set of namespaces, less the bare child.
+pub const CONTAINER_OVER_NONE: &str = "ns.container.over_none";
+/// `ns.container.in-user.over_none`: the same made inside a new user namespace.
+pub const CONTAINER_IN_USER_OVER_NONE: &str = "ns.container.in-user.over_none";
 
 /// A case: `ns.<what>[.in-user]`, e.g. `ns.net.lo` or, as a normal user, `ns.mount.in-user`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,6 +118,20 @@ impl<'a> Id<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_named_ids_are_built_ids() {
+        for (in_user, text) in [
+            (false, CONTAINER_OVER_NONE),
+            (true, CONTAINER_IN_USER_OVER_NONE),
+        ] {
+            let c = Case {
+                what: "container",
+                in_user,
+            };
+            assert_eq!(Id::Derived(c, Derived::OverNone).to_string(), text);
+        }
+    }
 
     #[test]
     fn ids_round_trip() {

@@ -4,7 +4,7 @@
 use std::fmt;
 
 /// The experiment's name, the first part of its ids.
-pub const NAME: &str = "ring";
+pub const NAME: &str = crate::ExperimentId::Ring.as_str();
 
 /// A ring: `ring.<via>.<kind>.n<tasks>.k<tokens>.s<size>`, e.g. `ring.pipe.threads.n4.k1.s4`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

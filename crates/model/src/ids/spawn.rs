@@ -4,7 +4,7 @@
 use std::fmt;
 
 /// The experiment's name, the first part of its ids.
-pub const NAME: &str = "spawn";
+pub const NAME: &str = crate::ExperimentId::Spawn.as_str();
 
 /// A creation: `spawn.<op>[.<target>][.p<mib>mib|.maps<n>]`, e.g. `spawn.fork-exec.static.p64mib`
 /// or `spawn.fork.maps6000`.
@@ -133,6 +133,13 @@ impl<'a> Id<'a> {
     }
 }
 
+/// `spawn.thread`: a thread created and joined.
+pub const THREAD: &str = "spawn.thread";
+/// `spawn.posix-spawn.static.p1mib`: posix_spawn of a static program from a 1 MiB parent.
+pub const POSIX_SPAWN_STATIC_P1MIB: &str = "spawn.posix-spawn.static.p1mib";
+/// `spawn.fork.p1mib`: fork and wait from a 1 MiB parent.
+pub const FORK_P1MIB: &str = "spawn.fork.p1mib";
+
 /// The id of a creation.
 pub fn case(op: &str, target: Option<&str>, parent_mib: Option<u64>) -> String {
     Case {
@@ -169,6 +176,16 @@ pub fn over(big_id: &str, small_mib: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_named_ids_are_built_ids() {
+        assert_eq!(case("thread", None, None), THREAD);
+        assert_eq!(
+            case("posix-spawn", Some("static"), Some(1)),
+            POSIX_SPAWN_STATIC_P1MIB
+        );
+        assert_eq!(case("fork", None, Some(1)), FORK_P1MIB);
+    }
 
     #[test]
     fn ids_round_trip() {

@@ -3,7 +3,7 @@
 use std::fmt;
 
 /// The experiment's name, the first part of its ids.
-pub const NAME: &str = "split";
+pub const NAME: &str = crate::ExperimentId::Split.as_str();
 
 /// A point: `split.<form>.<set>.<tasks>[.yield]`, e.g. `split.threads.two.4.yield`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 use std::fmt;
 
 /// The experiment's name, the first part of its ids.
-pub const NAME: &str = "switch";
+pub const NAME: &str = crate::ExperimentId::Switch.as_str();
 
 /// A ping-pong: `switch.<via>.<kind>.<placement>`, e.g. `switch.pipe.threads.same`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,6 +98,16 @@ impl<'a> Id<'a> {
     }
 }
 
+/// `switch.pipe.threads.same.switch_cost`: a switch between threads on one CPU, over a pipe
+/// (the datasheet's and the bill's switch).
+pub const PIPE_SAME_SWITCH_COST: &str = "switch.pipe.threads.same.switch_cost";
+/// `switch.futex.threads.same.switch_cost`: the same over a futex.
+pub const FUTEX_SAME_SWITCH_COST: &str = "switch.futex.threads.same.switch_cost";
+/// `switch.pipe.threads.cross.one_way`: a wake-up of a thread on another CPU, over a pipe.
+pub const PIPE_CROSS_ONE_WAY: &str = "switch.pipe.threads.cross.one_way";
+/// `switch.futex.threads.cross.one_way`: the same over a futex.
+pub const FUTEX_CROSS_ONE_WAY: &str = "switch.futex.threads.cross.one_way";
+
 /// The id of a ping-pong.
 pub fn case(via: &str, kind: &str, placement: &str) -> String {
     Case {
@@ -158,6 +168,18 @@ mod tests {
             derived(&c.to_string(), Derived::SwitchCost),
             "switch.pipe.threads.same.switch_cost"
         );
+    }
+
+    #[test]
+    fn the_named_ids_are_built_ids() {
+        for (via, placement, d, text) in [
+            ("pipe", "same", Derived::SwitchCost, PIPE_SAME_SWITCH_COST),
+            ("futex", "same", Derived::SwitchCost, FUTEX_SAME_SWITCH_COST),
+            ("pipe", "cross", Derived::OneWay, PIPE_CROSS_ONE_WAY),
+            ("futex", "cross", Derived::OneWay, FUTEX_CROSS_ONE_WAY),
+        ] {
+            assert_eq!(derived(&case(via, "threads", placement), d), text);
+        }
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use std::fmt;
 
 /// The experiment's name, the first part of its ids.
-pub const NAME: &str = "tick";
+pub const NAME: &str = crate::ExperimentId::Tick.as_str();
 
 /// The source of the round-robin cases: the kernel's SCHED_RR time slice, no timer of ours.
 pub const RR: &str = "rr";

@@ -6,7 +6,7 @@ use std::fmt;
 use super::tick::{parse_period, period_name};
 
 /// The experiment's name, the first part of its ids.
-pub const NAME: &str = "tick-forms";
+pub const NAME: &str = crate::ExperimentId::TickForms.as_str();
 
 /// A point: `tick-forms.<form>.<policy>.<period>`, e.g. `tick-forms.single.other.1ms`, the
 /// period `none` when no timer ran.

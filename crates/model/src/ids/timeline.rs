@@ -4,7 +4,7 @@
 use std::fmt;
 
 /// The experiment's name, the first part of its ids.
-pub const NAME: &str = "timeline";
+pub const NAME: &str = crate::ExperimentId::Timeline.as_str();
 
 /// A run of workers: `timeline.<kind>[.<policy>].n<workers>[.nice<v>_<v>…]`, e.g.
 /// `timeline.processes.n2` or `timeline.threads.fifo.n3.nice0_5_-5`; the policy is left out when

@@ -4,6 +4,7 @@
 
 use crate::format::{fmt_ns, grouped};
 use oscost_model::bill::{Bill, Ending, Part, Price, Target};
+use oscost_model::ids::{fault, seccomp, switch, syscall};
 use oscost_model::schema::ResultDoc;
 use std::collections::BTreeMap;
 
@@ -42,27 +43,27 @@ pub enum Priced {
 
 /// The datasheet's cases behind each price, in the order tried.
 const SOURCES: &[(Priced, &[(&str, bool)])] = &[
-    (Priced::Call("getpid"), &[("syscall.getpid", false)]),
-    (Priced::Call("getppid"), &[("syscall.getppid", false)]),
-    (Priced::Call("lseek"), &[("syscall.lseek", false)]),
+    (Priced::Call("getpid"), &[(syscall::GETPID, false)]),
+    (Priced::Call("getppid"), &[(syscall::GETPPID, false)]),
+    (Priced::Call("lseek"), &[(syscall::LSEEK, false)]),
     (
         Priced::Call("clock_gettime"),
-        &[("syscall.clock-gettime-syscall", false)],
+        &[(syscall::CLOCK_GETTIME_SYSCALL, false)],
     ),
-    (Priced::CallFloor, &[("syscall.enosys", false)]),
-    (Priced::FaultWriteMissing, &[("fault.anon-write", false)]),
-    (Priced::FaultReadMissing, &[("fault.anon-read", false)]),
-    (Priced::FaultWritePresent, &[("fault.cow", false)]),
+    (Priced::CallFloor, &[(syscall::ENOSYS, false)]),
+    (Priced::FaultWriteMissing, &[(fault::ANON_WRITE, false)]),
+    (Priced::FaultReadMissing, &[(fault::ANON_READ, false)]),
+    (Priced::FaultWritePresent, &[(fault::COW, false)]),
     (
         Priced::Switch,
         &[
-            ("switch.pipe.threads.same.switch_cost", true),
-            ("switch.futex.threads.same.switch_cost", true),
+            (switch::PIPE_SAME_SWITCH_COST, true),
+            (switch::FUTEX_SAME_SWITCH_COST, true),
         ],
     ),
     (
         Priced::SeccompProfile,
-        &[("seccomp.profile.getpid.over_none", true)],
+        &[(seccomp::PROFILE_GETPID_OVER_NONE, true)],
     ),
 ];
 

@@ -309,8 +309,12 @@ pub fn render_repricing(r: &Repricing, here_from: &str, there_from: &str, width:
     }
     if r.lines.iter().any(RepricedLine::floor) {
         out.push_str(&crate::layout::wrap_words(
-            "~ priced on both sides at a system call that does nothing (syscall.enosys): the \
-             difference is the change in entering and leaving the kernel, not in the call's work",
+            &format!(
+                "~ priced on both sides at a system call that does nothing ({}): the \
+                 difference is the change in entering and leaving the kernel, not in the call's \
+                 work",
+                oscost_model::ids::syscall::ENOSYS
+            ),
             width,
         ));
         if !out.ends_with('\n') {

@@ -6,6 +6,7 @@
 
 use super::chart::{self, Axis, Fit, Header, Line, Panel, Reference, Style, Unit};
 use super::{marks, Plot};
+use oscost_model::ids::uring;
 use oscost_model::{CaseResult, ExperimentResult};
 
 /// Colours and dashes of the system-call levels, in order.
@@ -73,7 +74,7 @@ pub fn uring_plots(e: &ExperimentResult) -> Vec<Plot> {
         .filter(|c| param(c, "interface").and_then(|v| v.as_str()) == Some("system call"))
         .zip(LEVELS.iter().cycle())
         .map(|(c, &(colour, dash))| Reference {
-            label: c.id.trim_start_matches("uring.").to_owned(),
+            label: uring::label(&c.id).to_owned(),
             y: c.median_ns,
             band: Some(c.ci95_ns),
             colour,

@@ -5,6 +5,7 @@
 
 use super::chart::{self, Axis, Fit, Header, Line, Panel, Style, Unit};
 use super::{marks, Plot};
+use oscost_model::ids::fault;
 use oscost_model::{CaseResult, ExperimentResult};
 
 /// 4 KiB pages in one 2 MiB huge page: the huge-page fault is drawn per 4 KiB it maps.
@@ -26,7 +27,11 @@ pub fn fault_plots(e: &ExperimentResult) -> Vec<Plot> {
         .enumerate()
         .map(|(i, (c, kind))| {
             failed |= !c.checks_passed;
-            let scale = if *kind == "thp" { HUGE_PAGES_4K } else { 1.0 };
+            let scale = if *kind == fault::THP {
+                HUGE_PAGES_4K
+            } else {
+                1.0
+            };
             Line {
                 label: (*kind).to_owned(),
                 style: Style::nth(i),

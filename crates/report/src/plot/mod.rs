@@ -3,7 +3,7 @@
 //!
 //! Every experiment gets its samples drawn ([`distribution`]); an experiment with a figure of
 //! its own adds a file here with a `plots(&ExperimentResult) -> Vec<Plot>` function, named in
-//! the experiment's entry of the experiments table (`experiments::TABLE`). Like the views, a plot reads the
+//! the experiment's entry of the experiments table (`experiments::entry`). Like the views, a plot reads the
 //! model only; it never measures.
 
 pub mod bill;

@@ -5,6 +5,7 @@
 use super::chart::{self, Axis, Bar, Fit, Header, Key, Line, Panel, Point, Style, Unit};
 use super::Plot;
 use crate::format;
+use oscost_model::ids::seccomp;
 use oscost_model::ExperimentResult;
 
 /// The filter sets with a figure over the bare call, in the experiment's order.
@@ -96,7 +97,10 @@ pub fn plots(e: &ExperimentResult) -> Vec<Plot> {
          args-1 and args-8 read an argument and run on every call."
             .to_owned(),
     ];
-    if e.cases.iter().any(|c| c.id.starts_with("seccomp.notify.")) {
+    if e.cases
+        .iter()
+        .any(|c| matches!(seccomp::Id::parse(&c.id), Some(seccomp::Id::Notify(_))))
+    {
         notes.push(
             "The supervisor's round trip (notify) is left to the tables: microseconds, not \
              nanoseconds."

@@ -16,6 +16,7 @@ use crate::plot::chart::{grid, Axis, Fit, Header, Panel, Reference, Unit};
 use crate::plot::Plot;
 use crate::views::View;
 use oscost_model::ids::lockring::{self, Id, CRITICAL_SECTION, MUTEX};
+use oscost_model::ids::primitives;
 use oscost_model::{CaseResult, PublishedDoc, ResultDoc};
 
 const NAME: &str = "bradford";
@@ -29,7 +30,7 @@ pub const INFO: StudyInfo = StudyInfo {
     measured: "the time per switch in a ring of threads passing a lock (csfast5) and a pipe \
                token (cspipe2a), and each primitive's own cost with no switch (Table 1)",
     baselines: &["linux-2.4-2002", "windows-2000-2002", "windows-xp-2002"],
-    experiments: &["lockring", "primitives"],
+    experiments: &[lockring::NAME, primitives::NAME],
 };
 
 /// The published systems: (baseline, column head).
@@ -178,38 +179,33 @@ fn table1(doc: Option<&ResultDoc>, docs: &[PublishedDoc]) -> View {
         }
     };
     let mut t1_rows = vec![
-        (
-            "Mutex (Win32)",
-            "mutex",
-            win("primitives.win32-mutex"),
-            none,
-        ),
+        ("Mutex (Win32)", "mutex", win(primitives::WIN32_MUTEX), none),
         (
             "Semaphore (Win32)",
             "semaphore",
-            win("primitives.win32-semaphore"),
+            win(primitives::WIN32_SEMAPHORE),
             none,
         ),
         (
             "Critical Section (Win32)",
             "critical_section",
-            win("primitives.critical-section"),
+            win(primitives::CRITICAL_SECTION),
             none,
         ),
-        ("SVR5 semaphore", "sysv_sem", "primitives.sysv-sem", ""),
-        ("POSIX semaphore", "posix_sem", "primitives.posix-sem", ""),
+        ("SVR5 semaphore", "sysv_sem", primitives::SYSV_SEM, ""),
+        ("POSIX semaphore", "posix_sem", primitives::POSIX_SEM, ""),
         (
             "pthread_mutex",
             "pthread_mutex",
-            "primitives.pthread-mutex",
+            primitives::PTHREAD_MUTEX,
             "",
         ),
     ];
-    if !win("primitives.srwlock").is_empty() {
+    if !win(primitives::SRWLOCK).is_empty() {
         t1_rows.push((
             "SRWLock (Win32, not in the study)",
             "",
-            "primitives.srwlock",
+            primitives::SRWLOCK,
             "",
         ));
     }
@@ -224,7 +220,7 @@ fn table1(doc: Option<&ResultDoc>, docs: &[PublishedDoc]) -> View {
         });
         rows.push(row);
     }
-    let from_windows = !win("primitives.critical-section").is_empty();
+    let from_windows = !win(primitives::CRITICAL_SECTION).is_empty();
     let mut notes = vec![if from_windows {
         "µs per call with no switch. This machine times the pair (wait + release, enter + \
          leave); the study does not say whether its figure is the pair or one call. This run \

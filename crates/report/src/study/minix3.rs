@@ -32,7 +32,7 @@ pub const INFO: StudyInfo = StudyInfo {
                unlink, each in a loop with the loop's cost subtracted, under both configurations: \
                the difference in ns and %, and its cost per second at 10 000 calls a second",
     baselines: &["minix3-kernel-drivers", "minix3-user-drivers"],
-    experiments: &["fs"],
+    experiments: &[fs::NAME],
 };
 
 /// The study's calls: (oscost call name, the baselines' figure prefix, row label).
@@ -57,7 +57,7 @@ const OVERALL: [&str; 5] = ["getpid", "lseek", "open-close", "read64k", "write64
 const STUDY_RATE: f64 = 10_000.0;
 
 fn rate(doc: &ResultDoc) -> f64 {
-    exp_param(doc, "fs", "rate_per_s")
+    exp_param(doc, fs::NAME, "rate_per_s")
         .and_then(|v| v.as_f64())
         .unwrap_or(STUDY_RATE)
 }

@@ -32,7 +32,7 @@ pub const INFO: StudyInfo = StudyInfo {
                periods from 0.9998 ms to 9.2 µs: time and cycles, cycles per extra tick, and \
                the share of switching in servicing the clock",
     baselines: &["qnx-tick"],
-    experiments: &["tick-forms"],
+    experiments: &[tick_forms::NAME],
 };
 
 /// The study's ticks: (figure infix, period in ns).

@@ -30,7 +30,7 @@ pub const INFO: StudyInfo = StudyInfo {
                throughput (N / total time) and each process's latency from its own first \
                progress line to its last",
     baselines: &["linux-timeslice"],
-    experiments: &["timeline"],
+    experiments: &[timeline::NAME],
 };
 
 const NS: [usize; 3] = [1, 2, 4];

@@ -39,7 +39,7 @@ pub const INFO: StudyInfo = StudyInfo {
         "windows-yield-2000-2cpu",
         "windows-yield-summary",
     ],
-    experiments: &["split"],
+    experiments: &[split::NAME],
 };
 
 /// The published systems on one CPU and on two: (baseline, legend label).
@@ -61,7 +61,7 @@ fn study_ns() -> Vec<u64> {
 /// The split cases of one CPU set of a run with `--yield`, by N: `one`, and for two CPUs the
 /// `two` set, or `all` when it held exactly two CPUs.
 fn cases_of(doc: &ResultDoc, cpus: u64) -> Vec<(u64, &CaseResult)> {
-    if exp_param(doc, "split", "yield").and_then(|v| v.as_bool()) != Some(true) {
+    if exp_param(doc, split::NAME, "yield").and_then(|v| v.as_bool()) != Some(true) {
         return Vec::new();
     }
     let sets: &[&str] = if cpus == 1 { &["one"] } else { &["two", "all"] };

@@ -3,7 +3,7 @@
 //! summarised cases and shown under the experiment's case table.
 //!
 //! Adding one is a file here with a `views(&ExperimentResult) -> Vec<View>` function, named in
-//! the experiment's entry of the experiments table (`experiments::TABLE`). A view reads the model only; it
+//! the experiment's entry of the experiments table (`experiments::entry`). A view reads the model only; it
 //! never measures.
 
 pub mod fs;

@@ -549,7 +549,7 @@ fn fuse_evidence(
 }
 
 impl engine::Experiment for Options {
-    const NAME: &'static str = NAME;
+    const ID: oscost_model::ExperimentId = oscost_model::ExperimentId::Fs;
     const SUMMARY: &'static str =
         "File calls served by the kernel (tmpfs) against a program in user space (FUSE)";
     const ABOUT: &'static str = "File calls served by the kernel (tmpfs) against a program in \

@@ -17,6 +17,7 @@ use crate::engine::{self, first_occurrences, value_name};
 use crate::sampler::{self, measure_fallible};
 use anyhow::Context as _;
 use oscost_model::case::{Case, Check, ExperimentOutput, Unavailable};
+use oscost_model::ids::net as ids;
 use oscost_model::{Message, MessageKind};
 use oscost_sys::net::{self, Acceptor, Kind, Peer, Role};
 use oscost_sys::task::{CpuMask, Kind as TaskKind, Team};
@@ -26,7 +27,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Subcommand name and id prefix.
-pub const NAME: &str = "net";
+pub const NAME: &str = ids::NAME;
 
 /// Bytes of one bandwidth write.
 const CHUNK: usize = 64 * 1024;
@@ -241,10 +242,8 @@ fn plan(opts: &Options, cpus: &[usize]) -> anyhow::Result<Plan> {
 }
 
 fn case_id(m: Measure, p: Option<Placement>) -> String {
-    match p {
-        None => format!("{NAME}.{}", value_name(&m)),
-        Some(p) => format!("{NAME}.{}.{}", value_name(&m), value_name(&p)),
-    }
+    let placement = p.map(|p| value_name(&p));
+    ids::case(&value_name(&m), placement.as_deref())
 }
 
 /// The CPU of each thread: the measuring one first.
@@ -256,7 +255,7 @@ fn cpus_of(p: Placement, cpus: &[usize]) -> [usize; 2] {
 }
 
 impl engine::Experiment for Options {
-    const NAME: &'static str = NAME;
+    const ID: oscost_model::ExperimentId = oscost_model::ExperimentId::Net;
     const SUMMARY: &'static str =
         "Loopback sockets: round trips, a connection, bandwidth, with counted switches";
     const ABOUT: &'static str = "Loopback sockets between two threads: 1-byte round trips over \

@@ -100,7 +100,7 @@ fn parse_max_gaps(s: &str) -> Result<usize, String> {
 }
 
 impl engine::Experiment for Options {
-    const NAME: &'static str = NAME;
+    const ID: oscost_model::ExperimentId = oscost_model::ExperimentId::Noise;
     const SUMMARY: &'static str =
         "What interrupts a busy CPU, how often and for how long, beside the kernel's counts";
     const ABOUT: &'static str =

@@ -572,7 +572,7 @@ fn finish(ctx: &Context, s: Slot, overhead: f64, threads: Option<u64>) -> Case {
 }
 
 impl engine::Experiment for Options {
-    const NAME: &'static str = NAME;
+    const ID: oscost_model::ExperimentId = oscost_model::ExperimentId::Spawn;
     const SUMMARY: &'static str =
         "What creating a task costs: fork, vfork, posix_spawn, fork + exec, a thread";
     const ABOUT: &'static str = "What creating a task costs: fork, vfork, posix_spawn, fork + \

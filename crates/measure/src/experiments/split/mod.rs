@@ -138,7 +138,7 @@ pub struct Options {
 }
 
 impl engine::Experiment for Options {
-    const NAME: &'static str = NAME;
+    const ID: oscost_model::ExperimentId = oscost_model::ExperimentId::Split;
     const SUMMARY: &'static str =
         "The same work as one flow, N threads or N processes, with and without yielding";
     const ABOUT: &'static str =

@@ -138,7 +138,7 @@ fn validate(opts: &Options, ctx: &Context) -> anyhow::Result<()> {
 }
 
 impl engine::Experiment for Options {
-    const NAME: &'static str = NAME;
+    const ID: oscost_model::ExperimentId = oscost_model::ExperimentId::Switch;
     const SUMMARY: &'static str =
         "Ping-pong round trip between two tasks per primitive, with counted switches";
     const ABOUT: &'static str =

@@ -135,7 +135,7 @@ fn undisturbed_id() -> String {
 }
 
 impl engine::Experiment for Options {
-    const NAME: &'static str = NAME;
+    const ID: oscost_model::ExperimentId = oscost_model::ExperimentId::Tick;
     const SUMMARY: &'static str =
         "The cycles each timer event costs a running program, per period and as a fitted slope";
     const ABOUT: &'static str =

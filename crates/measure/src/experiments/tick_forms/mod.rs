@@ -169,7 +169,7 @@ fn parse_rounds(s: &str) -> Result<usize, String> {
 }
 
 impl engine::Experiment for Options {
-    const NAME: &'static str = NAME;
+    const ID: oscost_model::ExperimentId = oscost_model::ExperimentId::TickForms;
     const SUMMARY: &'static str =
         "One flow, N threads and N processes under timer events at several periods";
     const ABOUT: &'static str =

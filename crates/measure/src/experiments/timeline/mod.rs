@@ -226,7 +226,7 @@ fn parse_nice(s: &str) -> Result<i32, String> {
 }
 
 impl engine::Experiment for Options {
-    const NAME: &'static str = NAME;
+    const ID: oscost_model::ExperimentId = oscost_model::ExperimentId::Timeline;
     const SUMMARY: &'static str =
         "Who ran when on one CPU: time slices, throughput, latency and CPU shares by nice value";
     const ABOUT: &'static str =

@@ -16,6 +16,7 @@ use crate::sampler::{self, Job};
 use crate::scratch::ScratchDir;
 use anyhow::Context as _;
 use oscost_model::case::{Case, Check, DerivedSpec, ExperimentOutput, Samples, Unavailable};
+use oscost_model::ids::uring as ids;
 use oscost_model::{Message, MessageKind};
 use oscost_sys::buf::PageBuffer;
 use oscost_sys::calls;
@@ -29,7 +30,7 @@ use std::time::Duration;
 const SUITE_SAMPLES: usize = 41;
 
 /// Subcommand name and id prefix.
-pub const NAME: &str = "uring";
+pub const NAME: &str = ids::NAME;
 
 /// Submission slots of every ring: the largest batch.
 const RING_ENTRIES: usize = 64;
@@ -174,13 +175,13 @@ fn plan(opts: &Options) -> anyhow::Result<Plan> {
 
 fn case_id(k: Kind) -> String {
     match k {
-        Kind::Ring(op, b) => format!("{NAME}.{}.b{b}", value_name(&op)),
-        Kind::Fixed(op, b) => format!("{NAME}.{}.fixed.b{b}", value_name(&op)),
-        Kind::Syscall(op) => format!("{NAME}.{}", op.syscall().map_or("", |s| s.0)),
+        Kind::Ring(op, b) => ids::Id::Ring(&value_name(&op), b).to_string(),
+        Kind::Fixed(op, b) => ids::Id::Fixed(&value_name(&op), b).to_string(),
+        Kind::Syscall(op) => ids::Id::Syscall(op.syscall().map_or("", |s| s.0)).to_string(),
     }
 }
 
-const SQPOLL_ID: &str = "uring.nop.sqpoll";
+const SQPOLL_ID: &str = ids::SQPOLL;
 
 /// The scratch file of the large read, in the page cache; removed on drop.
 struct Scratch {
@@ -447,7 +448,7 @@ fn registered_ratios(out: &mut ExperimentOutput, kinds: &[Kind]) {
             ));
         }
         out.derived.push(DerivedSpec {
-            id: format!("{id}.minus_unregistered"),
+            id: ids::minus_unregistered(&id),
             description: format!(
                 "what registering saves (negative) or costs per operation against {base}"
             ),
@@ -462,7 +463,7 @@ fn unavailable_reason(e: &anyhow::Error) -> String {
 }
 
 impl engine::Experiment for Options {
-    const NAME: &'static str = NAME;
+    const ID: oscost_model::ExperimentId = oscost_model::ExperimentId::Uring;
     const SUMMARY: &'static str =
         "io_uring's cost per operation beside the system call it replaces";
     const ABOUT: &'static str = "io_uring's cost per operation beside the system call it \
@@ -509,7 +510,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     let mut out = ExperimentOutput::default();
     if let Err(e) = Ring::new(1) {
         out.unavailable.push(Unavailable {
-            id: format!("{NAME}.*"),
+            id: ids::EVERY.into(),
             description: "every io_uring case".into(),
             reason: e.to_string(),
         });
@@ -606,7 +607,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     for k in &p.kinds {
         if let Kind::Ring(op, _) = *k {
             if let Some((sys, _)) = op.syscall() {
-                let (id, base) = (case_id(*k), format!("{NAME}.{sys}"));
+                let (id, base) = (case_id(*k), ids::Id::Syscall(sys).to_string());
                 let flagged = [&id, &base].iter().find_map(|c| {
                     out.cases
                         .iter()
@@ -614,7 +615,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
                         .and_then(engine::failed_checks)
                 });
                 out.derived.push(DerivedSpec {
-                    id: format!("{id}.minus_syscall"),
+                    id: ids::minus_syscall(&id),
                     description: format!(
                         "what the io_uring read costs per operation beyond {sys} (negative: \
                          cheaper)"

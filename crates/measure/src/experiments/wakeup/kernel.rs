@@ -355,7 +355,7 @@ pub(super) fn split_case(timed: &Case, t: &Traced, ns_per_tick: f64) -> Case {
         loop_overhead_ns: 0.0,
     };
     let mut case = Case::new(
-        format!("{}.kernel", timed.id),
+        oscost_model::ids::wakeup::traced(&timed.id),
         format!(
             "the same wake-ups again, traced: {} of them with the kernel's timer, switch, \
              system call and interrupt events recorded by {} ({}), each one's lateness split \

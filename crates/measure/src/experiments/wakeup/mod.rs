@@ -12,6 +12,7 @@ use crate::context::{Cancelled, Context};
 use crate::engine::{self, first_occurrences, value_name};
 use anyhow::Context as _;
 use oscost_model::case::{Case, Check, ExperimentOutput, Samples, Series, Unavailable};
+use oscost_model::ids::wakeup::{self as ids, period_name};
 use oscost_model::{Message, MessageKind};
 use oscost_stats::periodic::log2_histogram;
 use oscost_sys::wakeup::{wake_periodically_at, PolicyGuard, WakeMode, WakeRun};
@@ -19,7 +20,7 @@ use serde_json::json;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Subcommand name and id prefix.
-pub const NAME: &str = "wakeup";
+pub const NAME: &str = ids::NAME;
 
 const DEFAULT_WAKEUPS: usize = 10_000;
 const QUICK_WAKEUPS: usize = 40;
@@ -222,34 +223,16 @@ fn plan(opts: &Options, cpus: &[usize], quick: bool) -> anyhow::Result<Plan> {
     })
 }
 
-/// `1ms`, `500us`, `1500us`, `12345ns`: the period as it appears in a case id.
-fn period_name(ns: u64) -> String {
-    if ns.is_multiple_of(1_000_000) {
-        format!("{}ms", ns / 1_000_000)
-    } else if ns.is_multiple_of(1_000) {
-        format!("{}us", ns / 1_000)
-    } else {
-        format!("{ns}ns")
-    }
-}
-
 /// `wakeup.POLICY.PERIOD[.MODE][.cpuN][.load]`, the mode only when not `abstime`.
 fn case_id(p: Point, period_ns: u64) -> String {
-    let mut id = format!(
-        "{NAME}.{}.{}",
-        value_name(&p.policy),
-        period_name(period_ns)
-    );
-    if p.mode != Mode::Abstime {
-        id += &format!(".{}", value_name(&p.mode));
+    ids::Case {
+        policy: &value_name(&p.policy),
+        period_ns,
+        mode: &value_name(&p.mode),
+        cpu: p.cpu_in_id.then_some(p.cpu),
+        load: p.load,
     }
-    if p.cpu_in_id {
-        id += &format!(".cpu{}", p.cpu);
-    }
-    if p.load {
-        id += ".load";
-    }
-    id
+    .to_string()
 }
 
 /// What one case's thread measured.
@@ -570,7 +553,7 @@ fn checks(case: &mut Case, p: Point, plan: &Plan, m: &Measured, n: usize, elapse
 }
 
 impl engine::Experiment for Options {
-    const NAME: &'static str = NAME;
+    const ID: oscost_model::ExperimentId = oscost_model::ExperimentId::Wakeup;
     const SUMMARY: &'static str =
         "How late a thread sleeping until a time is woken: the lateness distribution, as cyclictest";
     const ABOUT: &'static str = "How late the OS wakes a thread that sleeps until a time, \
@@ -799,7 +782,7 @@ impl KernelView {
         self.passes.finish(
             out,
             (
-                format!("{NAME}.kernel"),
+                ids::KERNEL.to_owned(),
                 "each wake-up's lateness split by the kernel's tracepoints",
             ),
             "no case to trace",
@@ -848,6 +831,8 @@ mod tests {
         assert_eq!(p.wakeups, QUICK_WAKEUPS);
         assert_eq!(period_name(1_500_000), "1500us");
         assert_eq!(period_name(12_345), "12345ns");
+        // The mode a case id leaves out is the command line's default.
+        assert_eq!(value_name(&Mode::Abstime), ids::DEFAULT_MODE);
     }
 
     #[test]
