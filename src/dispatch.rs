@@ -32,7 +32,11 @@ pub fn run() -> anyhow::Result<ExitCode> {
         let width = oscost_report::export::terminal::layout_width(true);
         eprint!(
             "{}",
-            oscost_report::export::terminal::wrap(&crate::lists::quick_suite_note(), width, 6)
+            oscost_report::export::terminal::wrap(
+                &crate::lists::quick_suite_note(cli.global.verbose),
+                width,
+                6
+            )
         );
     }
     let quick = cli.global.quick;
