@@ -216,8 +216,8 @@ pub enum Command {
     /// Write one HTML page of result files (`--json` output): tables, figures, the machine;
     /// with several files, the cases they share side by side against the first
     Report {
-        /// Result files written by `oscost --json`, or runs of the history (`latest`,
-        /// `latest~1`, an id), the first the reference
+        /// Result files written by `oscost --json`, or runs of the history (`latest`;
+        /// `latest~1`, the run before it; `latest~N`; an id), the first the reference
         #[arg(value_name = "RUN")]
         files: Vec<PathBuf>,
         /// The HTML file to write (`-` for stdout); replaced whole, never half written
@@ -228,8 +228,10 @@ pub enum Command {
     /// with its median, CI and the case it comes from, the failed checks and the noisy figures
     /// (every measuring run ends with it)
     Datasheet {
-        /// A result file written by `oscost --json`, or a run of the history (`latest`,
-        /// `latest~1`, an id) [default: latest]; two: side by side, the first the reference
+        /// A result file written by `oscost --json`, or a run of the history (`latest`;
+        /// `latest~1`, the run before it; `latest~N`; an id or its first characters) [default:
+        /// the newest run holding a third of the sheet's costs or more, named when it is not
+        /// `latest`]; two: side by side, the first the reference
         #[arg(value_name = "RUN", num_args = 0..=2)]
         runs: Vec<String>,
     },
