@@ -10,7 +10,7 @@ use oscost_measure::experiments::{ExperimentArgs, REGISTRY};
 use std::path::PathBuf;
 use values::{
     parse_budget, parse_jobs, parse_min_runs, parse_pct, parse_rate, parse_samples, parse_since,
-    parse_warmup,
+    parse_warmup, StudyName,
 };
 
 const ABOUT: &str = "oscost measures what the operating system costs a program: system calls, \
@@ -185,7 +185,7 @@ pub enum Command {
     #[command(after_help = STUDY_HELP)]
     Study {
         /// The study to run (none: list them)
-        #[arg(value_name = "NAME")]
+        #[arg(value_name = "NAME", value_parser = StudyName)]
         name: Option<String>,
         /// At the study's own sizes (longer: --quick takes seconds, the default up to about a
         /// minute and a half)
@@ -496,6 +496,49 @@ pub enum HistoryCommand {
         /// before the latest)
         run: String,
     },
+}
+
+/// `cmd` (not yet built) with the global options a command does not use hidden from its page,
+/// its manual page and its completions (`list`, `env` and `datasheet` take no sampling
+/// option): see [`crate::config::uses`]. Such a command gets its own copy of each global
+/// option, hidden where unused, which clap then does not propagate over; given anyway, an
+/// unused option is still refused in one line.
+pub fn hide_unused_options(cmd: clap::Command) -> clap::Command {
+    let globals: Vec<clap::Arg> = cmd
+        .get_arguments()
+        .filter(|a| a.is_global_set())
+        .cloned()
+        .collect();
+    hide_below(cmd, "", &globals)
+}
+
+fn hide_below(mut cmd: clap::Command, path: &str, globals: &[clap::Arg]) -> clap::Command {
+    let names: Vec<String> = cmd
+        .get_subcommands()
+        .map(|s| s.get_name().to_owned())
+        .collect();
+    for name in names {
+        let full = if path.is_empty() {
+            name.clone()
+        } else {
+            format!("{path} {name}")
+        };
+        cmd = cmd.mut_subcommand(&name, |mut sub| {
+            if let Some(uses) = crate::config::uses(&full) {
+                for g in globals {
+                    let used = g.get_long().is_none_or(|long| {
+                        ["quiet", "verbose"].contains(&long)
+                            || uses.contains(&format!("--{long}").as_str())
+                    });
+                    let hidden = g.is_hide_set() || !used;
+                    // What is left is not the sampling: a heading of its own.
+                    sub = sub.arg(g.clone().hide(hidden).help_heading("Global options"));
+                }
+            }
+            hide_below(sub, &full, globals)
+        });
+    }
+    cmd
 }
 
 fn experiment_names() -> clap::builder::PossibleValuesParser {
