@@ -4,7 +4,7 @@
 use crate::args::{Cli, Command, GlobalOpts};
 use crate::commands;
 use crate::config::{self, Config};
-use clap::Parser;
+use clap::{CommandFactory as _, FromArgMatches as _};
 use std::process::ExitCode;
 
 /// Parses the command line and runs it.
@@ -32,7 +32,11 @@ pub fn run() -> anyhow::Result<ExitCode> {
         let width = oscost_report::export::terminal::layout_width(true);
         eprint!(
             "{}",
-            oscost_report::export::terminal::wrap(&crate::lists::quick_suite_note(), width, 6)
+            oscost_report::export::terminal::wrap(
+                &crate::lists::quick_suite_note(cli.global.verbose),
+                width,
+                6
+            )
         );
     }
     let quick = cli.global.quick;
@@ -56,7 +60,10 @@ pub fn run() -> anyhow::Result<ExitCode> {
 /// The command line, or the exit code when clap answered it: help and version printed, or an
 /// error said in one line.
 fn parse() -> anyhow::Result<Result<Cli, ExitCode>> {
-    match Cli::try_parse_from(negative_values(std::env::args_os())) {
+    let parsed = crate::args::hide_unused_options(Cli::command())
+        .try_get_matches_from(negative_values(std::env::args_os()))
+        .and_then(|m| Cli::from_arg_matches(&m));
+    match parsed {
         Ok(cli) => Ok(Ok(cli)),
         Err(e) if !e.use_stderr() => {
             // --help and --version: print as clap formats them; a reader that closed the pipe

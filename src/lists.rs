@@ -124,13 +124,23 @@ pub fn warmup_help() -> String {
     )
 }
 
-/// The note a quick suite prints before it starts.
-pub fn quick_suite_note() -> String {
-    format!(
-        "note: a quick suite runs these without the kernel's traced passes or at fewer cases \
-         ({}), which would double its time: `oscost NAME --quick` runs them whole",
-        cut_in_a_quick_suite().join(", ")
-    )
+/// The note a quick suite prints before it starts: how many experiments it cuts, and with
+/// `verbose` which.
+pub fn quick_suite_note(verbose: bool) -> String {
+    let cut = cut_in_a_quick_suite();
+    if verbose {
+        format!(
+            "note: a quick suite runs these without the kernel's traced passes or at fewer cases \
+             ({}), which would double its time: `oscost NAME --quick` runs them whole",
+            cut.join(", ")
+        )
+    } else {
+        format!(
+            "note: a quick suite runs {} experiments without the kernel's traced passes or at \
+             fewer cases (--verbose names them): `oscost NAME --quick` runs one whole",
+            cut.len()
+        )
+    }
 }
 
 #[cfg(test)]

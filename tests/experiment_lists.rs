@@ -270,9 +270,10 @@ fn texts() -> Vec<(String, String)> {
         let text = String::from_utf8(o.stdout).expect("UTF-8");
         out.push((format!("`oscost {}`", args.join(" ")), text));
     }
-    // The note a quick suite starts with (the scripted clock refuses the suite right after it).
+    // The note a quick suite starts with (the scripted clock refuses the suite right after it);
+    // --verbose names the experiments.
     let o = common::oscost()
-        .args(["--quick", "--scripted", "--no-save"])
+        .args(["--quick", "--verbose", "--scripted", "--no-save"])
         .output()
         .expect("runs");
     let note = String::from_utf8(o.stderr).expect("UTF-8");

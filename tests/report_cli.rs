@@ -405,3 +405,56 @@ fn a_study_beside_a_run_without_its_figures_is_refused() {
     );
     assert!(!out.exists());
 }
+
+/// `oscost datasheet` with no run, after a suite and then one experiment: the suite's sheet,
+/// saying which run it is and how to see the newest; with only the one experiment's run, that
+/// run's sheet, saying how few costs it holds.
+#[test]
+fn the_default_datasheet_is_the_newest_run_with_a_datasheets_worth() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/crates/report/tests/fixtures/suite.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let mut one = suite.clone();
+    one["run_id"] = "9999aaaa-0000-4000-8000-000000000001".into();
+    one["started_at"] = "2099-01-01T00:00:00Z".into();
+    one["experiments"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|e| e["name"] == "syscall");
+    let (a, b) = (dir.path().join("suite.json"), dir.path().join("one.json"));
+    std::fs::write(&a, suite.to_string()).unwrap();
+    std::fs::write(&b, one.to_string()).unwrap();
+    let sheet = |files: &[&PathBuf]| {
+        let h = dir.path().join(format!("h{}.sqlite3", files.len()));
+        oscost()
+            .args(["history", "import", "--history"])
+            .arg(&h)
+            .args(files)
+            .assert()
+            .success();
+        let out = oscost()
+            .args(["datasheet", "--history"])
+            .arg(&h)
+            .assert()
+            .success()
+            .get_output()
+            .clone();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let text = sheet(&[&a, &b]);
+    assert!(text.contains("spawn.fork.p1mib"), "{text}");
+    assert!(
+        text.contains("run 52ea9e78, the newest with a third of the costs or more"),
+        "{text}"
+    );
+    assert!(text.contains("`oscost datasheet 9999aaaa`"), "{text}");
+    let text = sheet(&[&b]);
+    assert!(!text.contains("spawn.fork.p1mib"), "{text}");
+    assert!(text.contains("run 9999aaaa measured 2 of the"), "{text}");
+}

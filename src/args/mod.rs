@@ -10,7 +10,7 @@ use oscost_measure::experiments::{ExperimentArgs, REGISTRY};
 use std::path::PathBuf;
 use values::{
     parse_budget, parse_jobs, parse_min_runs, parse_pct, parse_rate, parse_samples, parse_since,
-    parse_warmup,
+    parse_warmup, StudyName,
 };
 
 const ABOUT: &str = "oscost measures what the operating system costs a program: system calls, \
@@ -185,7 +185,7 @@ pub enum Command {
     #[command(after_help = STUDY_HELP)]
     Study {
         /// The study to run (none: list them)
-        #[arg(value_name = "NAME")]
+        #[arg(value_name = "NAME", value_parser = StudyName)]
         name: Option<String>,
         /// At the study's own sizes (longer: --quick takes seconds, the default up to about a
         /// minute and a half)
@@ -216,8 +216,8 @@ pub enum Command {
     /// Write one HTML page of result files (`--json` output): tables, figures, the machine;
     /// with several files, the cases they share side by side against the first
     Report {
-        /// Result files written by `oscost --json`, or runs of the history (`latest`,
-        /// `latest~1`, an id), the first the reference
+        /// Result files written by `oscost --json`, or runs of the history (`latest`;
+        /// `latest~1`, the run before it; `latest~N`; an id), the first the reference
         #[arg(value_name = "RUN")]
         files: Vec<PathBuf>,
         /// The HTML file to write (`-` for stdout); replaced whole, never half written
@@ -228,8 +228,10 @@ pub enum Command {
     /// with its median, CI and the case it comes from, the failed checks and the noisy figures
     /// (every measuring run ends with it)
     Datasheet {
-        /// A result file written by `oscost --json`, or a run of the history (`latest`,
-        /// `latest~1`, an id) [default: latest]; two: side by side, the first the reference
+        /// A result file written by `oscost --json`, or a run of the history (`latest`;
+        /// `latest~1`, the run before it; `latest~N`; an id or its first characters) [default:
+        /// the newest run holding a third of the sheet's costs or more, named when it is not
+        /// `latest`]; two: side by side, the first the reference
         #[arg(value_name = "RUN", num_args = 0..=2)]
         runs: Vec<String>,
     },
@@ -494,6 +496,49 @@ pub enum HistoryCommand {
         /// before the latest)
         run: String,
     },
+}
+
+/// `cmd` (not yet built) with the global options a command does not use hidden from its page,
+/// its manual page and its completions (`list`, `env` and `datasheet` take no sampling
+/// option): see [`crate::config::uses`]. Such a command gets its own copy of each global
+/// option, hidden where unused, which clap then does not propagate over; given anyway, an
+/// unused option is still refused in one line.
+pub fn hide_unused_options(cmd: clap::Command) -> clap::Command {
+    let globals: Vec<clap::Arg> = cmd
+        .get_arguments()
+        .filter(|a| a.is_global_set())
+        .cloned()
+        .collect();
+    hide_below(cmd, "", &globals)
+}
+
+fn hide_below(mut cmd: clap::Command, path: &str, globals: &[clap::Arg]) -> clap::Command {
+    let names: Vec<String> = cmd
+        .get_subcommands()
+        .map(|s| s.get_name().to_owned())
+        .collect();
+    for name in names {
+        let full = if path.is_empty() {
+            name.clone()
+        } else {
+            format!("{path} {name}")
+        };
+        cmd = cmd.mut_subcommand(&name, |mut sub| {
+            if let Some(uses) = crate::config::uses(&full) {
+                for g in globals {
+                    let used = g.get_long().is_none_or(|long| {
+                        ["quiet", "verbose"].contains(&long)
+                            || uses.contains(&format!("--{long}").as_str())
+                    });
+                    let hidden = g.is_hide_set() || !used;
+                    // What is left is not the sampling: a heading of its own.
+                    sub = sub.arg(g.clone().hide(hidden).help_heading("Global options"));
+                }
+            }
+            hide_below(sub, &full, globals)
+        });
+    }
+    cmd
 }
 
 fn experiment_names() -> clap::builder::PossibleValuesParser {

@@ -1,6 +1,35 @@
 //! The parsers of option values that clap's own do not cover: ranges and units, each refusal
 //! naming what would be accepted.
 
+/// A study's name: any word is taken (`study` refuses an unknown one itself, with the names
+/// and a guess), but the studies are its possible values, so completions and `--help` offer
+/// them.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct StudyName;
+
+impl clap::builder::TypedValueParser for StudyName {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            oscost_report::study::STUDIES
+                .iter()
+                .map(|s| clap::builder::PossibleValue::new(s.info.name)),
+        ))
+    }
+}
+
 /// A percentage from 0 to 10000 (`10`, `10%`).
 pub(super) fn parse_pct(s: &str) -> Result<f64, String> {
     match s.trim().trim_end_matches('%').trim().parse::<f64>() {

@@ -8,7 +8,8 @@ use std::path::Path;
 use std::process::ExitCode;
 
 /// Prints the datasheet of a run: a result file written by `--json`, or a run of the history
-/// (`latest` when none is named); of two, both side by side, the first the reference.
+/// (when none is named, the newest with a datasheet's worth: see [`default_sheet`]); of two,
+/// both side by side, the first the reference.
 pub fn run(runs: &[String], cfg: &Config) -> anyhow::Result<ExitCode> {
     let width = oscost_report::export::terminal::layout_width(false);
     let sheet = |arg: &str| -> anyhow::Result<oscost_report::datasheet::Datasheet> {
@@ -29,7 +30,14 @@ pub fn run(runs: &[String], cfg: &Config) -> anyhow::Result<ExitCode> {
         Ok(oscost_report::datasheet::datasheet(&doc))
     };
     let text = match runs {
-        [] => sheet(&newest_with_figures(cfg))?.render(width),
+        [] => {
+            let (sheet, which) = default_sheet(cfg, &sheet)?;
+            let mut text = sheet.render(width);
+            if let Some(which) = which {
+                text += &oscost_report::export::terminal::wrap(&which, width, 0);
+            }
+            text
+        }
         [one] => sheet(one)?.render(width),
         [a, b, ..] => oscost_report::datasheet::side_by_side(&sheet(a)?, &sheet(b)?, width),
     };
@@ -37,16 +45,67 @@ pub fn run(runs: &[String], cfg: &Config) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The newest run of the history that holds figures (a bill holds none); `latest` when the
-/// history cannot say, so that loading it gives the reason.
-fn newest_with_figures(cfg: &Config) -> String {
-    let newest = || -> Option<String> {
+/// Runs looked at, newest first, for one with a datasheet's worth.
+const LOOK_BACK: usize = 20;
+
+/// The sheet `datasheet` with no run shows: the newest run (of the last [`LOOK_BACK`] with
+/// figures) that holds at least a third of the costs a sheet can, so that a single experiment run
+/// after a suite does not leave one line; else the newest run with figures. With a line that
+/// names the run shown when it is not the newest, or when it holds less than a third.
+fn default_sheet(
+    cfg: &Config,
+    sheet: &dyn Fn(&str) -> anyhow::Result<oscost_report::datasheet::Datasheet>,
+) -> anyhow::Result<(oscost_report::datasheet::Datasheet, Option<String>)> {
+    let most = oscost_report::datasheet::most_lines();
+    let ids = runs_with_figures(cfg);
+    let Some(newest) = ids.first() else {
+        return Ok((sheet("latest")?, None));
+    };
+    let first = sheet(newest)?;
+    if first.lines.len() * 3 >= most {
+        return Ok((first, None));
+    }
+    for id in ids.iter().skip(1) {
+        let Ok(s) = sheet(id) else { continue };
+        if s.lines.len() * 3 >= most {
+            let (id, newest) = (short(id), short(newest));
+            let which = format!(
+                "run {id}, the newest with a third of the costs or more ({} of {most}); the \
+                 newest run, {newest}, has {}: `oscost datasheet {newest}`",
+                s.lines.len(),
+                first.lines.len()
+            );
+            return Ok((s, Some(which)));
+        }
+    }
+    let which = format!(
+        "run {} measured {} of the {most} costs; `oscost --quick` (a quick suite) measures \
+         the rest",
+        short(newest),
+        first.lines.len()
+    );
+    Ok((first, Some(which)))
+}
+
+/// A run id as `history list` shows it: its first 8 characters.
+fn short(id: &str) -> &str {
+    id.get(..8).unwrap_or(id)
+}
+
+/// The newest [`LOOK_BACK`] runs of the history that hold figures (a bill holds none), newest
+/// first; none when the history cannot say, so that loading `latest` gives the reason.
+fn runs_with_figures(cfg: &Config) -> Vec<String> {
+    let runs = || -> Option<Vec<String>> {
         let (location, explicit) = cfg.history_location().ok()??;
         let history = crate::store::open_read_only(&location, explicit, "").ok()?;
         let runs = history.list().ok()?;
-        runs.into_iter()
-            .find(|r| r.billed().is_none())
-            .map(|r| r.run_id)
+        Some(
+            runs.into_iter()
+                .filter(|r| r.billed().is_none())
+                .take(LOOK_BACK)
+                .map(|r| r.run_id)
+                .collect(),
+        )
     };
-    newest().unwrap_or_else(|| "latest".into())
+    runs().unwrap_or_default()
 }

@@ -91,6 +91,52 @@ fn top_sections(out: &mut String) {
     }
 }
 
+/// The SYNOPSIS section: the command, then each visible option with its argument
+/// (`[--json FILE]`; clap_mangen's leaves the argument out), the operands, and `SUBCOMMAND`.
+fn synopsis(cmd: &Command) -> String {
+    let name = cmd.get_bin_name().unwrap_or(cmd.get_name());
+    let mut s = format!(".SH SYNOPSIS\n\\fB{}\\fR", roff(name));
+    let value = |a: &clap::Arg| {
+        a.get_value_names()
+            .map(|v| v.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(" "))
+            .unwrap_or_else(|| a.get_id().as_str().to_uppercase())
+    };
+    let visible = || cmd.get_arguments().filter(|a| !a.is_hide_set());
+    for a in visible().filter(|a| !a.is_positional()) {
+        let mut flag = match (a.get_short(), a.get_long()) {
+            (Some(c), Some(l)) => format!("\\fB\\-{c}\\fR|\\fB\\-\\-{}\\fR", roff(l)),
+            (Some(c), None) => format!("\\fB\\-{c}\\fR"),
+            (None, Some(l)) => format!("\\fB\\-\\-{}\\fR", roff(l)),
+            (None, None) => continue,
+        };
+        if a.get_action().takes_values() {
+            flag += &format!(" \\fI{}\\fR", roff(&value(a)));
+        }
+        if a.is_required_set() {
+            s += &format!(" {flag}");
+        } else {
+            s += &format!(" [{flag}]");
+        }
+    }
+    for a in visible().filter(|a| a.is_positional()) {
+        let many = a.get_num_args().is_some_and(|n| n.max_values() > 1);
+        let operand = format!(
+            "\\fI{}\\fR{}",
+            roff(&value(a)),
+            if many { "..." } else { "" }
+        );
+        if a.is_required_set() {
+            s += &format!(" {operand}");
+        } else {
+            s += &format!(" [{operand}]");
+        }
+    }
+    if cmd.get_subcommands().any(|c| !c.is_hide_set()) {
+        s += " [\\fISUBCOMMAND\\fR]";
+    }
+    s + "\n"
+}
+
 /// `cmd`'s page: clap_mangen's sections, the after-help as EXAMPLES (or NOTES) kept line for
 /// line, and for oscost itself ([`top_sections`]).
 fn render(cmd: Command, top: bool) -> anyhow::Result<String> {
@@ -108,7 +154,7 @@ fn render(cmd: Command, top: bool) -> anyhow::Result<String> {
     let mut raw = Vec::new();
     man.render_title(&mut raw)?;
     man.render_name_section(&mut raw)?;
-    man.render_synopsis_section(&mut raw)?;
+    raw.extend_from_slice(synopsis(&cmd).as_bytes());
     man.render_description_section(&mut raw)?;
     if cmd.get_arguments().any(|a| !a.is_hide_set()) {
         man.render_options_section(&mut raw)?;
@@ -177,8 +223,8 @@ fn man_pages(dir: &Path) -> std::collections::BTreeSet<std::ffi::OsString> {
 
 /// `oscost man`: oscost's page or subcommand `name`'s on stdout, or every page into `dir`.
 pub fn run(name: Option<&str>, dir: Option<&Path>) -> anyhow::Result<ExitCode> {
-    let mut cmd = Cli::command().disable_help_subcommand(true);
-    // Built, so that a subcommand's page carries its full name and the global options.
+    let mut cmd = crate::args::hide_unused_options(Cli::command().disable_help_subcommand(true));
+    // Built, so that a subcommand's page carries its full name and the global options it uses.
     cmd.build();
     if let Some(dir) = dir {
         std::fs::create_dir_all(dir)
@@ -257,6 +303,43 @@ mod tests {
             assert!(page.contains(&format!("\\fB{}\\fR", roff(var))), "{var}");
         }
         assert!(!page.contains(".SH EXTRA"), "clap's reflowed examples");
+    }
+
+    #[test]
+    fn the_synopsis_gives_each_option_its_argument() {
+        let page = top();
+        let synopsis = page.split(".SH SYNOPSIS\n").nth(1).unwrap();
+        let synopsis = synopsis.lines().next().unwrap();
+        assert!(synopsis.starts_with("\\fBoscost\\fR "), "{synopsis}");
+        assert!(
+            synopsis.contains("[\\fB\\-\\-json\\fR \\fIFILE\\fR]"),
+            "{synopsis}"
+        );
+        assert!(synopsis.contains("[\\fB\\-q\\fR|\\fB\\-\\-quiet\\fR]"));
+        assert!(synopsis.ends_with("[\\fISUBCOMMAND\\fR]"), "{synopsis}");
+        assert!(!synopsis.contains("scripted"), "{synopsis}");
+    }
+
+    #[test]
+    fn list_env_and_datasheet_pages_leave_out_the_sampling_options() {
+        let mut cmd = crate::args::hide_unused_options(Cli::command());
+        cmd.build();
+        for name in ["list", "env", "datasheet"] {
+            let page = render(cmd.find_subcommand(name).unwrap().clone(), false).unwrap();
+            for unused in ["samples", "warmup", "budget", "quick"] {
+                assert!(
+                    !page.contains(&format!("\\-\\-{unused}")),
+                    "{name}: --{unused}"
+                );
+            }
+        }
+        let page = render(cmd.find_subcommand("datasheet").unwrap().clone(), false).unwrap();
+        assert!(page.contains("\\-\\-history"), "datasheet uses --history");
+        let page = render(cmd.find_subcommand("syscall").unwrap().clone(), false).unwrap();
+        assert!(
+            page.contains("\\-\\-samples"),
+            "an experiment uses them all"
+        );
     }
 
     #[test]

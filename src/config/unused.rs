@@ -3,55 +3,73 @@
 
 use crate::args::{Command, GlobalOpts, HistoryCommand};
 
-/// A history command's name as messages show it (`history list`), and the global options it
-/// uses.
-fn history_uses(h: &HistoryCommand) -> (&'static str, &'static [&'static str]) {
+/// A history command's name as messages show it (`history list`).
+fn history_name(h: &HistoryCommand) -> &'static str {
     match h {
-        HistoryCommand::List { .. } => ("history list", &["--history", "--json", "--csv"]),
-        HistoryCommand::Show { .. } => ("history show", &["--history"]),
-        HistoryCommand::Trend { .. } => ("history trend", &["--history", "--svg"]),
-        HistoryCommand::Export { .. } => ("history export", &["--history", "--json"]),
-        HistoryCommand::Import { .. } => ("history import", &["--history"]),
-        HistoryCommand::Push { .. } => ("history push", &["--history"]),
-        HistoryCommand::Rm { .. } => ("history rm", &["--history"]),
+        HistoryCommand::List { .. } => "history list",
+        HistoryCommand::Show { .. } => "history show",
+        HistoryCommand::Trend { .. } => "history trend",
+        HistoryCommand::Export { .. } => "history export",
+        HistoryCommand::Import { .. } => "history import",
+        HistoryCommand::Push { .. } => "history push",
+        HistoryCommand::Rm { .. } => "history rm",
     }
+}
+
+/// The global options the command named `name` (`list`, `history list`) uses, `None` for
+/// one that uses them all (an experiment, `run`, `study`). --quiet and --verbose are used
+/// everywhere; `--help` leaves the others out of these commands' pages.
+pub fn uses(name: &str) -> Option<&'static [&'static str]> {
+    Some(match name {
+        "list" | "completions" | "man" | "baselines" => &[],
+        "history" | "history show" | "history import" | "history push" | "history rm" => {
+            &["--history"]
+        }
+        "history list" => &["--history", "--json", "--csv"],
+        "history trend" => &["--history", "--svg"],
+        "history export" => &["--history", "--json"],
+        // --csv and --markdown have a message of their own.
+        "env" => &[
+            "--json",
+            "--cpus",
+            "--nice",
+            "--csv",
+            "--markdown",
+            "--host-name",
+            "--runner",
+        ],
+        "compare" => &["--json", "--csv", "--markdown", "--history", "--report"],
+        "report" => &["--history"],
+        "bill" => &["--json", "--report", "--history", "--no-save"],
+        // It prints one screen; it writes no file.
+        "datasheet" => &["--history"],
+        _ => return None,
+    })
 }
 
 /// The global options given to a command that does not use them (`list` uses none, `env`
 /// only --json, --cpus and --nice; --quiet and --verbose are accepted everywhere), as one
 /// line; `None` when every option given is used.
 pub fn unused_options(command: Option<&Command>, g: &GlobalOpts) -> Option<String> {
-    let (name, uses): (&str, &[&str]) = match command {
-        Some(Command::List) => ("list", &[]),
-        Some(Command::Completions { .. }) => ("completions", &[]),
-        Some(Command::Man { .. }) => ("man", &[]),
-        Some(Command::Baselines { .. }) => ("baselines", &[]),
-        Some(Command::History(h)) => history_uses(h),
-        // --csv and --markdown have a message of their own.
-        Some(Command::Env) => (
-            "env",
-            &[
-                "--json",
-                "--cpus",
-                "--nice",
-                "--csv",
-                "--markdown",
-                "--host-name",
-                "--runner",
-            ],
-        ),
-        Some(Command::Compare(c)) if c.group_by.is_none() => {
-            ("compare", &["--json", "--csv", "--markdown", "--history"])
-        }
-        Some(Command::Compare(_)) => (
-            "compare --group-by",
-            &["--json", "--csv", "--markdown", "--history", "--report"],
-        ),
-        Some(Command::Report { .. }) => ("report", &["--history"]),
-        Some(Command::Bill(_)) => ("bill", &["--json", "--report", "--history"]),
-        // It prints one screen; it writes no file.
-        Some(Command::Datasheet { .. }) => ("datasheet", &["--history"]),
+    let name = match command {
+        Some(Command::List) => "list",
+        Some(Command::Completions { .. }) => "completions",
+        Some(Command::Man { .. }) => "man",
+        Some(Command::Baselines { .. }) => "baselines",
+        Some(Command::History(h)) => history_name(h),
+        Some(Command::Env) => "env",
+        Some(Command::Compare(c)) if c.group_by.is_none() => "compare",
+        Some(Command::Compare(_)) => "compare --group-by",
+        Some(Command::Report { .. }) => "report",
+        Some(Command::Bill(_)) => "bill",
+        Some(Command::Datasheet { .. }) => "datasheet",
         _ => return None,
+    };
+    let uses: &[&str] = match name {
+        // Only a fleet comparison writes a report.
+        "compare" => &["--json", "--csv", "--markdown", "--history"],
+        "compare --group-by" => uses("compare")?,
+        _ => uses(name)?,
     };
     let given = [
         ("--json", g.json.is_some()),

@@ -174,6 +174,13 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs], saving: Saving) -> anyh
             clock: clock.as_ref().map(|c| c.info().clone()),
         };
         let probe = LoadProbe::start();
+        // ns's network namespaces are torn down by the kernel's netns workers during and
+        // after it: its own work, not another program's load.
+        let probe = if e.name() == oscost_measure::experiments::ns::NAME {
+            probe.with_own_workqueue("netns")
+        } else {
+            probe
+        };
         let measured = child::measure_in_child(&job, scratch.path(), &bar, &children, &cancel);
         let (out, tasks) = match measured {
             Ok(r) => r,

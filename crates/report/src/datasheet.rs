@@ -419,6 +419,11 @@ pub fn datasheet(doc: &ResultDoc) -> Datasheet {
     }
 }
 
+/// How many costs a sheet can hold: a run that measured every headline shows them all.
+pub fn most_lines() -> usize {
+    HEADLINES.len()
+}
+
 /// Failed cases named on the sheet before the rest are only counted.
 const FAILED_NAMED: usize = 4;
 

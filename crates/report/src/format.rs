@@ -206,8 +206,15 @@ pub fn check(k: &oscost_model::case::Check) -> String {
     };
     // Two decimals, unless the rule holds a value that two decimals would show as 0: then
     // three significant digits, for the rule and the count alike.
-    let values: Vec<f64> = match k.bound {
+    // A tolerance a millionth of the value or less only absorbs floating-point rounding (an
+    // exact count per op): the rule reads as exact, not `1 ± 0.000000001`.
+    let bound = match k.bound {
+        Some(Bound::Within(t)) if t <= k.expected.abs().max(1.0) * 1e-6 => Some(Bound::Within(0.0)),
+        b => b,
+    };
+    let values: Vec<f64> = match bound {
         Some(Bound::AtLeast(m) | Bound::AtMost(m)) => vec![m],
+        Some(Bound::Within(0.0)) => vec![k.expected],
         Some(Bound::Within(t)) => vec![k.expected, t],
         Some(Bound::Between(a, b)) => vec![a, b],
         None => vec![],
@@ -218,7 +225,7 @@ pub fn check(k: &oscost_model::case::Check) -> String {
         _ if fine && x != 0.0 => unit.after(sig(x)),
         _ => unit.after(trim(&format!("{x:.2}"))),
     };
-    let rule = match k.bound {
+    let rule = match bound {
         Some(Bound::AtLeast(m)) => format!("at least {}", at(m)),
         Some(Bound::AtMost(m)) => format!("at most {}", at(m)),
         Some(Bound::Within(0.0)) | None => format!("expected {}", at(k.expected)),
@@ -300,6 +307,11 @@ mod tests {
             check(&control),
             "✓ 0.00 switches per op (expected 0 ± 0.05)"
         );
+        // A tolerance that only absorbs rounding reads as exact, at the count's own digits.
+        let per_op = Check::near("system_calls_per_op", 0.03125, 0.03125, 1e-9, "");
+        assert_eq!(check(&per_op), "✓ 0.03 system calls per op (expected 0.03)");
+        let one = Check::near("system_calls_per_op", 1.0, 1.0, 1e-9, "");
+        assert_eq!(check(&one), "✓ 1.00 system calls per op (expected 1)");
         let mut between = Check::near("switches_per_hop", 1.0, 1.2, 0.0, "");
         between.bound = Some(Bound::Between(0.95, 2.0));
         assert_eq!(

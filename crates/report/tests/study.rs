@@ -213,6 +213,41 @@ fn the_qnx_subtraction_is_extra_cycles_over_extra_events() {
     assert!(t.iter().any(|v| v.title.contains("this machine")));
 }
 
+/// Fewer cycles with the events than without (a quick run's noise) is no finding: the
+/// tables say `none seen` and why, never a negative cost.
+#[test]
+fn no_extra_cycles_read_as_none_seen_not_a_negative_cost() {
+    let mut cases = Vec::new();
+    for form in ["single", "threads", "processes"] {
+        cases.push(case(
+            &format!("tick-forms.{form}.other.none"),
+            1e9,
+            &[("events", 0.0), ("cycles", 2.0e9), ("switches", 10.0)],
+            &[],
+        ));
+        cases.push(case(
+            &format!("tick-forms.{form}.other.1ms"),
+            0.99e9,
+            &[("events", 1000.0), ("cycles", 1.98e9), ("switches", 1010.0)],
+            &[],
+        ));
+    }
+    let d = doc(vec![experiment("tick-forms", cases, &[])]);
+    let s = study::find("qnx-tick").unwrap();
+    let tables = s.tables(Some(&d));
+    let text: Vec<&String> = tables
+        .iter()
+        .flat_map(|v| v.rows.iter().flatten().chain(&v.notes))
+        .collect();
+    assert!(text.iter().any(|c| *c == "none seen"), "{text:?}");
+    assert!(
+        text.iter()
+            .any(|c| c.starts_with("none seen: the run with the timer events")),
+        "{text:?}"
+    );
+    assert!(!text.iter().any(|c| c.starts_with("-20")), "{text:?}");
+}
+
 #[test]
 fn the_time_slice_ratios_and_the_minix_overall_are_the_studies_own() {
     let mut cases = Vec::new();

@@ -170,40 +170,74 @@ fn render_grid(title: &str, g: &Grid, figures: &[Figure]) -> String {
     s
 }
 
-/// The figures one a line under a header naming `title`, the median and the interval.
-fn render_list(title: &str, figures: &[Figure]) -> String {
-    let label = figures
-        .iter()
-        .map(|f| text_width(&f.key.join(".")))
-        .max()
-        .unwrap_or(0);
-    let median = figures
-        .iter()
-        .map(|f| text_width(&f.median))
-        .chain([6])
-        .max()
-        .unwrap_or(0);
-    let ci = figures
-        .iter()
-        .map(|f| text_width(&f.ci))
-        .chain([6])
-        .max()
-        .unwrap_or(0);
-    let mut s = format!(
-        "{}  {}  {}\n",
-        pad_right(title, label + 2),
-        pad_left("median", median),
-        pad_left("95% CI", ci)
-    );
+/// The widths of a list's columns over `figures`: the key (at least `least`), the median and
+/// the interval.
+fn list_widths(figures: &[Figure], least: usize) -> [usize; 3] {
+    let most = |f: &dyn Fn(&Figure) -> usize, at_least: usize| {
+        figures.iter().map(f).chain([at_least]).max().unwrap_or(0)
+    };
+    [
+        most(&|f| text_width(&f.key.join(".")), least),
+        most(&|f| text_width(&f.median), 6),
+        most(&|f| text_width(&f.ci), 6),
+    ]
+}
+
+/// One figure of a list, its columns `w` wide, its mark (or a space) last.
+fn list_cell(f: &Figure, w: [usize; 3]) -> String {
+    format!(
+        "{}  {}  {} {}",
+        pad_right(&f.key.join("."), w[0]),
+        pad_left(&f.median, w[1]),
+        pad_left(&f.ci, w[2]),
+        if f.mark.is_empty() { " " } else { f.mark }
+    )
+}
+
+/// The header over a list's column of figures `w` wide, its first `lead` columns `title`.
+fn list_head(title: &str, w: [usize; 3]) -> String {
+    format!(
+        "{}  {}  {}  ",
+        pad_right(title, w[0] + 2),
+        pad_left("median", w[1]),
+        pad_left("95% CI", w[2])
+    )
+}
+
+/// The figures under a header naming `title`, the median and the interval: in two columns
+/// side by side (the first half down the left, the rest down the right) when they fit `width`,
+/// else one a line. Two columns halve a suite's longest lists (syscall's seventeen cases).
+fn render_list(title: &str, figures: &[Figure], width: usize) -> String {
+    let half = figures.len().div_ceil(2);
+    let (left, right) = figures.split_at(half);
+    let lw = list_widths(left, text_width(title).saturating_sub(2));
+    let rw = list_widths(right, 0);
+    let cell_width = |w: [usize; 3]| w[0] + w[1] + w[2] + 6;
+    let gap = "   ";
+    let two = !right.is_empty() && 2 + cell_width(lw) + gap.len() + cell_width(rw) <= width;
+    let mut s = String::new();
+    if two {
+        let mut head = list_head(title, lw);
+        head += gap;
+        head += &list_head("", rw);
+        s += head.trim_end();
+        s.push('\n');
+        for (i, l) in left.iter().enumerate() {
+            let mut line = format!("  {}", list_cell(l, lw));
+            if let Some(r) = right.get(i) {
+                line += gap;
+                line += &list_cell(r, rw);
+            }
+            s += line.trim_end();
+            s.push('\n');
+        }
+        return s;
+    }
+    let w = list_widths(figures, text_width(title).saturating_sub(2));
+    s += list_head(title, w).trim_end();
+    s.push('\n');
     for f in figures {
-        let l = format!(
-            "  {}  {}  {} {}",
-            pad_right(&f.key.join("."), label),
-            pad_left(&f.median, median),
-            pad_left(&f.ci, ci),
-            f.mark
-        );
-        s += l.trim_end();
+        s += format!("  {}", list_cell(f, w)).trim_end();
         s.push('\n');
     }
     s
@@ -215,7 +249,7 @@ fn block(title: &str, figures: &[Figure], width: usize) -> String {
     }
     match grid(figures, width) {
         Some(g) => render_grid(title, &g, figures),
-        None => render_list(title, figures),
+        None => render_list(title, figures, width),
     }
 }
 
@@ -249,9 +283,7 @@ pub fn experiment(e: &ExperimentResult, width: Option<u16>) -> String {
             }
         }
     }
-    for u in &e.unavailable {
-        s += &wrap(&format!("  not measured: {}: {}", u.id, u.reason), width, 4);
-    }
+    s += &super::terminal::not_measured(&e.unavailable, width, "  ");
     s
 }
 
@@ -480,10 +512,45 @@ mod tests {
         let ids = ["enosys", "getpid", "read1", "lseek", "lseek.mt", "fstat"];
         let figs: Vec<Figure> = ids.iter().map(|i| fig(i)).collect();
         assert_eq!(grid(&figs, 80), None);
-        let text = block("syscall", &figs, 80);
+        // One a line where two columns do not fit, else side by side.
+        let text = block("syscall", &figs, 50);
         assert_eq!(text.lines().count(), 7);
         assert!(text.starts_with("syscall"));
         assert!(text.contains("  lseek.mt  5.095 µs   ±1.0% ✓"), "{text}");
+        let text = block("syscall", &figs, 80);
+        assert_eq!(text.lines().count(), 4, "{text}");
+        assert!(text.lines().all(|l| text_width(l) <= 80), "{text}");
+        let first = text.lines().nth(1).unwrap();
+        assert!(
+            first.starts_with("  enosys") && first.contains("   lseek "),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn cases_refused_for_one_reason_share_a_line() {
+        let why = "not writable: run as root";
+        let e = ExperimentResult {
+            name: "cgroup".into(),
+            params: Default::default(),
+            cases: vec![],
+            unavailable: ["cgroup.fork-procs", "cgroup.clone3"]
+                .iter()
+                .map(|id| oscost_model::schema::UnavailableCase {
+                    id: (*id).into(),
+                    description: String::new(),
+                    reason: why.into(),
+                })
+                .collect(),
+            derived: vec![],
+            warnings: vec![],
+            notes: vec![],
+            load: None,
+            controls: None,
+        };
+        let text = experiment(&e, Some(80));
+        assert_eq!(text.matches(why).count(), 1, "{text}");
+        assert!(text.contains("cgroup.fork-procs, cgroup.clone3"), "{text}");
     }
 
     #[test]

@@ -21,6 +21,17 @@ impl Exporter for Csv {
     }
 }
 
+/// A percentile of the case's own distribution that its samples (thinned to a few thousand)
+/// cannot give: the one counter named `…{suffix}` (`wakeup`'s `lateness_p99_ns` over every
+/// wake-up, `noise`'s `length_p99_ns`), empty when the case has none or several.
+fn tail(c: &oscost_model::CaseResult, suffix: &str) -> String {
+    let mut found = c.counters.iter().filter(|(k, _)| k.ends_with(suffix));
+    match (found.next(), found.next()) {
+        (Some((_, v)), None) => format!("{v:.3}"),
+        _ => String::new(),
+    }
+}
+
 /// One CSV row per case.
 pub fn csv(doc: &ResultDoc) -> anyhow::Result<String> {
     let mut w = ::csv::Writer::from_writer(Vec::new());
@@ -44,6 +55,9 @@ pub fn csv(doc: &ResultDoc) -> anyhow::Result<String> {
         "noisy",
         "warnings",
         "flagged",
+        "p90_ns",
+        "p99_ns",
+        "p99_9_ns",
     ])?;
     for e in &doc.experiments {
         for c in &e.cases {
@@ -67,6 +81,9 @@ pub fn csv(doc: &ResultDoc) -> anyhow::Result<String> {
                 c.noisy.to_string(),
                 c.warnings.join("; "),
                 String::new(),
+                tail(c, "_p90_ns"),
+                tail(c, "_p99_ns"),
+                tail(c, "_p99_9_ns"),
             ])?;
         }
         // Derived figures follow their experiment's cases: unit `derived`, the estimate in the
@@ -93,8 +110,34 @@ pub fn csv(doc: &ResultDoc) -> anyhow::Result<String> {
                 blank(),
                 blank(),
                 d.flagged.clone().unwrap_or_default(),
+                blank(),
+                blank(),
+                blank(),
             ])?;
         }
     }
     Ok(String::from_utf8(w.into_inner()?)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_case_that_records_its_tail_has_it_in_the_last_columns() {
+        let mut c = crate::views::testkit::case("wakeup.other.1ms", "wake-up", 60_000.0);
+        for (k, v) in [
+            ("lateness_p50_ns", 60_000.0),
+            ("lateness_p90_ns", 64_000.0),
+            ("lateness_p99_ns", 69_000.0),
+            ("lateness_p99_9_ns", 88_000.0),
+        ] {
+            c.counters.insert(k.into(), v);
+        }
+        assert_eq!(tail(&c, "_p99_ns"), "69000.000");
+        assert_eq!(tail(&c, "_p99_9_ns"), "88000.000");
+        assert_eq!(tail(&c, "_p90_ns"), "64000.000");
+        let plain = crate::views::testkit::case("syscall.getpid", "call", 100.0);
+        assert_eq!(tail(&plain, "_p99_ns"), "");
+    }
 }

@@ -238,23 +238,13 @@ pub fn experiment(e: &ExperimentResult, tick_unit: &str, opts: &ExportOptions) -
         s += &wrap(&format!("note: {id}: {n}"), width, 2);
     }
     for v in crate::experiments::views(e) {
-        s += &view(&v, width);
-    }
-    // Cases refused for one reason (a helper's policy at every period) share one line.
-    let mut refused: Vec<(Vec<&str>, &str)> = Vec::new();
-    for u in &e.unavailable {
-        match refused.iter_mut().find(|(_, why)| *why == u.reason) {
-            Some((ids, _)) => ids.push(&u.id),
-            None => refused.push((vec![&u.id], &u.reason)),
+        if warnings == Warnings::Full {
+            s += &view(&v, width);
+        } else {
+            s += &view(&first_of_each_group(v, GROUP_ROWS), width);
         }
     }
-    for (ids, why) in refused {
-        s += &wrap(
-            &format!("not measured: {}: {why}", ids.join(", ")),
-            width,
-            2,
-        );
-    }
+    s += &not_measured(&e.unavailable, width, "");
     if warnings == Warnings::Hidden {
         return s;
     }
@@ -301,6 +291,79 @@ pub fn experiment(e: &ExperimentResult, tick_unit: &str, opts: &ExportOptions) -
     s
 }
 
+/// The lines saying which cases were not measured and why, each starting with `lead`. Cases
+/// refused for one reason (a helper's policy at every period) share one line; reasons that
+/// end in one fix (`; run as root, or …`, cgroup's v1 and v2 refusals) say it once, after them.
+pub(super) fn not_measured(
+    unavailable: &[oscost_model::schema::UnavailableCase],
+    width: Option<u16>,
+    lead: &str,
+) -> String {
+    let mut refused: Vec<(Vec<&str>, &str)> = Vec::new();
+    for u in unavailable {
+        match refused.iter_mut().find(|(_, why)| *why == u.reason) {
+            Some((ids, _)) => ids.push(&u.id),
+            None => refused.push((vec![&u.id], &u.reason)),
+        }
+    }
+    // The fix is what follows a reason's last `; `, when every reason has the same one.
+    let fix = |why: &str| why.rsplit_once("; ").map(|(_, fix)| fix.to_owned());
+    let shared = match refused.as_slice() {
+        [_, _, ..] => {
+            fix(refused[0].1).filter(|f| refused.iter().all(|r| fix(r.1).as_ref() == Some(f)))
+        }
+        _ => None,
+    };
+    let indent = lead.len() + 2;
+    let mut s = String::new();
+    for (ids, why) in &refused {
+        let why = match &shared {
+            Some(f) => why
+                .strip_suffix(f.as_str())
+                .map_or(*why, |w| w.trim_end_matches("; ")),
+            None => why,
+        };
+        s += &wrap(
+            &format!("{lead}not measured: {}: {why}", ids.join(", ")),
+            width,
+            indent,
+        );
+    }
+    if let Some(f) = shared {
+        let each = if refused.len() == 2 { "both" } else { "each" };
+        s += &wrap(&format!("{lead}  for {each}: {f}"), width, indent + 2);
+    }
+    s
+}
+
+/// How many rows of each case a view that gives a case several rows (wakeup's worst
+/// wake-ups) shows without `--verbose`.
+pub const GROUP_ROWS: usize = 3;
+
+/// `v` with only the first `n` rows of each group: a row naming its case in the first cell
+/// and the rows after it that leave that cell empty. A view whose rows each name their case
+/// is returned whole; one cut says so in a note, and where the rest is.
+pub fn first_of_each_group(mut v: crate::views::View, n: usize) -> crate::views::View {
+    let named = |r: &Vec<String>| r.first().is_some_and(|c| !c.is_empty());
+    if v.rows.iter().all(named) {
+        return v;
+    }
+    let total = v.rows.len();
+    let mut in_group = 0;
+    v.rows.retain(|r| {
+        in_group = if named(r) { 1 } else { in_group + 1 };
+        in_group <= n
+    });
+    if v.rows.len() < total {
+        v.notes.push(format!(
+            "the first {n} of each case, {} of {total} rows: --verbose, the report and \
+             --markdown show every one",
+            v.rows.len()
+        ));
+    }
+    v
+}
+
 /// An experiment's extra table (see [`crate::views`]) for the terminal: its title, the table
 /// and its notes, wrapped to `width`. A table wider than `width` is folded into several, each
 /// repeating the first column, so every figure stays whole and in view.
@@ -326,4 +389,65 @@ pub fn view(v: &crate::views::View, width: Option<u16>) -> String {
         s += &wrap(n, width, 2);
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::views::View;
+
+    #[test]
+    fn refusals_that_end_in_one_fix_say_it_once() {
+        let u = |id: &str, reason: &str| oscost_model::schema::UnavailableCase {
+            id: id.into(),
+            description: String::new(),
+            reason: reason.into(),
+        };
+        let fix = "run as root, or in a delegated cgroup";
+        let list = [
+            u("cgroup.a", &format!("v2 refused: EACCES; {fix}")),
+            u("cgroup.b", &format!("v2 refused: EACCES; {fix}")),
+            u("cgroup.c", &format!("v1 refused: EACCES; {fix}")),
+        ];
+        let text = not_measured(&list, Some(100), "");
+        assert_eq!(text.matches(fix).count(), 1, "{text}");
+        assert!(text.contains("not measured: cgroup.a, cgroup.b: v2 refused: EACCES\n"));
+        assert!(text.contains("not measured: cgroup.c: v1 refused: EACCES\n"));
+        assert!(text.ends_with(&format!("  for both: {fix}\n")), "{text}");
+        // One reason: said whole.
+        let text = not_measured(&list[..2], Some(100), "  ");
+        assert_eq!(
+            text,
+            format!("  not measured: cgroup.a, cgroup.b: v2 refused: EACCES; {fix}\n")
+        );
+    }
+
+    #[test]
+    fn a_view_with_several_rows_per_case_keeps_the_first_of_each_and_says_so() {
+        let row = |id: &str, x: &str| vec![id.to_owned(), x.to_owned()];
+        let v = View {
+            title: "worst".into(),
+            head: vec!["case".into(), "lateness".into()],
+            rows: vec![
+                row("a", "9"),
+                row("", "8"),
+                row("", "7"),
+                row("", "6"),
+                row("b", "5"),
+                row("", "4"),
+            ],
+            notes: vec![],
+        };
+        let cut = first_of_each_group(v.clone(), 2);
+        let kept: Vec<&str> = cut.rows.iter().map(|r| r[1].as_str()).collect();
+        assert_eq!(kept, ["9", "8", "5", "4"]);
+        assert!(cut.notes[0].contains("4 of 6 rows"), "{:?}", cut.notes);
+        // Nothing to cut: the view as it was, without a note.
+        assert_eq!(first_of_each_group(v.clone(), 4), v);
+        let plain = View {
+            rows: vec![row("a", "1"), row("b", "2")],
+            ..v
+        };
+        assert_eq!(first_of_each_group(plain.clone(), 1), plain);
+    }
 }

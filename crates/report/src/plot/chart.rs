@@ -644,9 +644,14 @@ pub fn whisker(s: &mut Svg, x: f64, lo: f64, hi: f64, colour: &str) {
 impl Panel {
     /// Draws the panel into `a`.
     pub fn draw(&self, s: &mut Svg, a: Area) {
+        // A title wider than its panel (wakeup's case id with three percentiles) is set
+        // smaller rather than cut by the next panel or the figure's edge (the estimate runs about
+        // a tenth wide of bold sans-serif).
+        let room = a.w + 24.0;
+        let size = (12.0 * room / (text_width(&self.title, 12.0) * 0.9)).clamp(8.0, 12.0);
         s.styled_text(
             (a.x, a.y - 9.0),
-            12.0,
+            size,
             Anchor::Start,
             true,
             "#000000",

@@ -98,6 +98,13 @@ fn counter(c: &CaseResult, key: &str) -> Option<f64> {
 }
 
 /// `(cycles(P) − cycles(none)) / (events(P) − events(none))`: the study's subtraction.
+/// What a cell of cycles per event says when the run with the events took no more cycles than
+/// the run without: no cost this run could tell from its noise, not a negative cost.
+const NO_EXTRA: &str = "none seen";
+
+/// The note under a table with a [`NO_EXTRA`] cell.
+const NO_EXTRA_NOTE: &str = "none seen: the run with the timer events took no more cycles than the run without them, so what the events cost is within this run's noise, not below zero (the study's sizes, --full, run longer)";
+
 fn per_extra(loaded: &CaseResult, base: &CaseResult, what: &str) -> Option<f64> {
     let de = counter(loaded, "events")? - counter(base, "events").unwrap_or(0.0);
     let dv = counter(loaded, what)? - counter(base, what)?;
@@ -358,8 +365,10 @@ fn forms_tables(doc: &ResultDoc, figs: &[StudyFigure], policy: &str) -> Vec<View
         let fig = |form: &str, what: &str| {
             get(figs, &format!("study.{NAME}.{form}.{policy}.{name}.{what}"))
         };
-        let cycles = |form: &str| {
-            fig(form, "cycles_per_event").map_or("-".into(), |f| crate::plot::chart::sig(f.value))
+        let cycles = |form: &str| match fig(form, "cycles_per_event") {
+            None => "-".into(),
+            Some(f) if f.value <= 0.0 => NO_EXTRA.into(),
+            Some(f) => crate::plot::chart::sig(f.value),
         };
         times.push(vec![
             name.clone(),
@@ -396,6 +405,9 @@ fn forms_tables(doc: &ResultDoc, figs: &[StudyFigure], policy: &str) -> Vec<View
          (events − events with none), for each form; switches: extra switches per extra event \
          for the threads; apart: (slowest − fastest) / fastest of the three forms' times."
     )];
+    if costs.iter().flatten().any(|c| c == NO_EXTRA) {
+        cost_notes.push(NO_EXTRA_NOTE.into());
+    }
     cost_notes.extend(this_machine_note(Some(doc)));
     vec![
         View {
@@ -434,7 +446,10 @@ fn forms_tables(doc: &ResultDoc, figs: &[StudyFigure], policy: &str) -> Vec<View
 /// The study's derived figures (cycles per tick, the switches, switching's share) beside this
 /// machine's.
 fn derived_table(doc: &ResultDoc, b: &PublishedDoc, figs: &[StudyFigure]) -> View {
-    let f = |id: &str| super::cell(get(figs, &format!("study.{NAME}.{id}")));
+    let f = |id: &str| match get(figs, &format!("study.{NAME}.{id}")) {
+        Some(f) if id == "cycles_per_event" && f.value <= 0.0 => NO_EXTRA.to_owned(),
+        f => super::cell(f),
+    };
     let p = |id: &str| published(b, id).map_or("-".into(), |v| format!("{v}"));
     // (figure, the study's value, this machine's study figure(s)).
     let derived: [(&str, String, &[&str]); 6] = [
@@ -469,21 +484,25 @@ fn derived_table(doc: &ResultDoc, b: &PublishedDoc, figs: &[StudyFigure]) -> Vie
             &["switch_share.threads", "switch_share.processes"],
         ),
     ];
-    let rows = derived
+    let rows: Vec<Vec<String>> = derived
         .into_iter()
         .map(|(what, study, ids)| {
             let mine: Vec<String> = ids.iter().map(|id| f(id)).collect();
             vec![what.to_owned(), study, mine.join(", ")]
         })
         .collect();
-    let mut notes = vec![
+    let mut notes = Vec::new();
+    if rows.iter().flatten().any(|c: &String| c.contains(NO_EXTRA)) {
+        notes.push(NO_EXTRA_NOTE.to_owned());
+    }
+    notes.push(
         "The study: 1 073 880 378 extra cycles over 855 048 extra ticks ≈ 1256 cycles per tick, \
          from one flow at 1 ms and at 9.2 µs; a switch every fourth tick costs 90–150 cycles a \
          tick. This machine: the same subtraction at its shortest period, under SCHED_RR (QNX's \
          default policy) where it could be set, switches counted rather than assumed. Its cycles are the counter's (the TSC's reference cycles); the \
          study's were its processor's cycle counter."
             .to_string(),
-    ];
+    );
     notes.extend(this_machine_note(Some(doc)));
     View {
         title: format!("{NAME}: the study's derived figures beside this machine's"),

@@ -122,7 +122,18 @@ pub fn sources(c: &CaseResult) -> Vec<(String, String)> {
 fn kernel_view(c: &CaseResult) -> View {
     let get = |k: &str| c.counters.get(k).copied();
     let ns = |k: &str| get(k).map_or_else(|| "-".into(), fmt_ns);
-    let rows = sources(c)
+    // Tasks seen once each are one row, not a row apiece: a loaded machine's compilers and
+    // shells would fill the table with single gaps.
+    let count = |k: &str| get(&format!("source.{k}.count")).unwrap_or(0.0);
+    let (once, kept): (Vec<_>, Vec<_>) = sources(c)
+        .into_iter()
+        .partition(|(k, label)| label.starts_with("task ") && count(k) == 1.0);
+    let (once, kept) = if once.len() >= 2 {
+        (once, kept)
+    } else {
+        (Vec::new(), once.into_iter().chain(kept).collect())
+    };
+    let mut rows: Vec<Vec<String>> = kept
         .into_iter()
         .map(|(k, label)| {
             let f = |what: &str| format!("source.{k}.{what}");
@@ -136,6 +147,31 @@ fn kernel_view(c: &CaseResult) -> View {
             ]
         })
         .collect();
+    if !once.is_empty() {
+        let each = |what: &str| -> Vec<f64> {
+            once.iter()
+                .filter_map(|(k, _)| get(&format!("source.{k}.{what}")))
+                .collect()
+        };
+        let mut lengths = each("median_ns");
+        lengths.sort_by(f64::total_cmp);
+        let n = once.len();
+        let in_events = each("in_events_ns");
+        rows.push(vec![
+            format!("other tasks, once each ({n})"),
+            format!("{:.1}", each("per_s").iter().sum::<f64>()),
+            lengths
+                .get(lengths.len() / 2)
+                .map_or_else(|| "-".into(), |v| fmt_ns(*v)),
+            lengths.last().map_or_else(|| "-".into(), |v| fmt_ns(*v)),
+            format!("{:.3} %", each("cpu_lost_pct").iter().sum::<f64>()),
+            if in_events.is_empty() {
+                "-".into()
+            } else {
+                fmt_ns(in_events.iter().sum::<f64>() / in_events.len() as f64)
+            },
+        ]);
+    }
     let cpu = c.params.get("cpu").and_then(Value::as_u64).unwrap_or(0);
     let mut notes = Vec::new();
     if let (Some(a), Some(lost)) = (get("attributed_pct"), get("cpu_lost_pct")) {
@@ -189,6 +225,18 @@ fn kernel_view(c: &CaseResult) -> View {
             )
         });
     }
+    if !once.is_empty() {
+        let names: Vec<&str> = once
+            .iter()
+            .map(|(_, l)| l.trim_start_matches("task "))
+            .collect();
+        notes.push(format!(
+            "other tasks, once each: {} tasks that took one gap each ({}); their median and \
+             p99 are over those gaps, the last their largest",
+            names.len(),
+            names.join(", ")
+        ));
+    }
     notes.extend(super::trace_lines([c], |_| format!("CPU {cpu}")));
     for k in c.checks.iter().filter(|k| !k.passed) {
         notes.push(format!(
@@ -223,6 +271,43 @@ mod tests {
         c.counters.insert("trace_cost_cpu_lost_pct".into(), cost);
         c.counters.insert("untraced_cpu_lost_pct".into(), 1.0);
         kernel_view(&c)
+    }
+
+    #[test]
+    fn tasks_seen_once_each_are_one_row() {
+        let mut c = testkit::case("noise.cpu0.kernel", "gap", 1000.0);
+        c.params.insert("kernel_view".into(), true.into());
+        let mut labels = serde_json::Map::new();
+        for (k, label, count, len) in [
+            ("timer", "local timer", 250.0, 3000.0),
+            ("task.a", "task a", 1.0, 10_000.0),
+            ("task.b", "task b", 1.0, 30_000.0),
+            ("task.c", "task c", 1.0, 20_000.0),
+            ("task.d", "task d", 4.0, 5_000.0),
+        ] {
+            labels.insert(k.into(), label.into());
+            c.counters.insert(format!("source.{k}.count"), count);
+            c.counters.insert(format!("source.{k}.per_s"), count);
+            c.counters.insert(format!("source.{k}.median_ns"), len);
+            c.counters.insert(format!("source.{k}.p99_ns"), len);
+            c.counters.insert(format!("source.{k}.cpu_lost_pct"), 0.001);
+            c.counters.insert(format!("source.{k}.in_events_ns"), 100.0);
+        }
+        c.params.insert("sources".into(), labels.into());
+        let v = kernel_view(&c);
+        let labels: Vec<&str> = v.rows.iter().map(|r| r[0].as_str()).collect();
+        assert_eq!(labels.len(), 3, "{labels:?}");
+        assert!(labels.contains(&"task d") && labels.contains(&"local timer"));
+        let last = v.rows.last().unwrap();
+        assert_eq!(last[0], "other tasks, once each (3)");
+        assert_eq!(last[1], "3.0");
+        assert_eq!(last[2], fmt_ns(20_000.0));
+        assert_eq!(last[3], fmt_ns(30_000.0));
+        assert!(
+            v.notes.iter().any(|n| n.contains("(a, b, c)")),
+            "{:?}",
+            v.notes
+        );
     }
 
     #[test]

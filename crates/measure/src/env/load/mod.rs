@@ -33,6 +33,9 @@ use std::time::Instant;
 #[derive(Debug)]
 pub struct LoadProbe {
     start: Snapshot,
+    /// Workqueues whose kernel workers do the run's own deferred work (see
+    /// [`LoadProbe::with_own_workqueue`]).
+    own_work: Vec<&'static str>,
 }
 
 impl LoadProbe {
@@ -40,7 +43,16 @@ impl LoadProbe {
     pub fn start() -> LoadProbe {
         LoadProbe {
             start: Snapshot::take(false),
+            own_work: Vec::new(),
         }
+    }
+
+    /// Counts the kernel workers serving `workqueue` (`kworker/u8:3+netns` for `netns`) as the
+    /// run's own, not another program: they finish what the run started (`ns` tears down
+    /// network namespaces whose last steps, cleanup_net, run later on such a worker).
+    pub fn with_own_workqueue(mut self, workqueue: &'static str) -> LoadProbe {
+        self.own_work.push(workqueue);
+        self
     }
 
     /// Takes the final snapshot and compares, assuming this process started no tasks.
@@ -52,7 +64,7 @@ impl LoadProbe {
     /// the caller created during the run, so only other programs' forks are counted.
     pub fn finish_with_own_forks(self, own: u64) -> RunLoad {
         let end = Snapshot::take(true);
-        compare(&self.start, &end, own, None)
+        compare(&self.start, &end, own, None, &self.own_work)
     }
 
     /// Like [`LoadProbe::finish_with_own_forks`], judging the foreign CPU time against the
@@ -61,7 +73,7 @@ impl LoadProbe {
     /// (The busy-time estimate always looks at the CPUs this process may run on.)
     pub fn finish_for(self, own: u64, cpus_used: usize) -> RunLoad {
         let end = Snapshot::take(true);
-        compare(&self.start, &end, own, Some(cpus_used))
+        compare(&self.start, &end, own, Some(cpus_used), &self.own_work)
     }
 }
 
@@ -440,8 +452,31 @@ fn busy_excess(start: &Snapshot, end: &Snapshot, wall_s: f64, ticks: Ticks) -> O
     })
 }
 
-fn compare(start: &Snapshot, end: &Snapshot, own_forks: u64, cpus_used: Option<usize>) -> RunLoad {
-    compare_in(start, end, own_forks, cpus_used, Ticks::of_this_kernel())
+fn compare(
+    start: &Snapshot,
+    end: &Snapshot,
+    own_forks: u64,
+    cpus_used: Option<usize>,
+    own_work: &[&str],
+) -> RunLoad {
+    compare_in(
+        start,
+        end,
+        own_forks,
+        cpus_used,
+        Ticks::of_this_kernel(),
+        own_work,
+    )
+}
+
+/// Whether `comm` is a kernel worker serving one of the `own_work` workqueues: its name ends
+/// in `+netns` while it runs that work, `-netns` after.
+fn own_worker(comm: &str, own_work: &[&str]) -> bool {
+    comm.starts_with("kworker/")
+        && own_work.iter().any(|w| {
+            comm.rsplit_once(['+', '-'])
+                .is_some_and(|(_, queue)| queue == *w)
+        })
 }
 
 /// The share of the CPUs a run used that other processes may take with the run still called
@@ -456,6 +491,7 @@ fn compare_in(
     own_forks: u64,
     cpus_used: Option<usize>,
     ticks: Option<Ticks>,
+    own_work: &[&str],
 ) -> RunLoad {
     let wall_s = match (start.at, end.at) {
         (Some(a), Some(b)) => b.saturating_duration_since(a).as_secs_f64(),
@@ -484,10 +520,26 @@ fn compare_in(
     };
     let foreign_forks = forks.map(|f| f.saturating_sub(own_forks));
 
-    let per_pid = cpu_ns_per_pid(start, end);
+    let mut per_pid = cpu_ns_per_pid(start, end);
+    // The run's own kernel work is neither another program's tasks nor busy time beyond the
+    // run's.
+    let mut own_work_ns = 0;
+    per_pid.retain(|pid, ns| {
+        let own = end.comms.get(pid).is_some_and(|c| own_worker(c, own_work));
+        if own {
+            own_work_ns += *ns;
+        }
+        !own
+    });
     let foreign_ns: u64 = per_pid.values().sum();
     let tasks_cpu_s = foreign_ns as f64 / 1e9;
-    let busy = ticks.and_then(|t| busy_excess(start, end, wall_s, t));
+    let busy = ticks
+        .and_then(|t| busy_excess(start, end, wall_s, t))
+        .map(|mut b| {
+            b.own_s += own_work_ns as f64 / 1e9;
+            b.excess_s = b.busy_s - b.own_s;
+            b
+        });
     let busy_flagged = busy.as_ref().filter(|b| b.significant());
     // The larger of the two estimates: the per-task one sees other CPUs too, the busy-time
     // one sees tasks that exited; the busy-time one only once it is above its threshold.

@@ -73,7 +73,7 @@ fn compare_counts_new_tasks_from_zero_and_flags_load() {
     b.tasks.insert(100, (100, 1_100_000_000)); // +0.1 s
     b.tasks.insert(300, (300, 50_000_000)); // new: +0.05 s
     b.comms.insert(100, "busy".into());
-    let load = compare(&a, &b, 1, None);
+    let load = compare(&a, &b, 1, None, &[]);
     assert!((load.wall_s - 1.0).abs() < 1e-9);
     assert_eq!(load.cpus_online, 2);
     assert!((load.foreign_cpu_s - 0.15).abs() < 1e-9);
@@ -95,7 +95,7 @@ fn compare_counts_new_tasks_from_zero_and_flags_load() {
         .iter()
         .any(|w| w.starts_with("could not compare the CPUs' busy time")));
     // Judged against the one CPU a run used, the same foreign time is twice the share.
-    let one = compare(&a, &b, 1, Some(1));
+    let one = compare(&a, &b, 1, Some(1), &[]);
     assert!((one.foreign_cpu_share - 0.15).abs() < 1e-9);
 }
 
@@ -173,7 +173,7 @@ fn a_competitor_that_exited_is_still_seen() {
     a.cpus = Some(vec![0]);
     a.tasks.insert(4242, (4242, 7_000_000_000));
     let b = snap(t0, 5.0, &[(1150, 2350, 10), (52, 51, 0)], 3600);
-    let load = compare_in(&a, &b, 1, Some(1), Some(TICKS));
+    let load = compare_in(&a, &b, 1, Some(1), Some(TICKS), &[]);
     assert!(load.busiest_foreign.is_empty());
     assert!(!load.quiet);
     assert!((load.foreign_cpu_s - 1.5).abs() < 1e-9, "{load:?}");
@@ -188,7 +188,7 @@ fn a_competitor_that_exited_is_still_seen() {
     // The same with no --cpus on a two-CPU machine: 1.5 s of the 10 s both CPUs had.
     let mut all = snap(t0, 0.0, &[(1000, 2000, 10), (50, 50, 0)], 100);
     all.cpus = None;
-    let load = compare_in(&all, &b, 1, Some(2), Some(TICKS));
+    let load = compare_in(&all, &b, 1, Some(2), Some(TICKS), &[]);
     assert!(!load.quiet);
     assert!((load.foreign_cpu_s - 1.53).abs() < 1e-9, "{load:?}");
     assert!(load.warnings[0].starts_with("other processes used 15.3 % of CPUs 0-1"));
@@ -205,7 +205,7 @@ fn a_tick_of_steal_is_no_warning_a_share_of_the_cpus_is() {
         let stat = b.stat.as_mut().unwrap();
         stat.steal_ticks.insert(0, ticks);
         stat.steal_ticks.insert(1, 0);
-        compare_in(&a, &b, 0, Some(1), Some(TICKS))
+        compare_in(&a, &b, 0, Some(1), Some(TICKS), &[])
     };
     // One tick (10 ms, 0.05 % of the CPUs' 20 s): recorded, not warned of, still quiet.
     let one = with_steal(1);
@@ -233,13 +233,13 @@ fn tick_rounding_alone_does_not_make_a_run_noisy() {
     let mut a = snap(t0, 0.0, &[(1000, 2000, 10)], 0);
     a.cpus = Some(vec![0]);
     let b = snap(t0, 0.2, &[(1008, 2014, 11)], 200);
-    let load = compare_in(&a, &b, 0, Some(1), Some(TICKS));
+    let load = compare_in(&a, &b, 0, Some(1), Some(TICKS), &[]);
     assert!(load.quiet, "{load:?}");
     assert!(load.warnings.is_empty(), "{:?}", load.warnings);
     assert!(load.foreign_cpu_s < 0.01);
     // One more tick is more than rounding can explain.
     let c = snap(t0, 0.2, &[(1009, 2014, 11)], 200);
-    assert!(!compare_in(&a, &c, 0, Some(1), Some(TICKS)).quiet);
+    assert!(!compare_in(&a, &c, 0, Some(1), Some(TICKS), &[]).quiet);
 
     // Two CPUs each half busy for 1 s with oscost's own ping-pong: a busy time read at
     // ticks is off by a few jiffies either way, here +0.1 s, and that is not load.
@@ -249,17 +249,17 @@ fn tick_rounding_alone_does_not_make_a_run_noisy() {
     let busy = busy_excess(&a, &b, 1.0, TICKS).unwrap();
     assert!((busy.excess_s - 0.1).abs() < 1e-9);
     assert!(!busy.significant(), "{busy:?}");
-    assert!(compare_in(&a, &b, 0, Some(2), Some(TICKS)).quiet);
+    assert!(compare_in(&a, &b, 0, Some(2), Some(TICKS), &[]).quiet);
 
     // Busy time that reads low (bursts between idle periods escape the tick) is quiet.
     let b = snap(t0, 1.0, &[(1010, 2030, 10), (1005, 2030, 10)], 1000);
-    let load = compare_in(&a, &b, 0, Some(2), Some(TICKS));
+    let load = compare_in(&a, &b, 0, Some(2), Some(TICKS), &[]);
     assert!(load.quiet);
     assert_eq!(load.foreign_cpu_share, 0.0);
 
     // A long experiment with 0.8 % more busy time than its own is quiet too.
     let b = snap(t0, 10.0, &[(1008, 2996, 10), (1010, 2000, 10)], 9_980);
-    let load = compare_in(&a, &b, 0, Some(2), Some(TICKS));
+    let load = compare_in(&a, &b, 0, Some(2), Some(TICKS), &[]);
     assert!(load.quiet, "{load:?}");
 }
 
@@ -273,7 +273,7 @@ fn two_estimates_of_one_load_are_one_line() {
     // The hog seen by its tasks used 0.2 s; the CPU's busy time shows 1.5 s not oscost's.
     b.tasks.insert(4242, (4242, 200_000_000));
     b.comms.insert(4242, "hog".into());
-    let load = compare_in(&a, &b, 0, Some(1), Some(TICKS));
+    let load = compare_in(&a, &b, 0, Some(1), Some(TICKS), &[]);
     let lines: Vec<&String> = load
         .warnings
         .iter()
@@ -300,7 +300,7 @@ fn a_hog_seen_by_both_estimates_is_named_once() {
     let mut b = snap(t0, 5.0, &[(1150, 2350, 10)], 3500);
     b.tasks.insert(4242, (4242, 1_500_000_000));
     b.comms.insert(4242, "hog".into());
-    let load = compare_in(&a, &b, 0, Some(1), Some(TICKS));
+    let load = compare_in(&a, &b, 0, Some(1), Some(TICKS), &[]);
     assert!(!load.quiet);
     assert!((load.foreign_cpu_s - 1.5).abs() < 1e-6);
     assert_eq!(
@@ -322,7 +322,7 @@ fn another_oscost_is_named() {
     let mut b = snap(t0, 1.0, &[(1000, 2100, 10)], 1000);
     b.oscost.insert(501, 500);
     b.oscost.insert(900, 77);
-    let load = compare_in(&a, &b, 0, Some(1), Some(TICKS));
+    let load = compare_in(&a, &b, 0, Some(1), Some(TICKS), &[]);
     assert!(!load.quiet);
     assert_eq!(
         load.warnings,
@@ -331,4 +331,13 @@ fn another_oscost_is_named() {
             "another oscost (pid 900) ran at the same time: both runs' figures are suspect"
         ]
     );
+}
+
+#[test]
+fn a_kernel_worker_finishing_the_runs_own_work_is_not_another_program() {
+    assert!(own_worker("kworker/u8:3+netns", &["netns"]));
+    assert!(own_worker("kworker/u8:3-netns", &["netns"]));
+    assert!(!own_worker("kworker/u8:3+events_unbound", &["netns"]));
+    assert!(!own_worker("netns-daemon", &["netns"]));
+    assert!(!own_worker("kworker/u8:3+netns", &[]));
 }

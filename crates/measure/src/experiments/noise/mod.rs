@@ -608,11 +608,11 @@ fn kernel_counts(case: &mut Case, n: &CpuNoise, k: &Kernel, checked_by_kernel: b
                 case.notes.push(Message::new(
                     MessageKind::Other,
                     format!(
-                        "the periodic gaps ({found}: {periodic:.0} a second) are not this \
-                         kernel's timer ({expected:.0} local timer interrupts a second while the \
-                         loop ran, LOC in /proc/interrupts): another rhythm, on a virtual \
-                         machine most likely the host's; the lost time counts it, and the timer \
-                         is not checked against it"
+                        "the periodic gaps are not this kernel's timer: {periodic:.0} a \
+                         second ({found}) against {expected:.0} local timer interrupts a second \
+                         while the loop ran (LOC in /proc/interrupts), another rhythm, on a \
+                         virtual machine most likely the host's; the lost time counts it, and \
+                         the timer is not checked against it"
                     ),
                 ));
             } else {
