@@ -206,7 +206,7 @@ fn two_or_more(
 }
 
 /// Earlier runs of B's machine read for its figures' run-to-run spread.
-const SPREAD_RUNS: usize = 10;
+pub(crate) const SPREAD_RUNS: usize = 10;
 
 /// Widens each comparison's intervals by the spread between earlier runs comparable with its
 /// B (same host, fingerprint, experiments and size) where the history holds enough of them.

@@ -43,8 +43,19 @@ pub fn save(saving: Saving, doc: &ResultDoc, cfg: &Config) -> anyhow::Result<boo
                         .run_id
                         .as_deref()
                         .map_or("", |id| &id[..id.len().min(8)]);
+                    // The machine's own run-to-run spread, from its earlier comparable runs
+                    // (none of the two compared): what `oscost compare` widens intervals by.
+                    let besides: Vec<&str> = [prev.run_id.as_deref(), doc.run_id.as_deref()]
+                        .into_iter()
+                        .flatten()
+                        .collect();
+                    let spread = history
+                        .comparable_runs(doc, &besides, crate::commands::compare::SPREAD_RUNS)
+                        .ok()
+                        .map(|runs| oscost_report::compare::spread_of(&runs));
                     let since = oscost_report::compare::since_last;
-                    if let Some(text) = since(&prev, label, doc, super::show::table_width(cfg)) {
+                    let width = super::show::table_width(cfg);
+                    if let Some(text) = since(&prev, label, doc, spread.as_ref(), width) {
                         eprint!("{}", oscost_report::termtext::for_terminal(&text));
                     }
                 }

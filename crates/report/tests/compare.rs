@@ -316,7 +316,7 @@ fn three_rounds_a_side_with_a_large_change_are_too_few_samples_never_no_differen
 fn the_change_since_the_last_run_names_what_moved() {
     let a = golden();
     let b = scaled(golden(), "example.cost250", 1.2);
-    let text = compare::since_last(&a, "abcd1234", &b, Some(60)).expect("common figures");
+    let text = compare::since_last(&a, "abcd1234", &b, None, Some(60)).expect("common figures");
     assert!(text.starts_with("Change since run abcd1234"), "{text}");
     // One line's worth, so the datasheet above stays on the screen: the counts and the command.
     let one = text.split_whitespace().collect::<Vec<_>>().join(" ");

@@ -203,7 +203,7 @@ fn controls_round_trip_through_the_document() {
 fn the_change_line_after_a_run_names_only_the_control_that_moved() {
     let a = with_controls(golden(), 100.0, 40_000.0);
     let b = with_controls(scaled(golden(), "example.cost250", 1.35), 135.0, 40_000.0);
-    let text = compare::since_last(&a, "abcd1234", &b, Some(200)).unwrap();
+    let text = compare::since_last(&a, "abcd1234", &b, None, Some(200)).unwrap();
     assert!(
         text.contains(
             "the machine itself ran 35 % slower at entering the kernel in this run; net of it, "
@@ -211,4 +211,27 @@ fn the_change_line_after_a_run_names_only_the_control_that_moved() {
         "{text}"
     );
     assert!(!text.contains("unchanged"), "{text}");
+}
+
+#[test]
+fn the_change_line_after_a_run_takes_the_machine_s_run_to_run_spread() {
+    // Four earlier runs where one figure swung by ±25–30 %: a 1.3× change of it is within what
+    // this machine does between runs, so it is not called slower once the spread is in.
+    let earlier: Vec<ResultDoc> = [0.75, 1.3, 0.8, 1.25]
+        .iter()
+        .map(|&f| scaled(golden(), "example.cost250", f))
+        .collect();
+    let spread = compare::spread_of(&earlier);
+    let (a, b) = (golden(), scaled(golden(), "example.cost250", 1.3));
+    let without = compare::since_last(&a, "abcd1234", &b, None, Some(200)).unwrap();
+    assert!(without.contains("1 slower"), "{without}");
+    let with = compare::since_last(&a, "abcd1234", &b, Some(&spread), Some(200)).unwrap();
+    assert!(
+        with.contains("(intervals widened by the spread of 4 earlier runs)"),
+        "{with}"
+    );
+    assert!(
+        !with.contains("slower,") && !with.contains("1 slower"),
+        "{with}"
+    );
 }

@@ -608,10 +608,11 @@ pub fn since_last(
     previous: &ResultDoc,
     label: &str,
     current: &ResultDoc,
+    spread: Option<&super::RunSpread>,
     width: Option<u16>,
 ) -> Option<String> {
     let settings = Settings::default();
-    let c = super::compare(
+    let mut c = super::compare(
         &[
             (label.to_string(), Source::Measured(previous)),
             ("this run".to_string(), Source::Measured(current)),
@@ -622,11 +623,21 @@ pub fn since_last(
     if c.rows.is_empty() {
         return None;
     }
+    // Between two runs of one machine the spread of its earlier runs belongs in every
+    // interval, as `compare` puts it there: without it a quiet machine's own swings read as
+    // dozens of changes.
+    if let Some(s) = spread {
+        super::with_spread(&mut c, s);
+    }
+    let spread_said = c
+        .spread_runs
+        .map(|n| format!(" (intervals widened by the spread of {n} earlier runs)"))
+        .unwrap_or_default();
     let moved = c.rows.iter().filter(|r| changed(r)).count();
     Some(crate::layout::wrap(
         &format!(
             "Change since run {label} (the last with the same machine, settings and \
-             experiments): {}{}{}",
+             experiments){spread_said}: {}{}{}",
             super::machine::moved_in_words(&c)
                 .map(|m| format!("the machine itself ran {m} in this run; net of it, "))
                 .unwrap_or_default(),
