@@ -235,3 +235,21 @@ fn the_change_line_after_a_run_takes_the_machine_s_run_to_run_spread() {
         "{with}"
     );
 }
+
+#[test]
+fn a_machine_that_moved_by_under_3_percent_is_not_news_in_the_change_line() {
+    let a = with_controls(golden(), 100.0, 40_000.0);
+    let b = with_controls(golden(), 102.0, 40_000.0);
+    // compare still sees the move and nets of it ...
+    let c = run(&a, &b);
+    assert!(
+        c.machine
+            .iter()
+            .any(|s| s.control == ControlKind::KernelEntry && s.moved),
+        "{:?}",
+        c.machine
+    );
+    // ... but the line a run ends on does not make news of it.
+    let text = compare::since_last(&a, "abcd1234", &b, None, Some(200)).unwrap();
+    assert!(!text.contains("machine itself"), "{text}");
+}
