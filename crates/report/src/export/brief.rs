@@ -426,16 +426,14 @@ fn tail(experiments: &[ExperimentResult], width: Option<u16>, case_kinds: bool) 
     }
     if !experiments.is_empty() {
         let derived: usize = experiments.iter().map(|e| e.derived.len()).sum();
+        // One line at 80 columns: the screen's last lines belong to the datasheet.
         let lead = if derived > 0 {
-            format!("the {derived} derived figures and each experiment's")
+            format!("{derived} derived figures, full tables")
         } else {
-            "each experiment's".to_owned()
+            "full tables".to_owned()
         };
         s += &wrap(
-            &format!(
-                "{lead} full tables, views and notes: --verbose, the report, or \
-                 `oscost history show`"
-            ),
+            &format!("{lead}: --verbose, the report, `oscost history show`"),
             width,
             2,
         );
@@ -711,6 +709,6 @@ mod tests {
             tail.contains("! warm-up did not settle: cases in syscall (1 of 2), ring (1 of 2)"),
             "{tail}"
         );
-        assert!(tail.contains("the 3 derived figures"), "{tail}");
+        assert!(tail.contains("3 derived figures, full tables"), "{tail}");
     }
 }
