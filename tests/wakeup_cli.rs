@@ -80,7 +80,7 @@ fn as_a_normal_user_fifo_is_refused_in_one_line_and_other_measured() {
     assert_eq!(missing, ["wakeup.fifo.1ms", "wakeup.kernel"]);
     let u = &e.unavailable[0];
     assert!(
-        !u.reason.contains('\n') && u.reason.contains("SCHED_FIFO refused"),
+        !u.reason.contains('\n') && u.reason.contains("SCHED_FIFO 90 refused"),
         "{u:?}"
     );
     assert!(!e.unavailable[1].reason.contains('\n'));

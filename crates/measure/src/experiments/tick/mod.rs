@@ -445,9 +445,11 @@ fn without_refused_helpers(
                     source.describe()
                 ),
                 reason: format!(
-                    "{why}: the helper needs SCHED_FIFO {FIFO_PRIORITY} to interrupt the work at \
-                     each event (run as root, or grant CAP_SYS_NICE or an RLIMIT_RTPRIO of at \
-                     least {FIFO_PRIORITY})"
+                    "SCHED_FIFO {FIFO_PRIORITY} refused ({}): the helper needs it to interrupt \
+                     the work at each event; run as root, or grant CAP_SYS_NICE or \
+                     RLIMIT_RTPRIO ≥ {FIFO_PRIORITY}",
+                    // The policy is named once: the kernel's answer without the call.
+                    why.rsplit("): ").next().unwrap_or(&why)
                 ),
             });
         }

@@ -256,6 +256,13 @@ struct Measured {
 /// SCHED_FIFO refused, with the kernel's reason.
 struct Refused(String);
 
+/// A refused case's reason in one short line: the policy and priority asked, the kernel's
+/// answer without the call that the policy already names (`sched_setscheduler(…): `), the fix.
+fn refused_reason(priority: i32, why: &str) -> String {
+    let answer = why.rsplit("): ").next().unwrap_or(why);
+    format!("SCHED_FIFO {priority} refused ({answer}): run as root or with CAP_SYS_NICE")
+}
+
 /// Whether this process may give a thread SCHED_FIFO at `priority`: asked once, in a thread
 /// of its own that ends with its policy put back.
 fn fifo_refusal(priority: i32) -> Option<String> {
@@ -629,7 +636,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
                 out.unavailable.push(Unavailable {
                     id,
                     description: description(point, p.period_ns, opts.priority),
-                    reason: format!("SCHED_FIFO refused ({why}): run as root or with CAP_SYS_NICE"),
+                    reason: refused_reason(opts.priority, why),
                 });
                 ctx.progress.inc(1);
                 continue;
@@ -651,7 +658,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
             Err(Refused(why)) => out.unavailable.push(Unavailable {
                 id,
                 description: description(point, p.period_ns, opts.priority),
-                reason: format!("SCHED_FIFO refused ({why}): run as root or with CAP_SYS_NICE"),
+                reason: refused_reason(opts.priority, &why),
             }),
         }
         ctx.progress.inc(1);
@@ -799,6 +806,24 @@ mod tests {
 
     fn opts(extra: &[&str]) -> Options {
         engine::defaults(extra)
+    }
+
+    #[test]
+    fn a_refusal_names_the_policy_and_the_kernel_s_answer_once() {
+        assert_eq!(
+            refused_reason(
+                90,
+                "sched_setscheduler(SCHED_FIFO, 90): Operation not permitted (os error 1)"
+            ),
+            "SCHED_FIFO 90 refused (Operation not permitted (os error 1)): run as root or with \
+             CAP_SYS_NICE"
+        );
+        // Another text is kept whole.
+        assert_eq!(
+            refused_reason(1, "the thread asking for SCHED_FIFO panicked"),
+            "SCHED_FIFO 1 refused (the thread asking for SCHED_FIFO panicked): run as root or \
+             with CAP_SYS_NICE"
+        );
     }
 
     #[test]
