@@ -7,7 +7,7 @@
 //! (getrusage) and checked as `switch` checks them. A connection is made as programs make it
 //! (the listener's thread accepts and closes, the client reads to end of file and closes, a FIN
 //! each way) and, as its own case, made, accepted and reset in the measuring thread alone; the
-//! kernel's own TCP counters (`/proc/net/snmp`, `/proc/net/sockstat`) prove what each was. Bandwidth is 64 KiB writes to a partner that drains them, every byte counted
+//! kernel's own TCP counters (`/proc/net/snmp`, `/proc/net/tcp`) prove what each was. Bandwidth is 64 KiB writes to a partner that drains them, every byte counted
 //! on arrival. LEBench's send and recv (Ren et al., "An Analysis of Performance Evolution of
 //! Linux's Core Operations", SOSP 2019) are one thread's send and recv through a socketpair.
 
@@ -273,7 +273,7 @@ least 2 on two. tcp.connect connects, reads to end of file and closes while a th
 same CPU accepts and closes each connection at once: a FIN each way, the accepting side left in \
 TIME_WAIT. tcp.connect.rst makes, accepts and closes the connection in the measuring thread \
 alone, the client with SO_LINGER 0 (a reset, no TIME_WAIT). The kernel's TCP counters \
-(/proc/net/snmp, /proc/net/sockstat) over a batch of connections check one active open and one \
+(/proc/net/snmp, /proc/net/tcp) over a batch of connections check one active open and one \
 passive open each, and the resets and TIME_WAIT sockets each close leaves. Every byte a bandwidth case wrote is \
 counted as the partner drains it. Without a loopback interface the TCP and UDP cases say so \
 and the others still run.
@@ -367,14 +367,17 @@ fn unavailable(m: Measure, p: Option<Placement>, why: &str) -> Unavailable {
     }
 }
 
-/// The kernel's TCP counters of this network namespace (`/proc/net/snmp`) and its TIME_WAIT
-/// sockets (`/proc/net/sockstat`).
+/// The kernel's TCP counters of this network namespace (`/proc/net/snmp`) and the TIME_WAIT
+/// sockets on the listener's port (`/proc/net/tcp`).
 #[derive(Debug, Clone, Copy, Default)]
 struct TcpCounts {
     active_opens: f64,
     passive_opens: f64,
     out_rsts: f64,
     time_wait: f64,
+    /// Every TIME_WAIT socket of the namespace (`/proc/net/sockstat`): what
+    /// `net.ipv4.tcp_max_tw_buckets` bounds.
+    time_wait_all: f64,
 }
 
 /// The value of `field` in the `prefix` lines of a `/proc/net/snmp`-like text (a header line
@@ -385,6 +388,22 @@ fn snmp_field(text: &str, prefix: &str, field: &str) -> Option<f64> {
     let values = lines.next()?;
     let i = names.split_whitespace().position(|n| n == field)?;
     values.split_whitespace().nth(i)?.parse().ok()
+}
+
+/// The sockets in TIME_WAIT (state `06`) whose local port is `port`, in a `/proc/net/tcp`
+/// text. Counted by port, not from `/proc/net/sockstat`'s total: other programs' (or an
+/// earlier run's) TIME_WAIT sockets expiring during the batch would take from a total.
+fn time_wait_on_port(text: &str, port: u16) -> f64 {
+    let mine = format!(":{port:04X}");
+    text.lines()
+        .skip(1)
+        .filter(|l| {
+            let mut f = l.split_whitespace().skip(1);
+            let local = f.next().unwrap_or("");
+            let state = f.nth(1).unwrap_or("");
+            state == "06" && local.ends_with(&mine)
+        })
+        .count() as f64
 }
 
 /// `tw N` of the `TCP:` line of `/proc/net/sockstat`.
@@ -399,14 +418,16 @@ fn sockstat_tw(text: &str) -> Option<f64> {
     None
 }
 
-fn tcp_counts() -> Option<TcpCounts> {
+fn tcp_counts(port: u16) -> Option<TcpCounts> {
     let snmp = std::fs::read_to_string("/proc/net/snmp").ok()?;
+    let tcp = std::fs::read_to_string("/proc/net/tcp").ok()?;
     let sockstat = std::fs::read_to_string("/proc/net/sockstat").ok()?;
     Some(TcpCounts {
         active_opens: snmp_field(&snmp, "Tcp:", "ActiveOpens")?,
         passive_opens: snmp_field(&snmp, "Tcp:", "PassiveOpens")?,
         out_rsts: snmp_field(&snmp, "Tcp:", "OutRsts")?,
-        time_wait: sockstat_tw(&sockstat)?,
+        time_wait: time_wait_on_port(&tcp, port),
+        time_wait_all: sockstat_tw(&sockstat)?,
     })
 }
 
@@ -439,11 +460,11 @@ fn connect_case(m: Measure, ctx: &Context) -> anyhow::Result<Case> {
             });
             let measured = measure_fallible(ctx, one);
             let counted = measured.as_ref().ok().map(|_| -> std::io::Result<_> {
-                let before = tcp_counts();
+                let before = tcp_counts(acceptor.port());
                 for _ in 0..VERIFY_CONNECTIONS {
                     one()?;
                 }
-                Ok((before, tcp_counts()))
+                Ok((before, tcp_counts(acceptor.port())))
             });
             acceptor.stop();
             let accepted = accepting
@@ -459,11 +480,11 @@ fn connect_case(m: Measure, ctx: &Context) -> anyhow::Result<Case> {
     } else {
         let (measured, threads) = sampler::counting_threads(|| measure_fallible(ctx, one));
         let counted = if measured.is_ok() {
-            let before = tcp_counts();
+            let before = tcp_counts(acceptor.port());
             for _ in 0..VERIFY_CONNECTIONS {
                 one()?;
             }
-            (before, tcp_counts())
+            (before, tcp_counts(acceptor.port()))
         } else {
             (None, None)
         };
@@ -526,18 +547,19 @@ fn connect_case(m: Measure, ctx: &Context) -> anyhow::Result<Case> {
                 ),
             ];
             let tw = (a.time_wait - b.time_wait) / n;
-            match (fin, time_wait_room(b.time_wait, VERIFY_CONNECTIONS)) {
+            match (fin, time_wait_room(b.time_wait_all, VERIFY_CONNECTIONS)) {
                 (false, _) => counts.push((
                     "time_wait_left_per_connection",
                     0.0,
                     tw,
-                    "/proc/net/sockstat TCP tw",
+                    "/proc/net/tcp sockets in TIME_WAIT on the listener's port",
                 )),
                 (true, Some(true)) => counts.push((
                     "time_wait_left_per_connection",
                     1.0,
                     tw,
-                    "/proc/net/sockstat TCP tw (the accepting side's active close)",
+                    "/proc/net/tcp sockets in TIME_WAIT on the listener's port (the accepting \
+                     side's active close)",
                 )),
                 (true, _) => {
                     case.counters
@@ -556,8 +578,7 @@ fn connect_case(m: Measure, ctx: &Context) -> anyhow::Result<Case> {
             }
         }
         _ => case.notes.push(
-            "/proc/net/snmp or /proc/net/sockstat unreadable: the connections were not counted"
-                .into(),
+            "/proc/net/snmp or /proc/net/tcp unreadable: the connections were not counted".into(),
         ),
     }
     Ok(case)

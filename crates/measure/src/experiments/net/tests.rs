@@ -40,6 +40,15 @@ fn proc_net_counters_parse() {
     assert_eq!(snmp_field(snmp, "Tcp:", "Nope"), None);
     let ss = "sockets: used 5\nTCP: inuse 3 orphan 0 tw 7 alloc 4 mem 1\n";
     assert_eq!(sockstat_tw(ss), Some(7.0));
+    // Two TIME_WAIT sockets on port 0x9272, one on another port, one listening on it.
+    let tcp = "  sl  local_address rem_address   st tx_queue\n\
+   0: 0100007F:9272 00000000:0000 0A 00000000:00000000\n\
+   1: 0100007F:9272 0100007F:8993 06 00000000:00000000\n\
+   2: 0100007F:9272 0100007F:8994 06 00000000:00000000\n\
+   3: 0100007F:8993 0100007F:9272 06 00000000:00000000\n";
+    assert_eq!(time_wait_on_port(tcp, 0x9272), 2.0);
+    assert_eq!(time_wait_on_port(tcp, 0x8993), 1.0);
+    assert_eq!(time_wait_on_port(tcp, 1), 0.0);
 }
 
 /// Tiny runs of every case on one CPU: positive figures, 2 switches per round trip
