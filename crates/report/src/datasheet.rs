@@ -293,10 +293,14 @@ fn pick(doc: &ResultDoc, source: Source) -> Option<Picked> {
                 .filter_map(|c| Some((c, *c.counters.get("cpu_lost_pct")?)))
                 .max_by(|a, b| a.1.total_cmp(&b.1))?;
             let end = |k: &str| worst.0.counters.get(k).copied().unwrap_or(f64::NAN);
-            let traced = noise
-                .cases
-                .iter()
-                .find(|c| c.id == format!("{}.kernel", worst.0.id));
+            // The same CPU's traced spin, found by the typed id rather than a built string.
+            let traced = match noise::Id::parse(&worst.0.id) {
+                Some(noise::Id::Cpu(cpu)) => {
+                    let id = noise::Id::Traced(cpu).to_string();
+                    noise.cases.iter().find(|c| c.id == id)
+                }
+                _ => None,
+            };
             let whose = traced
                 .and_then(noise_whose)
                 .or_else(|| others_meanwhile(noise));
