@@ -3,6 +3,14 @@
 use crate::engine::tokens::Counts;
 use oscost_model::case::{Case, Check};
 
+/// A case refused SCHED_FIFO, as its reason reads in one short line: the policy and priority
+/// asked, the kernel's answer without the call the policy already names
+/// (`sched_setscheduler(…): `), then `fix` (from its leading `: ` or `; `).
+pub(crate) fn fifo_refused(priority: i32, why: &str, fix: &str) -> String {
+    let answer = why.rsplit("): ").next().unwrap_or(why);
+    format!("SCHED_FIFO {priority} refused ({answer}){fix}")
+}
+
 /// Why a case's derived figure cannot be trusted: its failed checks, or `None`.
 pub(crate) fn failed_checks(case: &Case) -> Option<String> {
     let failed: Vec<String> = case

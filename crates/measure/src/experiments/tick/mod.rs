@@ -444,12 +444,13 @@ fn without_refused_helpers(
                     period_name(p),
                     source.describe()
                 ),
-                reason: format!(
-                    "SCHED_FIFO {FIFO_PRIORITY} refused ({}): the helper needs it to interrupt \
-                     the work at each event; run as root, or grant CAP_SYS_NICE or \
-                     RLIMIT_RTPRIO ≥ {FIFO_PRIORITY}",
-                    // The policy is named once: the kernel's answer without the call.
-                    why.rsplit("): ").next().unwrap_or(&why)
+                reason: crate::engine::checks::fifo_refused(
+                    FIFO_PRIORITY,
+                    &why,
+                    &format!(
+                        ": the helper needs it to interrupt the work at each event; run as \
+                         root, or grant CAP_SYS_NICE or RLIMIT_RTPRIO ≥ {FIFO_PRIORITY}"
+                    ),
                 ),
             });
         }

@@ -256,11 +256,9 @@ struct Measured {
 /// SCHED_FIFO refused, with the kernel's reason.
 struct Refused(String);
 
-/// A refused case's reason in one short line: the policy and priority asked, the kernel's
-/// answer without the call that the policy already names (`sched_setscheduler(…): `), the fix.
+/// A refused case's reason in one short line, with the fix.
 fn refused_reason(priority: i32, why: &str) -> String {
-    let answer = why.rsplit("): ").next().unwrap_or(why);
-    format!("SCHED_FIFO {priority} refused ({answer}): run as root or with CAP_SYS_NICE")
+    crate::engine::checks::fifo_refused(priority, why, ": run as root or with CAP_SYS_NICE")
 }
 
 /// Whether this process may give a thread SCHED_FIFO at `priority`: asked once, in a thread
