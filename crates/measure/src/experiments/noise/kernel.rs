@@ -175,19 +175,26 @@ pub(super) fn kernel_case(
     // shares: the datasheet says what the OS did apart from what other programs and the host
     // took.
     let tasks = kview::whose_sources(mine.iter().map(|(_, k)| *k));
+    // Each gap once: whose it was, its start, and its length as the loss counts it (the
+    // loop's own iteration taken off).
+    let judged: Vec<(kview::Whose, (f64, f64))> = gaps
+        .iter()
+        .zip(&n.lens_ns)
+        .zip(&views)
+        .map(|((g, len), v)| {
+            let w = kview::whose(v.source.as_deref().unwrap_or(OUTSIDE), &tasks);
+            (w, (g.0, *len))
+        })
+        .collect();
     for (key, w) in [
         ("os", kview::Whose::Os),
         ("programs", kview::Whose::Programs),
         ("outside", kview::Whose::Outside),
     ] {
-        // Each gap's start, and its length as the loss counts it (the loop's own iteration
-        // taken off).
-        let theirs: Vec<(f64, f64)> = gaps
+        let theirs: Vec<(f64, f64)> = judged
             .iter()
-            .zip(&n.lens_ns)
-            .zip(&views)
-            .filter(|(_, v)| kview::whose(v.source.as_deref().unwrap_or(OUTSIDE), &tasks) == w)
-            .map(|((g, len), _)| (g.0, *len))
+            .filter(|(of, _)| *of == w)
+            .map(|(_, g)| *g)
             .collect();
         if let Some(s) = oscost_stats::share::covered_share(&theirs, n.span_ns, SHARE_WINDOWS) {
             c.insert(format!("{key}_lost_pct"), s.share * 100.0);
