@@ -39,6 +39,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pace.h"
+
 #define CHUNK (64 * 1024)
 #define SINK (128 * 1024)
 
@@ -160,6 +162,7 @@ static int cmp(const void *a, const void *b) {
 /* Median ns per operation over `samples` batches of at least min_sample_ns, after warmup_ns. */
 static double sample(void (*f)(void *), void *arg) {
     double *v = calloc((size_t)samples, sizeof *v);
+    pace_turn();
     uint64_t batch = 1, t0 = now_ns();
     while (now_ns() - t0 < warmup_ns) f(arg);
     /* As oscost's sampler calibrates: settle only when a second batch of the size lasts at
@@ -180,6 +183,7 @@ static double sample(void (*f)(void *), void *arg) {
         batch = next > batch ? next : batch + 1;
     }
     for (int k = 0; k < samples; k++) {
+        pace_turn();
         uint64_t s = now_ns();
         for (uint64_t i = 0; i < batch; i++) f(arg);
         v[k] = (double)(now_ns() - s) / (double)batch;

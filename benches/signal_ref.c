@@ -15,7 +15,9 @@
  *
  * Output, one line per case: "signal.CASE MEDIAN_NS_PER_OP".
  *
- * Usage: signal_ref -a CPU -b CPU [-s SAMPLES]
+ * Usage: signal_ref -a CPU -b CPU [-s SAMPLES] [-k CASE]
+ *   -k CASE  only signal.CASE (e.g. wake.cross), as the side-by-side harness's alternation runs
+ *            one case at a time
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -33,6 +35,8 @@
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
+
+#include "pace.h"
 
 static atomic_ulong caught, segv_caught;
 static atomic_int stop;
@@ -119,13 +123,16 @@ static int cmp(const void *a, const void *b) {
 
 static double measure(int kind, int samples) {
     uint64_t n = 1;
+    pace_turn();
     while (batch(kind, n) < 4e6)
         n *= 2;
     for (uint64_t t0 = now_ns(); now_ns() - t0 < 40000000;)
         batch(kind, n);
     double *v = malloc(sizeof(double) * samples);
-    for (int i = 0; i < samples; i++)
+    for (int i = 0; i < samples; i++) {
+        pace_turn();
         v[i] = batch(kind, n) / (double)n;
+    }
     qsort(v, samples, sizeof(double), cmp);
     double m = samples % 2 ? v[samples / 2] : (v[samples / 2 - 1] + v[samples / 2]) / 2;
     free(v);
@@ -148,17 +155,24 @@ static void *peer(void *arg) {
     return NULL;
 }
 
+/* The case -k named, or NULL for every case. */
+static const char *only;
+
+static int want(const char *id) { return !only || !strcmp(only, id); }
+
 int main(int argc, char **argv) {
     int a = 0, b = 1, samples = 81, c;
-    while ((c = getopt(argc, argv, "a:b:s:")) != -1) {
+    while ((c = getopt(argc, argv, "a:b:s:k:")) != -1) {
         if (c == 'a')
             a = atoi(optarg);
         else if (c == 'b')
             b = atoi(optarg);
         else if (c == 's')
             samples = atoi(optarg);
+        else if (c == 'k')
+            only = optarg;
         else {
-            fprintf(stderr, "usage: signal_ref -a CPU -b CPU [-s SAMPLES]\n");
+            fprintf(stderr, "usage: signal_ref -a CPU -b CPU [-s SAMPLES] [-k CASE]\n");
             return 2;
         }
     }
@@ -182,16 +196,20 @@ int main(int argc, char **argv) {
     page[0] = 1;
     mprotect(page, 4096, PROT_READ);
 
-    printf("signal.install %.1f\n", measure(INSTALL, samples));
-    printf("signal.catch %.1f\n", measure(CATCH, samples));
-    printf("signal.segv %.1f\n", measure(SEGV, samples));
-    if (atomic_load(&segv_caught) == 0 || atomic_load(&caught) == 0) {
+    if (want("install")) printf("signal.install %.1f\n", measure(INSTALL, samples));
+    if (want("catch")) printf("signal.catch %.1f\n", measure(CATCH, samples));
+    if (want("segv")) printf("signal.segv %.1f\n", measure(SEGV, samples));
+    if ((want("segv") && atomic_load(&segv_caught) == 0) ||
+        (want("catch") && atomic_load(&caught) == 0)) {
         fprintf(stderr, "no signal was caught\n");
         return 1;
     }
     block_usr1();
     const char *names[2] = {"same", "cross"};
     for (int k = 0; k < 2; k++) {
+        char id[32];
+        snprintf(id, sizeof id, "wake.%s", names[k]);
+        if (!want(id)) continue;
         pthread_t t;
         peer_cpu = k ? b : a;
         peer_tid = 0;
@@ -206,6 +224,9 @@ int main(int argc, char **argv) {
         pthread_join(t, NULL);
     }
     for (int k = 0; k < 2; k++) {
+        char id[32];
+        snprintf(id, sizeof id, "wake.process.%s", names[k]);
+        if (!want(id)) continue;
         /* The child's state: 0 starting, 1 waiting. */
         atomic_int *ready = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
                                  -1, 0);

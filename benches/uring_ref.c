@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "calibrate.h"
+#include "pace.h"
 
 #define ENTRIES 64
 
@@ -297,12 +298,14 @@ int main(int argc, char **argv) {
             ring_register(&c->ring, file_fd, c->fixed_buf, BIG);
         }
         c->ns = calloc((size_t)samples, sizeof(double));
+        pace_turn();
         c->k = calibrate_batches(run_batch, c, target);
         for (int w = 0; w < 10; w++) sample(c);
     }
     for (int s = 0; s < samples; s++)
         for (int j = 0; j < n; j++) {
             struct kase *c = &cases[(s + j) % n];
+            pace_turn();
             c->ns[s] = sample(c);
         }
     for (int i = 0; i < n; i++) {
@@ -317,9 +320,13 @@ int main(int argc, char **argv) {
         one_batch(&c);
         double cpu0 = poller_cpu_ns();
         uint64_t t0 = now_ns();
+        pace_turn();
         c.k = calibrate_batches(run_batch, &c, target);
         for (int w = 0; w < 10; w++) sample(&c);
-        for (int s = 0; s < samples; s++) c.ns[s] = sample(&c);
+        for (int s = 0; s < samples; s++) {
+            pace_turn();
+            c.ns[s] = sample(&c);
+        }
         double cpu1 = poller_cpu_ns();
         uint64_t t1 = now_ns();
         qsort(c.ns, (size_t)samples, sizeof(double), cmp);

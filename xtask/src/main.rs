@@ -4,8 +4,11 @@
 //! fails, so the total is the whole project's; one that started and never gave its result (a
 //! crash, a kill) is counted as such. A test that cannot run here (not root, no tracefs) says
 //! so through [`skip::skip`] and is counted as skipped, not passed.
+//!
+//! `cargo xtask vs NAME…`: holds oscost against its independent C references ([`vs`]).
 
 mod skip;
+mod vs;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, ExitCode, Stdio};
@@ -109,14 +112,18 @@ fn skips(text: &str) -> Vec<&str> {
 }
 
 fn usage() -> ExitCode {
-    eprintln!("usage: cargo xtask test [ARGS for cargo test]");
+    eprintln!(
+        "usage: cargo xtask test [ARGS for cargo test]\n       cargo xtask vs [NAME…|all] [OPTIONS] (--help)"
+    );
     ExitCode::from(2)
 }
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
-    if args.next().as_deref() != Some("test") {
-        return usage();
+    match args.next().as_deref() {
+        Some("test") => {}
+        Some("vs") => return vs::main(args.collect()),
+        _ => return usage(),
     }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");

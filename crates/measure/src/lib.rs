@@ -17,6 +17,7 @@ pub mod kview;
 pub mod leftovers;
 pub mod limits;
 pub mod machine_controls;
+pub mod pace;
 pub mod sampler;
 pub mod scratch;
 pub mod sysctl;

@@ -350,6 +350,7 @@ pub fn measure_interleaved(
     on_step: &dyn Fn(),
 ) -> anyhow::Result<Vec<(Samples, Messages)>> {
     for job in &mut jobs {
+        crate::pace::turn()?;
         job.prepare(ctx)?;
         on_step();
     }
@@ -386,6 +387,8 @@ pub(crate) fn rounds(
     for round in 0..cfg.samples {
         for k in 0..count {
             ctx.check_cancel()?;
+            // Under the side-by-side harness's alternation, each sample waits its turn.
+            crate::pace::turn()?;
             sample((round + k) % count)?;
         }
         on_round();

@@ -1,0 +1,469 @@
+//! `cargo xtask vs NAME…`: holds an oscost experiment against its independent C reference in
+//! `benches/`, in interleaved rounds on pinned CPUs (the C program then oscost, oscost first
+//! in every second round), and prints each round's pairs and, per case, both medians, the
+//! median ratio oscost / C and the per-round ratios. `--alternate` runs the cross-CPU cases
+//! that drift between sittings with both programs started once and their samples taken in
+//! turn ([`conduct`]). `--smoke` runs every entry once at a tiny size to prove it still
+//! pairs: what CI runs. A measurement, not a test: the ratios never fail it.
+
+mod conduct;
+mod entries;
+mod entry;
+mod run;
+mod table;
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context as _};
+use clap::Parser;
+
+use entry::{expand, Cpus, Entry, Needs, Run, Slots};
+use run::Figures;
+use table::Pairs;
+
+/// The harness's options.
+#[derive(Debug, Parser)]
+#[command(
+    name = "cargo xtask vs",
+    about = "Hold oscost's figures against the independent C references in benches/, side by side",
+    after_help = "Run it alone on an idle machine: two benchmarks at once spoil both.\n\
+                  Examples:\n  cargo xtask vs --list\n  cargo xtask vs net --rounds 7\n  \
+                  cargo xtask vs net signal --alternate\n  cargo xtask vs all --smoke"
+)]
+struct Args {
+    /// References to run, by name, or `all`.
+    names: Vec<String>,
+    /// Name every reference and what it holds.
+    #[arg(long)]
+    list: bool,
+    /// Interleaved rounds (each a fresh pair of runs).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    rounds: u32,
+    /// CPU A (the measuring task), or A,B (B for the partner of a two-CPU reference)
+    /// [default: the last allowed CPU for one, the first and last for two].
+    #[arg(long, value_name = "A[,B]")]
+    cpus: Option<String>,
+    /// Fewer samples on both sides: rough, not a figure to quote.
+    #[arg(long)]
+    quick: bool,
+    /// One round of every entry at a tiny size (and one alternated case where an entry has
+    /// them): proves each still builds, runs and pairs.
+    #[arg(long)]
+    smoke: bool,
+    /// Hold the entry's cross-CPU cases with the two programs' samples taken in turn.
+    #[arg(long)]
+    alternate: bool,
+    /// Hold /dev/cpu_dma_latency at 0 for the whole run (idle CPUs poll instead of halting)
+    /// and tell oscost so (needs root).
+    #[arg(long)]
+    idle_poll: bool,
+    /// The oscost binary to hold [default: built with `cargo build --release`].
+    #[arg(long, value_name = "FILE")]
+    oscost: Option<PathBuf>,
+}
+
+/// Runs `cargo xtask vs` with `args` (after `vs`).
+pub fn main(args: Vec<String>) -> ExitCode {
+    let args = match Args::try_parse_from(std::iter::once("vs".to_string()).chain(args)) {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    if args.list {
+        for e in entries::ENTRIES {
+            let alt = if e.alternate.is_empty() {
+                ""
+            } else {
+                " [--alternate]"
+            };
+            println!("{:<10} {}{alt}", e.name, e.about);
+        }
+        return ExitCode::SUCCESS;
+    }
+    match run_all(&args) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("xtask vs: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Removes the scratch directory however the run ends.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// This process's allowed CPUs and whether it runs as root, from /proc/self/status.
+fn allowed_and_root() -> anyhow::Result<(Vec<usize>, bool)> {
+    let status = std::fs::read_to_string("/proc/self/status").context("/proc/self/status")?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(str::trim)
+            .unwrap_or("")
+    };
+    let cpus = oscost_model::cpulist::parse(field("Cpus_allowed_list:"))
+        .map_err(|e| anyhow::anyhow!("Cpus_allowed_list: {e}"))?;
+    let root = field("Uid:").split_whitespace().nth(1) == Some("0");
+    Ok((cpus, root))
+}
+
+fn run_all(args: &Args) -> anyhow::Result<bool> {
+    let chosen: Vec<&Entry> =
+        if args.names.iter().any(|n| n == "all") || (args.smoke && args.names.is_empty()) {
+            entries::ENTRIES.iter().collect()
+        } else if args.names.is_empty() {
+            bail!("name a reference (`cargo xtask vs --list` names them) or `all`");
+        } else {
+            args.names
+                .iter()
+                .map(|n| {
+                    entries::find(n).with_context(|| {
+                        let names: Vec<&str> = entries::ENTRIES.iter().map(|e| e.name).collect();
+                        format!("no reference called {n:?}; there are: {}", names.join(", "))
+                    })
+                })
+                .collect::<anyhow::Result<_>>()?
+        };
+    let (allowed, root) = allowed_and_root()?;
+    let chosen_cpus = match &args.cpus {
+        Some(list) => {
+            let v = oscost_model::cpulist::parse(list)
+                .map_err(|e| anyhow::anyhow!("--cpus {list}: {e}"))?;
+            if let Some(c) = v.iter().find(|c| !allowed.contains(c)) {
+                bail!("--cpus {list}: CPU {c} is not one this process may run on");
+            }
+            v
+        }
+        None => Vec::new(),
+    };
+    let _qos = if args.idle_poll {
+        Some(hold_idle_poll()?)
+    } else {
+        None
+    };
+    let root_dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).to_path_buf();
+    let scratch = Scratch(std::env::temp_dir().join(format!("oscost-vs-{}", std::process::id())));
+    std::fs::create_dir_all(&scratch.0)?;
+    let bin = run::oscost_binary(args.oscost.as_deref(), &root_dir)?;
+    let mut ok = true;
+    for entry in chosen {
+        let (a, b) = match (entry.cpus, chosen_cpus.as_slice(), allowed.as_slice()) {
+            (_, [a, b, ..], _) => (*a, *b),
+            (Cpus::One, [a], _) => (*a, *a),
+            (Cpus::Two, [a], all) => match all.iter().rev().find(|&c| c != a) {
+                Some(b) => (*a, *b),
+                None => (*a, *a),
+            },
+            (Cpus::One, [], all) => (*all.last().unwrap_or(&0), *all.last().unwrap_or(&0)),
+            (Cpus::Two, [], all) => (*all.first().unwrap_or(&0), *all.last().unwrap_or(&0)),
+        };
+        println!("\n== {}: {}", entry.name, entry.about);
+        if entry.cpus == Cpus::Two && a == b {
+            println!("skipped: needs two CPUs, and only CPU {a} is usable");
+            continue;
+        }
+        if entry.needs == Needs::Root && !root {
+            println!("skipped: needs root");
+            continue;
+        }
+        let dir = scratch.0.join(entry.name);
+        std::fs::create_dir_all(&dir)?;
+        let quick = args.quick || args.smoke;
+        let slots = Slots {
+            a,
+            b,
+            samples: if args.smoke {
+                3
+            } else {
+                entry.c_samples[usize::from(quick)]
+            },
+            tmp: dir.display().to_string(),
+            quick,
+        };
+        let mut side = Side {
+            entry,
+            bin: &bin,
+            slots,
+            smoke: args.smoke,
+            paced: false,
+            idle_poll: args.idle_poll,
+            dir: &dir,
+        };
+        let rounds = if args.smoke { 1 } else { args.rounds };
+        let result = (|| -> anyhow::Result<()> {
+            let c_bin = run::build_c(entry, &root_dir, &dir)?;
+            let mode = if args.smoke {
+                "SMOKE: tiny, not a figure".to_string()
+            } else if quick {
+                "QUICK: rough, not a figure to quote".to_string()
+            } else {
+                "standard sampling".to_string()
+            };
+            let cpus = if entry.cpus == Cpus::Two {
+                format!("CPUs {a} and {b}")
+            } else {
+                format!("CPU {a}")
+            };
+            let idle = if args.idle_poll {
+                "/dev/cpu_dma_latency held at 0"
+            } else {
+                "idle CPUs as found"
+            };
+            if !args.alternate || args.smoke {
+                println!(
+                    "{cpus}, {rounds} interleaved rounds ({mode}), {idle}; ratio = oscost / C"
+                );
+                let pairs = side.rounds(&c_bin, entry.runs, rounds)?;
+                println!("\n{}", pairs.table(entry.show));
+            }
+            if args.alternate || args.smoke {
+                if entry.alternate.is_empty() {
+                    if args.alternate {
+                        println!(
+                            "no case of {} alternates (none drifts between sittings)",
+                            entry.name
+                        );
+                    }
+                    return Ok(());
+                }
+                let cases = if args.smoke {
+                    &entry.alternate[..1]
+                } else {
+                    entry.alternate
+                };
+                println!(
+                    "{cpus}, {rounds} rounds, each one case with both programs' samples taken in turn ({mode}), {idle}"
+                );
+                let mut pairs = Pairs::default();
+                side.paced = true;
+                for run in cases {
+                    side.alternated(&c_bin, run, rounds, &mut pairs)?;
+                }
+                println!("\n{}", pairs.table(entry.show));
+            }
+            Ok(())
+        })();
+        if let Err(e) = result {
+            println!("FAILED: {e:#}");
+            ok = false;
+        }
+        let _ = std::io::stdout().flush();
+    }
+    Ok(ok)
+}
+
+/// What running one entry's sides needs.
+struct Side<'a> {
+    entry: &'a Entry,
+    bin: &'a Path,
+    slots: Slots,
+    smoke: bool,
+    /// Running alternated: oscost takes the C side's number of samples.
+    paced: bool,
+    idle_poll: bool,
+    dir: &'a Path,
+}
+
+impl Side<'_> {
+    fn pin(&self) -> Option<usize> {
+        self.entry.taskset.then_some(self.slots.a)
+    }
+
+    /// oscost's command for `run`, writing its document to `json`.
+    fn oscost(&self, run: &Run, json: &Path) -> std::process::Command {
+        let s = &self.slots;
+        let cpus = match self.entry.cpus {
+            Cpus::One => s.a.to_string(),
+            Cpus::Two => format!("{},{}", s.a, s.b),
+        };
+        let mut args = vec![
+            "--cpus".to_string(),
+            cpus,
+            "--quiet".into(),
+            "--no-save".into(),
+        ];
+        args.extend(expand(run.oscost, s));
+        if s.quick {
+            args.push("--quick".into());
+        }
+        if self.smoke {
+            args.extend([
+                "--samples".into(),
+                "5".into(),
+                "--min-runs".into(),
+                "5".into(),
+            ]);
+        }
+        if self.idle_poll && self.entry.idle_poll {
+            args.push("--idle-poll".into());
+        }
+        args.extend(["--json".into(), json.display().to_string()]);
+        run::command(self.bin, &args, self.pin())
+    }
+
+    fn c_args(&self, invocation: &[&str]) -> Vec<String> {
+        let mut args = expand(invocation, &self.slots);
+        if self.slots.quick {
+            args.extend(expand(self.entry.c_quick, &self.slots));
+        }
+        args
+    }
+
+    fn run_c(&self, c_bin: &Path, run: &Run) -> anyhow::Result<Figures> {
+        let mut figures = Figures::new();
+        for invocation in run.c {
+            let cmd = run::command(c_bin, &self.c_args(invocation), self.pin());
+            figures.extend(run::parse_c(&run::output(cmd, self.entry.source)?)?);
+        }
+        Ok(figures)
+    }
+
+    fn run_oscost(&self, run: &Run, json: &Path) -> anyhow::Result<run::Measured> {
+        run::output(self.oscost(run, json), "oscost")?;
+        let text = std::fs::read_to_string(json).with_context(|| format!("{}", json.display()))?;
+        run::parse_oscost(&text)
+    }
+
+    fn derived(&self, mut figures: Figures) -> Figures {
+        if let Some(derive) = self.entry.derive {
+            let more = derive(&figures);
+            figures.extend(more);
+        }
+        figures
+    }
+
+    /// `rounds` rounds of every run, C first in odd rounds and oscost first in even ones.
+    fn rounds(&self, c_bin: &Path, runs: &[Run], rounds: u32) -> anyhow::Result<Pairs> {
+        let mut pairs = Pairs::default();
+        for round in 1..=rounds {
+            eprintln!("round {round} of {rounds}...");
+            let mut c_all = Figures::new();
+            let mut o_all = Figures::new();
+            for (k, run) in runs.iter().enumerate() {
+                let json = self.dir.join(format!("o{round}.{k}.json"));
+                let (c, o) = if round % 2 == 1 {
+                    let c = self.run_c(c_bin, run)?;
+                    (c, self.run_oscost(run, &json)?)
+                } else {
+                    let o = self.run_oscost(run, &json)?;
+                    (self.run_c(c_bin, run)?, o)
+                };
+                let keep = |f: &Figures| -> Figures {
+                    f.iter()
+                        .filter(|(id, _)| run.only.is_none_or(|s| id.contains(s)))
+                        .cloned()
+                        .collect()
+                };
+                c_all.extend(keep(&c));
+                o_all.extend(keep(&o.figures));
+                let o_counters = o.counters;
+                for line in pairs.add_round(
+                    round as usize,
+                    &keep(&c),
+                    &keep(&o.figures),
+                    &o_counters,
+                    self.entry.show,
+                    None,
+                ) {
+                    println!("{line}");
+                }
+            }
+            // Figures derived from the whole round, once both sides have all of theirs.
+            let (c_d, o_d) = (self.derived(c_all.clone()), self.derived(o_all.clone()));
+            let c_new: Figures = c_d[c_all.len()..].to_vec();
+            let o_new: Figures = o_d[o_all.len()..].to_vec();
+            for line in pairs.add_round(
+                round as usize,
+                &c_new,
+                &o_new,
+                &Default::default(),
+                &[],
+                None,
+            ) {
+                println!("{line}");
+            }
+        }
+        if pairs.len() == 0 {
+            bail!("no case paired: the two sides measured no case of the same id");
+        }
+        Ok(pairs)
+    }
+
+    /// `rounds` rounds of one case with the two programs' samples in turn.
+    fn alternated(
+        &self,
+        c_bin: &Path,
+        run: &Run,
+        rounds: u32,
+        pairs: &mut Pairs,
+    ) -> anyhow::Result<()> {
+        let before = pairs.len();
+        for round in 1..=rounds {
+            let dir = self.dir.join(format!(
+                "alt{round}-{}",
+                run.oscost.join("-").replace('/', "_")
+            ));
+            std::fs::create_dir_all(&dir)?;
+            let json = dir.join("o.json");
+            let [c_args] = run.c else {
+                bail!("an alternated case runs the C program once");
+            };
+            let c_cmd = run::command(c_bin, &self.c_args(c_args), self.pin());
+            let first = usize::from(round % 2 == 0);
+            let done = conduct::alternate([c_cmd, self.oscost(run, &json)], first, &dir)?;
+            let c = run::parse_c(&done.stdout[0])?;
+            let text =
+                std::fs::read_to_string(&json).with_context(|| format!("{}", json.display()))?;
+            let o = run::parse_oscost(&text)?;
+            let keep = |f: &Figures| -> Figures {
+                f.iter()
+                    .filter(|(id, _)| run.only.is_none_or(|s| id.contains(s)))
+                    .cloned()
+                    .collect()
+            };
+            for line in pairs.add_round(
+                round as usize,
+                &keep(&c),
+                &keep(&o.figures),
+                &o.counters,
+                self.entry.show,
+                None,
+            ) {
+                println!(
+                    "{line}  (turns C {} oscost {})",
+                    done.turns[0], done.turns[1]
+                );
+            }
+        }
+        if pairs.len() == before {
+            bail!("{}: no case paired", run.oscost.join(" "));
+        }
+        Ok(())
+    }
+}
+
+/// Holds /dev/cpu_dma_latency at 0 while the returned file is open.
+fn hold_idle_poll() -> anyhow::Result<std::fs::File> {
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/cpu_dma_latency")
+        .context("--idle-poll: cannot open /dev/cpu_dma_latency (needs root)")?;
+    f.write_all(&0i32.to_ne_bytes())?;
+    Ok(f)
+}

@@ -1,0 +1,156 @@
+//! Building and running the two sides: the C reference and oscost, each read into the same
+//! shape, `(case id, median ns)` in the order printed, with oscost's counters beside.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{bail, Context as _};
+
+use super::entry::Entry;
+
+/// What one run of a side measured: each case's median, in order.
+pub type Figures = Vec<(String, f64)>;
+
+/// What one oscost run measured: the figures, and each case's counters.
+#[derive(Debug, Default)]
+pub struct Measured {
+    /// `(id, median_ns)` in the document's order.
+    pub figures: Figures,
+    /// Each case's counters by id.
+    pub counters: BTreeMap<String, BTreeMap<String, f64>>,
+}
+
+/// Compiles `entry`'s C program into `dir`; returns the binary.
+pub fn build_c(entry: &Entry, root: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
+    let stem = Path::new(entry.source)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("reference");
+    let out = dir.join(stem);
+    let status = Command::new("cc")
+        .arg("-O2")
+        .args(entry.cflags)
+        .arg("-o")
+        .arg(&out)
+        .arg(root.join(entry.source))
+        .status()
+        .context("cannot run cc (a C compiler is needed: apt-get install gcc)")?;
+    if !status.success() {
+        bail!("cc failed on {}", entry.source);
+    }
+    Ok(out)
+}
+
+/// oscost's release binary: `given`, or built with cargo.
+pub fn oscost_binary(given: Option<&Path>, root: &Path) -> anyhow::Result<PathBuf> {
+    if let Some(path) = given {
+        if !path.is_file() {
+            bail!("--oscost {}: no such file", path.display());
+        }
+        return Ok(path.to_path_buf());
+    }
+    eprintln!("building oscost (release)...");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo)
+        .args(["build", "--release", "-q", "--bin", "oscost"])
+        .current_dir(root)
+        .status()
+        .context("cannot run cargo")?;
+    if !status.success() {
+        bail!("cargo build --release failed");
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    Ok(target.join("release/oscost"))
+}
+
+/// The command for `program args`, under `taskset -c cpu` when `pin` is set.
+pub fn command(program: &Path, args: &[String], pin: Option<usize>) -> Command {
+    match pin {
+        Some(cpu) => {
+            let mut c = Command::new("taskset");
+            c.arg("-c").arg(cpu.to_string()).arg(program).args(args);
+            c
+        }
+        None => {
+            let mut c = Command::new(program);
+            c.args(args);
+            c
+        }
+    }
+}
+
+/// Runs `cmd` to its end; its standard output, or an error with its standard error.
+pub fn output(mut cmd: Command, what: &str) -> anyhow::Result<String> {
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("cannot start {what}"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        bail!("{what} failed ({}): {}", out.status, err.trim());
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// A C reference's output: `ID NS [more]` a line; lines starting `#` are remarks.
+pub fn parse_c(text: &str) -> anyhow::Result<Figures> {
+    let mut figures = Figures::new();
+    for line in text.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let mut words = line.split_whitespace();
+        let (Some(id), Some(ns)) = (words.next(), words.next()) else {
+            bail!("a line of the reference's output is not `ID NS`: {line:?}");
+        };
+        let ns: f64 = ns
+            .parse()
+            .with_context(|| format!("not a number in the reference's output: {line:?}"))?;
+        figures.push((id.to_string(), ns));
+    }
+    Ok(figures)
+}
+
+/// oscost's result document, read through the model: every case's median and counters.
+pub fn parse_oscost(text: &str) -> anyhow::Result<Measured> {
+    let doc = oscost_model::schema::read(text).context("oscost's result document")?;
+    let mut m = Measured::default();
+    for e in doc.experiments {
+        for c in e.cases {
+            m.figures.push((c.id.clone(), c.median_ns));
+            m.counters.insert(c.id, c.counters);
+        }
+    }
+    Ok(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reference_output_is_read_and_a_bad_line_named() {
+        let f =
+            parse_c("net.tcp.rtt.cross 13888.4\n# poller_cpu_share 0.9\n\nsignal.catch 1119 x\n")
+                .unwrap();
+        assert_eq!(
+            f,
+            [
+                ("net.tcp.rtt.cross".into(), 13888.4),
+                ("signal.catch".into(), 1119.0)
+            ]
+        );
+        let e = parse_c("net.tcp.rtt.cross\n").unwrap_err().to_string();
+        assert!(e.contains("not `ID NS`"), "{e}");
+        let e = parse_c("a b\n").unwrap_err().to_string();
+        assert!(e.contains("not a number"), "{e}");
+    }
+
+    #[test]
+    fn a_document_that_is_not_oscost_s_is_refused() {
+        assert!(parse_oscost("{}").is_err());
+    }
+}
