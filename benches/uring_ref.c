@@ -19,7 +19,7 @@
  * Output, one line per case: "ID MEDIAN_NS_PER_OP", ids as oscost's; with -b also
  * "# poller_cpu_share SHARE", the SQPOLL thread's CPU time over the wall time of its case.
  *
- * With -S (and -b) only the SQPOLL case runs.
+ * With -S (and -b) only uring.nop.b1 and then the SQPOLL case run.
  *
  * Usage: uring_ref [-q] [-S] [-s SAMPLES] [-a CPU] [-b SQPOLL_CPU]   (files in $TMPDIR, default /tmp)
  */
@@ -286,7 +286,9 @@ int main(int argc, char **argv) {
         {"uring.read64k.fixed.b32", READ64K_FIXED, 32},
         {"uring.syscall-pread64k", SYS_PREAD64K, 1},
     };
-    int n = sq_only ? 0 : (int)(sizeof cases / sizeof cases[0]);
+    /* -S: uring.nop.b1 and then SQPOLL's nop, in the order `oscost uring --ops nop --batches 1
+     * --no-fixed` samples them, so that alternated turn by turn the two SQPOLL cases meet. */
+    int n = sq_only ? 1 : (int)(sizeof cases / sizeof cases[0]);
     double target = quick ? 1e6 : 4e6;
     for (int i = 0; i < n; i++) {
         struct kase *c = &cases[i];

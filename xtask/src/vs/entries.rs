@@ -5,7 +5,7 @@ use super::entry::{Cpus, Entry, Needs, Run};
 
 /// Every entry, in `--list` order.
 pub const ENTRIES: &[Entry] = &[
-    SIGNAL, NET, URING, SECCOMP, SHOOTDOWN, POLL, MMAP, FAULT, NS,
+    SIGNAL, NET, SWITCH, URING, SECCOMP, SHOOTDOWN, POLL, MMAP, FAULT, NS,
 ];
 
 /// The entry called `name`.
@@ -99,6 +99,59 @@ const NET: Entry = Entry {
     ],
 };
 
+/// A cross-CPU `switch` case held sample by sample.
+macro_rules! switch_cross {
+    ($kind:literal) => {
+        Run {
+            c: &[&[
+                "-a", "{a}", "-b", "{b}", "-s", "{s}", "-k", $kind, "-p", "cross",
+            ]],
+            oscost: &[
+                "switch",
+                "--via",
+                "pipe",
+                "--kind",
+                $kind,
+                "--placement",
+                "cross",
+                "--no-kernel-view",
+            ],
+            only: Some(".cross"),
+        }
+    };
+}
+
+const SWITCH: Entry = Entry {
+    name: "switch",
+    about: "a 1-byte pipe ping-pong between two threads or two processes on one CPU and on \
+            two (benches/switch_ref.c)",
+    source: "benches/switch_ref.c",
+    cflags: &["-pthread"],
+    cpus: Cpus::Two,
+    needs: Needs::Nothing,
+    c_samples: [81, 10],
+    c_quick: &["-q"],
+    taskset: false,
+    idle_poll: true,
+    runs: &[Run {
+        c: &[&["-a", "{a}", "-b", "{b}", "-s", "{s}"]],
+        oscost: &[
+            "switch",
+            "--via",
+            "pipe",
+            "--kind",
+            "threads,processes",
+            "--placement",
+            "same,cross",
+            "--no-kernel-view",
+        ],
+        only: None,
+    }],
+    derive: None,
+    show: &["switches_per_round_trip", "migrations"],
+    alternate: &[switch_cross!("threads"), switch_cross!("processes")],
+};
+
 const URING: Entry = Entry {
     name: "uring",
     about: "io_uring nops and reads at several batches, registered or not, beside the plain \
@@ -118,11 +171,9 @@ const URING: Entry = Entry {
     }],
     derive: Some(over_unregistered),
     show: &["io_uring_enter_per_op", "poller_cpu_share"],
-    alternate: &[Run {
-        c: &[&["-a", "{a}", "-b", "{b}", "-s", "{s}", "-S"]],
-        oscost: &["uring", "--ops", "nop", "--batches", "1", "--no-fixed"],
-        only: Some("sqpoll"),
-    }],
+    // Not alternated: a SQPOLL thread keeps polling for its idle time after its process stops
+    // submitting, so the side waiting its turn would poll on the CPU of the other's poller.
+    alternate: &[],
 };
 
 const SECCOMP: Entry = Entry {

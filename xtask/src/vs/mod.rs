@@ -189,7 +189,7 @@ fn run_all(args: &Args) -> anyhow::Result<bool> {
             a,
             b,
             samples: if args.smoke {
-                3
+                5
             } else {
                 entry.c_samples[usize::from(quick)]
             },
