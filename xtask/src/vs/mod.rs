@@ -55,6 +55,10 @@ struct Args {
     /// Hold the entry's cross-CPU cases with the two programs' samples taken in turn.
     #[arg(long)]
     alternate: bool,
+    /// Run the C program a second time in every round and print its second run over its
+    /// first: the band the reference moves by against itself.
+    #[arg(long)]
+    control: bool,
     /// Hold /dev/cpu_dma_latency at 0 for the whole run (idle CPUs poll instead of halting)
     /// and tell oscost so (needs root).
     #[arg(long)]
@@ -229,8 +233,12 @@ fn run_all(args: &Args) -> anyhow::Result<bool> {
                 println!(
                     "{cpus}, {rounds} interleaved rounds ({mode}), {idle}; ratio = oscost / C"
                 );
-                let pairs = side.rounds(&c_bin, entry.runs, rounds)?;
+                let (pairs, again) = side.rounds(&c_bin, entry.runs, rounds, args.control)?;
                 println!("\n{}", pairs.table(entry.show));
+                if args.control {
+                    println!("the C program's second run over its first, each round (--control):");
+                    println!("{}", again.table(&[]));
+                }
             }
             if args.alternate || args.smoke {
                 if entry.alternate.is_empty() {
@@ -348,9 +356,17 @@ impl Side<'_> {
         figures
     }
 
-    /// `rounds` rounds of every run, C first in odd rounds and oscost first in even ones.
-    fn rounds(&self, c_bin: &Path, runs: &[Run], rounds: u32) -> anyhow::Result<Pairs> {
+    /// `rounds` rounds of every run, C first in odd rounds and oscost first in even ones;
+    /// with `control`, the C program again after each pair, held against its first run.
+    fn rounds(
+        &self,
+        c_bin: &Path,
+        runs: &[Run],
+        rounds: u32,
+        control: bool,
+    ) -> anyhow::Result<(Pairs, Pairs)> {
         let mut pairs = Pairs::default();
+        let mut again = Pairs::labelled(["C", "C again"]);
         for round in 1..=rounds {
             eprintln!("round {round} of {rounds}...");
             let mut c_all = Figures::new();
@@ -383,6 +399,19 @@ impl Side<'_> {
                 ) {
                     println!("{line}");
                 }
+                if control {
+                    let c2 = self.run_c(c_bin, run)?;
+                    for line in again.add_round(
+                        round as usize,
+                        &keep(&c),
+                        &keep(&c2),
+                        &Default::default(),
+                        &[],
+                        None,
+                    ) {
+                        println!("{line}");
+                    }
+                }
             }
             // Figures derived from the whole round, once both sides have all of theirs.
             let (c_d, o_d) = (self.derived(c_all.clone()), self.derived(o_all.clone()));
@@ -402,7 +431,7 @@ impl Side<'_> {
         if pairs.len() == 0 {
             bail!("no case paired: the two sides measured no case of the same id");
         }
-        Ok(pairs)
+        Ok((pairs, again))
     }
 
     /// `rounds` rounds of one case with the two programs' samples in turn.

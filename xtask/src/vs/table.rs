@@ -6,8 +6,10 @@ use std::fmt::Write as _;
 use super::run::Figures;
 
 /// Every pair so far, by case id in the order first met.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Pairs {
+    /// What the two sides are called: the reference and the figure held against it.
+    labels: [&'static str; 2],
     ids: Vec<String>,
     c: BTreeMap<String, Vec<f64>>,
     oscost: BTreeMap<String, Vec<f64>>,
@@ -15,7 +17,25 @@ pub struct Pairs {
     shown: BTreeMap<(String, String), Vec<f64>>,
 }
 
+impl Default for Pairs {
+    fn default() -> Pairs {
+        Pairs::labelled(["C", "oscost"])
+    }
+}
+
 impl Pairs {
+    /// No pairs yet, the two sides called `labels` (the reference first).
+    pub fn labelled(labels: [&'static str; 2]) -> Pairs {
+        Pairs {
+            labels,
+            ids: Vec::new(),
+            c: BTreeMap::new(),
+            oscost: BTreeMap::new(),
+            ratios: BTreeMap::new(),
+            shown: BTreeMap::new(),
+        }
+    }
+
     /// Pairs one round's figures by id (only ids containing `only`, when given) and returns
     /// the round's lines: each pair, and each C figure oscost did not measure, said and
     /// skipped, never invented.
@@ -41,7 +61,8 @@ impl Pairs {
             }
             let Some(&(_, ov)) = oscost.iter().find(|(o, _)| o == id) else {
                 lines.push(format!(
-                    "  round {round}  {id}: not measured by oscost, skipped"
+                    "  round {round}  {id}: not measured by {}, skipped",
+                    self.labels[1]
                 ));
                 continue;
             };
@@ -61,8 +82,10 @@ impl Pairs {
                 }
             }
             lines.push(format!(
-                "  round {round}  {id:<w$} C {:>10}  oscost {:>10}  ratio {ratio:.3}",
+                "  round {round}  {id:<w$} {} {:>10}  {} {:>10}  ratio {ratio:.3}",
+                self.labels[0],
                 figure(*cv),
+                self.labels[1],
                 figure(ov)
             ));
         }
@@ -82,7 +105,8 @@ impl Pairs {
     /// and the per-round ratios.
     pub fn table(&self, show: &[&str]) -> String {
         let w = self.width();
-        let mut out = format!("{:<w$} {:>10} {:>10} {:>8}", "case", "C", "oscost", "ratio");
+        let [a, b] = self.labels;
+        let mut out = format!("{:<w$} {a:>10} {b:>10} {:>8}", "case", "ratio");
         for key in show {
             let _ = write!(out, "  {key}");
         }
