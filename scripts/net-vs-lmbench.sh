@@ -23,7 +23,7 @@
 # - lat_connect's connections are accepted and closed by a server process on CPU B, and its
 #   client closes first (the client's side is left in TIME_WAIT); oscost's net.tcp.connect has
 #   a thread on the measuring CPU accept and close first (a FIN each way too, the accepting side
-#   in TIME_WAIT). Its line is printed apart, as related, not paired; net-vs-c.sh holds the
+#   in TIME_WAIT). Its line is printed apart, as related, not paired; `cargo xtask vs net` holds the
 #   case against a C program of the same placement.
 # - lmbench reports the median of 11 timings (ENOUGH=20000: each at least 20 ms), oscost the
 #   median of its samples.
@@ -32,7 +32,7 @@
 # lmbench first in odd rounds and oscost first in even ones; the median ratio oscost/lmbench over
 # the rounds is the figure. IDLE_POLL=1 holds /dev/cpu_dma_latency at 0 for the whole script (the
 # cross-CPU cases otherwise time how fast a halted vCPU wakes, which moves between runs of one
-# program by more than any band: see scripts/net-vs-c.sh). lmbench's programs are slow to
+# program by more than any band: see `cargo xtask vs net --control`). lmbench's programs are slow to
 # finish (about 25 s for lat_tcp): a round takes about three minutes. A measurement, not a test:
 # exits 0 whatever the ratios are. Run it on an idle machine with at least two CPUs.
 #
