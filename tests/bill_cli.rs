@@ -431,6 +431,113 @@ fn a_command_runs_under_a_seccomp_profile_and_a_bill_is_predicted_under_it() {
     assert!(err.contains("the prediction holds") || err.contains("the prediction misses"));
 }
 
+/// Root only (namespaces): the command is born in a container's namespaces as its PID
+/// namespace's init, a plain bill is predicted under a container (paid once, in the wall
+/// time), the rounds print their check, and Ctrl-C still ends a command that ignores it.
+#[test]
+fn a_command_runs_in_a_containers_namespaces_and_a_bill_is_predicted_in_them() {
+    if !is_root() {
+        return common::skip("needs root to make namespaces");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("h.db");
+    let prices = prices_file(
+        dir.path(),
+        "p.json",
+        &[
+            ("example.cost100", "syscall.enosys"),
+            ("example.cost250", "ns.container"),
+            ("example.difference", "ns.container.over_none"),
+        ],
+    );
+    let json = dir.path().join("under.json");
+    let options = ["--under", "container", "--json"].map(std::ffi::OsStr::new);
+    let options = [&options[..], &[json.as_os_str()]].concat();
+    bill_into(&history, &options, &["getppid", "1000"]);
+    let b = read_bill(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(b.under.as_deref(), Some("container"));
+    assert!(calls(&b, "getppid") >= 1000);
+    assert!(
+        b.notes
+            .iter()
+            .any(|n| n.contains("its PID namespace's init")),
+        "{:?}",
+        b.notes
+    );
+    // Born in its own PID namespace: it is that namespace's process 1.
+    let out = oscost()
+        .args(["bill", "--quiet", "--no-save", "--under", "container", "--"])
+        .args(["sh", "-c", "echo $$"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "1");
+
+    bill_into(&history, &[], &["getppid", "1000"]);
+    let predicted = oscost()
+        .args(["bill", "show", "--predict-under", "container", "--prices"])
+        .arg(&prices)
+        .arg("--history")
+        .arg(&history)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&predicted.stdout);
+    assert!(
+        predicted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&predicted.stderr)
+    );
+    assert!(text.contains("predicted under container"), "{text}");
+    assert!(text.contains("ns.container.over_none"), "{text}");
+    assert!(text.contains("of the wall time"), "{text}");
+
+    let out = oscost()
+        .args(["bill", "--under", "container", "--rounds", "3", "--prices"])
+        .arg(&prices)
+        .arg("--")
+        .arg(workload())
+        .args(["getppid", "1000"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("checked under container: 3 rounds"), "{err}");
+    assert!(err.contains("wall time (median)"), "{err}");
+    assert!(err.contains("the prediction holds") || err.contains("the prediction misses"));
+
+    // An init without a handler for SIGINT ignores it: oscost follows with SIGKILL.
+    let child = oscost_std()
+        .args([
+            "bill",
+            "--no-save",
+            "--under",
+            "container",
+            "--",
+            "sleep",
+            "30",
+        ])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let children = format!("/proc/{pid}/task/{pid}/children");
+    for _ in 0..200 {
+        if std::fs::read_to_string(&children).is_ok_and(|c| !c.trim().is_empty()) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let ok = std::process::Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(137), "{err}");
+    assert!(err.contains("did not end on signal 2"), "{err}");
+}
+
 #[test]
 fn two_bills_compare_their_counts_exactly() {
     let dir = tempfile::tempdir().unwrap();
@@ -656,4 +763,16 @@ fn nobody_gets_the_kernels_accounting_and_the_reason_in_one_line() {
     assert!(b.usage.is_some());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("no kernel counts"), "{err}");
+    // Namespaces take root: refused in one line before anything runs.
+    let mut cmd = std::process::Command::new("setpriv");
+    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
+    let out = common::isolate_in(&mut cmd, dir.path())
+        .arg(common::bin_for_nobody(dir.path()))
+        .args(["bill", "--no-save", "--under", "container", "--", "true"])
+        .env("TMPDIR", dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("takes root"), "{err}");
 }

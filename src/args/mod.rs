@@ -281,15 +281,17 @@ pub struct BillArgs {
     pub output: Option<PathBuf>,
     /// Run the command under this setting: `seccomp=default` installs a container runtime's
     /// default profile (about 300 calls allowed, the rest refused with EPERM, clone3 answered
-    /// ENOSYS) with no_new_privs, just before it executes
+    /// ENOSYS) with no_new_privs, just before it executes; `container` has it born in new
+    /// mount, UTS, IPC, PID, network and cgroup namespaces, as a runtime starts one (root;
+    /// the command is its PID namespace's init, its network only a loopback, down)
     #[arg(long, value_name = "SETTING", conflicts_with = "pid",
           value_parser = values::parse_setting)]
     pub under: Option<values::Setting>,
     /// With --under: bill the command this many times plainly and as many under the
-    /// setting, in turn, and hold the measured change of its time on a CPU (the median of the
-    /// rounds' ratios, with its 95 % CI) against the change predicted from the plain bill and
-    /// the setting's measured price; prints the check and the last bill under the setting,
-    /// saves nothing
+    /// setting, in turn, and hold the measured change (of its time on a CPU for a seccomp
+    /// profile, of its wall time for a container: the median of the rounds' ratios, with its
+    /// 95 % CI) against the change predicted from the plain bill and the setting's measured
+    /// price; prints the check and the last bill under the setting, saves nothing
     #[arg(long, value_name = "N", requires = "under",
           value_parser = clap::value_parser!(u32).range(3..=1000))]
     pub rounds: Option<u32>,
@@ -314,9 +316,9 @@ pub enum BillCommand {
         /// take the setting's price from it)
         #[arg(long, value_name = "RUN|FILE")]
         prices: Option<String>,
-        /// Predict what it would cost under this setting (`seccomp=default`) from its counts
-        /// and the setting's measured price (from --prices, else the history's newest `oscost
-        /// seccomp`), without running it
+        /// Predict what it would cost under this setting (`seccomp=default`, `container`) from
+        /// its counts and the setting's measured price (from --prices, else the history's
+        /// newest `oscost seccomp` or `oscost ns`), without running it
         #[arg(long, value_name = "SETTING", value_parser = values::parse_setting)]
         predict_under: Option<values::Setting>,
     },
@@ -346,6 +348,8 @@ const BILL_HELP: &str = "Examples:
                                            the same predicted from the newest plain bill
   oscost bill --under seccomp=default --rounds 9 -- ./a.out
                                            the prediction checked: plain and under, in turn
+  oscost bill --under container --rounds 9 -- ./a.out
+                                           the same in a container's namespaces
 
 The bill goes to stderr (or --output), so the command's own output is untouched. Each line is
 a part of the program's time: user CPU, kernel CPU (system calls by name, interrupts, page

@@ -122,6 +122,9 @@ pub enum Setting {
     /// `seccomp=default`: a container runtime's default profile, as oscost's `seccomp`
     /// experiment builds it.
     SeccompDefault,
+    /// `container`: new mount, UTS, IPC, PID, network and cgroup namespaces, the command born
+    /// in them, as oscost's `ns.container` child is.
+    Container,
 }
 
 impl Setting {
@@ -129,20 +132,22 @@ impl Setting {
     pub fn name(self) -> &'static str {
         match self {
             Setting::SeccompDefault => "seccomp=default",
+            Setting::Container => "container",
         }
     }
 }
 
-/// `seccomp=default`.
+/// `seccomp=default` or `container`.
 pub(super) fn parse_setting(s: &str) -> Result<Setting, String> {
     match s.trim() {
         "seccomp=default" => Ok(Setting::SeccompDefault),
+        "container" => Ok(Setting::Container),
         other if other.starts_with("seccomp=") => Err(format!(
             "`{other}`: the built-in profile is the one seccomp profile oscost applies \
              (`seccomp=default`); it does not read profile files"
         )),
         other => Err(format!(
-            "`{other}` is not a setting oscost bills under (`seccomp=default`)"
+            "`{other}` is not a setting oscost bills under (`seccomp=default`, `container`)"
         )),
     }
 }
@@ -159,6 +164,18 @@ pub enum BillTrace {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn settings_are_named_as_the_user_writes_them() {
+        for s in [Setting::SeccompDefault, Setting::Container] {
+            assert_eq!(parse_setting(s.name()), Ok(s));
+        }
+        let e = parse_setting("docker").unwrap_err();
+        assert!(e.contains("`seccomp=default`, `container`"), "{e}");
+        assert!(parse_setting("seccomp=mine.json")
+            .unwrap_err()
+            .contains("profile files"));
+    }
 
     #[test]
     fn jobs_are_a_whole_number_from_one() {

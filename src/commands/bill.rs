@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 /// The experiments whose runs hold prices.
-const PRICED_BY: [&str; 4] = ["syscall", "fault", "switch", "seccomp"];
+const PRICED_BY: [&str; 5] = ["syscall", "fault", "switch", "seccomp", "ns"];
 
 /// Runs the bill and returns the command's exit status as oscost's own.
 pub fn run(args: BillArgs, cfg: &Config) -> anyhow::Result<ExitCode> {
@@ -135,13 +135,13 @@ fn check_rounds(
         anyhow::bail!("--rounds prints a check and writes no bill: drop --json, --report and -o");
     }
     let price = book
-        .and_then(|b| b.get(oscost_report::bill::Priced::SeccompProfile))
+        .and_then(|b| b.get(priced(setting)))
         .cloned()
         .ok_or_else(|| {
             anyhow::anyhow!(
-                "--rounds: the history holds no measured price for {} to predict with (`oscost \
-                 seccomp` measures what the profile adds to a call)",
-                setting.name()
+                "--rounds: the history holds no measured price for {} to predict with ({})",
+                setting.name(),
+                measured_by(setting)
             )
         })?;
     let depth = depth(args)?;
@@ -190,13 +190,7 @@ fn check_rounds(
     let mut by_time: Vec<&oscost_model::bill::Bill> = plain.iter().collect();
     by_time.sort_by_key(|b| b.task_time_ns);
     let typical = by_time[by_time.len() / 2];
-    let predicted = oscost_report::bill::predict_seccomp(
-        typical,
-        setting.name(),
-        &price,
-        &profile_allows,
-        &profile_reads_arguments,
-    );
+    let predicted = prediction(typical, setting, &price);
     let width =
         oscost_report::export::terminal::layout_width(true).map_or(80, |w| usize::from(w).min(100));
     let last = under_setting.last().expect("at least three rounds");
@@ -230,9 +224,52 @@ fn depth(args: &BillArgs) -> anyhow::Result<Option<Depth>> {
     })
 }
 
+/// The price a setting is predicted with.
+fn priced(s: Setting) -> oscost_report::bill::Priced {
+    match s {
+        Setting::SeccompDefault => oscost_report::bill::Priced::SeccompProfile,
+        Setting::Container => oscost_report::bill::Priced::ContainerSetup,
+    }
+}
+
+/// Which experiment measures a setting's price, for the line that says none was found.
+fn measured_by(s: Setting) -> &'static str {
+    match s {
+        Setting::SeccompDefault => "`oscost seccomp` measures what the profile adds to a call",
+        Setting::Container => {
+            "`oscost ns --cases container` measures what a container's namespaces add to a \
+             program's life"
+        }
+    }
+}
+
+/// `bill` predicted under `s` at `price`.
+fn prediction(
+    bill: &oscost_model::bill::Bill,
+    s: Setting,
+    price: &oscost_model::bill::Price,
+) -> oscost_report::bill::Prediction {
+    match s {
+        Setting::SeccompDefault => oscost_report::bill::predict_seccomp(
+            bill,
+            s.name(),
+            price,
+            &profile_allows,
+            &profile_reads_arguments,
+        ),
+        Setting::Container => oscost_report::bill::predict_container(bill, s.name(), price),
+    }
+}
+
 /// The setting a command runs under, built.
 fn under(s: Setting) -> anyhow::Result<Under> {
     match s {
+        Setting::Container if oscost_sys::mount::effective_uid() != 0 => anyhow::bail!(
+            "--under container makes new namespaces, which takes root (CAP_SYS_ADMIN): run \
+             oscost as root, or bill the plain command and `oscost bill show \
+             --predict-under container`"
+        ),
+        Setting::Container => Ok(Under::Container),
         Setting::SeccompDefault => Ok(Under::Seccomp {
             name: s.name().into(),
             program: oscost_sys::seccomp::Program::profile().ok_or_else(|| {
@@ -278,23 +315,15 @@ fn predict(
     let (book, _) = prices(prices_arg, cfg)?;
     let price = book
         .as_ref()
-        .and_then(|b| b.get(oscost_report::bill::Priced::SeccompProfile))
+        .and_then(|b| b.get(priced(s)))
         .ok_or_else(|| {
             anyhow::anyhow!(
-                "--predict-under {}: the history holds no measured price for it (`oscost \
-                 seccomp` measures what the profile adds to a call)",
-                s.name()
+                "--predict-under {}: the history holds no measured price for it ({})",
+                s.name(),
+                measured_by(s)
             )
         })?;
-    let p = match s {
-        Setting::SeccompDefault => oscost_report::bill::predict_seccomp(
-            bill,
-            s.name(),
-            price,
-            &profile_allows,
-            &profile_reads_arguments,
-        ),
-    };
+    let p = prediction(bill, s, price);
     let width = oscost_report::export::terminal::layout_width(false)
         .map_or(80, |w| usize::from(w).min(100));
     let head = oscost_report::bill::headline(bill, width);
@@ -440,6 +469,19 @@ fn forward_signals(
                 let pid = control.child.load(Ordering::SeqCst);
                 if pid > 0 {
                     let _ = oscost_sys::launch::signal(pid, sig);
+                    // A PID namespace's init gets only the signals it handles (as under a
+                    // container runtime without an init of its own): one that did not end
+                    // it in a second is followed by SIGKILL, so Ctrl-C still ends the run.
+                    if control.init.load(Ordering::SeqCst) {
+                        std::thread::sleep(std::time::Duration::from_secs(1));
+                        if control.child.load(Ordering::SeqCst) == pid {
+                            eprintln!(
+                                "oscost: the command, its PID namespace's init, did not end on \
+                                 signal {sig} (it has no handler for it): killed"
+                            );
+                            let _ = oscost_sys::launch::signal(pid, signal_hook::consts::SIGKILL);
+                        }
+                    }
                 } else {
                     control.early.store(sig, Ordering::SeqCst);
                 }

@@ -38,6 +38,10 @@ pub enum Under {
         /// The filter.
         program: oscost_sys::seccomp::Program,
     },
+    /// New mount, UTS, IPC, PID, network and cgroup namespaces, the command born in them (as
+    /// `ns.container`'s child is, and as a container runtime starts one): it is the init of
+    /// its PID namespace, and its network namespace has a loopback, down.
+    Container,
 }
 
 impl Under {
@@ -45,12 +49,22 @@ impl Under {
     pub fn name(&self) -> &str {
         match self {
             Under::Seccomp { name, .. } => name,
+            Under::Container => "container",
         }
     }
 
     fn filter(&self) -> Option<&oscost_sys::seccomp::Program> {
         match self {
             Under::Seccomp { program, .. } => Some(program),
+            Under::Container => None,
+        }
+    }
+
+    /// The `CLONE_NEW*` flags the command is born with.
+    fn namespaces(&self) -> i32 {
+        match self {
+            Under::Seccomp { .. } => 0,
+            Under::Container => oscost_sys::ns::flags(&oscost_sys::ns::CONTAINER),
         }
     }
 }
@@ -65,6 +79,9 @@ pub struct Control {
     pub stop: AtomicBool,
     /// A signal that came before the command started (0: none): the command is not started.
     pub early: AtomicI32,
+    /// The command is the init of its own PID namespace, which the kernel hands only the
+    /// signals it has a handler for: one forwarded may need a SIGKILL after it.
+    pub init: AtomicBool,
 }
 
 /// Why a bill could not be made at all.
@@ -354,7 +371,9 @@ pub fn run(
             }
             let start = now_ns();
             let filter = under.as_ref().and_then(Under::filter);
-            let pid = start_command(argv, cg.as_ref(), filter)?;
+            let namespaces = under.as_ref().map_or(0, Under::namespaces);
+            control.init.store(namespaces != 0, Ordering::SeqCst);
+            let pid = start_command(argv, cg.as_ref(), filter, namespaces)?;
             control.child.store(pid, Ordering::SeqCst);
             // A signal between the look above and now was not forwarded: forward it.
             let early = control.early.swap(0, Ordering::SeqCst);
@@ -557,12 +576,20 @@ pub fn run(
     } else {
         bill.task_time_ns = bill.wall_ns;
     }
-    if let Subject::Command(_, Some(u)) = subject {
-        bill.notes.push(format!(
+    match subject {
+        Subject::Command(_, Some(u @ Under::Seccomp { .. })) => bill.notes.push(format!(
             "under {}: its first prctl and seccomp calls are oscost installing the filter, in \
              the command's process just before it executed",
             u.name()
-        ));
+        )),
+        Subject::Command(_, Some(Under::Container)) => bill.notes.push(
+            "under container: born in new mount, UTS, IPC, PID, network and cgroup namespaces \
+             (the wall time holds making them and, at the end, taking down what the kernel \
+             does not defer); the command was its PID namespace's init, and its network \
+             namespace had only a loopback, down"
+                .into(),
+        ),
+        _ => {}
     }
     Ok(bill)
 }
@@ -573,15 +600,25 @@ fn start_command(
     argv: &[OsString],
     cg: Option<&BillCgroup>,
     filter: Option<&oscost_sys::seccomp::Program>,
+    namespaces: i32,
 ) -> Result<i32, BillError> {
     if let Some(c) = cg {
         let dir = fs::File::open(&c.path)
             .map_err(|e| BillError::Other(format!("opening {}: {e}", c.path.display())))?;
         if let Some(pid) =
-            launch::spawn_into(argv, &dir, filter).map_err(|e| not_started(argv, &e))?
+            launch::spawn_into(argv, &dir, filter, namespaces).map_err(|e| not_started(argv, &e))?
         {
             return Ok(pid);
         }
+    }
+    if namespaces != 0 {
+        // Moved into namespaces after it started, the command would not be its PID
+        // namespace's init, nor born as a runtime starts it: not the setting asked for.
+        return Err(BillError::Other(
+            "--under container needs the command born in its namespaces and its cgroup \
+             (clone3 with CLONE_INTO_CGROUP, Linux 5.7, and a cgroup v2 oscost may make)"
+                .into(),
+        ));
     }
     let procs = match cg {
         Some(c) => Some(

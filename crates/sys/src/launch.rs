@@ -88,11 +88,13 @@ fn candidates(program: &std::ffi::OsStr) -> Vec<std::path::PathBuf> {
 /// cover the same events. Returns the child's pid; a command that cannot be executed is an
 /// error of its `execve` (`NotFound`, `PermissionDenied`), the child already reaped. `Ok(None)`:
 /// this kernel has no `clone3` or no `CLONE_INTO_CGROUP` (use [`spawn`]). With `filter`, as
-/// [`spawn`].
+/// [`spawn`]. `namespaces` (`CLONE_NEW*` flags, 0 for none) has the child born in new
+/// namespaces too, as a container runtime starts one.
 pub fn spawn_into(
     argv: &[OsString],
     cgroup: &File,
     filter: Option<&Program>,
+    namespaces: i32,
 ) -> io::Result<Option<i32>> {
     use std::ffi::CString;
     use std::os::unix::ffi::OsStrExt;
@@ -134,7 +136,7 @@ pub fn spawn_into(
     // struct clone_args: flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size,
     // tls, set_tid, set_tid_size, cgroup (Linux 5.7: 88 bytes).
     let mut ca = [0u64; 11];
-    ca[0] = 0x2_0000_0000; // CLONE_INTO_CGROUP
+    ca[0] = 0x2_0000_0000 | namespaces as u32 as u64; // CLONE_INTO_CGROUP
     ca[4] = libc::SIGCHLD as u64;
     ca[10] = cgroup.as_raw_fd() as u64;
     // SAFETY: ca is a valid clone_args of the size passed; without CLONE_VM the child gets a

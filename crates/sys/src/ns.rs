@@ -31,6 +31,22 @@ pub enum Kind {
     Time,
 }
 
+/// A container runtime's set: what `ns.container`'s child is cloned into and what
+/// `oscost bill --under container` runs a command in (no user namespace: made by root).
+pub const CONTAINER: [Kind; 6] = [
+    Kind::Mount,
+    Kind::Uts,
+    Kind::Ipc,
+    Kind::Pid,
+    Kind::Net,
+    Kind::Cgroup,
+];
+
+/// The `CLONE_NEW*` flags of `kinds`, or-ed.
+pub fn flags(kinds: &[Kind]) -> i32 {
+    kinds.iter().fold(0, |f, k| f | k.flag())
+}
+
 impl Kind {
     /// Every kind, in the order the kernel's `clone` documentation lists them.
     pub const ALL: [Kind; 8] = [

@@ -87,14 +87,8 @@ impl What {
             What::Cgroup => vec![Kind::Cgroup],
             What::Time => vec![Kind::Time],
             // runc's default set (the cgroup namespace on cgroup v2 hosts).
-            What::Container => vec![
-                Kind::Mount,
-                Kind::Uts,
-                Kind::Ipc,
-                Kind::Pid,
-                Kind::Net,
-                Kind::Cgroup,
-            ],
+            // The same set `oscost bill --under container` runs a command in.
+            What::Container => oscost_sys::ns::CONTAINER.to_vec(),
         }
     }
 }

@@ -4,7 +4,7 @@
 
 use crate::format::{fmt_ns, grouped};
 use oscost_model::bill::{Bill, Ending, Part, Price, Target};
-use oscost_model::ids::{fault, seccomp, switch, syscall};
+use oscost_model::ids::{fault, ns, seccomp, switch, syscall};
 use oscost_model::schema::ResultDoc;
 use std::collections::BTreeMap;
 
@@ -16,8 +16,8 @@ pub use compare::{
     BILL_COMPARE_SCHEMA,
 };
 pub use predict::{
-    check_under, predict_seccomp, render_check, render_prediction, PartChange, Prediction,
-    UnderCheck, WITHIN,
+    check_under, predict_container, predict_seccomp, render_check, render_prediction, Paid,
+    PartChange, Prediction, UnderCheck, WITHIN,
 };
 pub use reprice::{render_repricing, reprice, RepricedLine, Repricing};
 
@@ -39,6 +39,8 @@ pub enum Priced {
     /// What a container runtime's default seccomp profile adds to an allowed call (the
     /// kernel's action cache answering it).
     SeccompProfile,
+    /// What a container's namespaces add to a program's life, made and taken down once.
+    ContainerSetup,
 }
 
 /// The datasheet's cases behind each price, in the order tried.
@@ -65,6 +67,7 @@ const SOURCES: &[(Priced, &[(&str, bool)])] = &[
         Priced::SeccompProfile,
         &[(seccomp::PROFILE_GETPID_OVER_NONE, true)],
     ),
+    (Priced::ContainerSetup, &[(ns::CONTAINER_OVER_NONE, true)]),
 ];
 
 /// Prices read from datasheet runs.
@@ -100,7 +103,7 @@ impl PriceBook {
                 };
                 // A difference (what a filter adds) may come out at or below zero: still a
                 // price. Every other price is a positive time.
-                let difference = *what == Priced::SeccompProfile;
+                let difference = matches!(what, Priced::SeccompProfile | Priced::ContainerSetup);
                 if let Some((ns, ci95)) =
                     found.filter(|(ns, _)| ns.is_finite() && (difference || *ns > 0.0))
                 {

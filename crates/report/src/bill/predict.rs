@@ -2,19 +2,33 @@
 //! adds per operation, as the datasheet measured it. For a seccomp profile every system call
 //! passes the filter, so the prediction is the calls times what the profile adds to a call,
 //! and the calls the profile would refuse are named: the program would not make them as it did.
+//! A container is paid once, in the wall time: its namespaces made when the program is born
+//! and taken down when it ends, as `ns.container.over_none` prices them; nothing the program
+//! does inside them is dearer by any price the datasheet holds.
 
 use super::share;
 use crate::format::{fmt_ns, grouped};
 use oscost_model::bill::{Bill, Price};
+
+/// How a setting's price is paid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Paid {
+    /// By every system call, in the time on a CPU (a seccomp filter).
+    PerCall,
+    /// Once, in the wall time (a container's namespaces, made and taken down).
+    Once,
+}
 
 /// What a setting is predicted to add to a bill.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Prediction {
     /// The setting, as the user named it.
     pub setting: String,
-    /// What it adds to one system call.
+    /// How its price is paid, and so which time the check holds it against.
+    pub paid: Paid,
+    /// What it adds to one system call ([`Paid::PerCall`]), or once ([`Paid::Once`]).
     pub per_call: Price,
-    /// The calls priced: every call the program made.
+    /// The calls priced: every call the program made (1 for [`Paid::Once`]).
     pub calls: u64,
     /// calls × the price, ns, and its 95 % interval.
     pub added_ns: f64,
@@ -50,6 +64,7 @@ pub fn predict_seccomp(
     };
     Prediction {
         setting: setting.to_owned(),
+        paid: Paid::PerCall,
         per_call: per_call.clone(),
         calls,
         added_ns: n * per_call.ns,
@@ -57,6 +72,21 @@ pub fn predict_seccomp(
         refused: named(&|c| !allowed(c)),
         in_full: named(&|c| allowed(c) && reads_arguments(c)),
         task_time_ns: bill.task_time_ns as f64,
+    }
+}
+
+/// The bill in a container: `price` (`ns.container.over_none`) paid once, in the wall time.
+pub fn predict_container(bill: &Bill, setting: &str, price: &Price) -> Prediction {
+    Prediction {
+        setting: setting.to_owned(),
+        paid: Paid::Once,
+        per_call: price.clone(),
+        calls: 1,
+        added_ns: price.ns,
+        added_ci95: price.ci95,
+        refused: Vec::new(),
+        in_full: Vec::new(),
+        task_time_ns: bill.wall_ns as f64,
     }
 }
 
@@ -79,9 +109,8 @@ fn listed(calls: &[(String, u64)]) -> String {
 
 /// The prediction in a few lines at `width` columns.
 pub fn render_prediction(p: &Prediction, width: usize) -> String {
-    let mut lines = vec![
-        format!("predicted under {}:", p.setting),
-        format!(
+    let priced = match p.paid {
+        Paid::PerCall => format!(
             "{} system calls × {} a call ({}, run {}; 95 % CI {} to {}) = {} added (95 % CI \
              {} to {}), {:.1} % of the task time of {}",
             grouped(p.calls as f64),
@@ -96,7 +125,20 @@ pub fn render_prediction(p: &Prediction, width: usize) -> String {
             share(p.added_ns, p.task_time_ns),
             fmt_ns(p.task_time_ns)
         ),
-    ];
+        Paid::Once => format!(
+            "its namespaces made at the start and taken down at the end, once: {} ({}, run {}; \
+             95 % CI {} to {}), {:.1} % of the wall time of {}; a system call or a fault inside \
+             them costs what it costs outside (no price of the datasheet differs)",
+            fmt_ns(p.added_ns),
+            p.per_call.case,
+            run_label(&p.per_call.run),
+            fmt_ns(p.added_ci95[0]),
+            fmt_ns(p.added_ci95[1]),
+            share(p.added_ns, p.task_time_ns),
+            fmt_ns(p.task_time_ns)
+        ),
+    };
+    let mut lines = vec![format!("predicted under {}:", p.setting), priced];
     if !p.refused.is_empty() {
         lines.push(format!(
             "! the profile refuses calls this program made ({}): under it they fail with \
@@ -205,11 +247,19 @@ pub fn check_under(predicted: Prediction, plain: &[Bill], under: &[Bill]) -> Opt
     // Time on a CPU: what a filter adds to every call lands there, while time waiting for a
     // CPU moves with whatever else the machine runs. Under the setting, less the filter's
     // installation: oscost's, in the program's process before it executed.
-    let a: Vec<f64> = plain.iter().map(on_cpu_ns).collect();
-    let b: Vec<f64> = under
-        .iter()
-        .map(|u| on_cpu_ns(u) - installing_ns(u))
-        .collect();
+    // A container's price lands in the wall time: its namespaces are made before the program
+    // runs its first instruction and taken down after its last.
+    let time = |b: &Bill| match predicted.paid {
+        Paid::PerCall => on_cpu_ns(b),
+        Paid::Once => b.wall_ns as f64,
+    };
+    let a: Vec<f64> = plain.iter().map(time).collect();
+    // Under a seccomp setting, less the filter's installation (a container installs none).
+    let installing_ns = |b: &Bill| match predicted.paid {
+        Paid::PerCall => installing_ns(b),
+        Paid::Once => 0.0,
+    };
+    let b: Vec<f64> = under.iter().map(|u| time(u) - installing_ns(u)).collect();
     let installing = median(&under.iter().map(installing_ns).collect::<Vec<_>>());
     // Round by round: the machine's drift between rounds moves both of a round's runs.
     let ratios: Vec<f64> = a
@@ -306,8 +356,12 @@ pub fn render_check(c: &UnderCheck, width: usize) -> String {
         "\nchecked under {}: {} rounds, plain and under it in turn\n",
         p.setting, c.rounds
     );
+    let (what, label) = match p.paid {
+        Paid::PerCall => ("time on a CPU", "on a CPU (median)   "),
+        Paid::Once => ("wall time", "wall time (median)  "),
+    };
     out.push_str(&format!(
-        "  on a CPU (median)    plain {}   under {}\n",
+        "  {label} plain {}   under {}\n",
         fmt_ns(c.plain_ns),
         fmt_ns(c.under_ns)
     ));
@@ -351,10 +405,10 @@ pub fn render_check(c: &UnderCheck, width: usize) -> String {
             c.rounds
         )
     } else {
-        // What the filter adds lands on a CPU; the other parts are listed above.
+        // What the setting adds lands in `what`; the other parts are listed above.
         format!(
-            "✗ the prediction misses: the time on a CPU moved {} beyond it, an indirect cost \
-             the datasheet's price cannot know (or a machine that changed between rounds)",
+            "✗ the prediction misses: the {what} moved {} beyond it, an indirect cost the \
+             datasheet's price cannot know (or a machine that changed between rounds)",
             signed(m - p.added_ns)
         )
     };
@@ -412,6 +466,39 @@ mod tests {
         b.task_time_ns += extra_ns + jitter_ns;
         crate::bill::assemble(&mut b, None, None);
         b
+    }
+
+    /// A container is paid once, in the wall time: the check holds the wall times, and a
+    /// program whose time on a CPU moved but whose wall time did not is judged by the latter.
+    #[test]
+    fn a_container_is_paid_once_and_checked_in_the_wall_time() {
+        let b = fixture();
+        let p = predict_container(&b, "container", &price(400_000.0));
+        assert_eq!((p.paid, p.calls, p.added_ns), (Paid::Once, 1, 400_000.0));
+        let text = render_prediction(&p, 80);
+        assert!(
+            text.contains("taken down at the end, once: 400.0 µs"),
+            "{text}"
+        );
+        assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+        let walled = |extra: u64, jitter: u64| {
+            let mut b = round(0, 0);
+            b.wall_ns += extra + jitter;
+            b
+        };
+        let plain: Vec<Bill> = (0..5).map(|i| walled(0, i * 1_000)).collect();
+        let under: Vec<Bill> = (0..5).map(|i| walled(400_000, i * 1_000)).collect();
+        let c = check_under(p.clone(), &plain, &under).unwrap();
+        let (m, _) = c.measured();
+        assert!((m - 400_000.0).abs() < 2_000.0, "{m}");
+        assert!(c.holds());
+        let text = render_check(&c, 80);
+        assert!(text.contains("wall time (median)"), "{text}");
+        // Four times the price in the wall time: it misses, and says where.
+        let under: Vec<Bill> = (0..5).map(|i| walled(1_600_000, i * 1_000)).collect();
+        let c = check_under(p, &plain, &under).unwrap();
+        assert!(!c.holds());
+        assert!(render_check(&c, 80).contains("the wall time moved"));
     }
 
     #[test]
