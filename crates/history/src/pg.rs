@@ -327,6 +327,19 @@ impl Write for Stream {
             Stream::Tls(s) => s.write(buf),
         }
     }
+    // Many buffers in one system call: a COPY's rows go out from where they were written.
+    fn write_vectored(&mut self, bufs: &[std::io::IoSlice<'_>]) -> std::io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.write_vectored(bufs),
+            Stream::Unix(s) => s.write_vectored(bufs),
+            // StreamOwned has no write_vectored of its own (the default would take one buffer
+            // a call); the borrowed Stream has, encrypting them into one record where it can.
+            Stream::Tls(s) => {
+                let s = &mut **s;
+                rustls::Stream::new(&mut s.conn, &mut s.sock).write_vectored(bufs)
+            }
+        }
+    }
     fn flush(&mut self) -> std::io::Result<()> {
         match self {
             Stream::Tcp(s) => s.flush(),
