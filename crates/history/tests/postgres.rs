@@ -189,6 +189,13 @@ fn tls_is_used_when_the_server_offers_it() {
     assert_eq!(is_tls(&verified).as_deref(), Some("t"));
     let mut h = open(&verified);
     assert!(h.save(&common::run("tls", 1)).unwrap().new);
+    // Rows written out in many TLS records (the socket's writes of several buffers each, cut
+    // short where rustls's buffer fills) arrive whole.
+    let big: Vec<_> = (2..6).map(|n| common::big_run("tls", n, 3000)).collect();
+    assert!(h.save_all(&big).unwrap().iter().all(|s| s.new));
+    for d in &big {
+        assert_eq!(&h.get(d.run_id.as_deref().unwrap()).unwrap(), d);
+    }
     // The certificate is for `localhost`, not for 127.0.0.1.
     let wrong_name = verified.replace("localhost", "127.0.0.1");
     let e = History::open_at(&Location::parse(&wrong_name).unwrap())
