@@ -2,15 +2,20 @@
 //! the `documents` table, with a digest of the text so that pushing the same file again is
 //! recognised without parsing it.
 
-use crate::{derived_run_id, HistoryError};
+use crate::copy::{CopyMessage, CopyRows};
+use crate::save::table_rows;
+use crate::{derived_run_id, env_fingerprint, HistoryError};
 use oscost_model::{ResultDoc, SCHEMA};
+use std::ops::Range;
 
 /// The `encoding` of a document compressed with LZ4 (its uncompressed size first, as
 /// `lz4_flex::compress_prepend_size` writes it).
 pub(crate) const LZ4: &str = "lz4";
 
-/// A result document ready to be stored: parsed once (so it is valid) and the text it came
-/// from, compressed.
+/// A result document ready to be stored: parsed once (so it is valid), and its rows already
+/// in the binary `COPY` form PostgreSQL takes, the text it came from compressed straight into
+/// its `documents` row. Made where the file is read (a push's parse threads), so the store
+/// only sends bytes.
 #[derive(Debug, Clone)]
 pub struct Encoded {
     /// The document, as parsed.
@@ -19,8 +24,27 @@ pub struct Encoded {
     pub run_id: String,
     /// [`digest`] of the stored text.
     pub digest: String,
-    /// The stored text, compressed.
-    pub(crate) body: Vec<u8>,
+    /// Its rows of each table but `runs` (whose insert must see conflicts); the count of its
+    /// `cases` rows is the run's `case_count`.
+    pub(crate) rows: Rows,
+    /// [`env_fingerprint`] of its environment, worked out (a JSON text hashed) beside the
+    /// parse rather than in the store's thread.
+    pub(crate) fingerprint: String,
+    /// Where, in `rows.document`, the stored text is (compressed, its size first).
+    body: Range<usize>,
+}
+
+/// The rows a document adds to the tables filled by `COPY`, one CopyData message each.
+#[derive(Debug, Clone)]
+pub(crate) struct Rows {
+    /// Its row of `documents` (run id, encoding, digest, body).
+    pub(crate) document: CopyMessage,
+    /// Its row of `run_hosts`, if it names a host.
+    pub(crate) hosts: CopyMessage,
+    /// Its rows of `experiments`.
+    pub(crate) experiments: CopyMessage,
+    /// Its rows of `cases`.
+    pub(crate) cases: CopyMessage,
 }
 
 impl Encoded {
@@ -60,12 +84,41 @@ impl Encoded {
     }
 
     fn with_text(doc: ResultDoc, run_id: String, text: &[u8]) -> Encoded {
+        let digest = digest(text);
+        // Sized for the compressor's worst case, so that the row never moves as it is written.
+        let mut row = CopyRows::with_capacity(
+            2 + 4 * 4
+                + run_id.len()
+                + LZ4.len()
+                + digest.len()
+                + 4
+                + lz4_flex::block::get_maximum_output_size(text.len()),
+        );
+        row.row(4);
+        row.text(&run_id);
+        row.text(LZ4);
+        row.text(&digest);
+        let body = row.lz4(text);
+        let (hosts, experiments, cases) = table_rows(&doc, &run_id);
         Encoded {
+            rows: Rows {
+                document: row.finish(),
+                hosts,
+                experiments,
+                cases,
+            },
+            fingerprint: env_fingerprint(&doc.environment),
             doc,
             run_id,
-            digest: digest(text),
-            body: lz4_flex::compress_prepend_size(text),
+            digest,
+            body,
         }
+    }
+
+    /// The stored text, compressed (its uncompressed size first, as
+    /// `lz4_flex::compress_prepend_size` writes it).
+    pub(crate) fn body(&self) -> &[u8] {
+        self.rows.document.slice(self.body.clone())
     }
 
     /// The stored size, compressed, in bytes.

@@ -16,6 +16,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod copy;
 mod encode;
 mod error;
 mod fingerprint;

@@ -17,6 +17,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod copy;
+
 /// How long connecting, and then each read or write, may take before the store is called
 /// unreachable.
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -323,6 +325,19 @@ impl Write for Stream {
             Stream::Tcp(s) => s.write(buf),
             Stream::Unix(s) => s.write(buf),
             Stream::Tls(s) => s.write(buf),
+        }
+    }
+    // Many buffers in one system call: a COPY's rows go out from where they were written.
+    fn write_vectored(&mut self, bufs: &[std::io::IoSlice<'_>]) -> std::io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.write_vectored(bufs),
+            Stream::Unix(s) => s.write_vectored(bufs),
+            // StreamOwned has no write_vectored of its own (the default would take one buffer
+            // a call); the borrowed Stream has, encrypting them into one record where it can.
+            Stream::Tls(s) => {
+                let s = &mut **s;
+                rustls::Stream::new(&mut s.conn, &mut s.sock).write_vectored(bufs)
+            }
         }
     }
     fn flush(&mut self) -> std::io::Result<()> {
@@ -650,58 +665,6 @@ impl Client {
             return Err(err(format!("{}: {why}", self.shown)));
         }
         Ok(outcomes)
-    }
-
-    /// Runs `sql`, a `COPY ... FROM STDIN`, sending `data` as its input (in whatever format
-    /// `sql` names); returns the rows copied. Inside the transaction begun, if any.
-    pub fn copy_in(&mut self, sql: &str, data: &[u8]) -> Result<u64, PgError> {
-        frontend::query(sql, &mut self.output).map_err(|e| self.io(e))?;
-        self.send()?;
-        let mut failure = None;
-        let mut copying = false;
-        while !copying {
-            match self.receive()? {
-                backend::Message::CopyInResponse(_) => copying = true,
-                backend::Message::ErrorResponse(body) => failure = Some(error_text(&body)),
-                backend::Message::ReadyForQuery(_) => {
-                    let why = failure.unwrap_or_else(|| "the server did not start the copy".into());
-                    return Err(err(format!("{}: {why}", self.shown)));
-                }
-                _ => {}
-            }
-        }
-        // In pieces of 1 MiB: each is one message, written out once 8 MiB are waiting.
-        for piece in data.chunks(1 << 20) {
-            frontend::CopyData::new(piece)
-                .map_err(|e| self.io(e))?
-                .write(&mut self.output);
-            if self.output.len() >= 8 << 20 {
-                self.send()?;
-            }
-        }
-        frontend::copy_done(&mut self.output);
-        self.send()?;
-        let mut copied = 0;
-        loop {
-            match self.receive()? {
-                backend::Message::CommandComplete(body) => {
-                    copied = body
-                        .tag()
-                        .unwrap_or_default()
-                        .rsplit(' ')
-                        .next()
-                        .and_then(|n| n.parse().ok())
-                        .unwrap_or(0);
-                }
-                backend::Message::ErrorResponse(body) => failure = Some(error_text(&body)),
-                backend::Message::ReadyForQuery(_) => break,
-                _ => {}
-            }
-        }
-        match failure {
-            Some(why) => Err(err(format!("{}: {why}", self.shown))),
-            None => Ok(copied),
-        }
     }
 
     /// Runs SQL without parameters through the simple protocol (several statements allowed).

@@ -1,8 +1,9 @@
 //! Saving runs into the history, and removing them: each in one transaction.
 
+use crate::copy::{CopyMessage, CopyRows};
 use crate::encode::{Encoded, LZ4};
 use crate::store::{first as first_cell, next, real, Cell};
-use crate::{env_fingerprint, History, HistoryError, Saved};
+use crate::{History, HistoryError, Saved};
 use oscost_model::{ResultDoc, SCHEMA};
 use std::collections::{HashMap, HashSet};
 
@@ -40,13 +41,12 @@ impl History {
     /// cases in one `COPY` each on PostgreSQL. A run already there (before, or saved by
     /// another oscost meanwhile, or twice in `docs`) is left as it is; `differs` says whether
     /// its stored document holds other content.
-    pub fn save_encoded(&mut self, mut docs: Vec<Encoded>) -> Result<Vec<Saved>, HistoryError> {
-        self.write(|h| h.save_in(&mut docs))
+    pub fn save_encoded(&mut self, docs: Vec<Encoded>) -> Result<Vec<Saved>, HistoryError> {
+        self.write(|h| h.save_in(&docs))
     }
 
-    /// [`History::save_encoded`] inside a transaction already begun. The compressed texts of
-    /// the runs stored are moved out of `docs`.
-    fn save_in(&self, docs: &mut [Encoded]) -> Result<Vec<Saved>, HistoryError> {
+    /// [`History::save_encoded`] inside a transaction already begun.
+    fn save_in(&self, docs: &[Encoded]) -> Result<Vec<Saved>, HistoryError> {
         let saved_at = humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string();
         // Each id once: a later copy in the same batch is "already there".
         let mut first = HashSet::new();
@@ -70,9 +70,9 @@ impl History {
                     (&env.oscost_version).into(),
                     (&env.kernel_release).into(),
                     env.cpu_model.as_ref().into(),
-                    env_fingerprint(env).into(),
+                    (&e.fingerprint).into(),
                     env.command_line.join(" ").into(),
-                    (case_count(&e.doc) as i64).into(),
+                    (e.rows.cases.rows() as i64).into(),
                     self.no_document(),
                 ]);
             }
@@ -93,53 +93,30 @@ impl History {
                 inserted.contains(&docs[i].run_id) && first_copy.insert(docs[i].run_id.clone())
             })
             .collect();
-        let (mut documents, mut hosts, mut experiments, mut cases) =
-            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for &i in &new {
-            documents.push(vec![
-                Cell::from(&docs[i].run_id),
-                LZ4.into(),
-                (&docs[i].digest).into(),
-                Cell::Blob(std::mem::take(&mut docs[i].body)),
-            ]);
-        }
-        for e in new.iter().map(|&i| &docs[i]) {
-            // The name a fleet gives the host, else its own: loopback "hosts" share one
-            // hostname.
-            if let Some(host) = e.doc.environment.host() {
-                hosts.push(vec![(&e.run_id).into(), host.into()]);
-            }
-            for (i, x) in e.doc.experiments.iter().enumerate() {
-                experiments.push(vec![
-                    (&e.run_id).into(),
-                    (i as i64).into(),
-                    (&x.name).into(),
-                ]);
-            }
-            for r in case_rows(&e.doc) {
-                cases.push(vec![
-                    (&e.run_id).into(),
-                    r.case_id.into(),
-                    r.experiment.into(),
-                    r.kind.into(),
-                    r.unit.into(),
-                    real(r.median_ns),
-                    real(r.ci95_ns[0]),
-                    real(r.ci95_ns[1]),
-                    real(r.median_cycles),
-                    r.samples.into(),
-                    (r.checks_passed as i64).into(),
-                ]);
-            }
-        }
-        self.bulk(
+        // PostgreSQL takes the rows the parse made, as they are; SQLite inserts them from the
+        // documents (only worked out if it is the store).
+        let new_docs: Vec<&Encoded> = new.iter().map(|&i| &docs[i]).collect();
+        let cells = std::cell::OnceCell::new();
+        let cells = || cells.get_or_init(|| cell_rows(&new_docs));
+        self.append(
             "documents",
             &["run_id", "encoding", "digest", "body"],
-            &documents,
+            new_docs.iter().map(|e| &e.rows.document),
+            || &cells()[0],
         )?;
-        self.bulk("run_hosts", &["run_id", "hostname"], &hosts)?;
-        self.bulk("experiments", &["run_id", "position", "name"], &experiments)?;
-        self.bulk(
+        self.append(
+            "run_hosts",
+            &["run_id", "hostname"],
+            new_docs.iter().map(|e| &e.rows.hosts),
+            || &cells()[1],
+        )?;
+        self.append(
+            "experiments",
+            &["run_id", "position", "name"],
+            new_docs.iter().map(|e| &e.rows.experiments),
+            || &cells()[2],
+        )?;
+        self.append(
             "cases",
             &[
                 "run_id",
@@ -154,7 +131,8 @@ impl History {
                 "samples",
                 "checks_passed",
             ],
-            &cases,
+            new_docs.iter().map(|e| &e.rows.cases),
+            || &cells()[3],
         )?;
         let new: HashSet<usize> = new.into_iter().collect();
         docs.iter()
@@ -252,6 +230,86 @@ pub fn derived_run_id(doc: &ResultDoc) -> Result<String, HistoryError> {
     Ok(uuid::Uuid::new_v5(&RUN_NAMESPACE, json.as_bytes()).to_string())
 }
 
+/// The rows `doc` adds to `run_hosts`, `experiments` and `cases` under `run_id`, in the binary
+/// `COPY` form, each table's one message: written by the thread that parsed the document, so
+/// the store's thread only sends them.
+pub(crate) fn table_rows(doc: &ResultDoc, run_id: &str) -> (CopyMessage, CopyMessage, CopyMessage) {
+    let mut hosts = CopyRows::with_capacity(64 + run_id.len());
+    // The name a fleet gives the host, else its own: loopback "hosts" share one hostname.
+    if let Some(host) = doc.environment.host() {
+        hosts.row(2);
+        hosts.text(run_id);
+        hosts.text(host);
+    }
+    let mut experiments = CopyRows::with_capacity(doc.experiments.len() * (48 + run_id.len()));
+    for (i, x) in doc.experiments.iter().enumerate() {
+        experiments.row(3);
+        experiments.text(run_id);
+        experiments.int4(i as i64);
+        experiments.text(&x.name);
+    }
+    let rows = case_rows(doc);
+    // About what a row takes (ids and names of a few dozen bytes): grown if short.
+    let mut cases = CopyRows::with_capacity(rows.len() * (160 + run_id.len()));
+    for r in rows {
+        cases.row(11);
+        cases.text(run_id);
+        cases.text(r.case_id);
+        cases.text(r.experiment);
+        cases.text(r.kind);
+        cases.text(r.unit);
+        cases.real(r.median_ns);
+        cases.real(r.ci95_ns[0]);
+        cases.real(r.ci95_ns[1]);
+        cases.real(r.median_cycles);
+        cases.opt_int4(r.samples);
+        cases.int4(r.checks_passed as i64);
+    }
+    (hosts.finish(), experiments.finish(), cases.finish())
+}
+
+/// The same rows as [`table_rows`], and the `documents` rows, as values to bind: how SQLite
+/// takes them. Each table's rows, in the order `documents`, `run_hosts`, `experiments`,
+/// `cases`.
+fn cell_rows(docs: &[&Encoded]) -> [Vec<Vec<Cell>>; 4] {
+    let (mut documents, mut hosts, mut experiments, mut cases) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for e in docs {
+        documents.push(vec![
+            Cell::from(&e.run_id),
+            LZ4.into(),
+            (&e.digest).into(),
+            Cell::Blob(e.body().to_vec()),
+        ]);
+        if let Some(host) = e.doc.environment.host() {
+            hosts.push(vec![(&e.run_id).into(), host.into()]);
+        }
+        for (i, x) in e.doc.experiments.iter().enumerate() {
+            experiments.push(vec![
+                (&e.run_id).into(),
+                (i as i64).into(),
+                (&x.name).into(),
+            ]);
+        }
+        for r in case_rows(&e.doc) {
+            cases.push(vec![
+                (&e.run_id).into(),
+                r.case_id.into(),
+                r.experiment.into(),
+                r.kind.into(),
+                r.unit.into(),
+                real(r.median_ns),
+                real(r.ci95_ns[0]),
+                real(r.ci95_ns[1]),
+                real(r.median_cycles),
+                r.samples.into(),
+                (r.checks_passed as i64).into(),
+            ]);
+        }
+    }
+    [documents, hosts, experiments, cases]
+}
+
 /// One row of the `cases` table.
 struct CaseRow<'a> {
     case_id: &'a str,
@@ -309,4 +367,88 @@ fn case_rows(doc: &ResultDoc) -> Vec<CaseRow<'_>> {
 /// How many rows of the `cases` table `doc` gives: its distinct case and derived-figure ids.
 pub fn case_count(doc: &ResultDoc) -> usize {
     case_rows(doc).len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The payload of a binary `COPY` of `rows`, as the store wrote it from values before the
+    /// rows were written where the documents are parsed: the reference.
+    fn old_payload(rows: &[Vec<Cell>]) -> Vec<u8> {
+        let mut data = Vec::new();
+        data.extend_from_slice(b"PGCOPY\n\xff\r\n\0");
+        data.extend_from_slice(&[0; 8]);
+        for row in rows {
+            data.extend_from_slice(&(row.len() as i16).to_be_bytes());
+            for cell in row {
+                cell.copy_binary(&mut data);
+            }
+        }
+        data.extend_from_slice(&(-1i16).to_be_bytes());
+        data
+    }
+
+    /// The payload the server reads from the messages written at parse.
+    fn new_payload<'a>(messages: impl Iterator<Item = &'a CopyMessage>) -> Vec<u8> {
+        let mut data = Vec::new();
+        data.extend_from_slice(b"PGCOPY\n\xff\r\n\0");
+        data.extend_from_slice(&[0; 8]);
+        for m in messages {
+            data.extend_from_slice(m.rows_bytes());
+        }
+        data.extend_from_slice(&(-1i16).to_be_bytes());
+        data
+    }
+
+    #[test]
+    fn the_rows_written_at_parse_are_the_bytes_the_values_gave() {
+        // A document under 64 KiB and one over (LZ4's two tables), one with a host (from a
+        // run, serialised here), one read from text.
+        let small = include_str!("../../../tests/golden/oscost-2.json");
+        let large = include_str!("../../report/tests/fixtures/suite.json");
+        let mut hosted = oscost_model::read(small).unwrap();
+        hosted.run_id = Some("0f6a7c1e-5b1d-4a61-9a53-3c7e0d8a1b22".into());
+        hosted.environment.hostname = Some("host-7".into());
+        let docs = [
+            Encoded::from_text(small).unwrap(),
+            Encoded::from_text(large).unwrap(),
+            Encoded::from_doc(&hosted).unwrap(),
+        ];
+        let texts = [
+            small.to_owned(),
+            large.to_owned(),
+            serde_json::to_string(&docs[2].doc).unwrap(),
+        ];
+        assert!(texts[0].len() < 65_535 && texts[1].len() > 65_535);
+        let refs: Vec<&Encoded> = docs.iter().collect();
+        let [_, hosts, experiments, cases] = cell_rows(&refs);
+        // The documents as they were stored: `lz4_flex::compress_prepend_size` of the text.
+        let documents: Vec<Vec<Cell>> = docs
+            .iter()
+            .zip(&texts)
+            .map(|(e, t)| {
+                vec![
+                    Cell::from(&e.run_id),
+                    LZ4.into(),
+                    crate::encode::digest(t.as_bytes()).into(),
+                    Cell::Blob(lz4_flex::compress_prepend_size(t.as_bytes())),
+                ]
+            })
+            .collect();
+        for (e, t) in docs.iter().zip(&texts) {
+            // What the runs' insert takes from the parse.
+            assert_eq!(e.rows.cases.rows(), case_count(&e.doc));
+            assert_eq!(e.fingerprint, crate::env_fingerprint(&e.doc.environment));
+            assert_eq!(e.body(), lz4_flex::compress_prepend_size(t.as_bytes()));
+            assert_eq!(crate::encode::decode(&e.run_id, LZ4, e.body()).unwrap(), *t);
+        }
+        assert_eq!(hosts.len(), 1);
+        assert!(cases.len() > 100 && !experiments.is_empty());
+        let rows = |f: fn(&Encoded) -> &CopyMessage| new_payload(docs.iter().map(f));
+        assert_eq!(rows(|e| &e.rows.document), old_payload(&documents));
+        assert_eq!(rows(|e| &e.rows.hosts), old_payload(&hosts));
+        assert_eq!(rows(|e| &e.rows.experiments), old_payload(&experiments));
+        assert_eq!(rows(|e| &e.rows.cases), old_payload(&cases));
+    }
 }

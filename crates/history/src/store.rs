@@ -1,6 +1,7 @@
 //! The database behind a [`History`]: the values that go in and come out, statements with
 //! `$N` placeholders run on either store, and transactions.
 
+use crate::copy::CopyMessage;
 use crate::{pg, History, HistoryError};
 use rusqlite::Connection;
 use std::cell::RefCell;
@@ -89,8 +90,10 @@ impl Cell {
     }
 
     /// The field as PostgreSQL's binary COPY takes it: the column types oscost's tables use
-    /// (TEXT, INTEGER as 4 bytes, DOUBLE PRECISION, BYTEA), NULL as length -1.
-    fn copy_binary(&self, out: &mut Vec<u8>) {
+    /// (TEXT, INTEGER as 4 bytes, DOUBLE PRECISION, BYTEA), NULL as length -1. How rows were
+    /// written before [`crate::copy`]; kept as the reference its output is held to.
+    #[cfg(test)]
+    pub(crate) fn copy_binary(&self, out: &mut Vec<u8>) {
         let mut field = |bytes: &[u8]| {
             out.extend_from_slice(&(bytes.len() as i32).to_be_bytes());
             out.extend_from_slice(bytes);
@@ -141,13 +144,14 @@ pub(crate) fn real(v: f64) -> Cell {
 
 impl rusqlite::ToSql for Cell {
     fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
-        use rusqlite::types::{ToSqlOutput, Value};
-        Ok(ToSqlOutput::Owned(match self {
-            Cell::Null => Value::Null,
-            Cell::Int(i) => Value::Integer(*i),
-            Cell::Real(r) => Value::Real(*r),
-            Cell::Text(t) => Value::Text(t.clone()),
-            Cell::Blob(b) => Value::Blob(b.clone()),
+        use rusqlite::types::{ToSqlOutput, ValueRef};
+        // Borrowed: a document's body is not copied again to be bound.
+        Ok(ToSqlOutput::Borrowed(match self {
+            Cell::Null => ValueRef::Null,
+            Cell::Int(i) => ValueRef::Integer(*i),
+            Cell::Real(r) => ValueRef::Real(*r),
+            Cell::Text(t) => ValueRef::Text(t.as_bytes()),
+            Cell::Blob(b) => ValueRef::Blob(b),
         }))
     }
 }
@@ -222,22 +226,25 @@ impl History {
         }
     }
 
-    /// Appends `rows` to `table`, each the values of `columns` in order, inside the
-    /// transaction begun: one binary `COPY` on PostgreSQL (an INTEGER column takes 4 bytes), a
-    /// prepared insert per row on SQLite. No conflict is allowed for: the caller inserts only
+    /// Appends rows to `table` (the values of `columns` in order) inside the transaction
+    /// begun: on PostgreSQL one binary `COPY` of `copy`, rows already written in its form
+    /// (an INTEGER column takes 4 bytes), sent as they are; on SQLite a prepared insert per row
+    /// of `cells`, asked for only there. No conflict is allowed for: the caller inserts only
     /// rows of runs it has just inserted itself.
-    pub(crate) fn bulk(
+    pub(crate) fn append<'a, 'c>(
         &self,
         table: &str,
         columns: &[&str],
-        rows: &[Vec<Cell>],
+        copy: impl Iterator<Item = &'a CopyMessage>,
+        cells: impl FnOnce() -> &'c [Vec<Cell>],
     ) -> Result<u64, HistoryError> {
-        if rows.is_empty() {
-            return Ok(0);
-        }
         let names = columns.join(", ");
         match &self.store {
             Store::Sqlite(conn) => {
+                let rows = cells();
+                if rows.is_empty() {
+                    return Ok(0);
+                }
                 let marks: Vec<String> = (1..=columns.len()).map(|i| format!("?{i}")).collect();
                 let mut st = conn.prepare_cached(&format!(
                     "INSERT INTO {table} ({names}) VALUES ({})",
@@ -250,21 +257,13 @@ impl History {
                 Ok(n)
             }
             Store::Postgres(client) => {
-                // The binary format: a signature, flags and an extension length, then each row's
-                // field count and fields, then -1.
-                let mut data = Vec::with_capacity(rows.len() * 64);
-                data.extend_from_slice(b"PGCOPY\n\xff\r\n\0");
-                data.extend_from_slice(&[0; 8]);
-                for row in rows {
-                    data.extend_from_slice(&(row.len() as i16).to_be_bytes());
-                    for cell in row {
-                        cell.copy_binary(&mut data);
-                    }
+                let messages: Vec<&CopyMessage> = copy.filter(|m| m.rows() > 0).collect();
+                if messages.is_empty() {
+                    return Ok(0);
                 }
-                data.extend_from_slice(&(-1i16).to_be_bytes());
-                Ok(client.borrow_mut().copy_in(
+                Ok(client.borrow_mut().copy_in_rows(
                     &format!("COPY {table} ({names}) FROM STDIN (FORMAT binary)"),
-                    &data,
+                    &messages,
                 )?)
             }
         }

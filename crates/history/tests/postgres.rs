@@ -189,6 +189,13 @@ fn tls_is_used_when_the_server_offers_it() {
     assert_eq!(is_tls(&verified).as_deref(), Some("t"));
     let mut h = open(&verified);
     assert!(h.save(&common::run("tls", 1)).unwrap().new);
+    // Rows written out in many TLS records (the socket's writes of several buffers each, cut
+    // short where rustls's buffer fills) arrive whole.
+    let big: Vec<_> = (2..6).map(|n| common::big_run("tls", n, 3000)).collect();
+    assert!(h.save_all(&big).unwrap().iter().all(|s| s.new));
+    for d in &big {
+        assert_eq!(&h.get(d.run_id.as_deref().unwrap()).unwrap(), d);
+    }
     // The certificate is for `localhost`, not for 127.0.0.1.
     let wrong_name = verified.replace("localhost", "127.0.0.1");
     let e = History::open_at(&Location::parse(&wrong_name).unwrap())
@@ -253,6 +260,62 @@ fn a_batch_is_copied_in_and_counted_right() {
         .iter()
         .all(|s| !s.new && !s.differs));
     assert_eq!(count(&url, "SELECT count(*) FROM cases"), 40 * cases);
+}
+
+/// The rows written where a document is parsed, sent as one message each, are stored as the
+/// values always were: the body is `lz4_flex::compress_prepend_size` of the text byte for byte
+/// (under LZ4's 64 KiB table switch and over), the digest that of the text; more messages
+/// than one system call takes (1 024 buffers) all arrive.
+#[test]
+fn documents_are_stored_byte_for_byte_as_before() {
+    let Some(cluster) = Cluster::start(false) else {
+        return;
+    };
+    let url = cluster.url();
+    let mut pg = open(&url);
+    let big = serde_json::to_string(&common::big_run("bytes", 1, 600)).unwrap();
+    assert!(common::GOLDEN_2.len() < 65_535 && big.len() > 65_535);
+    let texts = [common::GOLDEN_2, big.as_str()];
+    let encoded: Vec<_> = texts
+        .iter()
+        .map(|t| oscost_history::Encoded::from_text(t).unwrap())
+        .collect();
+    let ids: Vec<String> = encoded.iter().map(|e| e.run_id.clone()).collect();
+    assert!(pg.save_encoded(encoded).unwrap().iter().all(|s| s.new));
+    let mut c = oscost_history::pg::Client::connect(&PgUrl::parse(&url).unwrap()).unwrap();
+    for (id, text) in ids.iter().zip(texts) {
+        let out = c
+            .run(&[(
+                "SELECT encoding, digest, encode(body, 'hex') FROM documents WHERE run_id = $1",
+                vec![Some(id.clone())],
+            )])
+            .unwrap();
+        let row = &out[0].rows[0];
+        let hex: String = lz4_flex::compress_prepend_size(text.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(row[0].as_deref(), Some("lz4"));
+        assert_eq!(
+            row[1].as_deref(),
+            Some(oscost_history::digest(text.as_bytes()).as_str())
+        );
+        assert_eq!(row[2].as_deref(), Some(hex.as_str()), "{id}");
+    }
+    let many: Vec<_> = (0..1100).map(|n| common::run("many", n)).collect();
+    assert!(pg.save_all(&many).unwrap().iter().all(|s| s.new));
+    assert_eq!(count(&url, "SELECT count(*) FROM documents"), 1102);
+    let cases = oscost_history::case_count(&many[0]) as i64;
+    assert_eq!(
+        count(&url, "SELECT count(*) FROM cases"),
+        1100 * cases
+            + oscost_history::case_count(&oscost_model::read(common::GOLDEN_2).unwrap()) as i64
+            + oscost_history::case_count(&oscost_model::read(&big).unwrap()) as i64
+    );
+    assert_eq!(
+        &pg.get(many[1099].run_id.as_deref().unwrap()).unwrap(),
+        &many[1099]
+    );
 }
 
 /// A store an older oscost made (schema 2: the document as JSONB in `runs`) is migrated on

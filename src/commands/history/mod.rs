@@ -208,7 +208,8 @@ enum Prepared {
 /// the others still go in. For each batch the files' run ids are read from their first bytes
 /// and looked up in one query; a file whose run the store holds with the same text (by its
 /// digest) is not parsed. The others are read, parsed once and compressed on two threads
-/// while the store takes the batch before.
+/// while the store takes the batch before; those threads also write the rows the store will
+/// send (see [`Encoded`]), so its own thread only inserts the runs and sends bytes.
 fn push(store: &mut History, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
     let mut tally = Tally::default();
     std::thread::scope(|scope| -> anyhow::Result<()> {
