@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# A bill predicted under a setting, and checked: for each workload, what a container runtime's
-# default seccomp profile is predicted to add to the program (every system call × what the
-# profile adds to a call, from an `oscost seccomp` run made first) beside what it measurably
-# adds (the program billed plainly and under the profile in turn, ROUNDS rounds each: the
-# change of its time on a CPU, ratio of medians with its 95 % interval). oscost does the
-# rounds and the statistics (`oscost bill --under seccomp=default --rounds N`); this script
-# only chooses the workloads, pins them, and gathers the verdict lines.
+# A bill predicted under a setting, and checked: for each workload, what the setting is
+# predicted to add to the program beside what it measurably adds (the program billed plainly
+# and under the setting in turn, ROUNDS rounds each: the change of its time on a CPU for a
+# seccomp profile, of its wall time for a container, median of the rounds' ratios with its
+# 95 % interval). SETTING=seccomp=default (the default): every system call × what a container
+# runtime's default profile adds to a call, from an `oscost seccomp` run made first;
+# SETTING=container: the container's namespaces made and taken down once, from an `oscost ns
+# --cases container` run made first. oscost does the rounds and the statistics (`oscost bill
+# --under SETTING --rounds N`); this script only chooses the workloads, pins them, and gathers
+# the verdict lines.
 #
 # Workloads: benches/bill_work.c's getppid loop (a million calls: the largest share a filter
 # can take), its mixed mode, its threads and forkexec modes, and programs nobody here wrote:
@@ -15,7 +18,8 @@
 # needs is missing. Needs root (BPF, cgroup v2). Run it on an idle machine, one benchmark at a
 # time.
 #
-# Usage: [ROUNDS=N] [WORKLOADS="getppid mixed threads forkexec gzip find python"]
+# Usage: [SETTING=seccomp=default|container] [ROUNDS=N]
+#        [WORKLOADS="getppid mixed threads forkexec gzip find python"]
 #        [OSCOST_BIN=PATH] [GZIP_MB=20] scripts/bill-under.sh [CPU]
 #   CPU        the CPU every run is pinned to (default: the last CPU this shell may use)
 #   ROUNDS     rounds of each (default 9, at least 3)
@@ -46,8 +50,19 @@ if [[ " ${workloads[*]} " == *" gzip "* ]]; then
     head -c $((gzip_mb * 1024 * 768)) /dev/urandom | base64 >"$tmp/input.txt"
 fi
 
-echo "the profile's price per call: oscost seccomp, pinned to CPU $cpu"
-taskset -c "$cpu" "$oscost_bin" seccomp --no-save --quiet --json "$tmp/seccomp.json" >/dev/null
+setting="${SETTING:-seccomp=default}"
+case "$setting" in
+seccomp=default)
+    echo "the profile's price per call: oscost seccomp, pinned to CPU $cpu"
+    price_run=(seccomp)
+    ;;
+container)
+    echo "the container's price: oscost ns --cases container, pinned to CPU $cpu"
+    price_run=(ns --cases container)
+    ;;
+*) die "SETTING must be seccomp=default or container, got '$setting'" ;;
+esac
+taskset -c "$cpu" "$oscost_bin" "${price_run[@]}" --no-save --quiet --json "$tmp/prices.json" >/dev/null
 
 command_of() {
     case "$1" in
@@ -65,8 +80,8 @@ for w in "${workloads[@]}"; do
     command_of "$w"
     echo
     echo "== $w: ${cmd[*]}"
-    if ! taskset -c "$cpu" "$oscost_bin" bill --prices "$tmp/seccomp.json" \
-        --under seccomp=default --rounds "$rounds" -- "${cmd[@]}" \
+    if ! taskset -c "$cpu" "$oscost_bin" bill --prices "$tmp/prices.json" \
+        --under "$setting" --rounds "$rounds" -- "${cmd[@]}" \
         >/dev/null 2>"$tmp/err"; then
         echo "failed: $(tail -n 1 "$tmp/err")"
         continue
