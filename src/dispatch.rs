@@ -147,7 +147,14 @@ fn other_command(command: Command, global: &GlobalOpts) -> anyhow::Result<ExitCo
         Command::Baselines { name } => commands::baselines::run(name),
         Command::Man { name, dir } => commands::man::run(name.as_deref(), dir.as_deref()),
         Command::Compare(args) => commands::compare::run(args, &Config::from_global(global)?),
-        Command::Bill(args) => commands::bill::run(args, &Config::as_given(global)),
+        Command::Bill(args) => {
+            // A bill names its host as a run does (`--host-name`, `--runner`).
+            let cfg = Config {
+                fleet: crate::config::fleet(global)?,
+                ..Config::as_given(global)
+            };
+            commands::bill::run(args, &cfg)
+        }
         Command::Report { files, output } => {
             commands::report::run(&files, output.as_deref(), &Config::from_global(global)?)
         }

@@ -729,3 +729,67 @@ fn a_document_with_a_case_id_twice_is_refused_by_name() {
         &needle,
     );
 }
+
+/// Bills of one program from three hosts read as one table, a column per host, the reference
+/// first; a run of experiments among them, or a bill of another program, is refused by name.
+#[test]
+fn bills_grouped_by_host_read_as_one_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let bill = |host: &str, cmd: &[&str]| {
+        let json = dir.path().join(format!("{host}.json"));
+        let out = oscost()
+            .args([
+                "bill",
+                "--quiet",
+                "--no-save",
+                "--host-name",
+                host,
+                "--json",
+            ])
+            .arg(&json)
+            .arg("--")
+            .args(cmd)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        json
+    };
+    let files: Vec<_> = ["alpha", "beta", "gamma"]
+        .iter()
+        .map(|h| bill(h, &["sh", "-c", "exit 0"]))
+        .collect();
+    let out = oscost()
+        .args(["compare", "--group-by", "host", "--reference", "beta"])
+        .args(&files)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("sh -c exit 0 by host, 3 groups, each against beta"),
+        "{text}"
+    );
+    let header = text.lines().find(|l| l.starts_with("counted")).unwrap();
+    let cols: Vec<&str> = header.split_whitespace().skip(1).collect();
+    assert_eq!(cols, ["beta", "alpha", "gamma"], "{text}");
+    assert!(text.contains("task time"), "{text}");
+
+    let other = bill("delta", &["true"]);
+    let out = oscost()
+        .args(["compare", "--group-by", "host"])
+        .args(&files)
+        .arg(&other)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("must be of one program"), "{err}");
+}

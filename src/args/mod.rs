@@ -373,7 +373,8 @@ pub struct CompareArgs {
     pub inputs: Vec<String>,
     /// Compare groups of runs, one column each: `host` (the fleet's name for the host,
     /// else its host name), `kernel`, or any environment field by its JSON path
-    /// (`scheduler.preempt_model`); each group's latest run stands for it
+    /// (`scheduler.preempt_model`); each group's latest run stands for it. Given bills of
+    /// one program, its bill a column per group
     #[arg(long, value_name = "FIELD")]
     pub group_by: Option<String>,
     /// With --group-by: the group every other is compared against (default: the first
@@ -411,6 +412,7 @@ const COMPARE_HELP: &str = "Examples:
   oscost compare published:minix3-kernel-drivers today.json --rate 10000
   oscost compare latest~1 latest --markdown -               history runs, as Markdown
   oscost compare --group-by host results/*.json             one column per host (docs/fleet.md)
+  oscost compare --group-by host bills/*.json               one program's bill, a column per host
 
 Verdicts: faster or slower when the bootstrap 95 % CI of the ratio of medians excludes 1,
 Mann-Whitney p < 0.05 once adjusted for every figure compared (Benjamini-Hochberg) and the

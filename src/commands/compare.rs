@@ -23,6 +23,14 @@ pub fn run(args: CompareArgs, cfg: &Config) -> anyhow::Result<ExitCode> {
             );
         }
         let reference = args.reference.as_deref();
+        // Bills go by program, a column per group: told by the first input.
+        if let Some(first) = args.inputs.first() {
+            if let Loaded::Measured(d) = load(first, db.as_ref())? {
+                if d.bill.is_some() {
+                    return bill_fleet(&args.inputs, field, reference, cfg, db.as_ref());
+                }
+            }
+        }
         return super::fleet::run(
             &args.inputs,
             field,
@@ -49,6 +57,104 @@ pub fn run(args: CompareArgs, cfg: &Config) -> anyhow::Result<ExitCode> {
         cfg,
         db.as_ref(),
     )
+}
+
+/// `compare --group-by FIELD BILL…`: one program's bills, the newest of each group, a column
+/// per group against the reference group's (`--reference`, else the first by name).
+fn bill_fleet(
+    inputs: &[String],
+    field: &str,
+    reference: Option<&str>,
+    cfg: &Config,
+    history: HistoryAt,
+) -> anyhow::Result<ExitCode> {
+    if cfg.csv.is_some() || cfg.markdown.is_some() || cfg.report.is_some() {
+        anyhow::bail!(
+            "bills by group go to the terminal or --json (not --csv, --markdown or --report)"
+        );
+    }
+    let by = oscost_report::fleet::GroupBy::parse(field).map_err(|e| anyhow::anyhow!(e))?;
+    // Group name → (started at, source, document): the newest bill of each group.
+    let mut groups: std::collections::BTreeMap<String, (String, String, oscost_model::ResultDoc)> =
+        std::collections::BTreeMap::new();
+    let mut subject: Option<(String, String)> = None;
+    for arg in inputs {
+        let Loaded::Measured(doc) = load(arg, history)? else {
+            anyhow::bail!("{arg}: a published baseline is not a bill (give bills only)");
+        };
+        let Some(bill) = &doc.bill else {
+            anyhow::bail!(
+                "{arg} is a run of experiments: --group-by sets bills of one program beside each \
+                 other, or runs of experiments, not both"
+            );
+        };
+        let what = oscost_report::bill::subject(bill);
+        match &subject {
+            None => subject = Some((arg.clone(), what)),
+            Some((first, w)) if *w != what => anyhow::bail!(
+                "{arg} is the bill of {what}, {first} of {w}: the groups' bills must be of one \
+                 program"
+            ),
+            Some(_) => {}
+        }
+        let name = by.key(&doc.environment).ok_or_else(|| {
+            anyhow::anyhow!("{arg} records no {}: nothing to group it by", by.name())
+        })?;
+        let started = doc.started_at.clone().unwrap_or_default();
+        if groups.get(&name).is_none_or(|(s, _, _)| started > *s) {
+            groups.insert(name, (started, arg.clone(), *doc));
+        }
+    }
+    if groups.len() < 2 {
+        anyhow::bail!(
+            "every bill is of one {} ({}): --group-by needs bills of two groups or more",
+            by.name(),
+            groups.keys().next().map_or("", String::as_str)
+        );
+    }
+    let mut names: Vec<String> = groups.keys().cloned().collect();
+    if let Some(r) = reference {
+        let at = names.iter().position(|n| n == r).ok_or_else(|| {
+            anyhow::anyhow!(
+                "--reference {r}: no group of that {} (there are: {})",
+                by.name(),
+                names.join(", ")
+            )
+        })?;
+        let r = names.remove(at);
+        names.insert(0, r);
+    }
+    let bills: Vec<(String, String, &oscost_model::bill::Bill)> = names
+        .iter()
+        .map(|n| {
+            let (_, source, doc) = &groups[n];
+            (
+                n.clone(),
+                source.clone(),
+                doc.bill.as_ref().expect("a bill"),
+            )
+        })
+        .collect();
+    let f = oscost_report::bill::bill_fleet(by.name(), &bills);
+    if let Some(sink) = &cfg.json {
+        let json = serde_json::to_string_pretty(&f)? + "\n";
+        match sink {
+            Sink::File(p) => oscost_report::output::write_atomic(p, &json)?,
+            Sink::Stdout => print_stdout(&json)?,
+        }
+    }
+    let width = oscost_report::export::terminal::layout_width(cfg.stdout_taken())
+        .map_or(80, |w| usize::from(w).min(120));
+    let text =
+        oscost_report::termtext::for_terminal(&oscost_report::bill::render_bill_fleet(&f, width));
+    if cfg.stdout_taken() {
+        if !cfg.quiet {
+            eprint!("{text}");
+        }
+    } else {
+        print_stdout(&text)?;
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Two bills, B against A: the terminal table, or `--json`.

@@ -300,7 +300,7 @@ impl Config {
 pub const NO_DATA_DIR: &str = "no home directory to keep it in";
 
 /// `--host-name` and `--runner`, checked: one line each, so that tables and CSV stay whole.
-fn fleet(g: &GlobalOpts) -> anyhow::Result<Option<oscost_model::env::FleetRun>> {
+pub(crate) fn fleet(g: &GlobalOpts) -> anyhow::Result<Option<oscost_model::env::FleetRun>> {
     let check = |flag: &str, v: &Option<String>| -> anyhow::Result<Option<String>> {
         match v.as_deref().map(str::trim) {
             None => Ok(None),

@@ -40,7 +40,15 @@ pub fn uses(name: &str) -> Option<&'static [&'static str]> {
         ],
         "compare" => &["--json", "--csv", "--markdown", "--history", "--report"],
         "report" => &["--history"],
-        "bill" => &["--json", "--report", "--history", "--no-save"],
+        // A bill names its host as a run does, so that a fleet's bills group by host.
+        "bill" => &[
+            "--json",
+            "--report",
+            "--history",
+            "--no-save",
+            "--host-name",
+            "--runner",
+        ],
         // It prints one screen; it writes no file.
         "datasheet" => &["--history"],
         _ => return None,

@@ -9,12 +9,14 @@ use oscost_model::schema::ResultDoc;
 use std::collections::BTreeMap;
 
 mod compare;
+mod fleet;
 mod predict;
 mod reprice;
 pub use compare::{
     compare_bills, render_bill_comparison, BillComparison, BillRow, BillVerdict,
     BILL_COMPARE_SCHEMA,
 };
+pub use fleet::{bill_fleet, render_bill_fleet, BillFleet, FleetBillRow, BILL_FLEET_SCHEMA};
 pub use predict::{
     check_under, predict_container, predict_seccomp, render_check, render_prediction, Paid,
     PartChange, Prediction, UnderCheck, WITHIN,
