@@ -52,6 +52,41 @@ fn fault_counts_one_fault_a_page_and_fault_around_for_a_cached_file() {
     assert_eq!(d[0], "fault.file-read.per_fault");
 }
 
+/// Drawn from two processes: each one's median kept, their samples joined, the checks
+/// passed; with too few samples for two, from one.
+#[test]
+fn fault_draws_its_samples_from_several_processes() {
+    let run = |samples: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("r.json");
+        common::oscost()
+            .env("TMPDIR", dir.path())
+            .args(["--quick", "--quiet", "--samples", samples, "fault"])
+            .args([
+                "--kinds",
+                "anon-write",
+                "--pages",
+                "16",
+                "--processes",
+                "2",
+                "--json",
+            ])
+            .arg(&json)
+            .assert()
+            .success();
+        common::read_doc(&json).experiments.remove(0)
+    };
+    let e = run("16");
+    assert_every_check_passed(&e);
+    let c = &e.cases[0];
+    assert_eq!(c.process_medians_ns.len(), 2, "{:?}", c.process_medians_ns);
+    assert_eq!(c.samples, 16);
+    assert!(c.process_medians_ns.iter().all(|m| *m > 0.0));
+    let one = run("10");
+    assert!(one.cases[0].process_medians_ns.is_empty());
+    assert_args_refused(&["fault", "--processes", "0"], "--processes");
+}
+
 #[test]
 fn mmap_maps_unmaps_and_reads_what_it_says() {
     let e = tiny(&["mmap", "--pages", "1,16"]);

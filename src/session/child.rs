@@ -162,9 +162,53 @@ fn no_stack_cache_tunables() -> String {
     }
 }
 
+/// Runs one experiment in as many fresh measuring processes as it draws its samples from (see
+/// `oscost_measure::processes`), one after another, each with its share of the samples, and
+/// returns their results merged and the tasks they started (themselves included).
+pub(super) fn measure_in_processes(
+    job: &Job,
+    scratch: &Path,
+    bar: &Bar,
+    children: &Mutex<Children>,
+    cancel: &AtomicBool,
+) -> anyhow::Result<(ExperimentOutput, u64)> {
+    use oscost_measure::processes;
+    let n = processes::processes_for(job.experiment.processes(), job.sampler.samples);
+    if n <= 1 {
+        return measure_in_child(job, scratch, bar, children, cancel);
+    }
+    let each = processes::samples_each(job.sampler.samples, n);
+    let part = Job {
+        experiment: job.experiment.clone(),
+        sampler: oscost_measure::sampler::SamplerConfig {
+            samples: each,
+            min_runs: job.sampler.min_runs.min(each),
+            ..job.sampler
+        },
+        quick: job.quick,
+        cpus: job.cpus.clone(),
+        clock: job.clock.clone(),
+    };
+    let mut outputs = Vec::with_capacity(n);
+    let mut tasks = 0;
+    for _ in 0..n {
+        let (output, started) = measure_in_child(&part, scratch, bar, children, cancel)?;
+        outputs.push(output);
+        tasks += started;
+    }
+    processes::merge(outputs)
+        .map(|o| (o, tasks))
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "{}: no measuring process gave a result",
+                job.experiment.name()
+            )
+        })
+}
+
 /// Runs one experiment in a fresh measuring process and returns its raw results and the
 /// number of tasks it started (itself included).
-pub(super) fn measure_in_child(
+fn measure_in_child(
     job: &Job,
     scratch: &Path,
     bar: &Bar,

@@ -181,7 +181,7 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs], saving: Saving) -> anyh
         } else {
             probe
         };
-        let measured = child::measure_in_child(&job, scratch.path(), &bar, &children, &cancel);
+        let measured = child::measure_in_processes(&job, scratch.path(), &bar, &children, &cancel);
         let (out, tasks) = match measured {
             Ok(r) => r,
             Err(err) => {

@@ -18,6 +18,7 @@ pub mod leftovers;
 pub mod limits;
 pub mod machine_controls;
 pub mod pace;
+pub mod processes;
 pub mod sampler;
 pub mod scratch;
 pub mod sysctl;

@@ -134,6 +134,10 @@ pub struct Case {
     /// leaves user space).
     #[serde(default, skip_serializing_if = "ControlKind::is_kernel_entry")]
     pub control: ControlKind,
+    /// Drawn from several processes: each one's median, ns, in the order they ran (their
+    /// samples are joined in `samples`). Empty for a figure of one process.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub process_medians_ns: Vec<f64>,
 }
 
 /// How a traced figure's tracepoints were recorded, and what recording them cost: the same
@@ -181,6 +185,7 @@ impl Case {
             series: Vec::new(),
             trace: None,
             control: ControlKind::KernelEntry,
+            process_medians_ns: Vec::new(),
         }
     }
 

@@ -56,13 +56,15 @@ pub enum MessageKind {
     /// Fresh rings read outside the case's interval, which holds one ring's samples (uring's
     /// SQPOLL case).
     LevelMovesBetweenRings,
+    /// The processes a figure was drawn from fell into two modes of cost (fault).
+    ProcessModes,
     /// Any other text: its own words say what it is.
     Other,
 }
 
 impl MessageKind {
     /// Every kind with lead words, i.e. all but [`MessageKind::Other`].
-    pub const KNOWN: [MessageKind; 20] = [
+    pub const KNOWN: [MessageKind; 21] = [
         MessageKind::WideInterval,
         MessageKind::CpusShared,
         MessageKind::SpeedUpWithheld,
@@ -83,6 +85,7 @@ impl MessageKind {
         MessageKind::HaltedCpuWoken,
         MessageKind::WokenWithoutAnswer,
         MessageKind::LevelMovesBetweenRings,
+        MessageKind::ProcessModes,
     ];
 
     /// The words every text of this kind starts with (empty for [`MessageKind::Other`]).
@@ -108,6 +111,7 @@ impl MessageKind {
             MessageKind::HaltedCpuWoken => "woke a halted CPU",
             MessageKind::WokenWithoutAnswer => "woken without its answer",
             MessageKind::LevelMovesBetweenRings => "the level moves between rings",
+            MessageKind::ProcessModes => "the processes fell into two modes",
             MessageKind::Other => "",
         }
     }
@@ -137,6 +141,7 @@ impl MessageKind {
             | MessageKind::YieldWithoutSwitch
             | MessageKind::VerifyOrder
             | MessageKind::LevelMovesBetweenRings
+            | MessageKind::ProcessModes
             | MessageKind::Other => false,
         }
     }

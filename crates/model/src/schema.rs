@@ -505,6 +505,10 @@ pub struct CaseResult {
     /// The machine control the figure moves with; absent for the system-call floor.
     #[serde(default, skip_serializing_if = "crate::ControlKind::is_kernel_entry")]
     pub control: crate::ControlKind,
+    /// Drawn from several processes: each one's median, ns, in the order they ran. Absent for
+    /// a figure of one process and from older documents.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub process_medians_ns: Vec<f64>,
 }
 
 /// A figure computed from other cases.

@@ -277,6 +277,7 @@ pub fn case(c: &Case, ns_per_tick: f64, rate: Option<f64>) -> Option<CaseResult>
         raw_ns: c.samples.per_op_ns.clone(),
         trace: c.trace.clone(),
         control: c.control,
+        process_medians_ns: c.process_medians_ns.clone(),
     })
 }
 

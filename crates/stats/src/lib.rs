@@ -25,6 +25,7 @@ pub mod cause;
 pub mod fit;
 mod mann_whitney;
 mod median_law;
+pub mod modes;
 mod order;
 mod outliers;
 pub mod periodic;

@@ -43,6 +43,12 @@ pub trait Experiment:
     /// Measures, handing up raw samples and evidence; never a made-up figure.
     fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput>;
 
+    /// Measuring processes to draw the samples from, one after another (see
+    /// [`crate::processes`]): more than one where a process keeps its own level of cost.
+    fn processes(&self) -> usize {
+        1
+    }
+
     /// Checks, before any experiment of the run starts measuring, that what this one will
     /// need at its largest (open files, tasks, memory mappings, memory) fits the machine's
     /// `limits`: an error is one line naming the limit, what the run needs and how to raise
@@ -159,6 +165,14 @@ macro_rules! registry {
             pub fn no_thread_stack_cache(&self) -> bool {
                 match self {
                     $(Self::$variant(_) => <$options as $crate::engine::Experiment>::NO_THREAD_STACK_CACHE,)*
+                }
+            }
+
+            /// Measuring processes to draw its samples from
+            /// (see [`Experiment::processes`](crate::engine::Experiment::processes)).
+            pub fn processes(&self) -> usize {
+                match self {
+                    $(Self::$variant(o) => <$options as $crate::engine::Experiment>::processes(o),)*
                 }
             }
 

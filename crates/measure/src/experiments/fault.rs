@@ -126,6 +126,21 @@ pub struct Options {
     #[arg(long, value_name = "DIR")]
     #[serde(default)]
     pub dir: Option<std::path::PathBuf>,
+
+    /// Measuring processes the samples are drawn from, one after another, each with its share
+    /// (at least 8 each, so fewer with few samples): a process can keep one of two levels of
+    /// fault cost for its life, and processes that fall into two modes are said with both
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_PROCESSES,
+          value_parser = clap::value_parser!(u16).range(1..=64))]
+    #[serde(default = "default_processes")]
+    pub processes: u16,
+}
+
+/// Processes a fault figure is drawn from by default.
+const DEFAULT_PROCESSES: u16 = 5;
+
+fn default_processes() -> u16 {
+    DEFAULT_PROCESSES
 }
 
 /// Where a file kind's file lives.
@@ -716,6 +731,10 @@ process pinned to one CPU.\n\nTakes about 2 s; --quick about 0.3 s on a 2-vCPU v
 
     fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         run(self, ctx)
+    }
+
+    fn processes(&self) -> usize {
+        usize::from(self.processes)
     }
 
     fn preflight(&self, quick: bool, limits: &Limits) -> anyhow::Result<()> {

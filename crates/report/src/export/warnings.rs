@@ -137,6 +137,13 @@ fn about(kind: MessageKind) -> Option<About> {
                       anywhere in the range the warning gives",
             doc: &["uring", "Rings"],
         },
+        MessageKind::ProcessModes => About {
+            tag: "two modes across processes",
+            explain: "the figure was drawn from several processes and they fell into two groups \
+                      of cost, each process keeping one for its life: the median mixes them, so \
+                      read the two modes the warning gives, not the median alone",
+            doc: &["fault", "Processes"],
+        },
         // Context whose own words say enough.
         MessageKind::GapsThinned
         | MessageKind::SamplesThinned
