@@ -677,3 +677,12 @@ pub fn edited_doc(c: &Case, dest: &Path, edit: impl FnOnce(&mut serde_json::Valu
     edit(&mut v);
     std::fs::write(dest, serde_json::to_vec(&v).unwrap()).unwrap();
 }
+
+/// NAME.json: a run of its own (its own id) of host `host`, further edited by `edit`.
+pub fn host_doc(c: &Case, name: &str, host: &str, edit: impl FnOnce(&mut serde_json::Value)) {
+    edited_doc(c, &c.at(format!("{name}.json")), |d| {
+        d["run_id"] = uuid::Uuid::new_v4().to_string().into();
+        d["environment"]["fleet"] = serde_json::json!({"host_name": host, "runner": null});
+        edit(d);
+    });
+}
