@@ -22,3 +22,4 @@ mod history;
 mod outputs;
 mod refusals;
 mod runner;
+mod signals;
