@@ -18,6 +18,7 @@
 mod common;
 
 mod bad_input;
+mod fuse;
 mod history;
 mod outputs;
 mod refusals;

@@ -159,6 +159,16 @@ impl Bg {
         self.child.try_wait().unwrap().is_some()
     }
 
+    /// Its standard input, if it was piped.
+    pub fn take_stdin(&mut self) -> Option<std::process::ChildStdin> {
+        self.child.stdin.take()
+    }
+
+    /// What it has written on standard output so far.
+    pub fn stdout_so_far(&self) -> String {
+        String::from_utf8_lossy(&std::fs::read(&self.out).unwrap_or_default()).into_owned()
+    }
+
     /// Waits for it (within [`LIMIT`] of its start, else a hang) and vets it.
     pub fn collect(mut self) -> Out {
         let status = wait_bounded(&mut self.child, self.started, &self.label);
@@ -504,6 +514,14 @@ impl Case {
             .collect();
         assert!(changed.is_empty(), "working directory changed: {changed:?}");
         out
+    }
+
+    /// The pid of the case's process whose command line contains `word`.
+    pub fn process_with(&self, word: &str) -> Option<u32> {
+        self.processes()
+            .into_iter()
+            .find(|&p| cmdline(p).contains(word))
+            .map(|p| p as u32)
     }
 
     /// Processes of the case still running.

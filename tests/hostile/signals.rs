@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::runner::{case, expect_json, kill, measuring_of, wait_for, workers_of, Case, QUICK_SYS};
+use crate::runner::{case, expect_json, kill, measuring_of, wait_for, workers_of, QUICK_SYS};
 
 /// A sweep of ring sizes, interrupted once a ring of 32 processes or more runs.
 const RING_SWEEP: &[&str] = &[
@@ -195,12 +195,4 @@ fn sigstop_sigcont() {
         bg.collect().rc(0);
         expect_json(&c.at("r.json"), "ring");
     });
-}
-
-/// Whether the case `c` has a process whose command line contains `word`.
-pub fn has_process(c: &Case, word: &str) -> Option<u32> {
-    c.processes()
-        .into_iter()
-        .find(|&p| crate::runner::cmdline(p).contains(word))
-        .map(|p| p as u32)
 }
