@@ -271,6 +271,7 @@ fn fs_kill9_all_next_run() {
 }
 
 #[test]
+#[ignore = "needs root: runs oscost as nobody"]
 fn fs_kill9_all_next_run_unprivileged() {
     kill9_all(true);
 }
@@ -307,11 +308,13 @@ fn unprivileged(kill_server: bool) {
 }
 
 #[test]
+#[ignore = "needs root: runs oscost as nobody"]
 fn fs_sigint_unprivileged() {
     unprivileged(false);
 }
 
 #[test]
+#[ignore = "needs root: runs oscost as nobody"]
 fn fs_kill_server_unprivileged() {
     unprivileged(true);
 }
@@ -398,6 +401,7 @@ fn fuse_serve_two_directories() {
 /// the case's own): the FUSE cases are not measured, each naming the device and the fix, never
 /// a bare EINVAL from mount(2).
 #[test]
+#[ignore = "needs root: binds over /dev/fuse in a mount namespace"]
 fn fs_dev_fuse_not_fuse() {
     if !common::is_root() || !std::path::Path::new("/dev/fuse").exists() {
         return common::skip("needs root and /dev/fuse: binding over /dev/fuse");

@@ -237,6 +237,7 @@ impl Drop for Tmpfs {
 /// result file and says the run was not saved; a history command fails in one line that names
 /// the database.
 #[test]
+#[ignore = "needs root: mounts a small tmpfs"]
 fn history_full_disk() {
     if !common::is_root() {
         return common::skip("needs root: mounting a small tmpfs");
@@ -278,7 +279,7 @@ fn history_full_disk() {
 /// still runs, the result file and report it keeps itself are given up each with one line,
 /// the results go to the temporary directory instead, and the run succeeds.
 #[test]
-#[ignore = "slow: a real --quick suite"]
+#[ignore = "needs root and slow: mounts a small tmpfs, runs a real --quick suite"]
 fn suite_full_disk() {
     if !common::is_root() {
         return common::skip("needs root: mounting a small tmpfs");

@@ -23,4 +23,5 @@ mod history;
 mod outputs;
 mod refusals;
 mod runner;
+mod settings;
 mod signals;
