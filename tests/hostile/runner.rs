@@ -376,11 +376,6 @@ impl Case {
         }
     }
 
-    /// The marker string every process of the case carries.
-    pub fn marker(&self) -> &str {
-        &self.marker
-    }
-
     /// `cmd` set up as every process of the case: working directory, TMPDIR, marker, a history
     /// of the case's own.
     pub fn prepare<'a>(&self, cmd: &'a mut Command) -> &'a mut Command {
