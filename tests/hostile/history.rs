@@ -181,8 +181,13 @@ fn history_lock_wait_sigint() {
         db.execute_batch("begin immediate").unwrap();
         let args = with_hist(&hist, &["--scripted", "-q", "example", "--json", "r.json"]);
         let bg = c.spawn_osc(&args);
-        // Long enough to reach the wait for the lock.
-        std::thread::sleep(std::time::Duration::from_millis(1500));
+        // The result file is written before the run is saved: once it is there, the run is at
+        // the history, and a moment later waiting for its lock.
+        assert!(
+            crate::runner::wait_for(30, || c.at("r.json").exists()),
+            "no result file in 30 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(500));
         kill("INT", bg.pid());
         let out = bg.collect();
         drop(db);

@@ -23,5 +23,6 @@ mod history;
 mod outputs;
 mod refusals;
 mod runner;
+mod runner_checks;
 mod settings;
 mod signals;
