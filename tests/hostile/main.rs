@@ -9,10 +9,13 @@
 //! directory. Bad input exits 2 with exactly one stderr line starting `oscost: `, prints
 //! nothing on stdout and leaves the working directory exactly as it was.
 //!
-//! The cases that take long (they wait for what they provoke: a signal mid-run, a FUSE
-//! server stopped, oscost's own 30 s timeout) or change the machine are `#[ignore]`d;
-//! `.ci/run` runs them as root with `cargo test --test hostile -- --ignored`. A case that
+//! The cases that need root (they mount, change a setting, trace, run oscost as `nobody`) or
+//! wait for a timeout (a stopped FUSE server's, oscost's own 30 s one) are `#[ignore]`d;
+//! `.ci/run` runs them as root with `cargo xtask test --test hostile -- --ignored`. A case that
 //! cannot run here (not root, no FUSE) is skipped through `common::skip`, never passed.
+//!
+//! The cases are those of the shell script this replaces, under the same names (`-` as `_`),
+//! but for the ones other tests already cover.
 
 #[path = "../common/mod.rs"]
 mod common;

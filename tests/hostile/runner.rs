@@ -44,7 +44,8 @@ pub fn arg(s: &str) -> OsString {
     let mut i = 0;
     while i < b.len() {
         if b[i] == b'\\' && b.get(i + 1) == Some(&b'x') && i + 4 <= b.len() {
-            if let Ok(v) = u8::from_str_radix(&s[i + 2..i + 4], 16) {
+            let hex = std::str::from_utf8(&b[i + 2..i + 4]).unwrap_or("");
+            if let Ok(v) = u8::from_str_radix(hex, 16) {
                 out.push(v);
                 i += 4;
                 continue;
@@ -56,7 +57,8 @@ pub fn arg(s: &str) -> OsString {
     OsString::from_vec(out)
 }
 
-/// Whether `text` matches the extended regular expression `re`.
+/// Whether `text` matches the regular expression `re` (the regex crate's syntax, which reads
+/// the extended regular expressions of the cases as grep did).
 pub fn matches(re: &str, text: &str) -> bool {
     predicates::str::is_match(re)
         .unwrap_or_else(|e| panic!("bad regex {re}: {e}"))
@@ -130,7 +132,7 @@ fn shell_rc(status: std::process::ExitStatus) -> i32 {
         .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
 }
 
-/// The checks every invocation gets: no panic, and (once it has ended) no hang.
+/// The check every invocation gets once it has ended: no panic (a hang is [`wait_bounded`]'s).
 fn vet(label: &str, rc: i32, err: &str) {
     assert_ne!(rc, 101, "{label}panic: exit 101: {err}");
     assert!(
