@@ -303,6 +303,8 @@ fn measure_in_child(
     // Nothing of it runs any more: remove the SysV sets it recorded and did not remove itself
     // (it was killed), whatever the way the run goes on or ends.
     let removed = oscost_measure::leftovers::remove_registered(scratch);
+    // A user's FUSE mount outlives a measuring process that could not unmount it.
+    oscost_measure::leftovers::sweep_after_measuring(scratch);
     if removed.sysv_sems > 0 {
         eprintln!(
             "oscost: removed {} the interrupted measuring process left behind",

@@ -255,6 +255,28 @@ pub fn run_dir_bases() -> Vec<PathBuf> {
     bases
 }
 
+/// What a measuring process that ended (killed, or stopped mid-way by a stopped FUSE server)
+/// left of `fs` for a user who is not root, whose FUSE mount lives in the machine's mount table
+/// and outlives its process: every mount under the run directory `scratch`, unmounted lazily,
+/// and the run's `fs` directories in /dev/shm ([`shm_dir_prefix`]), unmounted and removed.
+/// Returns how many mounts went. Call it once the measuring process has ended.
+pub fn sweep_after_measuring(scratch: &Path) -> usize {
+    let mut gone = unmount_under(scratch);
+    let prefix = format!(
+        "{RUN_DIR_PREFIX}{}-fs-",
+        run_dir_pid(scratch).unwrap_or_else(std::process::id)
+    );
+    if let Ok(entries) = fs::read_dir("/dev/shm") {
+        for e in entries.flatten() {
+            if e.file_name().to_string_lossy().starts_with(&prefix) {
+                gone += unmount_under(&e.path());
+                let _ = fs::remove_dir_all(e.path());
+            }
+        }
+    }
+    gone
+}
+
 /// Unmounts, lazily, every mount at or under `dir` in this process's mount table (deepest
 /// first); returns how many went.
 fn unmount_under(dir: &Path) -> usize {
