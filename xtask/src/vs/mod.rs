@@ -307,7 +307,8 @@ impl Side<'_> {
             "--no-save".into(),
         ];
         args.extend(expand(run.oscost, s));
-        if s.quick {
+        // An entry whose oscost run is always quick (the controls) names it once.
+        if s.quick && !args.iter().any(|a| a == "--quick") {
             args.push("--quick".into());
         }
         if self.smoke {
@@ -345,7 +346,7 @@ impl Side<'_> {
     fn run_oscost(&self, run: &Run, json: &Path) -> anyhow::Result<run::Measured> {
         run::output(self.oscost(run, json), "oscost")?;
         let text = std::fs::read_to_string(json).with_context(|| format!("{}", json.display()))?;
-        run::parse_oscost(&text)
+        run::parse_oscost(&text, self.entry.read)
     }
 
     fn derived(&self, mut figures: Figures) -> Figures {
@@ -459,7 +460,7 @@ impl Side<'_> {
             let c = run::parse_c(&done.stdout[0])?;
             let text =
                 std::fs::read_to_string(&json).with_context(|| format!("{}", json.display()))?;
-            let o = run::parse_oscost(&text)?;
+            let o = run::parse_oscost(&text, self.entry.read)?;
             let keep = |f: &Figures| -> Figures {
                 f.iter()
                     .filter(|(id, _)| run.only.is_none_or(|s| id.contains(s)))

@@ -1,0 +1,67 @@
+//! References of the machine itself: the controls oscost times around every experiment, and
+//! the interruptions a spinning CPU sees.
+
+use super::super::entry::{Cpus, Entry, Needs, Read, Run};
+
+/// `cargo xtask vs controls`.
+pub const CONTROLS: Entry = Entry {
+    name: "controls",
+    about: "the machine's controls oscost times around every experiment: syscall(-1) and a \
+            fixed user-space loop (benches/controls_ref.c)",
+    source: "benches/controls_ref.c",
+    cflags: &[],
+    cpus: Cpus::One,
+    needs: Needs::Nothing,
+    // Fixed in the program: 24 samples of each, as oscost's bursts.
+    c_samples: [24, 24],
+    c_quick: &[],
+    taskset: true,
+    idle_poll: false,
+    runs: &[Run {
+        c: &[&["{a}"]],
+        // The shortest experiment whose document keeps the controls around it.
+        oscost: &["syscall", "--calls", "enosys", "--quick"],
+        only: None,
+    }],
+    derive: None,
+    show: &[],
+    read: &[Read::Controls],
+    helpers: &[],
+    alternate: &[],
+};
+
+/// `cargo xtask vs noise`.
+pub const NOISE: Entry = Entry {
+    name: "noise",
+    about: "interruptions of a CPU spinning on the TSC: how many a second and their median \
+            length, gaps above 1 µs (benches/noise_ref.c)",
+    source: "benches/noise_ref.c",
+    cflags: &[],
+    cpus: Cpus::One,
+    needs: Needs::Nothing,
+    c_samples: [1, 1],
+    c_quick: &[],
+    // The program spins where it is started and names its case by the CPU it ran on.
+    taskset: true,
+    idle_poll: false,
+    runs: &[Run {
+        c: &[&["{q:2:0.5}", "1000"]],
+        oscost: &[
+            "noise",
+            "--duration",
+            "{q:2s:500ms}",
+            "--threshold-ns",
+            "1000",
+        ],
+        only: None,
+    }],
+    derive: None,
+    show: &[],
+    // Rates and lengths, counters of oscost's case: its median is not the figure here.
+    read: &[
+        Read::Counter("gaps_per_s"),
+        Read::Counter("length_median_ns"),
+    ],
+    helpers: &[],
+    alternate: &[],
+};
