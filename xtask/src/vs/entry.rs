@@ -2,7 +2,10 @@
 //!
 //! An argument template may hold `{a}` (the measuring CPU), `{b}` (the second CPU), `{s}`
 //! (the C program's samples), `{tmp}` (the run's scratch directory) and `{q:STANDARD:QUICK}`
-//! (one word under standard sampling, another under `--quick`); [`expand`] fills them.
+//! (one word under standard sampling, another under `--quick`); [`expand`] fills them. A C
+//! template may also hold `{param:NAME}`, oscost's experiment parameter NAME from the same
+//! round's document (a count oscost calibrated, for the C program to do the same work): such a
+//! run has oscost run first in every round.
 
 /// How many CPUs an entry places its tasks on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

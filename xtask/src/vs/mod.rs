@@ -334,10 +334,13 @@ impl Side<'_> {
         args
     }
 
-    fn run_c(&self, c_bin: &Path, run: &Run) -> anyhow::Result<Figures> {
+    /// The C program's figures for `run`; `oscost` is the same round's oscost run, whose
+    /// parameters fill a template's `{param:NAME}`.
+    fn run_c(&self, c_bin: &Path, run: &Run, oscost: &run::Measured) -> anyhow::Result<Figures> {
         let mut figures = Figures::new();
         for invocation in run.c {
-            let cmd = run::command(c_bin, &self.c_args(invocation), self.pin());
+            let args = fill_params(self.c_args(invocation), &oscost.params)?;
+            let cmd = run::command(c_bin, &args, self.pin());
             figures.extend(run::parse_c(&run::output(cmd, self.entry.source)?)?);
         }
         Ok(figures)
@@ -374,12 +377,13 @@ impl Side<'_> {
             let mut o_all = Figures::new();
             for (k, run) in runs.iter().enumerate() {
                 let json = self.dir.join(format!("o{round}.{k}.json"));
-                let (c, o) = if round % 2 == 1 {
-                    let c = self.run_c(c_bin, run)?;
+                // A C run that takes a parameter from oscost's document runs after it always.
+                let (c, o) = if round % 2 == 1 && !takes_params(run) {
+                    let c = self.run_c(c_bin, run, &run::Measured::default())?;
                     (c, self.run_oscost(run, &json)?)
                 } else {
                     let o = self.run_oscost(run, &json)?;
-                    (self.run_c(c_bin, run)?, o)
+                    (self.run_c(c_bin, run, &o)?, o)
                 };
                 let keep = |f: &Figures| -> Figures {
                     f.iter()
@@ -389,19 +393,18 @@ impl Side<'_> {
                 };
                 c_all.extend(keep(&c));
                 o_all.extend(keep(&o.figures));
-                let o_counters = o.counters;
                 for line in pairs.add_round(
                     round as usize,
                     &keep(&c),
                     &keep(&o.figures),
-                    &o_counters,
+                    &o.counters,
                     self.entry.show,
                     None,
                 ) {
                     println!("{line}");
                 }
                 if control {
-                    let c2 = self.run_c(c_bin, run)?;
+                    let c2 = self.run_c(c_bin, run, &o)?;
                     for line in again.add_round(
                         round as usize,
                         &keep(&c),
@@ -454,6 +457,9 @@ impl Side<'_> {
             let [c_args] = run.c else {
                 bail!("an alternated case runs the C program once");
             };
+            if takes_params(run) {
+                bail!("an alternated case cannot wait for oscost's parameters");
+            }
             let c_cmd = run::command(c_bin, &self.c_args(c_args), self.pin());
             let first = usize::from(round % 2 == 0);
             let done = conduct::alternate([c_cmd, self.oscost(run, &json)], first, &dir)?;
@@ -488,6 +494,35 @@ impl Side<'_> {
     }
 }
 
+/// Whether `run`'s C program takes a parameter of oscost's document (`{param:NAME}`).
+fn takes_params(run: &Run) -> bool {
+    run.c
+        .iter()
+        .flat_map(|i| i.iter())
+        .any(|a| a.contains("{param:"))
+}
+
+/// `args` with each `{param:NAME}` replaced by oscost's experiment parameter NAME.
+fn fill_params(
+    args: Vec<String>,
+    params: &std::collections::BTreeMap<String, String>,
+) -> anyhow::Result<Vec<String>> {
+    args.into_iter()
+        .map(|a| {
+            let Some((before, rest)) = a.split_once("{param:") else {
+                return Ok(a);
+            };
+            let Some((name, after)) = rest.split_once('}') else {
+                bail!("unclosed {{param:}} in {a:?}");
+            };
+            let value = params
+                .get(name)
+                .with_context(|| format!("oscost's document has no parameter {name}"))?;
+            Ok(format!("{before}{value}{after}"))
+        })
+        .collect()
+}
+
 /// Holds /dev/cpu_dma_latency at 0 while the returned file is open.
 fn hold_idle_poll() -> anyhow::Result<std::fs::File> {
     let mut f = std::fs::OpenOptions::new()
@@ -496,4 +531,24 @@ fn hold_idle_poll() -> anyhow::Result<std::fs::File> {
         .context("--idle-poll: cannot open /dev/cpu_dma_latency (needs root)")?;
     f.write_all(&0i32.to_ne_bytes())?;
     Ok(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_parameter_of_oscost_s_document_fills_its_placeholder_or_is_named_missing() {
+        let params = [("work_iterations".to_string(), "123456".to_string())].into();
+        let args = vec![
+            "{param:work_iterations}".into(),
+            "-n{param:work_iterations}x".into(),
+        ];
+        assert_eq!(fill_params(args, &params).unwrap(), ["123456", "-n123456x"]);
+        let e = fill_params(vec!["{param:other}".into()], &params).unwrap_err();
+        assert!(e.to_string().contains("no parameter other"), "{e}");
+        let tick = entries::find("tick").unwrap();
+        assert!(takes_params(&tick.runs[0]));
+        assert!(!takes_params(&entries::find("mmap").unwrap().runs[0]));
+    }
 }

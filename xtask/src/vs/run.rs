@@ -19,6 +19,8 @@ pub struct Measured {
     pub figures: Figures,
     /// Each case's counters by id.
     pub counters: BTreeMap<String, BTreeMap<String, f64>>,
+    /// The experiments' parameters, as text (a number or string as written, without quotes).
+    pub params: BTreeMap<String, String>,
 }
 
 /// Compiles `entry`'s C program into `dir`; returns the binary.
@@ -160,6 +162,10 @@ pub fn parse_oscost(text: &str, read: &[Read]) -> anyhow::Result<Measured> {
         }
     }
     for e in doc.experiments {
+        for (k, v) in e.params {
+            let text = v.as_str().map_or_else(|| v.to_string(), str::to_string);
+            m.params.entry(k).or_insert(text);
+        }
         for c in e.cases {
             m.counters.insert(c.id, c.counters);
         }
@@ -217,6 +223,7 @@ mod tests {
         );
         let medians = parse_oscost(golden, &[Read::Medians]).unwrap();
         assert_eq!(medians.figures[0].0, "example.cost100");
+        assert_eq!(medians.params["rate_per_s"], "10000.0");
     }
 
     #[test]

@@ -65,3 +65,41 @@ pub const NOISE: Entry = Entry {
     helpers: &[],
     alternate: &[],
 };
+
+/// `cargo xtask vs tick`.
+pub const TICK: Entry = Entry {
+    name: "tick",
+    about: "the cycles a POSIX timer's signal every 200 µs adds to fixed work, per event \
+            (benches/tick_ref.c)",
+    source: "benches/tick_ref.c",
+    cflags: &[],
+    cpus: Cpus::One,
+    needs: Needs::Nothing,
+    // The program's runs a side are its third argument, as oscost's --runs.
+    c_samples: [5, 3],
+    c_quick: &[],
+    taskset: true,
+    idle_poll: false,
+    runs: &[Run {
+        // The same work: the iteration count oscost calibrated, read from its document. 200 µs:
+        // on virtual machines a timer event can cost 20-30 µs, too much for 50 µs.
+        c: &[&["{param:work_iterations}", "200000", "{s}"]],
+        oscost: &[
+            "tick",
+            "--source",
+            "signal",
+            "--periods",
+            "200us",
+            "--work",
+            "{q:100ms:20ms}",
+            "--runs",
+            "{s}",
+        ],
+        only: None,
+    }],
+    derive: None,
+    show: &[],
+    read: &[Read::Counter("cycles_per_event")],
+    helpers: &[],
+    alternate: &[],
+};

@@ -25,6 +25,7 @@ pub const ENTRIES: &[Entry] = &[
     process::SPAWN,
     machine::CONTROLS,
     machine::NOISE,
+    machine::TICK,
 ];
 
 /// The entry called `name`.
