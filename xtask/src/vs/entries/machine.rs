@@ -103,3 +103,50 @@ pub const TICK: Entry = Entry {
     helpers: &[],
     alternate: &[],
 };
+
+/// One `timeline_ref` invocation: N workers of oscost's calibrated chunk on CPU A.
+macro_rules! timeline_n {
+    ($n:literal) => {
+        &[$n, "{q:100:20}", "{param:chunk_iterations}", "{a}"]
+    };
+}
+
+/// `cargo xtask vs timeline`.
+pub const TIMELINE: Entry = Entry {
+    name: "timeline",
+    about: "1, 2 and 4 processes sharing one CPU, each doing equal chunks of work: workers \
+            finished per second and their mean finish (benches/timeline_ref.c)",
+    source: "benches/timeline_ref.c",
+    cflags: &[],
+    cpus: Cpus::One,
+    needs: Needs::Nothing,
+    // One run of each N a round on both sides.
+    c_samples: [1, 1],
+    c_quick: &[],
+    taskset: true,
+    idle_poll: false,
+    runs: &[Run {
+        // The same chunk: the iteration count oscost calibrated, read from its document, so
+        // what oscost adds around the work (its barrier, counter reads, bookkeeping) shows.
+        c: &[timeline_n!("1"), timeline_n!("2"), timeline_n!("4")],
+        oscost: &[
+            "timeline",
+            "--workers",
+            "1,2,4",
+            "--chunks",
+            "{q:100:20}",
+            "--rounds",
+            "1",
+        ],
+        only: None,
+    }],
+    derive: None,
+    show: &[],
+    // Throughput (higher is faster) and latency (lower is faster), counters of oscost's case.
+    read: &[
+        Read::Counter("throughput_workers_per_s"),
+        Read::Counter("latency_avg_ns"),
+    ],
+    helpers: &[],
+    alternate: &[],
+};

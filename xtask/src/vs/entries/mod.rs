@@ -26,6 +26,7 @@ pub const ENTRIES: &[Entry] = &[
     machine::CONTROLS,
     machine::NOISE,
     machine::TICK,
+    machine::TIMELINE,
 ];
 
 /// The entry called `name`.
