@@ -1,7 +1,7 @@
 //! References of the machine itself: the controls oscost times around every experiment, and
 //! the interruptions a spinning CPU sees.
 
-use super::super::entry::{Cpus, Entry, Needs, Read, Run};
+use super::super::entry::{Cpus, Entry, Needs, Read, Run, MEDIANS};
 
 /// `cargo xtask vs controls`.
 pub const CONTROLS: Entry = Entry {
@@ -147,6 +147,59 @@ pub const TIMELINE: Entry = Entry {
         Read::Counter("throughput_workers_per_s"),
         Read::Counter("latency_avg_ns"),
     ],
+    helpers: &[],
+    alternate: &[],
+};
+
+/// One point of `split`: oscost's run of it (calibrating the work) and the C program doing
+/// the same units.
+macro_rules! split_point {
+    ($form:literal, $n:literal, $yield:literal, [$($more:literal),*]) => {
+        Run {
+            c: &[&[
+                $form,
+                $n,
+                "{param:work_units}",
+                "{param:step_units}",
+                $yield,
+            ]],
+            oscost: &[
+                "split", "--form", $form, "--tasks", $n, "--repeats", "1", "--work",
+                "{q:500ms:20ms}", "--sets", "one", $($more),*
+            ],
+            only: None,
+        }
+    };
+}
+
+/// `cargo xtask vs split`.
+pub const SPLIT: Entry = Entry {
+    name: "split",
+    about: "fixed work done by one flow, 64 or 256 threads or processes on one CPU, yielding \
+            or not: the total time, creation and joining included (benches/split_ref.c)",
+    source: "benches/split_ref.c",
+    cflags: &["-pthread"],
+    cpus: Cpus::One,
+    needs: Needs::Nothing,
+    // One run of each point a round on both sides.
+    c_samples: [1, 1],
+    c_quick: &[],
+    // The program names its set `one` from the single CPU taskset gives it.
+    taskset: true,
+    idle_poll: false,
+    // Each point its own oscost run: the C program does the work units oscost calibrated in
+    // it. A ratio near 1 says oscost's figure is the cost of the work and the tasks, not of
+    // its own machinery (its barrier, per-task counters, /proc reading).
+    runs: &[
+        split_point!("single", "1", "0", []),
+        split_point!("threads", "64", "0", []),
+        split_point!("processes", "64", "0", []),
+        split_point!("threads", "256", "1", ["--yield"]),
+        split_point!("processes", "256", "1", ["--yield"]),
+    ],
+    derive: None,
+    show: &[],
+    read: MEDIANS,
     helpers: &[],
     alternate: &[],
 };

@@ -27,6 +27,7 @@ pub const ENTRIES: &[Entry] = &[
     machine::NOISE,
     machine::TICK,
     machine::TIMELINE,
+    machine::SPLIT,
 ];
 
 /// The entry called `name`.
