@@ -2,6 +2,7 @@
 //! the interruptions a spinning CPU sees.
 
 use super::super::entry::{Cpus, Entry, Needs, Read, Run, MEDIANS};
+use super::value;
 
 /// `cargo xtask vs controls`.
 pub const CONTROLS: Entry = Entry {
@@ -203,3 +204,103 @@ pub const SPLIT: Entry = Entry {
     helpers: &[],
     alternate: &[],
 };
+
+/// `cargo xtask vs tick-forms`.
+pub const TICK_FORMS: Entry = Entry {
+    name: "tick-forms",
+    about: "fixed work by one flow, 4 threads or 4 processes under SCHED_FIFO on one CPU, \
+            undisturbed and under a timer thread every 1 ms, 200 µs and 50 µs: the time and \
+            the cycles each event costs (benches/tickforms_ref.c)",
+    source: "benches/tickforms_ref.c",
+    cflags: &["-pthread"],
+    cpus: Cpus::One,
+    // SCHED_FIFO for the workers, as oscost's default under root: without it the timer
+    // thread's preemption is not the only thing that moves the work.
+    needs: Needs::Root,
+    // Runs of each point a round, the program's fifth argument as oscost's --rounds.
+    c_samples: [3, 1],
+    c_quick: &[],
+    taskset: true,
+    idle_poll: false,
+    runs: &[Run {
+        // The same work: the units oscost calibrated, read from its document.
+        c: &[&[
+            "{param:work_units}",
+            "{param:step_units}",
+            "4",
+            "fifo",
+            "{s}",
+            "1000000",
+            "200000",
+            "50000",
+        ]],
+        oscost: &[
+            "tick-forms",
+            "--tasks",
+            "4",
+            "--periods",
+            "1ms,200us,50us",
+            "--policies",
+            "fifo",
+            "--work",
+            "{q:100ms:20ms}",
+            "--rounds",
+            "{s}",
+        ],
+        only: None,
+    }],
+    derive: Some(tick_forms_per_event),
+    show: &[],
+    read: &[
+        Read::Medians,
+        Read::Counter("cycles"),
+        Read::Counter("events"),
+    ],
+    helpers: &[],
+    alternate: &[],
+};
+
+/// The cycles each timer event cost a point, from each side's own medians of the round:
+/// (cycles under the period − cycles undisturbed) / events (`POINT.cycles_per_event`); none
+/// where no event was counted.
+fn tick_forms_per_event(figures: &[(String, f64)]) -> Vec<(String, f64)> {
+    figures
+        .iter()
+        .filter_map(|(id, cycles)| {
+            let point = id.strip_suffix(".cycles")?;
+            let (form_policy, period) = point.rsplit_once('.')?;
+            if period == "none" {
+                return None;
+            }
+            let base = value(figures, &format!("{form_policy}.none.cycles"))?;
+            let events = value(figures, &format!("{point}.events")).filter(|&e| e > 0.0)?;
+            Some((
+                format!("{point}.cycles_per_event"),
+                (cycles - base) / events,
+            ))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::figures;
+    use super::*;
+
+    #[test]
+    fn cycles_per_event_are_over_the_undisturbed_point_and_never_over_no_event() {
+        let f = figures(&[
+            ("tick-forms.threads.fifo.none", 1e8),
+            ("tick-forms.threads.fifo.none.cycles", 1000.0),
+            ("tick-forms.threads.fifo.none.events", 0.0),
+            ("tick-forms.threads.fifo.1ms.cycles", 1500.0),
+            ("tick-forms.threads.fifo.1ms.events", 100.0),
+            ("tick-forms.threads.fifo.50us.cycles", 1200.0),
+            ("tick-forms.threads.fifo.50us.events", 0.0),
+        ]);
+        assert_eq!(
+            tick_forms_per_event(&f),
+            figures(&[("tick-forms.threads.fifo.1ms.cycles_per_event", 5.0)])
+        );
+    }
+}

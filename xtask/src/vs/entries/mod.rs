@@ -28,6 +28,7 @@ pub const ENTRIES: &[Entry] = &[
     machine::TICK,
     machine::TIMELINE,
     machine::SPLIT,
+    machine::TICK_FORMS,
 ];
 
 /// The entry called `name`.
