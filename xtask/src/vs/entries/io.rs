@@ -1,6 +1,6 @@
 //! References of signals, sockets, pipes, context switches, io_uring and readiness calls.
 
-use super::super::entry::{Cpus, Entry, Needs, Run, MEDIANS};
+use super::super::entry::{Cpus, Entry, Needs, Read, Run, MEDIANS};
 use super::value;
 
 macro_rules! net_cross {
@@ -229,6 +229,70 @@ fn over_unregistered(figures: &[(String, f64)]) -> Vec<(String, f64)> {
         })
         .collect()
 }
+
+/// A lock ring of N threads and one free mutex: oscost's run of it and csfast5's, the C
+/// program's passes N times its count per thread (400 000 in all, 20 000 under `--quick`).
+macro_rules! lockring_mutex {
+    ($n:literal, $count:literal, $quick:literal) => {
+        Run {
+            c: &[&[
+                "mutex",
+                $n,
+                "1",
+                concat!("{q:", $count, ":", $quick, "}"),
+                "{a}",
+            ]],
+            oscost: &[
+                "lockring", "--forms", "mutex", "--tasks", $n, "--tokens", "1",
+            ],
+            only: None,
+        }
+    };
+}
+
+/// `cargo xtask vs lockring`.
+pub const LOCKRING: Entry = Entry {
+    name: "lockring",
+    about: "a mutex handed round a ring of 2 to 128 threads on one CPU, and a pipe token \
+            between two: time per switch (benches/csfast5_ref.c, Bradford's csfast5 and \
+            cspipe2a)",
+    source: "benches/csfast5_ref.c",
+    // -fno-plt: call libc through the GOT as the Rust binary does; a PLT stub on every
+    // pthread call is a measurable share of an uncontended lock.
+    cflags: &["-fno-plt", "-pthread"],
+    cpus: Cpus::One,
+    needs: Needs::Nothing,
+    // One timing of the whole run, as the study's: no samples to set.
+    c_samples: [1, 1],
+    c_quick: &[],
+    taskset: true,
+    idle_poll: false,
+    runs: &[
+        lockring_mutex!("2", "200000", "10000"),
+        lockring_mutex!("4", "100000", "5000"),
+        lockring_mutex!("8", "50000", "2500"),
+        lockring_mutex!("16", "25000", "1250"),
+        lockring_mutex!("32", "12500", "625"),
+        lockring_mutex!("64", "6250", "312"),
+        lockring_mutex!("128", "3125", "156"),
+        Run {
+            c: &[&["pipe", "{q:200000:10000}", "{a}"]],
+            oscost: &["lockring", "--forms", "pipe"],
+            only: None,
+        },
+    ],
+    derive: None,
+    show: &[],
+    // Beside the time, the context switches the kernel counted per hand-over or pass, every
+    // thread summed: a ratio near 1 there says both rings switch alike.
+    read: &[
+        Read::Medians,
+        Read::Counter("switches_per_hand_over"),
+        Read::Counter("switches_per_pass"),
+    ],
+    helpers: &[],
+    alternate: &[],
+};
 
 #[cfg(test)]
 mod tests {

@@ -18,6 +18,7 @@ pub const ENTRIES: &[Entry] = &[
     process::SECCOMP,
     memory::SHOOTDOWN,
     io::POLL,
+    io::LOCKRING,
     memory::MMAP,
     memory::FAULT,
     process::NS,
