@@ -105,6 +105,8 @@ pub struct Entry {
     pub read: &'static [Read],
     /// Helpers built before the C program runs.
     pub helpers: &'static [Helper],
+    /// What is made before the entry's rounds and taken down after them.
+    pub setup: super::setup::Setup,
     /// Cases held sample by sample (`--alternate`): both programs run one case and take
     /// their samples in turn ([`super::conduct`]). Empty: the references cannot alternate.
     pub alternate: &'static [Run],

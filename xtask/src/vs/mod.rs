@@ -10,6 +10,7 @@ mod conduct;
 mod entries;
 mod entry;
 mod run;
+mod setup;
 mod table;
 
 use std::io::Write as _;
@@ -212,6 +213,7 @@ fn run_all(args: &Args) -> anyhow::Result<bool> {
         let rounds = if args.smoke { 1 } else { args.rounds };
         let result = (|| -> anyhow::Result<()> {
             let c_bin = run::build_c(entry, &root_dir, &dir)?;
+            let _made = setup::Made::make(entry.setup, &dir, &bin, a)?;
             let mode = if args.smoke {
                 "SMOKE: tiny, not a figure".to_string()
             } else if quick {

@@ -1,6 +1,8 @@
-//! References of signals, sockets, pipes, context switches, io_uring and readiness calls.
+//! References of signals, sockets, pipes, context switches, io_uring, readiness calls and
+//! file calls.
 
 use super::super::entry::{Cpus, Entry, Needs, Read, Run, MEDIANS};
+use super::super::setup::Setup;
 use super::value;
 
 macro_rules! net_cross {
@@ -56,6 +58,7 @@ pub const SIGNAL: Entry = Entry {
     show: &[],
     read: MEDIANS,
     helpers: &[],
+    setup: Setup::Nothing,
     alternate: &[
         Run {
             c: &[&["-a", "{a}", "-b", "{b}", "-s", "{s}", "-k", "wake.cross"]],
@@ -104,6 +107,7 @@ pub const NET: Entry = Entry {
     show: &[],
     read: MEDIANS,
     helpers: &[],
+    setup: Setup::Nothing,
     alternate: &[
         net_cross!("tcp.rtt"),
         net_cross!("udp.rtt"),
@@ -146,6 +150,7 @@ pub const SWITCH: Entry = Entry {
     show: &["switches_per_round_trip", "migrations"],
     read: MEDIANS,
     helpers: &[],
+    setup: Setup::Nothing,
     alternate: &[switch_cross!("threads"), switch_cross!("processes")],
 };
 
@@ -173,6 +178,7 @@ pub const URING: Entry = Entry {
     // submitting, so the side waiting its turn would poll on the CPU of the other's poller.
     read: MEDIANS,
     helpers: &[],
+    setup: Setup::Nothing,
     alternate: &[],
 };
 
@@ -205,6 +211,7 @@ pub const POLL: Entry = Entry {
     show: &[],
     read: MEDIANS,
     helpers: &[],
+    setup: Setup::Nothing,
     alternate: &[],
 };
 
@@ -291,6 +298,53 @@ pub const LOCKRING: Entry = Entry {
         Read::Counter("switches_per_pass"),
     ],
     helpers: &[],
+    setup: Setup::Nothing,
+    alternate: &[],
+};
+
+/// `cargo xtask vs fs`.
+pub const FS: Entry = Entry {
+    name: "fs",
+    about: "the MINIX 3 study's file calls (getpid, lseek, open + close, 64 KiB reads and \
+            writes, a file's life) on a tmpfs and on oscost's FUSE file system \
+            (benches/fscalls_ref.c)",
+    source: "benches/fscalls_ref.c",
+    // -fno-plt: call libc through the GOT as the Rust binary does.
+    cflags: &["-fno-plt"],
+    cpus: Cpus::One,
+    // It mounts the tmpfs (and the FUSE file system directly).
+    needs: Needs::Root,
+    // The program's sampler: 81 samples, oscost's --quick shape under -q.
+    c_samples: [81, 15],
+    c_quick: &["-q"],
+    // The program pins nothing itself; the FUSE server it talks to runs on the same CPU.
+    taskset: true,
+    idle_poll: false,
+    runs: &[Run {
+        c: &[&[
+            "-d",
+            "tmpfs={tmp}/tmpfs",
+            "-d",
+            "fuse={tmp}/fuse",
+            "getpid",
+            "lseek",
+            "open-close",
+            "read64k",
+            "write64k",
+            "creat-write1k-unlink",
+        ]],
+        oscost: &[
+            "fs",
+            "--calls",
+            "getpid,lseek,open-close,read64k,write64k,creat-write1k-unlink",
+        ],
+        only: None,
+    }],
+    derive: None,
+    show: &[],
+    read: MEDIANS,
+    helpers: &[],
+    setup: Setup::FsMounts,
     alternate: &[],
 };
 

@@ -2,6 +2,7 @@
 //! the interruptions a spinning CPU sees.
 
 use super::super::entry::{Cpus, Entry, Needs, Read, Run, MEDIANS};
+use super::super::setup::Setup;
 use super::value;
 
 /// `cargo xtask vs controls`.
@@ -28,6 +29,7 @@ pub const CONTROLS: Entry = Entry {
     show: &[],
     read: &[Read::Controls],
     helpers: &[],
+    setup: Setup::Nothing,
     alternate: &[],
 };
 
@@ -64,6 +66,7 @@ pub const NOISE: Entry = Entry {
         Read::Counter("length_median_ns"),
     ],
     helpers: &[],
+    setup: Setup::Nothing,
     alternate: &[],
 };
 
@@ -102,6 +105,7 @@ pub const TICK: Entry = Entry {
     show: &[],
     read: &[Read::Counter("cycles_per_event")],
     helpers: &[],
+    setup: Setup::Nothing,
     alternate: &[],
 };
 
@@ -149,6 +153,7 @@ pub const TIMELINE: Entry = Entry {
         Read::Counter("latency_avg_ns"),
     ],
     helpers: &[],
+    setup: Setup::Nothing,
     alternate: &[],
 };
 
@@ -202,6 +207,7 @@ pub const SPLIT: Entry = Entry {
     show: &[],
     read: MEDIANS,
     helpers: &[],
+    setup: Setup::Nothing,
     alternate: &[],
 };
 
@@ -257,6 +263,7 @@ pub const TICK_FORMS: Entry = Entry {
         Read::Counter("events"),
     ],
     helpers: &[],
+    setup: Setup::Nothing,
     alternate: &[],
 };
 

@@ -1,6 +1,7 @@
 //! References of the address space: mappings, page faults, TLB shootdowns.
 
 use super::super::entry::{Cpus, Entry, Needs, Run, MEDIANS};
+use super::super::setup::Setup;
 
 /// `cargo xtask vs shootdown`.
 pub const SHOOTDOWN: Entry = Entry {
@@ -32,6 +33,7 @@ pub const SHOOTDOWN: Entry = Entry {
     show: &["tlb_interrupts_other_cpus_per_op"],
     read: MEDIANS,
     helpers: &[],
+    setup: Setup::Nothing,
     alternate: &[],
 };
 
@@ -56,6 +58,7 @@ pub const MMAP: Entry = Entry {
     show: &[],
     read: MEDIANS,
     helpers: &[],
+    setup: Setup::Nothing,
     alternate: &[],
 };
 
@@ -94,5 +97,6 @@ pub const FAULT: Entry = Entry {
     show: &["minor_faults_per_op", "major_faults_per_op"],
     read: MEDIANS,
     helpers: &[],
+    setup: Setup::Nothing,
     alternate: &[],
 };

@@ -19,6 +19,7 @@ pub const ENTRIES: &[Entry] = &[
     memory::SHOOTDOWN,
     io::POLL,
     io::LOCKRING,
+    io::FS,
     memory::MMAP,
     memory::FAULT,
     process::NS,

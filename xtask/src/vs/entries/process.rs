@@ -2,6 +2,7 @@
 //! process creation.
 
 use super::super::entry::{Cpus, Entry, Helper, Needs, Read, Run, MEDIANS};
+use super::super::setup::Setup;
 use super::value;
 
 /// `cargo xtask vs seccomp`.
@@ -26,6 +27,7 @@ pub const SECCOMP: Entry = Entry {
     show: &[],
     read: MEDIANS,
     helpers: &[],
+    setup: Setup::Nothing,
     alternate: &[],
 };
 
@@ -51,6 +53,7 @@ pub const NS: Entry = Entry {
     show: &[],
     read: MEDIANS,
     helpers: &[],
+    setup: Setup::Nothing,
     alternate: &[],
 };
 
@@ -104,6 +107,7 @@ pub const CGROUP: Entry = Entry {
     show: &[],
     read: MEDIANS,
     helpers: &[],
+    setup: Setup::Nothing,
     alternate: &[],
 };
 
@@ -161,6 +165,7 @@ pub const SPAWN: Entry = Entry {
             &["-static", "-nostdlib", "-O2", "-s"],
         ],
     }],
+    setup: Setup::Nothing,
     alternate: &[],
 };
 
