@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# The messages the cases expect quote names in backticks, literally: single quotes are meant.
+# shellcheck disable=SC2016
 # Fault matrix: runs oscost the way a careless or hostile user would, one case at a time, and
 # checks what each case must do.
 #
@@ -988,13 +990,13 @@ c_history_full_disk() {
         note "not applicable: mounting a small tmpfs needs root"
         return
     fi
-    mkdir "$full" && mount -t tmpfs -o size=256k tmpfs "$full" || {
+    if ! { mkdir "$full" && mount -t tmpfs -o size=256k tmpfs "$full"; }; then
         problem "cannot mount a tmpfs"
         return
-    }
+    fi
     XDG_DATA_HOME="$full/data" "$bin" --scripted -q --no-save example >/dev/null 2>&1
-    mkdir -p "$full/data/oscost" && "$bin" --history "$full/data/oscost/history.sqlite3" \
-        --scripted -q example >/dev/null 2>&1 || problem "could not fill a history"
+    { mkdir -p "$full/data/oscost" && "$bin" --history "$full/data/oscost/history.sqlite3" \
+        --scripted -q example >/dev/null 2>&1; } || problem "could not fill a history"
     dd if=/dev/zero of="$full/fill" bs=4k >/dev/null 2>&1
     XDG_DATA_HOME="$full/data" osc --scripted -q example --json r.json
     expect_rc 0
@@ -1018,10 +1020,10 @@ c_suite_full_disk() {
         note "not applicable: mounting a small tmpfs needs root"
         return
     fi
-    mkdir "$full" && mount -t tmpfs -o size=256k tmpfs "$full" || {
+    if ! { mkdir "$full" && mount -t tmpfs -o size=256k tmpfs "$full"; }; then
         problem "cannot mount a tmpfs"
         return
-    }
+    fi
     mkdir -p "$full/data/oscost"
     dd if=/dev/zero of="$full/fill" bs=4k >/dev/null 2>&1
     XDG_DATA_HOME="$full/data" TMPDIR="$io" osc --quick
@@ -1030,7 +1032,7 @@ c_suite_full_disk() {
     local other
     other=$(sed -n 's/^oscost: the run.s results are in \(.*\) instead$/\1/p' "$io/err")
     [[ -n "$other" && -s "$other" ]] || problem "the results were not written elsewhere"
-    [[ -n "$other" ]] && python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["experiments"]) >= 9' "$other" \
+    { [[ -n "$other" ]] && python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["experiments"]) >= 9' "$other"; } \
         || problem "the results elsewhere do not hold the whole suite"
     note "exit $rc: $(grep -c 'not kept' "$io/err") files not kept, results in ${other:-nowhere}"
     umount "$full" || problem "cannot unmount $full"
@@ -1121,6 +1123,7 @@ c_compare_inconsistent_summary() {
 }
 
 rr_is() { [[ "$(cat "$rr" 2>/dev/null)" == "$1" ]]; }
+# shellcheck disable=SC2054 # the commas are oscost's list syntax, inside one argument
 rr_tick=(--cpus "${online%%[-,]*}" tick --rr-slices 1,10 --source signal --periods 20ms --runs 3)
 rr_long=(--workers 2 --chunks 20000 --chunk-us 100 --rounds 1)
 rr_timeline=(timeline --policy rr --rr-slice-ms 5 "${rr_long[@]}")
@@ -1319,10 +1322,13 @@ expect_no_fuse_leftovers() { # [COORDINATOR-PID]
     [[ -n "$m" ]] && problem "left mounted: $(echo "$m" | tr '\n' ' ')" && for s in $m; do fusermount3 -u -z "$s" 2>/dev/null || umount -l "$s"; done
     if [[ -n "${1:-}" ]]; then
         s=$(case_shm_dirs "$1")
+        # Word splitting wanted: one directory a word (case_shm_dirs prints names without spaces).
+        # shellcheck disable=SC2086
         [[ -n "$s" ]] && problem "left in /dev/shm: $s" && rm -rf $s
     fi
     return 0
 }
+# shellcheck disable=SC2054 # the commas are oscost's list syntax, inside one argument
 fs_long=(fs --calls getpid,open-close,read64k --no-save -q)
 
 # A stopped FUSE server (what a deadlocked one looks like) and a signal to oscost: the run
@@ -1605,6 +1611,7 @@ c_trace_kill9() { # MECHANISM
     kill -s KILL ${m:+"$m"} "$opid"
     collect main
     wait_for 5 no_case_pids || problem "processes of the killed run still running 5 s later"
+    # shellcheck disable=SC2016 # expanded by eval, each time wait_for tries
     wait_for 5 eval '[[ -z "$(oscost_bpf_progs)" ]]' ||
         problem "BPF programs left after the kill: $(oscost_bpf_progs | tr '\n' ' ')"
     note "the kill left: instances [$(ftrace_instances | tr '\n' ' ')], tracefs on [$(tracefs_mounts | tr '\n' ' ')]"
@@ -1922,7 +1929,8 @@ c_fs_stopped_server_blocked_call() {
     m=$(measuring_of "$opid")
     sleep 0.5
     kill -s STOP "$srv"
-    # Blocked in the call: the kernel waits for the server's answer.
+    # Blocked in the call: the kernel waits for the server's answer. Called by wait_for.
+    # shellcheck disable=SC2317
     blocked() {
         local t
         for t in /proc/"$m"/task/*; do
