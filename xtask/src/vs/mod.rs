@@ -166,8 +166,25 @@ fn run_all(args: &Args) -> anyhow::Result<bool> {
     let scratch = Scratch(std::env::temp_dir().join(format!("oscost-vs-{}", std::process::id())));
     std::fs::create_dir_all(&scratch.0)?;
     let bin = run::oscost_binary(args.oscost.as_deref(), &root_dir)?;
+    // A stop request (Ctrl-C reaches the running programs too, which end) only sets a flag
+    // here, so the entry's setup and the scratch directory are taken down before the harness
+    // ends: a tmpfs mounted for `fs` must not outlive it.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for signal in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
+        signal_hook::flag::register(signal, std::sync::Arc::clone(&stop))
+            .context("cannot install the stop handler")?;
+    }
     let mut ok = true;
     for entry in chosen {
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            println!("\nstopped: the remaining references are not run");
+            ok = false;
+            break;
+        }
         let (a, b) = match (entry.cpus, chosen_cpus.as_slice(), allowed.as_slice()) {
             (_, [a, b, ..], _) => (*a, *b),
             (Cpus::One, [a], _) => (*a, *a),
