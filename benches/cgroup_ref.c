@@ -9,9 +9,12 @@
  * creation cases in a rotated order, then the same for the two pipe cases; the median ns per
  * child or round trip is printed: "cgroup.<case> <median ns>".
  * It makes NEW_PARENT/ref-<pid>-new, CPU_PARENT/ref-<pid>-a and -b, and removes them.
+ * Without -N and -P it picks the hierarchies oscost picks: this process's cgroup in v2 for
+ * creating where v2 is mounted, and for the pipes the v2 cgroup when its subtree has the cpu
+ * controller, else this process's cgroup in the v1 hierarchy with cpu.
  *
  * Build: cc -O2 -o cgroup_ref benches/cgroup_ref.c
- * Usage: cgroup_ref -N NEW_PARENT -P CPU_PARENT [-2] [-c CPU] [-s SAMPLES] [-m MIN_SAMPLE_US]
+ * Usage: cgroup_ref [-N NEW_PARENT -P CPU_PARENT [-2]] [-c CPU] [-s SAMPLES] [-m MIN_SAMPLE_US]
  *        (-2: NEW_PARENT is cgroup v2, so clone3 is timed)
  */
 #define _GNU_SOURCE
@@ -40,6 +43,43 @@ static double now_ns(void) {
 }
 
 static int procs_fd, dir_fd;
+
+/* This process's cgroup in the hierarchy with controller CTRL ("" for v2) from
+ * /proc/self/cgroup, appended to OUT; 0 when it is in none. */
+static int own(const char *ctrl, char *out, size_t n) {
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    char line[1024];
+    int found = 0;
+    while (f && !found && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        char *list = strchr(line, ':'), *path;
+        if (!list || !(path = strchr(++list, ':'))) continue;
+        *path++ = 0;
+        if (!*ctrl)
+            found = !*list;
+        else
+            for (char *c = strtok(list, ","); c && !found; c = strtok(NULL, ","))
+                found = !strcmp(c, ctrl);
+        if (found) strncat(out, path, n - strlen(out) - 1);
+    }
+    if (f) fclose(f);
+    return found;
+}
+
+/* The mount point of the first filesystem of TYPE (with option OPT when given) into OUT. */
+static int mounted(const char *type, const char *opt, char *out, size_t n) {
+    FILE *f = fopen("/proc/self/mounts", "r");
+    char dev[256], dir[512], fs[64], opts[512];
+    int found = 0;
+    while (f && !found && fscanf(f, "%255s %511s %63s %511s %*[^\n]", dev, dir, fs, opts) == 4) {
+        if (strcmp(fs, type)) continue;
+        found = !opt;
+        for (char *o = strtok(opts, ","); o && !found; o = strtok(NULL, ",")) found = !strcmp(o, opt);
+        if (found) snprintf(out, n, "%s", dir);
+    }
+    if (f) fclose(f);
+    return found;
+}
 
 static void waitfor(long pid) {
     int st;
@@ -146,8 +186,26 @@ int main(int argc, char **argv) {
         else if (o == 's') samples = atoi(optarg);
         else if (o == 'm') min_ns = atof(optarg) * 1e3;
     }
+    char v2mnt[1024] = "", cpumnt[1024] = "", newbuf[1024] = "", cpubuf[1024] = "";
+    if (!newp && !cpup) {
+        if (mounted("cgroup2", NULL, v2mnt, sizeof v2mnt) &&
+            own("", strcpy(newbuf, v2mnt), sizeof newbuf)) {
+            char sub[1100], ctl[256] = "";
+            snprintf(sub, sizeof sub, "%s/cgroup.subtree_control", newbuf);
+            FILE *f = fopen(sub, "r");
+            if (f && fgets(ctl, sizeof ctl, f))
+                for (char *c = strtok(ctl, " \n"); c; c = strtok(NULL, " \n"))
+                    if (!strcmp(c, "cpu")) cpup = newbuf;
+            if (f) fclose(f);
+            newp = newbuf, v2 = 1;
+        }
+        if (!cpup && mounted("cgroup", "cpu", cpumnt, sizeof cpumnt) &&
+            own("cpu", strcpy(cpubuf, cpumnt), sizeof cpubuf))
+            cpup = cpubuf;
+        if (!newp) newp = cpup, v2 = 0;
+    }
     if (!newp || !cpup) {
-        fprintf(stderr, "usage: cgroup_ref -N NEW_PARENT -P CPU_PARENT [-2] [-c CPU] [-s N] [-m US]\n");
+        fprintf(stderr, "cgroup_ref: no cgroup hierarchy with the cpu controller here (or give -N and -P)\n");
         return 2;
     }
     cpu_set_t set;

@@ -2,7 +2,8 @@
  * Reference for the machine's controls oscost times around every experiment: the same two
  * loads written in C, pinned to one CPU and timed with CLOCK_MONOTONIC. 24 samples of each,
  * alternating as oscost takes them: 500 calls of syscall(-1) (ENOSYS), and one pass of 20 000
- * dependent xorshift64 steps. Prints the two medians: ns per call, ns per pass.
+ * dependent xorshift64 steps. Prints the two medians under oscost's ids for them
+ * (control.kernel_entry: ns per call, control.user_loop: ns per pass).
  *
  * Build: cc -O2 -o controls_ref benches/controls_ref.c
  * Usage: controls_ref [CPU]
@@ -74,7 +75,7 @@ int main(int argc, char **argv) {
     (void)sink;
     qsort(k, SAMPLES, sizeof k[0], cmp);
     qsort(u, SAMPLES, sizeof u[0], cmp);
-    printf("%.2f %.1f\n", (k[SAMPLES / 2 - 1] + k[SAMPLES / 2]) / 2,
-           (u[SAMPLES / 2 - 1] + u[SAMPLES / 2]) / 2);
+    printf("control.kernel_entry %.2f\ncontrol.user_loop %.1f\n",
+           (k[SAMPLES / 2 - 1] + k[SAMPLES / 2]) / 2, (u[SAMPLES / 2 - 1] + u[SAMPLES / 2]) / 2);
     return 0;
 }

@@ -45,9 +45,10 @@
  * oscost with --cpus, and run the FUSE server on that CPU too.
  *
  * Build: cc -O2 -fno-plt -o fscalls_ref benches/fscalls_ref.c
- * Usage: fscalls_ref [-q] -d LABEL=DIR [-d LABEL=DIR ...] CALL...
- * Output: one line per call and directory, calls in the order given:
- *   LABEL.CALL MEDIAN_NS iterations=N loop_ns=X samples=S
+ * Usage: fscalls_ref [-q] -d LABEL=DIR [-d LABEL=DIR ...] CALL... [-q]
+ * Output: one line per call and directory, calls in the order given, under oscost's id (the
+ * label its mount's: tmpfs, fuse):
+ *   fs.LABEL.CALL MEDIAN_NS iterations=N loop_ns=X samples=S
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -361,6 +362,11 @@ int main(int argc, char **argv) {
             usage();
         }
     }
+    /* -q may also close the list, where a harness appends it. */
+    if (argc - first > 1 && strcmp(argv[argc - 1], "-q") == 0) {
+        cfg = &QUICK;
+        argc--;
+    }
     int ncalls = argc - first;
     if (ncalls < 1 || ndirs < 1) usage();
     int call_index[NCALLS];
@@ -398,7 +404,7 @@ int main(int argc, char **argv) {
         sample_rounds(jobs, ndirs, cfg);
         for (int d = 0; d < ndirs; d++) {
             struct job *j = &jobs[d];
-            printf("%s.%s %.3f iterations=%llu loop_ns=%.3f samples=%d\n", j->f->label,
+            printf("fs.%s.%s %.3f iterations=%llu loop_ns=%.3f samples=%d\n", j->f->label,
                    CALLS[c].name, median(j->per_op_ns, j->count), (unsigned long long)j->n,
                    j->overhead_ns, j->count);
             fflush(stdout);

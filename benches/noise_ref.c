@@ -3,14 +3,16 @@
  * the TSC with rdtscp as fast as it can and stores every gap between two readings above a
  * threshold into memory written beforehand, as oscost's loop does. The TSC's rate is measured
  * against CLOCK_MONOTONIC_RAW over 100 ms and the loop's own iteration over 20 ms first.
- * Prints gaps per second and the median and 99th percentile interruption (a gap less one loop
- * iteration), in ns.
+ * Prints gaps per second and the median interruption (a gap less one loop iteration), in ns,
+ * under oscost's ids (its case on the CPU it ran on, and the counter); the 99th percentile
+ * and the loop's iteration as remarks.
  *
  * Build: cc -O2 -o noise_ref benches/noise_ref.c
- * Usage: noise_ref SECONDS THRESHOLD_NS
- * Output: gaps_per_s X median_ns Y p99_ns Z iteration_ns W
+ * Usage: taskset -c CPU noise_ref SECONDS THRESHOLD_NS
+ * Output: noise.cpuN.gaps_per_s X / noise.cpuN.length_median_ns Y / # p99_ns Z iteration_ns W
  */
 #define _GNU_SOURCE
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,7 +94,9 @@ int main(int argc, char **argv) {
     for (uint64_t i = 0; i < stored; i++) ns[i] = (lens[i] - iteration) / ticks_per_ns;
     qsort(ns, stored, sizeof *ns, cmp);
     double med = stored ? ns[stored / 2] : 0, p99 = stored ? ns[(uint64_t)(0.99 * (stored - 1))] : 0;
-    printf("gaps_per_s %.1f median_ns %.1f p99_ns %.1f iteration_ns %.2f\n", seen / (span_ns / 1e9),
-           med, p99, iteration / ticks_per_ns);
+    int cpu = sched_getcpu();
+    printf("noise.cpu%d.gaps_per_s %.1f\nnoise.cpu%d.length_median_ns %.1f\n", cpu,
+           seen / (span_ns / 1e9), cpu, med);
+    printf("# p99_ns %.1f iteration_ns %.2f\n", p99, iteration / ticks_per_ns);
     return 0;
 }

@@ -20,8 +20,9 @@
  * -q); the cost of two back-to-back clock reads is subtracted. The process does not pin
  * itself: run it under `taskset -c CPU`, which the children and the thread inherit.
  *
- * Prints one line per case: its oscost case id and the median in ns. On stderr, the
- * parent's VmRSS and VmPTE at each size.
+ * Prints one line per case: its oscost case id and the median in ns; and at each size the
+ * parent's VmRSS and VmPTE while it forked, in KiB, as oscost names those counters of its
+ * fork case (spawn.fork.pNmib.rss_kib, .vm_pte_kib).
  *
  * Build: cc -O2 -pthread -o spawn_ref benches/spawn_ref.c
  * Usage: spawn_ref -h HELPER [-m MIB,...] [-M N,...] [-q]
@@ -226,11 +227,12 @@ int main(int argc, char **argv) {
         if (mem == MAP_FAILED) die("mmap");
         madvise(mem, len, MADV_NOHUGEPAGE);
         for (size_t off = 0; off < len; off += (size_t)page) ((volatile char *)mem)[off] = 1;
-        fprintf(stderr, "# parent %ld MiB: VmRSS %ld KiB, VmPTE %ld KiB\n", mib,
-                status_kib("VmRSS"), status_kib("VmPTE"));
+        long rss = status_kib("VmRSS"), pte = status_kib("VmPTE");
         char suffix[32];
         snprintf(suffix, sizeof suffix, ".p%ldmib", mib);
         sample(procs, MAX_CASES, samples, warm, suffix);
+        /* Under the ids oscost gives these counters of its fork case at the size. */
+        printf("spawn.fork%s.rss_kib %ld\nspawn.fork%s.vm_pte_kib %ld\n", suffix, rss, suffix, pte);
         munmap(mem, len);
     }
     for (char *tok = maps ? strtok(maps, ",") : NULL; tok; tok = strtok(NULL, ",")) {

@@ -11,7 +11,8 @@
  *   UNITS total work units W (the `work_units` oscost reports)
  *   STEP  units per step (`step_units`)
  *   YIELD 1 to call sched_yield() after every step, else 0
- * Prints: total_ns done_units
+ * Prints oscost's id for the point and the total ns (split.FORM.SET.N[.yield] NS, SET `one`
+ * when pinned to one CPU, else `all`), then `# done_units U`; exits 1 unless U is UNITS.
  * Build: cc -O2 -pthread -o split_ref split_ref.c
  */
 #define _GNU_SOURCE
@@ -136,6 +137,10 @@ int main(int argc, char **argv) {
     uint64_t sum = 0;
     for (long i = 0; i < tasks; i++)
         sum += done[i];
-    printf("%llu %llu\n", (unsigned long long)(t1 - t0), (unsigned long long)sum);
+    cpu_set_t set;
+    int one = sched_getaffinity(0, sizeof set, &set) || CPU_COUNT(&set) == 1;
+    printf("split.%s.%s.%ld%s %llu\n", form, one ? "one" : "all", tasks, yield_each ? ".yield" : "",
+           (unsigned long long)(t1 - t0));
+    printf("# done_units %llu\n", (unsigned long long)sum);
     return sum == units_total ? 0 : 1;
 }

@@ -9,7 +9,9 @@
  *
  * Build: cc -O2 -o tick_ref benches/tick_ref.c
  * Usage: tick_ref ITERATIONS PERIOD_NS [RUNS]   (pin it with taskset -c CPU)
- * Output: cycles_per_event X events Y undisturbed_cycles Z disturbed_cycles W
+ * Output, under oscost's id for its case at the period (tick.signal.200us for 200000 ns):
+ *   tick.signal.PERIOD.cycles_per_event X
+ *   # events Y undisturbed_cycles Z disturbed_cycles W
  */
 #define _GNU_SOURCE
 #include <signal.h>
@@ -122,7 +124,12 @@ int main(int argc, char **argv) {
     }
     timer_delete(timer);
     double b = median(base, runs), l = median(loaded, runs), e = median(counted, runs);
-    printf("cycles_per_event %.1f events %.0f undisturbed_cycles %.0f disturbed_cycles %.0f\n",
-           e > 0 ? (l - b) / e : 0.0, e, b, l);
+    /* The period as oscost names its case: in the largest unit that divides it. */
+    char name[32];
+    if (period % 1000000 == 0) snprintf(name, sizeof name, "%lldms", period / 1000000);
+    else if (period % 1000 == 0) snprintf(name, sizeof name, "%lldus", period / 1000);
+    else snprintf(name, sizeof name, "%lldns", period);
+    printf("tick.signal.%s.cycles_per_event %.1f\n", name, e > 0 ? (l - b) / e : 0.0);
+    printf("# events %.0f undisturbed_cycles %.0f disturbed_cycles %.0f\n", e, b, l);
     return sink == 42 ? 1 : 0;
 }

@@ -14,8 +14,10 @@
  *   UNITS   total work units W (oscost's `work_units`), STEP units per step (`step_units`)
  *   TASKS   N; POLICY other | fifo | rr; ROUNDS runs of each point
  *   PERIOD_NS the periods besides the undisturbed work (always run, as period 0)
- * Prints one line per point: FORM PERIOD_NS median_ns median_cycles median_events
- * median_switches; exits 1 if any run did not do exactly W units.
+ * Prints per point, under oscost's id for it (tick-forms.FORM.POLICY.PERIOD, PERIOD in the
+ * largest unit that divides it, `none` undisturbed): the median ns, then `ID.cycles` and,
+ * under a period, `ID.events` (the medians of the counters oscost names so) and `# ID switches S`; exits 1
+ * if any run did not do exactly W units.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -331,8 +333,18 @@ int main(int argc, char **argv) {
         }
     }
     static const char *forms[] = {"single", "threads", "processes"};
-    for (int i = 0; i < points; i++)
-        printf("%s %ld %.0f %.0f %.1f %.1f\n", forms[i / np], periods[i % np], median(ns[i], rounds),
-               median(cyc[i], rounds), median(ev[i], rounds), median(sw[i], rounds));
+    for (int i = 0; i < points; i++) {
+        long p = periods[i % np];
+        char id[96];
+        int at = snprintf(id, sizeof id, "tick-forms.%s.%s.", forms[i / np], argv[4]);
+        if (p == 0) snprintf(id + at, sizeof id - at, "none");
+        else if (p % 1000000 == 0) snprintf(id + at, sizeof id - at, "%ldms", p / 1000000);
+        else if (p % 1000 == 0) snprintf(id + at, sizeof id - at, "%ldus", p / 1000);
+        else snprintf(id + at, sizeof id - at, "%ldns", p);
+        printf("%s %.0f\n%s.cycles %.0f\n", id, median(ns[i], rounds), id, median(cyc[i], rounds));
+        /* Undisturbed, no timer runs: no event to count, nothing to pair. */
+        if (p != 0) printf("%s.events %.1f\n", id, median(ev[i], rounds));
+        printf("# %s switches %.1f\n", id, median(sw[i], rounds));
+    }
     return bad;
 }

@@ -5,11 +5,12 @@
  * time after each chunk in memory shared with the parent (no output while they run), all
  * released at once by one write to a pipe after every one was forked. The parent reaps every
  * child (the original's wait loop, `for (j = 0; i < nproc; j++)`, tested the wrong variable)
- * and prints throughput and latency from the trace:
+ * and prints throughput and latency from the trace, under oscost's ids for those counters of
+ * its case (timeline.processes.nN.COUNTER), the total as a remark:
  *
  *   throughput_workers_per_s  N / (the last finish - the common start)
  *   latency_avg_ns            mean over the workers of (finish - the common start)
- *   total_ns                  the last finish - the common start
+ *   # total_ns                the last finish - the common start
  *
  * The chunk is ITERATIONS rounds of the same xorshift loop oscost's workers run, so both do
  * the same work; pass oscost's `chunk_iterations` (a parameter of its timeline result).
@@ -143,8 +144,9 @@ int main(int argc, char **argv) {
         sum += (double)finish;
         if (finish > last) last = finish;
     }
-    printf("throughput_workers_per_s %.6f\n", (double)n / ((double)last / 1e9));
-    printf("latency_avg_ns %.0f\n", sum / (double)n);
-    printf("total_ns %llu\n", (unsigned long long)last);
+    printf("timeline.processes.n%ld.throughput_workers_per_s %.6f\n", n,
+           (double)n / ((double)last / 1e9));
+    printf("timeline.processes.n%ld.latency_avg_ns %.0f\n", n, sum / (double)n);
+    printf("# total_ns %llu\n", (unsigned long long)last);
     return 0;
 }

@@ -44,8 +44,9 @@ done
 case "$store" in postgres|sqlite) ;; *)
   echo "fleet-loopback: --store $store: give postgres or sqlite" >&2; exit 2 ;;
 esac
-[[ $hosts =~ ^[0-9]+$ ]] && ((hosts >= 2 && hosts <= 200)) || {
-  echo "fleet-loopback: --hosts $hosts: give 2..200" >&2; exit 2; }
+if ! [[ $hosts =~ ^[0-9]+$ ]] || ((hosts < 2 || hosts > 200)); then
+  echo "fleet-loopback: --hosts $hosts: give 2..200" >&2; exit 2
+fi
 if ((EUID != 0)); then
   echo "fleet-loopback: run as root (it starts sshds that take root logins by key)" >&2
   exit 2
@@ -65,9 +66,13 @@ if ((!inside_pg)); then
   if [[ $store == postgres ]]; then
     # pg_virtualenv makes a throw-away cluster, runs us inside it with PG* set, and drops
     # the cluster when we end, however we end.
+    again=()
+    ((kill_scenario)) || again+=(--no-kill)
+    ((no_build)) && again+=(--no-build)
+    ((parallel)) && again+=(--parallel)
+    ((timing)) && again+=(--timing)
     exec pg_virtualenv "$0" --store postgres --hosts "$hosts" --args "$args" \
-      $( ((kill_scenario)) || echo --no-kill) $( ((no_build)) && echo --no-build) \
-      $( ((parallel)) && echo --parallel) $( ((timing)) && echo --timing) --inside-pg
+      ${again[@]+"${again[@]}"} --inside-pg
   fi
 fi
 
@@ -88,7 +93,7 @@ cleanup() {
   local rc=$?
   for pid in "${sshd_pids[@]}"; do kill_tree "$pid"; done
   for pid in "${sshd_pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  ((made_run_sshd)) && rmdir /run/sshd 2>/dev/null || true
+  if ((made_run_sshd)); then rmdir /run/sshd 2>/dev/null || true; fi
   rm -rf "$tmp"
   exit "$rc"
 }

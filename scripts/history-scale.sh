@@ -35,7 +35,9 @@ if [[ -z "$bin" ]]; then
     cargo build --release --locked -q
     bin=$PWD/target/release/oscost
 fi
-pgbin=$(dirname "$(command -v initdb 2>/dev/null || ls -d /usr/lib/postgresql/*/bin/initdb 2>/dev/null | tail -1)")
+# Debian keeps initdb off PATH, under each version's directory: the newest (the glob's last).
+initdbs=(/usr/lib/postgresql/*/bin/initdb)
+pgbin=$(dirname "$(command -v initdb 2>/dev/null || echo "${initdbs[-1]}")")
 [[ -x "$pgbin/initdb" && -x "$pgbin/pg_ctl" ]] || die "PostgreSQL's initdb and pg_ctl are not installed (apt-get install postgresql)"
 
 tmp=$(mktemp -d /tmp/oscost-scale.XXXXXX)
@@ -120,7 +122,7 @@ tables="runs documents run_hosts experiments cases"
 ref_url="postgres://oscost@/reference?host=$tmp&port=$port"
 "$bin" history list --history "$url" >/dev/null
 "$bin" history list --history "$ref_url" >/dev/null
-empty() { "$psql" -q -d "$1" -c "TRUNCATE $(echo $tables | sed 's/ /, /g')"; }
+empty() { "$psql" -q -d "$1" -c "TRUNCATE ${tables// /, }"; }
 count() { "$psql" -At -d "$1" -c "SELECT (SELECT count(*) FROM runs) || ' runs, ' || (SELECT count(*) FROM documents) || ' documents, ' || (SELECT count(*) FROM cases) || ' case rows'"; }
 want="1000 runs, 1000 documents, $((1000 * figures)) case rows"
 pushes=() repushes=() copies=() cpus=()

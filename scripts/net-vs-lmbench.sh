@@ -52,7 +52,9 @@ done
 export ENOUGH=20000
 hold_idle_poll
 
-# lmbench's servers run in the background until told to stop: stopped on any exit.
+# lmbench's servers run in the background until told to stop: stopped on any exit (the trap
+# below calls it).
+# shellcheck disable=SC2317
 stop_servers() {
     local p
     for p in lat_tcp lat_udp lat_connect bw_tcp; do

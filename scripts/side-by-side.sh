@@ -159,7 +159,7 @@ pair_round() {
         [[ -n "$ov" ]] || { echo "  round $i  $id: not measured by oscost, skipped" >&2; continue; }
         [[ -n "${c_ns[$id]+x}" ]] || ids+=("$id")
         r=$(awk -v o="$ov" -v c="$cv" 'BEGIN { printf "%.3f", o / c }')
-        c_ns[$id]+="$cv " o_ns[$id]+="$ov " ratios[$id]+="$r "
+        c_ns["$id"]+="$cv " o_ns["$id"]+="$ov " ratios["$id"]+="$r "
         printf "  round %d  %-${w}s %s %${n}.1f  oscost %${n}.1f  ratio %s\n" "$i" "$id" "$label" "$cv" "$ov" "$r"
     done <"$cfile"
 }

@@ -30,7 +30,7 @@ source scripts/side-by-side.sh
 side_by_side_setup "${1:-}"
 count="${COUNT:-5000}"
 period_us="${PERIOD_US:-1000}"
-idle_poll="${IDLE_POLL:-0}"
+want_idle_poll="${IDLE_POLL:-0}"
 control="${CONTROL:-0}"
 [[ "$count" =~ ^[1-9][0-9]*$ ]] || die "COUNT must be a positive integer, got '$count'"
 [[ "$period_us" =~ ^[1-9][0-9]*$ ]] || die "PERIOD_US must be a positive integer, got '$period_us'"
@@ -40,7 +40,7 @@ build_oscost
 policies=(other)
 if [[ $(id -u) == 0 ]]; then policies+=(fifo); else echo "not root: SCHED_FIFO left out" >&2; fi
 laptop=(--laptop) poll=()
-[[ "$idle_poll" == 0 ]] || laptop=() poll=(--idle-poll)
+[[ "$want_idle_poll" == 0 ]] || laptop=() poll=(--idle-poll)
 
 spinner=""
 stop_spinner() {
@@ -97,7 +97,7 @@ run_cyclictest() {
 }
 
 echo "oscost wakeup vs cyclictest: CPU $cpu, every ${period_us} µs, $count wake-ups a case,"
-echo "$rounds interleaved rounds, /dev/cpu_dma_latency $([[ $idle_poll == 0 ]] && echo "not held" || echo "held at 0")"
+echo "$rounds interleaved rounds, /dev/cpu_dma_latency $([[ $want_idle_poll == 0 ]] && echo "not held" || echo "held at 0")"
 declare -A r50 r99 d50 d99 o50s o99s c50s c99s k50 k99
 keys=()
 for ((i = 1; i <= rounds; i++)); do

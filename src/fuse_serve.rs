@@ -1,7 +1,7 @@
 //! The FUSE server of the `fs` experiment: `oscost __fuse-serve DIR` mounts its in-memory file
 //! system on DIR and serves it until its standard input ends or a SIGINT, SIGTERM or SIGHUP
 //! arrives (which abort its connection first), then unmounts and exits. It dies with the
-//! process that started it. The experiment starts it; `scripts/fs-vs-c.sh` starts it
+//! process that started it. The experiment starts it; `cargo xtask vs fs` starts it
 //! to give a C program the same file system.
 
 use oscost_measure::experiments::fs::server;

@@ -2,7 +2,10 @@
 //!
 //! An argument template may hold `{a}` (the measuring CPU), `{b}` (the second CPU), `{s}`
 //! (the C program's samples), `{tmp}` (the run's scratch directory) and `{q:STANDARD:QUICK}`
-//! (one word under standard sampling, another under `--quick`); [`expand`] fills them.
+//! (one word under standard sampling, another under `--quick`); [`expand`] fills them. A C
+//! template may also hold `{param:NAME}`, oscost's experiment parameter NAME from the same
+//! round's document (a count oscost calibrated, for the C program to do the same work): such a
+//! run has oscost run first in every round.
 
 /// How many CPUs an entry places its tasks on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,6 +23,35 @@ pub enum Needs {
     Nothing,
     /// Root (namespaces, cgroups, a setting it changes for the run).
     Root,
+}
+
+/// A figure read from oscost's document, named as the C program names its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Read {
+    /// Each case's median, under the case's id.
+    Medians,
+    /// A counter of each case that has it, under `CASE.COUNTER`: where the figure is a count
+    /// or a rate, not a time (interruptions per second, a parent's KiB of page tables).
+    Counter(&'static str),
+    /// The machine's controls of the first experiment, each the median of its bursts'
+    /// samples, under their comparison ids (`control.kernel_entry`, `control.user_loop`).
+    Controls,
+}
+
+/// Every case's median and nothing else: what most entries read.
+pub const MEDIANS: &[Read] = &[Read::Medians];
+
+/// A second C program built beside the reference for it to run (a static helper a child
+/// executes), into the run's scratch directory.
+#[derive(Debug, Clone, Copy)]
+pub struct Helper {
+    /// The C file, from the repository root.
+    pub source: &'static str,
+    /// The binary's name in the scratch directory (`{tmp}/NAME` in a template).
+    pub name: &'static str,
+    /// Compiler flag sets tried in turn until one builds (a toolchain may refuse the
+    /// smallest link).
+    pub flags: &'static [&'static [&'static str]],
 }
 
 /// One C run (one or more invocations, their outputs joined) paired with one oscost run:
@@ -69,6 +101,12 @@ pub struct Entry {
     pub derive: Option<Derive>,
     /// oscost counters printed beside each pair (median over the rounds).
     pub show: &'static [&'static str],
+    /// What is read from oscost's document to pair with the C program's lines.
+    pub read: &'static [Read],
+    /// Helpers built before the C program runs.
+    pub helpers: &'static [Helper],
+    /// What is made before the entry's rounds and taken down after them.
+    pub setup: super::setup::Setup,
     /// Cases held sample by sample (`--alternate`): both programs run one case and take
     /// their samples in turn ([`super::conduct`]). Empty: the references cannot alternate.
     pub alternate: &'static [Run],

@@ -10,6 +10,7 @@ mod conduct;
 mod entries;
 mod entry;
 mod run;
+mod setup;
 mod table;
 
 use std::io::Write as _;
@@ -165,8 +166,25 @@ fn run_all(args: &Args) -> anyhow::Result<bool> {
     let scratch = Scratch(std::env::temp_dir().join(format!("oscost-vs-{}", std::process::id())));
     std::fs::create_dir_all(&scratch.0)?;
     let bin = run::oscost_binary(args.oscost.as_deref(), &root_dir)?;
+    // A stop request (Ctrl-C reaches the running programs too, which end) only sets a flag
+    // here, so the entry's setup and the scratch directory are taken down before the harness
+    // ends: a tmpfs mounted for `fs` must not outlive it.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for signal in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
+        signal_hook::flag::register(signal, std::sync::Arc::clone(&stop))
+            .context("cannot install the stop handler")?;
+    }
     let mut ok = true;
     for entry in chosen {
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            println!("\nstopped: the remaining references are not run");
+            ok = false;
+            break;
+        }
         let (a, b) = match (entry.cpus, chosen_cpus.as_slice(), allowed.as_slice()) {
             (_, [a, b, ..], _) => (*a, *b),
             (Cpus::One, [a], _) => (*a, *a),
@@ -212,6 +230,7 @@ fn run_all(args: &Args) -> anyhow::Result<bool> {
         let rounds = if args.smoke { 1 } else { args.rounds };
         let result = (|| -> anyhow::Result<()> {
             let c_bin = run::build_c(entry, &root_dir, &dir)?;
+            let _made = setup::Made::make(entry.setup, &dir, &bin, a)?;
             let mode = if args.smoke {
                 "SMOKE: tiny, not a figure".to_string()
             } else if quick {
@@ -307,7 +326,8 @@ impl Side<'_> {
             "--no-save".into(),
         ];
         args.extend(expand(run.oscost, s));
-        if s.quick {
+        // An entry whose oscost run is always quick (the controls) names it once.
+        if s.quick && !args.iter().any(|a| a == "--quick") {
             args.push("--quick".into());
         }
         if self.smoke {
@@ -333,10 +353,13 @@ impl Side<'_> {
         args
     }
 
-    fn run_c(&self, c_bin: &Path, run: &Run) -> anyhow::Result<Figures> {
+    /// The C program's figures for `run`; `oscost` is the same round's oscost run, whose
+    /// parameters fill a template's `{param:NAME}`.
+    fn run_c(&self, c_bin: &Path, run: &Run, oscost: &run::Measured) -> anyhow::Result<Figures> {
         let mut figures = Figures::new();
         for invocation in run.c {
-            let cmd = run::command(c_bin, &self.c_args(invocation), self.pin());
+            let args = fill_params(self.c_args(invocation), &oscost.params)?;
+            let cmd = run::command(c_bin, &args, self.pin());
             figures.extend(run::parse_c(&run::output(cmd, self.entry.source)?)?);
         }
         Ok(figures)
@@ -345,7 +368,7 @@ impl Side<'_> {
     fn run_oscost(&self, run: &Run, json: &Path) -> anyhow::Result<run::Measured> {
         run::output(self.oscost(run, json), "oscost")?;
         let text = std::fs::read_to_string(json).with_context(|| format!("{}", json.display()))?;
-        run::parse_oscost(&text)
+        run::parse_oscost(&text, self.entry.read)
     }
 
     fn derived(&self, mut figures: Figures) -> Figures {
@@ -373,12 +396,13 @@ impl Side<'_> {
             let mut o_all = Figures::new();
             for (k, run) in runs.iter().enumerate() {
                 let json = self.dir.join(format!("o{round}.{k}.json"));
-                let (c, o) = if round % 2 == 1 {
-                    let c = self.run_c(c_bin, run)?;
+                // A C run that takes a parameter from oscost's document runs after it always.
+                let (c, o) = if round % 2 == 1 && !takes_params(run) {
+                    let c = self.run_c(c_bin, run, &run::Measured::default())?;
                     (c, self.run_oscost(run, &json)?)
                 } else {
                     let o = self.run_oscost(run, &json)?;
-                    (self.run_c(c_bin, run)?, o)
+                    (self.run_c(c_bin, run, &o)?, o)
                 };
                 let keep = |f: &Figures| -> Figures {
                     f.iter()
@@ -388,19 +412,18 @@ impl Side<'_> {
                 };
                 c_all.extend(keep(&c));
                 o_all.extend(keep(&o.figures));
-                let o_counters = o.counters;
                 for line in pairs.add_round(
                     round as usize,
                     &keep(&c),
                     &keep(&o.figures),
-                    &o_counters,
+                    &o.counters,
                     self.entry.show,
                     None,
                 ) {
                     println!("{line}");
                 }
                 if control {
-                    let c2 = self.run_c(c_bin, run)?;
+                    let c2 = self.run_c(c_bin, run, &o)?;
                     for line in again.add_round(
                         round as usize,
                         &keep(&c),
@@ -453,13 +476,16 @@ impl Side<'_> {
             let [c_args] = run.c else {
                 bail!("an alternated case runs the C program once");
             };
+            if takes_params(run) {
+                bail!("an alternated case cannot wait for oscost's parameters");
+            }
             let c_cmd = run::command(c_bin, &self.c_args(c_args), self.pin());
             let first = usize::from(round % 2 == 0);
             let done = conduct::alternate([c_cmd, self.oscost(run, &json)], first, &dir)?;
             let c = run::parse_c(&done.stdout[0])?;
             let text =
                 std::fs::read_to_string(&json).with_context(|| format!("{}", json.display()))?;
-            let o = run::parse_oscost(&text)?;
+            let o = run::parse_oscost(&text, self.entry.read)?;
             let keep = |f: &Figures| -> Figures {
                 f.iter()
                     .filter(|(id, _)| run.only.is_none_or(|s| id.contains(s)))
@@ -487,6 +513,35 @@ impl Side<'_> {
     }
 }
 
+/// Whether `run`'s C program takes a parameter of oscost's document (`{param:NAME}`).
+fn takes_params(run: &Run) -> bool {
+    run.c
+        .iter()
+        .flat_map(|i| i.iter())
+        .any(|a| a.contains("{param:"))
+}
+
+/// `args` with each `{param:NAME}` replaced by oscost's experiment parameter NAME.
+fn fill_params(
+    args: Vec<String>,
+    params: &std::collections::BTreeMap<String, String>,
+) -> anyhow::Result<Vec<String>> {
+    args.into_iter()
+        .map(|a| {
+            let Some((before, rest)) = a.split_once("{param:") else {
+                return Ok(a);
+            };
+            let Some((name, after)) = rest.split_once('}') else {
+                bail!("unclosed {{param:}} in {a:?}");
+            };
+            let value = params
+                .get(name)
+                .with_context(|| format!("oscost's document has no parameter {name}"))?;
+            Ok(format!("{before}{value}{after}"))
+        })
+        .collect()
+}
+
 /// Holds /dev/cpu_dma_latency at 0 while the returned file is open.
 fn hold_idle_poll() -> anyhow::Result<std::fs::File> {
     let mut f = std::fs::OpenOptions::new()
@@ -495,4 +550,24 @@ fn hold_idle_poll() -> anyhow::Result<std::fs::File> {
         .context("--idle-poll: cannot open /dev/cpu_dma_latency (needs root)")?;
     f.write_all(&0i32.to_ne_bytes())?;
     Ok(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_parameter_of_oscost_s_document_fills_its_placeholder_or_is_named_missing() {
+        let params = [("work_iterations".to_string(), "123456".to_string())].into();
+        let args = vec![
+            "{param:work_iterations}".into(),
+            "-n{param:work_iterations}x".into(),
+        ];
+        assert_eq!(fill_params(args, &params).unwrap(), ["123456", "-n123456x"]);
+        let e = fill_params(vec!["{param:other}".into()], &params).unwrap_err();
+        assert!(e.to_string().contains("no parameter other"), "{e}");
+        let tick = entries::find("tick").unwrap();
+        assert!(takes_params(&tick.runs[0]));
+        assert!(!takes_params(&entries::find("mmap").unwrap().runs[0]));
+    }
 }

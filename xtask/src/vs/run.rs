@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context as _};
 
-use super::entry::Entry;
+use super::entry::{Entry, Read};
 
 /// What one run of a side measured: each case's median, in order.
 pub type Figures = Vec<(String, f64)>;
@@ -19,6 +19,8 @@ pub struct Measured {
     pub figures: Figures,
     /// Each case's counters by id.
     pub counters: BTreeMap<String, BTreeMap<String, f64>>,
+    /// The experiments' parameters, as text (a number or string as written, without quotes).
+    pub params: BTreeMap<String, String>,
 }
 
 /// Compiles `entry`'s C program into `dir`; returns the binary.
@@ -38,6 +40,21 @@ pub fn build_c(entry: &Entry, root: &Path, dir: &Path) -> anyhow::Result<PathBuf
         .context("cannot run cc (a C compiler is needed: apt-get install gcc)")?;
     if !status.success() {
         bail!("cc failed on {}", entry.source);
+    }
+    for h in entry.helpers {
+        let built = h.flags.iter().any(|flags| {
+            Command::new("cc")
+                .args(*flags)
+                .arg("-o")
+                .arg(dir.join(h.name))
+                .arg(root.join(h.source))
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        });
+        if !built {
+            bail!("cc cannot build {} with any of its flag sets", h.source);
+        }
     }
     Ok(out)
 }
@@ -114,13 +131,42 @@ pub fn parse_c(text: &str) -> anyhow::Result<Figures> {
     Ok(figures)
 }
 
-/// oscost's result document, read through the model: every case's median and counters.
-pub fn parse_oscost(text: &str) -> anyhow::Result<Measured> {
+/// oscost's result document, read through the model: the figures `read` names, and every
+/// case's counters.
+pub fn parse_oscost(text: &str, read: &[Read]) -> anyhow::Result<Measured> {
     let doc = oscost_model::schema::read(text).context("oscost's result document")?;
     let mut m = Measured::default();
+    for r in read {
+        match *r {
+            Read::Medians => {
+                for c in doc.experiments.iter().flat_map(|e| &e.cases) {
+                    m.figures.push((c.id.clone(), c.median_ns));
+                }
+            }
+            Read::Counter(key) => {
+                for c in doc.experiments.iter().flat_map(|e| &e.cases) {
+                    if let Some(&v) = c.counters.get(key) {
+                        m.figures.push((format!("{}.{key}", c.id), v));
+                    }
+                }
+            }
+            Read::Controls => {
+                let controls = doc.experiments.iter().find_map(|e| e.controls.as_ref());
+                for kind in oscost_model::ControlKind::ALL {
+                    if let Some(c) = controls.filter(|c| !c.samples(kind).is_empty()) {
+                        let median = oscost_stats::median(c.samples(kind));
+                        m.figures.push((kind.id().to_string(), median));
+                    }
+                }
+            }
+        }
+    }
     for e in doc.experiments {
+        for (k, v) in e.params {
+            let text = v.as_str().map_or_else(|| v.to_string(), str::to_string);
+            m.params.entry(k).or_insert(text);
+        }
         for c in e.cases {
-            m.figures.push((c.id.clone(), c.median_ns));
             m.counters.insert(c.id, c.counters);
         }
     }
@@ -150,7 +196,38 @@ mod tests {
     }
 
     #[test]
+    fn counters_and_controls_are_read_as_figures_under_their_ids() {
+        let golden = include_str!("../../../tests/golden/oscost-2.json");
+        // The scripted document has no counter and no controls: give its first case one and
+        // its first experiment the others (the experiment's own `"load"` key follows the
+        // machine's, so the second one is the experiment's).
+        let text = golden.replacen(
+            r#""counters": {}"#,
+            r#""counters": {"gaps_per_s": 12.5}"#,
+            1,
+        );
+        let at = text.match_indices(r#""load": {"#).nth(1).unwrap().0;
+        let text = format!(
+            r#"{}"controls": {{"kernel_entry_ns": [3, 1, 2], "user_loop_ns": [10, 40]}}, {}"#,
+            &text[..at],
+            &text[at..]
+        );
+        let m = parse_oscost(&text, &[Read::Counter("gaps_per_s"), Read::Controls]).unwrap();
+        assert_eq!(
+            m.figures,
+            [
+                ("example.cost100.gaps_per_s".into(), 12.5),
+                ("control.kernel_entry".into(), 2.0),
+                ("control.user_loop".into(), 25.0)
+            ]
+        );
+        let medians = parse_oscost(golden, &[Read::Medians]).unwrap();
+        assert_eq!(medians.figures[0].0, "example.cost100");
+        assert_eq!(medians.params["rate_per_s"], "10000.0");
+    }
+
+    #[test]
     fn a_document_that_is_not_oscost_s_is_refused() {
-        assert!(parse_oscost("{}").is_err());
+        assert!(parse_oscost("{}", &[Read::Medians]).is_err());
     }
 }

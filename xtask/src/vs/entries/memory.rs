@@ -1,0 +1,102 @@
+//! References of the address space: mappings, page faults, TLB shootdowns.
+
+use super::super::entry::{Cpus, Entry, Needs, Run, MEDIANS};
+use super::super::setup::Setup;
+
+/// `cargo xtask vs shootdown`.
+pub const SHOOTDOWN: Entry = Entry {
+    name: "shootdown",
+    about: "munmap and mprotect with the process's other thread on another CPU or none, \
+            spinning or asleep (benches/shootdown_ref.c)",
+    source: "benches/shootdown_ref.c",
+    cflags: &["-pthread"],
+    cpus: Cpus::Two,
+    needs: Needs::Nothing,
+    c_samples: [81, 15],
+    c_quick: &[],
+    taskset: false,
+    idle_poll: false,
+    runs: &[Run {
+        c: &[
+            &["-a", "{a}", "-b", "{b}", "-o", "0", "-s", "{s}"],
+            &[
+                "-a", "{a}", "-b", "{b}", "-o", "1", "-m", "spin", "-s", "{s}",
+            ],
+            &[
+                "-a", "{a}", "-b", "{b}", "-o", "1", "-m", "sleep", "-s", "{s}",
+            ],
+        ],
+        oscost: &["shootdown"],
+        only: None,
+    }],
+    derive: None,
+    show: &["tlb_interrupts_other_cpus_per_op"],
+    read: MEDIANS,
+    helpers: &[],
+    setup: Setup::Nothing,
+    alternate: &[],
+};
+
+/// `cargo xtask vs mmap`.
+pub const MMAP: Entry = Entry {
+    name: "mmap",
+    about: "mmap + munmap of 1 to 10 000 pages, untouched and touched (benches/mmap_ref.c)",
+    source: "benches/mmap_ref.c",
+    cflags: &[],
+    cpus: Cpus::One,
+    needs: Needs::Nothing,
+    c_samples: [81, 15],
+    c_quick: &[],
+    taskset: true,
+    idle_poll: false,
+    runs: &[Run {
+        c: &[&["-s", "{s}", "-p", "1,10,1000,10000"]],
+        oscost: &["mmap", "--pages", "1,10,1000,10000"],
+        only: None,
+    }],
+    derive: None,
+    show: &[],
+    read: MEDIANS,
+    helpers: &[],
+    setup: Setup::Nothing,
+    alternate: &[],
+};
+
+/// `cargo xtask vs fault`.
+pub const FAULT: Entry = Entry {
+    name: "fault",
+    about: "page faults of every kind oscost times: anonymous, file, copy-on-write, THP, \
+            major (benches/fault_ref.c)",
+    source: "benches/fault_ref.c",
+    cflags: &[],
+    cpus: Cpus::One,
+    needs: Needs::Nothing,
+    c_samples: [81, 15],
+    c_quick: &[],
+    taskset: true,
+    idle_poll: false,
+    runs: &[Run {
+        c: &[&[
+            "-p",
+            "{q:1024:256}",
+            "-s",
+            "{s}",
+            "-k",
+            "anon-write,anon-read,file-read,file-write-shared,cow,thp,file-major",
+        ]],
+        oscost: &[
+            "fault",
+            "--kinds",
+            "anon-write,anon-read,file-read,file-write-shared,cow,thp,file-major",
+            "--pages",
+            "{q:1024:256}",
+        ],
+        only: None,
+    }],
+    derive: None,
+    show: &["minor_faults_per_op", "major_faults_per_op"],
+    read: MEDIANS,
+    helpers: &[],
+    setup: Setup::Nothing,
+    alternate: &[],
+};
