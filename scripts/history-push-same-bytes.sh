@@ -27,7 +27,9 @@ die() {
 [[ $# == 2 ]] || die "usage: $0 OLD_BIN NEW_BIN"
 old=$(realpath "$1") new=$(realpath "$2")
 [[ -x "$old" && -x "$new" ]] || die "both binaries must exist and be executable"
-pgbin=$(dirname "$(command -v initdb 2>/dev/null || ls -d /usr/lib/postgresql/*/bin/initdb 2>/dev/null | tail -1)")
+# Debian keeps initdb off PATH, under each version's directory: the newest (the glob's last).
+initdbs=(/usr/lib/postgresql/*/bin/initdb)
+pgbin=$(dirname "$(command -v initdb 2>/dev/null || echo "${initdbs[-1]}")")
 [[ -x "$pgbin/initdb" && -x "$pgbin/pg_ctl" ]] || die "PostgreSQL's initdb and pg_ctl are not installed (apt-get install postgresql)"
 psql=$(command -v psql || echo "$pgbin/psql")
 
