@@ -20,7 +20,7 @@ use oscost_model::case::ExperimentOutput;
 use oscost_stats::sched::{expected_slice, weight, Policy};
 use oscost_sys::clock::Clock;
 use oscost_sys::task::Kind;
-use oscost_sys::trace::Sched;
+use oscost_sys::timeline::Sched;
 use serde_json::json;
 use std::path::Path;
 use std::time::Duration;

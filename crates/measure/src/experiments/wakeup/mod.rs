@@ -286,12 +286,12 @@ fn measure_point(
                 .name("oscost-load".into())
                 .spawn_scoped(s, || -> std::io::Result<()> {
                     oscost_sys::set_affinity(&[p.cpu])?;
-                    let c0 = oscost_sys::trace::thread_cpu_ns().unwrap_or(0);
+                    let c0 = oscost_sys::timeline::thread_cpu_ns().unwrap_or(0);
                     while !stop.load(Ordering::Relaxed) {
                         spins.fetch_add(1, Ordering::Relaxed);
                     }
                     spinner_cpu.store(
-                        oscost_sys::trace::thread_cpu_ns().unwrap_or(0) - c0,
+                        oscost_sys::timeline::thread_cpu_ns().unwrap_or(0) - c0,
                         Ordering::Relaxed,
                     );
                     Ok(())
