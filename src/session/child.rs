@@ -3,7 +3,7 @@
 
 use crate::progress::Bar;
 use crate::stdout::reader_gone;
-use crate::worker::{self, Job};
+use crate::worker::{self, Request};
 use anyhow::Context as _;
 use oscost_measure::Progress as _;
 use oscost_model::ExperimentOutput;
@@ -165,7 +165,7 @@ fn no_stack_cache_tunables() -> String {
 /// Runs one experiment in a fresh measuring process and returns its raw results and the
 /// number of tasks it started (itself included).
 pub(super) fn measure_in_child(
-    job: &Job,
+    job: &Request,
     scratch: &Path,
     bar: &Bar,
     children: &Mutex<Children>,
