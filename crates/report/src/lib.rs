@@ -13,6 +13,7 @@ pub mod baselines;
 pub mod bill;
 pub mod compare;
 mod counterparts;
+pub mod csvw;
 pub mod datasheet;
 pub mod envtext;
 pub mod experiments;

@@ -217,8 +217,7 @@ pub fn markdown(f: &Fleet) -> String {
 
 /// One CSV row per figure and group: the long form, easy to pivot.
 pub fn csv(f: &Fleet) -> anyhow::Result<String> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record([
+    let mut w = crate::csvw::CsvWriter::new([
         "figure",
         "unit",
         "group_by",
@@ -267,10 +266,10 @@ pub fn csv(f: &Fleet) -> anyhow::Result<String> {
             } else {
                 continue;
             }
-            w.write_record(&rec)?;
+            w.row(&rec)?;
         }
     }
-    Ok(String::from_utf8(w.into_inner()?)?)
+    w.finish()
 }
 
 /// The whole comparison as JSON (schema [`FLEET_SCHEMA`]).
