@@ -21,6 +21,7 @@ pub mod export;
 pub mod fleet;
 pub mod format;
 mod layout;
+pub mod mdtext;
 pub mod output;
 pub mod plot;
 pub mod render;
