@@ -139,7 +139,7 @@ pub(super) fn traced_rounds(
 ) -> anyhow::Result<Vec<Option<(Round, kernel::Traced)>>> {
     let mut traced: Vec<Option<(Round, kernel::Traced)>> =
         plan.sizes.iter().map(|_| None).collect();
-    if opts.no_kernel_view {
+    if opts.kernel_view.no_kernel_view {
         out.params
             .insert("kernel_view".into(), json!("off (--no-kernel-view)"));
         return Ok(traced);
@@ -158,7 +158,7 @@ pub(super) fn traced_rounds(
             "{n} {}, one more round with the scheduler's tracepoints recorded",
             opts.kind.name()
         ));
-        let order = crate::kview::TraceWith::order(opts.trace_with);
+        let order = opts.kernel_view.order();
         let mut session = match Session::open(&Pass::new(kernel::EVENTS, &on, &order)) {
             Ok((s, notes)) => {
                 if k == 0 {
