@@ -7,7 +7,7 @@
 //! process. A fresh process per experiment also keeps one experiment's crash from taking the
 //! others' results with it.
 //!
-//! The coordinating `oscost` re-executes itself as `oscost __measure`, writes a [`Job`] to its
+//! The coordinating `oscost` re-executes itself as `oscost __measure`, writes a [`Request`] to its
 //! standard input and reads [`Message`]s, one JSON object per line, from its standard output.
 //! The measuring process starts no helper thread: SIGINT, SIGTERM and SIGHUP only set a flag
 //! the sampler checks between samples, and progress is written by the measuring thread itself.
@@ -27,7 +27,7 @@ pub const ROLE: &str = "__measure";
 /// What the coordinator asks one measuring process to do.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Job {
+pub struct Request {
     /// The experiment and its options.
     pub experiment: ExperimentArgs,
     /// How to sample.
@@ -151,7 +151,7 @@ fn outlive_nothing() -> anyhow::Result<()> {
 fn run(cancel: &AtomicBool) -> anyhow::Result<Message> {
     let mut text = String::new();
     std::io::stdin().read_to_string(&mut text)?;
-    let job: Job = serde_json::from_str(&text)
+    let job: Request = serde_json::from_str(&text)
         .map_err(|e| anyhow::anyhow!("the measuring process got an unreadable job: {e}"))?;
     let real;
     let scripted;

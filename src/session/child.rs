@@ -3,7 +3,7 @@
 
 use crate::progress::Bar;
 use crate::stdout::reader_gone;
-use crate::worker::{self, Job};
+use crate::worker::{self, Request};
 use anyhow::Context as _;
 use oscost_measure::Progress as _;
 use oscost_model::ExperimentOutput;
@@ -166,7 +166,7 @@ fn no_stack_cache_tunables() -> String {
 /// `oscost_measure::processes`), one after another, each with its share of the samples, and
 /// returns their results merged and the tasks they started (themselves included).
 pub(super) fn measure_in_processes(
-    job: &Job,
+    job: &Request,
     scratch: &Path,
     bar: &Bar,
     children: &Mutex<Children>,
@@ -178,7 +178,7 @@ pub(super) fn measure_in_processes(
         return measure_in_child(job, scratch, bar, children, cancel);
     }
     let each = processes::samples_each(job.sampler.samples, n);
-    let part = Job {
+    let part = Request {
         experiment: job.experiment.clone(),
         sampler: oscost_measure::sampler::SamplerConfig {
             samples: each,
@@ -209,7 +209,7 @@ pub(super) fn measure_in_processes(
 /// Runs one experiment in a fresh measuring process and returns its raw results and the
 /// number of tasks it started (itself included).
 fn measure_in_child(
-    job: &Job,
+    job: &Request,
     scratch: &Path,
     bar: &Bar,
     children: &Mutex<Children>,

@@ -11,7 +11,7 @@ pub use save::{save, Saving};
 use crate::config::{Config, Sink};
 use crate::progress::Bar;
 use crate::stdout::{print_stdout, reader_gone};
-use crate::worker::Job;
+use crate::worker::Request;
 use anyhow::Context as _;
 use oscost_measure::env::LoadProbe;
 use oscost_measure::experiments::ExperimentArgs;
@@ -166,7 +166,7 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs], saving: Saving) -> anyh
         }
         bar.stage(index + 1, experiments.len());
         bar.suite(&expected, index);
-        let job = Job {
+        let job = Request {
             experiment: e.clone(),
             sampler: cfg.sampler,
             quick: cfg.quick,

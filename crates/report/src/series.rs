@@ -7,12 +7,11 @@ use oscost_model::ExperimentResult;
 /// A series as CSV: its columns as the header, one row per point, each value in its shortest
 /// exact form (`12`, `3.5`).
 pub fn csv(s: &Series) -> anyhow::Result<String> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record(&s.columns)?;
+    let mut w = crate::csvw::CsvWriter::new(&s.columns)?;
     for p in &s.points {
-        w.write_record(p.iter().map(|v| v.to_string()))?;
+        w.row(p.iter().map(|v| v.to_string()))?;
     }
-    Ok(String::from_utf8(w.into_inner()?)?)
+    w.finish()
 }
 
 /// Every series of experiment `e`: (file name `<case id>.<series>.csv`, contents).

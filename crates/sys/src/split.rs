@@ -261,7 +261,7 @@ unsafe impl TaskBody for SplitRun {
             slot.units.store(units, Ordering::Relaxed);
             slot.steps.store(steps, Ordering::Relaxed);
             slot.cpu_ns.store(
-                crate::trace::thread_cpu_ns().unwrap_or(0),
+                crate::timeline::thread_cpu_ns().unwrap_or(0),
                 Ordering::Relaxed,
             );
             slot.voluntary.store(ru.ru_nvcsw as u64, Ordering::Relaxed);

@@ -346,7 +346,7 @@ impl Helper {
                     Some(fd) => timerfd_loop(&shared, fd, ns, until),
                     None => sleep_loop(&shared, ns, until),
                 };
-                let run = crate::trace::thread_cpu_ns().unwrap_or(0);
+                let run = crate::timeline::thread_cpu_ns().unwrap_or(0);
                 shared.run_ns.store(run, Ordering::SeqCst);
                 r
             }

@@ -109,8 +109,7 @@ pub(super) fn list_json(runs: &[RunSummary]) -> anyhow::Result<String> {
 
 /// `oscost history list --csv`: one row per run, newest first; experiments joined by spaces.
 pub(super) fn list_csv(runs: &[RunSummary]) -> anyhow::Result<String> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record([
+    let mut w = oscost_report::csvw::CsvWriter::new([
         "run_id",
         "started_at",
         "saved_at",
@@ -122,7 +121,7 @@ pub(super) fn list_csv(runs: &[RunSummary]) -> anyhow::Result<String> {
         "case_count",
     ])?;
     for r in runs {
-        w.write_record([
+        w.row([
             r.run_id.as_str(),
             r.started_at.as_deref().unwrap_or(""),
             &r.saved_at,
@@ -134,7 +133,7 @@ pub(super) fn list_csv(runs: &[RunSummary]) -> anyhow::Result<String> {
             &r.case_count.to_string(),
         ])?;
     }
-    Ok(String::from_utf8(w.into_inner()?)?)
+    w.finish()
 }
 
 /// The study a run's command line ran (`oscost study qnx-tick --quick`: `qnx-tick`): `Some("")`

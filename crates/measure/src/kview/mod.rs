@@ -3,6 +3,10 @@
 //! that match them with what a measuring loop saw (which interrupt, softirq or task took a
 //! gap of a busy loop).
 
+mod args;
+
+pub use args::{NoMore, ViewArgs, ViewHelp};
+
 use crate::timesource::TimeSource;
 use oscost_sys::kseam::{Mechanism, Tracer};
 use oscost_sys::ktrace::{Format, Record, Tracefs, Unavailable};

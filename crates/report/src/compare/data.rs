@@ -8,8 +8,7 @@ use super::*;
 /// its `ratio` is B / A of the percentile. The last two columns are the figure net of the
 /// machine's controls, where both runs have them.
 pub fn csv(comparisons: &[Comparison]) -> anyhow::Result<String> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record([
+    let mut w = crate::csvw::CsvWriter::new([
         "baseline",
         "other",
         "id",
@@ -47,7 +46,7 @@ pub fn csv(comparisons: &[Comparison]) -> anyhow::Result<String> {
     for c in comparisons {
         for r in &c.rows {
             let ci = |f: &Figure, i: usize| num(f.ci95_ns.map(|c| c[i]));
-            w.write_record([
+            w.row([
                 c.baseline.clone(),
                 c.other.clone(),
                 r.id.clone(),
@@ -125,10 +124,10 @@ pub fn csv(comparisons: &[Comparison]) -> anyhow::Result<String> {
                 String::new(),
                 String::new(),
             ]);
-            w.write_record(&record)?;
+            w.row(&record)?;
         }
     }
-    Ok(String::from_utf8(w.into_inner()?)?)
+    w.finish()
 }
 
 /// The comparison as JSON (`oscost-compare/1`).

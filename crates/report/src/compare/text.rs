@@ -5,6 +5,7 @@ use super::*;
 
 use crate::format::{fmt_ns, fmt_ns_signed, ns_with_ci, p_value, pct_signed, plain, ratio};
 use crate::layout::{fit, Col, Overflow};
+use crate::mdtext;
 
 fn fmt_rate(ns_per_s: f64) -> String {
     // ns of CPU per second of wall time, and the same as a share of one CPU.
@@ -491,13 +492,9 @@ fn study_cells(r: &StudyRow) -> [String; 5] {
     ]
 }
 
-fn md_escape(s: &str) -> String {
-    s.replace('|', "\\|")
-}
-
 /// One Markdown table row of `cells`, each escaped.
 fn md_row(cells: &[String]) -> String {
-    let cells: Vec<String> = cells.iter().map(|x| md_escape(x)).collect();
+    let cells: Vec<String> = cells.iter().map(|x| mdtext::cell(x)).collect();
     format!("| {} |\n", cells.join(" | "))
 }
 
@@ -506,22 +503,22 @@ pub fn markdown(comparisons: &[Comparison]) -> String {
     let mut s = String::new();
     for c in comparisons {
         if let Some(l) = nothing_in_common(c) {
-            s += &format!("{}\n\n", md_escape(&l));
+            s += &format!("{}\n\n", mdtext::cell(&l));
             continue;
         }
         let mut lines = intro(c).into_iter();
-        s += &format!("## {}\n\n", md_escape(&lines.next().unwrap_or_default()));
+        s += &format!("## {}\n\n", mdtext::cell(&lines.next().unwrap_or_default()));
         for l in lines.chain(super::machine::line(c)) {
-            s += &format!("{}\n\n", md_escape(&l));
+            s += &format!("{}\n\n", mdtext::cell(&l));
         }
         if !c.environment.is_empty() {
             s += "| environment differs | A | B |\n|---|---|---|\n";
             for d in &c.environment {
                 s += &format!(
                     "| {} | {} | {} |\n",
-                    md_escape(&d.field),
-                    md_escape(&d.baseline),
-                    md_escape(&d.other)
+                    mdtext::cell(&d.field),
+                    mdtext::cell(&d.baseline),
+                    mdtext::cell(&d.other)
                 );
             }
             s.push('\n');
@@ -531,7 +528,7 @@ pub fn markdown(comparisons: &[Comparison]) -> String {
             s += &format!(
                 "| {} |\n|{}\n",
                 h.iter()
-                    .map(|x| md_escape(&x.head))
+                    .map(|x| mdtext::cell(&x.head))
                     .collect::<Vec<_>>()
                     .join(" | "),
                 h.iter()
@@ -545,17 +542,17 @@ pub fn markdown(comparisons: &[Comparison]) -> String {
         }
         s += &format!("{}\n\n", summary(c));
         if let Some(l) = spread_line(c) {
-            s += &format!("{}\n\n", md_escape(&l));
+            s += &format!("{}\n\n", mdtext::cell(&l));
         }
         if let Some(d) = &c.drift {
-            s += &format!("**Warning:** {}\n\n", md_escape(d));
+            s += &format!("**Warning:** {}\n\n", mdtext::cell(d));
         }
         for f in &c.foreign_ids {
-            s += &format!("**Warning:** {}\n\n", md_escape(f));
+            s += &format!("**Warning:** {}\n\n", mdtext::cell(f));
         }
         let e = explanation(c);
         if !e.is_empty() {
-            s += &format!("{}\n\n", md_escape(&e));
+            s += &format!("{}\n\n", mdtext::cell(&e));
         }
         if !c.study_rows.is_empty() {
             s += "| figure | published | this machine | 95 % CI | difference |\n|---|---:|---:|---:|---:|\n";
@@ -580,20 +577,20 @@ pub fn markdown(comparisons: &[Comparison]) -> String {
         }
         for r in c.rows.iter().filter(|r| inconsistent(r)) {
             if let Some(n) = &r.note {
-                s += &format!("- `{}`: {}\n", r.id, md_escape(n));
+                s += &format!("- `{}`: {}\n", r.id, mdtext::cell(n));
             }
         }
         for u in &c.unmatched_published {
             s += &format!(
                 "- not compared: `{}` = {} ({}): {}\n",
                 u.id,
-                md_escape(&u.value),
-                md_escape(&u.meaning),
-                md_escape(&u.why)
+                mdtext::cell(&u.value),
+                mdtext::cell(&u.meaning),
+                mdtext::cell(&u.why)
             );
         }
         for l in leftovers(c) {
-            s += &format!("- {}\n", md_escape(&l));
+            s += &format!("- {}\n", mdtext::cell(&l));
         }
         s.push('\n');
     }

@@ -34,8 +34,7 @@ fn tail(c: &oscost_model::CaseResult, suffix: &str) -> String {
 
 /// One CSV row per case.
 pub fn csv(doc: &ResultDoc) -> anyhow::Result<String> {
-    let mut w = ::csv::Writer::from_writer(Vec::new());
-    w.write_record([
+    let mut w = crate::csvw::CsvWriter::new([
         "experiment",
         "id",
         "unit",
@@ -61,7 +60,7 @@ pub fn csv(doc: &ResultDoc) -> anyhow::Result<String> {
     ])?;
     for e in &doc.experiments {
         for c in &e.cases {
-            w.write_record([
+            w.row([
                 e.name.clone(),
                 c.id.clone(),
                 c.unit.clone(),
@@ -90,7 +89,7 @@ pub fn csv(doc: &ResultDoc) -> anyhow::Result<String> {
         // median column, and why it is not trusted in `flagged` (empty when it is).
         for d in &e.derived {
             let blank = String::new;
-            w.write_record([
+            w.row([
                 e.name.clone(),
                 d.id.clone(),
                 "derived".into(),
@@ -116,7 +115,7 @@ pub fn csv(doc: &ResultDoc) -> anyhow::Result<String> {
             ])?;
         }
     }
-    Ok(String::from_utf8(w.into_inner()?)?)
+    w.finish()
 }
 
 #[cfg(test)]

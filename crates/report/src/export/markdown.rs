@@ -2,6 +2,7 @@
 
 use super::table::{derived_rows, rows};
 use super::{ExportOptions, Exporter};
+use crate::mdtext;
 use oscost_model::schema::ResultDoc;
 
 /// The whole document as Markdown tables.
@@ -77,13 +78,15 @@ pub fn markdown(doc: &ResultDoc) -> String {
 }
 
 fn md_table(head: &[&str], rows: &[Vec<String>]) -> String {
-    let esc = |x: &str| x.replace('|', "\\|");
     let mut s = format!("| {} |\n", head.join(" | "));
     s += &format!("|{}\n", head.iter().map(|_| "---|").collect::<String>());
     for r in rows {
         s += &format!(
             "| {} |\n",
-            r.iter().map(|c| esc(c)).collect::<Vec<_>>().join(" | ")
+            r.iter()
+                .map(|c| mdtext::cell(c))
+                .collect::<Vec<_>>()
+                .join(" | ")
         );
     }
     s

@@ -1,6 +1,7 @@
 //! A fleet's table rendered: for the terminal, as Markdown, CSV, JSON and one HTML page.
 
 use super::*;
+use crate::mdtext;
 use comfy_table::{presets, Cell, CellAlignment, ContentArrangement, Table};
 use std::fmt::Write as _;
 
@@ -144,24 +145,20 @@ pub fn terminal(f: &Fleet) -> String {
     s
 }
 
-fn md_escape(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
-}
-
 /// The fleet table in Markdown.
 pub fn markdown(f: &Fleet) -> String {
     let mut s = format!(
         "# Compared by {}: {} groups against {}\n\n",
-        md_escape(&f.group_by),
+        mdtext::cell(&f.group_by),
         f.groups.len(),
-        md_escape(&f.groups[f.reference].name)
+        mdtext::cell(&f.groups[f.reference].name)
     );
     let table = |s: &mut String, head: &[String], rows: &[Vec<String>]| {
-        let esc: Vec<String> = head.iter().map(|h| md_escape(h)).collect();
+        let esc: Vec<String> = head.iter().map(|h| mdtext::cell(h)).collect();
         let _ = writeln!(s, "| {} |", esc.join(" | "));
         let _ = writeln!(s, "|{}", "---|".repeat(head.len()));
         for r in rows {
-            let esc: Vec<String> = r.iter().map(|c| md_escape(c)).collect();
+            let esc: Vec<String> = r.iter().map(|c| mdtext::cell(c)).collect();
             let _ = writeln!(s, "| {} |", esc.join(" | "));
         }
         s.push('\n');
@@ -217,8 +214,7 @@ pub fn markdown(f: &Fleet) -> String {
 
 /// One CSV row per figure and group: the long form, easy to pivot.
 pub fn csv(f: &Fleet) -> anyhow::Result<String> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record([
+    let mut w = crate::csvw::CsvWriter::new([
         "figure",
         "unit",
         "group_by",
@@ -267,10 +263,10 @@ pub fn csv(f: &Fleet) -> anyhow::Result<String> {
             } else {
                 continue;
             }
-            w.write_record(&rec)?;
+            w.row(&rec)?;
         }
     }
-    Ok(String::from_utf8(w.into_inner()?)?)
+    w.finish()
 }
 
 /// The whole comparison as JSON (schema [`FLEET_SCHEMA`]).

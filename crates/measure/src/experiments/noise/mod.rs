@@ -17,6 +17,7 @@ use crate::engine;
 use crate::engine::clock::{kernel_hz, real_clock};
 use crate::engine::spin::{analyse, default_threshold, iteration_ticks, ticks, CpuNoise, CpuSpin};
 use crate::env::parse::parse_proc_stat;
+use crate::kview::ViewHelp as _;
 use anyhow::Context as _;
 use oscost_model::case::{Case, Check, ExperimentOutput, Samples, Series, Unavailable};
 use oscost_model::{Message, MessageKind};
@@ -48,6 +49,11 @@ const RATE_TOLERANCE: f64 = 0.10;
 
 /// Options of `oscost noise`.
 #[derive(Debug, Clone, clap::Args, serde::Serialize, serde::Deserialize)]
+#[command(view_help(
+    "No traced pass: skip the second spin that matches each gap with the kernel's tracepoints",
+    "How the traced pass records the kernel's tracepoints (default: the lightest this kernel \
+     allows, bpf then ftrace then perf); one refused is said, and the next one used"
+))]
 pub struct Options {
     /// How long each CPU spins, e.g. `5s`, `500ms` [default: 5s, or 200ms with --quick]
     #[arg(long = "duration", value_name = "TIME", value_parser = engine::parse_duration)]
@@ -63,22 +69,10 @@ pub struct Options {
     #[arg(long, default_value_t = DEFAULT_MAX_GAPS, value_name = "N", value_parser = parse_max_gaps)]
     pub max_gaps: usize,
 
-    /// No traced pass: skip the second spin that matches each gap with the kernel's
-    /// tracepoints
-    #[arg(long)]
-    #[serde(default)]
-    pub no_kernel_view: bool,
-
-    /// How the traced pass records the kernel's tracepoints (default: the lightest this
-    /// kernel allows, bpf then ftrace then perf); one refused is said, and the next one used
-    #[arg(
-        long,
-        value_enum,
-        value_name = "MECHANISM",
-        conflicts_with = "no_kernel_view"
-    )]
-    #[serde(default)]
-    pub trace_with: Option<crate::kview::TraceWith>,
+    /// `--no-kernel-view` and `--trace-with`, worded for this experiment by `view_help` above
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub kernel_view: crate::kview::ViewArgs,
 }
 
 fn parse_threshold(s: &str) -> Result<u64, String> {
@@ -303,7 +297,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     ));
     let (spins, kernel) = plain_pass(&clock, &cpus, duration_ns, threshold, opts, ctx)?;
     ctx.progress.inc(1);
-    let traced = if opts.no_kernel_view {
+    let traced = if opts.kernel_view.no_kernel_view {
         None
     } else {
         ctx.progress.message(&format!(
@@ -313,7 +307,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         Some(kernel::traced_pass(
             &clock,
             &cpus,
-            &crate::kview::TraceWith::order(opts.trace_with),
+            &opts.kernel_view.order(),
             duration_ns,
             threshold,
             opts.max_gaps,

@@ -139,7 +139,7 @@ pub(super) fn run_single(plan: Plan, clock: &Clock) -> RunStats {
     let tid = oscost_sys::gettid();
     let migrations0 = oscost_sys::migrations(tid);
     let ru0 = sys_split::thread_rusage();
-    let cpu0 = oscost_sys::trace::thread_cpu_ns().unwrap_or(0);
+    let cpu0 = oscost_sys::timeline::thread_cpu_ns().unwrap_or(0);
     let mut finishes = Vec::with_capacity(plan.tasks);
     let (mut units, mut steps) = (0u64, 0u64);
     let t0 = clock.now();
@@ -150,7 +150,7 @@ pub(super) fn run_single(plan: Plan, clock: &Clock) -> RunStats {
         finishes.push(clock.now());
     }
     let t1 = clock.now();
-    let cpu_ns = oscost_sys::trace::thread_cpu_ns()
+    let cpu_ns = oscost_sys::timeline::thread_cpu_ns()
         .unwrap_or(0)
         .saturating_sub(cpu0);
     let ru1 = sys_split::thread_rusage();

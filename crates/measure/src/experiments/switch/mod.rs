@@ -17,6 +17,7 @@ use crate::engine::checks::add_migrations;
 use crate::engine::controls;
 use crate::engine::tokens::{self, Counts, RingSpec};
 use crate::idle;
+use crate::kview::ViewHelp as _;
 use crate::limits::{Limits, Needs, FILES_MARGIN};
 use anyhow::Context as _;
 use oscost_model::case::{Case, Check, DerivedSpec, ExperimentOutput, Unavailable};
@@ -57,6 +58,12 @@ impl Placement {
 
 /// Options of `oscost switch`.
 #[derive(Debug, Clone, clap::Args, serde::Serialize, serde::Deserialize)]
+#[command(view_help(
+    "No traced pass: skip the second ping-pong of each same-CPU case that splits a hand-over \
+     into stages with the kernel's tracepoints",
+    "How the traced pass records the kernel's tracepoints (default: the lightest this kernel \
+     allows, bpf then perf); one refused is said, and the next one used"
+))]
 pub struct Options {
     /// Primitives, comma-separated (default: all)
     #[arg(long, value_parser = engine::via_parser(), value_delimiter = ',', value_name = "VIA,...")]
@@ -81,29 +88,22 @@ pub struct Options {
     #[arg(long)]
     pub idle_poll: bool,
 
-    /// No traced pass: skip the second ping-pong of each same-CPU case that splits a
-    /// hand-over into stages with the kernel's tracepoints
-    #[arg(long)]
-    #[serde(default)]
-    pub no_kernel_view: bool,
+    /// `--no-kernel-view` and `--trace-with`, worded for this experiment by `view_help` above
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub kernel_view: crate::kview::ViewArgs<TraceVia>,
+}
 
+/// The traced pass's own option of `oscost switch` (which primitives get one), kept between
+/// `--no-kernel-view` and `--trace-with` in the help, where it has always been.
+#[derive(Debug, Clone, clap::Args, serde::Serialize, serde::Deserialize)]
+pub struct TraceVia {
     /// Primitives whose same-CPU cases get the traced pass, comma-separated (default: every
     /// one with a hand-over to split; the default suite traces pipe and futex)
     #[arg(long, value_parser = engine::via_parser(), value_delimiter = ',', value_name = "VIA,...",
           conflicts_with = "no_kernel_view")]
     #[serde(default)]
     pub trace_via: Vec<Via>,
-
-    /// How the traced pass records the kernel's tracepoints (default: the lightest this
-    /// kernel allows, bpf then perf); one refused is said, and the next one used
-    #[arg(
-        long,
-        value_enum,
-        value_name = "MECHANISM",
-        conflicts_with = "no_kernel_view"
-    )]
-    #[serde(default)]
-    pub trace_with: Option<crate::kview::TraceWith>,
 }
 
 fn case_id(via: Via, kind: Kind, p: Placement) -> String {
@@ -220,8 +220,8 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     let held = hold.is_some();
     out.params.insert("idle".into(), idle::config(held));
     let mut view = KernelView {
-        passes: crate::kview::Passes::new(opts.no_kernel_view, opts.trace_with),
-        only: opts.trace_via.clone(),
+        passes: opts.kernel_view.passes(),
+        only: opts.kernel_view.more.trace_via.clone(),
     };
     let per_via = kinds.len() * placements.len();
     ctx.progress

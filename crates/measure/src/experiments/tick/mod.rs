@@ -20,6 +20,7 @@ use crate::engine::timer::{
     MIN_EVENTS_PER_RUN,
 };
 use crate::engine::work::work;
+use crate::kview::ViewHelp as _;
 use crate::sampler::{median_of, whole_runs};
 use oscost_model::case::{Case, Check, DerivedSpec, ExperimentOutput, Series};
 use oscost_stats::fit::{least_squares, slope_ci, Point};
@@ -56,6 +57,11 @@ const FIFO_PRIORITY: i32 = 1;
 
 /// Options of `oscost tick`.
 #[derive(Debug, Clone, clap::Args, serde::Serialize, serde::Deserialize)]
+#[command(view_help(
+    "No traced runs: skip the run per source that records the kernel's tracepoints",
+    "How the traced runs record the kernel's tracepoints (default: the lightest this kernel \
+     allows, bpf then ftrace then perf); one refused is said, and the next one used"
+))]
 pub struct Options {
     /// Event sources, comma-separated (default: all)
     #[arg(long, value_enum, value_delimiter = ',', value_name = "SOURCE,...")]
@@ -87,21 +93,10 @@ pub struct Options {
     #[arg(long, default_value_t = 4, value_name = "N", value_parser = parse_rr_tasks)]
     pub rr_tasks: usize,
 
-    /// No traced runs: skip the run per source that records the kernel's tracepoints
-    #[arg(long)]
-    #[serde(default)]
-    pub no_kernel_view: bool,
-
-    /// How the traced runs record the kernel's tracepoints (default: the lightest this
-    /// kernel allows, bpf then ftrace then perf); one refused is said, and the next one used
-    #[arg(
-        long,
-        value_enum,
-        value_name = "MECHANISM",
-        conflicts_with = "no_kernel_view"
-    )]
-    #[serde(default)]
-    pub trace_with: Option<crate::kview::TraceWith>,
+    /// `--no-kernel-view` and `--trace-with`, worded for this experiment by `view_help` above
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub kernel_view: crate::kview::ViewArgs,
 }
 
 fn parse_rr_ms(s: &str) -> Result<u64, String> {
@@ -381,7 +376,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     record_points(
         &mut out, &clock, &sources, &points, &sampled, cpu, iterations,
     );
-    if !opts.no_kernel_view {
+    if !opts.kernel_view.no_kernel_view {
         traced(
             &mut out,
             &clock,
@@ -389,7 +384,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
             iterations,
             cpu,
             run_limit(work_ns),
-            &crate::kview::TraceWith::order(opts.trace_with),
+            &opts.kernel_view.order(),
             ctx,
         )?;
     } else {

@@ -12,7 +12,7 @@ use crate::sampler::{median_of, whole_runs};
 use crate::sysctl::{read_trim, set_sysctl, RR_TIMESLICE};
 use oscost_model::case::{Case, Check, DerivedSpec, ExperimentOutput, Unavailable};
 use oscost_sys::clock::Clock;
-use oscost_sys::trace::{set_scheduler_of, Sched};
+use oscost_sys::timeline::{set_scheduler_of, Sched};
 use serde_json::json;
 use std::path::Path;
 use std::sync::Barrier;

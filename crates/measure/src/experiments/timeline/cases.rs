@@ -11,7 +11,7 @@ use oscost_stats::sched::{
 };
 use oscost_sys::clock::Clock;
 use oscost_sys::task::Kind;
-use oscost_sys::trace::Sched;
+use oscost_sys::timeline::Sched;
 use serde_json::json;
 
 pub(super) fn ms(ns: f64) -> String {

@@ -13,6 +13,7 @@
 
 use crate::context::Context;
 use crate::engine;
+use crate::kview::ViewHelp as _;
 use crate::limits::{Limits, Needs, FILES_MARGIN};
 use crate::sysctl::{read_trim, set_sysctl, RR_TIMESLICE};
 use anyhow::Context as _;
@@ -20,7 +21,7 @@ use oscost_model::case::ExperimentOutput;
 use oscost_stats::sched::{expected_slice, weight, Policy};
 use oscost_sys::clock::Clock;
 use oscost_sys::task::Kind;
-use oscost_sys::trace::Sched;
+use oscost_sys::timeline::Sched;
 use serde_json::json;
 use std::path::Path;
 use std::time::Duration;
@@ -112,6 +113,12 @@ impl TimelinePolicy {
 
 /// Options of `oscost timeline`.
 #[derive(Debug, Clone, clap::Args, serde::Serialize, serde::Deserialize)]
+#[command(view_help(
+    "No traced round: skip the extra round per worker count that records the scheduler's \
+     tracepoints",
+    "How the traced round records the scheduler's tracepoints (default: the lightest this \
+     kernel allows, bpf then ftrace then perf); one refused is said, and the next one used"
+))]
 pub struct Options {
     /// Workers sharing the CPU, a list [default: 1,2,4, or one per --worker-nice value]
     #[arg(long, value_name = "N,...", value_delimiter = ',', value_parser = parse_workers)]
@@ -164,22 +171,10 @@ pub struct Options {
     #[arg(long)]
     pub spread: bool,
 
-    /// No traced round: skip the extra round per worker count that records the scheduler's
-    /// tracepoints
-    #[arg(long)]
-    #[serde(default)]
-    pub no_kernel_view: bool,
-
-    /// How the traced round records the scheduler's tracepoints (default: the lightest this
-    /// kernel allows, bpf then ftrace then perf); one refused is said, and the next one used
-    #[arg(
-        long,
-        value_enum,
-        value_name = "MECHANISM",
-        conflicts_with = "no_kernel_view"
-    )]
-    #[serde(default)]
-    pub trace_with: Option<crate::kview::TraceWith>,
+    /// `--no-kernel-view` and `--trace-with`, worded for this experiment by `view_help` above
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub kernel_view: crate::kview::ViewArgs,
 }
 
 fn parse_in(s: &str, what: &str, min: u64, max: u64) -> Result<u64, String> {

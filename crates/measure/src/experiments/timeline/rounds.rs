@@ -12,7 +12,7 @@ use oscost_model::case::ExperimentOutput;
 use oscost_stats::sched::{default_base_slice_ns, parse_release};
 use oscost_sys::clock::Clock;
 use oscost_sys::task::{CpuMask, Kind, Team};
-use oscost_sys::trace::{self, TraceBoard, TraceRecord};
+use oscost_sys::timeline::{self, TraceBoard, TraceRecord};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -139,7 +139,7 @@ pub(super) fn traced_rounds(
 ) -> anyhow::Result<Vec<Option<(Round, kernel::Traced)>>> {
     let mut traced: Vec<Option<(Round, kernel::Traced)>> =
         plan.sizes.iter().map(|_| None).collect();
-    if opts.no_kernel_view {
+    if opts.kernel_view.no_kernel_view {
         out.params
             .insert("kernel_view".into(), json!("off (--no-kernel-view)"));
         return Ok(traced);
@@ -158,7 +158,7 @@ pub(super) fn traced_rounds(
             "{n} {}, one more round with the scheduler's tracepoints recorded",
             opts.kind.name()
         ));
-        let order = crate::kview::TraceWith::order(opts.trace_with);
+        let order = opts.kernel_view.order();
         let mut session = match Session::open(&Pass::new(kernel::EVENTS, &on, &order)) {
             Ok((s, notes)) => {
                 if k == 0 {
@@ -265,7 +265,7 @@ pub(super) fn run_round(
 /// Gives worker `i` (task `tid`) its nice value and the policy.
 pub(super) fn apply(opts: &Options, plan: &Plan, i: usize, tid: i32) -> anyhow::Result<()> {
     if let Some(nice) = plan.nice.as_ref().and_then(|v| v.get(i)).copied() {
-        trace::set_nice_of(tid, nice).map_err(|e| {
+        timeline::set_nice_of(tid, nice).map_err(|e| {
             let inherited = oscost_sys::nice().unwrap_or(0);
             let hint = if nice < inherited {
                 format!(
@@ -283,10 +283,10 @@ pub(super) fn apply(opts: &Options, plan: &Plan, i: usize, tid: i32) -> anyhow::
     }
     let p = opts.policy.sys();
     // Left alone when already in force: leaving SCHED_IDLE (inherited) would need privilege.
-    if trace::scheduler_of(tid).ok() == Some(p.number()) {
+    if timeline::scheduler_of(tid).ok() == Some(p.number()) {
         return Ok(());
     }
-    trace::set_scheduler_of(tid, p).map_err(|e| {
+    timeline::set_scheduler_of(tid, p).map_err(|e| {
         let hint = if p.is_realtime() {
             "; real-time policies need root or CAP_SYS_NICE (or an RLIMIT_RTPRIO of at least \
              1): use --policy other, batch or idle"
@@ -320,7 +320,7 @@ pub(super) fn read_applied(kind: Kind, tid: i32) -> Applied {
             .and_then(|v| v.trim().parse().ok())
     };
     Applied {
-        nice: trace::nice_of(tid).ok(),
+        nice: timeline::nice_of(tid).ok(),
         policy: field("policy").map(|v| v as i32),
         weight: field("se.load.weight").map(|v| v as u64),
         slice_ns: field("se.slice").map(|v| v as u64),
@@ -344,9 +344,9 @@ pub(super) struct Calibration {
 pub(super) fn calibrate(target_ns: f64, cpu: usize) -> anyhow::Result<Calibration> {
     let _pin = AffinityRestore::pin(&[cpu])?;
     let time = |n: u64| -> anyhow::Result<f64> {
-        let c0 = trace::thread_cpu_ns()?;
-        trace::busy(n);
-        Ok(trace::thread_cpu_ns()?.saturating_sub(c0) as f64)
+        let c0 = timeline::thread_cpu_ns()?;
+        timeline::busy(n);
+        Ok(timeline::thread_cpu_ns()?.saturating_sub(c0) as f64)
     };
     time(10_000)?;
     let mut n: u64 = 10_000;

@@ -10,6 +10,7 @@ mod kernel;
 
 use crate::context::{Cancelled, Context};
 use crate::engine::{self, first_occurrences, value_name};
+use crate::kview::ViewHelp as _;
 use anyhow::Context as _;
 use oscost_model::case::{Case, Check, ExperimentOutput, Samples, Series, Unavailable};
 use oscost_model::ids::wakeup::{self as ids, period_name};
@@ -77,6 +78,12 @@ impl Mode {
 
 /// Options of `oscost wakeup`.
 #[derive(Debug, Clone, clap::Args, serde::Serialize, serde::Deserialize)]
+#[command(view_help(
+    "No traced pass: skip the second run of each case that splits every wake-up's lateness by \
+     the kernel's tracepoints (timer interrupt, switch, return to user space)",
+    "How the traced pass records the kernel's tracepoints (default: the lightest this kernel \
+     allows for the timer events, ftrace then perf); one refused is said, and the next one used"
+))]
 pub struct Options {
     /// Time between two deadlines, e.g. `1ms`, `500us`
     #[arg(long = "period", default_value = "1ms", value_name = "TIME", value_parser = parse_period)]
@@ -126,23 +133,10 @@ pub struct Options {
     #[serde(default)]
     pub idle_poll: bool,
 
-    /// No traced pass: skip the second run of each case that splits every wake-up's lateness
-    /// by the kernel's tracepoints (timer interrupt, switch, return to user space)
-    #[arg(long)]
-    #[serde(default)]
-    pub no_kernel_view: bool,
-
-    /// How the traced pass records the kernel's tracepoints (default: the lightest this
-    /// kernel allows for the timer events, ftrace then perf); one refused is said, and the
-    /// next one used
-    #[arg(
-        long,
-        value_enum,
-        value_name = "MECHANISM",
-        conflicts_with = "no_kernel_view"
-    )]
-    #[serde(default)]
-    pub trace_with: Option<crate::kview::TraceWith>,
+    /// `--no-kernel-view` and `--trace-with`, worded for this experiment by `view_help` above
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub kernel_view: crate::kview::ViewArgs,
 }
 
 fn parse_period(s: &str) -> Result<u64, String> {
@@ -286,12 +280,12 @@ fn measure_point(
                 .name("oscost-load".into())
                 .spawn_scoped(s, || -> std::io::Result<()> {
                     oscost_sys::set_affinity(&[p.cpu])?;
-                    let c0 = oscost_sys::trace::thread_cpu_ns().unwrap_or(0);
+                    let c0 = oscost_sys::timeline::thread_cpu_ns().unwrap_or(0);
                     while !stop.load(Ordering::Relaxed) {
                         spins.fetch_add(1, Ordering::Relaxed);
                     }
                     spinner_cpu.store(
-                        oscost_sys::trace::thread_cpu_ns().unwrap_or(0) - c0,
+                        oscost_sys::timeline::thread_cpu_ns().unwrap_or(0) - c0,
                         Ordering::Relaxed,
                     );
                     Ok(())
@@ -623,7 +617,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         None
     };
     let mut view = KernelView {
-        passes: crate::kview::Passes::new(opts.no_kernel_view, opts.trace_with),
+        passes: opts.kernel_view.passes(),
     };
     ctx.progress.start(p.points.len() as u64, NAME);
     for &point in &p.points {
