@@ -482,8 +482,7 @@ impl Datasheet {
         }
         if self.noisy > 0 {
             let text = format!(
-                "~ {} of {} figures have a 95 % CI wider than ±5 %; more --samples (on a quieter \
-                 machine) narrows them",
+                "~ {} of {} figures' 95 % CI is wider than ±5 %: more --samples narrows it",
                 self.noisy, self.figures
             );
             out += &wrap_words(&text, width);

@@ -7,8 +7,17 @@ use oscost_model::case::{Case, Check};
 /// asked, the kernel's answer without the call the policy already names
 /// (`sched_setscheduler(…): `), then `fix` (from its leading `: ` or `; `).
 pub(crate) fn fifo_refused(priority: i32, why: &str, fix: &str) -> String {
-    let answer = why.rsplit("): ").next().unwrap_or(why);
+    let answer = without_errno(why.rsplit("): ").next().unwrap_or(why));
     format!("SCHED_FIFO {priority} refused ({answer}){fix}")
+}
+
+/// An OS error's words without the number Rust appends (`Permission denied (os error 13)` →
+/// `Permission denied`): the words are what a reader acts on, in a line that must stay short.
+pub(crate) fn without_errno(text: &str) -> &str {
+    match text.rfind(" (os error ") {
+        Some(at) if text.ends_with(')') => &text[..at],
+        _ => text,
+    }
 }
 
 /// Why a case's derived figure cannot be trusted: its failed checks, or `None`.
@@ -46,5 +55,27 @@ pub(crate) fn add_migrations(case: &mut Case, counts: &Counts, pinned: bool) {
             0.0,
             "se.nr_migrations of every task over the measured span; pinned tasks must not move",
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_os_errors_words_lose_their_number_and_other_text_stays() {
+        assert_eq!(
+            without_errno("Permission denied (os error 13)"),
+            "Permission denied"
+        );
+        assert_eq!(without_errno("no such thing"), "no such thing");
+        assert_eq!(
+            fifo_refused(
+                1,
+                "sched_setscheduler(1): Operation not permitted (os error 1)",
+                "."
+            ),
+            "SCHED_FIFO 1 refused (Operation not permitted)."
+        );
     }
 }

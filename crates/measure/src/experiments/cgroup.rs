@@ -152,10 +152,11 @@ impl Drop for Moved {
 
 fn refused_mkdir(h: &Hierarchy, e: &std::io::Error) -> String {
     format!(
-        "making a cgroup in {} (cgroup {}) refused: {e}; run as root, or in a cgroup \
+        "making a cgroup in {} (cgroup {}) refused: {}; run as root, or in a cgroup \
          delegated to this user (systemd-run --user --scope -p Delegate=yes)",
         h.own.display(),
-        h.version()
+        h.version(),
+        crate::engine::checks::without_errno(&e.to_string())
     )
 }
 

@@ -628,15 +628,16 @@ pub fn since_last(
     }
     let spread_said = c
         .spread_runs
-        .map(|n| format!(" (intervals widened by the spread of {n} earlier runs)"))
+        .map(|n| format!(" (with the spread of {n} earlier runs)"))
         .unwrap_or_default();
     let moved = c.rows.iter().filter(|r| changed(r)).count();
     Some(crate::layout::wrap(
         &format!(
-            "Change since run {label} (the last with the same machine, settings and \
-             experiments){spread_said}: {}{}{}",
+            // Which run is comparable (the same machine, settings and experiments) is said
+            // in the README and docs/history.md: here, the counts and the command.
+            "Change since run {label}{spread_said}: {}{}{}",
             super::machine::moved_in_words(&c)
-                .map(|m| format!("the machine itself ran {m} in this run; net of it, "))
+                .map(|m| format!("net of a machine that ran {m}, "))
                 .unwrap_or_default(),
             summary(&c),
             if moved == 0 {

@@ -324,10 +324,11 @@ pub fn run_tail(experiments: &[ExperimentResult], width: Option<u16>) -> String 
 /// [`quality`] has said them by experiment).
 fn tail(experiments: &[ExperimentResult], width: Option<u16>, case_kinds: bool) -> String {
     let mut s = String::new();
-    // A warning's kind is its words before the first figure: the load one reads "other
-    // processes used 57.4 % …" in every experiment it touched.
+    // A warning's kind is its words before the first figure or parenthesis: the load one
+    // reads "other processes used 57.4 % …" in every experiment it touched, the machine's
+    // "speed changed while this experiment ran (…)" whichever control moved.
     let lead = |w: &str| -> String {
-        w.split(|c: char| c.is_ascii_digit())
+        w.split(|c: char| c.is_ascii_digit() || c == '(')
             .next()
             .unwrap_or(w)
             .trim_end()

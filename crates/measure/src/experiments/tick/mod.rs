@@ -443,8 +443,8 @@ fn without_refused_helpers(
                     FIFO_PRIORITY,
                     &why,
                     &format!(
-                        ": the helper needs it to interrupt the work at each event; run as \
-                         root, or grant CAP_SYS_NICE or RLIMIT_RTPRIO ≥ {FIFO_PRIORITY}"
+                        ": run as root, or grant CAP_SYS_NICE or RLIMIT_RTPRIO ≥ \
+                         {FIFO_PRIORITY}"
                     ),
                 ),
             });
