@@ -134,6 +134,27 @@ fn address_space_full(bytes: usize) -> bool {
         && crate::calls::mmap_munmap(bytes).is_err()
 }
 
+/// Under an address-space limit (RLIMIT_AS), whether task `index` of `total`, a thread, still
+/// fits: its stack, and the signal stack Rust's runtime maps inside the new thread, which it
+/// cannot refuse in words (it panics). Tried with one mapping of both, before the thread is
+/// made; without such a limit nothing is tried.
+pub(crate) fn room_for_thread(index: usize, total: usize) -> anyhow::Result<()> {
+    // The stack, its guard page, glibc's thread block and a signal stack with its guard, for
+    // this thread and for the few started before it that may still be mapping theirs.
+    let room = 8 * (super::THREAD_STACK_BYTES + 128 * 1024);
+    if address_space_limit().is_some() && address_space_full(room) {
+        let (soft, hard) = limit_text(libc::RLIMIT_AS);
+        return Err(LimitError::AddressSpace {
+            index,
+            total,
+            soft,
+            hard,
+        }
+        .into());
+    }
+    Ok(())
+}
+
 /// A helper thread (`what`: "the signal thread") that could not be started, in one line naming
 /// the limit that stopped it, RLIMIT_NPROC or RLIMIT_AS, and how to raise it.
 pub fn thread_error(err: io::Error, what: &str) -> anyhow::Error {

@@ -502,6 +502,7 @@ impl Team {
         task: usize,
     ) -> anyhow::Result<()> {
         let index = self.existing + self.threads.len() + 1;
+        limits::room_for_thread(index, self.planned)?;
         let shared = Arc::clone(&self.shared);
         let mask = mask.cloned();
         let handle = std::thread::Builder::new()
