@@ -5,6 +5,7 @@
 //! another, each taking its share of the samples, and their outputs are merged here: each
 //! case's samples joined, each process's median kept, and two modes said where they appear.
 
+use crate::engine::fmt_ns;
 use oscost_model::case::{Case, Check, ExperimentOutput};
 use oscost_model::{Message, MessageKind};
 use oscost_stats::modes::{two_modes, ProcessMedian};
@@ -86,21 +87,13 @@ fn merge_case(copies: &[&Case]) -> Case {
                  the median mixes them",
                 m.low.len(),
                 medians.len(),
-                ns(m.low_median),
+                fmt_ns(m.low_median),
                 m.high.len(),
-                ns(m.high_median)
+                fmt_ns(m.high_median)
             ),
         ));
     }
     case
-}
-
-fn ns(v: f64) -> String {
-    if v >= 1000.0 {
-        format!("{:.3} µs", v / 1000.0)
-    } else {
-        format!("{v:.1} ns")
-    }
 }
 
 /// The outputs of one experiment's processes, merged: a case measured in several processes

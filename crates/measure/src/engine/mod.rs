@@ -27,3 +27,14 @@ pub(crate) use checks::failed_checks;
 pub(crate) use experiment::{defaults, registry};
 pub use experiment::{Experiment, ExperimentInfo};
 pub(crate) use ring::check_ring_sweep;
+
+/// A time in a warning's words: ms to two places, µs to one, ns whole.
+pub(crate) fn fmt_ns(ns: f64) -> String {
+    if ns >= 1e6 {
+        format!("{:.2} ms", ns / 1e6)
+    } else if ns >= 1e3 {
+        format!("{:.1} µs", ns / 1e3)
+    } else {
+        format!("{ns:.0} ns")
+    }
+}

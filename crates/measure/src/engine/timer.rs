@@ -4,6 +4,7 @@
 //! measure under.
 
 use crate::context::Context;
+use crate::engine::fmt_ns;
 use crate::engine::work::work;
 use anyhow::Context as _;
 use oscost_sys::clock::Clock;
@@ -343,16 +344,6 @@ pub(crate) fn deliverable(
         );
     }
     Ok(points)
-}
-
-fn fmt_ns(ns: f64) -> String {
-    if ns >= 1e6 {
-        format!("{:.2} ms", ns / 1e6)
-    } else if ns >= 1e3 {
-        format!("{:.1} µs", ns / 1e3)
-    } else {
-        format!("{ns:.0} ns")
-    }
 }
 
 #[cfg(test)]

@@ -13,9 +13,9 @@
 
 use crate::context::{Cancelled, Context};
 use crate::cpuset::{self, AffinityRestore};
-use crate::engine;
 use crate::engine::clock::{kernel_hz, real_clock};
 use crate::engine::spin::{analyse, default_threshold, iteration_ticks, ticks, CpuNoise, CpuSpin};
+use crate::engine::{self, fmt_ns};
 use crate::env::parse::parse_proc_stat;
 use crate::kview::ViewHelp as _;
 use anyhow::Context as _;
@@ -429,16 +429,6 @@ fn plain_pass(
             }),
     };
     Ok((spins, kernel))
-}
-
-fn fmt_ns(ns: f64) -> String {
-    if ns >= 1e6 {
-        format!("{:.2} ms", ns / 1e6)
-    } else if ns >= 1e3 {
-        format!("{:.1} µs", ns / 1e3)
-    } else {
-        format!("{ns:.0} ns")
-    }
 }
 
 /// At most `max` values, evenly spread over `v` (all of them when there are few enough).
