@@ -68,6 +68,19 @@ pub struct Run {
     pub only: Option<&'static str>,
 }
 
+impl Run {
+    /// The figures this run pairs: those whose id holds [`Run::only`], or all.
+    pub fn keep(&self, figures: Vec<(String, f64)>) -> Vec<(String, f64)> {
+        match self.only {
+            Some(part) => figures
+                .into_iter()
+                .filter(|(id, _)| id.contains(part))
+                .collect(),
+            None => figures,
+        }
+    }
+}
+
 /// A figure derived on both sides from the measured ones before pairing (a case over the
 /// bare one): `(id, figures) -> value`, given every `ID NS` of the round.
 pub type Derive = fn(&[(String, f64)]) -> Vec<(String, f64)>;

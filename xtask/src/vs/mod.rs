@@ -371,14 +371,6 @@ impl Side<'_> {
         run::parse_oscost(&text, self.entry.read)
     }
 
-    fn derived(&self, mut figures: Figures) -> Figures {
-        if let Some(derive) = self.entry.derive {
-            let more = derive(&figures);
-            figures.extend(more);
-        }
-        figures
-    }
-
     /// `rounds` rounds of every run, C first in odd rounds and oscost first in even ones;
     /// with `control`, the C program again after each pair, held against its first run.
     fn rounds(
@@ -404,18 +396,11 @@ impl Side<'_> {
                     let o = self.run_oscost(run, &json)?;
                     (self.run_c(c_bin, run, &o)?, o)
                 };
-                let keep = |f: &Figures| -> Figures {
-                    f.iter()
-                        .filter(|(id, _)| run.only.is_none_or(|s| id.contains(s)))
-                        .cloned()
-                        .collect()
-                };
-                c_all.extend(keep(&c));
-                o_all.extend(keep(&o.figures));
+                let (c, o_figures) = (run.keep(c), run.keep(o.figures.clone()));
                 for line in pairs.add_round(
                     round as usize,
-                    &keep(&c),
-                    &keep(&o.figures),
+                    &c,
+                    &o_figures,
                     &o.counters,
                     self.entry.show,
                     None,
@@ -423,23 +408,21 @@ impl Side<'_> {
                     println!("{line}");
                 }
                 if control {
-                    let c2 = self.run_c(c_bin, run, &o)?;
-                    for line in again.add_round(
-                        round as usize,
-                        &keep(&c),
-                        &keep(&c2),
-                        &Default::default(),
-                        &[],
-                        None,
-                    ) {
+                    let c2 = run.keep(self.run_c(c_bin, run, &o)?);
+                    for line in
+                        again.add_round(round as usize, &c, &c2, &Default::default(), &[], None)
+                    {
                         println!("{line}");
                     }
                 }
+                c_all.extend(c);
+                o_all.extend(o_figures);
             }
             // Figures derived from the whole round, once both sides have all of theirs.
-            let (c_d, o_d) = (self.derived(c_all.clone()), self.derived(o_all.clone()));
-            let c_new: Figures = c_d[c_all.len()..].to_vec();
-            let o_new: Figures = o_d[o_all.len()..].to_vec();
+            let Some(derive) = self.entry.derive else {
+                continue;
+            };
+            let (c_new, o_new) = (derive(&c_all), derive(&o_all));
             for line in pairs.add_round(
                 round as usize,
                 &c_new,
@@ -486,16 +469,10 @@ impl Side<'_> {
             let text =
                 std::fs::read_to_string(&json).with_context(|| format!("{}", json.display()))?;
             let o = run::parse_oscost(&text, self.entry.read)?;
-            let keep = |f: &Figures| -> Figures {
-                f.iter()
-                    .filter(|(id, _)| run.only.is_none_or(|s| id.contains(s)))
-                    .cloned()
-                    .collect()
-            };
             for line in pairs.add_round(
                 round as usize,
-                &keep(&c),
-                &keep(&o.figures),
+                &run.keep(c),
+                &run.keep(o.figures),
                 &o.counters,
                 self.entry.show,
                 None,
