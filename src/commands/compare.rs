@@ -136,17 +136,29 @@ fn bill_fleet(
         })
         .collect();
     let f = oscost_report::bill::bill_fleet(by.name(), &bills);
+    json_and_table(cfg, &f, 120, |width| {
+        oscost_report::bill::render_bill_fleet(&f, width)
+    })
+}
+
+/// A comparison of bills: `--json` when asked for, and its table at the terminal's width (at
+/// most `widest` columns), on stdout unless a document took it.
+fn json_and_table<T: serde::Serialize>(
+    cfg: &Config,
+    data: &T,
+    widest: u16,
+    table: impl Fn(usize) -> String,
+) -> anyhow::Result<ExitCode> {
     if let Some(sink) = &cfg.json {
-        let json = serde_json::to_string_pretty(&f)? + "\n";
+        let json = serde_json::to_string_pretty(data)? + "\n";
         match sink {
             Sink::File(p) => oscost_report::output::write_atomic(p, &json)?,
             Sink::Stdout => print_stdout(&json)?,
         }
     }
     let width = oscost_report::export::terminal::layout_width(cfg.stdout_taken())
-        .map_or(80, |w| usize::from(w).min(120));
-    let text =
-        oscost_report::termtext::for_terminal(&oscost_report::bill::render_bill_fleet(&f, width));
+        .map_or(80, |w| usize::from(w.min(widest)));
+    let text = oscost_report::termtext::for_terminal(&table(width));
     if cfg.stdout_taken() {
         if !cfg.quiet {
             eprint!("{text}");
@@ -168,25 +180,9 @@ fn compare_bills(
         anyhow::bail!("two bills compare in the terminal or as --json (not --csv or --markdown)");
     }
     let c = oscost_report::bill::compare_bills(a, b, [&inputs[0], &inputs[1]]);
-    let json = serde_json::to_string_pretty(&c)? + "\n";
-    match &cfg.json {
-        Some(Sink::File(p)) => oscost_report::output::write_atomic(p, &json)?,
-        Some(Sink::Stdout) => print_stdout(&json)?,
-        None => {}
-    }
-    let width = oscost_report::export::terminal::layout_width(cfg.stdout_taken())
-        .map_or(80, |w| usize::from(w).min(100));
-    let text = oscost_report::termtext::for_terminal(&oscost_report::bill::render_bill_comparison(
-        &c, width,
-    ));
-    if cfg.stdout_taken() {
-        if !cfg.quiet {
-            eprint!("{text}");
-        }
-    } else {
-        print_stdout(&text)?;
-    }
-    Ok(ExitCode::SUCCESS)
+    json_and_table(cfg, &c, 100, |width| {
+        oscost_report::bill::render_bill_comparison(&c, width)
+    })
 }
 
 /// Compares each of `inputs` with the first, found in `history`.
