@@ -74,6 +74,25 @@ impl Check {
         }
     }
 
+    /// A check that passes when `counted >= floor`, the floor worked out by the caller below
+    /// `expected` (a tolerance plus a measured spread).
+    pub fn at_least_floor(
+        name: &str,
+        expected: f64,
+        counted: f64,
+        floor: f64,
+        detail: &str,
+    ) -> Check {
+        Check {
+            name: name.into(),
+            expected,
+            counted,
+            passed: counted >= floor,
+            detail: detail.into(),
+            bound: Some(Bound::AtLeast(floor)),
+        }
+    }
+
     /// A check that passes when `|counted - expected| <= abs_tol`.
     pub fn near(name: &str, expected: f64, counted: f64, abs_tol: f64, detail: &str) -> Check {
         Check {

@@ -151,8 +151,8 @@ fn kernel_view(e: &ExperimentResult) -> Option<View> {
     }
     let mut notes = vec![
         "one more run of the work per source, the kernel's tracepoints recorded on its CPU. \
-         lost: the run's time less a traced undisturbed run's, other tasks' time taken out of \
-         both, per event; kernel: the kernel's \
+         lost: the run's time less the mean of the traced undisturbed runs before and after \
+         it, other tasks' time taken out, per event; kernel: the kernel's \
          time on the CPU per event, as interrupt (the local timer interrupt's entry, exit and \
          own work), callbacks (hrtimer callbacks inside it), softirq (run on its way out) and \
          helper (the helper thread, with the switches to it and back), each less what an \

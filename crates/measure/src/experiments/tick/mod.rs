@@ -384,6 +384,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
             iterations,
             cpu,
             run_limit(work_ns),
+            spread_ns(&clock, &sampled.undisturbed),
             &opts.kernel_view.order(),
             ctx,
         )?;
@@ -472,8 +473,9 @@ fn traced_points(points: &[(Source, u64)]) -> Vec<(Source, u64)> {
     out
 }
 
-/// One traced run per source, after the timed ones, each a `.kernel` case; or one line saying
-/// why there are none.
+/// One traced run per source, after the timed ones, each bracketed by traced undisturbed
+/// runs (one before the first source, one after each), each a `.kernel` case; or one line
+/// saying why there are none. `spread_ns`: the range of the timed undisturbed runs.
 #[allow(clippy::too_many_arguments)]
 fn traced(
     out: &mut ExperimentOutput,
@@ -482,10 +484,11 @@ fn traced(
     iterations: u64,
     cpu: usize,
     limit: u64,
+    spread_ns: f64,
     mechanisms: &[oscost_sys::kseam::Mechanism],
     ctx: &Context,
 ) -> anyhow::Result<()> {
-    let mut base: Option<kernel::Traced> = None;
+    let mut before: Option<kernel::Traced> = None;
     for (k, (source, period)) in traced_points(points).into_iter().enumerate() {
         ctx.check_cancel()?;
         ctx.progress.message(&format!(
@@ -493,18 +496,18 @@ fn traced(
             source.name(),
             period_name(period)
         ));
-        let mut pair = Vec::new();
-        // The undisturbed traced run once, first, so the unavailable case returns before any.
-        for point in [None, Some((source, period))] {
-            if point.is_none() && base.is_some() {
+        let mut runs = Vec::new();
+        // The first undisturbed run first, so the unavailable case returns before any other.
+        for point in [None, Some((source, period)), None] {
+            if point.is_none() && runs.is_empty() && before.is_some() {
                 continue;
             }
             match kernel::traced_run(clock, iterations, point, cpu, limit, mechanisms)? {
                 Ok((t, notes)) => {
-                    if k == 0 && point.is_none() {
+                    if k == 0 && point.is_none() && runs.is_empty() {
                         out.notes.extend(notes);
                     }
-                    pair.push(t);
+                    runs.push(t);
                 }
                 Err(why) => {
                     out.params
@@ -519,17 +522,21 @@ fn traced(
                 }
             }
         }
-        let t = pair.pop().expect("the source's run");
-        if let Some(u) = pair.pop() {
-            base = Some(u);
-        }
-        let u = base.as_ref().expect("the undisturbed run, traced first");
+        let after = runs.pop().expect("the undisturbed run after the source's");
+        let t = runs.pop().expect("the source's run");
+        let first = runs
+            .pop()
+            .or(before.take())
+            .expect("an undisturbed run before it");
+        let u = kernel::Traced::bracket(&first, &after);
+        before = Some(after);
         let timed = out
             .cases
             .iter()
             .find(|c| c.id == case_id(source, period))
             .and_then(|c| c.counters.get("ns_per_event").copied());
-        out.cases.extend(kernel::case(&t, u, timed, cpu, clock));
+        out.cases
+            .extend(kernel::case(&t, &u, timed, spread_ns, cpu, clock));
     }
     out.params.insert("kernel_view".into(), json!("traced"));
     Ok(())
@@ -601,6 +608,15 @@ fn sample(
         runs,
         policies,
     })
+}
+
+/// How far apart the undisturbed work's timed runs fell: the largest less the smallest, ns.
+fn spread_ns(clock: &Clock, undisturbed: &[Run]) -> f64 {
+    let ticks = undisturbed.iter().map(|r| r.ticks);
+    match (ticks.clone().min(), ticks.max()) {
+        (Some(lo), Some(hi)) => clock.ticks_to_ns((hi - lo) as f64),
+        _ => 0.0,
+    }
 }
 
 /// The kernel's own tick as a parameter, with a warning when none was seen.
