@@ -130,8 +130,9 @@ fn check_samples(doc: &ResultDoc) -> Result<(), String> {
 /// before it.
 pub(crate) fn check_no_nul(text: &str) -> Result<(), String> {
     let bytes = text.as_bytes();
-    let mut from = 0;
-    while let Some(at) = text[from..].find("u0000").map(|i| from + i) {
+    // memmem's vectorised search: a push reads every document through this, and the
+    // standard library's substring search took 5 % of its CPU.
+    for at in memchr::memmem::find_iter(bytes, b"u0000") {
         // An escape only when preceded by an odd run of backslashes (`\\u0000` is text).
         let slashes = bytes[..at]
             .iter()
@@ -147,7 +148,6 @@ pub(crate) fn check_no_nul(text: &str) -> Result<(), String> {
                  writes and a history cannot store"
             ));
         }
-        from = at + 1;
     }
     Ok(())
 }
