@@ -125,6 +125,37 @@ pub struct Entry {
     pub alternate: &'static [Run],
 }
 
+/// What an entry is unless it says otherwise: one CPU, nothing needed, a C program without
+/// extra flags run under `taskset` with 81 samples a case (10 under `--quick`), its medians
+/// paired, nothing derived, shown, built beside or set up, no case alternated. An entry names
+/// what differs and ends with `..BASE`; its name, about, source and runs are always its own.
+pub const BASE: Entry = Entry {
+    name: "",
+    about: "",
+    source: "",
+    cflags: &[],
+    cpus: Cpus::One,
+    needs: Needs::Nothing,
+    c_samples: [81, 10],
+    c_quick: &[],
+    taskset: true,
+    idle_poll: false,
+    runs: &[],
+    derive: None,
+    show: &[],
+    read: MEDIANS,
+    helpers: &[],
+    setup: super::setup::Setup::Nothing,
+    alternate: &[],
+};
+
+/// What a run is unless it says otherwise: every figure paired (`..RUN`).
+pub const RUN: Run = Run {
+    c: &[],
+    oscost: &[],
+    only: None,
+};
+
 /// The values a template's placeholders take.
 #[derive(Debug, Clone)]
 pub struct Slots {

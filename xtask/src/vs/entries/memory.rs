@@ -1,7 +1,6 @@
 //! References of the address space: mappings, page faults, TLB shootdowns.
 
-use super::super::entry::{Cpus, Entry, Needs, Run, MEDIANS};
-use super::super::setup::Setup;
+use super::super::entry::{Cpus, Entry, Run, BASE, RUN};
 
 /// `cargo xtask vs shootdown`.
 pub const SHOOTDOWN: Entry = Entry {
@@ -11,11 +10,8 @@ pub const SHOOTDOWN: Entry = Entry {
     source: "benches/shootdown_ref.c",
     cflags: &["-pthread"],
     cpus: Cpus::Two,
-    needs: Needs::Nothing,
     c_samples: [81, 15],
-    c_quick: &[],
     taskset: false,
-    idle_poll: false,
     runs: &[Run {
         c: &[
             &["-a", "{a}", "-b", "{b}", "-o", "0", "-s", "{s}"],
@@ -27,14 +23,10 @@ pub const SHOOTDOWN: Entry = Entry {
             ],
         ],
         oscost: &["shootdown"],
-        only: None,
+        ..RUN
     }],
-    derive: None,
     show: &["tlb_interrupts_other_cpus_per_op"],
-    read: MEDIANS,
-    helpers: &[],
-    setup: Setup::Nothing,
-    alternate: &[],
+    ..BASE
 };
 
 /// `cargo xtask vs mmap`.
@@ -42,24 +34,13 @@ pub const MMAP: Entry = Entry {
     name: "mmap",
     about: "mmap + munmap of 1 to 10 000 pages, untouched and touched (benches/mmap_ref.c)",
     source: "benches/mmap_ref.c",
-    cflags: &[],
-    cpus: Cpus::One,
-    needs: Needs::Nothing,
     c_samples: [81, 15],
-    c_quick: &[],
-    taskset: true,
-    idle_poll: false,
     runs: &[Run {
         c: &[&["-s", "{s}", "-p", "1,10,1000,10000"]],
         oscost: &["mmap", "--pages", "1,10,1000,10000"],
-        only: None,
+        ..RUN
     }],
-    derive: None,
-    show: &[],
-    read: MEDIANS,
-    helpers: &[],
-    setup: Setup::Nothing,
-    alternate: &[],
+    ..BASE
 };
 
 /// `cargo xtask vs fault`.
@@ -68,13 +49,7 @@ pub const FAULT: Entry = Entry {
     about: "page faults of every kind oscost times: anonymous, file, copy-on-write, THP, \
             major (benches/fault_ref.c)",
     source: "benches/fault_ref.c",
-    cflags: &[],
-    cpus: Cpus::One,
-    needs: Needs::Nothing,
     c_samples: [81, 15],
-    c_quick: &[],
-    taskset: true,
-    idle_poll: false,
     runs: &[Run {
         c: &[&[
             "-p",
@@ -91,12 +66,8 @@ pub const FAULT: Entry = Entry {
             "--pages",
             "{q:1024:256}",
         ],
-        only: None,
+        ..RUN
     }],
-    derive: None,
     show: &["minor_faults_per_op", "major_faults_per_op"],
-    read: MEDIANS,
-    helpers: &[],
-    setup: Setup::Nothing,
-    alternate: &[],
+    ..BASE
 };
