@@ -1,7 +1,7 @@
 //! References of signals, sockets, pipes, context switches, io_uring, readiness calls and
 //! file calls.
 
-use super::super::entry::{Cpus, Entry, Needs, Read, Run, BASE, RUN};
+use super::super::entry::{Cpus, Entry, Needs, Read, Reference, Run, BASE, RUN};
 use super::super::setup::Setup;
 use super::value;
 
@@ -32,6 +32,7 @@ macro_rules! switch_cross {
                 "--no-kernel-view",
             ],
             only: Some(".cross"),
+            ..RUN
         }
     };
 }
@@ -41,7 +42,7 @@ pub const SIGNAL: Entry = Entry {
     name: "signal",
     about: "sigaction, a caught signal, SIGSEGV, and a signal waking a thread or a process \
             on the same and another CPU (benches/signal_ref.c)",
-    source: "benches/signal_ref.c",
+    reference: Reference::C("benches/signal_ref.c"),
     cflags: &["-pthread"],
     cpus: Cpus::Two,
     taskset: false,
@@ -80,7 +81,7 @@ pub const NET: Entry = Entry {
     name: "net",
     about: "1-byte round trips over TCP, UDP and AF_UNIX, TCP connections, 64 KiB streams \
             and LEBench's send + recv (benches/net_ref.c)",
-    source: "benches/net_ref.c",
+    reference: Reference::C("benches/net_ref.c"),
     cflags: &["-pthread"],
     cpus: Cpus::Two,
     c_quick: &["-q"],
@@ -111,7 +112,7 @@ pub const SWITCH: Entry = Entry {
     name: "switch",
     about: "a 1-byte pipe ping-pong between two threads or two processes on one CPU and on \
             two (benches/switch_ref.c)",
-    source: "benches/switch_ref.c",
+    reference: Reference::C("benches/switch_ref.c"),
     cflags: &["-pthread"],
     cpus: Cpus::Two,
     c_quick: &["-q"],
@@ -141,7 +142,7 @@ pub const URING: Entry = Entry {
     name: "uring",
     about: "io_uring nops and reads at several batches, registered or not, beside the plain \
             system call, and SQPOLL's nop (benches/uring_ref.c)",
-    source: "benches/uring_ref.c",
+    reference: Reference::C("benches/uring_ref.c"),
     cpus: Cpus::Two,
     taskset: false,
     runs: &[Run {
@@ -161,7 +162,7 @@ pub const POLL: Entry = Entry {
     name: "poll",
     about: "select, poll and epoll_wait over 10 and 1 000 ready sockets at the lowest \
             descriptors, and select over ten high ones (benches/poll_ref.c)",
-    source: "benches/poll_ref.c",
+    reference: Reference::C("benches/poll_ref.c"),
     taskset: false,
     runs: &[
         Run {
@@ -173,6 +174,7 @@ pub const POLL: Entry = Entry {
             c: &[&["-H", "-a", "{a}", "-n", "10", "-s", "{s}"]],
             oscost: &["poll", "--fds", "10", "--calls", "select,select-high"],
             only: Some(".high"),
+            ..RUN
         },
     ],
     derive: Some(poll_per_descriptor),
@@ -227,7 +229,7 @@ pub const LOCKRING: Entry = Entry {
     about: "a mutex handed round a ring of 2 to 128 threads on one CPU, and a pipe token \
             between two: time per switch (benches/csfast5_ref.c, Bradford's csfast5 and \
             cspipe2a)",
-    source: "benches/csfast5_ref.c",
+    reference: Reference::C("benches/csfast5_ref.c"),
     // -fno-plt: call libc through the GOT as the Rust binary does; a PLT stub on every
     // pthread call is a measurable share of an uncontended lock.
     cflags: &["-fno-plt", "-pthread"],
@@ -263,11 +265,11 @@ pub const FS: Entry = Entry {
     about: "the MINIX 3 study's file calls (getpid, lseek, open + close, 64 KiB reads and \
             writes, a file's life) on a tmpfs and on oscost's FUSE file system \
             (benches/fscalls_ref.c)",
-    source: "benches/fscalls_ref.c",
+    reference: Reference::C("benches/fscalls_ref.c"),
     // -fno-plt: call libc through the GOT as the Rust binary does.
     cflags: &["-fno-plt"],
     // It mounts the tmpfs (and the FUSE file system directly).
-    needs: Needs::Root,
+    needs: &[Needs::Root],
     // The program's sampler: 81 samples, oscost's --quick shape under -q.
     c_samples: [81, 15],
     c_quick: &["-q"],

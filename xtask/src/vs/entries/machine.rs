@@ -1,7 +1,7 @@
 //! References of the machine itself: the controls oscost times around every experiment, and
 //! the interruptions a spinning CPU sees.
 
-use super::super::entry::{Entry, Needs, Read, Run, BASE, RUN};
+use super::super::entry::{Entry, Needs, Read, Reference, Run, BASE, RUN};
 use super::value;
 
 /// `cargo xtask vs controls`.
@@ -9,7 +9,7 @@ pub const CONTROLS: Entry = Entry {
     name: "controls",
     about: "the machine's controls oscost times around every experiment: syscall(-1) and a \
             fixed user-space loop (benches/controls_ref.c)",
-    source: "benches/controls_ref.c",
+    reference: Reference::C("benches/controls_ref.c"),
     // Fixed in the program: 24 samples of each, as oscost's bursts.
     c_samples: [24, 24],
     runs: &[Run {
@@ -27,7 +27,7 @@ pub const NOISE: Entry = Entry {
     name: "noise",
     about: "interruptions of a CPU spinning on the TSC: how many a second and their median \
             length, gaps above 1 µs (benches/noise_ref.c)",
-    source: "benches/noise_ref.c",
+    reference: Reference::C("benches/noise_ref.c"),
     c_samples: [1, 1],
     // The program spins where it is started and names its case by the CPU it ran on.
     runs: &[Run {
@@ -54,7 +54,7 @@ pub const TICK: Entry = Entry {
     name: "tick",
     about: "the cycles a POSIX timer's signal every 200 µs adds to fixed work, per event \
             (benches/tick_ref.c)",
-    source: "benches/tick_ref.c",
+    reference: Reference::C("benches/tick_ref.c"),
     // The program's runs a side are its third argument, as oscost's --runs.
     c_samples: [5, 3],
     runs: &[Run {
@@ -90,7 +90,7 @@ pub const TIMELINE: Entry = Entry {
     name: "timeline",
     about: "1, 2 and 4 processes sharing one CPU, each doing equal chunks of work: workers \
             finished per second and their mean finish (benches/timeline_ref.c)",
-    source: "benches/timeline_ref.c",
+    reference: Reference::C("benches/timeline_ref.c"),
     // One run of each N a round on both sides.
     c_samples: [1, 1],
     runs: &[Run {
@@ -142,7 +142,7 @@ pub const SPLIT: Entry = Entry {
     name: "split",
     about: "fixed work done by one flow, 64 or 256 threads or processes on one CPU, yielding \
             or not: the total time, creation and joining included (benches/split_ref.c)",
-    source: "benches/split_ref.c",
+    reference: Reference::C("benches/split_ref.c"),
     cflags: &["-pthread"],
     // One run of each point a round on both sides.
     c_samples: [1, 1],
@@ -166,11 +166,11 @@ pub const TICK_FORMS: Entry = Entry {
     about: "fixed work by one flow, 4 threads or 4 processes under SCHED_FIFO on one CPU, \
             undisturbed and under a timer thread every 1 ms, 200 µs and 50 µs: the time and \
             the cycles each event costs (benches/tickforms_ref.c)",
-    source: "benches/tickforms_ref.c",
+    reference: Reference::C("benches/tickforms_ref.c"),
     cflags: &["-pthread"],
     // SCHED_FIFO for the workers, as oscost's default under root: without it the timer
     // thread's preemption is not the only thing that moves the work.
-    needs: Needs::Root,
+    needs: &[Needs::Root],
     // Runs of each point a round, the program's fifth argument as oscost's --rounds.
     c_samples: [3, 1],
     runs: &[Run {

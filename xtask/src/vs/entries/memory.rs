@@ -1,13 +1,13 @@
 //! References of the address space: mappings, page faults, TLB shootdowns.
 
-use super::super::entry::{Cpus, Entry, Run, BASE, RUN};
+use super::super::entry::{Cpus, Entry, Reference, Run, BASE, RUN};
 
 /// `cargo xtask vs shootdown`.
 pub const SHOOTDOWN: Entry = Entry {
     name: "shootdown",
     about: "munmap and mprotect with the process's other thread on another CPU or none, \
             spinning or asleep (benches/shootdown_ref.c)",
-    source: "benches/shootdown_ref.c",
+    reference: Reference::C("benches/shootdown_ref.c"),
     cflags: &["-pthread"],
     cpus: Cpus::Two,
     c_samples: [81, 15],
@@ -33,7 +33,7 @@ pub const SHOOTDOWN: Entry = Entry {
 pub const MMAP: Entry = Entry {
     name: "mmap",
     about: "mmap + munmap of 1 to 10 000 pages, untouched and touched (benches/mmap_ref.c)",
-    source: "benches/mmap_ref.c",
+    reference: Reference::C("benches/mmap_ref.c"),
     c_samples: [81, 15],
     runs: &[Run {
         c: &[&["-s", "{s}", "-p", "1,10,1000,10000"]],
@@ -48,7 +48,7 @@ pub const FAULT: Entry = Entry {
     name: "fault",
     about: "page faults of every kind oscost times: anonymous, file, copy-on-write, THP, \
             major (benches/fault_ref.c)",
-    source: "benches/fault_ref.c",
+    reference: Reference::C("benches/fault_ref.c"),
     c_samples: [81, 15],
     runs: &[Run {
         c: &[&[

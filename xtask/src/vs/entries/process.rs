@@ -1,7 +1,7 @@
 //! References of processes and what isolates them: seccomp filters, namespaces, cgroups,
 //! process creation.
 
-use super::super::entry::{Cpus, Entry, Helper, Needs, Read, Run, BASE, RUN};
+use super::super::entry::{Cpus, Entry, Helper, Needs, Read, Reference, Run, BASE, RUN};
 use super::value;
 
 /// `cargo xtask vs seccomp`.
@@ -9,7 +9,7 @@ pub const SECCOMP: Entry = Entry {
     name: "seccomp",
     about: "system calls under no filter, an allow-all filter, Docker's profile and a user \
             notifier (benches/seccomp_ref.c)",
-    source: "benches/seccomp_ref.c",
+    reference: Reference::C("benches/seccomp_ref.c"),
     cpus: Cpus::Two,
     taskset: false,
     runs: &[Run {
@@ -26,8 +26,8 @@ pub const NS: Entry = Entry {
     name: "ns",
     about: "a child created in no new namespace and in each kind, and all at once \
             (benches/ns_ref.c)",
-    source: "benches/ns_ref.c",
-    needs: Needs::Root,
+    reference: Reference::C("benches/ns_ref.c"),
+    needs: &[Needs::Root],
     taskset: false,
     runs: &[Run {
         c: &[&["-c", "{a}", "-s", "{s}", "-m", "{q:2000:1000}"]],
@@ -70,9 +70,9 @@ pub const CGROUP: Entry = Entry {
     name: "cgroup",
     about: "a child forked, written into a new cgroup, or cloned into it, and pipe round trips \
             within a cgroup and across two (benches/cgroup_ref.c)",
-    source: "benches/cgroup_ref.c",
+    reference: Reference::C("benches/cgroup_ref.c"),
     // It makes and removes cgroups (the C program its own, beside oscost's).
-    needs: Needs::Root,
+    needs: &[Needs::Root],
     taskset: false,
     runs: &[Run {
         c: &[&["-c", "{a}", "-s", "{s}", "-m", "{q:4000:1000}"]],
@@ -89,7 +89,7 @@ pub const SPAWN: Entry = Entry {
     about: "fork, vfork, posix_spawn and fork + exec of a static and a dynamic program from \
             parents of 1 to 1 024 MiB and thousands of mappings, and a thread \
             (benches/spawn_ref.c)",
-    source: "benches/spawn_ref.c",
+    reference: Reference::C("benches/spawn_ref.c"),
     cflags: &["-pthread"],
     // The program takes 81 samples, or 15 under -q.
     c_samples: [81, 15],
