@@ -46,6 +46,9 @@ pub struct Tool {
     /// Commands run after every run of the steps however they ended, their outcome ignored:
     /// what stops a server a step left running.
     pub finally: &'static [&'static [&'static str]],
+    /// It may mount tracefs (perf does, to resolve a tracepoint's name, when none is
+    /// mounted): a tracefs mounted by the steps is unmounted after them.
+    pub mounts_tracefs: bool,
 }
 
 /// The CPU a step is started on (`taskset -c`).
@@ -59,7 +62,7 @@ pub enum Pin {
 
 /// Reads a peer tool's output (standard output, then standard error) into figures: `("", v)`
 /// is the step's id itself, `("NAME", v)` is `ID.NAME`.
-pub type Parse = fn(&str) -> anyhow::Result<Vec<(&'static str, f64)>>;
+pub type Parse = fn(&str) -> anyhow::Result<Vec<(String, f64)>>;
 
 /// One command of a peer tool, in a run's order.
 #[derive(Debug, Clone, Copy)]
@@ -141,6 +144,10 @@ pub struct Run {
     pub only: Option<&'static str>,
     /// Left out when the harness is not root (a SCHED_FIFO case), saying so.
     pub root: bool,
+    /// The reference runs inside oscost's run instead of before or after it: started this
+    /// many ms (a template) after oscost, it must end before oscost does (perf counting
+    /// through a window of oscost's traced pass).
+    pub during: Option<&'static str>,
 }
 
 impl Run {
@@ -231,6 +238,7 @@ pub const RUN: Run = Run {
     oscost: &[],
     only: None,
     root: false,
+    during: None,
 };
 
 impl Entry {

@@ -422,6 +422,41 @@ impl Side<'_> {
         run::parse_oscost(&text, self.entry.read)
     }
 
+    /// `run`'s reference started `after` (a template, ms) into oscost's run and ended before
+    /// it (perf counting through a window of oscost's traced pass): both sides' figures.
+    fn during(
+        &self,
+        c_bin: Option<&Path>,
+        run: &Run,
+        json: &Path,
+        after: &str,
+    ) -> anyhow::Result<(Figures, run::Measured)> {
+        let ms: u64 = expand(&[after], &self.slots)
+            .concat()
+            .parse()
+            .with_context(|| format!("not a number of ms: {after:?}"))?;
+        let mut oscost = self
+            .oscost(run, json)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .context("cannot start oscost")?;
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+        let c = self.run_c(c_bin, run, &run::Measured::default());
+        if c.is_err() {
+            let _ = oscost.kill();
+        }
+        let out = oscost.wait_with_output()?;
+        let c = c?;
+        if !out.status.success() {
+            let err = String::from_utf8_lossy(&out.stderr);
+            bail!("oscost failed ({}): {}", out.status, err.trim());
+        }
+        let text = std::fs::read_to_string(json).with_context(|| format!("{}", json.display()))?;
+        Ok((c, run::parse_oscost(&text, self.entry.read)?))
+    }
+
     /// `rounds` rounds of every run, C first in odd rounds and oscost first in even ones;
     /// with `control`, the C program again after each pair, held against its first run.
     fn rounds(
@@ -447,7 +482,9 @@ impl Side<'_> {
             for (k, run) in runs.iter().enumerate() {
                 let json = self.dir.join(format!("o{round}.{k}.json"));
                 // A C run that takes a parameter from oscost's document runs after it always.
-                let (c, o) = if round % 2 == 1 && !takes_params(run) {
+                let (c, o) = if let Some(after) = run.during {
+                    self.during(c_bin, run, &json, after)?
+                } else if round % 2 == 1 && !takes_params(run) {
                     let c = self.run_c(c_bin, run, &run::Measured::default())?;
                     (c, self.run_oscost(run, &json)?)
                 } else {

@@ -53,7 +53,11 @@ impl Drop for Spinner {
 /// Runs `tool`'s `steps` in order with `slots`' CPUs and sizes and returns the figures they
 /// gave; the tool's `finally` commands run after them however they ended.
 pub fn run(tool: &Tool, steps: &[Step], slots: &Slots) -> anyhow::Result<Figures> {
+    let had_tracefs = !tracefs_mounts().is_empty();
     let result = run_steps(tool, steps, slots);
+    if tool.mounts_tracefs && !had_tracefs {
+        unmount_tracefs();
+    }
     for command in tool.finally {
         let argv = expand(command, slots);
         if let Some((program, args)) = argv.split_first() {
@@ -66,6 +70,40 @@ pub fn run(tool: &Tool, steps: &[Step], slots: &Slots) -> anyhow::Result<Figures
         }
     }
     result
+}
+
+/// Where tracefs is mounted, from /proc/self/mounts.
+fn tracefs_mounts() -> Vec<String> {
+    std::fs::read_to_string("/proc/self/mounts")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.get(2) == Some(&"tracefs")).then(|| f[1].to_string())
+        })
+        .collect()
+}
+
+/// Unmounts every tracefs, so the machine is left as the steps found it. A perf that just
+/// exited can keep it busy a moment: a few tries, then a lazy unmount (gone once free).
+fn unmount_tracefs() {
+    for dir in tracefs_mounts() {
+        let mut done = false;
+        for _ in 0..5 {
+            done = Command::new("umount")
+                .arg(&dir)
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            if done {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        if !done {
+            let _ = Command::new("umount").arg("-l").arg(&dir).status();
+        }
+    }
 }
 
 fn run_steps(tool: &Tool, steps: &[Step], slots: &Slots) -> anyhow::Result<Figures> {
@@ -133,8 +171,8 @@ mod tests {
     use super::super::entry::STEP;
     use super::*;
 
-    fn two(_: &str) -> anyhow::Result<Vec<(&'static str, f64)>> {
-        Ok(vec![("", 1.0), ("p99", 2.0)])
+    fn two(_: &str) -> anyhow::Result<Vec<(String, f64)>> {
+        Ok(vec![(String::new(), 1.0), ("p99".to_string(), 2.0)])
     }
 
     #[test]
@@ -150,6 +188,7 @@ mod tests {
             label: "sh",
             env: &[("WHICH", "{q:standard:quick}")],
             finally: &[&["true"]],
+            mounts_tracefs: false,
         };
         let steps = [
             Step {

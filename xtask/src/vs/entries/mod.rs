@@ -35,6 +35,7 @@ pub const ENTRIES: &[Entry] = &[
     peers::PERF_SWITCH,
     peers::CYCLICTEST,
     peers::LMBENCH_NET,
+    peers::NOISE_PERF,
 ];
 
 /// The entry called `name`.

@@ -47,6 +47,7 @@ pub const PERF_SWITCH: Entry = Entry {
         label: "perf",
         env: &[],
         finally: &[],
+        mounts_tracefs: false,
     }),
     needs: &[Needs::Tool("perf", PERF)],
     // perf is started under taskset; oscost pins its two tasks itself (--cpus).
@@ -56,7 +57,7 @@ pub const PERF_SWITCH: Entry = Entry {
 };
 
 /// perf's `       5.582000 usecs/op` line, in ns.
-fn perf_usecs_per_op(text: &str) -> anyhow::Result<Vec<(&'static str, f64)>> {
+fn perf_usecs_per_op(text: &str) -> anyhow::Result<Vec<(String, f64)>> {
     let us = text
         .lines()
         .find_map(|l| l.trim().strip_suffix("usecs/op"))
@@ -65,7 +66,7 @@ fn perf_usecs_per_op(text: &str) -> anyhow::Result<Vec<(&'static str, f64)>> {
         .trim()
         .parse()
         .with_context(|| format!("not a number before usecs/op: {us:?}"))?;
-    Ok(vec![("", us * 1000.0)])
+    Ok(vec![(String::new(), us * 1000.0)])
 }
 
 /// cyclictest's two cases for a policy, idle and beside a spinning process on its CPU, in
@@ -116,6 +117,7 @@ pub const CYCLICTEST: Entry = Entry {
         label: "cyclictest",
         env: &[],
         finally: &[],
+        mounts_tracefs: false,
     }),
     needs: &[Needs::Tool("cyclictest", RT_TESTS)],
     idle_poll: true,
@@ -132,7 +134,7 @@ pub const CYCLICTEST: Entry = Entry {
 
 /// cyclictest's histogram (`-h`: lines `BIN COUNT` of 1 µs bins, `# Histogram Overflows:`)
 /// as its p50 and p99 in µs; the p99 left out when it lies beyond the histogram.
-fn cyclictest_percentiles(text: &str) -> anyhow::Result<Vec<(&'static str, f64)>> {
+fn cyclictest_percentiles(text: &str) -> anyhow::Result<Vec<(String, f64)>> {
     let mut bins = BTreeMap::new();
     let mut overflow = 0;
     for line in text.lines() {
@@ -155,9 +157,90 @@ fn cyclictest_percentiles(text: &str) -> anyhow::Result<Vec<(&'static str, f64)>
     let Some(p50) = bin_percentiles(&bins, overflow, 0.50) else {
         bail!("no histogram in cyclictest's output (or half its wake-ups beyond it)");
     };
-    let mut figures = vec![("p50_us", p50 as f64)];
+    let mut figures = vec![("p50_us".to_string(), p50 as f64)];
     if let Some(p99) = bin_percentiles(&bins, overflow, 0.99) {
-        figures.push(("p99_us", p99 as f64));
+        figures.push(("p99_us".to_string(), p99 as f64));
+    }
+    Ok(figures)
+}
+
+/// The tracepoints `noise`'s kernel view records and `perf stat` counts.
+const NOISE_EVENTS: &str = "irq_vectors:local_timer_entry,irq:irq_handler_entry,irq:softirq_entry,\
+                            sched:sched_switch,irq_vectors:reschedule_entry,\
+                            irq_vectors:call_function_single_entry";
+
+/// `cargo xtask vs noise-perf`.
+pub const NOISE_PERF: Entry = Entry {
+    name: "noise-perf",
+    about: "the rate of each kernel event noise's traced pass recorded on a spinning CPU, \
+            against `perf stat -e` of the same tracepoints on that CPU through a window inside \
+            the traced spin",
+    reference: Reference::Tool(Tool {
+        label: "perf",
+        env: &[],
+        finally: &[],
+        mounts_tracefs: true,
+    }),
+    // Tracepoints, for oscost's kernel view and for perf.
+    needs: &[Needs::Root, Needs::Tool("perf", PERF)],
+    taskset: false,
+    // Rates, counters of oscost's traced case (its local timer entries are also held against
+    // /proc/interrupts' LOC by oscost itself: its check timer_events_vs_local_timer).
+    read: &[
+        Read::Counter("events.irq_vectors.local_timer_entry.per_s"),
+        Read::Counter("events.irq.irq_handler_entry.per_s"),
+        Read::Counter("events.irq.softirq_entry.per_s"),
+        Read::Counter("events.sched.sched_switch.per_s"),
+        Read::Counter("events.irq_vectors.reschedule_entry.per_s"),
+        Read::Counter("events.irq_vectors.call_function_single_entry.per_s"),
+    ],
+    runs: &[Run {
+        // oscost times its loop (under a second), spins D untraced, then D traced: perf counts
+        // from a second into the traced spin to a second before its end.
+        tool: &[Step {
+            argv: &[
+                "perf",
+                "stat",
+                "-x,",
+                "-C",
+                "{a}",
+                "-e",
+                NOISE_EVENTS,
+                "--",
+                "sleep",
+                "{q:3:2}",
+            ],
+            id: "noise.cpu{a}.kernel",
+            parse: Some(perf_stat_rates),
+            ..STEP
+        }],
+        oscost: &["noise", "--duration", "{q:5s:4s}"],
+        during: Some("{q:7000:6000}"),
+        ..RUN
+    }],
+    ..BASE
+};
+
+/// `perf stat -x,` lines (`COUNT,UNIT,EVENT,RUN_NS,PCT,…`) as each event's rate over the time
+/// its counter ran, under oscost's counter name `events.SUBSYSTEM.EVENT.per_s`; an event perf
+/// could not count (`<not counted>`, `<not supported>`) is left out.
+fn perf_stat_rates(text: &str) -> anyhow::Result<Vec<(String, f64)>> {
+    let mut figures = Vec::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split(',').collect();
+        let [count, _unit, event, run_ns, ..] = f.as_slice() else {
+            continue;
+        };
+        let (Ok(count), Ok(run_ns)) = (count.parse::<f64>(), run_ns.parse::<f64>()) else {
+            continue;
+        };
+        if run_ns > 0.0 && event.contains(':') {
+            let name = format!("events.{}.per_s", event.replace(':', "."));
+            figures.push((name, count / (run_ns / 1e9)));
+        }
+    }
+    if figures.is_empty() {
+        bail!("no counted event in perf stat's output");
     }
     Ok(figures)
 }
@@ -228,6 +311,7 @@ pub const LMBENCH_NET: Entry = Entry {
             &["bw_tcp", "-S", "127.0.0.1"],
             &["lat_connect", "-S", "127.0.0.1"],
         ],
+        mounts_tracefs: false,
     }),
     needs: &[
         Needs::Tool("lat_tcp", LMBENCH),
@@ -321,21 +405,25 @@ fn lmbench_value(text: &str, unit: &str) -> anyhow::Result<f64> {
 }
 
 /// A latency lmbench reports in microseconds, in ns.
-fn lmbench_us(text: &str) -> anyhow::Result<Vec<(&'static str, f64)>> {
-    Ok(vec![("", lmbench_value(text, "microseconds")? * 1000.0)])
+fn lmbench_us(text: &str) -> anyhow::Result<Vec<(String, f64)>> {
+    Ok(vec![(
+        String::new(),
+        lmbench_value(text, "microseconds")? * 1000.0,
+    )])
 }
 
 /// A bandwidth lmbench reports in MB/s, as the ns oscost gives per 64 KiB: 65 536 000 / MB/s.
-fn lmbench_ns_per_64k(text: &str) -> anyhow::Result<Vec<(&'static str, f64)>> {
+fn lmbench_ns_per_64k(text: &str) -> anyhow::Result<Vec<(String, f64)>> {
     let mb_per_s = lmbench_value(text, "MB/sec")?;
     if mb_per_s <= 0.0 {
         bail!("a bandwidth of {mb_per_s} MB/sec");
     }
-    Ok(vec![("", 65_536_000.0 / mb_per_s)])
+    Ok(vec![(String::new(), 65_536_000.0 / mb_per_s)])
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::figures;
     use super::*;
 
     #[test]
@@ -343,7 +431,7 @@ mod tests {
         let out = "# Running 'sched/pipe' benchmark:\n# Executed 1000 pipe operations between \
                    two processes\n\n     Total time: 0.038 [sec]\n\n      38.322000 usecs/op\n\
                    \x20         26094 ops/sec\n";
-        assert_eq!(perf_usecs_per_op(out).unwrap(), [("", 38322.0)]);
+        assert_eq!(perf_usecs_per_op(out).unwrap(), figures(&[("", 38322.0)]));
         assert!(perf_usecs_per_op("nothing").is_err());
     }
 
@@ -353,22 +441,40 @@ mod tests {
                    # Histogram Overflows: 00001\n";
         assert_eq!(
             cyclictest_percentiles(out).unwrap(),
-            [("p50_us", 61.0), ("p99_us", 80.0)]
+            figures(&[("p50_us", 61.0), ("p99_us", 80.0)])
         );
         let over = out.replace("Overflows: 00001", "Overflows: 00003");
-        assert_eq!(cyclictest_percentiles(&over).unwrap(), [("p50_us", 61.0)]);
+        assert_eq!(
+            cyclictest_percentiles(&over).unwrap(),
+            figures(&[("p50_us", 61.0)])
+        );
         assert!(cyclictest_percentiles("WARN: nothing\n").is_err());
+    }
+
+    #[test]
+    fn perf_stat_s_counts_are_rates_over_their_running_time_under_oscost_s_names() {
+        let out = "84,,irq_vectors:local_timer_entry,2000000000,100.00,,\n\
+                   <not counted>,,irq:irq_handler_entry,0,0.00,,\n\
+                   15,,irq:softirq_entry,500000000,100.00,,\n";
+        assert_eq!(
+            perf_stat_rates(out).unwrap(),
+            figures(&[
+                ("events.irq_vectors.local_timer_entry.per_s", 42.0),
+                ("events.irq.softirq_entry.per_s", 30.0)
+            ])
+        );
+        assert!(perf_stat_rates("Performance counter stats\n").is_err());
     }
 
     #[test]
     fn lmbench_s_figures_are_read_before_their_unit() {
         assert_eq!(
             lmbench_us("TCP latency using 127.0.0.1: 25.1234 microseconds\n").unwrap(),
-            [("", 25123.4)]
+            figures(&[("", 25123.4)])
         );
         assert_eq!(
             lmbench_ns_per_64k("0.065536 1024.00 MB/sec\n").unwrap(),
-            [("", 64000.0)]
+            figures(&[("", 64000.0)])
         );
         assert!(lmbench_us("Pipe bandwidth: 1.0 MB/sec").is_err());
     }
