@@ -1,7 +1,8 @@
 //! What one reference is: the types the table of entries ([`super::entries`]) is written in.
 //!
 //! An argument template may hold `{a}` (the measuring CPU), `{b}` (the second CPU), `{s}`
-//! (the C program's samples), `{tmp}` (the run's scratch directory) and `{q:STANDARD:QUICK}`
+//! (the C program's samples), `{tmp}` (the run's scratch directory), `{oscost}` (the oscost
+//! binary held, for a peer tool that records a run of it) and `{q:STANDARD:QUICK}`
 //! (one word under standard sampling, another under `--quick`); [`expand`] fills them. A C
 //! template may also hold `{param:NAME}`, oscost's experiment parameter NAME from the same
 //! round's document (a count oscost calibrated, for the C program to do the same work): such a
@@ -262,6 +263,8 @@ pub struct Slots {
     pub samples: u32,
     /// The scratch directory.
     pub tmp: String,
+    /// The oscost binary.
+    pub oscost: String,
     /// `--quick`: `{q:A:B}` reads B.
     pub quick: bool,
 }
@@ -288,6 +291,7 @@ pub fn expand(template: &[&str], slots: &Slots) -> Vec<String> {
                 .replace("{b}", &slots.b.to_string())
                 .replace("{s}", &slots.samples.to_string())
                 .replace("{tmp}", &slots.tmp)
+                .replace("{oscost}", &slots.oscost)
         })
         .collect()
 }
@@ -303,6 +307,7 @@ mod tests {
             b: 0,
             samples: 81,
             tmp: "/tmp/x".into(),
+            oscost: "/bin/oscost".into(),
             quick: false,
         };
         let template = [
@@ -315,10 +320,22 @@ mod tests {
             "{tmp}/f",
             "{c}",
             "{q:1024:256}",
+            "{oscost}",
         ];
         assert_eq!(
             expand(&template, &slots),
-            ["-a", "1", "--cpus", "1,0", "-s", "81", "/tmp/x/f", "{c}", "1024"]
+            [
+                "-a",
+                "1",
+                "--cpus",
+                "1,0",
+                "-s",
+                "81",
+                "/tmp/x/f",
+                "{c}",
+                "1024",
+                "/bin/oscost"
+            ]
         );
         let quick = Slots {
             quick: true,

@@ -217,6 +217,7 @@ fn run_all(args: &Args) -> anyhow::Result<bool> {
                 entry.c_samples[usize::from(quick)]
             },
             tmp: dir.display().to_string(),
+            oscost: bin.display().to_string(),
             quick,
         };
         let mut side = Side {

@@ -182,6 +182,7 @@ mod tests {
             b: 0,
             samples: 5,
             tmp: "/tmp".into(),
+            oscost: "oscost".into(),
             quick: true,
         };
         let tool = Tool {

@@ -7,6 +7,7 @@ mod machine;
 mod memory;
 mod peers;
 mod process;
+mod wakeup_split;
 
 use super::entry::Entry;
 
@@ -36,6 +37,8 @@ pub const ENTRIES: &[Entry] = &[
     peers::CYCLICTEST,
     peers::LMBENCH_NET,
     peers::NOISE_PERF,
+    wakeup_split::ON_OSCOST,
+    wakeup_split::ON_CYCLICTEST,
 ];
 
 /// The entry called `name`.
