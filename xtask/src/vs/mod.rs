@@ -2,10 +2,11 @@
 //! program in `benches/`, or a peer tool: perf, cyclictest, lmbench), in interleaved rounds on
 //! pinned CPUs (the reference then oscost, oscost first in every second round), and prints
 //! each round's pairs and, per case, both medians, the median ratio oscost / reference and the
-//! per-round ratios. `--alternate` runs the cross-CPU cases
-//! that drift between sittings with both programs started once and their samples taken in
-//! turn ([`conduct`]). `--smoke` runs every entry once at a tiny size to prove it still
-//! pairs: what CI runs. A measurement, not a test: the ratios never fail it.
+//! per-round ratios. `--alternate` runs the cross-CPU cases that drift between sittings with
+//! both programs started once and their samples taken in turn ([`conduct`]). `--smoke` runs
+//! every entry once at a tiny size to prove it still pairs, and counts an entry this machine
+//! cannot run (no root, one CPU, a peer tool missing) as skipped with its reason: what CI runs.
+//! A measurement, not a test: the ratios never fail it.
 
 mod conduct;
 mod entries;
@@ -263,7 +264,10 @@ fn run_all(args: &Args) -> anyhow::Result<bool> {
                 let (pairs, again) = side.rounds(c_bin, entry.runs, rounds, args.control)?;
                 println!("\n{}", pairs.table(entry.show));
                 if args.control {
-                    println!("the C program's second run over its first, each round (--control):");
+                    println!(
+                        "the {} reference's second run over its first, each round (--control):",
+                        entry.label()
+                    );
                     println!("{}", again.table(&[]));
                 }
             }
@@ -503,7 +507,8 @@ impl Side<'_> {
                 ) {
                     println!("{line}");
                 }
-                if control {
+                // A reference that runs inside oscost's run has no second run of its own.
+                if control && run.during.is_none() {
                     let c2 = run.keep(self.run_c(c_bin, run, &o)?);
                     for line in
                         again.add_round(round as usize, &c, &c2, &Default::default(), &[], None)
