@@ -1,9 +1,9 @@
 # shellcheck shell=bash disable=SC2034  # the variables it sets are read by the scripts that source it
-# Shared by the scripts that hold oscost's figures against the C reference in benches/, perf or
-# a peer tool (the acceptance scripts, *-vs-*.sh): sourced, not run. Provides die, last_cpu, the
-# checks of CPU/ROUNDS/QUICK (and of a second CPU), IDLE_POLL's hold and its line, the JSON
-# reader, the two builds (build_both, build_oscost), perf_setup, c_median, median_of and the
-# pairing of rounds. Expects to be sourced from the repository root.
+# Shared by the scripts that hold oscost's figures against the C reference in benches/ or perf's
+# tracing (the acceptance scripts, *-vs-*.sh): sourced, not run. Provides die, last_cpu,
+# the checks of CPU/ROUNDS/QUICK, the JSON reader, the two builds (build_both, build_oscost),
+# perf_setup, c_median, median_of and oscost_medians. Expects to be sourced from the repository
+# root.
 
 die() {
     echo "error: $*" >&2
@@ -49,32 +49,6 @@ side_by_side_setup() {
     taskset -c "$cpu" true 2>/dev/null || die "cannot pin to CPU $cpu (not online or not allowed)"
     tmp="$(mktemp -d)"
     trap 'rm -rf "$tmp"' EXIT
-}
-
-# Like side_by_side_setup, for the scripts that use a second CPU: CPU A from the first argument
-# (default 0), CPU B from the second (default the last CPU), checked to differ and be usable.
-# Usage: side_by_side_setup_two "${1:-}" "${2:-}"
-side_by_side_setup_two() {
-    cpu_b="${2:-$(last_cpu)}"
-    side_by_side_setup "${1:-0}"
-    [[ "$cpu_b" =~ ^[0-9]+$ && "$cpu_b" != "$cpu" ]] || die "CPU_B must be a CPU number other than CPU_A ($cpu)"
-    taskset -c "$cpu_b" true 2>/dev/null || die "cannot pin to CPU $cpu_b"
-}
-
-# With IDLE_POLL set (not 0), holds /dev/cpu_dma_latency at 0 while the script runs (the file
-# closes, and the request goes, when it exits) and sets idle_poll to oscost's --idle-poll;
-# otherwise idle_poll is empty.
-hold_idle_poll() {
-    idle_poll=()
-    [[ "${IDLE_POLL:-0}" != 0 ]] || return 0
-    exec {qos}>/dev/cpu_dma_latency 2>/dev/null || die "IDLE_POLL=1: cannot open /dev/cpu_dma_latency (needs root)"
-    printf '\0\0\0\0' >&"$qos"
-    idle_poll=(--idle-poll)
-}
-
-# Prints the idle driver and whether hold_idle_poll holds /dev/cpu_dma_latency at 0.
-say_idle() {
-    echo "idle CPUs: $(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo "no cpuidle driver"), /dev/cpu_dma_latency $([[ ${#idle_poll[@]} == 0 ]] && echo "not held" || echo "held at 0")"
 }
 
 # Builds the C reference into $tmp/fdcalls_ref and oscost (or takes $OSCOST_BIN); sets bin.
@@ -144,35 +118,4 @@ for e in json.load(open(sys.argv[1]))["experiments"]:
     for c in e["cases"]:
         print(c["id"], c["median_ns"])
 PY
-}
-
-# Pairs round ROUND's C figures (FILE C_FILE, lines "ID NS") with oscost's (O_FILE, the same
-# form): each pair printed, ID_WIDTH and NUM_WIDTH its columns, and kept in the caller's
-# `c_ns`, `o_ns`, `ratios` (declare -A) and `ids`; a case oscost did not measure is said and
-# skipped, never invented.
-# LABEL names the reference in each printed pair (default C).
-# Usage: pair_round ROUND C_FILE O_FILE ID_WIDTH NUM_WIDTH [LABEL]
-pair_round() {
-    local i="$1" cfile="$2" ofile="$3" w="$4" n="$5" label="${6:-C}" id cv ov r
-    while read -r id cv; do
-        ov=$(awk -v id="$id" '$1 == id { print $2 }' "$ofile")
-        [[ -n "$ov" ]] || { echo "  round $i  $id: not measured by oscost, skipped" >&2; continue; }
-        [[ -n "${c_ns[$id]+x}" ]] || ids+=("$id")
-        r=$(awk -v o="$ov" -v c="$cv" 'BEGIN { printf "%.3f", o / c }')
-        c_ns["$id"]+="$cv " o_ns["$id"]+="$ov " ratios["$id"]+="$r "
-        printf "  round %d  %-${w}s %s %${n}.1f  oscost %${n}.1f  ratio %s\n" "$i" "$id" "$label" "$cv" "$ov" "$r"
-    done <"$cfile"
-}
-
-# The table of every paired case: each side's median over the rounds and the median ratio,
-# with the per-round ratios.
-# Usage: print_pairs ID_WIDTH NUM_WIDTH
-print_pairs() {
-    local w="$1" n="$2" id
-    echo
-    printf "%-${w}s %${n}s %${n}s %8s  %s\n" case "C ns" "oscost ns" ratio "per-round ratios"
-    for id in "${ids[@]}"; do
-        printf "%-${w}s %${n}.1f %${n}.1f %8.3f  %s\n" "$id" "$(median_of "${c_ns[$id]}")" \
-            "$(median_of "${o_ns[$id]}")" "$(median_of "${ratios[$id]}")" "${ratios[$id]% }"
-    done
 }

@@ -15,6 +15,12 @@
 # when something it needs is missing or fails. Needs root (tracepoints) and perf. Run it on an
 # otherwise idle machine, one benchmark at a time.
 #
+# Not an entry of `cargo xtask vs`: perf must record oscost's own run (perf sched record --
+# oscost), so oscost's figures are that run's document, not a run of their own; and the two
+# sides meet only by thread id, which oscost's document names per case and which changes every
+# round, so there is no id stable over the rounds to pair, and the figure is a median over every
+# worker of every round (per worker count) of the ratios, not a median of a case's rounds.
+#
 # Usage: [ROUNDS=N] [TRACE_WITH=M] scripts/timeline-vs-perf-sched.sh [CPU]
 #   CPU         the CPU the workers share (default: the last CPU this shell may use)
 #   ROUNDS      rounds (default 5)

@@ -15,6 +15,11 @@
 # A measurement, not a test: it exits 0 whatever the figures are, non-zero only when something
 # it needs is missing. Needs root and perf. Run it on an otherwise idle machine.
 #
+# Not an entry of `cargo xtask vs`: no figure of perf is held against the same figure of
+# oscost. perf's counted is held against perf's recorded (idle, then busy), and oscost's lost
+# against its own unsampled: a kernel behaviour shown by each tool alone, with no pair to take a
+# ratio of.
+#
 # Usage: [ROUNDS=N] scripts/trace-unsampled-vs-perf.sh [CPU]
 set -euo pipefail
 

@@ -1,10 +1,12 @@
-//! `cargo xtask vs NAME…`: holds an oscost experiment against its independent C reference in
-//! `benches/`, in interleaved rounds on pinned CPUs (the C program then oscost, oscost first
-//! in every second round), and prints each round's pairs and, per case, both medians, the
-//! median ratio oscost / C and the per-round ratios. `--alternate` runs the cross-CPU cases
-//! that drift between sittings with both programs started once and their samples taken in
-//! turn ([`conduct`]). `--smoke` runs every entry once at a tiny size to prove it still
-//! pairs: what CI runs. A measurement, not a test: the ratios never fail it.
+//! `cargo xtask vs NAME…`: holds an oscost experiment against its independent reference (a C
+//! program in `benches/`, or a peer tool: perf, cyclictest, lmbench), in interleaved rounds on
+//! pinned CPUs (the reference then oscost, oscost first in every second round), and prints
+//! each round's pairs and, per case, both medians, the median ratio oscost / reference and the
+//! per-round ratios. `--alternate` runs the cross-CPU cases that drift between sittings with
+//! both programs started once and their samples taken in turn ([`conduct`]). `--smoke` runs
+//! every entry once at a tiny size to prove it still pairs, and counts an entry this machine
+//! cannot run (no root, one CPU, a peer tool missing) as skipped with its reason: what CI runs.
+//! A measurement, not a test: the ratios never fail it.
 
 mod conduct;
 mod entries;
@@ -12,6 +14,7 @@ mod entry;
 mod run;
 mod setup;
 mod table;
+mod tool;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -20,7 +23,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context as _};
 use clap::Parser;
 
-use entry::{expand, Cpus, Entry, Needs, Run, Slots};
+use entry::{expand, Cpus, Entry, Needs, Reference, Run, Slots};
 use run::Figures;
 use table::Pairs;
 
@@ -28,7 +31,8 @@ use table::Pairs;
 #[derive(Debug, Parser)]
 #[command(
     name = "cargo xtask vs",
-    about = "Hold oscost's figures against the independent C references in benches/, side by side",
+    about = "Hold oscost's figures against independent references (the C programs in benches/, \
+             perf, cyclictest, lmbench), side by side",
     after_help = "Run it alone on an idle machine: two benchmarks at once spoil both.\n\
                   Examples:\n  cargo xtask vs --list\n  cargo xtask vs net --rounds 7\n  \
                   cargo xtask vs net signal --alternate\n  cargo xtask vs all --smoke"
@@ -179,6 +183,7 @@ fn run_all(args: &Args) -> anyhow::Result<bool> {
             .context("cannot install the stop handler")?;
     }
     let mut ok = true;
+    let (mut ran, mut skipped, mut failed) = (0, Vec::new(), Vec::new());
     for entry in chosen {
         if stop.load(std::sync::atomic::Ordering::Relaxed) {
             println!("\nstopped: the remaining references are not run");
@@ -196,12 +201,9 @@ fn run_all(args: &Args) -> anyhow::Result<bool> {
             (Cpus::Two, [], all) => (*all.first().unwrap_or(&0), *all.last().unwrap_or(&0)),
         };
         println!("\n== {}: {}", entry.name, entry.about);
-        if entry.cpus == Cpus::Two && a == b {
-            println!("skipped: needs two CPUs, and only CPU {a} is usable");
-            continue;
-        }
-        if entry.needs == Needs::Root && !root {
-            println!("skipped: needs root");
+        if let Some(reason) = lacks(entry, a, b, root) {
+            println!("skipped: {reason}");
+            skipped.push(format!("{} ({reason})", entry.name));
             continue;
         }
         let dir = scratch.0.join(entry.name);
@@ -216,6 +218,7 @@ fn run_all(args: &Args) -> anyhow::Result<bool> {
                 entry.c_samples[usize::from(quick)]
             },
             tmp: dir.display().to_string(),
+            oscost: bin.display().to_string(),
             quick,
         };
         let mut side = Side {
@@ -225,11 +228,16 @@ fn run_all(args: &Args) -> anyhow::Result<bool> {
             smoke: args.smoke,
             paced: false,
             idle_poll: args.idle_poll,
+            root,
             dir: &dir,
         };
         let rounds = if args.smoke { 1 } else { args.rounds };
         let result = (|| -> anyhow::Result<()> {
-            let c_bin = run::build_c(entry, &root_dir, &dir)?;
+            let c_bin = match entry.reference {
+                Reference::C(source) => Some(run::build_c(entry, source, &root_dir, &dir)?),
+                Reference::Tool(_) => None,
+            };
+            let c_bin = c_bin.as_deref();
             let _made = setup::Made::make(entry.setup, &dir, &bin, a)?;
             let mode = if args.smoke {
                 "SMOKE: tiny, not a figure".to_string()
@@ -250,12 +258,16 @@ fn run_all(args: &Args) -> anyhow::Result<bool> {
             };
             if !args.alternate || args.smoke {
                 println!(
-                    "{cpus}, {rounds} interleaved rounds ({mode}), {idle}; ratio = oscost / C"
+                    "{cpus}, {rounds} interleaved rounds ({mode}), {idle}; ratio = oscost / {}",
+                    entry.label()
                 );
-                let (pairs, again) = side.rounds(&c_bin, entry.runs, rounds, args.control)?;
+                let (pairs, again) = side.rounds(c_bin, entry.runs, rounds, args.control)?;
                 println!("\n{}", pairs.table(entry.show));
                 if args.control {
-                    println!("the C program's second run over its first, each round (--control):");
+                    println!(
+                        "the {} reference's second run over its first, each round (--control):",
+                        entry.label()
+                    );
                     println!("{}", again.table(&[]));
                 }
             }
@@ -277,22 +289,52 @@ fn run_all(args: &Args) -> anyhow::Result<bool> {
                 println!(
                     "{cpus}, {rounds} rounds, each one case with both programs' samples taken in turn ({mode}), {idle}"
                 );
-                let mut pairs = Pairs::default();
+                let mut pairs = Pairs::labelled([entry.label(), "oscost"]);
                 side.paced = true;
                 for run in cases {
-                    side.alternated(&c_bin, run, rounds, &mut pairs)?;
+                    side.alternated(c_bin, run, rounds, &mut pairs)?;
                 }
                 println!("\n{}", pairs.table(entry.show));
             }
             Ok(())
         })();
-        if let Err(e) = result {
-            println!("FAILED: {e:#}");
-            ok = false;
+        match result {
+            Ok(()) => ran += 1,
+            Err(e) => {
+                println!("FAILED: {e:#}");
+                failed.push(entry.name);
+                ok = false;
+            }
         }
         let _ = std::io::stdout().flush();
     }
+    // A reference that could not run here is counted apart, with its reason: never as paired.
+    println!(
+        "\nvs: {ran} ran, {} skipped, {} failed",
+        skipped.len(),
+        failed.len()
+    );
+    for s in &skipped {
+        println!("  skipped: {s}");
+    }
+    if !failed.is_empty() {
+        println!("  failed: {}", failed.join(", "));
+    }
     Ok(ok)
+}
+
+/// Why `entry` cannot run here on CPUs `a` and `b` (`root`: the harness runs as root), or
+/// `None` when it can.
+fn lacks(entry: &Entry, a: usize, b: usize, root: bool) -> Option<String> {
+    if entry.cpus == Cpus::Two && a == b {
+        return Some(format!("needs two CPUs, and only CPU {a} is usable"));
+    }
+    entry.needs.iter().find_map(|need| match *need {
+        Needs::Root => (!root).then(|| "needs root".to_string()),
+        Needs::Tool(program, from) => tool::on_path(program)
+            .is_none()
+            .then(|| format!("needs {program}, not found on PATH ({from})")),
+    })
 }
 
 /// What running one entry's sides needs.
@@ -304,6 +346,8 @@ struct Side<'a> {
     /// Running alternated: oscost takes the C side's number of samples.
     paced: bool,
     idle_poll: bool,
+    /// The harness runs as root: runs that need it are not left out.
+    root: bool,
     dir: &'a Path,
 }
 
@@ -353,14 +397,26 @@ impl Side<'_> {
         args
     }
 
-    /// The C program's figures for `run`; `oscost` is the same round's oscost run, whose
-    /// parameters fill a template's `{param:NAME}`.
-    fn run_c(&self, c_bin: &Path, run: &Run, oscost: &run::Measured) -> anyhow::Result<Figures> {
+    /// The reference's figures for `run`: the C program's (`c_bin`) or the peer tool's;
+    /// `oscost` is the same round's oscost run, whose parameters fill a C template's
+    /// `{param:NAME}`.
+    fn run_c(
+        &self,
+        c_bin: Option<&Path>,
+        run: &Run,
+        oscost: &run::Measured,
+    ) -> anyhow::Result<Figures> {
+        let (Reference::C(source), Some(c_bin)) = (self.entry.reference, c_bin) else {
+            let Reference::Tool(tool) = self.entry.reference else {
+                bail!("the C reference was not built");
+            };
+            return tool::run(&tool, run.tool, &self.slots);
+        };
         let mut figures = Figures::new();
         for invocation in run.c {
             let args = fill_params(self.c_args(invocation), &oscost.params)?;
             let cmd = run::command(c_bin, &args, self.pin());
-            figures.extend(run::parse_c(&run::output(cmd, self.entry.source)?)?);
+            figures.extend(run::parse_c(&run::output(cmd, source)?)?);
         }
         Ok(figures)
     }
@@ -371,17 +427,59 @@ impl Side<'_> {
         run::parse_oscost(&text, self.entry.read)
     }
 
+    /// `run`'s reference started `after` (a template, ms) into oscost's run and ended before
+    /// it (perf counting through a window of oscost's traced pass): both sides' figures.
+    fn during(
+        &self,
+        c_bin: Option<&Path>,
+        run: &Run,
+        json: &Path,
+        after: &str,
+    ) -> anyhow::Result<(Figures, run::Measured)> {
+        let ms: u64 = expand(&[after], &self.slots)
+            .concat()
+            .parse()
+            .with_context(|| format!("not a number of ms: {after:?}"))?;
+        let mut oscost = self
+            .oscost(run, json)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .context("cannot start oscost")?;
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+        let c = self.run_c(c_bin, run, &run::Measured::default());
+        if c.is_err() {
+            let _ = oscost.kill();
+        }
+        let out = oscost.wait_with_output()?;
+        let c = c?;
+        if !out.status.success() {
+            let err = String::from_utf8_lossy(&out.stderr);
+            bail!("oscost failed ({}): {}", out.status, err.trim());
+        }
+        let text = std::fs::read_to_string(json).with_context(|| format!("{}", json.display()))?;
+        Ok((c, run::parse_oscost(&text, self.entry.read)?))
+    }
+
     /// `rounds` rounds of every run, C first in odd rounds and oscost first in even ones;
     /// with `control`, the C program again after each pair, held against its first run.
     fn rounds(
         &self,
-        c_bin: &Path,
+        c_bin: Option<&Path>,
         runs: &[Run],
         rounds: u32,
         control: bool,
     ) -> anyhow::Result<(Pairs, Pairs)> {
-        let mut pairs = Pairs::default();
-        let mut again = Pairs::labelled(["C", "C again"]);
+        let label = self.entry.label();
+        let mut pairs = Pairs::labelled([label, "oscost"]);
+        let again_label = format!("{label} again");
+        let mut again = Pairs::labelled([label, &again_label]);
+        let given = runs.len();
+        let runs: Vec<&Run> = runs.iter().filter(|r| self.root || !r.root).collect();
+        if runs.len() < given {
+            println!("not root: the runs that need root (SCHED_FIFO) are left out");
+        }
         for round in 1..=rounds {
             eprintln!("round {round} of {rounds}...");
             let mut c_all = Figures::new();
@@ -389,7 +487,9 @@ impl Side<'_> {
             for (k, run) in runs.iter().enumerate() {
                 let json = self.dir.join(format!("o{round}.{k}.json"));
                 // A C run that takes a parameter from oscost's document runs after it always.
-                let (c, o) = if round % 2 == 1 && !takes_params(run) {
+                let (c, o) = if let Some(after) = run.during {
+                    self.during(c_bin, run, &json, after)?
+                } else if round % 2 == 1 && !takes_params(run) {
                     let c = self.run_c(c_bin, run, &run::Measured::default())?;
                     (c, self.run_oscost(run, &json)?)
                 } else {
@@ -407,7 +507,8 @@ impl Side<'_> {
                 ) {
                     println!("{line}");
                 }
-                if control {
+                // A reference that runs inside oscost's run has no second run of its own.
+                if control && run.during.is_none() {
                     let c2 = run.keep(self.run_c(c_bin, run, &o)?);
                     for line in
                         again.add_round(round as usize, &c, &c2, &Default::default(), &[], None)
@@ -443,7 +544,7 @@ impl Side<'_> {
     /// `rounds` rounds of one case with the two programs' samples in turn.
     fn alternated(
         &self,
-        c_bin: &Path,
+        c_bin: Option<&Path>,
         run: &Run,
         rounds: u32,
         pairs: &mut Pairs,
@@ -462,6 +563,9 @@ impl Side<'_> {
             if takes_params(run) {
                 bail!("an alternated case cannot wait for oscost's parameters");
             }
+            let Some(c_bin) = c_bin else {
+                bail!("only a C reference alternates");
+            };
             let c_cmd = run::command(c_bin, &self.c_args(c_args), self.pin());
             let first = usize::from(round % 2 == 0);
             let done = conduct::alternate([c_cmd, self.oscost(run, &json)], first, &dir)?;

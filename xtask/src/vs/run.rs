@@ -23,9 +23,9 @@ pub struct Measured {
     pub params: BTreeMap<String, String>,
 }
 
-/// Compiles `entry`'s C program into `dir`; returns the binary.
-pub fn build_c(entry: &Entry, root: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
-    let stem = Path::new(entry.source)
+/// Compiles `entry`'s C program `source` into `dir`; returns the binary.
+pub fn build_c(entry: &Entry, source: &str, root: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
+    let stem = Path::new(source)
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or("reference");
@@ -35,11 +35,11 @@ pub fn build_c(entry: &Entry, root: &Path, dir: &Path) -> anyhow::Result<PathBuf
         .args(entry.cflags)
         .arg("-o")
         .arg(&out)
-        .arg(root.join(entry.source))
+        .arg(root.join(source))
         .status()
         .context("cannot run cc (a C compiler is needed: apt-get install gcc)")?;
     if !status.success() {
-        bail!("cc failed on {}", entry.source);
+        bail!("cc failed on {source}");
     }
     for h in entry.helpers {
         let built = h.flags.iter().any(|flags| {
@@ -131,6 +131,21 @@ pub fn parse_c(text: &str) -> anyhow::Result<Figures> {
     Ok(figures)
 }
 
+/// The first bin of `bins` (bin -> count) whose running count reaches the fraction `p` of
+/// all the values, `overflow` (values beyond the last bin) included: `None` when it lies
+/// among the overflow, or there are no values. How both sides' whole-µs percentiles are read.
+pub fn bin_percentiles(bins: &BTreeMap<u64, u64>, overflow: u64, p: f64) -> Option<u64> {
+    let all = bins.values().sum::<u64>() + overflow;
+    if all == 0 {
+        return None;
+    }
+    let mut running = 0;
+    bins.iter().find_map(|(&bin, &n)| {
+        running += n;
+        (running as f64 >= p * all as f64).then_some(bin)
+    })
+}
+
 /// oscost's result document, read through the model: the figures `read` names, and every
 /// case's counters.
 pub fn parse_oscost(text: &str, read: &[Read]) -> anyhow::Result<Measured> {
@@ -147,6 +162,20 @@ pub fn parse_oscost(text: &str, read: &[Read]) -> anyhow::Result<Measured> {
                 for c in doc.experiments.iter().flat_map(|e| &e.cases) {
                     if let Some(&v) = c.counters.get(key) {
                         m.figures.push((format!("{}.{key}", c.id), v));
+                    }
+                }
+            }
+            Read::WholeUsPercentiles => {
+                for c in doc.experiments.iter().flat_map(|e| &e.cases) {
+                    let mut bins = BTreeMap::new();
+                    for &ns in &c.raw_ns {
+                        // Cut down, as cyclictest counts whole µs.
+                        *bins.entry((ns / 1000.0).floor() as u64).or_insert(0) += 1;
+                    }
+                    for (name, p) in [("p50_us", 0.50), ("p99_us", 0.99)] {
+                        if let Some(bin) = bin_percentiles(&bins, 0, p) {
+                            m.figures.push((format!("{}.{name}", c.id), bin as f64));
+                        }
                     }
                 }
             }
@@ -224,6 +253,15 @@ mod tests {
         let medians = parse_oscost(golden, &[Read::Medians]).unwrap();
         assert_eq!(medians.figures[0].0, "example.cost100");
         assert_eq!(medians.params["rate_per_s"], "10000.0");
+    }
+
+    #[test]
+    fn bin_percentiles_reach_their_share_and_not_into_the_overflow() {
+        let bins = BTreeMap::from([(3, 49), (4, 1), (7, 49)]);
+        assert_eq!(bin_percentiles(&bins, 1, 0.50), Some(4));
+        assert_eq!(bin_percentiles(&bins, 1, 0.99), Some(7));
+        assert_eq!(bin_percentiles(&bins, 2, 0.99), None);
+        assert_eq!(bin_percentiles(&BTreeMap::new(), 0, 0.5), None);
     }
 
     #[test]

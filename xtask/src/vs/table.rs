@@ -9,7 +9,7 @@ use super::run::Figures;
 #[derive(Debug)]
 pub struct Pairs {
     /// What the two sides are called: the reference and the figure held against it.
-    labels: [&'static str; 2],
+    labels: [String; 2],
     ids: Vec<String>,
     c: BTreeMap<String, Vec<f64>>,
     oscost: BTreeMap<String, Vec<f64>>,
@@ -25,9 +25,9 @@ impl Default for Pairs {
 
 impl Pairs {
     /// No pairs yet, the two sides called `labels` (the reference first).
-    pub fn labelled(labels: [&'static str; 2]) -> Pairs {
+    pub fn labelled(labels: [&str; 2]) -> Pairs {
         Pairs {
-            labels,
+            labels: labels.map(str::to_string),
             ids: Vec::new(),
             c: BTreeMap::new(),
             oscost: BTreeMap::new(),
@@ -105,7 +105,7 @@ impl Pairs {
     /// and the per-round ratios.
     pub fn table(&self, show: &[&str]) -> String {
         let w = self.width();
-        let [a, b] = self.labels;
+        let [a, b] = &self.labels;
         let mut out = format!("{:<w$} {a:>10} {b:>10} {:>8}", "case", "ratio");
         for key in show {
             let _ = write!(out, "  {key}");

@@ -1,7 +1,7 @@
 //! References of signals, sockets, pipes, context switches, io_uring, readiness calls and
 //! file calls.
 
-use super::super::entry::{Cpus, Entry, Needs, Read, Run, MEDIANS};
+use super::super::entry::{Cpus, Entry, Needs, Read, Reference, Run, BASE, RUN};
 use super::super::setup::Setup;
 use super::value;
 
@@ -10,7 +10,7 @@ macro_rules! net_cross {
         Run {
             c: &[&["-a", "{a}", "-b", "{b}", "-s", "{s}", $case]],
             oscost: &["net", "--cases", $case, "--placement", "cross"],
-            only: None,
+            ..RUN
         }
     };
 }
@@ -32,6 +32,7 @@ macro_rules! switch_cross {
                 "--no-kernel-view",
             ],
             only: Some(".cross"),
+            ..RUN
         }
     };
 }
@@ -41,29 +42,21 @@ pub const SIGNAL: Entry = Entry {
     name: "signal",
     about: "sigaction, a caught signal, SIGSEGV, and a signal waking a thread or a process \
             on the same and another CPU (benches/signal_ref.c)",
-    source: "benches/signal_ref.c",
+    reference: Reference::C("benches/signal_ref.c"),
     cflags: &["-pthread"],
     cpus: Cpus::Two,
-    needs: Needs::Nothing,
-    c_samples: [81, 10],
-    c_quick: &[],
     taskset: false,
     idle_poll: true,
     runs: &[Run {
         c: &[&["-a", "{a}", "-b", "{b}", "-s", "{s}"]],
         oscost: &["signal"],
-        only: None,
+        ..RUN
     }],
-    derive: None,
-    show: &[],
-    read: MEDIANS,
-    helpers: &[],
-    setup: Setup::Nothing,
     alternate: &[
         Run {
             c: &[&["-a", "{a}", "-b", "{b}", "-s", "{s}", "-k", "wake.cross"]],
             oscost: &["signal", "--cases", "wake-cross"],
-            only: None,
+            ..RUN
         },
         Run {
             c: &[&[
@@ -77,9 +70,10 @@ pub const SIGNAL: Entry = Entry {
                 "wake.process.cross",
             ]],
             oscost: &["signal", "--cases", "wake-process-cross"],
-            only: None,
+            ..RUN
         },
     ],
+    ..BASE
 };
 
 /// `cargo xtask vs net`.
@@ -87,11 +81,9 @@ pub const NET: Entry = Entry {
     name: "net",
     about: "1-byte round trips over TCP, UDP and AF_UNIX, TCP connections, 64 KiB streams \
             and LEBench's send + recv (benches/net_ref.c)",
-    source: "benches/net_ref.c",
+    reference: Reference::C("benches/net_ref.c"),
     cflags: &["-pthread"],
     cpus: Cpus::Two,
-    needs: Needs::Nothing,
-    c_samples: [81, 10],
     c_quick: &["-q"],
     taskset: false,
     idle_poll: true,
@@ -101,13 +93,8 @@ pub const NET: Entry = Entry {
             &["-a", "{a}", "-b", "{b}", "-s", "{s}"],
         ],
         oscost: &["net", "--placement", "same,cross"],
-        only: None,
+        ..RUN
     }],
-    derive: None,
-    show: &[],
-    read: MEDIANS,
-    helpers: &[],
-    setup: Setup::Nothing,
     alternate: &[
         net_cross!("tcp.rtt"),
         net_cross!("udp.rtt"),
@@ -117,6 +104,7 @@ pub const NET: Entry = Entry {
         net_cross!("unix.bw"),
         net_cross!("pipe.bw"),
     ],
+    ..BASE
 };
 
 /// `cargo xtask vs switch`.
@@ -124,11 +112,9 @@ pub const SWITCH: Entry = Entry {
     name: "switch",
     about: "a 1-byte pipe ping-pong between two threads or two processes on one CPU and on \
             two (benches/switch_ref.c)",
-    source: "benches/switch_ref.c",
+    reference: Reference::C("benches/switch_ref.c"),
     cflags: &["-pthread"],
     cpus: Cpus::Two,
-    needs: Needs::Nothing,
-    c_samples: [81, 10],
     c_quick: &["-q"],
     taskset: false,
     idle_poll: true,
@@ -144,14 +130,11 @@ pub const SWITCH: Entry = Entry {
             "same,cross",
             "--no-kernel-view",
         ],
-        only: None,
+        ..RUN
     }],
-    derive: None,
     show: &["switches_per_round_trip", "migrations"],
-    read: MEDIANS,
-    helpers: &[],
-    setup: Setup::Nothing,
     alternate: &[switch_cross!("threads"), switch_cross!("processes")],
+    ..BASE
 };
 
 /// `cargo xtask vs uring`.
@@ -159,27 +142,19 @@ pub const URING: Entry = Entry {
     name: "uring",
     about: "io_uring nops and reads at several batches, registered or not, beside the plain \
             system call, and SQPOLL's nop (benches/uring_ref.c)",
-    source: "benches/uring_ref.c",
-    cflags: &[],
+    reference: Reference::C("benches/uring_ref.c"),
     cpus: Cpus::Two,
-    needs: Needs::Nothing,
-    c_samples: [81, 10],
-    c_quick: &[],
     taskset: false,
-    idle_poll: false,
     runs: &[Run {
         c: &[&["-a", "{a}", "-b", "{b}", "-s", "{s}"]],
         oscost: &["uring"],
-        only: None,
+        ..RUN
     }],
     derive: Some(over_unregistered),
     show: &["io_uring_enter_per_op", "poller_cpu_share"],
     // Not alternated: a SQPOLL thread keeps polling for its idle time after its process stops
     // submitting, so the side waiting its turn would poll on the CPU of the other's poller.
-    read: MEDIANS,
-    helpers: &[],
-    setup: Setup::Nothing,
-    alternate: &[],
+    ..BASE
 };
 
 /// `cargo xtask vs poll`.
@@ -187,32 +162,23 @@ pub const POLL: Entry = Entry {
     name: "poll",
     about: "select, poll and epoll_wait over 10 and 1 000 ready sockets at the lowest \
             descriptors, and select over ten high ones (benches/poll_ref.c)",
-    source: "benches/poll_ref.c",
-    cflags: &[],
-    cpus: Cpus::One,
-    needs: Needs::Nothing,
-    c_samples: [81, 10],
-    c_quick: &[],
+    reference: Reference::C("benches/poll_ref.c"),
     taskset: false,
-    idle_poll: false,
     runs: &[
         Run {
             c: &[&["-a", "{a}", "-n", "10,1000", "-s", "{s}"]],
             oscost: &["poll", "--fds", "10,1000"],
-            only: None,
+            ..RUN
         },
         Run {
             c: &[&["-H", "-a", "{a}", "-n", "10", "-s", "{s}"]],
             oscost: &["poll", "--fds", "10", "--calls", "select,select-high"],
             only: Some(".high"),
+            ..RUN
         },
     ],
     derive: Some(poll_per_descriptor),
-    show: &[],
-    read: MEDIANS,
-    helpers: &[],
-    setup: Setup::Nothing,
-    alternate: &[],
+    ..BASE
 };
 
 fn poll_per_descriptor(figures: &[(String, f64)]) -> Vec<(String, f64)> {
@@ -252,7 +218,7 @@ macro_rules! lockring_mutex {
             oscost: &[
                 "lockring", "--forms", "mutex", "--tasks", $n, "--tokens", "1",
             ],
-            only: None,
+            ..RUN
         }
     };
 }
@@ -263,17 +229,12 @@ pub const LOCKRING: Entry = Entry {
     about: "a mutex handed round a ring of 2 to 128 threads on one CPU, and a pipe token \
             between two: time per switch (benches/csfast5_ref.c, Bradford's csfast5 and \
             cspipe2a)",
-    source: "benches/csfast5_ref.c",
+    reference: Reference::C("benches/csfast5_ref.c"),
     // -fno-plt: call libc through the GOT as the Rust binary does; a PLT stub on every
     // pthread call is a measurable share of an uncontended lock.
     cflags: &["-fno-plt", "-pthread"],
-    cpus: Cpus::One,
-    needs: Needs::Nothing,
     // One timing of the whole run, as the study's: no samples to set.
     c_samples: [1, 1],
-    c_quick: &[],
-    taskset: true,
-    idle_poll: false,
     runs: &[
         lockring_mutex!("2", "200000", "10000"),
         lockring_mutex!("4", "100000", "5000"),
@@ -285,11 +246,9 @@ pub const LOCKRING: Entry = Entry {
         Run {
             c: &[&["pipe", "{q:200000:10000}", "{a}"]],
             oscost: &["lockring", "--forms", "pipe"],
-            only: None,
+            ..RUN
         },
     ],
-    derive: None,
-    show: &[],
     // Beside the time, the context switches the kernel counted per hand-over or pass, every
     // thread summed: a ratio near 1 there says both rings switch alike.
     read: &[
@@ -297,9 +256,7 @@ pub const LOCKRING: Entry = Entry {
         Read::Counter("switches_per_hand_over"),
         Read::Counter("switches_per_pass"),
     ],
-    helpers: &[],
-    setup: Setup::Nothing,
-    alternate: &[],
+    ..BASE
 };
 
 /// `cargo xtask vs fs`.
@@ -308,18 +265,15 @@ pub const FS: Entry = Entry {
     about: "the MINIX 3 study's file calls (getpid, lseek, open + close, 64 KiB reads and \
             writes, a file's life) on a tmpfs and on oscost's FUSE file system \
             (benches/fscalls_ref.c)",
-    source: "benches/fscalls_ref.c",
+    reference: Reference::C("benches/fscalls_ref.c"),
     // -fno-plt: call libc through the GOT as the Rust binary does.
     cflags: &["-fno-plt"],
-    cpus: Cpus::One,
     // It mounts the tmpfs (and the FUSE file system directly).
-    needs: Needs::Root,
+    needs: &[Needs::Root],
     // The program's sampler: 81 samples, oscost's --quick shape under -q.
     c_samples: [81, 15],
     c_quick: &["-q"],
     // The program pins nothing itself; the FUSE server it talks to runs on the same CPU.
-    taskset: true,
-    idle_poll: false,
     runs: &[Run {
         c: &[&[
             "-d",
@@ -338,14 +292,10 @@ pub const FS: Entry = Entry {
             "--calls",
             "getpid,lseek,open-close,read64k,write64k,creat-write1k-unlink",
         ],
-        only: None,
+        ..RUN
     }],
-    derive: None,
-    show: &[],
-    read: MEDIANS,
-    helpers: &[],
     setup: Setup::FsMounts,
-    alternate: &[],
+    ..BASE
 };
 
 #[cfg(test)]

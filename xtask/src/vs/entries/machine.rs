@@ -1,8 +1,7 @@
 //! References of the machine itself: the controls oscost times around every experiment, and
 //! the interruptions a spinning CPU sees.
 
-use super::super::entry::{Cpus, Entry, Needs, Read, Run, MEDIANS};
-use super::super::setup::Setup;
+use super::super::entry::{Entry, Needs, Read, Reference, Run, BASE, RUN};
 use super::value;
 
 /// `cargo xtask vs controls`.
@@ -10,27 +9,17 @@ pub const CONTROLS: Entry = Entry {
     name: "controls",
     about: "the machine's controls oscost times around every experiment: syscall(-1) and a \
             fixed user-space loop (benches/controls_ref.c)",
-    source: "benches/controls_ref.c",
-    cflags: &[],
-    cpus: Cpus::One,
-    needs: Needs::Nothing,
+    reference: Reference::C("benches/controls_ref.c"),
     // Fixed in the program: 24 samples of each, as oscost's bursts.
     c_samples: [24, 24],
-    c_quick: &[],
-    taskset: true,
-    idle_poll: false,
     runs: &[Run {
         c: &[&["{a}"]],
         // The shortest experiment whose document keeps the controls around it.
         oscost: &["syscall", "--calls", "enosys", "--quick"],
-        only: None,
+        ..RUN
     }],
-    derive: None,
-    show: &[],
     read: &[Read::Controls],
-    helpers: &[],
-    setup: Setup::Nothing,
-    alternate: &[],
+    ..BASE
 };
 
 /// `cargo xtask vs noise`.
@@ -38,15 +27,9 @@ pub const NOISE: Entry = Entry {
     name: "noise",
     about: "interruptions of a CPU spinning on the TSC: how many a second and their median \
             length, gaps above 1 µs (benches/noise_ref.c)",
-    source: "benches/noise_ref.c",
-    cflags: &[],
-    cpus: Cpus::One,
-    needs: Needs::Nothing,
+    reference: Reference::C("benches/noise_ref.c"),
     c_samples: [1, 1],
-    c_quick: &[],
     // The program spins where it is started and names its case by the CPU it ran on.
-    taskset: true,
-    idle_poll: false,
     runs: &[Run {
         c: &[&["{q:2:0.5}", "1000"]],
         oscost: &[
@@ -56,18 +39,14 @@ pub const NOISE: Entry = Entry {
             "--threshold-ns",
             "1000",
         ],
-        only: None,
+        ..RUN
     }],
-    derive: None,
-    show: &[],
     // Rates and lengths, counters of oscost's case: its median is not the figure here.
     read: &[
         Read::Counter("gaps_per_s"),
         Read::Counter("length_median_ns"),
     ],
-    helpers: &[],
-    setup: Setup::Nothing,
-    alternate: &[],
+    ..BASE
 };
 
 /// `cargo xtask vs tick`.
@@ -75,15 +54,9 @@ pub const TICK: Entry = Entry {
     name: "tick",
     about: "the cycles a POSIX timer's signal every 200 µs adds to fixed work, per event \
             (benches/tick_ref.c)",
-    source: "benches/tick_ref.c",
-    cflags: &[],
-    cpus: Cpus::One,
-    needs: Needs::Nothing,
+    reference: Reference::C("benches/tick_ref.c"),
     // The program's runs a side are its third argument, as oscost's --runs.
     c_samples: [5, 3],
-    c_quick: &[],
-    taskset: true,
-    idle_poll: false,
     runs: &[Run {
         // The same work: the iteration count oscost calibrated, read from its document. 200 µs:
         // on virtual machines a timer event can cost 20-30 µs, too much for 50 µs.
@@ -99,14 +72,10 @@ pub const TICK: Entry = Entry {
             "--runs",
             "{s}",
         ],
-        only: None,
+        ..RUN
     }],
-    derive: None,
-    show: &[],
     read: &[Read::Counter("cycles_per_event")],
-    helpers: &[],
-    setup: Setup::Nothing,
-    alternate: &[],
+    ..BASE
 };
 
 /// One `timeline_ref` invocation: N workers of oscost's calibrated chunk on CPU A.
@@ -121,15 +90,9 @@ pub const TIMELINE: Entry = Entry {
     name: "timeline",
     about: "1, 2 and 4 processes sharing one CPU, each doing equal chunks of work: workers \
             finished per second and their mean finish (benches/timeline_ref.c)",
-    source: "benches/timeline_ref.c",
-    cflags: &[],
-    cpus: Cpus::One,
-    needs: Needs::Nothing,
+    reference: Reference::C("benches/timeline_ref.c"),
     // One run of each N a round on both sides.
     c_samples: [1, 1],
-    c_quick: &[],
-    taskset: true,
-    idle_poll: false,
     runs: &[Run {
         // The same chunk: the iteration count oscost calibrated, read from its document, so
         // what oscost adds around the work (its barrier, counter reads, bookkeeping) shows.
@@ -143,18 +106,14 @@ pub const TIMELINE: Entry = Entry {
             "--rounds",
             "1",
         ],
-        only: None,
+        ..RUN
     }],
-    derive: None,
-    show: &[],
     // Throughput (higher is faster) and latency (lower is faster), counters of oscost's case.
     read: &[
         Read::Counter("throughput_workers_per_s"),
         Read::Counter("latency_avg_ns"),
     ],
-    helpers: &[],
-    setup: Setup::Nothing,
-    alternate: &[],
+    ..BASE
 };
 
 /// One point of `split`: oscost's run of it (calibrating the work) and the C program doing
@@ -173,7 +132,7 @@ macro_rules! split_point {
                 "split", "--form", $form, "--tasks", $n, "--repeats", "1", "--work",
                 "{q:500ms:20ms}", "--sets", "one", $($more),*
             ],
-            only: None,
+            ..RUN
         }
     };
 }
@@ -183,16 +142,11 @@ pub const SPLIT: Entry = Entry {
     name: "split",
     about: "fixed work done by one flow, 64 or 256 threads or processes on one CPU, yielding \
             or not: the total time, creation and joining included (benches/split_ref.c)",
-    source: "benches/split_ref.c",
+    reference: Reference::C("benches/split_ref.c"),
     cflags: &["-pthread"],
-    cpus: Cpus::One,
-    needs: Needs::Nothing,
     // One run of each point a round on both sides.
     c_samples: [1, 1],
-    c_quick: &[],
     // The program names its set `one` from the single CPU taskset gives it.
-    taskset: true,
-    idle_poll: false,
     // Each point its own oscost run: the C program does the work units oscost calibrated in
     // it. A ratio near 1 says oscost's figure is the cost of the work and the tasks, not of
     // its own machinery (its barrier, per-task counters, /proc reading).
@@ -203,12 +157,7 @@ pub const SPLIT: Entry = Entry {
         split_point!("threads", "256", "1", ["--yield"]),
         split_point!("processes", "256", "1", ["--yield"]),
     ],
-    derive: None,
-    show: &[],
-    read: MEDIANS,
-    helpers: &[],
-    setup: Setup::Nothing,
-    alternate: &[],
+    ..BASE
 };
 
 /// `cargo xtask vs tick-forms`.
@@ -217,17 +166,13 @@ pub const TICK_FORMS: Entry = Entry {
     about: "fixed work by one flow, 4 threads or 4 processes under SCHED_FIFO on one CPU, \
             undisturbed and under a timer thread every 1 ms, 200 µs and 50 µs: the time and \
             the cycles each event costs (benches/tickforms_ref.c)",
-    source: "benches/tickforms_ref.c",
+    reference: Reference::C("benches/tickforms_ref.c"),
     cflags: &["-pthread"],
-    cpus: Cpus::One,
     // SCHED_FIFO for the workers, as oscost's default under root: without it the timer
     // thread's preemption is not the only thing that moves the work.
-    needs: Needs::Root,
+    needs: &[Needs::Root],
     // Runs of each point a round, the program's fifth argument as oscost's --rounds.
     c_samples: [3, 1],
-    c_quick: &[],
-    taskset: true,
-    idle_poll: false,
     runs: &[Run {
         // The same work: the units oscost calibrated, read from its document.
         c: &[&[
@@ -253,18 +198,15 @@ pub const TICK_FORMS: Entry = Entry {
             "--rounds",
             "{s}",
         ],
-        only: None,
+        ..RUN
     }],
     derive: Some(tick_forms_per_event),
-    show: &[],
     read: &[
         Read::Medians,
         Read::Counter("cycles"),
         Read::Counter("events"),
     ],
-    helpers: &[],
-    setup: Setup::Nothing,
-    alternate: &[],
+    ..BASE
 };
 
 /// The cycles each timer event cost a point, from each side's own medians of the round:

@@ -1,21 +1,17 @@
 //! References of the address space: mappings, page faults, TLB shootdowns.
 
-use super::super::entry::{Cpus, Entry, Needs, Run, MEDIANS};
-use super::super::setup::Setup;
+use super::super::entry::{Cpus, Entry, Reference, Run, BASE, RUN};
 
 /// `cargo xtask vs shootdown`.
 pub const SHOOTDOWN: Entry = Entry {
     name: "shootdown",
     about: "munmap and mprotect with the process's other thread on another CPU or none, \
             spinning or asleep (benches/shootdown_ref.c)",
-    source: "benches/shootdown_ref.c",
+    reference: Reference::C("benches/shootdown_ref.c"),
     cflags: &["-pthread"],
     cpus: Cpus::Two,
-    needs: Needs::Nothing,
     c_samples: [81, 15],
-    c_quick: &[],
     taskset: false,
-    idle_poll: false,
     runs: &[Run {
         c: &[
             &["-a", "{a}", "-b", "{b}", "-o", "0", "-s", "{s}"],
@@ -27,39 +23,24 @@ pub const SHOOTDOWN: Entry = Entry {
             ],
         ],
         oscost: &["shootdown"],
-        only: None,
+        ..RUN
     }],
-    derive: None,
     show: &["tlb_interrupts_other_cpus_per_op"],
-    read: MEDIANS,
-    helpers: &[],
-    setup: Setup::Nothing,
-    alternate: &[],
+    ..BASE
 };
 
 /// `cargo xtask vs mmap`.
 pub const MMAP: Entry = Entry {
     name: "mmap",
     about: "mmap + munmap of 1 to 10 000 pages, untouched and touched (benches/mmap_ref.c)",
-    source: "benches/mmap_ref.c",
-    cflags: &[],
-    cpus: Cpus::One,
-    needs: Needs::Nothing,
+    reference: Reference::C("benches/mmap_ref.c"),
     c_samples: [81, 15],
-    c_quick: &[],
-    taskset: true,
-    idle_poll: false,
     runs: &[Run {
         c: &[&["-s", "{s}", "-p", "1,10,1000,10000"]],
         oscost: &["mmap", "--pages", "1,10,1000,10000"],
-        only: None,
+        ..RUN
     }],
-    derive: None,
-    show: &[],
-    read: MEDIANS,
-    helpers: &[],
-    setup: Setup::Nothing,
-    alternate: &[],
+    ..BASE
 };
 
 /// `cargo xtask vs fault`.
@@ -67,14 +48,8 @@ pub const FAULT: Entry = Entry {
     name: "fault",
     about: "page faults of every kind oscost times: anonymous, file, copy-on-write, THP, \
             major (benches/fault_ref.c)",
-    source: "benches/fault_ref.c",
-    cflags: &[],
-    cpus: Cpus::One,
-    needs: Needs::Nothing,
+    reference: Reference::C("benches/fault_ref.c"),
     c_samples: [81, 15],
-    c_quick: &[],
-    taskset: true,
-    idle_poll: false,
     runs: &[Run {
         c: &[&[
             "-p",
@@ -91,12 +66,8 @@ pub const FAULT: Entry = Entry {
             "--pages",
             "{q:1024:256}",
         ],
-        only: None,
+        ..RUN
     }],
-    derive: None,
     show: &["minor_faults_per_op", "major_faults_per_op"],
-    read: MEDIANS,
-    helpers: &[],
-    setup: Setup::Nothing,
-    alternate: &[],
+    ..BASE
 };

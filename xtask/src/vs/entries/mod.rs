@@ -5,7 +5,9 @@
 mod io;
 mod machine;
 mod memory;
+mod peers;
 mod process;
+mod wakeup_split;
 
 use super::entry::Entry;
 
@@ -31,6 +33,12 @@ pub const ENTRIES: &[Entry] = &[
     machine::TIMELINE,
     machine::SPLIT,
     machine::TICK_FORMS,
+    peers::PERF_SWITCH,
+    peers::CYCLICTEST,
+    peers::LMBENCH_NET,
+    peers::NOISE_PERF,
+    wakeup_split::ON_OSCOST,
+    wakeup_split::ON_CYCLICTEST,
 ];
 
 /// The entry called `name`.
@@ -51,6 +59,7 @@ fn figures(pairs: &[(&str, f64)]) -> Vec<(String, f64)> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::entry::Reference;
     use super::*;
 
     #[test]
@@ -62,17 +71,38 @@ mod tests {
                 "{} twice",
                 e.name
             );
-            for source in std::iter::once(e.source).chain(e.helpers.iter().map(|h| h.source)) {
+            let source = match e.reference {
+                Reference::C(source) => Some(source),
+                Reference::Tool(_) => None,
+            };
+            for source in source.into_iter().chain(e.helpers.iter().map(|h| h.source)) {
                 assert!(
                     std::path::Path::new(root).join(source).is_file(),
                     "{}: no {source}",
                     e.name
                 );
             }
+            assert!(!e.name.is_empty() && !e.about.is_empty(), "{k}: unnamed");
             assert!(!e.runs.is_empty(), "{}: no run", e.name);
+            // A C reference runs its program, a peer tool its steps: never the other's.
+            for run in e.runs.iter().chain(e.alternate) {
+                assert_eq!(source.is_some(), !run.c.is_empty(), "{}", e.name);
+                assert_eq!(source.is_none(), !run.tool.is_empty(), "{}", e.name);
+            }
+            if source.is_none() {
+                assert!(e.cflags.is_empty() && e.helpers.is_empty(), "{}", e.name);
+                assert!(
+                    e.alternate.is_empty(),
+                    "{}: a peer tool cannot alternate",
+                    e.name
+                );
+            }
             assert!(!e.read.is_empty(), "{}: reads nothing of oscost's", e.name);
         }
-        assert_eq!(find("net").map(|e| e.source), Some("benches/net_ref.c"));
+        assert!(matches!(
+            find("net").map(|e| e.reference),
+            Some(Reference::C("benches/net_ref.c"))
+        ));
         assert!(find("nothing").is_none());
     }
 }

@@ -1,8 +1,7 @@
 //! References of processes and what isolates them: seccomp filters, namespaces, cgroups,
 //! process creation.
 
-use super::super::entry::{Cpus, Entry, Helper, Needs, Read, Run, MEDIANS};
-use super::super::setup::Setup;
+use super::super::entry::{Cpus, Entry, Helper, Needs, Read, Reference, Run, BASE, RUN};
 use super::value;
 
 /// `cargo xtask vs seccomp`.
@@ -10,25 +9,16 @@ pub const SECCOMP: Entry = Entry {
     name: "seccomp",
     about: "system calls under no filter, an allow-all filter, Docker's profile and a user \
             notifier (benches/seccomp_ref.c)",
-    source: "benches/seccomp_ref.c",
-    cflags: &[],
+    reference: Reference::C("benches/seccomp_ref.c"),
     cpus: Cpus::Two,
-    needs: Needs::Nothing,
-    c_samples: [81, 10],
-    c_quick: &[],
     taskset: false,
-    idle_poll: false,
     runs: &[Run {
         c: &[&["-c", "{a}", "-C", "{b}", "-s", "{s}", "-m", "{q:4000:1000}"]],
         oscost: &["seccomp"],
-        only: None,
+        ..RUN
     }],
     derive: Some(seccomp_over_none),
-    show: &[],
-    read: MEDIANS,
-    helpers: &[],
-    setup: Setup::Nothing,
-    alternate: &[],
+    ..BASE
 };
 
 /// `cargo xtask vs ns`.
@@ -36,25 +26,16 @@ pub const NS: Entry = Entry {
     name: "ns",
     about: "a child created in no new namespace and in each kind, and all at once \
             (benches/ns_ref.c)",
-    source: "benches/ns_ref.c",
-    cflags: &[],
-    cpus: Cpus::One,
-    needs: Needs::Root,
-    c_samples: [81, 10],
-    c_quick: &[],
+    reference: Reference::C("benches/ns_ref.c"),
+    needs: &[Needs::Root],
     taskset: false,
-    idle_poll: false,
     runs: &[Run {
         c: &[&["-c", "{a}", "-s", "{s}", "-m", "{q:2000:1000}"]],
         oscost: &["ns"],
-        only: None,
+        ..RUN
     }],
     derive: Some(ns_over_none),
-    show: &[],
-    read: MEDIANS,
-    helpers: &[],
-    setup: Setup::Nothing,
-    alternate: &[],
+    ..BASE
 };
 
 fn seccomp_over_none(figures: &[(String, f64)]) -> Vec<(String, f64)> {
@@ -89,26 +70,17 @@ pub const CGROUP: Entry = Entry {
     name: "cgroup",
     about: "a child forked, written into a new cgroup, or cloned into it, and pipe round trips \
             within a cgroup and across two (benches/cgroup_ref.c)",
-    source: "benches/cgroup_ref.c",
-    cflags: &[],
-    cpus: Cpus::One,
+    reference: Reference::C("benches/cgroup_ref.c"),
     // It makes and removes cgroups (the C program its own, beside oscost's).
-    needs: Needs::Root,
-    c_samples: [81, 10],
-    c_quick: &[],
+    needs: &[Needs::Root],
     taskset: false,
-    idle_poll: false,
     runs: &[Run {
         c: &[&["-c", "{a}", "-s", "{s}", "-m", "{q:4000:1000}"]],
         oscost: &["cgroup"],
-        only: None,
+        ..RUN
     }],
     derive: Some(cgroup_over_fork),
-    show: &[],
-    read: MEDIANS,
-    helpers: &[],
-    setup: Setup::Nothing,
-    alternate: &[],
+    ..BASE
 };
 
 /// `cargo xtask vs spawn`.
@@ -117,16 +89,12 @@ pub const SPAWN: Entry = Entry {
     about: "fork, vfork, posix_spawn and fork + exec of a static and a dynamic program from \
             parents of 1 to 1 024 MiB and thousands of mappings, and a thread \
             (benches/spawn_ref.c)",
-    source: "benches/spawn_ref.c",
+    reference: Reference::C("benches/spawn_ref.c"),
     cflags: &["-pthread"],
-    cpus: Cpus::One,
-    needs: Needs::Nothing,
     // The program takes 81 samples, or 15 under -q.
     c_samples: [81, 15],
     c_quick: &["-q"],
     // The program does not pin itself: its children and thread inherit taskset's CPU.
-    taskset: true,
-    idle_poll: false,
     runs: &[Run {
         c: &[&["-h", "{tmp}/exit0", "-m", "1,64,1024", "-M", "6000,12000"]],
         oscost: &[
@@ -136,10 +104,8 @@ pub const SPAWN: Entry = Entry {
             "--mappings",
             "6000,12000",
         ],
-        only: None,
+        ..RUN
     }],
-    derive: None,
-    show: &[],
     // The parent's memory while it forked, beside the times: a fork copies the page tables of
     // the whole process, so a larger program forks slower with the same extra memory.
     read: &[
@@ -165,8 +131,7 @@ pub const SPAWN: Entry = Entry {
             &["-static", "-nostdlib", "-O2", "-s"],
         ],
     }],
-    setup: Setup::Nothing,
-    alternate: &[],
+    ..BASE
 };
 
 /// Joining a cgroup and cloning into it over the plain child (`cgroup.CASE.over_fork`), and
