@@ -87,13 +87,18 @@ pub fn main(args: Vec<String>) -> ExitCode {
         }
     };
     if args.list {
+        let w = entries::ENTRIES
+            .iter()
+            .map(|e| e.name.len())
+            .max()
+            .unwrap_or(0);
         for e in entries::ENTRIES {
             let alt = if e.alternate.is_empty() {
                 ""
             } else {
                 " [--alternate]"
             };
-            println!("{:<10} {}{alt}", e.name, e.about);
+            println!("{:<w$} {}{alt}", e.name, e.about);
         }
         return ExitCode::SUCCESS;
     }

@@ -69,10 +69,14 @@ impl Pairs {
             if !self.c.contains_key(id) {
                 self.ids.push(id.clone());
             }
-            let ratio = ov / cv;
             self.c.entry(id.clone()).or_default().push(*cv);
             self.oscost.entry(id.clone()).or_default().push(ov);
-            self.ratios.entry(id.clone()).or_default().push(ratio);
+            // A reference of 0 (a part neither side spent time in) has no ratio: said, not
+            // printed as NaN or infinity.
+            let ratio = (*cv != 0.0).then(|| ov / cv);
+            let ratios = self.ratios.entry(id.clone()).or_default();
+            ratios.extend(ratio);
+            let ratio = ratio.map_or("—".to_string(), |r| format!("{r:.3}"));
             for key in show {
                 if let Some(&v) = counters.get(id).and_then(|k| k.get(*key)) {
                     self.shown
@@ -82,7 +86,7 @@ impl Pairs {
                 }
             }
             lines.push(format!(
-                "  round {round}  {id:<w$} {} {:>10}  {} {:>10}  ratio {ratio:.3}",
+                "  round {round}  {id:<w$} {} {:>10}  {} {:>10}  ratio {ratio}",
                 self.labels[0],
                 figure(*cv),
                 self.labels[1],
@@ -114,12 +118,16 @@ impl Pairs {
         let median = |v: &[f64]| oscost_stats::median(v);
         for id in &self.ids {
             let ratios = &self.ratios[id];
+            let ratio = if ratios.is_empty() {
+                "—".to_string()
+            } else {
+                format!("{:.3}", median(ratios))
+            };
             let _ = write!(
                 out,
-                "{id:<w$} {:>10} {:>10} {:>8.3}",
+                "{id:<w$} {:>10} {:>10} {ratio:>8}",
                 figure(median(&self.c[id])),
                 figure(median(&self.oscost[id])),
-                median(ratios)
             );
             for key in show {
                 match self.shown.get(&(id.clone(), key.to_string())) {
@@ -154,6 +162,26 @@ mod tests {
 
     fn figures(pairs: &[(&str, f64)]) -> Figures {
         pairs.iter().map(|&(i, v)| (i.to_string(), v)).collect()
+    }
+
+    /// A reference of 0 gives no ratio: a dash, never NaN, in the round's line and the table.
+    #[test]
+    fn a_zero_reference_has_no_ratio() {
+        let mut p = Pairs::default();
+        let lines = p.add_round(
+            1,
+            &figures(&[("a.slack", 0.0)]),
+            &figures(&[("a.slack", 0.0)]),
+            &BTreeMap::new(),
+            &[],
+            None,
+        );
+        assert!(lines[0].ends_with("ratio —"), "{lines:?}");
+        let t = p.table(&[]);
+        assert!(
+            !t.contains("NaN") && t.lines().nth(1).unwrap().contains('—'),
+            "{t}"
+        );
     }
 
     /// Three rounds of known figures: the medians, the median ratio and the per-round ratios

@@ -14,11 +14,15 @@ use anyhow::bail;
 
 use super::super::entry::{Entry, Needs, Read, Reference, Run, Step, Tool, BASE, RUN, STEP};
 
-/// clock_nanosleep's number, for perf's filter on `raw_syscalls:sys_exit`: x86_64's, else
-/// the generic table's (arm64, riscv64, loongarch64).
+/// clock_nanosleep's number, for perf's filter on `raw_syscalls:sys_exit`: x86_64's, i386's,
+/// 32-bit ARM's, else the generic table's (arm64, riscv64, loongarch64).
 #[cfg(target_arch = "x86_64")]
 const FILTER: &str = "id == 230";
-#[cfg(not(target_arch = "x86_64"))]
+#[cfg(target_arch = "x86")]
+const FILTER: &str = "id == 267";
+#[cfg(target_arch = "arm")]
+const FILTER: &str = "id == 265";
+#[cfg(not(any(target_arch = "x86_64", target_arch = "x86", target_arch = "arm")))]
 const FILTER: &str = "id == 115";
 
 /// `perf record` of the split's tracepoints on CPU A into the scratch directory, the command
