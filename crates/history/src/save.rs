@@ -22,7 +22,7 @@ impl History {
     /// (`new == false`).
     pub fn save(&mut self, doc: &ResultDoc) -> Result<Saved, HistoryError> {
         let encoded = Encoded::from_doc(doc)?;
-        let mut saved = self.save_encoded(vec![encoded])?;
+        let mut saved = self.save_encoded(&[encoded])?;
         Ok(saved.remove(0))
     }
 
@@ -33,16 +33,17 @@ impl History {
             .iter()
             .map(Encoded::from_doc)
             .collect::<Result<Vec<_>, _>>()?;
-        self.save_encoded(encoded)
+        self.save_encoded(&encoded)
     }
 
     /// Saves documents already read and compressed ([`Encoded`]) in one transaction, in
     /// bulk: their runs in one statement per hundred, their documents, hosts, experiments and
     /// cases in one `COPY` each on PostgreSQL. A run already there (before, or saved by
     /// another oscost meanwhile, or twice in `docs`) is left as it is; `differs` says whether
-    /// its stored document holds other content.
-    pub fn save_encoded(&mut self, docs: Vec<Encoded>) -> Result<Vec<Saved>, HistoryError> {
-        self.write(|h| h.save_in(&docs))
+    /// its stored document holds other content. `docs` stay the caller's: a push frees them
+    /// on another thread rather than between two batches, where the store would wait.
+    pub fn save_encoded(&mut self, docs: &[Encoded]) -> Result<Vec<Saved>, HistoryError> {
+        self.write(|h| h.save_in(docs))
     }
 
     /// [`History::save_encoded`] inside a transaction already begun.

@@ -281,7 +281,7 @@ fn documents_are_stored_byte_for_byte_as_before() {
         .map(|t| oscost_history::Encoded::from_text(t).unwrap())
         .collect();
     let ids: Vec<String> = encoded.iter().map(|e| e.run_id.clone()).collect();
-    assert!(pg.save_encoded(encoded).unwrap().iter().all(|s| s.new));
+    assert!(pg.save_encoded(&encoded).unwrap().iter().all(|s| s.new));
     let mut c = oscost_history::pg::Client::connect(&PgUrl::parse(&url).unwrap()).unwrap();
     for (id, text) in ids.iter().zip(texts) {
         let out = c

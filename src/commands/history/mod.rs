@@ -218,7 +218,10 @@ fn push(store: &mut History, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
             let known = known_runs(store, chunk)?;
             let next = scope.spawn(move || prepare(chunk, &known));
             if let Some((names, work)) = pending.take() {
-                store_batch(store, names, join(work), &mut tally)?;
+                let stored = store_batch(store, names, join(work), &mut tally)?;
+                // A batch's documents freed beside the next batch, not before it: the store
+                // would wait for the frees.
+                scope.spawn(move || drop(stored));
             }
             pending = Some((chunk, next));
         }
@@ -331,13 +334,14 @@ fn prepare(files: &[PathBuf], known: &HashMap<String, Option<String>>) -> Vec<Pr
     })
 }
 
-/// Stores a prepared batch in one transaction and prints a line per file, in order.
+/// Stores a prepared batch in one transaction and prints a line per file, in order; returns
+/// the batch's documents, for the caller to free where it costs no waiting.
 fn store_batch(
     store: &mut History,
     files: &[PathBuf],
     prepared: Vec<Prepared>,
     tally: &mut Tally,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Vec<Encoded>> {
     let mut docs = Vec::new();
     let mut lines: Vec<Option<String>> = Vec::with_capacity(files.len());
     for (file, p) in files.iter().zip(prepared) {
@@ -361,7 +365,7 @@ fn store_batch(
         }
     }
     let (names, encoded): (Vec<&PathBuf>, Vec<Encoded>) = docs.into_iter().unzip();
-    let mut saved = store.save_encoded(encoded)?.into_iter().zip(names);
+    let mut saved = store.save_encoded(&encoded)?.into_iter().zip(names);
     for line in lines {
         let line = match line {
             Some(l) => l,
@@ -388,7 +392,7 @@ fn store_batch(
             print_stdout(&format!("{}\n", one_line(&line)))?;
         }
     }
-    Ok(())
+    Ok(encoded)
 }
 
 /// Why a document whose run id the history holds with other content is not stored.
@@ -429,7 +433,7 @@ fn import(history: &mut History, files: &[PathBuf]) -> anyhow::Result<ExitCode> 
         let doc = read_doc(file);
         match doc {
             Ok(doc) => {
-                let saved = history.save_encoded(vec![doc])?.remove(0);
+                let saved = history.save_encoded(&[doc])?.remove(0);
                 if saved.differs {
                     eprintln!("oscost: {}", one_line(&conflict(file, &saved.run_id)));
                     failed = true;
