@@ -434,6 +434,34 @@ fn trace_out_of_fds(nofile: u32, cpus: Option<String>) {
     });
 }
 
+/// `wakeup --trace-with bpf`, whose pass reads tracepoints BPF's programs cannot record:
+/// says so, and which mechanism recorded instead, never another one without a word.
+#[test]
+#[ignore = "needs root: kernel tracing"]
+fn trace_with_bpf_wakeup() {
+    if !common::is_root() {
+        return common::skip("needs root: the kernel's view");
+    }
+    case(true, |c| {
+        let mut cmd = c.oscost();
+        cmd.args(["--no-save", "wakeup", "--quick", "--trace-with", "bpf"]);
+        let out = c.run(&mut cmd);
+        out.rc(0);
+        // The note as one line, however the terminal's width wrapped it.
+        let all = format!("{}\n{}", out.stdout(), out.err);
+        let text = all.split_whitespace().collect::<Vec<_>>().join(" ");
+        let traced_with_bpf = text.contains("traced (bpf)");
+        assert!(
+            traced_with_bpf
+                || crate::runner::matches(
+                    r"recorded by (an ftrace|perf)[^:]*, not by BPF[^:]*: oscost's BPF programs (cannot|do not) record",
+                    &text
+                ),
+            "BPF passed over without a word: {text}"
+        );
+    });
+}
+
 /// Puts io_uring_disabled back however the case ends.
 struct UringGuard(String);
 
