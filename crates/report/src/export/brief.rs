@@ -295,13 +295,17 @@ pub fn experiment(e: &ExperimentResult, width: Option<u16>) -> String {
     s
 }
 
-/// The words a run as root would not have met, when `reason` ends in the fix `run as root…`:
-/// the refusal before it, without the OS's words for "not allowed" (which every such refusal
-/// has) and without the path it was refused at (` in /sys/fs/cgroup/cpu/`), which
-/// `--verbose` says. `None` for any other reason.
+/// The words a run as root would not have met, when `reason` ends in a fix that starts
+/// `run as root` (`…: run as root, or …`, `…; run as root …`): the refusal before it, without
+/// the OS's words for "not allowed" (which every such refusal has) and without the path it
+/// was refused at (` in /sys/fs/cgroup/cpu/`), which `--verbose` says. `None` for any other
+/// reason, one whose first fix is another (`raise it with ulimit -l …, or run as root`).
 fn needs_privilege(reason: &str) -> Option<String> {
-    let (head, _) = reason.split_once("run as root")?;
-    let head = head.trim_end_matches([' ', ':', ';', ',']);
+    let at = [": run as root", "; run as root"]
+        .iter()
+        .filter_map(|fix| reason.find(fix))
+        .min()?;
+    let head = &reason[..at];
     let denied = [
         " (Operation not permitted)",
         ": Operation not permitted",
@@ -657,6 +661,8 @@ mod tests {
         let v2 = "making a cgroup in /x/ (cgroup v2) refused: Permission denied; run as root, \
                   or in a delegated cgroup";
         let odd = "SCHED_FIFO 1 refused (the thread panicked): run as root or with CAP_SYS_NICE";
+        let limit = "no memory for the ring: raise it with `ulimit -l 65536`, or run as root";
+        assert_eq!(needs_privilege(limit), None);
         let run = [
             refused(
                 "tick",
