@@ -436,7 +436,9 @@ fn silently_wrong_documents_are_refused_at_import() {
 /// `compare` and `report` each in one line naming the file.
 #[test]
 fn inconsistent_documents_are_refused_by_every_reader() {
-    let rows: &[(&str, &str, fn(&mut Value))] = &[
+    // A row's name, what the one line must match after `bad.json: `, and the edit.
+    type Row = (&'static str, &'static str, fn(&mut Value));
+    let rows: &[Row] = &[
         (
             "median-1e300",
             r"median_ns 1e300 ns, outside its own",
