@@ -11,7 +11,8 @@ pub fn location(spec: &str, from: &str) -> anyhow::Result<Location> {
         Some(file) => {
             let text = std::fs::read_to_string(file).map_err(|e| {
                 anyhow::anyhow!(
-                    "{from} {spec}: cannot read {file} ({}; it holds the history's URL or                      path)",
+                    "{from} {spec}: cannot read {file} ({}; it holds the history's URL or \
+                     path)",
                     match e.kind() {
                         std::io::ErrorKind::NotFound => "no such file".to_owned(),
                         _ => e.to_string(),
@@ -108,5 +109,15 @@ mod tests {
         );
         // The tests' own file system has room: an I/O error there is not a full disk.
         assert_eq!(disk_full(&sqlite(ffi::SQLITE_IOERR_WRITE), &file), None);
+    }
+
+    #[test]
+    fn a_missing_url_file_is_said_in_plain_words() {
+        let e = location("@/nonexistent/url", "OSCOST_HISTORY_FILE").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "OSCOST_HISTORY_FILE @/nonexistent/url: cannot read /nonexistent/url (no such file; \
+             it holds the history's URL or path)"
+        );
     }
 }

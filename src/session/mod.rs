@@ -233,7 +233,7 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs], saving: Saving) -> anyh
     if let Some(name) = cfg.study {
         figures += show::show_study(cfg, name, &doc)?;
     } else if !doc.experiments.is_empty() && !reader_gone() {
-        if brief && !cfg.quiet {
+        if brief {
             show::brief_tail(cfg, &doc)?;
         }
         show::datasheet(cfg, &doc)?;

@@ -31,9 +31,16 @@ pub(super) fn show(
     emit(cfg, &text)
 }
 
-/// What a brief run says once after its experiments: their shared warnings and notes.
+/// What a brief run says once after its experiments: the cases refused for want of privilege,
+/// their shared warnings and notes; with `--quiet`, the refusals alone (every case not
+/// measured is said).
 pub(super) fn brief_tail(cfg: &Config, doc: &ResultDoc) -> anyhow::Result<()> {
-    emit(cfg, &brief::run_tail(&doc.experiments, table_width(cfg)))
+    let width = table_width(cfg);
+    if cfg.quiet {
+        emit(cfg, &brief::unprivileged(&doc.experiments, width))
+    } else {
+        emit(cfg, &brief::run_tail(&doc.experiments, width))
+    }
 }
 
 /// `text` to stdout, or to stderr when stdout carries a machine format.

@@ -429,6 +429,11 @@ const OTHERS: &[Row] = &[
         args: &["compare", "r.json"],
     },
     Row {
+        name: "datasheet-json-file",
+        re: "datasheet does not use --json",
+        args: &["datasheet", "r.json", "--json", "ds.json"],
+    },
+    Row {
         name: "datasheet-missing-file",
         re: "no such file",
         args: &["datasheet", "/nonexistent/r.json"],

@@ -431,6 +431,81 @@ fn silently_wrong_documents_are_refused_at_import() {
     );
 }
 
+/// Documents the import refuses are refused by every reader alike (issue 51: a `median_ns` of
+/// 1e300 printed a 301-digit headline in the datasheet; a case id given twice): `datasheet`,
+/// `compare` and `report` each in one line naming the file.
+#[test]
+fn inconsistent_documents_are_refused_by_every_reader() {
+    // A row's name, what the one line must match after `bad.json: `, and the edit.
+    type Row = (&'static str, &'static str, fn(&mut Value));
+    let rows: &[Row] = &[
+        (
+            "median-1e300",
+            r"median_ns 1e300 ns, outside its own",
+            |d| case0(d)["median_ns"] = 1e300.into(),
+        ),
+        (
+            "case-id-twice",
+            r"the id `example\.cost100` is given to two",
+            |d| {
+                let first = case0(d).clone();
+                d["experiments"][0]["cases"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(first);
+            },
+        ),
+    ];
+    crate::runner::table(
+        rows,
+        |r| r.0,
+        |&(_, re, edit)| {
+            case(false, |c| {
+                edited_doc(c, &c.at("bad.json"), edit);
+                edited_doc(c, &c.at("good.json"), |_| {});
+                let re = format!(r"bad\.json: .*{re}");
+                c.refused(&re, &["datasheet", "bad.json"]);
+                c.refused(&re, &["compare", "good.json", "bad.json"]);
+            })
+        },
+    );
+}
+
+/// A run whose stored document was swapped for another run's (issue 51: `history export`
+/// returned the other run's document with exit 0): refused by name on every read.
+#[test]
+fn history_swapped_document_refused() {
+    case(false, |c| {
+        let hist = c.io.join("h.sqlite");
+        for (name, exp) in [("a.json", "example"), ("b.json", "example-more")] {
+            let mut cmd = c.oscost();
+            cmd.args(["--scripted", "run", exp, "--json", name, "-q"]);
+            cmd.args(with_hist(&hist, &[]));
+            c.run(&mut cmd).rc(0);
+        }
+        let db = rusqlite::Connection::open(&hist).unwrap();
+        let ids: Vec<String> = db
+            .prepare("SELECT run_id FROM documents ORDER BY run_id")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        db.execute_batch(&format!(
+            "PRAGMA foreign_keys = OFF;
+             UPDATE documents SET run_id = 'x' WHERE run_id = '{a}';
+             UPDATE documents SET run_id = '{a}' WHERE run_id = '{b}';
+             UPDATE documents SET run_id = '{b}' WHERE run_id = 'x';",
+            a = ids[0],
+            b = ids[1]
+        ))
+        .unwrap();
+        drop(db);
+        let re = format!("run {} in the history cannot be trusted", ids[0]);
+        c.refused(&re, &with_hist(&hist, &["history", "export", &ids[0]]));
+    });
+}
+
 /// The same run with its id in capitals is the same run, not a second one.
 #[test]
 fn import_uppercase_id_same_run() {

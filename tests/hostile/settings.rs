@@ -398,12 +398,28 @@ fn trace_kill9_ftrace() {
 #[test]
 #[ignore = "needs root: kernel tracing"]
 fn trace_out_of_fds_noise() {
+    trace_out_of_fds(24, Some(first_cpu()));
+}
+
+/// Enough descriptors to load BPF's programs, too few to attach them all (issue 51's
+/// `prlimit --nofile=40 oscost noise --quick`, every CPU): found when the tracer is opened,
+/// and another mechanism records, never the run lost when recording starts.
+#[test]
+#[ignore = "needs root: kernel tracing"]
+fn trace_out_of_fds_at_attach_noise() {
+    trace_out_of_fds(40, None);
+}
+
+fn trace_out_of_fds(nofile: u32, cpus: Option<String>) {
     if !common::is_root() {
         return common::skip("needs root: the kernel's view");
     }
     case(true, |c| {
-        let mut cmd = c.wrapped(&["prlimit", "--nofile=24"]);
-        cmd.args(["--no-save", "noise", "--quick", "--cpus", &first_cpu()]);
+        let mut cmd = c.wrapped(&["prlimit", &format!("--nofile={nofile}")]);
+        cmd.args(["--no-save", "noise", "--quick"]);
+        if let Some(cpus) = &cpus {
+            cmd.args(["--cpus", cpus]);
+        }
         let out = c.run(&mut cmd);
         out.rc(0);
         assert!(
@@ -414,6 +430,34 @@ fn trace_out_of_fds_noise() {
         assert!(
             !out.either_matches("lacks.*refused"),
             "a tracepoint refused for want of descriptors is listed as lacking"
+        );
+    });
+}
+
+/// `wakeup --trace-with bpf`, whose pass reads tracepoints BPF's programs cannot record:
+/// says so, and which mechanism recorded instead, never another one without a word.
+#[test]
+#[ignore = "needs root: kernel tracing"]
+fn trace_with_bpf_wakeup() {
+    if !common::is_root() {
+        return common::skip("needs root: the kernel's view");
+    }
+    case(true, |c| {
+        let mut cmd = c.oscost();
+        cmd.args(["--no-save", "wakeup", "--quick", "--trace-with", "bpf"]);
+        let out = c.run(&mut cmd);
+        out.rc(0);
+        // The note as one line, however the terminal's width wrapped it.
+        let all = format!("{}\n{}", out.stdout(), out.err);
+        let text = all.split_whitespace().collect::<Vec<_>>().join(" ");
+        let traced_with_bpf = text.contains("traced (bpf)");
+        assert!(
+            traced_with_bpf
+                || crate::runner::matches(
+                    r"recorded by (an ftrace|perf)[^:]*, not by BPF[^:]*: oscost's BPF programs (cannot|do not) record",
+                    &text
+                ),
+            "BPF passed over without a word: {text}"
         );
     });
 }

@@ -196,3 +196,47 @@ fn sigstop_sigcont() {
         expect_json(&c.at("r.json"), "ring");
     });
 }
+
+/// The measuring process's helpers (a seccomp-notify supervisor, `signal`'s partner process)
+/// stopped with SIGSTOP, then Ctrl-C: the run ends at once (130), not after the coordinator's
+/// 5 s grace, and leaves none of them behind (the runner's checks).
+fn helpers_stopped_then_sigint(args: &[&str]) {
+    case(true, |c| {
+        let bg = c.spawn_osc(args);
+        let pid = bg.pid();
+        assert!(
+            wait_for(60, || !workers_of(pid).is_empty()),
+            "no helper process appeared in 60 s"
+        );
+        // Mid-sample, not while the helpers start.
+        std::thread::sleep(Duration::from_millis(300));
+        for w in workers_of(pid) {
+            kill("STOP", w);
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        let sent = std::time::Instant::now();
+        kill("INT", pid);
+        let out = bg.collect();
+        let took = sent.elapsed();
+        out.rc(130);
+        assert!(
+            !out.err.contains("did not stop within"),
+            "the run waited for its grace: {}",
+            out.err
+        );
+        assert!(
+            took < Duration::from_secs(3),
+            "the run took {took:?} to end"
+        );
+    });
+}
+
+#[test]
+fn seccomp_supervisor_stopped_sigint() {
+    helpers_stopped_then_sigint(&["--no-save", "seccomp", "--samples", "3000"]);
+}
+
+#[test]
+fn signal_partner_stopped_sigint() {
+    helpers_stopped_then_sigint(&["--no-save", "signal", "--samples", "100000"]);
+}

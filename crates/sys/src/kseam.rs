@@ -104,14 +104,28 @@ impl Tracer {
                     continue;
                 }
                 Mechanism::Bpf => {
-                    if !present.iter().all(|&(s, e)| crate::bpf::can_record(s, e)) {
-                        continue;
-                    }
-                    match bpf_lacks(fs, &present, fields) {
-                        Some(why) => Err(why),
-                        None => {
-                            crate::bpf::Tracer::open(fs, &present, cpus, crate::bpf::DEFAULT_SLOTS)
-                                .map(Inner::Bpf)
+                    // Passed over with the reason, never silently: `--trace-with bpf` would
+                    // otherwise trace with another mechanism without a word.
+                    let unrecordable: Vec<String> = present
+                        .iter()
+                        .filter(|&&(s, e)| !crate::bpf::can_record(s, e))
+                        .map(|(s, e)| format!("{s}:{e}"))
+                        .collect();
+                    if !unrecordable.is_empty() {
+                        Err(Unavailable(format!(
+                            "oscost's BPF programs cannot record {}, which this pass reads",
+                            unrecordable.join(", ")
+                        )))
+                    } else {
+                        match bpf_lacks(fs, &present, fields) {
+                            Some(why) => Err(why),
+                            None => crate::bpf::Tracer::open(
+                                fs,
+                                &present,
+                                cpus,
+                                crate::bpf::DEFAULT_SLOTS,
+                            )
+                            .map(Inner::Bpf),
                         }
                     }
                 }
@@ -317,7 +331,7 @@ mod tests {
     }
 
     #[test]
-    fn an_event_bpf_cannot_record_goes_to_perf_without_a_word() {
+    fn an_event_bpf_cannot_record_goes_to_perf_with_the_event_named() {
         let _serial = crate::ktrace::tests::tracefs_serial();
         let fs = match Tracefs::open() {
             Ok(fs) => fs,
@@ -335,7 +349,12 @@ mod tests {
         ) {
             Ok(t) => {
                 assert_eq!(t.mechanism(), Mechanism::Perf);
-                assert!(t.passed_over().is_empty(), "{:?}", t.passed_over());
+                let over = t.passed_over();
+                assert!(
+                    matches!(over, [(Mechanism::Bpf, why)]
+                        if why.contains("cannot record sched:sched_process_fork")),
+                    "{over:?}"
+                );
             }
             Err(u) => assert!(!u.0.contains('\n'), "{u}"),
         }

@@ -315,9 +315,10 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     let mut out = ExperimentOutput::default();
     out.params.insert("cap_sys_admin".into(), privileged.into());
     if !privileged {
+        // One line at 80 columns after `warning: ns: `; the .in-user cases' descriptions
+        // and the methodology say why (a normal user's container is made so).
         out.warnings.push(Message::from(
-            "no CAP_SYS_ADMIN: every namespace is made together with a new user namespace that \
-             owns it (the .in-user cases), as a normal user's container is",
+            "no CAP_SYS_ADMIN: each namespace made in a new user one (.in-user)",
         ));
     }
 
@@ -410,9 +411,10 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     out.params
         .insert("net_namespaces_made".into(), net_made.into());
     if net_made > 0 {
+        // One line at 80 columns after `note: ns: `; docs/methodology.md says what
+        // cleanup_net does and why it falls outside a case's figure.
         out.notes.push(Message::from(format!(
-            "{net_made} network namespaces were made; each one's last steps (cleanup_net) run \
-             later on a kernel worker, outside its figure"
+            "{net_made} network namespaces: cleanup_net runs later, outside the figures"
         )));
     }
     out.derived = derived(&out.cases);

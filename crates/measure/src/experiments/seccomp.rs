@@ -251,6 +251,15 @@ fn plan(opts: &Options, cpus: usize) -> Plan {
     }
 }
 
+/// A batch's error as the run says it: the run interrupted (a stopped supervisor never
+/// answers, so the wait gives up on Ctrl-C), a child's failure the team saw, or `e`.
+fn failed(e: std::io::Error, team: &Team, ctx: &Context) -> anyhow::Error {
+    if ctx.check_cancel().is_err() {
+        return crate::context::Cancelled.into();
+    }
+    team.check().err().unwrap_or_else(|| e.into())
+}
+
 fn case_id(set: Set, call: Call) -> String {
     ids::Id::Filtered {
         set: &value_name(&set),
@@ -440,8 +449,8 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
             Job::from_batches(
                 move |n| {
                     let b = board_ref
-                        .time(child, call, n)
-                        .map_err(|e| team_ref.check().err().unwrap_or_else(|| e.into()))?;
+                        .time(child, call, n, ctx.cancel)
+                        .map_err(|e| failed(e, team_ref, ctx))?;
                     s.calls.set(s.calls.get() + n);
                     s.failed.set(s.failed.get() + b.failed);
                     s.voluntary.set(s.voluntary.get() + b.voluntary);
@@ -450,9 +459,9 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
                 },
                 move |n| {
                     board_ref
-                        .time(child, sc::Call::Empty, n)
+                        .time(child, sc::Call::Empty, n, ctx.cancel)
                         .map(|b| b.ticks)
-                        .map_err(|e| team_ref.check().err().unwrap_or_else(|| e.into()))
+                        .map_err(|e| failed(e, team_ref, ctx))
                 },
             )
         })

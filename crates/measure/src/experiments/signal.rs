@@ -456,9 +456,19 @@ fn round_trips(
     Vec<(String, u64)>,
 ) {
     let (u0, idle0) = (oscost_sys::spawn::thread_usage(), crate::idle::usage(cpus));
+    // A partner that never answers (stopped with SIGSTOP) leaves the wait to the signal that
+    // stops the run, whose handler ends `sigsuspend`: the cancel flag is looked at around it,
+    // so the run ends at once instead of at the coordinator's 5 s grace.
+    let cancelled = || std::io::Error::new(std::io::ErrorKind::Interrupted, "interrupted");
     let r = sample(ctx, ops, || {
+        if ctx.check_cancel().is_err() {
+            return Err(cancelled());
+        }
         sig::send(target)?;
         sig::wait();
+        if ctx.check_cancel().is_err() {
+            return Err(cancelled());
+        }
         Ok(())
     });
     let switches = oscost_sys::spawn::thread_usage().since(u0);

@@ -254,8 +254,9 @@ fn block(title: &str, figures: &[Figure], width: usize) -> String {
 }
 
 /// One experiment, briefly: its cases' figures (a grid where their ids form one), then each
-/// failed check and flagged figure on a line of its own, and what was not measured. Warnings
-/// and notes are left to [`run_tail`], which says each kind once for the run.
+/// failed check and flagged figure on a line of its own, and what was not measured. Warnings,
+/// notes and the refusals a privileged run would not meet are left to [`run_tail`], which says
+/// each kind once for the run.
 pub fn experiment(e: &ExperimentResult, width: Option<u16>) -> String {
     let room = width.map_or(NATURAL_WIDTH, usize::from);
     // Derived figures are left to the full view: in a suite they doubled the lines, and the
@@ -283,8 +284,96 @@ pub fn experiment(e: &ExperimentResult, width: Option<u16>) -> String {
             }
         }
     }
-    s += &super::terminal::not_measured(&e.unavailable, width, "  ");
+    // Refusals a privileged run would not meet are said once for the run, by [`unprivileged`].
+    let own: Vec<_> = e
+        .unavailable
+        .iter()
+        .filter(|u| needs_privilege(&u.reason).is_none())
+        .cloned()
+        .collect();
+    s += &super::terminal::not_measured(&own, width, "  ");
     s
+}
+
+/// The words a run as root would not have met, when `reason` ends in a fix that starts
+/// `run as root` (`…: run as root, or …`, `…; run as root …`): the refusal before it, without
+/// the OS's words for "not allowed" (which every such refusal has) and without the path it
+/// was refused at (` in /sys/fs/cgroup/cpu/`), which `--verbose` says. `None` for any other
+/// reason, one whose first fix is another (`raise it with ulimit -l …, or run as root`).
+fn needs_privilege(reason: &str) -> Option<String> {
+    let at = [": run as root", "; run as root"]
+        .iter()
+        .filter_map(|fix| reason.find(fix))
+        .min()?;
+    let head = &reason[..at];
+    let denied = [
+        " (Operation not permitted)",
+        ": Operation not permitted",
+        ": Permission denied",
+    ];
+    let mut head = denied
+        .iter()
+        .find_map(|d| head.strip_suffix(d))
+        .unwrap_or(head)
+        .to_owned();
+    while let Some(at) = head.find(" in /") {
+        let end = head[at + 4..].find(' ').map_or(head.len(), |n| at + 4 + n);
+        head.replace_range(at..end, "");
+    }
+    Some(head)
+}
+
+/// `ids` with those that differ only in their last part said once: `tick.helper.{1ms,50us}`.
+fn brace(ids: &[&str]) -> String {
+    let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
+    for id in ids {
+        let (stem, last) = id.rsplit_once('.').unwrap_or(("", id));
+        match groups.iter_mut().find(|(s, _)| !s.is_empty() && *s == stem) {
+            Some((_, lasts)) => lasts.push(last),
+            None => groups.push((stem, vec![last])),
+        }
+    }
+    let said: Vec<String> = groups
+        .iter()
+        .map(|(stem, lasts)| match lasts.as_slice() {
+            [one] if stem.is_empty() => (*one).to_owned(),
+            [one] => format!("{stem}.{one}"),
+            _ => format!("{stem}.{{{}}}", lasts.join(",")),
+        })
+        .collect();
+    said.join(", ")
+}
+
+/// The cases of a run not measured for want of privilege, said once for the run in one
+/// paragraph: each refusal with the cases it stopped, and the fix they share (the other ways
+/// to give the privilege are the experiment's `--verbose`, the report's and `history show`'s).
+/// Empty when there are none (a run as root).
+pub fn unprivileged(experiments: &[ExperimentResult], width: Option<u16>) -> String {
+    let mut refused: Vec<(String, Vec<&str>)> = Vec::new();
+    for u in experiments.iter().flat_map(|e| &e.unavailable) {
+        let Some(why) = needs_privilege(&u.reason) else {
+            continue;
+        };
+        match refused.iter_mut().find(|(w, _)| *w == why) {
+            Some((_, ids)) => ids.push(&u.id),
+            None => refused.push((why, vec![&u.id])),
+        }
+    }
+    if refused.is_empty() {
+        return String::new();
+    }
+    let each: Vec<String> = refused
+        .iter()
+        .map(|(why, ids)| format!("{}: {why}", brace(ids)))
+        .collect();
+    wrap(
+        &format!(
+            "not measured without root (other ways: --verbose): {}",
+            each.join("; ")
+        ),
+        width,
+        2,
+    )
 }
 
 /// What a study's run says under the study's tables, which show none of it: each experiment's
@@ -313,7 +402,8 @@ pub fn quality(experiments: &[ExperimentResult], width: Option<u16>) -> String {
     s + &tail(experiments, width, false)
 }
 
-/// What a brief run says once, after its last experiment: each experiment-wide warning (the
+/// What a brief run says once, after its last experiment: the cases not measured for want of
+/// privilege ([`unprivileged`]), each experiment-wide warning (the
 /// same kind met in several experiments once, at its worst, with how many it touched), the
 /// experiments' own notes, and the per-case notes by kind with where they occurred.
 pub fn run_tail(experiments: &[ExperimentResult], width: Option<u16>) -> String {
@@ -323,7 +413,11 @@ pub fn run_tail(experiments: &[ExperimentResult], width: Option<u16>) -> String 
 /// [`run_tail`], with the kinds of case warning (`case_kinds`) or without them (a study's
 /// [`quality`] has said them by experiment).
 fn tail(experiments: &[ExperimentResult], width: Option<u16>, case_kinds: bool) -> String {
-    let mut s = String::new();
+    let mut s = if case_kinds {
+        unprivileged(experiments, width)
+    } else {
+        String::new()
+    };
     // A warning's kind is its words before the first figure or parenthesis: the load one
     // reads "other processes used 57.4 % …" in every experiment it touched, the machine's
     // "speed changed while this experiment ran (…)" whichever control moved.
@@ -526,19 +620,17 @@ mod tests {
         );
     }
 
-    #[test]
-    fn cases_refused_for_one_reason_share_a_line() {
-        let why = "not writable: run as root";
-        let e = ExperimentResult {
-            name: "cgroup".into(),
+    fn refused(name: &str, ids: &[(&str, &str)]) -> ExperimentResult {
+        ExperimentResult {
+            name: name.into(),
             params: Default::default(),
             cases: vec![],
-            unavailable: ["cgroup.fork-procs", "cgroup.clone3"]
+            unavailable: ids
                 .iter()
-                .map(|id| oscost_model::schema::UnavailableCase {
+                .map(|(id, why)| oscost_model::schema::UnavailableCase {
                     id: (*id).into(),
                     description: String::new(),
-                    reason: why.into(),
+                    reason: (*why).into(),
                 })
                 .collect(),
             derived: vec![],
@@ -546,10 +638,52 @@ mod tests {
             notes: vec![],
             load: None,
             controls: None,
-        };
-        let text = experiment(&e, Some(80));
+        }
+    }
+
+    #[test]
+    fn cases_refused_for_one_reason_share_a_line() {
+        let why = "not on this kernel: CONFIG_X is off";
+        let e = refused(
+            "cgroup",
+            &[("cgroup.fork-procs", why), ("cgroup.clone3", why)],
+        );
+        let text = experiment(&e, Some(120));
         assert_eq!(text.matches(why).count(), 1, "{text}");
         assert!(text.contains("cgroup.fork-procs, cgroup.clone3"), "{text}");
+        assert_eq!(unprivileged(&[e], Some(80)), "");
+    }
+
+    #[test]
+    fn refusals_for_want_of_privilege_are_said_once_for_the_run() {
+        let fifo = "SCHED_FIFO 1 refused (Operation not permitted): run as root, or grant \
+                    CAP_SYS_NICE";
+        let v2 = "making a cgroup in /x/ (cgroup v2) refused: Permission denied; run as root, \
+                  or in a delegated cgroup";
+        let odd = "SCHED_FIFO 1 refused (the thread panicked): run as root or with CAP_SYS_NICE";
+        let limit = "no memory for the ring: raise it with `ulimit -l 65536`, or run as root";
+        assert_eq!(needs_privilege(limit), None);
+        let run = [
+            refused(
+                "tick",
+                &[("tick.helper.1ms", fifo), ("tick.helper.50us", fifo)],
+            ),
+            refused("wakeup", &[("wakeup.fifo.1ms", odd)]),
+            refused("cgroup", &[("cgroup.a", v2), ("cgroup.pipe.same", v2)]),
+        ];
+        // Not under each experiment: once, after them, every case named with its refusal.
+        for e in &run {
+            assert!(!experiment(e, Some(80)).contains("not measured"), "{e:?}");
+        }
+        let text = unprivileged(&run, Some(400));
+        assert_eq!(
+            text,
+            "not measured without root (other ways: --verbose): \
+             tick.helper.{1ms,50us}: SCHED_FIFO 1 refused; wakeup.fifo.1ms: SCHED_FIFO 1 \
+             refused (the thread panicked); cgroup.a, cgroup.pipe.same: making a cgroup \
+             (cgroup v2) refused\n"
+        );
+        assert!(run_tail(&run, Some(80)).starts_with("not measured without root"));
     }
 
     #[test]

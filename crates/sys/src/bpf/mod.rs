@@ -479,6 +479,10 @@ pub struct Tracer {
     len: usize,
     progs: Vec<OwnedFd>,
     links: Vec<OwnedFd>,
+    /// One descriptor held for each program's attachment while it is detached, so that an
+    /// open-file limit too low to attach them is met when the tracer is opened (and another
+    /// mechanism chosen), not when recording starts, after the run had begun.
+    reserved: Vec<OwnedFd>,
     formats: Vec<Format>,
     specs: Vec<Spec>,
     /// Header key and first record key of each traced CPU.
@@ -577,6 +581,7 @@ impl Tracer {
             len,
             progs: Vec::new(),
             links: Vec::new(),
+            reserved: Vec::new(),
             formats,
             specs,
             cpus: Vec::new(),
@@ -605,7 +610,17 @@ impl Tracer {
                 .map_err(|e| refused("loading a program", &e))?;
             t.progs.push(fd);
         }
+        t.reserve()
+            .map_err(|e| refused("keeping a descriptor for each attachment", &e))?;
         Ok(t)
+    }
+
+    /// Holds a descriptor (a duplicate of the map's) for each program not attached.
+    fn reserve(&mut self) -> io::Result<()> {
+        while self.reserved.len() + self.links.len() < self.progs.len() {
+            self.reserved.push(self.map.try_clone()?);
+        }
+        Ok(())
     }
 
     fn header(&self, cpu: usize) -> *mut u8 {
@@ -653,22 +668,32 @@ impl Tracer {
             return Ok(());
         }
         self.misses_before = self.misses();
+        // The descriptors held for the attachments are given back just before them.
+        self.reserved.clear();
+        let mut failed = None;
         for (f, p) in self.formats.iter().zip(&self.progs) {
             match attach_raw(event_of(f), p) {
                 Ok(fd) => self.links.push(fd),
                 Err(e) => {
-                    self.links.clear();
-                    return Err(attach_error(event_of(f), e));
+                    failed = Some(attach_error(event_of(f), e));
+                    break;
                 }
             }
         }
-        Ok(())
+        match failed {
+            None => Ok(()),
+            Some(e) => {
+                self.links.clear();
+                let _ = self.reserve();
+                Err(e)
+            }
+        }
     }
 
     /// Detaches every program: recording stops.
     pub fn disable(&mut self) -> io::Result<()> {
         self.links.clear();
-        Ok(())
+        self.reserve()
     }
 
     /// Records the kernel could not keep: a CPU's slots were full, a program found another

@@ -452,8 +452,16 @@ impl Board {
         }
     }
 
-    /// Has child `i` time `n` calls of `call` and returns the batch.
-    pub fn time(&self, i: usize, call: Call, n: u64) -> io::Result<Batch> {
+    /// Has child `i` time `n` calls of `call` and returns the batch; gives up (an
+    /// `Interrupted` error) within 20 ms of `cancel` being set, so that a child that never
+    /// answers (its supervisor stopped with SIGSTOP) does not hold a run after Ctrl-C.
+    pub fn time(
+        &self,
+        i: usize,
+        call: Call,
+        n: u64,
+        cancel: &std::sync::atomic::AtomicBool,
+    ) -> io::Result<Batch> {
         let s = self.slot(i).ok_or_else(|| no_child(i))?;
         s.call.store(call as u32, Ordering::Relaxed);
         s.n.store(n, Ordering::Relaxed);
@@ -472,7 +480,10 @@ impl Board {
             if self.stopped() {
                 return Err(halted());
             }
-            futex_wait_for(&s.done, done, Some(Duration::from_millis(100)));
+            if cancel.load(Ordering::Relaxed) {
+                return Err(io::Error::new(io::ErrorKind::Interrupted, "interrupted"));
+            }
+            futex_wait_for(&s.done, done, Some(Duration::from_millis(20)));
         }
     }
 

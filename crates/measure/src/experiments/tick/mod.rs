@@ -829,13 +829,15 @@ fn point_case(
     if events < expected - events_tolerance(expected) {
         case.warnings.push(
             format!(
-            "the period of {} was not kept: {:.0} events per run counted against {:.0} expected \
-             ({:.0} %)",
-            period_name(period),
-            events,
-            expected,
-            events / expected.max(1e-9) * 100.0
-        )
+                // One kind whatever the period (its words before the colon): a brief run says
+                // it once for the cases of every period, not a line each.
+                "the period was not kept: at {}, {:.0} events per run counted against {:.0} \
+             expected ({:.0} %)",
+                period_name(period),
+                events,
+                expected,
+                events / expected.max(1e-9) * 100.0
+            )
             .into(),
         );
     }
