@@ -1,9 +1,8 @@
 //! `oscost compare`: reads results, baselines and history runs, and prints the comparison.
 
 use crate::args::CompareArgs;
-use crate::config::{Config, Sink};
+use crate::config::Config;
 use crate::inputs::{load, HistoryAt, Loaded};
-use crate::stdout::print_stdout;
 use oscost_report::compare::{self, Settings, Source};
 use std::process::ExitCode;
 
@@ -136,36 +135,7 @@ fn bill_fleet(
         })
         .collect();
     let f = oscost_report::bill::bill_fleet(by.name(), &bills);
-    json_and_table(cfg, &f, 120, |width| {
-        oscost_report::bill::render_bill_fleet(&f, width)
-    })
-}
-
-/// A comparison of bills: `--json` when asked for, and its table at the terminal's width (at
-/// most `widest` columns), on stdout unless a document took it.
-fn json_and_table<T: serde::Serialize>(
-    cfg: &Config,
-    data: &T,
-    widest: u16,
-    table: impl Fn(usize) -> String,
-) -> anyhow::Result<ExitCode> {
-    if let Some(sink) = &cfg.json {
-        let json = serde_json::to_string_pretty(data)? + "\n";
-        match sink {
-            Sink::File(p) => oscost_report::output::write_atomic(p, &json)?,
-            Sink::Stdout => print_stdout(&json)?,
-        }
-    }
-    let width = oscost_report::export::terminal::layout_width(cfg.stdout_taken())
-        .map_or(80, |w| usize::from(w.min(widest)));
-    let text = oscost_report::termtext::for_terminal(&table(width));
-    if cfg.stdout_taken() {
-        if !cfg.quiet {
-            eprint!("{text}");
-        }
-    } else {
-        print_stdout(&text)?;
-    }
+    super::emit::emit(cfg, "a fleet of bills", &f)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -180,9 +150,8 @@ fn compare_bills(
         anyhow::bail!("two bills compare in the terminal or as --json (not --csv or --markdown)");
     }
     let c = oscost_report::bill::compare_bills(a, b, [&inputs[0], &inputs[1]]);
-    json_and_table(cfg, &c, 100, |width| {
-        oscost_report::bill::render_bill_comparison(&c, width)
-    })
+    super::emit::emit(cfg, "a comparison of bills", &c)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Compares each of `inputs` with the first, found in `history`.
@@ -250,36 +219,14 @@ fn two_or_more(
             inputs[0]
         );
     }
-    type Render = fn(&[compare::Comparison]) -> anyhow::Result<String>;
-    let outputs: [(&Option<Sink>, Render); 3] = [
-        (&cfg.json, compare::json),
-        (&cfg.csv, compare::csv),
-        (&cfg.markdown, |c| Ok(compare::markdown(c))),
-    ];
-    // Every file staged before any is replaced: a failure leaves the old files whole.
-    let mut staged = Vec::new();
-    for (sink, render) in &outputs {
-        if let Some(Sink::File(p)) = sink {
-            staged.push(oscost_report::output::stage(p, &render(&comparisons)?)?);
-        }
-    }
-    for s in staged {
-        s.commit()?;
-    }
-    // Labels and environments come from result files: shown, never sent to the terminal raw.
-    let table = oscost_report::termtext::for_terminal(&compare::terminal_view(&comparisons, view));
-    if cfg.stdout_taken() {
-        for (sink, render) in &outputs {
-            if let Some(Sink::Stdout) = sink {
-                print_stdout(&render(&comparisons)?)?;
-            }
-        }
-        if !cfg.quiet {
-            eprint!("{table}");
-        }
-    } else {
-        print_stdout(&table)?;
-    }
+    super::emit::emit(
+        cfg,
+        "a comparison",
+        &compare::Compared {
+            comparisons: &comparisons,
+            only_changed: view.only_changed,
+        },
+    )?;
     if let Some(pct) = fail_above {
         let slower = compare::slower_than(&comparisons, pct);
         if !slower.is_empty() {

@@ -4,10 +4,9 @@
 //! their heads (run, start time, machine), which choose the groups' runs, then each chosen
 //! run whole when its comparison starts, dropped when it ends.
 
-use crate::config::{Config, Sink};
+use crate::config::Config;
 use crate::inputs::{self, load, HistoryAt, PUBLISHED_PREFIX};
 use crate::run_id::short_id;
-use crate::stdout::print_stdout;
 use crate::store::open_read_only;
 use oscost_history::History;
 use oscost_model::{ResultDoc, ResultHead};
@@ -46,37 +45,7 @@ pub fn run(
             g.older_runs = n.saturating_sub(1);
         }
     }
-    type Render = fn(&fleet::Fleet) -> anyhow::Result<String>;
-    let outputs: [(&Option<Sink>, Render); 4] = [
-        (&cfg.json, fleet::json),
-        (&cfg.csv, fleet::csv),
-        (&cfg.markdown, |f| Ok(fleet::markdown(f))),
-        (&cfg.report, |f| Ok(fleet::html(f))),
-    ];
-    // Every file staged before any is replaced: a failure leaves the old files whole.
-    let mut staged = Vec::new();
-    for (sink, render) in &outputs {
-        if let Some(Sink::File(p)) = sink {
-            staged.push(oscost_report::output::stage(p, &render(&f)?)?);
-        }
-    }
-    for s in staged {
-        s.commit()?;
-    }
-    // Group names and machines come from result files: shown, never sent to the terminal raw.
-    let table = oscost_report::termtext::for_terminal(&fleet::terminal(&f));
-    if cfg.stdout_taken() {
-        for (sink, render) in &outputs {
-            if let Some(Sink::Stdout) = sink {
-                print_stdout(&render(&f)?)?;
-            }
-        }
-        if !cfg.quiet {
-            eprint!("{table}");
-        }
-    } else {
-        print_stdout(&table)?;
-    }
+    super::emit::emit(cfg, "a fleet", &f)?;
     Ok(ExitCode::SUCCESS)
 }
 

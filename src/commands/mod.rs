@@ -6,6 +6,7 @@ pub mod bill;
 pub mod compare;
 pub mod completions;
 pub mod datasheet;
+pub mod emit;
 pub mod env;
 pub mod fleet;
 pub mod history;

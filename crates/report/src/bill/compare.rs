@@ -232,6 +232,18 @@ fn opt_ns(v: Option<f64>) -> String {
     v.map_or("-".into(), fmt_ns)
 }
 
+impl crate::export::Render for BillComparison {
+    /// The table at the terminal's width, at most 100 columns (80 where it has none).
+    fn table(&self, width: Option<u16>) -> String {
+        render_bill_comparison(self, width.map_or(80, |w| usize::from(w.min(100))))
+    }
+
+    /// JSON only: a bill's lines are read by a program as JSON, by a person as the table.
+    fn file(&self, format: crate::export::Format) -> Option<anyhow::Result<String>> {
+        (format == crate::export::Format::Json).then(|| crate::export::render::pretty_json(self))
+    }
+}
+
 /// The comparison at `width` columns (at least 72): counts that moved first, then the ones
 /// that held (summed in one line), the per-call costs, and the parts of the time.
 pub fn render_bill_comparison(c: &BillComparison, width: usize) -> String {

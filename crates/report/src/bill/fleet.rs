@@ -123,6 +123,18 @@ fn cell(text: &str, w: usize) -> String {
     format!("{t:>w$}")
 }
 
+impl crate::export::Render for BillFleet {
+    /// The table at the terminal's width, at most 120 columns (80 where it has none).
+    fn table(&self, width: Option<u16>) -> String {
+        render_bill_fleet(self, width.map_or(80, |w| usize::from(w.min(120))))
+    }
+
+    /// JSON only: a bill's lines are read by a program as JSON, by a person as the table.
+    fn file(&self, format: crate::export::Format) -> Option<anyhow::Result<String>> {
+        (format == crate::export::Format::Json).then(|| crate::export::render::pretty_json(self))
+    }
+}
+
 /// The fleet at `width` columns: its groups a block of columns at a time (as many as fit),
 /// counts a line each with the cost a call under them, then the parts of the time.
 pub fn render_bill_fleet(f: &BillFleet, width: usize) -> String {

@@ -32,7 +32,7 @@ pub use percentiles::PercentileRow;
 use published::{published_only, published_pair};
 pub use spread::{spread_of, with_spread, RunSpread};
 pub use text::{
-    markdown, nothing_in_common, since_last, terminal, terminal_view, terminal_with, View,
+    markdown, nothing_in_common, since_last, terminal, terminal_view, terminal_with, Compared, View,
 };
 pub use verdict::Verdict;
 use verdict::{verdict, Evidence};

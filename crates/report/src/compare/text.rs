@@ -274,6 +274,38 @@ pub struct View {
     pub only_changed: bool,
 }
 
+/// Comparisons as `compare` writes them: the tables, `--only-changed` or not, and the JSON,
+/// CSV and Markdown files.
+#[derive(Debug, Clone, Copy)]
+pub struct Compared<'a> {
+    /// Each input against the first.
+    pub comparisons: &'a [Comparison],
+    /// Only the rows called slower or faster in the tables (`--only-changed`).
+    pub only_changed: bool,
+}
+
+impl crate::export::Render for Compared<'_> {
+    fn table(&self, width: Option<u16>) -> String {
+        terminal_view(
+            self.comparisons,
+            View {
+                width,
+                only_changed: self.only_changed,
+            },
+        )
+    }
+
+    fn file(&self, format: crate::export::Format) -> Option<anyhow::Result<String>> {
+        use crate::export::Format;
+        Some(match format {
+            Format::Json => super::json(self.comparisons),
+            Format::Csv => super::csv(self.comparisons),
+            Format::Markdown => Ok(markdown(self.comparisons)),
+            Format::Html | Format::Terminal => return None,
+        })
+    }
+}
+
 /// The comparison as terminal tables at their natural width.
 pub fn terminal(comparisons: &[Comparison]) -> String {
     terminal_view(comparisons, View::default())

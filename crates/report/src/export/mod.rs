@@ -11,6 +11,7 @@ pub mod csv;
 pub mod html;
 pub mod json;
 pub mod markdown;
+pub mod render;
 pub mod staging;
 mod table;
 pub mod terminal;
@@ -20,6 +21,7 @@ pub use csv::Csv;
 pub use html::Html;
 pub use json::Json;
 pub use markdown::Markdown;
+pub use render::Render;
 pub use staging::{write_figures, write_plots, Figures, Output, Outputs, Sink};
 pub use terminal::{Terminal, Warnings};
 

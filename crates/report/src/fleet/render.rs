@@ -271,7 +271,25 @@ pub fn csv(f: &Fleet) -> anyhow::Result<String> {
 
 /// The whole comparison as JSON (schema [`FLEET_SCHEMA`]).
 pub fn json(f: &Fleet) -> anyhow::Result<String> {
-    Ok(serde_json::to_string_pretty(f)? + "\n")
+    crate::export::render::pretty_json(f)
+}
+
+impl crate::export::Render for Fleet {
+    /// The table at its natural width: a fleet's columns are groups, wrapped by the terminal.
+    fn table(&self, _width: Option<u16>) -> String {
+        terminal(self)
+    }
+
+    fn file(&self, format: crate::export::Format) -> Option<anyhow::Result<String>> {
+        use crate::export::Format;
+        Some(match format {
+            Format::Json => json(self),
+            Format::Csv => csv(self),
+            Format::Markdown => Ok(markdown(self)),
+            Format::Html => Ok(html(self)),
+            Format::Terminal => return None,
+        })
+    }
 }
 
 fn html_escape(s: &str) -> String {
