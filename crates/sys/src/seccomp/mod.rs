@@ -9,8 +9,12 @@
 //! The filters are a few lines of classic BPF over `struct seccomp_data` (system call number
 //! at offset 0, architecture at 4, arguments from 16), built before the fork.
 
+mod docker;
+#[cfg(test)]
+mod docker_tests;
 mod profile;
 
+pub use docker::*;
 pub use profile::*;
 
 use crate::clock::Clock;
