@@ -346,6 +346,43 @@ impl DockerProfile {
     }
 }
 
+/// What a profile does to one call, whatever its arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// It runs (allowed or logged), reaching the filter's end by its number alone.
+    Runs,
+    /// The filter reads its arguments: some values run, some may not.
+    ReadsArguments,
+    /// It never runs: refused with this action and errno (the errno of errno actions only).
+    Refused(Action, u32),
+}
+
+/// What `chosen` (a profile's rules for a machine, [`DockerProfile::chosen`]) and the
+/// profile's default do to call `name`: its rules in order, the first without comparisons
+/// ending the list, as the compiled filter tries them.
+pub fn verdict(profile: &DockerProfile, chosen: &[Chosen], name: &str) -> Verdict {
+    let mut reads = false;
+    let mut some_run = false;
+    for c in chosen.iter().filter(|c| c.name == name) {
+        if !c.args.is_empty() {
+            reads = true;
+            some_run |= c.action.runs();
+            continue;
+        }
+        return match (c.action.runs(), reads) {
+            (true, false) => Verdict::Runs,
+            (_, true) if some_run || c.action.runs() => Verdict::ReadsArguments,
+            _ => Verdict::Refused(c.action, c.errno),
+        };
+    }
+    let d = profile.default_action;
+    match (d.runs(), reads) {
+        (true, false) => Verdict::Runs,
+        (_, true) if some_run || d.runs() => Verdict::ReadsArguments,
+        _ => Verdict::Refused(d, profile.default_errno()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -404,6 +441,19 @@ mod tests {
             names(&admin),
             ["getpid", "read", "personality", "mount", "uname"]
         );
+    }
+
+    #[test]
+    fn verdicts_follow_the_rules_in_order_then_the_default() {
+        let p = parse(SMALL).unwrap();
+        let c = p.chosen(&machine(&[], (6, 1)));
+        assert_eq!(verdict(&p, &c, "getpid"), Verdict::Runs);
+        assert_eq!(verdict(&p, &c, "personality"), Verdict::ReadsArguments);
+        assert_eq!(
+            verdict(&p, &c, "uname"),
+            Verdict::Refused(Action::Errno, 38)
+        );
+        assert_eq!(verdict(&p, &c, "mount"), Verdict::Refused(Action::Errno, 1));
     }
 
     #[test]
