@@ -332,7 +332,10 @@ runtime-like allow-list of about 300 calls as one filter, written for oscost. ge
 are timed under each, to show the cost is per call, not per work; the derived figures give the \
 cost over no filter and, for the stacked filters, per filter. notify times the round trip of a \
 getpid that a filter hands to a supervisor process (SECCOMP_RET_USER_NOTIF), on the same CPU \
-and on the second CPU of the set, with the answers and the child's switches counted.
+and on the second CPU of the set, with the answers and the child's switches counted. --profile \
+FILE.json adds a profile in Docker's JSON format, compiled for this machine into one filter: \
+its cases are seccomp.file.<call>, with the file's name and SHA-256, the price `oscost bill show \
+--predict-under seccomp=FILE.json` looks up by content.
 
 A filter cannot be removed, so each set lives in a forked child pinned to the first CPU: it \
 sets no_new_privs (no privilege is needed), installs its filters, reads back from \
