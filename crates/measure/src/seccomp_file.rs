@@ -23,8 +23,12 @@ impl ProfileFile {
     /// Reads and checks `path`; the error names the file and what is wrong with it.
     pub fn read(path: &Path) -> anyhow::Result<ProfileFile> {
         let shown = path.display();
-        let bytes = std::fs::read(path)
-            .map_err(|e| anyhow::anyhow!("seccomp profile {shown}: cannot read it: {e}"))?;
+        let bytes = std::fs::read(path).map_err(|e| {
+            // The OS's words, without the "(os error N)" the user cannot act on.
+            let words = e.to_string();
+            let words = words.split(" (os error").next().unwrap_or_default();
+            anyhow::anyhow!("seccomp profile {shown}: cannot read it: {words}")
+        })?;
         let text = std::str::from_utf8(&bytes)
             .map_err(|_| anyhow::anyhow!("seccomp profile {shown}: not UTF-8 text"))?;
         let profile = oscost_model::seccomp_profile::parse(text).map_err(|e| {
@@ -107,6 +111,9 @@ mod tests {
             "{:#}",
             ProfileFile::read(&dir.path().join("none.json")).unwrap_err()
         );
-        assert!(e.contains("none.json: cannot read it"), "{e}");
+        assert!(
+            e.ends_with("none.json: cannot read it: No such file or directory"),
+            "{e}"
+        );
     }
 }
