@@ -139,6 +139,20 @@ fn a_command_runs_under_a_profile_file_and_a_bill_is_predicted_under_it() {
     );
     assert!(!text.contains("added"), "{text}");
 
+    // In rounds: the check is printed, whichever way it comes out.
+    let out = oscost()
+        .args(["bill", "--under", &under, "--rounds", "3", "--prices"])
+        .arg(&prices)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("checked under {under}: 3 rounds")),
+        "{err}"
+    );
+
     // Another content (one byte more) has no measured price: the line says what measures it.
     let other = dir.path().join("other.json");
     std::fs::write(&other, std::fs::read_to_string(&f).unwrap() + " ").unwrap();

@@ -55,7 +55,10 @@ pub fn run(args: BillArgs, cfg: &Config) -> anyhow::Result<ExitCode> {
     }
     // Prices first: a bad --prices is refused before the command runs; so is a --history
     // that cannot take the bill.
-    let (book, from) = prices(args.prices.as_deref(), cfg)?;
+    // A --prices run that timed only a profile file (`seccomp --profile`) holds no price of
+    // the book, and is still what the rounds under that file predict with.
+    let file_rounds = args.rounds.is_some() && matches!(args.under, Some(Setting::SeccompFile(_)));
+    let (book, from) = prices_or_none(args.prices.as_deref(), file_rounds, cfg)?;
     let saving = crate::commands::measure::saving(cfg)?;
     let subject = match args.pid {
         Some(pid) => Subject::Process(pid, args.for_),
@@ -251,13 +254,7 @@ fn setting_price(
         oscost_report::bill::seccomp_file_price(doc, run, &file.digest)
     };
     if let Some(arg) = prices_arg {
-        let doc = if names_a_file(arg) {
-            read_result_file(Path::new(arg))?
-        } else {
-            let history = cfg.history_location()?;
-            crate::inputs::load_run(arg, history.as_ref())
-                .map_err(|e| anyhow::anyhow!("--prices {arg}: {e:#}"))?
-        };
+        let doc = prices_doc(arg, cfg)?;
         return Ok(find(&doc, doc.run_id.as_deref().unwrap_or(arg)));
     }
     let Some((location, explicit)) = cfg.history_location()? else {
@@ -576,6 +573,32 @@ fn forward_signals(
             }
         })?;
     Ok(came)
+}
+
+/// The result document `--prices` names: a file, or a run of the history.
+fn prices_doc(arg: &str, cfg: &Config) -> anyhow::Result<ResultDoc> {
+    if names_a_file(arg) {
+        return read_result_file(Path::new(arg));
+    }
+    let history = cfg.history_location()?;
+    crate::inputs::load_run(arg, history.as_ref())
+        .map_err(|e| anyhow::anyhow!("--prices {arg}: {e:#}"))
+}
+
+/// [`prices`], or with `none_is_fine`, no book when the `--prices` run holds none of its prices.
+fn prices_or_none(
+    given: Option<&str>,
+    none_is_fine: bool,
+    cfg: &Config,
+) -> anyhow::Result<(Option<PriceBook>, Option<String>)> {
+    if let (Some(arg), true) = (given, none_is_fine) {
+        let doc = prices_doc(arg, cfg)?;
+        let mut book = PriceBook::default();
+        book.add_run(&doc, doc.run_id.as_deref().unwrap_or(arg));
+        let book = (!book.runs.is_empty()).then_some(book);
+        return Ok((book, Some(format!("from {arg}"))));
+    }
+    prices(given, cfg)
 }
 
 /// The price book: from `--prices` (a file or a run), else for each price the newest run of
