@@ -368,6 +368,23 @@ fn profile_file(opts: &Options) -> anyhow::Result<Option<(ProfileFile, sc::Compi
     Ok(Some((f, c)))
 }
 
+/// Why the profile file's cost cannot be timed on `call`, when the file refuses it: a refused
+/// call never reaches the kernel's work, so its time is not what the filter adds to one that
+/// runs.
+fn refuses((f, c): &(ProfileFile, sc::Compiled), call: Call) -> Option<String> {
+    use oscost_model::seccomp_profile::{verdict, Verdict};
+    let name = value_name(&call);
+    match verdict(&f.profile, &c.chosen, &name) {
+        Verdict::Refused(action, _) => Some(format!(
+            "{} refuses {name} ({}): what the filter adds to a call is timed on calls it lets \
+             through",
+            f.file_name(),
+            action.name()
+        )),
+        _ => None,
+    }
+}
+
 /// One case being sampled: its child and the counts kept outside the timing.
 struct Slot {
     unit: Unit,
@@ -483,6 +500,14 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         }
         setups.push((i, setup));
         for c in u.calls(&p.calls) {
+            if let (Set::File, Some(why)) = (u.set, file.as_ref().and_then(|f| refuses(f, c))) {
+                out.unavailable.push(Unavailable {
+                    id: u.id(c),
+                    description: u.description(c),
+                    reason: why,
+                });
+                continue;
+            }
             slots.push(Slot {
                 unit: u,
                 call: c,
@@ -789,6 +814,27 @@ mod tests {
                 .any(|d| d.id == ids::FILE_GETPID_OVER_NONE));
         });
         let dir = tempfile::tempdir().unwrap();
+        let refusing = dir.path().join("refusing.json");
+        std::fs::write(
+            &refusing,
+            r#"{"defaultAction": "SCMP_ACT_ALLOW",
+                "syscalls": [{"names": ["getpid"], "action": "SCMP_ACT_ERRNO"}]}"#,
+        )
+        .unwrap();
+        testing::with_tiny_ctx(|ctx| {
+            let path = refusing.to_str().unwrap();
+            let o = opts(&["--sets", "none", "--calls", "getpid", "--profile", path]);
+            let out = run(&o, ctx).unwrap();
+            assert_eq!(out.cases.len(), 1);
+            let u = &out.unavailable[0];
+            assert_eq!(u.id, "seccomp.file.getpid");
+            assert!(
+                u.reason
+                    .contains("refusing.json refuses getpid (SCMP_ACT_ERRNO)"),
+                "{}",
+                u.reason
+            );
+        });
         let bad = dir.path().join("bad.json");
         std::fs::write(&bad, "{}").unwrap();
         let o = opts(&["--profile", bad.to_str().unwrap()]);
