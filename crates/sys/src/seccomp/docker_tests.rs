@@ -323,3 +323,52 @@ fn the_built_in_list_takes_its_numbers_from_the_name_table() {
     assert_eq!(call_number("clone3"), Some(libc::SYS_clone3 as u32));
     assert_eq!(call_number("riscv_flush_icache"), None);
 }
+
+/// A profile shaped as Docker's default one: every call of the built-in list allowed in one
+/// rule, a few with argument rules of their own, names of other architectures among them,
+/// everything else refused.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn a_default_deny_profile_of_300_calls_compiles_short_and_runs() {
+    let names: Vec<String> = PROFILE_CALLS
+        .iter()
+        .filter(|n| **n != "personality")
+        .map(|n| format!("\"{n}\""))
+        .chain(["\"arm_fadvise64_64\"".into(), "\"_llseek\"".into()])
+        .collect();
+    let c = compile(&format!(
+        r#"{{"defaultAction": "SCMP_ACT_ERRNO", "defaultErrnoRet": 1,
+          "archMap": [{{"architecture": "SCMP_ARCH_X86_64", "subArchitectures": ["SCMP_ARCH_X86", "SCMP_ARCH_X32"]}}],
+          "syscalls": [
+            {{"names": [{}], "action": "SCMP_ACT_ALLOW", "args": [], "comment": "", "includes": {{}}, "excludes": {{}}}},
+            {{"names": ["personality"], "action": "SCMP_ACT_ALLOW", "args": [{{"index": 0, "value": 0, "valueTwo": 0, "op": "SCMP_CMP_EQ"}}]}},
+            {{"names": ["personality"], "action": "SCMP_ACT_ALLOW", "args": [{{"index": 0, "value": 8, "valueTwo": 0, "op": "SCMP_CMP_EQ"}}]}}
+          ]}}"#,
+        names.join(",")
+    ));
+    assert_eq!(c.ignored, ["arm_fadvise64_64", "_llseek"]);
+    // Two instructions a call allowed whatever its arguments, plus the head and the rules.
+    assert!(
+        c.program.len() < 2 * PROFILE_CALLS.len() + 40,
+        "{}",
+        c.program.len()
+    );
+    check_jumps(&c.program);
+    let Some(seen) = run(
+        &c.program,
+        &[
+            call(libc::SYS_getpid),
+            call(libc::SYS_mount),
+            (libc::SYS_personality, [8, 0, 0, 0, 0, 0]),
+            (libc::SYS_personality, [0x10_0000_0008, 0, 0, 0, 0, 0]),
+            call(libc::SYS_getppid),
+        ],
+    ) else {
+        return crate::skip::skip("needs seccomp filters");
+    };
+    let r = &seen.results;
+    assert!(r[0].is_ok() && r[4].is_ok(), "{r:?}");
+    assert_eq!(r[1], Err(libc::EPERM as u32));
+    assert!(r[2].is_ok(), "{r:?}");
+    assert_eq!(r[3], Err(libc::EPERM as u32), "the high half compared too");
+}
