@@ -281,7 +281,9 @@ pub struct BillArgs {
     pub output: Option<PathBuf>,
     /// Run the command under this setting: `seccomp=default` installs a container runtime's
     /// default profile (about 300 calls allowed, the rest refused with EPERM, clone3 answered
-    /// ENOSYS) with no_new_privs, just before it executes; `container` has it born in new
+    /// ENOSYS) with no_new_privs, just before it executes; `seccomp=FILE.json` does the same
+    /// with a profile in Docker's JSON format (moby's `default.json` and the like), its rules
+    /// chosen for this machine; `container` has it born in new
     /// mount, UTS, IPC, PID, network and cgroup namespaces, as a runtime starts one (root;
     /// the command is its PID namespace's init, its network only a loopback, down)
     #[arg(long, value_name = "SETTING", conflicts_with = "pid",
@@ -316,9 +318,11 @@ pub enum BillCommand {
         /// take the setting's price from it)
         #[arg(long, value_name = "RUN|FILE")]
         prices: Option<String>,
-        /// Predict what it would cost under this setting (`seccomp=default`, `container`) from
-        /// its counts and the setting's measured price (from --prices, else the history's
-        /// newest `oscost seccomp` or `oscost ns`), without running it
+        /// Predict what it would cost under this setting (`seccomp=default`,
+        /// `seccomp=FILE.json`, `container`) from its counts and the setting's measured price
+        /// (from --prices, else the history's newest `oscost seccomp` or `oscost ns`; for a
+        /// profile file, the newest `oscost seccomp --profile` of a file with the same
+        /// content), without running it
         #[arg(long, value_name = "SETTING", value_parser = values::parse_setting)]
         predict_under: Option<values::Setting>,
     },
@@ -346,6 +350,8 @@ const BILL_HELP: &str = "Examples:
                                            under a container runtime's default seccomp profile
   oscost bill show --predict-under seccomp=default
                                            the same predicted from the newest plain bill
+  oscost bill --under seccomp=profile.json -- ./server
+                                           under a seccomp profile in Docker's JSON format
   oscost bill --under seccomp=default --rounds 9 -- ./a.out
                                            the prediction checked: plain and under, in turn
   oscost bill --under container --rounds 9 -- ./a.out

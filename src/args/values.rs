@@ -117,11 +117,13 @@ pub(super) fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
 }
 
 /// A setting a bill's command runs under, or a bill is predicted under.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Setting {
     /// `seccomp=default`: a container runtime's default profile, as oscost's `seccomp`
     /// experiment builds it.
     SeccompDefault,
+    /// `seccomp=FILE`: a profile in Docker's JSON format, read from the file when it is used.
+    SeccompFile(std::path::PathBuf),
     /// `container`: new mount, UTS, IPC, PID, network and cgroup namespaces, the command born
     /// in them, as oscost's `ns.container` child is.
     Container,
@@ -129,25 +131,30 @@ pub enum Setting {
 
 impl Setting {
     /// As the user writes it.
-    pub fn name(self) -> &'static str {
+    pub fn name(&self) -> String {
         match self {
-            Setting::SeccompDefault => "seccomp=default",
-            Setting::Container => "container",
+            Setting::SeccompDefault => "seccomp=default".into(),
+            Setting::SeccompFile(p) => format!("seccomp={}", p.display()),
+            Setting::Container => "container".into(),
         }
     }
 }
 
-/// `seccomp=default` or `container`.
+/// `seccomp=default`, `seccomp=FILE` or `container`.
 pub(super) fn parse_setting(s: &str) -> Result<Setting, String> {
     match s.trim() {
         "seccomp=default" => Ok(Setting::SeccompDefault),
         "container" => Ok(Setting::Container),
-        other if other.starts_with("seccomp=") => Err(format!(
-            "`{other}`: the built-in profile is the one seccomp profile oscost applies \
-             (`seccomp=default`); it does not read profile files"
+        "seccomp=" => Err(
+            "`seccomp=` names no profile (`seccomp=default`, or a file in Docker's JSON format)"
+                .into(),
+        ),
+        other if other.starts_with("seccomp=") => Ok(Setting::SeccompFile(
+            other.trim_start_matches("seccomp=").into(),
         )),
         other => Err(format!(
-            "`{other}` is not a setting oscost bills under (`seccomp=default`, `container`)"
+            "`{other}` is not a setting oscost bills under (`seccomp=default`, \
+             `seccomp=FILE.json`, `container`)"
         )),
     }
 }
@@ -167,14 +174,21 @@ mod tests {
 
     #[test]
     fn settings_are_named_as_the_user_writes_them() {
-        for s in [Setting::SeccompDefault, Setting::Container] {
-            assert_eq!(parse_setting(s.name()), Ok(s));
+        for s in [
+            Setting::SeccompDefault,
+            Setting::SeccompFile("mine.json".into()),
+            Setting::Container,
+        ] {
+            assert_eq!(parse_setting(&s.name()), Ok(s));
         }
         let e = parse_setting("docker").unwrap_err();
-        assert!(e.contains("`seccomp=default`, `container`"), "{e}");
-        assert!(parse_setting("seccomp=mine.json")
+        assert!(
+            e.contains("`seccomp=default`, `seccomp=FILE.json`, `container`"),
+            "{e}"
+        );
+        assert!(parse_setting("seccomp=")
             .unwrap_err()
-            .contains("profile files"));
+            .contains("names no profile"));
     }
 
     #[test]

@@ -32,7 +32,7 @@ pub fn run(args: BillArgs, cfg: &Config) -> anyhow::Result<ExitCode> {
             None => newest_bill(cfg)?,
         };
         return match predict_under {
-            Some(s) => predict(&bill, *s, prices.as_deref(), cfg),
+            Some(s) => predict(&bill, s, prices.as_deref(), cfg),
             None => show(&bill, prices.as_deref(), cfg),
         };
     }
@@ -55,16 +55,22 @@ pub fn run(args: BillArgs, cfg: &Config) -> anyhow::Result<ExitCode> {
     }
     // Prices first: a bad --prices is refused before the command runs; so is a --history
     // that cannot take the bill.
-    let (book, from) = prices(args.prices.as_deref(), cfg)?;
+    // A --prices run that timed only a profile file (`seccomp --profile`) holds no price of
+    // the book, and is still what the rounds under that file predict with.
+    let file_rounds = args.rounds.is_some() && matches!(args.under, Some(Setting::SeccompFile(_)));
+    let (book, from) = prices_or_none(args.prices.as_deref(), file_rounds, cfg)?;
     let saving = crate::commands::measure::saving(cfg)?;
     let subject = match args.pid {
         Some(pid) => Subject::Process(pid, args.for_),
-        None => Subject::Command(args.command.clone(), args.under.map(under).transpose()?),
+        None => Subject::Command(
+            args.command.clone(),
+            args.under.as_ref().map(under).transpose()?,
+        ),
     };
     let depth = depth(&args)?;
     let control = Arc::new(Control::default());
     let interrupted = forward_signals(&control, args.pid.is_some())?;
-    if let (Some(n), Some(setting)) = (args.rounds, args.under) {
+    if let (Some(n), Some(setting)) = (args.rounds, &args.under) {
         return check_rounds(&args, setting, n, book.as_ref(), from, &control, cfg);
     }
     let started = std::time::SystemTime::now();
@@ -124,7 +130,7 @@ fn bill_once(
 /// setting, in turn, and the measured change held against the predicted one.
 fn check_rounds(
     args: &BillArgs,
-    setting: Setting,
+    setting: &Setting,
     n: u32,
     book: Option<&PriceBook>,
     from: Option<String>,
@@ -134,16 +140,13 @@ fn check_rounds(
     if cfg.json.is_some() || cfg.report.is_some() || args.output.is_some() {
         anyhow::bail!("--rounds prints a check and writes no bill: drop --json, --report and -o");
     }
-    let price = book
-        .and_then(|b| b.get(priced(setting)))
-        .cloned()
-        .ok_or_else(|| {
-            anyhow::anyhow!(
-                "--rounds: the history holds no measured price for {} to predict with ({})",
-                setting.name(),
-                measured_by(setting)
-            )
-        })?;
+    let price = setting_price(setting, book, args.prices.as_deref(), cfg)?.ok_or_else(|| {
+        anyhow::anyhow!(
+            "--rounds: the history holds no measured price for {} to predict with ({})",
+            setting.name(),
+            measured_by(setting)
+        )
+    })?;
     let depth = depth(args)?;
     let (mut plain, mut under_setting) = (Vec::new(), Vec::new());
     let mut ending = oscost_model::bill::Ending::Running;
@@ -161,7 +164,7 @@ fn check_rounds(
                     if with.is_some() {
                         setting.name()
                     } else {
-                        "plain"
+                        "plain".into()
                     }
                 );
             }
@@ -190,7 +193,7 @@ fn check_rounds(
     let mut by_time: Vec<&oscost_model::bill::Bill> = plain.iter().collect();
     by_time.sort_by_key(|b| b.task_time_ns);
     let typical = by_time[by_time.len() / 2];
-    let predicted = prediction(typical, setting, &price);
+    let predicted = prediction(typical, setting, &price)?;
     let width =
         oscost_report::export::terminal::layout_width(true).map_or(80, |w| usize::from(w).min(100));
     let last = under_setting.last().expect("at least three rounds");
@@ -224,45 +227,122 @@ fn depth(args: &BillArgs) -> anyhow::Result<Option<Depth>> {
     })
 }
 
-/// The price a setting is predicted with.
-fn priced(s: Setting) -> oscost_report::bill::Priced {
+/// The price a built-in setting is predicted with; `None` for a profile file, whose price is
+/// looked up by its content ([`setting_price`]).
+fn priced(s: &Setting) -> Option<oscost_report::bill::Priced> {
     match s {
-        Setting::SeccompDefault => oscost_report::bill::Priced::SeccompProfile,
-        Setting::Container => oscost_report::bill::Priced::ContainerSetup,
+        Setting::SeccompDefault => Some(oscost_report::bill::Priced::SeccompProfile),
+        Setting::SeccompFile(_) => None,
+        Setting::Container => Some(oscost_report::bill::Priced::ContainerSetup),
     }
 }
 
-/// Which experiment measures a setting's price, for the line that says none was found.
-fn measured_by(s: Setting) -> &'static str {
-    match s {
-        Setting::SeccompDefault => "`oscost seccomp` measures what the profile adds to a call",
-        Setting::Container => {
-            "`oscost ns --cases container` measures what a container's namespaces add to a \
-             program's life"
+/// The price `s` is predicted with: a built-in setting's from `book`; a profile file's from
+/// the run `prices_arg` names, else the newest run of the history whose `seccomp --profile`
+/// measured a file of the same content (its SHA-256), whatever the file was called then.
+fn setting_price(
+    s: &Setting,
+    book: Option<&PriceBook>,
+    prices_arg: Option<&str>,
+    cfg: &Config,
+) -> anyhow::Result<Option<oscost_model::bill::Price>> {
+    let Setting::SeccompFile(path) = s else {
+        return Ok(book.and_then(|b| priced(s).and_then(|p| b.get(p))).cloned());
+    };
+    let file = oscost_measure::seccomp_file::ProfileFile::read(path)?;
+    let find = |doc: &ResultDoc, run: &str| {
+        oscost_report::bill::seccomp_file_price(doc, run, &file.digest)
+    };
+    if let Some(arg) = prices_arg {
+        let doc = prices_doc(arg, cfg)?;
+        return Ok(find(&doc, doc.run_id.as_deref().unwrap_or(arg)));
+    }
+    let Some((location, explicit)) = cfg.history_location()? else {
+        return Ok(None);
+    };
+    if let oscost_history::Location::File(p) = &location {
+        if !p.exists() {
+            return Ok(None);
         }
+    }
+    let Ok(history) = crate::store::open_read_only(&location, explicit, "") else {
+        return Ok(None);
+    };
+    for r in history
+        .list()
+        .unwrap_or_default()
+        .iter()
+        .filter(|r| r.experiments.iter().any(|e| e == "seccomp"))
+    {
+        if let Some(p) = history
+            .get(&r.run_id)
+            .ok()
+            .and_then(|d| find(&d, &r.run_id))
+        {
+            return Ok(Some(p));
+        }
+    }
+    Ok(None)
+}
+
+/// Which experiment measures a setting's price, for the line that says none was found.
+fn measured_by(s: &Setting) -> String {
+    match s {
+        Setting::SeccompDefault => {
+            "`oscost seccomp` measures what the profile adds to a call".into()
+        }
+        Setting::SeccompFile(p) => format!(
+            "`oscost seccomp --profile {}` measures what this profile adds to a call",
+            p.display()
+        ),
+        Setting::Container => "`oscost ns --cases container` measures what a container's \
+                               namespaces add to a program's life"
+            .into(),
     }
 }
 
 /// `bill` predicted under `s` at `price`.
 fn prediction(
     bill: &oscost_model::bill::Bill,
-    s: Setting,
+    s: &Setting,
     price: &oscost_model::bill::Price,
-) -> oscost_report::bill::Prediction {
-    match s {
+) -> anyhow::Result<oscost_report::bill::Prediction> {
+    use oscost_model::seccomp_profile::{verdict, Action, Verdict};
+    Ok(match s {
         Setting::SeccompDefault => oscost_report::bill::predict_seccomp(
             bill,
-            s.name(),
+            &s.name(),
             price,
             &profile_allows,
             &profile_reads_arguments,
         ),
-        Setting::Container => oscost_report::bill::predict_container(bill, s.name(), price),
-    }
+        Setting::SeccompFile(path) => {
+            let file = oscost_measure::seccomp_file::ProfileFile::read(path)?;
+            let chosen = file.profile.chosen(&oscost_sys::seccomp::this_machine());
+            let v = |c: &str| verdict(&file.profile, &chosen, c);
+            oscost_report::bill::predict_seccomp(
+                bill,
+                &s.name(),
+                price,
+                // clone3 answered ENOSYS is what runtimes do so that a C library falls back
+                // to clone: not a failure the program sees.
+                &|c| match v(c) {
+                    Verdict::Refused(Action::Errno, e) => c == "clone3" && e == ENOSYS,
+                    Verdict::Refused(..) => false,
+                    _ => true,
+                },
+                &|c| v(c) == Verdict::ReadsArguments,
+            )
+        }
+        Setting::Container => oscost_report::bill::predict_container(bill, &s.name(), price),
+    })
 }
 
+/// ENOSYS on Linux.
+const ENOSYS: u32 = 38;
+
 /// The setting a command runs under, built.
-fn under(s: Setting) -> anyhow::Result<Under> {
+fn under(s: &Setting) -> anyhow::Result<Under> {
     match s {
         Setting::Container if oscost_sys::mount::effective_uid() != 0 => anyhow::bail!(
             "--under container makes new namespaces, which takes root (CAP_SYS_ADMIN): run \
@@ -270,8 +350,15 @@ fn under(s: Setting) -> anyhow::Result<Under> {
              --predict-under container`"
         ),
         Setting::Container => Ok(Under::Container),
+        Setting::SeccompFile(path) => {
+            let file = oscost_measure::seccomp_file::ProfileFile::read(path)?;
+            Ok(Under::Seccomp {
+                name: s.name(),
+                program: file.compile()?.program,
+            })
+        }
         Setting::SeccompDefault => Ok(Under::Seccomp {
-            name: s.name().into(),
+            name: s.name(),
             program: oscost_sys::seccomp::Program::profile().ok_or_else(|| {
                 anyhow::anyhow!(
                     "--under {}: oscost has no profile for this architecture",
@@ -285,10 +372,7 @@ fn under(s: Setting) -> anyhow::Result<Under> {
 /// Whether the built-in profile lets `call` through (clone3 is answered ENOSYS, which a C
 /// library takes as "use clone": not a refusal the program sees).
 fn profile_allows(call: &str) -> bool {
-    call == "clone3"
-        || oscost_sys::seccomp::PROFILE_CALLS
-            .iter()
-            .any(|(n, _)| *n == call)
+    call == "clone3" || oscost_sys::seccomp::PROFILE_CALLS.contains(&call)
 }
 
 /// The calls whose arguments the built-in profile reads.
@@ -300,7 +384,7 @@ fn profile_reads_arguments(call: &str) -> bool {
 /// setting it did not run under.
 fn predict(
     arg: &str,
-    s: Setting,
+    s: &Setting,
     prices_arg: Option<&str>,
     cfg: &Config,
 ) -> anyhow::Result<ExitCode> {
@@ -312,18 +396,19 @@ fn predict(
              runs plainly"
         );
     }
-    let (book, _) = prices(prices_arg, cfg)?;
-    let price = book
-        .as_ref()
-        .and_then(|b| b.get(priced(s)))
-        .ok_or_else(|| {
-            anyhow::anyhow!(
-                "--predict-under {}: the history holds no measured price for it ({})",
-                s.name(),
-                measured_by(s)
-            )
-        })?;
-    let p = prediction(bill, s, price);
+    // A profile file's price is looked up by its content alone, not in the book.
+    let book = match s {
+        Setting::SeccompFile(_) => None,
+        _ => prices(prices_arg, cfg)?.0,
+    };
+    let price = setting_price(s, book.as_ref(), prices_arg, cfg)?.ok_or_else(|| {
+        anyhow::anyhow!(
+            "--predict-under {}: the history holds no measured price for it ({})",
+            s.name(),
+            measured_by(s)
+        )
+    })?;
+    let p = prediction(bill, s, &price)?;
     let width = oscost_report::export::terminal::layout_width(false)
         .map_or(80, |w| usize::from(w).min(100));
     let head = oscost_report::bill::headline(bill, width);
@@ -488,6 +573,32 @@ fn forward_signals(
             }
         })?;
     Ok(came)
+}
+
+/// The result document `--prices` names: a file, or a run of the history.
+fn prices_doc(arg: &str, cfg: &Config) -> anyhow::Result<ResultDoc> {
+    if names_a_file(arg) {
+        return read_result_file(Path::new(arg));
+    }
+    let history = cfg.history_location()?;
+    crate::inputs::load_run(arg, history.as_ref())
+        .map_err(|e| anyhow::anyhow!("--prices {arg}: {e:#}"))
+}
+
+/// [`prices`], or with `none_is_fine`, no book when the `--prices` run holds none of its prices.
+fn prices_or_none(
+    given: Option<&str>,
+    none_is_fine: bool,
+    cfg: &Config,
+) -> anyhow::Result<(Option<PriceBook>, Option<String>)> {
+    if let (Some(arg), true) = (given, none_is_fine) {
+        let doc = prices_doc(arg, cfg)?;
+        let mut book = PriceBook::default();
+        book.add_run(&doc, doc.run_id.as_deref().unwrap_or(arg));
+        let book = (!book.runs.is_empty()).then_some(book);
+        return Ok((book, Some(format!("from {arg}"))));
+    }
+    prices(given, cfg)
 }
 
 /// The price book: from `--prices` (a file or a run), else for each price the newest run of

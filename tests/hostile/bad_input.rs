@@ -334,6 +334,16 @@ const MEASURING: &[Row] = &[
         args: &["seccomp", "--sets", "nope", "--json", "r.json"],
     },
     Row {
+        name: "seccomp-profile-missing",
+        re: "seccomp profile nope.json: cannot read it",
+        args: &["seccomp", "--profile", "nope.json", "--json", "r.json"],
+    },
+    Row {
+        name: "bill-under-seccomp-file-missing",
+        re: "seccomp profile nope.json: cannot read it",
+        args: &["bill", "--under", "seccomp=nope.json", "--", "true"],
+    },
+    Row {
         name: "uring-ops-nope",
         re: "choose from",
         args: &["uring", "--ops", "nope", "--json", "r.json"],

@@ -21,6 +21,7 @@ pub mod pace;
 pub mod processes;
 pub mod sampler;
 pub mod scratch;
+pub mod seccomp_file;
 pub mod sysctl;
 pub mod timesource;
 

@@ -20,6 +20,7 @@ pub mod ids;
 pub mod message;
 pub mod published;
 pub mod schema;
+pub mod seccomp_profile;
 
 pub use case::{
     Case, Check, DerivedSpec, ExperimentOutput, Samples, Series, TraceCost, Unavailable,

@@ -11,6 +11,7 @@
 use crate::context::Context;
 use crate::engine::{self, first_occurrences, value_name};
 use crate::sampler::{self, measure_interleaved, Job};
+use crate::seccomp_file::ProfileFile;
 use anyhow::Context as _;
 use oscost_model::case::{Case, Check, DerivedSpec, ExperimentOutput, Unavailable};
 use oscost_model::ids::seccomp as ids;
@@ -49,6 +50,9 @@ pub enum Set {
     /// getpid handed to a supervisor process (SECCOMP_RET_USER_NOTIF), on the same CPU and on
     /// another
     Notify,
+    /// The profile file of `--profile`, compiled into one filter (not a value of `--sets`).
+    #[value(skip)]
+    File,
 }
 
 impl Set {
@@ -61,9 +65,11 @@ impl Set {
         Set::Notify,
     ];
 
-    /// The filters of the set; `None` when this architecture has no profile list.
-    fn programs(self) -> Option<Vec<Program>> {
+    /// The filters of the set (`file` the profile file's, compiled); `None` when this
+    /// architecture has no profile list.
+    fn programs(self, file: Option<&Program>) -> Option<Vec<Program>> {
         Some(match self {
+            Set::File => vec![file?.clone()],
             Set::None => Vec::new(),
             Set::Allow1 => vec![Program::allow_all()],
             Set::Args1 => vec![Program::reads_argument()],
@@ -90,6 +96,7 @@ impl Set {
             Set::Args8 => "eight stacked filters reading the first argument",
             Set::Profile => "a runtime-like allow-list of about 300 calls as one filter",
             Set::Notify => "a filter handing getpid to a supervisor process",
+            Set::File => "the profile file's filter",
         }
     }
 }
@@ -166,8 +173,8 @@ impl Unit {
 
     /// What the child installs, its supervisor on `cpus[0]` (same) or `cpus[1]` (cross);
     /// `None` when this architecture has no such filter.
-    fn child(self, cpus: &[usize]) -> anyhow::Result<Option<sc::Child>> {
-        let Some(filters) = self.set.programs() else {
+    fn child(self, cpus: &[usize], file: Option<&Program>) -> anyhow::Result<Option<sc::Child>> {
+        let Some(filters) = self.set.programs(file) else {
             return Ok(None);
         };
         let notify = match self.place {
@@ -193,6 +200,12 @@ pub struct Options {
     #[arg(long, value_enum, value_delimiter = ',', value_name = "CALL,...")]
     pub calls: Vec<Call>,
 
+    /// Also time a seccomp profile in Docker's JSON format (moby's `default.json` and the
+    /// like), compiled for this machine into one filter: its cases are `seccomp.file.<call>`,
+    /// beside `seccomp.none.<call>`, with the file's name and SHA-256 as parameters
+    #[arg(long, value_name = "FILE.json")]
+    pub profile: Option<std::path::PathBuf>,
+
     /// The suite's shorter sampling (`oscost run` passes it)
     #[arg(long, hide = true)]
     pub suite_size: bool,
@@ -209,11 +222,18 @@ struct Plan {
 }
 
 fn plan(opts: &Options, cpus: usize) -> Plan {
-    let sets = if opts.sets.is_empty() {
+    let mut sets = if opts.sets.is_empty() {
         Set::ALL.to_vec()
     } else {
         first_occurrences(&opts.sets)
     };
+    if opts.profile.is_some() {
+        // A profile file's price is what it adds over no filter: the bare call is timed too.
+        if !sets.contains(&Set::None) {
+            sets.insert(0, Set::None);
+        }
+        sets.push(Set::File);
+    }
     let calls = if opts.calls.is_empty() {
         vec![Call::Getpid, Call::Fstat]
     } else {
@@ -260,9 +280,17 @@ fn failed(e: std::io::Error, team: &Team, ctx: &Context) -> anyhow::Error {
     team.check().err().unwrap_or_else(|| e.into())
 }
 
+/// The set as ids and parameters name it.
+fn set_name(set: Set) -> String {
+    match set {
+        Set::File => ids::FILE_SET.to_owned(),
+        _ => value_name(&set),
+    }
+}
+
 fn case_id(set: Set, call: Call) -> String {
     ids::Id::Filtered {
-        set: &value_name(&set),
+        set: &set_name(set),
         call: &value_name(&call),
     }
     .to_string()
@@ -313,7 +341,10 @@ runtime-like allow-list of about 300 calls as one filter, written for oscost. ge
 are timed under each, to show the cost is per call, not per work; the derived figures give the \
 cost over no filter and, for the stacked filters, per filter. notify times the round trip of a \
 getpid that a filter hands to a supervisor process (SECCOMP_RET_USER_NOTIF), on the same CPU \
-and on the second CPU of the set, with the answers and the child's switches counted.
+and on the second CPU of the set, with the answers and the child's switches counted. --profile \
+FILE.json adds a profile in Docker's JSON format, compiled for this machine into one filter: \
+its cases are seccomp.file.<call>, with the file's name and SHA-256, the price `oscost bill show \
+--predict-under seccomp=FILE.json` looks up by content.
 
 A filter cannot be removed, so each set lives in a forked child pinned to the first CPU: it \
 sets no_new_privs (no privilege is needed), installs its filters, reads back from \
@@ -326,8 +357,40 @@ result is counted: a refused call flags its figure. A filter oscost itself alrea
     const SUITE_ARGS: &'static [&'static str] = &["--suite-size"];
     const QUICK_SUITE_ARGS: &'static [&'static str] = &["--calls", "getpid"];
 
+    fn preflight(&self, _quick: bool, _limits: &crate::limits::Limits) -> anyhow::Result<()> {
+        // A bad file is refused in one line before anything is measured.
+        profile_file(self).map(|_| ())
+    }
+
     fn run(&self, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         run(self, ctx)
+    }
+}
+
+/// The `--profile` file, read and compiled for this machine.
+fn profile_file(opts: &Options) -> anyhow::Result<Option<(ProfileFile, sc::Compiled)>> {
+    let Some(path) = &opts.profile else {
+        return Ok(None);
+    };
+    let f = ProfileFile::read(path)?;
+    let c = f.compile()?;
+    Ok(Some((f, c)))
+}
+
+/// Why the profile file's cost cannot be timed on `call`, when the file refuses it: a refused
+/// call never reaches the kernel's work, so its time is not what the filter adds to one that
+/// runs.
+fn refuses((f, c): &(ProfileFile, sc::Compiled), call: Call) -> Option<String> {
+    use oscost_model::seccomp_profile::{verdict, Verdict};
+    let name = value_name(&call);
+    match verdict(&f.profile, &c.chosen, &name) {
+        Verdict::Refused(action, _) => Some(format!(
+            "{} refuses {name} ({}): what the filter adds to a call is timed on calls it lets \
+             through",
+            f.file_name(),
+            action.name()
+        )),
+        _ => None,
     }
 }
 
@@ -350,6 +413,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         anyhow::bail!("{NAME} needs the real clock: its children read the counter themselves");
     }
     let p = plan(opts, ctx.cpus.len());
+    let file = profile_file(opts)?;
     let sampler_cfg = if opts.suite_size {
         suite_sampler(ctx.sampler)
     } else {
@@ -368,6 +432,25 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     );
     if let Some(note) = inherited_note(&parent) {
         out.warnings.push(note);
+    }
+    if let Some((f, c)) = &file {
+        out.params
+            .insert(ids::PROFILE_FILE.into(), f.file_name().into());
+        out.params
+            .insert(ids::PROFILE_DIGEST.into(), f.digest.clone().into());
+        out.params.insert(
+            "profile_instructions".into(),
+            (c.program.len() as u64).into(),
+        );
+        if !c.ignored.is_empty() {
+            out.notes.push(Message::from(format!(
+                "{}: {} of its call names are not calls of this architecture and were left \
+                 out, as libseccomp leaves them out: {}",
+                f.file_name(),
+                c.ignored.len(),
+                c.ignored.join(", ")
+            )));
+        }
     }
     let unavailable = |u: Unit, calls: &[Call], reason: &str| -> Vec<Unavailable> {
         u.calls(calls)
@@ -390,7 +473,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
     let mut units = Vec::new();
     let mut children = Vec::new();
     for &u in &p.units {
-        match u.child(&ctx.cpus)? {
+        match u.child(&ctx.cpus, file.as_ref().map(|(_, c)| &c.program))? {
             Some(child) => {
                 units.push(u);
                 children.push(child);
@@ -426,6 +509,14 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         }
         setups.push((i, setup));
         for c in u.calls(&p.calls) {
+            if let (Set::File, Some(why)) = (u.set, file.as_ref().and_then(|f| refuses(f, c))) {
+                out.unavailable.push(Unavailable {
+                    id: u.id(c),
+                    description: u.description(c),
+                    reason: why,
+                });
+                continue;
+            }
             slots.push(Slot {
                 unit: u,
                 call: c,
@@ -483,13 +574,18 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
             "call",
             samples,
         )
-        .param("set", value_name(&s.unit.set))
+        .param("set", set_name(s.unit.set))
         .param("call", value_name(&s.call))
         .param("filters", s.unit.set.filters() as u64)
         .param("cpu", cpu as u64);
         if let Some(place) = s.unit.place {
             let i = usize::from(place == Place::Cross);
             case = case.param("supervisor_cpu", ctx.cpus[i] as u64);
+        }
+        if let (Set::File, Some((f, _))) = (s.unit.set, &file) {
+            case = case
+                .param(ids::PROFILE_FILE, f.file_name())
+                .param(ids::PROFILE_DIGEST, f.digest.clone());
         }
         case.add_messages(said);
         finish_case(&mut case, s, &setup.status, inherited, answered[s.child]);
@@ -599,7 +695,7 @@ fn derived(cases: &[Case]) -> Vec<DerivedSpec> {
                 .collect();
             (!f.is_empty()).then(|| f.join("; "))
         };
-        for set in [Set::Allow1, Set::Args1, Set::Args8, Set::Profile] {
+        for set in [Set::Allow1, Set::Args1, Set::Args8, Set::Profile, Set::File] {
             let Some(c) = find(set) else { continue };
             out.push(DerivedSpec {
                 id: ids::over_none(&c.id),
@@ -694,6 +790,71 @@ mod tests {
         );
         assert_eq!(p.sets, [Set::Args8, Set::None]);
         assert_eq!(p.calls, [Call::Fstat]);
+    }
+
+    fn fixture() -> String {
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/seccomp/small.json"
+        )
+        .into()
+    }
+
+    #[test]
+    fn a_profile_file_is_timed_beside_the_bare_call_and_named_by_its_digest() {
+        let f = fixture();
+        let p = plan(&opts(&["--sets", "args-1", "--profile", &f]), 2);
+        assert_eq!(p.sets, [Set::None, Set::Args1, Set::File]);
+        assert_eq!(case_id(Set::File, Call::Getpid), "seccomp.file.getpid");
+        testing::with_tiny_ctx(|ctx| {
+            let o = opts(&["--sets", "none", "--calls", "getpid", "--profile", &f]);
+            let out = run(&o, ctx).unwrap();
+            let ids: Vec<&str> = out.cases.iter().map(|c| c.id.as_str()).collect();
+            assert_eq!(ids, ["seccomp.none.getpid", "seccomp.file.getpid"]);
+            let digest = crate::seccomp_file::digest(&std::fs::read(&f).unwrap());
+            assert_eq!(out.params[ids::PROFILE_DIGEST], digest.as_str());
+            assert_eq!(out.params[ids::PROFILE_FILE], "small.json");
+            let file = &out.cases[1];
+            assert_eq!(file.params[ids::PROFILE_DIGEST], digest.as_str());
+            assert!(file.checks.iter().all(|k| k.passed), "{:?}", file.checks);
+            assert!(out
+                .derived
+                .iter()
+                .any(|d| d.id == ids::FILE_GETPID_OVER_NONE));
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let refusing = dir.path().join("refusing.json");
+        std::fs::write(
+            &refusing,
+            r#"{"defaultAction": "SCMP_ACT_ALLOW",
+                "syscalls": [{"names": ["getpid"], "action": "SCMP_ACT_ERRNO"}]}"#,
+        )
+        .unwrap();
+        testing::with_tiny_ctx(|ctx| {
+            let path = refusing.to_str().unwrap();
+            let o = opts(&["--sets", "none", "--calls", "getpid", "--profile", path]);
+            let out = run(&o, ctx).unwrap();
+            assert_eq!(out.cases.len(), 1);
+            let u = &out.unavailable[0];
+            assert_eq!(u.id, "seccomp.file.getpid");
+            assert!(
+                u.reason
+                    .contains("refusing.json refuses getpid (SCMP_ACT_ERRNO)"),
+                "{}",
+                u.reason
+            );
+        });
+        let bad = dir.path().join("bad.json");
+        std::fs::write(&bad, "{}").unwrap();
+        let o = opts(&["--profile", bad.to_str().unwrap()]);
+        let e = format!(
+            "{:#}",
+            engine::Experiment::preflight(&o, false, &Default::default()).unwrap_err()
+        );
+        assert!(
+            e.contains("bad.json: not a profile in Docker's format: missing field `defaultAction`"),
+            "{e}"
+        );
     }
 
     #[test]

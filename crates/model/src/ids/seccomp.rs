@@ -12,6 +12,16 @@ pub const ARGS_1_GETPID_OVER_NONE: &str = "seccomp.args-1.getpid.over_none";
 /// `seccomp.profile.getpid.over_none`: a container runtime's default profile, over no filter.
 pub const PROFILE_GETPID_OVER_NONE: &str = "seccomp.profile.getpid.over_none";
 
+/// The set of a profile file's cases (`seccomp --profile FILE`): `seccomp.file.<call>`.
+pub const FILE_SET: &str = "file";
+/// `seccomp.file.getpid.over_none`: a profile file's filter, over no filter.
+pub const FILE_GETPID_OVER_NONE: &str = "seccomp.file.getpid.over_none";
+/// The experiment's parameter holding the SHA-256 of the profile file it measured: what a
+/// prediction under that file looks its price up by.
+pub const PROFILE_DIGEST: &str = "profile_digest";
+/// The experiment's parameter holding that file's name.
+pub const PROFILE_FILE: &str = "profile_file";
+
 /// Every case id `seccomp` writes; sets, calls and places named as the command line
 /// spells them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,6 +101,7 @@ mod tests {
             ("allow-1", ALLOW_1_GETPID_OVER_NONE),
             ("args-1", ARGS_1_GETPID_OVER_NONE),
             ("profile", PROFILE_GETPID_OVER_NONE),
+            (FILE_SET, FILE_GETPID_OVER_NONE),
         ] {
             let case = Id::Filtered {
                 set,

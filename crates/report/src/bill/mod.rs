@@ -72,6 +72,34 @@ const SOURCES: &[(Priced, &[(&str, bool)])] = &[
     (Priced::ContainerSetup, &[(ns::CONTAINER_OVER_NONE, true)]),
 ];
 
+/// What the profile file of SHA-256 `digest` adds to an allowed call, from `doc` (run `run`):
+/// its `seccomp.file.getpid.over_none`, when the run's `seccomp --profile` measured a file of
+/// that content and the figure is not flagged.
+pub fn seccomp_file_price(doc: &ResultDoc, run: &str, digest: &str) -> Option<Price> {
+    doc.experiments
+        .iter()
+        .filter(|e| {
+            e.name == seccomp::NAME
+                && e.params
+                    .get(seccomp::PROFILE_DIGEST)
+                    .and_then(|d| d.as_str())
+                    == Some(digest)
+        })
+        .flat_map(|e| e.derived.iter())
+        .find(|d| {
+            d.id == seccomp::FILE_GETPID_OVER_NONE
+                && d.flagged.is_none()
+                && d.estimate_ns.is_finite()
+        })
+        .map(|d| Price {
+            case: d.id.clone(),
+            run: run.to_owned(),
+            ns: d.estimate_ns,
+            ci95: d.ci95_ns,
+            floor: false,
+        })
+}
+
 /// Prices read from datasheet runs.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PriceBook {

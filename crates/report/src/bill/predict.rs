@@ -138,11 +138,16 @@ pub fn render_prediction(p: &Prediction, width: usize) -> String {
             fmt_ns(p.task_time_ns)
         ),
     };
-    let mut lines = vec![format!("predicted under {}:", p.setting), priced];
-    if !p.refused.is_empty() {
+    let mut lines = vec![format!("predicted under {}:", p.setting)];
+    if p.refused.is_empty() {
+        lines.push(priced);
+    } else {
+        // No figure: the program would not make the calls it was billed for, so the calls
+        // times a price is the cost of a run that cannot happen.
         lines.push(format!(
-            "! the profile refuses calls this program made ({}): under it they fail with \
-             EPERM, so the program would not run as billed",
+            "no prediction: the profile refuses calls this program made ({}): under it they \
+             fail (an error returned, or the program killed), so the program would fail there \
+             and not run as billed",
             listed(&p.refused)
         ));
     }
@@ -452,9 +457,15 @@ mod tests {
         let text = render_prediction(&p, 80);
         assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
         assert!(
-            text.contains("refuses calls this program made (read ×10)"),
+            text.contains("no prediction: the profile refuses calls this program made (read ×10)"),
             "{text}"
         );
+        assert!(
+            !text.contains("added"),
+            "no figure for a run that fails: {text}"
+        );
+        let allowed = predict_seccomp(&b, "seccomp=default", &price(5.0), &|_| true, &|_| false);
+        let text = render_prediction(&allowed, 80);
         assert!(text.contains("50.05 µs added"), "{text}");
     }
 
