@@ -466,9 +466,20 @@ pub(super) fn split_case(timed: &Case, t: &Traced, ns_per_tick: f64) -> Case {
             .map(|(_, f)| f.parts[..4].iter().sum::<f64>())
             .collect(),
     );
+    // Each wake-up's five parts added up: the median of those sums is what the measured
+    // median is held to. The sum of the parts' medians is not a median of anything where a
+    // part is skewed (a SCHED_FIFO wake-up's interrupt: median 5.9 µs, mean 8.1 µs), and
+    // held to the measured median it failed a split that was whole.
+    let whole = sorted(
+        split
+            .iter()
+            .map(|(_, f)| f.parts.iter().sum::<f64>())
+            .collect(),
+    );
     let measured = sorted(split.iter().map(|(i, _)| lateness[*i]).collect());
-    let (km, mm) = (
+    let (km, wm, mm) = (
         oscost_stats::percentile(&kernel, 50.0),
+        oscost_stats::percentile(&whole, 50.0),
         oscost_stats::percentile(&measured, 50.0),
     );
     let c = &mut case.counters;
@@ -476,29 +487,30 @@ pub(super) fn split_case(timed: &Case, t: &Traced, ns_per_tick: f64) -> Case {
     c.insert("measured_median_ns".into(), mm);
     c.insert("kernel_vs_measured".into(), km / mm);
     c.insert("parts_median_sum_ns".into(), medians);
-    c.insert("parts_vs_measured".into(), medians / mm);
+    c.insert("parts_sum_median_ns".into(), wm);
+    c.insert("parts_vs_measured".into(), wm / mm);
     case.checks.push(Check::near(
         "parts_vs_measured",
         1.0,
-        medians / mm,
+        wm / mm,
         SUM_TOLERANCE,
         &format!(
-            "the medians of the five parts over the {} wake-ups split add up to {}, against \
-             the median lateness the thread measured on them, {}; within ±5 % (the kernel's \
-             own parts, deadline to sys_exit, are {} of it)",
+            "each of the {} wake-ups split, its five parts added up: their median {}, \
+             against the median lateness the thread measured on them, {}; within ±5 % (the \
+             kernel's own parts, deadline to sys_exit, are {} of it)",
             split.len(),
-            us(medians),
+            us(wm),
             us(mm),
             format_args!("{:.1} %", km / mm * 100.0)
         ),
     ));
-    if (medians / mm - 1.0).abs() > SUM_TOLERANCE {
+    if (wm / mm - 1.0).abs() > SUM_TOLERANCE {
         case.warnings.push(
             format!(
-                "{}: the parts' medians add up to {:.0} % of the measured median lateness: \
-                 the split does not account for it",
+                "{}: the wake-ups' parts add up to a median of {:.0} % of the measured median \
+                 lateness: the split does not account for it",
                 case.id,
-                medians / mm * 100.0
+                wm / mm * 100.0
             )
             .into(),
         );
