@@ -9,15 +9,16 @@ use crate::run_id::short_id;
 use crate::stdout::print_stdout;
 use crate::store::{location, open, open_read_only};
 use anyhow::Context as _;
-use oscost_history::{Encoded, History, HistoryError, Location, RunSummary, Window};
+use oscost_history::{Encoded, History, HistoryError, Location, Window};
 use oscost_report::export::{ExportOptions, Format};
 use std::collections::HashMap;
 // Text from result files, which may carry escape sequences, is shown, never sent raw.
-use oscost_report::termtext::{for_terminal, one_line};
+use crate::commands::emit::emit;
+use oscost_report::termtext::one_line;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use text::{list, list_csv, list_json, minute, show, trend};
+use text::{minute, RunList, Shown, Trend};
 
 /// Runs one `oscost history` command on the history `cfg` names.
 pub fn run(cmd: HistoryCommand, cfg: &Config) -> anyhow::Result<ExitCode> {
@@ -79,37 +80,16 @@ fn run_with(
     match cmd {
         HistoryCommand::List { window } => {
             let (runs, total) = history.list_window(&window_of(&window))?;
-            let mut to_stdout = false;
-            for (sink, text) in [
-                (
-                    &cfg.json,
-                    list_json as fn(&[RunSummary]) -> anyhow::Result<String>,
-                ),
-                (&cfg.csv, list_csv),
-            ] {
-                match sink {
-                    Some(Sink::Stdout) => {
-                        print_stdout(&text(&runs)?)?;
-                        to_stdout = true;
-                    }
-                    Some(Sink::File(p)) => oscost_report::output::write_atomic(p, &text(&runs)?)
-                        .with_context(|| format!("--json/--csv {}", p.display()))?,
-                    None => {}
-                }
-            }
-            // The table goes to stderr when stdout carries data, so the data stays parseable.
-            let table = for_terminal(&list(&history, &runs, total));
-            if to_stdout {
-                if !cfg.quiet {
-                    eprint!("{table}");
-                }
-            } else {
-                print_stdout(&table)?;
-            }
+            let view = RunList {
+                history: &history,
+                runs: &runs,
+                total,
+            };
+            emit(cfg, "history list", &view)?;
         }
         HistoryCommand::Show { run } => {
             let doc = history.get(&history.resolve(&run)?)?;
-            print_stdout(&for_terminal(&show(&doc, cfg)))?;
+            emit(cfg, "history show", &Shown { doc: &doc, cfg })?;
         }
         HistoryCommand::Trend { case_id, window } => {
             let (points, total) = history.trend_window(&case_id, &window_of(&window))?;
@@ -152,7 +132,12 @@ fn run_with(
                 oscost_report::output::write_atomic(&path, &text)
                     .with_context(|| format!("--svg {}", svg.display()))?;
             }
-            print_stdout(&for_terminal(&trend(&case_id, &points, total)))?;
+            let view = Trend {
+                case_id: &case_id,
+                points: &points,
+                total,
+            };
+            emit(cfg, "history trend", &view)?;
         }
         HistoryCommand::Export { run } => {
             let doc = history.get(&history.resolve(&run)?)?;

@@ -4,8 +4,8 @@
 use crate::config::Config;
 use crate::run_id::short_id;
 use oscost_history::{History, RunSummary, TrendPoint};
-use oscost_report::export::terminal::{self, layout_width, wrap_words};
-use oscost_report::export::ExportOptions;
+use oscost_report::export::terminal::{self, wrap_words};
+use oscost_report::export::{ExportOptions, Format, Render};
 use oscost_report::format::fmt_ns;
 use std::fmt::Write as _;
 
@@ -87,7 +87,7 @@ fn fitted_columns(rows: &[Vec<String>], width: Option<u16>, drop: &[usize]) -> S
 const LAST_ROOM: usize = 16;
 
 /// `oscost history list --json`: one object per run, newest first.
-pub(super) fn list_json(runs: &[RunSummary]) -> anyhow::Result<String> {
+fn list_json(runs: &[RunSummary]) -> anyhow::Result<String> {
     let rows: Vec<serde_json::Value> = runs
         .iter()
         .map(|r| {
@@ -108,7 +108,7 @@ pub(super) fn list_json(runs: &[RunSummary]) -> anyhow::Result<String> {
 }
 
 /// `oscost history list --csv`: one row per run, newest first; experiments joined by spaces.
-pub(super) fn list_csv(runs: &[RunSummary]) -> anyhow::Result<String> {
+fn list_csv(runs: &[RunSummary]) -> anyhow::Result<String> {
     let mut w = oscost_report::csvw::CsvWriter::new([
         "run_id",
         "started_at",
@@ -167,9 +167,33 @@ fn run_kind(r: &RunSummary) -> String {
     kind.join(", ")
 }
 
-/// The text of `oscost history list`; a host column when any run records its host, a kind
-/// column when any run was a bill, a study or a quick one.
-pub(super) fn list(history: &History, runs: &[RunSummary], total: usize) -> String {
+/// `oscost history list`: the runs a window chose, of `total` in the history.
+pub(super) struct RunList<'a> {
+    /// The history they are in.
+    pub history: &'a History,
+    /// The runs, newest first.
+    pub runs: &'a [RunSummary],
+    /// How many runs the history holds in all.
+    pub total: usize,
+}
+
+impl Render for RunList<'_> {
+    fn table(&self, width: Option<u16>) -> String {
+        list(self.history, self.runs, self.total, width)
+    }
+
+    fn file(&self, format: Format) -> Option<anyhow::Result<String>> {
+        match format {
+            Format::Json => Some(list_json(self.runs)),
+            Format::Csv => Some(list_csv(self.runs)),
+            _ => None,
+        }
+    }
+}
+
+/// The text of `oscost history list` at `width`; a host column when any run records its host,
+/// a kind column when any run was a bill, a study or a quick one.
+fn list(history: &History, runs: &[RunSummary], total: usize, width: Option<u16>) -> String {
     if runs.is_empty() {
         return format!(
             "no runs in the history yet ({}); a run is saved there when it ends\n",
@@ -233,7 +257,7 @@ pub(super) fn list(history: &History, runs: &[RunSummary], total: usize) -> Stri
         .iter()
         .filter_map(|h| rows[0].iter().position(|c| c == h))
         .collect();
-    let mut s = fitted_columns(&rows, table_width(), &drop);
+    let mut s = fitted_columns(&rows, width, &drop);
     let _ = writeln!(
         s,
         "{} run{} in {}{}",
@@ -257,8 +281,27 @@ fn more(shown: usize, total: usize) -> String {
     }
 }
 
-/// The text of `oscost history show`: the run's header, then each experiment's tables.
-pub(super) fn show(doc: &oscost_model::ResultDoc, cfg: &Config) -> String {
+/// `oscost history show`: one run's document, as the run's own tables.
+pub(super) struct Shown<'a> {
+    /// The run's document.
+    pub doc: &'a oscost_model::ResultDoc,
+    /// The options it is shown with (which warnings).
+    pub cfg: &'a Config,
+}
+
+impl Render for Shown<'_> {
+    fn table(&self, width: Option<u16>) -> String {
+        show(self.doc, self.cfg, width)
+    }
+
+    fn file(&self, _: Format) -> Option<anyhow::Result<String>> {
+        None
+    }
+}
+
+/// The text of `oscost history show` at `width`: the run's header, then each experiment's
+/// tables.
+fn show(doc: &oscost_model::ResultDoc, cfg: &Config, width: Option<u16>) -> String {
     let env = &doc.environment;
     let mut rows = vec![
         vec![
@@ -291,7 +334,7 @@ pub(super) fn show(doc: &oscost_model::ResultDoc, cfg: &Config) -> String {
         // A command line (a long --json path, a list of cases) is the one value here that
         // can outgrow the terminal: continue it under itself.
         let command = env.command_line.join(" ");
-        let room = table_width().map_or(usize::MAX, |w| usize::from(w).saturating_sub(9).max(20));
+        let room = width.map_or(usize::MAX, |w| usize::from(w).saturating_sub(9).max(20));
         // A word longer than the room (a path) is cut where the room ends, as a terminal would.
         let lines = wrap_words(&command, room)
             .lines()
@@ -315,7 +358,7 @@ pub(super) fn show(doc: &oscost_model::ResultDoc, cfg: &Config) -> String {
         let tables = study.tables(Some(doc));
         for v in &tables {
             s.push('\n');
-            s += &terminal::view(v, table_width());
+            s += &terminal::view(v, width);
         }
         if tables
             .iter()
@@ -323,11 +366,11 @@ pub(super) fn show(doc: &oscost_model::ResultDoc, cfg: &Config) -> String {
             .flatten()
             .any(|c| c.ends_with(" ~"))
         {
-            s += &terminal::wrap(oscost_report::study::MARKS, table_width(), 2);
+            s += &terminal::wrap(oscost_report::study::MARKS, width, 2);
         }
     }
     let opts = ExportOptions {
-        width: table_width(),
+        width,
         warnings: cfg.warnings(),
         label: None,
     };
@@ -336,20 +379,35 @@ pub(super) fn show(doc: &oscost_model::ResultDoc, cfg: &Config) -> String {
         s += &terminal::experiment(e, &env.clock.tick_unit, &opts);
     }
     if let Some(bill) = &doc.bill {
-        let width = table_width().map_or(80, |w| usize::from(w).min(100));
+        let width = width.map_or(80, |w| usize::from(w).min(100));
         s.push('\n');
         s += &oscost_report::bill::render(bill, width);
     }
     s
 }
 
-/// The width `history` lays its text out to (see [`layout_width`]).
-fn table_width() -> Option<u16> {
-    layout_width(false)
+/// `oscost history trend`: one figure across the runs a window chose, of `total`.
+pub(super) struct Trend<'a> {
+    /// The figure's case id.
+    pub case_id: &'a str,
+    /// Its value in each run, oldest first.
+    pub points: &'a [TrendPoint],
+    /// How many runs have the figure in all.
+    pub total: usize,
+}
+
+impl Render for Trend<'_> {
+    fn table(&self, _: Option<u16>) -> String {
+        trend(self.case_id, self.points, self.total)
+    }
+
+    fn file(&self, _: Format) -> Option<anyhow::Result<String>> {
+        None
+    }
 }
 
 /// The text of `oscost history trend`.
-pub(super) fn trend(case_id: &str, points: &[TrendPoint], total: usize) -> String {
+fn trend(case_id: &str, points: &[TrendPoint], total: usize) -> String {
     let derived = points.first().is_some_and(|p| p.unit == "derived");
     let mut s = format!(
         "{case_id}: {} in {} run{}, oldest first{}\n",
