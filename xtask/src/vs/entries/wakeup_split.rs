@@ -63,18 +63,28 @@ macro_rules! split {
     };
 }
 
-/// oscost's traced pass of one policy, every 1 ms, the CPUs held polling (as cyclictest holds
-/// them by default).
+/// oscost's wake-up arguments for one policy, every 1 ms, the CPUs held polling (as cyclictest
+/// holds them by default), written once: handed to `$then!` after `$before` and before `$after`.
+macro_rules! wakeup_args {
+    ($policy:literal, $then:ident, [$($before:literal),*], [$($after:literal),*]) => {
+        $then!(
+            $($before,)* "wakeup", "--wakeups", "{q:2000:500}", "--policies", $policy,
+            "--idle-poll" $(, $after)*
+        )
+    };
+}
+
+/// Its literals as a slice.
+macro_rules! slice {
+    ($($word:literal),*) => {
+        &[$($word),*]
+    };
+}
+
+/// oscost's traced pass of one policy.
 macro_rules! traced {
     ($policy:literal) => {
-        &[
-            "wakeup",
-            "--wakeups",
-            "{q:2000:500}",
-            "--policies",
-            $policy,
-            "--idle-poll",
-        ]
+        wakeup_args!($policy, slice, [], [])
     };
 }
 
@@ -100,19 +110,11 @@ macro_rules! on_oscost {
     ($policy:literal, $root:literal) => {
         Run {
             tool: &[
-                record!(
-                    "{oscost}",
-                    "--cpus",
-                    "{a}",
-                    "--quiet",
-                    "--no-save",
-                    "wakeup",
-                    "--wakeups",
-                    "{q:2000:500}",
-                    "--policies",
+                wakeup_args!(
                     $policy,
-                    "--idle-poll",
-                    "--no-kernel-view"
+                    record,
+                    ["{oscost}", "--cpus", "{a}", "--quiet", "--no-save"],
+                    ["--no-kernel-view"]
                 ),
                 split!($policy, split_oscost),
             ],
@@ -338,6 +340,19 @@ fn at(ns: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn perf_records_the_same_wake_ups_as_the_traced_pass_without_its_trace() {
+        for run in ON_OSCOST.runs {
+            let argv = run.tool[0].argv;
+            let at = argv.iter().position(|w| *w == "--").unwrap() + 1;
+            let command = &argv[at..];
+            let oscost = command.iter().position(|w| *w == "wakeup").unwrap();
+            assert_eq!(command[0], "{oscost}");
+            assert_eq!(&command[oscost..command.len() - 1], run.oscost);
+            assert_eq!(command.last(), Some(&"--no-kernel-view"));
+        }
+    }
 
     #[test]
     fn a_line_of_perf_script_is_read_and_others_are_not() {
