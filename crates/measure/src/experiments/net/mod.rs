@@ -862,14 +862,20 @@ fn switch_check(m: Measure, p: Placement, counted: f64, detail: &str) -> Check {
             0.1,
             &format!("{detail}; same CPU: 2 switches per round trip (bound ±0.1)"),
         ),
+        // A reader finds its answer already there now and then: over loopback the writer's own
+        // system call carries the segment up the stack and wakes the reader, whose reply can
+        // come before the writer reaches its read (1.86 a round trip was counted on an idle
+        // machine). Every round trip still crosses the CPUs; a mechanism broken so that
+        // readers rarely sleep (both on one CPU, a poll loop) falls far below the bound.
         Placement::Cross => Check::at_least(
             NAME,
             2.0,
             counted,
-            0.05,
+            0.25,
             &format!(
-                "{detail}; two CPUs: at least 2 required (fewer: an answer was already there \
-                 when its reader asked, so no switch happened)"
+                "{detail}; two CPUs: 2 when every reader sleeps for its answer, fewer when an \
+                 answer was already there when its reader asked (no switch); at least 1.5 \
+                 required, most round trips waking both sides"
             ),
         ),
     }

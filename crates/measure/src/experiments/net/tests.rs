@@ -185,3 +185,13 @@ fn sendrecv_receives_every_byte_without_a_switch() {
         }
     });
 }
+
+/// Two CPUs: a round trip now and then whose answer was already there (1.86 a round trip) is
+/// still a cross-CPU round trip; readers that rarely sleep are not. One CPU keeps 2 ± 0.1.
+#[test]
+fn cross_round_trips_may_find_an_answer_waiting_but_most_must_sleep() {
+    let cross = |n| switch_check(Measure::TcpRtt, Placement::Cross, n, "x").passed;
+    assert!(cross(2.0) && cross(1.86) && cross(1.5));
+    assert!(!cross(1.4) && !cross(0.2));
+    assert!(!switch_check(Measure::TcpRtt, Placement::Same, 1.86, "x").passed);
+}
