@@ -107,7 +107,7 @@ pub struct Context<'a> {
     /// Set by the Ctrl-C handler.
     pub cancel: &'a AtomicBool,
     /// Where the sampler keeps the machine's controls it times between rounds.
-    pub controls: &'a crate::machine_controls::ControlLog,
+    pub controls: &'a crate::control_log::ControlLog,
 }
 
 impl<'a> Context<'a> {
@@ -183,7 +183,7 @@ pub(crate) mod testing {
     ) -> T {
         let clock = Clock::monotonic("test".into());
         let cancel = AtomicBool::new(cancelled);
-        let controls = crate::machine_controls::ControlLog::default();
+        let controls = crate::control_log::ControlLog::default();
         let ctx = Context {
             clock: &clock,
             sampler,

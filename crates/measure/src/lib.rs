@@ -8,6 +8,7 @@
 
 pub mod bill;
 pub mod context;
+mod control_log;
 pub mod cpuset;
 pub mod engine;
 pub mod env;

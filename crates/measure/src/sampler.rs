@@ -393,7 +393,7 @@ pub(crate) fn rounds(
         }
         on_round();
         // The machine's controls in the figures' own period, outside every timed batch.
-        ctx.controls.between_rounds(ctx);
+        ctx.controls.between_rounds(ctx.clock);
         if round + 1 >= cfg.min_runs && round + 1 < cfg.samples && elapsed() > budget {
             return Ok(Some(Message::new(
                 MessageKind::TimeBudget,
