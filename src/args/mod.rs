@@ -1,7 +1,9 @@
 //! The command line: every clap definition of oscost and nothing else. The values are checked
 //! against the machine in `config`; what each command does is in `commands`.
 
+mod uses;
 mod values;
+pub use uses::uses;
 pub use values::{BillTrace, Setting};
 
 use crate::lists;
@@ -512,7 +514,7 @@ pub enum HistoryCommand {
 
 /// `cmd` (not yet built) with the global options a command does not use hidden from its page,
 /// its manual page and its completions (`list`, `env` and `datasheet` take no sampling
-/// option): see [`crate::config::uses`]. Such a command gets its own copy of each global
+/// option): see [`uses`]. Such a command gets its own copy of each global
 /// option, hidden where unused, which clap then does not propagate over; given anyway, an
 /// unused option is still refused in one line.
 pub fn hide_unused_options(cmd: clap::Command) -> clap::Command {
@@ -536,11 +538,11 @@ fn hide_below(mut cmd: clap::Command, path: &str, globals: &[clap::Arg]) -> clap
             format!("{path} {name}")
         };
         cmd = cmd.mut_subcommand(&name, |mut sub| {
-            if let Some(uses) = crate::config::uses(&full) {
+            if let Some(used) = uses(&full) {
                 for g in globals {
                     let used = g.get_long().is_none_or(|long| {
                         ["quiet", "verbose"].contains(&long)
-                            || uses.contains(&format!("--{long}").as_str())
+                            || used.contains(&format!("--{long}").as_str())
                     });
                     let hidden = g.is_hide_set() || !used;
                     // What is left is not the sampling: a heading of its own.

@@ -4,7 +4,7 @@
 mod unused;
 
 pub use oscost_report::export::Sink;
-pub use unused::{unused_options, uses};
+pub use unused::unused_options;
 
 use crate::args::GlobalOpts;
 use anyhow::Context as _;
