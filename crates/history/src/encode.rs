@@ -3,7 +3,7 @@
 //! recognised without parsing it.
 
 use crate::copy::{CopyMessage, CopyRows};
-use crate::save::table_rows;
+use crate::rows::table_rows;
 use crate::{derived_run_id, env_fingerprint, HistoryError};
 use oscost_model::{ResultDoc, SCHEMA};
 use std::ops::Range;

@@ -23,6 +23,7 @@ mod fingerprint;
 mod open;
 pub mod pg;
 mod read;
+mod rows;
 mod save;
 mod schema;
 mod store;
@@ -32,7 +33,7 @@ pub use error::HistoryError;
 pub use fingerprint::{env_differences, env_fingerprint};
 pub use open::{stop_asked, stop_waiting_on};
 pub use pg::PgUrl;
-pub use save::{case_count, derived_run_id};
+pub use rows::{case_count, derived_run_id};
 pub use schema::SCHEMA_VERSION;
 
 use std::path::{Path, PathBuf};
