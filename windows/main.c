@@ -28,17 +28,6 @@ static const char *usage =
     "  --max-ring N    largest ring, a power of two from 2 (default 128)\n"
     "  --self-test     check the statistics on known data and exit\n";
 
-void fail(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "oscost-agent: ");
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    exit(2);
-}
-
 static int power_of_two_arg(const char *opt, const char *v, int lo, int hi)
 {
     char *end;

@@ -8,14 +8,6 @@
 #include <string.h>
 #include <windows.h>
 
-void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p)
-        fail("out of memory (%zu bytes): free some memory or run a smaller size (--quick)", n);
-    return p;
-}
-
 void bprintf(struct buf *b, const char *fmt, ...)
 {
     va_list ap;
