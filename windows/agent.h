@@ -12,6 +12,7 @@
 #define SEED 0x0005c057ULL
 #define NOISY_REL_HALF_WIDTH 0.05
 
+/* base.c */
 void *xmalloc(size_t n);
 void fail(const char *fmt, ...);
 
