@@ -299,6 +299,9 @@ fn prices_file(dir: &std::path::Path, name: &str, renames: &[(&str, &str)]) -> P
 
 #[test]
 fn a_saved_bill_is_shown_again_and_repriced() {
+    if !is_root() {
+        return common::skip("needs root for the kernel's counts");
+    }
     let dir = tempfile::tempdir().unwrap();
     let history = dir.path().join("h.db");
     let here = prices_file(
@@ -358,6 +361,9 @@ fn a_saved_bill_is_shown_again_and_repriced() {
 
 #[test]
 fn a_command_runs_under_a_seccomp_profile_and_a_bill_is_predicted_under_it() {
+    if !is_root() {
+        return common::skip("needs root for the kernel's counts");
+    }
     let dir = tempfile::tempdir().unwrap();
     let history = dir.path().join("h.db");
     let prices = prices_file(
@@ -540,6 +546,9 @@ fn a_command_runs_in_a_containers_namespaces_and_a_bill_is_predicted_in_them() {
 
 #[test]
 fn two_bills_compare_their_counts_exactly() {
+    if !is_root() {
+        return common::skip("needs root for the kernel's counts");
+    }
     let dir = tempfile::tempdir().unwrap();
     let history = dir.path().join("h.db");
     for n in ["1000", "1500"] {

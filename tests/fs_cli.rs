@@ -120,7 +120,10 @@ fn a_tiny_run_has_both_sides_their_difference_and_the_requests_counted() {
 fn without_fuse_its_cases_say_why_and_tmpfs_is_still_measured() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
+    // Its own temporary directory, so that its mounts are told from a parallel test's (a
+    // user who is not root mounts in the namespace every test shares).
     let out = oscost()
+        .env("TMPDIR", dir.path())
         .args([
             "--quick",
             "--samples",
@@ -149,7 +152,8 @@ fn without_fuse_its_cases_say_why_and_tmpfs_is_still_measured() {
     let text =
         String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     assert!(text.contains("fs.fuse.lseek"), "{text}");
-    assert!(oscost_mounts().is_empty());
+    let mine = oscost_mounts_under(&dir.path().to_string_lossy());
+    assert!(mine.is_empty(), "{mine:?}");
 }
 
 #[test]
@@ -262,7 +266,8 @@ fn the_serving_role_mounts_and_unmounts_when_its_input_ends() {
     } // input dropped: the server unmounts and exits
     let status = server.wait().unwrap();
     assert!(status.success(), "{status:?}");
-    assert!(oscost_mounts().is_empty(), "{:?}", oscost_mounts());
+    let mine = oscost_mounts_under(&dir.path().to_string_lossy());
+    assert!(mine.is_empty(), "{mine:?}");
     assert!(Path::new(dir.path()).read_dir().unwrap().next().is_none());
 }
 
@@ -374,5 +379,6 @@ fn a_busy_server_still_ends_when_its_input_ends() {
         std::thread::sleep(Duration::from_millis(20));
     }
     drop(open);
-    assert!(oscost_mounts().is_empty(), "{:?}", oscost_mounts());
+    let mine = oscost_mounts_under(&dir.path().to_string_lossy());
+    assert!(mine.is_empty(), "{mine:?}");
 }

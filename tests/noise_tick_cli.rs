@@ -150,6 +150,9 @@ fn noise_tiny_run_is_self_consistent() {
 /// per-event figures, each source's slope, and the kernel's own tick beside them.
 #[test]
 fn tick_tiny_run_is_self_consistent() {
+    if !common::is_root() {
+        return common::skip("needs root: the helper and timerfd sources run SCHED_FIFO");
+    }
     let _alone = one_at_a_time();
     let doc = json_run(&[
         "tick",
@@ -233,6 +236,9 @@ fn tick_tiny_run_is_self_consistent() {
 /// process is gone with everything it had armed.
 #[test]
 fn sigterm_mid_tick_leaves_nothing() {
+    if !common::is_root() {
+        return common::skip("needs root: it waits for the SCHED_FIFO helper thread");
+    }
     let _alone = one_at_a_time();
     let child = common::oscost_std()
         .args(["--quiet", "tick", "--work", "50ms", "--runs", "1000"])
@@ -317,8 +323,14 @@ fn rr_slices_measure_reschedulings_and_put_the_setting_back() {
                     .iter()
                     .find(|k| k.name == "reschedulings_vs_time_over_slice");
                 // Two threads sharing 40 ms of work in turns of 7 ms at most (10 ms in whole
-                // ticks of a 100 Hz kernel): one gave way to the other at least once.
-                assert!(k.is_some_and(|k| k.counted >= 1.0), "{id}: {:?}", c.checks);
+                // ticks of a 100 Hz kernel): one gave way to the other at least once. (The work
+                // is sized by a calibration: on a loaded machine it may take under two slices
+                // when the threads run alone, and then no turn need come.)
+                assert!(
+                    k.is_some_and(|k| k.expected < 2.0 || k.counted >= 1.0),
+                    "{id}: {:?}",
+                    c.checks
+                );
                 assert!(c.samples == 2 && c.median_ns > 0.0, "{id}");
             }
             None => {

@@ -80,6 +80,9 @@ fn a_profile_file_is_timed_as_its_own_cases() {
 
 #[test]
 fn a_command_runs_under_a_profile_file_and_a_bill_is_predicted_under_it() {
+    if !common::is_root() {
+        return common::skip("needs root for the kernel's counts");
+    }
     let dir = tempfile::tempdir().unwrap();
     let f = fixture();
     let under = setting(&f);

@@ -33,6 +33,11 @@ fn counter(c: &CaseResult, key: &str) -> f64 {
 /// the period and none undisturbed, switches counted, the work summed to W, nothing left.
 #[test]
 fn a_tiny_run_is_self_consistent() {
+    if !common::is_root() {
+        return common::skip(
+            "needs root: the helper's SCHED_FIFO brings its events into a 10 ms run",
+        );
+    }
     let cpu = oscost_sys::affinity().unwrap()[0].to_string();
     let out = oscost()
         .args(["--quiet", "--cpus", &cpu, "tick-forms", "--work", "10ms"])

@@ -502,6 +502,8 @@ mod tests {
 
     #[test]
     fn high_copies_sit_just_below_fd_setsize_and_plain_sets_low() {
+        // As every run does at its start: the peers go above FD_SETSIZE, past a soft 1024.
+        oscost_sys::raise_open_file_limit().unwrap();
         testing::with_tiny_ctx(|ctx| {
             let out = run(
                 &opts(&["--fds", "3,40", "--calls", "select,select-high"]),

@@ -75,6 +75,9 @@ fn a_period_too_long_for_the_work_is_refused_before_anything_runs() {
 /// per-event figures, and nothing left armed afterwards.
 #[test]
 fn a_tiny_run_counts_events_and_leaves_nothing_armed() {
+    if let Some(why) = oscost_sys::timer::fifo_refused(1) {
+        return crate::skip::skip(&format!("needs SCHED_FIFO for the helper source: {why}"));
+    }
     let _g = SERIAL
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -157,6 +160,9 @@ fn traced_runs_are_consistent(out: &ExperimentOutput, kernel: &[&Case]) {
 /// run, and the probe's timer or helper is gone.
 #[test]
 fn an_undeliverable_period_is_refused_and_leaves_nothing_armed() {
+    if let Some(why) = oscost_sys::timer::fifo_refused(1) {
+        return crate::skip::skip(&format!("needs SCHED_FIFO for the helper source: {why}"));
+    }
     let _g = SERIAL
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);

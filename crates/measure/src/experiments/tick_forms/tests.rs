@@ -54,6 +54,9 @@ fn a_period_too_long_for_the_work_is_refused_before_anything_runs() {
 /// the undisturbed ones, switches counted, the work summed to W, the switch cases there.
 #[test]
 fn a_tiny_grid_is_complete_and_self_consistent() {
+    if let Some(why) = oscost_sys::timer::fifo_refused(1) {
+        return crate::skip::skip(&format!("needs SCHED_FIFO for the helper: {why}"));
+    }
     let cpus = vec![oscost_sys::affinity().unwrap()[0]];
     let o = opts(&[
         "--work",
