@@ -11,7 +11,10 @@
 //! subtracted anyway). The cases of one parent size are sampled in interleaved rounds, so
 //! drift of the machine touches them alike.
 
+mod derived;
 mod mappings;
+mod options;
+mod program;
 
 use crate::context::Context;
 use crate::cpuset::AffinityRestore;
@@ -21,6 +24,7 @@ use crate::sampler;
 use crate::scratch::ScratchDir;
 use anyhow::Context as _;
 use anyhow::Result;
+use derived::derived;
 use mappings::mappings_group;
 use oscost_model::case::{
     Case, Check, DerivedSpec, ExperimentOutput, Samples, Unavailable, SINGLE_THREAD_CHECK,
@@ -30,6 +34,15 @@ use oscost_sys::spawn::{self as sys, Creator, Method, ParentMemory, Usage};
 use oscost_sys::task::LimitError;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+use options::{needs, plan, Plan};
+pub use options::{Op, Options, Target};
+use program::{programs, Program};
+// The tests reach these through `use super::*`, as they did when they were defined here.
+#[cfg(test)]
+use options::{parse_mappings, parse_mib};
+#[cfg(test)]
+use program::{elf_interpreter, linking_of, probe, write_helper};
 
 /// Subcommand name and id prefix.
 pub const NAME: &str = oscost_model::ids::spawn::NAME;
@@ -53,204 +66,6 @@ const MEMORY_MARGIN_KIB: u64 = 256 << 10;
 const DYNAMIC_TARGET: &str = "/bin/true";
 /// The static helper's file name in the run's private directory.
 const HELPER_NAME: &str = "oscost-exit0";
-
-/// The ways of creating a task.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
-)]
-pub enum Op {
-    /// fork; the child calls _exit(0) at once; waitpid
-    Fork,
-    /// clone(CLONE_VM|CLONE_VFORK), which is vfork on a stack of its own; the child calls
-    /// _exit(0); waitpid
-    Vfork,
-    /// posix_spawn of a program (see --targets); waitpid
-    PosixSpawn,
-    /// fork; the child calls execve of a program (see --targets); waitpid
-    ForkExec,
-    /// pthread_create (64 KiB stack) of a thread that returns at once; pthread_join
-    Thread,
-}
-
-impl Op {
-    fn id(self) -> String {
-        engine::value_name(&self)
-    }
-
-    fn method(self) -> Method {
-        match self {
-            Op::Fork => Method::Fork,
-            Op::Vfork => Method::Vfork,
-            Op::PosixSpawn => Method::PosixSpawn,
-            Op::ForkExec => Method::ForkExec,
-            Op::Thread => Method::Thread,
-        }
-    }
-
-    fn execs(self) -> bool {
-        self.method().execs()
-    }
-
-    fn is_process(self) -> bool {
-        self != Op::Thread
-    }
-}
-
-/// The programs the exec ops start.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
-)]
-pub enum Target {
-    /// oscost's own helper: a static program whose whole code is exit_group(0)
-    Static,
-    /// /bin/true: a dynamically linked program (the loader and the C library start up)
-    Dynamic,
-}
-
-impl Target {
-    fn id(self) -> String {
-        engine::value_name(&self)
-    }
-}
-
-/// Options of `oscost spawn`.
-#[derive(Debug, Clone, clap::Args, serde::Serialize, serde::Deserialize)]
-pub struct Options {
-    /// Ways of creating a task, comma-separated (default: all)
-    #[arg(long, value_enum, value_delimiter = ',', value_name = "OP,...")]
-    pub ops: Vec<Op>,
-
-    /// Programs the posix-spawn and fork-exec ops start, comma-separated (default: both)
-    #[arg(long, value_enum, value_delimiter = ',', value_name = "TARGET,...")]
-    pub targets: Vec<Target>,
-
-    /// Touched private memory the parent holds while it creates processes, MiB,
-    /// comma-separated [default: 1,64,1024, or 1,64 with --quick; a default size the available
-    /// memory cannot hold is reported as not measured]
-    #[arg(long, value_delimiter = ',', value_name = "MIB,...", allow_hyphen_values = true,
-          value_parser = parse_mib)]
-    pub parent_mib: Vec<u64>,
-
-    /// Numbers of one-page shared mappings (each written once) the parent holds while it
-    /// forks, comma-separated [default: 6000,12000, none with --quick]
-    #[arg(long, value_delimiter = ',', value_name = "N,...", allow_hyphen_values = true,
-          value_parser = parse_mappings)]
-    pub mappings: Vec<u64>,
-
-    /// Advise transparent huge pages for the parent memory (MADV_HUGEPAGE) instead of keeping
-    /// it in 4 KiB pages (MADV_NOHUGEPAGE)
-    #[arg(long)]
-    pub huge_pages: bool,
-}
-
-fn parse_mib(s: &str) -> Result<u64, String> {
-    match s.trim().parse::<u64>() {
-        Ok(n) if (1..=MAX_PARENT_MIB).contains(&n) => Ok(n),
-        _ => Err(format!(
-            "`{s}` is not a size in MiB from 1 to {MAX_PARENT_MIB}"
-        )),
-    }
-}
-
-fn parse_mappings(s: &str) -> Result<u64, String> {
-    match s.trim().parse::<u64>() {
-        Ok(n) if (1..=MAX_MAPPINGS).contains(&n) => Ok(n),
-        _ => Err(format!(
-            "`{s}` is not a number of mappings from 1 to {MAX_MAPPINGS}"
-        )),
-    }
-}
-
-/// What a run measures, from the options.
-#[derive(Debug, Clone, PartialEq)]
-struct Plan {
-    ops: Vec<Op>,
-    targets: Vec<Target>,
-    /// Parent sizes, MiB, in the order given (empty when no process op is chosen).
-    sizes: Vec<u64>,
-    /// Numbers of one-page mappings fork runs against (empty without fork).
-    mappings: Vec<u64>,
-}
-
-fn plan(opts: &Options, quick: bool) -> Plan {
-    use clap::ValueEnum;
-    let ops = if opts.ops.is_empty() {
-        Op::value_variants().to_vec()
-    } else {
-        engine::first_occurrences(&opts.ops)
-    };
-    let targets = if !ops.iter().any(|o| o.execs()) {
-        Vec::new()
-    } else if opts.targets.is_empty() {
-        Target::value_variants().to_vec()
-    } else {
-        engine::first_occurrences(&opts.targets)
-    };
-    let sizes = if !ops.iter().any(|o| o.is_process()) {
-        Vec::new()
-    } else if !opts.parent_mib.is_empty() {
-        engine::first_occurrences(&opts.parent_mib)
-    } else if quick {
-        QUICK_PARENT_MIB.to_vec()
-    } else {
-        DEFAULT_PARENT_MIB.to_vec()
-    };
-    let mappings = if !ops.contains(&Op::Fork) {
-        Vec::new()
-    } else if !opts.mappings.is_empty() {
-        engine::first_occurrences(&opts.mappings)
-    } else if quick {
-        Vec::new()
-    } else {
-        DEFAULT_MAPPINGS.to_vec()
-    };
-    Plan {
-        ops,
-        targets,
-        sizes,
-        mappings,
-    }
-}
-
-/// What a run needs at once, for the pre-flight check: the measuring process, the
-/// coordinator's signal thread and the one task being created (and, for threads, the one just
-/// joined, which the kernel may not have released yet); and, when `--parent-mib` was given,
-/// the largest parent memory with its margin (a default size that does not fit is reported as
-/// not measured instead).
-fn needs(opts: &Options, quick: bool) -> Needs {
-    let p = plan(opts, quick);
-    let thread = p.ops.contains(&Op::Thread);
-    let tasks = 3 + u64::from(thread);
-    let why = if thread {
-        "the measuring process, the coordinator's signal thread, the task being created and \
-         a thread just joined that the kernel may still be releasing"
-    } else {
-        "the measuring process, the coordinator's signal thread and the task being created"
-    };
-    let largest = p.sizes.iter().copied().max();
-    let memory_kib = largest.filter(|_| !opts.parent_mib.is_empty()).map(|mib| {
-        (
-            mib * 1024 + MEMORY_MARGIN_KIB,
-            format!(
-                "{mib} MiB of touched parent memory and {} MiB left free",
-                MEMORY_MARGIN_KIB / 1024
-            ),
-        )
-    });
-    let what = match (&memory_kib, largest) {
-        (Some(_), Some(mib)) => format!("{NAME} --parent-mib {mib}"),
-        _ => NAME.to_owned(),
-    };
-    Needs {
-        what,
-        instead: memory_kib
-            .is_some()
-            .then(|| "use a smaller --parent-mib".to_owned()),
-        tasks: Some((tasks, why.to_owned())),
-        memory_kib,
-        ..Needs::default()
-    }
-}
 
 /// A field of `/proc/meminfo`, KiB.
 fn meminfo_kib(field: &str) -> Option<u64> {
@@ -285,118 +100,6 @@ impl ParentState {
             anon_huge_pages_kib: kib_field(&rollup, "AnonHugePages"),
         }
     }
-}
-
-/// A program an exec op starts.
-#[derive(Debug, Clone)]
-struct Program {
-    path: PathBuf,
-    bytes: u64,
-    linking: String,
-}
-
-/// The ELF interpreter named in `bytes` (`Some(None)`: none, a static program), or `None` when
-/// `bytes` is not a 64-bit little-endian ELF file.
-fn elf_interpreter(bytes: &[u8]) -> Option<Option<String>> {
-    let u16_at = |o: usize| Some(u16::from_le_bytes(bytes.get(o..o + 2)?.try_into().ok()?));
-    let u32_at = |o: usize| Some(u32::from_le_bytes(bytes.get(o..o + 4)?.try_into().ok()?));
-    let u64_at = |o: usize| Some(u64::from_le_bytes(bytes.get(o..o + 8)?.try_into().ok()?));
-    // ELF magic, ELFCLASS64, ELFDATA2LSB.
-    if bytes.get(..6)? != b"\x7fELF\x02\x01" {
-        return None;
-    }
-    let phoff = usize::try_from(u64_at(0x20)?).ok()?;
-    let phentsize = usize::from(u16_at(0x36)?);
-    let phnum = usize::from(u16_at(0x38)?);
-    for i in 0..phnum {
-        let ph = phoff.checked_add(i.checked_mul(phentsize)?)?;
-        const PT_INTERP: u32 = 3;
-        if u32_at(ph)? == PT_INTERP {
-            let off = usize::try_from(u64_at(ph + 0x08)?).ok()?;
-            let len = usize::try_from(u64_at(ph + 0x20)?).ok()?;
-            let raw = bytes.get(off..off.checked_add(len)?)?;
-            let name = String::from_utf8_lossy(raw)
-                .trim_end_matches('\0')
-                .to_owned();
-            return Some(Some(name));
-        }
-    }
-    Some(None)
-}
-
-fn linking_of(bytes: &[u8]) -> String {
-    match elf_interpreter(bytes) {
-        Some(None) => "static".into(),
-        Some(Some(interp)) => format!("dynamic (interpreter {interp})"),
-        None => "unknown (not a 64-bit little-endian ELF file)".into(),
-    }
-}
-
-/// Writes the static helper into `dir`, owner-only (0700); `Err` is why there is none.
-fn write_helper(dir: &Path) -> Result<Program, String> {
-    use std::io::Write;
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    let bytes = sys::static_helper()
-        .map_err(|r| format!("oscost was built without its static helper: {r}"))?;
-    let path = dir.join(HELPER_NAME);
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o700)
-        .open(&path)
-        .and_then(|mut f| f.write_all(bytes))
-        // The umask may have taken bits away.
-        .and_then(|()| std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700)));
-    written.map_err(|e| format!("writing the helper to {}: {e}", path.display()))?;
-    Ok(Program {
-        path,
-        bytes: bytes.len() as u64,
-        linking: linking_of(bytes),
-    })
-}
-
-/// The dynamically linked program, or why it cannot be used.
-fn dynamic_target() -> Result<Program, String> {
-    let path = PathBuf::from(DYNAMIC_TARGET);
-    let bytes = std::fs::read(&path).map_err(|e| format!("{DYNAMIC_TARGET}: {e}"))?;
-    Ok(Program {
-        bytes: bytes.len() as u64,
-        linking: linking_of(&bytes),
-        path,
-    })
-}
-
-/// Starts `program` once (posix_spawn, waited for): a limit is an error; any other failure
-/// (a directory mounted noexec, a program that fails) is the reason it is not measured. A
-/// file just written may be busy for a moment if another thread forked while it was open
-/// (only in the tests, which run threads side by side): ETXTBSY is retried for a while.
-fn probe(program: &Program) -> anyhow::Result<Result<(), String>> {
-    let mut c =
-        Creator::new(Method::PosixSpawn, Some(&program.path)).context("preparing a probe start")?;
-    for _ in 0..200 {
-        match c.once(1, 1) {
-            Ok(()) => return Ok(Ok(())),
-            Err(e) if e.downcast_ref::<LimitError>().is_some() => return Err(e),
-            Err(e) => {
-                let busy = e
-                    .root_cause()
-                    .downcast_ref::<std::io::Error>()
-                    .and_then(|io| io.raw_os_error())
-                    == Some(libc::ETXTBSY);
-                if !busy {
-                    return Ok(Err(format!(
-                        "{} could not be started: {e:#}",
-                        program.path.display()
-                    )));
-                }
-                std::thread::sleep(Duration::from_millis(10));
-            }
-        }
-    }
-    Ok(Err(format!(
-        "{} stayed busy (ETXTBSY) for 2 s",
-        program.path.display()
-    )))
 }
 
 /// One case being sampled.
@@ -617,27 +320,6 @@ fn validate(p: &Plan, ctx: &Context) -> anyhow::Result<()> {
         }
     }
     Ok(())
-}
-
-/// The programs of the chosen targets, each with its reason when it cannot be used.
-fn programs(
-    p: &Plan,
-    dir: Option<&ScratchDir>,
-) -> anyhow::Result<Vec<(Target, Result<Program, String>)>> {
-    let mut out = Vec::new();
-    for &t in &p.targets {
-        let program = match (t, dir) {
-            (Target::Static, Some(d)) => write_helper(d.path()),
-            (Target::Static, None) => Err("no private directory to write it to".into()),
-            (Target::Dynamic, _) => dynamic_target(),
-        };
-        let program = match program {
-            Ok(prog) => probe(&prog)?.map(|()| prog),
-            Err(e) => Err(e),
-        };
-        out.push((t, program));
-    }
-    Ok(out)
 }
 
 /// Runs every chosen op: the process ops at each parent size, then the thread op.
@@ -911,76 +593,6 @@ fn unreaped_check(left: bool, after: &str) -> Check {
              measuring process left, running or ended"
         ),
     )
-}
-
-/// For every fork case above the smallest parent measured: what the larger parent adds; for
-/// every fork with mappings: what each mapping adds.
-fn derived(cases: &[Case]) -> Vec<DerivedSpec> {
-    let mut out = over_smallest(cases);
-    out.extend(per_mapping(cases));
-    out
-}
-
-/// Fork with mappings less fork with the parent size they were held beside, per mapping.
-fn per_mapping(cases: &[Case]) -> Vec<DerivedSpec> {
-    let fork_at = |mib: u64| {
-        cases
-            .iter()
-            .find(|c| c.id == case_id(Op::Fork, None, Some(mib)))
-    };
-    cases
-        .iter()
-        .filter_map(|c| {
-            let n = c.params.get("mappings")?.as_u64()?;
-            let base_mib = c.params.get("base_parent_mib")?.as_u64()?;
-            let base = fork_at(base_mib)?;
-            let w = 1.0 / n as f64;
-            Some(DerivedSpec {
-                id: oscost_model::ids::spawn::per_mapping(&c.id),
-                description: format!(
-                    "fork with {n} one-page shared mappings minus fork without them (parent \
-                     holding {base_mib} MiB either way), per mapping: duplicating a mapping \
-                     for the child and tearing the child's copy down"
-                ),
-                terms: vec![(c.id.clone(), w), (base.id.clone(), -w)],
-                flagged: engine::failed_checks(c).or_else(|| engine::failed_checks(base)),
-            })
-        })
-        .collect()
-}
-
-/// For every fork case above the smallest parent measured: what the larger parent adds.
-fn over_smallest(cases: &[Case]) -> Vec<DerivedSpec> {
-    let forks: Vec<(&Case, u64)> = cases
-        .iter()
-        .filter(|c| c.params.get("op").and_then(|v| v.as_str()) == Some("fork"))
-        .filter_map(|c| Some((c, c.params.get("parent_mib")?.as_u64()?)))
-        .collect();
-    let Some(&(small, small_mib)) = forks.iter().min_by_key(|(_, m)| *m) else {
-        return Vec::new();
-    };
-    let pte = |c: &Case| {
-        c.counters
-            .get("vm_pte_kib")
-            .map_or_else(|| "?".to_owned(), |v| format!("{v:.0}"))
-    };
-    forks
-        .iter()
-        .filter(|(_, m)| *m > small_mib)
-        .map(|&(big, mib)| DerivedSpec {
-            id: oscost_model::ids::spawn::over(&big.id, small_mib),
-            description: format!(
-                "fork with {mib} MiB of touched parent memory minus fork with {small_mib} MiB: \
-                 copying the larger parent's page tables (VmPTE {} against {} KiB) and \
-                 write-protecting its pages for copy-on-write, and tearing the child's copy \
-                 down again",
-                pte(big),
-                pte(small)
-            ),
-            terms: vec![(big.id.clone(), 1.0), (small.id.clone(), -1.0)],
-            flagged: engine::failed_checks(big).or_else(|| engine::failed_checks(small)),
-        })
-        .collect()
 }
 
 #[cfg(test)]
