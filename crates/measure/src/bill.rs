@@ -563,6 +563,11 @@ pub fn run(
         let in_window = cost.as_ref().map_or(0.0, |c| c.in_window_ns);
         let floor = cost.as_ref().map_or(0.0, |c| c.bare_ns);
         fill(&mut bill, t, end, in_window, floor);
+        if bill.mechanism.missing.iter().any(|m| m == "sched_waking") {
+            if let Some(s) = bill.sched.as_mut() {
+                s.cross_cpu_wakeups = None;
+            }
+        }
         let calls: u64 = bill.calls.iter().map(|c| c.count).sum();
         bill.probe_cost = cost.map(|c| ProbeCost {
             per_call_ns: c.added_ns,
@@ -764,6 +769,7 @@ fn fill(bill: &mut Bill, t: &Totals, end: u64, in_window: f64, floor: f64) {
         blocked_ns: sum(|k| k.blocked_ns),
         wake_latency_p50_ns: hist_quantile(&t.wake_latency, 0.5),
         wake_latency_p99_ns: hist_quantile(&t.wake_latency, 0.99),
+        cross_cpu_wakeups: Some(t.cross_cpu_wakeups),
     });
 }
 

@@ -681,6 +681,9 @@ pub fn render(bill: &Bill, width: usize) -> String {
                 fmt_ns(p99)
             ));
         }
+        if let Some(n) = s.cross_cpu_wakeups.filter(|n| *n > 0) {
+            ev.push(format!("{} woken by it on another CPU", grouped(n as f64)));
+        }
     }
     if !ev.is_empty() {
         out.push('\n');
@@ -800,6 +803,7 @@ pub(crate) mod tests {
                 blocked_ns: 1_500_000,
                 wake_latency_p50_ns: Some(1000.0),
                 wake_latency_p99_ns: Some(5000.0),
+                cross_cpu_wakeups: None,
             }),
             interrupts: vec![],
             events: Events::default(),
