@@ -9,6 +9,7 @@ use oscost_model::schema::ResultDoc;
 use std::collections::BTreeMap;
 
 mod compare;
+mod cpus;
 mod fleet;
 mod predict;
 mod reprice;
@@ -16,6 +17,7 @@ pub use compare::{
     compare_bills, render_bill_comparison, BillComparison, BillRow, BillVerdict,
     BILL_COMPARE_SCHEMA,
 };
+pub use cpus::{predict_cpus, several_cpus, wake_price, NO_CROSS_COUNT, WAKE_PRICED_BY};
 pub use fleet::{bill_fleet, render_bill_fleet, BillFleet, FleetBillRow, BILL_FLEET_SCHEMA};
 pub use predict::{
     check_under, predict_container, predict_seccomp, render_check, render_prediction, Paid,
