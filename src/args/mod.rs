@@ -287,15 +287,18 @@ pub struct BillArgs {
     /// with a profile in Docker's JSON format (moby's `default.json` and the like), its rules
     /// chosen for this machine; `container` has it born in new
     /// mount, UTS, IPC, PID, network and cgroup namespaces, as a runtime starts one (root;
-    /// the command is its PID namespace's init, its network only a loopback, down)
+    /// the command is its PID namespace's init, its network only a loopback, down);
+    /// `cpus=LIST` pins it to those CPUs (`cpus=0`, `cpus=0,1`, `cpus=0-1`; each one oscost
+    /// may run on), with sched_setaffinity just before it executes
     #[arg(long, value_name = "SETTING", conflicts_with = "pid",
           value_parser = values::parse_setting)]
     pub under: Option<values::Setting>,
     /// With --under: bill the command this many times plainly and as many under the
     /// setting, in turn, and hold the measured change (of its time on a CPU for a seccomp
-    /// profile, of its wall time for a container: the median of the rounds' ratios, with its
-    /// 95 % CI) against the change predicted from the plain bill and the setting's measured
-    /// price; prints the check and the last bill under the setting, saves nothing
+    /// profile, of its wall time for a container or one CPU: the median of the rounds'
+    /// ratios, with its 95 % CI) against the change predicted from the plain bill and the
+    /// setting's measured price; prints the check and the last bill under the setting, saves
+    /// nothing
     #[arg(long, value_name = "N", requires = "under",
           value_parser = clap::value_parser!(u32).range(3..=1000))]
     pub rounds: Option<u32>,
@@ -321,10 +324,12 @@ pub enum BillCommand {
         #[arg(long, value_name = "RUN|FILE")]
         prices: Option<String>,
         /// Predict what it would cost under this setting (`seccomp=default`,
-        /// `seccomp=FILE.json`, `container`) from its counts and the setting's measured price
-        /// (from --prices, else the history's newest `oscost seccomp` or `oscost ns`; for a
-        /// profile file, the newest `oscost seccomp --profile` of a file with the same
-        /// content), without running it
+        /// `seccomp=FILE.json`, `container`, `cpus=ONE`) from its counts and the setting's
+        /// measured price (from --prices, else the history's newest `oscost seccomp`, `oscost
+        /// ns` or `oscost switch`; for a profile file, the newest `oscost seccomp --profile` of
+        /// a file with the same content), without running it. On one CPU, each of its
+        /// wake-ups that crossed CPUs costs a same-CPU wake-up instead; on several, which
+        /// cross is the scheduler's choice, and no figure is given
         #[arg(long, value_name = "SETTING", value_parser = values::parse_setting)]
         predict_under: Option<values::Setting>,
     },
@@ -358,6 +363,8 @@ const BILL_HELP: &str = "Examples:
                                            the prediction checked: plain and under, in turn
   oscost bill --under container --rounds 9 -- ./a.out
                                            the same in a container's namespaces
+  oscost bill --under cpus=0 -- ./server   pinned to CPU 0
+  oscost bill show --predict-under cpus=0  its wake-ups across CPUs priced as same-CPU ones
 
 The bill goes to stderr (or --output), so the command's own output is untouched. Each line is
 a part of the program's time: user CPU, kernel CPU (system calls by name, interrupts, page

@@ -127,6 +127,8 @@ pub enum Setting {
     /// `container`: new mount, UTS, IPC, PID, network and cgroup namespaces, the command born
     /// in them, as oscost's `ns.container` child is.
     Container,
+    /// `cpus=LIST`: pinned to these CPUs (`0`, `0,1`, `0-1`), sorted, each once.
+    Cpus(Vec<usize>),
 }
 
 impl Setting {
@@ -136,13 +138,18 @@ impl Setting {
             Setting::SeccompDefault => "seccomp=default".into(),
             Setting::SeccompFile(p) => format!("seccomp={}", p.display()),
             Setting::Container => "container".into(),
+            Setting::Cpus(cpus) => format!("cpus={}", oscost_model::cpulist::format(cpus)),
         }
     }
 }
 
-/// `seccomp=default`, `seccomp=FILE` or `container`.
+/// `seccomp=default`, `seccomp=FILE`, `container` or `cpus=LIST`.
 pub(super) fn parse_setting(s: &str) -> Result<Setting, String> {
     match s.trim() {
+        "cpus=" => Err("`cpus=` names no CPU (`cpus=0`, `cpus=0,1`, `cpus=0-1`)".into()),
+        other if other.starts_with("cpus=") => oscost_model::cpulist::parse(&other[5..])
+            .map(Setting::Cpus)
+            .map_err(|e| format!("`{other}`: {e}")),
         "seccomp=default" => Ok(Setting::SeccompDefault),
         "container" => Ok(Setting::Container),
         "seccomp=" => Err(
@@ -154,7 +161,7 @@ pub(super) fn parse_setting(s: &str) -> Result<Setting, String> {
         )),
         other => Err(format!(
             "`{other}` is not a setting oscost bills under (`seccomp=default`, \
-             `seccomp=FILE.json`, `container`)"
+             `seccomp=FILE.json`, `container`, `cpus=LIST`)"
         )),
     }
 }
@@ -178,17 +185,41 @@ mod tests {
             Setting::SeccompDefault,
             Setting::SeccompFile("mine.json".into()),
             Setting::Container,
+            Setting::Cpus(vec![0]),
+            Setting::Cpus(vec![0, 1, 3]),
         ] {
             assert_eq!(parse_setting(&s.name()), Ok(s));
         }
         let e = parse_setting("docker").unwrap_err();
         assert!(
-            e.contains("`seccomp=default`, `seccomp=FILE.json`, `container`"),
+            e.contains("`seccomp=default`, `seccomp=FILE.json`, `container`, `cpus=LIST`"),
             "{e}"
         );
         assert!(parse_setting("seccomp=")
             .unwrap_err()
             .contains("names no profile"));
+    }
+
+    #[test]
+    fn a_cpu_list_is_read_in_the_kernels_syntax() {
+        for (text, cpus) in [
+            ("cpus=0", vec![0]),
+            ("cpus=0,1", vec![0, 1]),
+            ("cpus=0-1", vec![0, 1]),
+            ("cpus=1,0,1", vec![0, 1]),
+            ("cpus=0-2,5", vec![0, 1, 2, 5]),
+        ] {
+            assert_eq!(parse_setting(text), Ok(Setting::Cpus(cpus)), "{text}");
+        }
+        assert_eq!(Setting::Cpus(vec![0, 1]).name(), "cpus=0-1");
+        assert!(parse_setting("cpus=").unwrap_err().contains("names no CPU"));
+        for bad in ["cpus=x", "cpus=0-", "cpus=-1", "cpus=0,,1", "cpus=1.5"] {
+            let e = parse_setting(bad).unwrap_err();
+            assert!(e.contains("is not a CPU list"), "{bad}: {e}");
+            assert!(e.starts_with(&format!("`{bad}`")), "{bad}: {e}");
+        }
+        let e = parse_setting("cpus=3-1").unwrap_err();
+        assert!(e.contains("runs backwards"), "{e}");
     }
 
     #[test]

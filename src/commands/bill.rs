@@ -55,9 +55,11 @@ pub fn run(args: BillArgs, cfg: &Config) -> anyhow::Result<ExitCode> {
     }
     // Prices first: a bad --prices is refused before the command runs; so is a --history
     // that cannot take the bill.
-    // A --prices run that timed only a profile file (`seccomp --profile`) holds no price of
-    // the book, and is still what the rounds under that file predict with.
-    let file_rounds = args.rounds.is_some() && matches!(args.under, Some(Setting::SeccompFile(_)));
+    // A --prices run that timed only a profile file (`seccomp --profile`), or only `switch`'s
+    // wake-ups, holds no price of the book, and is still what the rounds under that file (or
+    // on one CPU) predict with.
+    let file_rounds = args.rounds.is_some()
+        && matches!(args.under, Some(Setting::SeccompFile(_) | Setting::Cpus(_)));
     let (book, from) = prices_or_none(args.prices.as_deref(), file_rounds, cfg)?;
     let saving = crate::commands::measure::saving(cfg)?;
     let subject = match args.pid {
@@ -232,27 +234,47 @@ fn depth(args: &BillArgs) -> anyhow::Result<Option<Depth>> {
 fn priced(s: &Setting) -> Option<oscost_report::bill::Priced> {
     match s {
         Setting::SeccompDefault => Some(oscost_report::bill::Priced::SeccompProfile),
-        Setting::SeccompFile(_) => None,
         Setting::Container => Some(oscost_report::bill::Priced::ContainerSetup),
+        Setting::SeccompFile(_) | Setting::Cpus(_) => None,
     }
 }
 
 /// The price `s` is predicted with: a built-in setting's from `book`; a profile file's from
 /// the run `prices_arg` names, else the newest run of the history whose `seccomp --profile`
-/// measured a file of the same content (its SHA-256), whatever the file was called then.
+/// measured a file of the same content (its SHA-256), whatever the file was called then; one
+/// CPU's (a same-CPU wake-up less a cross-CPU one) likewise from one run of `switch` that
+/// measured both. Several CPUs have none, said in one line.
 fn setting_price(
     s: &Setting,
     book: Option<&PriceBook>,
     prices_arg: Option<&str>,
     cfg: &Config,
 ) -> anyhow::Result<Option<oscost_model::bill::Price>> {
-    let Setting::SeccompFile(path) = s else {
-        return Ok(book.and_then(|b| priced(s).and_then(|p| b.get(p))).cloned());
-    };
-    let file = oscost_measure::seccomp_file::ProfileFile::read(path)?;
-    let find = |doc: &ResultDoc, run: &str| {
-        oscost_report::bill::seccomp_file_price(doc, run, &file.digest)
-    };
+    match s {
+        Setting::SeccompFile(path) => {
+            let file = oscost_measure::seccomp_file::ProfileFile::read(path)?;
+            newest_price("seccomp", prices_arg, cfg, |doc, run| {
+                oscost_report::bill::seccomp_file_price(doc, run, &file.digest)
+            })
+        }
+        Setting::Cpus(cpus) if cpus.len() > 1 => {
+            anyhow::bail!("{}", oscost_report::bill::several_cpus(&s.name()))
+        }
+        Setting::Cpus(_) => {
+            newest_price("switch", prices_arg, cfg, oscost_report::bill::wake_price)
+        }
+        _ => Ok(book.and_then(|b| priced(s).and_then(|p| b.get(p))).cloned()),
+    }
+}
+
+/// A price `find` reads from the run `prices_arg` names, else from the newest run of the
+/// history that ran `experiment` and holds it.
+fn newest_price(
+    experiment: &str,
+    prices_arg: Option<&str>,
+    cfg: &Config,
+    find: impl Fn(&ResultDoc, &str) -> Option<oscost_model::bill::Price>,
+) -> anyhow::Result<Option<oscost_model::bill::Price>> {
     if let Some(arg) = prices_arg {
         let doc = prices_doc(arg, cfg)?;
         return Ok(find(&doc, doc.run_id.as_deref().unwrap_or(arg)));
@@ -272,7 +294,7 @@ fn setting_price(
         .list()
         .unwrap_or_default()
         .iter()
-        .filter(|r| r.experiments.iter().any(|e| e == "seccomp"))
+        .filter(|r| r.experiments.iter().any(|e| e == experiment))
     {
         if let Some(p) = history
             .get(&r.run_id)
@@ -298,6 +320,7 @@ fn measured_by(s: &Setting) -> String {
         Setting::Container => "`oscost ns --cases container` measures what a container's \
                                namespaces add to a program's life"
             .into(),
+        Setting::Cpus(_) => oscost_report::bill::WAKE_PRICED_BY.into(),
     }
 }
 
@@ -335,6 +358,15 @@ fn prediction(
             )
         }
         Setting::Container => oscost_report::bill::predict_container(bill, &s.name(), price),
+        Setting::Cpus(_) => {
+            oscost_report::bill::predict_cpus(bill, &s.name(), price).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "{}: the bill {}",
+                    s.name(),
+                    oscost_report::bill::NO_CROSS_COUNT
+                )
+            })?
+        }
     })
 }
 
@@ -350,6 +382,31 @@ fn under(s: &Setting) -> anyhow::Result<Under> {
              --predict-under container`"
         ),
         Setting::Container => Ok(Under::Container),
+        Setting::Cpus(cpus) => {
+            let allowed = oscost_sys::affinity()?;
+            let not: Vec<usize> = cpus
+                .iter()
+                .copied()
+                .filter(|c| !allowed.contains(c))
+                .collect();
+            if !not.is_empty() {
+                let list = oscost_model::cpulist::format(&not);
+                anyhow::bail!(
+                    "--under {}: {} not among the CPUs oscost may run on ({})",
+                    s.name(),
+                    if not.len() == 1 {
+                        format!("CPU {list} is")
+                    } else {
+                        format!("CPUs {list} are")
+                    },
+                    oscost_model::cpulist::format(&allowed)
+                );
+            }
+            Ok(Under::Cpus {
+                name: s.name(),
+                cpus: cpus.clone(),
+            })
+        }
         Setting::SeccompFile(path) => {
             let file = oscost_measure::seccomp_file::ProfileFile::read(path)?;
             Ok(Under::Seccomp {
@@ -396,9 +453,10 @@ fn predict(
              runs plainly"
         );
     }
-    // A profile file's price is looked up by its content alone, not in the book.
+    // A profile file's price is looked up by its content alone, and one CPU's by its pair of
+    // figures, not in the book.
     let book = match s {
-        Setting::SeccompFile(_) => None,
+        Setting::SeccompFile(_) | Setting::Cpus(_) => None,
         _ => prices(prices_arg, cfg)?.0,
     };
     let price = setting_price(s, book.as_ref(), prices_arg, cfg)?.ok_or_else(|| {

@@ -42,29 +42,40 @@ pub enum Under {
     /// `ns.container`'s child is, and as a container runtime starts one): it is the init of
     /// its PID namespace, and its network namespace has a loopback, down.
     Container,
+    /// Pinned to these CPUs (`sched_setaffinity` in the command's process just before it
+    /// executes: every task it makes inherits them); `name` as the user gave it (`cpus=0`).
+    Cpus {
+        /// `cpus=0`, `cpus=0-1`, …
+        name: String,
+        /// The CPUs.
+        cpus: Vec<usize>,
+    },
 }
 
 impl Under {
     /// The setting as the user named it.
     pub fn name(&self) -> &str {
         match self {
-            Under::Seccomp { name, .. } => name,
+            Under::Seccomp { name, .. } | Under::Cpus { name, .. } => name,
             Under::Container => "container",
         }
     }
 
-    fn filter(&self) -> Option<&oscost_sys::seccomp::Program> {
+    /// How the command is born under it.
+    fn birth(&self) -> launch::Birth<'_> {
         match self {
-            Under::Seccomp { program, .. } => Some(program),
-            Under::Container => None,
-        }
-    }
-
-    /// The `CLONE_NEW*` flags the command is born with.
-    fn namespaces(&self) -> i32 {
-        match self {
-            Under::Seccomp { .. } => 0,
-            Under::Container => oscost_sys::ns::flags(&oscost_sys::ns::CONTAINER),
+            Under::Seccomp { program, .. } => launch::Birth {
+                filter: Some(program),
+                ..launch::Birth::default()
+            },
+            Under::Container => launch::Birth {
+                namespaces: oscost_sys::ns::flags(&oscost_sys::ns::CONTAINER),
+                ..launch::Birth::default()
+            },
+            Under::Cpus { cpus, .. } => launch::Birth {
+                cpus: Some(cpus),
+                ..launch::Birth::default()
+            },
         }
     }
 }
@@ -370,10 +381,9 @@ pub fn run(
                 return Err(BillError::Interrupted);
             }
             let start = now_ns();
-            let filter = under.as_ref().and_then(Under::filter);
-            let namespaces = under.as_ref().map_or(0, Under::namespaces);
-            control.init.store(namespaces != 0, Ordering::SeqCst);
-            let pid = start_command(argv, cg.as_ref(), filter, namespaces)?;
+            let birth = under.as_ref().map(Under::birth).unwrap_or_default();
+            control.init.store(birth.namespaces != 0, Ordering::SeqCst);
+            let pid = start_command(argv, cg.as_ref(), &birth)?;
             control.child.store(pid, Ordering::SeqCst);
             // A signal between the look above and now was not forwarded: forward it.
             let early = control.early.swap(0, Ordering::SeqCst);
@@ -563,6 +573,11 @@ pub fn run(
         let in_window = cost.as_ref().map_or(0.0, |c| c.in_window_ns);
         let floor = cost.as_ref().map_or(0.0, |c| c.bare_ns);
         fill(&mut bill, t, end, in_window, floor);
+        if bill.mechanism.missing.iter().any(|m| m == "sched_waking") {
+            if let Some(s) = bill.sched.as_mut() {
+                s.cross_cpu_wakeups = None;
+            }
+        }
         let calls: u64 = bill.calls.iter().map(|c| c.count).sum();
         bill.probe_cost = cost.map(|c| ProbeCost {
             per_call_ns: c.added_ns,
@@ -589,6 +604,11 @@ pub fn run(
              namespace had only a loopback, down"
                 .into(),
         ),
+        Subject::Command(_, Some(u @ Under::Cpus { .. })) => bill.notes.push(format!(
+            "under {}: its first sched_setaffinity call is oscost pinning it, in the command's \
+             process just before it executed",
+            u.name()
+        )),
         _ => {}
     }
     Ok(bill)
@@ -599,19 +619,18 @@ pub fn run(
 fn start_command(
     argv: &[OsString],
     cg: Option<&BillCgroup>,
-    filter: Option<&oscost_sys::seccomp::Program>,
-    namespaces: i32,
+    birth: &launch::Birth,
 ) -> Result<i32, BillError> {
     if let Some(c) = cg {
         let dir = fs::File::open(&c.path)
             .map_err(|e| BillError::Other(format!("opening {}: {e}", c.path.display())))?;
         if let Some(pid) =
-            launch::spawn_into(argv, &dir, filter, namespaces).map_err(|e| not_started(argv, &e))?
+            launch::spawn_into(argv, &dir, birth).map_err(|e| not_started(argv, &e))?
         {
             return Ok(pid);
         }
     }
-    if namespaces != 0 {
+    if birth.namespaces != 0 {
         // Moved into namespaces after it started, the command would not be its PID
         // namespace's init, nor born as a runtime starts it: not the setting asked for.
         return Err(BillError::Other(
@@ -629,7 +648,7 @@ fn start_command(
         ),
         None => None,
     };
-    let child = launch::spawn(argv, procs.as_ref(), filter).map_err(|e| not_started(argv, &e))?;
+    let child = launch::spawn(argv, procs.as_ref(), birth).map_err(|e| not_started(argv, &e))?;
     Ok(child.id() as i32)
 }
 
@@ -764,6 +783,7 @@ fn fill(bill: &mut Bill, t: &Totals, end: u64, in_window: f64, floor: f64) {
         blocked_ns: sum(|k| k.blocked_ns),
         wake_latency_p50_ns: hist_quantile(&t.wake_latency, 0.5),
         wake_latency_p99_ns: hist_quantile(&t.wake_latency, 0.99),
+        cross_cpu_wakeups: Some(t.cross_cpu_wakeups),
     });
 }
 

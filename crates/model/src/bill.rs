@@ -181,6 +181,12 @@ pub struct Sched {
     pub wake_latency_p50_ns: Option<f64>,
     /// See `wake_latency_p50_ns`.
     pub wake_latency_p99_ns: Option<f64>,
+    /// Wake-ups by the program itself (one of its tasks, or an interrupt while one ran) after
+    /// which the woken task ran on another CPU than the waker's: what pinning the program to
+    /// one CPU makes same-CPU wake-ups. `None`: not counted (a bill made before oscost counted
+    /// them, or a kernel without `sched:sched_waking`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cross_cpu_wakeups: Option<u64>,
 }
 
 /// Interrupts of one kind that ran while one of the program's tasks was current.
@@ -332,4 +338,29 @@ pub struct Bill {
     pub checks: Vec<BillCheck>,
     /// What the reader should know (a refusal, a missed count, an indirect cost).
     pub notes: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A bill made before oscost counted cross-CPU wake-ups reads, the count unknown; one
+    /// made since keeps it.
+    #[test]
+    fn a_sched_without_the_cross_cpu_count_still_reads() {
+        let old = r#"{"voluntary": 3, "involuntary": 1, "wakeups": 3, "oncpu_ns": 10,
+            "wait_ns": 2, "blocked_ns": 5, "wake_latency_p50_ns": 700.0,
+            "wake_latency_p99_ns": null}"#;
+        let s: Sched = serde_json::from_str(old).expect("an old bill's sched reads");
+        assert_eq!(s.cross_cpu_wakeups, None);
+        assert_eq!(s.wakeups, 3);
+        assert!(!serde_json::to_string(&s).unwrap().contains("cross_cpu"));
+        let new = Sched {
+            cross_cpu_wakeups: Some(2),
+            ..s
+        };
+        let text = serde_json::to_string(&new).unwrap();
+        assert!(text.contains(r#""cross_cpu_wakeups":2"#), "{text}");
+        assert_eq!(serde_json::from_str::<Sched>(&text).unwrap(), new);
+    }
 }

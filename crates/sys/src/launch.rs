@@ -22,14 +22,27 @@ pub fn become_subreaper() -> io::Result<()> {
     Ok(())
 }
 
+/// How a command is born, beyond a shell's way: what its process does to itself just before
+/// it executes the command, and the namespaces it is born in.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Birth<'a> {
+    /// A seccomp filter installed (with `no_new_privs`) just before exec.
+    pub filter: Option<&'a Program>,
+    /// `CLONE_NEW*` flags the child is born with (0: none; [`spawn_into`] only).
+    pub namespaces: i32,
+    /// The CPUs the command may run on, set (`sched_setaffinity`) just before exec, before
+    /// any filter is installed.
+    pub cpus: Option<&'a [usize]>,
+}
+
 /// Starts `argv` with this process's standard streams; when `procs` is given (a cgroup's
 /// `cgroup.procs`, open for writing), the child moves itself into that cgroup before it
-/// executes the command, so every event of the command is the cgroup's. With `filter`, the
-/// command runs under that seccomp filter (and `no_new_privs`), installed just before exec.
+/// executes the command, so every event of the command is the cgroup's. `birth`'s filter and
+/// CPUs are applied in the child just before exec (its namespaces are [`spawn_into`]'s).
 pub fn spawn(
     argv: &[OsString],
     procs: Option<&File>,
-    filter: Option<&Program>,
+    birth: &Birth,
 ) -> io::Result<std::process::Child> {
     let (first, rest) = argv
         .split_first()
@@ -50,7 +63,20 @@ pub fn spawn(
             })
         };
     }
-    if let Some(p) = filter.cloned() {
+    if let Some(cpus) = birth.cpus {
+        let set = crate::cpu_set(cpus)?;
+        // SAFETY: the closure makes one system call on a set it owns and builds an io::Error
+        // from errno: async-signal-safe, as a forked child needs.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
+            })
+        };
+    }
+    if let Some(p) = birth.filter.cloned() {
         // SAFETY: the closure makes two raw system calls on memory it owns and builds an
         // io::Error from errno: async-signal-safe, as a forked child needs.
         unsafe {
@@ -87,15 +113,11 @@ fn candidates(program: &std::ffi::OsStr) -> Vec<std::path::PathBuf> {
 /// is the cgroup's, so the kernel's per-cgroup counts and its own accounting of the child
 /// cover the same events. Returns the child's pid; a command that cannot be executed is an
 /// error of its `execve` (`NotFound`, `PermissionDenied`), the child already reaped. `Ok(None)`:
-/// this kernel has no `clone3` or no `CLONE_INTO_CGROUP` (use [`spawn`]). With `filter`, as
-/// [`spawn`]. `namespaces` (`CLONE_NEW*` flags, 0 for none) has the child born in new
-/// namespaces too, as a container runtime starts one.
-pub fn spawn_into(
-    argv: &[OsString],
-    cgroup: &File,
-    filter: Option<&Program>,
-    namespaces: i32,
-) -> io::Result<Option<i32>> {
+/// this kernel has no `clone3` or no `CLONE_INTO_CGROUP` (use [`spawn`]). `birth`'s CPUs and
+/// filter as [`spawn`]; its namespaces (`CLONE_NEW*` flags, 0 for none) have the child born in
+/// new namespaces too, as a container runtime starts one.
+pub fn spawn_into(argv: &[OsString], cgroup: &File, birth: &Birth) -> io::Result<Option<i32>> {
+    let (filter, namespaces) = (birth.filter, birth.namespaces);
     use std::ffi::CString;
     use std::os::unix::ffi::OsStrExt;
     let cstr = |b: &[u8]| {
@@ -126,6 +148,7 @@ pub fn spawn_into(
     arg_ptrs.push(std::ptr::null());
     let mut env_ptrs: Vec<*const libc::c_char> = env.iter().map(|a| a.as_ptr()).collect();
     env_ptrs.push(std::ptr::null());
+    let cpus = birth.cpus.map(crate::cpu_set).transpose()?;
     let mut fds = [0; 2];
     // SAFETY: fds is two writable ints.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -151,12 +174,19 @@ pub fn spawn_into(
     }
     if pid == 0 {
         // The child: only async-signal-safe calls until execve or _exit.
-        // SAFETY: sigset is plain data; the calls take valid pointers to it and to the
-        // strings and arrays built before the clone, which this copy of memory still holds.
+        // SAFETY: sigset is plain data; the calls take valid pointers to it and to the CPU
+        // set, strings and arrays built before the clone, which this copy of memory still holds.
         unsafe {
             let mut set: libc::sigset_t = std::mem::zeroed();
             libc::sigemptyset(&mut set);
             libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+            if let Some(c) = &cpus {
+                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), c) != 0 {
+                    let e = *libc::__errno_location();
+                    libc::write(wr.as_raw_fd(), (&e as *const i32).cast(), 4);
+                    libc::_exit(127);
+                }
+            }
             if let Some(p) = filter {
                 if crate::seccomp::install_now(p) != 0 {
                     let e = *libc::__errno_location();

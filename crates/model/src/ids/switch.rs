@@ -103,6 +103,11 @@ impl<'a> Id<'a> {
 pub const PIPE_SAME_SWITCH_COST: &str = "switch.pipe.threads.same.switch_cost";
 /// `switch.futex.threads.same.switch_cost`: the same over a futex.
 pub const FUTEX_SAME_SWITCH_COST: &str = "switch.futex.threads.same.switch_cost";
+/// `switch.pipe.threads.same.one_way`: a wake-up of a blocked thread on the same CPU, over a
+/// pipe (one post, one wait, one hand-over).
+pub const PIPE_SAME_ONE_WAY: &str = "switch.pipe.threads.same.one_way";
+/// `switch.futex.threads.same.one_way`: the same over a futex.
+pub const FUTEX_SAME_ONE_WAY: &str = "switch.futex.threads.same.one_way";
 /// `switch.pipe.threads.cross.one_way`: a wake-up of a thread on another CPU, over a pipe.
 pub const PIPE_CROSS_ONE_WAY: &str = "switch.pipe.threads.cross.one_way";
 /// `switch.futex.threads.cross.one_way`: the same over a futex.
@@ -175,6 +180,8 @@ mod tests {
         for (via, placement, d, text) in [
             ("pipe", "same", Derived::SwitchCost, PIPE_SAME_SWITCH_COST),
             ("futex", "same", Derived::SwitchCost, FUTEX_SAME_SWITCH_COST),
+            ("pipe", "same", Derived::OneWay, PIPE_SAME_ONE_WAY),
+            ("futex", "same", Derived::OneWay, FUTEX_SAME_ONE_WAY),
             ("pipe", "cross", Derived::OneWay, PIPE_CROSS_ONE_WAY),
             ("futex", "cross", Derived::OneWay, FUTEX_CROSS_ONE_WAY),
         ] {

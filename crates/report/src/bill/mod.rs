@@ -9,6 +9,7 @@ use oscost_model::schema::ResultDoc;
 use std::collections::BTreeMap;
 
 mod compare;
+mod cpus;
 mod fleet;
 mod predict;
 mod reprice;
@@ -16,6 +17,7 @@ pub use compare::{
     compare_bills, render_bill_comparison, BillComparison, BillRow, BillVerdict,
     BILL_COMPARE_SCHEMA,
 };
+pub use cpus::{predict_cpus, several_cpus, wake_price, NO_CROSS_COUNT, WAKE_PRICED_BY};
 pub use fleet::{bill_fleet, render_bill_fleet, BillFleet, FleetBillRow, BILL_FLEET_SCHEMA};
 pub use predict::{
     check_under, predict_container, predict_seccomp, render_check, render_prediction, Paid,
@@ -681,6 +683,9 @@ pub fn render(bill: &Bill, width: usize) -> String {
                 fmt_ns(p99)
             ));
         }
+        if let Some(n) = s.cross_cpu_wakeups.filter(|n| *n > 0) {
+            ev.push(format!("{} woken by it on another CPU", grouped(n as f64)));
+        }
     }
     if !ev.is_empty() {
         out.push('\n');
@@ -800,6 +805,7 @@ pub(crate) mod tests {
                 blocked_ns: 1_500_000,
                 wake_latency_p50_ns: Some(1000.0),
                 wake_latency_p99_ns: Some(5000.0),
+                cross_cpu_wakeups: None,
             }),
             interrupts: vec![],
             events: Events::default(),

@@ -17,6 +17,9 @@ pub enum Paid {
     PerCall,
     /// Once, in the wall time (a container's namespaces, made and taken down).
     Once,
+    /// By every wake-up that crossed CPUs, in the wall time (pinned to one CPU: see
+    /// [`super::cpus`]).
+    PerWakeUp,
 }
 
 /// What a setting is predicted to add to a bill.
@@ -91,7 +94,7 @@ pub fn predict_container(bill: &Bill, setting: &str, price: &Price) -> Predictio
 }
 
 /// A run as a line names it: an id's first eight characters, a file's name whole.
-fn run_label(run: &str) -> String {
+pub(super) fn run_label(run: &str) -> String {
     if run.contains('/') || run.contains('.') {
         run.to_owned()
     } else {
@@ -137,6 +140,7 @@ pub fn render_prediction(p: &Prediction, width: usize) -> String {
             share(p.added_ns, p.task_time_ns),
             fmt_ns(p.task_time_ns)
         ),
+        Paid::PerWakeUp => super::cpus::priced_line(p),
     };
     let mut lines = vec![format!("predicted under {}:", p.setting)];
     if p.refused.is_empty() {
@@ -253,16 +257,17 @@ pub fn check_under(predicted: Prediction, plain: &[Bill], under: &[Bill]) -> Opt
     // CPU moves with whatever else the machine runs. Under the setting, less the filter's
     // installation: oscost's, in the program's process before it executed.
     // A container's price lands in the wall time: its namespaces are made before the program
-    // runs its first instruction and taken down after its last.
+    // runs its first instruction and taken down after its last. So does a wake-up's, on one
+    // CPU: a latency, not work.
     let time = |b: &Bill| match predicted.paid {
         Paid::PerCall => on_cpu_ns(b),
-        Paid::Once => b.wall_ns as f64,
+        Paid::Once | Paid::PerWakeUp => b.wall_ns as f64,
     };
     let a: Vec<f64> = plain.iter().map(time).collect();
     // Under a seccomp setting, less the filter's installation (a container installs none).
     let installing_ns = |b: &Bill| match predicted.paid {
         Paid::PerCall => installing_ns(b),
-        Paid::Once => 0.0,
+        Paid::Once | Paid::PerWakeUp => 0.0,
     };
     let b: Vec<f64> = under.iter().map(|u| time(u) - installing_ns(u)).collect();
     let installing = median(&under.iter().map(installing_ns).collect::<Vec<_>>());
@@ -363,7 +368,7 @@ pub fn render_check(c: &UnderCheck, width: usize) -> String {
     );
     let (what, label) = match p.paid {
         Paid::PerCall => ("time on a CPU", "on a CPU (median)   "),
-        Paid::Once => ("wall time", "wall time (median)  "),
+        Paid::Once | Paid::PerWakeUp => ("wall time", "wall time (median)  "),
     };
     out.push_str(&format!(
         "  {label} plain {}   under {}\n",

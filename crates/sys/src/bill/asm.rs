@@ -38,6 +38,7 @@ pub(super) const LOOKUP: i32 = 1;
 pub(super) const UPDATE: i32 = 2;
 pub(super) const DELETE: i32 = 3;
 pub(super) const KTIME: i32 = 5;
+pub(super) const SMP_ID: i32 = 8;
 pub(super) const PID_TGID: i32 = 14;
 pub(super) const COMM: i32 = 16;
 pub(super) const CGROUP_ID: i32 = 80;

@@ -76,6 +76,9 @@ const T_WAKEUPS: i16 = 144;
 const T_FIRST: i16 = 152;
 const T_EXIT: i16 = 160;
 const T_COMM: i16 = 168;
+// The CPU its waker ran on, plus one (0: none recorded), when one of the program's tasks woke
+// it (`sched_waking`); taken when it comes in.
+const T_WAKER: i16 = 184;
 const TASK_BYTES: usize = 192;
 
 // The per-CPU totals, bytes.
@@ -107,6 +110,8 @@ const G_ACC_NS: i16 = 432;
 const G_PEND_IN: i16 = 440;
 const G_PEND_WOKEN: i16 = 448;
 const G_PEND_WAIT: i16 = 456;
+// Wake-ups by the program's own tasks after which the woken task ran on another CPU.
+const G_CROSS: i16 = 464;
 const G_LAT: i16 = 512;
 const GLOB_BYTES: usize = 512 + 8 * BUCKETS;
 
@@ -255,6 +260,10 @@ pub struct Totals {
     pub execs: u64,
     /// See `signals`.
     pub wakeups: u64,
+    /// Wake-ups whose waker was the program's (one of its tasks, or an interrupt while one
+    /// was current) and after which the woken task came in on a CPU other than the waker's:
+    /// the wake-ups that cross CPUs, which pinning the program to one CPU makes local.
+    pub cross_cpu_wakeups: u64,
     /// TLB flushes in the program's context by [`TLB_REASONS`].
     pub tlb: [u64; 5],
     /// Wake-up latencies (woken → on a CPU) by bucket.
@@ -442,6 +451,7 @@ impl Probe {
         t.processes = g[w(G_PROCS)];
         t.execs = g[w(G_EXECS)];
         t.wakeups = g[w(G_WAKEUPS)];
+        t.cross_cpu_wakeups = g[w(G_CROSS)];
         for (i, n) in t.tlb.iter_mut().enumerate() {
             *n = g[w(G_TLB) + i];
         }
@@ -593,6 +603,67 @@ mod live {
         assert!(me.voluntary >= 1, "{me:?}");
         assert!(me.blocked_ns >= 1_000_000, "{me:?}");
         assert!(me.calls >= 1000);
+    }
+
+    /// `n` round trips over two pipes between this thread and another, this one pinned to
+    /// `here` and the other to `there`.
+    fn ping_pong(n: u32, here: usize, there: usize) {
+        let (mut a_rd, mut a_wr) = std::io::pipe().expect("pipe");
+        let (mut b_rd, mut b_wr) = std::io::pipe().expect("pipe");
+        crate::set_affinity(&[here]).expect("pin");
+        let other = std::thread::spawn(move || {
+            use std::io::{Read, Write};
+            crate::set_affinity(&[there]).expect("pin");
+            let mut byte = [0u8];
+            for _ in 0..n {
+                a_rd.read_exact(&mut byte).expect("read");
+                b_wr.write_all(&byte).expect("write");
+            }
+        });
+        use std::io::{Read, Write};
+        let mut byte = [0u8];
+        for _ in 0..n {
+            a_wr.write_all(&byte).expect("write");
+            b_rd.read_exact(&mut byte).expect("read");
+        }
+        other.join().expect("the other thread");
+    }
+
+    /// A ping-pong across two CPUs counts its wake-ups as crossing CPUs; the same on one CPU
+    /// counts (next to) none.
+    #[test]
+    fn wake_ups_across_cpus_are_told_from_wake_ups_on_one() {
+        let cpus = crate::affinity().expect("affinity");
+        if cpus.len() < 2 {
+            return skip("needs two CPUs");
+        }
+        let count = |here: usize, there: usize| {
+            let pid = std::process::id();
+            let mut p = match Probe::load(Scope::Process(pid), Depth::Count) {
+                Ok(p) => p,
+                Err(e) => return Err(e.0),
+            };
+            p.attach().expect("attach");
+            ping_pong(200, here, there);
+            p.detach();
+            let t = p.read().expect("read");
+            crate::set_affinity(&cpus).expect("unpin");
+            Ok(t)
+        };
+        let across = match count(cpus[0], cpus[1]) {
+            Ok(t) => t,
+            // SAFETY: geteuid has no memory effects.
+            Err(e) if unsafe { libc::geteuid() } != 0 => {
+                return skip(&format!("needs root: {e}"));
+            }
+            Err(e) => panic!("as root, BPF must load: {e}"),
+        };
+        assert!(across.cross_cpu_wakeups >= 100, "{across:?}");
+        assert!(across.cross_cpu_wakeups <= across.wakeups, "{across:?}");
+        let one = count(cpus[0], cpus[0]).expect("loaded once already");
+        // Other tests' threads of this process may wake each other across CPUs meanwhile.
+        assert!(one.wakeups >= 100, "{one:?}");
+        assert!(one.cross_cpu_wakeups < 20, "{one:?}");
     }
 
     fn gettid() -> u32 {

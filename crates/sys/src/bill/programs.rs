@@ -304,6 +304,17 @@ fn switch(maps: Maps, scope: Scope) -> Program {
     p.ld(1, 8, G_IRQ_ALL);
     p.st(8, G_CUR_IRQ, 1);
     p.bind(no_call);
+    // Woken by the program (its waker's CPU recorded): in on another CPU than the waker's?
+    let local = p.label();
+    p.ld(1, 7, T_WAKER);
+    p.jmp(JEQ, 1, 0, local);
+    p.call(SMP_ID);
+    p.alui(ADD, 0, 1);
+    p.ld(1, 7, T_WAKER);
+    p.sti(7, T_WAKER, 0);
+    p.jmpx(JEQ, 1, 0, local);
+    p.incp(8, G_CROSS);
+    p.bind(local);
     p.ld(1, 7, T_OUT);
     p.jmp(JEQ, 1, 0, exit);
     p.sti(7, T_OUT, 0);
@@ -369,6 +380,24 @@ fn wakeup(maps: Maps, scope: Scope) -> Program {
     p.glob();
     p.inc(0, G_WAKEUPS);
     p.done("sched_wakeup")
+}
+
+/// `sched:sched_waking(p)`, in the waker's context: when the waker is the program's (one of its
+/// tasks, or an interrupt while one was current) and the task woken is one of its tasks that
+/// switched out, the waker's CPU is kept in the woken task's state, for the switch that brings
+/// it in to hold against its own CPU.
+fn waking(maps: Maps, scope: Scope) -> Program {
+    let mut p = Prog::new(maps, scope);
+    let exit = p.exit;
+    p.ours_or(exit);
+    p.ld(1, 6, 0);
+    p.task_of(1, exit);
+    p.ld(1, 7, T_OUT);
+    p.jmp(JEQ, 1, 0, exit);
+    p.call(SMP_ID);
+    p.alui(ADD, 0, 1);
+    p.st(7, T_WAKER, 0);
+    p.done("sched_waking")
 }
 
 /// A counter of the totals, bumped when the current task is the program's.
@@ -454,6 +483,7 @@ pub(super) fn programs(maps: Maps, scope: Scope, depth: Depth) -> Vec<Program> {
     }
     v.push(switch(maps, scope));
     v.push(wakeup(maps, scope));
+    v.push(waking(maps, scope));
     v.push(wakeup_new(maps, scope));
     v.push(task_exit(maps, scope));
     v.push(newtask(maps, scope));
