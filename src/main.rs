@@ -28,6 +28,8 @@ use std::process::ExitCode;
 static ALLOCATOR: oscost_sys::oom::Reporting = oscost_sys::oom::Reporting;
 
 fn main() -> ExitCode {
+    // Before any thread: under an address-space limit, the threads' stacks get its room.
+    oscost_sys::oom::one_arena_under_address_limit();
     if std::env::args_os()
         .nth(1)
         .is_some_and(|a| a == worker::ROLE)

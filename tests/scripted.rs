@@ -319,8 +319,9 @@ fn a_run_of_several_experiments_is_brief() {
     assert!(out.contains("  ✗ example.cost400: FAILED"), "{out}");
 }
 
-/// By default a kind of per-case warning is one summary line; `--verbose` adds every case's
-/// own text under it; `--quiet` prints no warning at all, and the result file keeps them all.
+/// By default a kind of per-case warning is one summary line and a passed check is counted;
+/// `--verbose` adds every case's own text under it and gives each passed check its figures;
+/// `--quiet` prints no warning at all, and the result file keeps them all.
 #[test]
 fn verbose_shows_every_warning_quiet_none() {
     let case_line = "example.cost400: a scripted warning on one case";
@@ -354,7 +355,28 @@ fn verbose_shows_every_warning_quiet_none() {
             verbose.lines().any(|l| l.trim_start() == case_line),
             "{verbose}"
         );
-        assert!(verbose.starts_with(&default[..default.find("warning: ").unwrap()]));
+        // The same tables, each passed check with its figures where the default counts it.
+        let counted = |t: &str| {
+            t[..t.find("warning: ").unwrap()]
+                .replace("✓ 1.00 events per op (expected 1 ± 0.05)", "✓ 1 check")
+        };
+        assert!(
+            default.contains("✓ 1 check") && !default.contains("✓ 1.00 events"),
+            "{default}"
+        );
+        assert!(verbose.contains("✓ 1.00 events per op"), "{verbose}");
+        assert_eq!(
+            counted(&verbose)
+                .lines()
+                .map(str::trim_end)
+                .map(|l| l.trim_end_matches(['│', ' ']))
+                .collect::<Vec<_>>(),
+            counted(&default)
+                .lines()
+                .map(str::trim_end)
+                .map(|l| l.trim_end_matches(['│', ' ']))
+                .collect::<Vec<_>>()
+        );
     }
 
     let dir = tempfile::tempdir().unwrap();

@@ -127,7 +127,8 @@ pub struct GlobalOpts {
 
     /// A suite's full tables, views and notes instead of a line per figure; under each
     /// table, every case's warning in full (by default one line per kind of warning, saying
-    /// how many cases it touched)
+    /// how many cases it touched); each passed check with its figures (by default counted),
+    /// every row of a view and how its figures were worked out
     #[arg(long, short, global = true, conflicts_with = "quiet")]
     pub verbose: bool,
 

@@ -195,6 +195,22 @@ fn as_20mb_signal_thread() {
     });
 }
 
+/// 8192 threads' stacks beyond a 300 MB address space (prlimit --as): refused before any
+/// worker thread starts, in one line naming RLIMIT_AS, what the run needs and the fix.
+#[test]
+fn as_300mb_split_8192_threads() {
+    case(false, |c| {
+        c.write("keep.csv", "precious\n");
+        let mut cmd = c.wrapped(&["prlimit", "--as=300000000"]);
+        cmd.args(["split", "--quick", "--form", "threads", "--tasks", "8192"]);
+        cmd.args(["--json", "r.json"]);
+        c.refused_cmd(
+            r"^oscost: split --tasks 8192 needs about [\d.]+ MiB of address space \(.* for each of 8192 threads, and about [\d.]+ MiB for the program itself\); RLIMIT_AS is 286\.1 MiB \(hard 286\.1 MiB\): raise it with ulimit -v \d+, or use fewer --tasks\n$",
+            &mut cmd,
+        );
+    });
+}
+
 /// `report published:NAME` beside a run that holds none of the study's figures: one line
 /// naming the study's experiments and the run to give, no page.
 #[test]

@@ -590,8 +590,9 @@ fn net_no_loopback() {
     });
 }
 
-/// Threads that run out of address space (prlimit --as) mid-run are never blamed on the
-/// process limit: the one line of the run's failure names RLIMIT_AS or prlimit --as.
+/// Threads that run out of address space (prlimit --as) are never blamed on the process
+/// limit: the one line of the run's failure (before it starts, or mid-run should the estimate
+/// fall short) names RLIMIT_AS or prlimit --as.
 #[test]
 fn as_300mb_split_4096_threads() {
     case(true, |c| {

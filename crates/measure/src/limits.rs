@@ -1,5 +1,5 @@
 //! The machine's limits an experiment can run into (open files, tasks, memory mappings,
-//! memory), read once before anything is measured, and the pre-flight check of what an
+//! memory, address space), read once before anything is measured, and the pre-flight check of what an
 //! experiment needs against them: a run that cannot fit is refused with one line naming the
 //! limit and how to raise it, before any experiment of the run starts measuring.
 //!
@@ -15,6 +15,10 @@ pub const FILES_MARGIN: u64 = 16;
 /// Mappings a measuring process may add beside the ones counted (its own heap arenas,
 /// libraries loaded late, the working set of the one-task control).
 pub const MAPS_MARGIN: u64 = 64;
+
+/// Address space, KiB, a measuring process may add beside what is counted: the mid-run check's
+/// room for the next threads, the run's shared memory, the heap's growth with the tasks.
+pub const ADDRESS_MARGIN_KIB: u64 = 16 << 10;
 
 /// `getrlimit` values: (soft, hard), `None` meaning unlimited.
 pub type Rlimit = (Option<u64>, Option<u64>);
@@ -58,6 +62,11 @@ pub struct Limits {
     pub maps_now: u64,
     /// `MemAvailable` of `/proc/meminfo`, KiB.
     pub mem_available_kib: Option<u64>,
+    /// RLIMIT_AS, bytes.
+    pub address_space: Option<Rlimit>,
+    /// Address space this process maps now, KiB (`/proc/self/statm`): what a fresh measuring
+    /// process of the same binary starts with, about.
+    pub mapped_now_kib: u64,
 }
 
 /// What an experiment will need at its largest, at once.
@@ -76,6 +85,21 @@ pub struct Needs {
     pub maps: Option<(u64, String)>,
     /// Memory, KiB, and why.
     pub memory_kib: Option<(u64, String)>,
+    /// Address space added to one process, KiB, and why (what the process maps already is
+    /// added by the check).
+    pub address_space_kib: Option<(u64, String)>,
+}
+
+/// The address space `n` worker threads map, KiB, and why: each one's stack, signal stack
+/// and their guard pages ([`oscost_sys::task::thread_address_space`]).
+pub fn thread_stacks(n: u64) -> (u64, String) {
+    (
+        n * oscost_sys::task::thread_address_space() / 1024,
+        format!(
+            "a {} KiB stack, a signal stack and their guard pages for each of {n} threads",
+            oscost_sys::task::THREAD_STACK_BYTES / 1024
+        ),
+    )
 }
 
 /// A round number somewhat above `n` to suggest as a new limit.
@@ -142,6 +166,13 @@ impl Limits {
                     .parse()
                     .ok()
             }),
+            address_space: oscost_sys::rlimit(libc::RLIMIT_AS).ok(),
+            mapped_now_kib: std::fs::read_to_string("/proc/self/statm")
+                .ok()
+                .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+                .map_or(0, |pages| {
+                    pages * oscost_sys::spawn::page_size() as u64 / 1024
+                }),
         }
     }
 
@@ -213,6 +244,24 @@ impl Limits {
                      {} for the program itself); vm.max_map_count is {max}: raise it with \
                      sysctl -w vm.max_map_count={}{instead}",
                     self.maps_now + MAPS_MARGIN,
+                    suggest(need)
+                );
+            }
+        }
+        if let (Some((kib, why)), Some((Some(soft), hard))) =
+            (&needs.address_space_kib, self.address_space)
+        {
+            let own = self.mapped_now_kib + ADDRESS_MARGIN_KIB;
+            let need = own + kib;
+            if soft / 1024 < need {
+                anyhow::bail!(
+                    "{what} needs about {} of address space ({why}, and about {} for the \
+                     program itself); RLIMIT_AS is {} (hard {}): raise it with ulimit -v {}\
+                     {instead}",
+                    kib_text(need),
+                    kib_text(own),
+                    kib_text(soft / 1024),
+                    hard.map_or_else(|| "unlimited".into(), |h| kib_text(h / 1024)),
                     suggest(need)
                 );
             }
@@ -327,6 +376,8 @@ mod tests {
             max_map_count: Some(65530),
             maps_now: 100,
             mem_available_kib: Some(8 << 20),
+            address_space: None,
+            mapped_now_kib: 0,
         }
     }
 
@@ -338,6 +389,7 @@ mod tests {
             tasks: Some((tasks, "why".into())),
             maps: Some((maps, "why".into())),
             memory_kib: Some((kib, "why".into())),
+            address_space_kib: None,
         }
     }
 
@@ -435,6 +487,39 @@ mod tests {
             e.contains("about 9.0 GiB of memory") && e.contains("MemAvailable is 8.0 GiB"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn thread_stacks_add_what_the_process_maps_against_the_address_space_limit() {
+        // 8192 threads of 80 KiB each (a 64 KiB stack, an 8 KiB signal stack and two guard
+        // pages) = 640 MiB, 24 MiB mapped already and the 16 MiB margin: 680 MiB against
+        // 300 MB (286.1 MiB).
+        let need = Needs {
+            what: "split --tasks 8192".into(),
+            instead: Some("use fewer --tasks".into()),
+            address_space_kib: Some((8192 * 80, "stacks".into())),
+            ..Needs::default()
+        };
+        let l = Limits {
+            address_space: Some((Some(300_000_000), Some(300_000_000))),
+            mapped_now_kib: 24 << 10,
+            ..roomy()
+        };
+        let e = l.check(&need).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "split --tasks 8192 needs about 680.0 MiB of address space (stacks, and about \
+             40.0 MiB for the program itself); RLIMIT_AS is 286.1 MiB (hard 286.1 MiB): raise \
+             it with ulimit -v 697000, or use fewer --tasks"
+        );
+        // 3000 threads: 234.4 MiB + 40 MiB fits; no limit, or no threads, is no check.
+        let fewer = Needs {
+            address_space_kib: Some((3000 * 80, "stacks".into())),
+            ..need.clone()
+        };
+        assert!(l.check(&fewer).is_ok());
+        assert!(roomy().check(&need).is_ok());
+        assert!(l.check(&Needs::default()).is_ok());
     }
 
     #[test]

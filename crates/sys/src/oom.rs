@@ -70,3 +70,18 @@ unsafe impl GlobalAlloc for Reporting {
         p
     }
 }
+
+/// Under an address-space limit (RLIMIT_AS), keeps malloc to one arena. glibc gives each new
+/// thread that allocates (every Rust thread does, registering its thread-local destructors)
+/// an arena of its own, up to 8 per CPU, each reserving 64 MiB of address space: under a
+/// limit those reservations take, 64 MiB at a time, the room a run's worker threads need
+/// for their stacks, so whether N threads fit would turn on the limit's size modulo 64 MiB
+/// and not on N. Call it first in `main`, before any thread starts; without a limit nothing
+/// changes.
+pub fn one_arena_under_address_limit() {
+    #[cfg(target_env = "gnu")]
+    if matches!(crate::rlimit(libc::RLIMIT_AS), Ok((Some(_), _))) {
+        // SAFETY: mallopt takes plain integers; no other thread exists yet to race with it.
+        unsafe { libc::mallopt(libc::M_ARENA_MAX, 1) };
+    }
+}

@@ -167,6 +167,7 @@ fn needs(opts: &Options, quick: bool) -> Option<Needs> {
             format!("a thread stack and its guard page (2) for each of {n} threads"),
         )),
         memory_kib: None,
+        address_space_kib: Some(crate::limits::thread_stacks(n64)),
     })
 }
 

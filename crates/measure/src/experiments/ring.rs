@@ -231,6 +231,7 @@ fn needs(opts: &Options, quick: bool) -> Option<Needs> {
         tasks,
         maps,
         memory_kib,
+        address_space_kib: (opts.kind == Kind::Threads).then(|| crate::limits::thread_stacks(n64)),
     })
 }
 

@@ -516,6 +516,7 @@ pub fn views(bill: &Bill) -> Vec<crate::views::View> {
     )];
     notes.extend(bill.notes.iter().cloned());
     let mut v = vec![View {
+        detail: Vec::new(),
         title: format!("The bill of {}", subject(bill)),
         head: ["part", "count", "time", "share", "priced (from)"]
             .map(String::from)
@@ -525,6 +526,7 @@ pub fn views(bill: &Bill) -> Vec<crate::views::View> {
     }];
     if bill.tasks.len() > 1 {
         v.push(View {
+            detail: Vec::new(),
             title: "Its tasks".into(),
             head: [
                 "task", "tid", "life", "on CPU", "waiting", "blocked", "faults",
@@ -550,6 +552,7 @@ pub fn views(bill: &Bill) -> Vec<crate::views::View> {
         });
     }
     v.push(View {
+        detail: Vec::new(),
         title: "Its checks".into(),
         head: ["check", "held", "detail"].map(String::from).to_vec(),
         rows: bill

@@ -1,6 +1,6 @@
 //! The Markdown exporter: the whole document as tables, for a README, an issue or a wiki.
 
-use super::table::{derived_rows, rows};
+use super::table::{derived_rows, rows, Notes};
 use super::{ExportOptions, Exporter};
 use crate::mdtext;
 use oscost_model::schema::ResultDoc;
@@ -38,9 +38,9 @@ pub fn markdown(doc: &ResultDoc) -> String {
     for e in &doc.experiments {
         s += &format!("\n## {}\n\n", e.name);
         let unit = doc.environment.clock.tick_unit.as_str();
-        let (head, r) = rows(e, unit, false);
+        let (head, r) = rows(e, unit, false, Notes::Whole);
         s += &md_table(&head, &r);
-        let d = derived_rows(e);
+        let d = derived_rows(e, Notes::Whole);
         if !d.is_empty() {
             s += "\n### derived\n\n";
             s += &md_table(&["figure", "estimate", "95% CI", unit, "notes"], &d);
@@ -49,7 +49,7 @@ pub fn markdown(doc: &ResultDoc) -> String {
             s += &format!("\n### {}\n\n", v.title);
             let head: Vec<&str> = v.head.iter().map(String::as_str).collect();
             s += &md_table(&head, &v.rows);
-            for n in &v.notes {
+            for n in v.notes.iter().chain(&v.detail) {
                 s += &format!("\n{n}\n");
             }
         }

@@ -13,22 +13,46 @@ pub(crate) const QUIET_WHEN_PASSED: &[&str] = &[
     "distinct_tasks",
 ];
 
+/// How much a notes column says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Notes {
+    /// Every check with its figures and the kind of every warning and note (a file's notes,
+    /// `--verbose`'s, and `--quiet`'s, which prints no warning lines under the table).
+    Whole,
+    /// Each failed check with its figures, the passed ones counted (`✓ 2 checks`), and the
+    /// kinds of warning: the terminal's default, whose lines under the table name each kind of
+    /// note once. A terminal's column: a warning of no known kind is cut to its room.
+    Brief,
+}
+
 /// Notes for a case: failed checks, noise, and the kind of each warning (`warm-up did not
 /// settle`), in words that stand on their own when the warnings themselves are not printed.
 /// `cut`: a warning of no known kind is cut to a column's room (a terminal's).
-fn notes(c: &CaseResult, cut: bool) -> String {
+fn notes(c: &CaseResult, cut: bool, how: Notes) -> String {
+    let brief = how == Notes::Brief;
     let mut n = Vec::new();
+    let mut passed = 0;
     for k in &c.checks {
         // Checks that must come out exact are news only when they fail.
         if k.passed && QUIET_WHEN_PASSED.contains(&k.name.as_str()) {
             continue;
         }
+        if k.passed && brief {
+            passed += 1;
+            continue;
+        }
         n.push(crate::format::check(k));
+    }
+    if passed > 0 {
+        n.push(format!(
+            "✓ {passed} check{}",
+            if passed == 1 { "" } else { "s" }
+        ));
     }
     if c.noisy {
         n.push("noisy".into());
     }
-    for t in super::warnings::tags(c, cut) {
+    for t in super::warnings::tags(c, cut, !brief) {
         if !n.contains(&t) {
             n.push(t);
         }
@@ -37,11 +61,13 @@ fn notes(c: &CaseResult, cut: bool) -> String {
 }
 
 /// The head and rows of an experiment's table of cases; `tick_unit` names the counter column.
-/// `cut`: notes are cut to fit a terminal's column; a file (Markdown) keeps them whole.
+/// `cut`: notes are cut to fit a terminal's column; a file (Markdown) keeps them whole. `how`:
+/// how much the notes say.
 pub(super) fn rows<'a>(
     e: &ExperimentResult,
     tick_unit: &'a str,
     cut: bool,
+    how: Notes,
 ) -> (Vec<&'a str>, Vec<Vec<String>>) {
     let with_rate = e.cases.iter().any(|c| c.at_rate.is_some());
     let mut head = vec!["case", "median", "95% CI", tick_unit, "min", "p95"];
@@ -66,14 +92,15 @@ pub(super) fn rows<'a>(
                     .map_or("-".into(), |a| format!("{:.3} %", a.share_pct)),
             );
         }
-        r.push(notes(c, cut));
+        r.push(notes(c, cut, how));
         out.push(r);
     }
     (head, out)
 }
 
-/// The rows of an experiment's derived figures.
-pub(super) fn derived_rows(e: &ExperimentResult) -> Vec<Vec<String>> {
+/// The rows of an experiment's derived figures; with [`Notes::Brief`], a wide interval's note
+/// gives its cause without the figures behind it.
+pub(super) fn derived_rows(e: &ExperimentResult, how: Notes) -> Vec<Vec<String>> {
     e.derived
         .iter()
         .map(|d| {
@@ -88,7 +115,10 @@ pub(super) fn derived_rows(e: &ExperimentResult) -> Vec<Vec<String>> {
                 ]
                 .into_iter()
                 .flatten()
-                .chain(d.warnings.iter().map(derived_note))
+                .chain(d.warnings.iter().map(|w| match how {
+                    Notes::Whole => derived_note(w),
+                    Notes::Brief => brief_derived_note(w),
+                }))
                 .collect::<Vec<_>>()
                 .join("; "),
             ]
@@ -103,6 +133,19 @@ pub(crate) fn derived_note(w: &oscost_model::Message) -> String {
     match wide.then(|| w.rest().split_once(" %: ")).flatten() {
         Some((_, cause)) => format!("noisy: {cause}"),
         None => w.to_string(),
+    }
+}
+
+/// [`derived_note`] without the figures behind a wide interval's cause: `noisy: terms nearly
+/// cancel`, not what is left of which case.
+fn brief_derived_note(w: &oscost_model::Message) -> String {
+    let note = derived_note(w);
+    match note.strip_prefix("noisy: ") {
+        Some(cause) => format!(
+            "noisy: {}",
+            cause.split_once(": ").map_or(cause, |(c, _)| c)
+        ),
+        None => note,
     }
 }
 

@@ -1,7 +1,7 @@
 //! The terminal exporter: each experiment's tables laid out for the terminal's width, its
 //! derived figures, what was not measured, and its warnings summarised by kind.
 
-use super::table::{derived_rows, rows};
+use super::table::{derived_rows, rows, Notes};
 use super::warnings::{summary, Of};
 use super::{ExportOptions, Exporter};
 use crate::layout::text_width;
@@ -35,7 +35,7 @@ impl Exporter for Terminal {
 
 /// Columns the terminal drops when it is too narrow, first to go first: `min`, `p95`,
 /// `share at rate`, the tick column, then `95% CI`. The id, the median and the notes always
-/// stay; an empty notes column goes before anything else.
+/// stay; an empty notes column is not shown in a terminal.
 fn drop_rank(head: &str, tick_unit: &str) -> Option<u8> {
     match head {
         "min" => Some(1),
@@ -124,6 +124,10 @@ fn table(
             }
             shown[next] = false;
         }
+        // A column of no notes at all says nothing.
+        if notes_empty {
+            shown[notes] = false;
+        }
         if shown[notes] {
             let room = width.saturating_sub(others(&shown) + 3);
             if room < natural[notes] {
@@ -201,10 +205,18 @@ pub enum Warnings {
 /// column and `95% CI`, before the notes are wrapped; a case id is never split.
 pub fn experiment(e: &ExperimentResult, tick_unit: &str, opts: &ExportOptions) -> String {
     let (width, warnings) = (opts.width, opts.warnings);
+    // By default the detail (each passed check's figures, each case's kinds of note, a wide
+    // derived interval's figures, every row of a view) is left to --verbose, the report and
+    // `history show --verbose`; failed checks, figures and warnings all stay.
+    let how = if warnings == Warnings::Summary {
+        Notes::Brief
+    } else {
+        Notes::Whole
+    };
     let mut s = format!("{}\n", e.name);
     let mut notes_below = Vec::new();
     let mut shares = false;
-    let (head, r) = rows(e, tick_unit, true);
+    let (head, r) = rows(e, tick_unit, true, how);
     if !r.is_empty() {
         let (t, below, kept) = table(&head, r, tick_unit, width);
         s += &t.to_string();
@@ -221,8 +233,23 @@ pub fn experiment(e: &ExperimentResult, tick_unit: &str, opts: &ExportOptions) -
             );
         }
     }
-    let d = derived_rows(e);
+    let mut d = derived_rows(e, how);
     if !d.is_empty() {
+        // In a terminal, brief notes go under the table, a line each, leaving the table its
+        // interval (they would be wrapped a few words a line beside a long figure id).
+        let mut brief_below = Vec::new();
+        if how == Notes::Brief && width.is_some() {
+            // A flagged figure keeps its notes beside it, as a failed check does.
+            for r in d
+                .iter_mut()
+                .filter(|r| !r[r.len() - 1].starts_with("FLAGGED"))
+            {
+                let n = r.last_mut().map(std::mem::take).unwrap_or_default();
+                if !n.is_empty() {
+                    brief_below.push((r[0].clone(), n));
+                }
+            }
+        }
         s += "derived\n";
         let (t, below, _) = table(
             &["figure", "estimate", "95% CI", tick_unit, "notes"],
@@ -233,14 +260,16 @@ pub fn experiment(e: &ExperimentResult, tick_unit: &str, opts: &ExportOptions) -
         s += &t.to_string();
         s.push('\n');
         notes_below.extend(below);
+        notes_below.extend(brief_below);
     }
     for (id, n) in notes_below {
         s += &wrap(&format!("note: {id}: {n}"), width, 2);
     }
-    for v in crate::experiments::views(e) {
+    for mut v in crate::experiments::views(e) {
         if warnings == Warnings::Full {
             s += &view(&v, width);
         } else {
+            v.detail.clear();
             s += &view(&first_of_each_group(v, GROUP_ROWS), width);
         }
     }
@@ -338,7 +367,7 @@ pub(super) fn not_measured(
 
 /// How many rows of each case a view that gives a case several rows (wakeup's worst
 /// wake-ups) shows without `--verbose`.
-pub const GROUP_ROWS: usize = 3;
+pub const GROUP_ROWS: usize = 1;
 
 /// `v` with only the first `n` rows of each group: a row naming its case in the first cell
 /// and the rows after it that leave that cell empty. A view whose rows each name their case
@@ -355,17 +384,21 @@ pub fn first_of_each_group(mut v: crate::views::View, n: usize) -> crate::views:
         in_group <= n
     });
     if v.rows.len() < total {
+        let first = if n == 1 {
+            "the first row".to_owned()
+        } else {
+            format!("the first {n} rows")
+        };
         v.notes.push(format!(
-            "the first {n} of each case, {} of {total} rows: --verbose, the report and \
-             --markdown show every one",
+            "{first} of each case ({} of {total}): --verbose and the report show all",
             v.rows.len()
         ));
     }
     v
 }
 
-/// An experiment's extra table (see [`crate::views`]) for the terminal: its title, the table
-/// and its notes, wrapped to `width`. A table wider than `width` is folded into several, each
+/// An experiment's extra table (see [`crate::views`]) for the terminal: its title, the table,
+/// its notes and its detail, wrapped to `width`. A table wider than `width` is folded into several, each
 /// repeating the first column, so every figure stays whole and in view.
 pub fn view(v: &crate::views::View, width: Option<u16>) -> String {
     use crate::layout::{fit, Col, Overflow};
@@ -385,7 +418,7 @@ pub fn view(v: &crate::views::View, width: Option<u16>) -> String {
         .collect();
     let mut s = wrap(&v.title, width, 2);
     s += &fit(&cols, &v.rows, width, Overflow::Fold);
-    for n in &v.notes {
+    for n in v.notes.iter().chain(&v.detail) {
         s += &wrap(n, width, 2);
     }
     s
@@ -423,9 +456,58 @@ mod tests {
     }
 
     #[test]
+    fn by_default_passed_checks_are_counted_and_the_views_detail_left_to_verbose() {
+        use crate::views::testkit;
+        let mut timed = testkit::case("wakeup.fifo.1ms", "wake-up", 20_000.0);
+        for (name, passed) in [("a_count", true), ("b_count", true), ("c_count", false)] {
+            timed.checks.push(oscost_model::case::Check {
+                name: name.into(),
+                expected: 1.0,
+                counted: if passed { 1.0 } else { 3.0 },
+                bound: Some(oscost_model::case::Bound::Within(0.05)),
+                passed,
+                detail: String::new(),
+            });
+        }
+        timed.notes.push("a note of its own kind: detail".into());
+        let e = testkit::experiment(
+            "wakeup",
+            vec![timed, crate::views::wakeup::tests::split_case()],
+        );
+        let text = |warnings| {
+            let opts = ExportOptions {
+                width: Some(200),
+                warnings,
+                label: None,
+            };
+            experiment(&e, "ref-cycles", &opts)
+        };
+        let brief = text(Warnings::Summary);
+        // The failed check with its figures, the passed ones counted; the note said once below.
+        assert!(brief.contains("3.00 c count"), "{brief}");
+        assert!(
+            !brief.contains("a count") && brief.contains("✓ 2 checks"),
+            "{brief}"
+        );
+        assert_eq!(
+            brief.matches("a note of its own kind").count(),
+            1,
+            "{brief}"
+        );
+        assert!(brief.contains("Traced in a second run") && !brief.contains("added up"));
+        let full = text(Warnings::Full);
+        assert!(
+            full.contains("1.00 a count") && !full.contains("✓ 2 checks"),
+            "{full}"
+        );
+        assert!(full.contains("each wake-up's parts added up"), "{full}");
+    }
+
+    #[test]
     fn a_view_with_several_rows_per_case_keeps_the_first_of_each_and_says_so() {
         let row = |id: &str, x: &str| vec![id.to_owned(), x.to_owned()];
         let v = View {
+            detail: Vec::new(),
             title: "worst".into(),
             head: vec!["case".into(), "lateness".into()],
             rows: vec![
@@ -441,7 +523,7 @@ mod tests {
         let cut = first_of_each_group(v.clone(), 2);
         let kept: Vec<&str> = cut.rows.iter().map(|r| r[1].as_str()).collect();
         assert_eq!(kept, ["9", "8", "5", "4"]);
-        assert!(cut.notes[0].contains("4 of 6 rows"), "{:?}", cut.notes);
+        assert!(cut.notes[0].contains("(4 of 6)"), "{:?}", cut.notes);
         // Nothing to cut: the view as it was, without a note.
         assert_eq!(first_of_each_group(v.clone(), 4), v);
         let plain = View {

@@ -181,11 +181,13 @@ impl<'a> Group<'a> {
     }
 }
 
-/// What the notes column says of a case's warnings and notes: each kind's tag, once; with
-/// `cut`, a text of no known kind longer than [`UNKNOWN_TAG_CHARS`] cut there with `…`.
-pub(super) fn tags(c: &CaseResult, cut: bool) -> Vec<String> {
+/// What the notes column says of a case's warnings and, with `notes`, its notes: each kind's
+/// tag, once; with `cut`, a text of no known kind longer than [`UNKNOWN_TAG_CHARS`] cut there
+/// with `…`.
+pub(super) fn tags(c: &CaseResult, cut: bool, notes: bool) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for w in c.warnings.iter().chain(&c.notes) {
+    let shown: &[Message] = if notes { &c.notes } else { &[] };
+    for w in c.warnings.iter().chain(shown) {
         let k = Group::of(w).key();
         let tag = if cut && k.chars().count() > UNKNOWN_TAG_CHARS {
             let cut: String = k.chars().take(UNKNOWN_TAG_CHARS - 1).collect();

@@ -237,6 +237,7 @@ fn table1(doc: Option<&ResultDoc>, docs: &[PublishedDoc]) -> View {
     }];
     notes.extend(this_machine_note(doc));
     View {
+        detail: Vec::new(),
         title: format!("{NAME}: Table 1, each primitive's own cost with no switch"),
         head: systems_head("primitive"),
         rows,
@@ -321,6 +322,7 @@ fn ring_table(doc: Option<&ResultDoc>, docs: &[PublishedDoc], figs: &[StudyFigur
     ];
     notes.extend(this_machine_note(doc));
     View {
+        detail: Vec::new(),
         title: format!("{NAME}: the ring of locks, one token"),
         head: systems_head("ring of locks (csfast5)"),
         rows,
@@ -381,6 +383,7 @@ fn by_size_table(doc: &ResultDoc, figs: &[StudyFigure]) -> Option<View> {
         return None;
     }
     Some(View {
+        detail: Vec::new(),
         title: format!("{NAME}: this machine's time per switch by ring size"),
         head: [
             "ring",

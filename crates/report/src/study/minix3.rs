@@ -193,6 +193,7 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
     let head = |h: &[&str]| h.iter().map(|s| s.to_string()).collect();
     vec![
         View {
+            detail: Vec::new(),
             title: format!(
                 "{NAME}: each call, MINIX 3 (2006) with drivers in the kernel and in user \
                  space, beside this machine's tmpfs and FUSE"
@@ -207,6 +208,7 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
             ],
         },
         View {
+            detail: Vec::new(),
             title: format!("{NAME}: what user space adds, MINIX 3 (2006) beside this machine"),
             head: head(&[
                 "call",

@@ -315,6 +315,7 @@ fn published_table(b: &PublishedDoc) -> View {
         ]);
     }
     View {
+        detail: Vec::new(),
         title: format!("{NAME}: the study's table (QNX, as published) and what it derives"),
         head: [
             "tick",
@@ -411,6 +412,7 @@ fn forms_tables(doc: &ResultDoc, figs: &[StudyFigure], policy: &str) -> Vec<View
     cost_notes.extend(this_machine_note(Some(doc)));
     vec![
         View {
+            detail: Vec::new(),
             title: format!("{NAME}: this machine, the forms under timer events ({policy})"),
             head: [
                 "period",
@@ -426,6 +428,7 @@ fn forms_tables(doc: &ResultDoc, figs: &[StudyFigure], policy: &str) -> Vec<View
             notes,
         },
         View {
+            detail: Vec::new(),
             title: format!("{NAME}: this machine, cycles per timer event ({policy})"),
             head: [
                 "period",
@@ -505,6 +508,7 @@ fn derived_table(doc: &ResultDoc, b: &PublishedDoc, figs: &[StudyFigure]) -> Vie
     );
     notes.extend(this_machine_note(Some(doc)));
     View {
+        detail: Vec::new(),
         title: format!("{NAME}: the study's derived figures beside this machine's"),
         head: ["figure", "study (QNX)", "this machine"]
             .map(String::from)

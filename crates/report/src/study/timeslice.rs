@@ -188,6 +188,7 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
     // Three tables, each whole at 80 columns: the study's column beside this machine's.
     vec![
         View {
+            detail: Vec::new(),
             title: format!("{NAME}: N processes of 100 chunks on one CPU, throughput"),
             head: head(&["N", "study /s", "here /s", "study vs N=1", "here vs N=1"]),
             rows: thr,
@@ -199,6 +200,7 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
             ]),
         },
         View {
+            detail: Vec::new(),
             title: format!("{NAME}: N processes of 100 chunks on one CPU, latency"),
             head: head(&["N", "study", "here", "study vs N=1", "here vs N=1"]),
             rows: lat,
@@ -210,6 +212,7 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
             ]),
         },
         View {
+            detail: Vec::new(),
             title: format!("{NAME}: N processes of 100 chunks on one CPU, latency over total"),
             head: head(&["N", "study lat/total", "here lat/total", "here from start"]),
             rows: tot,

@@ -234,6 +234,7 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
             let mut notes = vec![first];
             notes.extend(note.clone());
             views.push(View {
+                detail: Vec::new(),
                 title: format!("{NAME}: N threads yielding after every step, {on}: {what}"),
                 head,
                 rows,
@@ -296,6 +297,7 @@ pub fn tables(doc: Option<&ResultDoc>) -> Vec<View> {
     ];
     notes.extend(note);
     views.push(View {
+        detail: Vec::new(),
         title: format!("{NAME}: what two CPUs gave over one"),
         head: ["N", "study gain", "here 2 CPUs", "here 1 CPU", "here gain"]
             .map(String::from)

@@ -71,6 +71,7 @@ pub fn views(e: &ExperimentResult) -> Vec<View> {
     }
     let at = rate.map_or_else(String::new, |r| format!(" at {r:.0} calls/s"));
     vec![View {
+        detail: Vec::new(),
         title: "the MINIX 3 study's table: in the kernel (tmpfs) against in user space (FUSE)"
             .into(),
         head: [

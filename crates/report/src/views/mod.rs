@@ -86,6 +86,9 @@ pub struct View {
     pub rows: Vec<Vec<String>>,
     /// Lines printed under the table (what the columns mean, what was left out).
     pub notes: Vec<String>,
+    /// Lines printed after the notes where the detail is shown (`--verbose`, the report,
+    /// `--markdown`): how a figure was worked out, what a column's words mean in full.
+    pub detail: Vec<String>,
 }
 
 #[cfg(test)]

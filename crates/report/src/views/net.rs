@@ -35,6 +35,7 @@ pub fn views(e: &ExperimentResult) -> Vec<View> {
         return Vec::new();
     }
     vec![View {
+        detail: Vec::new(),
         title: "bandwidth: 64 KiB writes to a thread draining them".into(),
         head: ["case", "per 64 KiB", "MB/s", "95% CI"]
             .map(String::from)

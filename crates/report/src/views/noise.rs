@@ -71,6 +71,7 @@ pub fn views(e: &ExperimentResult) -> Vec<View> {
         ));
     }
     let mut views = vec![View {
+        detail: Vec::new(),
         title: format!("{}: interruptions of a busy loop per CPU", e.name),
         head: [
             "cpu",
@@ -245,6 +246,7 @@ fn kernel_view(c: &CaseResult) -> View {
         ));
     }
     View {
+        detail: Vec::new(),
         title: format!("noise: CPU {cpu} as the kernel saw it (a second, traced spin)"),
         head: [
             "source",

@@ -54,6 +54,7 @@ fn mappings(e: &ExperimentResult) -> Option<View> {
         return None;
     }
     Some(View {
+        detail: Vec::new(),
         title: "fork against the parent's mappings (median)".into(),
         head: [
             "mappings",
@@ -143,6 +144,7 @@ fn by_parent(e: &ExperimentResult) -> Option<View> {
         })
         .collect();
     Some(View {
+        detail: Vec::new(),
         title: "creation + wait against the parent's touched memory (median)".into(),
         head,
         rows,
@@ -204,6 +206,7 @@ fn page_tables(e: &ExperimentResult) -> Option<View> {
         })
         .collect();
     Some(View {
+        detail: Vec::new(),
         title: "fork and the parent's page tables".into(),
         head: [
             "parent memory",

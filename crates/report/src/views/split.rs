@@ -98,6 +98,7 @@ pub fn views(e: &ExperimentResult) -> Vec<View> {
             .collect();
         rows.sort_by_key(|r| (r.0, r.1));
         out.push(View {
+            detail: Vec::new(),
             title: format!("split {what}: time against the ideal T1 / min(N, CPUs)"),
             head: [
                 "N",
@@ -195,6 +196,7 @@ fn speedup_two(e: &ExperimentResult) -> Option<View> {
     ];
     notes.extend(why.into_iter().map(|(_, w)| w));
     Some(View {
+        detail: Vec::new(),
         title: "split: what two CPUs gave over one".into(),
         head: ["N", "form", "one CPU", "two CPUs", "speed-up"]
             .map(String::from)
@@ -247,6 +249,7 @@ fn speedup(e: &ExperimentResult) -> Option<View> {
         .and_then(|c| param_u64(c, "cpu_count"))
         .unwrap_or(0);
     Some(View {
+        detail: Vec::new(),
         title: format!("split: what {cpus} CPUs gave over one"),
         head: ["N", "form", "one CPU", "all CPUs", "speed-up", "balanced"]
             .map(String::from)

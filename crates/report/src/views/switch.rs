@@ -105,6 +105,7 @@ pub fn views(e: &ExperimentResult) -> Vec<View> {
     head.extend(keys.iter().map(|(k, _)| short(k).to_owned()));
     head.extend(["sum", "traced 1-way", "sum / 1-way", "tracing cost"].map(String::from));
     vec![View {
+        detail: Vec::new(),
         title: format!(
             "{}: a one-way hand-over taken apart by the kernel's events (traced pass)",
             e.name

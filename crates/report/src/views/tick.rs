@@ -85,6 +85,7 @@ fn rr_view(e: &ExperimentResult) -> Option<View> {
             .into(),
     );
     Some(View {
+        detail: Vec::new(),
         title: "tick: the cost of a SCHED_RR rescheduling".into(),
         head: [
             "slice",
@@ -190,6 +191,7 @@ fn kernel_view(e: &ExperimentResult) -> Option<View> {
     head.push("outside".into());
     head.push("untraced".into());
     Some(View {
+        detail: Vec::new(),
         title: format!("{}: one timer event taken apart (a traced run)", e.name),
         head,
         rows,
@@ -312,6 +314,7 @@ fn timed_views(e: &ExperimentResult) -> Vec<View> {
                 }
             ));
             View {
+                detail: Vec::new(),
                 title: format!("{}: {source}, cost per timer event", e.name),
                 head: [
                     "period",

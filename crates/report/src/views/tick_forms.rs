@@ -106,6 +106,7 @@ pub fn views(e: &ExperimentResult) -> Vec<View> {
              undisturbed / time; switches: the working tasks' own, counted by the kernel"
         ));
         views.push(View {
+            detail: Vec::new(),
             title: format!("tick-forms: {policy}, cost per timer event by form"),
             head: [
                 "form, period",

@@ -80,6 +80,7 @@ pub fn views(e: &ExperimentResult) -> Vec<View> {
         notes.push(format!("expected slice: {how}."));
     }
     let mut views = vec![View {
+        detail: Vec::new(),
         title: "timeline: throughput, latency, slices and CPU shares".into(),
         head: [
             "case",
@@ -183,6 +184,7 @@ fn kernel_view(e: &ExperimentResult) -> Option<View> {
         }
     }
     Some(View {
+        detail: Vec::new(),
         title: "timeline: the same workers as the kernel's scheduler saw them (a traced round)"
             .into(),
         head: [

@@ -77,11 +77,7 @@ pub fn views(e: &ExperimentResult) -> Vec<View> {
             ]
         })
         .collect();
-    notes.push(
-        "lateness: how long after its deadline the thread ran again, from CLOCK_MONOTONIC; \
-         overruns: deadlines passed with no wake-up of their own (not in the distribution)"
-            .into(),
-    );
+    notes.push("lateness: how long after its deadline the thread ran again".into());
     let mut v = vec![View {
         title: format!("{}: how late each wake-up came", e.name),
         head: [
@@ -92,6 +88,11 @@ pub fn views(e: &ExperimentResult) -> Vec<View> {
         .to_vec(),
         rows,
         notes,
+        detail: vec![
+            "lateness is read from CLOCK_MONOTONIC; overruns: deadlines passed with no wake-up \
+             of their own (not in the distribution)"
+                .into(),
+        ],
     }];
     v.extend(split_views(e));
     v
@@ -181,13 +182,15 @@ fn split_views(e: &ExperimentResult) -> Vec<View> {
         rows,
         notes: vec![
             format!("{labels}."),
-            format!(
-                "A second run of each case, traced ({mechanism}); parts / measured: the sum of \
-                 the parts' medians over the median lateness the thread measured on the same \
-                 wake-ups (a check, 1 ± 0.05); kernel / measured: the median of the kernel's \
-                 own parts (deadline to the return to user space) over the same; traced p50 \
-                 against the timed case's untraced p50 is what tracing cost."
-            ),
+            format!("Traced in a second run of each case ({mechanism})."),
+        ],
+        detail: vec![
+            "parts / measured: the median of each wake-up's parts added up, over the median \
+             lateness the thread measured on the same wake-ups (a check, 1 ± 0.05); kernel / \
+             measured: the median of the kernel's own parts (deadline to the return to user \
+             space) over the same; traced p50 against the timed case's untraced p50 is what \
+             tracing cost."
+                .into(),
         ],
     }];
     if !worst_rows.is_empty() {
@@ -198,15 +201,18 @@ fn split_views(e: &ExperimentResult) -> Vec<View> {
                 .to_vec(),
             rows: worst_rows,
             notes: vec![format!(
-                "parts in the order {}; what held the CPU from the deadline to the return to \
-                 user space, by the kernel's events (idle: the CPU waited for the interrupt; \
-                 nothing recorded: no event accounts for it, e.g. interrupts or preemption \
-                 off, or the hypervisor)",
+                "parts in the order {}",
                 keys.iter()
                     .map(|(k, _)| k.replace('_', " "))
                     .collect::<Vec<_>>()
                     .join(" + ")
             )],
+            detail: vec![
+                "what held the CPU from the deadline to the return to user space, by the \
+                 kernel's events (idle: the CPU waited for the interrupt; nothing recorded: no \
+                 event accounts for it, e.g. interrupts or preemption off, or the hypervisor)"
+                    .into(),
+            ],
         });
     }
     v
@@ -300,6 +306,7 @@ pub(crate) mod tests {
         assert_eq!(row[4], "0.980");
         assert_eq!(row[5], "-");
         assert!(v[1].notes[0].contains("to switch: to the switch"));
+        assert!(v[1].detail[0].contains("the median of each wake-up's parts added up"));
         let w = &v[2].rows[0];
         assert_eq!(w[0], "wakeup.fifo.1ms.kernel");
         assert_eq!(w[3], format!("{} + {}", fmt_ns(0.0), fmt_ns(85_000.0)));

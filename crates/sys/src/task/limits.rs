@@ -126,6 +126,19 @@ pub fn address_space_limit() -> Option<u64> {
         .and_then(|(soft, _)| soft)
 }
 
+/// Address space one worker thread maps, bytes: its stack and guard page, and the signal stack
+/// and guard page Rust's runtime maps inside every new thread (`SIGSTKSZ`, or the larger
+/// minimum the kernel asks for in the auxiliary vector). glibc's thread block and the
+/// thread's TLS come on top, so this is what a thread takes at least.
+pub fn thread_address_space() -> u64 {
+    let page = crate::spawn::page_size() as u64;
+    let pages = |bytes: u64| bytes.div_ceil(page) * page;
+    // SAFETY: getauxval reads this process's auxiliary vector; an entry not there is 0.
+    let asked = unsafe { libc::getauxval(libc::AT_MINSIGSTKSZ) } as u64;
+    let signal_stack = asked.max(libc::SIGSTKSZ as u64);
+    pages(super::THREAD_STACK_BYTES as u64 + page) + pages(signal_stack + page)
+}
+
 /// Whether the address-space limit (RLIMIT_AS) refuses a mapping of `bytes` now: a new
 /// thread's stack is such a mapping, and glibc reports its refusal as EAGAIN, the errno of the
 /// process limit, so the two are told apart by trying one.

@@ -27,7 +27,9 @@ mod working_set;
 pub use failure::Failure;
 use failure::*;
 pub(crate) use limits::spawn_error;
-pub use limits::{address_space_limit, resource_error, thread_error, LimitError};
+pub use limits::{
+    address_space_limit, resource_error, thread_address_space, thread_error, LimitError,
+};
 pub use policy::{sched_policy, set_sched_policy, Policy};
 pub use reap::{become_subreaper, descendants, reap_orphans, send_signal};
 use std::io;
@@ -909,6 +911,17 @@ mod tests {
             msg.contains("RLIMIT_NOFILE soft=") && msg.contains("`ulimit -n`"),
             "{msg}"
         );
+    }
+
+    #[test]
+    fn a_thread_maps_its_stack_a_signal_stack_and_their_guards() {
+        let page = crate::spawn::page_size() as u64;
+        let each = thread_address_space();
+        assert!(
+            each >= THREAD_STACK_BYTES as u64 + 8192 + 2 * page,
+            "{each}"
+        );
+        assert!(each < 1 << 20, "{each}");
     }
 
     #[test]

@@ -257,6 +257,7 @@ fn needs(opts: &Options, quick: bool) -> Option<Needs> {
         tasks,
         maps,
         memory_kib: None,
+        address_space_kib: threads.then(|| crate::limits::thread_stacks(n64)),
     })
 }
 

@@ -206,6 +206,7 @@ fn needs(opts: &Options) -> Needs {
         )),
         maps: None,
         memory_kib: None,
+        address_space_kib: None,
     }
 }
 

@@ -215,6 +215,7 @@ fn needs(opts: &Options) -> Needs {
         )),
         maps: Some((2 * n + 2, "a stack and its guard page per thread".into())),
         memory_kib: None,
+        address_space_kib: None,
     }
 }
 

@@ -280,6 +280,7 @@ missing, and every other figure still comes.\n\nTakes about 5 s; --quick about 1
             )),
             maps: None,
             memory_kib: None,
+            address_space_kib: None,
         })
     }
 }

@@ -56,7 +56,8 @@ pub(super) fn events() -> Vec<(&'static str, &'static str)> {
 pub(super) const TRACED_MAX: usize = 2000;
 /// The wake-ups explained one by one.
 pub(super) const WORST: usize = 10;
-/// The parts' medians must add up to the measured median lateness within this share.
+/// The median of each wake-up's parts added up must be within this share of the measured
+/// median lateness.
 pub(super) const SUM_TOLERANCE: f64 = 0.05;
 
 /// The parts of a wake-up's lateness, in order: `(key, label)`. They add up to the lateness

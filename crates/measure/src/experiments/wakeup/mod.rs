@@ -582,7 +582,8 @@ splits the lateness but without its tracer: the deadline to the timer's programm
 thread's timer slack, hrtimer_start), the expiry to the timer interrupt's run of it \
 (hrtimer_expire_entry's clock reading), the interrupt to the switch into the thread \
 (sched_switch), the switch to its return to user space (sys_exit) and that return to the clock \
-read. The parts' medians must add up to the measured median lateness within ±5 % (a check); \
+read. Each wake-up's parts added up must have a median within ±5 % of the measured median \
+lateness (a check); \
 the 10 worst wake-ups are explained by what held the CPU from the deadline to the \
 return (interrupts, softirqs, timer callbacks, other tasks by name, idle, time no event \
 accounts for), and the tracing's cost is the traced median against the timed one. Without \

@@ -231,7 +231,7 @@ fn table(v: View) -> Table {
             .into_iter()
             .map(|r| r.into_iter().enumerate().map(|(i, t)| cell(i, t)).collect())
             .collect(),
-        notes: v.notes,
+        notes: v.notes.into_iter().chain(v.detail).collect(),
     }
 }
 
