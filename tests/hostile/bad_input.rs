@@ -444,6 +444,16 @@ const OTHERS: &[Row] = &[
         args: &["datasheet", "r.json", "--json", "ds.json"],
     },
     Row {
+        name: "datasheet-csv-file",
+        re: "datasheet does not use --csv",
+        args: &["datasheet", "r.json", "--csv", "ds.csv"],
+    },
+    Row {
+        name: "datasheet-markdown-file",
+        re: "datasheet does not use --markdown",
+        args: &["datasheet", "r.json", "--markdown", "ds.md"],
+    },
+    Row {
         name: "datasheet-missing-file",
         re: "no such file",
         args: &["datasheet", "/nonexistent/r.json"],

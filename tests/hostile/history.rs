@@ -276,7 +276,7 @@ fn history_full_disk() {
         c.osc(&args)
             .rc(2)
             .one_line()
-            .err_matches(r"history\.sqlite3");
+            .err_matches(r"disk full: .*history\.sqlite3");
     });
 }
 
@@ -466,6 +466,7 @@ fn inconsistent_documents_are_refused_by_every_reader() {
                 let re = format!(r"bad\.json: .*{re}");
                 c.refused(&re, &["datasheet", "bad.json"]);
                 c.refused(&re, &["compare", "good.json", "bad.json"]);
+                c.refused(&re, &["report", "bad.json", "-o", "bad.html"]);
             })
         },
     );
