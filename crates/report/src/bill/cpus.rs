@@ -7,10 +7,9 @@
 //! Pinned to several CPUs, which wake-ups cross is the scheduler's choice as the program runs:
 //! no count of the plain bill tells it, and no figure is given.
 
-use super::predict::run_label;
 use super::predict::{Paid, Prediction};
-use super::share;
-use crate::format::{fmt_ns, grouped};
+
+use crate::format::fmt_ns;
 use oscost_model::bill::{Bill, Price};
 use oscost_model::ids::switch;
 use oscost_model::schema::ResultDoc;
@@ -88,36 +87,6 @@ pub fn several_cpus(setting: &str) -> String {
         "no prediction under {setting}: on several CPUs, which of its wake-ups cross CPUs is the \
          scheduler's choice as the program runs, which no count of a bill tells (pinned to one \
          CPU, cpus=N, every wake-up it makes is a same-CPU one: that is predicted)"
-    )
-}
-
-/// A signed time.
-fn signed(ns: f64) -> String {
-    if ns < 0.0 {
-        format!("−{}", fmt_ns(-ns))
-    } else {
-        format!("+{}", fmt_ns(ns))
-    }
-}
-
-/// The prediction's line for [`Paid::PerWakeUp`].
-pub(super) fn priced_line(p: &Prediction) -> String {
-    format!(
-        "{} wake-ups by the program that crossed CPUs, each a same-CPU one instead: {} a \
-         wake-up ({}, run {}; 95 % CI {} to {}) = {} (95 % CI {} to {}), {} % of the wall \
-         time of {}; its tasks then share one CPU, and what that costs (no longer running side \
-         by side) is the scheduler's, in no price",
-        grouped(p.calls as f64),
-        signed(p.per_call.ns),
-        p.per_call.case,
-        run_label(&p.per_call.run),
-        signed(p.per_call.ci95[0]),
-        signed(p.per_call.ci95[1]),
-        signed(p.added_ns),
-        signed(p.added_ci95[0]),
-        signed(p.added_ci95[1]),
-        format!("{:+.1}", share(p.added_ns, p.task_time_ns)).replace('-', "−"),
-        fmt_ns(p.task_time_ns)
     )
 }
 

@@ -102,6 +102,27 @@ pub(super) fn run_label(run: &str) -> String {
     }
 }
 
+/// The prediction's line for [`Paid::PerWakeUp`] (`--under cpus=N`).
+fn per_wake_up_line(p: &Prediction) -> String {
+    format!(
+        "{} wake-ups by the program that crossed CPUs, each a same-CPU one instead: {} a \
+         wake-up ({}, run {}; 95 % CI {} to {}) = {} (95 % CI {} to {}), {} % of the wall \
+         time of {}; its tasks then share one CPU, and what that costs (no longer running side \
+         by side) is the scheduler's, in no price",
+        grouped(p.calls as f64),
+        signed(p.per_call.ns),
+        p.per_call.case,
+        run_label(&p.per_call.run),
+        signed(p.per_call.ci95[0]),
+        signed(p.per_call.ci95[1]),
+        signed(p.added_ns),
+        signed(p.added_ci95[0]),
+        signed(p.added_ci95[1]),
+        format!("{:+.1}", share(p.added_ns, p.task_time_ns)).replace('-', "−"),
+        fmt_ns(p.task_time_ns)
+    )
+}
+
 fn listed(calls: &[(String, u64)]) -> String {
     calls
         .iter()
@@ -140,7 +161,7 @@ pub fn render_prediction(p: &Prediction, width: usize) -> String {
             share(p.added_ns, p.task_time_ns),
             fmt_ns(p.task_time_ns)
         ),
-        Paid::PerWakeUp => super::cpus::priced_line(p),
+        Paid::PerWakeUp => per_wake_up_line(p),
     };
     let mut lines = vec![format!("predicted under {}:", p.setting)];
     if p.refused.is_empty() {
