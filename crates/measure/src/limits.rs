@@ -171,7 +171,7 @@ impl Limits {
                 .ok()
                 .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
                 .map_or(0, |pages| {
-                    pages * oscost_sys::spawn::page_size() as u64 / 1024
+                    pages * oscost_sys::sysinfo::page_size() as u64 / 1024
                 }),
         }
     }

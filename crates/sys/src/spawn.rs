@@ -441,7 +441,7 @@ impl ParentMemory {
         };
         // SAFETY: the range is exactly the mapping just made; advice changes no contents.
         let advised = unsafe { libc::madvise(map.ptr.as_ptr().cast(), map.len, advice) } == 0;
-        let page = page_size();
+        let page = crate::sysinfo::page_size();
         let base = map.ptr.as_ptr();
         for off in (0..map.len).step_by(page) {
             // SAFETY: off < len, inside the mapping this value owns; volatile so the write
@@ -465,17 +465,6 @@ impl ParentMemory {
     /// transparent huge pages).
     pub fn advised(&self) -> bool {
         self.advised
-    }
-}
-
-/// The size of a page, bytes.
-pub fn page_size() -> usize {
-    // SAFETY: sysconf takes a plain integer.
-    let r = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if r > 0 {
-        r as usize
-    } else {
-        4096
     }
 }
 

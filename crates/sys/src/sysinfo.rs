@@ -131,6 +131,17 @@ pub fn uids() -> (u32, u32) {
     unsafe { (libc::getuid(), libc::geteuid()) }
 }
 
+/// The size of a page, bytes.
+pub fn page_size() -> usize {
+    // SAFETY: sysconf takes a plain integer.
+    let r = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if r > 0 {
+        r as usize
+    } else {
+        4096
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

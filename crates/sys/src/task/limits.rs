@@ -131,7 +131,7 @@ pub fn address_space_limit() -> Option<u64> {
 /// minimum the kernel asks for in the auxiliary vector). glibc's thread block and the
 /// thread's TLS come on top, so this is what a thread takes at least.
 pub fn thread_address_space() -> u64 {
-    let page = crate::spawn::page_size() as u64;
+    let page = crate::sysinfo::page_size() as u64;
     let pages = |bytes: u64| bytes.div_ceil(page) * page;
     // SAFETY: getauxval reads this process's auxiliary vector; an entry not there is 0.
     let asked = unsafe { libc::getauxval(libc::AT_MINSIGSTKSZ) } as u64;

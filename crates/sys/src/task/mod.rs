@@ -915,7 +915,7 @@ mod tests {
 
     #[test]
     fn a_thread_maps_its_stack_a_signal_stack_and_their_guards() {
-        let page = crate::spawn::page_size() as u64;
+        let page = crate::sysinfo::page_size() as u64;
         let each = thread_address_space();
         assert!(
             each >= THREAD_STACK_BYTES as u64 + 8192 + 2 * page,
