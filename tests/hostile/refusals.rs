@@ -170,6 +170,28 @@ fn nproc_1_signal_thread_unprivileged() {
     });
 }
 
+/// A sweep of 1 to 8192 worker processes under RLIMIT_NPROC 50 (issue 51: once ran past
+/// 90 s as root, who is exempt and runs it whole): as a user the limit binds, refused before
+/// any worker starts, in one line naming the limit and the fix.
+#[test]
+fn nproc_50_split_8192_processes_unprivileged() {
+    case(false, |c| {
+        unprivileged(c);
+        c.write("keep.csv", "precious\n");
+        let mut cmd = c.wrapped(&["prlimit", "--nproc=50:50"]);
+        cmd.args([
+            "split",
+            "--tasks",
+            "1..8192",
+            "--form",
+            "processes",
+            "--quick",
+        ]);
+        cmd.args(["--json", "r.json"]);
+        c.refused_cmd(r"RLIMIT_NPROC is 50.*ulimit -u", &mut cmd);
+    });
+}
+
 /// An address-space limit of 20 MB stops the signal thread, or an allocation before it (where
 /// it stops depends on how much the binary maps): named with the way to raise it.
 #[test]
