@@ -11,10 +11,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-die() {
-    echo "error: $*" >&2
-    exit 2
-}
+# shellcheck source=scripts/side-by-side.sh
+source scripts/side-by-side.sh
 
 cpu="${1:-1}"
 [[ "$cpu" =~ ^[0-9]+$ ]] || die "CPU must be a CPU number, got '$cpu'"
@@ -25,9 +23,8 @@ if [[ -z "$bin" ]]; then
     bin=target/release/oscost
 fi
 tmp=$(mktemp -d)
-busy=
 cleanup() {
-    [[ -n "$busy" ]] && kill "$busy" 2>/dev/null && wait "$busy" 2>/dev/null
+    busy_stop
     rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -60,13 +57,10 @@ tally "$tmp/ab.csv"
 echo
 echo "== 2. CPU $cpu as usual, then at nice 19 beside a busy loop of nice 0 on CPU $cpu"
 "$bin" --quiet --no-save --cpus "$cpu" run "${experiments[@]}" --json "$tmp/quiet.json" >/dev/null
-taskset -c "$cpu" sh -c 'while :; do :; done' &
-busy=$!
+busy_start "$cpu"
 "$bin" --quiet --no-save --cpus "$cpu" --nice 19 run "${experiments[@]}" \
     --json "$tmp/contended.json" >/dev/null
-kill "$busy"
-wait "$busy" 2>/dev/null || true
-busy=
+busy_stop
 "$bin" compare "$tmp/quiet.json" "$tmp/contended.json" --csv "$tmp/qc.csv"
 echo "verdicts:"
 tally "$tmp/qc.csv"

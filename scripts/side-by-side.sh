@@ -1,7 +1,7 @@
 # shellcheck shell=bash disable=SC2034  # the variables it sets are read by the scripts that source it
 # Shared by the scripts that hold oscost's figures against the C reference in benches/ or perf's
 # tracing (the acceptance scripts, *-vs-*.sh): sourced, not run. Provides die, last_cpu,
-# the checks of CPU/ROUNDS/QUICK, the JSON reader, the two builds (build_both, build_oscost),
+# busy_start and busy_stop, the checks of CPU/ROUNDS/QUICK, the JSON reader, the two builds (build_both, build_oscost),
 # perf_setup, c_median, median_of and oscost_medians. Expects to be sourced from the repository
 # root.
 
@@ -17,6 +17,20 @@ last_cpu() {
     list=$(awk '/^Cpus_allowed_list:/ { print $2 }' /proc/self/status)
     [[ -n "$list" ]] || die "cannot read Cpus_allowed_list from /proc/self/status"
     echo "${list##*[,-]}"
+}
+
+# A busy loop pinned to CPU $1 (another program holding that CPU, not the OS), its pid in
+# $busy; busy_stop ends it and is safe to call twice (from a cleanup trap as well).
+busy=
+busy_start() {
+    taskset -c "$1" sh -c 'while :; do :; done' &
+    busy=$!
+}
+busy_stop() {
+    [[ -n "$busy" ]] || return 0
+    kill "$busy" 2>/dev/null || true
+    wait "$busy" 2>/dev/null || true
+    busy=
 }
 
 # Sets cpu, rounds, quick, quick_oscost and quick_c from the first argument and the CPU,

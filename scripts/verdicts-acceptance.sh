@@ -21,10 +21,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-die() {
-    echo "error: $*" >&2
-    exit 2
-}
+# shellcheck source=scripts/side-by-side.sh
+source scripts/side-by-side.sh
 
 bin="${OSCOST_BIN:-target/release/oscost}"
 [[ -x "$bin" ]] || die "no oscost binary at $bin (cargo build --release, or set OSCOST_BIN)"
@@ -34,22 +32,11 @@ parts=" ${PARTS:-1 2 3} "
 command -v python3 >/dev/null || die "python3 not found"
 last_cpu=$(($(nproc) - 1))
 tmp=$(mktemp -d)
-busy=
 cleanup() {
-    [[ -n "$busy" ]] && kill "$busy" 2>/dev/null && wait "$busy" 2>/dev/null
+    busy_stop
     rm -rf "$tmp"
 }
 trap cleanup EXIT
-
-spin() {
-    taskset -c "$last_cpu" sh -c 'while :; do :; done' &
-    busy=$!
-}
-unspin() {
-    kill "$busy"
-    wait "$busy" 2>/dev/null || true
-    busy=
-}
 
 # The verdicts of a comparison's JSON: raw and net of the machine's controls, the machine line.
 verdicts() {
@@ -96,7 +83,7 @@ if [[ "$parts" == *" 1 "* ]]; then
     for i in 1 2 3 4 5 6 7; do
         if ((i == 7)); then
             echo "   (a busy loop on CPU $last_cpu from here)"
-            spin
+            busy_start "$last_cpu"
         fi
         "$bin" --history "$h" --quiet --quick >/dev/null 2>&1 || die "quick run $i failed"
         id=$(newest "$h")
@@ -106,7 +93,7 @@ if [[ "$parts" == *" 1 "* ]]; then
         fi
         prev=$id
     done
-    unspin
+    busy_stop
 fi
 if [[ "$parts" == *" 2 "* ]]; then
     echo
@@ -138,7 +125,7 @@ if [[ "$parts" == *" 3 "* ]]; then
     for i in $(seq 1 "$runs"); do
         suite "quiet run $i"
     done
-    spin
+    busy_start "$last_cpu"
     suite "beside a busy loop on CPU $last_cpu"
-    unspin
+    busy_stop
 fi
