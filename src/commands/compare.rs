@@ -258,24 +258,22 @@ fn two_or_more(
 pub(crate) const SPREAD_RUNS: usize = 10;
 
 /// Widens each comparison's intervals by the spread between earlier runs comparable with its
-/// B (same host, fingerprint, experiments and size) where the history holds enough of them.
-/// A history that cannot be read leaves the comparison as it is: the spread is an addition.
+/// B (same host, fingerprint, experiments and size) where the history holds enough of them,
+/// else by the machine's wander within A and B. A history that cannot be read (or none) reads
+/// as no earlier runs.
 fn run_to_run_spread(
     comparisons: &mut [compare::Comparison],
     loaded: &[Loaded],
     history: HistoryAt,
 ) {
-    let Some((location, explicit)) = history else {
-        return;
-    };
-    if let oscost_history::Location::File(path) = location {
-        if !path.exists() {
-            return;
+    let store = history.and_then(|(location, explicit)| {
+        if let oscost_history::Location::File(path) = location {
+            if !path.exists() {
+                return None;
+            }
         }
-    }
-    let Ok(store) = crate::store::open_read_only(location, *explicit, "") else {
-        return;
-    };
+        crate::store::open_read_only(location, *explicit, "").ok()
+    });
     let Some(Loaded::Measured(a)) = loaded.first() else {
         return;
     };
@@ -287,8 +285,10 @@ fn run_to_run_spread(
             .into_iter()
             .flatten()
             .collect();
-        if let Ok(runs) = store.comparable_runs(b, &besides, SPREAD_RUNS) {
-            compare::with_spread(c, &compare::spread_of(&runs));
-        }
+        let runs = store
+            .as_ref()
+            .and_then(|s| s.comparable_runs(b, &besides, SPREAD_RUNS).ok())
+            .unwrap_or_default();
+        compare::with_spread(c, &compare::spread_of(&runs).or_wander(a, b));
     }
 }

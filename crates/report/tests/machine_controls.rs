@@ -251,3 +251,62 @@ fn a_machine_that_moved_by_under_3_percent_is_not_news_in_the_change_line() {
     let text = compare::since_last(&a, "abcd1234", &b, None, Some(200)).unwrap();
     assert!(!text.contains("machine itself"), "{text}");
 }
+
+/// `doc` with each experiment's kernel-entry bursts at its own level: experiment `i` before
+/// at `levels[i].0` ns and after at `levels[i].1` (12 samples each, ±1 %), user space steady.
+fn wandering(mut doc: ResultDoc, levels: &[(f64, f64)]) -> ResultDoc {
+    let burst = |base: f64| (0..12).map(move |i| base * (1.0 + f64::from(i % 3 - 1) * 0.01));
+    for (e, &(before, after)) in doc.experiments.iter_mut().zip(levels.iter().cycle()) {
+        e.controls = Some(MachineControls {
+            kernel_entry_ns: burst(before).chain(burst(after)).collect(),
+            user_loop_ns: vec![40_000.0; 24],
+            ..Default::default()
+        });
+    }
+    doc
+}
+
+#[test]
+fn with_too_few_earlier_runs_the_machine_s_wander_within_the_runs_stands_for_the_spread() {
+    // Kernel entry wandering 85–125 ns from burst to burst within each run: a figure 20 %
+    // slower in B is within what this machine does between two moments, so not a verdict.
+    let levels = [(100.0, 125.0), (85.0, 110.0)];
+    let a = wandering(golden(), &levels);
+    let b = wandering(scaled(golden(), "example.cost250", 1.2), &levels);
+    let raw = run(&a, &b);
+    assert_eq!(row(&raw, "example.cost250").verdict, Verdict::Slower);
+    let w = compare::wander_of(&a, &b).unwrap();
+    // Each run's four bursts about their run's mean, pooled: both runs alike, so one run's sd.
+    let logs = [100f64, 125.0, 85.0, 110.0].map(f64::ln);
+    let mean = logs.iter().sum::<f64>() / 4.0;
+    let sd = (logs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / 3.0).sqrt();
+    assert!(
+        (w.kernel_entry - sd).abs() < 1e-12 && w.user_loop == 0.0,
+        "{w:?}"
+    );
+    assert_eq!(w.bursts, 2 * 2 * 2 * a.experiments.len());
+    let mut c = run(&a, &b);
+    compare::with_spread(&mut c, &compare::RunSpread::default().or_wander(&a, &b));
+    let r = row(&c, "example.cost250");
+    assert_ne!(r.net.as_ref().unwrap().verdict, Verdict::Slower, "{r:?}");
+    assert_eq!(c.spread_wander, Some(w));
+    assert!(c.spread_rows > 0 && c.spread_runs.is_none());
+    let text = compare::terminal(std::slice::from_ref(&c));
+    assert!(text.contains("wandered within A and B"), "{text}");
+    let line = compare::since_last(&a, "abcd1234", &b, None, Some(200)).unwrap();
+    assert!(line.contains("with the machine's own wander"), "{line}");
+    assert!(!line.contains("1 slower"), "{line}");
+
+    // A steady machine: the wander is near nothing, and a change beyond it is still one.
+    let steady = [(100.0, 100.5), (99.5, 100.0)];
+    let (a, b) = (
+        wandering(golden(), &steady),
+        wandering(scaled(golden(), "example.cost250", 1.2), &steady),
+    );
+    let line = compare::since_last(&a, "abcd1234", &b, None, Some(200)).unwrap();
+    assert!(line.contains("1 slower"), "{line}");
+    // Earlier runs enough: their spread is used, not the wander.
+    let earlier = vec![golden(), golden(), golden()];
+    let s = compare::spread_of(&earlier).or_wander(&a, &b);
+    assert!(s.wander.is_none());
+}

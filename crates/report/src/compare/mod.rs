@@ -30,7 +30,7 @@ pub use env::env_diffs;
 pub use machine::{counted, ControlShift, Net};
 pub use percentiles::PercentileRow;
 use published::{published_only, published_pair};
-pub use spread::{spread_of, with_spread, RunSpread};
+pub use spread::{spread_of, wander_of, with_spread, RunSpread, Wander};
 pub use text::{
     markdown, nothing_in_common, since_last, terminal, terminal_view, terminal_with, Compared, View,
 };
@@ -110,7 +110,12 @@ pub struct Comparison {
     /// history held enough of them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spread_runs: Option<usize>,
-    /// Rows whose interval took that spread in (figures the earlier runs held).
+    /// How far the machine wandered within A and B, taken into the intervals instead when the
+    /// history held too few earlier runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spread_wander: Option<Wander>,
+    /// Rows whose interval took that spread in (figures the earlier runs held, or every
+    /// figure with a control when the wander stood for it).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub spread_rows: usize,
 }
@@ -398,6 +403,7 @@ fn empty(base_label: &str, label: &str, settings: Settings) -> Comparison {
         percentiles: Vec::new(),
         machine: Vec::new(),
         spread_runs: None,
+        spread_wander: None,
         spread_rows: 0,
     }
 }

@@ -6,10 +6,16 @@
 //! median over those runs) is added to its ratio's interval as a random effect of each run:
 //! on the log scale the ratio's variance is the within-run variance its interval implies plus
 //! twice the between-run variance (A and B are each one draw of the run effect).
+//!
+//! Where the history holds too few such runs (a new machine, a fresh history), each figure's
+//! spread is unknown, and on a machine whose speed wanders (a virtual machine's host) two runs
+//! minutes apart then differ in dozens of figures by chance. The machine's own controls, timed
+//! around every experiment, show how far it wandered within A and B: that wander, per control,
+//! stands for the spread of the figures that move with it until earlier runs can tell.
 
 use super::verdict::rejudged;
 use super::{Comparison, Verdict};
-use oscost_model::ResultDoc;
+use oscost_model::{ControlKind, ResultDoc};
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -19,6 +25,9 @@ pub const MIN_RUNS: usize = 3;
 /// The 97.5 % point of the standard normal law: a 95 % interval is ±1.96 standard errors.
 const Z95: f64 = 1.959_963_984_540_054;
 
+/// Fewest degrees of freedom (control bursts beyond one per run) a wander is read from.
+pub const MIN_WANDER_DF: usize = 4;
+
 /// Each figure's run-to-run spread on one machine.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct RunSpread {
@@ -27,6 +36,99 @@ pub struct RunSpread {
     /// Figure id → standard deviation of ln(median) over the runs that have it (at least
     /// [`MIN_RUNS`]).
     pub log_sd: HashMap<String, f64>,
+    /// How far the machine wandered within the two compared runs, standing for the spread
+    /// when fewer than [`MIN_RUNS`] earlier runs were read.
+    pub wander: Option<Wander>,
+}
+
+impl RunSpread {
+    /// This spread, with the wander of `a` and `b` to stand for it when too few earlier runs
+    /// were read.
+    pub fn or_wander(mut self, a: &ResultDoc, b: &ResultDoc) -> RunSpread {
+        if self.runs < MIN_RUNS {
+            self.wander = wander_of(a, b);
+        }
+        self
+    }
+}
+
+/// How far the machine's own speed wandered within two runs: per control, the standard
+/// deviation (log scale) of its bursts' medians about their run's mean, pooled over both runs.
+/// A burst is each experiment's samples before it, or after it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Wander {
+    /// `syscall(-1)`'s: what figures that enter the kernel move with.
+    pub kernel_entry: f64,
+    /// The user-space loop's: what figures that never leave user space move with.
+    pub user_loop: f64,
+    /// The bursts it was read from, both runs and both controls.
+    pub bursts: usize,
+}
+
+impl Wander {
+    /// The wander of one control.
+    pub fn of(&self, kind: ControlKind) -> f64 {
+        match kind {
+            ControlKind::KernelEntry => self.kernel_entry,
+            ControlKind::UserLoop => self.user_loop,
+        }
+    }
+}
+
+/// The wander of the machine within runs `a` and `b`; `None` when their controls give fewer
+/// than [`MIN_WANDER_DF`] degrees of freedom for either control.
+pub fn wander_of(a: &ResultDoc, b: &ResultDoc) -> Option<Wander> {
+    let mut sd = [0.0; 2];
+    let mut bursts = 0;
+    for (i, kind) in ControlKind::ALL.into_iter().enumerate() {
+        let (mut ss, mut df) = (0.0, 0usize);
+        for doc in [a, b] {
+            let logs: Vec<f64> = doc
+                .experiments
+                .iter()
+                .filter_map(|e| e.controls.as_ref())
+                .flat_map(|c| {
+                    // The bursts are stored before then after, each the same length.
+                    let s = c.samples(kind);
+                    let (before, after) = s.split_at(s.len() / 2);
+                    [median(before), median(after)]
+                })
+                .flatten()
+                .filter(|m| *m > 0.0 && m.is_finite())
+                .map(f64::ln)
+                .collect();
+            if logs.len() < 2 {
+                continue;
+            }
+            let mean = logs.iter().sum::<f64>() / logs.len() as f64;
+            ss += logs.iter().map(|x| (x - mean).powi(2)).sum::<f64>();
+            df += logs.len() - 1;
+            bursts += logs.len();
+        }
+        if df < MIN_WANDER_DF {
+            return None;
+        }
+        sd[i] = (ss / df as f64).sqrt();
+    }
+    Some(Wander {
+        kernel_entry: sd[0],
+        user_loop: sd[1],
+        bursts,
+    })
+}
+
+fn median(v: &[f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    Some(if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    })
 }
 
 /// The spread of every figure that at least [`MIN_RUNS`] of `runs` hold with a positive
@@ -60,6 +162,7 @@ pub fn spread_of(runs: &[ResultDoc]) -> RunSpread {
     RunSpread {
         runs: runs.len(),
         log_sd,
+        wander: None,
     }
 }
 
@@ -74,15 +177,26 @@ fn widened(ci: [f64; 2], sd: f64) -> [f64; 2] {
 
 /// Widens every row's ratio interval (and its net one) by its figure's spread and judges it
 /// again; records how many runs informed it. Rows whose figure has no spread are left as they
-/// are. Nothing happens when `spread` read fewer than [`MIN_RUNS`] runs.
+/// are. When `spread` read fewer than [`MIN_RUNS`] runs its wander stands for every figure's
+/// spread (the control's each moves with), and nothing happens without one.
 pub fn with_spread(c: &mut Comparison, spread: &RunSpread) {
-    if spread.runs < MIN_RUNS || c.published.is_some() {
+    if c.published.is_some() {
         return;
     }
+    let wander = match (spread.runs >= MIN_RUNS, spread.wander) {
+        (true, _) => None,
+        (false, Some(w)) => Some(w),
+        (false, None) => return,
+    };
     let threshold = c.settings.threshold_pct;
     let mut widened_rows = 0;
     for r in &mut c.rows {
-        let Some(&sd) = spread.log_sd.get(&r.id) else {
+        let own = match wander {
+            None => spread.log_sd.get(&r.id).copied(),
+            // A figure without controls (an older document) has no control to move with.
+            Some(w) => r.net.as_ref().map(|n| w.of(n.control)),
+        };
+        let Some(sd) = own else {
             continue;
         };
         let (Some(ratio), Some(ci)) = (r.ratio, r.ratio_ci95) else {
@@ -101,7 +215,10 @@ pub fn with_spread(c: &mut Comparison, spread: &RunSpread) {
         }
         widened_rows += 1;
     }
-    c.spread_runs = Some(spread.runs);
+    match wander {
+        None => c.spread_runs = Some(spread.runs),
+        Some(w) => c.spread_wander = Some(w),
+    }
     c.spread_rows = widened_rows;
     c.drift = super::drift(&c.rows);
 }

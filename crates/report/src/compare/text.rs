@@ -110,8 +110,22 @@ fn explanation(c: &Comparison) -> String {
     )
 }
 
-/// Whose spread the intervals include, when the history held enough comparable runs.
+/// Whose spread the intervals include: the history's comparable runs, or the machine's
+/// wander within A and B when it held too few.
 fn spread_line(c: &Comparison) -> Option<String> {
+    if let Some(w) = c.spread_wander {
+        return Some(format!(
+            "Too few earlier runs of this machine in the history to tell how far each figure \
+             moves between runs: the intervals of {} figure{} include how far the machine's own \
+             speed wandered within A and B instead (syscall(-1) ±{:.1} %, the user-space loop \
+             ±{:.1} %, from {} bursts of its controls).",
+            c.spread_rows,
+            if c.spread_rows == 1 { "" } else { "s" },
+            100.0 * w.kernel_entry.exp_m1(),
+            100.0 * w.user_loop.exp_m1(),
+            w.bursts
+        ));
+    }
     let n = c.spread_runs?;
     Some(format!(
         "The intervals of {} figure{} include how much each moved between {n} earlier runs of \
@@ -652,16 +666,19 @@ pub fn since_last(
     if c.rows.is_empty() {
         return None;
     }
-    // Between two runs of one machine the spread of its earlier runs belongs in every
-    // interval, as `compare` puts it there: without it a quiet machine's own swings read as
-    // dozens of changes.
-    if let Some(s) = spread {
-        super::with_spread(&mut c, s);
-    }
-    let spread_said = c
-        .spread_runs
-        .map(|n| format!(" (with the spread of {n} earlier runs)"))
-        .unwrap_or_default();
+    // Between two runs of one machine the spread of its earlier runs (or, too few of them,
+    // its wander within the two) belongs in every interval, as `compare` puts it there:
+    // without it a quiet machine's own swings read as dozens of changes.
+    let spread = spread
+        .cloned()
+        .unwrap_or_default()
+        .or_wander(previous, current);
+    super::with_spread(&mut c, &spread);
+    let spread_said = match (c.spread_runs, c.spread_wander) {
+        (Some(n), _) => format!(" (with the spread of {n} earlier runs)"),
+        (None, Some(_)) => " (with the machine's own wander, too few earlier runs)".into(),
+        (None, None) => String::new(),
+    };
     let moved = c.rows.iter().filter(|r| changed(r)).count();
     Some(crate::layout::wrap(
         &format!(
