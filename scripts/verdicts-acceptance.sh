@@ -17,7 +17,9 @@
 # needs fails. Needs root for the whole suite (tracepoints, SCHED_FIFO) and pyte for the screen
 # replay. Run it on an otherwise idle machine.
 #
-# Usage: [OSCOST_BIN=PATH] [DEFAULT_RUNS=N] [PARTS="1 2 3"] scripts/verdicts-acceptance.sh
+# Usage: [OSCOST_BIN=PATH] [DEFAULT_RUNS=N] [PARTS="1 2 3"] [KEEP=DIR] scripts/verdicts-acceptance.sh
+#   KEEP  a directory to keep the runs' histories in (quick.sqlite3, idle.sqlite3,
+#         default.sqlite3), to compare them again later; by default they are removed
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,9 +33,12 @@ parts=" ${PARTS:-1 2 3} "
 [[ "$runs" =~ ^[0-9]+$ ]] || die "DEFAULT_RUNS must be a number, got '$runs'"
 command -v python3 >/dev/null || die "python3 not found"
 last_cpu=$(($(nproc) - 1))
+keep="${KEEP:-}"
+[[ -z "$keep" || -d "$keep" ]] || die "KEEP must be an existing directory, got '$keep'"
 tmp=$(mktemp -d)
 cleanup() {
     busy_stop
+    [[ -z "$keep" ]] || cp "$tmp"/*.sqlite3 "$keep"/ 2>/dev/null || true
     rm -rf "$tmp"
 }
 trap cleanup EXIT
