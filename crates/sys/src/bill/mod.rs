@@ -770,6 +770,21 @@ mod live {
             assert!(pids.contains(&(child as u32)), "{depth:?}: {pids:?}");
             assert!(pids.contains(&grandchild), "{depth:?}: {pids:?}");
             assert!(!pids.contains(&(older as u32)), "{depth:?}: {pids:?}");
+            // Each billed to its last run: a process is forgotten only after its switch into
+            // death, not at its exit.
+            for p in [child as u32, grandchild] {
+                let on: u64 = t
+                    .tasks
+                    .iter()
+                    .filter(|k| k.pid == p)
+                    .map(|k| k.oncpu_ns)
+                    .sum();
+                assert!(
+                    on > 0,
+                    "{depth:?}: process {p} never on a CPU: {:?}",
+                    t.tasks
+                );
+            }
             assert!(t.processes >= 2, "{depth:?}: {t:?}");
         }
     }

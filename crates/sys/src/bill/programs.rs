@@ -237,6 +237,19 @@ fn switch(maps: Maps, scope: Scope) -> Program {
     p.jmp(JEQ, 1, 0, alive);
     p.ld(1, 10, SWITCH_AT);
     p.st(7, T_EXIT, 1);
+    if let Scope::Process(pid) = scope {
+        // A followed process's last thread gone: its id is forgotten, for the kernel may give
+        // it to another process. Here, not at its exit's tracepoint: the switch into death
+        // still bills the task's last run. (Two threads ending at once may both see 0: both
+        // delete.)
+        p.followed_count(pid, -1, next);
+        p.ld(1, 0, 0);
+        p.jmp(JNE, 1, 0, next);
+        p.ld_map(1, maps.followed);
+        p.mov(2, 10);
+        p.alui(ADD, 2, -4);
+        p.call(DELETE);
+    }
     p.goto(next);
     p.bind(alive);
     p.ld(1, 6, 8);
@@ -493,17 +506,6 @@ fn task_exit(maps: Maps, scope: Scope) -> Program {
     p.mov(2, 10);
     p.alui(ADD, 2, -16);
     p.call(DELETE);
-    if let Scope::Process(pid) = scope {
-        // A followed process's last thread gone: its id is forgotten, for the kernel may give
-        // it to another process. (Two threads ending at once may both see 0: both delete.)
-        p.followed_count(pid, -1, exit);
-        p.ld(1, 0, 0);
-        p.jmp(JNE, 1, 0, exit);
-        p.ld_map(1, maps.followed);
-        p.mov(2, 10);
-        p.alui(ADD, 2, -4);
-        p.call(DELETE);
-    }
     p.done("sched_process_exit")
 }
 
