@@ -3,7 +3,7 @@
  *
  * Build: cc -O2 -pthread -o bill_work benches/bill_work.c
  * Usage: bill_work MODE N     (MODE getppid, anon-write, anon-read, cow, file-read, pipe,
- *                              threads, forkexec; N a positive integer)
+ *                              threads, forkexec, fork-later; N a positive integer)
  *        bill_work mixed | noop
  * Prints nothing on success (so a bill has no write of our own to explain) and exits 0; bad
  * arguments: one line on stderr, exit 2; a failing call: one line on stderr, exit 1.
@@ -48,6 +48,10 @@
  *   forkexec N    readlink 1, clone N (flags SIGCHLD only), wait4 N, and N children each
  *                 making the loader's calls, execve and exit_group included (each child is
  *                 `bill_work noop`): execve N + 1 in all.
+ *   fork-later N  read 1 (one byte from stdin: the moment `oscost bill --pid` has attached),
+ *                 then clone 2, wait4 2, exit_group +2 and getppid 3N: a child makes N and
+ *                 forks a grandchild that makes N, and the process makes N after reaping the
+ *                 child. The child and grandchild make nothing else (no loader: they run on).
  *   mixed         prctl 1, openat +1, mmap +50 001, munmap +50 000, close +1, read +2000 (1 MiB
  *                 each from /dev/zero, which never returns short; one every 25 mappings);
  *                 200 000 first-touch write faults on the four-page mappings (4 each) and 256
@@ -299,6 +303,26 @@ static void do_mixed(void) {
     close(fd);
 }
 
+/* The children made once a bill has attached to this process, each with known calls. Raw
+ * system calls and _exit only: no stdio buffer is flushed twice. */
+static void do_fork_later(unsigned long n) {
+    char byte;
+    if (read(0, &byte, 1) != 1) fail("read the go-ahead from stdin");
+    pid_t child = spawn();
+    if (child == 0) {
+        do_getppid(n);
+        pid_t grandchild = spawn();
+        if (grandchild == 0) {
+            do_getppid(n);
+            _exit(0);
+        }
+        reap(grandchild);
+        _exit(0);
+    }
+    reap(child);
+    do_getppid(n);
+}
+
 static void do_noop(unsigned long n) {
     (void)n;
 }
@@ -325,6 +349,7 @@ static const struct {
     {"anon-read", anon_read, 1, 1},  {"cow", do_cow, 1, 1},
     {"file-read", do_file_read, 1, 0}, {"pipe", do_pipe, 1, 0},
     {"threads", do_threads, 1, 0},   {"forkexec", do_forkexec, 1, 0},
+    {"fork-later", do_fork_later, 1, 0},
     {"mixed", run_mixed, 0, 0},      {"noop", do_noop, 0, 0},
 };
 

@@ -705,6 +705,77 @@ fn an_attached_process_is_billed_for_the_duration_and_keeps_running() {
     sleeper.wait().unwrap();
 }
 
+/// `--pid` follows the processes the attached one starts once billing began, and theirs: a
+/// child and a grandchild each making N getppid calls are billed beside the process's own N,
+/// and the counts still hold against perf's and /proc's.
+#[test]
+fn an_attached_process_is_billed_with_the_children_it_starts() {
+    use std::io::Write;
+    if !is_root() {
+        return common::skip("needs root for the kernel's counts");
+    }
+    let mut work = std::process::Command::new(workload())
+        .args(["fork-later", "400"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("b.json");
+    let mut billing = oscost_std()
+        .args(["bill", "--verify", "--quiet", "--json"])
+        .arg(&json)
+        .args(["--pid", &work.id().to_string()])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // perf's counter is opened once the probe is attached: its descriptor says billing began.
+    let fds = format!("/proc/{}/fd", billing.id());
+    let attached = || {
+        std::fs::read_dir(&fds)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|fd| {
+                std::fs::read_link(fd.path())
+                    .is_ok_and(|l| l.to_string_lossy().contains("perf_event"))
+            })
+    };
+    while !attached() {
+        if let Some(status) = billing.try_wait().unwrap() {
+            work.kill().unwrap();
+            work.wait().unwrap();
+            panic!("oscost ended before attaching: {status}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    work.stdin.take().unwrap().write_all(b"x").unwrap();
+    assert!(work.wait().unwrap().success());
+    let out = billing.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let b = read_bill(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(calls(&b, "getppid"), 1200, "{:?}", b.calls);
+    assert_eq!(b.events.processes, 2);
+    let pids: std::collections::BTreeSet<u32> = b.tasks.iter().map(|k| k.pid).collect();
+    assert_eq!(pids.len(), 3, "{:?}", b.tasks);
+    for c in &b.checks {
+        if ["system calls", "no event lost", "page faults", "switches"]
+            .iter()
+            .any(|k| c.name.starts_with(k))
+        {
+            assert_eq!(c.ok, Some(true), "{}: {}", c.name, c.detail);
+        }
+    }
+    assert!(
+        b.notes.iter().any(|n| n.contains("starts after attaching")),
+        "{:?}",
+        b.notes
+    );
+}
+
 #[test]
 fn ctrl_c_reaches_the_command_and_the_bill_is_still_printed() {
     let child = oscost_std()

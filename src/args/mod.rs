@@ -254,8 +254,9 @@ pub struct BillArgs {
     /// A bill already made
     #[command(subcommand)]
     pub saved: Option<BillCommand>,
-    /// Attach to this running process (its threads) instead of starting a command; billing
-    /// ends when it exits, at Ctrl-C (which it does not receive), or after --for
+    /// Attach to this running process (its threads, and the processes it starts once
+    /// attached) instead of starting a command; billing ends when it exits, at Ctrl-C (which
+    /// it does not receive), or after --for
     #[arg(long, value_name = "PID", conflicts_with = "command")]
     pub pid: Option<u32>,
     /// With --pid: stop billing after this long (`10s`, `1m`)
@@ -352,7 +353,7 @@ const BILL_HELP: &str = "Examples:
   oscost bill -- gzip -9 -k big.tar        bill a command (its exit status is oscost's)
   oscost bill --json b.json -- make -j2    and keep it as data (an oscost/2 document)
   oscost bill --count-only -- ./server     the cheaper probe: counts, no time per call
-  oscost bill --pid 4242 --for 10s         a running process, for ten seconds
+  oscost bill --pid 4242 --for 10s         a running process (and its new children), 10 s
   oscost bill show latest --prices B.json  the newest bill re-priced with another datasheet
   oscost bill --under seccomp=default -- ./server
                                            under a container runtime's default seccomp profile

@@ -471,9 +471,10 @@ pub fn run(
             };
             if counted.probe.is_some() {
                 notes.push(
-                    "attached to a running process: its threads are billed, processes it \
-                     starts are not followed"
-                        .into(),
+                    "attached to a running process: its threads are billed, and the processes \
+                     it (or one of them) starts after attaching; children already running are \
+                     not"
+                    .into(),
                 );
             }
             (
@@ -792,6 +793,14 @@ fn fill(bill: &mut Bill, t: &Totals, end: u64, in_window: f64, floor: f64) {
 /// length: 164 µs seen on a 2 ms pipe ping-pong (`bill_work pipe 100`).
 const CLOCKS_PART_NS: f64 = 200_000.0;
 
+/// The scheduler's sums over the tasks whose kernel accounting a check reads.
+struct Own {
+    voluntary: u64,
+    involuntary: u64,
+    oncpu_ns: u64,
+    wait_ns: u64,
+}
+
 /// The bill's counts held against the kernel's own accounting and an independent counter.
 fn checks(
     bill: &Bill,
@@ -831,7 +840,25 @@ fn checks(
     let Some(u) = &bill.usage else {
         return out;
     };
-    let faults = bill.faults_user.total() + bill.faults_kernel.total();
+    // An attached process's counters in /proc are its own: the children it made while billed
+    // are held out of the comparisons below (not out of the bill).
+    let own = |k: &&TaskLine| match &bill.target {
+        Target::Process { pid, .. } => k.pid == *pid,
+        Target::Command { .. } => true,
+    };
+    let children = bill.tasks.iter().filter(|k| !own(k)).count();
+    let of_whom = match (&bill.target, children) {
+        (Target::Process { pid, .. }, 1..) => {
+            format!(" (process {pid}'s own tasks; {children} of its children's are not in /proc)")
+        }
+        _ => String::new(),
+    };
+    let own_sum = |f: fn(&TaskLine) -> u64| bill.tasks.iter().filter(own).map(f).sum::<u64>();
+    let faults = if children > 0 {
+        own_sum(|k| k.faults)
+    } else {
+        bill.faults_user.total() + bill.faults_kernel.total()
+    };
     let theirs = u.minor_faults + u.major_faults;
     let within = |a: f64, b: f64, rel: f64, abs: f64| (a - b).abs() <= (rel * b.abs()).max(abs);
     // execve sets up the new program's stack through get_user_pages: faults the kernel
@@ -848,16 +875,23 @@ fn checks(
                 && theirs as f64 <= (faults + exec_pages) as f64 + slack,
         ),
         detail: format!(
-            "{faults} counted, {theirs} accounted ({} programs executed)",
+            "{faults} counted, {theirs} accounted ({} programs executed){of_whom}",
             bill.events.execs
         ),
     });
-    if let Some(s) = &bill.sched {
+    if bill.sched.is_some() {
+        let s = Own {
+            voluntary: own_sum(|k| k.voluntary),
+            involuntary: own_sum(|k| k.involuntary),
+            oncpu_ns: own_sum(|k| k.oncpu_ns),
+            wait_ns: own_sum(|k| k.wait_ns),
+        };
         // A thread that is not a process's first leaves getrusage's sums before its last
         // switch (a voluntary one, into death).
         let threads_gone = bill
             .tasks
             .iter()
+            .filter(own)
             .filter(|k| k.tid != k.pid && k.tid != 0)
             .count() as u64;
         let vol = if u.source == "getrusage" {
@@ -875,7 +909,7 @@ fn checks(
                     && within(s.involuntary as f64, u.involuntary as f64, 0.001, 1.0),
             ),
             detail: format!(
-                "{} + {} counted ({} threads' last), {} + {} accounted",
+                "{} + {} counted ({} threads' last), {} + {} accounted{of_whom}",
                 s.voluntary, s.involuntary, threads_gone, u.voluntary, u.involuntary
             ),
         });
@@ -900,7 +934,7 @@ fn checks(
                     && cpu as f64 <= (s.oncpu_ns + s.wait_ns) as f64 + slack,
             ),
             detail: format!(
-                "{:.3} ms counted (and {:.3} ms waiting), {:.3} ms accounted",
+                "{:.3} ms counted (and {:.3} ms waiting), {:.3} ms accounted{of_whom}",
                 s.oncpu_ns as f64 / 1e6,
                 s.wait_ns as f64 / 1e6,
                 cpu as f64 / 1e6

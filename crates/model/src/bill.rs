@@ -14,7 +14,8 @@ pub enum Target {
         /// Its arguments, the program first.
         argv: Vec<String>,
     },
-    /// A running process oscost attached to, with its threads.
+    /// A running process oscost attached to, with its threads and the processes it (or one
+    /// of them) started while billed.
     Process {
         /// Its id.
         pid: u32,

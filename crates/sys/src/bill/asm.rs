@@ -46,6 +46,11 @@ pub(super) const CGROUP_ID: i32 = 80;
 pub(super) const CLONE_THREAD: i32 = 0x10000;
 pub(super) const NOEXIST: i32 = 1;
 pub(super) const ANY: i32 = 0;
+// `BPF_XCHG`: the atomic operation that swaps and returns the old value.
+pub(super) const XCHG: i32 = 0xe1;
+// The argument's stack slots of the scope's test: a tgid (4 bytes) and a thread count.
+const OURS_KEY: i16 = -(TASK_BYTES as i16) - 24;
+const OURS_VAL: i16 = -(TASK_BYTES as i16) - 32;
 
 /// A jump target.
 #[derive(Clone, Copy)]
@@ -69,6 +74,10 @@ pub(super) struct Maps {
     pub(super) newborn: i32,
     pub(super) glob: i32,
     pub(super) calls: i32,
+    /// The processes followed besides the attached one (tgid → its threads alive).
+    pub(super) followed: i32,
+    /// Two words every CPU reads, at [`C_ANY`] and [`C_PENDING`].
+    pub(super) ctl: i32,
 }
 
 impl Prog {
@@ -145,6 +154,17 @@ impl Prog {
         self.op(0x18, dst, 1, 0, fd);
         self.op(0, 0, 0, 0, 0);
     }
+    /// `dst` = the address of byte `off` of the one value of array map `fd`: a load with no
+    /// helper call.
+    pub(super) fn ld_map_value(&mut self, dst: u8, fd: i32, off: i32) {
+        self.op(0x18, dst, 2, 0, fd);
+        self.op(0, 0, 0, 0, off);
+    }
+    /// `src = xchg(*(u64 *)(base + off), src)`: a mark taken exactly once even when another
+    /// program on this CPU runs inside this one.
+    pub(super) fn xchg(&mut self, base: u8, off: i16, src: u8) {
+        self.op(STX | ATOMIC | DW, base, src, off, XCHG);
+    }
     pub(super) fn call(&mut self, helper: i32) {
         self.op(JMP | CALL, 0, 0, 0, helper);
     }
@@ -162,6 +182,16 @@ impl Prog {
 
     /// Goes to `not` unless the current task is the program's (r1–r5, r0 clobbered).
     pub(super) fn ours_or(&mut self, not: Label) {
+        self.scope_test(not, true);
+    }
+
+    /// As [`Prog::ours_or`], but never adopting: for a program that may run in a task's context
+    /// after the switch away from it has begun (its CPU's mark already set for the next).
+    pub(super) fn ours_or_known(&mut self, not: Label) {
+        self.scope_test(not, false);
+    }
+
+    fn scope_test(&mut self, not: Label, adopt: bool) {
         match self.scope {
             Scope::Cgroup(id) => {
                 self.call(CGROUP_ID);
@@ -169,11 +199,79 @@ impl Prog {
                 self.jmpx(JNE, 0, 1, not);
             }
             Scope::Process(pid) => {
+                let ours = self.label();
                 self.call(PID_TGID);
                 self.alui(RSH, 0, 32);
-                self.jmp(JNE, 0, pid as i32, not);
+                // The attached process's own events pay what they paid before children were
+                // followed: one comparison.
+                self.jmp(JEQ, 0, pid as i32, ours);
+                self.descendant_or(ours, not, adopt);
+                self.bind(ours);
             }
         }
+    }
+
+    /// For a task outside the attached process, its tgid in r0: goes to `ours` when it is a
+    /// process the program made (followed already, or adopted now: a child of the program's
+    /// just come in on this CPU), else to `not`. A foreign task pays a load while the
+    /// program has made no process, one hash lookup after.
+    fn descendant_or(&mut self, ours: Label, not: Label, adopt: bool) {
+        let (ctl, followed) = (self.maps.ctl, self.maps.followed);
+        self.ld_map_value(1, ctl, i32::from(C_ANY));
+        self.ld(2, 1, 0);
+        self.jmp(JEQ, 2, 0, not);
+        self.op(STX | MEM | W, 10, 0, OURS_KEY, 0);
+        self.ld_map(1, followed);
+        self.mov(2, 10);
+        self.alui(ADD, 2, i32::from(OURS_KEY));
+        self.call(LOOKUP);
+        self.jmp(JNE, 0, 0, ours);
+        if !adopt {
+            self.goto(not);
+            return;
+        }
+        // The mark is set only while a newborn child of the program's is current on its CPU,
+        // so the task that takes it is that child: every program runs in the context of the
+        // task current on its CPU, and the mark is cleared at the next switch.
+        self.ld_map_value(1, ctl, i32::from(C_PENDING));
+        self.ld(2, 1, 0);
+        self.jmp(JEQ, 2, 0, not);
+        self.movi(1, 0);
+        self.lookup_u32(self.maps.glob, 1, not);
+        self.movi(1, 0);
+        self.xchg(0, G_ADOPT, 1);
+        self.jmp(JEQ, 1, 0, not);
+        self.ld_map_value(1, ctl, i32::from(C_PENDING));
+        self.movi(2, -1);
+        self.add(1, 0, 2);
+        // Born single-threaded: its threads are counted as it makes them.
+        self.sti(10, OURS_VAL, 1);
+        self.ld_map(1, followed);
+        self.mov(2, 10);
+        self.alui(ADD, 2, i32::from(OURS_KEY));
+        self.mov(3, 10);
+        self.alui(ADD, 3, i32::from(OURS_VAL));
+        self.movi(4, ANY);
+        self.call(UPDATE);
+        self.jmp(JEQ, 0, 0, ours);
+        self.movi(1, 0);
+        self.lookup_u32(self.maps.glob, 1, not);
+        self.inc(0, G_MISSED);
+        self.goto(not);
+    }
+
+    /// Adds `by` to the live threads of the current task's process when it is a followed one
+    /// (not the attached process `pid`): r0 the count's address after, or `none` taken. The
+    /// tgid stays at fp-4.
+    pub(super) fn followed_count(&mut self, pid: u32, by: i32, none: Label) {
+        self.call(PID_TGID);
+        self.alui(RSH, 0, 32);
+        self.jmp(JEQ, 0, pid as i32, none);
+        self.mov(1, 0);
+        let fd = self.maps.followed;
+        self.lookup_u32(fd, 1, none);
+        self.movi(1, by);
+        self.add(0, 0, 1);
     }
 
     /// The time now into `dst`.

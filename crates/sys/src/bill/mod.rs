@@ -8,7 +8,10 @@
 //!
 //! Which tasks are the program's: those of one cgroup v2 (`bpf_get_current_cgroup_id`, for a
 //! command started in a cgroup of its own: every thread and descendant follows), or those of
-//! one thread group (a process attached by its id). The programs read no kernel memory: a task
+//! one thread group (a process attached by its id) and of the processes it makes once the
+//! probe is attached, and they make in turn: a task woken new by one of them is marked on the
+//! CPU it first comes in on, and the first program that runs in it there adds its thread group
+//! to the followed ones. The programs read no kernel memory: a task
 //! is named by its thread id where it is current, and by its `task_struct` pointer where the
 //! scheduler hands one (the task switched in, the task woken), the pointer mapped to the
 //! thread when the task last switched out.
@@ -32,7 +35,8 @@ use std::os::fd::{AsRawFd, OwnedFd};
 pub enum Scope {
     /// Every task of the cgroup v2 with this id (its directory's inode number).
     Cgroup(u64),
-    /// Every thread of this process.
+    /// Every thread of this process, and of every process it (or one of them) makes after the
+    /// probe is attached.
     Process(u32),
 }
 
@@ -112,8 +116,17 @@ const G_PEND_WOKEN: i16 = 448;
 const G_PEND_WAIT: i16 = 456;
 // Wake-ups by the program's own tasks after which the woken task ran on another CPU.
 const G_CROSS: i16 = 464;
+// Set while a task just made by one of the program's processes, not yet known to be the
+// program's, is current on this CPU (process scope): the first program that runs in it adopts it.
+const G_ADOPT: i16 = 472;
 const G_LAT: i16 = 512;
 const GLOB_BYTES: usize = 512 + 8 * BUCKETS;
+
+// The words every CPU reads (process scope): nonzero once one of the program's processes made a
+// task; marks set and not yet taken.
+const C_ANY: i16 = 0;
+const C_PENDING: i16 = 8;
+const CTL_BYTES: usize = 16;
 
 // A system call's slot, bytes.
 const C_COUNT: i16 = 0;
@@ -142,6 +155,7 @@ pub const TLB_REASONS: [&str; 5] = [
 ];
 
 const MAP_HASH: u32 = 1;
+const MAP_ARRAY: u32 = 2;
 const MAP_PERCPU_ARRAY: u32 = 6;
 const MAP_LOOKUP_ELEM: libc::c_long = 1;
 const MAP_GET_NEXT_KEY: libc::c_long = 4;
@@ -301,7 +315,7 @@ pub struct Probe {
     tasks: OwnedFd,
     glob: OwnedFd,
     calls: OwnedFd,
-    _maps: [OwnedFd; 2],
+    _maps: [OwnedFd; 4],
     progs: Vec<(&'static str, OwnedFd)>,
     links: Vec<OwnedFd>,
     /// Tracepoints this kernel lacks (optional ones, skipped).
@@ -342,12 +356,16 @@ impl Probe {
         let newborn = make(MAP_HASH, 8, 8, MAX_TASKS, b"oscost_newborn")?;
         let glob = make(MAP_PERCPU_ARRAY, 4, GLOB_BYTES, 1, b"oscost_glob")?;
         let calls = make(MAP_PERCPU_ARRAY, 4, CALL_BYTES, CALL_SLOTS, b"oscost_calls")?;
+        let followed = make(MAP_HASH, 4, 8, MAX_TASKS, b"oscost_followed")?;
+        let ctl = make(MAP_ARRAY, 4, CTL_BYTES, 1, b"oscost_ctl")?;
         let maps = Maps {
             tasks: tasks.as_raw_fd(),
             ptrs: ptrs.as_raw_fd(),
             newborn: newborn.as_raw_fd(),
             glob: glob.as_raw_fd(),
             calls: calls.as_raw_fd(),
+            followed: followed.as_raw_fd(),
+            ctl: ctl.as_raw_fd(),
         };
         let mut progs = Vec::new();
         let mut all = programs(maps, scope, depth);
@@ -363,7 +381,7 @@ impl Probe {
             tasks,
             glob,
             calls,
-            _maps: [ptrs, newborn],
+            _maps: [ptrs, newborn, followed, ctl],
             progs,
             links: Vec::new(),
             missing: Vec::new(),
@@ -560,6 +578,10 @@ mod live {
     use super::*;
     use crate::skip::skip;
 
+    /// Taken by the tests that count this process's calls exactly: each probe follows the
+    /// children of every other test's too.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     fn getppid_n(n: u32) {
         for _ in 0..n {
             // SAFETY: getppid has no arguments and no memory effects.
@@ -569,6 +591,7 @@ mod live {
 
     #[test]
     fn a_probe_counts_this_process_calls_faults_and_switches() {
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         let pid = std::process::id();
         let mut p = match Probe::load(Scope::Process(pid), Depth::Time) {
             Ok(p) => p,
@@ -664,6 +687,106 @@ mod live {
         // Other tests' threads of this process may wake each other across CPUs meanwhile.
         assert!(one.wakeups >= 100, "{one:?}");
         assert!(one.cross_cpu_wakeups < 20, "{one:?}");
+    }
+
+    /// `n` getsid calls (a call no other test here makes: the count is the children's alone).
+    fn getsid_n(n: u32) {
+        for _ in 0..n {
+            // SAFETY: getsid(0) reads this process's session id; no memory effects.
+            unsafe { libc::syscall(libc::SYS_getsid, 0) };
+        }
+    }
+
+    /// Forks a child that runs `f`, then exits at once (no destructor, no atexit handler of
+    /// the test process runs in it).
+    fn fork_running(f: impl FnOnce()) -> libc::pid_t {
+        // SAFETY: the child makes only raw system calls (f's), forks and waits, then _exits;
+        // it touches no lock another thread of the test process might hold.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork: {}", io::Error::last_os_error());
+        if pid == 0 {
+            f();
+            // SAFETY: _exit ends the child without running the parent's handlers.
+            unsafe { libc::_exit(0) };
+        }
+        pid
+    }
+
+    fn reap(pid: libc::pid_t) {
+        let mut status = 0;
+        // SAFETY: status is a valid int for waitpid to write.
+        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        assert_eq!(r, pid, "waitpid: {}", io::Error::last_os_error());
+        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+    }
+
+    /// A child made after attaching, and the grandchild it makes, are the program's (their
+    /// calls counted exactly, at both depths); a child made before attaching is not.
+    #[test]
+    fn children_made_after_attaching_are_followed_and_older_ones_are_not() {
+        use std::io::{Read, Write};
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        for depth in [Depth::Count, Depth::Time] {
+            let (mut go_rd, mut go_wr) = std::io::pipe().expect("pipe");
+            let older = fork_running(|| {
+                let mut byte = [0u8];
+                let _ = go_rd.read(&mut byte);
+                getsid_n(50);
+            });
+            let pid = std::process::id();
+            let mut p = match Probe::load(Scope::Process(pid), depth) {
+                Ok(p) => p,
+                // SAFETY: geteuid has no memory effects.
+                Err(e) if unsafe { libc::geteuid() } != 0 => {
+                    go_wr.write_all(b"x").expect("write");
+                    reap(older);
+                    return skip(&format!("needs root: {}", e.0));
+                }
+                Err(e) => panic!("as root, BPF must load: {}", e.0),
+            };
+            p.attach().expect("attach");
+            let (mut id_rd, mut id_wr) = std::io::pipe().expect("pipe");
+            let child = fork_running(|| {
+                getsid_n(300);
+                let grandchild = fork_running(|| getsid_n(200));
+                let _ = id_wr.write_all(&grandchild.to_ne_bytes());
+                reap(grandchild);
+            });
+            reap(child);
+            let mut id = [0u8; 4];
+            id_rd.read_exact(&mut id).expect("the grandchild's id");
+            let grandchild = u32::from_ne_bytes(id);
+            go_wr.write_all(b"x").expect("write");
+            reap(older);
+            p.detach();
+            let t = p.read().expect("read");
+            let getsid = t
+                .calls
+                .iter()
+                .find(|c| c.nr == libc::SYS_getsid as u32)
+                .map_or(0, |c| c.count);
+            assert_eq!(getsid, 500, "{depth:?}: {t:?}");
+            let pids: std::collections::BTreeSet<u32> = t.tasks.iter().map(|k| k.pid).collect();
+            assert!(pids.contains(&(child as u32)), "{depth:?}: {pids:?}");
+            assert!(pids.contains(&grandchild), "{depth:?}: {pids:?}");
+            assert!(!pids.contains(&(older as u32)), "{depth:?}: {pids:?}");
+            // Each billed to its last run: a process is forgotten only after its switch into
+            // death, not at its exit.
+            for p in [child as u32, grandchild] {
+                let on: u64 = t
+                    .tasks
+                    .iter()
+                    .filter(|k| k.pid == p)
+                    .map(|k| k.oncpu_ns)
+                    .sum();
+                assert!(
+                    on > 0,
+                    "{depth:?}: process {p} never on a CPU: {:?}",
+                    t.tasks
+                );
+            }
+            assert!(t.processes >= 2, "{depth:?}: {t:?}");
+        }
     }
 
     fn gettid() -> u32 {

@@ -237,6 +237,19 @@ fn switch(maps: Maps, scope: Scope) -> Program {
     p.jmp(JEQ, 1, 0, alive);
     p.ld(1, 10, SWITCH_AT);
     p.st(7, T_EXIT, 1);
+    if let Scope::Process(pid) = scope {
+        // A followed process's last thread gone: its id is forgotten, for the kernel may give
+        // it to another process. Here, not at its exit's tracepoint: the switch into death
+        // still bills the task's last run. (Two threads ending at once may both see 0: both
+        // delete.)
+        p.followed_count(pid, -1, next);
+        p.ld(1, 0, 0);
+        p.jmp(JNE, 1, 0, next);
+        p.ld_map(1, maps.followed);
+        p.mov(2, 10);
+        p.alui(ADD, 2, -4);
+        p.call(DELETE);
+    }
     p.goto(next);
     p.bind(alive);
     p.ld(1, 6, 8);
@@ -254,6 +267,20 @@ fn switch(maps: Maps, scope: Scope) -> Program {
     p.glob();
     p.mov(8, 0);
     p.sti(8, G_PEND_IN, 0);
+    if let Scope::Process(_) = scope {
+        // A mark not taken (a newborn thread of a process already followed: no program needed
+        // to adopt it) ends with the task it was set for.
+        let unmarked = p.label();
+        p.ld(1, 8, G_ADOPT);
+        p.jmp(JEQ, 1, 0, unmarked);
+        p.movi(1, 0);
+        p.xchg(8, G_ADOPT, 1);
+        p.jmp(JEQ, 1, 0, unmarked);
+        p.ld_map_value(1, maps.ctl, i32::from(C_PENDING));
+        p.movi(2, -1);
+        p.add(1, 0, 2);
+        p.bind(unmarked);
+    }
     p.ld(1, 6, 16);
     let known = p.label();
     p.op(STX | MEM | DW, 10, 1, -16, 0);
@@ -278,6 +305,17 @@ fn switch(maps: Maps, scope: Scope) -> Program {
     p.mov(2, 10);
     p.alui(ADD, 2, -16);
     p.call(DELETE);
+    if let Scope::Process(_) = scope {
+        // Made by one of the program's processes (the only newborns kept under this scope):
+        // the first program in its context here adopts it, should it be a process of its own.
+        p.movi(1, 1);
+        p.xchg(8, G_ADOPT, 1);
+        p.ld_map_value(2, maps.ctl, 0);
+        p.jmp(JNE, 1, 0, exit);
+        p.movi(1, 1);
+        p.st(2, C_ANY, 1);
+        p.add(2, C_PENDING, 1);
+    }
     p.goto(exit);
     p.bind(known);
     p.op(LDX | MEM | W, 1, 0, 0, 0);
@@ -348,10 +386,16 @@ fn switch(maps: Maps, scope: Scope) -> Program {
     p.done("sched_switch")
 }
 
-/// `sched:sched_wakeup_new(p)`: a task made, by anyone, about to wait for its first run; kept
-/// by pointer until it comes in (then forgotten).
+/// `sched:sched_wakeup_new(p)`, in its maker's context: a task made, about to wait for its
+/// first run; kept by pointer until it comes in (then forgotten). A cgroup's keeps every task
+/// made (the command's first is made by oscost, outside it); a process's, only those its own
+/// tasks make, each one a task to adopt.
 fn wakeup_new(maps: Maps, scope: Scope) -> Program {
     let mut p = Prog::new(maps, scope);
+    if let Scope::Process(_) = scope {
+        let exit = p.exit;
+        p.ours_or(exit);
+    }
     p.ld(1, 6, 0);
     p.op(STX | MEM | DW, 10, 1, -16, 0);
     p.now(1);
@@ -439,6 +483,10 @@ fn newtask(maps: Maps, scope: Scope) -> Program {
     p.goto(exit);
     p.bind(thread);
     p.inc(0, G_THREADS);
+    if let Scope::Process(pid) = scope {
+        // One more thread alive in a followed process, for its end to be known.
+        p.followed_count(pid, 1, exit);
+    }
     p.done("task_newtask")
 }
 
@@ -465,7 +513,9 @@ fn task_exit(maps: Maps, scope: Scope) -> Program {
 fn tlb(maps: Maps, scope: Scope) -> Program {
     let mut p = Prog::new(maps, scope);
     let exit = p.exit;
-    p.ours_or(exit);
+    // A flush on task switch comes after the switch's tracepoint, in the task leaving: not the
+    // task its CPU's mark was set for.
+    p.ours_or_known(exit);
     p.ld(8, 6, 0);
     p.alui(AND, 8, 7);
     p.alui(LSH, 8, 3);
@@ -520,9 +570,16 @@ mod tests {
             newborn: 8,
             glob: 5,
             calls: 6,
+            followed: 9,
+            ctl: 10,
         };
-        for depth in [Depth::Count, Depth::Time] {
-            for p in programs(maps, Scope::Cgroup(7), depth) {
+        for (depth, scope) in [
+            (Depth::Count, Scope::Cgroup(7)),
+            (Depth::Time, Scope::Cgroup(7)),
+            (Depth::Count, Scope::Process(7)),
+            (Depth::Time, Scope::Process(7)),
+        ] {
+            for p in programs(maps, scope, depth) {
                 let n = p.insns.len() as i64;
                 assert!(n < 4096, "{}: {n} instructions", p.event);
                 for (at, i) in p.insns.iter().enumerate() {
