@@ -21,7 +21,8 @@ const HEAD: usize = 4096;
 /// How many threads read, parse and compress the files.
 const READERS: usize = 2;
 
-/// How many files may be read and not yet taken by the store. Enough that the store finds
+/// How many documents may be read (or being read) and not yet taken by the store; a file the
+/// store holds already, or one that cannot be read, does not count. Enough that the store finds
 /// documents waiting whenever the readers are not much slower than the server; few enough
 /// that the readers do not run far ahead, taking the CPU the server (which may share the
 /// machine) needs now for documents it will not see for long, and that the last documents
@@ -46,7 +47,7 @@ type Known = HashMap<String, Option<String>>;
 /// and looked up in one query; a file whose run the store holds with the same text (by its
 /// digest) is not parsed. The others are read, parsed once and compressed by [`READERS`]
 /// threads, which also write the rows the store will send (see [`Encoded`]), in the files'
-/// order and at most [`AHEAD`] files ahead of the store; the store takes whatever is ready
+/// order and at most [`AHEAD`] documents ahead of the store; the store takes whatever is ready
 /// each time it has sent what it took before, so the server starts on the first documents
 /// at once and ends soon after the last is read.
 pub(super) fn push(store: &mut History, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
@@ -263,6 +264,8 @@ struct State {
     next: usize,
     /// The files from `taken` on that readers started, in order: `None` while being read.
     read: VecDeque<Option<Prepared>>,
+    /// Of those, the ones being read or read as documents to store: what [`AHEAD`] bounds.
+    docs: usize,
     /// What the store holds of each batch's files, as the store looked it up: a file is read
     /// only once its batch's is here.
     known: Vec<Arc<Known>>,
@@ -280,6 +283,7 @@ impl<'a> Ahead<'a> {
                 taken: 0,
                 next: 0,
                 read: VecDeque::with_capacity(AHEAD),
+                docs: 0,
                 known: Vec::new(),
                 stopped: false,
                 failed: false,
@@ -319,18 +323,22 @@ impl<'a> Ahead<'a> {
                     if s.stopped || s.next == self.files.len() {
                         return;
                     }
-                    if s.next < s.taken + AHEAD && s.next / BATCH < s.known.len() {
+                    if s.docs < AHEAD && s.next / BATCH < s.known.len() {
                         break;
                     }
                     s = self.wait(s);
                 }
                 let i = s.next;
                 s.next += 1;
+                s.docs += 1;
                 s.read.push_back(None);
                 (i, Arc::clone(&s.known[i / BATCH]))
             };
             let p = prepare(&self.files[i], &known);
             let mut s = self.lock();
+            if !matches!(p, Prepared::Doc(_)) {
+                s.docs -= 1;
+            }
             let at = i - s.taken;
             s.read[at] = Some(p);
             drop(s);
@@ -359,6 +367,9 @@ impl<'a> Ahead<'a> {
                 _ => break,
             }
             if let Some(Some(p)) = s.read.pop_front() {
+                if matches!(p, Prepared::Doc(_)) {
+                    s.docs -= 1;
+                }
                 out.push((s.taken, p));
             }
             s.taken += 1;
