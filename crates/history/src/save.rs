@@ -36,20 +36,46 @@ impl History {
     /// bulk: their runs in one statement per hundred, their documents, hosts, experiments and
     /// cases in one `COPY` each on PostgreSQL. A run already there (before, or saved by
     /// another oscost meanwhile, or twice in `docs`) is left as it is; `differs` says whether
-    /// its stored document holds other content. `docs` stay the caller's: a push frees them
-    /// on another thread rather than between two batches, where the store would wait.
+    /// its stored document holds other content.
     pub fn save_encoded(&mut self, docs: &[Encoded]) -> Result<Vec<Saved>, HistoryError> {
-        self.write(|h| h.save_in(docs))
+        self.write(|h| h.save_in(docs, &now(), &mut HashSet::new()))
     }
 
-    /// [`History::save_encoded`] inside a transaction already begun.
-    fn save_in(&self, docs: &[Encoded]) -> Result<Vec<Saved>, HistoryError> {
-        let saved_at = humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string();
-        // Each id once: a later copy in the same batch is "already there".
-        let mut first = HashSet::new();
+    /// Saves documents in one transaction as [`History::save_encoded`] does, taking them part
+    /// by part as `next` gives them (`None`: no more), each part stored before the next is
+    /// asked for: the server works on the first documents while later ones are still being
+    /// read, rather than waiting for the whole transaction's. Each part, once stored, is handed
+    /// to `stored` (a push frees it on another thread, where the store does not wait for the
+    /// frees). Returns what became of every document, in the order given.
+    pub fn save_parts(
+        &mut self,
+        mut next: impl FnMut() -> Option<Vec<Encoded>>,
+        mut stored: impl FnMut(Vec<Encoded>),
+    ) -> Result<Vec<Saved>, HistoryError> {
+        self.write(|h| {
+            let saved_at = now();
+            let mut seen = HashSet::new();
+            let mut out = Vec::new();
+            while let Some(part) = next() {
+                out.extend(h.save_in(&part, &saved_at, &mut seen)?);
+                stored(part);
+            }
+            Ok(out)
+        })
+    }
+
+    /// Saves `docs` inside a transaction already begun; `seen` holds the ids saved before in
+    /// the same transaction, to which those of `docs` are added.
+    fn save_in(
+        &self,
+        docs: &[Encoded],
+        saved_at: &str,
+        seen: &mut HashSet<String>,
+    ) -> Result<Vec<Saved>, HistoryError> {
+        // Each id once: a later copy, in `docs` or in an earlier part, is "already there".
         let fresh: Vec<&Encoded> = docs
             .iter()
-            .filter(|d| first.insert(d.run_id.as_str()))
+            .filter(|d| seen.insert(d.run_id.clone()))
             .collect();
         let mut inserted: HashSet<String> = HashSet::new();
         // ON CONFLICT: a run stored before, or by another oscost since anyone looked.
@@ -63,7 +89,7 @@ impl History {
                 params.extend([
                     Cell::from(&e.run_id),
                     e.doc.started_at.as_ref().into(),
-                    (&saved_at).into(),
+                    saved_at.into(),
                     (&env.oscost_version).into(),
                     (&env.kernel_release).into(),
                     env.cpu_model.as_ref().into(),
@@ -214,6 +240,11 @@ impl History {
         })?;
         Ok(())
     }
+}
+
+/// The time a save is recorded at.
+fn now() -> String {
+    humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string()
 }
 
 /// The same rows as [`table_rows`](crate::rows::table_rows), and the `documents` rows, as values to bind: how SQLite
