@@ -266,8 +266,21 @@ fn even(s: &[f64], lnf: &[f64]) -> Vec<(f64, f64)> {
     let r = (n - m) as f64;
     let nf = n as f64;
     let ln_choose = lnf[n] - lnf[m] - lnf[n - m];
+    let places = order_statistic(n, m, lnf);
+    // The upper draw's factor, in logs (C(n, m) alone overflows), depends on j alone: once
+    // per j, not once per pair.
+    let first = places.first().map_or(n, |p| p.0);
+    let ln_high: Vec<f64> = (0..=n)
+        .map(|j| {
+            if j <= first {
+                return f64::NEG_INFINITY;
+            }
+            let up = (n - j + 1) as f64;
+            r * (up / nf).ln() + (-(r * ((n - j) as f64 / up).ln()).exp_m1()).ln()
+        })
+        .collect();
     let mut out = Vec::new();
-    for (i, at, before) in order_statistic(n, m, lnf) {
+    for (i, at, before) in places {
         let here = at - before;
         if here <= 0.0 {
             continue;
@@ -282,9 +295,7 @@ fn even(s: &[f64], lnf: &[f64]) -> Vec<(f64, f64)> {
         };
         out.push((s[i - 1], (here - above).max(0.0)));
         for j in i + 1..=n {
-            let up = (n - j + 1) as f64;
-            let ln_high = r * (up / nf).ln() + (-(r * ((n - j) as f64 / up).ln()).exp_m1()).ln();
-            let p = (head + ln_high).exp();
+            let p = (head + ln_high[j]).exp();
             out.push((0.5 * s[i - 1] + 0.5 * s[j - 1], p));
             if p <= TINY * above {
                 break;
