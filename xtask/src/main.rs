@@ -6,7 +6,11 @@
 //! so through [`skip::skip`] and is counted as skipped, not passed.
 //!
 //! `cargo xtask vs NAME…`: holds oscost against its independent C references ([`vs`]).
+//!
+//! `cargo xtask law-ref FILE…`: the exact-law program `compare --group-by` is held to
+//! ([`lawref`]).
 
+mod lawref;
 mod skip;
 mod vs;
 
@@ -113,7 +117,7 @@ fn skips(text: &str) -> Vec<&str> {
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: cargo xtask test [ARGS for cargo test]\n       cargo xtask vs [NAME…|all] [OPTIONS] (--help)"
+        "usage: cargo xtask test [ARGS for cargo test]\n       cargo xtask vs [NAME…|all] [OPTIONS] (--help)\n       cargo xtask law-ref FILE…"
     );
     ExitCode::from(2)
 }
@@ -123,6 +127,7 @@ fn main() -> ExitCode {
     match args.next().as_deref() {
         Some("test") => {}
         Some("vs") => return vs::main(args.collect()),
+        Some("law-ref") => return lawref::main(args.collect()),
         _ => return usage(),
     }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());

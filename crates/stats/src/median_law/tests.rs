@@ -282,3 +282,25 @@ fn a_law_with_values_at_or_below_zero_keeps_its_positive_ratios() {
         }
     }
 }
+
+#[test]
+fn tied_samples_give_each_value_once_with_the_mass_of_all_its_ties() {
+    // Whole nanoseconds, as timings are: many ties, and midpoints tie far more.
+    let samples: Vec<f64> = (0..400).map(|i| 100.0 + ((i * 37) % 23) as f64).collect();
+    let law = MedianLaw::new(&samples).unwrap();
+    assert!(law.values().windows(2).all(|w| w[0] < w[1]));
+    // Only the half-integers between 100 and 122 are possible medians.
+    assert!(law.values().len() <= 45, "{}", law.values().len());
+    assert!((law.cdf(f64::MAX) - 1.0).abs() < 1e-12);
+    let small = [1.0, 1.0, 2.0, 3.0, 3.0, 9.0];
+    let law = MedianLaw::new(&small).unwrap();
+    for (v, _) in enumerate(&small) {
+        let below: f64 = enumerate(&small)
+            .iter()
+            .filter(|(w, _)| *w <= v)
+            .map(|(_, q)| q)
+            .sum();
+        assert!((law.cdf(v) - below).abs() < 1e-12);
+    }
+    assert_eq!(law.values().len(), enumerate(&small).len());
+}
