@@ -536,13 +536,11 @@ fn case_id(kind: Kind, place: Place) -> String {
 /// out, the faults counted per operation and the check the kind must pass.
 fn finish(ctx: &Context, s: Slot, files: &Files, threads: Option<u64>) -> Case {
     let ops = s.ops as f64;
-    let per_op: Vec<f64> = s
-        .fault_ticks
-        .iter()
-        .zip(&s.loop_ticks)
-        .map(|(f, l)| (f - l) / ops)
-        .collect();
+    // The loop's own cost is the median of its passes, taken from every sample alike: a pass
+    // the host interrupted (tens of ms on a virtual machine) would otherwise make its sample's
+    // fault time negative, a figure no fault has and a document its own reader refuses.
     let loop_ticks = sampler::median_of(s.loop_ticks.iter().map(|l| l / ops));
+    let per_op: Vec<f64> = s.fault_ticks.iter().map(|f| f / ops - loop_ticks).collect();
     let samples = Samples {
         per_op_ns: per_op.iter().map(|&t| ctx.clock.ticks_to_ns(t)).collect(),
         per_op_ticks: per_op,
