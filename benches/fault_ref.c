@@ -4,7 +4,8 @@
  * Each sample maps a fresh region (untimed), touches one byte of each page in a timed pass,
  * then times the same pass again over the pages now present and subtracts it; the region is
  * unmapped after. The kinds are sampled in rounds, one sample of each per round in an order
- * rotated every round, after one untimed sample of each. Faults are counted with
+ * rotated every round, after one untimed sample of each; each timed sample follows an untimed
+ * one of its own kind. Faults are counted with
  * getrusage(RUSAGE_THREAD) around the timed passes.
  *
  * Kinds: anon-write, anon-read, file-read (private mapping of a cached file), file-write-shared
@@ -211,6 +212,10 @@ int main(int argc, char **argv) {
     for (unsigned long r = 0; r < samples; r++)
         for (int i = 0; i < n; i++) {
             int j = (int)((r + (unsigned long)i) % (unsigned long)n);
+            /* An untimed sample of the same kind first, as oscost takes one: a timed sample
+             * would otherwise inherit what the kind before it left (freed pages, filled
+             * caches), and a kind's figure would change with its neighbours. */
+            sample(kinds[j], &slots[j], 0);
             sample(kinds[j], &slots[j], 1);
         }
     for (int i = 0; i < n; i++) {
