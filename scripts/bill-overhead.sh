@@ -61,10 +61,10 @@ find_dir="${FIND_DIR:-/usr}"
 [[ "$getppid_n" =~ ^[1-9][0-9]*$ ]] || die "GETPPID_N must be a positive integer, got '$getppid_n'"
 [[ -d "$find_dir" ]] || die "FIND_DIR '$find_dir' is not a directory"
 
-# The bill's JSON is new and its field names provisional: they are named here and read only
+# The bill sits in an oscost/2 document under `bill`: its fields are named here and read only
 # through bill_field.
-bill_wall_field=wall_ns           # the program's own wall time, as oscost measured it
-bill_explained_field=explained_pct # the share of that wall time the bill explains
+bill_wall_field=bill.wall_ns                # the program's own wall time, as oscost measured it
+bill_explained_field=bill.explained_pct     # the share of that wall time the bill explains
 
 # The value at PATH (dot-separated: "a.b") in the JSON FILE, or nothing when it is absent.
 # Usage: bill_field FILE PATH
