@@ -607,25 +607,33 @@ fn takes_params(run: &Run) -> bool {
         .any(|a| a.contains("{param:"))
 }
 
-/// `args` with each `{param:NAME}` replaced by oscost's experiment parameter NAME.
+/// `args` with each `{param:NAME}` replaced by oscost's experiment parameter NAME; an
+/// argument that is the placeholder alone and whose parameter is a list becomes one argument
+/// per item (the periods the machine could keep, say).
 fn fill_params(
     args: Vec<String>,
     params: &std::collections::BTreeMap<String, String>,
 ) -> anyhow::Result<Vec<String>> {
-    args.into_iter()
-        .map(|a| {
-            let Some((before, rest)) = a.split_once("{param:") else {
-                return Ok(a);
-            };
-            let Some((name, after)) = rest.split_once('}') else {
-                bail!("unclosed {{param:}} in {a:?}");
-            };
-            let value = params
-                .get(name)
-                .with_context(|| format!("oscost's document has no parameter {name}"))?;
-            Ok(format!("{before}{value}{after}"))
-        })
-        .collect()
+    let mut out = Vec::with_capacity(args.len());
+    for a in args {
+        let Some((before, rest)) = a.split_once("{param:") else {
+            out.push(a);
+            continue;
+        };
+        let Some((name, after)) = rest.split_once('}') else {
+            bail!("unclosed {{param:}} in {a:?}");
+        };
+        let value = params
+            .get(name)
+            .with_context(|| format!("oscost's document has no parameter {name}"))?;
+        match serde_json::from_str::<Vec<serde_json::Value>>(value) {
+            Ok(items) if before.is_empty() && after.is_empty() => {
+                out.extend(items.iter().map(|v| v.to_string()));
+            }
+            _ => out.push(format!("{before}{value}{after}")),
+        }
+    }
+    Ok(out)
 }
 
 /// Holds /dev/cpu_dma_latency at 0 while the returned file is open.
@@ -650,6 +658,12 @@ mod tests {
             "-n{param:work_iterations}x".into(),
         ];
         assert_eq!(fill_params(args, &params).unwrap(), ["123456", "-n123456x"]);
+        let list = [("periods_ns".to_string(), "[1000000,200000]".to_string())].into();
+        let args = vec!["a".into(), "{param:periods_ns}".into(), "z".into()];
+        assert_eq!(
+            fill_params(args, &list).unwrap(),
+            ["a", "1000000", "200000", "z"]
+        );
         let e = fill_params(vec!["{param:other}".into()], &params).unwrap_err();
         assert!(e.to_string().contains("no parameter other"), "{e}");
         let tick = entries::find("tick").unwrap();
