@@ -5,7 +5,7 @@
 mod common;
 
 use common::{is_root, oscost, oscost_std};
-use oscost_model::bill::{Bill, Ending};
+use oscost_model::bill::{Bill, CallDepth, Counter, Ending};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::OnceLock;
@@ -60,10 +60,22 @@ fn bill_into(history: &std::path::Path, options: &[&std::ffi::OsStr], args: &[&s
 
 /// Bills `bill_work MODE N` with the independent count on; the bill document.
 fn bill(mode: &str, n: u32) -> Bill {
+    bill_with("bpf", mode, n)
+}
+
+/// Bills `bill_work MODE N` counted by `trace_with`, with the independent count on.
+fn bill_with(trace_with: &str, mode: &str, n: u32) -> Bill {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("b.json");
     let out = oscost_std()
-        .args(["bill", "--verify", "--quiet", "--json"])
+        .args([
+            "bill",
+            "--verify",
+            "--quiet",
+            "--trace-with",
+            trace_with,
+            "--json",
+        ])
         .arg(&json)
         .arg("--")
         .arg(workload())
@@ -90,7 +102,7 @@ fn calls(b: &Bill, name: &str) -> u64 {
 /// may part from it on a busy machine: tests run side by side), nothing was lost, and the
 /// parts and the residual close on the tasks' time.
 fn assert_sound(b: &Bill) {
-    assert_eq!(b.mechanism.name, "bpf", "{:?}", b.mechanism);
+    assert_eq!(b.mechanism.name, Counter::Bpf, "{:?}", b.mechanism);
     for c in &b.checks {
         let counts = ["system calls", "no event lost", "page faults", "switches"]
             .iter()
@@ -172,6 +184,50 @@ fn the_known_workloads_are_billed_exactly() {
     assert_eq!(b.events.processes, 10);
     assert_eq!(b.events.execs, 11);
     assert_eq!(b.tasks.len(), 11);
+}
+
+#[test]
+fn perf_counts_the_known_workloads_calls_exactly() {
+    if !is_root() {
+        return common::skip("needs root for perf's tracepoints");
+    }
+    let b = bill_with("perf", "getppid", 5000);
+    assert_eq!(
+        (b.mechanism.name, b.mechanism.depth),
+        (Counter::Perf, CallDepth::Count),
+        "{:?}",
+        b.mechanism
+    );
+    assert_eq!(calls(&b, "getppid"), 5000);
+    let g = b.calls.iter().find(|c| c.name == "getppid").unwrap();
+    assert!(g.time_ns.is_none() && g.errors.is_none(), "{g:?}");
+    let check = &b.checks[0];
+    assert_eq!(check.ok, Some(true), "{}: {}", check.name, check.detail);
+    let cost = b.probe_cost.as_ref().expect("perf's cost measured");
+    assert!(
+        cost.per_call_ns.is_finite() && cost.total_ns >= 0.0,
+        "{cost:?}"
+    );
+    assert!(b.usage.is_some());
+
+    // Children and their programs are followed: each counted from its parent's events.
+    let b = bill_with("perf", "pipe", 300);
+    assert_eq!(calls(&b, "write"), 600);
+    assert_eq!(calls(&b, "read"), 601);
+    assert_eq!(b.checks[0].ok, Some(true), "{}", b.checks[0].detail);
+    let b = bill_with("perf", "forkexec", 10);
+    assert_eq!(calls(&b, "execve"), 10, "{:?}", b.calls);
+    assert_eq!(b.checks[0].ok, Some(true), "{}", b.checks[0].detail);
+    let err = oscost()
+        .args(["bill", "--no-save", "--trace-with", "perf", "--", "true"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&err.stderr);
+    assert!(text.contains("counted in the kernel by perf"), "{text}");
+    assert!(
+        text.contains("by name"),
+        "the note says what perf counts: {text}"
+    );
 }
 
 #[test]
@@ -629,8 +685,8 @@ fn without_a_probe_the_bill_is_the_kernels_own_accounting() {
     );
     let b = read_bill(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(
-        (b.mechanism.name.as_str(), b.mechanism.depth.as_str()),
-        ("none", "none")
+        (b.mechanism.name, b.mechanism.depth),
+        (Counter::None, CallDepth::None)
     );
     assert!(b.calls.is_empty() && b.probe_cost.is_none());
     let u = b.usage.expect("getrusage's accounting");
@@ -840,7 +896,7 @@ fn nobody_gets_the_kernels_accounting_and_the_reason_in_one_line() {
         String::from_utf8_lossy(&out.stderr)
     );
     let b = read_bill(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_eq!(b.mechanism.name, "none");
+    assert_eq!(b.mechanism.name, Counter::None);
     let why = b.mechanism.refused.as_deref().unwrap_or_default();
     assert!(why.contains("root"), "{why}");
     assert!(b.usage.is_some());

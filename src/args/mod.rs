@@ -272,8 +272,11 @@ pub struct BillArgs {
     /// against it (the check costs about as much again as the probe)
     #[arg(long)]
     pub verify: bool,
-    /// How to count: `bpf` (the probe in the kernel; the default), or `none` (no probe: the
-    /// kernel's own accounting of the program, getrusage or /proc, at no cost to it)
+    /// How to count: `bpf` (the probe in the kernel; the default; where the kernel refuses
+    /// BPF, perf's counts are taken instead and a line says why), `perf` (system calls counted
+    /// by name with perf's events on their tracepoints: counts only, no times, faults or
+    /// switches beyond the kernel's own accounting), or `none` (no probe: the kernel's own
+    /// accounting of the program, getrusage or /proc, at no cost to it)
     #[arg(long, value_name = "MECHANISM", value_enum, default_value_t = values::BillTrace::Bpf)]
     pub trace_with: values::BillTrace,
     /// Price the bill with this run of the history (`latest`, an id) or result file

@@ -171,6 +171,8 @@ pub(super) fn parse_setting(s: &str) -> Result<Setting, String> {
 pub enum BillTrace {
     /// BPF programs on raw tracepoints, adding up in the kernel.
     Bpf,
+    /// perf's counting events on each system call's tracepoint: calls by name, counted only.
+    Perf,
     /// No probe: the kernel's own accounting only.
     None,
 }

@@ -6,7 +6,7 @@ use crate::args::{BillArgs, BillCommand, BillTrace, Setting};
 use crate::config::{Config, Sink};
 use crate::inputs::{names_a_file, read_result_file};
 use crate::run_id::short_id;
-use oscost_measure::bill::{BillError, Control, Subject, Under};
+use oscost_measure::bill::{BillError, Control, Counting, Subject, Under};
 use oscost_model::ResultDoc;
 use oscost_report::bill::PriceBook;
 use oscost_sys::bill::Depth;
@@ -69,14 +69,14 @@ pub fn run(args: BillArgs, cfg: &Config) -> anyhow::Result<ExitCode> {
             args.under.as_ref().map(under).transpose()?,
         ),
     };
-    let depth = depth(&args)?;
+    let counting = counting(&args)?;
     let control = Arc::new(Control::default());
     let interrupted = forward_signals(&control, args.pid.is_some())?;
     if let (Some(n), Some(setting)) = (args.rounds, &args.under) {
         return check_rounds(&args, setting, n, book.as_ref(), from, &control, cfg);
     }
     let started = std::time::SystemTime::now();
-    let mut bill = match bill_once(&subject, depth, args.verify, &control)? {
+    let mut bill = match bill_once(&subject, counting, args.verify, &control)? {
         Ok(b) => b,
         Err(code) => return Ok(code),
     };
@@ -110,11 +110,11 @@ pub fn run(args: BillArgs, cfg: &Config) -> anyhow::Result<ExitCode> {
 /// status, the reason said in one line.
 fn bill_once(
     subject: &Subject,
-    depth: Option<Depth>,
+    counting: Counting,
     verify: bool,
     control: &Control,
 ) -> anyhow::Result<Result<oscost_model::bill::Bill, ExitCode>> {
-    match oscost_measure::bill::run(subject, depth, verify, control) {
+    match oscost_measure::bill::run(subject, counting, verify, control) {
         Ok(b) => Ok(Ok(b)),
         Err(BillError::NotStarted { message, exit }) => {
             eprintln!("oscost: {message}");
@@ -149,7 +149,7 @@ fn check_rounds(
             measured_by(setting)
         )
     })?;
-    let depth = depth(args)?;
+    let counting = counting(args)?;
     let (mut plain, mut under_setting) = (Vec::new(), Vec::new());
     let mut ending = oscost_model::bill::Ending::Running;
     for round in 1..=n {
@@ -172,7 +172,7 @@ fn check_rounds(
             }
             let on = with.is_some();
             let subject = Subject::Command(args.command.clone(), with);
-            let mut bill = match bill_once(&subject, depth, false, control)? {
+            let mut bill = match bill_once(&subject, counting, false, control)? {
                 Ok(b) => b,
                 Err(code) => return Ok(code),
             };
@@ -214,8 +214,8 @@ fn check_rounds(
     })
 }
 
-/// What the probe does per call, or `None` for no probe.
-fn depth(args: &BillArgs) -> anyhow::Result<Option<Depth>> {
+/// What counts the program's events, and how much the probe does per call.
+fn counting(args: &BillArgs) -> anyhow::Result<Counting> {
     Ok(match (args.trace_with, args.count_only) {
         (BillTrace::None, true) => {
             anyhow::bail!("--count-only is the probe's: drop it with --trace-with none")
@@ -223,9 +223,11 @@ fn depth(args: &BillArgs) -> anyhow::Result<Option<Depth>> {
         (BillTrace::None, false) if args.verify => {
             anyhow::bail!("--verify checks the probe's count: drop it with --trace-with none")
         }
-        (BillTrace::None, false) => None,
-        (BillTrace::Bpf, true) => Some(Depth::Count),
-        (BillTrace::Bpf, false) => Some(Depth::Time),
+        (BillTrace::None, false) => Counting::None,
+        // perf only counts: --count-only asks for what it does anyway.
+        (BillTrace::Perf, _) => Counting::Perf,
+        (BillTrace::Bpf, true) => Counting::Bpf(Depth::Count),
+        (BillTrace::Bpf, false) => Counting::Bpf(Depth::Time),
     })
 }
 

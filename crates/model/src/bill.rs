@@ -43,15 +43,42 @@ pub enum Ending {
     Gone,
 }
 
+/// What counted the program's events in the kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Counter {
+    /// BPF programs on raw tracepoints: calls, faults, switches, interrupts and more.
+    Bpf,
+    /// perf's counting events on each system call's tracepoint, where BPF was refused: calls
+    /// by name, counted only.
+    Perf,
+    /// Nothing: the kernel's own accounting only (`getrusage`, `/proc`).
+    None,
+}
+
+/// How much was taken of each system call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CallDepth {
+    /// Each call counted and timed from entry to exit.
+    Time,
+    /// Each call counted at entry only.
+    Count,
+    /// No probe was asked for (`--trace-with none`).
+    None,
+}
+
 /// How the events were counted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Mechanism {
-    /// `bpf`, or `none` when the kernel refused it (then only `getrusage` and `/proc`).
-    pub name: String,
-    /// `time` (each system call timed) or `count` (counted at entry only).
-    pub depth: String,
-    /// Why the kernel's counts are missing, when they are.
+    /// What counted them.
+    pub name: Counter,
+    /// How much of each call was taken: what was asked for, or less where the counter can
+    /// do no more (perf counts only).
+    pub depth: CallDepth,
+    /// Why BPF's counts are missing, when they are: the counter then is the next one that
+    /// worked.
     pub refused: Option<String>,
     /// Tracepoints this kernel lacks, whose counts read as zero.
     pub missing: Vec<String>,

@@ -387,6 +387,11 @@ impl CallCounter {
             ..Default::default()
         };
         attr.set_inherit(u64::from(inherit));
+        // On the calling thread: off until a task that inherited it executes a program.
+        if pid == 0 {
+            attr.set_disabled(1);
+            attr.set_enable_on_exec(1);
+        }
         // SAFETY: attr is a fully initialised perf_event_attr of the size it states; the
         // other arguments are plain integers.
         let fd = unsafe {
@@ -430,6 +435,14 @@ impl CallCounter {
             .map(|&t| Self::open_one(id, t, -1, true, 0))
             .collect::<io::Result<Vec<_>>>()?;
         Ok(CallCounter { fds })
+    }
+
+    /// Counts the calls of the command the calling thread starts next, from its `execve` on,
+    /// and of every task it creates (see [`crate::syscount::CallCounts::on_exec`]).
+    pub fn on_exec(id: u64) -> io::Result<CallCounter> {
+        Ok(CallCounter {
+            fds: vec![Self::open_one(id, 0, -1, true, 0)?],
+        })
     }
 
     /// The calls counted so far.

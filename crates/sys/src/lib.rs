@@ -34,6 +34,7 @@ pub mod signals;
 pub mod spawn;
 pub mod spin;
 pub mod split;
+pub mod syscount;
 pub mod sysinfo;
 pub mod task;
 pub mod timeline;

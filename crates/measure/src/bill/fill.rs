@@ -29,7 +29,7 @@ pub(super) fn hist_quantile(hist: &[u64], q: f64) -> Option<f64> {
 /// probe's own time inside that timing), plus `floor` (ns, the entry and exit themselves: a
 /// call that does nothing, timed untraced when billing started).
 pub(super) fn fill(bill: &mut Bill, t: &Totals, end: u64, in_window: f64, floor: f64) {
-    let timed = bill.mechanism.depth == "time";
+    let timed = bill.mechanism.depth == oscost_model::bill::CallDepth::Time;
     let net = |ns: f64| (ns - in_window).max(0.0) + floor;
     let total = |ns: u64, n: u64| (n as f64 * net(ns as f64 / n.max(1) as f64)) as u64;
     bill.calls = t
@@ -132,6 +132,24 @@ struct Own {
     wait_ns: u64,
 }
 
+/// The bill's calls held against an independent count of `raw_syscalls:sys_enter`.
+pub(super) fn call_check(bill: &Bill, independent_calls: Result<u64, String>) -> BillCheck {
+    let calls: u64 = bill.calls.iter().map(|c| c.count).sum();
+    let name = "system calls = perf's count of raw_syscalls:sys_enter".to_string();
+    match independent_calls {
+        Ok(n) => BillCheck {
+            name,
+            ok: Some(n == calls),
+            detail: format!("{calls} counted, perf {n}"),
+        },
+        Err(e) => BillCheck {
+            name,
+            ok: None,
+            detail: format!("not checked: {e}"),
+        },
+    }
+}
+
 /// The bill's counts held against the kernel's own accounting and an independent counter.
 pub(super) fn checks(
     bill: &Bill,
@@ -139,20 +157,7 @@ pub(super) fn checks(
     independent_calls: Result<u64, String>,
     leader: Option<(u32, (u64, u64))>,
 ) -> Vec<BillCheck> {
-    let mut out = Vec::new();
-    let calls: u64 = bill.calls.iter().map(|c| c.count).sum();
-    out.push(match independent_calls {
-        Ok(n) => BillCheck {
-            name: "system calls = perf's count of raw_syscalls:sys_enter".into(),
-            ok: Some(n == calls),
-            detail: format!("{calls} counted, perf {n}"),
-        },
-        Err(e) => BillCheck {
-            name: "system calls = perf's count of raw_syscalls:sys_enter".into(),
-            ok: None,
-            detail: format!("not checked: {e}"),
-        },
-    });
+    let mut out = vec![call_check(bill, independent_calls)];
     let lost: u64 = t.skipped.values().sum::<u64>() + t.missed_tasks;
     out.push(BillCheck {
         name: "no event lost".into(),

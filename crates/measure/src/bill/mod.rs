@@ -4,13 +4,17 @@
 //! layer's; this module only measures.
 
 mod fill;
+mod perf;
 
 use crate::sysctl::{self, CgroupRecord, Holder};
-use fill::{checks, fill};
-use oscost_model::bill::{Bill, Ending, Events, FaultCounts, Mechanism, ProbeCost, Target, Usage};
+use fill::{call_check, checks, fill};
+use oscost_model::bill::{
+    Bill, CallDepth, Counter, Ending, Events, FaultCounts, Mechanism, ProbeCost, Target, Usage,
+};
 use oscost_stats::median;
 use oscost_sys::bill::{self as probe, Depth, Probe, Scope};
 use oscost_sys::launch::{self, CallCounter, Ended, Rusage};
+use oscost_sys::syscount::CallCounts;
 use std::ffi::OsString;
 use std::fs;
 use std::io;
@@ -290,23 +294,77 @@ fn schedstat(path: &Path) -> Option<(u64, u64)> {
     Some((f.next()??, f.next()??))
 }
 
+/// What to bill with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counting {
+    /// The BPF probe, doing this much per call; where BPF is refused, perf's counts of the
+    /// calls by name.
+    Bpf(Depth),
+    /// perf's counts of the calls by name only (`--trace-with perf`).
+    Perf,
+    /// Nothing in the kernel: its own accounting only (`--trace-with none`).
+    None,
+}
+
 /// What the probe side gave, or why there is none.
 struct Counted {
     probe: Option<Probe>,
+    /// perf's counts by call name, where they stand in for the probe.
+    perf: Option<CallCounts>,
     refused: Option<String>,
     counter: Result<CallCounter, String>,
     cost: Option<Calibration>,
 }
+
+/// Why no independent count was made without `--verify`.
+const NOT_VERIFIED: &str =
+    "--verify counts them again with perf_event_open (at about the probe's cost again)";
 
 impl Counted {
     /// No probe, for this reason: the kernel's own accounting only.
     fn none(why: impl Into<String>) -> Counted {
         Counted {
             probe: None,
+            perf: None,
             refused: Some(why.into()),
             counter: Err("no probe".into()),
             cost: None,
         }
+    }
+
+    /// Where BPF gave nothing and a counter was asked for, perf's counts by call name,
+    /// opened by `open` (and the independent count by `independent`, with `verify`); where
+    /// perf is refused too, both reasons.
+    fn or_perf(
+        mut self,
+        counting: Counting,
+        verify: bool,
+        open: impl FnOnce(&[(String, u64)]) -> io::Result<CallCounts>,
+        independent: impl FnOnce(u64) -> io::Result<CallCounter>,
+    ) -> Counted {
+        if self.probe.is_some() || counting == Counting::None {
+            return self;
+        }
+        let cost = perf::tracepoints().ok().and_then(|t| perf::calibrate(&t));
+        match perf::start(open) {
+            Ok(c) => {
+                self.perf = Some(c);
+                self.cost = cost;
+                self.counter = if verify {
+                    sys_enter_id().and_then(|id| independent(id).map_err(|e| e.to_string()))
+                } else {
+                    Err(NOT_VERIFIED.into())
+                };
+            }
+            Err(e) => {
+                let bpf = self
+                    .refused
+                    .take()
+                    .map_or(String::new(), |r| format!("{r}; "));
+                self.refused = Some(format!("{bpf}perf: {e}"));
+            }
+        }
+        self
     }
 }
 
@@ -326,14 +384,11 @@ fn start_probe(
                 let counter = if verify {
                     sys_enter_id().and_then(|id| counter(id).map_err(|e| e.to_string()))
                 } else {
-                    Err(
-                        "--verify counts them again with perf_event_open (at about the \
-                         probe's cost again)"
-                            .into(),
-                    )
+                    Err(NOT_VERIFIED.into())
                 };
                 Counted {
                     probe: Some(p),
+                    perf: None,
                     refused: None,
                     counter,
                     cost,
@@ -345,11 +400,18 @@ fn start_probe(
     }
 }
 
-/// Runs or attaches, and measures. `depth` says how much the probe does per call; `None`: no
-/// probe at all (the kernel's own accounting only).
+/// What a bill counted by perf holds.
+const PERF_COUNTS: &str = "system calls counted by name in the kernel with perf's events on \
+                           their tracepoints (counts, not times); faults, switches and CPU time \
+                           are the kernel's own accounting";
+
+/// Why a bill has no BPF probe when the user chose perf (`--trace-with perf`).
+const PERF_ASKED: &str = "--trace-with perf: BPF not asked for";
+
+/// Runs or attaches, and measures with `counting`.
 pub fn run(
     subject: &Subject,
-    depth: Option<Depth>,
+    counting: Counting,
     verify: bool,
     control: &Control,
 ) -> Result<Bill, BillError> {
@@ -358,23 +420,24 @@ pub fn run(
     let mut leader_sched = None;
     let (target, counted, usage, ending, start, end, cgroup) = match subject {
         Subject::Command(argv, under) => {
-            let cgroup = BillCgroup::make();
-            let (counted, cg) = match cgroup {
-                Ok(cg) => {
+            let (counted, cg) = match (counting, BillCgroup::make()) {
+                (Counting::Bpf(d), Ok(cg)) => {
                     let dir = fs::File::open(&cg.path).map_err(|e| BillError::Other(e.to_string()));
-                    let counted = match (depth, cg.id(), dir) {
-                        (None, _, _) => Counted::none(NO_PROBE),
-                        (Some(d), Ok(id), Ok(dir)) => {
-                            start_probe(Scope::Cgroup(id), d, verify, |tp| {
-                                CallCounter::cgroup(tp, &dir, &online_cpus())
-                            })
-                        }
+                    let counted = match (cg.id(), dir) {
+                        (Ok(id), Ok(dir)) => start_probe(Scope::Cgroup(id), d, verify, |tp| {
+                            CallCounter::cgroup(tp, &dir, &online_cpus())
+                        }),
                         _ => Counted::none("cannot read the cgroup's id"),
                     };
                     (counted, Some(cg))
                 }
-                Err(why) => (Counted::none(why), None),
+                (Counting::Bpf(_), Err(why)) => (Counted::none(why), None),
+                (Counting::Perf, cg) => (Counted::none(PERF_ASKED), cg.ok()),
+                (Counting::None, cg) => (Counted::none(NO_PROBE), cg.ok()),
             };
+            // On this thread, which starts the command: its events turn on when it executes.
+            let counted =
+                counted.or_perf(counting, verify, CallCounts::on_exec, CallCounter::on_exec);
             let _ = launch::become_subreaper();
             let before = launch::children_rusage();
             if control.early.load(Ordering::SeqCst) != 0 {
@@ -440,12 +503,23 @@ pub fn run(
                         .collect()
                 })
                 .unwrap_or_default();
-            let counted = match depth {
-                None => Counted::none(NO_PROBE),
-                Some(d) => start_probe(Scope::Process(pid), d, verify, |tp| {
+            let counted = match counting {
+                Counting::None => Counted::none(NO_PROBE),
+                Counting::Perf => Counted::none(PERF_ASKED),
+                Counting::Bpf(d) => start_probe(Scope::Process(pid), d, verify, |tp| {
                     CallCounter::threads(tp, &tids)
                 }),
             };
+            let counted = counted.or_perf(
+                counting,
+                verify,
+                |tps| {
+                    // A descriptor per call and thread: more than the usual soft limit.
+                    let _ = oscost_sys::raise_open_file_limit();
+                    CallCounts::threads(tps, &tids)
+                },
+                |tp| CallCounter::threads(tp, &tids),
+            );
             let before = proc_usage(pid);
             let start = now_ns();
             let deadline = duration.map(|d| start + d.as_nanos() as u64);
@@ -490,6 +564,7 @@ pub fn run(
     };
     let Counted {
         mut probe,
+        perf,
         refused,
         counter,
         cost,
@@ -505,33 +580,41 @@ pub fn run(
         }
         None => None,
     };
+    let perf_calls = perf.as_ref().map(CallCounts::read);
     let independent_calls = counter
         .as_ref()
         .map(CallCounter::read)
         .map_err(Clone::clone);
     drop(cgroup);
     let mechanism = Mechanism {
-        name: if totals.is_some() { "bpf" } else { "none" }.into(),
-        depth: match depth {
-            Some(Depth::Time) => "time",
-            Some(Depth::Count) => "count",
-            None => "none",
-        }
-        .into(),
-        refused: refused.clone(),
+        name: match (&totals, &perf_calls) {
+            (Some(_), _) => Counter::Bpf,
+            (None, Some(_)) => Counter::Perf,
+            (None, None) => Counter::None,
+        },
+        depth: match (counting, &perf_calls) {
+            (Counting::None, _) => CallDepth::None,
+            (_, Some(_)) | (Counting::Perf, _) | (Counting::Bpf(Depth::Count), _) => {
+                CallDepth::Count
+            }
+            (Counting::Bpf(Depth::Time), None) => CallDepth::Time,
+        },
+        refused: refused.clone().filter(|r| r != PERF_ASKED),
         missing: probe
             .as_ref()
             .map(|p| p.missing().iter().map(|m| (*m).to_owned()).collect())
             .unwrap_or_default(),
     };
-    match &refused {
-        Some(r) if r == NO_PROBE => notes.push(
+    match (&refused, &perf_calls) {
+        (Some(r), _) if r == NO_PROBE => notes.push(
             "no probe (--trace-with none): the bill holds the kernel's own accounting".into(),
         ),
-        Some(r) => notes.push(format!(
+        (Some(r), Some(_)) if r == PERF_ASKED => notes.push(PERF_COUNTS.into()),
+        (Some(r), Some(_)) => notes.push(format!("no BPF: {r}; {PERF_COUNTS}")),
+        (Some(r), None) => notes.push(format!(
             "no kernel counts: {r}; the bill holds only the kernel's own accounting"
         )),
-        None => {}
+        (None, _) => {}
     }
     let usage = usage.map(|(u, source)| Usage {
         source: source.into(),
@@ -570,6 +653,17 @@ pub fn run(
         checks: Vec::new(),
         notes,
     };
+    let probe_cost = |cost: Option<Calibration>, calls: &[oscost_model::bill::CallLine]| {
+        let n: u64 = calls.iter().map(|c| c.count).sum();
+        cost.map(|c| ProbeCost {
+            per_call_ns: c.added_ns,
+            range_ns: c.range_ns,
+            bare_call_ns: c.bare_ns,
+            in_window_ns: c.in_window_ns,
+            total_ns: c.added_ns * n as f64,
+            setup_ns: start.saturating_sub(setup_start),
+        })
+    };
     if let Some(t) = &totals {
         let in_window = cost.as_ref().map_or(0.0, |c| c.in_window_ns);
         let floor = cost.as_ref().map_or(0.0, |c| c.bare_ns);
@@ -579,18 +673,15 @@ pub fn run(
                 s.cross_cpu_wakeups = None;
             }
         }
-        let calls: u64 = bill.calls.iter().map(|c| c.count).sum();
-        bill.probe_cost = cost.map(|c| ProbeCost {
-            per_call_ns: c.added_ns,
-            range_ns: c.range_ns,
-            bare_call_ns: c.bare_ns,
-            in_window_ns: c.in_window_ns,
-            total_ns: c.added_ns * calls as f64,
-            setup_ns: start.saturating_sub(setup_start),
-        });
+        bill.probe_cost = probe_cost(cost, &bill.calls);
         bill.checks = checks(&bill, t, independent_calls, leader_sched);
     } else {
         bill.task_time_ns = bill.wall_ns;
+        if let Some(counts) = &perf_calls {
+            bill.calls = perf::calls(counts);
+            bill.probe_cost = probe_cost(cost, &bill.calls);
+            bill.checks = vec![call_check(&bill, independent_calls)];
+        }
     }
     match subject {
         Subject::Command(_, Some(u @ Under::Seccomp { .. })) => bill.notes.push(format!(

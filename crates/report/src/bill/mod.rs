@@ -3,7 +3,7 @@
 //! and one screen at 80 columns. Reads the model only.
 
 use crate::format::{fmt_ns, grouped};
-use oscost_model::bill::{Bill, Ending, Part, Price, Target};
+use oscost_model::bill::{Bill, CallDepth, Counter, Ending, Part, Price, Target};
 use oscost_model::ids::{fault, ns, seccomp, switch, syscall};
 use oscost_model::schema::ResultDoc;
 use std::collections::BTreeMap;
@@ -227,7 +227,7 @@ pub fn assemble(bill: &mut Bill, book: Option<&PriceBook>, prices_from: Option<S
     }
     let total = bill.task_time_ns as f64;
     let mut parts = Vec::new();
-    let timed = bill.mechanism.depth == "time" && bill.mechanism.name == "bpf";
+    let timed = bill.mechanism.depth == CallDepth::Time && bill.mechanism.name == Counter::Bpf;
     let part = |name: &str, level: u8, count: Option<u64>, ns: f64| Part {
         name: name.to_owned(),
         level,
@@ -268,7 +268,7 @@ pub fn assemble(bill: &mut Bill, book: Option<&PriceBook>, prices_from: Option<S
         parts.push(part("user CPU", 0, None, user));
         parts.push(part("kernel CPU", 0, None, kernel));
         explained += user + kernel;
-        if bill.mechanism.name == "bpf" {
+        if bill.mechanism.name != Counter::None {
             let mut rest = kernel;
             let n_shown = bill.calls.len().min(CALL_LINES);
             for c in &bill.calls[..n_shown] {
@@ -319,7 +319,11 @@ pub fn assemble(bill: &mut Bill, book: Option<&PriceBook>, prices_from: Option<S
                 parts.push(part("the probe's own cost", 1, Some(n), probe_ns));
                 rest -= probe_ns;
             }
-            let faults = bill.faults_user.total() + bill.faults_kernel.total();
+            // perf counts no faults: the kernel's own count of them, where it is beside the bill.
+            let faults = match (bill.mechanism.name, &bill.usage) {
+                (Counter::Perf, Some(u)) => u.minor_faults + u.major_faults,
+                _ => bill.faults_user.total() + bill.faults_kernel.total(),
+            };
             let name = if timed {
                 "faults, exec, exit, the rest"
             } else {
@@ -597,10 +601,12 @@ pub fn render(bill: &Bill, width: usize) -> String {
     let width = width.max(72);
     let tasks = bill.tasks.len();
     let mut out = headline(bill, width) + "\n";
-    let how = match (bill.mechanism.name.as_str(), bill.mechanism.depth.as_str()) {
-        ("bpf", "time") => "counted in the kernel by BPF, each system call timed",
-        ("bpf", _) => "counted in the kernel by BPF, system calls counted (not timed)",
-        _ => "the kernel's accounting only (no BPF)",
+    let timed = bill.mechanism.name == Counter::Bpf && bill.mechanism.depth == CallDepth::Time;
+    let how = match (bill.mechanism.name, bill.mechanism.depth) {
+        (Counter::Bpf, CallDepth::Time) => "counted in the kernel by BPF, each system call timed",
+        (Counter::Bpf, _) => "counted in the kernel by BPF, system calls counted (not timed)",
+        (Counter::Perf, _) => "system calls counted in the kernel by perf (no BPF: not timed)",
+        (Counter::None, _) => "the kernel's accounting only (no BPF)",
     };
     out.push_str(how);
     if let Some(p) = &bill.probe_cost {
@@ -625,10 +631,18 @@ pub fn render(bill: &Bill, width: usize) -> String {
             (Some(ns), _) => fmt_ns(*ns),
             (None, _) => String::new(),
         };
+        // A call counted but not timed has no time to show, rather than a zero.
+        let untimed = !timed
+            && p.level == 1
+            && (bill.calls.iter().any(|c| c.name == p.name)
+                || p.name.ends_with(" other system calls"));
+        let (time, pct) = if untimed {
+            ("—".to_owned(), "—".to_owned())
+        } else {
+            (fmt_ns(p.time_ns), format!("{:.1}%", p.share_pct))
+        };
         out.push_str(&format!(
-            "{name:<name_w$} {count:>11} {:>10} {:>5.1}% {priced:>11}\n",
-            fmt_ns(p.time_ns),
-            p.share_pct
+            "{name:<name_w$} {count:>11} {time:>10} {pct:>6} {priced:>11}\n"
         ));
     }
     let total = bill.task_time_ns as f64;
@@ -774,8 +788,8 @@ pub(crate) mod tests {
             wall_ns: 10_000_000,
             ending: Ending::Exited(0),
             mechanism: Mechanism {
-                name: "bpf".into(),
-                depth: "time".into(),
+                name: Counter::Bpf,
+                depth: CallDepth::Time,
                 refused: None,
                 missing: vec![],
             },
