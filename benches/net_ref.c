@@ -15,12 +15,15 @@
  * the samples' time per operation.
  *
  * Output, one line per case: "net.CASE.PLACEMENT MEDIAN_NS" (the connections without a
- * placement, printed only with -c). With -c also LEBench's send and recv, one thread on CPU A
- * before any thread exists: 1 and 96 000 bytes sent into an AF_UNIX stream socketpair and
- * received from its other end (net.unix.sendrecv.b1, net.unix.sendrecv.b96000).
+ * placement, printed only with -c or when named as CASEs). With -c also LEBench's send and
+ * recv, one thread on CPU A before any thread exists: 1 and 96 000 bytes sent into an AF_UNIX
+ * stream socketpair and received from its other end (net.unix.sendrecv.b1,
+ * net.unix.sendrecv.b96000). A connection named as a CASE runs as under -c, before the other
+ * CASEs (the reset first), without the send and recv: what `--alternate` runs alone.
  *
  * Usage: net_ref -a CPU -b CPU [-s SAMPLES] [-c] [-q] [CASE...]  (CASE: tcp.rtt udp.rtt unix.rtt
- *        unix-dgram.rtt tcp.bw unix.bw pipe.bw; default all)
+ *        unix-dgram.rtt tcp.bw unix.bw pipe.bw tcp.connect tcp.connect.rst; default: the
+ *        seven before tcp.connect, and none of them when only connections are named)
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -324,14 +327,26 @@ int main(int argc, char **argv) {
     sink_buf = page_aligned(SINK);
     memset(data, 0x5a, CHUNK);
     pin(cpu_a);
-    if (conn) {
+    /* The connections named as CASEs run as under -c (without the send and recv), before the
+     * other CASEs: the reset before any thread exists, the accepting thread's case after. */
+    int rst = conn, fin = conn, others = 0;
+    for (int i = optind; i < argc; i++) {
+        if (!strcmp(argv[i], "tcp.connect.rst")) rst = 1;
+        else if (!strcmp(argv[i], "tcp.connect")) fin = 1;
+        else others = 1;
+    }
+    if (rst) {
         /* Before any thread exists, as oscost measures it. */
         listener = bound(SOCK_STREAM, &laddr);
         if (listen(listener, 128)) die("listen");
         printf("net.tcp.connect.rst %.1f\n", sample(connect_once, 0));
         close(listener);
+    }
+    if (conn) {
         sendrecv_case(1);
         sendrecv_case(96000);
+    }
+    if (fin) {
         /* The accepting thread's case after the one-thread ones, as oscost orders them. */
         listener = bound(SOCK_STREAM, &laddr);
         if (listen(listener, 128)) die("listen");
@@ -347,9 +362,12 @@ int main(int argc, char **argv) {
     }
     static const char *all[] = {"tcp.rtt", "udp.rtt", "unix.rtt", "unix-dgram.rtt",
                                 "tcp.bw", "unix.bw", "pipe.bw"};
-    if (optind < argc)
-        for (int i = optind; i < argc; i++) run_case(argv[i]);
-    else
+    if (others) {
+        for (int i = optind; i < argc; i++)
+            if (strcmp(argv[i], "tcp.connect") && strcmp(argv[i], "tcp.connect.rst"))
+                run_case(argv[i]);
+    } else if (optind == argc) {
         for (size_t i = 0; i < sizeof all / sizeof *all; i++) run_case(all[i]);
+    }
     return 0;
 }

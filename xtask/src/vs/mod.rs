@@ -2,8 +2,9 @@
 //! program in `benches/`, or a peer tool: perf, cyclictest, lmbench), in interleaved rounds on
 //! pinned CPUs (the reference then oscost, oscost first in every second round), and prints
 //! each round's pairs and, per case, both medians, the median ratio oscost / reference and the
-//! per-round ratios. `--alternate` runs the cross-CPU cases that drift between sittings with
-//! both programs started once and their samples taken in turn ([`conduct`]). `--smoke` runs
+//! per-round ratios. `--alternate` runs the cases that drift between sittings (across CPUs,
+//! and `net`'s connections) with both programs started once and their samples taken in turn
+//! ([`conduct`]). `--smoke` runs
 //! every entry once at a tiny size to prove it still pairs, and counts an entry this machine
 //! cannot run (no root, one CPU, a peer tool missing) as skipped with its reason: what CI runs.
 //! A measurement, not a test: the ratios never fail it.
@@ -57,7 +58,8 @@ struct Args {
     /// them): proves each still builds, runs and pairs.
     #[arg(long)]
     smoke: bool,
-    /// Hold the entry's cross-CPU cases with the two programs' samples taken in turn.
+    /// Hold the entry's cases that drift between sittings (across CPUs, `net`'s connections)
+    /// with the two programs' samples taken in turn.
     #[arg(long)]
     alternate: bool,
     /// Run the C program a second time in every round and print its second run over its

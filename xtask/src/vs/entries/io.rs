@@ -15,6 +15,19 @@ macro_rules! net_cross {
     };
 }
 
+/// A connection case alone (no placement: its threads on CPU A), both sides running just it;
+/// `only` keeps the ids holding its name, as each side prints just that case.
+macro_rules! net_connect {
+    ($case:literal) => {
+        Run {
+            c: &[&["-a", "{a}", "-s", "{s}", $case]],
+            oscost: &["net", "--cases", $case],
+            only: Some(concat!("net.", $case)),
+            ..RUN
+        }
+    };
+}
+
 macro_rules! switch_cross {
     ($kind:literal) => {
         Run {
@@ -95,7 +108,11 @@ pub const NET: Entry = Entry {
         oscost: &["net", "--placement", "same,cross"],
         ..RUN
     }],
+    // The connections first: `--smoke` alternates an entry's first case, and they drift
+    // between sittings as the cross-CPU cases do (on one CPU, a thread accepting).
     alternate: &[
+        net_connect!("tcp.connect"),
+        net_connect!("tcp.connect.rst"),
         net_cross!("tcp.rtt"),
         net_cross!("udp.rtt"),
         net_cross!("unix.rtt"),
