@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # What tracing a whole program costs it: the wall time of a command run under each tracer over
-# the same command run untraced, for `oscost bill` (timed, its default, and --count-only) and
+# the same command run untraced, for `oscost bill` (timed, its default, --count-only, and
+# --trace-with perf, the counter it falls back on where BPF is refused) and
 # for the tools one would otherwise reach for (`strace -c -f`, `perf trace -s`, `perf stat` of
 # raw_syscalls:sys_enter). The workloads: benches/bill_work.c's getppid loop (a syscall-bound
 # worst case) and its mixed mode (reads, mmaps and faults), and programs nobody here wrote:
@@ -88,7 +89,7 @@ echo "tracers' cost to a whole program: wall time traced / untraced, CPU $cpu, $
 # The variants this machine can run, untraced first; a missing one is said once.
 variants=(untraced)
 declare -A label=([untraced]="untraced" [oscost]="oscost bill" [oscost-count]="oscost bill --count-only"
-    [strace]="strace -c -f" [perf-trace]="perf trace -s" [perf-stat]="perf stat raw_syscalls")
+    [oscost-perf]="oscost bill --trace-with perf" [strace]="strace -c -f" [perf-trace]="perf trace -s" [perf-stat]="perf stat raw_syscalls")
 if [[ ! -x "$oscost_bin" ]]; then
     echo "oscost: $oscost_bin not found or not executable, its variants skipped"
 elif ! bill_help=$("$oscost_bin" bill --help 2>&1); then
@@ -99,6 +100,11 @@ else
         variants+=(oscost-count)
     else
         echo "oscost: 'bill' has no --count-only, that variant skipped"
+    fi
+    if "$oscost_bin" bill --trace-with perf --quiet --no-save -- true >/dev/null 2>&1; then
+        variants+=(oscost-perf)
+    else
+        echo "oscost: 'bill --trace-with perf' does not run here (needs root), that variant skipped"
     fi
 fi
 if command -v strace >/dev/null 2>&1; then
@@ -129,6 +135,7 @@ variant_argv() {
     untraced) argv=() ;;
     oscost) argv=("$oscost_bin" bill --quiet --json "$2" --) ;;
     oscost-count) argv=("$oscost_bin" bill --count-only --quiet --json "$2" --) ;;
+    oscost-perf) argv=("$oscost_bin" bill --trace-with perf --quiet --json "$2" --) ;;
     strace) argv=(strace -c -f -o /dev/null) ;;
     perf-trace) argv=(perf trace -s -o /dev/null) ;;
     perf-stat) argv=(perf stat -e raw_syscalls:sys_enter "-x," -o /dev/null) ;;

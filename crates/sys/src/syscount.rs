@@ -136,6 +136,30 @@ impl CallCounts {
         Self::open(tracepoints, &on)
     }
 
+    /// Turns every event on or off (an event opened [`CallCounts::threads`] starts on).
+    pub fn set_enabled(&self, on: bool) -> io::Result<()> {
+        for fd in self.fds.iter().flatten() {
+            // SAFETY: fd is a perf event's descriptor this value holds open; the argument is
+            // unused by these two requests.
+            let r = unsafe {
+                if on {
+                    perf::ioctls::ENABLE(fd.as_raw_fd(), 0)
+                } else {
+                    perf::ioctls::DISABLE(fd.as_raw_fd(), 0)
+                }
+            };
+            if r != 0 {
+                return Err(last_error("ioctl(PERF_EVENT_IOC_ENABLE/DISABLE)"));
+            }
+        }
+        Ok(())
+    }
+
+    /// How many events it holds.
+    pub fn events(&self) -> usize {
+        self.fds.iter().map(Vec::len).sum()
+    }
+
     /// Each call's count so far (its tasks still running and those that ended, which the
     /// kernel folds into the event they inherited from), the calls never made left out.
     pub fn read(&self) -> Vec<(String, u64)> {

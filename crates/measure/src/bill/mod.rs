@@ -189,6 +189,9 @@ struct Calibration {
     range_ns: [f64; 2],
     bare_ns: f64,
     in_window_ns: f64,
+    /// What removing one of its events took (perf's: the kernel waits for a grace period on
+    /// each), ns; none for BPF, whose programs go together.
+    removal_ns: f64,
 }
 
 fn calibrate(depth: Depth) -> Option<Calibration> {
@@ -229,6 +232,7 @@ fn calibrate(depth: Depth) -> Option<Calibration> {
         } else {
             0.0
         },
+        removal_ns: 0.0,
     })
 }
 
@@ -581,6 +585,21 @@ pub fn run(
         None => None,
     };
     let perf_calls = perf.as_ref().map(CallCounts::read);
+    if let Some(events) = perf {
+        // The kernel waits for a grace period as it removes each event, one after another:
+        // seconds for a few hundred. Removed while the bill is made and printed; oscost's exit
+        // waits for what is left.
+        let n = events.events();
+        if let Some(c) = cost.as_ref().filter(|c| c.removal_ns * n as f64 > 1e9) {
+            notes.push(format!(
+                "removing perf's {n} events takes the kernel about {:.0} ms each here: oscost \
+                 ends about {:.0} s after the bill",
+                c.removal_ns / 1e6,
+                c.removal_ns * n as f64 / 1e9
+            ));
+        }
+        std::thread::spawn(move || drop(events));
+    }
     let independent_calls = counter
         .as_ref()
         .map(CallCounter::read)

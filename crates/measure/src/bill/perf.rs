@@ -51,22 +51,29 @@ pub(super) fn calibrate(tracepoints: &[(String, u64)]) -> Option<Calibration> {
         (now_ns() - t) as f64 / f64::from(CALLS)
     };
     let getppid = || timed(oscost_sys::calls::raw_getppid);
+    // One event for every round: opening and removing one costs the kernel far more than a
+    // call (see `removal_ns`).
+    let counting = CallCounts::threads(&event, &tid).ok()?;
+    counting.set_enabled(false).ok()?;
     getppid();
     let (mut bare, mut added) = (Vec::new(), Vec::new());
     for _ in 0..ROUNDS {
         // The bill's bare call is one that does nothing (ENOSYS), as BPF's calibration has it.
         bare.push(timed(oscost_sys::calls::invalid_syscall));
         let b = getppid();
-        let counting = CallCounts::threads(&event, &tid).ok()?;
+        counting.set_enabled(true).ok()?;
         let t = getppid();
-        let counted: u64 = counting.read().iter().map(|c| c.1).sum();
-        drop(counting);
-        // The event must have seen the calls it was timed on, or it measured nothing.
-        if counted < u64::from(CALLS) {
-            return None;
-        }
+        counting.set_enabled(false).ok()?;
         added.push(t - b);
     }
+    let counted: u64 = counting.read().iter().map(|c| c.1).sum();
+    // The event must have seen the calls it was timed on, or it measured nothing.
+    if counted < u64::from(CALLS) * ROUNDS as u64 {
+        return None;
+    }
+    let t = now_ns();
+    drop(counting);
+    let removal_ns = (now_ns() - t) as f64;
     let lo = added.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = added.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     Some(Calibration {
@@ -74,6 +81,7 @@ pub(super) fn calibrate(tracepoints: &[(String, u64)]) -> Option<Calibration> {
         range_ns: [lo, hi],
         bare_ns: median(&bare),
         in_window_ns: 0.0,
+        removal_ns,
     })
 }
 
