@@ -218,15 +218,10 @@ fn perf_counts_the_known_workloads_calls_exactly() {
     let b = bill_with("perf", "forkexec", 10);
     assert_eq!(calls(&b, "execve"), 10, "{:?}", b.calls);
     assert_eq!(b.checks[0].ok, Some(true), "{}", b.checks[0].detail);
-    let err = oscost()
-        .args(["bill", "--no-save", "--trace-with", "perf", "--", "true"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&err.stderr);
-    assert!(text.contains("counted in the kernel by perf"), "{text}");
     assert!(
-        text.contains("by name"),
-        "the note says what perf counts: {text}"
+        b.notes.iter().any(|n| n.contains("by name")),
+        "{:?}",
+        b.notes
     );
 }
 
