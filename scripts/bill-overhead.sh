@@ -29,7 +29,7 @@
 # tracepoints. Run it on an otherwise idle machine, one benchmark at a time.
 #
 # Usage: [ROUNDS=N] [WORKLOADS="getppid mixed gzip find python git"] [OSCOST_BIN=PATH]
-#        [GIT_TREE=DIR] [GZIP_MB=100] [GETPPID_N=2000000] [FIND_DIR=/usr]
+#        [GIT_TREE=DIR] [GZIP_MB=100] [GETPPID_N=2000000] [FIND_DIR=/usr] [TRACERS="..."]
 #        scripts/bill-overhead.sh [CPU]
 #   CPU        the CPU every run is pinned to (default: the last CPU this shell may use)
 #   ROUNDS     rounds per workload (default 5)
@@ -38,6 +38,9 @@
 #   GIT_TREE   the work tree for git status (default: this repository, when it tracks at least
 #              20 000 files; otherwise git is skipped)
 #   GZIP_MB, GETPPID_N, FIND_DIR: the sizes of those workloads (smaller ones for a quick check)
+#   TRACERS    the traced variants to run, of oscost oscost-count oscost-perf strace perf-trace
+#              perf-stat (default all this machine runs; strace and perf trace take minutes a
+#              round on a syscall-bound workload)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -126,6 +129,14 @@ if command -v perf >/dev/null 2>&1; then
     fi
 else
     echo "perf: not found (Debian: apt-get install linux-perf), perf trace and perf stat skipped"
+fi
+if [[ -n "${TRACERS-}" ]]; then
+    kept=(untraced)
+    for v in $TRACERS; do
+        [[ -n "${label[$v]-}" && "$v" != untraced ]] || die "unknown tracer '$v' in TRACERS"
+        [[ " ${variants[*]} " == *" $v "* ]] && kept+=("$v")
+    done
+    variants=("${kept[@]}")
 fi
 
 # Sets argv to what goes between taskset and the command for VARIANT, JSON the bill's file.
