@@ -48,10 +48,15 @@
  *   forkexec N    readlink 1, clone N (flags SIGCHLD only), wait4 N, and N children each
  *                 making the loader's calls, execve and exit_group included (each child is
  *                 `bill_work noop`): execve N + 1 in all.
- *   fork-later N  read 1 (one byte from stdin: the moment `oscost bill --pid` has attached),
- *                 then clone 2, wait4 2, exit_group +2 and getppid 3N: a child makes N and
- *                 forks a grandchild that makes N, and the process makes N after reaping the
- *                 child. The child and grandchild make nothing else (no loader: they run on).
+ *   fork-later N  clone 2 at once: an early child, which forks an early grandchild, both
+ *                 running before `oscost bill --pid` attaches. Then each of the three reads
+ *                 one byte from stdin (the moment billing has begun: write three), and: the
+ *                 early grandchild makes N getppid; the early child makes N and reaps it; the
+ *                 process makes clone 2, wait4 3 (a child started now makes N and forks a
+ *                 grandchild that makes N; the process makes N after reaping the child, then
+ *                 reaps the early child). Once billing began: clone 2, wait4 4, exit_group +4
+ *                 and getppid 5N (the reads were entered before). The children make nothing
+ *                 else (no loader: they run on).
  *   mixed         prctl 1, openat +1, mmap +50 001, munmap +50 000, close +1, read +2000 (1 MiB
  *                 each from /dev/zero, which never returns short; one every 25 mappings);
  *                 200 000 first-touch write faults on the four-page mappings (4 each) and 256
@@ -303,10 +308,19 @@ static void do_mixed(void) {
     close(fd);
 }
 
-/* The children made once a bill has attached to this process, each with known calls. Raw
- * system calls and _exit only: no stdio buffer is flushed twice. */
+/* Children running before a bill attaches to this process, and children made once it has,
+ * each with known calls. Raw system calls and _exit only: no stdio buffer is flushed twice. */
 static void do_fork_later(unsigned long n) {
     char byte;
+    pid_t early = spawn();
+    if (early == 0) {
+        pid_t early_grandchild = spawn();
+        if (read(0, &byte, 1) != 1) fail("read the go-ahead from stdin");
+        do_getppid(n);
+        if (early_grandchild == 0) _exit(0);
+        reap(early_grandchild);
+        _exit(0);
+    }
     if (read(0, &byte, 1) != 1) fail("read the go-ahead from stdin");
     pid_t child = spawn();
     if (child == 0) {
@@ -321,6 +335,7 @@ static void do_fork_later(unsigned long n) {
     }
     reap(child);
     do_getppid(n);
+    reap(early);
 }
 
 static void do_noop(unsigned long n) {

@@ -756,11 +756,12 @@ fn an_attached_process_is_billed_for_the_duration_and_keeps_running() {
     sleeper.wait().unwrap();
 }
 
-/// `--pid` follows the processes the attached one starts once billing began, and theirs: a
-/// child and a grandchild each making N getppid calls are billed beside the process's own N,
-/// and the counts still hold against perf's and /proc's.
+/// `--pid` follows the attached process's descendants: those already running when billing
+/// began, and the processes it starts once billing began, and theirs. A child and a grandchild
+/// from before, and a child and a grandchild started after, each making N getppid calls, are
+/// billed beside the process's own N, and the counts still hold against perf's and /proc's.
 #[test]
-fn an_attached_process_is_billed_with_the_children_it_starts() {
+fn an_attached_process_is_billed_with_its_children_older_and_newer() {
     use std::io::Write;
     if !is_root() {
         return common::skip("needs root for the kernel's counts");
@@ -770,6 +771,23 @@ fn an_attached_process_is_billed_with_the_children_it_starts() {
         .stdin(Stdio::piped())
         .spawn()
         .unwrap();
+    // Its early child and grandchild running before oscost starts.
+    let children = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|c| c.parse::<u32>().ok())
+            .collect::<Vec<_>>()
+    };
+    let mut waited = 0;
+    while children(work.id())
+        .first()
+        .is_none_or(|&c| children(c).is_empty())
+    {
+        assert!(waited < 500, "bill_work's early children never started");
+        waited += 1;
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("b.json");
     let mut billing = oscost_std()
@@ -779,17 +797,21 @@ fn an_attached_process_is_billed_with_the_children_it_starts() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // perf's counter is opened once the probe is attached: its descriptor says billing began.
+    // perf's counter is opened once the probe is attached and the older children followed,
+    // one descriptor a thread: all three (the process's, its early child's and grandchild's)
+    // say billing began, and none of them has ended before it was counted.
     let fds = format!("/proc/{}/fd", billing.id());
     let attached = || {
         std::fs::read_dir(&fds)
             .into_iter()
             .flatten()
             .flatten()
-            .any(|fd| {
+            .filter(|fd| {
                 std::fs::read_link(fd.path())
                     .is_ok_and(|l| l.to_string_lossy().contains("perf_event"))
             })
+            .count()
+            >= 3
     };
     while !attached() {
         if let Some(status) = billing.try_wait().unwrap() {
@@ -799,7 +821,8 @@ fn an_attached_process_is_billed_with_the_children_it_starts() {
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    work.stdin.take().unwrap().write_all(b"x").unwrap();
+    // One byte for each of the process, its early child and its early grandchild.
+    work.stdin.take().unwrap().write_all(b"xxx").unwrap();
     assert!(work.wait().unwrap().success());
     let out = billing.wait_with_output().unwrap();
     assert!(
@@ -808,10 +831,10 @@ fn an_attached_process_is_billed_with_the_children_it_starts() {
         String::from_utf8_lossy(&out.stderr)
     );
     let b = read_bill(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_eq!(calls(&b, "getppid"), 1200, "{:?}", b.calls);
+    assert_eq!(calls(&b, "getppid"), 2000, "{:?}", b.calls);
     assert_eq!(b.events.processes, 2);
     let pids: std::collections::BTreeSet<u32> = b.tasks.iter().map(|k| k.pid).collect();
-    assert_eq!(pids.len(), 3, "{:?}", b.tasks);
+    assert_eq!(pids.len(), 5, "{:?}", b.tasks);
     for c in &b.checks {
         if ["system calls", "no event lost", "page faults", "switches"]
             .iter()
@@ -821,7 +844,10 @@ fn an_attached_process_is_billed_with_the_children_it_starts() {
         }
     }
     assert!(
-        b.notes.iter().any(|n| n.contains("starts after attaching")),
+        b.notes
+            .iter()
+            .any(|n| n.contains("already running when billing began (2)")
+                && n.contains("starts after attaching")),
         "{:?}",
         b.notes
     );

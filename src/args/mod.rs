@@ -254,9 +254,9 @@ pub struct BillArgs {
     /// A bill already made
     #[command(subcommand)]
     pub saved: Option<BillCommand>,
-    /// Attach to this running process (its threads, and the processes it starts once
-    /// attached) instead of starting a command; billing ends when it exits, at Ctrl-C (which
-    /// it does not receive), or after --for
+    /// Attach to this running process (its threads, and its descendants: those already
+    /// running and those it starts once attached) instead of starting a command; billing ends
+    /// when it exits, at Ctrl-C (which it does not receive), or after --for
     #[arg(long, value_name = "PID", conflicts_with = "command")]
     pub pid: Option<u32>,
     /// With --pid: stop billing after this long (`10s`, `1m`)

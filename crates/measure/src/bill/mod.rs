@@ -5,6 +5,7 @@
 
 mod fill;
 mod perf;
+mod tree;
 
 use crate::sysctl::{self, CgroupRecord, Holder};
 use fill::{call_check, checks, fill};
@@ -500,20 +501,38 @@ pub fn run(
             if !alive(pid) {
                 return Err(BillError::Other(format!("process {pid} has already ended")));
             }
-            let tids: Vec<i32> = fs::read_dir(format!("/proc/{pid}/task"))
-                .map(|d| {
-                    d.flatten()
-                        .filter_map(|e| e.file_name().to_str()?.parse().ok())
-                        .collect()
-                })
-                .unwrap_or_default();
-            let counted = match counting {
+            let mut tids = tree::threads(pid);
+            // perf's counter is opened here, below, once the descendants already running are
+            // followed: both count their calls from about the same moment.
+            let mut counted = match counting {
                 Counting::None => Counted::none(NO_PROBE),
                 Counting::Perf => Counted::none(PERF_ASKED),
-                Counting::Bpf(d) => start_probe(Scope::Process(pid), d, verify, |tp| {
-                    CallCounter::threads(tp, &tids)
+                Counting::Bpf(d) => start_probe(Scope::Process(pid), d, false, |_| {
+                    Err(io::Error::other("opened below"))
                 }),
             };
+            let mut older = Vec::new();
+            if let Some(p) = &counted.probe {
+                // After attaching: a child made meanwhile is followed as a newborn, or found.
+                let (followed, error) = tree::follow_descendants(p, pid);
+                if let Some(e) = error {
+                    notes.push(format!(
+                        "following the processes process {pid} had started before attaching \
+                         failed for some ({e}): those are not billed"
+                    ));
+                }
+                older = followed;
+                if verify {
+                    tids.extend(older.iter().flat_map(|&c| tree::threads(c)));
+                    counted.counter = sys_enter_id()
+                        .and_then(|id| CallCounter::threads(id, &tids).map_err(|e| e.to_string()));
+                }
+            } else if counting != Counting::None {
+                // perf's events go on every thread of the process and of its descendants
+                // already running; what those start later inherits them.
+                older = tree::descendants(pid);
+                tids.extend(older.iter().flat_map(|&c| tree::threads(c)));
+            }
             let counted = counted.or_perf(
                 counting,
                 verify,
@@ -547,13 +566,13 @@ pub fn run(
                     None
                 }
             };
-            if counted.probe.is_some() {
-                notes.push(
-                    "attached to a running process: its threads are billed, and the processes \
-                     it (or one of them) starts after attaching; children already running are \
-                     not"
-                    .into(),
-                );
+            if counted.probe.is_some() || counted.perf.is_some() {
+                notes.push(format!(
+                    "attached to a running process: its threads are billed, and those of its \
+                     descendants — the processes already running when billing began ({}), and \
+                     those it (or one of them) starts after attaching",
+                    older.len()
+                ));
             }
             (
                 Target::Process { pid, comm },

@@ -264,51 +264,58 @@ pub fn assemble(bill: &mut Bill, book: Option<&PriceBook>, prices_from: Option<S
     };
     let mut explained = 0.0;
     let mut unpriced_notes: Vec<String> = Vec::new();
-    if user.is_finite() {
+    // Without the kernel's accounting (an attached process that ended first) and without the
+    // probe's times, the CPU is not known: the calls counted are still shown, on their own.
+    let known = user.is_finite();
+    if known {
         parts.push(part("user CPU", 0, None, user));
         parts.push(part("kernel CPU", 0, None, kernel));
         explained += user + kernel;
-        if bill.mechanism.name != Counter::None {
-            let mut rest = kernel;
-            let n_shown = bill.calls.len().min(CALL_LINES);
-            for c in &bill.calls[..n_shown] {
-                let ns = c.time_ns.unwrap_or(0) as f64;
-                let mut p = part(&c.name, 1, Some(c.count), ns);
-                if let Some(pr) = &c.price {
-                    p.priced_ns = Some(pr.ns * c.count as f64);
-                    p.price = Some(pr.clone());
-                }
-                if timed {
-                    rest -= ns;
-                }
-                parts.push(p);
+    }
+    if bill.mechanism.name != Counter::None {
+        let level = u8::from(known);
+        let mut rest = kernel;
+        let n_shown = bill.calls.len().min(CALL_LINES);
+        for c in &bill.calls[..n_shown] {
+            let ns = c.time_ns.unwrap_or(0) as f64;
+            let mut p = part(&c.name, level, Some(c.count), ns);
+            if let Some(pr) = &c.price {
+                p.priced_ns = Some(pr.ns * c.count as f64);
+                p.price = Some(pr.clone());
             }
-            if bill.calls.len() > n_shown {
-                let others = &bill.calls[n_shown..];
-                let n: u64 = others.iter().map(|c| c.count).sum();
-                let ns: f64 = others.iter().filter_map(|c| c.time_ns).sum::<u64>() as f64;
-                let mut p = part(
-                    &format!("{} other system calls", others.len()),
-                    1,
-                    Some(n),
-                    ns,
-                );
-                let priced: Option<f64> = others
-                    .iter()
-                    .map(|c| c.price.as_ref().map(|pr| pr.ns * c.count as f64))
-                    .sum();
-                p.priced_ns = priced;
-                // Any of them priced at the floor makes the sum a floor.
-                p.price = others
-                    .iter()
-                    .filter_map(|c| c.price.as_ref())
-                    .find(|pr| pr.floor)
-                    .cloned();
-                if timed {
-                    rest -= ns;
-                }
-                parts.push(p);
+            if timed {
+                rest -= ns;
             }
+            parts.push(p);
+        }
+        if bill.calls.len() > n_shown {
+            let others = &bill.calls[n_shown..];
+            let n: u64 = others.iter().map(|c| c.count).sum();
+            let ns: f64 = others.iter().filter_map(|c| c.time_ns).sum::<u64>() as f64;
+            let mut p = part(
+                &format!("{} other system calls", others.len()),
+                level,
+                Some(n),
+                ns,
+            );
+            let priced: Option<f64> = others
+                .iter()
+                .map(|c| c.price.as_ref().map(|pr| pr.ns * c.count as f64))
+                .sum();
+            p.priced_ns = priced;
+            // Any of them priced at the floor makes the sum a floor.
+            p.price = others
+                .iter()
+                .filter_map(|c| c.price.as_ref())
+                .find(|pr| pr.floor)
+                .cloned();
+            if timed {
+                rest -= ns;
+            }
+            parts.push(p);
+        }
+        // The rest of the kernel's time is split only where that time is known.
+        if known {
             if !bill.interrupts.is_empty() {
                 let n = bill.interrupts.iter().map(|i| i.count).sum();
                 parts.push(part("interrupts while it ran", 1, Some(n), irq_ns));
@@ -633,7 +640,6 @@ pub fn render(bill: &Bill, width: usize) -> String {
         };
         // A call counted but not timed has no time to show, rather than a zero.
         let untimed = !timed
-            && p.level == 1
             && (bill.calls.iter().any(|c| c.name == p.name)
                 || p.name.ends_with(" other system calls"));
         let (time, pct) = if untimed {

@@ -234,3 +234,31 @@ fn a_bill_counted_by_perf_shows_counts_and_prices_but_no_call_times() {
         .expect(&text);
     assert!(rest.contains("100"), "{rest}");
 }
+
+#[test]
+fn calls_counted_without_the_kernels_accounting_are_still_shown() {
+    // An attached process that ended before its counters were read again: no CPU known.
+    let mut b = fixture();
+    b.mechanism.name = Counter::Perf;
+    b.mechanism.depth = CallDepth::Count;
+    (b.sched, b.usage) = (None, None);
+    b.tasks.clear();
+    for c in &mut b.calls {
+        (c.time_ns, c.median_ns, c.errors) = (None, None, None);
+    }
+    assemble(&mut b, None, None);
+    let text = render(&b, 80);
+    let getppid = text.lines().find(|l| l.contains("getppid")).expect(&text);
+    assert!(
+        getppid.contains("10 000") && getppid.contains('—'),
+        "{getppid}"
+    );
+    assert!(!text.contains("user CPU"), "{text}");
+    let parts: f64 = b
+        .parts
+        .iter()
+        .filter(|p| p.level == 0)
+        .map(|p| p.time_ns)
+        .sum();
+    assert_eq!(parts + b.residual_ns, b.task_time_ns as f64);
+}

@@ -11,17 +11,19 @@
 //! one thread group (a process attached by its id) and of the processes it makes once the
 //! probe is attached, and they make in turn: a task woken new by one of them is marked on the
 //! CPU it first comes in on, and the first program that runs in it there adds its thread group
-//! to the followed ones. The programs read no kernel memory: a task
+//! to the followed ones. Its descendants already running when the probe was attached are added
+//! from user space ([`Probe::follow`]). The programs read no kernel memory: a task
 //! is named by its thread id where it is current, and by its `task_struct` pointer where the
 //! scheduler hands one (the task switched in, the task woken), the pointer mapped to the
 //! thread when the task last switched out.
 
 mod asm;
+mod follow;
 mod programs;
 
 use crate::bpf::{
     attach_error, attach_raw, bpf, load, owned, possible_cpus, prog_misses, program_name, put32,
-    put64, refused, MAP_CREATE,
+    put64, refused, F_MMAPABLE, MAP_CREATE,
 };
 use crate::ktrace::Unavailable;
 use asm::Maps;
@@ -35,8 +37,9 @@ use std::os::fd::{AsRawFd, OwnedFd};
 pub enum Scope {
     /// Every task of the cgroup v2 with this id (its directory's inode number).
     Cgroup(u64),
-    /// Every thread of this process, and of every process it (or one of them) makes after the
-    /// probe is attached.
+    /// Every thread of this process, of every process it (or one of them) makes after the
+    /// probe is attached, and of those given to [`Probe::follow`] (its descendants already
+    /// running).
     Process(u32),
 }
 
@@ -123,7 +126,7 @@ const G_LAT: i16 = 512;
 const GLOB_BYTES: usize = 512 + 8 * BUCKETS;
 
 // The words every CPU reads (process scope): nonzero once one of the program's processes made a
-// task; marks set and not yet taken.
+// task or a process was followed from user space; marks set and not yet taken.
 const C_ANY: i16 = 0;
 const C_PENDING: i16 = 8;
 const CTL_BYTES: usize = 16;
@@ -160,12 +163,20 @@ const MAP_PERCPU_ARRAY: u32 = 6;
 const MAP_LOOKUP_ELEM: libc::c_long = 1;
 const MAP_GET_NEXT_KEY: libc::c_long = 4;
 
-fn map_create(kind: u32, key: u32, value: u32, entries: u32, name: &[u8]) -> io::Result<OwnedFd> {
+fn map_create(
+    kind: u32,
+    key: u32,
+    value: u32,
+    entries: u32,
+    flags: u32,
+    name: &[u8],
+) -> io::Result<OwnedFd> {
     let mut attr = [0u8; 128];
     put32(&mut attr, 0, kind);
     put32(&mut attr, 4, key);
     put32(&mut attr, 8, value);
     put32(&mut attr, 12, entries);
+    put32(&mut attr, 16, flags);
     let n = name.len().min(15);
     attr[28..28 + n].copy_from_slice(&name[..n]);
     Ok(owned(bpf(MAP_CREATE, &mut attr)?))
@@ -315,7 +326,10 @@ pub struct Probe {
     tasks: OwnedFd,
     glob: OwnedFd,
     calls: OwnedFd,
-    _maps: [OwnedFd; 4],
+    followed: OwnedFd,
+    ctl: OwnedFd,
+    _maps: [OwnedFd; 2],
+    scope: Scope,
     progs: Vec<(&'static str, OwnedFd)>,
     links: Vec<OwnedFd>,
     /// Tracepoints this kernel lacks (optional ones, skipped).
@@ -347,17 +361,26 @@ impl Probe {
         }
         let cpus =
             possible_cpus().map_err(|e| Unavailable(format!("counting the possible CPUs: {e}")))?;
-        let make = |kind, key, value: usize, entries, name: &[u8]| {
-            map_create(kind, key, value as u32, entries, name)
+        let make = |kind, key, value: usize, entries, flags, name: &[u8]| {
+            map_create(kind, key, value as u32, entries, flags, name)
                 .map_err(|e| refused("creating its maps", &e))
         };
-        let tasks = make(MAP_HASH, 4, TASK_BYTES, MAX_TASKS, b"oscost_tasks")?;
-        let ptrs = make(MAP_HASH, 8, 8, MAX_TASKS, b"oscost_ptrs")?;
-        let newborn = make(MAP_HASH, 8, 8, MAX_TASKS, b"oscost_newborn")?;
-        let glob = make(MAP_PERCPU_ARRAY, 4, GLOB_BYTES, 1, b"oscost_glob")?;
-        let calls = make(MAP_PERCPU_ARRAY, 4, CALL_BYTES, CALL_SLOTS, b"oscost_calls")?;
-        let followed = make(MAP_HASH, 4, 8, MAX_TASKS, b"oscost_followed")?;
-        let ctl = make(MAP_ARRAY, 4, CTL_BYTES, 1, b"oscost_ctl")?;
+        let tasks = make(MAP_HASH, 4, TASK_BYTES, MAX_TASKS, 0, b"oscost_tasks")?;
+        let ptrs = make(MAP_HASH, 8, 8, MAX_TASKS, 0, b"oscost_ptrs")?;
+        let newborn = make(MAP_HASH, 8, 8, MAX_TASKS, 0, b"oscost_newborn")?;
+        let glob = make(MAP_PERCPU_ARRAY, 4, GLOB_BYTES, 1, 0, b"oscost_glob")?;
+        let calls = make(
+            MAP_PERCPU_ARRAY,
+            4,
+            CALL_BYTES,
+            CALL_SLOTS,
+            0,
+            b"oscost_calls",
+        )?;
+        let followed = make(MAP_HASH, 4, 8, MAX_TASKS, 0, b"oscost_followed")?;
+        // Mapped into user space, for [`Probe::follow`] to set one word while the programs
+        // count in the other.
+        let ctl = make(MAP_ARRAY, 4, CTL_BYTES, 1, F_MMAPABLE, b"oscost_ctl")?;
         let maps = Maps {
             tasks: tasks.as_raw_fd(),
             ptrs: ptrs.as_raw_fd(),
@@ -381,7 +404,10 @@ impl Probe {
             tasks,
             glob,
             calls,
-            _maps: [ptrs, newborn, followed, ctl],
+            followed,
+            ctl,
+            _maps: [ptrs, newborn],
+            scope,
             progs,
             links: Vec::new(),
             missing: Vec::new(),
@@ -721,30 +747,53 @@ mod live {
     }
 
     /// A child made after attaching, and the grandchild it makes, are the program's (their
-    /// calls counted exactly, at both depths); a child made before attaching is not.
+    /// calls counted exactly, at both depths); so are a child made before attaching and the
+    /// grandchild it made, once given to [`Probe::follow`]. Each is forgotten once it ended.
     #[test]
-    fn children_made_after_attaching_are_followed_and_older_ones_are_not() {
+    fn children_from_before_attaching_are_followed_once_given_as_later_ones_are() {
         use std::io::{Read, Write};
         let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         for depth in [Depth::Count, Depth::Time] {
-            let (mut go_rd, mut go_wr) = std::io::pipe().expect("pipe");
-            let older = fork_running(|| {
+            let (go_rd, mut go_wr) = std::io::pipe().expect("pipe");
+            let (mut ready_rd, mut ready_wr) = std::io::pipe().expect("pipe");
+            // Each waits for its byte: billing has begun, and it is followed.
+            let wait_then = |mut rd: std::io::PipeReader| {
                 let mut byte = [0u8];
-                let _ = go_rd.read(&mut byte);
+                let _ = rd.read(&mut byte);
                 getsid_n(50);
+            };
+            let older = fork_running(|| {
+                let rd = go_rd.try_clone().expect("pipe");
+                let older_grandchild = fork_running(|| wait_then(rd));
+                let _ = ready_wr.write_all(&older_grandchild.to_ne_bytes());
+                wait_then(go_rd);
+                reap(older_grandchild);
             });
+            let mut id = [0u8; 4];
+            ready_rd
+                .read_exact(&mut id)
+                .expect("the older grandchild's id");
+            let older_grandchild = u32::from_ne_bytes(id);
             let pid = std::process::id();
             let mut p = match Probe::load(Scope::Process(pid), depth) {
                 Ok(p) => p,
                 // SAFETY: geteuid has no memory effects.
                 Err(e) if unsafe { libc::geteuid() } != 0 => {
-                    go_wr.write_all(b"x").expect("write");
+                    go_wr.write_all(b"xx").expect("write");
                     reap(older);
                     return skip(&format!("needs root: {}", e.0));
                 }
                 Err(e) => panic!("as root, BPF must load: {}", e.0),
             };
             p.attach().expect("attach");
+            assert!(p.follow(older as u32).expect("follow"), "{depth:?}");
+            assert!(p.follow(older_grandchild).expect("follow"), "{depth:?}");
+            assert!(!p.follow(older as u32).expect("follow"), "given twice");
+            assert!(!p.follow(pid).expect("follow"), "the attached process");
+            assert!(!p.follow(u32::MAX).expect("follow"), "no such process");
+            // Before the program makes any process: following one is enough for its events.
+            go_wr.write_all(b"xx").expect("write");
+            reap(older);
             let (mut id_rd, mut id_wr) = std::io::pipe().expect("pipe");
             let child = fork_running(|| {
                 getsid_n(300);
@@ -753,11 +802,20 @@ mod live {
                 reap(grandchild);
             });
             reap(child);
-            let mut id = [0u8; 4];
             id_rd.read_exact(&mut id).expect("the grandchild's id");
             let grandchild = u32::from_ne_bytes(id);
-            go_wr.write_all(b"x").expect("write");
-            reap(older);
+            let ours = [child as u32, grandchild, older as u32, older_grandchild];
+            // Forgotten at its final switch, which may come just after its parent reaped it.
+            let mut left = Vec::new();
+            for _ in 0..100 {
+                left = p.followed_now().expect("the followed ones");
+                left.retain(|k| ours.contains(k));
+                if left.is_empty() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            assert!(left.is_empty(), "{depth:?}: still followed: {left:?}");
             p.detach();
             let t = p.read().expect("read");
             let getsid = t
@@ -765,14 +823,12 @@ mod live {
                 .iter()
                 .find(|c| c.nr == libc::SYS_getsid as u32)
                 .map_or(0, |c| c.count);
-            assert_eq!(getsid, 500, "{depth:?}: {t:?}");
+            assert_eq!(getsid, 600, "{depth:?}: {t:?}");
             let pids: std::collections::BTreeSet<u32> = t.tasks.iter().map(|k| k.pid).collect();
-            assert!(pids.contains(&(child as u32)), "{depth:?}: {pids:?}");
-            assert!(pids.contains(&grandchild), "{depth:?}: {pids:?}");
-            assert!(!pids.contains(&(older as u32)), "{depth:?}: {pids:?}");
             // Each billed to its last run: a process is forgotten only after its switch into
             // death, not at its exit.
-            for p in [child as u32, grandchild] {
+            for p in ours {
+                assert!(pids.contains(&p), "{depth:?}: {p} not in {pids:?}");
                 let on: u64 = t
                     .tasks
                     .iter()

@@ -420,7 +420,7 @@ const OBJ_GET_INFO_BY_FD: libc::c_long = 15;
 const RAW_TRACEPOINT_OPEN: libc::c_long = 17;
 const MAP_TYPE_ARRAY: u32 = 2;
 const PROG_TYPE_RAW_TRACEPOINT: u32 = 17;
-const F_MMAPABLE: u32 = 1 << 10;
+pub(crate) const F_MMAPABLE: u32 = 1 << 10;
 
 /// Why BPF was refused, in one line saying what would allow it.
 pub(crate) fn refused(what: &str, e: &io::Error) -> Unavailable {
