@@ -6,7 +6,8 @@
  * unmapped after. The kinds are sampled in rounds, one sample of each per round in an order
  * rotated every round, after one untimed sample of each; each timed sample follows an untimed
  * one of its own kind. Faults are counted with
- * getrusage(RUSAGE_THREAD) around the timed passes.
+ * getrusage(RUSAGE_THREAD) around the timed passes. Under the side-by-side harness's
+ * alternation (pace.h) each untimed-and-timed pair waits its turn, as oscost's samples do.
  *
  * Kinds: anon-write, anon-read, file-read (private mapping of a cached file), file-write-shared
  * (shared mapping of it), cow (after fork, the parent writes), thp (2 MiB-aligned MADV_HUGEPAGE,
@@ -29,6 +30,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "pace.h"
 
 #define PAGE 4096UL
 #define HUGE (2UL * 1024 * 1024)
@@ -215,6 +218,7 @@ int main(int argc, char **argv) {
             /* An untimed sample of the same kind first, as oscost takes one: a timed sample
              * would otherwise inherit what the kind before it left (freed pages, filled
              * caches), and a kind's figure would change with its neighbours. */
+            pace_turn();
             sample(kinds[j], &slots[j], 0);
             sample(kinds[j], &slots[j], 1);
         }

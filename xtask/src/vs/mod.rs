@@ -3,7 +3,7 @@
 //! pinned CPUs (the reference then oscost, oscost first in every second round), and prints
 //! each round's pairs and, per case, both medians, the median ratio oscost / reference and the
 //! per-round ratios. `--alternate` runs the cases that drift between sittings (across CPUs,
-//! and `net`'s connections) with both programs started once and their samples taken in turn
+//! `net`'s connections and two of `fault`'s kinds) with both programs started once and their samples taken in turn
 //! ([`conduct`]). `--smoke` runs
 //! every entry once at a tiny size to prove it still pairs, and counts an entry this machine
 //! cannot run (no root, one CPU, a peer tool missing) as skipped with its reason: what CI runs.
@@ -58,7 +58,8 @@ struct Args {
     /// them): proves each still builds, runs and pairs.
     #[arg(long)]
     smoke: bool,
-    /// Hold the entry's cases that drift between sittings (across CPUs, `net`'s connections)
+    /// Hold the entry's cases that drift between sittings (across CPUs, `net`'s connections,
+    /// `fault`'s thp and anon-read)
     /// with the two programs' samples taken in turn.
     #[arg(long)]
     alternate: bool,
@@ -560,7 +561,12 @@ impl Side<'_> {
         for round in 1..=rounds {
             let dir = self.dir.join(format!(
                 "alt{round}-{}",
-                run.oscost.join("-").replace('/', "_")
+                // Only letters, digits, `.` and `-`: the FIFOs' paths go in OSCOST_PACE as
+                // GO:DONE, where a template's `{q:…}` would put a colon.
+                run.oscost.join("-").replace(
+                    |c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '-'),
+                    "_"
+                )
             ));
             std::fs::create_dir_all(&dir)?;
             let json = dir.join("o.json");

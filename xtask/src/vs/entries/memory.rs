@@ -43,6 +43,18 @@ pub const MMAP: Entry = Entry {
     ..BASE
 };
 
+/// One fault kind alone on both sides, for the alternation.
+macro_rules! fault_one {
+    ($kind:literal) => {
+        Run {
+            c: &[&["-p", "{q:1024:256}", "-s", "{s}", "-k", $kind]],
+            oscost: &["fault", "--kinds", $kind, "--pages", "{q:1024:256}"],
+            only: Some(concat!("fault.", $kind)),
+            ..RUN
+        }
+    };
+}
+
 /// `cargo xtask vs fault`.
 pub const FAULT: Entry = Entry {
     name: "fault",
@@ -69,5 +81,9 @@ pub const FAULT: Entry = Entry {
         ..RUN
     }],
     show: &["minor_faults_per_op", "major_faults_per_op"],
+    // A fault's cost moves with what the host has behind the guest's memory (a huge page's
+    // first touch may wait on the host): the kinds whose ratio moved between sittings, one
+    // kind a run, with the two programs' samples taken in turn.
+    alternate: &[fault_one!("thp"), fault_one!("anon-read")],
     ..BASE
 };
