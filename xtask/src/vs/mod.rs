@@ -3,8 +3,8 @@
 //! pinned CPUs (the reference then oscost, oscost first in every second round), and prints
 //! each round's pairs and, per case, both medians, the median ratio oscost / reference and the
 //! per-round ratios. `--alternate` runs the cases that drift between sittings (across CPUs,
-//! `net`'s connections and two of `fault`'s kinds) with both programs started once and their samples taken in turn
-//! ([`conduct`]). `--smoke` runs
+//! `net`'s connections and two of `fault`'s kinds) with both programs started once and their
+//! samples taken in turn ([`conduct`]). `--smoke` runs
 //! every entry once at a tiny size to prove it still pairs, and counts an entry this machine
 //! cannot run (no root, one CPU, a peer tool missing) as skipped with its reason: what CI runs.
 //! A measurement, not a test: the ratios never fail it.
