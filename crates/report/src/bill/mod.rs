@@ -255,7 +255,13 @@ pub fn assemble(bill: &mut Bill, book: Option<&PriceBook>, prices_from: Option<S
             let kernel = sampled.max(timed_kernel.min(on));
             (on - kernel, kernel)
         }
-        (Some(u), _) => (u.user_ns as f64, u.system_ns as f64),
+        // Without the probe's times (perf counts), the kernel's split, but never less in the
+        // kernel than the counter's own measured cost, which a short run's ticks can miss.
+        (Some(u), _) => {
+            let cpu = (u.user_ns + u.system_ns) as f64;
+            let kernel = (u.system_ns as f64).max(probe_ns.min(cpu));
+            (cpu - kernel, kernel)
+        }
         (None, Some(s)) => {
             let k = calls_ns + irq_ns;
             (s.oncpu_ns as f64 - k, k)

@@ -262,3 +262,37 @@ fn calls_counted_without_the_kernels_accounting_are_still_shown() {
         .sum();
     assert_eq!(parts + b.residual_ns, b.task_time_ns as f64);
 }
+
+#[test]
+fn a_short_perf_bill_puts_the_counters_cost_in_the_kernel_even_when_the_ticks_did_not() {
+    let mut b = fixture();
+    b.mechanism.name = Counter::Perf;
+    b.mechanism.depth = CallDepth::Count;
+    b.sched = None;
+    b.tasks.clear();
+    if let Some(u) = b.usage.as_mut() {
+        (u.user_ns, u.system_ns) = (2_000_000, 0);
+    }
+    b.probe_cost = Some(oscost_model::bill::ProbeCost {
+        per_call_ns: 100.0,
+        range_ns: [90.0, 110.0],
+        bare_call_ns: 50.0,
+        in_window_ns: 0.0,
+        total_ns: 1_001_000.0,
+        setup_ns: 0,
+    });
+    for c in &mut b.calls {
+        (c.time_ns, c.median_ns, c.errors) = (None, None, None);
+    }
+    assemble(&mut b, None, None);
+    let time = |name: &str| {
+        b.parts
+            .iter()
+            .find(|p| p.name.starts_with(name))
+            .unwrap()
+            .time_ns
+    };
+    assert_eq!(time("kernel CPU"), 1_001_000.0);
+    assert_eq!(time("user CPU"), 999_000.0);
+    assert!(b.parts.iter().all(|p| p.time_ns >= 0.0), "{:?}", b.parts);
+}
