@@ -339,23 +339,8 @@ struct Ring {
 
 impl Ring {
     fn map(fd: &OwnedFd, data_pages: usize) -> io::Result<Ring> {
-        // SAFETY: sysconf has no memory effects.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
-        let len = page * (1 + data_pages);
-        // SAFETY: a fresh shared mapping of a perf fd at a kernel-chosen address.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd.as_raw_fd(),
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(last_error("mmap(perf ring)"));
-        }
+        let page = crate::sysinfo::page_size();
+        let (p, len) = crate::map_shared(std::os::fd::AsFd::as_fd(fd), page * (1 + data_pages))?;
         Ok(Ring {
             base: p.cast(),
             len,
@@ -648,20 +633,7 @@ impl Tracer {
     }
 
     fn ioctl_all(&self, enable: bool) -> io::Result<()> {
-        for fd in &self.fds {
-            // SAFETY: fd is a perf fd we hold open; the argument is unused.
-            let r = unsafe {
-                if enable {
-                    perf::ioctls::ENABLE(fd.as_raw_fd(), 0)
-                } else {
-                    perf::ioctls::DISABLE(fd.as_raw_fd(), 0)
-                }
-            };
-            if r != 0 {
-                return Err(last_error("ioctl(PERF_EVENT_IOC_ENABLE/DISABLE)"));
-            }
-        }
-        Ok(())
+        set_enabled(&self.fds, enable)
     }
 
     /// Starts recording.
@@ -853,6 +825,28 @@ impl SyscallCounter {
         // Unfiltered, the disabling ioctl entered the kernel while the count was on.
         Ok((r, n.saturating_sub(u64::from(self.unfiltered))))
     }
+}
+
+/// Turns perf events on or off, each of `fds`.
+pub(crate) fn set_enabled<'a>(
+    fds: impl IntoIterator<Item = &'a OwnedFd>,
+    on: bool,
+) -> io::Result<()> {
+    for fd in fds {
+        // SAFETY: fd is a perf event's descriptor the caller holds open; the argument is unused
+        // by these two requests.
+        let r = unsafe {
+            if on {
+                perf::ioctls::ENABLE(fd.as_raw_fd(), 0)
+            } else {
+                perf::ioctls::DISABLE(fd.as_raw_fd(), 0)
+            }
+        };
+        if r != 0 {
+            return Err(last_error("ioctl(PERF_EVENT_IOC_ENABLE/DISABLE)"));
+        }
+    }
+    Ok(())
 }
 
 /// Splits the `missing` records (the events' counts less the records read) into (lost to a

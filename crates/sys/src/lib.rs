@@ -277,6 +277,32 @@ pub fn tasks_started() -> u64 {
     TASKS_STARTED.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+/// A shared read-write mapping of `len` bytes of the object behind `fd` (a BPF array, a perf
+/// ring) at a kernel-chosen address, `len` rounded up to whole pages; the mapping and its
+/// length. The caller unmaps it.
+pub fn map_shared(
+    fd: std::os::fd::BorrowedFd<'_>,
+    len: usize,
+) -> io::Result<(*mut libc::c_void, usize)> {
+    let page = sysinfo::page_size();
+    let len = len.div_ceil(page) * page;
+    // SAFETY: a fresh shared mapping at a kernel-chosen address: it aliases no Rust object.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            std::os::fd::AsRawFd::as_raw_fd(&fd),
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(last_error("mmap"));
+    }
+    Ok((p, len))
+}
+
 /// Raises the soft open-file limit to the hard one: a ring of N pipe-linked tasks needs about
 /// 2N descriptors, and the common soft default (1024) would stop a default sweep halfway.
 /// Returns the soft limit now in force.

@@ -138,21 +138,7 @@ impl CallCounts {
 
     /// Turns every event on or off (an event opened [`CallCounts::threads`] starts on).
     pub fn set_enabled(&self, on: bool) -> io::Result<()> {
-        for fd in self.fds.iter().flatten() {
-            // SAFETY: fd is a perf event's descriptor this value holds open; the argument is
-            // unused by these two requests.
-            let r = unsafe {
-                if on {
-                    perf::ioctls::ENABLE(fd.as_raw_fd(), 0)
-                } else {
-                    perf::ioctls::DISABLE(fd.as_raw_fd(), 0)
-                }
-            };
-            if r != 0 {
-                return Err(last_error("ioctl(PERF_EVENT_IOC_ENABLE/DISABLE)"));
-            }
-        }
-        Ok(())
+        crate::ktrace::set_enabled(self.fds.iter().flatten(), on)
     }
 
     /// How many events it holds.

@@ -195,6 +195,21 @@ struct Calibration {
     removal_ns: f64,
 }
 
+impl Calibration {
+    /// From the rounds' added and bare times: their medians, the added times' range.
+    fn of(added: &[f64], bare: &[f64], in_window_ns: f64, removal_ns: f64) -> Calibration {
+        let lo = added.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = added.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        Calibration {
+            added_ns: median(added),
+            range_ns: [lo, hi],
+            bare_ns: median(bare),
+            in_window_ns,
+            removal_ns,
+        }
+    }
+}
+
 fn calibrate(depth: Depth) -> Option<Calibration> {
     const CALLS: u32 = 20_000;
     const ROUNDS: usize = 5;
@@ -222,19 +237,12 @@ fn calibrate(depth: Depth) -> Option<Calibration> {
         .iter()
         .find(|c| c.nr == probe::CALL_SLOTS - 1 && c.count > 0)
         .map_or(0.0, |c| c.time_ns as f64 / c.count as f64);
-    let lo = added.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = added.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    Some(Calibration {
-        added_ns: median(&added),
-        range_ns: [lo, hi],
-        bare_ns: median(&bare),
-        in_window_ns: if depth == Depth::Time {
-            in_window_ns
-        } else {
-            0.0
-        },
-        removal_ns: 0.0,
-    })
+    let in_window_ns = if depth == Depth::Time {
+        in_window_ns
+    } else {
+        0.0
+    };
+    Some(Calibration::of(&added, &bare, in_window_ns, 0.0))
 }
 
 /// The tracepoint id of `raw_syscalls:sys_enter`, for the independent count.

@@ -4,7 +4,6 @@
 
 use super::{now_ns, Calibration};
 use oscost_model::bill::CallLine;
-use oscost_stats::median;
 use oscost_sys::syscount::{self, CallCounts};
 
 /// The `syscalls:sys_enter_*` tracepoints, or why perf cannot count calls here.
@@ -74,15 +73,7 @@ pub(super) fn calibrate(tracepoints: &[(String, u64)]) -> Option<Calibration> {
     let t = now_ns();
     drop(counting);
     let removal_ns = (now_ns() - t) as f64;
-    let lo = added.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = added.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    Some(Calibration {
-        added_ns: median(&added),
-        range_ns: [lo, hi],
-        bare_ns: median(&bare),
-        in_window_ns: 0.0,
-        removal_ns,
-    })
+    Some(Calibration::of(&added, &bare, 0.0, removal_ns))
 }
 
 /// The bill's call lines from perf's counts: counted, not timed; the most made first.

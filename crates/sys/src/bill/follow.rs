@@ -104,24 +104,9 @@ impl Probe {
     /// up and down by the programs meanwhile, and an update of the whole value could lose one
     /// of their counts.
     fn any_followed(&self) -> io::Result<()> {
-        // SAFETY: sysconf has no memory effects.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
-        let len = CTL_BYTES.div_ceil(page) * page;
-        // SAFETY: a fresh shared mapping of the mmap-able one-entry array `ctl`, of its size
-        // rounded up to a page (what the kernel allows), at a kernel-chosen address.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                self.ctl.as_raw_fd(),
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
+        use std::os::fd::AsFd;
+        // The one-entry array `ctl`, mmap-able, whole pages of it (what the kernel allows).
+        let (p, len) = crate::map_shared(self.ctl.as_fd(), CTL_BYTES)?;
         // SAFETY: the word at C_ANY lies within the mapping (CTL_BYTES ≤ len), 8-byte aligned
         // (the mapping is page-aligned, C_ANY a multiple of 8) and valid for as long as the
         // mapping, which outlives this use; the programs access it only as a whole 8-byte word.

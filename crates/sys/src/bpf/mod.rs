@@ -21,7 +21,6 @@
 mod names;
 
 use crate::ktrace::{Format, Record, Tracefs, Unavailable};
-use crate::last_error;
 use names::Names;
 use std::collections::{BTreeMap, HashMap};
 use std::io;
@@ -554,27 +553,12 @@ impl Tracer {
         put32(&mut attr, 16, F_MMAPABLE);
         attr[28..28 + 12].copy_from_slice(b"oscost_trace");
         let map = owned(bpf(MAP_CREATE, &mut attr).map_err(|e| refused("creating its map", &e))?);
-        // SAFETY: sysconf has no memory effects.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
-        let len = (entries as usize * RECORD_BYTES).div_ceil(page) * page;
-        // SAFETY: a fresh shared mapping of an mmap-able array map, of its size rounded up to
-        // a page (what the kernel allows), at a kernel-chosen address.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                map.as_raw_fd(),
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(Unavailable(format!(
-                "mapping the BPF trace array: {}",
-                last_error("mmap")
-            )));
-        }
+        // An mmap-able array map, whole pages of it (what the kernel allows).
+        let (p, len) = crate::map_shared(
+            std::os::fd::AsFd::as_fd(&map),
+            entries as usize * RECORD_BYTES,
+        )
+        .map_err(|e| Unavailable(format!("mapping the BPF trace array: {e}")))?;
         let mut t = Tracer {
             map,
             mem: p.cast(),
