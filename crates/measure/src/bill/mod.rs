@@ -358,6 +358,9 @@ impl Counted {
         if self.probe.is_some() || counting == Counting::None {
             return self;
         }
+        // An earlier bill's events still on this thread would be inherited by the next command
+        // and turned on at its exec: they must be gone first.
+        perf::removed();
         let cost = perf::tracepoints().ok().and_then(|t| perf::calibrate(&t));
         match perf::start(open) {
             Ok(c) => {
@@ -625,7 +628,7 @@ pub fn run(
                 c.removal_ns * n as f64 / 1e9
             ));
         }
-        std::thread::spawn(move || drop(events));
+        perf::remove_later(events);
     }
     let independent_calls = counter
         .as_ref()

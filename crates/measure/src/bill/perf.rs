@@ -29,6 +29,26 @@ pub(super) fn start(
     })
 }
 
+/// The thread removing the last bill's events, if one is.
+static REMOVING: std::sync::Mutex<Option<std::thread::JoinHandle<()>>> =
+    std::sync::Mutex::new(None);
+
+/// Removes `events` on a thread of their own (the kernel takes seconds for a few hundred), so
+/// the bill is printed meanwhile; [`removed`] waits for it.
+pub(super) fn remove_later(events: CallCounts) {
+    let handle = std::thread::spawn(move || drop(events));
+    *REMOVING.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle);
+}
+
+/// Waits until the last bill's events are removed: a command started while they are on this
+/// thread would inherit them (`bill --rounds` bills one command after another).
+pub(super) fn removed() {
+    let handle = REMOVING.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(h) = handle {
+        let _ = h.join();
+    }
+}
+
 /// What perf's counting adds to a system call, measured on this thread before billing: rounds
 /// of getppid untraced and with its tracepoint's counting event on this thread, interleaved.
 /// Counting happens at the call's entry, outside any time the bill takes, so nothing falls in
