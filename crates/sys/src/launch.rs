@@ -373,50 +373,13 @@ pub struct CallCounter {
 }
 
 impl CallCounter {
-    fn open_one(
-        id: u64,
-        pid: i32,
-        cpu: i32,
-        inherit: bool,
-        flags: libc::c_ulong,
-    ) -> io::Result<OwnedFd> {
-        let mut attr = perf::bindings::perf_event_attr {
-            type_: perf::bindings::PERF_TYPE_TRACEPOINT,
-            size: std::mem::size_of::<perf::bindings::perf_event_attr>() as u32,
-            config: id,
-            ..Default::default()
-        };
-        attr.set_inherit(u64::from(inherit));
-        // On the calling thread: off until a task that inherited it executes a program.
-        if pid == 0 {
-            attr.set_disabled(1);
-            attr.set_enable_on_exec(1);
-        }
-        // SAFETY: attr is a fully initialised perf_event_attr of the size it states; the
-        // other arguments are plain integers.
-        let fd = unsafe {
-            perf::perf_event_open(
-                &mut attr,
-                pid,
-                cpu,
-                -1,
-                flags | perf::bindings::PERF_FLAG_FD_CLOEXEC as libc::c_ulong,
-            )
-        };
-        if fd < 0 {
-            return Err(last_error("perf_event_open(raw_syscalls:sys_enter)"));
-        }
-        // SAFETY: fd was just returned by the kernel and is owned by no one else.
-        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-    }
-
     /// Counts the calls of every task in the cgroup whose directory is `cgroup` (open), on
     /// each CPU of `cpus`; `id` is the tracepoint's id.
     pub fn cgroup(id: u64, cgroup: &File, cpus: &[usize]) -> io::Result<CallCounter> {
         let fds = cpus
             .iter()
             .map(|&c| {
-                Self::open_one(
+                crate::syscount::open_tracepoint(
                     id,
                     cgroup.as_raw_fd(),
                     c as i32,
@@ -432,7 +395,7 @@ impl CallCounter {
     pub fn threads(id: u64, tids: &[i32]) -> io::Result<CallCounter> {
         let fds = tids
             .iter()
-            .map(|&t| Self::open_one(id, t, -1, true, 0))
+            .map(|&t| crate::syscount::open_tracepoint(id, t, -1, true, 0))
             .collect::<io::Result<Vec<_>>>()?;
         Ok(CallCounter { fds })
     }
@@ -441,7 +404,7 @@ impl CallCounter {
     /// and of every task it creates (see [`crate::syscount::CallCounts::on_exec`]).
     pub fn on_exec(id: u64) -> io::Result<CallCounter> {
         Ok(CallCounter {
-            fds: vec![Self::open_one(id, 0, -1, true, 0)?],
+            fds: vec![crate::syscount::open_tracepoint(id, 0, -1, true, 0)?],
         })
     }
 

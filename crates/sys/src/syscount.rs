@@ -55,13 +55,44 @@ pub fn number(name: &str) -> Option<u32> {
     name.parse::<syscalls::Sysno>().ok().map(|s| s.id() as u32)
 }
 
-/// Where the counting events are opened.
-#[derive(Debug, Clone, Copy)]
-enum On {
-    /// On the calling thread, off until a task that inherited them executes a program.
-    Exec,
-    /// On a thread, counting now.
-    Thread(i32),
+/// A counting event on tracepoint `id`: over task `pid` (on every CPU when `cpu` is -1) or,
+/// with `PERF_FLAG_PID_CGROUP` in `flags`, over the cgroup whose directory `pid` is open as, on
+/// `cpu`; `inherit`ed by the tasks counted ones create. On the calling thread (`pid` 0) it
+/// starts off and turns on when a task that inherited it executes a program.
+pub fn open_tracepoint(
+    id: u64,
+    pid: i32,
+    cpu: i32,
+    inherit: bool,
+    flags: libc::c_ulong,
+) -> io::Result<OwnedFd> {
+    let mut attr = perf::bindings::perf_event_attr {
+        type_: perf::bindings::PERF_TYPE_TRACEPOINT,
+        size: std::mem::size_of::<perf::bindings::perf_event_attr>() as u32,
+        config: id,
+        ..Default::default()
+    };
+    attr.set_inherit(u64::from(inherit));
+    if pid == 0 {
+        attr.set_disabled(1);
+        attr.set_enable_on_exec(1);
+    }
+    // SAFETY: attr is a fully initialised perf_event_attr of the size it states; the other
+    // arguments are plain integers.
+    let fd = unsafe {
+        perf::perf_event_open(
+            &mut attr,
+            pid,
+            cpu,
+            -1,
+            flags | perf::bindings::PERF_FLAG_FD_CLOEXEC as libc::c_ulong,
+        )
+    };
+    if fd < 0 {
+        return Err(last_error("perf_event_open(a tracepoint)"));
+    }
+    // SAFETY: fd was just returned by the kernel and is owned by no one else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// Counting events, one per system call's tracepoint, each inherited by the tasks the
@@ -73,48 +104,15 @@ pub struct CallCounts {
 }
 
 impl CallCounts {
-    fn open_one(id: u64, on: On) -> io::Result<OwnedFd> {
-        let mut attr = perf::bindings::perf_event_attr {
-            type_: perf::bindings::PERF_TYPE_TRACEPOINT,
-            size: std::mem::size_of::<perf::bindings::perf_event_attr>() as u32,
-            config: id,
-            ..Default::default()
-        };
-        attr.set_inherit(1);
-        let pid = match on {
-            On::Exec => {
-                attr.set_disabled(1);
-                attr.set_enable_on_exec(1);
-                0
-            }
-            On::Thread(tid) => tid,
-        };
-        // SAFETY: attr is a fully initialised perf_event_attr of the size it states; the
-        // other arguments are plain integers.
-        let fd = unsafe {
-            perf::perf_event_open(
-                &mut attr,
-                pid,
-                -1,
-                -1,
-                perf::bindings::PERF_FLAG_FD_CLOEXEC as libc::c_ulong,
-            )
-        };
-        if fd < 0 {
-            return Err(last_error("perf_event_open(syscalls:sys_enter_*)"));
-        }
-        // SAFETY: fd was just returned by the kernel and is owned by no one else.
-        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-    }
-
-    fn open(tracepoints: &[(String, u64)], on: &[On]) -> io::Result<CallCounts> {
+    /// Events on each task of `pids` (0: the calling thread, see [`open_tracepoint`]).
+    fn open(tracepoints: &[(String, u64)], pids: &[i32]) -> io::Result<CallCounts> {
         let mut names = Vec::with_capacity(tracepoints.len());
         let mut fds = Vec::with_capacity(tracepoints.len());
         for (name, id) in tracepoints {
             names.push(name.clone());
             fds.push(
-                on.iter()
-                    .map(|&o| Self::open_one(*id, o))
+                pids.iter()
+                    .map(|&pid| open_tracepoint(*id, pid, -1, true, 0))
                     .collect::<io::Result<Vec<_>>>()?,
             );
         }
@@ -126,14 +124,13 @@ impl CallCounts {
     /// from its `execve` on, and of every task it creates. The calling thread never counts (it
     /// executes nothing); open them on the thread that starts the command.
     pub fn on_exec(tracepoints: &[(String, u64)]) -> io::Result<CallCounts> {
-        Self::open(tracepoints, &[On::Exec])
+        Self::open(tracepoints, &[0])
     }
 
     /// Events on threads `tids`, counting from now, and the tasks they create from now on.
     /// Needs `tracepoints.len() × tids.len()` descriptors.
     pub fn threads(tracepoints: &[(String, u64)], tids: &[i32]) -> io::Result<CallCounts> {
-        let on: Vec<On> = tids.iter().map(|&t| On::Thread(t)).collect();
-        Self::open(tracepoints, &on)
+        Self::open(tracepoints, tids)
     }
 
     /// Turns every event on or off (an event opened [`CallCounts::threads`] starts on).

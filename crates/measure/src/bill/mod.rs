@@ -361,9 +361,12 @@ impl Counted {
         // An earlier bill's events still on this thread would be inherited by the next command
         // and turned on at its exec: they must be gone first.
         perf::removed();
-        let cost = perf::tracepoints().ok().and_then(|t| perf::calibrate(&t));
-        match perf::start(open) {
-            Ok(c) => {
+        let started = perf::tracepoints().and_then(|tps| {
+            let cost = perf::calibrate(&tps);
+            perf::start(&tps, open).map(|c| (c, cost))
+        });
+        match started {
+            Ok((c, cost)) => {
                 self.perf = Some(c);
                 self.cost = cost;
                 self.counter = if verify {

@@ -12,12 +12,12 @@ pub(super) fn tracepoints() -> Result<Vec<(String, u64)>, String> {
     syscount::enter_tracepoints(&fs).map_err(|e| e.to_string())
 }
 
-/// Opens perf's counts with `open` on the tracepoints, or says why not.
+/// Opens perf's counts with `open` on the tracepoints `tps`, or says why not.
 pub(super) fn start(
+    tps: &[(String, u64)],
     open: impl FnOnce(&[(String, u64)]) -> std::io::Result<CallCounts>,
 ) -> Result<CallCounts, String> {
-    let tps = tracepoints()?;
-    open(&tps).map_err(|e| match e.raw_os_error() {
+    open(tps).map_err(|e| match e.raw_os_error() {
         Some(libc::EMFILE) => format!(
             "{e}: perf needs a descriptor per system call ({}) and per thread: raise `ulimit -n`",
             tps.len()
