@@ -3,12 +3,14 @@
 //! landed), so a figure from one process is one draw of two. An experiment that says so
 //! ([`crate::engine::Experiment::processes`]) runs in that many measuring processes one after
 //! another, each taking its share of the samples, and their outputs are merged here: each
-//! case's samples joined, each process's median kept, and two modes said where they appear.
+//! case's samples joined, each process's median kept, and two modes said where they appear:
+//! between the processes, or, where the cost switches between two levels within a process's
+//! life, among the samples themselves.
 
 use crate::engine::fmt_ns;
 use oscost_model::case::{Case, Check, ExperimentOutput};
 use oscost_model::{Message, MessageKind};
-use oscost_stats::modes::{two_modes, ProcessMedian};
+use oscost_stats::modes::{sample_modes, two_modes, ProcessMedian};
 
 /// Fewest samples a process takes: enough for its median's 95 % interval.
 pub const MIN_SAMPLES_PER_PROCESS: usize = 8;
@@ -89,6 +91,19 @@ fn merge_case(copies: &[&Case]) -> Case {
                 medians.len(),
                 fmt_ns(m.low_median),
                 m.high.len(),
+                fmt_ns(m.high_median)
+            ),
+        ));
+    } else if let Some(m) = sample_modes(&case.samples.per_op_ns) {
+        case.warnings.push(Message::new(
+            MessageKind::SampleModes,
+            format!(
+                ": {} of {} samples at {}, {} at {} (within its processes, not a level each \
+                 process keeps); the median mixes them",
+                m.low,
+                m.low + m.high,
+                fmt_ns(m.low_median),
+                m.high,
                 fmt_ns(m.high_median)
             ),
         ));
@@ -202,6 +217,26 @@ mod tests {
             "{w:?}"
         );
         assert!(w[0].contains("2 at 79"), "{w:?}");
+    }
+
+    #[test]
+    fn a_machine_switching_within_every_process_is_said_as_two_modes_of_samples() {
+        // Each process's samples half at ~620, half at ~790: alike medians, two modes within.
+        let outs: Vec<ExperimentOutput> = (0..5)
+            .map(|_| {
+                let mut v = around(620.0);
+                v.extend(around(790.0));
+                output(vec![case("fault.anon-read", &v, 1.0, true)])
+            })
+            .collect();
+        let m = merge(outs).unwrap();
+        let w: Vec<String> = m.cases[0].warnings.iter().map(|w| w.to_string()).collect();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with("the samples fell into two modes: 50 of 100 samples at 619 ns"),
+            "{w:?}"
+        );
+        assert!(w[0].contains("50 at 789 ns"), "{w:?}");
     }
 
     #[test]

@@ -58,13 +58,15 @@ pub enum MessageKind {
     LevelMovesBetweenRings,
     /// The processes a figure was drawn from fell into two modes of cost (fault).
     ProcessModes,
+    /// A figure's samples fell into two modes of cost, within its processes (fault).
+    SampleModes,
     /// Any other text: its own words say what it is.
     Other,
 }
 
 impl MessageKind {
     /// Every kind with lead words, i.e. all but [`MessageKind::Other`].
-    pub const KNOWN: [MessageKind; 21] = [
+    pub const KNOWN: [MessageKind; 22] = [
         MessageKind::WideInterval,
         MessageKind::CpusShared,
         MessageKind::SpeedUpWithheld,
@@ -86,6 +88,7 @@ impl MessageKind {
         MessageKind::WokenWithoutAnswer,
         MessageKind::LevelMovesBetweenRings,
         MessageKind::ProcessModes,
+        MessageKind::SampleModes,
     ];
 
     /// The words every text of this kind starts with (empty for [`MessageKind::Other`]).
@@ -112,6 +115,7 @@ impl MessageKind {
             MessageKind::WokenWithoutAnswer => "woken without its answer",
             MessageKind::LevelMovesBetweenRings => "the level moves between rings",
             MessageKind::ProcessModes => "the processes fell into two modes",
+            MessageKind::SampleModes => "the samples fell into two modes",
             MessageKind::Other => "",
         }
     }
@@ -142,6 +146,7 @@ impl MessageKind {
             | MessageKind::VerifyOrder
             | MessageKind::LevelMovesBetweenRings
             | MessageKind::ProcessModes
+            | MessageKind::SampleModes
             | MessageKind::Other => false,
         }
     }

@@ -144,6 +144,13 @@ fn about(kind: MessageKind) -> Option<About> {
                       read the two modes the warning gives, not the median alone",
             doc: &["fault", "Processes"],
         },
+        MessageKind::SampleModes => About {
+            tag: "two modes in the samples",
+            explain: "the samples fell into two groups of cost within the processes, not a \
+                      level each process kept: the median mixes them, so read the two modes the \
+                      warning gives, not the median alone",
+            doc: &["fault", "Processes"],
+        },
         // Context whose own words say enough.
         MessageKind::GapsThinned
         | MessageKind::SamplesThinned
