@@ -45,6 +45,11 @@ fn open_spec(spec: &str) -> Result<Pace, String> {
     })
 }
 
+/// Whether this process takes turns with another program ([`PACE_ENV`] is set).
+pub(crate) fn active() -> bool {
+    PACE.get_or_init(open).is_some()
+}
+
 /// Yields to the other side and waits for this side's turn; returns at once when
 /// [`PACE_ENV`] is unset. Fails when the FIFOs cannot be opened or the conductor went away.
 pub(crate) fn turn() -> anyhow::Result<()> {

@@ -7,6 +7,7 @@ mod machine;
 mod memory;
 mod peers;
 mod process;
+mod wakeup;
 mod wakeup_split;
 
 use super::entry::Entry;
@@ -35,6 +36,7 @@ pub const ENTRIES: &[Entry] = &[
     machine::TICK_FORMS,
     peers::PERF_SWITCH,
     peers::CYCLICTEST,
+    wakeup::WAKEUP,
     peers::LMBENCH_NET,
     peers::NOISE_PERF,
     wakeup_split::ON_OSCOST,

@@ -237,6 +237,9 @@ struct Measured {
     /// The sleeping thread's id.
     tid: i32,
     run: WakeRun,
+    /// Time the thread was sleeping on its period, ns: from the first period's start to the
+    /// last wake-up, less the other program's turns when taking turns with one.
+    active_ns: u64,
     voluntary: u64,
     involuntary: u64,
     minor_faults: u64,
@@ -317,7 +320,7 @@ fn measure_point(
                 };
                 let policy_seen = oscost_sys::wakeup::own_policy()?;
                 let u0 = oscost_sys::spawn::thread_usage();
-                let run = wake_periodically_at(
+                let (run, active_ns) = wake_in_turns(
                     p.mode.sys(),
                     plan.period_ns,
                     &mut lateness,
@@ -332,6 +335,7 @@ fn measure_point(
                     deadlines,
                     tid: oscost_sys::gettid(),
                     run,
+                    active_ns,
                     voluntary: u.voluntary,
                     involuntary: u.involuntary,
                     minor_faults: u.minor_faults,
@@ -362,6 +366,50 @@ fn measure_point(
         }
         Ok(m)
     })
+}
+
+/// Wake-ups a turn holds when taking turns with another program (`cargo xtask vs wakeup
+/// --alternate`): 25 periods, so a drift of the machine meets both programs' wake-ups alike.
+const WAKEUPS_A_TURN: usize = 25;
+
+/// [`wake_periodically_at`], in turns of [`WAKEUPS_A_TURN`] wake-ups with another program
+/// when this process takes turns ([`crate::pace`]), each turn's periods starting afresh;
+/// with the time spent sleeping on the period (the turns' own, summed).
+fn wake_in_turns(
+    mode: WakeMode,
+    period_ns: u64,
+    lateness: &mut [u64],
+    deadlines: &mut [u64],
+    cancel: &AtomicBool,
+) -> anyhow::Result<(WakeRun, u64)> {
+    if !crate::pace::active() {
+        let run = wake_periodically_at(mode, period_ns, lateness, deadlines, cancel)?;
+        return Ok((run, run.end_ns.saturating_sub(run.start_ns)));
+    }
+    let mut all: Option<WakeRun> = None;
+    let mut active = 0;
+    for (k, chunk) in lateness.chunks_mut(WAKEUPS_A_TURN).enumerate() {
+        crate::pace::turn()?;
+        let from = k * WAKEUPS_A_TURN;
+        let to = (from + chunk.len()).min(deadlines.len());
+        let at = deadlines.get_mut(from.min(to)..to).unwrap_or_default();
+        let run = wake_periodically_at(mode, period_ns, chunk, at, cancel)?;
+        active += run.end_ns.saturating_sub(run.start_ns);
+        let stop = run.done < chunk.len();
+        all = Some(match all {
+            None => run,
+            Some(a) => WakeRun {
+                done: a.done + run.done,
+                overruns: a.overruns + run.overruns,
+                start_ns: a.start_ns,
+                end_ns: run.end_ns,
+            },
+        });
+        if stop {
+            break;
+        }
+    }
+    Ok((all.unwrap_or_default(), active))
 }
 
 /// At most `max` values, evenly spread over `v` (all of them when there are few enough).
@@ -444,7 +492,7 @@ fn finish(ctx: &Context, p: Point, plan: &Plan, priority: i32, m: Measured) -> C
     );
     c.insert("wakeups".into(), n as f64);
     c.insert("overruns".into(), m.run.overruns as f64);
-    let elapsed_ns = m.run.end_ns.saturating_sub(m.run.start_ns) as f64;
+    let elapsed_ns = m.active_ns as f64;
     c.insert("run_s".into(), elapsed_ns / 1e9);
     c.insert(
         "voluntary_switches_per_wakeup".into(),
