@@ -161,6 +161,27 @@ fn a_machine_that_changed_between_the_bursts_is_judged_by_the_samples_between_ro
 }
 
 #[test]
+fn a_control_that_moved_alone_makes_no_change_of_figures_that_held() {
+    // Between B's rounds the kernel entry read 25 % faster (the machine caught in a passing
+    // mode by the control's few samples), while every figure held: netted, each would read
+    // 1.33x; no figure is called slower, the raw verdicts stand.
+    let a = with_during(with_controls(golden(), 100.0, 40_000.0), 100.0, 12);
+    let b = with_during(with_controls(golden(), 100.0, 40_000.0), 75.0, 12);
+    let c = run(&a, &b);
+    let r = row(&c, "example.cost250");
+    let net = r.net.as_ref().unwrap();
+    assert!(net.ratio > 1.3, "{net:?}");
+    assert_eq!(net.verdict, r.verdict, "{r:?}");
+    assert!(
+        c.rows
+            .iter()
+            .all(|r| compare::counted(r) != Verdict::Slower),
+        "{:?}",
+        c.rows
+    );
+}
+
+#[test]
 fn controls_that_held_change_no_verdict() {
     let a = with_controls(golden(), 100.0, 40_000.0);
     let b = with_controls(scaled(golden(), "example.cost250", 1.3), 100.0, 40_000.0);
@@ -305,8 +326,22 @@ fn with_too_few_earlier_runs_the_machine_s_wander_within_the_runs_stands_for_the
     );
     let line = compare::since_last(&a, "abcd1234", &b, None, Some(200)).unwrap();
     assert!(line.contains("1 slower"), "{line}");
-    // Earlier runs enough: their spread is used, not the wander.
+    // Earlier runs enough: their spread is used, the wander its floor. Three earlier runs
+    // that agreed exactly leave a steady machine's change a change ...
     let earlier = vec![golden(), golden(), golden()];
     let s = compare::spread_of(&earlier).or_wander(&a, &b);
-    assert!(s.wander.is_none());
+    let mut c = run(&a, &b);
+    compare::with_spread(&mut c, &s);
+    assert_eq!(c.spread_runs, Some(3));
+    assert_eq!(row(&c, "example.cost250").verdict, Verdict::Slower);
+    // ... and on a wandering one the figure's spread is no narrower than the wander.
+    let (a, b) = (
+        wandering(golden(), &levels),
+        wandering(scaled(golden(), "example.cost250", 1.2), &levels),
+    );
+    let s = compare::spread_of(&earlier).or_wander(&a, &b);
+    let mut c = run(&a, &b);
+    compare::with_spread(&mut c, &s);
+    assert_eq!((c.spread_runs, c.spread_wander), (Some(3), None));
+    assert_ne!(row(&c, "example.cost250").verdict, Verdict::Slower);
 }

@@ -7,13 +7,18 @@
 //! takes the control's ends too (interval arithmetic, conservative), and its rank test scales
 //! B's samples by the same ratio. Where the control held, the net verdict is the raw one.
 
-use super::verdict::rejudged;
+use super::verdict::{held_to_raw, rejudged};
 use super::{Comparison, Row, Verdict};
 use oscost_model::schema::{CaseResult, ResultDoc};
 use oscost_model::{ControlKind, MachineControls};
 use oscost_stats::{mann_whitney_p, ratio_of_medians, MedianLaw, CONFIDENCE_95};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
+
+/// The least change of a control that is a change of the machine: the user-space loop's
+/// samples hardly vary, and its interval excludes 1 for a move of a few parts per million
+/// that would be said as "0 % faster".
+const LEAST_MOVE: f64 = 0.01;
 
 /// One control from A to B.
 #[derive(Debug, Clone, Serialize)]
@@ -28,7 +33,8 @@ pub struct ControlShift {
     pub ratio: f64,
     /// Its 95 % interval (the exact law of each side's bootstrap median).
     pub ratio_ci95: [f64; 2],
-    /// Whether the interval excludes 1: the machine itself changed in what the control times.
+    /// Whether the interval excludes 1 and the ratio is at least 1 % from it: the machine
+    /// itself changed in what the control times.
     pub moved: bool,
 }
 
@@ -42,7 +48,7 @@ impl ControlShift {
             other_ns: lb.median(),
             ratio: r.estimate,
             ratio_ci95: r.ci95,
-            moved: r.ci95[0] > 1.0 || r.ci95[1] < 1.0,
+            moved: (r.ci95[0] > 1.0 || r.ci95[1] < 1.0) && (r.estimate - 1.0).abs() >= LEAST_MOVE,
         })
     }
 
@@ -70,7 +76,8 @@ pub struct Net {
     /// The rank test with B's samples scaled by the control's ratio, adjusted for every net
     /// figure of the comparison (Benjamini–Hochberg); `None` for a derived figure.
     pub mann_whitney_q: Option<f64>,
-    /// The verdict.
+    /// The verdict: net of the control, a change called only where the raw figure calls it
+    /// too ([`held_to_raw`]).
     pub verdict: Verdict,
 }
 
@@ -182,7 +189,8 @@ pub(super) fn net_of_machine(c: &mut Comparison, a: &ResultDoc, b: &ResultDoc) {
             continue;
         };
         n.mann_whitney_q = q_of.get(&i).copied();
-        n.verdict = rejudged(n.ratio, n.ratio_ci95, n.mann_whitney_q, case, threshold);
+        let net = rejudged(n.ratio, n.ratio_ci95, n.mann_whitney_q, case, threshold);
+        n.verdict = held_to_raw(r.verdict, net);
     }
 }
 

@@ -11,9 +11,11 @@
 //! spread is unknown, and on a machine whose speed wanders (a virtual machine's host) two runs
 //! minutes apart then differ in dozens of figures by chance. The machine's own controls, timed
 //! around every experiment, show how far it wandered within A and B: that wander, per control,
-//! stands for the spread of the figures that move with it until earlier runs can tell.
+//! stands for the spread of the figures that move with it until earlier runs can tell, and
+//! after that is the least spread a figure is given (a few earlier runs that happened to agree
+//! must not make its interval narrower than the machine's own swings).
 
-use super::verdict::rejudged;
+use super::verdict::{held_to_raw, rejudged};
 use super::{Comparison, Verdict};
 use oscost_model::{ControlKind, ResultDoc};
 use serde::Serialize;
@@ -36,18 +38,16 @@ pub struct RunSpread {
     /// Figure id → standard deviation of ln(median) over the runs that have it (at least
     /// [`MIN_RUNS`]).
     pub log_sd: HashMap<String, f64>,
-    /// How far the machine wandered within the two compared runs, standing for the spread
-    /// when fewer than [`MIN_RUNS`] earlier runs were read.
+    /// How far the machine wandered within the two compared runs: the spread when fewer than
+    /// [`MIN_RUNS`] earlier runs were read, the least spread of each figure when more were.
     pub wander: Option<Wander>,
 }
 
 impl RunSpread {
-    /// This spread, with the wander of `a` and `b` to stand for it when too few earlier runs
-    /// were read.
+    /// This spread with the wander of `a` and `b`: it stands for the spread when too few
+    /// earlier runs were read, and is each figure's least spread when enough were.
     pub fn or_wander(mut self, a: &ResultDoc, b: &ResultDoc) -> RunSpread {
-        if self.runs < MIN_RUNS {
-            self.wander = wander_of(a, b);
-        }
+        self.wander = wander_of(a, b);
         self
     }
 }
@@ -183,18 +183,28 @@ pub fn with_spread(c: &mut Comparison, spread: &RunSpread) {
     if c.published.is_some() {
         return;
     }
-    let wander = match (spread.runs >= MIN_RUNS, spread.wander) {
-        (true, _) => None,
-        (false, Some(w)) => Some(w),
-        (false, None) => return,
-    };
+    let enough = spread.runs >= MIN_RUNS;
+    if !enough && spread.wander.is_none() {
+        return;
+    }
     let threshold = c.settings.threshold_pct;
     let mut widened_rows = 0;
     for r in &mut c.rows {
-        let own = match wander {
-            None => spread.log_sd.get(&r.id).copied(),
-            // A figure without controls (an older document) has no control to move with.
-            Some(w) => r.net.as_ref().map(|n| w.of(n.control)),
+        // A figure without controls (an older document) has no control to move with.
+        let machine = spread
+            .wander
+            .zip(r.net.as_ref())
+            .map(|(w, n)| w.of(n.control));
+        // A figure's spread read from a few runs that happened to agree is no narrower than
+        // the machine's own wander: a whole experiment's figures can jump by a fifth in one
+        // run of four on a virtual machine, which three earlier runs need not have met.
+        let own = if enough {
+            spread
+                .log_sd
+                .get(&r.id)
+                .map(|&sd| machine.map_or(sd, |m| sd.max(m)))
+        } else {
+            machine
         };
         let Some(sd) = own else {
             continue;
@@ -211,13 +221,15 @@ pub fn with_spread(c: &mut Comparison, spread: &RunSpread) {
         r.verdict = rejudged(ratio, wide, r.mann_whitney_q, case, threshold);
         if let Some(n) = r.net.as_mut() {
             n.ratio_ci95 = widened(n.ratio_ci95, sd);
-            n.verdict = rejudged(n.ratio, n.ratio_ci95, n.mann_whitney_q, case, threshold);
+            let net = rejudged(n.ratio, n.ratio_ci95, n.mann_whitney_q, case, threshold);
+            n.verdict = held_to_raw(r.verdict, net);
         }
         widened_rows += 1;
     }
-    match wander {
-        None => c.spread_runs = Some(spread.runs),
-        Some(w) => c.spread_wander = Some(w),
+    if enough {
+        c.spread_runs = Some(spread.runs);
+    } else {
+        c.spread_wander = spread.wander;
     }
     c.spread_rows = widened_rows;
     c.drift = super::drift(&c.rows);

@@ -129,8 +129,8 @@ fn spread_line(c: &Comparison) -> Option<String> {
     let n = c.spread_runs?;
     Some(format!(
         "The intervals of {} figure{} include how much each moved between {n} earlier runs of \
-         this machine in the history (a random effect of each run), not only the spread within \
-         A and B.",
+         this machine in the history (a random effect of each run, never less than the \
+         machine's own speed wandered within A and B), not only the spread within A and B.",
         c.spread_rows,
         if c.spread_rows == 1 { "" } else { "s" }
     ))
@@ -143,8 +143,9 @@ fn net_explained(c: &Comparison) -> &'static str {
     }
     " Each run timed two controls around every experiment, the system-call floor \
      (syscall(-1)) and a fixed user-space loop: where one moved (its ratio's 95 % CI excludes \
-     1), the machine itself changed, and each figure is also judged net of the control it \
-     moves with (divided by its ratio, the interval widened by the control's); \"net\" marks \
+     1, by 1 % or more), the machine itself changed, and each figure is also judged net of \
+     the control it moves with (divided by its ratio, the interval widened by the \
+     control's), a change called net only where the raw figure calls it too; \"net\" marks \
      a verdict that differs, and the counts are the net verdicts."
 }
 

@@ -93,6 +93,23 @@ pub(crate) fn rejudged(
     verdict(Evidence { ratio, ci, test }, threshold_pct)
 }
 
+/// A figure's verdict net of the machine's control, held to its raw one: a change is called
+/// only where both call it, in one direction. A control that moved is a few samples taken
+/// beside the figures, not with them: a machine caught in a passing mode by the control alone
+/// must not make a change of a figure that did not move, and a figure that moved with its
+/// machine is not called. Where they disagree the call is dropped for the other's verdict
+/// (opposite calls: too few samples to tell).
+pub(crate) fn held_to_raw(raw: Verdict, net: Verdict) -> Verdict {
+    let call = |v: Verdict| matches!(v, Verdict::Slower | Verdict::Faster);
+    match (call(raw), call(net)) {
+        (true, true) if raw == net => net,
+        (true, true) => Verdict::TooFewSamples,
+        (true, false) => net,
+        (false, true) => raw,
+        (false, false) => net,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,6 +134,21 @@ mod tests {
         let p = mann_whitney_p(&a, &b).unwrap();
         assert!(p >= P_SIGNIFICANT);
         assert_eq!(case(2.35, [2.17, 2.54], p), Verdict::TooFewSamples);
+    }
+
+    #[test]
+    fn a_net_call_stands_only_where_the_raw_figure_makes_it_too() {
+        use Verdict::*;
+        assert_eq!(held_to_raw(Slower, Slower), Slower);
+        assert_eq!(held_to_raw(Faster, Faster), Faster);
+        // A figure that moved with its machine: the net verdict.
+        assert_eq!(held_to_raw(Slower, NoDifference), NoDifference);
+        assert_eq!(held_to_raw(Faster, TooFewSamples), TooFewSamples);
+        // A control that moved alone: the raw verdict.
+        assert_eq!(held_to_raw(TooFewSamples, Slower), TooFewSamples);
+        assert_eq!(held_to_raw(NoDifference, Faster), NoDifference);
+        assert_eq!(held_to_raw(Slower, Faster), TooFewSamples);
+        assert_eq!(held_to_raw(NoDifference, TooFewSamples), TooFewSamples);
     }
 
     #[test]
