@@ -1,0 +1,176 @@
+/* The floor of counting a program's system calls with BPF, for scripts/bill-overhead.sh: a
+ * command run with one BPF program on the raw_syscalls:sys_enter raw tracepoint, written
+ * apart from oscost's (no shared code), so a tracer's cost can be held against the least any
+ * BPF counter pays on this kernel:
+ *   empty      the program returns at once: the tracepoint's own cost (every task's system
+ *              calls take the traced entry path while any program is attached)
+ *   empty-exit the same program on raw_syscalls:sys_exit too: the least a tracer that times
+ *              each call between its entry and its exit pays
+ *   count      a per-CPU array counter per system-call number, every task's calls counted
+ *              (syscount's design)
+ *   count-pid  the same counter for the command's process only (its tgid compared first), as
+ *              a per-program tracer must
+ *
+ * The command is forked first and waits on a pipe until the program is attached, then
+ * executes; bpf_floor waits for it and exits with its status (128 + N for signal N). With -v
+ * the calls counted are printed on stderr after it ends. Needs root (or CAP_BPF and
+ * CAP_PERFMON).
+ *
+ * Usage: bpf_floor [-v] empty|empty-exit|count|count-pid -- CMD [ARGS...]
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <linux/bpf.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define SLOTS 512
+
+static long bpf(int cmd, union bpf_attr *a) {
+    return syscall(__NR_bpf, cmd, a, sizeof(*a));
+}
+
+static void die(const char *what) {
+    perror(what);
+    exit(2);
+}
+
+/* Attaches `prog` to the raw tracepoint `name`; says why not on stderr. */
+static int attach(int prog, const char *name) {
+    union bpf_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.raw_tracepoint.name = (uint64_t)(uintptr_t)name;
+    attr.raw_tracepoint.prog_fd = (uint32_t)prog;
+    if (bpf(BPF_RAW_TRACEPOINT_OPEN, &attr) < 0) {
+        fprintf(stderr, "bpf_floor: attaching to %s: %s\n", name, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+#define INSN(c, d, s, o, i) ((struct bpf_insn){.code = (c), .dst_reg = (d), .src_reg = (s), .off = (o), .imm = (i)})
+
+int main(int argc, char **argv) {
+    int verbose = 0, a = 1;
+    if (a < argc && strcmp(argv[a], "-v") == 0) verbose = 1, a++;
+    if (a + 2 >= argc || strcmp(argv[a + 1], "--") != 0) {
+        fprintf(stderr, "usage: bpf_floor [-v] empty|empty-exit|count|count-pid -- CMD [ARGS...]\n");
+        return 2;
+    }
+    const char *mode = argv[a];
+    int count = strcmp(mode, "count") == 0, by_pid = strcmp(mode, "count-pid") == 0;
+    int on_exit = strcmp(mode, "empty-exit") == 0;
+    if (!count && !by_pid && !on_exit && strcmp(mode, "empty") != 0) {
+        fprintf(stderr, "bpf_floor: unknown mode '%s' (empty, empty-exit, count or count-pid)\n", mode);
+        return 2;
+    }
+    char **cmd = argv + a + 2;
+
+    int go[2];
+    if (pipe(go) < 0) die("pipe");
+    pid_t child = fork();
+    if (child < 0) die("fork");
+    if (child == 0) {
+        char byte;
+        close(go[1]);
+        if (read(go[0], &byte, 1) != 1) _exit(2);
+        close(go[0]);
+        execvp(cmd[0], cmd);
+        fprintf(stderr, "bpf_floor: %s: %s\n", cmd[0], strerror(errno));
+        _exit(127);
+    }
+    close(go[0]);
+
+    union bpf_attr attr;
+    int map = -1;
+    if (count || by_pid) {
+        memset(&attr, 0, sizeof attr);
+        attr.map_type = BPF_MAP_TYPE_PERCPU_ARRAY;
+        attr.key_size = 4;
+        attr.value_size = 8;
+        attr.max_entries = SLOTS;
+        map = (int)bpf(BPF_MAP_CREATE, &attr);
+        if (map < 0) die("bpf(BPF_MAP_CREATE)");
+    }
+    struct bpf_insn p[32];
+    int n = 0;
+    if (count || by_pid) {
+        int out_at; /* filled in below: the jumps to "out" */
+        int jumps[3], nj = 0;
+        if (by_pid) {
+            p[n++] = INSN(BPF_ALU64 | BPF_MOV | BPF_X, 6, 1, 0, 0);
+            p[n++] = INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_get_current_pid_tgid);
+            p[n++] = INSN(BPF_ALU64 | BPF_RSH | BPF_K, 0, 0, 0, 32);
+            jumps[nj++] = n;
+            p[n++] = INSN(BPF_JMP | BPF_JNE | BPF_K, 0, 0, 0, child);
+            p[n++] = INSN(BPF_ALU64 | BPF_MOV | BPF_X, 1, 6, 0, 0);
+        }
+        /* r6 = ctx->args[1], the call's number; the key at fp-4. */
+        p[n++] = INSN(BPF_LDX | BPF_MEM | BPF_DW, 6, 1, 8, 0);
+        jumps[nj++] = n;
+        p[n++] = INSN(BPF_JMP | BPF_JGT | BPF_K, 6, 0, 0, SLOTS - 1);
+        p[n++] = INSN(BPF_STX | BPF_MEM | BPF_W, 10, 6, -4, 0);
+        p[n++] = INSN(BPF_ALU64 | BPF_MOV | BPF_X, 2, 10, 0, 0);
+        p[n++] = INSN(BPF_ALU64 | BPF_ADD | BPF_K, 2, 0, 0, -4);
+        p[n++] = INSN(BPF_LD | BPF_DW | BPF_IMM, 1, BPF_PSEUDO_MAP_FD, 0, map);
+        p[n++] = INSN(0, 0, 0, 0, 0);
+        p[n++] = INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_map_lookup_elem);
+        jumps[nj++] = n;
+        p[n++] = INSN(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 0, 0);
+        p[n++] = INSN(BPF_LDX | BPF_MEM | BPF_DW, 1, 0, 0, 0);
+        p[n++] = INSN(BPF_ALU64 | BPF_ADD | BPF_K, 1, 0, 0, 1);
+        p[n++] = INSN(BPF_STX | BPF_MEM | BPF_DW, 0, 1, 0, 0);
+        out_at = n;
+        for (int j = 0; j < nj; j++) p[jumps[j]].off = (short)(out_at - jumps[j] - 1);
+    }
+    p[n++] = INSN(BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, 0, 0);
+    p[n++] = INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
+
+    static char log[65536];
+    memset(&attr, 0, sizeof attr);
+    attr.prog_type = BPF_PROG_TYPE_RAW_TRACEPOINT;
+    attr.insns = (uint64_t)(uintptr_t)p;
+    attr.insn_cnt = (uint32_t)n;
+    attr.license = (uint64_t)(uintptr_t) "GPL";
+    attr.log_buf = (uint64_t)(uintptr_t)log;
+    attr.log_size = sizeof log;
+    attr.log_level = 1;
+    int prog = (int)bpf(BPF_PROG_LOAD, &attr);
+    if (prog < 0) {
+        fprintf(stderr, "bpf_floor: loading the program: %s\n%s", strerror(errno), log);
+        kill(child, SIGKILL);
+        return 2;
+    }
+    if (attach(prog, "sys_enter") < 0 || (on_exit && attach(prog, "sys_exit") < 0)) {
+        kill(child, SIGKILL);
+        return 2;
+    }
+    if (write(go[1], "g", 1) != 1) die("write");
+    close(go[1]);
+    int status;
+    while (waitpid(child, &status, 0) < 0)
+        if (errno != EINTR) die("waitpid");
+    if (verbose && map >= 0) {
+        long cpus = sysconf(_SC_NPROCESSORS_CONF);
+        uint64_t *v = calloc((size_t)cpus, 8), total = 0;
+        if (!v) die("calloc");
+        for (uint32_t k = 0; k < SLOTS; k++) {
+            memset(&attr, 0, sizeof attr);
+            attr.map_fd = (uint32_t)map;
+            attr.key = (uint64_t)(uintptr_t)&k;
+            attr.value = (uint64_t)(uintptr_t)v;
+            if (bpf(BPF_MAP_LOOKUP_ELEM, &attr) < 0) continue;
+            for (long c = 0; c < cpus; c++) total += v[c];
+        }
+        fprintf(stderr, "bpf_floor: %llu system calls counted\n", (unsigned long long)total);
+        free(v);
+    }
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    return 128 + WTERMSIG(status);
+}
