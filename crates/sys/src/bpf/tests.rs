@@ -293,10 +293,12 @@ fn a_pass_records_the_local_timer() {
     assert!(kinds.iter().filter(|&&e| e).count() >= 1, "{recs:?}");
     // Entries and exits alternate, but for a record the kernel now and then drops without
     // counting it (no BPF program run for an interrupt: see noise's unrecorded timer
-    // entries), which breaks a pair.
+    // entries), which breaks a pair; how often moves with what else the machine runs (6
+    // breaks in 40 records once under a loaded CI run). Records in no order, or one kind
+    // lost, would break about half the pairs or all of them: at most a third is the bound.
     let breaks = kinds.windows(2).filter(|w| w[0] == w[1]).count();
     assert!(
-        breaks * 10 <= kinds.len(),
+        breaks * 3 <= kinds.len(),
         "entries and exits alternate: {breaks} breaks in {}",
         kinds.len()
     );
