@@ -10,13 +10,17 @@
  *              (syscount's design)
  *   count-pid  the same counter for the command's process only (its tgid compared first), as
  *              a per-program tracer must
+ *   time-pid   the command's process only, its calls timed: on sys_enter the clock read
+ *              (bpf_ktime_get_ns) into this CPU's slot, on sys_exit read again and the
+ *              difference added to this CPU's sum with a count; no call number, no
+ *              histogram: the least a per-program tracer that times each call pays
  *
  * The command is forked first and waits on a pipe until the program is attached, then
  * executes; bpf_floor waits for it and exits with its status (128 + N for signal N). With -v
- * the calls counted are printed on stderr after it ends. Needs root (or CAP_BPF and
+ * the calls counted (and timed) are printed on stderr after it ends. Needs root (or CAP_BPF and
  * CAP_PERFMON).
  *
- * Usage: bpf_floor [-v] empty|empty-exit|count|count-pid -- CMD [ARGS...]
+ * Usage: bpf_floor [-v] empty|empty-exit|count|count-pid|time-pid -- CMD [ARGS...]
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -56,18 +60,75 @@ static int attach(int prog, const char *name) {
 
 #define INSN(c, d, s, o, i) ((struct bpf_insn){.code = (c), .dst_reg = (d), .src_reg = (s), .off = (o), .imm = (i)})
 
+/* Loads a raw-tracepoint program of n instructions; says why not on stderr. */
+static int load(const struct bpf_insn *p, int n) {
+    static char log[65536];
+    union bpf_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.prog_type = BPF_PROG_TYPE_RAW_TRACEPOINT;
+    attr.insns = (uint64_t)(uintptr_t)p;
+    attr.insn_cnt = (uint32_t)n;
+    attr.license = (uint64_t)(uintptr_t) "GPL";
+    attr.log_buf = (uint64_t)(uintptr_t)log;
+    attr.log_size = sizeof log;
+    attr.log_level = 1;
+    int fd = (int)bpf(BPF_PROG_LOAD, &attr);
+    if (fd < 0) fprintf(stderr, "bpf_floor: loading the program: %s\n%s", strerror(errno), log);
+    return fd;
+}
+
+/* time-pid's program for sys_enter (exit_side 0) or sys_exit (1) into p, ending where "return
+ * 0" goes; returns its length. Not the process's: out at once. Entry: the clock into this
+ * CPU's slot. Exit: when an entry is there, the time since it added to the sum and the count
+ * raised, the entry cleared (a call entered before attaching, or on another CPU, is not
+ * timed). */
+static int timing_program(struct bpf_insn *p, pid_t pid, int map, int exit_side) {
+    int n = 0, jumps[3], nj = 0;
+    p[n++] = INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_get_current_pid_tgid);
+    p[n++] = INSN(BPF_ALU64 | BPF_RSH | BPF_K, 0, 0, 0, 32);
+    jumps[nj++] = n;
+    p[n++] = INSN(BPF_JMP | BPF_JNE | BPF_K, 0, 0, 0, pid);
+    p[n++] = INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_ktime_get_ns);
+    p[n++] = INSN(BPF_ALU64 | BPF_MOV | BPF_X, 6, 0, 0, 0);
+    p[n++] = INSN(BPF_ST | BPF_MEM | BPF_W, 10, 0, -4, 0);
+    p[n++] = INSN(BPF_ALU64 | BPF_MOV | BPF_X, 2, 10, 0, 0);
+    p[n++] = INSN(BPF_ALU64 | BPF_ADD | BPF_K, 2, 0, 0, -4);
+    p[n++] = INSN(BPF_LD | BPF_DW | BPF_IMM, 1, BPF_PSEUDO_MAP_FD, 0, map);
+    p[n++] = INSN(0, 0, 0, 0, 0);
+    p[n++] = INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_map_lookup_elem);
+    jumps[nj++] = n;
+    p[n++] = INSN(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 0, 0);
+    if (!exit_side) {
+        p[n++] = INSN(BPF_STX | BPF_MEM | BPF_DW, 0, 6, 0, 0);
+    } else {
+        p[n++] = INSN(BPF_LDX | BPF_MEM | BPF_DW, 1, 0, 0, 0);
+        jumps[nj++] = n;
+        p[n++] = INSN(BPF_JMP | BPF_JEQ | BPF_K, 1, 0, 0, 0);
+        p[n++] = INSN(BPF_ALU64 | BPF_SUB | BPF_X, 6, 1, 0, 0);
+        p[n++] = INSN(BPF_ST | BPF_MEM | BPF_DW, 0, 0, 0, 0);
+        p[n++] = INSN(BPF_LDX | BPF_MEM | BPF_DW, 1, 0, 8, 0);
+        p[n++] = INSN(BPF_ALU64 | BPF_ADD | BPF_X, 1, 6, 0, 0);
+        p[n++] = INSN(BPF_STX | BPF_MEM | BPF_DW, 0, 1, 8, 0);
+        p[n++] = INSN(BPF_LDX | BPF_MEM | BPF_DW, 1, 0, 16, 0);
+        p[n++] = INSN(BPF_ALU64 | BPF_ADD | BPF_K, 1, 0, 0, 1);
+        p[n++] = INSN(BPF_STX | BPF_MEM | BPF_DW, 0, 1, 16, 0);
+    }
+    for (int j = 0; j < nj; j++) p[jumps[j]].off = (short)(n - jumps[j] - 1);
+    return n;
+}
+
 int main(int argc, char **argv) {
     int verbose = 0, a = 1;
     if (a < argc && strcmp(argv[a], "-v") == 0) verbose = 1, a++;
     if (a + 2 >= argc || strcmp(argv[a + 1], "--") != 0) {
-        fprintf(stderr, "usage: bpf_floor [-v] empty|empty-exit|count|count-pid -- CMD [ARGS...]\n");
+        fprintf(stderr, "usage: bpf_floor [-v] empty|empty-exit|count|count-pid|time-pid -- CMD [ARGS...]\n");
         return 2;
     }
     const char *mode = argv[a];
     int count = strcmp(mode, "count") == 0, by_pid = strcmp(mode, "count-pid") == 0;
-    int on_exit = strcmp(mode, "empty-exit") == 0;
-    if (!count && !by_pid && !on_exit && strcmp(mode, "empty") != 0) {
-        fprintf(stderr, "bpf_floor: unknown mode '%s' (empty, empty-exit, count or count-pid)\n", mode);
+    int on_exit = strcmp(mode, "empty-exit") == 0, timed = strcmp(mode, "time-pid") == 0;
+    if (!count && !by_pid && !on_exit && !timed && strcmp(mode, "empty") != 0) {
+        fprintf(stderr, "bpf_floor: unknown mode '%s' (empty, empty-exit, count, count-pid or time-pid)\n", mode);
         return 2;
     }
     char **cmd = argv + a + 2;
@@ -89,12 +150,13 @@ int main(int argc, char **argv) {
 
     union bpf_attr attr;
     int map = -1;
-    if (count || by_pid) {
+    if (count || by_pid || timed) {
         memset(&attr, 0, sizeof attr);
         attr.map_type = BPF_MAP_TYPE_PERCPU_ARRAY;
         attr.key_size = 4;
-        attr.value_size = 8;
-        attr.max_entries = SLOTS;
+        /* time-pid: one slot of {entry time, nanoseconds, calls} per CPU. */
+        attr.value_size = timed ? 24 : 8;
+        attr.max_entries = timed ? 1 : SLOTS;
         map = (int)bpf(BPF_MAP_CREATE, &attr);
         if (map < 0) die("bpf(BPF_MAP_CREATE)");
     }
@@ -129,25 +191,23 @@ int main(int argc, char **argv) {
         out_at = n;
         for (int j = 0; j < nj; j++) p[jumps[j]].off = (short)(out_at - jumps[j] - 1);
     }
+    if (timed) n = timing_program(p, child, map, 0);
     p[n++] = INSN(BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, 0, 0);
     p[n++] = INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
 
-    static char log[65536];
-    memset(&attr, 0, sizeof attr);
-    attr.prog_type = BPF_PROG_TYPE_RAW_TRACEPOINT;
-    attr.insns = (uint64_t)(uintptr_t)p;
-    attr.insn_cnt = (uint32_t)n;
-    attr.license = (uint64_t)(uintptr_t) "GPL";
-    attr.log_buf = (uint64_t)(uintptr_t)log;
-    attr.log_size = sizeof log;
-    attr.log_level = 1;
-    int prog = (int)bpf(BPF_PROG_LOAD, &attr);
-    if (prog < 0) {
-        fprintf(stderr, "bpf_floor: loading the program: %s\n%s", strerror(errno), log);
+    int prog = load(p, n);
+    int exit_prog = prog;
+    if (prog >= 0 && timed) {
+        n = timing_program(p, child, map, 1);
+        p[n++] = INSN(BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, 0, 0);
+        p[n++] = INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
+        exit_prog = load(p, n);
+    }
+    if (prog < 0 || exit_prog < 0) {
         kill(child, SIGKILL);
         return 2;
     }
-    if (attach(prog, "sys_enter") < 0 || (on_exit && attach(prog, "sys_exit") < 0)) {
+    if (attach(prog, "sys_enter") < 0 || ((on_exit || timed) && attach(exit_prog, "sys_exit") < 0)) {
         kill(child, SIGKILL);
         return 2;
     }
@@ -158,17 +218,26 @@ int main(int argc, char **argv) {
         if (errno != EINTR) die("waitpid");
     if (verbose && map >= 0) {
         long cpus = sysconf(_SC_NPROCESSORS_CONF);
-        uint64_t *v = calloc((size_t)cpus, 8), total = 0;
+        uint64_t *v = calloc((size_t)cpus, 24), total = 0, ns = 0;
         if (!v) die("calloc");
-        for (uint32_t k = 0; k < SLOTS; k++) {
+        for (uint32_t k = 0; k < (timed ? 1 : SLOTS); k++) {
             memset(&attr, 0, sizeof attr);
             attr.map_fd = (uint32_t)map;
             attr.key = (uint64_t)(uintptr_t)&k;
             attr.value = (uint64_t)(uintptr_t)v;
             if (bpf(BPF_MAP_LOOKUP_ELEM, &attr) < 0) continue;
-            for (long c = 0; c < cpus; c++) total += v[c];
+            for (long c = 0; c < cpus; c++) {
+                if (timed) {
+                    ns += v[3 * c + 1];
+                    total += v[3 * c + 2];
+                } else {
+                    total += v[c];
+                }
+            }
         }
-        fprintf(stderr, "bpf_floor: %llu system calls counted\n", (unsigned long long)total);
+        fprintf(stderr, "bpf_floor: %llu system calls counted", (unsigned long long)total);
+        if (timed) fprintf(stderr, ", %llu ns between their entries and exits", (unsigned long long)ns);
+        fputc('\n', stderr);
         free(v);
     }
     if (WIFEXITED(status)) return WEXITSTATUS(status);
