@@ -345,3 +345,23 @@ fn with_too_few_earlier_runs_the_machine_s_wander_within_the_runs_stands_for_the
     assert_eq!((c.spread_runs, c.spread_wander), (Some(3), None));
     assert_ne!(row(&c, "example.cost250").verdict, Verdict::Slower);
 }
+
+#[test]
+fn a_figure_that_moved_further_than_its_machine_but_within_three_times_is_not_called() {
+    // The kernel entry 25 % slower; one figure 1.6x (twice the entry's change on the log
+    // scale, as heavier kernel paths move), one 2.5x (beyond three times: 1.25^3 is 1.95).
+    let a = with_controls(golden(), 100.0, 40_000.0);
+    let mut b = with_controls(golden(), 125.0, 40_000.0);
+    b = scaled(b, "example.cost250", 1.6);
+    b = scaled(b, "example.cost400", 2.5);
+    let c = run(&a, &b);
+    let heavier = row(&c, "example.cost250");
+    assert_eq!(heavier.verdict, Verdict::Slower);
+    let net = heavier.net.as_ref().unwrap();
+    assert!((net.ratio - 1.28).abs() < 0.01, "{net:?}");
+    assert!(net.span_ci95[0] < 1.0, "{net:?}");
+    assert_eq!(net.verdict, Verdict::TooFewSamples, "{net:?}");
+    let beyond = row(&c, "example.cost400").net.as_ref().unwrap();
+    assert!(beyond.span_ci95[0] > 1.0, "{beyond:?}");
+    assert_eq!(beyond.verdict, Verdict::Slower, "{beyond:?}");
+}

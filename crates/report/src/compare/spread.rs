@@ -15,7 +15,7 @@
 //! after that is the least spread a figure is given (a few earlier runs that happened to agree
 //! must not make its interval narrower than the machine's own swings).
 
-use super::verdict::{held_to_raw, rejudged};
+use super::verdict::rejudged;
 use super::{Comparison, Verdict};
 use oscost_model::{ControlKind, ResultDoc};
 use serde::Serialize;
@@ -221,8 +221,8 @@ pub fn with_spread(c: &mut Comparison, spread: &RunSpread) {
         r.verdict = rejudged(ratio, wide, r.mann_whitney_q, case, threshold);
         if let Some(n) = r.net.as_mut() {
             n.ratio_ci95 = widened(n.ratio_ci95, sd);
-            let net = rejudged(n.ratio, n.ratio_ci95, n.mann_whitney_q, case, threshold);
-            n.verdict = held_to_raw(r.verdict, net);
+            n.span_ci95 = widened(n.span_ci95, sd);
+            n.judge(r.verdict, case, threshold);
         }
         widened_rows += 1;
     }
