@@ -83,6 +83,19 @@ impl CpuNoise {
         }
     }
 
+    /// The gaps at one phase of a known period (the kernel's tick), one a cycle, among those
+    /// the period search looked at: how many, and how many a second over their span.
+    pub(crate) fn at_period(&self, period_ns: f64) -> (usize, f64) {
+        let looked = self.starts_ns.partition_point(|&t| t < self.period_span_ns);
+        let n = oscost_stats::periodic::at_period(&self.starts_ns[..looked], period_ns).len();
+        let per_s = if self.period_span_ns > 0.0 {
+            n as f64 / (self.period_span_ns / 1e9)
+        } else {
+            0.0
+        };
+        (n, per_s)
+    }
+
     /// Periodic gaps per second over the span the period search looked at.
     pub(crate) fn periodic_per_s(&self) -> f64 {
         match &self.periodic {
