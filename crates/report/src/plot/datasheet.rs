@@ -145,10 +145,12 @@ mod tests {
                     },
                     source: format!("{label}.case"),
                     failed,
+                    held: None,
                     whose: None,
                 })
                 .collect(),
             failed: Vec::new(),
+            failed_held: Vec::new(),
             noisy: 0,
             figures: 0,
         }
@@ -205,6 +207,7 @@ mod tests {
             },
             source: "noise.cpu1".into(),
             failed: false,
+            held: None,
             whose: None,
         });
         assert_eq!(plot(&[("A", &noise_only)]), None);
