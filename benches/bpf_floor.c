@@ -77,6 +77,17 @@ static int load(const struct bpf_insn *p, int n) {
     return fd;
 }
 
+/* Appends the lookup of the u32 key at fp-4 in `map` to p[n..]: r0 the value or NULL. Returns
+ * the new length. */
+static int lookup(struct bpf_insn *p, int n, int map) {
+    p[n++] = INSN(BPF_ALU64 | BPF_MOV | BPF_X, 2, 10, 0, 0);
+    p[n++] = INSN(BPF_ALU64 | BPF_ADD | BPF_K, 2, 0, 0, -4);
+    p[n++] = INSN(BPF_LD | BPF_DW | BPF_IMM, 1, BPF_PSEUDO_MAP_FD, 0, map);
+    p[n++] = INSN(0, 0, 0, 0, 0);
+    p[n++] = INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_map_lookup_elem);
+    return n;
+}
+
 /* time-pid's program for sys_enter (exit_side 0) or sys_exit (1) into p, ending where "return
  * 0" goes; returns its length. Not the process's: out at once. Entry: the clock into this
  * CPU's slot. Exit: when an entry is there, the time since it added to the sum and the count
@@ -91,11 +102,7 @@ static int timing_program(struct bpf_insn *p, pid_t pid, int map, int exit_side)
     p[n++] = INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_ktime_get_ns);
     p[n++] = INSN(BPF_ALU64 | BPF_MOV | BPF_X, 6, 0, 0, 0);
     p[n++] = INSN(BPF_ST | BPF_MEM | BPF_W, 10, 0, -4, 0);
-    p[n++] = INSN(BPF_ALU64 | BPF_MOV | BPF_X, 2, 10, 0, 0);
-    p[n++] = INSN(BPF_ALU64 | BPF_ADD | BPF_K, 2, 0, 0, -4);
-    p[n++] = INSN(BPF_LD | BPF_DW | BPF_IMM, 1, BPF_PSEUDO_MAP_FD, 0, map);
-    p[n++] = INSN(0, 0, 0, 0, 0);
-    p[n++] = INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_map_lookup_elem);
+    n = lookup(p, n, map);
     jumps[nj++] = n;
     p[n++] = INSN(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 0, 0);
     if (!exit_side) {
@@ -178,11 +185,7 @@ int main(int argc, char **argv) {
         jumps[nj++] = n;
         p[n++] = INSN(BPF_JMP | BPF_JGT | BPF_K, 6, 0, 0, SLOTS - 1);
         p[n++] = INSN(BPF_STX | BPF_MEM | BPF_W, 10, 6, -4, 0);
-        p[n++] = INSN(BPF_ALU64 | BPF_MOV | BPF_X, 2, 10, 0, 0);
-        p[n++] = INSN(BPF_ALU64 | BPF_ADD | BPF_K, 2, 0, 0, -4);
-        p[n++] = INSN(BPF_LD | BPF_DW | BPF_IMM, 1, BPF_PSEUDO_MAP_FD, 0, map);
-        p[n++] = INSN(0, 0, 0, 0, 0);
-        p[n++] = INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_map_lookup_elem);
+        n = lookup(p, n, map);
         jumps[nj++] = n;
         p[n++] = INSN(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 0, 0);
         p[n++] = INSN(BPF_LDX | BPF_MEM | BPF_DW, 1, 0, 0, 0);
