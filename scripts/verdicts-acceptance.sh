@@ -117,6 +117,9 @@ fi
 if [[ "$parts" == *" 3 "* ]]; then
     echo
     echo "== 3. the default suite at 80 x 24: lines and figures marked ✗"
+    # Said before the runs: screen-lines.py's own message would go into the screen file, which
+    # is removed on exit.
+    python3 -c 'import pyte' 2>/dev/null || die "pyte not found (pip install pyte): part 3 replays the screen through it"
     h3="$tmp/default.sqlite3"
     suite() {
         python3 scripts/screen-lines.py --show -- "$bin" --history "$h3" >"$tmp/screen.txt" 2>&1 ||
