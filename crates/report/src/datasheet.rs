@@ -397,7 +397,7 @@ pub struct Held {
 
 impl Held {
     /// Who held the CPUs, in words, over one or more experiments: each share as a range.
-    fn words(all: &[Held]) -> String {
+    pub(crate) fn words(all: &[Held]) -> String {
         let range = |v: Vec<f64>| {
             let lo = v.iter().copied().fold(f64::INFINITY, f64::min) * 100.0;
             let hi = v.iter().copied().fold(0.0, f64::max) * 100.0;

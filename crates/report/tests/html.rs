@@ -276,3 +276,49 @@ fn a_failed_case_is_named_once() {
     }
     assert!(!html.contains("failed a check</span> <code>syscall.getpid"));
 }
+
+/// A datasheet line whose check failed while the host held the CPUs says so, as a warning,
+/// not as a failure of the OS.
+#[test]
+fn a_check_failed_while_the_host_held_the_cpus_is_a_warning_in_the_datasheet() {
+    let mut doc = suite();
+    let e = doc
+        .experiments
+        .iter_mut()
+        .find(|e| e.cases.iter().any(|c| c.id == "syscall.getpid"))
+        .unwrap();
+    for c in e.cases.iter_mut().filter(|c| c.id == "syscall.getpid") {
+        c.checks_passed = false;
+    }
+    e.load = Some(oscost_model::env::RunLoad {
+        wall_s: 1.0,
+        cpus_online: 2,
+        steal_s: Some(0.5),
+        steal_by_cpu_s: Default::default(),
+        loadavg_start: None,
+        loadavg_end: None,
+        foreign_cpu_s: 0.0,
+        foreign_cpu_share: 0.0,
+        foreign_tasks_seen: 100,
+        busiest_foreign: Vec::new(),
+        forks: None,
+        own_forks: 0,
+        foreign_forks: None,
+        probe_s: 0.0,
+        quiet: false,
+        warnings: Vec::new(),
+    });
+    let html = report(&[("suite.json".into(), &doc)]).unwrap();
+    parse(&html);
+    assert!(
+        html.contains(
+            "<span class=\"tag warn\">failed a check while the host took 25 % of the CPUs \
+             (steal): not the OS&#x27;s doing</span>"
+        ) || html.contains(
+            "<span class=\"tag warn\">failed a check while the host took 25 % of the CPUs \
+             (steal): not the OS's doing</span>"
+        ),
+        "{}",
+        &html[html.find("failed a check").unwrap_or(0)..][..300]
+    );
+}

@@ -121,6 +121,9 @@ struct SheetRow {
     ci: String,
     source: String,
     failed: bool,
+    /// Who held the CPUs while a failed check's experiment ran, in words, where enough that
+    /// the failure is not laid at the OS's door.
+    held: Option<String>,
 }
 
 fn sheet_rows(doc: &ResultDoc) -> Vec<SheetRow> {
@@ -142,6 +145,7 @@ fn sheet_rows(doc: &ResultDoc) -> Vec<SheetRow> {
                 ci,
                 source: l.source,
                 failed: l.failed,
+                held: l.held.map(|h| crate::datasheet::Held::words(&[h])),
             }
         })
         .collect()
