@@ -753,22 +753,10 @@ mod tests {
         let mut getpid = testkit::case("syscall.getpid", "call", 150.0);
         getpid.checks_passed = false;
         let load = |steal_s: f64, foreign: f64| oscost_model::env::RunLoad {
-            wall_s: 0.8,
-            cpus_online: 2,
             steal_s: Some(steal_s),
-            steal_by_cpu_s: Default::default(),
-            loadavg_start: None,
-            loadavg_end: None,
-            foreign_cpu_s: 0.0,
             foreign_cpu_share: foreign,
-            foreign_tasks_seen: 100,
-            busiest_foreign: Vec::new(),
-            forks: None,
-            own_forks: 0,
-            foreign_forks: None,
-            probe_s: 0.0,
             quiet: false,
-            warnings: Vec::new(),
+            ..oscost_model::example::quiet_load(0.8)
         };
         let mut f = experiment("fault", vec![fault]);
         f.load = Some(load(0.4, 0.01));

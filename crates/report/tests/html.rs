@@ -291,22 +291,9 @@ fn a_check_failed_while_the_host_held_the_cpus_is_a_warning_in_the_datasheet() {
         c.checks_passed = false;
     }
     e.load = Some(oscost_model::env::RunLoad {
-        wall_s: 1.0,
-        cpus_online: 2,
         steal_s: Some(0.5),
-        steal_by_cpu_s: Default::default(),
-        loadavg_start: None,
-        loadavg_end: None,
-        foreign_cpu_s: 0.0,
-        foreign_cpu_share: 0.0,
-        foreign_tasks_seen: 100,
-        busiest_foreign: Vec::new(),
-        forks: None,
-        own_forks: 0,
-        foreign_forks: None,
-        probe_s: 0.0,
         quiet: false,
-        warnings: Vec::new(),
+        ..oscost_model::example::quiet_load(1.0)
     });
     let html = report(&[("suite.json".into(), &doc)]).unwrap();
     parse(&html);

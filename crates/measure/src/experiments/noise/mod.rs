@@ -264,6 +264,8 @@ struct Kernel {
     /// Local timer and all interrupts, and how long the window between the two readings was.
     interrupts: Option<(Interrupts, Interrupts, f64)>,
     steal: Option<Steal>,
+    /// HZ and the length of one tick, ns, where the kernel says.
+    hz: Option<(u32, u64)>,
 }
 
 fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
@@ -328,7 +330,7 @@ fn run(opts: &Options, ctx: &Context) -> anyhow::Result<ExperimentOutput> {
         .insert("iteration_ns".into(), json!(clock.ticks_to_ns(iteration)));
     out.params
         .insert("max_gaps_per_cpu".into(), json!(opts.max_gaps as u64));
-    if let Some((hz, tick_ns)) = kernel_hz() {
+    if let Some((hz, tick_ns)) = kernel.hz {
         out.params.insert("kernel_hz".into(), json!(hz));
         out.params.insert("kernel_tick_ns".into(), json!(tick_ns));
     }
@@ -416,6 +418,7 @@ fn plain_pass(
     let spins = spin_all(clock, cpus, until, threshold, opts.max_gaps, ctx.cancel)?;
     let t_after = clock.now();
     let kernel = Kernel {
+        hz: kernel_hz(),
         interrupts: irq_before.zip(read_interrupts()).map(|(a, b)| {
             let window = clock.ticks_to_ns(t_after.wrapping_sub(t_before) as f64) / 1e9;
             (a, b, window)
@@ -605,7 +608,7 @@ fn kernel_counts(case: &mut Case, n: &CpuNoise, k: &Kernel, checked_by_kernel: b
                 // an unknown period, over the 50 ticks of a short spin among a few hundred
                 // other gaps (a virtual machine's host's), can lock onto half the tick or
                 // measure it a little off and lose the phase, and then counts too few.
-                let (counted, found) = match kernel_hz() {
+                let (counted, found) = match k.hz {
                     Some((_, tick_ns)) => {
                         let (m, per_s) = n.at_period(tick_ns as f64);
                         (
