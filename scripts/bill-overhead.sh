@@ -17,7 +17,9 @@
 # once, its start rotated each round, and each traced run is divided by the same round's
 # untraced run. Per workload the table gives each variant's median wall time, the median of its
 # per-round ratios with their lowest and highest, and for oscost the program's own wall time and
-# the share of it the bill explains, as oscost reports them.
+# the share of it the bill explains, as oscost reports them, and the median of the program's own
+# time over the same round's untraced run ("program ratio": the probe's cost without oscost's
+# start-up and teardown).
 #
 # The wall time is the whole command's, tracer start-up and teardown included, read from bash's
 # EPOCHREALTIME around it: a builtin read, no process in the interval. `date +%s%N` would put its
@@ -37,11 +39,13 @@
 #   ROUNDS     rounds per workload (default 5)
 #   WORKLOADS  the workloads to run, of those above (default all)
 #   OSCOST_BIN the oscost binary (default target/release/oscost; never built here)
+#   OSCOST_BASE another oscost binary (an earlier build) run beside it in the same rounds, as
+#              oscost-base and oscost-count-base: a change to the probe timed A/B on one machine
 #   GIT_TREE   the work tree for git status (default: this repository, when it tracks at least
 #              20 000 files; otherwise git is skipped)
 #   GZIP_MB, GETPPID_N, FIND_DIR: the sizes of those workloads (smaller ones for a quick check)
-#   TRACERS    the traced variants to run, of oscost oscost-count oscost-perf strace perf-trace
-#              perf-stat bpf-empty bpf-empty-exit bpf-count bpf-count-pid bpf-time-pid
+#   TRACERS    the traced variants to run, of oscost oscost-count oscost-perf oscost-base
+#              oscost-count-base strace perf-trace perf-stat bpf-empty bpf-empty-exit bpf-count bpf-count-pid bpf-time-pid
 #              (default all this machine runs; strace and perf trace take minutes a round on a
 #              syscall-bound workload)
 set -euo pipefail
@@ -51,6 +55,7 @@ cd "$(dirname "$0")/.."
 # shellcheck source=scripts/side-by-side.sh
 source scripts/side-by-side.sh
 oscost_bin="${OSCOST_BIN:-target/release/oscost}"
+base_bin="${OSCOST_BASE:-}"
 # The setup's check for cargo is for the scripts that build oscost; this one never does.
 OSCOST_BIN="$oscost_bin" side_by_side_setup "${1:-}"
 ((BASH_VERSINFO[0] >= 5)) || die "needs bash 5 or later (EPOCHREALTIME)"
@@ -97,7 +102,8 @@ variants=(untraced)
 declare -A label=([untraced]="untraced" [oscost]="oscost bill" [oscost-count]="oscost bill --count-only"
     [oscost-perf]="oscost bill --trace-with perf" [strace]="strace -c -f" [perf-trace]="perf trace -s" [perf-stat]="perf stat raw_syscalls"
     [bpf-empty]="BPF floor: empty program" [bpf-empty-exit]="BPF floor: empty, entry and exit" [bpf-count]="BPF floor: count every task" [bpf-count-pid]="BPF floor: count one process"
-    [bpf-time-pid]="BPF floor: time one process")
+    [bpf-time-pid]="BPF floor: time one process" [oscost-base]="base: oscost bill"
+    [oscost-count-base]="base: bill --count-only")
 if [[ ! -x "$oscost_bin" ]]; then
     echo "oscost: $oscost_bin not found or not executable, its variants skipped"
 elif ! bill_help=$("$oscost_bin" bill --help 2>&1); then
@@ -114,6 +120,11 @@ else
     else
         echo "oscost: 'bill --trace-with perf' does not run here (needs root), that variant skipped"
     fi
+fi
+if [[ -n "$base_bin" ]]; then
+    [[ -x "$base_bin" ]] && "$base_bin" bill --help 2>&1 | grep -q -- --count-only ||
+        die "OSCOST_BASE '$base_bin' is not an oscost binary with 'bill --count-only'"
+    variants+=(oscost-base oscost-count-base)
 fi
 if command -v strace >/dev/null 2>&1; then
     variants+=(strace)
@@ -158,6 +169,8 @@ variant_argv() {
     oscost) argv=("$oscost_bin" bill --quiet --json "$2" --) ;;
     oscost-count) argv=("$oscost_bin" bill --count-only --quiet --json "$2" --) ;;
     oscost-perf) argv=("$oscost_bin" bill --trace-with perf --quiet --json "$2" --) ;;
+    oscost-base) argv=("$base_bin" bill --quiet --json "$2" --) ;;
+    oscost-count-base) argv=("$base_bin" bill --count-only --quiet --json "$2" --) ;;
     strace) argv=(strace -c -f -o /dev/null) ;;
     perf-trace) argv=(perf trace -s -o /dev/null) ;;
     perf-stat) argv=(perf stat -e raw_syscalls:sys_enter "-x," -o /dev/null) ;;
@@ -244,10 +257,10 @@ for w in "${workloads[@]}"; do
     echo "== $w: $what"
     timed untraced "$tmp/warm.json" || die "$w failed untraced (exit $?): $(tail -1 "$tmp/err")"
     active=("${variants[@]}")
-    declare -A ms=() ratios=() own_ms=() explained=()
+    declare -A ms=() ratios=() own_ms=() explained=() own_ratios=()
     for ((r = 1; r <= rounds; r++)); do
         echo "$w: round $r of $rounds..." >&2
-        declare -A round_us=()
+        declare -A round_us=() round_own=()
         n=${#active[@]}
         for ((k = 0; k < n; k++)); do
             v=${active[$(((k + r - 1) % n))]}
@@ -264,6 +277,7 @@ for w in "${workloads[@]}"; do
                 wall_ns=$(bill_field "$json" "$bill_wall_field")
                 pct=$(bill_field "$json" "$bill_explained_field")
                 [[ -z "$wall_ns" ]] || own_ms[$v]+="$(awk -v n="$wall_ns" 'BEGIN { printf "%.3f", n / 1e6 }') "
+                [[ -z "$wall_ns" ]] || round_own[$v]=$wall_ns
                 [[ -z "$pct" ]] || explained[$v]+="$pct "
             fi
         done
@@ -273,6 +287,8 @@ for w in "${workloads[@]}"; do
             ms[$v]+="$(awk -v u="${round_us[$v]}" 'BEGIN { printf "%.3f", u / 1e3 }') "
             ratio=$(awk -v t="${round_us[$v]}" -v u="${round_us[untraced]}" 'BEGIN { printf "%.3f", t / (u > 0 ? u : 1) }')
             ratios[$v]+="$ratio "
+            [[ -z "${round_own[$v]+x}" ]] ||
+                own_ratios[$v]+="$(awk -v n="${round_own[$v]}" -v u="${round_us[untraced]}" 'BEGIN { printf "%.3f", n / 1e3 / (u > 0 ? u : 1) }') "
             line+=" ${label[$v]} $(awk -v u="${round_us[$v]}" 'BEGIN { printf "%.1f", u / 1e3 }') ms ($ratio),"
         done
         echo "${line%,}"
@@ -280,9 +296,10 @@ for w in "${workloads[@]}"; do
         kept=()
         for v in "${active[@]}"; do [[ -z "${round_us[$v]+x}" ]] || kept+=("$v"); done
         active=("${kept[@]}")
-        unset round_us
+        unset round_us round_own
     done
-    printf "%-26s %10s %8s %17s %11s %11s\n" variant "wall ms" ratio "ratio min-max" "program ms" "explained %"
+    printf "%-26s %10s %8s %17s %11s %11s %14s\n" variant "wall ms" ratio "ratio min-max" "program ms" \
+        "explained %" "program ratio"
     missing=""
     for v in "${variants[@]}"; do
         if [[ -z "${ms[$v]:-}" ]]; then
@@ -290,17 +307,18 @@ for w in "${workloads[@]}"; do
             continue
         fi
         read -r r_med r_range <<<"$(spread "${ratios[$v]}" "%.3f")"
-        prog="-" expl="-"
+        prog="-" expl="-" pratio="-"
         if [[ "$v" == oscost* ]]; then
             [[ -z "${own_ms[$v]:-}" ]] || prog=$(printf "%.1f" "$(median_of "${own_ms[$v]}")")
             [[ -z "${explained[$v]:-}" ]] || expl=$(printf "%.1f" "$(median_of "${explained[$v]}")")
+            [[ -z "${own_ratios[$v]:-}" ]] || pratio=$(printf "%.3f" "$(median_of "${own_ratios[$v]}")")
             [[ -n "${own_ms[$v]:-}" ]] || missing+=" $v:$bill_wall_field"
             [[ -n "${explained[$v]:-}" ]] || missing+=" $v:$bill_explained_field"
         fi
-        printf "%-26s %10.1f %8s %17s %11s %11s\n" "${label[$v]}" "$(median_of "${ms[$v]}")" \
-            "$r_med" "$r_range" "$prog" "$expl"
+        printf "%-26s %10.1f %8s %17s %11s %11s %14s\n" "${label[$v]}" "$(median_of "${ms[$v]}")" \
+            "$r_med" "$r_range" "$prog" "$expl" "$pratio"
     done
     [[ -z "$missing" ]] || echo "(not in the bill's JSON, or no JSON written:$missing)"
-    unset ms ratios own_ms explained
+    unset ms ratios own_ms explained own_ratios
 done
 exit 0

@@ -109,7 +109,8 @@ const G_CUR_ENTER: i16 = 384;
 const G_CUR_NR: i16 = 392;
 const G_CUR_IRQ: i16 = 400;
 const G_CUR_PART: i16 = 408;
-// The running task's calls and their time since it came in on this CPU.
+// The running task's calls and their time since it came in on this CPU (and its faults, at
+// G_ACC_FAULTS): the hot programs add here, the switch away moves them into the task's state.
 const G_ACC_TID: i16 = 416;
 const G_ACC_CALLS: i16 = 424;
 const G_ACC_NS: i16 = 432;
@@ -122,6 +123,7 @@ const G_CROSS: i16 = 464;
 // Set while a task just made by one of the program's processes, not yet known to be the
 // program's, is current on this CPU (process scope): the first program that runs in it adopts it.
 const G_ADOPT: i16 = 472;
+const G_ACC_FAULTS: i16 = 480;
 const G_LAT: i16 = 512;
 const GLOB_BYTES: usize = 512 + 8 * BUCKETS;
 
@@ -559,6 +561,7 @@ impl Probe {
             if let Some(k) = t.tasks.iter_mut().find(|k| k.tid == tid && tid != 0) {
                 k.calls += at(G_ACC_CALLS);
                 k.call_ns += at(G_ACC_NS);
+                k.faults += at(G_ACC_FAULTS);
             }
         }
         t.tasks.sort_by_key(|k| k.tid);
