@@ -17,7 +17,7 @@ use oscost_measure::env::LoadProbe;
 use oscost_measure::experiments::ExperimentArgs;
 use oscost_measure::Clock;
 use oscost_measure::Progress as _;
-use oscost_model::{ResultDoc, SCHEMA};
+use oscost_model::{Held, Message, MessageKind, ResultDoc, RunLoad, SCHEMA};
 use oscost_report::export::{self, Figures, Format, Output, Outputs};
 use oscost_report::summarise;
 use oscost_sys as os;
@@ -85,6 +85,38 @@ pub struct Saved {
     pub in_history: bool,
     /// Files oscost chose itself that could not be written (said so when they failed).
     pub lost: Vec<std::path::PathBuf>,
+}
+
+/// Experiments a run measures a second time because a check failed while others held the CPUs:
+/// a bound on what a busy machine adds to a run (each repeat is one experiment's time again).
+const REPEATS: usize = 3;
+
+/// What follows an experiment's pass.
+#[derive(Debug, PartialEq)]
+enum Pass {
+    /// Measure it again: a check failed while others held the CPUs this much.
+    Again(Held),
+    /// Keep this pass, with a note of the one before it, if any.
+    Keep(Option<Message>),
+}
+
+/// The pass after one that failed `failed` checks while others held the CPUs as `held` says;
+/// `first` the failures and holders of the pass before, when this is a second; `may` whether
+/// the run has a repeat left.
+fn next_pass(first: Option<(usize, Held)>, failed: usize, held: Option<Held>, may: bool) -> Pass {
+    match (first, held) {
+        (None, Some(h)) if failed > 0 && may => Pass::Again(h),
+        (Some((n, h)), _) => Pass::Keep(Some(Message::new(
+            MessageKind::MeasuredTwice,
+            format!(
+                ": the first pass failed {n} {} while {} (not the OS's doing); these \
+             figures are the second pass's",
+                if n == 1 { "check" } else { "checks" },
+                Held::words(&[h])
+            ),
+        ))),
+        _ => Pass::Keep(None),
+    }
 }
 
 /// Runs the experiments, each in a measuring process of its own, and writes every requested
@@ -160,7 +192,8 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs], saving: Saving) -> anyh
         experiments: Vec::new(),
         bill: None,
     };
-    for (index, e) in experiments.iter().enumerate() {
+    let mut repeats = 0;
+    'experiments: for (index, e) in experiments.iter().enumerate() {
         if reader_gone() {
             break;
         }
@@ -173,46 +206,69 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs], saving: Saving) -> anyh
             cpus: cpus.clone(),
             clock: clock.as_ref().map(|c| c.info().clone()),
         };
-        let probe = LoadProbe::start();
-        // ns's network namespaces are torn down by the kernel's netns workers during and
-        // after it: its own work, not another program's load.
-        let probe = if e.name() == oscost_measure::experiments::ns::NAME {
-            probe.with_own_workqueue("netns")
-        } else {
-            probe
-        };
-        let measured = child::measure_in_processes(&job, scratch.path(), &bar, &children, &cancel);
-        let (out, tasks) = match measured {
-            Ok(r) => r,
-            Err(err) => {
-                let files = outputs.partial_files();
-                let kept = if !doc.experiments.is_empty() && !files.is_empty() {
-                    let files: Vec<String> =
-                        files.iter().map(|p| p.display().to_string()).collect();
-                    format!(
-                        " (the results of the experiments before it are in {})",
-                        files.join(", ")
-                    )
-                } else {
-                    String::new()
-                };
-                // The reader of stdout went away: stop quietly, keeping what was measured.
-                if reader_gone() && !cancel.load(Ordering::SeqCst) {
-                    break;
+        // A check failed while the host or other programs held the CPUs is not the OS's doing:
+        // such an experiment is measured once more (at most REPEATS times a run), and the
+        // second pass stands, with a note of the first.
+        let mut first: Option<(usize, Held)> = None;
+        let result = loop {
+            let probe = LoadProbe::start();
+            // ns's network namespaces are torn down by the kernel's netns workers during and
+            // after it: its own work, not another program's load.
+            let probe = if e.name() == oscost_measure::experiments::ns::NAME {
+                probe.with_own_workqueue("netns")
+            } else {
+                probe
+            };
+            let measured =
+                child::measure_in_processes(&job, scratch.path(), &bar, &children, &cancel);
+            let (out, tasks) = match measured {
+                Ok(r) => r,
+                Err(err) => {
+                    let files = outputs.partial_files();
+                    let kept = if !doc.experiments.is_empty() && !files.is_empty() {
+                        let files: Vec<String> =
+                            files.iter().map(|p| p.display().to_string()).collect();
+                        format!(
+                            " (the results of the experiments before it are in {})",
+                            files.join(", ")
+                        )
+                    } else {
+                        String::new()
+                    };
+                    // The reader of stdout went away: stop quietly, keeping what was measured.
+                    if reader_gone() && !cancel.load(Ordering::SeqCst) {
+                        break 'experiments;
+                    }
+                    if err.downcast_ref::<oscost_measure::Cancelled>().is_some()
+                        || cancel.load(Ordering::SeqCst)
+                    {
+                        return Err(anyhow::Error::new(oscost_measure::Cancelled)
+                            .context(format!("interrupted{kept}")));
+                    }
+                    let err = anyhow::anyhow!("{} failed: {err:#}{kept}", e.name());
+                    return Err(err);
                 }
-                if err.downcast_ref::<oscost_measure::Cancelled>().is_some()
-                    || cancel.load(Ordering::SeqCst)
-                {
-                    return Err(anyhow::Error::new(oscost_measure::Cancelled)
-                        .context(format!("interrupted{kept}")));
+            };
+            own_tasks += tasks;
+            let load = load_since(probe, tasks);
+            let mut result = summarise::experiment(e.name(), out, ns_per_tick, Some(load));
+            let failed = result.cases.iter().filter(|c| !c.checks_passed).count();
+            let held = result.load.as_ref().and_then(RunLoad::held);
+            match next_pass(first, failed, held, repeats < REPEATS && !cfg.scripted) {
+                Pass::Again(h) => {
+                    repeats += 1;
+                    first = Some((failed, h));
+                    bar.message(&format!(
+                        "measuring {} again: {}",
+                        e.name(),
+                        Held::words(&[h])
+                    ));
+                    continue;
                 }
-                let err = anyhow::anyhow!("{} failed: {err:#}{kept}", e.name());
-                return Err(err);
+                Pass::Keep(note) => result.notes.extend(note),
             }
+            break result;
         };
-        own_tasks += tasks;
-        let load = load_since(probe, tasks);
-        let result = summarise::experiment(e.name(), out, ns_per_tick, Some(load));
         if cfg.study.is_none() || cfg.verbose {
             show::show(cfg, &result, &tick_unit, brief)?;
         }
@@ -251,4 +307,33 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs], saving: Saving) -> anyh
         in_history,
         lost: outputs.lost().to_vec(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BUSY: Held = Held {
+        host: 0.0,
+        programs: 0.34,
+    };
+
+    #[test]
+    fn a_check_failed_while_others_held_the_cpus_is_measured_once_more() {
+        assert_eq!(next_pass(None, 2, Some(BUSY), true), Pass::Again(BUSY));
+        // Not held, nothing failed, or no repeat left: the pass stands as it is.
+        assert_eq!(next_pass(None, 2, None, true), Pass::Keep(None));
+        assert_eq!(next_pass(None, 0, Some(BUSY), true), Pass::Keep(None));
+        assert_eq!(next_pass(None, 2, Some(BUSY), false), Pass::Keep(None));
+        // A second pass stands, whatever it shows, and says why it was made.
+        let Pass::Keep(Some(note)) = next_pass(Some((2, BUSY)), 1, Some(BUSY), true) else {
+            panic!("a second pass is kept with a note");
+        };
+        assert_eq!(note.kind(), MessageKind::MeasuredTwice);
+        assert_eq!(
+            note.as_str(),
+            "measured twice: the first pass failed 2 checks while other programs took 34 % of \
+             the CPUs (not the OS's doing); these figures are the second pass's"
+        );
+    }
 }

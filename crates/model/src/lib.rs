@@ -27,7 +27,7 @@ pub use case::{
 };
 pub use clock::{ClockInfo, CounterKind};
 pub use controls::{ControlKind, MachineControls};
-pub use env::{Environment, OsInfo, RunLoad};
+pub use env::{Environment, Held, OsInfo, RunLoad};
 pub use experiment_id::ExperimentId;
 pub use head::{read_head, ResultHead};
 pub use message::{Message, MessageKind, Messages};

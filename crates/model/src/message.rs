@@ -60,13 +60,16 @@ pub enum MessageKind {
     ProcessModes,
     /// A figure's samples fell into two modes of cost, within its processes (fault).
     SampleModes,
+    /// A check failed while others held the CPUs, so the experiment was measured again
+    /// (the session).
+    MeasuredTwice,
     /// Any other text: its own words say what it is.
     Other,
 }
 
 impl MessageKind {
     /// Every kind with lead words, i.e. all but [`MessageKind::Other`].
-    pub const KNOWN: [MessageKind; 22] = [
+    pub const KNOWN: [MessageKind; 23] = [
         MessageKind::WideInterval,
         MessageKind::CpusShared,
         MessageKind::SpeedUpWithheld,
@@ -89,6 +92,7 @@ impl MessageKind {
         MessageKind::LevelMovesBetweenRings,
         MessageKind::ProcessModes,
         MessageKind::SampleModes,
+        MessageKind::MeasuredTwice,
     ];
 
     /// The words every text of this kind starts with (empty for [`MessageKind::Other`]).
@@ -116,6 +120,7 @@ impl MessageKind {
             MessageKind::LevelMovesBetweenRings => "the level moves between rings",
             MessageKind::ProcessModes => "the processes fell into two modes",
             MessageKind::SampleModes => "the samples fell into two modes",
+            MessageKind::MeasuredTwice => "measured twice",
             MessageKind::Other => "",
         }
     }
@@ -135,7 +140,8 @@ impl MessageKind {
             | MessageKind::NoSharePredicted
             | MessageKind::FlushWithoutInterrupt
             | MessageKind::HaltedCpuWoken
-            | MessageKind::WokenWithoutAnswer => true,
+            | MessageKind::WokenWithoutAnswer
+            | MessageKind::MeasuredTwice => true,
             MessageKind::WideInterval
             | MessageKind::CpusShared
             | MessageKind::SpeedUpWithheld
@@ -347,6 +353,7 @@ mod tests {
             MessageKind::FlushWithoutInterrupt,
             MessageKind::HaltedCpuWoken,
             MessageKind::WokenWithoutAnswer,
+            MessageKind::MeasuredTwice,
         ];
         for k in MessageKind::KNOWN {
             assert_eq!(k.is_note(), notes.contains(&k), "{k:?}");

@@ -8,7 +8,7 @@ use oscost_model::ids::{
     fault, net, noise, ns, seccomp, shootdown, signal, spawn, switch, syscall, tick, uring, wakeup,
 };
 use oscost_model::schema::{CaseResult, DerivedResult, ExperimentResult};
-use oscost_model::ResultDoc;
+use oscost_model::{Held, ResultDoc, RunLoad};
 
 /// Where a headline's figure comes from, the first one present in the run winning.
 #[derive(Debug, Clone, Copy)]
@@ -379,72 +379,10 @@ fn others_meanwhile(e: &ExperimentResult) -> Option<String> {
     })
 }
 
-/// The share of the CPUs' time the host took (steal) while an experiment ran above which a
-/// check it failed is not laid at the OS's door: a quiet guest's steal is 0.
-const HELD_STEAL: f64 = 0.05;
-/// The same for other programs' share (a quiet machine's is 1–4 %, its own tools').
-const HELD_FOREIGN: f64 = 0.10;
-
-/// How much of the CPUs' time others took while an experiment ran: the host (steal time)
-/// and other programs, each a share.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Held {
-    /// The host's share (steal).
-    pub host: f64,
-    /// Other programs' share.
-    pub programs: f64,
-}
-
-impl Held {
-    /// Who held the CPUs, in words, over one or more experiments: each share as a range.
-    pub(crate) fn words(all: &[Held]) -> String {
-        let range = |v: Vec<f64>| {
-            let lo = v.iter().copied().fold(f64::INFINITY, f64::min) * 100.0;
-            let hi = v.iter().copied().fold(0.0, f64::max) * 100.0;
-            if (hi - lo).abs() < 0.5 {
-                format!("{hi:.0} %")
-            } else {
-                format!("{lo:.0}–{hi:.0} %")
-            }
-        };
-        let host: Vec<f64> = all
-            .iter()
-            .map(|h| h.host)
-            .filter(|&x| x >= HELD_STEAL)
-            .collect();
-        let programs: Vec<f64> = all
-            .iter()
-            .map(|h| h.programs)
-            .filter(|&x| x >= HELD_FOREIGN)
-            .collect();
-        let mut who = Vec::new();
-        if !host.is_empty() {
-            who.push(format!("the host took {} of the CPUs (steal)", range(host)));
-        }
-        if !programs.is_empty() {
-            who.push(format!(
-                "other programs took {} of the CPUs",
-                range(programs)
-            ));
-        }
-        who.join(" and ")
-    }
-}
-
 /// Who else held the CPUs while `e` ran, where enough to fail a check that is not the OS's
-/// doing: the host (steal time) or other programs. On a 2-vCPU guest whose host took 22–29 %
-/// of the CPUs for a minute, cross-CPU round trips read 660 µs with 1.2 switches each and
-/// timers fired late enough to lose events; the same suite a minute later passed every check.
+/// doing.
 fn held_by_others(e: &ExperimentResult) -> Option<Held> {
-    let l = e.load.as_ref()?;
-    let cpu_s = l.wall_s * l.cpus_online as f64;
-    let host = if cpu_s > 0.0 {
-        l.steal_s.unwrap_or(0.0) / cpu_s
-    } else {
-        0.0
-    };
-    let programs = l.foreign_cpu_share;
-    (host >= HELD_STEAL || programs >= HELD_FOREIGN).then_some(Held { host, programs })
+    e.load.as_ref().and_then(RunLoad::held)
 }
 
 /// The experiment a headline's figure comes from.

@@ -155,6 +155,7 @@ fn about(kind: MessageKind) -> Option<About> {
         MessageKind::GapsThinned
         | MessageKind::SamplesThinned
         | MessageKind::NoSharePredicted
+        | MessageKind::MeasuredTwice
         | MessageKind::Other => return None,
     })
 }

@@ -145,7 +145,7 @@ fn sheet_rows(doc: &ResultDoc) -> Vec<SheetRow> {
                 ci,
                 source: l.source,
                 failed: l.failed,
-                held: l.held.map(|h| crate::datasheet::Held::words(&[h])),
+                held: l.held.map(|h| oscost_model::Held::words(&[h])),
             }
         })
         .collect()
