@@ -12,7 +12,8 @@
 #      out faster, the same-CPU ones and the machine's controls unmoved.
 #   3. The default suite, DEFAULT_RUNS times quiet and once beside the busy loop, each
 #      replayed through a terminal emulator at 80 x 24 (scripts/screen-lines.py): its lines
-#      and any figure marked ✗ (a failed check).
+#      and any figure marked ✗ (a failed check) or ? (failed while the host or other programs
+#      held the CPUs), with the ? lines' own account of who held them.
 # A measurement, not a test: it exits 0 whatever it finds, non-zero only when something it
 # needs fails. Needs root for the whole suite (tracepoints, SCHED_FIFO) and pyte for the screen
 # replay. Run it on an otherwise idle machine.
@@ -124,11 +125,13 @@ if [[ "$parts" == *" 3 "* ]]; then
     suite() {
         python3 scripts/screen-lines.py --show -- "$bin" --history "$h3" >"$tmp/screen.txt" 2>&1 ||
             die "the default suite failed (see $tmp/screen.txt)"
-        local lines failed
+        local lines failed held
         lines=$(grep -Eo '^[0-9]+ lines' "$tmp/screen.txt" | tail -1 || true)
         failed=$(grep -c '✗' "$tmp/screen.txt" || true)
-        printf '   %s: %s, %s line(s) with ✗\n' "$1" "${lines:-? lines}" "$failed"
-        grep '✗' "$tmp/screen.txt" | sed 's/^/      /' || true
+        held=$(grep -Ec '(^| )\?( |$)' "$tmp/screen.txt" || true)
+        printf '   %s: %s, %s line(s) with ✗, %s with ? (others held the CPUs)\n' "$1" \
+            "${lines:-? lines}" "$failed" "$held"
+        grep -E '✗|(^| )\?( |$)' "$tmp/screen.txt" | sed 's/^/      /' || true
     }
     for i in $(seq 1 "$runs"); do
         suite "quiet run $i"

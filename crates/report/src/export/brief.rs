@@ -8,6 +8,7 @@ use super::warnings::{kinds, Of};
 use crate::format::{check, ci_pct, fmt_ns};
 use crate::layout::{text_width, wrap};
 use oscost_model::schema::ExperimentResult;
+use oscost_model::{Held, RunLoad};
 
 /// Widest a brief table may be without a terminal to fit (a file or a pipe).
 const NATURAL_WIDTH: usize = 100;
@@ -21,7 +22,8 @@ struct Figure {
     median: String,
     /// `±1.0%`.
     ci: String,
-    /// `✓` every check held, `✗` one failed (or the figure is flagged), empty: none.
+    /// `✓` every check held, `✗` one failed (or the figure is flagged), `?` one failed while
+    /// others held the CPUs, empty: none.
     mark: &'static str,
 }
 
@@ -49,7 +51,22 @@ fn key(experiment: &str, id: &str) -> Vec<String> {
     rest.split('.').map(str::to_owned).collect()
 }
 
+/// Who held the CPUs while `e` ran, where enough that a check it failed is not the OS's doing.
+fn held(e: &ExperimentResult) -> Option<Held> {
+    e.load.as_ref().and_then(RunLoad::held)
+}
+
+/// How a failed check is marked: `?` where others held the CPUs, as the datasheet does.
+fn failed_mark(e: &ExperimentResult) -> &'static str {
+    if held(e).is_some() {
+        "?"
+    } else {
+        "✗"
+    }
+}
+
 fn cases(e: &ExperimentResult) -> Vec<Figure> {
+    let failed = failed_mark(e);
     e.cases
         .iter()
         .map(|c| Figure {
@@ -57,7 +74,7 @@ fn cases(e: &ExperimentResult) -> Vec<Figure> {
             median: fmt_ns(c.median_ns),
             ci: short_ci(c.median_ns, c.ci95_ns),
             mark: if c.checks.iter().any(|k| !k.passed) {
-                "✗"
+                failed
             } else if c.checks.is_empty() {
                 ""
             } else {
@@ -265,10 +282,22 @@ pub fn experiment(e: &ExperimentResult, width: Option<u16>) -> String {
     if s.is_empty() {
         s = format!("{}\n", e.name);
     }
+    let mark = failed_mark(e);
     for c in &e.cases {
         for k in c.checks.iter().filter(|k| !k.passed) {
-            s += &wrap(&format!("  ✗ {}: {}", c.id, check(k)), width, 6);
+            s += &wrap(&format!("  {mark} {}: {}", c.id, check(k)), width, 6);
         }
+    }
+    let any_failed = e.cases.iter().any(|c| c.checks.iter().any(|k| !k.passed));
+    if let Some(h) = held(e).filter(|_| any_failed) {
+        s += &wrap(
+            &format!(
+                "  ? failed while {}: not the OS's doing, run again when the machine is quiet",
+                Held::words(&[h])
+            ),
+            width,
+            4,
+        );
     }
     // A figure flagged for a case's failed check says nothing the line above did not.
     let failed: Vec<&str> = e
@@ -280,7 +309,7 @@ pub fn experiment(e: &ExperimentResult, width: Option<u16>) -> String {
     for d in &e.derived {
         if let Some(f) = &d.flagged {
             if !failed.iter().any(|id| f.starts_with(&format!("{id}:"))) {
-                s += &wrap(&format!("  ✗ {}: {f}", d.id), width, 6);
+                s += &wrap(&format!("  {mark} {}: {f}", d.id), width, 6);
             }
         }
     }
@@ -382,9 +411,10 @@ pub fn unprivileged(experiments: &[ExperimentResult], width: Option<u16>) -> Str
 pub fn quality(experiments: &[ExperimentResult], width: Option<u16>) -> String {
     let mut s = String::new();
     for e in experiments {
+        let mark = failed_mark(e);
         for c in &e.cases {
             for k in c.checks.iter().filter(|k| !k.passed) {
-                s += &wrap(&format!("✗ {}: {}", c.id, check(k)), width, 4);
+                s += &wrap(&format!("{mark} {}: {}", c.id, check(k)), width, 4);
             }
         }
         let warned: Vec<String> = kinds(e, Of::Warnings)
@@ -796,6 +826,24 @@ mod tests {
         assert!(text
             .lines()
             .any(|l| l.starts_with("  signal.1ms ") && l.ends_with('✗')));
+        // The same run while the host took a fifth of the CPUs: not the OS's doing.
+        let mut held = e.clone();
+        let mut load = oscost_model::example::quiet_load(2.0);
+        load.steal_s = Some(0.8);
+        held.load = Some(load);
+        let text = experiment(&held, Some(80));
+        assert!(!text.contains('✗'), "{text}");
+        assert!(text.contains("  ? tick.signal.1ms: FAILED"), "{text}");
+        assert!(
+            text.contains(
+                "  ? failed while the host took 20 % of the CPUs (steal): not the OS's doing, \
+                 run\n    again when the machine is quiet"
+            ),
+            "{text}"
+        );
+        assert!(text
+            .lines()
+            .any(|l| l.starts_with("  signal.1ms ") && l.ends_with('?')));
     }
 
     #[test]
