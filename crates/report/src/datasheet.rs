@@ -268,12 +268,15 @@ fn pick(doc: &ResultDoc, source: Source) -> Option<Picked> {
                 ci95: [end("lo"), end("hi")],
             };
             let what = name.replace('_', " ");
-            Some((
-                v,
-                format!("{id} ({what})"),
-                !c.checks_passed,
-                others_meanwhile(e),
-            ))
+            // A wake-up's tail: whose time its traced pass's slowest wake-ups were late by.
+            let whose = (e.name == wakeup::NAME && key == "lateness_p99_ns")
+                .then(|| {
+                    let traced = wakeup::traced(id);
+                    e.cases.iter().find(|c| c.id == traced).and_then(wake_whose)
+                })
+                .flatten()
+                .or_else(|| others_meanwhile(e));
+            Some((v, format!("{id} ({what})"), !c.checks_passed, whose))
         }
         Source::TickSlope(form) => {
             let tick = experiment(doc, tick::NAME)?;
@@ -361,6 +364,29 @@ fn noise_whose(traced: &CaseResult) -> Option<String> {
     Some(format!(
         "traced again ({lost:.2} % lost): the OS {}, other programs {}, outside the guest \
          kernel's view {}",
+        part("os")?,
+        part("programs")?,
+        part("outside")?
+    ))
+}
+
+/// Whose time a traced wake-up pass's slowest wake-ups were late by: the OS's, other
+/// programs' and outside the guest kernel's view, each with its interval; `None` for a case
+/// from before the split.
+fn wake_whose(traced: &CaseResult) -> Option<String> {
+    let get = |k: &str| traced.counters.get(k).copied();
+    let part = |k: &str| {
+        Some(share_text(
+            get(&format!("tail.{k}_pct"))?,
+            get(&format!("tail.{k}_ci95_lo_pct")),
+            get(&format!("tail.{k}_ci95_hi_pct")),
+        ))
+    };
+    Some(format!(
+        "traced again, its slowest {:.0} wake-ups ({} late on average): the OS {}, other \
+         programs {}, outside the guest kernel's view {}",
+        get("tail.wakeups")?,
+        fmt_ns(get("tail.lateness_mean_ns")?),
         part("os")?,
         part("programs")?,
         part("outside")?
@@ -843,6 +869,51 @@ mod tests {
             "{text}"
         );
         assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+    }
+
+    #[test]
+    fn the_wake_up_line_says_whose_time_its_slowest_traced_wake_ups_were_late_by() {
+        let mut w = testkit::case("wakeup.other.1ms", "wake-up", 20_000.0);
+        w.counters.insert("lateness_p99_ns".into(), 80_000.0);
+        let mut traced = testkit::case("wakeup.other.1ms.kernel", "wake-up", 21_000.0);
+        for (k, v) in [
+            ("tail.wakeups", 20.0),
+            ("tail.lateness_mean_ns", 1_250_000.0),
+            ("tail.os_pct", 30.0),
+            ("tail.os_ci95_lo_pct", 15.0),
+            ("tail.os_ci95_hi_pct", 45.0),
+            ("tail.programs_pct", 0.0),
+            ("tail.programs_ci95_lo_pct", 0.0),
+            ("tail.programs_ci95_hi_pct", 0.0),
+            ("tail.outside_pct", 70.0),
+            ("tail.outside_ci95_lo_pct", 55.0),
+            ("tail.outside_ci95_hi_pct", 85.0),
+        ] {
+            traced.counters.insert(k.into(), v);
+        }
+        let mut e = experiment("wakeup", vec![w, traced]);
+        let mut load = oscost_model::example::quiet_load(1.0);
+        load.foreign_cpu_share = 0.34;
+        e.load = Some(load);
+        let sheet = datasheet(&doc(vec![e.clone()]));
+        // The trace's split, not the load's share, where the trace gave one.
+        assert_eq!(
+            sheet.lines[0].whose.as_deref(),
+            Some(
+                "traced again, its slowest 20 wake-ups (1.250 ms late on average): the OS \
+                 30.00 % (15.00–45.00), other programs 0.00 %, outside the guest kernel's \
+                 view 70.00 % (55.00–85.00)"
+            )
+        );
+        let text = sheet.render(Some(80));
+        assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+        // A traced case from before the split: the load's share, as before.
+        e.cases[1].counters.retain(|k, _| !k.starts_with("tail."));
+        let sheet = datasheet(&doc(vec![e]));
+        assert_eq!(
+            sheet.lines[0].whose.as_deref(),
+            Some("other programs used 34 % of the CPUs meanwhile (their time, not the OS's)")
+        );
     }
 
     #[test]

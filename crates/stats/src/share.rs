@@ -50,9 +50,43 @@ pub fn covered_share(stretches: &[(f64, f64)], span: f64, windows: usize) -> Opt
     })
 }
 
+/// The mean of some shares (each a fraction, one per observation: a late wake-up's part of
+/// its own lateness) with the Student interval of that mean, clamped to 0–1 (1.96 beyond 30
+/// observations). `None` for fewer than two shares or a non-finite one.
+pub fn mean_share(shares: &[f64]) -> Option<Share> {
+    let n = shares.len();
+    if n < 2 || shares.iter().any(|s| !s.is_finite()) {
+        return None;
+    }
+    let k = n as f64;
+    let mean = shares.iter().sum::<f64>() / k;
+    let var = shares.iter().map(|s| (s - mean).powi(2)).sum::<f64>() / (k - 1.0);
+    let t = T975.get(n - 2).copied().unwrap_or(1.96);
+    let half = t * (var / k).sqrt();
+    Some(Share {
+        share: mean,
+        ci95: [(mean - half).max(0.0), (mean + half).min(1.0)],
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mean_share_has_the_interval_of_its_few_observations() {
+        let s = mean_share(&[0.5, 0.5, 0.5]).unwrap();
+        assert_eq!((s.share, s.ci95), (0.5, [0.5, 0.5]));
+        // Mean 0.5, sd 0.1: half = 4.303 · 0.1 / √3.
+        let s = mean_share(&[0.4, 0.5, 0.6]).unwrap();
+        let half = 4.303 * 0.1 / 3f64.sqrt();
+        assert!((s.share - 0.5).abs() < 1e-12);
+        assert!((s.ci95[0] - (0.5 - half)).abs() < 1e-9 && (s.ci95[1] - (0.5 + half)).abs() < 1e-9);
+        // Clamped to what a share can be.
+        assert_eq!(mean_share(&[0.0, 1.0]).unwrap().ci95, [0.0, 1.0]);
+        assert!(mean_share(&[0.3]).is_none());
+        assert!(mean_share(&[0.3, f64::NAN]).is_none());
+    }
 
     #[test]
     fn an_even_loss_has_its_share_and_no_width() {

@@ -16,6 +16,8 @@ use std::collections::{BTreeMap, HashMap};
 pub const OUTSIDE: &str = "outside the kernel's view";
 /// The label of the local timer interrupt's handler.
 pub const LOCAL_TIMER: &str = "local timer";
+/// The label of a CPU's idle time (the idle task switched in).
+pub const IDLE: &str = "idle";
 
 /// The local timer's entry tracepoint, `sys:event`, as a session names it.
 pub const LOCAL_TIMER_ENTRY: &str = "irq_vectors:local_timer_entry";
@@ -269,7 +271,7 @@ pub fn segments(events: &[(f64, &Kind)], loop_tid: i64) -> Vec<Segment> {
                 stack.clear();
                 if *next_tid != loop_tid {
                     let name = if *next_tid == 0 {
-                        "idle".to_owned()
+                        IDLE.to_owned()
                     } else {
                         format!("task {next_comm}")
                     };

@@ -278,8 +278,9 @@ pub(crate) fn between(segs: &[Segment], from: f64, to: f64) -> (Vec<(String, f64
 }
 
 /// The stretches of the CPU's time the kernel's events give to a handler, a task (this
-/// thread's among them, by its name) or idle, on the tracer's clock.
-pub(super) fn segments_of(raw: &kview::Raw) -> Vec<Segment> {
+/// thread's among them, by its name) or idle, on the tracer's clock; and whose each task's
+/// time is ([`kview::whose_sources`]).
+pub(super) fn segments_of(raw: &kview::Raw) -> (Vec<Segment>, BTreeMap<String, kview::Whose>) {
     // The identity: the tracer's ns are the segments' unit.
     let same = TimeMap::new((0, 0), (1 << 40, 1 << 40));
     let dec = Decoder::new(&raw.formats);
@@ -290,8 +291,68 @@ pub(super) fn segments_of(raw: &kview::Raw) -> Vec<Segment> {
         .map(|e| (e.ticks, e.kind))
         .collect();
     let refs: Vec<(f64, &Kind)> = evs.iter().map(|(t, k)| (*t, k)).collect();
+    let whose = kview::whose_sources(evs.iter().map(|(_, k)| k));
     // No task is left unnamed: the thread's own time is its name's.
-    kview::segments(&refs, -1)
+    (kview::segments(&refs, -1), whose)
+}
+
+/// Whose time the slowest wake-ups were late by, each a share of its own lateness: the slack
+/// (deadline to the timer's expiry), the return to user space and the clock read are the
+/// OS's; from the expiry to the switch into the thread, each stretch by what ran
+/// ([`kview::whose`]: the OS's handlers and kernel threads, other programs' tasks) and what
+/// did not: nothing recorded, or the CPU idle while its timer was due, is time outside the
+/// guest kernel's view (a virtual CPU whose host delivers its timer late idles meanwhile).
+/// The slowest 1 % of the split wake-ups, at least two: the p99's company.
+fn tail_whose(
+    case: &mut Case,
+    split: &[(usize, &Found)],
+    lateness: &[f64],
+    segments: &[Segment],
+    whose: &BTreeMap<String, kview::Whose>,
+) {
+    let mut order: Vec<&(usize, &Found)> = split.iter().collect();
+    order.sort_by(|a, b| lateness[b.0].total_cmp(&lateness[a.0]));
+    let n = (split.len() / 100).max(2);
+    let mut shares: [Vec<f64>; 3] = Default::default();
+    let mut late = Vec::new();
+    for (i, f) in order.into_iter().take(n) {
+        let total: f64 = f.parts.iter().sum();
+        if total <= 0.0 {
+            continue;
+        }
+        let expiry = f.from + f.parts[0];
+        let switch_in = expiry + f.parts[1] + f.parts[2];
+        let (labels, unseen) = between(segments, expiry, switch_in);
+        // The OS's, other programs', outside the guest kernel's view.
+        let mut by = [f.parts[0] + f.parts[3] + f.parts[4], 0.0, unseen];
+        for (label, d) in &labels {
+            by[match kview::whose(label, whose) {
+                _ if label == kview::IDLE => 2,
+                kview::Whose::Os => 0,
+                kview::Whose::Programs => 1,
+                kview::Whose::Outside => 2,
+            }] += d;
+        }
+        for (v, b) in shares.iter_mut().zip(by) {
+            v.push(b / total);
+        }
+        late.push(lateness[*i]);
+    }
+    let c = &mut case.counters;
+    for (key, v) in ["os", "programs", "outside"].into_iter().zip(&shares) {
+        if let Some(s) = oscost_stats::share::mean_share(v) {
+            c.insert(format!("tail.{key}_pct"), s.share * 100.0);
+            c.insert(format!("tail.{key}_ci95_lo_pct"), s.ci95[0] * 100.0);
+            c.insert(format!("tail.{key}_ci95_hi_pct"), s.ci95[1] * 100.0);
+        }
+    }
+    if late.len() >= 2 {
+        c.insert("tail.wakeups".into(), late.len() as f64);
+        c.insert(
+            "tail.lateness_mean_ns".into(),
+            late.iter().sum::<f64>() / late.len() as f64,
+        );
+    }
 }
 
 fn us(ns: f64) -> String {
@@ -322,6 +383,8 @@ pub(super) struct Traced {
     pub found: Vec<Option<Found>>,
     /// The CPU's stretches, for the worst wake-ups.
     pub segments: Vec<Segment>,
+    /// Whose each task's stretches are.
+    pub whose: BTreeMap<String, kview::Whose>,
     /// Records the mechanism lost.
     pub lost: u64,
     /// Records read.
@@ -537,6 +600,7 @@ pub(super) fn split_case(timed: &Case, t: &Traced, ns_per_tick: f64) -> Case {
         })
         .collect();
     case.params.insert("worst".into(), json!(worst));
+    tail_whose(&mut case, &split, &lateness, &t.segments, &t.whose);
     case.series.push(Series {
         name: "worst".into(),
         columns: std::iter::once("lateness_ns".to_string())
@@ -589,6 +653,71 @@ fn split_share(case: &mut Case, n: usize, split: usize, unsampled: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_slowest_wake_ups_are_split_by_whose_time_they_waited() {
+        let seg = |from: f64, to: f64, label: &str| Segment {
+            from,
+            to,
+            label: label.into(),
+        };
+        // Two wake-ups due at 0 and 10 000, each 50 of slack, then: the first's timer
+        // interrupt 200 late while the CPU idled, the second's after 100 of another program
+        // and 100 of nothing recorded; 10 of the local timer, 10 to return, 10 to read.
+        let segments = vec![
+            seg(50.0, 250.0, kview::IDLE),
+            seg(250.0, 260.0, kview::LOCAL_TIMER),
+            seg(10_050.0, 10_150.0, "task grep"),
+            seg(10_250.0, 10_260.0, kview::LOCAL_TIMER),
+        ];
+        let whose: BTreeMap<String, kview::Whose> =
+            [("task grep".to_string(), kview::Whose::Programs)].into();
+        let found = [
+            Found {
+                parts: [50.0, 200.0, 10.0, 10.0, 10.0],
+                from: 0.0,
+                to: 280.0,
+            },
+            Found {
+                parts: [50.0, 200.0, 10.0, 10.0, 10.0],
+                from: 10_000.0,
+                to: 10_280.0,
+            },
+        ];
+        let split: Vec<(usize, &Found)> = found.iter().enumerate().collect();
+        let mut case = Case::new(
+            "wakeup.other.1ms.kernel",
+            "wake-up",
+            "wake-up",
+            Samples {
+                per_op_ns: vec![280.0],
+                per_op_ticks: vec![280.0],
+                iterations_per_sample: 1,
+                loop_overhead_ns: 0.0,
+            },
+        );
+        tail_whose(&mut case, &split, &[280.0, 280.0], &segments, &whose);
+        let c = &case.counters;
+        assert_eq!(c["tail.wakeups"], 2.0);
+        assert_eq!(c["tail.lateness_mean_ns"], 280.0);
+        // The OS: slack, the timer's handler, the return and the read: 80 of 280 in each.
+        assert!(
+            (c["tail.os_pct"] - 80.0 / 280.0 * 100.0).abs() < 1e-9,
+            "{c:?}"
+        );
+        // Other programs: 100 of the second's 280.
+        assert!(
+            (c["tail.programs_pct"] - 50.0 * 100.0 / 280.0).abs() < 1e-9,
+            "{c:?}"
+        );
+        // The idle CPU's 200 and the 100 nothing recorded: outside the guest's view.
+        assert!(
+            (c["tail.outside_pct"] - 150.0 * 100.0 / 280.0).abs() < 1e-9,
+            "{c:?}"
+        );
+        let sum = c["tail.os_pct"] + c["tail.programs_pct"] + c["tail.outside_pct"];
+        assert!((sum - 100.0).abs() < 1e-9);
+    }
 
     const T: i64 = 42;
     const TIMER: u64 = 0xffff_8000_1234;

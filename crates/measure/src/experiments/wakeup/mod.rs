@@ -810,10 +810,12 @@ impl KernelView {
             p.mode != Mode::Relative,
             &clocks,
         );
+        let (segments, whose) = kernel::segments_of(&raw);
         let t = kernel::Traced {
             wakes,
             found,
-            segments: kernel::segments_of(&raw),
+            segments,
+            whose,
             lost: raw.lost,
             records: raw.records.len(),
             unsampled: raw.unsampled,
