@@ -109,7 +109,7 @@ fn next_pass(first: Option<(usize, Held)>, failed: usize, held: Option<Held>, ma
         (Some((n, h)), _) => Pass::Keep(Some(Message::new(
             MessageKind::MeasuredTwice,
             format!(
-                ": the first pass failed {n} {} while {} (not the OS's doing); these \
+                ": the first pass failed {n} {} while {}, not the OS's doing; these \
              figures are the second pass's",
                 if n == 1 { "check" } else { "checks" },
                 Held::words(&[h])
@@ -333,7 +333,7 @@ mod tests {
         assert_eq!(
             note.as_str(),
             "measured twice: the first pass failed 2 checks while other programs took 34 % of \
-             the CPUs (not the OS's doing); these figures are the second pass's"
+             the CPUs, not the OS's doing; these figures are the second pass's"
         );
     }
 }
