@@ -100,7 +100,7 @@ enum Pass {
     Keep(Option<Message>),
 }
 
-/// The pass after one that failed `failed` checks while others held the CPUs as `held` says;
+/// The pass after one in which `failed` cases failed a check while others held the CPUs as `held` says;
 /// `first` the failures and holders of the pass before, when this is a second; `may` whether
 /// the run has a repeat left.
 fn next_pass(first: Option<(usize, Held)>, failed: usize, held: Option<Held>, may: bool) -> Pass {
@@ -109,9 +109,13 @@ fn next_pass(first: Option<(usize, Held)>, failed: usize, held: Option<Held>, ma
         (Some((n, h)), _) => Pass::Keep(Some(Message::new(
             MessageKind::MeasuredTwice,
             format!(
-                ": the first pass failed {n} {} while {}, not the OS's doing; these \
-             figures are the second pass's",
-                if n == 1 { "check" } else { "checks" },
+                ": in the first pass {n} {} a check while {}, not the OS's \
+                 doing; these figures are the second pass's",
+                if n == 1 {
+                    "case failed"
+                } else {
+                    "cases failed"
+                },
                 Held::words(&[h])
             ),
         ))),
@@ -332,8 +336,8 @@ mod tests {
         assert_eq!(note.kind(), MessageKind::MeasuredTwice);
         assert_eq!(
             note.as_str(),
-            "measured twice: the first pass failed 2 checks while other programs took 34 % of \
-             the CPUs, not the OS's doing; these figures are the second pass's"
+            "measured twice: in the first pass 2 cases failed a check while other programs took \
+             34 % of the CPUs, not the OS's doing; these figures are the second pass's"
         );
     }
 }

@@ -65,6 +65,23 @@ fn failed_mark(e: &ExperimentResult) -> &'static str {
     }
 }
 
+/// One line saying who held the CPUs when `e` failed a check while they were held, else none.
+fn held_line(e: &ExperimentResult, width: Option<u16>, indent: &str) -> String {
+    let any_failed = e.cases.iter().any(|c| c.checks.iter().any(|k| !k.passed));
+    match held(e).filter(|_| any_failed) {
+        Some(h) => wrap(
+            &format!(
+                "{indent}? failed while {}: not the OS's doing, run again when the machine is \
+                 quiet",
+                Held::words(&[h])
+            ),
+            width,
+            indent.len() + 2,
+        ),
+        None => String::new(),
+    }
+}
+
 fn cases(e: &ExperimentResult) -> Vec<Figure> {
     let failed = failed_mark(e);
     e.cases
@@ -288,17 +305,7 @@ pub fn experiment(e: &ExperimentResult, width: Option<u16>) -> String {
             s += &wrap(&format!("  {mark} {}: {}", c.id, check(k)), width, 6);
         }
     }
-    let any_failed = e.cases.iter().any(|c| c.checks.iter().any(|k| !k.passed));
-    if let Some(h) = held(e).filter(|_| any_failed) {
-        s += &wrap(
-            &format!(
-                "  ? failed while {}: not the OS's doing, run again when the machine is quiet",
-                Held::words(&[h])
-            ),
-            width,
-            4,
-        );
-    }
+    s += &held_line(e, width, "  ");
     // A figure flagged for a case's failed check says nothing the line above did not.
     let failed: Vec<&str> = e
         .cases
@@ -417,6 +424,7 @@ pub fn quality(experiments: &[ExperimentResult], width: Option<u16>) -> String {
                 s += &wrap(&format!("{mark} {}: {}", c.id, check(k)), width, 4);
             }
         }
+        s += &held_line(e, width, "");
         let warned: Vec<String> = kinds(e, Of::Warnings)
             .into_iter()
             .map(|k| format!("{} ({} of {})", k.tag, k.cases, e.cases.len()))
