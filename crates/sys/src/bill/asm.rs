@@ -192,6 +192,18 @@ impl Prog {
     }
 
     fn scope_test(&mut self, not: Label, adopt: bool) {
+        let ours = self.label();
+        if adopt {
+            // A task known by pointer came in on this CPU: the switch program said so, and the
+            // hot programs (a call's entry, a fault) need not ask the kernel whose it is.
+            self.movi(1, 0);
+            let test = self.label();
+            let fd = self.maps.glob;
+            self.lookup_u32(fd, 1, test);
+            self.ld(1, 0, G_OURS);
+            self.jmp(JNE, 1, 0, ours);
+            self.bind(test);
+        }
         match self.scope {
             Scope::Cgroup(id) => {
                 self.call(CGROUP_ID);
@@ -199,16 +211,15 @@ impl Prog {
                 self.jmpx(JNE, 0, 1, not);
             }
             Scope::Process(pid) => {
-                let ours = self.label();
                 self.call(PID_TGID);
                 self.alui(RSH, 0, 32);
                 // The attached process's own events pay what they paid before children were
                 // followed: one comparison.
                 self.jmp(JEQ, 0, pid as i32, ours);
                 self.descendant_or(ours, not, adopt);
-                self.bind(ours);
             }
         }
+        self.bind(ours);
     }
 
     /// For a task outside the attached process, its tgid in r0: goes to `ours` when it is a

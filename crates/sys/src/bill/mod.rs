@@ -124,6 +124,9 @@ const G_CROSS: i16 = 464;
 // program's, is current on this CPU (process scope): the first program that runs in it adopts it.
 const G_ADOPT: i16 = 472;
 const G_ACC_FAULTS: i16 = 480;
+// Nonzero while the task on this CPU is one of the program's known by its pointer (set by the
+// switch into it): the programs that run in its context skip asking the kernel whose it is.
+const G_OURS: i16 = 488;
 const G_LAT: i16 = 512;
 const GLOB_BYTES: usize = 512 + 8 * BUCKETS;
 

@@ -281,6 +281,7 @@ fn switch(maps: Maps, scope: Scope) -> Program {
     p.glob();
     p.mov(8, 0);
     p.sti(8, G_PEND_IN, 0);
+    p.sti(8, G_OURS, 0);
     if let Scope::Process(_) = scope {
         // A mark not taken (a newborn thread of a process already followed: no program needed
         // to adopt it) ends with the task it was set for.
@@ -336,6 +337,7 @@ fn switch(maps: Maps, scope: Scope) -> Program {
     let fd = p.maps.tasks;
     p.lookup_u32(fd, 1, exit);
     p.mov(7, 0);
+    p.sti(8, G_OURS, 1);
     p.ld(9, 10, SWITCH_AT);
     p.st(7, T_IN, 9);
     p.ld(1, 7, T_TID);
