@@ -17,7 +17,7 @@ use oscost_measure::env::LoadProbe;
 use oscost_measure::experiments::ExperimentArgs;
 use oscost_measure::Clock;
 use oscost_measure::Progress as _;
-use oscost_model::{Held, Message, MessageKind, ResultDoc, RunLoad, SCHEMA};
+use oscost_model::{Held, Message, MessageKind, ResultDoc, SCHEMA};
 use oscost_report::export::{self, Figures, Format, Output, Outputs};
 use oscost_report::summarise;
 use oscost_sys as os;
@@ -257,7 +257,7 @@ pub fn run(cfg: &Config, experiments: &[ExperimentArgs], saving: Saving) -> anyh
             let load = load_since(probe, tasks);
             let mut result = summarise::experiment(e.name(), out, ns_per_tick, Some(load));
             let failed = result.cases.iter().filter(|c| !c.checks_passed).count();
-            let held = result.load.as_ref().and_then(RunLoad::held);
+            let held = result.held();
             match next_pass(first, failed, held, repeats < REPEATS && !cfg.scripted) {
                 Pass::Again(h) => {
                     repeats += 1;

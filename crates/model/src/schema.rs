@@ -410,6 +410,12 @@ impl ExperimentResult {
     pub fn id(&self) -> Option<crate::ExperimentId> {
         crate::ExperimentId::from_name(&self.name)
     }
+
+    /// Who held the CPUs while it ran, where enough that a check it failed is not the OS's
+    /// doing ([`RunLoad::held`]); `None` without a load or below the thresholds.
+    pub fn held(&self) -> Option<crate::env::Held> {
+        self.load.as_ref().and_then(RunLoad::held)
+    }
 }
 
 /// A case that could not be measured.

@@ -8,7 +8,7 @@ use oscost_model::ids::{
     fault, net, noise, ns, seccomp, shootdown, signal, spawn, switch, syscall, tick, uring, wakeup,
 };
 use oscost_model::schema::{CaseResult, DerivedResult, ExperimentResult};
-use oscost_model::{Held, ResultDoc, RunLoad};
+use oscost_model::{Held, ResultDoc};
 
 /// Where a headline's figure comes from, the first one present in the run winning.
 #[derive(Debug, Clone, Copy)]
@@ -405,12 +405,6 @@ fn others_meanwhile(e: &ExperimentResult) -> Option<String> {
     })
 }
 
-/// Who else held the CPUs while `e` ran, where enough to fail a check that is not the OS's
-/// doing.
-fn held_by_others(e: &ExperimentResult) -> Option<Held> {
-    e.load.as_ref().and_then(RunLoad::held)
-}
-
 /// The experiment a headline's figure comes from.
 fn experiment_of(doc: &ResultDoc, source: Source) -> Option<&ExperimentResult> {
     match source {
@@ -452,7 +446,7 @@ pub fn datasheet(doc: &ResultDoc) -> Datasheet {
             let (from, (value, source, failed, whose)) =
                 h.sources.iter().find_map(|&s| Some((s, pick(doc, s)?)))?;
             let held = failed
-                .then(|| experiment_of(doc, from).and_then(held_by_others))
+                .then(|| experiment_of(doc, from).and_then(ExperimentResult::held))
                 .flatten();
             Some(Line {
                 label: h.label,
@@ -466,7 +460,7 @@ pub fn datasheet(doc: &ResultDoc) -> Datasheet {
         .collect();
     let (mut failed, mut failed_held) = (Vec::new(), Vec::new());
     for e in &doc.experiments {
-        let held = held_by_others(e);
+        let held = e.held();
         for c in e.cases.iter().filter(|c| !c.checks_passed) {
             match &held {
                 Some(h) => failed_held.push((c.id.clone(), *h)),

@@ -8,7 +8,7 @@ use super::warnings::{kinds, Of};
 use crate::format::{check, ci_pct, fmt_ns};
 use crate::layout::{text_width, wrap};
 use oscost_model::schema::ExperimentResult;
-use oscost_model::{Held, RunLoad};
+use oscost_model::Held;
 
 /// Widest a brief table may be without a terminal to fit (a file or a pipe).
 const NATURAL_WIDTH: usize = 100;
@@ -51,14 +51,9 @@ fn key(experiment: &str, id: &str) -> Vec<String> {
     rest.split('.').map(str::to_owned).collect()
 }
 
-/// Who held the CPUs while `e` ran, where enough that a check it failed is not the OS's doing.
-fn held(e: &ExperimentResult) -> Option<Held> {
-    e.load.as_ref().and_then(RunLoad::held)
-}
-
 /// How a failed check is marked: `?` where others held the CPUs, as the datasheet does.
 fn failed_mark(e: &ExperimentResult) -> &'static str {
-    if held(e).is_some() {
+    if e.held().is_some() {
         "?"
     } else {
         "✗"
@@ -68,7 +63,7 @@ fn failed_mark(e: &ExperimentResult) -> &'static str {
 /// One line saying who held the CPUs when `e` failed a check while they were held, else none.
 fn held_line(e: &ExperimentResult, width: Option<u16>, indent: &str) -> String {
     let any_failed = e.cases.iter().any(|c| c.checks.iter().any(|k| !k.passed));
-    match held(e).filter(|_| any_failed) {
+    match e.held().filter(|_| any_failed) {
         Some(h) => wrap(
             &format!(
                 "{indent}? failed while {}: not the OS's doing, run again when the machine is \
