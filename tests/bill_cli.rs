@@ -156,6 +156,8 @@ fn the_known_workloads_are_billed_exactly() {
     let b = bill("anon-write", 500);
     assert_sound(&b);
     assert!(b.faults_user.write_missing >= 500, "{:?}", b.faults_user);
+    // Unmapping the pages it wrote flushes them from this CPU's TLB, in its own context.
+    assert!(b.events.tlb_local >= 1, "{:?}", b.events);
 
     let b = bill("cow", 300);
     assert_sound(&b);

@@ -182,28 +182,16 @@ impl Prog {
 
     /// Goes to `not` unless the current task is the program's (r1–r5, r0 clobbered).
     pub(super) fn ours_or(&mut self, not: Label) {
-        self.scope_test(not, true);
-    }
-
-    /// As [`Prog::ours_or`], but never adopting: for a program that may run in a task's context
-    /// after the switch away from it has begun (its CPU's mark already set for the next).
-    pub(super) fn ours_or_known(&mut self, not: Label) {
-        self.scope_test(not, false);
-    }
-
-    fn scope_test(&mut self, not: Label, adopt: bool) {
         let ours = self.label();
-        if adopt {
-            // A task known by pointer came in on this CPU: the switch program said so, and the
-            // hot programs (a call's entry, a fault) need not ask the kernel whose it is.
-            self.movi(1, 0);
-            let test = self.label();
-            let fd = self.maps.glob;
-            self.lookup_u32(fd, 1, test);
-            self.ld(1, 0, G_OURS);
-            self.jmp(JNE, 1, 0, ours);
-            self.bind(test);
-        }
+        // A task known by pointer came in on this CPU: the switch program said so, and the hot
+        // programs (a call's entry, a fault) need not ask the kernel whose it is.
+        self.movi(1, 0);
+        let test = self.label();
+        let fd = self.maps.glob;
+        self.lookup_u32(fd, 1, test);
+        self.ld(1, 0, G_OURS);
+        self.jmp(JNE, 1, 0, ours);
+        self.bind(test);
         match self.scope {
             Scope::Cgroup(id) => {
                 self.call(CGROUP_ID);
@@ -216,7 +204,7 @@ impl Prog {
                 // The attached process's own events pay what they paid before children were
                 // followed: one comparison.
                 self.jmp(JEQ, 0, pid as i32, ours);
-                self.descendant_or(ours, not, adopt);
+                self.descendant_or(ours, not);
             }
         }
         self.bind(ours);
@@ -226,7 +214,7 @@ impl Prog {
     /// process the program made (followed already, or adopted now: a child of the program's
     /// just come in on this CPU), else to `not`. A foreign task pays a load while the
     /// program has made no process, one hash lookup after.
-    fn descendant_or(&mut self, ours: Label, not: Label, adopt: bool) {
+    fn descendant_or(&mut self, ours: Label, not: Label) {
         let (ctl, followed) = (self.maps.ctl, self.maps.followed);
         self.ld_map_value(1, ctl, i32::from(C_ANY));
         self.ld(2, 1, 0);
@@ -237,10 +225,6 @@ impl Prog {
         self.alui(ADD, 2, i32::from(OURS_KEY));
         self.call(LOOKUP);
         self.jmp(JNE, 0, 0, ours);
-        if !adopt {
-            self.goto(not);
-            return;
-        }
         // The mark is set only while a newborn child of the program's is current on its CPU,
         // so the task that takes it is that child: every program runs in the context of the
         // task current on its CPU, and the mark is cleared at the next switch.

@@ -525,15 +525,17 @@ fn task_exit(maps: Maps, scope: Scope) -> Program {
     p.done("sched_process_exit")
 }
 
-/// `tlb:tlb_flush(reason, pages)` in the program's context, by reason.
+/// `tlb:tlb_flush(reason, pages)` in the program's context, by reason. A flush on task switch
+/// is not counted: it is part of the switch (which the kernel runs in the task leaving, after
+/// the switch program marked the CPU for the task coming in), and the bill has no line for it.
 fn tlb(maps: Maps, scope: Scope) -> Program {
     let mut p = Prog::new(maps, scope);
     let exit = p.exit;
-    // A flush on task switch comes after the switch's tracepoint, in the task leaving: not the
-    // task its CPU's mark was set for.
-    p.ours_or_known(exit);
     p.ld(8, 6, 0);
     p.alui(AND, 8, 7);
+    p.jmp(JEQ, 8, 0, exit);
+    // Any other flush runs in the context of the task its CPU's mark was set for.
+    p.ours_or(exit);
     p.alui(LSH, 8, 3);
     p.glob();
     p.alu(ADD, 0, 8);
