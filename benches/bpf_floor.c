@@ -10,6 +10,11 @@
  *              (syscount's design)
  *   count-pid  the same counter for the command's process only (its tgid compared first), as
  *              a per-program tracer must
+ *   count-all  count-pid's counter on each event a bill counts often, for the command's
+ *              process: system calls by number (sys_enter), page faults by kind (error code
+ *              bits 0 and 1, page_fault_user and page_fault_kernel apart), TLB flushes by
+ *              reason (tlb_flush), switches away (sched_switch): the least a per-program
+ *              counter of those events pays
  *   time-pid   the command's process only, its calls timed: on sys_enter the clock read
  *              (bpf_ktime_get_ns) into this CPU's slot, on sys_exit read again and the
  *              difference added to this CPU's sum with a count; no call number, no
@@ -20,7 +25,7 @@
  * the calls counted (and timed) are printed on stderr after it ends. Needs root (or CAP_BPF and
  * CAP_PERFMON).
  *
- * Usage: bpf_floor [-v] empty|empty-exit|count|count-pid|time-pid -- CMD [ARGS...]
+ * Usage: bpf_floor [-v] empty|empty-exit|count|count-pid|count-all|time-pid -- CMD [ARGS...]
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -35,6 +40,12 @@
 #include <unistd.h>
 
 #define SLOTS 512
+/* count-all's slots after the system calls': faults (user 0-3, kernel 4-7), TLB flushes by
+ * reason (8-15), switches (16). */
+#define FAULT_SLOT SLOTS
+#define TLB_SLOT (SLOTS + 8)
+#define SWITCH_SLOT (SLOTS + 16)
+#define ALL_SLOTS (SLOTS + 17)
 
 static long bpf(int cmd, union bpf_attr *a) {
     return syscall(__NR_bpf, cmd, a, sizeof(*a));
@@ -88,6 +99,51 @@ static int lookup(struct bpf_insn *p, int n, int map) {
     return n;
 }
 
+/* A counter for the process `pid` (every task when pid is 0) into p, ending where "return 0"
+ * goes; returns its length. The key: the call's number (ctx->args[1], calls above SLOTS - 1
+ * not counted) when `first` is negative, else first + (ctx->args[arg] & mask). */
+static int counter_program(struct bpf_insn *p, pid_t pid, int map, int first, int arg, int mask) {
+    int n = 0, jumps[3], nj = 0;
+    if (pid) {
+        p[n++] = INSN(BPF_ALU64 | BPF_MOV | BPF_X, 6, 1, 0, 0);
+        p[n++] = INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_get_current_pid_tgid);
+        p[n++] = INSN(BPF_ALU64 | BPF_RSH | BPF_K, 0, 0, 0, 32);
+        jumps[nj++] = n;
+        p[n++] = INSN(BPF_JMP | BPF_JNE | BPF_K, 0, 0, 0, pid);
+        p[n++] = INSN(BPF_ALU64 | BPF_MOV | BPF_X, 1, 6, 0, 0);
+    }
+    if (first < 0) {
+        /* r6 = ctx->args[1], the call's number. */
+        p[n++] = INSN(BPF_LDX | BPF_MEM | BPF_DW, 6, 1, 8, 0);
+        jumps[nj++] = n;
+        p[n++] = INSN(BPF_JMP | BPF_JGT | BPF_K, 6, 0, 0, SLOTS - 1);
+    } else {
+        p[n++] = INSN(BPF_LDX | BPF_MEM | BPF_DW, 6, 1, (short)(8 * arg), 0);
+        p[n++] = INSN(BPF_ALU64 | BPF_AND | BPF_K, 6, 0, 0, mask);
+        p[n++] = INSN(BPF_ALU64 | BPF_ADD | BPF_K, 6, 0, 0, first);
+    }
+    /* The key at fp-4. */
+    p[n++] = INSN(BPF_STX | BPF_MEM | BPF_W, 10, 6, -4, 0);
+    n = lookup(p, n, map);
+    jumps[nj++] = n;
+    p[n++] = INSN(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 0, 0);
+    p[n++] = INSN(BPF_LDX | BPF_MEM | BPF_DW, 1, 0, 0, 0);
+    p[n++] = INSN(BPF_ALU64 | BPF_ADD | BPF_K, 1, 0, 0, 1);
+    p[n++] = INSN(BPF_STX | BPF_MEM | BPF_DW, 0, 1, 0, 0);
+    for (int j = 0; j < nj; j++) p[jumps[j]].off = (short)(n - jumps[j] - 1);
+    return n;
+}
+
+/* Loads a counter_program and attaches it to `event`; says why not on stderr. */
+static int count_on(const char *event, pid_t pid, int map, int first, int arg, int mask) {
+    struct bpf_insn p[32];
+    int n = counter_program(p, pid, map, first, arg, mask);
+    p[n++] = INSN(BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, 0, 0);
+    p[n++] = INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
+    int prog = load(p, n);
+    return prog < 0 ? -1 : attach(prog, event);
+}
+
 /* time-pid's program for sys_enter (exit_side 0) or sys_exit (1) into p, ending where "return
  * 0" goes; returns its length. Not the process's: out at once. Entry: the clock into this
  * CPU's slot. Exit: when an entry is there, the time since it added to the sum and the count
@@ -128,14 +184,15 @@ int main(int argc, char **argv) {
     int verbose = 0, a = 1;
     if (a < argc && strcmp(argv[a], "-v") == 0) verbose = 1, a++;
     if (a + 2 >= argc || strcmp(argv[a + 1], "--") != 0) {
-        fprintf(stderr, "usage: bpf_floor [-v] empty|empty-exit|count|count-pid|time-pid -- CMD [ARGS...]\n");
+        fprintf(stderr, "usage: bpf_floor [-v] empty|empty-exit|count|count-pid|count-all|time-pid -- CMD [ARGS...]\n");
         return 2;
     }
     const char *mode = argv[a];
     int count = strcmp(mode, "count") == 0, by_pid = strcmp(mode, "count-pid") == 0;
     int on_exit = strcmp(mode, "empty-exit") == 0, timed = strcmp(mode, "time-pid") == 0;
-    if (!count && !by_pid && !on_exit && !timed && strcmp(mode, "empty") != 0) {
-        fprintf(stderr, "bpf_floor: unknown mode '%s' (empty, empty-exit, count, count-pid or time-pid)\n", mode);
+    int all = strcmp(mode, "count-all") == 0;
+    if (!count && !by_pid && !all && !on_exit && !timed && strcmp(mode, "empty") != 0) {
+        fprintf(stderr, "bpf_floor: unknown mode '%s' (empty, empty-exit, count, count-pid, count-all or time-pid)\n", mode);
         return 2;
     }
     char **cmd = argv + a + 2;
@@ -157,42 +214,30 @@ int main(int argc, char **argv) {
 
     union bpf_attr attr;
     int map = -1;
-    if (count || by_pid || timed) {
+    if (count || by_pid || all || timed) {
         memset(&attr, 0, sizeof attr);
         attr.map_type = BPF_MAP_TYPE_PERCPU_ARRAY;
         attr.key_size = 4;
         /* time-pid: one slot of {entry time, nanoseconds, calls} per CPU. */
         attr.value_size = timed ? 24 : 8;
-        attr.max_entries = timed ? 1 : SLOTS;
+        attr.max_entries = timed ? 1 : all ? ALL_SLOTS : SLOTS;
         map = (int)bpf(BPF_MAP_CREATE, &attr);
         if (map < 0) die("bpf(BPF_MAP_CREATE)");
     }
     struct bpf_insn p[32];
     int n = 0;
-    if (count || by_pid) {
-        int out_at; /* filled in below: the jumps to "out" */
-        int jumps[3], nj = 0;
-        if (by_pid) {
-            p[n++] = INSN(BPF_ALU64 | BPF_MOV | BPF_X, 6, 1, 0, 0);
-            p[n++] = INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_get_current_pid_tgid);
-            p[n++] = INSN(BPF_ALU64 | BPF_RSH | BPF_K, 0, 0, 0, 32);
-            jumps[nj++] = n;
-            p[n++] = INSN(BPF_JMP | BPF_JNE | BPF_K, 0, 0, 0, child);
-            p[n++] = INSN(BPF_ALU64 | BPF_MOV | BPF_X, 1, 6, 0, 0);
+    if (count || by_pid) n = counter_program(p, by_pid ? child : 0, map, -1, 0, 0);
+    if (all) {
+        /* page_fault_user and page_fault_kernel (address, regs, error_code); tlb_flush (reason,
+         * pages); sched_switch (preempt, prev, next, prev_state), counted in the task leaving. */
+        if (count_on("page_fault_user", child, map, FAULT_SLOT, 2, 3) < 0 ||
+            count_on("page_fault_kernel", child, map, FAULT_SLOT + 4, 2, 3) < 0 ||
+            count_on("tlb_flush", child, map, TLB_SLOT, 0, 7) < 0 ||
+            count_on("sched_switch", child, map, SWITCH_SLOT, 0, 0) < 0) {
+            kill(child, SIGKILL);
+            return 2;
         }
-        /* r6 = ctx->args[1], the call's number; the key at fp-4. */
-        p[n++] = INSN(BPF_LDX | BPF_MEM | BPF_DW, 6, 1, 8, 0);
-        jumps[nj++] = n;
-        p[n++] = INSN(BPF_JMP | BPF_JGT | BPF_K, 6, 0, 0, SLOTS - 1);
-        p[n++] = INSN(BPF_STX | BPF_MEM | BPF_W, 10, 6, -4, 0);
-        n = lookup(p, n, map);
-        jumps[nj++] = n;
-        p[n++] = INSN(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 0, 0);
-        p[n++] = INSN(BPF_LDX | BPF_MEM | BPF_DW, 1, 0, 0, 0);
-        p[n++] = INSN(BPF_ALU64 | BPF_ADD | BPF_K, 1, 0, 0, 1);
-        p[n++] = INSN(BPF_STX | BPF_MEM | BPF_DW, 0, 1, 0, 0);
-        out_at = n;
-        for (int j = 0; j < nj; j++) p[jumps[j]].off = (short)(out_at - jumps[j] - 1);
+        n = counter_program(p, child, map, -1, 0, 0);
     }
     if (timed) n = timing_program(p, child, map, 0);
     p[n++] = INSN(BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, 0, 0);
@@ -223,7 +268,8 @@ int main(int argc, char **argv) {
         long cpus = sysconf(_SC_NPROCESSORS_CONF);
         uint64_t *v = calloc((size_t)cpus, 24), total = 0, ns = 0;
         if (!v) die("calloc");
-        for (uint32_t k = 0; k < (timed ? 1 : SLOTS); k++) {
+        uint64_t events = 0;
+        for (uint32_t k = 0; k < (timed ? 1 : all ? ALL_SLOTS : SLOTS); k++) {
             memset(&attr, 0, sizeof attr);
             attr.map_fd = (uint32_t)map;
             attr.key = (uint64_t)(uintptr_t)&k;
@@ -233,13 +279,16 @@ int main(int argc, char **argv) {
                 if (timed) {
                     ns += v[3 * c + 1];
                     total += v[3 * c + 2];
-                } else {
+                } else if (k < SLOTS) {
                     total += v[c];
+                } else {
+                    events += v[c];
                 }
             }
         }
         fprintf(stderr, "bpf_floor: %llu system calls counted", (unsigned long long)total);
         if (timed) fprintf(stderr, ", %llu ns between their entries and exits", (unsigned long long)ns);
+        if (all) fprintf(stderr, ", %llu faults, flushes and switches", (unsigned long long)events);
         fputc('\n', stderr);
         free(v);
     }

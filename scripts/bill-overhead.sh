@@ -5,11 +5,12 @@
 # for the tools one would otherwise reach for (`strace -c -f`, `perf trace -s`, `perf stat` of
 # raw_syscalls:sys_enter), and for the floor any BPF counter pays (benches/bpf_floor.c: an
 # empty program on sys_enter, and on sys_exit too, a counter per call number for every task,
-# one for the command's process only, and that process's calls timed between entry and exit). The workloads: benches/bill_work.c's getppid loop (a syscall-bound
-# worst case) and its mixed mode (reads, mmaps and faults), and programs nobody here wrote:
-# gzip -9 of 100 MB of random base64 text (CPU-bound, it compresses to about 76 %),
-# find /usr -name '*.h', python3 -c pass (start-up: loader, imports), and git status on a large
-# work tree when there is one.
+# one for the command's process only, the same counter on its faults, TLB flushes and switches
+# too, and that process's calls timed between entry and exit). The workloads:
+# benches/bill_work.c's getppid loop (a syscall-bound worst case) and its mixed mode (reads,
+# mmaps and faults), and programs nobody here wrote: gzip -9 of 100 MB of random base64 text
+# (CPU-bound, it compresses to about 76 %), find /usr -name '*.h', python3 -c pass (start-up:
+# loader, imports), and git status on a large work tree when there is one.
 #
 # Every run is pinned to one CPU with taskset, tracer and traced alike (a tracer then competes
 # with its program for that CPU, as it would on a busy machine). Each workload gets one untimed
@@ -45,9 +46,9 @@
 #              20 000 files; otherwise git is skipped)
 #   GZIP_MB, GETPPID_N, FIND_DIR: the sizes of those workloads (smaller ones for a quick check)
 #   TRACERS    the traced variants to run, of oscost oscost-count oscost-perf oscost-base
-#              oscost-count-base strace perf-trace perf-stat bpf-empty bpf-empty-exit bpf-count bpf-count-pid bpf-time-pid
-#              (default all this machine runs; strace and perf trace take minutes a round on a
-#              syscall-bound workload)
+#              oscost-count-base strace perf-trace perf-stat bpf-empty bpf-empty-exit bpf-count
+#              bpf-count-pid bpf-count-all bpf-time-pid (default all this machine runs; strace
+#              and perf trace take minutes a round on a syscall-bound workload)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -101,7 +102,7 @@ echo "tracers' cost to a whole program: wall time traced / untraced, CPU $cpu, $
 variants=(untraced)
 declare -A label=([untraced]="untraced" [oscost]="oscost bill" [oscost-count]="oscost bill --count-only"
     [oscost-perf]="oscost bill --trace-with perf" [strace]="strace -c -f" [perf-trace]="perf trace -s" [perf-stat]="perf stat raw_syscalls"
-    [bpf-empty]="BPF floor: empty program" [bpf-empty-exit]="BPF floor: empty, entry and exit" [bpf-count]="BPF floor: count every task" [bpf-count-pid]="BPF floor: count one process"
+    [bpf-empty]="BPF floor: empty program" [bpf-empty-exit]="BPF floor: empty, entry and exit" [bpf-count]="BPF floor: count every task" [bpf-count-pid]="BPF floor: count one process" [bpf-count-all]="BPF floor: count its events"
     [bpf-time-pid]="BPF floor: time one process" [oscost-base]="base: oscost bill"
     [oscost-count-base]="base: bill --count-only")
 if [[ ! -x "$oscost_bin" ]]; then
@@ -148,7 +149,7 @@ else
 fi
 # The floors: one BPF program on sys_enter, written apart from oscost (benches/bpf_floor.c).
 if cc -O2 -o "$tmp/bpf_floor" benches/bpf_floor.c 2>"$tmp/err" && "$tmp/bpf_floor" empty -- true 2>"$tmp/err"; then
-    variants+=(bpf-empty bpf-empty-exit bpf-count bpf-count-pid bpf-time-pid)
+    variants+=(bpf-empty bpf-empty-exit bpf-count bpf-count-pid bpf-count-all bpf-time-pid)
 else
     echo "BPF floor: does not run here ($(tail -1 "$tmp/err")), skipped"
 fi
@@ -174,7 +175,7 @@ variant_argv() {
     strace) argv=(strace -c -f -o /dev/null) ;;
     perf-trace) argv=(perf trace -s -o /dev/null) ;;
     perf-stat) argv=(perf stat -e raw_syscalls:sys_enter "-x," -o /dev/null) ;;
-    bpf-empty | bpf-empty-exit | bpf-count | bpf-count-pid | bpf-time-pid) argv=("$tmp/bpf_floor" "${1#bpf-}" --) ;;
+    bpf-empty | bpf-empty-exit | bpf-count | bpf-count-pid | bpf-count-all | bpf-time-pid) argv=("$tmp/bpf_floor" "${1#bpf-}" --) ;;
     *) die "unknown variant $1" ;;
     esac
 }
