@@ -125,6 +125,10 @@ pub struct Usage {
     pub involuntary: u64,
     /// The largest resident set, KiB (0: unknown).
     pub max_rss_kib: u64,
+    /// The time its first task (the command's process, or the attached process's main
+    /// thread) was runnable but waiting for a CPU, ns (`/proc/PID/schedstat`); `None`: not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_task_wait_ns: Option<u64>,
 }
 
 /// A price: one operation's cost from a datasheet run.

@@ -210,17 +210,25 @@ impl Calibration {
     }
 }
 
+/// The time `calls` calls of `call` took this thread, ns a call, less the time it waited for
+/// a CPU meanwhile (its schedstat's run-queue wait): another task on its CPU, or the kernel's
+/// threads woken by detaching a probe, are not the calls' cost.
+fn per_call(calls: u32, call: impl Fn() -> i64) -> f64 {
+    let waited = || schedstat(Path::new("/proc/thread-self/schedstat")).map_or(0, |(_, wait)| wait);
+    let w = waited();
+    let t = now_ns();
+    for _ in 0..calls {
+        std::hint::black_box(call());
+    }
+    let elapsed = now_ns() - t;
+    elapsed.saturating_sub(waited() - w) as f64 / f64::from(calls)
+}
+
 fn calibrate(depth: Depth) -> Option<Calibration> {
     const CALLS: u32 = 20_000;
     const ROUNDS: usize = 5;
     let mut p = Probe::load_calls_only(Scope::Process(std::process::id()), depth).ok()?;
-    let timed = || {
-        let t = now_ns();
-        for _ in 0..CALLS {
-            std::hint::black_box(oscost_sys::calls::invalid_syscall());
-        }
-        (now_ns() - t) as f64 / f64::from(CALLS)
-    };
+    let timed = || per_call(CALLS, oscost_sys::calls::invalid_syscall);
     timed();
     let (mut bare, mut added) = (Vec::new(), Vec::new());
     for _ in 0..ROUNDS {
@@ -437,6 +445,8 @@ pub fn run(
     let setup_start = now_ns();
     let mut notes = Vec::new();
     let mut leader_sched = None;
+    // The first task's run-queue wait, the kernel's own: beside a bill without the probe's.
+    let mut first_wait = None;
     let (target, counted, usage, ending, start, end, cgroup) = match subject {
         Subject::Command(argv, under) => {
             let (counted, cg) = match (counting, BillCgroup::make()) {
@@ -476,6 +486,7 @@ pub fn run(
             let end = now_ns();
             leader_sched =
                 schedstat(Path::new(&format!("/proc/{pid}/schedstat"))).map(|s| (pid as u32, s));
+            first_wait = leader_sched.map(|(_, (_, wait))| wait);
             let ended = launch::reap(pid).map_err(|e| BillError::Other(e.to_string()))?;
             control.child.store(0, Ordering::SeqCst);
             let (_, running) = launch::reap_ended();
@@ -557,7 +568,9 @@ pub fn run(
                 },
                 |tp| CallCounter::threads(tp, &tids),
             );
+            let stat = format!("/proc/{pid}/schedstat");
             let before = proc_usage(pid);
+            let wait_before = schedstat(Path::new(&stat));
             let start = now_ns();
             let deadline = duration.map(|d| start + d.as_nanos() as u64);
             let mut still = true;
@@ -570,6 +583,9 @@ pub fn run(
             }
             let end = now_ns();
             let after = if still { proc_usage(pid) } else { None };
+            if let (Some((_, w0)), true) = (wait_before, still) {
+                first_wait = schedstat(Path::new(&stat)).map(|(_, w1)| w1.saturating_sub(w0));
+            }
             let usage = match (before, after) {
                 (Some(b), Some(a)) => Some((a.since(&b), "/proc")),
                 _ => {
@@ -677,6 +693,7 @@ pub fn run(
         voluntary: u.voluntary,
         involuntary: u.involuntary,
         max_rss_kib: u.max_rss_kib,
+        first_task_wait_ns: first_wait,
     });
     let mut bill = Bill {
         target,

@@ -2,7 +2,7 @@
 //! call's tracepoint still count the program's calls by name in the kernel (no times, no
 //! faults by kind, no scheduling; those stay the kernel's own accounting).
 
-use super::{now_ns, Calibration};
+use super::{now_ns, per_call, Calibration};
 use oscost_model::bill::CallLine;
 use oscost_sys::syscount::{self, CallCounts};
 
@@ -62,13 +62,7 @@ pub(super) fn calibrate(tracepoints: &[(String, u64)]) -> Option<Calibration> {
         .cloned()
         .collect();
     let tid = [oscost_sys::gettid()];
-    let timed = |call: fn() -> i64| {
-        let t = now_ns();
-        for _ in 0..CALLS {
-            std::hint::black_box(call());
-        }
-        (now_ns() - t) as f64 / f64::from(CALLS)
-    };
+    let timed = |call: fn() -> i64| per_call(CALLS, call);
     let getppid = || timed(oscost_sys::calls::raw_getppid);
     // One event for every round: opening and removing one costs the kernel far more than a
     // call (see `removal_ns`).

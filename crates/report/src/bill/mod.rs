@@ -405,6 +405,11 @@ pub fn assemble(bill: &mut Bill, book: Option<&PriceBook>, prices_from: Option<S
         explained += (s.wait_ns + s.blocked_ns) as f64;
         parts.push(w);
         parts.push(b);
+    } else if let Some(wait) = bill.usage.as_ref().and_then(|u| u.first_task_wait_ns) {
+        // Without the probe's switches, the kernel's own run-queue wait, of the first task
+        // only (a command of one process: all of it); the time blocked stays in the residual.
+        parts.push(part("waiting for a CPU (first task)", 0, None, wait as f64));
+        explained += wait as f64;
     }
     bill.residual_ns = total - explained;
     bill.explained_pct = if total > 0.0 && explained.is_finite() {

@@ -37,6 +37,7 @@ pub(crate) fn fixture() -> Bill {
             voluntary: 10,
             involuntary: 0,
             max_rss_kib: 0,
+            first_task_wait_ns: None,
         }),
         calls: vec![
             call("getppid", 10_000, 3_000_000),
@@ -233,6 +234,28 @@ fn a_bill_counted_by_perf_shows_counts_and_prices_but_no_call_times() {
         .find(|l| l.contains("calls, faults"))
         .expect(&text);
     assert!(rest.contains("100"), "{rest}");
+}
+
+#[test]
+fn without_the_probes_switches_the_first_tasks_wait_is_the_kernels() {
+    let mut b = fixture();
+    b.mechanism.name = Counter::Perf;
+    b.mechanism.depth = CallDepth::Count;
+    b.sched = None;
+    b.tasks.clear();
+    assemble(&mut b, None, None);
+    let unexplained = b.residual_ns;
+    assert!(!b.parts.iter().any(|p| p.name.starts_with("waiting")));
+
+    b.usage.as_mut().unwrap().first_task_wait_ns = Some(1_500_000);
+    assemble(&mut b, None, None);
+    let w = b
+        .parts
+        .iter()
+        .find(|p| p.name.starts_with("waiting"))
+        .unwrap();
+    assert_eq!((w.level, w.count, w.time_ns), (0, None, 1.5e6));
+    assert_eq!(b.residual_ns, unexplained - 1.5e6);
 }
 
 #[test]
