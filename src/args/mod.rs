@@ -264,8 +264,8 @@ pub struct BillArgs {
           value_parser = values::parse_duration)]
     pub for_: Option<std::time::Duration>,
     /// Count each system call at its entry only: cheaper (on a loop of getppid calls the
-    /// program ran 1.5–1.6× its untraced time, against 2.8× timed), but no time per call and
-    /// no errors
+    /// program ran 1.4–1.6× its untraced time, against 2.4–2.8× timed), but no time per call
+    /// and no errors
     #[arg(long)]
     pub count_only: bool,
     /// Count the system calls a second time with perf_event_open and check the probe's count
