@@ -690,7 +690,10 @@ fn without_a_probe_the_bill_is_the_kernels_own_accounting() {
     assert!(u.minor_faults >= 100, "{u:?}");
     // The run-queue wait of its one process, the kernel's own, as a part of the bill.
     let wait = u.first_task_wait_ns.expect("the process's schedstat");
-    let part = b.parts.iter().find(|p| p.name.starts_with("waiting for a CPU"));
+    let part = b
+        .parts
+        .iter()
+        .find(|p| p.name.starts_with("waiting for a CPU"));
     assert_eq!(part.map(|p| p.time_ns), Some(wait as f64), "{:?}", b.parts);
     for extra in ["--count-only", "--verify"] {
         let out = oscost()

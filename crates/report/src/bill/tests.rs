@@ -210,8 +210,8 @@ fn the_pages_tables_and_figures_hold_every_part() {
     assert!(plots[1].svg.contains("getppid") && plots[1].svg.contains("read"));
 }
 
-#[test]
-fn a_bill_counted_by_perf_shows_counts_and_prices_but_no_call_times() {
+/// The fixture as perf counts it: calls by name, no times, no switches, no tasks.
+fn perf_fixture() -> Bill {
     let mut b = fixture();
     b.mechanism.name = Counter::Perf;
     b.mechanism.depth = CallDepth::Count;
@@ -220,6 +220,12 @@ fn a_bill_counted_by_perf_shows_counts_and_prices_but_no_call_times() {
     for c in &mut b.calls {
         (c.time_ns, c.median_ns, c.errors) = (None, None, None);
     }
+    b
+}
+
+#[test]
+fn a_bill_counted_by_perf_shows_counts_and_prices_but_no_call_times() {
+    let mut b = perf_fixture();
     assemble(&mut b, None, None);
     let text = render(&b, 80);
     assert!(text.contains("counted in the kernel by perf"), "{text}");
@@ -238,11 +244,7 @@ fn a_bill_counted_by_perf_shows_counts_and_prices_but_no_call_times() {
 
 #[test]
 fn without_the_probes_switches_the_first_tasks_wait_is_the_kernels() {
-    let mut b = fixture();
-    b.mechanism.name = Counter::Perf;
-    b.mechanism.depth = CallDepth::Count;
-    b.sched = None;
-    b.tasks.clear();
+    let mut b = perf_fixture();
     assemble(&mut b, None, None);
     let unexplained = b.residual_ns;
     assert!(!b.parts.iter().any(|p| p.name.starts_with("waiting")));
@@ -261,14 +263,8 @@ fn without_the_probes_switches_the_first_tasks_wait_is_the_kernels() {
 #[test]
 fn calls_counted_without_the_kernels_accounting_are_still_shown() {
     // An attached process that ended before its counters were read again: no CPU known.
-    let mut b = fixture();
-    b.mechanism.name = Counter::Perf;
-    b.mechanism.depth = CallDepth::Count;
-    (b.sched, b.usage) = (None, None);
-    b.tasks.clear();
-    for c in &mut b.calls {
-        (c.time_ns, c.median_ns, c.errors) = (None, None, None);
-    }
+    let mut b = perf_fixture();
+    b.usage = None;
     assemble(&mut b, None, None);
     let text = render(&b, 80);
     let getppid = text.lines().find(|l| l.contains("getppid")).expect(&text);
@@ -288,11 +284,7 @@ fn calls_counted_without_the_kernels_accounting_are_still_shown() {
 
 #[test]
 fn a_short_perf_bill_puts_the_counters_cost_in_the_kernel_even_when_the_ticks_did_not() {
-    let mut b = fixture();
-    b.mechanism.name = Counter::Perf;
-    b.mechanism.depth = CallDepth::Count;
-    b.sched = None;
-    b.tasks.clear();
+    let mut b = perf_fixture();
     if let Some(u) = b.usage.as_mut() {
         (u.user_ns, u.system_ns) = (2_000_000, 0);
     }
