@@ -221,7 +221,7 @@ fn per_call(calls: u32, call: impl Fn() -> i64) -> f64 {
         std::hint::black_box(call());
     }
     let elapsed = now_ns() - t;
-    elapsed.saturating_sub(waited() - w) as f64 / f64::from(calls)
+    elapsed.saturating_sub(waited().saturating_sub(w)) as f64 / f64::from(calls)
 }
 
 fn calibrate(depth: Depth) -> Option<Calibration> {

@@ -295,7 +295,7 @@ pub struct Totals {
     /// the wake-ups that cross CPUs, which pinning the program to one CPU makes local.
     pub cross_cpu_wakeups: u64,
     /// TLB flushes in the program's context by [`TLB_REASONS`]; the first (on task switch)
-    /// stays 0: that flush is part of the switch, which the bill prices as one.
+    /// stays 0: that flush is the switch's own work, and the bill counts the switch.
     pub tlb: [u64; 5],
     /// Wake-up latencies (woken → on a CPU) by bucket.
     pub wake_latency: Vec<u64>,
