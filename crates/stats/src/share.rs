@@ -40,14 +40,7 @@ pub fn covered_share(stretches: &[(f64, f64)], span: f64, windows: usize) -> Opt
         covered[w] += len;
     }
     let shares: Vec<f64> = covered.iter().map(|c| c / width).collect();
-    let n = windows as f64;
-    let mean = shares.iter().sum::<f64>() / n;
-    let var = shares.iter().map(|s| (s - mean).powi(2)).sum::<f64>() / (n - 1.0);
-    let half = T975[windows - 2] * (var / n).sqrt();
-    Some(Share {
-        share: mean,
-        ci95: [(mean - half).max(0.0), (mean + half).min(1.0)],
-    })
+    mean_share(&shares)
 }
 
 /// The mean of some shares (each a fraction, one per observation: a late wake-up's part of
