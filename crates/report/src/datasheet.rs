@@ -345,28 +345,33 @@ fn share_text(pct: f64, lo: Option<f64>, hi: Option<f64>) -> String {
     }
 }
 
-/// Whose the time a traced noise spin lost was: the OS's, other programs' and the host's
-/// shares, each with its interval; `None` for a case from before the split.
-fn noise_whose(traced: &CaseResult) -> Option<String> {
-    let part = |k: &str| {
-        let v = *traced.counters.get(&format!("{k}_lost_pct"))?;
-        let lo = traced
-            .counters
-            .get(&format!("{k}_lost_ci95_lo_pct"))
-            .copied();
-        let hi = traced
-            .counters
-            .get(&format!("{k}_lost_ci95_hi_pct"))
-            .copied();
-        Some(share_text(v, lo, hi))
+/// The OS's, other programs' and outside-the-view shares of a traced case in words, each with
+/// its interval: counters `{prefix}{who}{suffix}_pct` and their `_ci95_lo_pct`, `_ci95_hi_pct`.
+fn whose_split(traced: &CaseResult, prefix: &str, suffix: &str) -> Option<String> {
+    let get = |k: String| traced.counters.get(&k).copied();
+    let part = |who: &str| {
+        let at = format!("{prefix}{who}{suffix}");
+        Some(share_text(
+            get(format!("{at}_pct"))?,
+            get(format!("{at}_ci95_lo_pct")),
+            get(format!("{at}_ci95_hi_pct")),
+        ))
     };
-    let lost = traced.counters.get("cpu_lost_pct")?;
     Some(format!(
-        "traced again ({lost:.2} % lost): the OS {}, other programs {}, outside the guest \
-         kernel's view {}",
+        "the OS {}, other programs {}, outside the guest kernel's view {}",
         part("os")?,
         part("programs")?,
         part("outside")?
+    ))
+}
+
+/// Whose the time a traced noise spin lost was: the OS's, other programs' and the host's
+/// shares, each with its interval; `None` for a case from before the split.
+fn noise_whose(traced: &CaseResult) -> Option<String> {
+    let lost = traced.counters.get("cpu_lost_pct")?;
+    Some(format!(
+        "traced again ({lost:.2} % lost): {}",
+        whose_split(traced, "", "_lost")?
     ))
 }
 
@@ -375,21 +380,11 @@ fn noise_whose(traced: &CaseResult) -> Option<String> {
 /// from before the split.
 fn wake_whose(traced: &CaseResult) -> Option<String> {
     let get = |k: &str| traced.counters.get(k).copied();
-    let part = |k: &str| {
-        Some(share_text(
-            get(&format!("tail.{k}_pct"))?,
-            get(&format!("tail.{k}_ci95_lo_pct")),
-            get(&format!("tail.{k}_ci95_hi_pct")),
-        ))
-    };
     Some(format!(
-        "traced again, its slowest {:.0} wake-ups ({} late on average): the OS {}, other \
-         programs {}, outside the guest kernel's view {}",
+        "traced again, its slowest {:.0} wake-ups ({} late on average): {}",
         get("tail.wakeups")?,
         fmt_ns(get("tail.lateness_mean_ns")?),
-        part("os")?,
-        part("programs")?,
-        part("outside")?
+        whose_split(traced, "tail.", "")?
     ))
 }
 
