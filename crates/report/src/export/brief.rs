@@ -60,11 +60,22 @@ fn failed_mark(e: &ExperimentResult) -> &'static str {
     }
 }
 
-/// One line saying who held the CPUs when `e` failed a check while they were held, else none.
-fn held_line(e: &ExperimentResult, width: Option<u16>, indent: &str) -> String {
-    let any_failed = e.cases.iter().any(|c| c.checks.iter().any(|k| !k.passed));
-    match e.held().filter(|_| any_failed) {
-        Some(h) => wrap(
+/// Each failed check of `e` on a line of its own, marked as [`failed_mark`] says, then, where
+/// others held the CPUs, one line saying who: not the OS's doing.
+fn failed_checks(e: &ExperimentResult, width: Option<u16>, indent: &str) -> String {
+    let mark = failed_mark(e);
+    let mut s = String::new();
+    for c in &e.cases {
+        for k in c.checks.iter().filter(|k| !k.passed) {
+            s += &wrap(
+                &format!("{indent}{mark} {}: {}", c.id, check(k)),
+                width,
+                indent.len() + 4,
+            );
+        }
+    }
+    if let Some(h) = e.held().filter(|_| !s.is_empty()) {
+        s += &wrap(
             &format!(
                 "{indent}? failed while {}: not the OS's doing, run again when the machine is \
                  quiet",
@@ -72,9 +83,9 @@ fn held_line(e: &ExperimentResult, width: Option<u16>, indent: &str) -> String {
             ),
             width,
             indent.len() + 2,
-        ),
-        None => String::new(),
+        );
     }
+    s
 }
 
 fn cases(e: &ExperimentResult) -> Vec<Figure> {
@@ -294,13 +305,8 @@ pub fn experiment(e: &ExperimentResult, width: Option<u16>) -> String {
     if s.is_empty() {
         s = format!("{}\n", e.name);
     }
+    s += &failed_checks(e, width, "  ");
     let mark = failed_mark(e);
-    for c in &e.cases {
-        for k in c.checks.iter().filter(|k| !k.passed) {
-            s += &wrap(&format!("  {mark} {}: {}", c.id, check(k)), width, 6);
-        }
-    }
-    s += &held_line(e, width, "  ");
     // A figure flagged for a case's failed check says nothing the line above did not.
     let failed: Vec<&str> = e
         .cases
@@ -413,13 +419,7 @@ pub fn unprivileged(experiments: &[ExperimentResult], width: Option<u16>) -> Str
 pub fn quality(experiments: &[ExperimentResult], width: Option<u16>) -> String {
     let mut s = String::new();
     for e in experiments {
-        let mark = failed_mark(e);
-        for c in &e.cases {
-            for k in c.checks.iter().filter(|k| !k.passed) {
-                s += &wrap(&format!("{mark} {}: {}", c.id, check(k)), width, 4);
-            }
-        }
-        s += &held_line(e, width, "");
+        s += &failed_checks(e, width, "");
         let warned: Vec<String> = kinds(e, Of::Warnings)
             .into_iter()
             .map(|k| format!("{} ({} of {})", k.tag, k.cases, e.cases.len()))
