@@ -155,3 +155,14 @@ pub fn quiet_load(wall_s: f64) -> RunLoad {
         warnings: Vec::new(),
     }
 }
+
+/// Samples of one operation each, in ns on [`clock`] (a tick is a nanosecond), with no loop
+/// overhead: a case's timings in a test.
+pub fn samples(per_op_ns: &[f64]) -> crate::case::Samples {
+    crate::case::Samples {
+        per_op_ns: per_op_ns.to_vec(),
+        per_op_ticks: per_op_ns.to_vec(),
+        iterations_per_sample: 1,
+        loop_overhead_ns: 0.0,
+    }
+}

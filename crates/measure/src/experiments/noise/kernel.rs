@@ -493,12 +493,7 @@ mod tests {
             "noise.cpu0.kernel",
             "a test",
             "interruption",
-            Samples {
-                per_op_ns: vec![1.0],
-                per_op_ticks: vec![1.0],
-                iterations_per_sample: 1,
-                loop_overhead_ns: 0.0,
-            },
+            oscost_model::example::samples(&[1.0]),
         )
     }
 

@@ -755,12 +755,7 @@ mod tests {
             "switch.pipe.threads.same",
             "x",
             "round trip",
-            Samples {
-                per_op_ns: vec![rt; 5],
-                per_op_ticks: vec![rt; 5],
-                iterations_per_sample: 1,
-                loop_overhead_ns: 0.0,
-            },
+            oscost_model::example::samples(&[rt; 5]),
         )
         .param("via", "pipe")
     }

@@ -688,12 +688,7 @@ mod tests {
             "wakeup.other.1ms.kernel",
             "wake-up",
             "wake-up",
-            Samples {
-                per_op_ns: vec![280.0],
-                per_op_ticks: vec![280.0],
-                iterations_per_sample: 1,
-                loop_overhead_ns: 0.0,
-            },
+            oscost_model::example::samples(&[280.0]),
         );
         tail_whose(&mut case, &split, &[280.0, 280.0], &segments, &whose);
         let c = &case.counters;
