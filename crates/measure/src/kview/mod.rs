@@ -349,9 +349,7 @@ pub enum Whose {
     Os,
     /// A task of another program (any task that is not a kernel thread).
     Programs,
-    /// Nothing the guest kernel recorded, or the CPU idle while work of ours was due there (a
-    /// virtual CPU whose host delivers its timer late idles meanwhile): the hypervisor's time
-    /// (or an SMI).
+    /// Nothing the guest kernel recorded: the hypervisor's time (or an SMI).
     Outside,
 }
 
@@ -395,7 +393,7 @@ pub fn whose_sources<'a>(events: impl IntoIterator<Item = &'a Kind>) -> BTreeMap
 
 /// Whose the time of the source labelled `label` is, `tasks` from [`whose_sources`].
 pub fn whose(label: &str, tasks: &BTreeMap<String, Whose>) -> Whose {
-    if label == OUTSIDE || label == IDLE {
+    if label == OUTSIDE {
         Whose::Outside
     } else if let Some(w) = tasks.get(label) {
         *w

@@ -241,7 +241,6 @@ fn each_source_is_the_os_s_a_program_s_or_the_host_s() {
     assert_eq!(whose(LOCAL_TIMER, &tasks), Whose::Os);
     assert_eq!(whose("irq 36 virtio1-req.0", &tasks), Whose::Os);
     assert_eq!(whose(OUTSIDE, &tasks), Whose::Outside);
-    assert_eq!(whose(IDLE, &tasks), Whose::Outside);
     // A task never seen switching in (its tid unknown) is counted as a program's.
     assert_eq!(whose("task gone", &tasks), Whose::Programs);
 }

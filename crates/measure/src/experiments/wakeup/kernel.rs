@@ -327,6 +327,7 @@ fn tail_whose(
         let mut by = [f.parts[0] + f.parts[3] + f.parts[4], 0.0, unseen];
         for (label, d) in &labels {
             by[match kview::whose(label, whose) {
+                _ if label == kview::IDLE => 2,
                 kview::Whose::Os => 0,
                 kview::Whose::Programs => 1,
                 kview::Whose::Outside => 2,
