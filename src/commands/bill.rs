@@ -611,28 +611,50 @@ fn forward_signals(
                     control.stop.store(true, Ordering::SeqCst);
                     continue;
                 }
-                let pid = control.child.load(Ordering::SeqCst);
-                if pid > 0 {
-                    let _ = oscost_sys::launch::signal(pid, sig);
-                    // A PID namespace's init gets only the signals it handles (as under a
-                    // container runtime without an init of its own): one that did not end
-                    // it in a second is followed by SIGKILL, so Ctrl-C still ends the run.
-                    if control.init.load(Ordering::SeqCst) {
-                        std::thread::sleep(std::time::Duration::from_secs(1));
-                        if control.child.load(Ordering::SeqCst) == pid {
-                            eprintln!(
-                                "oscost: the command, its PID namespace's init, did not end on \
-                                 signal {sig} (it has no handler for it): killed"
-                            );
-                            let _ = oscost_sys::launch::signal(pid, signal_hook::consts::SIGKILL);
+                let pid = match control.child.load(Ordering::SeqCst) {
+                    pid if pid > 0 => {
+                        let _ = oscost_sys::launch::signal(pid, sig);
+                        pid
+                    }
+                    _ => {
+                        // Before the command started: the bill forwards it as it starts, and
+                        // what follows below still applies once it has.
+                        control.early.store(sig, Ordering::SeqCst);
+                        match started(&control) {
+                            Some(pid) => pid,
+                            None => continue,
                         }
                     }
-                } else {
-                    control.early.store(sig, Ordering::SeqCst);
+                };
+                // A PID namespace's init gets only the signals it handles (as under a
+                // container runtime without an init of its own): one that did not end it in a
+                // second is followed by SIGKILL, so Ctrl-C still ends the run.
+                if control.init.load(Ordering::SeqCst) {
+                    std::thread::sleep(std::time::Duration::from_secs(1));
+                    if control.child.load(Ordering::SeqCst) == pid {
+                        eprintln!(
+                            "oscost: the command, its PID namespace's init, did not end on \
+                             signal {sig} (it has no handler for it): killed"
+                        );
+                        let _ = oscost_sys::launch::signal(pid, signal_hook::consts::SIGKILL);
+                    }
                 }
             }
         })?;
     Ok(came)
+}
+
+/// The command's pid once the bill has started it and forwarded a signal that came before
+/// (taken from `early`); `None` when the bill gave up instead, or not within five seconds.
+fn started(control: &Control) -> Option<i32> {
+    for _ in 0..500 {
+        let pid = control.child.load(Ordering::SeqCst);
+        if pid > 0 && control.early.load(Ordering::SeqCst) == 0 {
+            return Some(pid);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    None
 }
 
 /// The result document `--prices` names: a file, or a run of the history.
